@@ -1,0 +1,27 @@
+// Command pmx is the pmx exchange: one binary whose subcommands run each part of it.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	if err := newRootCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "pmx:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "pmx",
+		Short:         "pmx is an open exchange for YES/NO prediction markets",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newDemoCommand())
+	return root
+}
