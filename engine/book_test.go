@@ -1,0 +1,415 @@
+package engine
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+)
+
+// ord builds an order tersely: ord(id, account, "BUY", "YES", price, qty).
+func ord(id OrderID, account AccountID, side, outcome string, price int, qty int64) Order {
+	o := Order{ID: id, Account: account, Price: price, Quantity: qty, Side: Sell, Outcome: No}
+	if side == "BUY" {
+		o.Side = Buy
+	}
+	if outcome == "YES" {
+		o.Outcome = Yes
+	}
+	return o
+}
+
+// submitAll submits orders in turn and returns the last result; it fails the test on any error.
+func submitAll(t *testing.T, b *Book, orders ...Order) *Result {
+	t.Helper()
+	var r Result
+	for _, o := range orders {
+		if err := b.Submit(o, &r); err != nil {
+			t.Fatalf("submit %+v: %v", o, err)
+		}
+	}
+	return &r
+}
+
+func TestMatchKinds(t *testing.T) {
+	// The maker rests first; the taker crosses it exactly at the maker's price.
+	tests := []struct {
+		name         string
+		maker, taker Order
+		kind         Kind
+		yes          int
+		makerLeg     Leg
+		takerLeg     Leg
+		pairs        int64
+	}{
+		{
+			name:  "BUY YES takes SELL YES: YES share moves",
+			maker: ord(1, 1, "SELL", "YES", 60, 10), taker: ord(2, 2, "BUY", "YES", 60, 10),
+			kind: TransferYes, yes: 60,
+			makerLeg: Leg{Price: 60, Cash: 600, Shares: -10, SharesLocked: -10},
+			takerLeg: Leg{Price: 60, CashLocked: -600, Shares: 10},
+		},
+		{
+			name:  "BUY NO takes SELL NO: NO share moves",
+			maker: ord(1, 1, "SELL", "NO", 30, 10), taker: ord(2, 2, "BUY", "NO", 30, 10),
+			kind: TransferNo, yes: 70,
+			makerLeg: Leg{Price: 30, Cash: 300, Shares: -10, SharesLocked: -10},
+			takerLeg: Leg{Price: 30, CashLocked: -300, Shares: 10},
+		},
+		{
+			name:  "BUY NO takes BUY YES: a pair is minted",
+			maker: ord(1, 1, "BUY", "YES", 65, 10), taker: ord(2, 2, "BUY", "NO", 35, 10),
+			kind: Mint, yes: 65, pairs: 10,
+			makerLeg: Leg{Price: 65, CashLocked: -650, Shares: 10},
+			takerLeg: Leg{Price: 35, CashLocked: -350, Shares: 10},
+		},
+		{
+			name:  "SELL YES takes SELL NO: a pair is burned",
+			maker: ord(1, 1, "SELL", "NO", 45, 10), taker: ord(2, 2, "SELL", "YES", 55, 10),
+			kind: Burn, yes: 55, pairs: -10,
+			makerLeg: Leg{Price: 45, Cash: 450, Shares: -10, SharesLocked: -10},
+			takerLeg: Leg{Price: 55, Cash: 550, Shares: -10, SharesLocked: -10},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := New(4)
+			r := submitAll(t, b, tt.maker, tt.taker)
+			if len(r.Fills) != 1 {
+				t.Fatalf("fills = %+v, want one", r.Fills)
+			}
+			f := r.Fills[0]
+			if f.Kind != tt.kind || f.YesPrice != tt.yes || f.Quantity != 10 || f.Pairs() != tt.pairs {
+				t.Errorf("fill kind %v yes %d qty %d pairs %d, want %v %d 10 %d", f.Kind, f.YesPrice, f.Quantity, f.Pairs(), tt.kind, tt.yes, tt.pairs)
+			}
+			want := func(l Leg, o Order) Leg {
+				l.Order, l.Account, l.Side, l.Outcome, l.Filled, l.Status = o.ID, o.Account, o.Side, o.Outcome, 10, StatusFilled
+				return l
+			}
+			if got, w := f.Maker, want(tt.makerLeg, tt.maker); got != w {
+				t.Errorf("maker leg\n got %+v\nwant %+v", got, w)
+			}
+			if got, w := f.Taker, want(tt.takerLeg, tt.taker); got != w {
+				t.Errorf("taker leg\n got %+v\nwant %+v", got, w)
+			}
+			if r.Order.Status != StatusFilled || b.Len() != 0 || b.LastTradePrice() != tt.yes {
+				t.Errorf("after: order %v, %d resting, last %d", r.Order.Status, b.Len(), b.LastTradePrice())
+			}
+		})
+	}
+}
+
+func TestPartialFills(t *testing.T) {
+	t.Run("taker smaller than maker", func(t *testing.T) {
+		b := New(4)
+		r := submitAll(t, b, ord(1, 1, "SELL", "YES", 50, 10), ord(2, 2, "BUY", "YES", 50, 4))
+		if r.Order.Status != StatusFilled || r.Fills[0].Maker.Status != StatusPartiallyFilled || r.Fills[0].Maker.Filled != 4 {
+			t.Fatalf("got order %+v, maker leg %+v", r.Order, r.Fills[0].Maker)
+		}
+		if st, ok := b.Order(1); !ok || st.Filled != 4 || st.Status != StatusPartiallyFilled {
+			t.Fatalf("maker now %+v %v", st, ok)
+		}
+	})
+	t.Run("taker larger than book rests the remainder", func(t *testing.T) {
+		b := New(4)
+		r := submitAll(t, b, ord(1, 1, "SELL", "YES", 50, 3), ord(2, 1, "SELL", "YES", 51, 3), ord(3, 2, "BUY", "YES", 52, 10))
+		if len(r.Fills) != 2 || r.Order.Filled != 6 || r.Order.Status != StatusPartiallyFilled {
+			t.Fatalf("got %+v with fills %+v", r.Order, r.Fills)
+		}
+		if b.BestBid() != 52 || b.BestAsk() != Payout {
+			t.Fatalf("book bid %d ask %d, want 52 and none", b.BestBid(), b.BestAsk())
+		}
+		var d Depth
+		b.Depth(10, &d)
+		if want := []Level{{52, 4, 4}}; !reflect.DeepEqual(d.Yes.Bids, want) {
+			t.Fatalf("bids %v, want %v", d.Yes.Bids, want)
+		}
+	})
+}
+
+func TestPriceImprovementReturnsSurplus(t *testing.T) {
+	tests := []struct {
+		name         string
+		maker, taker Order
+		takerPrice   int
+		surplus      int64
+	}{
+		{"BUY YES above the ask", ord(1, 1, "SELL", "YES", 55, 10), ord(2, 2, "BUY", "YES", 60, 10), 55, 50},
+		{"BUY NO above the mirrored bid", ord(1, 1, "BUY", "YES", 45, 10), ord(2, 2, "BUY", "NO", 60, 10), 55, 50},
+		{"SELL YES below the bid gets more cash", ord(1, 1, "BUY", "YES", 45, 10), ord(2, 2, "SELL", "YES", 40, 10), 45, 0},
+		{"SELL NO below the mirrored ask gets more cash", ord(1, 1, "SELL", "YES", 55, 10), ord(2, 2, "SELL", "NO", 40, 10), 45, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := New(4)
+			l := newLedger()
+			l.grant(1, 10_000)
+			l.grant(2, 10_000)
+			// Mint pairs between the two accounts first so that both hold YES and NO to sell.
+			for _, o := range []Order{ord(100, 1, "BUY", "YES", 50, 10), ord(101, 2, "BUY", "NO", 50, 10), ord(102, 2, "BUY", "YES", 50, 10), ord(103, 1, "BUY", "NO", 50, 10)} {
+				l.trade(t, b, o)
+			}
+			l.trade(t, b, tt.maker)
+			f := l.trade(t, b, tt.taker).Fills[0]
+			if f.Taker.Price != tt.takerPrice || f.Taker.Surplus() != tt.surplus {
+				t.Fatalf("taker executed at %d with surplus %d, want %d and %d", f.Taker.Price, f.Taker.Surplus(), tt.takerPrice, tt.surplus)
+			}
+			l.mustCheck(t, b)
+		})
+	}
+}
+
+func TestFIFOWithinLevel(t *testing.T) {
+	b := New(4)
+	r := submitAll(t, b,
+		ord(1, 1, "SELL", "YES", 50, 5),
+		ord(2, 2, "BUY", "NO", 50, 5), // also an ask at YES 50, later in time
+		ord(3, 3, "SELL", "YES", 49, 5),
+		ord(4, 4, "BUY", "YES", 50, 12))
+	var makers []OrderID
+	for _, f := range r.Fills {
+		makers = append(makers, f.Maker.Order)
+	}
+	if want := []OrderID{3, 1, 2}; !reflect.DeepEqual(makers, want) {
+		t.Fatalf("makers hit in order %v, want %v (best price, then oldest first)", makers, want)
+	}
+	if st, _ := b.Order(2); st.Filled != 2 {
+		t.Fatalf("last maker filled %d, want 2", st.Filled)
+	}
+}
+
+func TestSelfTradePrevention(t *testing.T) {
+	b := New(4)
+	r := submitAll(t, b,
+		ord(1, 7, "SELL", "YES", 50, 5),
+		ord(2, 8, "SELL", "YES", 50, 5),
+		ord(3, 7, "BUY", "NO", 49, 5), // YES ask at 51, same account as the taker below
+		ord(4, 7, "BUY", "YES", 51, 20))
+	if len(r.Cancelled) != 2 || r.Cancelled[0].ID != 1 || r.Cancelled[1].ID != 3 {
+		t.Fatalf("STP cancelled %+v, want orders 1 and 3", r.Cancelled)
+	}
+	for _, c := range r.Cancelled {
+		if c.Status != StatusCancelled {
+			t.Errorf("cancelled order %d has status %v", c.ID, c.Status)
+		}
+	}
+	if len(r.Fills) != 1 || r.Fills[0].Maker.Order != 2 || r.Fills[0].Quantity != 5 {
+		t.Fatalf("fills %+v, want only order 2's 5 shares", r.Fills)
+	}
+	if r.Order.Filled != 5 || r.Order.Status != StatusPartiallyFilled || b.BestBid() != 51 || b.BestAsk() != Payout {
+		t.Fatalf("taker %+v, book %d/%d", r.Order, b.BestBid(), b.BestAsk())
+	}
+}
+
+func TestCancel(t *testing.T) {
+	b := New(4)
+	submitAll(t, b, ord(1, 1, "BUY", "YES", 40, 10), ord(2, 2, "SELL", "NO", 55, 10), ord(3, 3, "SELL", "YES", 40, 4))
+	// Order 1 (bid 40) is older than order 2 (bid 45), but 45 is the better price.
+	if st, _ := b.Order(2); st.Filled != 4 {
+		t.Fatalf("order 2 filled %d, want 4", st.Filled)
+	}
+	tests := []struct {
+		id     OrderID
+		status Status
+		err    error
+	}{
+		{2, StatusPartiallyFilledCancelled, nil},
+		{1, StatusCancelled, nil},
+		{1, 0, ErrUnknownOrder},
+		{3, 0, ErrUnknownOrder}, // filled: no longer in the book
+		{99, 0, ErrUnknownOrder},
+	}
+	for _, tt := range tests {
+		st, err := b.Cancel(tt.id)
+		if !errors.Is(err, tt.err) || st.Status != tt.status {
+			t.Errorf("Cancel(%d) = %v, %v; want %v, %v", tt.id, st.Status, err, tt.status, tt.err)
+		}
+	}
+	if b.Len() != 0 || b.BestBid() != 0 {
+		t.Fatalf("book not empty: %d resting, best bid %d", b.Len(), b.BestBid())
+	}
+	if cash, _ := (&OrderState{Order: ord(2, 2, "SELL", "NO", 55, 10), Filled: 4}).Lock(); cash != 0 {
+		t.Fatalf("a SELL holds no cash")
+	}
+}
+
+func TestCancelAccount(t *testing.T) {
+	b := New(4)
+	submitAll(t, b,
+		ord(1, 1, "BUY", "YES", 40, 10),
+		ord(2, 2, "BUY", "YES", 41, 10),
+		ord(3, 1, "SELL", "YES", 60, 10),
+		ord(4, 1, "BUY", "YES", 45, 10),
+		ord(5, 3, "SELL", "YES", 45, 3)) // fills 3 of order 4
+	got := b.CancelAccount(1, nil)
+	var ids []OrderID
+	for _, st := range got {
+		ids = append(ids, st.ID)
+	}
+	if want := []OrderID{4, 1, 3}; !reflect.DeepEqual(ids, want) {
+		t.Fatalf("cancelled %v, want %v", ids, want)
+	}
+	if got[0].Status != StatusPartiallyFilledCancelled || got[1].Status != StatusCancelled {
+		t.Fatalf("statuses %v %v", got[0].Status, got[1].Status)
+	}
+	if rest := b.Resting(nil); len(rest) != 1 || rest[0].ID != 2 {
+		t.Fatalf("left %+v, want only order 2", rest)
+	}
+	if len(b.CancelAccount(1, nil)) != 0 {
+		t.Fatal("second cancel-all found orders")
+	}
+}
+
+func TestDepth(t *testing.T) {
+	b := New(32)
+	// 12 bid levels (YES 30..41) and 12 ask levels (YES 50..61), two orders each at some prices.
+	id := OrderID(1)
+	for i := range 12 {
+		submitAll(t, b, ord(id, 1, "BUY", "YES", 30+i, int64(i+1)), ord(id+1, 2, "SELL", "YES", 50+i, int64(10*(i+1))))
+		id += 2
+	}
+	submitAll(t, b, ord(id, 3, "SELL", "NO", 59, 5)) // a second order on the best bid, YES 41
+	var d Depth
+	b.Depth(10, &d)
+	if len(d.Yes.Bids) != 10 || len(d.Yes.Asks) != 10 || len(d.No.Bids) != 10 || len(d.No.Asks) != 10 {
+		t.Fatalf("levels %d/%d/%d/%d, want 10 each", len(d.Yes.Bids), len(d.Yes.Asks), len(d.No.Bids), len(d.No.Asks))
+	}
+	if want := (Level{41, 17, 17}); d.Yes.Bids[0] != want {
+		t.Errorf("best YES bid %v, want %v", d.Yes.Bids[0], want)
+	}
+	if want := (Level{32, 3, 17 + 11 + 10 + 9 + 8 + 7 + 6 + 5 + 4 + 3}); d.Yes.Bids[9] != want {
+		t.Errorf("10th YES bid %v, want %v", d.Yes.Bids[9], want)
+	}
+	if want := (Level{59, 100, 550}); d.Yes.Asks[9] != want {
+		t.Errorf("10th YES ask %v, want %v", d.Yes.Asks[9], want)
+	}
+	if want := (Level{50, 10, 10}); d.No.Bids[0] != want {
+		t.Errorf("best NO bid %v, want %v", d.No.Bids[0], want)
+	}
+	if want := (Level{59, 17, 17}); d.No.Asks[0] != want {
+		t.Errorf("best NO ask %v, want %v", d.No.Asks[0], want)
+	}
+	if d.Yes.LastTradePrice != 0 || d.No.LastTradePrice != 0 {
+		t.Errorf("last trade %d/%d before any trade", d.Yes.LastTradePrice, d.No.LastTradePrice)
+	}
+	if err := checkMirror(&d); err != nil {
+		t.Error(err)
+	}
+	submitAll(t, b, ord(id+1, 4, "BUY", "NO", 60, 1)) // sells YES at 40 into the 41 bid
+	b.Depth(3, &d)
+	if d.Yes.LastTradePrice != 41 || d.No.LastTradePrice != 59 || len(d.Yes.Bids) != 3 {
+		t.Errorf("after a trade: last %d/%d, %d levels", d.Yes.LastTradePrice, d.No.LastTradePrice, len(d.Yes.Bids))
+	}
+	if err := checkMirror(&d); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestSubmitRejectsBadOrders(t *testing.T) {
+	tests := []struct {
+		name string
+		o    Order
+		err  error
+	}{
+		{"no side", Order{ID: 9, Outcome: Yes, Price: 50, Quantity: 1}, ErrInvalidSide},
+		{"no outcome", Order{ID: 9, Side: Buy, Price: 50, Quantity: 1}, ErrInvalidOutcome},
+		{"price 0", ord(9, 1, "BUY", "YES", 0, 1), ErrInvalidPrice},
+		{"price 100", ord(9, 1, "SELL", "NO", 100, 1), ErrInvalidPrice},
+		{"quantity 0", ord(9, 1, "BUY", "YES", 50, 0), ErrInvalidQuantity},
+		{"quantity negative", ord(9, 1, "BUY", "YES", 50, -3), ErrInvalidQuantity},
+		{"quantity too large", ord(9, 1, "BUY", "YES", 50, MaxQuantity+1), ErrInvalidQuantity},
+		{"duplicate id", ord(1, 2, "SELL", "YES", 40, 1), ErrDuplicateOrder},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := New(4)
+			submitAll(t, b, ord(1, 1, "BUY", "YES", 50, 5))
+			before := b.Resting(nil)
+			var r Result
+			if err := b.Submit(tt.o, &r); !errors.Is(err, tt.err) {
+				t.Fatalf("err = %v, want %v", err, tt.err)
+			}
+			if after := b.Resting(nil); !reflect.DeepEqual(after, before) || b.LastTradePrice() != 0 {
+				t.Fatalf("a refused order changed the book: %+v", after)
+			}
+		})
+	}
+}
+
+func TestRebuild(t *testing.T) {
+	orders := []OrderState{
+		{Order: ord(1, 1, "BUY", "YES", 40, 10), Filled: 3, Status: StatusPartiallyFilled},
+		{Order: ord(2, 2, "SELL", "NO", 60, 5), Status: StatusOpen}, // bid at YES 40, behind order 1
+		{Order: ord(3, 3, "SELL", "YES", 45, 5), Status: StatusOpen},
+	}
+	b, err := Rebuild(orders, 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Resting(nil); !reflect.DeepEqual(got, orders) {
+		t.Fatalf("resting\n got %+v\nwant %+v", got, orders)
+	}
+	r := submitAll(t, b, ord(4, 4, "SELL", "YES", 40, 8))
+	if len(r.Fills) != 2 || r.Fills[0].Maker.Order != 1 || r.Fills[0].Quantity != 7 || r.Fills[1].Maker.Order != 2 {
+		t.Fatalf("rebuilt book matched %+v", r.Fills)
+	}
+
+	bad := []struct {
+		name   string
+		orders []OrderState
+		last   int
+		err    error
+	}{
+		{"crossed", []OrderState{{Order: ord(1, 1, "BUY", "YES", 50, 1)}, {Order: ord(2, 2, "BUY", "NO", 50, 1)}}, 0, ErrCrossedBook},
+		{"duplicate", []OrderState{{Order: ord(1, 1, "BUY", "YES", 50, 1)}, {Order: ord(1, 2, "BUY", "YES", 40, 1)}}, 0, ErrDuplicateOrder},
+		{"nothing left", []OrderState{{Order: ord(1, 1, "BUY", "YES", 50, 1), Filled: 1}}, 0, ErrInvalidQuantity},
+		{"bad price", []OrderState{{Order: ord(1, 1, "BUY", "YES", 0, 1)}}, 0, ErrInvalidPrice},
+		{"bad last price", nil, 100, ErrInvalidPrice},
+	}
+	for _, tt := range bad {
+		if _, err := Rebuild(tt.orders, tt.last); !errors.Is(err, tt.err) {
+			t.Errorf("%s: err = %v, want %v", tt.name, err, tt.err)
+		}
+	}
+}
+
+func TestBitset(t *testing.T) {
+	var s bitset
+	marked := map[int]bool{}
+	for _, p := range []int{1, 2, 31, 62, 63, 64, 65, 90, 99} {
+		s.set(p)
+		marked[p] = true
+	}
+	s.clear(90)
+	delete(marked, 90)
+	for p := 0; p <= Payout; p++ {
+		wantPrev, wantNext := 0, Payout
+		for q := p - 1; q >= 1; q-- {
+			if marked[q] {
+				wantPrev = q
+				break
+			}
+		}
+		for q := p + 1; q <= MaxPrice; q++ {
+			if marked[q] {
+				wantNext = q
+				break
+			}
+		}
+		if got := s.prev(p); got != wantPrev {
+			t.Errorf("prev(%d) = %d, want %d", p, got, wantPrev)
+		}
+		if got := s.next(p); got != wantNext {
+			t.Errorf("next(%d) = %d, want %d", p, got, wantNext)
+		}
+	}
+}
+
+func TestNamesMatchTheAPI(t *testing.T) {
+	got := []string{Buy.String(), Sell.String(), Yes.String(), No.String(),
+		StatusOpen.String(), StatusPartiallyFilled.String(), StatusFilled.String(),
+		StatusCancelled.String(), StatusPartiallyFilledCancelled.String()}
+	want := []string{"BUY", "SELL", "YES", "NO", "OPEN", "PARTIALLY_FILLED", "FILLED", "CANCELLED", "PARTIALLY_FILLED_CANCELLED"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,53 @@
+package engine
+
+// Level is one price level of a depth snapshot.
+type Level struct {
+	Price    int   // cents, in the view's outcome terms
+	Quantity int64 // unfilled quantity resting at this price
+	Total    int64 // cumulative quantity from the best price to this level, inclusive
+}
+
+// View is the book as one outcome's traders see it.
+type View struct {
+	Bids           []Level // best (highest) price first
+	Asks           []Level // best (lowest) price first
+	LastTradePrice int     // in this outcome's terms; 0 when there has been no trade
+}
+
+// Depth is a snapshot of both views of a book. The NO view is the exact mirror of the YES view:
+// NO bids are YES asks at 100 − p and NO asks are YES bids at 100 − p.
+type Depth struct {
+	Yes, No View
+}
+
+// Depth writes the best n levels of each side into d, reusing d's slices.
+func (b *Book) Depth(n int, d *Depth) {
+	d.Yes.Bids = d.Yes.Bids[:0]
+	var total int64
+	for p := b.bidBits.prev(Payout); p > 0 && len(d.Yes.Bids) < n; p = b.bidBits.prev(p) {
+		q := b.bids[p].total
+		total += q
+		d.Yes.Bids = append(d.Yes.Bids, Level{Price: p, Quantity: q, Total: total})
+	}
+	d.Yes.Asks = d.Yes.Asks[:0]
+	total = 0
+	for p := b.askBits.next(0); p < Payout && len(d.Yes.Asks) < n; p = b.askBits.next(p) {
+		q := b.asks[p].total
+		total += q
+		d.Yes.Asks = append(d.Yes.Asks, Level{Price: p, Quantity: q, Total: total})
+	}
+	d.No.Bids = mirror(d.No.Bids[:0], d.Yes.Asks)
+	d.No.Asks = mirror(d.No.Asks[:0], d.Yes.Bids)
+	d.Yes.LastTradePrice = b.last
+	d.No.LastTradePrice = 0
+	if b.last != 0 {
+		d.No.LastTradePrice = Payout - b.last
+	}
+}
+
+func mirror(dst, src []Level) []Level {
+	for _, l := range src {
+		dst = append(dst, Level{Price: Payout - l.Price, Quantity: l.Quantity, Total: l.Total})
+	}
+	return dst
+}

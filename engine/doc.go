@@ -1,0 +1,15 @@
+// Package engine owns the order book and matching of a pmx market.
+//
+// One Book holds one market's resting orders in YES terms: a YES bid at p and a NO ask at 100−p
+// are the same thing (DESIGN §3), so there is exactly one book with 99 price levels per side.
+// Matching is price-time priority at the maker's price, with self-trade prevention.
+//
+// The package does no I/O, starts no goroutines and takes no locks: a Book is driven by exactly one
+// goroutine (the market's). Every call is deterministic — the same sequence of calls gives the same
+// results — and time never enters it: callers stamp what they persist.
+//
+// A submission's Result carries everything a caller needs to persist it as one unit: the order's new
+// state, each fill in order, and for both sides of every fill the signed changes to available cash,
+// locked cash, shares and locked shares (see Leg). The caller reserves an order's cash or shares before
+// it submits the order; applying a Result's effects therefore can never fail for a business reason.
+package engine

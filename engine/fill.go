@@ -1,0 +1,92 @@
+package engine
+
+// Fill is one execution between the incoming order (the taker) and a resting order (the maker),
+// at the maker's price.
+type Fill struct {
+	Taker    Leg
+	Maker    Leg
+	YesPrice int   // execution price in YES terms
+	Quantity int64 // shares executed
+	Kind     Kind
+}
+
+// Pairs is the change in YES/NO pairs outstanding: +Quantity for a mint, −Quantity for a burn.
+// Each pair is backed by Payout cents of collateral.
+func (f *Fill) Pairs() int64 {
+	switch f.Kind {
+	case Mint:
+		return f.Quantity
+	case Burn:
+		return -f.Quantity
+	}
+	return 0
+}
+
+// Leg is one side of a fill: the order, its state after the fill, and the signed changes the fill
+// makes to its account. Applying the four deltas of both legs to a ledger is all the accounting a
+// fill needs.
+//
+// A BUY leg spends its lock: CashLocked falls by limit × quantity, the account pays Price ×
+// quantity and the rest — the surplus of price improvement, only ever a taker's — returns to Cash;
+// Shares grow by quantity. A SELL leg gives up quantity locked shares and receives Price × quantity.
+type Leg struct {
+	Order   OrderID
+	Account AccountID
+	Side    Side
+	Outcome Outcome
+	Price   int   // execution price in this leg's outcome terms
+	Filled  int64 // the order's cumulative filled quantity after this fill
+	Status  Status
+
+	Cash         int64 // change in available cash
+	CashLocked   int64 // change in locked cash (≤ 0)
+	Shares       int64 // change in shares of Outcome held, locked ones included
+	SharesLocked int64 // change in locked shares of Outcome (≤ 0)
+}
+
+// Surplus is the cash a BUY taker gets back from its lock because it executed below its limit.
+func (l *Leg) Surplus() int64 {
+	if l.Side == Buy {
+		return l.Cash
+	}
+	return 0
+}
+
+// setLeg fills in a leg for an order of the given side, outcome and limit (own terms) executing q
+// shares at YES price p.
+func (l *Leg) set(o *order, p int, q int64) {
+	l.Order = o.id
+	l.Account = o.account
+	l.Side = o.side
+	l.Outcome = o.outcome
+	e := yesPrice(o.outcome, p)
+	l.Price = e
+	l.Filled = o.filled
+	l.Status = status(o.qty, o.filled, false)
+	if o.side == Buy {
+		limit := int64(yesPrice(o.outcome, int(o.price)))
+		l.Cash = (limit - int64(e)) * q
+		l.CashLocked = -limit * q
+		l.Shares = q
+		l.SharesLocked = 0
+		return
+	}
+	l.Cash = int64(e) * q
+	l.CashLocked = 0
+	l.Shares = -q
+	l.SharesLocked = -q
+}
+
+// matchKind names the match between a bid (BUY YES or SELL NO) and an ask (SELL YES or BUY NO).
+func matchKind(bidSide, askSide Side) Kind {
+	switch {
+	case bidSide == Buy && askSide == Sell:
+		return TransferYes
+	case bidSide == Buy:
+		return Mint
+	case askSide == Sell:
+		return Burn
+	default:
+		return TransferNo
+	}
+}

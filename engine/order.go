@@ -1,0 +1,86 @@
+package engine
+
+// Order is a limit order as submitted: good till cancelled, priced in its own outcome's terms.
+type Order struct {
+	ID       OrderID
+	Account  AccountID
+	Side     Side
+	Outcome  Outcome
+	Price    int   // cents, MinPrice..MaxPrice, in Outcome's terms
+	Quantity int64 // shares, 1..MaxQuantity
+}
+
+// Validate checks an order's fields, returning the first rule it breaks.
+func (o *Order) Validate() error {
+	switch {
+	case o.Side != Buy && o.Side != Sell:
+		return ErrInvalidSide
+	case o.Outcome != Yes && o.Outcome != No:
+		return ErrInvalidOutcome
+	case o.Price < MinPrice || o.Price > MaxPrice:
+		return ErrInvalidPrice
+	case o.Quantity <= 0 || o.Quantity > MaxQuantity:
+		return ErrInvalidQuantity
+	}
+	return nil
+}
+
+// IsBid reports whether the order sits on the bid side of the YES book: BUY YES and SELL NO do.
+func (o *Order) IsBid() bool { return isBid(o.Side, o.Outcome) }
+
+// BookPrice is the order's price in YES terms, where it sits in the book.
+func (o *Order) BookPrice() int { return yesPrice(o.Outcome, o.Price) }
+
+// Lock is what the caller must reserve before submitting the order: price × quantity cents for a
+// BUY, quantity shares of the outcome for a SELL.
+func (o *Order) Lock() (cash, shares int64) {
+	if o.Side == Buy {
+		return int64(o.Price) * o.Quantity, 0
+	}
+	return 0, o.Quantity
+}
+
+// OrderState is an order together with how much of it has filled and its status.
+type OrderState struct {
+	Order
+	Filled int64
+	Status Status
+}
+
+// Remaining is the unfilled quantity.
+func (s *OrderState) Remaining() int64 { return s.Quantity - s.Filled }
+
+// Lock is what the order's unfilled remainder holds locked while it rests, and so what a cancel
+// releases: price × remaining cents for a BUY, remaining shares for a SELL.
+func (s *OrderState) Lock() (cash, shares int64) {
+	if s.Side == Buy {
+		return int64(s.Price) * s.Remaining(), 0
+	}
+	return 0, s.Remaining()
+}
+
+func isBid(side Side, outcome Outcome) bool { return (side == Buy) == (outcome == Yes) }
+
+// yesPrice converts a price in outcome terms to YES terms; the conversion is its own inverse.
+func yesPrice(outcome Outcome, price int) int {
+	if outcome == Yes {
+		return price
+	}
+	return Payout - price
+}
+
+// status derives an order's status from its fill and whether it was cancelled.
+func status(quantity, filled int64, cancelled bool) Status {
+	switch {
+	case filled == quantity:
+		return StatusFilled
+	case cancelled && filled == 0:
+		return StatusCancelled
+	case cancelled:
+		return StatusPartiallyFilledCancelled
+	case filled == 0:
+		return StatusOpen
+	default:
+		return StatusPartiallyFilled
+	}
+}
