@@ -1,9 +1,14 @@
 package engine
 
-// Book is the order book of one market, in YES terms. Its zero value is not usable; call New.
+// Book is the order book of one market. Its zero value is not usable; call New.
+//
+// The book keeps its two sides symmetric. Each resting order sits at a key, its price in a buyer's
+// terms: its own price for a BUY, 100 − its price for a SELL. On the bid side (BUY YES, SELL NO) the
+// key is the YES price; on the ask side (SELL YES, BUY NO) it is 100 − the YES price. On both sides
+// the best level is then the highest key, and a taker with key k crosses a resting level with key m
+// exactly when k + m ≥ 100 — one matching loop serves both sides without a branch on the side.
 type Book struct {
-	bids, asks       [Payout]level // indexed by YES price; 0 is unused
-	bidBits, askBits bitset
+	sides [2]bookSide // bid, ask
 
 	// orders holds every resting order in a slot; freed slots are chained through next and reused,
 	// so a book in steady state allocates nothing.
@@ -12,6 +17,33 @@ type Book struct {
 	index  idIndex // resting order id → slot, for O(1) cancel
 
 	last int // last trade's YES price, 0 before the first trade
+}
+
+// Sides of the book, as indexes into Book.sides.
+const (
+	bidSide = 0
+	askSide = 1
+)
+
+// bookSide is one side of the book: 99 FIFO levels indexed by key, and a bitmap of the non-empty
+// ones so that the best level is one bit operation away.
+type bookSide struct {
+	levels [Payout]level // index 0 unused
+	bits   bitset
+}
+
+// yes converts a key on this side to a YES price (and back: the conversion is its own inverse).
+func yes(side, key int) int { return key + side*(Payout-2*key) }
+
+// sideOf is bidSide for BUY YES and SELL NO, askSide for SELL YES and BUY NO.
+func sideOf(s Side, o Outcome) int { return int(s-Buy) ^ int(o-Yes) }
+
+// keyOf is an order's key: its price in a buyer's terms.
+func keyOf(s Side, price int) int {
+	if s == Buy {
+		return price
+	}
+	return Payout - price
 }
 
 // Result is what a submission did. Callers keep one Result per market goroutine and pass it to
@@ -34,9 +66,10 @@ func New(capacity int) *Book {
 		free:   nilSlot,
 		index:  newIDIndex(capacity),
 	}
-	for p := range b.bids {
-		b.bids[p] = level{head: nilSlot, tail: nilSlot}
-		b.asks[p] = level{head: nilSlot, tail: nilSlot}
+	for s := range b.sides {
+		for k := range b.sides[s].levels {
+			b.sides[s].levels[k] = level{head: nilSlot, tail: nilSlot}
+		}
 	}
 	return b
 }
@@ -54,28 +87,18 @@ func (b *Book) Submit(o Order, r *Result) error {
 	r.Cancelled = r.Cancelled[:0]
 	var t order
 	t.id, t.account, t.qty = o.ID, o.Account, o.Quantity
-	t.price, t.side, t.outcome = uint8(o.BookPrice()), o.Side, o.Outcome
-	if o.IsBid() {
-		limit := int(t.price)
-		for t.filled < t.qty {
-			p := b.askBits.next(0)
-			if p > limit {
-				break
-			}
-			b.match(&t, &b.asks[p], &b.askBits, p, r)
+	t.side, t.outcome, t.price, t.key = o.Side, o.Outcome, uint8(o.Price), uint8(keyOf(o.Side, o.Price))
+	own := sideOf(o.Side, o.Outcome)
+	opp := &b.sides[own^1]
+	for t.filled < t.qty {
+		m := opp.bits.best()
+		if m+int(t.key) < Payout {
+			break
 		}
-	} else {
-		limit := int(t.price)
-		for t.filled < t.qty {
-			p := b.bidBits.prev(Payout)
-			if p < limit {
-				break
-			}
-			b.match(&t, &b.bids[p], &b.bidBits, p, r)
-		}
+		b.match(&t, opp, own^1, m, r)
 	}
 	if t.filled < t.qty {
-		b.rest(&t)
+		b.rest(&t, &b.sides[own])
 	}
 	// Field by field: a composite literal here compiles to a zeroed temporary whose overlapping
 	// copies stall store forwarding, measurably on this path.
@@ -85,15 +108,17 @@ func (b *Book) Submit(o Order, r *Result) error {
 	return nil
 }
 
-// match trades the taker t against the level lv at YES price p, oldest order first, until one of
-// them is exhausted.
-func (b *Book) match(t *order, lv *level, bits *bitset, p int, r *Result) {
+// match trades the taker t against the level with key k on side bs (index side), oldest order
+// first, until one of them is exhausted.
+func (b *Book) match(t *order, bs *bookSide, side, k int, r *Result) {
+	lv := &bs.levels[k]
+	p := yes(side, k)
 	for t.filled < t.qty && lv.head != nilSlot {
 		s := lv.head
 		m := &b.orders[s]
 		if m.account == t.account {
 			r.Cancelled = append(r.Cancelled, m.state(true))
-			b.remove(lv, bits, p, s)
+			b.remove(bs, s)
 			continue
 		}
 		q := min(t.qty-t.filled, m.qty-m.filled)
@@ -104,20 +129,20 @@ func (b *Book) match(t *order, lv *level, bits *bitset, p int, r *Result) {
 		f := &r.Fills[len(r.Fills)-1]
 		f.Taker.set(t, p, q)
 		f.Maker.set(m, p, q)
-		if bits == &b.askBits { // the taker is the bid
+		if side == askSide { // the taker is the bid
 			f.Kind = matchKind(t.side, m.side)
 		} else {
 			f.Kind = matchKind(m.side, t.side)
 		}
 		b.last = p
 		if m.filled == m.qty {
-			b.remove(lv, bits, p, s)
+			b.remove(bs, s)
 		}
 	}
 }
 
-// rest appends the order to the tail of its level.
-func (b *Book) rest(t *order) {
+// rest appends the order to the tail of its level on side bs.
+func (b *Book) rest(t *order, bs *bookSide) {
 	s := b.free
 	if s == nilSlot {
 		s = int32(len(b.orders))
@@ -125,14 +150,14 @@ func (b *Book) rest(t *order) {
 	} else {
 		b.free = b.orders[s].next
 	}
-	lv, bits := b.sideOf(t)
-	p := int(t.price)
+	k := int(t.key)
+	lv := &bs.levels[k]
 	o := &b.orders[s]
 	*o = *t
 	o.prev, o.next = lv.tail, nilSlot
 	if lv.tail == nilSlot {
 		lv.head = s
-		bits.set(p)
+		bs.bits.set(k)
 	} else {
 		b.orders[lv.tail].next = s
 	}
@@ -141,9 +166,10 @@ func (b *Book) rest(t *order) {
 	b.index.put(t.id, s)
 }
 
-// remove unlinks slot s from its level lv at price p and frees it.
-func (b *Book) remove(lv *level, bits *bitset, p int, s int32) {
+// remove unlinks slot s from its level on side bs and frees it.
+func (b *Book) remove(bs *bookSide, s int32) {
 	o := &b.orders[s]
+	lv := &bs.levels[o.key]
 	if o.prev == nilSlot {
 		lv.head = o.next
 	} else {
@@ -156,56 +182,40 @@ func (b *Book) remove(lv *level, bits *bitset, p int, s int32) {
 	}
 	lv.total -= o.remaining()
 	if lv.head == nilSlot {
-		bits.clear(p)
+		bs.bits.clear(int(o.key))
 	}
 	b.index.del(o.id)
 	o.next = b.free
 	b.free = s
 }
 
-func (b *Book) sideOf(o *order) (*level, *bitset) {
-	if isBid(o.side, o.outcome) {
-		return &b.bids[o.price], &b.bidBits
-	}
-	return &b.asks[o.price], &b.askBits
-}
-
 // Cancel removes a resting order and returns its final state; its Lock is what the cancel releases.
-func (b *Book) Cancel(id OrderID) (OrderState, error) {
+func (b *Book) Cancel(id OrderID) (st OrderState, err error) {
 	s := b.index.get(id)
 	if s == nilSlot {
-		return OrderState{}, ErrUnknownOrder
+		return st, ErrUnknownOrder
 	}
-	return b.cancelSlot(s), nil
-}
-
-func (b *Book) cancelSlot(s int32) OrderState {
 	o := &b.orders[s]
-	st := o.state(true)
-	lv, bits := b.sideOf(o)
-	b.remove(lv, bits, int(o.price), s)
-	return st
+	st = o.state(true)
+	b.remove(&b.sides[sideOf(o.side, o.outcome)], s)
+	return st, nil
 }
 
 // CancelAccount cancels every resting order of one account, appending their final states to dst:
 // bids from the best price down, then asks from the best price up, oldest first within a price.
 func (b *Book) CancelAccount(account AccountID, dst []OrderState) []OrderState {
-	for p := b.bidBits.prev(Payout); p > 0; p = b.bidBits.prev(p) {
-		dst = b.cancelLevel(&b.bids[p], account, dst)
-	}
-	for p := b.askBits.next(0); p < Payout; p = b.askBits.next(p) {
-		dst = b.cancelLevel(&b.asks[p], account, dst)
-	}
-	return dst
-}
-
-func (b *Book) cancelLevel(lv *level, account AccountID, dst []OrderState) []OrderState {
-	for s := lv.head; s != nilSlot; {
-		next := b.orders[s].next
-		if b.orders[s].account == account {
-			dst = append(dst, b.cancelSlot(s))
+	for side := range b.sides {
+		bs := &b.sides[side]
+		for k := bs.bits.best(); k > 0; k = bs.bits.prev(k) {
+			for s := bs.levels[k].head; s != nilSlot; {
+				next := b.orders[s].next
+				if b.orders[s].account == account {
+					dst = append(dst, b.orders[s].state(true))
+					b.remove(bs, s)
+				}
+				s = next
+			}
 		}
-		s = next
 	}
 	return dst
 }
@@ -222,14 +232,12 @@ func (b *Book) Order(id OrderID) (OrderState, bool) {
 // Resting appends every resting order to dst: bids from the best price down, then asks from the
 // best price up, oldest first within a price. Passing the result to Rebuild gives an equal book.
 func (b *Book) Resting(dst []OrderState) []OrderState {
-	for p := b.bidBits.prev(Payout); p > 0; p = b.bidBits.prev(p) {
-		for s := b.bids[p].head; s != nilSlot; s = b.orders[s].next {
-			dst = append(dst, b.orders[s].state(false))
-		}
-	}
-	for p := b.askBits.next(0); p < Payout; p = b.askBits.next(p) {
-		for s := b.asks[p].head; s != nilSlot; s = b.orders[s].next {
-			dst = append(dst, b.orders[s].state(false))
+	for side := range b.sides {
+		bs := &b.sides[side]
+		for k := bs.bits.best(); k > 0; k = bs.bits.prev(k) {
+			for s := bs.levels[k].head; s != nilSlot; s = b.orders[s].next {
+				dst = append(dst, b.orders[s].state(false))
+			}
 		}
 	}
 	return dst
@@ -239,10 +247,10 @@ func (b *Book) Resting(dst []OrderState) []OrderState {
 func (b *Book) Len() int { return b.index.n }
 
 // BestBid is the highest YES bid price, or 0 when there are no bids.
-func (b *Book) BestBid() int { return b.bidBits.prev(Payout) }
+func (b *Book) BestBid() int { return b.sides[bidSide].bits.best() }
 
 // BestAsk is the lowest YES ask price, or 100 when there are no asks.
-func (b *Book) BestAsk() int { return b.askBits.next(0) }
+func (b *Book) BestAsk() int { return Payout - b.sides[askSide].bits.best() }
 
 // LastTradePrice is the YES price of the most recent fill, or 0 when there has been none.
 func (b *Book) LastTradePrice() int { return b.last }
@@ -272,12 +280,13 @@ func Rebuild(orders []OrderState, lastTrade int) (*Book, error) {
 			account: o.Account,
 			qty:     o.Quantity,
 			filled:  o.Filled,
-			price:   uint8(o.BookPrice()),
+			price:   uint8(o.Price),
+			key:     uint8(keyOf(o.Side, o.Price)),
 			side:    o.Side,
 			outcome: o.Outcome,
-		})
+		}, &b.sides[sideOf(o.Side, o.Outcome)])
 	}
-	if b.BestBid() >= b.BestAsk() {
+	if b.sides[bidSide].bits.best()+b.sides[askSide].bits.best() >= Payout {
 		return nil, ErrCrossedBook
 	}
 	b.last = lastTrade

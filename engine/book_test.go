@@ -375,31 +375,53 @@ func TestRebuild(t *testing.T) {
 func TestBitset(t *testing.T) {
 	var s bitset
 	marked := map[int]bool{}
-	for _, p := range []int{1, 2, 31, 62, 63, 64, 65, 90, 99} {
-		s.set(p)
-		marked[p] = true
+	for _, k := range []int{1, 2, 31, 62, 63, 64, 65, 90, 99} {
+		s.set(k)
+		marked[k] = true
 	}
 	s.clear(90)
 	delete(marked, 90)
-	for p := 0; p <= Payout; p++ {
-		wantPrev, wantNext := 0, Payout
-		for q := p - 1; q >= 1; q-- {
-			if marked[q] {
-				wantPrev = q
+	for k := 0; k <= Payout; k++ {
+		want := 0
+		for j := k - 1; j >= 1; j-- {
+			if marked[j] {
+				want = j
 				break
 			}
 		}
-		for q := p + 1; q <= MaxPrice; q++ {
-			if marked[q] {
-				wantNext = q
-				break
-			}
+		if got := s.prev(k); got != want {
+			t.Errorf("prev(%d) = %d, want %d", k, got, want)
 		}
-		if got := s.prev(p); got != wantPrev {
-			t.Errorf("prev(%d) = %d, want %d", p, got, wantPrev)
+	}
+	if s.best() != 99 {
+		t.Errorf("best() = %d, want 99", s.best())
+	}
+	if (&bitset{}).best() != 0 {
+		t.Error("best() of an empty set is not 0")
+	}
+}
+
+func TestKeys(t *testing.T) {
+	// The YES price where each kind of order sits, and which side, follow DESIGN §3.
+	tests := []struct {
+		side     Side
+		outcome  Outcome
+		price    int
+		bookSide int
+		yesPrice int
+	}{
+		{Buy, Yes, 30, bidSide, 30},
+		{Sell, No, 30, bidSide, 70},
+		{Sell, Yes, 30, askSide, 30},
+		{Buy, No, 30, askSide, 70},
+	}
+	for _, tt := range tests {
+		o := Order{Side: tt.side, Outcome: tt.outcome, Price: tt.price}
+		if s := sideOf(tt.side, tt.outcome); s != tt.bookSide || o.IsBid() != (s == bidSide) {
+			t.Errorf("%v %v sits on side %d, want %d", tt.side, tt.outcome, s, tt.bookSide)
 		}
-		if got := s.next(p); got != wantNext {
-			t.Errorf("next(%d) = %d, want %d", p, got, wantNext)
+		if got := yes(tt.bookSide, keyOf(tt.side, tt.price)); got != tt.yesPrice || o.BookPrice() != tt.yesPrice {
+			t.Errorf("%v %v @%d sits at YES %d (BookPrice %d), want %d", tt.side, tt.outcome, tt.price, got, o.BookPrice(), tt.yesPrice)
 		}
 	}
 }

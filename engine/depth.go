@@ -22,20 +22,8 @@ type Depth struct {
 
 // Depth writes the best n levels of each side into d, reusing d's slices.
 func (b *Book) Depth(n int, d *Depth) {
-	d.Yes.Bids = d.Yes.Bids[:0]
-	var total int64
-	for p := b.bidBits.prev(Payout); p > 0 && len(d.Yes.Bids) < n; p = b.bidBits.prev(p) {
-		q := b.bids[p].total
-		total += q
-		d.Yes.Bids = append(d.Yes.Bids, Level{Price: p, Quantity: q, Total: total})
-	}
-	d.Yes.Asks = d.Yes.Asks[:0]
-	total = 0
-	for p := b.askBits.next(0); p < Payout && len(d.Yes.Asks) < n; p = b.askBits.next(p) {
-		q := b.asks[p].total
-		total += q
-		d.Yes.Asks = append(d.Yes.Asks, Level{Price: p, Quantity: q, Total: total})
-	}
+	d.Yes.Bids = b.view(d.Yes.Bids[:0], bidSide, n)
+	d.Yes.Asks = b.view(d.Yes.Asks[:0], askSide, n)
 	d.No.Bids = mirror(d.No.Bids[:0], d.Yes.Asks)
 	d.No.Asks = mirror(d.No.Asks[:0], d.Yes.Bids)
 	d.Yes.LastTradePrice = b.last
@@ -48,6 +36,18 @@ func (b *Book) Depth(n int, d *Depth) {
 func mirror(dst, src []Level) []Level {
 	for _, l := range src {
 		dst = append(dst, Level{Price: Payout - l.Price, Quantity: l.Quantity, Total: l.Total})
+	}
+	return dst
+}
+
+// view appends the best n levels of one side, priced in YES terms, with cumulative totals.
+func (b *Book) view(dst []Level, side, n int) []Level {
+	bs := &b.sides[side]
+	var total int64
+	for k := bs.bits.best(); k > 0 && len(dst) < n; k = bs.bits.prev(k) {
+		q := bs.levels[k].total
+		total += q
+		dst = append(dst, Level{Price: yes(side, k), Quantity: q, Total: total})
 	}
 	return dst
 }

@@ -52,7 +52,7 @@ func (l *Leg) Surplus() int64 {
 	return 0
 }
 
-// setLeg fills in a leg for an order of the given side, outcome and limit (own terms) executing q
+// set fills in the leg of order o, whose filled count already includes this fill, executing q
 // shares at YES price p.
 func (l *Leg) set(o *order, p int, q int64) {
 	l.Order = o.id
@@ -64,7 +64,7 @@ func (l *Leg) set(o *order, p int, q int64) {
 	l.Filled = o.filled
 	l.Status = status(o.qty, o.filled, false)
 	if o.side == Buy {
-		limit := int64(yesPrice(o.outcome, int(o.price)))
+		limit := int64(o.price)
 		l.Cash = (limit - int64(e)) * q
 		l.CashLocked = -limit * q
 		l.Shares = q

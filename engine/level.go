@@ -17,7 +17,8 @@ type order struct {
 	qty        int64
 	filled     int64
 	prev, next int32
-	price      uint8 // YES terms: where the order sits in the book
+	price      uint8 // limit, in the order's own outcome terms
+	key        uint8 // its level: the price in a buyer's terms (see Book)
 	side       Side
 	outcome    Outcome
 }
@@ -31,7 +32,7 @@ func (o *order) state(cancelled bool) OrderState {
 			Account:  o.account,
 			Side:     o.side,
 			Outcome:  o.outcome,
-			Price:    yesPrice(o.outcome, int(o.price)),
+			Price:    int(o.price),
 			Quantity: o.qty,
 		},
 		Filled: o.filled,

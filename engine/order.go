@@ -26,7 +26,7 @@ func (o *Order) Validate() error {
 }
 
 // IsBid reports whether the order sits on the bid side of the YES book: BUY YES and SELL NO do.
-func (o *Order) IsBid() bool { return isBid(o.Side, o.Outcome) }
+func (o *Order) IsBid() bool { return sideOf(o.Side, o.Outcome) == bidSide }
 
 // BookPrice is the order's price in YES terms, where it sits in the book.
 func (o *Order) BookPrice() int { return yesPrice(o.Outcome, o.Price) }
@@ -58,8 +58,6 @@ func (s *OrderState) Lock() (cash, shares int64) {
 	}
 	return 0, s.Remaining()
 }
-
-func isBid(side Side, outcome Outcome) bool { return (side == Buy) == (outcome == Yes) }
 
 // yesPrice converts a price in outcome terms to YES terms; the conversion is its own inverse.
 func yesPrice(outcome Outcome, price int) int {
