@@ -2,9 +2,9 @@ package engine
 
 // Level is one price level of a depth snapshot.
 type Level struct {
-	Price    int   // cents, in the view's outcome terms
-	Quantity int64 // unfilled quantity resting at this price
-	Total    int64 // cumulative quantity from the best price to this level, inclusive
+	Price    int   `json:"price"`    // cents, in the view's outcome terms
+	Quantity int64 `json:"quantity"` // unfilled quantity resting at this price
+	Total    int64 `json:"total"`    // cumulative quantity from the best price to this level, inclusive
 }
 
 // View is the book as one outcome's traders see it.

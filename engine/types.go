@@ -129,3 +129,35 @@ var (
 	ErrUnknownOrder    = errors.New("engine: no resting order with this id")
 	ErrCrossedBook     = errors.New("engine: restored orders cross the book")
 )
+
+// ParseSide reads "BUY" or "SELL".
+func ParseSide(s string) (Side, bool) {
+	switch s {
+	case "BUY":
+		return Buy, true
+	case "SELL":
+		return Sell, true
+	}
+	return 0, false
+}
+
+// ParseOutcome reads "YES" or "NO".
+func ParseOutcome(s string) (Outcome, bool) {
+	switch s {
+	case "YES":
+		return Yes, true
+	case "NO":
+		return No, true
+	}
+	return 0, false
+}
+
+// ParseStatus reads an order status as String spells it.
+func ParseStatus(s string) (Status, bool) {
+	for st := StatusOpen; st <= StatusPartiallyFilledCancelled; st++ {
+		if statusNames[st] == s {
+			return st, true
+		}
+	}
+	return 0, false
+}

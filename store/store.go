@@ -1,0 +1,84 @@
+// Package store owns pmx's Postgres schema and every SQL statement the exchange runs: migrations,
+// the reads the API serves, and the writes a shard commits for a batch of orders.
+package store
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/tern/v2/migrate"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// versionTable records which migrations have run.
+const versionTable = "schema_version"
+
+// Errors the store translates from Postgres into domain terms.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrConflict = errors.New("already exists")
+)
+
+// Store is the exchange's database.
+type Store struct {
+	Pool *pgxpool.Pool
+}
+
+// Open connects to the database at url and checks that it answers.
+func Open(ctx context.Context, url string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("while parsing the database URL: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("while connecting to the database: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("while connecting to the database: %w", err)
+	}
+	return &Store{Pool: pool}, nil
+}
+
+// Close closes every connection.
+func (s *Store) Close() { s.Pool.Close() }
+
+// Migrate brings the schema up to date with the migrations embedded in this binary, returning the
+// version before and after. Concurrent callers are safe: tern serialises them with an advisory lock.
+func (s *Store) Migrate(ctx context.Context) (from, to int32, err error) {
+	conn, err := s.Pool.Acquire(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("while migrating: %w", err)
+	}
+	defer conn.Release()
+	return migrateConn(ctx, conn.Conn())
+}
+
+func migrateConn(ctx context.Context, conn *pgx.Conn) (from, to int32, err error) {
+	m, err := migrate.NewMigrator(ctx, conn, versionTable)
+	if err != nil {
+		return 0, 0, fmt.Errorf("while migrating: %w", err)
+	}
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := m.LoadMigrations(sub); err != nil {
+		return 0, 0, fmt.Errorf("while loading migrations: %w", err)
+	}
+	if from, err = m.GetCurrentVersion(ctx); err != nil {
+		return 0, 0, fmt.Errorf("while migrating: %w", err)
+	}
+	if err := m.Migrate(ctx); err != nil {
+		return from, 0, fmt.Errorf("while migrating from version %d: %w", from, err)
+	}
+	return from, int32(len(m.Migrations)), nil
+}
