@@ -1,0 +1,202 @@
+package v1alpha1
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// LoadMarkets reads the Market manifests in dir, the same YAML that `kubectl apply -f dir` takes,
+// for the standalone exchange, which has no apiserver to validate and default them.
+//
+// It reads every *.yaml and *.yml file directly in dir, in file name order, each holding one or
+// more documents separated by `---` lines; empty documents are skipped. Kustomize's own files
+// (kustomization.yaml, kustomization.yml, Kustomization), dot files and subdirectories are ignored.
+// Every other document must be a pmx.dev/v1alpha1 Market with a metadata.name, no field the type
+// does not know, and a spec that the CRD would accept; each is checked offline against the rules
+// of the CRD schema (required fields, lengths, enums, url, closesAt before resolvesAt) and
+// defaulted as the CRD defaults it (labelA "Yes", labelB "No"). A status in a manifest is
+// dropped, as the apiserver drops it. Two documents naming the same market are an error.
+//
+// The markets come back in file name order, then document order. On any problem LoadMarkets
+// returns no markets and an error with one line per problem, each naming the file, the document
+// and the field.
+func LoadMarkets(dir string) ([]Market, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("while reading market manifests: %w", err)
+	}
+	markets := []Market{}
+	var errs []error
+	seen := map[string]string{} // namespace/name -> where it was first defined
+	for _, e := range entries {
+		if !isManifest(e) {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		docs, err := readDocuments(path)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", path, err))
+			continue
+		}
+		for i, doc := range docs {
+			where := fmt.Sprintf("%s: document %d", path, i+1)
+			m, problems := decodeMarket(doc)
+			if m == nil && problems == nil {
+				continue // an empty document
+			}
+			if m != nil && m.Name != "" {
+				where = fmt.Sprintf("%s (market %q)", where, m.Name)
+			}
+			if len(problems) == 0 {
+				problems = m.problems()
+			}
+			for _, p := range problems {
+				errs = append(errs, fmt.Errorf("%s: %w", where, p))
+			}
+			if len(problems) > 0 {
+				continue
+			}
+			key := m.Namespace + "/" + m.Name
+			if m.Namespace == "" {
+				key = "default/" + m.Name
+			}
+			if first, dup := seen[key]; dup {
+				errs = append(errs, fmt.Errorf("%s: metadata.name: market %s is already defined in %s", where, key, first))
+				continue
+			}
+			seen[key] = where
+			markets = append(markets, *m)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return markets, nil
+}
+
+// isManifest reports whether a directory entry is a YAML file that LoadMarkets reads.
+func isManifest(e os.DirEntry) bool {
+	name := e.Name()
+	if e.IsDir() || strings.HasPrefix(name, ".") {
+		return false
+	}
+	switch name {
+	case "kustomization.yaml", "kustomization.yml", "Kustomization":
+		return false
+	}
+	ext := strings.ToLower(filepath.Ext(name))
+	return ext == ".yaml" || ext == ".yml"
+}
+
+// readDocuments splits a YAML file into its `---` separated documents.
+func readDocuments(path string) ([][]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var docs [][]byte
+	for {
+		doc, err := r.Read()
+		if err == io.EOF {
+			return docs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, doc)
+	}
+}
+
+// decodeMarket decodes one document as kubectl and the apiserver would: YAML 1.1 (an unquoted YES
+// is a boolean), JSON field names matched case-sensitively, unknown and duplicate fields refused.
+// It checks the kind, applies the CRD's defaults and drops the status. It returns nil and no
+// problems for an empty document (only comments, say), and a Market holding at least the name
+// whenever the document is an object of the right kind; the Market is complete only when there
+// are no problems.
+func decodeMarket(doc []byte) (*Market, []error) {
+	js, err := yaml.YAMLToJSONStrict(doc)
+	if err != nil {
+		return nil, []error{err}
+	}
+	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
+		return nil, nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(js, &obj); err != nil {
+		return nil, []error{errors.New("not a Kubernetes object: the document is not a mapping")}
+	}
+	var apiVersion, kind string
+	var meta struct {
+		Name string `json:"name"`
+	}
+	// Wrong types are left for the typed decoding below to report, with their field.
+	_ = json.Unmarshal(obj["apiVersion"], &apiVersion)
+	_ = json.Unmarshal(obj["kind"], &kind)
+	_ = json.Unmarshal(obj["metadata"], &meta)
+	if apiVersion != GroupVersion.String() || kind != "Market" {
+		return nil, []error{fmt.Errorf("apiVersion %q, kind %q: only %s Market objects are allowed", apiVersion, kind, GroupVersion)}
+	}
+	m := &Market{}
+	m.Name = meta.Name
+	if problems := specValueProblems(obj["spec"]); len(problems) > 0 {
+		return m, problems
+	}
+	strict, err := kjson.UnmarshalStrict(js, m, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	if err != nil {
+		return m, []error{err}
+	}
+	if len(strict) > 0 {
+		return m, strict
+	}
+	m.Default()
+	m.Status = MarketStatus{}
+	return m, nil
+}
+
+// specValueProblems finds the values of spec that the CRD rejects but that a typed Market cannot
+// show or would report without the field's name: an empty string where the CRD wants a non-empty
+// one (the Go type cannot tell it from an absent field), a boolean where it wants a string (YAML
+// reads unquoted yes, no, on and off as booleans), and a malformed date-time.
+func specValueProblems(spec json.RawMessage) []error {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(spec, &fields) != nil {
+		return nil // not an object: the typed decoding reports it
+	}
+	var problems []error
+	for _, name := range []string{"question", "description", "category", "url", "labelA", "labelB", "resolution", "closesAt", "resolvesAt"} {
+		raw, ok := fields[name]
+		if !ok {
+			continue
+		}
+		switch v := strings.TrimSpace(string(raw)); {
+		case v == `""` && name != "description" && name != "question" && name != "category":
+			// An empty question or category is reported as missing, with the other rules.
+			problems = append(problems, fmt.Errorf("spec.%s: must not be empty (leave it out instead)", name))
+		case v == "true" || v == "false":
+			problems = append(problems, fmt.Errorf("spec.%s: is the boolean %s, not a string: quote the value (YAML reads an unquoted yes, no, on or off as a boolean)", name, v))
+		}
+	}
+	for _, name := range []string{"closesAt", "resolvesAt"} {
+		var v string
+		if json.Unmarshal(fields[name], &v) != nil || v == "" {
+			continue
+		}
+		if _, err := time.Parse(time.RFC3339, v); err != nil {
+			problems = append(problems, fmt.Errorf("spec.%s: %q: must be an RFC 3339 date-time such as 2027-06-01T18:00:00Z", name, v))
+		}
+	}
+	return problems
+}

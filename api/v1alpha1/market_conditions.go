@@ -1,0 +1,47 @@
+package v1alpha1
+
+// MarketConditionType names one of a Market's status conditions.
+type MarketConditionType string
+
+const (
+	// MarketReady is True when the market is recorded in the database and served as its phase says
+	// (taking orders when OPEN, refusing them otherwise).
+	MarketReady MarketConditionType = "Ready"
+	// MarketScheduled is True when a live shard owns the market at the current epoch.
+	MarketScheduled MarketConditionType = "Scheduled"
+	// MarketSettled is True once a RESOLVED or CANCELED market has paid out every share; False while
+	// settlement is pending or failing.
+	MarketSettled MarketConditionType = "Settled"
+)
+
+// MarketConditionReason is the machine-readable reason of a Market condition: one CamelCase word
+// that says why the condition has its status.
+type MarketConditionReason string
+
+const (
+	// ReasonReconciling: the operator is still carrying out the latest spec.
+	ReasonReconciling MarketConditionReason = "Reconciling"
+	// ReasonRecorded: the market is recorded in the database and matches its spec (Ready).
+	ReasonRecorded MarketConditionReason = "Recorded"
+	// ReasonDatabaseError: the database could not be read or written; the operator retries.
+	ReasonDatabaseError MarketConditionReason = "DatabaseError"
+
+	// ReasonShardAssigned: a live shard owns the market (Scheduled).
+	ReasonShardAssigned MarketConditionReason = "ShardAssigned"
+	// ReasonNoLiveShard: no shard has a recent heartbeat, so the market has no owner yet.
+	ReasonNoLiveShard MarketConditionReason = "NoLiveShard"
+	// ReasonShardLost: the owning shard's heartbeat lapsed and the market is moving to another one.
+	ReasonShardLost MarketConditionReason = "ShardLost"
+	// ReasonNotServed: the market is RESOLVED or CANCELED and no longer needs a shard.
+	ReasonNotServed MarketConditionReason = "NotServed"
+
+	// ReasonAwaitingResolution: the market has no resolution yet, so there is nothing to settle.
+	ReasonAwaitingResolution MarketConditionReason = "AwaitingResolution"
+	// ReasonSettlementPending: a resolution is set and settlement has not completed yet.
+	ReasonSettlementPending MarketConditionReason = "SettlementPending"
+	// ReasonSettlementFailed: the settlement transaction failed; the operator retries it (it is
+	// safe to retry: settlement happens exactly once).
+	ReasonSettlementFailed MarketConditionReason = "SettlementFailed"
+	// ReasonPaidOut: every share of the market was paid and retired (Settled).
+	ReasonPaidOut MarketConditionReason = "PaidOut"
+)

@@ -1,0 +1,104 @@
+package v1alpha1
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// The defaults the CRD applies to a Market's spec.
+const (
+	DefaultLabelA = "Yes"
+	DefaultLabelB = "No"
+)
+
+// Length limits of the CRD schema, in characters; they must match the markers on MarketSpec.
+const (
+	maxQuestion    = 500
+	maxDescription = 10000
+	maxCategory    = 100
+	maxURL         = 2048
+	maxLabel       = 50
+)
+
+// Default sets what the CRD defaults when a field is absent: labelA "Yes" and labelB "No". A typed
+// Market cannot tell an absent label from an empty one, so both are defaulted here.
+func (m *Market) Default() {
+	if m.Spec.LabelA == "" {
+		m.Spec.LabelA = DefaultLabelA
+	}
+	if m.Spec.LabelB == "" {
+		m.Spec.LabelB = DefaultLabelB
+	}
+}
+
+// Validate checks a new Market, after Default, against what the apiserver checks on create and
+// can be checked without one: metadata.name and namespace, the required fields, lengths, the
+// resolution enum, the url rule and closesAt before resolvesAt. Transition rules (a resolution
+// cannot change) need the old object and are left to the apiserver or the caller. The error, if
+// any, joins one error per problem, each starting with the field's path.
+func (m *Market) Validate() error {
+	return errors.Join(m.problems()...)
+}
+
+func (m *Market) problems() []error {
+	var errs []error
+	add := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+
+	if m.Name == "" {
+		add("metadata.name", "required")
+	} else {
+		for _, msg := range validation.IsDNS1123Subdomain(m.Name) {
+			add("metadata.name", "%q: %s", m.Name, msg)
+		}
+	}
+	if m.Namespace != "" {
+		for _, msg := range validation.IsDNS1123Label(m.Namespace) {
+			add("metadata.namespace", "%q: %s", m.Namespace, msg)
+		}
+	}
+
+	s := &m.Spec
+	length := func(field, value string, minLen, maxLen int) {
+		switch n := utf8.RuneCountInString(value); {
+		case n == 0 && minLen > 0:
+			add(field, "required")
+		case n < minLen:
+			add(field, "must be at least %d characters", minLen)
+		case n > maxLen:
+			add(field, "must be at most %d characters (it has %d)", maxLen, n)
+		}
+	}
+	length("spec.question", s.Question, 1, maxQuestion)
+	length("spec.description", s.Description, 0, maxDescription)
+	length("spec.category", s.Category, 1, maxCategory)
+	length("spec.labelA", s.LabelA, 1, maxLabel)
+	length("spec.labelB", s.LabelB, 1, maxLabel)
+	if s.URL != "" {
+		length("spec.url", s.URL, 0, maxURL)
+		if !isHTTPURL(s.URL) {
+			add("spec.url", "%q: must be an absolute http or https URL", s.URL)
+		}
+	}
+	switch s.Resolution {
+	case "", ResolutionYes, ResolutionNo, ResolutionCanceled:
+	default:
+		add("spec.resolution", "%q: must be one of %s, %s, %s", s.Resolution, ResolutionYes, ResolutionNo, ResolutionCanceled)
+	}
+	if s.ClosesAt != nil && s.ResolvesAt != nil && !s.ClosesAt.Before(s.ResolvesAt) {
+		add("spec", "closesAt must be before resolvesAt")
+	}
+	return errs
+}
+
+// isHTTPURL mirrors the CRD's rule for spec.url, `isURL(self) && url(self).getScheme() in ['http',
+// 'https']`, whose CEL functions are built on url.ParseRequestURI.
+func isHTTPURL(s string) bool {
+	u, err := url.ParseRequestURI(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https")
+}
