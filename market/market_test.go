@@ -1,0 +1,101 @@
+package market
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/pmx-dev/pmx/api/v1alpha1"
+)
+
+func TestTransition(t *testing.T) {
+	tests := []struct {
+		from   string
+		action Action
+		want   Plan
+		err    bool
+	}{
+		{"OPEN", Close, Plan{To: "CLOSED", CancelOrders: true}, false},
+		{"CLOSED", Close, Plan{}, true},
+		{"CLOSED", Reopen, Plan{To: "OPEN"}, false},
+		{"OPEN", Reopen, Plan{}, true},
+		{"OPEN", ResolveYes, Plan{To: "RESOLVED", CancelOrders: true, Settle: true, Outcome: "YES"}, false},
+		{"CLOSED", ResolveNo, Plan{To: "RESOLVED", Settle: true, Outcome: "NO"}, false},
+		{"OPEN", Cancel, Plan{To: "CANCELED", CancelOrders: true, Settle: true}, false},
+		{"CLOSED", Cancel, Plan{To: "CANCELED", Settle: true}, false},
+		{"RESOLVED", Cancel, Plan{}, true},
+		{"RESOLVED", ResolveYes, Plan{}, true},
+		{"RESOLVED", Reopen, Plan{}, true},
+		{"CANCELED", ResolveNo, Plan{}, true},
+		{"CANCELED", Close, Plan{}, true},
+	}
+	for _, tt := range tests {
+		got, err := Transition(tt.from, tt.action)
+		if tt.err != errors.Is(err, ErrIllegalTransition) || got != tt.want {
+			t.Errorf("Transition(%s, %s) = %+v, %v; want %+v, error %v", tt.from, tt.action, got, err, tt.want, tt.err)
+		}
+	}
+	if _, err := Resolve("MAYBE"); err == nil {
+		t.Error("Resolve(MAYBE) accepted")
+	}
+}
+
+func TestIntentNext(t *testing.T) {
+	now := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	past, future := now.Add(-time.Minute), now.Add(time.Minute)
+	tests := []struct {
+		name   string
+		in     Intent
+		status string
+		want   Action
+	}{
+		{"open stays open", Intent{}, "OPEN", ""},
+		{"close on request", Intent{Closed: true}, "OPEN", Close},
+		{"close when due", Intent{ClosesAt: &past}, "OPEN", Close},
+		{"not yet due", Intent{ClosesAt: &future}, "OPEN", ""},
+		{"reopen on request", Intent{ClosesAt: &future}, "CLOSED", Reopen},
+		{"no reopen after closesAt", Intent{ClosesAt: &past}, "CLOSED", ""},
+		{"stay closed", Intent{Closed: true}, "CLOSED", ""},
+		{"resolve YES from open", Intent{Resolution: "YES"}, "OPEN", ResolveYes},
+		{"resolve NO from closed", Intent{Resolution: "NO"}, "CLOSED", ResolveNo},
+		{"cancel", Intent{Resolution: "CANCELED"}, "OPEN", Cancel},
+		{"resolved is final", Intent{Resolution: "YES"}, "RESOLVED", ""},
+		{"canceled is final", Intent{Resolution: "YES"}, "CANCELED", ""},
+		{"settled ignores closed", Intent{}, "RESOLVED", ""},
+	}
+	for _, tt := range tests {
+		got, ok := tt.in.Next(tt.status, now)
+		if got != tt.want || ok != (tt.want != "") {
+			t.Errorf("%s: Next(%s) = %q, %v; want %q", tt.name, tt.status, got, ok, tt.want)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Hour))
+	tests := []struct {
+		name  string
+		spec  v1alpha1.MarketSpec
+		field string
+	}{
+		{"minimal", v1alpha1.MarketSpec{Question: "Will it rain?", Category: "weather"}, ""},
+		{"schedule in order", v1alpha1.MarketSpec{Question: "q", Category: "c", ClosesAt: &t0, ResolvesAt: &t1}, ""},
+		{"no question", v1alpha1.MarketSpec{Category: "c"}, "question"},
+		{"no category", v1alpha1.MarketSpec{Question: "q"}, "category"},
+		{"bad url", v1alpha1.MarketSpec{Question: "q", Category: "c", URL: "ftp://x"}, "url"},
+		{"resolves before it closes", v1alpha1.MarketSpec{Question: "q", Category: "c", ClosesAt: &t1, ResolvesAt: &t0}, "resolvesAt"},
+	}
+	for _, tt := range tests {
+		err := Validate(&tt.spec)
+		var se *SpecError
+		if (tt.field == "") != (err == nil) || (err != nil && (!errors.As(err, &se) || se.Field != tt.field)) {
+			t.Errorf("%s: Validate() = %v (%+v), want an error on %q", tt.name, err, se, tt.field)
+		}
+		if err == nil && (tt.spec.LabelA != "Yes" || tt.spec.LabelB != "No") {
+			t.Errorf("%s: labels not defaulted: %+v", tt.name, tt.spec)
+		}
+	}
+}
