@@ -1,0 +1,39 @@
+package shard
+
+import (
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/market"
+	"github.com/pmx-dev/pmx/store"
+)
+
+type commandKind uint8
+
+const (
+	cmdPlace commandKind = iota + 1
+	cmdCancel
+	cmdCancelAll
+	cmdTransition
+	cmdLoad  // only loads the market
+	cmdCheck // compares the books with Postgres
+)
+
+// command is one request to the shard's loop. The loop fills in the answer fields, then sends on
+// reply (nil or the error) once the batch holding it has committed.
+type command struct {
+	kind    commandKind
+	market  uuid.UUID
+	place   PlaceRequest
+	seq     int64         // cmdCancel: the order's sequence number
+	account int64         // cmdCancelAll
+	markets []uuid.UUID   // cmdCancelAll
+	action  market.Action // cmdTransition
+	reply   chan error
+
+	err      error // set while the batch runs; sent once it commits
+	reserved int16 // cmdPlace: the reservation's result
+	placed   store.PlacedOrder
+	keys     []orderKey // cmdCancel, cmdCancelAll: orders to answer with once written
+	orders   []store.Order
+	checkErr error // cmdCheck
+}

@@ -1,0 +1,161 @@
+package shard
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/store"
+)
+
+// orderKey names an order within the shard: its market and sequence number.
+type orderKey struct {
+	market uuid.UUID
+	seq    int64
+}
+
+type shareKey struct {
+	account int64
+	market  uuid.UUID
+	outcome engine.Outcome
+}
+
+type orderRef struct {
+	isNew bool
+	i     int
+}
+
+// accumulator nets the effects of a batch into the rows store.Apply writes: one row per order in
+// its final state, one cash delta per account, one share delta per position, one update per market.
+type accumulator struct {
+	batch   store.Batch
+	orders  map[orderKey]orderRef
+	cash    map[int64]int
+	shares  map[shareKey]int
+	markets map[uuid.UUID]int
+	touched map[uuid.UUID]*marketState
+}
+
+func (a *accumulator) reset(now time.Time) {
+	a.batch.Reset(now)
+	if a.orders == nil {
+		a.orders = map[orderKey]orderRef{}
+		a.cash = map[int64]int{}
+		a.shares = map[shareKey]int{}
+		a.markets = map[uuid.UUID]int{}
+		a.touched = map[uuid.UUID]*marketState{}
+	}
+	clear(a.orders)
+	clear(a.cash)
+	clear(a.shares)
+	clear(a.markets)
+	clear(a.touched)
+}
+
+func (a *accumulator) touch(m *marketState) { a.touched[m.id] = m }
+
+// newOrder records an order placed in this batch, in its state after placement.
+func (a *accumulator) newOrder(o store.Order) {
+	a.orders[orderKey{o.MarketID, o.Seq}] = orderRef{isNew: true, i: len(a.batch.NewOrders)}
+	a.batch.NewOrders = append(a.batch.NewOrders, o)
+}
+
+// orderState records an order's new fill and status, on its row if it is new in this batch.
+func (a *accumulator) orderState(k orderKey, filled int64, status engine.Status) {
+	ref, ok := a.orders[k]
+	if !ok {
+		ref = orderRef{i: len(a.batch.OrderUpdates)}
+		a.orders[k] = ref
+		a.batch.OrderUpdates = append(a.batch.OrderUpdates, store.Order{MarketID: k.market, Seq: k.seq})
+	}
+	var o *store.Order
+	if ref.isNew {
+		o = &a.batch.NewOrders[ref.i]
+	} else {
+		o = &a.batch.OrderUpdates[ref.i]
+	}
+	o.FilledQuantity = filled
+	o.Status = status.String()
+}
+
+// order returns the row of an order touched in this batch.
+func (a *accumulator) order(k orderKey) (store.Order, bool) {
+	ref, ok := a.orders[k]
+	if !ok || !ref.isNew {
+		return store.Order{}, false
+	}
+	return a.batch.NewOrders[ref.i], true
+}
+
+func (a *accumulator) addCash(account int64, available, locked int64) {
+	i, ok := a.cash[account]
+	if !ok {
+		i = len(a.batch.Cash)
+		a.cash[account] = i
+		a.batch.Cash = append(a.batch.Cash, store.CashDelta{Account: account})
+	}
+	a.batch.Cash[i].Available += available
+	a.batch.Cash[i].Locked += locked
+}
+
+func (a *accumulator) addShares(account int64, market uuid.UUID, outcome engine.Outcome, quantity, locked int64) {
+	k := shareKey{account, market, outcome}
+	i, ok := a.shares[k]
+	if !ok {
+		i = len(a.batch.Shares)
+		a.shares[k] = i
+		a.batch.Shares = append(a.batch.Shares, store.ShareDelta{Account: account, Market: market, Outcome: outcome.String()})
+	}
+	a.batch.Shares[i].Quantity += quantity
+	a.batch.Shares[i].Locked += locked
+}
+
+// leg applies one side of a fill.
+func (a *accumulator) leg(market uuid.UUID, l *engine.Leg) {
+	if l.Cash != 0 || l.CashLocked != 0 {
+		a.addCash(int64(l.Account), l.Cash, l.CashLocked)
+	}
+	a.addShares(int64(l.Account), market, l.Outcome, l.Shares, l.SharesLocked)
+}
+
+// release returns the lock of a cancelled order and records its final status.
+func (a *accumulator) release(market uuid.UUID, st *engine.OrderState) {
+	a.unlock(int64(st.Account), market, st.Side, st.Outcome, st.Price, st.Remaining())
+	a.orderState(orderKey{market, int64(st.ID)}, st.Filled, st.Status)
+}
+
+// unlock releases the lock of quantity shares of an order at price: cash for a BUY, shares for a
+// SELL.
+func (a *accumulator) unlock(account int64, market uuid.UUID, side engine.Side, outcome engine.Outcome, price int, quantity int64) {
+	if side == engine.Buy {
+		cash := int64(price) * quantity
+		a.addCash(account, cash, -cash)
+		return
+	}
+	a.addShares(account, market, outcome, 0, -quantity)
+}
+
+// market returns the pending update of a market's row.
+func (a *accumulator) market(id uuid.UUID) *store.MarketUpdate {
+	i, ok := a.markets[id]
+	if !ok {
+		i = len(a.batch.Markets)
+		a.markets[id] = i
+		a.batch.Markets = append(a.batch.Markets, store.MarketUpdate{ID: id})
+	}
+	return &a.batch.Markets[i]
+}
+
+// finish drops deltas that netted to nothing and sorts rows by key, so that every transaction
+// takes its row locks in the same order.
+func (a *accumulator) finish() {
+	a.batch.Cash = slices.DeleteFunc(a.batch.Cash, func(d store.CashDelta) bool { return d.Available == 0 && d.Locked == 0 })
+	a.batch.Shares = slices.DeleteFunc(a.batch.Shares, func(d store.ShareDelta) bool { return d.Quantity == 0 && d.Locked == 0 })
+	slices.SortFunc(a.batch.Cash, func(x, y store.CashDelta) int { return cmp.Compare(x.Account, y.Account) })
+	slices.SortFunc(a.batch.Shares, func(x, y store.ShareDelta) int {
+		return cmp.Or(cmp.Compare(x.Account, y.Account), slices.Compare(x.Market[:], y.Market[:]), cmp.Compare(x.Outcome, y.Outcome))
+	})
+}

@@ -1,0 +1,105 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/store"
+)
+
+// ensure returns a market, loading it and rebuilding its book from Postgres on first use.
+func (s *Shard) ensure(ctx context.Context, id uuid.UUID) (*marketState, error) {
+	if m, ok := s.markets[id]; ok {
+		return m, nil
+	}
+	m, err := s.load(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrUnknownMarket
+	}
+	if err != nil {
+		s.log.Error("could not load market", "market", id, "err", err)
+		return nil, ErrUnavailable
+	}
+	s.markets[id] = m
+	s.publish(m)
+	return m, nil
+}
+
+func (s *Shard) load(ctx context.Context, id uuid.UUID) (*marketState, error) {
+	row, err := s.cfg.Store.Market(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	m := &marketState{id: id, status: row.Status}
+	if row.LastTradePrice != nil {
+		m.lastPrice = *row.LastTradePrice
+	}
+	if m.lastOrder, m.lastTrade, err = s.cfg.Store.Sequences(ctx, id); err != nil {
+		return nil, err
+	}
+	if row.Status != store.MarketOpen && row.Status != store.MarketClosed {
+		return m, nil
+	}
+	resting, err := s.cfg.Store.RestingOrders(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("while loading the orders of market %s: %w", id, err)
+	}
+	states := make([]engine.OrderState, len(resting))
+	for i, o := range resting {
+		if states[i], err = engineState(o); err != nil {
+			return nil, err
+		}
+	}
+	if m.book, err = engine.Rebuild(states, m.lastPrice); err != nil {
+		return nil, fmt.Errorf("while rebuilding the book of market %s: %w", id, err)
+	}
+	s.log.Info("loaded market", "market", id, "status", m.status, "resting", len(resting))
+	return m, nil
+}
+
+// engineState converts a stored resting order to the engine's terms.
+func engineState(o store.Order) (engine.OrderState, error) {
+	side, ok1 := engine.ParseSide(o.Side)
+	outcome, ok2 := engine.ParseOutcome(o.Outcome)
+	status, ok3 := engine.ParseStatus(o.Status)
+	if !ok1 || !ok2 || !ok3 {
+		return engine.OrderState{}, fmt.Errorf("order %s has side %q, outcome %q, status %q", o.ID, o.Side, o.Outcome, o.Status)
+	}
+	return engine.OrderState{
+		Order: engine.Order{ID: engine.OrderID(o.Seq), Account: engine.AccountID(o.AccountID), Side: side,
+			Outcome: outcome, Price: o.Price, Quantity: o.Quantity},
+		Filled: o.FilledQuantity,
+		Status: status,
+	}, nil
+}
+
+// publish makes a market's committed book visible to readers.
+func (s *Shard) publish(m *marketState) {
+	snap := &Snapshot{Status: m.status}
+	if m.book != nil {
+		m.book.Depth(DepthLevels, &snap.Depth)
+	} else if m.lastPrice != 0 {
+		snap.Depth.Yes.LastTradePrice = m.lastPrice
+		snap.Depth.No.LastTradePrice = engine.Payout - m.lastPrice
+	}
+	s.snaps.Store(m.id, snap)
+}
+
+// OrderBook returns a market's committed book, loading the market on first use.
+func (s *Shard) OrderBook(ctx context.Context, id uuid.UUID) (*Snapshot, error) {
+	if snap, ok := s.Book(id); ok {
+		return snap, nil
+	}
+	if err := s.do(ctx, &command{kind: cmdLoad, market: id}); err != nil {
+		return nil, err
+	}
+	snap, ok := s.Book(id)
+	if !ok {
+		return nil, ErrUnavailable
+	}
+	return snap, nil
+}

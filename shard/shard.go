@@ -1,0 +1,193 @@
+// Package shard runs the matching of a set of markets: it keeps each market's book in memory,
+// executes every order, cancel and lifecycle change of its markets on one goroutine, and commits
+// them to Postgres in batches before it answers (group commit).
+//
+// A batch is every command queued while the previous transaction was in flight. Its transaction
+// first reserves the cash or shares of every placement in the batch (one statement), then the
+// books match in memory, then every effect — netted per order, account and position — is written
+// in one pipelined round trip, and the transaction commits. Only then are the callers answered and
+// the books' read snapshots published. If the transaction fails, every book it touched is rebuilt
+// from Postgres, so memory never runs ahead of what was committed.
+package shard
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/market"
+	"github.com/pmx-dev/pmx/store"
+)
+
+// Errors a caller maps to answers. Each leaves nothing changed.
+var (
+	ErrUnknownMarket      = errors.New("no such market")
+	ErrMarketNotOpen      = errors.New("market is not open for trading")
+	ErrInsufficientFunds  = errors.New("not enough available cash for this order")
+	ErrInsufficientShares = errors.New("not enough unlocked shares for this order")
+	ErrOrderNotOpen       = errors.New("order is no longer open")
+	ErrStopped            = errors.New("shard is shutting down")
+	ErrUnavailable        = errors.New("the database could not commit; try again")
+)
+
+// Config configures a shard.
+type Config struct {
+	Store  *store.Store
+	Logger *slog.Logger
+	// MaxBatch bounds how many commands share one transaction (default 1024).
+	MaxBatch int
+	// Now is the clock (default time.Now); tests inject their own.
+	Now func() time.Time
+}
+
+// Shard owns a set of markets. Its methods are safe for concurrent use.
+type Shard struct {
+	cfg   Config
+	log   *slog.Logger
+	cmds  chan *command
+	stop  chan struct{}
+	done  chan struct{}
+	snaps sync.Map // uuid.UUID → *Snapshot, the committed state of each book
+
+	// Owned by the loop goroutine.
+	markets map[uuid.UUID]*marketState
+	acc     accumulator
+	result  engine.Result
+}
+
+// marketState is one market as the shard holds it.
+type marketState struct {
+	id        uuid.UUID
+	status    string
+	book      *engine.Book // nil unless the market is OPEN or CLOSED
+	lastOrder int64        // the last order sequence number used
+	lastTrade int64        // the last trade sequence number used
+	lastPrice int          // last trade's YES price, 0 if none
+}
+
+// Snapshot is a market's book as last committed: the best levels of both views.
+type Snapshot struct {
+	Status string
+	Depth  engine.Depth
+}
+
+// DepthLevels is how many levels a snapshot keeps per side, as the API shows.
+const DepthLevels = 10
+
+// New starts a shard. Call Stop to drain and stop it.
+func New(cfg Config) *Shard {
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = 1024
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Shard{
+		cfg:     cfg,
+		log:     cfg.Logger.With("component", "shard"),
+		cmds:    make(chan *command, 4*cfg.MaxBatch),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+		markets: map[uuid.UUID]*marketState{},
+	}
+	go s.loop()
+	return s
+}
+
+// Stop finishes every command already accepted, then stops. Later calls get ErrStopped.
+func (s *Shard) Stop() {
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+	<-s.done
+}
+
+// Book returns the committed book of a market the shard has loaded.
+func (s *Shard) Book(id uuid.UUID) (*Snapshot, bool) {
+	v, ok := s.snaps.Load(id)
+	if !ok {
+		return nil, false
+	}
+	return v.(*Snapshot), true
+}
+
+// PlaceRequest is an order to place for an account.
+type PlaceRequest struct {
+	Account  int64
+	Market   uuid.UUID
+	Side     engine.Side
+	Outcome  engine.Outcome
+	Price    int
+	Quantity int64
+}
+
+// Place reserves, matches and commits an order.
+func (s *Shard) Place(ctx context.Context, r PlaceRequest) (store.PlacedOrder, error) {
+	c := &command{kind: cmdPlace, place: r, market: r.Market}
+	err := s.do(ctx, c)
+	return c.placed, err
+}
+
+// Cancel cancels one resting order of a market, given its sequence number.
+func (s *Shard) Cancel(ctx context.Context, marketID uuid.UUID, seq int64) (store.Order, error) {
+	c := &command{kind: cmdCancel, market: marketID, seq: seq}
+	err := s.do(ctx, c)
+	if err != nil {
+		return store.Order{}, err
+	}
+	return c.orders[0], nil
+}
+
+// CancelAll cancels every resting order of an account in the given markets.
+func (s *Shard) CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]store.Order, error) {
+	c := &command{kind: cmdCancelAll, account: account, markets: markets}
+	err := s.do(ctx, c)
+	return c.orders, err
+}
+
+// Transition applies a lifecycle action to a market (see package market), cancelling its resting
+// orders when it leaves OPEN and settling it when it resolves or is cancelled.
+func (s *Shard) Transition(ctx context.Context, marketID uuid.UUID, action market.Action) error {
+	return s.do(ctx, &command{kind: cmdTransition, market: marketID, action: action})
+}
+
+// do queues a command and waits for its answer. Once queued, a command runs even if ctx ends.
+func (s *Shard) do(ctx context.Context, c *command) error {
+	c.reply = make(chan error, 1)
+	select {
+	case <-s.stop:
+		return ErrStopped
+	default:
+	}
+	select {
+	case s.cmds <- c:
+	case <-s.stop:
+		return ErrStopped
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-c.reply:
+		return err
+	case <-s.done:
+		// The loop has stopped; a command it did not reach never ran.
+		select {
+		case err := <-c.reply:
+			return err
+		default:
+			return ErrStopped
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
