@@ -1,0 +1,165 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"regexp"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/auth"
+	"github.com/pmx-dev/pmx/market"
+	"github.com/pmx-dev/pmx/shard"
+	"github.com/pmx-dev/pmx/store"
+)
+
+// accountName is what an account may be called.
+var accountName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// CreateAccount opens an account with the configured grant and a first API key. The settings
+// pages and the admin API both open accounts through it.
+func (s *Server) CreateAccount(c *gin.Context, name string) (store.Account, string, error) {
+	if !accountName.MatchString(name) {
+		return store.Account{}, "", fieldError("name", "invalid_value",
+			"name must be 1 to 64 letters, digits, '_', '.' or '-', starting with a letter or digit")
+	}
+	now := s.now()
+	a, err := s.cfg.Store.CreateAccount(c.Request.Context(), name, s.cfg.Grant, now)
+	if errors.Is(err, store.ErrConflict) {
+		return a, "", &Error{Status: http.StatusConflict, Code: "name_taken", Field: "name", Message: "this name is taken; choose another"}
+	}
+	if err != nil {
+		return a, "", err
+	}
+	key, err := s.NewAPIKey(c, a.ID, "")
+	return a, key, err
+}
+
+// NewAPIKey creates an API key for an account and returns it; only its hash is kept.
+func (s *Server) NewAPIKey(c *gin.Context, account int64, label string) (string, error) {
+	key, prefix, hash := auth.NewKey()
+	err := s.cfg.Store.InsertAPIKey(c.Request.Context(), store.APIKey{ID: uuid.New(), AccountID: account,
+		Prefix: prefix, Label: label, CreatedAt: s.now()}, hash)
+	return key, err
+}
+
+func (s *Server) createAccount(c *gin.Context) error {
+	body, err := readBody(c.Request)
+	if err != nil {
+		return err
+	}
+	obj, err := decodeObject(body)
+	if err != nil {
+		return err
+	}
+	name, err := obj.string("name")
+	if err != nil {
+		return err
+	}
+	a, key, err := s.CreateAccount(c, name)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusCreated, gin.H{"account": a, "apiKey": key})
+	return nil
+}
+
+// marketBody is the admin API's market: the fields of a Market's spec.
+type marketBody struct {
+	Question    string     `json:"question"`
+	Description string     `json:"description"`
+	Category    string     `json:"category"`
+	URL         string     `json:"url"`
+	LabelA      string     `json:"labelA"`
+	LabelB      string     `json:"labelB"`
+	ClosesAt    *time.Time `json:"closesAt"`
+	ResolvesAt  *time.Time `json:"resolvesAt"`
+}
+
+func (s *Server) createMarket(c *gin.Context) error {
+	body, err := readBody(c.Request)
+	if err != nil {
+		return err
+	}
+	if _, err := decodeObject(body); err != nil {
+		return err
+	}
+	var b marketBody
+	if err := json.Unmarshal(body, &b); err != nil {
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) {
+			return fieldError(typ.Field, "invalid_type", "%s must be a %s", typ.Field, typ.Type.String())
+		}
+		return fieldError("", "invalid_value", "%v (times are RFC 3339, like 2027-01-31T18:00:00Z)", err)
+	}
+	spec := v1alpha1.MarketSpec{Question: b.Question, Description: b.Description, Category: b.Category,
+		URL: b.URL, LabelA: b.LabelA, LabelB: b.LabelB, ClosesAt: metaTime(b.ClosesAt), ResolvesAt: metaTime(b.ResolvesAt)}
+	m, err := market.Create(c.Request.Context(), s.cfg.Store, spec, nil, s.now())
+	var se *market.SpecError
+	if errors.As(err, &se) {
+		return fieldError(se.Field, "invalid_value", "%v", se.Err)
+	}
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusCreated, m)
+	return nil
+}
+
+func metaTime(t *time.Time) *metav1.Time {
+	if t == nil {
+		return nil
+	}
+	m := metav1.NewTime(*t)
+	return &m
+}
+
+func (s *Server) transition(action market.Action) func(*gin.Context) error {
+	return func(c *gin.Context) error { return s.apply(c, action) }
+}
+
+func (s *Server) resolve(c *gin.Context) error {
+	body, err := readBody(c.Request)
+	if err != nil {
+		return err
+	}
+	obj, err := decodeObject(body)
+	if err != nil {
+		return err
+	}
+	outcome, err := obj.string("outcome")
+	if err != nil {
+		return err
+	}
+	action, err := market.Resolve(outcome)
+	if err != nil {
+		return fieldError("outcome", "invalid_value", "outcome must be YES or NO")
+	}
+	return s.apply(c, action)
+}
+
+func (s *Server) apply(c *gin.Context, action market.Action) error {
+	id, err := parseUUID("id", c.Param("id"))
+	if err != nil {
+		return err
+	}
+	ctx := c.Request.Context()
+	if err := s.cfg.Exchange.Transition(ctx, id, action); err != nil {
+		if errors.Is(err, shard.ErrUnknownMarket) {
+			return &Error{Status: http.StatusNotFound, Code: "market_not_found", Field: "id", Message: "no market has this id"}
+		}
+		return err
+	}
+	m, err := s.cfg.Store.Market(ctx, id)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, m)
+	return nil
+}

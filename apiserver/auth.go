@@ -1,0 +1,103 @@
+package apiserver
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/auth"
+	"github.com/pmx-dev/pmx/store"
+)
+
+// accountKey is where authenticate leaves the caller's account id in the gin context.
+const accountKey = "account"
+
+// touchEvery is how often a key's last-used time is written, at most.
+const touchEvery = time.Minute
+
+// keyCache remembers when this process last recorded each key's use, so that a busy bot costs one
+// write a minute rather than one per request.
+type keyCache struct {
+	mu      sync.Mutex
+	touched map[uuid.UUID]time.Time
+}
+
+func (k *keyCache) init() { k.touched = map[uuid.UUID]time.Time{} }
+
+func (k *keyCache) due(id uuid.UUID, now time.Time) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if now.Sub(k.touched[id]) < touchEvery {
+		return false
+	}
+	k.touched[id] = now
+	return true
+}
+
+var (
+	errMissingKey = &Error{Status: http.StatusUnauthorized, Code: "missing_api_key",
+		Message: "send your API key as Authorization: Bearer <key>; create one on the developer settings page (/settings)"}
+	errInvalidKey = &Error{Status: http.StatusUnauthorized, Code: "invalid_api_key",
+		Message: "the API key is malformed, unknown or revoked; create a new one on the developer settings page (/settings)"}
+)
+
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return "", false
+	}
+	return strings.TrimSpace(token), true
+}
+
+// authenticate resolves the bearer API key to its account; every /api/v1 call needs one.
+func (s *Server) authenticate(c *gin.Context) {
+	key, ok := bearer(c.Request)
+	if !ok {
+		writeError(c, errMissingKey)
+		return
+	}
+	prefix, ok := auth.ParseKey(key)
+	if !ok {
+		writeError(c, errInvalidKey)
+		return
+	}
+	rec, err := s.cfg.Store.KeyByPrefix(c.Request.Context(), prefix)
+	if errors.Is(err, store.ErrNotFound) {
+		writeError(c, errInvalidKey)
+		return
+	}
+	if err != nil {
+		writeError(c, err)
+		return
+	}
+	if rec.Revoked || !auth.KeyMatches(key, rec.Hash) {
+		writeError(c, errInvalidKey)
+		return
+	}
+	if now := s.now(); s.keys.due(rec.ID, now) {
+		if err := s.cfg.Store.TouchAPIKey(c.Request.Context(), rec.ID, now); err != nil {
+			s.log.Warn("could not record an API key's use", "key", rec.ID, "err", err)
+		}
+	}
+	c.Set(accountKey, rec.AccountID)
+	c.Next()
+}
+
+func accountOf(c *gin.Context) int64 { return c.GetInt64(accountKey) }
+
+// authenticateAdmin checks the admin token.
+func (s *Server) authenticateAdmin(c *gin.Context) {
+	token, ok := bearer(c.Request)
+	if !ok || !auth.TokenMatches(token, s.cfg.AdminToken) {
+		writeError(c, &Error{Status: http.StatusUnauthorized, Code: "invalid_admin_token",
+			Message: "send the admin token as Authorization: Bearer <token>; pmx dev prints where it is"})
+		return
+	}
+	c.Next()
+}

@@ -1,0 +1,327 @@
+package apiserver
+
+import (
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/shard"
+	"github.com/pmx-dev/pmx/store"
+)
+
+// Listing limits.
+const (
+	defaultTrades = 50
+	maxTrades     = 500
+	defaultOrders = 100
+	maxOrders     = 500
+)
+
+var marketStatuses = map[string]bool{store.MarketOpen: true, store.MarketClosed: true, store.MarketResolved: true, store.MarketCanceled: true}
+
+func (s *Server) listMarkets(c *gin.Context) error {
+	status, given := c.GetQuery("status")
+	if given && !marketStatuses[status] {
+		return fieldError("status", "invalid_value", "status must be one of OPEN, CLOSED, RESOLVED, CANCELED")
+	}
+	markets, err := s.cfg.Store.Markets(c.Request.Context(), status)
+	if err != nil {
+		return err
+	}
+	if markets == nil {
+		markets = []store.Market{}
+	}
+	c.JSON(http.StatusOK, gin.H{"markets": markets})
+	return nil
+}
+
+// queryUUID reads a required UUID query parameter.
+func queryUUID(c *gin.Context, name string) (uuid.UUID, error) {
+	v, ok := c.GetQuery(name)
+	if !ok || v == "" {
+		return uuid.UUID{}, fieldError(name, "missing_field", "the query parameter %s is required", name)
+	}
+	return parseUUID(name, v)
+}
+
+// queryLimit reads an optional limit in 1..hi.
+func queryLimit(c *gin.Context, def, hi int) (int, error) {
+	v, ok := c.GetQuery("limit")
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > hi {
+		return 0, fieldError("limit", "out_of_range", "limit must be a whole number from 1 to %d", hi)
+	}
+	return n, nil
+}
+
+// getMarket answers 201, not 200: the contract says so.
+func (s *Server) getMarket(c *gin.Context) error {
+	id, err := queryUUID(c, "marketId")
+	if err != nil {
+		return err
+	}
+	m, err := s.cfg.Store.Market(c.Request.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return &Error{Status: http.StatusNotFound, Code: "market_not_found", Field: "marketId", Message: "no market has this id"}
+	}
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusCreated, m)
+	return nil
+}
+
+type bookView struct {
+	Bids           []engine.Level `json:"bids"`
+	Asks           []engine.Level `json:"asks"`
+	LastTradePrice *int           `json:"lastTradePrice"`
+}
+
+func viewOf(v *engine.View) bookView {
+	b := bookView{Bids: v.Bids, Asks: v.Asks}
+	if b.Bids == nil {
+		b.Bids = []engine.Level{}
+	}
+	if b.Asks == nil {
+		b.Asks = []engine.Level{}
+	}
+	if v.LastTradePrice != 0 {
+		p := v.LastTradePrice
+		b.LastTradePrice = &p
+	}
+	return b
+}
+
+func (s *Server) orderBook(c *gin.Context) error {
+	id, err := queryUUID(c, "marketId")
+	if err != nil {
+		return err
+	}
+	snap, err := s.cfg.Exchange.OrderBook(c.Request.Context(), id)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, gin.H{"orderBookYes": viewOf(&snap.Depth.Yes), "orderBookNo": viewOf(&snap.Depth.No)})
+	return nil
+}
+
+func (s *Server) trades(c *gin.Context) error {
+	id, err := queryUUID(c, "marketId")
+	if err != nil {
+		return err
+	}
+	limit, err := queryLimit(c, defaultTrades, maxTrades)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request.Context()
+	if _, err := s.cfg.Store.Market(ctx, id); errors.Is(err, store.ErrNotFound) {
+		return errMarketNotFound
+	} else if err != nil {
+		return err
+	}
+	trades, err := s.cfg.Store.Trades(ctx, id, limit)
+	if err != nil {
+		return err
+	}
+	if trades == nil {
+		trades = []store.Trade{}
+	}
+	c.JSON(http.StatusOK, trades)
+	return nil
+}
+
+func (s *Server) placeOrder(c *gin.Context) error {
+	body, err := readBody(c.Request)
+	if err != nil {
+		return err
+	}
+	r, err := decodeOrder(body, s.cfg.MaxQuantity)
+	if err != nil {
+		return err
+	}
+	placed, err := s.cfg.Exchange.Place(c.Request.Context(), shard.PlaceRequest{Account: accountOf(c), Market: r.Market,
+		Side: r.Side, Outcome: r.Outcome, Price: r.Price, Quantity: r.Quantity})
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusCreated, placed)
+	return nil
+}
+
+func (s *Server) positions(c *gin.Context) error {
+	ctx := c.Request.Context()
+	if _, err := s.cfg.Store.Account(ctx, accountOf(c)); errors.Is(err, store.ErrNotFound) {
+		return newError(http.StatusNotFound, "account_not_found", "the account of this API key no longer exists")
+	} else if err != nil {
+		return err
+	}
+	positions, err := s.cfg.Store.Positions(ctx, accountOf(c))
+	if err != nil {
+		return err
+	}
+	if positions == nil {
+		positions = []store.Position{}
+	}
+	c.JSON(http.StatusOK, gin.H{"positions": positions})
+	return nil
+}
+
+// ownOrder finds an order of the caller: 404 when there is none with the id, 403 when it is
+// another account's.
+func (s *Server) ownOrder(c *gin.Context, id uuid.UUID) (store.Order, error) {
+	o, err := s.cfg.Store.Order(c.Request.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return o, &Error{Status: http.StatusNotFound, Code: "order_not_found", Field: "orderId", Message: "no order has this id"}
+	}
+	if err != nil {
+		return o, err
+	}
+	if o.AccountID != accountOf(c) {
+		return o, &Error{Status: http.StatusForbidden, Code: "not_your_order", Field: "orderId",
+			Message: "this order belongs to another account"}
+	}
+	return o, nil
+}
+
+func (s *Server) cancelOrder(c *gin.Context) error {
+	body, err := readBody(c.Request)
+	if err != nil {
+		return err
+	}
+	obj, err := decodeObject(body)
+	if err != nil {
+		return err
+	}
+	id, err := obj.uuid("orderId")
+	if err != nil {
+		return err
+	}
+	o, err := s.ownOrder(c, id)
+	if err != nil {
+		return err
+	}
+	if st, _ := engine.ParseStatus(o.Status); !st.Resting() {
+		return fieldError("orderId", "order_not_open", "the order is %s: only OPEN and PARTIALLY_FILLED orders can be cancelled", o.Status)
+	}
+	cancelled, err := s.cfg.Exchange.Cancel(c.Request.Context(), o.MarketID, o.Seq)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, cancelled)
+	return nil
+}
+
+// cancelEverything takes no body (an empty POST); whatever is sent is ignored.
+func (s *Server) cancelEverything(c *gin.Context) error {
+	ctx := c.Request.Context()
+	markets, err := s.cfg.Store.RestingMarkets(ctx, accountOf(c))
+	if err != nil {
+		return err
+	}
+	cancelled := []store.Order{}
+	if len(markets) > 0 {
+		if cancelled, err = s.cfg.Exchange.CancelAll(ctx, accountOf(c), markets); err != nil {
+			return err
+		}
+	}
+	c.JSON(http.StatusOK, cancelled)
+	return nil
+}
+
+func (s *Server) account(c *gin.Context) error {
+	a, err := s.cfg.Store.Account(c.Request.Context(), accountOf(c))
+	if errors.Is(err, store.ErrNotFound) {
+		return newError(http.StatusNotFound, "account_not_found", "the account of this API key no longer exists")
+	}
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, a)
+	return nil
+}
+
+func (s *Server) listOrders(c *gin.Context) error {
+	f := store.OrderFilter{Account: accountOf(c)}
+	if v, ok := c.GetQuery("marketId"); ok {
+		id, err := parseUUID("marketId", v)
+		if err != nil {
+			return err
+		}
+		f.Market = &id
+	}
+	if v, ok := c.GetQuery("status"); ok {
+		if _, valid := engine.ParseStatus(v); !valid {
+			return fieldError("status", "invalid_value", "status must be one of OPEN, PARTIALLY_FILLED, FILLED, CANCELLED, PARTIALLY_FILLED_CANCELLED")
+		}
+		f.Status = v
+	}
+	if v, ok := c.GetQuery("cursor"); ok {
+		cur, err := decodeCursor(v)
+		if err != nil {
+			return err
+		}
+		f.After = &cur
+	}
+	var err error
+	if f.Limit, err = queryLimit(c, defaultOrders, maxOrders); err != nil {
+		return err
+	}
+	orders, err := s.cfg.Store.Orders(c.Request.Context(), f)
+	if err != nil {
+		return err
+	}
+	var next *string
+	if len(orders) == f.Limit {
+		last := orders[len(orders)-1]
+		cur := encodeCursor(store.OrderCursor{CreatedAt: last.CreatedAt, ID: last.ID})
+		next = &cur
+	}
+	if orders == nil {
+		orders = []store.Order{}
+	}
+	c.JSON(http.StatusOK, gin.H{"orders": orders, "nextCursor": next})
+	return nil
+}
+
+func encodeCursor(cur store.OrderCursor) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(cur.CreatedAt.UnixMicro(), 10) + "." + cur.ID.String()))
+}
+
+func decodeCursor(v string) (store.OrderCursor, error) {
+	bad := fieldError("cursor", "invalid_cursor", "cursor must be a nextCursor value from a previous GET /orders")
+	raw, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil {
+		return store.OrderCursor{}, bad
+	}
+	micros, id, ok := strings.Cut(string(raw), ".")
+	us, err1 := strconv.ParseInt(micros, 10, 64)
+	u, err2 := uuid.Parse(id)
+	if !ok || err1 != nil || err2 != nil {
+		return store.OrderCursor{}, bad
+	}
+	return store.OrderCursor{CreatedAt: time.UnixMicro(us).UTC(), ID: u}, nil
+}
+
+func (s *Server) getOrder(c *gin.Context) error {
+	id, err := queryUUID(c, "orderId")
+	if err != nil {
+		return err
+	}
+	o, err := s.ownOrder(c, id)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, o)
+	return nil
+}

@@ -1,0 +1,162 @@
+// Package apiserver is pmx's HTTP front: the public API (/api/v1) bots trade through, the admin
+// API (/admin/v1), health endpoints and the OpenAPI document. Handlers are thin: they decode and
+// validate, call the exchange or the store once, and encode.
+package apiserver
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/market"
+	"github.com/pmx-dev/pmx/shard"
+	"github.com/pmx-dev/pmx/store"
+)
+
+// Exchange executes market writes and serves books; the standalone exchange's is its in-process
+// shard.
+type Exchange interface {
+	Place(ctx context.Context, r shard.PlaceRequest) (store.PlacedOrder, error)
+	Cancel(ctx context.Context, market uuid.UUID, seq int64) (store.Order, error)
+	CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]store.Order, error)
+	Transition(ctx context.Context, market uuid.UUID, action market.Action) error
+	OrderBook(ctx context.Context, market uuid.UUID) (*shard.Snapshot, error)
+}
+
+// Config configures the server.
+type Config struct {
+	Store    *store.Store
+	Exchange Exchange
+	Logger   *slog.Logger
+	// AdminToken guards /admin/v1; empty disables the admin API.
+	AdminToken string
+	// Grant is the play money, in cents, a new account starts with (default 1,000,000).
+	Grant int64
+	// MaxQuantity is the largest order quantity accepted (default 1,000,000).
+	MaxQuantity int64
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Server serves the exchange's HTTP API.
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	engine *gin.Engine
+	keys   keyCache
+}
+
+// New builds the server's routes.
+func New(cfg Config) *Server {
+	if cfg.Grant == 0 {
+		cfg.Grant = 1_000_000
+	}
+	if cfg.MaxQuantity == 0 {
+		cfg.MaxQuantity = 1_000_000
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	gin.SetMode(gin.ReleaseMode)
+	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "api"), engine: gin.New()}
+	s.keys.init()
+	s.engine.ContextWithFallback = true
+	s.engine.HandleMethodNotAllowed = true
+	s.engine.Use(s.recover, s.withLogger)
+	s.engine.NoRoute(handler(func(c *gin.Context) error {
+		return newError(http.StatusNotFound, "not_found", "no such endpoint: %s %s", c.Request.Method, c.Request.URL.Path)
+	}))
+	s.engine.NoMethod(handler(func(c *gin.Context) error {
+		return newError(http.StatusMethodNotAllowed, "method_not_allowed", "%s is not allowed on %s", c.Request.Method, c.Request.URL.Path)
+	}))
+
+	s.engine.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok\n") })
+	s.engine.GET("/readyz", s.ready)
+
+	v1 := s.engine.Group("/api/v1")
+	v1.GET("/openapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, "application/yaml", OpenAPIDocument) })
+	v1.Use(s.authenticate)
+	v1.GET("/markets", handler(s.listMarkets))
+	v1.GET("/market", handler(s.getMarket))
+	v1.GET("/market/order-book", handler(s.orderBook))
+	v1.GET("/market/trades", handler(s.trades))
+	v1.POST("/order", handler(s.placeOrder))
+	v1.GET("/positions", handler(s.positions))
+	v1.POST("/cancel-order", handler(s.cancelOrder))
+	v1.POST("/cancel-everything", handler(s.cancelEverything))
+	v1.GET("/account", handler(s.account))
+	v1.GET("/orders", handler(s.listOrders))
+	v1.GET("/order", handler(s.getOrder))
+
+	if cfg.AdminToken != "" {
+		admin := s.engine.Group("/admin/v1", s.authenticateAdmin)
+		admin.POST("/accounts", handler(s.createAccount))
+		admin.POST("/markets", handler(s.createMarket))
+		admin.POST("/markets/:id/close", handler(s.transition(market.Close)))
+		admin.POST("/markets/:id/reopen", handler(s.transition(market.Reopen)))
+		admin.POST("/markets/:id/cancel", handler(s.transition(market.Cancel)))
+		admin.POST("/markets/:id/resolve", handler(s.resolve))
+	}
+	return s
+}
+
+// now is the server's clock at the database's precision.
+func (s *Server) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }
+
+// Handler is the server's http.Handler.
+func (s *Server) Handler() http.Handler { return s.engine }
+
+// Engine exposes the router so that other parts (the settings pages) can add routes.
+func (s *Server) Engine() *gin.Engine { return s.engine }
+
+func (s *Server) ready(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.cfg.Store.Pool.Ping(ctx); err != nil {
+		c.String(http.StatusServiceUnavailable, "database unreachable\n")
+		return
+	}
+	c.String(http.StatusOK, "ok\n")
+}
+
+// withLogger logs each request once it is answered.
+func (s *Server) withLogger(c *gin.Context) {
+	start := time.Now()
+	c.Set("logger", s.log)
+	c.Next()
+	status := c.Writer.Status()
+	level := slog.LevelDebug
+	if status >= 500 {
+		level = slog.LevelWarn
+	}
+	s.log.Log(c.Request.Context(), level, "request", "method", c.Request.Method, "path", c.Request.URL.Path,
+		"status", status, "duration", time.Since(start))
+}
+
+func logger(c *gin.Context) *slog.Logger {
+	if l, ok := c.Get("logger"); ok {
+		return l.(*slog.Logger)
+	}
+	return slog.Default()
+}
+
+// recover turns a panic in a handler into a logged 500.
+func (s *Server) recover(c *gin.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			if r == http.ErrAbortHandler {
+				panic(r)
+			}
+			s.log.Error("handler panicked", "method", c.Request.Method, "path", c.Request.URL.Path, "panic", r)
+			writeError(c, newError(http.StatusInternalServerError, "internal", "the exchange failed to answer; try again later"))
+		}
+	}()
+	c.Next()
+}
