@@ -15,6 +15,14 @@ func main() {
 	}
 }
 
+// envOr reads an environment variable, with a default.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "pmx",
@@ -22,6 +30,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newDemoCommand())
+	root.AddCommand(newDevCommand(), newMigrateCommand(), newLoadgenCommand(), newDemoCommand())
 	return root
 }

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/apiserver"
+	"github.com/pmx-dev/pmx/auth"
+	"github.com/pmx-dev/pmx/internal/pgcluster"
+	"github.com/pmx-dev/pmx/market"
+	"github.com/pmx-dev/pmx/shard"
+	"github.com/pmx-dev/pmx/store"
+)
+
+// devOptions are the flags of pmx dev.
+type devOptions struct {
+	addr        string
+	dataDir     string
+	databaseURL string
+	markets     string
+	adminToken  string
+	grant       int64
+	maxQuantity int64
+	logLevel    string
+}
+
+func newDevCommand() *cobra.Command {
+	o := devOptions{}
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run the whole exchange in one process, on a private Postgres it starts itself",
+		Long: `pmx dev runs the complete exchange in one process: the public API (/api/v1), the admin API
+(/admin/v1), one in-process matching shard and the market lifecycle loop.
+
+Its database is a private PostgreSQL cluster that it creates under --data-dir and starts itself
+(from initdb/postgres on PATH or under /usr/lib/postgresql/*/bin); data survives restarts and
+Ctrl-C stops it cleanly. --database-url uses an existing Postgres instead.
+
+At start it loads the Market manifests in --markets, the same YAML kubectl apply takes.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runDev(ctx, o, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to serve HTTP on (port 0 picks a free one)")
+	f.StringVar(&o.dataDir, "data-dir", ".pmx", "folder for the private Postgres cluster and the admin token")
+	f.StringVar(&o.databaseURL, "database-url", "", "use this Postgres instead of a private cluster (postgres://...)")
+	f.StringVar(&o.markets, "markets", "config/samples", "folder of Market manifests to load at start (empty: none)")
+	f.StringVar(&o.adminToken, "admin-token", "", "admin API token (default $PMX_ADMIN_TOKEN, else generated into <data-dir>/admin-token)")
+	f.Int64Var(&o.grant, "grant", 1_000_000, "play money, in cents, that a new account starts with")
+	f.Int64Var(&o.maxQuantity, "max-quantity", 1_000_000, "largest order quantity accepted")
+	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	return cmd
+}
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+func runDev(ctx context.Context, o devOptions, out io.Writer) error {
+	log, err := newLogger(os.Stderr, o.logLevel)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
+		return fmt.Errorf("while creating the data dir: %w", err)
+	}
+	token, tokenSource, err := adminToken(o)
+	if err != nil {
+		return err
+	}
+
+	dbURL := o.databaseURL
+	if dbURL == "" {
+		cluster, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: filepath.Join(o.dataDir, "postgres"), Logger: log})
+		if err != nil {
+			return fmt.Errorf("while starting the private Postgres: %w", err)
+		}
+		defer func() {
+			stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := cluster.Stop(stopCtx); err != nil {
+				log.Error("could not stop Postgres cleanly", "err", err)
+			}
+		}()
+		dbURL = cluster.URL()
+	}
+	st, err := store.Open(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	from, to, err := st.Migrate(ctx)
+	if err != nil {
+		return err
+	}
+	if from != to {
+		log.Info("migrated the database", "from", from, "to", to)
+	}
+
+	sh := shard.New(shard.Config{Store: st, Logger: log})
+	defer sh.Stop()
+
+	if o.markets != "" {
+		manifests, err := v1alpha1.LoadMarkets(o.markets)
+		if err != nil {
+			return err
+		}
+		if _, err := market.Sync(ctx, st, sh, manifests, time.Now(), log); err != nil {
+			return err
+		}
+	}
+
+	api := apiserver.New(apiserver.Config{Store: st, Exchange: sh, Logger: log, AdminToken: token,
+		Grant: o.grant, MaxQuantity: o.maxQuantity})
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("while listening on %s: %w", o.addr, err)
+	}
+	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+
+	closerCtx, stopCloser := context.WithCancel(context.Background())
+	closerDone := make(chan struct{})
+	go func() {
+		defer close(closerDone)
+		(&market.Closer{Store: st, Target: sh, Logger: log}).Run(closerCtx)
+	}()
+
+	base := "http://" + ln.Addr().String()
+	fmt.Fprintf(out, "pmx is running.\n  API:       %s/api/v1\n  Settings:  %s/settings\n  Admin API: %s/admin/v1 (token %s)\n  Press Ctrl-C to stop.\n",
+		base, base, base, tokenSource)
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	select {
+	case err := <-serveErr:
+		stopCloser()
+		<-closerDone
+		return fmt.Errorf("while serving HTTP: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		log.Error("HTTP shutdown", "err", err)
+	}
+	stopCloser()
+	<-closerDone
+	return nil
+}
+
+// adminToken resolves the admin token: the flag, else $PMX_ADMIN_TOKEN, else the token file in
+// the data dir, created with a fresh token on first use. It returns where the token is.
+func adminToken(o devOptions) (token, source string, err error) {
+	if o.adminToken != "" {
+		return o.adminToken, "from --admin-token", nil
+	}
+	if t := os.Getenv("PMX_ADMIN_TOKEN"); t != "" {
+		return t, "from $PMX_ADMIN_TOKEN", nil
+	}
+	path := filepath.Join(o.dataDir, "admin-token")
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil && strings.TrimSpace(string(b)) != "":
+		return strings.TrimSpace(string(b)), "in " + path, nil
+	case err != nil && !errors.Is(err, os.ErrNotExist):
+		return "", "", fmt.Errorf("while reading the admin token: %w", err)
+	}
+	token = auth.NewToken()
+	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+		return "", "", fmt.Errorf("while writing the admin token: %w", err)
+	}
+	return token, "in " + path, nil
+}

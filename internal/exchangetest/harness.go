@@ -1,0 +1,280 @@
+// Package exchangetest drives a running pmx exchange over real HTTP and checks it: the contract
+// suite, the invariants of DESIGN §3 in SQL, and the helpers the soak and crash tests share. The
+// same suite runs against the standalone exchange and, later, the distributed one.
+package exchangetest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/apiserver"
+	"github.com/pmx-dev/pmx/internal/apitest"
+	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
+	"github.com/pmx-dev/pmx/market"
+	"github.com/pmx-dev/pmx/shard"
+	"github.com/pmx-dev/pmx/store"
+)
+
+// Target is an exchange under test.
+type Target struct {
+	URL        string // scheme://host:port, without /api/v1
+	AdminToken string
+	Store      *store.Store // the exchange's database, for checks in SQL
+	// CheckBooks compares the books in memory with Postgres, when the target can.
+	CheckBooks func(context.Context) error
+	Validator  *apitest.Validator
+	HTTP       *http.Client
+	names      atomic.Int64
+}
+
+// StartDev starts the standalone exchange in-process — store, shard and API on a loopback port —
+// on a fresh database of the test binary's shared cluster, and stops it when t ends.
+func StartDev(t testing.TB) *Target {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, pgtest.NewDatabase(t, pgtest.Shared(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, _, err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	sh := shard.New(shard.Config{Store: st, Logger: log})
+	t.Cleanup(sh.Stop)
+	closerCtx, stopCloser := context.WithCancel(ctx)
+	closerDone := make(chan struct{})
+	go func() {
+		defer close(closerDone)
+		(&market.Closer{Store: st, Target: sh, Logger: log, Poll: 100 * time.Millisecond}).Run(closerCtx)
+	}()
+	t.Cleanup(func() { stopCloser(); <-closerDone })
+	token := "test-admin-token"
+	api := apiserver.New(apiserver.Config{Store: st, Exchange: sh, Logger: log, AdminToken: token})
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(srv.Close)
+	return &Target{URL: srv.URL, AdminToken: token, Store: st, CheckBooks: sh.CheckBooks,
+		Validator: apitest.NewValidator(t), HTTP: &http.Client{Timeout: time.Minute}}
+}
+
+// Client is one account's API key, or none.
+type Client struct {
+	T       *Target
+	Key     string
+	Account uuid.UUID
+	Name    string
+}
+
+// Anonymous is a client without a key.
+func (tg *Target) Anonymous() *Client { return &Client{T: tg} }
+
+// NewAccount opens an account through the admin API.
+func (tg *Target) NewAccount(t testing.TB, prefix string) *Client {
+	t.Helper()
+	name := fmt.Sprintf("%s-%d", prefix, tg.names.Add(1))
+	var out struct {
+		Account store.Account `json:"account"`
+		APIKey  string        `json:"apiKey"`
+	}
+	tg.Admin(t, "POST", "/admin/v1/accounts", map[string]any{"name": name}, http.StatusCreated, &out)
+	return &Client{T: tg, Key: out.APIKey, Account: out.Account.UID, Name: name}
+}
+
+// Admin calls the admin API and decodes the answer into out, failing unless the status is want.
+func (tg *Target) Admin(t testing.TB, method, path string, body any, want int, out any) {
+	t.Helper()
+	status, raw := tg.do(t, method, path, "Bearer "+tg.AdminToken, body, false)
+	if status != want {
+		t.Fatalf("%s %s: status %d, want %d: %s", method, path, status, want, raw)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, path, err, raw)
+		}
+	}
+}
+
+// NewMarket creates a market through the admin API.
+func (tg *Target) NewMarket(t testing.TB, fields map[string]any) store.Market {
+	t.Helper()
+	body := map[string]any{"question": "Will the test pass?", "category": "testing"}
+	for k, v := range fields {
+		body[k] = v
+	}
+	var m store.Market
+	tg.Admin(t, "POST", "/admin/v1/markets", body, http.StatusCreated, &m)
+	return m
+}
+
+// do sends a request; body is JSON-encoded unless it is a string or []byte, sent as is. Public
+// API answers are checked against the OpenAPI document.
+func (tg *Target) do(t testing.TB, method, path, authorization string, body any, validate bool) (int, []byte) {
+	t.Helper()
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		r = bytes.NewBufferString(b)
+	case []byte:
+		r = bytes.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, tg.URL+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if validate {
+		return tg.Validator.Do(t, tg.HTTP, req)
+	}
+	resp, err := tg.HTTP.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return resp.StatusCode, raw
+}
+
+// Do calls the public API (path relative to /api/v1) with the client's key, validates the answer
+// against the OpenAPI document, and returns it.
+func (c *Client) Do(t testing.TB, method, path string, body any) (int, []byte) {
+	t.Helper()
+	auth := ""
+	if c.Key != "" {
+		auth = "Bearer " + c.Key
+	}
+	return c.T.do(t, method, "/api/v1"+path, auth, body, true)
+}
+
+// Expect calls the public API, fails unless the status is want, and decodes the answer into out.
+func (c *Client) Expect(t testing.TB, method, path string, body any, want int, out any) []byte {
+	t.Helper()
+	status, raw := c.Do(t, method, path, body)
+	if status != want {
+		t.Fatalf("%s %s (%s): status %d, want %d: %s", method, path, c.Name, status, want, raw)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, path, err, raw)
+		}
+	}
+	return raw
+}
+
+// ErrorBody is the shape of every error answer.
+type ErrorBody struct {
+	Error   string `json:"error"`
+	Details struct {
+		Code  string `json:"code"`
+		Field string `json:"field"`
+	} `json:"details"`
+}
+
+// ExpectError calls the public API and fails unless it answers status with details.code code.
+func (c *Client) ExpectError(t testing.TB, method, path string, body any, status int, code string) ErrorBody {
+	t.Helper()
+	var e ErrorBody
+	c.Expect(t, method, path, body, status, &e)
+	if e.Details.Code != code || e.Error == "" {
+		t.Fatalf("%s %s: error %+v, want code %q", method, path, e, code)
+	}
+	return e
+}
+
+// Place places an order and expects it accepted.
+func (c *Client) Place(t testing.TB, market uuid.UUID, side, outcome string, price, quantity int) store.PlacedOrder {
+	t.Helper()
+	var o store.PlacedOrder
+	c.Expect(t, "POST", "/order", OrderBody(market, side, outcome, price, quantity), http.StatusCreated, &o)
+	return o
+}
+
+// OrderBody is a POST /order body.
+func OrderBody(market uuid.UUID, side, outcome string, price, quantity int) map[string]any {
+	return map[string]any{"marketId": market, "side": side, "outcome": outcome, "price": price, "quantity": quantity}
+}
+
+// Balance is an account's cash.
+func (c *Client) Balance(t testing.TB) (available, locked int64) {
+	t.Helper()
+	var a store.Account
+	c.Expect(t, "GET", "/account", nil, http.StatusOK, &a)
+	return a.Available, a.Locked
+}
+
+// Positions returns the client's holdings keyed by market and outcome.
+func (c *Client) Positions(t testing.TB) map[string]store.Position {
+	t.Helper()
+	var out struct {
+		Positions []store.Position `json:"positions"`
+	}
+	c.Expect(t, "GET", "/positions", nil, http.StatusOK, &out)
+	m := map[string]store.Position{}
+	for _, p := range out.Positions {
+		m[p.MarketID.String()+"/"+p.Outcome] = p
+	}
+	return m
+}
+
+// Book is the answer of GET /market/order-book.
+type Book struct {
+	Yes View `json:"orderBookYes"`
+	No  View `json:"orderBookNo"`
+}
+
+// View is one outcome's view of a book.
+type View struct {
+	Bids           []Level `json:"bids"`
+	Asks           []Level `json:"asks"`
+	LastTradePrice *int    `json:"lastTradePrice"`
+}
+
+// Level is one price level.
+type Level struct {
+	Price    int   `json:"price"`
+	Quantity int64 `json:"quantity"`
+	Total    int64 `json:"total"`
+}
+
+// Book reads a market's order book.
+func (c *Client) Book(t testing.TB, market uuid.UUID) Book {
+	t.Helper()
+	var b Book
+	c.Expect(t, "GET", "/market/order-book?marketId="+market.String(), nil, http.StatusOK, &b)
+	return b
+}
+
+// testWriter sends log lines to the test's log, shown when it fails.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

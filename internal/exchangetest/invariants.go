@@ -1,0 +1,156 @@
+package exchangetest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/store"
+)
+
+// invariants are the rules of DESIGN §3, each a query that returns one row per violation.
+var invariants = []struct{ name, query string }{
+	{"cash is conserved: Σ available + locked + 100 × pairs outstanding = Σ grants", `
+		select a.money + 100 * p.pairs, g.granted
+		from (select coalesce(sum(available + locked), 0) as money from accounts) a,
+		     (select coalesce(sum(quantity), 0) as pairs from positions where outcome = 'YES') p,
+		     (select coalesce(sum(granted), 0) as granted from accounts) g
+		where a.money + 100 * p.pairs <> g.granted`},
+	{"YES shares outstanding = NO shares outstanding, per market", `
+		select market_id, sum(quantity) filter (where outcome = 'YES'), sum(quantity) filter (where outcome = 'NO')
+		from positions group by market_id
+		having coalesce(sum(quantity) filter (where outcome = 'YES'), 0) <> coalesce(sum(quantity) filter (where outcome = 'NO'), 0)`},
+	{"locked cash = what open BUY orders need", `
+		select a.id, a.locked, coalesce(o.need, 0)
+		from accounts a left join (
+			select account_id, sum(price * (quantity - filled_quantity)) as need from orders
+			where side = 'BUY' and status in ('OPEN', 'PARTIALLY_FILLED') group by account_id) o on o.account_id = a.id
+		where a.locked <> coalesce(o.need, 0)`},
+	{"locked shares = what open SELL orders need", `
+		select coalesce(p.account_id, o.account_id), coalesce(p.market_id, o.market_id), coalesce(p.outcome, o.outcome),
+		       p.locked_quantity, o.need
+		from positions p full join (
+			select account_id, market_id, outcome, sum(quantity - filled_quantity) as need from orders
+			where side = 'SELL' and status in ('OPEN', 'PARTIALLY_FILLED') group by account_id, market_id, outcome) o
+		  on o.account_id = p.account_id and o.market_id = p.market_id and o.outcome = p.outcome
+		where coalesce(p.locked_quantity, 0) <> coalesce(o.need, 0)`},
+	{"no negative balance", `
+		select 'account', id::text, available, locked from accounts where available < 0 or locked < 0
+		union all
+		select 'position', id::text, quantity, locked_quantity from positions
+		where quantity < 0 or locked_quantity < 0 or locked_quantity > quantity`},
+	{"orders are consistent with their status", `
+		select id, status, quantity, filled_quantity from orders
+		where (status = 'FILLED') <> (filled_quantity = quantity)
+		   or (status in ('OPEN', 'CANCELLED') and filled_quantity <> 0)
+		   or (status in ('PARTIALLY_FILLED', 'PARTIALLY_FILLED_CANCELLED') and (filled_quantity = 0 or filled_quantity = quantity))`},
+	{"only OPEN markets have resting orders", `
+		select o.id, m.status from orders o join markets m on m.id = o.market_id
+		where o.status in ('OPEN', 'PARTIALLY_FILLED') and m.status <> 'OPEN'`},
+	{"a settled market holds no shares and paid each holder once", `
+		select m.id, m.status, p.account_id, p.quantity from markets m join positions p on p.market_id = m.id
+		where m.status in ('RESOLVED', 'CANCELED') and p.quantity <> 0`},
+	{"filled quantities equal the trades", `
+		select o.id, o.filled_quantity, coalesce(t.q, 0) from orders o left join (
+			select market_id, seq, sum(q) as q from (
+				select market_id, taker_order_seq as seq, quantity as q from trades
+				union all select market_id, maker_order_seq, quantity from trades) x
+			group by market_id, seq) t on t.market_id = o.market_id and t.seq = o.seq
+		where o.filled_quantity <> coalesce(t.q, 0)`},
+}
+
+// CheckInvariants checks every invariant in SQL, and the books in memory against Postgres when the
+// target can, reporting each violation.
+func CheckInvariants(t testing.TB, tg *Target) {
+	t.Helper()
+	if err := Invariants(context.Background(), tg.Store); err != nil {
+		t.Error(err)
+	}
+	if tg.CheckBooks != nil {
+		if err := tg.CheckBooks(context.Background()); err != nil {
+			t.Errorf("books: %v", err)
+		}
+	}
+}
+
+// Invariants checks every invariant in SQL and returns the violations found.
+func Invariants(ctx context.Context, st *store.Store) error {
+	var problems []string
+	for _, inv := range invariants {
+		rows, err := st.Pool.Query(ctx, inv.query)
+		if err != nil {
+			return fmt.Errorf("%s: %w", inv.name, err)
+		}
+		for rows.Next() {
+			vals, err := rows.Values()
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			problems = append(problems, fmt.Sprintf("violated: %s: %v", inv.name, vals))
+			if len(problems) > 20 {
+				break
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("%s: %w", inv.name, err)
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%s", strings.Join(problems, "\n"))
+	}
+	return nil
+}
+
+// CheckBooksOverAPI compares each market's order book, as the API serves it, with the book rebuilt
+// from the resting orders in Postgres: for a target in another process, whose memory the test
+// cannot reach.
+func CheckBooksOverAPI(t testing.TB, tg *Target, c *Client, markets []uuid.UUID) {
+	t.Helper()
+	ctx := context.Background()
+	for _, id := range markets {
+		resting, err := tg.Store.RestingOrders(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := tg.Store.Market(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		states := make([]engine.OrderState, len(resting))
+		for i, o := range resting {
+			side, _ := engine.ParseSide(o.Side)
+			outcome, _ := engine.ParseOutcome(o.Outcome)
+			states[i] = engine.OrderState{Order: engine.Order{ID: engine.OrderID(o.Seq), Account: engine.AccountID(o.AccountID),
+				Side: side, Outcome: outcome, Price: o.Price, Quantity: o.Quantity}, Filled: o.FilledQuantity}
+		}
+		last := 0
+		if m.LastTradePrice != nil {
+			last = *m.LastTradePrice
+		}
+		book, err := engine.Rebuild(states, last)
+		if err != nil {
+			t.Fatalf("market %s: %v", id, err)
+		}
+		var want engine.Depth
+		book.Depth(10, &want)
+		got := c.Book(t, id)
+		if fmt.Sprint(levels(got.Yes.Bids), levels(got.Yes.Asks)) != fmt.Sprint(want.Yes.Bids, want.Yes.Asks) {
+			t.Errorf("market %s: the API serves bids %v asks %v, Postgres rebuilds %v %v", id,
+				got.Yes.Bids, got.Yes.Asks, want.Yes.Bids, want.Yes.Asks)
+		}
+	}
+}
+
+func levels(ls []Level) []engine.Level {
+	out := make([]engine.Level, len(ls))
+	for i, l := range ls {
+		out[i] = engine.Level{Price: l.Price, Quantity: l.Quantity, Total: l.Total}
+	}
+	return out
+}

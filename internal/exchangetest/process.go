@@ -1,0 +1,150 @@
+package exchangetest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+)
+
+// BuildPMX builds the pmx binary once per test binary and returns its path.
+func BuildPMX(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "pmx-bin")
+		if buildErr != nil {
+			return
+		}
+		out, err := exec.Command("go", "build", "-o", filepath.Join(buildDir, "pmx"), "github.com/pmx-dev/pmx/cmd/pmx").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(buildDir, "pmx")
+}
+
+// Process is a pmx process started by a test; it cannot outlive the test.
+type Process struct {
+	t      testing.TB
+	cmd    *exec.Cmd
+	done   chan struct{}
+	mu     sync.Mutex
+	output []string // stdout and stderr lines, for failure reports
+}
+
+// StartProcess runs bin with args and waits until a line of its output matches ready, returning
+// the process and the line's first submatch.
+func StartProcess(t testing.TB, ready *regexp.Regexp, bin string, args ...string) (*Process, string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Env = append(os.Environ(), "PMX_ADMIN_TOKEN=")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &Process{t: t, cmd: cmd, done: make(chan struct{})}
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			line := sc.Text()
+			p.mu.Lock()
+			p.output = append(p.output, line)
+			p.mu.Unlock()
+			if m := ready.FindStringSubmatch(line); m != nil {
+				select {
+				case found <- m[len(m)-1]:
+				default:
+				}
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	go func() {
+		_ = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() { p.Kill() })
+	select {
+	case m := <-found:
+		return p, m
+	case <-p.done:
+		t.Fatalf("%s exited before it was ready:\n%s", filepath.Base(bin), p.Output())
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("%s not ready after 2 minutes:\n%s", filepath.Base(bin), p.Output())
+	}
+	return nil, ""
+}
+
+// Output is what the process printed.
+func (p *Process) Output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.output, "\n")
+}
+
+// Kill kills the process with SIGKILL and waits for it.
+func (p *Process) Kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// Stop asks the process to stop with SIGTERM and waits, failing the test if it takes longer than a
+// minute or exits with an error.
+func (p *Process) Stop() {
+	p.t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(time.Minute):
+		p.t.Fatalf("process did not stop within a minute of SIGTERM:\n%s", p.Output())
+	}
+	if !p.cmd.ProcessState.Success() {
+		p.t.Errorf("process exited with %v:\n%s", p.cmd.ProcessState, p.Output())
+	}
+}
+
+// WaitReady polls url until it answers 200.
+func WaitReady(t testing.TB, url string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s not ready within a minute: %v", url, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,164 @@
+package exchangetest
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/store"
+)
+
+// Grant is the play money a new account starts with (the default of every mode).
+const Grant = 1_000_000
+
+// RunSuite runs the contract suite against a target: every endpoint, status and error of the
+// contract, the four kinds of match, self-trade prevention, price improvement, the lifecycle and
+// settlement; then the invariants, and that every documented status was seen.
+func RunSuite(t *testing.T, tg *Target) {
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T, *Target)
+	}{
+		{"Authentication", testAuthentication},
+		{"Markets", testMarkets},
+		{"OrderBook", testOrderBook},
+		{"Trades", testTrades},
+		{"BadOrdersChangeNothing", testBadOrders},
+		{"MatchKinds", testMatchKinds},
+		{"SelfTradePrevention", testSelfTrade},
+		{"PriceImprovement", testPriceImprovement},
+		{"CancelOrder", testCancelOrder},
+		{"CancelEverything", testCancelEverything},
+		{"Positions", testPositions},
+		{"OwnOrders", testOwnOrders},
+		{"Lifecycle", testLifecycle},
+		{"ClosesOnTime", testClosesOnTime},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, tg) })
+	}
+	t.Run("Invariants", func(t *testing.T) { CheckInvariants(t, tg) })
+	t.Run("EveryDocumentedStatusSeen", func(t *testing.T) {
+		// Accounts are never deleted, so GET /positions cannot answer 404.
+		missing := slices.DeleteFunc(tg.Validator.Uncovered(), func(s string) bool { return s == "GET /positions 404" })
+		if len(missing) > 0 {
+			t.Errorf("the suite never saw: %s", strings.Join(missing, ", "))
+		}
+	})
+}
+
+func testAuthentication(t *testing.T, tg *Target) {
+	m := tg.NewMarket(t, nil)
+	id := m.ID.String()
+	calls := []struct{ method, path string }{
+		{"GET", "/markets"}, {"GET", "/market?marketId=" + id}, {"GET", "/market/order-book?marketId=" + id},
+		{"GET", "/market/trades?marketId=" + id}, {"POST", "/order"}, {"GET", "/positions"},
+		{"POST", "/cancel-order"}, {"POST", "/cancel-everything"}, {"GET", "/account"}, {"GET", "/orders"},
+		{"GET", "/order?orderId=" + uuid.NewString()},
+	}
+	revoked := &Client{T: tg, Key: "pmx_0123456789abcdef_" + strings.Repeat("A", 32)}
+	for _, c := range calls {
+		for _, who := range []*Client{tg.Anonymous(), {T: tg, Key: "not-a-key"}, revoked} {
+			var body any
+			if c.method == "POST" {
+				body = OrderBody(m.ID, "BUY", "YES", 50, 1)
+			}
+			code := "invalid_api_key"
+			if who.Key == "" {
+				code = "missing_api_key"
+			}
+			who.ExpectError(t, c.method, c.path, body, http.StatusUnauthorized, code)
+		}
+	}
+}
+
+func testMarkets(t *testing.T, tg *Target) {
+	c := tg.NewAccount(t, "markets")
+	older := tg.NewMarket(t, map[string]any{"question": "Older?", "description": "d", "url": "https://example.com/x",
+		"labelA": "Up", "labelB": "Down", "closesAt": "2099-01-01T00:00:00Z", "resolvesAt": "2099-01-02T00:00:00Z"})
+	newer := tg.NewMarket(t, nil)
+	var list struct{ Markets []store.Market }
+	c.Expect(t, "GET", "/markets", nil, http.StatusOK, &list)
+	pos := func(id uuid.UUID) int {
+		return slices.IndexFunc(list.Markets, func(m store.Market) bool { return m.ID == id })
+	}
+	if pos(newer.ID) < 0 || pos(older.ID) < 0 || pos(newer.ID) > pos(older.ID) {
+		t.Fatalf("markets not newest first: newer at %d, older at %d", pos(newer.ID), pos(older.ID))
+	}
+	var got store.Market
+	c.Expect(t, "GET", "/market?marketId="+older.ID.String(), nil, http.StatusCreated, &got) // 201: the contract
+	if got.Question != "Older?" || got.LabelA != "Up" || got.Status != "OPEN" || got.Resolved || got.URL == nil || got.ClosesAt == nil {
+		t.Fatalf("GET /market = %+v", got)
+	}
+	tg.Admin(t, "POST", "/admin/v1/markets/"+older.ID.String()+"/close", nil, http.StatusOK, nil)
+	c.Expect(t, "GET", "/markets?status=CLOSED", nil, http.StatusOK, &list)
+	if pos(older.ID) < 0 || pos(newer.ID) >= 0 {
+		t.Fatalf("status=CLOSED lists %v", list.Markets)
+	}
+	c.Expect(t, "GET", "/markets?status=OPEN", nil, http.StatusOK, &list)
+	if pos(newer.ID) < 0 || pos(older.ID) >= 0 {
+		t.Fatal("status=OPEN is wrong")
+	}
+	c.ExpectError(t, "GET", "/markets?status=open", nil, http.StatusBadRequest, "invalid_value")
+	c.ExpectError(t, "GET", "/market", nil, http.StatusBadRequest, "missing_field")
+	c.ExpectError(t, "GET", "/market?marketId=42", nil, http.StatusBadRequest, "invalid_uuid")
+	c.ExpectError(t, "GET", "/market?marketId="+uuid.NewString(), nil, http.StatusNotFound, "market_not_found")
+
+	// The admin API refuses bad markets and illegal transitions.
+	var e ErrorBody
+	tg.Admin(t, "POST", "/admin/v1/markets", map[string]any{"category": "x"}, http.StatusBadRequest, &e)
+	if e.Details.Field != "question" {
+		t.Errorf("a market without a question: %+v", e)
+	}
+	tg.Admin(t, "POST", "/admin/v1/markets", map[string]any{"question": "q", "category": "c",
+		"closesAt": "2099-01-02T00:00:00Z", "resolvesAt": "2099-01-01T00:00:00Z"}, http.StatusBadRequest, &e)
+	tg.Admin(t, "POST", "/admin/v1/markets/"+older.ID.String()+"/close", nil, http.StatusConflict, &e)
+	if e.Details.Code != "illegal_transition" {
+		t.Errorf("closing a closed market: %+v", e)
+	}
+	tg.Admin(t, "POST", "/admin/v1/markets/"+uuid.NewString()+"/close", nil, http.StatusNotFound, nil)
+	tg.Admin(t, "POST", "/admin/v1/accounts", map[string]any{"name": c.Name}, http.StatusConflict, nil)
+	tg.Admin(t, "POST", "/admin/v1/accounts", map[string]any{"name": ""}, http.StatusBadRequest, nil)
+}
+
+func testOrderBook(t *testing.T, tg *Target) {
+	m := tg.NewMarket(t, nil)
+	a, b := tg.NewAccount(t, "book"), tg.NewAccount(t, "book")
+	// 12 bid levels (BUY YES 20..31) and 12 ask levels (BUY NO 40..29, i.e. YES asks 60..71).
+	for i := range 12 {
+		a.Place(t, m.ID, "BUY", "YES", 20+i, i+1)
+		b.Place(t, m.ID, "BUY", "NO", 40-i, 10)
+	}
+	a.Place(t, m.ID, "BUY", "YES", 31, 3) // a second order on the best bid
+	book := a.Book(t, m.ID)
+	if len(book.Yes.Bids) != 10 || len(book.Yes.Asks) != 10 || len(book.No.Bids) != 10 || len(book.No.Asks) != 10 {
+		t.Fatalf("levels: %d/%d/%d/%d, want 10 each", len(book.Yes.Bids), len(book.Yes.Asks), len(book.No.Bids), len(book.No.Asks))
+	}
+	if book.Yes.Bids[0] != (Level{31, 15, 15}) || book.Yes.Bids[1] != (Level{30, 11, 26}) || book.Yes.Asks[0] != (Level{60, 10, 10}) || book.Yes.Asks[9] != (Level{69, 10, 100}) {
+		t.Fatalf("YES view: %+v", book.Yes)
+	}
+	for i := range 10 {
+		if y, n := book.Yes.Asks[i], book.No.Bids[i]; n != (Level{100 - y.Price, y.Quantity, y.Total}) {
+			t.Errorf("NO bid %v does not mirror YES ask %v", n, y)
+		}
+		if y, n := book.Yes.Bids[i], book.No.Asks[i]; n != (Level{100 - y.Price, y.Quantity, y.Total}) {
+			t.Errorf("NO ask %v does not mirror YES bid %v", n, y)
+		}
+	}
+	if book.Yes.LastTradePrice != nil || book.No.LastTradePrice != nil {
+		t.Fatal("a last trade price before any trade")
+	}
+	b.Place(t, m.ID, "BUY", "NO", 70, 1) // a YES ask at 30: mints one pair at the best bid, YES 31
+	book = a.Book(t, m.ID)
+	if book.Yes.LastTradePrice == nil || *book.Yes.LastTradePrice != 31 || book.No.LastTradePrice == nil || *book.No.LastTradePrice != 69 {
+		t.Fatalf("last trade prices %v / %v, want 31 / 69", book.Yes.LastTradePrice, book.No.LastTradePrice)
+	}
+	if book.Yes.Bids[0] != (Level{31, 14, 14}) {
+		t.Fatalf("best bid after the trade: %v", book.Yes.Bids[0])
+	}
+	a.ExpectError(t, "GET", "/market/order-book?marketId=nope", nil, http.StatusBadRequest, "invalid_uuid")
+	a.ExpectError(t, "GET", "/market/order-book", nil, http.StatusBadRequest, "missing_field")
+	a.ExpectError(t, "GET", "/market/order-book?marketId="+uuid.NewString(), nil, http.StatusBadRequest, "market_not_found")
+}

@@ -1,0 +1,245 @@
+package exchangetest
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/store"
+)
+
+func testCancelOrder(t *testing.T, tg *Target) {
+	m := tg.NewMarket(t, nil)
+	a, b := tg.NewAccount(t, "cancel"), tg.NewAccount(t, "cancel")
+	open := a.Place(t, m.ID, "BUY", "YES", 30, 10)
+	partial := a.Place(t, m.ID, "BUY", "YES", 40, 10)
+	b.Place(t, m.ID, "BUY", "NO", 60, 4) // fills 4 of the bid at 40
+	expectCash(t, a, Grant-300-400, 300+240)
+
+	var got store.Order
+	a.Expect(t, "POST", "/cancel-order", map[string]any{"orderId": open.ID}, http.StatusOK, &got)
+	if got.ID != open.ID || got.Status != "CANCELLED" || got.FilledQuantity != 0 || got.Quantity != 10 || got.Price != 30 {
+		t.Fatalf("cancelled %+v", got)
+	}
+	a.Expect(t, "POST", "/cancel-order", map[string]any{"orderId": partial.ID}, http.StatusOK, &got)
+	if got.Status != "PARTIALLY_FILLED_CANCELLED" || got.FilledQuantity != 4 {
+		t.Fatalf("cancelled %+v", got)
+	}
+	expectCash(t, a, Grant-160, 0)
+
+	a.ExpectError(t, "POST", "/cancel-order", map[string]any{"orderId": open.ID}, http.StatusBadRequest, "order_not_open")
+	other := b.Place(t, m.ID, "BUY", "NO", 10, 1)
+	a.ExpectError(t, "POST", "/cancel-order", map[string]any{"orderId": other.ID}, http.StatusForbidden, "not_your_order")
+	a.ExpectError(t, "POST", "/cancel-order", map[string]any{"orderId": uuid.NewString()}, http.StatusNotFound, "order_not_found")
+	a.ExpectError(t, "POST", "/cancel-order", map[string]any{"orderId": "nope"}, http.StatusBadRequest, "invalid_uuid")
+	a.ExpectError(t, "POST", "/cancel-order", map[string]any{}, http.StatusBadRequest, "missing_field")
+	a.ExpectError(t, "POST", "/cancel-order", "{", http.StatusBadRequest, "malformed_json")
+	var still store.Order
+	b.Expect(t, "GET", "/order?orderId="+other.ID.String(), nil, http.StatusOK, &still)
+	if still.Status != "OPEN" {
+		t.Fatalf("another account's refused cancel changed the order: %+v", still)
+	}
+}
+
+func testCancelEverything(t *testing.T, tg *Target) {
+	m1, m2 := tg.NewMarket(t, nil), tg.NewMarket(t, nil)
+	a, b := tg.NewAccount(t, "everything"), tg.NewAccount(t, "everything")
+	var none []store.Order
+	a.Expect(t, "POST", "/cancel-everything", nil, http.StatusOK, &none)
+	if none == nil || len(none) != 0 {
+		t.Fatalf("cancel-everything with nothing open = %v, want []", none)
+	}
+	a.Place(t, m1.ID, "BUY", "YES", 60, 10)
+	b.Place(t, m1.ID, "BUY", "NO", 40, 5) // mints 5: a holds 5 YES
+	a.Place(t, m1.ID, "SELL", "YES", 90, 5)
+	a.Place(t, m2.ID, "BUY", "NO", 20, 3)
+	keep := b.Place(t, m2.ID, "BUY", "YES", 10, 1)
+	var cancelled []store.Order
+	a.Expect(t, "POST", "/cancel-everything", "", http.StatusOK, &cancelled)
+	statuses := map[string]int{}
+	for _, o := range cancelled {
+		statuses[o.Status]++
+	}
+	if len(cancelled) != 3 || statuses["PARTIALLY_FILLED_CANCELLED"] != 1 || statuses["CANCELLED"] != 2 {
+		t.Fatalf("cancel-everything returned %+v", cancelled)
+	}
+	expectCash(t, a, Grant-300, 0)
+	expectShares(t, a, m1.ID.String()+"/YES", 5, 0)
+	var got store.Order
+	b.Expect(t, "GET", "/order?orderId="+keep.ID.String(), nil, http.StatusOK, &got)
+	if got.Status != "OPEN" {
+		t.Fatalf("another account's order was cancelled: %+v", got)
+	}
+	a.Expect(t, "POST", "/cancel-everything", "{}", http.StatusOK, &cancelled)
+	if len(cancelled) != 0 {
+		t.Fatalf("second cancel-everything cancelled %v", cancelled)
+	}
+}
+
+func testPositions(t *testing.T, tg *Target) {
+	m := tg.NewMarket(t, map[string]any{"question": "Positions?"})
+	a, b := tg.NewAccount(t, "positions"), tg.NewAccount(t, "positions")
+	if len(a.Positions(t)) != 0 {
+		t.Fatal("a new account holds positions")
+	}
+	a.Place(t, m.ID, "BUY", "YES", 50, 6)
+	b.Place(t, m.ID, "BUY", "NO", 50, 6)
+	a.Place(t, m.ID, "SELL", "YES", 70, 4)
+	p := a.Positions(t)[m.ID.String()+"/YES"]
+	if p.Quantity != 6 || p.LockedQuantity != 4 || p.MarketQuestion != "Positions?" || p.MarketStatus != "OPEN" || p.ID == uuid.Nil {
+		t.Fatalf("position %+v", p)
+	}
+	a.ExpectError(t, "POST", "/order", OrderBody(m.ID, "SELL", "YES", 70, 3), http.StatusBadRequest, "insufficient_shares")
+	b.Place(t, m.ID, "SELL", "NO", 30, 4) // burns 4 pairs against a's SELL YES at 70
+	a.Place(t, m.ID, "SELL", "YES", 1, 2)
+	b.Place(t, m.ID, "SELL", "NO", 99, 2) // a YES bid at 1: burns the last 2 pairs
+	if got := a.Positions(t); len(got) != 0 {
+		t.Fatalf("positions after selling everything: %+v", got)
+	}
+}
+
+func testOwnOrders(t *testing.T, tg *Target) {
+	m1, m2 := tg.NewMarket(t, nil), tg.NewMarket(t, nil)
+	a, b := tg.NewAccount(t, "orders"), tg.NewAccount(t, "orders")
+	var placed []store.PlacedOrder
+	for i := range 5 {
+		placed = append(placed, a.Place(t, m1.ID, "BUY", "YES", 10+i, 1))
+	}
+	placed = append(placed, a.Place(t, m2.ID, "BUY", "YES", 10, 1))
+	b.Place(t, m2.ID, "BUY", "NO", 90, 1) // fills the last one
+
+	var page struct {
+		Orders     []store.Order
+		NextCursor *string
+	}
+	var seen []uuid.UUID
+	cursor := ""
+	for {
+		a.Expect(t, "GET", "/orders?limit=4"+cursor, nil, http.StatusOK, &page)
+		for _, o := range page.Orders {
+			seen = append(seen, o.ID)
+		}
+		if page.NextCursor == nil {
+			break
+		}
+		cursor = "&cursor=" + *page.NextCursor
+	}
+	if len(seen) != 6 || seen[0] != placed[5].ID || seen[5] != placed[0].ID {
+		t.Fatalf("paged through %v, want all six newest first", seen)
+	}
+	a.Expect(t, "GET", "/orders?status=FILLED", nil, http.StatusOK, &page)
+	if len(page.Orders) != 1 || page.Orders[0].ID != placed[5].ID {
+		t.Fatalf("status=FILLED gave %+v", page.Orders)
+	}
+	a.Expect(t, "GET", "/orders?marketId="+m1.ID.String()+"&status=OPEN", nil, http.StatusOK, &page)
+	if len(page.Orders) != 5 {
+		t.Fatalf("market filter gave %d orders", len(page.Orders))
+	}
+	a.ExpectError(t, "GET", "/orders?status=DONE", nil, http.StatusBadRequest, "invalid_value")
+	a.ExpectError(t, "GET", "/orders?cursor=!!", nil, http.StatusBadRequest, "invalid_cursor")
+	a.ExpectError(t, "GET", "/orders?marketId=x", nil, http.StatusBadRequest, "invalid_uuid")
+	a.ExpectError(t, "GET", "/order?orderId="+placed[0].ID.String()[:8], nil, http.StatusBadRequest, "invalid_uuid")
+	b.ExpectError(t, "GET", "/order?orderId="+placed[0].ID.String(), nil, http.StatusForbidden, "not_your_order")
+	a.ExpectError(t, "GET", "/order?orderId="+uuid.NewString(), nil, http.StatusNotFound, "order_not_found")
+}
+
+func testLifecycle(t *testing.T, tg *Target) {
+	a, b := tg.NewAccount(t, "life"), tg.NewAccount(t, "life")
+	path := func(m store.Market, action string) string { return "/admin/v1/markets/" + m.ID.String() + "/" + action }
+
+	// Close cancels resting orders and releases their locks; reopen trades again.
+	m := tg.NewMarket(t, nil)
+	a.Place(t, m.ID, "BUY", "YES", 60, 10)
+	b.Place(t, m.ID, "BUY", "NO", 40, 4)
+	aCash, _ := a.Balance(t)
+	var got store.Market
+	tg.Admin(t, "POST", path(m, "close"), nil, http.StatusOK, &got)
+	if got.Status != "CLOSED" {
+		t.Fatalf("closed market is %s", got.Status)
+	}
+	expectCash(t, a, aCash+360, 0)
+	if book := a.Book(t, m.ID); len(book.Yes.Bids) != 0 || *book.Yes.LastTradePrice != 60 {
+		t.Fatalf("book of a closed market: %+v", book)
+	}
+	a.ExpectError(t, "POST", "/order", OrderBody(m.ID, "BUY", "YES", 50, 1), http.StatusBadRequest, "market_not_open")
+	tg.Admin(t, "POST", path(m, "reopen"), nil, http.StatusOK, &got)
+	a.Place(t, m.ID, "BUY", "YES", 50, 2)
+
+	// Resolve YES: every YES share pays 100, NO shares nothing, resting orders are cancelled.
+	aCash, _ = a.Balance(t)
+	bCash, _ := b.Balance(t)
+	tg.Admin(t, "POST", path(m, "resolve"), map[string]any{"outcome": "YES"}, http.StatusOK, &got)
+	if got.Status != "RESOLVED" || !got.Resolved || got.Outcome == nil || *got.Outcome != "YES" {
+		t.Fatalf("resolved market: %+v", got)
+	}
+	expectCash(t, a, aCash+100+400, 0) // the bid at 50 ×2 released, 4 YES shares paid
+	expectCash(t, b, bCash, 0)
+	if len(a.Positions(t)) != 0 || len(b.Positions(t)) != 0 {
+		t.Fatal("positions remain after resolution")
+	}
+	// Settlement happens once: every further transition is refused and pays nothing.
+	for _, action := range []string{"resolve", "cancel", "close", "reopen"} {
+		var e ErrorBody
+		tg.Admin(t, "POST", path(m, action), map[string]any{"outcome": "NO"}, http.StatusConflict, &e)
+		if e.Details.Code != "illegal_transition" {
+			t.Fatalf("%s after resolution: %+v", action, e)
+		}
+	}
+	expectCash(t, a, aCash+500, 0)
+	tg.Admin(t, "POST", path(m, "resolve"), map[string]any{"outcome": "MAYBE"}, http.StatusBadRequest, nil)
+
+	// Cancel (void) from CLOSED: every share of either outcome pays 50.
+	v := tg.NewMarket(t, nil)
+	a.Place(t, v.ID, "BUY", "YES", 70, 3)
+	b.Place(t, v.ID, "BUY", "NO", 30, 3)
+	tg.Admin(t, "POST", path(v, "close"), nil, http.StatusOK, nil)
+	aCash, _ = a.Balance(t)
+	bCash, _ = b.Balance(t)
+	tg.Admin(t, "POST", path(v, "cancel"), nil, http.StatusOK, &got)
+	if got.Status != "CANCELED" || got.Resolved {
+		t.Fatalf("cancelled market: %+v", got)
+	}
+	expectCash(t, a, aCash+150, 0)
+	expectCash(t, b, bCash+150, 0)
+	var markets struct{ Markets []store.Market }
+	a.Expect(t, "GET", "/markets?status=CANCELED", nil, http.StatusOK, &markets)
+	a.Expect(t, "GET", "/markets?status=RESOLVED", nil, http.StatusOK, &markets)
+	CheckInvariants(t, tg)
+}
+
+// testClosesOnTime creates a market that closes a moment from now and waits, by polling its
+// status, until the lifecycle loop has closed it.
+func testClosesOnTime(t *testing.T, tg *Target) {
+	closesAt := time.Now().Add(1500 * time.Millisecond).UTC()
+	m := tg.NewMarket(t, map[string]any{"closesAt": closesAt.Format(time.RFC3339Nano)})
+	a := tg.NewAccount(t, "closing")
+	order := a.Place(t, m.ID, "BUY", "YES", 50, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		st, err := tg.Store.Market(ctx, m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Status == "CLOSED" {
+			if time.Now().Before(closesAt) {
+				t.Fatalf("closed before closesAt")
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("market still %s 20s after closesAt", st.Status)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	var got store.Order
+	a.Expect(t, "GET", "/order?orderId="+order.ID.String(), nil, http.StatusOK, &got)
+	if got.Status != "CANCELLED" {
+		t.Fatalf("resting order after close: %s", got.Status)
+	}
+	expectCash(t, a, Grant, 0)
+}

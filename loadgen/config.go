@@ -1,0 +1,140 @@
+// Package loadgen drives a running pmx server over its public REST API with a crowd of trading
+// bots and reports throughput and latency.
+//
+// Each bot is an account of its own (created through the admin API) that places, cancels and reads
+// like a simple market maker/taker: it quotes around a slowly drifting per-market mid, crosses the
+// spread about a third of the time, sells only shares it knows it holds, cancels its own recent
+// orders and now and then everything. Bots run back to back (closed loop) or on a fixed schedule
+// (open loop, --rate), in which case latency is measured from the intended send time so that a
+// slow server cannot hide its queueing delay (coordinated omission).
+package loadgen
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Defaults for Config fields left at their zero value.
+const (
+	DefaultURL            = "http://127.0.0.1:8080"
+	DefaultBots           = 16
+	DefaultRequestTimeout = 10 * time.Second
+
+	// AdminTokenEnv is the environment variable ResolveAdminToken reads.
+	AdminTokenEnv = "PMX_ADMIN_TOKEN"
+	// AdminTokenFile is the name of the file, inside the data directory, that holds the admin token.
+	AdminTokenFile = "admin-token"
+
+	maxBots = 10000
+)
+
+// Config describes one load-generation run.
+type Config struct {
+	// URL is the server's base address (scheme and host, e.g. http://127.0.0.1:8080); the public
+	// API is under URL/api/v1 and the admin API under URL/admin/v1. A trailing /api/v1 is ignored.
+	URL string
+	// AdminToken authenticates the account creation on the admin API.
+	AdminToken string
+	// Bots is the number of concurrent bots, each its own account and API key.
+	Bots int
+	// Rate, when positive, switches to open loop: Rate order placements per second in total,
+	// spread evenly over the bots. Zero means closed loop (each bot sends back to back).
+	Rate float64
+	// Duration bounds the run's length; zero means no time limit (then Orders must be set).
+	Duration time.Duration
+	// Orders stops the run after this many order placements have been sent; zero means unlimited.
+	Orders int64
+	// Markets uses at most this many of the OPEN markets (newest first); zero means all.
+	Markets int
+	// Seed seeds the bots' random generators; zero picks one from the clock (the report shows it).
+	Seed uint64
+	// RequestTimeout bounds every request, including reading its response.
+	RequestTimeout time.Duration
+}
+
+// withDefaults fills zero fields with defaults and checks the result.
+func (c Config) withDefaults() (Config, error) {
+	if c.URL == "" {
+		c.URL = DefaultURL
+	}
+	if c.Bots == 0 {
+		c.Bots = DefaultBots
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.Seed == 0 {
+		c.Seed = uint64(time.Now().UnixNano())
+	}
+	base, err := normalizeURL(c.URL)
+	if err != nil {
+		return c, err
+	}
+	c.URL = base
+	switch {
+	case c.AdminToken == "":
+		return c, errors.New("loadgen: no admin token")
+	case c.Bots < 0 || c.Bots > maxBots:
+		return c, fmt.Errorf("loadgen: bots must be between 1 and %d, not %d", maxBots, c.Bots)
+	case c.Rate < 0:
+		return c, fmt.Errorf("loadgen: rate must not be negative (%g)", c.Rate)
+	case c.Duration < 0 || c.Orders < 0 || c.Markets < 0 || c.RequestTimeout < 0:
+		return c, errors.New("loadgen: duration, orders, markets and request timeout must not be negative")
+	case c.Duration == 0 && c.Orders == 0:
+		return c, errors.New("loadgen: the run needs a bound: a duration or a number of orders")
+	}
+	return c, nil
+}
+
+// normalizeURL checks that raw is an http(s) base address and returns it without a trailing slash
+// or /api/v1 suffix.
+func normalizeURL(raw string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return "", fmt.Errorf("loadgen: bad url %q: %w", raw, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("loadgen: bad url %q: want http://host:port or https://host:port", raw)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("loadgen: bad url %q: give only scheme, host, port and path", raw)
+	}
+	p := strings.TrimRight(u.Path, "/")
+	p = strings.TrimSuffix(p, "/api/v1")
+	u.Path, u.RawPath = p, ""
+	return strings.TrimRight(u.String(), "/"), nil
+}
+
+// ResolveAdminToken finds the admin token: the flag value if set, else the environment variable
+// PMX_ADMIN_TOKEN (looked up through getenv), else the file admin-token in dataDir. It returns the
+// token and a description of where it came from. When none of the three has a token, the error
+// names all three.
+func ResolveAdminToken(flagValue string, getenv func(string) string, dataDir string) (token, source string, err error) {
+	if t := strings.TrimSpace(flagValue); t != "" {
+		return t, "--admin-token", nil
+	}
+	if getenv != nil {
+		if t := strings.TrimSpace(getenv(AdminTokenEnv)); t != "" {
+			return t, "$" + AdminTokenEnv, nil
+		}
+	}
+	path := filepath.Join(dataDir, AdminTokenFile)
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if t := strings.TrimSpace(string(b)); t != "" {
+			return t, path, nil
+		}
+		err = fmt.Errorf("%s is empty", path)
+	case errors.Is(err, fs.ErrNotExist):
+		err = fmt.Errorf("%s does not exist", path)
+	}
+	return "", "", fmt.Errorf("no admin token: pass --admin-token, set %s, or put the token in %s "+
+		"(pmx dev writes it there) (%v)", AdminTokenEnv, path, err)
+}

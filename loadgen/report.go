@@ -1,0 +1,263 @@
+package loadgen
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Report is the outcome of a run. Latencies are in microseconds; rates are per second of the
+// measured run (from the bots' start to the last response).
+type Report struct {
+	URL         string    `json:"url"`
+	StartedAt   time.Time `json:"startedAt"`
+	Seconds     float64   `json:"seconds"`
+	Bots        int       `json:"bots"`
+	Markets     int       `json:"markets"`
+	Mode        string    `json:"mode"`                 // "closed" or "open" loop
+	TargetRate  float64   `json:"targetRate,omitempty"` // open loop: placements/s asked for
+	Seed        uint64    `json:"seed"`
+	StopReason  string    `json:"stopReason"` // "duration", "orders" or "interrupted"
+	Interrupted bool      `json:"interrupted"`
+
+	// Requests has one entry per request kind, in a fixed order; Total sums them.
+	Requests []KindStats `json:"requests"`
+	Total    KindStats   `json:"total"`
+
+	Orders         int64        `json:"orders"`       // placements acknowledged (2xx)
+	OrdersPerSec   float64      `json:"ordersPerSec"` // Orders / Seconds
+	Fills          int64        `json:"fills"`        // trades reported in placement responses
+	FilledQuantity int64        `json:"filledQuantity"`
+	Rejected       int64        `json:"rejected"` // 4xx: business rejections
+	Failed         int64        `json:"failed"`   // 5xx, transport errors, unreadable responses
+	Errors         []ErrorCount `json:"errors"`
+
+	Setup SetupStats `json:"setup"`
+}
+
+// KindStats are the counts and latencies of one kind of request.
+type KindStats struct {
+	Kind     string  `json:"kind"`
+	Count    int64   `json:"count"` // requests sent (those aborted by an interrupt excluded)
+	OK       int64   `json:"ok"`
+	Rejected int64   `json:"rejected"`
+	Failed   int64   `json:"failed"`
+	PerSec   float64 `json:"perSec"`
+	MeanUs   float64 `json:"meanUs"`
+	P50Us    int64   `json:"p50Us"`
+	P99Us    int64   `json:"p99Us"`
+	P999Us   int64   `json:"p999Us"`
+	MaxUs    int64   `json:"maxUs"`
+}
+
+// ErrorCount counts the requests of one kind that ended with one status and code. Class is
+// "rejected" for 4xx answers, "failed" for 5xx answers, transport errors (status 0, code the
+// kind of transport error) and 2xx answers that could not be read (code bad_response).
+type ErrorCount struct {
+	Class  string `json:"class"`
+	Kind   string `json:"kind"`
+	Status int    `json:"status"`
+	Code   string `json:"code"`
+	Count  int64  `json:"count"`
+}
+
+// SetupStats describes the preparation before the measured run.
+type SetupStats struct {
+	Accounts int     `json:"accounts"`
+	Seconds  float64 `json:"seconds"`
+}
+
+// fill computes the kind's statistics from its histogram.
+func (k *KindStats) fill(h *hdrhistogram.Histogram, seconds float64) {
+	if seconds > 0 {
+		k.PerSec = float64(k.Count) / seconds
+	}
+	if h.TotalCount() == 0 {
+		return
+	}
+	k.MeanUs = h.Mean()
+	k.P50Us = h.ValueAtQuantile(50)
+	k.P99Us = h.ValueAtQuantile(99)
+	k.P999Us = h.ValueAtQuantile(99.9)
+	k.MaxUs = h.Max()
+}
+
+// buildReport merges the bots' recorders into r.
+func (r *Report) build(recs []*recorder) {
+	total := newHist()
+	r.Total = KindStats{Kind: "all"}
+	errs := make(map[errKey]int64)
+	for k := range numStepKinds {
+		h := newHist()
+		ks := KindStats{Kind: k.String()}
+		for _, rec := range recs {
+			c := &rec.kinds[k]
+			h.Merge(c.hist)
+			ks.Count += c.count
+			ks.OK += c.ok
+			ks.Rejected += c.rejected
+			ks.Failed += c.failed
+			if k == stepPlace {
+				r.Orders += c.acknowledge
+				r.Fills += c.fills
+				r.FilledQuantity += c.filledQty
+			}
+		}
+		ks.fill(h, r.Seconds)
+		r.Requests = append(r.Requests, ks)
+		total.Merge(h)
+		r.Total.Count += ks.Count
+		r.Total.OK += ks.OK
+		r.Total.Rejected += ks.Rejected
+		r.Total.Failed += ks.Failed
+	}
+	r.Total.fill(total, r.Seconds)
+	r.Rejected, r.Failed = r.Total.Rejected, r.Total.Failed
+	if r.Seconds > 0 {
+		r.OrdersPerSec = float64(r.Orders) / r.Seconds
+	}
+	for _, rec := range recs {
+		for k, n := range rec.errs {
+			errs[k] += n
+		}
+	}
+	r.Errors = make([]ErrorCount, 0, len(errs))
+	for k, n := range errs {
+		r.Errors = append(r.Errors, ErrorCount{Class: k.class, Kind: k.kind.String(), Status: k.status, Code: k.code, Count: n})
+	}
+	sortErrors(r.Errors)
+}
+
+// sortErrors orders failures before rejections, then by count, descending.
+func sortErrors(es []ErrorCount) {
+	slices.SortFunc(es, func(a, b ErrorCount) int {
+		return cmp.Or(
+			cmp.Compare(a.Class, b.Class), // "failed" < "rejected"
+			cmp.Compare(b.Count, a.Count),
+			cmp.Compare(a.Kind, b.Kind),
+			cmp.Compare(a.Status, b.Status),
+			cmp.Compare(a.Code, b.Code),
+		)
+	})
+}
+
+// WriteJSON writes the report as an indented JSON object.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText writes the report as a table for people.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	mode := "closed loop"
+	if r.Mode == "open" {
+		mode = fmt.Sprintf("open loop at %s orders/s", formatFloat(r.TargetRate))
+	}
+	fmt.Fprintf(&b, "pmx loadgen  %s  %d bots  %d markets  %s  %.1fs  seed %d  stopped by %s\n\n",
+		r.URL, r.Bots, r.Markets, mode, r.Seconds, r.Seed, r.StopReason)
+
+	const row = "%-11s %10s %10s %10s %9s %7s %9s %9s %9s %9s\n"
+	fmt.Fprintf(&b, row, "request", "count", "rate/s", "ok", "rejected", "failed", "p50", "p99", "p99.9", "max")
+	line := func(k *KindStats) {
+		fmt.Fprintf(&b, row, k.Kind, formatInt(k.Count), formatRate(k.PerSec), formatInt(k.OK),
+			formatInt(k.Rejected), formatInt(k.Failed),
+			formatLatency(k, k.P50Us), formatLatency(k, k.P99Us), formatLatency(k, k.P999Us), formatLatency(k, k.MaxUs))
+	}
+	for i := range r.Requests {
+		line(&r.Requests[i])
+	}
+	line(&r.Total)
+
+	fmt.Fprintf(&b, "\n%-16s %s  (placements acknowledged: %s)\n", "orders/s", formatRate(r.OrdersPerSec), formatInt(r.Orders))
+	fmt.Fprintf(&b, "%-16s %s trades, %s shares\n", "fills seen", formatInt(r.Fills), formatInt(r.FilledQuantity))
+	fmt.Fprintf(&b, "%-16s %s  (4xx business rejections)\n", "rejected", formatInt(r.Rejected))
+	fmt.Fprintf(&b, "%-16s %s  (5xx, transport errors, unreadable responses)\n", "failed", formatInt(r.Failed))
+	if len(r.Errors) > 0 {
+		const erow = "  %-9s %-11s %6s  %-24s %10s\n"
+		fmt.Fprintf(&b, "\nerrors\n"+erow, "class", "request", "status", "code", "count")
+		for _, e := range r.Errors {
+			status, code := strconv.Itoa(e.Status), e.Code
+			if e.Status == 0 {
+				status = "-"
+			}
+			if code == "" {
+				code = "-"
+			}
+			fmt.Fprintf(&b, erow, e.Class, e.Kind, status, code, formatInt(e.Count))
+		}
+	}
+	fmt.Fprintf(&b, "\nlatency: %s; setup: %d accounts in %.1fs\n", latencyNote(r.Mode), r.Setup.Accounts, r.Setup.Seconds)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func latencyNote(mode string) string {
+	if mode == "open" {
+		return "from each request's intended send time to its last response byte (corrected for coordinated omission)"
+	}
+	return "from send to last response byte"
+}
+
+func formatLatency(k *KindStats, us int64) string {
+	if k.MaxUs == 0 { // no response was timed
+		return "-"
+	}
+	return formatDuration(time.Duration(us) * time.Microsecond)
+}
+
+// formatDuration prints a latency with three significant digits.
+func formatDuration(d time.Duration) string {
+	us := float64(d) / float64(time.Microsecond)
+	switch {
+	case us < 1000:
+		return strconv.FormatFloat(us, 'f', 0, 64) + "µs"
+	case us < 10_000:
+		return strconv.FormatFloat(us/1000, 'f', 2, 64) + "ms"
+	case us < 100_000:
+		return strconv.FormatFloat(us/1000, 'f', 1, 64) + "ms"
+	case us < 1_000_000:
+		return strconv.FormatFloat(us/1000, 'f', 0, 64) + "ms"
+	}
+	return strconv.FormatFloat(us/1e6, 'f', 2, 64) + "s"
+}
+
+// formatInt prints n with thousands separators.
+func formatInt(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// formatRate prints a rate with thousands separators and one decimal.
+func formatRate(f float64) string {
+	whole := int64(f)
+	tenth := int64((f-float64(whole))*10 + 0.5)
+	if tenth == 10 {
+		whole, tenth = whole+1, 0
+	}
+	return formatInt(whole) + "." + strconv.FormatInt(tenth, 10)
+}
+
+func formatFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

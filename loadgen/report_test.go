@@ -1,0 +1,203 @@
+package loadgen
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+func testReport(t *testing.T) *Report {
+	t.Helper()
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	a, b := newRecorder(), newRecorder()
+	ok := func(status int, us int64) *result {
+		return &result{status: status, end: t0.Add(time.Duration(us) * time.Microsecond)}
+	}
+	// 100 placements on a: 1ms each, one 250ms outlier, 3 rejected for funds.
+	for i := range 100 {
+		us := int64(1000)
+		if i == 99 {
+			us = 250_000
+		}
+		res := ok(201, us)
+		if i < 3 {
+			res = ok(400, 900)
+			res.code = "insufficient_funds"
+		} else {
+			a.placed(&orderResp{FilledQuantity: 2, Trades: []tradeResp{{Quantity: 2}}})
+		}
+		a.record(stepPlace, t0, res)
+	}
+	// On b: cancels, one not open any more; a 500; a refused connection; an unreadable answer.
+	for range 10 {
+		b.record(stepCancel, t0, ok(200, 800))
+	}
+	notOpen := ok(400, 700)
+	notOpen.code = "order_not_open"
+	b.record(stepCancel, t0, notOpen)
+	b.record(stepPositions, t0, ok(500, 3000))
+	b.record(stepBook, t0, &result{transport: true, code: "connection_refused", err: errors.New("refused")})
+	bad := ok(200, 400)
+	bad.code = "bad_response"
+	b.record(stepTrades, t0, bad)
+
+	r := &Report{URL: "http://127.0.0.1:8080", StartedAt: t0, Seconds: 2, Bots: 2, Markets: 3,
+		Mode: "closed", Seed: 42, StopReason: "duration", Setup: SetupStats{Accounts: 2, Seconds: 0.25}}
+	r.build([]*recorder{a, b})
+	return r
+}
+
+func TestReportTotals(t *testing.T) {
+	r := testReport(t)
+	if r.Orders != 97 || r.OrdersPerSec != 48.5 || r.Fills != 97 || r.FilledQuantity != 194 {
+		t.Errorf("orders %d (%.1f/s), fills %d, filled %d; want 97 (48.5/s), 97, 194",
+			r.Orders, r.OrdersPerSec, r.Fills, r.FilledQuantity)
+	}
+	if r.Rejected != 4 || r.Failed != 3 {
+		t.Errorf("rejected %d failed %d, want 4 and 3", r.Rejected, r.Failed)
+	}
+	place := r.Requests[stepPlace]
+	if place.Kind != "place" || place.Count != 100 || place.OK != 97 || place.Rejected != 3 || place.PerSec != 50 {
+		t.Errorf("place stats %+v", place)
+	}
+	if place.P50Us != 1000 || place.P99Us != 1000 || place.MaxUs < 249_000 || place.MaxUs > 251_000 {
+		t.Errorf("place latencies p50 %d p99 %d max %d", place.P50Us, place.P99Us, place.MaxUs)
+	}
+	book := r.Requests[stepBook]
+	if book.Count != 1 || book.Failed != 1 || book.MaxUs != 0 {
+		t.Errorf("a transport error is counted but not timed: %+v", book)
+	}
+	if r.Total.Count != 114 || r.Total.OK != 107 {
+		t.Errorf("total %+v", r.Total)
+	}
+	want := []ErrorCount{
+		{"failed", "order-book", 0, "connection_refused", 1},
+		{"failed", "positions", 500, "", 1},
+		{"failed", "trades", 200, "bad_response", 1},
+		{"rejected", "place", 400, "insufficient_funds", 3},
+		{"rejected", "cancel", 400, "order_not_open", 1},
+	}
+	if !reflect.DeepEqual(r.Errors, want) {
+		t.Errorf("errors\n got %+v\nwant %+v", r.Errors, want)
+	}
+}
+
+func TestReportText(t *testing.T) {
+	var out bytes.Buffer
+	if err := testReport(t).WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{
+		"pmx loadgen  http://127.0.0.1:8080  2 bots  3 markets  closed loop  2.0s  seed 42  stopped by duration",
+		"request          count     rate/s         ok  rejected  failed       p50       p99     p99.9       max",
+		"place              100       50.0         97         3       0    1.00ms    1.00ms     250ms     250ms",
+		"order-book           1        0.5          0         0       1         -         -         -         -",
+		"all                114       57.0        107         4       3",
+		"orders/s         48.5  (placements acknowledged: 97)",
+		"fills seen       97 trades, 194 shares",
+		"rejected         4  (4xx business rejections)",
+		"failed           3  (5xx, transport errors, unreadable responses)",
+		"  failed    order-book       -  connection_refused                1",
+		"  failed    positions      500  -                                 1",
+		"  rejected  place          400  insufficient_funds                3",
+		"latency: from send to last response byte; setup: 2 accounts in 0.2s",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+func TestReportJSON(t *testing.T) {
+	r := testReport(t)
+	var out bytes.Buffer
+	if err := r.WriteJSON(&out); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(out.Bytes(), &back); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !reflect.DeepEqual(&back, r) {
+		t.Errorf("JSON round trip differs:\n%s", out.String())
+	}
+	for _, key := range []string{`"ordersPerSec": 48.5`, `"p99Us": 1000`, `"kind": "cancel-all"`, `"stopReason": "duration"`} {
+		if !strings.Contains(out.String(), key) {
+			t.Errorf("JSON lacks %s:\n%s", key, out.String())
+		}
+	}
+}
+
+func TestOpenLoopReportSaysHowLatencyIsMeasured(t *testing.T) {
+	r := testReport(t)
+	r.Mode, r.TargetRate = "open", 2500
+	var out bytes.Buffer
+	if err := r.WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"open loop at 2500 orders/s", "intended send time", "coordinated omission"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestLatencyIsClampedIntoTheHistogram(t *testing.T) {
+	h := newHist()
+	recordLatency(h, 0)
+	recordLatency(h, 2*time.Minute)
+	if h.TotalCount() != 2 || h.Min() != histMinUs || !h.ValuesAreEquivalent(h.Max(), histMaxUs) {
+		t.Errorf("count %d min %d max %d", h.TotalCount(), h.Min(), h.Max())
+	}
+}
+
+func TestSnapshot(t *testing.T) {
+	a, b := newRecorder(), newRecorder()
+	t0 := time.Now()
+	for i := range 200 {
+		rec := a
+		if i%2 == 1 {
+			rec = b
+		}
+		res := &result{status: 201, end: t0.Add(time.Duration(i+1) * time.Millisecond)}
+		rec.record(stepPlace, t0, res)
+		rec.placed(&orderResp{})
+	}
+	b.record(stepCancel, t0, &result{status: 400, code: "order_not_open", end: t0})
+	s := takeSnapshot([]*recorder{a, b}, hdrhistogram.New(histMinUs, histMaxUs, histSig))
+	if s.placed != 200 || s.rejected != 1 || s.failed != 0 {
+		t.Errorf("snapshot %+v", s)
+	}
+	if s.p99 < 197*time.Millisecond || s.p99 > 199*time.Millisecond {
+		t.Errorf("p99 %v, want ~198ms", s.p99)
+	}
+}
+
+func TestFormatting(t *testing.T) {
+	for _, c := range []struct {
+		got, want string
+	}{
+		{formatInt(0), "0"},
+		{formatInt(999), "999"},
+		{formatInt(1000), "1,000"},
+		{formatInt(-1234567), "-1,234,567"},
+		{formatRate(1234.96), "1,235.0"},
+		{formatRate(0.25), "0.3"},
+		{formatDuration(850 * time.Microsecond), "850µs"},
+		{formatDuration(4123 * time.Microsecond), "4.12ms"},
+		{formatDuration(41234 * time.Microsecond), "41.2ms"},
+		{formatDuration(412345 * time.Microsecond), "412ms"},
+		{formatDuration(1500 * time.Millisecond), "1.50s"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}

@@ -1,0 +1,44 @@
+package loadgen
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRunRejectsAnUnboundedRun(t *testing.T) {
+	_, err := Run(context.Background(), Config{AdminToken: "t"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "bound") {
+		t.Fatalf("err = %v, want a complaint about the missing bound", err)
+	}
+}
+
+func TestRunNamesAnUnreachableServer(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there any more
+	_, err = Run(context.Background(), Config{URL: "http://" + addr, AdminToken: "t", Bots: 2, Duration: time.Second}, nil)
+	if err == nil || !strings.Contains(err.Error(), "cannot reach pmx at http://"+addr) {
+		t.Fatalf("err = %v, want it to name %s", err, addr)
+	}
+}
+
+func TestOpenLoopScheduleMatchesTheRate(t *testing.T) {
+	// 4 bots at 700 placements/s: 1000 steps/s in all (70% placements), each bot one every 4ms,
+	// the bots' schedules interleaved 1ms apart.
+	start := time.Unix(100, 0)
+	for i := range 4 {
+		first, interval := openLoopSchedule(700, 4, i, start)
+		if interval != 4*time.Millisecond || first.Sub(start) != time.Duration(i)*time.Millisecond {
+			t.Errorf("bot %d: first due at +%v every %v, want +%dms every 4ms", i, first.Sub(start), interval, i)
+		}
+	}
+	if _, interval := openLoopSchedule(1e12, 1, 0, start); interval <= 0 {
+		t.Errorf("interval %v at an absurd rate, want positive", interval)
+	}
+}
