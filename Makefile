@@ -12,6 +12,8 @@ PMX      := $(BIN)/pmx
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
 
+# `make run` passes RUN_FLAGS to pmx dev (e.g. RUN_FLAGS="--addr 127.0.0.1:9090").
+RUN_FLAGS ?=
 # `make test` runs every test, under the race detector; TEST_FLAGS adds more (e.g. -run Engine).
 TEST_FLAGS ?=
 # `make bench` runs the engine benchmarks on one core; BENCH_FLAGS adds more (e.g. -count 6).
@@ -28,11 +30,11 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: run
-run: build ## Run pmx on this machine (for now: a demo of the matching engine).
-	$(PMX) demo
+run: build postgres ## Run the whole exchange on this machine (pmx dev) on a private Postgres under .pmx/.
+	$(PMX) dev $(RUN_FLAGS)
 
 .PHONY: test
-test: ## Run all tests, with the race detector.
+test: postgres ## Run all tests, with the race detector.
 	$(GO) test -race -count=1 $(TEST_FLAGS) ./...
 
 .PHONY: bench
@@ -40,8 +42,9 @@ bench: ## Run the benchmarks (one core, allocations shown).
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 $(BENCH_FLAGS) ./engine/...
 
 .PHONY: fuzz
-fuzz: ## Fuzz the engine's submission path for FUZZTIME (default 60s).
+fuzz: ## Fuzz the engine's submission path and the order decoder, FUZZTIME each (default 60s).
 	$(GO) test -run '^$$' -fuzz FuzzSubmit -fuzztime $${FUZZTIME:-60s} ./engine
+	$(GO) test -run '^$$' -fuzz FuzzDecodeOrder -fuzztime $${FUZZTIME:-60s} ./apiserver
 
 .PHONY: lint
 lint: $(STATICCHECK) ## Check formatting, go vet and staticcheck.
@@ -53,6 +56,15 @@ lint: $(STATICCHECK) ## Check formatting, go vet and staticcheck.
 .PHONY: fmt
 fmt: ## Format all Go code.
 	gofmt -w $$(git ls-files '*.go')
+
+# The PostgreSQL server binaries pmx dev and the tests start their private clusters from: on PATH
+# or under /usr/lib/postgresql/*/bin. Installed with apt when missing.
+.PHONY: postgres
+postgres:
+	@if command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then exit 0; fi; \
+	echo "PostgreSQL server binaries not found: installing them with apt-get"; \
+	SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
+	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq postgresql
 
 ##@ Build
 

@@ -132,6 +132,17 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 		}
 	}
 
+	// Rebuild every open book from Postgres now, not on first use.
+	open, err := st.Markets(ctx, store.MarketOpen)
+	if err != nil {
+		return err
+	}
+	for _, m := range open {
+		if _, err := sh.OrderBook(ctx, m.ID); err != nil {
+			return fmt.Errorf("while loading market %s: %w", m.ID, err)
+		}
+	}
+
 	api := apiserver.New(apiserver.Config{Store: st, Exchange: sh, Logger: log, AdminToken: token,
 		Grant: o.grant, MaxQuantity: o.maxQuantity})
 	ln, err := net.Listen("tcp", o.addr)

@@ -39,6 +39,12 @@ func RunSuite(t *testing.T, tg *Target) {
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, tg) })
 	}
+	t.Run("OpenAPIDocumentServed", func(t *testing.T) {
+		status, raw := tg.do(t, "GET", "/api/v1/openapi.yaml", "", nil, false)
+		if status != http.StatusOK || !strings.HasPrefix(string(raw), "openapi: 3") {
+			t.Fatalf("GET /api/v1/openapi.yaml: %d %.60s", status, raw)
+		}
+	})
 	t.Run("Invariants", func(t *testing.T) { CheckInvariants(t, tg) })
 	t.Run("EveryDocumentedStatusSeen", func(t *testing.T) {
 		// Accounts are never deleted, so GET /positions cannot answer 404.
