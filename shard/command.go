@@ -16,6 +16,7 @@ const (
 	cmdTransition
 	cmdLoad  // only loads the market
 	cmdCheck // compares the books with Postgres
+	cmdSync  // loads and drops markets to match their recorded owners
 )
 
 // command is one request to the shard's loop. The loop fills in the answer fields, then sends on
@@ -35,5 +36,6 @@ type command struct {
 	placed   store.PlacedOrder
 	keys     []orderKey // cmdCancel, cmdCancelAll: orders to answer with once written
 	orders   []store.Order
-	checkErr error // cmdCheck
+	checkErr error             // cmdCheck
+	owned    []store.Ownership // cmdSync
 }

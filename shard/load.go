@@ -20,6 +20,9 @@ func (s *Shard) ensure(ctx context.Context, id uuid.UUID) (*marketState, error) 
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, ErrUnknownMarket
 	}
+	if errors.Is(err, ErrNotOwner) {
+		return nil, err
+	}
 	if err != nil {
 		s.log.Error("could not load market", "market", id, "err", err)
 		return nil, ErrUnavailable
@@ -34,7 +37,10 @@ func (s *Shard) load(ctx context.Context, id uuid.UUID) (*marketState, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &marketState{id: id, status: row.Status}
+	m := &marketState{id: id, status: row.Status, epoch: row.Epoch}
+	if s.cfg.Name != "" && (row.Shard == nil || *row.Shard != s.cfg.Name) {
+		return nil, ErrNotOwner
+	}
 	if row.LastTradePrice != nil {
 		m.lastPrice = *row.LastTradePrice
 	}
@@ -75,6 +81,15 @@ func engineState(o store.Order) (engine.OrderState, error) {
 		Filled: o.FilledQuantity,
 		Status: status,
 	}, nil
+}
+
+// drop forgets a market the shard no longer owns.
+func (s *Shard) drop(id uuid.UUID) {
+	if _, ok := s.markets[id]; ok {
+		s.log.Info("market no longer owned here; dropped", "market", id)
+	}
+	delete(s.markets, id)
+	s.snaps.Delete(id)
 }
 
 // publish makes a market's committed book visible to readers.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/market"
@@ -96,10 +97,13 @@ func (s *Shard) prepare(ctx context.Context, c *command) error {
 		return nil
 	case cmdCancelAll:
 		for _, id := range c.markets {
-			if _, err := s.ensure(ctx, id); err != nil && !errors.Is(err, ErrUnknownMarket) {
+			if _, err := s.ensure(ctx, id); err != nil && !errors.Is(err, ErrUnknownMarket) && !errors.Is(err, ErrNotOwner) {
 				return err
 			}
 		}
+		return nil
+	case cmdSync:
+		s.sync(ctx, c.owned)
 		return nil
 	default:
 		_, err := s.ensure(ctx, c.market)
@@ -114,6 +118,11 @@ func (s *Shard) commit(ctx context.Context, cmds []*command, now time.Time) erro
 		return fmt.Errorf("while beginning a batch: %w", err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op once committed
+	if s.cfg.Name != "" {
+		if err := s.fence(ctx, tx, cmds); err != nil {
+			return err
+		}
+	}
 
 	var rs []store.Reservation
 	var placing []*command
@@ -322,6 +331,57 @@ func (s *Shard) answerCancels(cmds []*command, updated []store.Order) {
 				o, _ = s.acc.order(k) // placed earlier in this same batch
 			}
 			c.orders = append(c.orders, o)
+		}
+	}
+}
+
+// fence checks, within the batch's transaction, that the shard still owns every market the batch
+// touches under the epoch it loaded it with, and holds those rows until the commit so that no
+// owner change can slip in between. Commands on a market it lost fail with ErrNotOwner and the
+// market is dropped.
+func (s *Shard) fence(ctx context.Context, tx pgx.Tx, cmds []*command) error {
+	var ids []uuid.UUID
+	for id := range s.markets {
+		ids = append(ids, id)
+	}
+	owners, err := store.LockOwnership(ctx, tx, ids)
+	if err != nil {
+		return err
+	}
+	for id, m := range s.markets {
+		if o, ok := owners[id]; !ok || o.Shard != s.cfg.Name || o.Epoch != m.epoch {
+			s.drop(id)
+		}
+	}
+	for _, c := range cmds {
+		if c.err != nil || c.kind == cmdCancelAll || c.kind == cmdSync || c.kind == cmdCheck {
+			continue
+		}
+		if _, ok := s.markets[c.market]; !ok {
+			c.err = ErrNotOwner
+		}
+	}
+	return nil
+}
+
+// sync makes the set of markets held match the ownership recorded in Postgres: it loads markets
+// newly assigned to this shard and drops those it lost.
+func (s *Shard) sync(ctx context.Context, owned []store.Ownership) {
+	want := make(map[uuid.UUID]int64, len(owned))
+	for _, o := range owned {
+		want[o.Market] = o.Epoch
+	}
+	for id, m := range s.markets {
+		if epoch, ok := want[id]; !ok || epoch != m.epoch {
+			s.drop(id)
+		}
+	}
+	for _, o := range owned {
+		if o.Status != store.MarketOpen {
+			continue
+		}
+		if _, err := s.ensure(ctx, o.Market); err != nil && !errors.Is(err, ErrNotOwner) {
+			s.log.Warn("could not load an assigned market", "market", o.Market, "err", err)
 		}
 	}
 }

@@ -32,12 +32,17 @@ var (
 	ErrInsufficientShares = errors.New("not enough unlocked shares for this order")
 	ErrOrderNotOpen       = errors.New("order is no longer open")
 	ErrStopped            = errors.New("shard is shutting down")
+	ErrNotOwner           = errors.New("this shard does not own the market")
 	ErrUnavailable        = errors.New("the database could not commit; try again")
 )
 
 // Config configures a shard.
 type Config struct {
-	Store  *store.Store
+	Store *store.Store
+	// Name identifies the shard in distributed mode: it then serves only the markets Postgres
+	// records as its own, and every commit checks that ownership (owner and epoch) in its own
+	// transaction. Empty, as in the standalone exchange, the shard serves every market.
+	Name   string
 	Logger *slog.Logger
 	// MaxBatch bounds how many commands share one transaction (default 1024).
 	MaxBatch int
@@ -68,6 +73,7 @@ type marketState struct {
 	lastOrder int64        // the last order sequence number used
 	lastTrade int64        // the last trade sequence number used
 	lastPrice int          // last trade's YES price, 0 if none
+	epoch     int64        // the ownership epoch it was loaded under (distributed mode)
 }
 
 // Snapshot is a market's book as last committed: the best levels of both views.

@@ -33,6 +33,8 @@ type Market struct {
 
 	Name           *string `json:"-"` // the Market manifest's metadata.name, if it came from one
 	LastTradePrice *int    `json:"-"` // YES price of the last trade
+	Shard          *string `json:"-"` // the shard that owns the market, in distributed mode
+	Epoch          int64   `json:"-"` // bumped at every change of owner
 }
 
 // Order is an order as the API shows it.

@@ -1,0 +1,227 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
+	"github.com/pmx-dev/pmx/market"
+	"github.com/pmx-dev/pmx/store"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// fixture is a migrated database with one OPEN market and two funded accounts.
+type fixture struct {
+	st     *store.Store
+	market uuid.UUID
+	alice  int64
+	bob    int64
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, pgtest.NewDatabase(t, pgtest.Shared(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, _, err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	m, err := st.CreateMarket(ctx, store.Market{ID: uuid.New(), Question: "q", Category: "c", LabelA: "Yes", LabelB: "No", CreatedAt: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := st.CreateAccount(ctx, "alice", 100_000, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := st.CreateAccount(ctx, "bob", 100_000, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{st: st, market: m.ID, alice: a.ID, bob: b.ID}
+}
+
+func (f *fixture) shard(t *testing.T, name string) *Shard {
+	s := New(Config{Store: f.st, Name: name, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(s.Stop)
+	return s
+}
+
+func (f *fixture) buy(account int64, outcome engine.Outcome, price int, qty int64) PlaceRequest {
+	return PlaceRequest{Account: account, Market: f.market, Side: engine.Buy, Outcome: outcome, Price: price, Quantity: qty}
+}
+
+func orderCount(t *testing.T, st *store.Store) int {
+	var n int
+	if err := st.Pool.QueryRow(context.Background(), `select count(*) from orders`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestFencing moves a market from shard A to shard B and checks that A can commit nothing more for
+// it: the old epoch is refused in A's own transaction.
+func TestFencing(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	a, b := f.shard(t, "shard-a"), f.shard(t, "shard-b")
+	if _, err := a.Place(ctx, f.buy(f.alice, engine.Yes, 40, 1)); !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("a shard placed an order in a market nobody assigned it: %v", err)
+	}
+	if _, err := f.st.Assign(ctx, f.market, "shard-a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Place(ctx, f.buy(f.alice, engine.Yes, 40, 1)); err != nil {
+		t.Fatalf("the owner could not place: %v", err)
+	}
+	o, err := f.st.Assign(ctx, f.market, "shard-b")
+	if err != nil || o.Epoch != 2 {
+		t.Fatalf("reassign: %+v, %v", o, err)
+	}
+	before := orderCount(t, f.st)
+	// A still holds the market in memory under epoch 1: its commit must be refused.
+	if _, err := a.Place(ctx, f.buy(f.alice, engine.Yes, 41, 1)); !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("the old owner placed an order after losing the market: %v", err)
+	}
+	if _, err := a.Cancel(ctx, f.market, 1); !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("the old owner cancelled an order after losing the market: %v", err)
+	}
+	if got := orderCount(t, f.st); got != before {
+		t.Fatalf("%d orders after the refused commit, %d before", got, before)
+	}
+	// B rebuilds the book from Postgres, with A's resting order in it.
+	placed, err := b.Place(ctx, f.buy(f.bob, engine.No, 60, 1))
+	if err != nil || placed.FilledQuantity != 1 {
+		t.Fatalf("the new owner's crossing order: %+v, %v", placed, err)
+	}
+	if err := b.CheckBooks(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFailedCommitRebuildsTheBook makes a batch's transaction fail and checks that the book in
+// memory did not keep what was never committed.
+func TestFailedCommitRebuildsTheBook(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s := f.shard(t, "")
+	if _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 50, 10)); err != nil {
+		t.Fatal(err)
+	}
+	// Any trade of 7 shares now fails inside the transaction.
+	if _, err := f.st.Pool.Exec(ctx, `create function no_sevens() returns trigger language plpgsql as $$
+		begin if new.quantity = 7 then raise exception 'no sevens'; end if; return new; end $$;
+		create trigger no_sevens before insert on trades for each row execute function no_sevens()`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Place(ctx, f.buy(f.bob, engine.No, 50, 7)); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("a failing commit answered %v", err)
+	}
+	snap, err := s.OrderBook(ctx, f.market)
+	if err != nil || len(snap.Depth.Yes.Bids) != 1 || snap.Depth.Yes.Bids[0].Quantity != 10 || snap.Depth.Yes.LastTradePrice != 0 {
+		t.Fatalf("book after the failed commit: %+v, %v", snap, err)
+	}
+	if err := s.CheckBooks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The next batch works on the book rebuilt from Postgres.
+	placed, err := s.Place(ctx, f.buy(f.bob, engine.No, 50, 6))
+	if err != nil || placed.FilledQuantity != 6 {
+		t.Fatalf("after the failure: %+v, %v", placed, err)
+	}
+	if err := s.CheckBooks(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTransitionsInOneBatch checks a close queued behind placements: the placements before it
+// trade, the resting orders are cancelled with their locks released, and a placement behind it is
+// refused with its reservation returned.
+func TestTransitionsInOneBatch(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s := f.shard(t, "")
+	if _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 50, 10)); err != nil {
+		t.Fatal(err)
+	}
+	// Hold the shard's loop inside a batch (its reservation waits for a lock the test holds) so
+	// that the next two commands queue up and share the following batch.
+	done := make(chan error, 3)
+	tx, err := f.st.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `lock table accounts in exclusive mode`); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, err := s.Place(ctx, f.buy(f.bob, engine.No, 50, 4)); done <- err }()
+	waitBlocked(t, f.st)
+	go func() { done <- s.Transition(ctx, f.market, market.Close) }()
+	waitQueued(t, s, 1)
+	go func() { _, err := s.Place(ctx, f.buy(f.bob, engine.No, 50, 1)); done <- err }()
+	waitQueued(t, s, 2)
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var errs []error
+	for range 3 {
+		errs = append(errs, <-done)
+	}
+	var refused int
+	for _, err := range errs {
+		if errors.Is(err, ErrMarketNotOpen) {
+			refused++
+		} else if err != nil {
+			t.Fatalf("unexpected error %v", err)
+		}
+	}
+	a, _ := f.st.Account(ctx, f.alice)
+	b, _ := f.st.Account(ctx, f.bob)
+	if refused != 1 || a.Locked != 0 || b.Locked != 0 || a.Available != 100_000-200 || b.Available != 100_000-200 {
+		t.Fatalf("refused %d; alice %+v; bob %+v", refused, a, b)
+	}
+}
+
+// waitQueued waits until the shard's queue holds n commands.
+func waitQueued(t *testing.T, s *Shard, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(s.cmds) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d commands queued, want %d", len(s.cmds), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// waitBlocked waits until a session other than the caller's waits for a lock.
+func waitBlocked(t *testing.T, st *store.Store) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		if err := st.Pool.QueryRow(context.Background(), `select count(*) from pg_stat_activity
+			where wait_event_type = 'Lock' and pid <> pg_backend_pid()`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the shard never waited for the lock")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -1,0 +1,150 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Shard is a registered matching shard.
+type Shard struct {
+	Name        string
+	Address     string
+	StartedAt   time.Time
+	HeartbeatAt time.Time
+	Markets     int // OPEN markets it owns
+}
+
+// Heartbeat registers a shard or records that it is alive, by the database's clock.
+func (s *Store) Heartbeat(ctx context.Context, name, address string) error {
+	_, err := s.Pool.Exec(ctx, `insert into shards (name, address, started_at, heartbeat_at)
+		values ($1, $2, now(), now())
+		on conflict (name) do update set address = excluded.address, heartbeat_at = now()`, name, address)
+	return err
+}
+
+// Unregister removes a stopping shard and hands its markets back (owner none, epoch + 1), so that
+// the operator moves them at once rather than when the heartbeat lapses.
+func (s *Store) Unregister(ctx context.Context, name string) error {
+	_, err := s.Pool.Exec(ctx, `with gone as (delete from shards where name = $1)
+		update markets set shard = null, epoch = epoch + 1 where shard = $1`, name)
+	return err
+}
+
+// LiveShards lists the shards whose last heartbeat is within ttl, by the database's clock, least
+// loaded first.
+func (s *Store) LiveShards(ctx context.Context, ttl time.Duration) ([]Shard, error) {
+	rows, err := s.Pool.Query(ctx, `select s.name, s.address, s.started_at, s.heartbeat_at,
+		(select count(*) from markets m where m.shard = s.name and m.status = 'OPEN')
+		from shards s where s.heartbeat_at > now() - $1::interval
+		order by 5, s.name`, ttl.String())
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Shard, error) {
+		var sh Shard
+		err := r.Scan(&sh.Name, &sh.Address, &sh.StartedAt, &sh.HeartbeatAt, &sh.Markets)
+		return sh, err
+	})
+}
+
+// Ownership is who owns a market and under which epoch.
+type Ownership struct {
+	Market uuid.UUID
+	Shard  string // "" when nobody does
+	Epoch  int64
+	Status string
+}
+
+// Owner returns a market's owner.
+func (s *Store) Owner(ctx context.Context, market uuid.UUID) (Ownership, error) {
+	o := Ownership{Market: market}
+	var shard *string
+	err := s.Pool.QueryRow(ctx, `select shard, epoch, status from markets where id = $1`, market).Scan(&shard, &o.Epoch, &o.Status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return o, ErrNotFound
+	}
+	if shard != nil {
+		o.Shard = *shard
+	}
+	return o, err
+}
+
+// Assign gives a market to a shard ("" for none) with a new epoch, unless the market is settled
+// or already its own. It returns the ownership afterwards.
+func (s *Store) Assign(ctx context.Context, market uuid.UUID, shard string) (Ownership, error) {
+	var owner *string
+	if shard != "" {
+		owner = &shard
+	}
+	o := Ownership{Market: market}
+	var got *string
+	err := s.Pool.QueryRow(ctx, `with moved as (
+			update markets set shard = $2, epoch = epoch + 1
+			where id = $1 and shard is distinct from $2 and status in ('OPEN', 'CLOSED')
+			returning shard, epoch, status)
+		select shard, epoch, status from moved
+		union all
+		select shard, epoch, status from markets where id = $1 and not exists (select 1 from moved)`,
+		market, owner).Scan(&got, &o.Epoch, &o.Status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return o, ErrNotFound
+	}
+	if err != nil {
+		return o, fmt.Errorf("while assigning market %s to %q: %w", market, shard, err)
+	}
+	if got != nil {
+		o.Shard = *got
+	}
+	return o, nil
+}
+
+// OwnedMarkets lists the markets a shard owns, with their epochs.
+func (s *Store) OwnedMarkets(ctx context.Context, shard string) ([]Ownership, error) {
+	rows, err := s.Pool.Query(ctx, `select id, epoch, status from markets where shard = $1 order by id`, shard)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Ownership, error) {
+		o := Ownership{Shard: shard}
+		err := r.Scan(&o.Market, &o.Epoch, &o.Status)
+		return o, err
+	})
+}
+
+// LockOwnership reads the owners of markets within tx and holds them: until tx ends, nobody can
+// move these markets, so a commit that finds itself the owner stays the owner until it commits.
+func LockOwnership(ctx context.Context, tx pgx.Tx, markets []uuid.UUID) (map[uuid.UUID]Ownership, error) {
+	rows, err := tx.Query(ctx, `select id, shard, epoch, status from markets where id = any($1) order by id for share`, markets)
+	if err != nil {
+		return nil, fmt.Errorf("while checking market ownership: %w", err)
+	}
+	out := make(map[uuid.UUID]Ownership, len(markets))
+	for rows.Next() {
+		var o Ownership
+		var shard *string
+		if err := rows.Scan(&o.Market, &shard, &o.Epoch, &o.Status); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if shard != nil {
+			o.Shard = *shard
+		}
+		out[o.Market] = o
+	}
+	return out, rows.Err()
+}
+
+// ShardAddress returns the internal address a shard registered.
+func (s *Store) ShardAddress(ctx context.Context, name string) (string, error) {
+	var addr string
+	err := s.Pool.QueryRow(ctx, `select address from shards where name = $1`, name).Scan(&addr)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	return addr, err
+}
