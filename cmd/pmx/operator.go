@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/controllers"
+	"github.com/pmx-dev/pmx/shard"
+	"github.com/pmx-dev/pmx/store"
+)
+
+type operatorOptions struct {
+	databaseURL      string
+	metricsAddr      string
+	probeAddr        string
+	leaderElect      bool
+	leaderElectionNS string
+	name             string
+	shardTTL         time.Duration
+	resync           time.Duration
+	logLevel         string
+}
+
+func newOperatorCommand() *cobra.Command {
+	host, _ := os.Hostname()
+	o := operatorOptions{}
+	cmd := &cobra.Command{
+		Use:   "operator",
+		Short: "Run the Market operator: reconcile Market resources, schedule markets onto shards",
+		Long: `pmx operator reconciles Market resources (kubectl apply -f market.yaml) with the exchange:
+it records each market in Postgres, carries out its lifecycle intent (close, reopen, resolve,
+cancel; closing at closesAt), schedules every OPEN market onto the least-loaded live shard, moves
+markets off shards whose heartbeat lapsed, and reports all of it in each Market's status.
+
+It uses the kubeconfig of its environment (in-cluster, $KUBECONFIG or ~/.kube/config).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runOperator(o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.databaseURL, "database-url", envOr("PMX_DATABASE_URL", ""), "the exchange's Postgres (postgres://...; default $PMX_DATABASE_URL)")
+	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":9090", "address of the Prometheus metrics endpoint (0 disables it)")
+	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":9091", "address of /healthz and /readyz")
+	f.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader, so that only one replica reconciles")
+	f.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "namespace of the leader lease (default: the pod's)")
+	f.StringVar(&o.name, "name", "operator-"+host, "name under which the operator owns markets it takes over to close or settle")
+	f.DurationVar(&o.shardTTL, "shard-ttl", 5*time.Second, "a shard is live while its last heartbeat is more recent than this")
+	f.DurationVar(&o.resync, "resync", 2*time.Second, "how often each OPEN market is checked for a lost shard")
+	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	return cmd
+}
+
+func runOperator(o operatorOptions) error {
+	if o.databaseURL == "" {
+		return fmt.Errorf("--database-url is required (or set $PMX_DATABASE_URL)")
+	}
+	log, err := newLogger(os.Stderr, o.logLevel)
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
+	ctx := ctrl.SetupSignalHandler()
+
+	st, err := store.Open(ctx, o.databaseURL)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, _, err := st.Migrate(ctx); err != nil {
+		return err
+	}
+
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(pmxv1.AddToScheme(scheme))
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("while finding the Kubernetes API: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        "pmx-operator.pmx.dev",
+		LeaderElectionNamespace: o.leaderElectionNS,
+	})
+	if err != nil {
+		return fmt.Errorf("while creating the manager: %w", err)
+	}
+	lifecycle := shard.New(shard.Config{Store: st, Name: o.name, Logger: log})
+	defer lifecycle.Stop()
+	r := &controllers.MarketReconciler{Client: mgr.GetClient(), Scheme: scheme, Store: st,
+		Recorder: mgr.GetEventRecorder("pmx-operator"), Lifecycle: lifecycle, Name: o.name,
+		ShardTTL: o.shardTTL, Resync: o.resync}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("database", func(req *http.Request) error { return st.Pool.Ping(req.Context()) }); err != nil {
+		return err
+	}
+	log.Info("starting the operator", "name", o.name, "leader_election", o.leaderElect)
+	return mgr.Start(ctx)
+}

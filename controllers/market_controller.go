@@ -1,0 +1,148 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/shard"
+	"github.com/pmx-dev/pmx/store"
+)
+
+// finalizer keeps a Market until its market is settled: deleting an unsettled market voids it.
+const finalizer = "pmx.dev/settle"
+
+// Clock tells the time; tests inject their own.
+type Clock interface{ Now() time.Time }
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+// MarketReconciler reconciles Market resources with the exchange.
+type MarketReconciler struct {
+	client.Client
+	Scheme   *runtime.Scheme
+	Store    *store.Store
+	Recorder events.EventRecorder
+	// Lifecycle carries out transitions: a shard of the operator's own, which takes a market over
+	// (fencing out its serving shard) to cancel its resting orders and settle it with the code the
+	// standalone exchange uses.
+	Lifecycle *shard.Shard
+	// Name is the Lifecycle shard's name, recorded as the owner of markets it took over.
+	Name string
+	// ShardTTL is how long a shard stays live after its last heartbeat (default 5s).
+	ShardTTL time.Duration
+	// Resync is how often an OPEN market is looked at again, to move it off a shard whose heartbeat
+	// lapsed (default 2s).
+	Resync time.Duration
+	Clock  Clock
+}
+
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=pmx.dev,resources=markets,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=pmx.dev,resources=markets/finalizers,verbs=update
+// +kubebuilder:rbac:groups=pmx.dev,resources=markets/status,verbs=get;update;patch
+
+// Reconcile brings one Market and its market in Postgres in line with each other.
+func (r *MarketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := logf.FromContext(ctx).WithValues("market", req.NamespacedName)
+	var mkt pmxv1.Market
+	if err := r.Get(ctx, req.NamespacedName, &mkt); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !mkt.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, &mkt)
+	}
+	if !controllerutil.ContainsFinalizer(&mkt, finalizer) {
+		patch := client.MergeFrom(mkt.DeepCopy())
+		controllerutil.AddFinalizer(&mkt, finalizer)
+		if err := r.Patch(ctx, &mkt, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("while adding the finalizer: %w", err)
+		}
+	}
+
+	obs, err := r.reconcileMarket(ctx, &mkt)
+	if err != nil {
+		log.Error(err, "reconcile failed; retrying with backoff")
+	}
+	if serr := r.updateStatus(ctx, &mkt, obs, err); serr != nil && !apierrors.IsNotFound(serr) {
+		return ctrl.Result{}, serr
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: r.requeueAfter(&mkt, obs)}, nil
+}
+
+// observation is what a reconcile found and did, for the status.
+type observation struct {
+	row        *store.Market
+	noLive     bool // OPEN, and no shard is live to take it
+	lostShard  string
+	actionDone string
+}
+
+// reconcileMarket records the market, carries out its intent and schedules it.
+func (r *MarketReconciler) reconcileMarket(ctx context.Context, mkt *pmxv1.Market) (observation, error) {
+	var obs observation
+	row, err := r.record(ctx, mkt)
+	if err != nil {
+		return obs, err
+	}
+	obs.row = &row
+	if row, err = r.carryOut(ctx, mkt, row, &obs); err != nil {
+		return obs, err
+	}
+	obs.row = &row
+	if row.Status == store.MarketOpen {
+		if row, err = r.schedule(ctx, mkt, row, &obs); err != nil {
+			return obs, err
+		}
+		obs.row = &row
+	}
+	return obs, nil
+}
+
+// requeueAfter is when to look at a market again: an OPEN market at its closesAt, and at least
+// every Resync to notice a lost shard.
+func (r *MarketReconciler) requeueAfter(mkt *pmxv1.Market, obs observation) time.Duration {
+	if obs.row == nil || obs.row.Status != store.MarketOpen {
+		return 0
+	}
+	wait := r.Resync
+	if mkt.Spec.ClosesAt != nil {
+		if until := mkt.Spec.ClosesAt.Sub(r.Clock.Now()); until < wait {
+			wait = max(until, 10*time.Millisecond)
+		}
+	}
+	return wait
+}
+
+// SetupWithManager registers the reconciler.
+func (r *MarketReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = realClock{}
+	}
+	if r.ShardTTL <= 0 {
+		r.ShardTTL = 5 * time.Second
+	}
+	if r.Resync <= 0 {
+		r.Resync = 2 * time.Second
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&pmxv1.Market{}).
+		Named("market").
+		Complete(r)
+}

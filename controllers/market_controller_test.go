@@ -1,0 +1,109 @@
+package controllers
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/store"
+)
+
+func TestPick(t *testing.T) {
+	live := []store.Shard{{Name: "b", Markets: 1}, {Name: "a", Markets: 3}} // least loaded first
+	tests := []struct {
+		owner, target string
+		move          bool
+		live          []store.Shard
+	}{
+		{"a", "a", false, live},       // a live owner keeps its market
+		{"", "b", true, live},         // a new market goes to the least loaded
+		{"dead", "b", true, live},     // a lost shard's market moves
+		{"operator", "b", true, live}, // a market the operator took over goes back to a shard
+		{"", "", true, nil},           // nobody to take it
+	}
+	for _, tt := range tests {
+		target, move := pick(tt.owner, tt.live)
+		if target != tt.target || move != tt.move {
+			t.Errorf("pick(%q) = %q, %v; want %q, %v", tt.owner, target, move, tt.target, tt.move)
+		}
+	}
+}
+
+func TestDesiredStatus(t *testing.T) {
+	id := uuid.New()
+	shardA, last := "shard-a", 42
+	mkt := &pmxv1.Market{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
+	open := &store.Market{ID: id, Status: "OPEN", Shard: &shardA, Epoch: 2, LastTradePrice: &last}
+	resolved := &store.Market{ID: id, Status: "RESOLVED", Shard: &shardA, Epoch: 3}
+	cond := func(st pmxv1.MarketStatus, c pmxv1.MarketConditionType) string {
+		got := meta.FindStatusCondition(st.Conditions, string(c))
+		if got == nil {
+			return "missing"
+		}
+		return string(got.Status) + "/" + got.Reason
+	}
+	tests := []struct {
+		name                      string
+		obs                       observation
+		err                       error
+		resolution                pmxv1.Resolution
+		phase                     pmxv1.MarketPhase
+		shard                     string
+		ready, scheduled, settled string
+	}{
+		{"open and served", observation{row: open}, nil, "", "OPEN", "shard-a", "True/Recorded", "True/ShardAssigned", "False/AwaitingResolution"},
+		{"open, no live shard", observation{row: &store.Market{ID: id, Status: "OPEN"}, noLive: true}, nil, "", "OPEN", "", "True/Recorded", "False/NoLiveShard", "False/AwaitingResolution"},
+		{"resolved", observation{row: resolved}, nil, "YES", "RESOLVED", "", "True/Recorded", "False/NotServed", "True/PaidOut"},
+		{"settlement failing", observation{row: open}, errors.New("db down"), "NO", "OPEN", "shard-a", "False/DatabaseError", "True/ShardAssigned", "False/SettlementFailed"},
+		{"database unreachable", observation{}, errors.New("db down"), "", "", "", "False/DatabaseError", "missing", "missing"},
+	}
+	for _, tt := range tests {
+		mkt.Spec.Resolution = tt.resolution
+		st := desiredStatus(mkt, tt.obs, tt.err)
+		if st.Phase != tt.phase || st.Shard != tt.shard || st.ObservedGeneration != 3 {
+			t.Errorf("%s: phase %q shard %q generation %d", tt.name, st.Phase, st.Shard, st.ObservedGeneration)
+		}
+		if got := [3]string{cond(st, pmxv1.MarketReady), cond(st, pmxv1.MarketScheduled), cond(st, pmxv1.MarketSettled)}; got != [3]string{tt.ready, tt.scheduled, tt.settled} {
+			t.Errorf("%s: conditions %v, want %v", tt.name, got, [3]string{tt.ready, tt.scheduled, tt.settled})
+		}
+	}
+	if st := desiredStatus(mkt, observation{row: open}, nil); st.LastTradePrice == nil || *st.LastTradePrice != 42 || st.MarketID != id.String() {
+		t.Errorf("status %+v lacks the market id or last price", st)
+	}
+}
+
+type fixedClock time.Time
+
+func (c fixedClock) Now() time.Time { return time.Time(c) }
+
+func TestRequeueAfter(t *testing.T) {
+	now := time.Date(2027, 1, 1, 12, 0, 0, 0, time.UTC)
+	r := &MarketReconciler{Clock: fixedClock(now), Resync: 2 * time.Second}
+	open := observation{row: &store.Market{Status: "OPEN"}}
+	soon := metav1.NewTime(now.Add(500 * time.Millisecond))
+	later := metav1.NewTime(now.Add(time.Hour))
+	past := metav1.NewTime(now.Add(-time.Minute))
+	tests := []struct {
+		closes *metav1.Time
+		obs    observation
+		want   time.Duration
+	}{
+		{nil, open, 2 * time.Second},
+		{&later, open, 2 * time.Second},
+		{&soon, open, 500 * time.Millisecond},
+		{&past, open, 10 * time.Millisecond},
+		{nil, observation{row: &store.Market{Status: "CLOSED"}}, 0},
+		{nil, observation{}, 0},
+	}
+	for _, tt := range tests {
+		mkt := &pmxv1.Market{Spec: pmxv1.MarketSpec{ClosesAt: tt.closes}}
+		if got := r.requeueAfter(mkt, tt.obs); got != tt.want {
+			t.Errorf("requeueAfter(closes %v) = %v, want %v", tt.closes, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,58 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/store"
+)
+
+// schedule keeps an OPEN market on a live shard: one without a live owner goes to the least
+// loaded live shard, with epoch + 1.
+func (r *MarketReconciler) schedule(ctx context.Context, mkt *pmxv1.Market, row store.Market, obs *observation) (store.Market, error) {
+	live, err := r.Store.LiveShards(ctx, r.ShardTTL)
+	if err != nil {
+		return row, fmt.Errorf("while listing live shards: %w", err)
+	}
+	owner := ""
+	if row.Shard != nil {
+		owner = *row.Shard
+	}
+	target, move := pick(owner, live)
+	if !move {
+		return row, nil
+	}
+	if target == "" {
+		obs.noLive = true
+		return row, nil
+	}
+	if owner != "" && owner != r.Name {
+		obs.lostShard = owner
+	}
+	o, err := r.Store.Assign(ctx, row.ID, target)
+	if err != nil {
+		return row, err
+	}
+	if obs.lostShard != "" {
+		r.event(mkt, "Warning", "ShardLost", "Schedule", "shard %s stopped answering; market moved to %s at epoch %d", owner, o.Shard, o.Epoch)
+	} else {
+		r.event(mkt, "Normal", "Scheduled", "Schedule", "market served by shard %s at epoch %d", o.Shard, o.Epoch)
+	}
+	return r.Store.Market(ctx, row.ID)
+}
+
+// pick decides where an OPEN market owned by owner should be: it stays if its owner is live;
+// otherwise it moves to the least-loaded live shard (live is sorted least loaded first), or to
+// none ("") when no shard is live.
+func pick(owner string, live []store.Shard) (target string, move bool) {
+	for _, s := range live {
+		if s.Name == owner {
+			return owner, false
+		}
+	}
+	if len(live) == 0 {
+		return "", true
+	}
+	return live[0].Name, true
+}

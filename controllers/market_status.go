@@ -1,0 +1,117 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/store"
+)
+
+// desiredStatus is the status a Market should show after a reconcile that observed obs and ended
+// with err.
+func desiredStatus(mkt *pmxv1.Market, obs observation, err error) pmxv1.MarketStatus {
+	st := *mkt.Status.DeepCopy()
+	st.ObservedGeneration = mkt.Generation
+	set := func(t pmxv1.MarketConditionType, ok bool, reason pmxv1.MarketConditionReason, format string, args ...any) {
+		status := metav1.ConditionFalse
+		if ok {
+			status = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: string(t), Status: status,
+			Reason: string(reason), Message: fmt.Sprintf(format, args...), ObservedGeneration: mkt.Generation})
+	}
+	if obs.row == nil {
+		set(pmxv1.MarketReady, false, pmxv1.ReasonDatabaseError, "%v", err)
+		return st
+	}
+	row := obs.row
+	st.MarketID = row.ID.String()
+	st.Phase = pmxv1.MarketPhase(row.Status)
+	st.Shard, st.Epoch = "", row.Epoch
+	if row.Shard != nil && row.Status == store.MarketOpen {
+		st.Shard = *row.Shard
+	}
+	st.LastTradePrice = nil
+	if row.LastTradePrice != nil {
+		p := int32(*row.LastTradePrice)
+		st.LastTradePrice = &p
+	}
+
+	switch {
+	case err != nil:
+		set(pmxv1.MarketReady, false, pmxv1.ReasonDatabaseError, "%v", err)
+	default:
+		set(pmxv1.MarketReady, true, pmxv1.ReasonRecorded, "market %s is %s", row.ID, row.Status)
+	}
+
+	switch {
+	case row.Status != store.MarketOpen:
+		set(pmxv1.MarketScheduled, false, pmxv1.ReasonNotServed, "a %s market needs no shard", row.Status)
+	case obs.noLive:
+		set(pmxv1.MarketScheduled, false, pmxv1.ReasonNoLiveShard, "no shard has sent a heartbeat recently; waiting for one")
+	case st.Shard != "":
+		set(pmxv1.MarketScheduled, true, pmxv1.ReasonShardAssigned, "served by shard %s at epoch %d", st.Shard, row.Epoch)
+	}
+
+	settled := row.Status == store.MarketResolved || row.Status == store.MarketCanceled
+	switch {
+	case settled:
+		set(pmxv1.MarketSettled, true, pmxv1.ReasonPaidOut, "every share was paid and retired")
+	case mkt.Spec.Resolution != "" && err != nil:
+		set(pmxv1.MarketSettled, false, pmxv1.ReasonSettlementFailed, "%v; retrying", err)
+	case mkt.Spec.Resolution != "":
+		set(pmxv1.MarketSettled, false, pmxv1.ReasonSettlementPending, "resolution %s not carried out yet", mkt.Spec.Resolution)
+	default:
+		set(pmxv1.MarketSettled, false, pmxv1.ReasonAwaitingResolution, "no resolution yet")
+	}
+	return st
+}
+
+// updateStatus writes the desired status with an optimistic lock, retrying on conflict, and
+// skips the write when nothing changed.
+func (r *MarketReconciler) updateStatus(ctx context.Context, mkt *pmxv1.Market, obs observation, rerr error) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		want := desiredStatus(mkt, obs, rerr)
+		if equality.Semantic.DeepEqual(mkt.Status, want) {
+			return nil
+		}
+		patch := client.MergeFromWithOptions(mkt.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		mkt.Status = want
+		err := r.Status().Patch(ctx, mkt, patch)
+		if err != nil && isConflict(err) {
+			if gerr := r.Get(ctx, client.ObjectKeyFromObject(mkt), mkt); gerr != nil {
+				return gerr
+			}
+		}
+		return err
+	})
+}
+
+func containsFinalizer(mkt *pmxv1.Market) bool {
+	return controllerutil.ContainsFinalizer(mkt, finalizer)
+}
+
+func (r *MarketReconciler) removeFinalizer(ctx context.Context, mkt *pmxv1.Market) error {
+	patch := client.MergeFrom(mkt.DeepCopy())
+	controllerutil.RemoveFinalizer(mkt, finalizer)
+	return client.IgnoreNotFound(r.Patch(ctx, mkt, patch))
+}
+
+// event records an event on the Market when a recorder is configured.
+func (r *MarketReconciler) event(obj runtime.Object, eventType, reason, action, note string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(obj, nil, eventType, reason, action, note, args...)
+	}
+}
+
+func isConflict(err error) bool { return apierrors.IsConflict(err) }
