@@ -75,11 +75,13 @@ func writeError(c *gin.Context, err error) {
 		e = fieldError("quantity", "insufficient_shares", "not enough unlocked shares of this outcome to sell")
 	case errors.Is(err, shard.ErrOrderNotOpen):
 		e = fieldError("orderId", "order_not_open", "the order is no longer open: it was filled or cancelled")
+	case errors.Is(err, ErrManagedByOperator):
+		e = newError(http.StatusConflict, "managed_by_operator", "%s", err.Error())
 	case errors.Is(err, market.ErrIllegalTransition):
 		e = newError(http.StatusConflict, "illegal_transition", "%s", err.Error())
 	case errors.Is(err, store.ErrConflict):
 		e = newError(http.StatusConflict, "conflict", "%s", err.Error())
-	case errors.Is(err, shard.ErrUnavailable), errors.Is(err, shard.ErrStopped):
+	case errors.Is(err, shard.ErrUnavailable), errors.Is(err, shard.ErrStopped), errors.Is(err, shard.ErrNotOwner):
 		e = errUnavailable
 	default:
 		logger(c).Error("request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -149,7 +148,6 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("while listening on %s: %w", o.addr, err)
 	}
-	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 
 	closerCtx, stopCloser := context.WithCancel(context.Background())
 	closerDone := make(chan struct{})
@@ -162,24 +160,10 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 	fmt.Fprintf(out, "pmx is running.\n  API:       %s/api/v1\n  Settings:  %s/settings\n  Admin API: %s/admin/v1 (token %s)\n  Press Ctrl-C to stop.\n",
 		base, base, base, tokenSource)
 
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	select {
-	case err := <-serveErr:
-		stopCloser()
-		<-closerDone
-		return fmt.Errorf("while serving HTTP: %w", err)
-	case <-ctx.Done():
-	}
-	log.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		log.Error("HTTP shutdown", "err", err)
-	}
+	err = serve(ctx, ln, api.Handler(), log)
 	stopCloser()
 	<-closerDone
-	return nil
+	return err
 }
 
 // adminToken resolves the admin token: the flag, else $PMX_ADMIN_TOKEN, else the token file in

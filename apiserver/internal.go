@@ -1,0 +1,210 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/auth"
+	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/market"
+	"github.com/pmx-dev/pmx/shard"
+	"github.com/pmx-dev/pmx/store"
+)
+
+// The internal API is how front API replicas reach the shards in distributed mode: a shard's
+// Exchange methods over HTTP, guarded by a token the processes share. Errors travel as codes and
+// come back as the shard package's own errors, so the front answers exactly as pmx dev does.
+
+// Internal API paths.
+const (
+	internalPlace     = "/internal/v1/place"
+	internalCancel    = "/internal/v1/cancel"
+	internalCancelAll = "/internal/v1/cancel-all"
+	internalBook      = "/internal/v1/book"
+)
+
+type placeWire struct {
+	Account  int64     `json:"account"`
+	Market   uuid.UUID `json:"market"`
+	Side     string    `json:"side"`
+	Outcome  string    `json:"outcome"`
+	Price    int       `json:"price"`
+	Quantity int64     `json:"quantity"`
+}
+
+type cancelWire struct {
+	Market uuid.UUID `json:"market"`
+	Seq    int64     `json:"seq"`
+}
+
+type cancelAllWire struct {
+	Account int64       `json:"account"`
+	Markets []uuid.UUID `json:"markets"`
+}
+
+type internalError struct {
+	Code string `json:"code"`
+}
+
+// wireErrors pairs each shard error with its code and status on the internal API.
+var wireErrors = []struct {
+	err    error
+	code   string
+	status int
+}{
+	{shard.ErrNotOwner, "not_owner", http.StatusMisdirectedRequest},
+	{shard.ErrUnknownMarket, "unknown_market", http.StatusNotFound},
+	{shard.ErrMarketNotOpen, "market_not_open", http.StatusConflict},
+	{shard.ErrInsufficientFunds, "insufficient_funds", http.StatusConflict},
+	{shard.ErrInsufficientShares, "insufficient_shares", http.StatusConflict},
+	{shard.ErrOrderNotOpen, "order_not_open", http.StatusConflict},
+	{market.ErrIllegalTransition, "illegal_transition", http.StatusConflict},
+	{shard.ErrStopped, "stopped", http.StatusServiceUnavailable},
+	{shard.ErrUnavailable, "unavailable", http.StatusServiceUnavailable},
+}
+
+// ShardServer serves one shard's internal API, and its health endpoints.
+func ShardServer(sh *shard.Shard, st *store.Store, token string, log *slog.Logger) http.Handler {
+	gin.SetMode(gin.ReleaseMode)
+	e := gin.New()
+	e.Use(gin.Recovery())
+	e.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok\n") })
+	e.GET("/readyz", func(c *gin.Context) {
+		ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+		defer cancel()
+		if err := st.Pool.Ping(ctx); err != nil {
+			c.String(http.StatusServiceUnavailable, "database unreachable\n")
+			return
+		}
+		c.String(http.StatusOK, "ok\n")
+	})
+	in := e.Group("/internal/v1", func(c *gin.Context) {
+		if t, ok := bearer(c.Request); !ok || !auth.TokenMatches(t, token) {
+			c.AbortWithStatusJSON(http.StatusUnauthorized, internalError{Code: "unauthorized"})
+			return
+		}
+		c.Next()
+	})
+	answer := func(c *gin.Context, status int, v any, err error) {
+		if err == nil {
+			c.JSON(status, v)
+			return
+		}
+		for _, w := range wireErrors {
+			if errors.Is(err, w.err) {
+				c.JSON(w.status, internalError{Code: w.code})
+				return
+			}
+		}
+		log.Error("internal request failed", "path", c.Request.URL.Path, "err", err)
+		c.JSON(http.StatusInternalServerError, internalError{Code: "internal"})
+	}
+	in.POST("/place", func(c *gin.Context) {
+		var w placeWire
+		if err := c.ShouldBindJSON(&w); err != nil {
+			c.JSON(http.StatusBadRequest, internalError{Code: "bad_request"})
+			return
+		}
+		side, ok1 := engine.ParseSide(w.Side)
+		outcome, ok2 := engine.ParseOutcome(w.Outcome)
+		if !ok1 || !ok2 {
+			c.JSON(http.StatusBadRequest, internalError{Code: "bad_request"})
+			return
+		}
+		placed, err := sh.Place(c.Request.Context(), shard.PlaceRequest{Account: w.Account, Market: w.Market,
+			Side: side, Outcome: outcome, Price: w.Price, Quantity: w.Quantity})
+		answer(c, http.StatusCreated, placed, err)
+	})
+	in.POST("/cancel", func(c *gin.Context) {
+		var w cancelWire
+		if err := c.ShouldBindJSON(&w); err != nil {
+			c.JSON(http.StatusBadRequest, internalError{Code: "bad_request"})
+			return
+		}
+		o, err := sh.Cancel(c.Request.Context(), w.Market, w.Seq)
+		answer(c, http.StatusOK, o, err)
+	})
+	in.POST("/cancel-all", func(c *gin.Context) {
+		var w cancelAllWire
+		if err := c.ShouldBindJSON(&w); err != nil || w.Markets == nil {
+			c.JSON(http.StatusBadRequest, internalError{Code: "bad_request"})
+			return
+		}
+		orders, err := sh.CancelAll(c.Request.Context(), w.Account, w.Markets)
+		answer(c, http.StatusOK, orders, err)
+	})
+	in.GET("/book", func(c *gin.Context) {
+		id, err := uuid.Parse(c.Query("market"))
+		if err != nil {
+			c.JSON(http.StatusBadRequest, internalError{Code: "bad_request"})
+			return
+		}
+		snap, err := sh.OrderBook(c.Request.Context(), id)
+		answer(c, http.StatusOK, snap, err)
+	})
+	return e
+}
+
+// shardClient calls one shard's internal API.
+type shardClient struct {
+	base  string // http://host:port
+	token string
+	http  *http.Client
+}
+
+// call posts (or gets, when in is nil) and decodes a success into out; an error answer becomes
+// the shard error its code names.
+func (c *shardClient) call(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		raw, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		// The shard is unreachable (it may have just died): the caller re-routes.
+		return errors.Join(shard.ErrNotOwner, err)
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	if resp.StatusCode < 300 {
+		return dec.Decode(out)
+	}
+	var e internalError
+	_ = dec.Decode(&e)
+	for _, w := range wireErrors {
+		if w.code == e.Code {
+			return w.err
+		}
+	}
+	return &internalCallError{status: resp.StatusCode, code: e.Code}
+}
+
+type internalCallError struct {
+	status int
+	code   string
+}
+
+func (e *internalCallError) Error() string {
+	return "shard answered " + http.StatusText(e.status) + " (" + e.code + ")"
+}

@@ -1,0 +1,188 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/market"
+	"github.com/pmx-dev/pmx/shard"
+	"github.com/pmx-dev/pmx/store"
+)
+
+// ErrManagedByOperator answers market administration in distributed mode, where Market resources
+// are the one way to manage markets.
+var ErrManagedByOperator = errors.New("markets are managed by the operator here: edit the Market resource with kubectl")
+
+// Router is the front API's Exchange in distributed mode: it sends each market's writes and book
+// reads to the shard that owns the market, as Postgres records it. Owners are cached briefly; a
+// shard that answers "not owner" (or cannot be reached) sends the router back to Postgres for one
+// retry. Any number of front replicas route alike, because the owner comes from Postgres.
+type Router struct {
+	Store *store.Store
+	// Token authenticates the router to the shards' internal API.
+	Token string
+	// HTTP reaches the shards (default: a client with a 10s timeout).
+	HTTP *http.Client
+	// OwnerTTL bounds how long an owner is trusted without asking Postgres (default 1s).
+	OwnerTTL time.Duration
+
+	mu     sync.Mutex
+	routes map[uuid.UUID]route
+}
+
+// route is where a market's requests go, as last read.
+type route struct {
+	status string
+	client *shardClient // nil unless OPEN and owned by a live shard
+	at     time.Time
+}
+
+func (r *Router) ttl() time.Duration {
+	if r.OwnerTTL > 0 {
+		return r.OwnerTTL
+	}
+	return time.Second
+}
+
+// lookup returns a market's route, from the cache unless it is stale or fresh is set.
+func (r *Router) lookup(ctx context.Context, id uuid.UUID, fresh bool) (route, error) {
+	r.mu.Lock()
+	if r.routes == nil {
+		r.routes = map[uuid.UUID]route{}
+	}
+	rt, ok := r.routes[id]
+	r.mu.Unlock()
+	if ok && !fresh && time.Since(rt.at) < r.ttl() {
+		return rt, nil
+	}
+	o, err := r.Store.Owner(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return rt, shard.ErrUnknownMarket
+	}
+	if err != nil {
+		return rt, err
+	}
+	rt = route{status: o.Status, at: time.Now()}
+	if o.Status == store.MarketOpen && o.Shard != "" {
+		addr, err := r.Store.ShardAddress(ctx, o.Shard)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return rt, err
+		}
+		if addr != "" {
+			hc := r.HTTP
+			if hc == nil {
+				hc = &http.Client{Timeout: 10 * time.Second}
+			}
+			rt.client = &shardClient{base: "http://" + addr, token: r.Token, http: hc}
+		}
+	}
+	r.mu.Lock()
+	r.routes[id] = rt
+	r.mu.Unlock()
+	return rt, nil
+}
+
+// onOwner runs call against the market's owner, re-routing once when the shard says it is not
+// the owner. A market with no live owner yet is unavailable; one that is not OPEN gets closed.
+func (r *Router) onOwner(ctx context.Context, id uuid.UUID, closed error, call func(*shardClient) error) error {
+	for attempt := range 2 {
+		rt, err := r.lookup(ctx, id, attempt > 0)
+		if err != nil {
+			return err
+		}
+		if rt.status != store.MarketOpen {
+			return closed
+		}
+		if rt.client == nil {
+			err = shard.ErrUnavailable // being scheduled onto a shard
+		} else {
+			err = call(rt.client)
+		}
+		if !errors.Is(err, shard.ErrNotOwner) && !errors.Is(err, shard.ErrUnavailable) && !errors.Is(err, shard.ErrStopped) {
+			return err
+		}
+		if attempt == 1 {
+			return shard.ErrUnavailable
+		}
+	}
+	return shard.ErrUnavailable
+}
+
+// Place sends a placement to the market's shard.
+func (r *Router) Place(ctx context.Context, req shard.PlaceRequest) (store.PlacedOrder, error) {
+	var placed store.PlacedOrder
+	err := r.onOwner(ctx, req.Market, shard.ErrMarketNotOpen, func(c *shardClient) error {
+		return c.call(ctx, http.MethodPost, internalPlace, placeWire{Account: req.Account, Market: req.Market,
+			Side: req.Side.String(), Outcome: req.Outcome.String(), Price: req.Price, Quantity: req.Quantity}, &placed)
+	})
+	return placed, err
+}
+
+// Cancel sends a cancel to the market's shard.
+func (r *Router) Cancel(ctx context.Context, id uuid.UUID, seq int64) (store.Order, error) {
+	var o store.Order
+	err := r.onOwner(ctx, id, shard.ErrOrderNotOpen, func(c *shardClient) error {
+		return c.call(ctx, http.MethodPost, internalCancel, cancelWire{Market: id, Seq: seq}, &o)
+	})
+	return o, err
+}
+
+// CancelAll fans out to the shards owning the given markets, at once, and merges their answers
+// in the order of markets.
+func (r *Router) CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]store.Order, error) {
+	perMarket := make([][]store.Order, len(markets))
+	errs := make([]error, len(markets))
+	var wg sync.WaitGroup
+	for i, id := range markets {
+		wg.Go(func() {
+			errs[i] = r.onOwner(ctx, id, nil, func(c *shardClient) error {
+				return c.call(ctx, http.MethodPost, internalCancelAll, cancelAllWire{Account: account, Markets: []uuid.UUID{id}}, &perMarket[i])
+			})
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return slices.Concat(perMarket...), nil
+}
+
+// OrderBook reads the book from the market's shard; a market that is not OPEN has an empty book
+// and its last trade price, read from Postgres.
+func (r *Router) OrderBook(ctx context.Context, id uuid.UUID) (*shard.Snapshot, error) {
+	var snap shard.Snapshot
+	err := r.onOwner(ctx, id, errNotOpenBook, func(c *shardClient) error {
+		return c.call(ctx, http.MethodGet, internalBook+"?market="+id.String(), nil, &snap)
+	})
+	if errors.Is(err, errNotOpenBook) {
+		m, err := r.Store.Market(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		snap = shard.Snapshot{Status: m.Status}
+		if m.LastTradePrice != nil {
+			snap.Depth.Yes.LastTradePrice = *m.LastTradePrice
+			snap.Depth.No.LastTradePrice = engine.Payout - *m.LastTradePrice
+		}
+		return &snap, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &snap, nil
+}
+
+var errNotOpenBook = errors.New("market not open")
+
+// Transition is not offered by the front in distributed mode.
+func (r *Router) Transition(context.Context, uuid.UUID, market.Action) error {
+	return fmt.Errorf("%w", ErrManagedByOperator)
+}

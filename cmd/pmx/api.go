@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pmx-dev/pmx/apiserver"
+	"github.com/pmx-dev/pmx/store"
+)
+
+type apiOptions struct {
+	databaseURL   string
+	addr          string
+	adminToken    string
+	internalToken string
+	grant         int64
+	maxQuantity   int64
+	logLevel      string
+}
+
+func newAPICommand() *cobra.Command {
+	o := apiOptions{}
+	cmd := &cobra.Command{
+		Use:   "api",
+		Short: "Run a front API replica: the public and admin APIs, routed to the shards",
+		Long: `pmx api is the stateless front of the distributed exchange: it authenticates API keys, validates
+requests, answers the reads Postgres answers well, and sends each market's orders and book reads to
+the shard that owns the market. Run as many replicas as you like; they answer alike.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runAPI(ctx, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.databaseURL, "database-url", envOr("PMX_DATABASE_URL", ""), "the exchange's Postgres (default $PMX_DATABASE_URL)")
+	f.StringVar(&o.addr, "addr", ":8080", "address to serve HTTP on")
+	f.StringVar(&o.adminToken, "admin-token", envOr("PMX_ADMIN_TOKEN", ""), "admin API token (default $PMX_ADMIN_TOKEN; empty disables the admin API)")
+	f.StringVar(&o.internalToken, "internal-token", envOr("PMX_INTERNAL_TOKEN", ""), "secret shared with the shards (default $PMX_INTERNAL_TOKEN)")
+	f.Int64Var(&o.grant, "grant", 1_000_000, "play money, in cents, that a new account starts with")
+	f.Int64Var(&o.maxQuantity, "max-quantity", 1_000_000, "largest order quantity accepted")
+	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	return cmd
+}
+
+func runAPI(ctx context.Context, o apiOptions) error {
+	if o.databaseURL == "" || o.internalToken == "" {
+		return fmt.Errorf("--database-url and --internal-token are required (or $PMX_DATABASE_URL, $PMX_INTERNAL_TOKEN)")
+	}
+	log, err := newLogger(os.Stderr, o.logLevel)
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, o.databaseURL)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, _, err := st.Migrate(ctx); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("while listening on %s: %w", o.addr, err)
+	}
+	api := apiserver.New(apiserver.Config{Store: st, Exchange: &apiserver.Router{Store: st, Token: o.internalToken},
+		Logger: log, AdminToken: o.adminToken, Grant: o.grant, MaxQuantity: o.maxQuantity})
+	fmt.Printf("pmx api is running.\n  API:       http://%s/api/v1\n", ln.Addr())
+	return serve(ctx, ln, api.Handler(), log)
+}

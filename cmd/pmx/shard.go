@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pmx-dev/pmx/apiserver"
+	"github.com/pmx-dev/pmx/shard"
+	"github.com/pmx-dev/pmx/store"
+)
+
+type shardOptions struct {
+	databaseURL   string
+	name          string
+	addr          string
+	advertise     string
+	internalToken string
+	logLevel      string
+}
+
+func newShardCommand() *cobra.Command {
+	host, _ := os.Hostname()
+	o := shardOptions{}
+	cmd := &cobra.Command{
+		Use:   "shard",
+		Short: "Run a matching shard: serve the markets the operator assigns to it",
+		Long: `pmx shard registers itself in Postgres with a heartbeat, loads the markets the operator assigns
+to it, matches their orders in memory and commits them with an epoch check (a fencing token), and
+serves the front API over an internal HTTP API. On SIGTERM it finishes the orders in flight and
+hands its markets back.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runShard(ctx, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.databaseURL, "database-url", envOr("PMX_DATABASE_URL", ""), "the exchange's Postgres (default $PMX_DATABASE_URL)")
+	f.StringVar(&o.name, "name", envOr("PMX_SHARD_NAME", host), "the shard's name, unique among shards (default $PMX_SHARD_NAME, else the host name)")
+	f.StringVar(&o.addr, "addr", ":8090", "address to serve the internal API and health endpoints on")
+	f.StringVar(&o.advertise, "advertise-address", envOr("PMX_ADVERTISE_ADDRESS", ""), "host:port the front API reaches this shard at (default: the host name and the listening port)")
+	f.StringVar(&o.internalToken, "internal-token", envOr("PMX_INTERNAL_TOKEN", ""), "secret shared with the front API (default $PMX_INTERNAL_TOKEN)")
+	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	return cmd
+}
+
+func runShard(ctx context.Context, o shardOptions) error {
+	if o.databaseURL == "" || o.internalToken == "" || o.name == "" {
+		return fmt.Errorf("--database-url, --internal-token and --name are required (or $PMX_DATABASE_URL, $PMX_INTERNAL_TOKEN, $PMX_SHARD_NAME)")
+	}
+	log, err := newLogger(os.Stderr, o.logLevel)
+	if err != nil {
+		return err
+	}
+	log = log.With("shard", o.name)
+	st, err := store.Open(ctx, o.databaseURL)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, _, err := st.Migrate(ctx); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("while listening on %s: %w", o.addr, err)
+	}
+	advertise := o.advertise
+	if advertise == "" {
+		host, _ := os.Hostname()
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		if h, _, _ := net.SplitHostPort(o.addr); h != "" {
+			host = h
+		}
+		advertise = net.JoinHostPort(host, port)
+	}
+
+	sh := shard.New(shard.Config{Store: st, Name: o.name, Logger: log})
+	beatCtx, stopBeat := context.WithCancel(context.Background())
+	beatDone := make(chan struct{})
+	go func() {
+		defer close(beatDone)
+		sh.Run(beatCtx, shard.Registration{Address: advertise})
+	}()
+	log.Info("shard serving", "addr", ln.Addr().String(), "advertise", advertise)
+	fmt.Printf("pmx shard %s is running on %s (advertised as %s)\n", o.name, ln.Addr(), advertise)
+
+	err = serve(ctx, ln, apiserver.ShardServer(sh, st, o.internalToken, log), log)
+	// Orders in flight are answered by now; hand the markets back, then stop.
+	stopBeat()
+	<-beatDone
+	sh.Stop()
+	return err
+}
