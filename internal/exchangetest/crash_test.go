@@ -43,6 +43,7 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	t.Cleanup(st.Close)
 	tg := &Target{URL: base, AdminToken: token, Store: st, Validator: apitest.NewValidator(t), HTTP: &http.Client{Timeout: 10 * time.Second}}
+	tg.Markets = AdminMarkets{tg}
 
 	markets := []uuid.UUID{tg.NewMarket(t, nil).ID, tg.NewMarket(t, nil).ID}
 	bots := make([]*Client, 8)

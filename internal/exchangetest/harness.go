@@ -34,9 +34,14 @@ type Target struct {
 	Store      *store.Store // the exchange's database, for checks in SQL
 	// CheckBooks compares the books in memory with Postgres, when the target can.
 	CheckBooks func(context.Context) error
-	Validator  *apitest.Validator
-	HTTP       *http.Client
-	names      atomic.Int64
+	// Markets creates markets and drives their lifecycle.
+	Markets Markets
+	// AdminMarkets is set when the admin API manages markets (the standalone exchange); the
+	// suite then also checks its errors.
+	AdminMarkets bool
+	Validator    *apitest.Validator
+	HTTP         *http.Client
+	names        atomic.Int64
 }
 
 // StartDev starts the standalone exchange in-process — store, shard and API on a loopback port —
@@ -66,8 +71,10 @@ func StartDev(t testing.TB) *Target {
 	api := apiserver.New(apiserver.Config{Store: st, Exchange: sh, Logger: log, AdminToken: token})
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
-	return &Target{URL: srv.URL, AdminToken: token, Store: st, CheckBooks: sh.CheckBooks,
+	tg := &Target{URL: srv.URL, AdminToken: token, Store: st, CheckBooks: sh.CheckBooks, AdminMarkets: true,
 		Validator: apitest.NewValidator(t), HTTP: &http.Client{Timeout: time.Minute}}
+	tg.Markets = AdminMarkets{tg}
+	return tg
 }
 
 // Client is one account's API key, or none.
@@ -107,16 +114,10 @@ func (tg *Target) Admin(t testing.TB, method, path string, body any, want int, o
 	}
 }
 
-// NewMarket creates a market through the admin API.
+// NewMarket creates an OPEN market, ready to trade.
 func (tg *Target) NewMarket(t testing.TB, fields map[string]any) store.Market {
 	t.Helper()
-	body := map[string]any{"question": "Will the test pass?", "category": "testing"}
-	for k, v := range fields {
-		body[k] = v
-	}
-	var m store.Market
-	tg.Admin(t, "POST", "/admin/v1/markets", body, http.StatusCreated, &m)
-	return m
+	return tg.Markets.Create(t, fields)
 }
 
 // do sends a request; body is JSON-encoded unless it is a string or []byte, sent as is. Public

@@ -24,6 +24,7 @@ func RunSuite(t *testing.T, tg *Target) {
 	}{
 		{"Authentication", testAuthentication},
 		{"Markets", testMarkets},
+		{"AdminMarkets", testAdminMarkets},
 		{"OrderBook", testOrderBook},
 		{"Trades", testTrades},
 		{"BadOrdersChangeNothing", testBadOrders},
@@ -98,7 +99,7 @@ func testMarkets(t *testing.T, tg *Target) {
 	if got.Question != "Older?" || got.LabelA != "Up" || got.Status != "OPEN" || got.Resolved || got.URL == nil || got.ClosesAt == nil {
 		t.Fatalf("GET /market = %+v", got)
 	}
-	tg.Admin(t, "POST", "/admin/v1/markets/"+older.ID.String()+"/close", nil, http.StatusOK, nil)
+	tg.Markets.Close(t, older.ID)
 	c.Expect(t, "GET", "/markets?status=CLOSED", nil, http.StatusOK, &list)
 	if pos(older.ID) < 0 || pos(newer.ID) >= 0 {
 		t.Fatalf("status=CLOSED lists %v", list.Markets)
@@ -112,7 +113,17 @@ func testMarkets(t *testing.T, tg *Target) {
 	c.ExpectError(t, "GET", "/market?marketId=42", nil, http.StatusBadRequest, "invalid_uuid")
 	c.ExpectError(t, "GET", "/market?marketId="+uuid.NewString(), nil, http.StatusNotFound, "market_not_found")
 
-	// The admin API refuses bad markets and illegal transitions.
+	tg.Admin(t, "POST", "/admin/v1/accounts", map[string]any{"name": c.Name}, http.StatusConflict, nil)
+	tg.Admin(t, "POST", "/admin/v1/accounts", map[string]any{"name": ""}, http.StatusBadRequest, nil)
+}
+
+// testAdminMarkets checks the admin API's refusals: bad markets and illegal transitions.
+func testAdminMarkets(t *testing.T, tg *Target) {
+	if !tg.AdminMarkets {
+		t.Skip("markets are managed by Market resources here")
+	}
+	m := tg.NewMarket(t, nil)
+	tg.Markets.Close(t, m.ID)
 	var e ErrorBody
 	tg.Admin(t, "POST", "/admin/v1/markets", map[string]any{"category": "x"}, http.StatusBadRequest, &e)
 	if e.Details.Field != "question" {
@@ -120,13 +131,19 @@ func testMarkets(t *testing.T, tg *Target) {
 	}
 	tg.Admin(t, "POST", "/admin/v1/markets", map[string]any{"question": "q", "category": "c",
 		"closesAt": "2099-01-02T00:00:00Z", "resolvesAt": "2099-01-01T00:00:00Z"}, http.StatusBadRequest, &e)
-	tg.Admin(t, "POST", "/admin/v1/markets/"+older.ID.String()+"/close", nil, http.StatusConflict, &e)
+	tg.Admin(t, "POST", "/admin/v1/markets/"+m.ID.String()+"/close", nil, http.StatusConflict, &e)
 	if e.Details.Code != "illegal_transition" {
 		t.Errorf("closing a closed market: %+v", e)
 	}
 	tg.Admin(t, "POST", "/admin/v1/markets/"+uuid.NewString()+"/close", nil, http.StatusNotFound, nil)
-	tg.Admin(t, "POST", "/admin/v1/accounts", map[string]any{"name": c.Name}, http.StatusConflict, nil)
-	tg.Admin(t, "POST", "/admin/v1/accounts", map[string]any{"name": ""}, http.StatusBadRequest, nil)
+	tg.Markets.Resolve(t, m.ID, "NO")
+	for _, action := range []string{"resolve", "cancel", "close", "reopen"} {
+		tg.Admin(t, "POST", "/admin/v1/markets/"+m.ID.String()+"/"+action, map[string]any{"outcome": "YES"}, http.StatusConflict, &e)
+		if e.Details.Code != "illegal_transition" {
+			t.Fatalf("%s after resolution: %+v", action, e)
+		}
+	}
+	tg.Admin(t, "POST", "/admin/v1/markets/"+m.ID.String()+"/resolve", map[string]any{"outcome": "MAYBE"}, http.StatusBadRequest, nil)
 }
 
 func testOrderBook(t *testing.T, tg *Target) {

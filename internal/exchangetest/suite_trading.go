@@ -56,7 +56,7 @@ func state(t *testing.T, c *Client) string {
 func testBadOrders(t *testing.T, tg *Target) {
 	m := tg.NewMarket(t, nil)
 	closed := tg.NewMarket(t, nil)
-	tg.Admin(t, "POST", "/admin/v1/markets/"+closed.ID.String()+"/close", nil, http.StatusOK, nil)
+	tg.Markets.Close(t, closed.ID)
 	c := tg.NewAccount(t, "bad")
 	c.Place(t, m.ID, "BUY", "YES", 10, 5)
 	id := m.ID.String()

@@ -1,0 +1,62 @@
+package exchangetest
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/store"
+)
+
+// Markets creates markets and moves them through their lifecycle: through the admin API in the
+// standalone exchange, through Market resources in distributed mode. Each call returns once the
+// exchange has done it, with the market as it then is.
+type Markets interface {
+	// Create makes an OPEN market, ready to trade; fields are the Market fields (question,
+	// category, closesAt, ...).
+	Create(t testing.TB, fields map[string]any) store.Market
+	Close(t testing.TB, id uuid.UUID) store.Market
+	Reopen(t testing.TB, id uuid.UUID) store.Market
+	Resolve(t testing.TB, id uuid.UUID, outcome string) store.Market
+	Cancel(t testing.TB, id uuid.UUID) store.Market
+}
+
+// AdminMarkets drives markets through the admin API.
+type AdminMarkets struct{ T *Target }
+
+func (a AdminMarkets) Create(t testing.TB, fields map[string]any) store.Market {
+	t.Helper()
+	var m store.Market
+	a.T.Admin(t, "POST", "/admin/v1/markets", marketFields(fields), http.StatusCreated, &m)
+	return m
+}
+
+func (a AdminMarkets) act(t testing.TB, id uuid.UUID, action string, body any) store.Market {
+	t.Helper()
+	var m store.Market
+	a.T.Admin(t, "POST", "/admin/v1/markets/"+id.String()+"/"+action, body, http.StatusOK, &m)
+	return m
+}
+
+func (a AdminMarkets) Close(t testing.TB, id uuid.UUID) store.Market {
+	return a.act(t, id, "close", nil)
+}
+func (a AdminMarkets) Reopen(t testing.TB, id uuid.UUID) store.Market {
+	return a.act(t, id, "reopen", nil)
+}
+func (a AdminMarkets) Cancel(t testing.TB, id uuid.UUID) store.Market {
+	return a.act(t, id, "cancel", nil)
+}
+func (a AdminMarkets) Resolve(t testing.TB, id uuid.UUID, outcome string) store.Market {
+	return a.act(t, id, "resolve", map[string]any{"outcome": outcome})
+}
+
+// marketFields fills in the required fields a test leaves out.
+func marketFields(fields map[string]any) map[string]any {
+	body := map[string]any{"question": "Will the test pass?", "category": "testing"}
+	for k, v := range fields {
+		body[k] = v
+	}
+	return body
+}
