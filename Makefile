@@ -34,7 +34,7 @@ run: build postgres ## Run the whole exchange on this machine (pmx dev) on a pri
 	$(PMX) dev $(RUN_FLAGS)
 
 .PHONY: test
-test: postgres ## Run all tests, with the race detector.
+test: postgres chromium helm k8s-bins ## Run all tests, with the race detector.
 	$(GO) test -race -count=1 $(TEST_FLAGS) ./...
 
 .PHONY: bench
@@ -66,6 +66,15 @@ postgres:
 	SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
 	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq postgresql
 
+# Debian's chromium, which the browser tests (internal/browsertest) drive headless through chromedp.
+# Installed with apt when missing.
+.PHONY: chromium
+chromium:
+	@if [ -x /usr/bin/chromium ]; then exit 0; fi; \
+	echo "Chromium not found: installing it with apt-get"; \
+	SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
+	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium
+
 ##@ Build
 
 .PHONY: build
@@ -93,6 +102,7 @@ CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate the CRD manifests in config/crd/bases from api/.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	mkdir -p charts/pmx/crds && cp config/crd/bases/*.yaml charts/pmx/crds/
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate the deepcopy methods of the api/ types (zz_generated.deepcopy.go).
@@ -102,3 +112,77 @@ $(CONTROLLER_GEN):
 	@mkdir -p $(BIN)
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 	mv $(BIN)/controller-gen $@
+
+##@ Kubernetes test binaries
+
+# The tests run a real kube-apiserver and etcd (controller-runtime envtest) and a real kubectl. No
+# binary download reaches this network, so they are built from source through the Go module proxy by
+# the throwaway modules hack/k8s and hack/etcd, whose go.mod and go.sum pin every version, into
+# bin/k8s/<kubernetes version>/: once (minutes), then never again while they exist. internal/k8stest
+# finds them there by itself; KUBEBUILDER_ASSETS, when set, points the tests at other binaries and
+# `make k8s-bins` then builds nothing. Otherwise it is exported for envtest suites that read it.
+K8S_VERSION  := $(shell awk '$$1 == "k8s.io/kubernetes" { print $$2 }' hack/k8s/go.mod)
+ETCD_VERSION := $(shell awk '$$1 == "go.etcd.io/etcd/server/v3" { print $$2 }' hack/etcd/go.mod)
+K8S_BINS     := $(BIN)/k8s/$(K8S_VERSION)
+# What `kube-apiserver --version` and `kubectl version` report, as kubernetes' hack/lib/version.sh
+# stamps it; the build date is the release's, so that the build is reproducible.
+K8S_VERSION_VARS = gitVersion=$(K8S_VERSION) gitMajor=$(word 1,$(subst ., ,$(K8S_VERSION:v%=%))) \
+	gitMinor=$(word 2,$(subst ., ,$(K8S_VERSION))) gitTreeState=clean buildDate=$$date
+K8S_LDFLAGS = -s -w $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version, \
+	$(foreach var,$(K8S_VERSION_VARS),-X $(pkg).$(var)))
+K8S_GO_BUILD := CGO_ENABLED=0 $(GO) build -trimpath
+
+.PHONY: k8s-bins
+k8s-bins: ## Build kube-apiserver, etcd and kubectl for the tests into bin/k8s/ (once).
+ifeq ($(origin KUBEBUILDER_ASSETS),undefined)
+export KUBEBUILDER_ASSETS := $(K8S_BINS)
+k8s-bins: $(K8S_BINS)/kube-apiserver $(K8S_BINS)/etcd $(K8S_BINS)/kubectl
+else
+k8s-bins:
+	@echo "KUBEBUILDER_ASSETS is set: the tests use the binaries in $(KUBEBUILDER_ASSETS)"
+endif
+
+$(K8S_BINS)/kube-apiserver $(K8S_BINS)/kubectl:
+	@echo "building $(@F) $(K8S_VERSION) from source into $(@D), about $(if $(filter kubectl,$(@F)),a minute,3 minutes) the first time"
+	@mkdir -p $(@D)
+	@date=$$(cd hack/k8s && $(GO) list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes); \
+	cd hack/k8s && $(K8S_GO_BUILD) -ldflags "$(K8S_LDFLAGS)" -o $@.tmp k8s.io/kubernetes/cmd/$(@F)
+	@mv $@.tmp $@
+
+$(K8S_BINS)/etcd:
+	@echo "building etcd $(ETCD_VERSION) from source into $(@D), about 30 seconds the first time"
+	@mkdir -p $(@D)
+	@cd hack/etcd && $(K8S_GO_BUILD) -ldflags "-s -w" -o $@.tmp go.etcd.io/etcd/server/v3
+	@mv $@.tmp $@
+
+##@ Packaging
+
+# The container image (Dockerfile: a static pmx on distroless, non-root) and the Helm chart
+# charts/pmx. `kind load docker-image $(IMG)` puts a built image on a kind cluster (README, "Run on
+# Kubernetes"). helm is pinned and built from source through the Go module proxy into bin/, like the
+# other tools; internal/charttest reads HELM_VERSION from here, so the tests run this same helm.
+IMG ?= pmx:dev
+HELM_VERSION := v4.3.1
+HELM := $(BIN)/helm-$(HELM_VERSION)
+
+.PHONY: docker-build
+docker-build: ## Build the container image IMG (default pmx:dev) with Docker.
+	docker build -t $(IMG) .
+
+.PHONY: helm
+helm: $(HELM) ## Install the pinned helm into bin/ (once).
+
+.PHONY: helm-lint
+helm-lint: $(HELM) ## Lint charts/pmx with its default values and the tests' values files.
+	$(HELM) lint --strict charts/pmx
+	@for values in internal/charttest/testdata/values-*.yaml; do \
+		echo "$(HELM) lint --strict charts/pmx -f $$values"; \
+		$(HELM) lint --strict charts/pmx -f $$values; \
+	done
+
+# helm prints this version (`helm version`) only when the build stamps it, as helm's own Makefile does.
+$(HELM):
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) $(GO) install -ldflags "-s -w -X helm.sh/helm/$(firstword $(subst ., ,$(HELM_VERSION)))/internal/version.version=$(HELM_VERSION)" \
+		helm.sh/helm/$(firstword $(subst ., ,$(HELM_VERSION)))/cmd/helm@$(HELM_VERSION)
+	mv $(BIN)/helm $@

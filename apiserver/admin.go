@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -22,18 +23,34 @@ import (
 // accountName is what an account may be called.
 var accountName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
-// CreateAccount opens an account with the configured grant and a first API key. The settings
-// pages and the admin API both open accounts through it.
-func (s *Server) CreateAccount(c *gin.Context, name string) (store.Account, string, error) {
+// checkAccountName says what is wrong with a new account's name, as a 400 on the field "name".
+func checkAccountName(name string) error {
 	if !accountName.MatchString(name) {
-		return store.Account{}, "", fieldError("name", "invalid_value",
+		return fieldError("name", "invalid_value",
 			"name must be 1 to 64 letters, digits, '_', '.' or '-', starting with a letter or digit")
 	}
-	now := s.now()
-	a, err := s.cfg.Store.CreateAccount(c.Request.Context(), name, s.cfg.Grant, now)
-	if errors.Is(err, store.ErrConflict) {
-		return a, "", &Error{Status: http.StatusConflict, Code: "name_taken", Field: "name", Message: "this name is taken; choose another"}
+	return nil
+}
+
+// openAccount is the one way an account is opened, for the admin API and the settings pages'
+// sign-up alike: it checks the name and opens the account with the configured grant. passwordHash
+// (auth.HashPassword) lets the account sign in to the settings pages; accounts opened without one
+// (the admin API's) have no web sign-in.
+func (s *Server) openAccount(ctx context.Context, name, passwordHash string) (store.Account, error) {
+	if err := checkAccountName(name); err != nil {
+		return store.Account{}, err
 	}
+	a, err := s.cfg.Store.CreateAccountWithPassword(ctx, name, s.cfg.Grant, passwordHash, s.now())
+	if errors.Is(err, store.ErrConflict) {
+		return a, &Error{Status: http.StatusConflict, Code: "name_taken", Field: "name", Message: "this name is taken; choose another"}
+	}
+	return a, err
+}
+
+// CreateAccount opens an account without a password (so without web sign-in) and with a first API
+// key, as the admin API does.
+func (s *Server) CreateAccount(c *gin.Context, name string) (store.Account, string, error) {
+	a, err := s.openAccount(c.Request.Context(), name, "")
 	if err != nil {
 		return a, "", err
 	}

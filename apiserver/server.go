@@ -104,6 +104,7 @@ func New(cfg Config) *Server {
 		admin.POST("/markets/:id/cancel", handler(s.transition(market.Cancel)))
 		admin.POST("/markets/:id/resolve", handler(s.resolve))
 	}
+	s.registerSettings()
 	return s
 }
 

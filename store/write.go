@@ -19,15 +19,10 @@ func isUniqueViolation(err error) bool {
 	return errors.As(err, &pg) && pg.Code == uniqueViolation
 }
 
-// CreateAccount opens an account with a grant of play money. A taken name is ErrConflict.
+// CreateAccount opens an account with a grant of play money and no password (no web sign-in).
+// A taken name is ErrConflict.
 func (s *Store) CreateAccount(ctx context.Context, name string, grant int64, now time.Time) (Account, error) {
-	a := Account{UID: uuid.New(), Name: name, Available: grant, CreatedAt: now}
-	err := s.Pool.QueryRow(ctx, `insert into accounts (uid, name, available, locked, granted, created_at, updated_at)
-		values ($1, $2, $3, 0, $3, $4, $4) returning id`, a.UID, name, grant, now).Scan(&a.ID)
-	if isUniqueViolation(err) {
-		return a, fmt.Errorf("account %q: %w", name, ErrConflict)
-	}
-	return a, err
+	return s.CreateAccountWithPassword(ctx, name, grant, "", now)
 }
 
 // APIKey describes a stored key; the key itself is never stored.

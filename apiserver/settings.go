@@ -1,0 +1,249 @@
+package apiserver
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"mime"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/pmx-dev/pmx/store"
+)
+
+// The developer settings pages (/settings): sign up, sign in and out, the account's balance and
+// open orders, and its API keys (create, list, revoke). Server-rendered HTML from embedded
+// templates, one stylesheet and a few lines of script for the copy button; no build step.
+//
+// Security, in the order a request meets it:
+//   - Every answer carries a strict Content-Security-Policy (only this origin's stylesheet and
+//     script, no framing) and is not cached.
+//   - Unsafe methods from another origin are refused by http.CrossOriginProtection
+//     (Sec-Fetch-Site, or Origin against Host), before any handler runs.
+//   - Every form also carries a token: the session's synchronizer token once signed in
+//     (settings_session.go), and for the anonymous sign-in and sign-up forms a token that is an
+//     HMAC of a random cookie under a deployment-wide key kept in Postgres (signed double submit).
+//   - Sessions are random 256-bit tokens in an HttpOnly, SameSite=Lax cookie (Secure and
+//     __Host- prefixed over TLS); Postgres keeps only their SHA-256, with a sliding expiry.
+//   - Passwords are argon2id hashes (package auth); at most concurrentHashes are computed at once.
+//   - Sign-in attempts are rate limited per account name and per client address, counted in
+//     Postgres so that every replica sees the same counts (settings_auth.go).
+
+//go:embed templates/*.html
+var templateFiles embed.FS
+
+//go:embed static/*
+var staticFiles embed.FS
+
+// Settings limits and lifetimes.
+const (
+	sessionIdle      = 2 * time.Hour  // a session unused this long expires
+	sessionAbsolute  = 12 * time.Hour // and none lasts longer than this, used or not
+	signInWindow     = 15 * time.Minute
+	signInPerName    = 5  // failed attempts on one account name per window
+	signInPerClient  = 30 // failed attempts from one client address per window, any names
+	concurrentHashes = 4  // argon2id hashes in flight (64 MiB each)
+	maxLabelLen      = 64
+	openOrdersShown  = 100
+)
+
+// settings holds what the settings pages need beyond the Server: templates, static files, the
+// cross-origin check, the hashing slots and the form key.
+type settings struct {
+	s       *Server
+	pages   map[string]*template.Template
+	static  map[string]staticFile
+	cop     *http.CrossOriginProtection
+	hashing chan struct{}
+	formKey formKeyCache
+}
+
+type staticFile struct {
+	body        []byte
+	contentType string
+	url         string // with a content hash, so that it can be cached for long
+}
+
+// registerSettings adds the settings pages to the server's routes.
+func (s *Server) registerSettings() {
+	st := newSettings(s)
+	g := s.engine.Group("/settings", st.headers, st.crossOrigin)
+	g.GET("", st.signedIn(st.home))
+	g.GET("/sign-in", st.signInPage)
+	g.POST("/sign-in", st.signIn)
+	g.GET("/sign-up", st.signUpPage)
+	g.POST("/sign-up", st.signUp)
+	g.POST("/sign-out", st.signOut)
+	g.POST("/keys", st.signedIn(st.createKey))
+	g.POST("/keys/:id/revoke", st.signedIn(st.revokeKey))
+	g.GET("/static/:file", st.serveStatic)
+}
+
+func newSettings(s *Server) *settings {
+	st := &settings{s: s, pages: map[string]*template.Template{}, static: map[string]staticFile{},
+		cop: http.NewCrossOriginProtection(), hashing: make(chan struct{}, concurrentHashes)}
+	files, err := fs.Glob(staticFiles, "static/*")
+	if err != nil {
+		panic(err)
+	}
+	for _, f := range files {
+		body, err := staticFiles.ReadFile(f)
+		if err != nil {
+			panic(err)
+		}
+		sum := sha256.Sum256(body)
+		name := path.Base(f)
+		st.static[name] = staticFile{body: body, contentType: mime.TypeByExtension(path.Ext(name)),
+			url: "/settings/static/" + name + "?v=" + hex.EncodeToString(sum[:6])}
+	}
+	funcs := template.FuncMap{
+		"static": func(name string) (string, error) {
+			f, ok := st.static[name]
+			if !ok {
+				return "", fmt.Errorf("no static file %q", name)
+			}
+			return f.url, nil
+		},
+		"dollars": dollars,
+		"when":    when,
+	}
+	pages, err := fs.Glob(templateFiles, "templates/*.html")
+	if err != nil {
+		panic(err)
+	}
+	for _, p := range pages {
+		name := path.Base(p)
+		if name == "layout.html" {
+			continue
+		}
+		st.pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", p))
+	}
+	return st
+}
+
+// page is what every template is given.
+type page struct {
+	Title   string
+	Heading string            // the page's h1, above its notices
+	CSRF    string            // the token every form sends back
+	Flash   string            // a notice that something worked
+	Error   string            // what went wrong, for the whole page
+	Fields  map[string]string // what is wrong with each field, by its name
+	Name    string            // the account name typed, shown again
+
+	// The signed-in page.
+	Account     *store.Account
+	NewKey      string // a key just created: shown this once
+	NewKeyLabel string
+	Label       string // a label refused, shown again
+	Keys        []store.APIKey
+	ActiveKeys  int
+	Orders      []store.OpenOrder
+	BaseURL     string
+	Grant       int64
+}
+
+// render writes a page, fully rendered first so that a template error cannot send half of one.
+func (st *settings) render(c *gin.Context, status int, name string, p *page) {
+	var buf bytes.Buffer
+	if err := st.pages[name].ExecuteTemplate(&buf, "layout", p); err != nil {
+		logger(c).Error("could not render a settings page", "page", name, "err", err)
+		c.String(http.StatusInternalServerError, "pmx could not show this page; try again later\n")
+		c.Abort()
+		return
+	}
+	c.Data(status, "text/html; charset=utf-8", buf.Bytes())
+	c.Abort()
+}
+
+// fail answers an unexpected error with a page that says so, and logs it.
+func (st *settings) fail(c *gin.Context, err error) {
+	logger(c).Error("settings request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
+	st.render(c, http.StatusInternalServerError, "message.html", &page{Title: "Something went wrong",
+		Error: "pmx could not complete this request. Try again in a moment."})
+}
+
+// headers sets what every settings answer carries: no caching (pages show keys and balances), and
+// a Content-Security-Policy that allows only this origin's stylesheet and script, so that even an
+// injected tag could neither run script nor send a form elsewhere.
+func (st *settings) headers(c *gin.Context) {
+	h := c.Writer.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; "+
+		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+	c.Next()
+}
+
+// crossOrigin refuses unsafe requests that a browser says come from another origin.
+func (st *settings) crossOrigin(c *gin.Context) {
+	if err := st.cop.Check(c.Request); err != nil {
+		st.render(c, http.StatusForbidden, "message.html", &page{Title: "Request refused",
+			Error: "This form was sent from another site, so pmx refused it. Nothing was changed."})
+		return
+	}
+	c.Next()
+}
+
+func (st *settings) serveStatic(c *gin.Context) {
+	f, ok := st.static[c.Param("file")]
+	if !ok {
+		c.String(http.StatusNotFound, "not found\n")
+		return
+	}
+	c.Header("Cache-Control", "public, max-age=86400")
+	c.Data(http.StatusOK, f.contentType, f.body)
+}
+
+// dollars shows cents as dollars: 123456789 is "$1,234,567.89".
+func dollars(cents int64) string {
+	sign := ""
+	if cents < 0 {
+		sign, cents = "-", -cents
+	}
+	whole := fmt.Sprint(cents / 100)
+	var b strings.Builder
+	for i, r := range whole {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return fmt.Sprintf("%s$%s.%02d", sign, b.String(), cents%100)
+}
+
+// when shows a time in UTC, to the minute.
+func when(t any) string {
+	switch t := t.(type) {
+	case time.Time:
+		return t.UTC().Format("2 Jan 2006 15:04 UTC")
+	case *time.Time:
+		if t == nil {
+			return ""
+		}
+		return t.UTC().Format("2 Jan 2006 15:04 UTC")
+	}
+	return fmt.Sprint(t)
+}
+
+// sentence turns an API error message ("name must be ...") into a sentence for a page.
+func sentence(msg string) string {
+	r, n := utf8.DecodeRuneInString(msg)
+	msg = string(unicode.ToUpper(r)) + msg[n:]
+	if !strings.HasSuffix(msg, ".") {
+		msg += "."
+	}
+	return msg
+}

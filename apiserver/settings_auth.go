@@ -1,0 +1,283 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/pmx-dev/pmx/auth"
+	"github.com/pmx-dev/pmx/store"
+)
+
+// Signing up, in and out.
+//
+// Sign-in attempts are rate limited by account name (signInPerName failures per signInWindow) and
+// by client address (signInPerClient per window, all names together, so that one client cannot
+// try one password on many accounts). The counts live in Postgres, so they hold however many API
+// replicas share the load. An attempt is recorded before its password is checked, and forgotten
+// if it succeeds, so that concurrent guesses count too. An attempt over a limit is refused before
+// the password is looked at, its record is removed, and it changes nothing: not even a right
+// password gets in until the window moves on.
+//
+// The client address is the TCP peer's, never X-Forwarded-For: that header is the client's to
+// write unless a trusted proxy rewrites it, and a limit keyed on it could be dodged by sending a
+// new value each time. (Behind a proxy every client shares the proxy's address, hence the higher
+// per-client limit.) An IPv6 client is counted by its /64, which one host usually controls whole.
+
+// signInMessages are the notes the sign-in page shows, chosen by the m query parameter (a fixed
+// set, so that a link cannot put words on the page).
+var signInMessages = map[string]string{
+	"signin":    "Sign in to see your developer settings.",
+	"expired":   "Your session has expired. Sign in again.",
+	"signedout": "You are signed out.",
+}
+
+const errFormExpired = "This form has expired (or your browser did not keep its cookie). Nothing was sent; try again."
+
+func (st *settings) signInPage(c *gin.Context) {
+	if _, state, err := st.session(c); err == nil && state == liveSession {
+		redirect(c, "/settings")
+		return
+	}
+	p := &page{Title: "Sign in", Flash: signInMessages[c.Query("m")]}
+	st.anonymous(c, http.StatusOK, "sign-in.html", p)
+}
+
+func (st *settings) signUpPage(c *gin.Context) {
+	if _, state, err := st.session(c); err == nil && state == liveSession {
+		redirect(c, "/settings")
+		return
+	}
+	st.anonymous(c, http.StatusOK, "sign-up.html", &page{Title: "Create an account", Grant: st.s.cfg.Grant})
+}
+
+// anonymous renders a sign-in or sign-up page with its form token.
+func (st *settings) anonymous(c *gin.Context, status int, name string, p *page) {
+	token, err := st.formToken(c)
+	if err != nil {
+		st.fail(c, err)
+		return
+	}
+	p.CSRF = token
+	st.render(c, status, name, p)
+}
+
+// checkAnonymousForm checks an anonymous form's token and, if it is wrong, shows the form again.
+func (st *settings) checkAnonymousForm(c *gin.Context, name string, p *page) bool {
+	ok, err := st.checkFormToken(c)
+	if err != nil {
+		st.fail(c, err)
+		return false
+	}
+	if !ok {
+		p.Error = errFormExpired
+		st.anonymous(c, http.StatusForbidden, name, p)
+	}
+	return ok
+}
+
+func (st *settings) signUp(c *gin.Context) {
+	name, password := strings.TrimSpace(c.PostForm("name")), c.PostForm("password")
+	p := &page{Title: "Create an account", Name: name, Grant: st.s.cfg.Grant, Fields: map[string]string{}}
+	if !st.checkAnonymousForm(c, "sign-up.html", p) {
+		return
+	}
+	if name == "" {
+		p.Fields["name"] = "Choose an account name."
+	} else if err := checkAccountName(name); err != nil {
+		p.Fields["name"] = sentence(err.Error())
+	}
+	if problem := auth.PasswordProblem(password); problem != "" {
+		p.Fields["password"] = problem
+	}
+	if len(p.Fields) > 0 {
+		st.anonymous(c, http.StatusBadRequest, "sign-up.html", p)
+		return
+	}
+	var hash string
+	if err := st.hash(c.Request.Context(), func() { hash = auth.HashPassword(password) }); err != nil {
+		st.fail(c, err)
+		return
+	}
+	a, err := st.s.openAccount(c.Request.Context(), name, hash)
+	var e *Error
+	if errors.As(err, &e) && e.Field == "name" {
+		p.Fields["name"] = sentence(e.Message)
+		st.anonymous(c, e.Status, "sign-up.html", p)
+		return
+	}
+	if err != nil {
+		st.fail(c, err)
+		return
+	}
+	if err := st.startSession(c, a.ID); err != nil {
+		st.fail(c, err)
+		return
+	}
+	redirect(c, "/settings?done=welcome")
+}
+
+func (st *settings) signIn(c *gin.Context) {
+	name, password := strings.TrimSpace(c.PostForm("name")), c.PostForm("password")
+	p := &page{Title: "Sign in", Name: name, Fields: map[string]string{}}
+	if !st.checkAnonymousForm(c, "sign-in.html", p) {
+		return
+	}
+	if name == "" {
+		p.Fields["name"] = "Enter your account name."
+	}
+	if password == "" {
+		p.Fields["password"] = "Enter your password."
+	}
+	if len(p.Fields) > 0 {
+		st.anonymous(c, http.StatusBadRequest, "sign-in.html", p)
+		return
+	}
+
+	ctx := c.Request.Context()
+	cfg := st.s.cfg
+	now := st.s.now()
+	attempt, err := cfg.Store.RecordSignInAttempt(ctx, clip(name, 64), clientKey(c.Request), now, now.Add(-signInWindow))
+	if err != nil {
+		st.fail(c, err)
+		return
+	}
+	if limited, retry := signInLimited(attempt, now); limited != "" {
+		if err := cfg.Store.DeleteSignInAttempt(ctx, attempt.ID); err != nil {
+			st.fail(c, err)
+			return
+		}
+		minutes := int(math.Ceil(retry.Minutes()))
+		p.Error = fmt.Sprintf("Too many failed sign-in attempts %s. Nothing was checked or changed; try again in %d minute%s.",
+			limited, minutes, plural(minutes))
+		c.Header("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
+		st.anonymous(c, http.StatusTooManyRequests, "sign-in.html", p)
+		return
+	}
+
+	account, hash, err := cfg.Store.PasswordHash(ctx, name)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		st.fail(c, err)
+		return
+	}
+	var ok bool
+	var checkErr error
+	err = st.hash(ctx, func() {
+		switch {
+		case hash == "" || len(password) > auth.MaxPasswordLen:
+			// No such account, or one opened by the admin API without a password: take the time a
+			// check takes, so that timing does not tell which names exist.
+			auth.CheckNoPassword(password)
+		default:
+			ok, checkErr = auth.CheckPassword(password, hash)
+		}
+	})
+	if err = errors.Join(err, checkErr); err != nil {
+		st.fail(c, err)
+		return
+	}
+	if !ok {
+		p.Error = "Wrong account name or password."
+		st.anonymous(c, http.StatusUnauthorized, "sign-in.html", p)
+		return
+	}
+	if err := cfg.Store.ClearSignInFailures(ctx, clip(name, 64)); err != nil {
+		st.fail(c, err)
+		return
+	}
+	if err := st.startSession(c, account); err != nil {
+		st.fail(c, err)
+		return
+	}
+	redirect(c, "/settings")
+}
+
+// signInLimited says which limit an attempt is over ("" for none) and when it lifts.
+func signInLimited(a store.SignInAttempt, now time.Time) (string, time.Duration) {
+	switch {
+	case a.ByName > signInPerName:
+		return "on this account", a.OldestByName.Add(signInWindow).Sub(now)
+	case a.ByClient > signInPerClient:
+		return "from your network", a.OldestByClient.Add(signInWindow).Sub(now)
+	}
+	return "", 0
+}
+
+func (st *settings) signOut(c *gin.Context) {
+	u, state, err := st.session(c)
+	if err != nil {
+		st.fail(c, err)
+		return
+	}
+	if state == liveSession {
+		if !u.checkCSRF(c.PostForm("csrf")) {
+			st.render(c, http.StatusForbidden, "message.html", &page{Title: "Request refused",
+				Error: "This form is out of date. You are still signed in; reload the page and try again."})
+			return
+		}
+		if err := st.s.cfg.Store.DeleteSession(c.Request.Context(), u.tokenHash); err != nil {
+			st.fail(c, err)
+			return
+		}
+	}
+	setCookie(c, sessionCookie, "", -1)
+	redirect(c, signInURL("signedout"))
+}
+
+// hash runs f, an argon2id computation, once one of the concurrentHashes slots is free: each
+// takes 64 MiB, and a burst of sign-ins must not exhaust memory.
+func (st *settings) hash(ctx context.Context, f func()) error {
+	select {
+	case st.hashing <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-st.hashing }()
+	f()
+	return nil
+}
+
+// clientKey is the address a sign-in attempt is counted against: the TCP peer's IP, or its /64 for
+// IPv6.
+func clientKey(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	addr, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	addr = addr.Unmap().WithZone("")
+	if addr.Is6() {
+		return netip.PrefixFrom(addr, 64).Masked().String()
+	}
+	return addr.String()
+}
+
+// clip cuts s to at most n runes.
+func clip(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

@@ -1,0 +1,84 @@
+package apiserver
+
+import (
+	"crypto/tls"
+	"net/http"
+	"testing"
+)
+
+func TestDollars(t *testing.T) {
+	for cents, want := range map[int64]string{
+		0: "$0.00", 5: "$0.05", 100: "$1.00", 99_999: "$999.99", 100_000: "$1,000.00",
+		1_000_000: "$10,000.00", 123_456_789: "$1,234,567.89", -250: "-$2.50",
+	} {
+		if got := dollars(cents); got != want {
+			t.Errorf("dollars(%d) = %q, want %q", cents, got, want)
+		}
+	}
+}
+
+func TestClientKey(t *testing.T) {
+	for addr, want := range map[string]string{
+		"127.0.0.1:5000":                "127.0.0.1",
+		"[::ffff:192.0.2.7]:80":         "192.0.2.7",
+		"[2001:db8:1:2:3:4:5:6]:443":    "2001:db8:1:2::/64",
+		"[2001:db8:1:2:ffff::1]:443":    "2001:db8:1:2::/64",
+		"[fe80::1%eth0]:80":             "fe80::/64",
+		"not an address":                "not an address",
+		"[2001:db8:1:3:3:4:5:6]:443":    "2001:db8:1:3::/64",
+		"198.51.100.20:1":               "198.51.100.20",
+		"[2001:db8:ffff:ffff::9]:65535": "2001:db8:ffff:ffff::/64",
+	} {
+		if got := clientKey(&http.Request{RemoteAddr: addr}); got != want {
+			t.Errorf("clientKey(%q) = %q, want %q", addr, got, want)
+		}
+	}
+}
+
+func TestIsSecure(t *testing.T) {
+	for _, tc := range []struct {
+		tls   bool
+		proto string
+		want  bool
+	}{
+		{false, "", false},
+		{true, "", true},
+		{false, "https", true},
+		{false, "HTTPS", true},
+		{false, "https, http", true},
+		{false, "http", false},
+		{true, "http", true}, // the header can only make it stricter
+	} {
+		r := &http.Request{Header: http.Header{}}
+		if tc.tls {
+			r.TLS = &tls.ConnectionState{}
+		}
+		if tc.proto != "" {
+			r.Header.Set("X-Forwarded-Proto", tc.proto)
+		}
+		if got := isSecure(r); got != tc.want {
+			t.Errorf("isSecure(tls=%v, X-Forwarded-Proto=%q) = %v, want %v", tc.tls, tc.proto, got, tc.want)
+		}
+	}
+}
+
+func TestClip(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want string
+	}{{"abc", 5, "abc"}, {"abcdef", 3, "abc"}, {"ünï", 2, "ün"}, {"", 3, ""}, {"abc", 0, ""}} {
+		if got := clip(tc.s, tc.n); got != tc.want {
+			t.Errorf("clip(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestLabelProblem(t *testing.T) {
+	for label, bad := range map[string]bool{"": false, "market maker": false, "ünï ✓": false,
+		"a\tb": true, "a\x00": true, "\xff": true} {
+		if got := labelProblem(label) != ""; got != bad {
+			t.Errorf("labelProblem(%q) = %v, want %v", label, got, bad)
+		}
+	}
+}

@@ -1,0 +1,203 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// The SQL of the developer settings pages: accounts with a password, browser sessions, key
+// listing and revocation, open orders and sign-in attempts (migration 002).
+
+// CreateAccountWithPassword opens an account with a grant of play money and, unless passwordHash
+// is empty, the password hash that lets it sign in to the settings pages. A taken name is
+// ErrConflict.
+func (s *Store) CreateAccountWithPassword(ctx context.Context, name string, grant int64, passwordHash string,
+	now time.Time) (Account, error) {
+	a := Account{UID: uuid.New(), Name: name, Available: grant, CreatedAt: now}
+	err := s.Pool.QueryRow(ctx, `insert into accounts (uid, name, available, locked, granted, created_at, updated_at,
+		password_hash) values ($1, $2, $3, 0, $3, $4, $4, nullif($5, '')) returning id`,
+		a.UID, name, grant, now, passwordHash).Scan(&a.ID)
+	if isUniqueViolation(err) {
+		return a, fmt.Errorf("account %q: %w", name, ErrConflict)
+	}
+	return a, err
+}
+
+// PasswordHash returns the id of the account with this name and its password hash, "" when it has
+// none (accounts opened through the admin API). An unknown name is ErrNotFound.
+func (s *Store) PasswordHash(ctx context.Context, name string) (int64, string, error) {
+	var id int64
+	var hash *string
+	err := s.Pool.QueryRow(ctx, `select id, password_hash from accounts where name = $1`, name).Scan(&id, &hash)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, "", ErrNotFound
+	}
+	if err != nil || hash == nil {
+		return id, "", err
+	}
+	return id, *hash, nil
+}
+
+// Session is a signed-in browser. The token that names it lives only in the browser's cookie.
+type Session struct {
+	AccountID int64
+	CSRFToken []byte
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+// CreateSession stores a session under the hash of its token.
+func (s *Store) CreateSession(ctx context.Context, tokenHash []byte, sess Session) error {
+	_, err := s.Pool.Exec(ctx, `insert into sessions (token_hash, account_id, csrf_token, created_at, expires_at)
+		values ($1, $2, $3, $4, $5)`, tokenHash, sess.AccountID, sess.CSRFToken, sess.CreatedAt, sess.ExpiresAt)
+	return err
+}
+
+// UseSession returns the session with this token hash if it has not expired at now, and slides
+// its expiry to now + idle, but never past its creation + absolute. A missing or expired session is
+// ErrNotFound.
+func (s *Store) UseSession(ctx context.Context, tokenHash []byte, now time.Time, idle, absolute time.Duration) (Session, error) {
+	var sess Session
+	err := s.Pool.QueryRow(ctx, `update sessions
+		set expires_at = least($2 + make_interval(secs => $3), created_at + make_interval(secs => $4))
+		where token_hash = $1 and expires_at > $2
+		returning account_id, csrf_token, created_at, expires_at`,
+		tokenHash, now, idle.Seconds(), absolute.Seconds()).
+		Scan(&sess.AccountID, &sess.CSRFToken, &sess.CreatedAt, &sess.ExpiresAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return sess, ErrNotFound
+	}
+	return sess, err
+}
+
+// DeleteSession ends a session; ending one that does not exist is not an error.
+func (s *Store) DeleteSession(ctx context.Context, tokenHash []byte) error {
+	_, err := s.Pool.Exec(ctx, `delete from sessions where token_hash = $1`, tokenHash)
+	return err
+}
+
+// DeleteExpiredSessions removes the sessions that expired before now.
+func (s *Store) DeleteExpiredSessions(ctx context.Context, now time.Time) error {
+	_, err := s.Pool.Exec(ctx, `delete from sessions where expires_at <= $1`, now)
+	return err
+}
+
+// APIKeys lists an account's keys, revoked ones included, newest first.
+func (s *Store) APIKeys(ctx context.Context, account int64) ([]APIKey, error) {
+	rows, err := s.Pool.Query(ctx, `select id, account_id, prefix, label, created_at, last_used_at, revoked_at
+		from api_keys where account_id = $1 order by created_at desc, id`, account)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (APIKey, error) {
+		var k APIKey
+		err := r.Scan(&k.ID, &k.AccountID, &k.Prefix, &k.Label, &k.CreatedAt, &k.LastUsedAt, &k.RevokedAt)
+		return k, err
+	})
+}
+
+// RevokeAPIKey revokes one of an account's keys at now. A key that does not exist, belongs to
+// another account or is already revoked is ErrNotFound, and nothing changes.
+func (s *Store) RevokeAPIKey(ctx context.Context, account int64, id uuid.UUID, now time.Time) error {
+	tag, err := s.Pool.Exec(ctx, `update api_keys set revoked_at = $3
+		where id = $1 and account_id = $2 and revoked_at is null`, id, account, now)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// OpenOrder is a resting order with its market's question, for display.
+type OpenOrder struct {
+	Order
+	MarketQuestion string
+}
+
+// OpenOrders lists an account's resting orders (OPEN or PARTIALLY_FILLED), newest first, at most
+// limit of them.
+func (s *Store) OpenOrders(ctx context.Context, account int64, limit int) ([]OpenOrder, error) {
+	rows, err := s.Pool.Query(ctx, `select o.id, o.market_id, o.side, o.outcome, o.price, o.quantity,
+		o.filled_quantity, o.status, o.created_at, o.updated_at, o.seq, o.account_id, m.question
+		from orders o join markets m on m.id = o.market_id
+		where o.account_id = $1 and o.status in ('OPEN', 'PARTIALLY_FILLED')
+		order by o.created_at desc, o.id desc limit $2`, account, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (OpenOrder, error) {
+		var o OpenOrder
+		var price int16
+		err := r.Scan(&o.ID, &o.MarketID, &o.Side, &o.Outcome, &price, &o.Quantity, &o.FilledQuantity,
+			&o.Status, &o.CreatedAt, &o.UpdatedAt, &o.Seq, &o.AccountID, &o.MarketQuestion)
+		o.Price = int(price)
+		return o, err
+	})
+}
+
+// SignInAttempt is a recorded sign-in attempt and the attempts of the window at the time it was
+// recorded, itself included: by the same account name and by the same client, with the oldest of
+// each (the window's limit lifts when the oldest leaves it).
+type SignInAttempt struct {
+	ID             int64
+	ByName         int
+	ByClient       int
+	OldestByName   time.Time
+	OldestByClient time.Time
+}
+
+// RecordSignInAttempt records an attempt to sign in as name from client at now, as a failure until
+// it is deleted, and counts the attempts since windowStart. Attempts older than the window are
+// deleted on the way. The attempt is committed before the count, so concurrent attempts see each
+// other: of attempts racing for the last place under a limit, at most one finds itself under it.
+func (s *Store) RecordSignInAttempt(ctx context.Context, name, client string, now, windowStart time.Time) (SignInAttempt, error) {
+	var a SignInAttempt
+	var q pgx.Batch
+	q.Queue(`delete from sign_in_failures where at <= $1`, windowStart)
+	q.Queue(`insert into sign_in_failures (name, client, at) values ($1, $2, $3) returning id`, name, client, now).
+		QueryRow(func(r pgx.Row) error { return r.Scan(&a.ID) })
+	if err := s.Pool.SendBatch(ctx, &q).Close(); err != nil {
+		return a, fmt.Errorf("while recording a sign-in attempt: %w", err)
+	}
+	var byName, byClient *time.Time
+	err := s.Pool.QueryRow(ctx, `select count(*) filter (where name = $1), min(at) filter (where name = $1),
+		count(*) filter (where client = $2), min(at) filter (where client = $2)
+		from sign_in_failures where (name = $1 or client = $2) and at > $3`, name, client, windowStart).
+		Scan(&a.ByName, &byName, &a.ByClient, &byClient)
+	if err != nil {
+		return a, fmt.Errorf("while counting sign-in attempts: %w", err)
+	}
+	if byName != nil {
+		a.OldestByName = *byName
+	}
+	if byClient != nil {
+		a.OldestByClient = *byClient
+	}
+	return a, nil
+}
+
+// DeleteSignInAttempt forgets one attempt: one that was refused before its password was checked.
+func (s *Store) DeleteSignInAttempt(ctx context.Context, id int64) error {
+	_, err := s.Pool.Exec(ctx, `delete from sign_in_failures where id = $1`, id)
+	return err
+}
+
+// ClearSignInFailures forgets the failed attempts on an account name, after a successful sign-in.
+func (s *Store) ClearSignInFailures(ctx context.Context, name string) error {
+	_, err := s.Pool.Exec(ctx, `delete from sign_in_failures where name = $1`, name)
+	return err
+}
+
+// FormKey returns the deployment's key for signing the CSRF tokens of anonymous forms.
+func (s *Store) FormKey(ctx context.Context) ([]byte, error) {
+	var key []byte
+	err := s.Pool.QueryRow(ctx, `select key from form_keys`).Scan(&key)
+	return key, err
+}
