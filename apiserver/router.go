@@ -41,6 +41,7 @@ type Router struct {
 // route is where a market's requests go, as last read.
 type route struct {
 	status string
+	epoch  int64
 	client *shardClient // nil unless OPEN and owned by a live shard
 	at     time.Time
 }
@@ -70,7 +71,7 @@ func (r *Router) lookup(ctx context.Context, id uuid.UUID, fresh bool) (route, e
 	if err != nil {
 		return rt, err
 	}
-	rt = route{status: o.Status, at: time.Now()}
+	rt = route{status: o.Status, epoch: o.Epoch, at: time.Now()}
 	if o.Status == store.MarketOpen && o.Shard != "" {
 		addr, err := r.Store.ShardAddress(ctx, o.Shard)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -92,9 +93,14 @@ func (r *Router) lookup(ctx context.Context, id uuid.UUID, fresh bool) (route, e
 
 // onOwner runs call against the market's owner, re-routing once when the shard says it is not
 // the owner. A market with no live owner yet is unavailable; one that is not OPEN gets closed.
-func (r *Router) onOwner(ctx context.Context, id uuid.UUID, closed error, call func(*shardClient) error) error {
-	for attempt := range 2 {
-		rt, err := r.lookup(ctx, id, attempt > 0)
+// Writes trust a cached owner, because the shard's commit checks ownership itself; fresh asks
+// Postgres first, for reads that the owner must answer.
+func (r *Router) onOwner(ctx context.Context, id uuid.UUID, fresh bool, closed error, call func(route) error) error {
+	rt, err := r.lookup(ctx, id, fresh)
+	if err == nil && !fresh && rt.status != store.MarketOpen {
+		rt, err = r.lookup(ctx, id, true) // the cache may not have seen the market reopen
+	}
+	for attempt := 0; ; attempt++ {
 		if err != nil {
 			return err
 		}
@@ -104,7 +110,7 @@ func (r *Router) onOwner(ctx context.Context, id uuid.UUID, closed error, call f
 		if rt.client == nil {
 			err = shard.ErrUnavailable // being scheduled onto a shard
 		} else {
-			err = call(rt.client)
+			err = call(rt)
 		}
 		if !errors.Is(err, shard.ErrNotOwner) && !errors.Is(err, shard.ErrUnavailable) && !errors.Is(err, shard.ErrStopped) {
 			return err
@@ -112,15 +118,15 @@ func (r *Router) onOwner(ctx context.Context, id uuid.UUID, closed error, call f
 		if attempt == 1 {
 			return shard.ErrUnavailable
 		}
+		rt, err = r.lookup(ctx, id, true)
 	}
-	return shard.ErrUnavailable
 }
 
 // Place sends a placement to the market's shard.
 func (r *Router) Place(ctx context.Context, req shard.PlaceRequest) (store.PlacedOrder, error) {
 	var placed store.PlacedOrder
-	err := r.onOwner(ctx, req.Market, shard.ErrMarketNotOpen, func(c *shardClient) error {
-		return c.call(ctx, http.MethodPost, internalPlace, placeWire{Account: req.Account, Market: req.Market,
+	err := r.onOwner(ctx, req.Market, false, shard.ErrMarketNotOpen, func(rt route) error {
+		return rt.client.call(ctx, http.MethodPost, internalPlace, placeWire{Account: req.Account, Market: req.Market,
 			Side: req.Side.String(), Outcome: req.Outcome.String(), Price: req.Price, Quantity: req.Quantity}, &placed)
 	})
 	return placed, err
@@ -129,8 +135,8 @@ func (r *Router) Place(ctx context.Context, req shard.PlaceRequest) (store.Place
 // Cancel sends a cancel to the market's shard.
 func (r *Router) Cancel(ctx context.Context, id uuid.UUID, seq int64) (store.Order, error) {
 	var o store.Order
-	err := r.onOwner(ctx, id, shard.ErrOrderNotOpen, func(c *shardClient) error {
-		return c.call(ctx, http.MethodPost, internalCancel, cancelWire{Market: id, Seq: seq}, &o)
+	err := r.onOwner(ctx, id, false, shard.ErrOrderNotOpen, func(rt route) error {
+		return rt.client.call(ctx, http.MethodPost, internalCancel, cancelWire{Market: id, Seq: seq}, &o)
 	})
 	return o, err
 }
@@ -143,8 +149,8 @@ func (r *Router) CancelAll(ctx context.Context, account int64, markets []uuid.UU
 	var wg sync.WaitGroup
 	for i, id := range markets {
 		wg.Go(func() {
-			errs[i] = r.onOwner(ctx, id, nil, func(c *shardClient) error {
-				return c.call(ctx, http.MethodPost, internalCancelAll, cancelAllWire{Account: account, Markets: []uuid.UUID{id}}, &perMarket[i])
+			errs[i] = r.onOwner(ctx, id, false, nil, func(rt route) error {
+				return rt.client.call(ctx, http.MethodPost, internalCancelAll, cancelAllWire{Account: account, Markets: []uuid.UUID{id}}, &perMarket[i])
 			})
 		})
 	}
@@ -159,8 +165,8 @@ func (r *Router) CancelAll(ctx context.Context, account int64, markets []uuid.UU
 // and its last trade price, read from Postgres.
 func (r *Router) OrderBook(ctx context.Context, id uuid.UUID) (*shard.Snapshot, error) {
 	var snap shard.Snapshot
-	err := r.onOwner(ctx, id, errNotOpenBook, func(c *shardClient) error {
-		return c.call(ctx, http.MethodGet, internalBook+"?market="+id.String(), nil, &snap)
+	err := r.onOwner(ctx, id, true, errNotOpenBook, func(rt route) error {
+		return rt.client.call(ctx, http.MethodGet, fmt.Sprintf("%s?market=%s&epoch=%d", internalBook, id, rt.epoch), nil, &snap)
 	})
 	if errors.Is(err, errNotOpenBook) {
 		m, err := r.Store.Market(ctx, id)

@@ -94,7 +94,7 @@ func (s *Shard) drop(id uuid.UUID) {
 
 // publish makes a market's committed book visible to readers.
 func (s *Shard) publish(m *marketState) {
-	snap := &Snapshot{Status: m.status}
+	snap := &Snapshot{Status: m.status, Epoch: m.epoch}
 	if m.book != nil {
 		m.book.Depth(DepthLevels, &snap.Depth)
 	} else if m.lastPrice != 0 {

@@ -79,6 +79,7 @@ type marketState struct {
 // Snapshot is a market's book as last committed: the best levels of both views.
 type Snapshot struct {
 	Status string
+	Epoch  int64 // the ownership epoch the shard holds the market under
 	Depth  engine.Depth
 }
 

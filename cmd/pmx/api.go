@@ -22,6 +22,7 @@ type apiOptions struct {
 	grant         int64
 	maxQuantity   int64
 	logLevel      string
+	pprofAddr     string
 }
 
 func newAPICommand() *cobra.Command {
@@ -47,6 +48,7 @@ the shard that owns the market. Run as many replicas as you like; they answer al
 	f.Int64Var(&o.grant, "grant", 1_000_000, "play money, in cents, that a new account starts with")
 	f.Int64Var(&o.maxQuantity, "max-quantity", 1_000_000, "largest order quantity accepted")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	addPprofFlag(cmd, &o.pprofAddr)
 	return cmd
 }
 
@@ -56,6 +58,9 @@ func runAPI(ctx context.Context, o apiOptions) error {
 	}
 	log, err := newLogger(os.Stderr, o.logLevel)
 	if err != nil {
+		return err
+	}
+	if err := startPprof(o.pprofAddr, log); err != nil {
 		return err
 	}
 	st, err := store.Open(ctx, o.databaseURL)

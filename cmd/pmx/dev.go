@@ -35,6 +35,7 @@ type devOptions struct {
 	grant       int64
 	maxQuantity int64
 	logLevel    string
+	pprofAddr   string
 }
 
 func newDevCommand() *cobra.Command {
@@ -66,6 +67,7 @@ At start it loads the Market manifests in --markets, the same YAML kubectl apply
 	f.Int64Var(&o.grant, "grant", 1_000_000, "play money, in cents, that a new account starts with")
 	f.Int64Var(&o.maxQuantity, "max-quantity", 1_000_000, "largest order quantity accepted")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	addPprofFlag(cmd, &o.pprofAddr)
 	return cmd
 }
 
@@ -80,6 +82,9 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 	log, err := newLogger(os.Stderr, o.logLevel)
 	if err != nil {
+		return err
+	}
+	if err := startPprof(o.pprofAddr, log); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(o.dataDir, 0o755); err != nil {

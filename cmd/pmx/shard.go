@@ -22,6 +22,7 @@ type shardOptions struct {
 	advertise     string
 	internalToken string
 	logLevel      string
+	pprofAddr     string
 }
 
 func newShardCommand() *cobra.Command {
@@ -48,6 +49,7 @@ hands its markets back.`,
 	f.StringVar(&o.advertise, "advertise-address", envOr("PMX_ADVERTISE_ADDRESS", ""), "host:port the front API reaches this shard at (default: the host name and the listening port)")
 	f.StringVar(&o.internalToken, "internal-token", envOr("PMX_INTERNAL_TOKEN", ""), "secret shared with the front API (default $PMX_INTERNAL_TOKEN)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	addPprofFlag(cmd, &o.pprofAddr)
 	return cmd
 }
 
@@ -57,6 +59,9 @@ func runShard(ctx context.Context, o shardOptions) error {
 	}
 	log, err := newLogger(os.Stderr, o.logLevel)
 	if err != nil {
+		return err
+	}
+	if err := startPprof(o.pprofAddr, log); err != nil {
 		return err
 	}
 	log = log.With("shard", o.name)

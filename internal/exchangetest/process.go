@@ -52,12 +52,18 @@ type Process struct {
 }
 
 // StartProcess runs bin with args and waits until a line of its output matches ready, returning
-// the process and the line's first submatch.
+// the process and the line's last submatch.
 func StartProcess(t testing.TB, ready *regexp.Regexp, bin string, args ...string) (*Process, string) {
+	t.Helper()
+	return StartProcessEnv(t, ready, nil, bin, args...)
+}
+
+// StartProcessEnv is StartProcess with extra environment variables (NAME=value).
+func StartProcessEnv(t testing.TB, ready *regexp.Regexp, env []string, bin string, args ...string) (*Process, string) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	cmd.Env = append(os.Environ(), "PMX_ADMIN_TOKEN=")
+	cmd.Env = append(append(os.Environ(), "PMX_ADMIN_TOKEN=", "PMX_DATABASE_URL=", "PMX_INTERNAL_TOKEN="), env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -202,7 +202,8 @@ func testLifecycle(t *testing.T, tg *Target) {
 // testClosesOnTime creates a market that closes a moment from now and waits, by polling its
 // status, until the lifecycle loop has closed it.
 func testClosesOnTime(t *testing.T, tg *Target) {
-	closesAt := time.Now().Add(1500 * time.Millisecond).UTC()
+	// Whole seconds: a Market resource's times have no fraction.
+	closesAt := time.Now().Add(2 * time.Second).UTC().Truncate(time.Second)
 	m := tg.NewMarket(t, map[string]any{"closesAt": closesAt.Format(time.RFC3339Nano)})
 	a := tg.NewAccount(t, "closing")
 	order := a.Place(t, m.ID, "BUY", "YES", 50, 2)
