@@ -39,3 +39,10 @@ type command struct {
 	checkErr error             // cmdCheck
 	owned    []store.Ownership // cmdSync
 }
+
+// reset clears what a previous attempt at the command's batch left in it.
+func (c *command) reset() {
+	c.err, c.checkErr = nil, nil
+	c.placed = store.PlacedOrder{}
+	c.keys, c.orders = c.keys[:0], nil
+}

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"time"
 
@@ -37,6 +38,11 @@ type accumulator struct {
 	shares  map[shareKey]int
 	markets map[uuid.UUID]int
 	touched map[uuid.UUID]*marketState
+
+	// What the batch's placements may still reserve: the available cash of the accounts and the
+	// unlocked shares of the holdings BeginBatch locked, kept current by every delta.
+	freeCash   map[int64]int64
+	freeShares map[store.ShareKey]int64
 }
 
 func (a *accumulator) reset(now time.Time) {
@@ -48,6 +54,12 @@ func (a *accumulator) reset(now time.Time) {
 		a.markets = map[uuid.UUID]int{}
 		a.touched = map[uuid.UUID]*marketState{}
 	}
+	if a.freeCash == nil {
+		a.freeCash = map[int64]int64{}
+		a.freeShares = map[store.ShareKey]int64{}
+	}
+	clear(a.freeCash)
+	clear(a.freeShares)
 	clear(a.orders)
 	clear(a.cash)
 	clear(a.shares)
@@ -56,6 +68,31 @@ func (a *accumulator) reset(now time.Time) {
 }
 
 func (a *accumulator) touch(m *marketState) { a.touched[m.id] = m }
+
+// track starts from what the batch's transaction locked. A holding that does not exist yet holds
+// no shares.
+func (a *accumulator) track(l store.Locked) {
+	maps.Copy(a.freeCash, l.Cash)
+	maps.Copy(a.freeShares, l.Shares)
+}
+
+// reserve locks what an order needs — price × quantity cash for a BUY, quantity shares for a SELL
+// — or says why it cannot.
+func (a *accumulator) reserve(account int64, market uuid.UUID, side engine.Side, outcome engine.Outcome, price int, quantity int64) error {
+	if side == engine.Buy {
+		cash := int64(price) * quantity
+		if a.freeCash[account] < cash {
+			return ErrInsufficientFunds
+		}
+		a.addCash(account, -cash, cash)
+		return nil
+	}
+	if a.freeShares[store.ShareKey{Account: account, Market: market, Outcome: outcome.String()}] < quantity {
+		return ErrInsufficientShares
+	}
+	a.addShares(account, market, outcome, 0, quantity)
+	return nil
+}
 
 // newOrder records an order placed in this batch, in its state after placement.
 func (a *accumulator) newOrder(o store.Order) {
@@ -99,6 +136,9 @@ func (a *accumulator) addCash(account int64, available, locked int64) {
 	}
 	a.batch.Cash[i].Available += available
 	a.batch.Cash[i].Locked += locked
+	if _, tracked := a.freeCash[account]; tracked {
+		a.freeCash[account] += available
+	}
 }
 
 func (a *accumulator) addShares(account int64, market uuid.UUID, outcome engine.Outcome, quantity, locked int64) {
@@ -111,6 +151,9 @@ func (a *accumulator) addShares(account int64, market uuid.UUID, outcome engine.
 	}
 	a.batch.Shares[i].Quantity += quantity
 	a.batch.Shares[i].Locked += locked
+	// Shares a fill brings count at once, even for a holding that did not exist when the batch
+	// began; a holding is only ever created by a buy, never reserved from before it exists.
+	a.freeShares[store.ShareKey{Account: account, Market: market, Outcome: outcome.String()}] += quantity - locked
 }
 
 // leg applies one side of a fill.

@@ -1,9 +1,13 @@
 package shard
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -60,28 +64,45 @@ func (s *Shard) drain(batch []*command) {
 	}
 }
 
-// process runs one batch in one transaction and answers its commands.
+// process runs one batch in one transaction and answers its commands. A batch that only raced
+// another transaction (a deadlock) runs once more, on books rebuilt from Postgres.
 func (s *Shard) process(cmds []*command) {
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
-	now := s.cfg.Now().UTC().Truncate(time.Microsecond)
-	for _, c := range cmds {
-		c.err = s.prepare(ctx, c)
-		if c.kind == cmdCheck {
-			c.checkErr = s.checkBooks(ctx)
+	start := time.Now()
+	var err error
+	for attempt := 0; attempt < 2; attempt++ {
+		now := s.cfg.Now().UTC().Truncate(time.Microsecond)
+		for _, c := range cmds {
+			c.reset()
+			c.err = s.prepare(ctx, c)
+			if c.kind == cmdCheck {
+				c.checkErr = s.checkBooks(ctx)
+			}
 		}
-	}
-	s.acc.reset(now)
-	if err := s.commit(ctx, cmds, now); err != nil {
-		s.log.Error("batch failed; rebuilding its markets from the database", "err", err, "commands", len(cmds))
+		s.acc.reset(now)
+		if err = s.commit(ctx, cmds, now); err == nil {
+			break
+		}
+		s.log.Error("batch failed; rebuilding its markets from the database", "err", err, "commands", len(cmds), "attempt", attempt+1)
 		for id := range s.acc.touched {
 			delete(s.markets, id) // reloaded from Postgres on next use
 		}
+		s.releaseConn()
+		if !store.Retryable(err) {
+			break
+		}
+	}
+	if err != nil {
+		s.metrics.failures.Inc()
 		for _, c := range cmds {
 			c.reply <- ErrUnavailable
 		}
 		return
 	}
+	s.metrics.batches.Inc()
+	s.metrics.size.Observe(float64(len(cmds)))
+	s.metrics.duration.Observe(time.Since(start).Seconds())
 	for _, m := range s.acc.touched {
 		s.publish(m)
 	}
@@ -111,41 +132,27 @@ func (s *Shard) prepare(ctx context.Context, c *command) error {
 	}
 }
 
-// commit reserves, matches and writes a batch, and commits it.
+// commit runs a batch: one round trip begins the transaction and locks what it needs — the
+// ownership of the shard's markets and the accounts and holdings its placements reserve from —
+// then the books match in memory, then a second round trip writes every effect and commits.
 func (s *Shard) commit(ctx context.Context, cmds []*command, now time.Time) error {
-	tx, err := s.cfg.Store.Pool.Begin(ctx)
+	conn, err := s.connection(ctx)
 	if err != nil {
-		return fmt.Errorf("while beginning a batch: %w", err)
+		return err
 	}
-	defer tx.Rollback(ctx) //nolint:errcheck // a no-op once committed
+	var owned []uuid.UUID
 	if s.cfg.Name != "" {
-		if err := s.fence(ctx, tx, cmds); err != nil {
-			return err
-		}
+		owned = slices.SortedFunc(maps.Keys(s.markets), func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
 	}
-
-	var rs []store.Reservation
-	var placing []*command
-	for _, c := range cmds {
-		if c.kind != cmdPlace || c.err != nil {
-			continue
-		}
-		if s.markets[c.market].status != store.MarketOpen {
-			c.err = ErrMarketNotOpen
-			continue
-		}
-		rs = append(rs, reservation(&c.place))
-		placing = append(placing, c)
+	accounts, holdings := reservedFrom(cmds)
+	locked, err := store.BeginBatch(ctx, conn, owned, accounts, holdings)
+	if err != nil {
+		return err
 	}
-	if len(rs) > 0 {
-		res, err := store.Reserve(ctx, tx, rs, now)
-		if err != nil {
-			return err
-		}
-		for i, c := range placing {
-			c.reserved = res[i]
-		}
+	if s.cfg.Name != "" {
+		s.fence(locked.Owners, cmds)
 	}
+	s.acc.track(locked)
 
 	for _, c := range cmds {
 		if c.err != nil {
@@ -164,42 +171,68 @@ func (s *Shard) commit(ctx context.Context, cmds []*command, now time.Time) erro
 	}
 
 	s.acc.finish()
-	updated, err := store.Apply(ctx, tx, &s.acc.batch)
+	updated, err := store.CommitBatch(ctx, conn, &s.acc.batch)
 	if err != nil {
 		return err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("while committing a batch: %w", err)
 	}
 	s.answerCancels(cmds, updated)
 	return nil
 }
 
-func reservation(p *PlaceRequest) store.Reservation {
-	r := store.Reservation{Account: p.Account, Market: p.Market, Outcome: p.Outcome.String()}
-	if p.Side == engine.Buy {
-		r.Cash = int64(p.Price) * p.Quantity
-	} else {
-		r.Shares = p.Quantity
+// reservedFrom lists, in key order, the accounts whose cash and the holdings whose shares the
+// batch's placements would reserve.
+func reservedFrom(cmds []*command) ([]int64, []store.ShareKey) {
+	cash := map[int64]bool{}
+	shares := map[store.ShareKey]bool{}
+	for _, c := range cmds {
+		if c.kind != cmdPlace || c.err != nil {
+			continue
+		}
+		if p := &c.place; p.Side == engine.Buy {
+			cash[p.Account] = true
+		} else {
+			shares[store.ShareKey{Account: p.Account, Market: p.Market, Outcome: p.Outcome.String()}] = true
+		}
 	}
-	return r
+	accounts := slices.Sorted(maps.Keys(cash))
+	holdings := slices.SortedFunc(maps.Keys(shares), func(a, b store.ShareKey) int {
+		return cmp.Or(cmp.Compare(a.Account, b.Account), bytes.Compare(a.Market[:], b.Market[:]), cmp.Compare(a.Outcome, b.Outcome))
+	})
+	return accounts, holdings
 }
 
-// place matches one reserved order.
-func (s *Shard) place(c *command, now time.Time) {
-	switch c.reserved {
-	case store.InsufficientCash:
-		c.err = ErrInsufficientFunds
-		return
-	case store.InsufficientShare:
-		c.err = ErrInsufficientShares
-		return
+// connection returns the shard's own connection, acquiring one when it has none: batches never
+// wait behind the API's reads for a connection of the pool.
+func (s *Shard) connection(ctx context.Context) (*pgx.Conn, error) {
+	if s.conn == nil {
+		c, err := s.cfg.Store.Pool.Acquire(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("while acquiring a connection: %w", err)
+		}
+		s.conn = c
 	}
+	return s.conn.Conn(), nil
+}
+
+// releaseConn gives the connection back after a failure; the pool replaces it if it is broken.
+func (s *Shard) releaseConn() {
+	if s.conn != nil {
+		s.conn.Release()
+		s.conn = nil
+	}
+}
+
+// place reserves an order's cash or shares, then matches it. The reservation sees every earlier
+// command of the batch, as if each had committed on its own.
+func (s *Shard) place(c *command, now time.Time) {
 	p := &c.place
 	m := s.markets[p.Market]
-	if m.status != store.MarketOpen { // closed earlier in this batch: give the reservation back
-		s.acc.unlock(p.Account, m.id, p.Side, p.Outcome, p.Price, p.Quantity)
+	if m.status != store.MarketOpen {
 		c.err = ErrMarketNotOpen
+		return
+	}
+	if err := s.acc.reserve(p.Account, m.id, p.Side, p.Outcome, p.Price, p.Quantity); err != nil {
+		c.err = err
 		return
 	}
 	o := engine.Order{ID: engine.OrderID(m.lastOrder + 1), Account: engine.AccountID(p.Account),
@@ -335,19 +368,10 @@ func (s *Shard) answerCancels(cmds []*command, updated []store.Order) {
 	}
 }
 
-// fence checks, within the batch's transaction, that the shard still owns every market the batch
-// touches under the epoch it loaded it with, and holds those rows until the commit so that no
-// owner change can slip in between. Commands on a market it lost fail with ErrNotOwner and the
-// market is dropped.
-func (s *Shard) fence(ctx context.Context, tx pgx.Tx, cmds []*command) error {
-	var ids []uuid.UUID
-	for id := range s.markets {
-		ids = append(ids, id)
-	}
-	owners, err := store.LockOwnership(ctx, tx, ids)
-	if err != nil {
-		return err
-	}
+// fence checks that the shard still owns every market it holds under the epoch it loaded it with
+// — the ownership rows are locked by the batch's transaction, so no move can slip in before the
+// commit. Commands on a market it lost fail with ErrNotOwner and the market is dropped.
+func (s *Shard) fence(owners map[uuid.UUID]store.Ownership, cmds []*command) {
 	for id, m := range s.markets {
 		if o, ok := owners[id]; !ok || o.Shard != s.cfg.Name || o.Epoch != m.epoch {
 			s.drop(id)
@@ -361,7 +385,6 @@ func (s *Shard) fence(ctx context.Context, tx pgx.Tx, cmds []*command) error {
 			c.err = ErrNotOwner
 		}
 	}
-	return nil
 }
 
 // sync makes the set of markets held match the ownership recorded in Postgres: it loads markets

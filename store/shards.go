@@ -116,29 +116,6 @@ func (s *Store) OwnedMarkets(ctx context.Context, shard string) ([]Ownership, er
 	})
 }
 
-// LockOwnership reads the owners of markets within tx and holds them: until tx ends, nobody can
-// move these markets, so a commit that finds itself the owner stays the owner until it commits.
-func LockOwnership(ctx context.Context, tx pgx.Tx, markets []uuid.UUID) (map[uuid.UUID]Ownership, error) {
-	rows, err := tx.Query(ctx, `select id, shard, epoch, status from markets where id = any($1) order by id for share`, markets)
-	if err != nil {
-		return nil, fmt.Errorf("while checking market ownership: %w", err)
-	}
-	out := make(map[uuid.UUID]Ownership, len(markets))
-	for rows.Next() {
-		var o Ownership
-		var shard *string
-		if err := rows.Scan(&o.Market, &shard, &o.Epoch, &o.Status); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		if shard != nil {
-			o.Shard = *shard
-		}
-		out[o.Market] = o
-	}
-	return out, rows.Err()
-}
-
 // ShardAddress returns the internal address a shard registered.
 func (s *Store) ShardAddress(ctx context.Context, name string) (string, error) {
 	var addr string

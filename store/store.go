@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"runtime"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -36,6 +38,11 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("while parsing the database URL: %w", err)
+	}
+	// pgxpool's default, 4 connections on a 2-core machine, makes concurrent requests queue for a
+	// connection; a URL can still set pool_max_conns.
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = int32(max(16, 4*runtime.NumCPU()))
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -133,130 +132,6 @@ type Settlement struct {
 	Market  uuid.UUID
 	Outcome string
 }
-
-// Reservation is what one order must lock before it is matched: cash for a BUY, shares of one
-// outcome of one market for a SELL.
-type Reservation struct {
-	Account int64
-	Market  uuid.UUID
-	Outcome string
-	Cash    int64
-	Shares  int64
-}
-
-// Reservation results.
-const (
-	Reserved          = 0
-	InsufficientCash  = 1
-	InsufficientShare = 2
-)
-
-// Reserve locks what each order needs, in order, within tx, and returns for each Reserved,
-// InsufficientCash or InsufficientShare.
-func Reserve(ctx context.Context, tx pgx.Tx, rs []Reservation, now time.Time) ([]int16, error) {
-	n := len(rs)
-	accounts, markets, outcomes := make([]int64, n), make([]uuid.UUID, n), make([]string, n)
-	cash, shares := make([]int64, n), make([]int64, n)
-	for i, r := range rs {
-		accounts[i], markets[i], outcomes[i], cash[i], shares[i] = r.Account, r.Market, r.Outcome, r.Cash, r.Shares
-	}
-	var out []int16
-	err := tx.QueryRow(ctx, `select reserve($1, $2, $3, $4, $5, $6)`, accounts, markets, outcomes, cash, shares, now).Scan(&out)
-	if err != nil {
-		return nil, fmt.Errorf("while reserving funds: %w", err)
-	}
-	if len(out) != n {
-		return nil, fmt.Errorf("while reserving funds: %d results for %d orders", len(out), n)
-	}
-	return out, nil
-}
-
-// Apply writes a batch within tx, in one round trip, and returns the updated existing orders in
-// their new state.
-func Apply(ctx context.Context, tx pgx.Tx, b *Batch) ([]Order, error) {
-	var q pgx.Batch
-	if len(b.NewOrders) > 0 {
-		q.Queue(insertOrders, orderColumnsOf(b.NewOrders, b.Now)...)
-	}
-	var updated []Order
-	if len(b.OrderUpdates) > 0 {
-		markets, seqs, filled, status := make([]uuid.UUID, len(b.OrderUpdates)), make([]int64, len(b.OrderUpdates)),
-			make([]int64, len(b.OrderUpdates)), make([]string, len(b.OrderUpdates))
-		for i, o := range b.OrderUpdates {
-			markets[i], seqs[i], filled[i], status[i] = o.MarketID, o.Seq, o.FilledQuantity, o.Status
-		}
-		q.Queue(`update orders o set filled_quantity = d.filled, status = d.status, updated_at = $5
-			from unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[]) as d(market_id, seq, filled, status)
-			where o.market_id = d.market_id and o.seq = d.seq returning `+updatedOrderColumns,
-			markets, seqs, filled, status, b.Now).Query(func(rows pgx.Rows) error {
-			var err error
-			updated, err = collectOrders(rows, nil)
-			return err
-		})
-	}
-	if len(b.Trades) > 0 {
-		q.Queue(insertTrades, tradeColumnsOf(b.Trades, b.Now)...)
-	}
-	if len(b.Cash) > 0 {
-		ids, avail, locked := make([]int64, len(b.Cash)), make([]int64, len(b.Cash)), make([]int64, len(b.Cash))
-		for i, d := range b.Cash {
-			ids[i], avail[i], locked[i] = d.Account, d.Available, d.Locked
-		}
-		q.Queue(`update accounts a set available = a.available + d.available, locked = a.locked + d.locked,
-			updated_at = $4 from unnest($1::bigint[], $2::bigint[], $3::bigint[]) as d(id, available, locked)
-			where a.id = d.id`, ids, avail, locked, b.Now)
-	}
-	if len(b.Shares) > 0 {
-		n := len(b.Shares)
-		ids, accounts, markets, outcomes := make([]uuid.UUID, n), make([]int64, n), make([]uuid.UUID, n), make([]string, n)
-		qty, locked := make([]int64, n), make([]int64, n)
-		for i, d := range b.Shares {
-			ids[i], accounts[i], markets[i], outcomes[i], qty[i], locked[i] = uuid.New(), d.Account, d.Market, d.Outcome, d.Quantity, d.Locked
-		}
-		// Existing positions take the deltas; the rest are new, and a new position only ever
-		// grows (shares come from a buy). One statement rather than an upsert, because Postgres
-		// checks an upsert's proposed row — negative for a sale — before it finds the conflict.
-		q.Queue(`with d as (
-				select * from unnest($1::uuid[], $2::bigint[], $3::uuid[], $4::text[], $5::bigint[], $6::bigint[])
-				  as d(id, account_id, market_id, outcome, quantity, locked)),
-			updated as (
-				update positions p set quantity = p.quantity + d.quantity, locked_quantity = p.locked_quantity + d.locked,
-				       updated_at = $7
-				from d where p.account_id = d.account_id and p.market_id = d.market_id and p.outcome = d.outcome
-				returning p.account_id, p.market_id, p.outcome)
-			insert into positions (id, account_id, market_id, outcome, quantity, locked_quantity, created_at, updated_at)
-			select d.id, d.account_id, d.market_id, d.outcome, d.quantity, d.locked, $7, $7 from d
-			where not exists (select 1 from updated u
-			                  where u.account_id = d.account_id and u.market_id = d.market_id and u.outcome = d.outcome)`,
-			ids, accounts, markets, outcomes, qty, locked, b.Now)
-	}
-	for _, m := range b.Markets {
-		var status *string
-		if m.Status != "" {
-			status = &m.Status
-		}
-		q.Queue(`update markets set last_trade_price = coalesce($2, last_trade_price), status = coalesce($3, status),
-			updated_at = $4 where id = $1`, m.ID, m.LastTradePrice, status, b.Now)
-	}
-	for _, st := range b.Settlements {
-		var outcome *string
-		if st.Outcome != "" {
-			outcome = &st.Outcome
-		}
-		q.Queue(`select settle($1, $2, $3)`, st.Market, outcome, b.Now)
-	}
-	if q.Len() == 0 {
-		return nil, nil
-	}
-	if err := tx.SendBatch(ctx, &q).Close(); err != nil {
-		return nil, fmt.Errorf("while writing a batch: %w", err)
-	}
-	return updated, nil
-}
-
-// updatedOrderColumns is orderColumns, qualified for an update joined with its data.
-const updatedOrderColumns = `o.id, o.market_id, o.side, o.outcome, o.price, o.quantity, o.filled_quantity,
-	o.status, o.created_at, o.updated_at, o.seq, o.account_id`
 
 const insertOrders = `insert into orders (id, market_id, seq, account_id, side, outcome, price, quantity,
 	filled_quantity, status, created_at, updated_at)

@@ -1,0 +1,205 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// A shard's batch runs as one transaction in two round trips on a connection of its own:
+// BeginBatch opens it and, in the same pipeline, locks and reads what the batch's placements
+// reserve from; the shard decides reservations and matches in memory; CommitBatch writes every
+// effect and commits in a second pipeline.
+
+// ShareKey names a holding: an account's shares of one outcome of one market.
+type ShareKey struct {
+	Account int64
+	Market  uuid.UUID
+	Outcome string
+}
+
+// Locked is what BeginBatch found and holds until the transaction ends.
+type Locked struct {
+	Owners map[uuid.UUID]Ownership // of the markets asked for (FOR SHARE: nobody can move them)
+	Cash   map[int64]int64         // available cash of each account asked for (FOR UPDATE)
+	Shares map[ShareKey]int64      // unlocked shares of each holding asked for that exists (FOR UPDATE)
+}
+
+// BeginBatch begins a transaction on conn and locks, in key order so that concurrent batches
+// cannot deadlock on them: the ownership rows of markets, and the accounts and holdings a batch
+// reserves from. Any of the lists may be empty.
+func BeginBatch(ctx context.Context, conn *pgx.Conn, markets []uuid.UUID, accounts []int64, holdings []ShareKey) (Locked, error) {
+	l := Locked{Owners: map[uuid.UUID]Ownership{}, Cash: map[int64]int64{}, Shares: map[ShareKey]int64{}}
+	var q pgx.Batch
+	q.Queue("begin")
+	if len(markets) > 0 {
+		q.Queue(`select id, shard, epoch, status from markets where id = any($1) order by id for share`, markets).
+			Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var o Ownership
+					var shard *string
+					if err := rows.Scan(&o.Market, &shard, &o.Epoch, &o.Status); err != nil {
+						return err
+					}
+					if shard != nil {
+						o.Shard = *shard
+					}
+					l.Owners[o.Market] = o
+				}
+				return rows.Err()
+			})
+	}
+	if len(accounts) > 0 {
+		q.Queue(`select id, available from accounts where id = any($1) order by id for update`, accounts).
+			Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var id, available int64
+					if err := rows.Scan(&id, &available); err != nil {
+						return err
+					}
+					l.Cash[id] = available
+				}
+				return rows.Err()
+			})
+	}
+	if len(holdings) > 0 {
+		ids, markets, outcomes := make([]int64, len(holdings)), make([]uuid.UUID, len(holdings)), make([]string, len(holdings))
+		for i, h := range holdings {
+			ids[i], markets[i], outcomes[i] = h.Account, h.Market, h.Outcome
+		}
+		q.Queue(`select p.account_id, p.market_id, p.outcome, p.quantity - p.locked_quantity from positions p
+			join unnest($1::bigint[], $2::uuid[], $3::text[]) as k(account_id, market_id, outcome)
+			  on p.account_id = k.account_id and p.market_id = k.market_id and p.outcome = k.outcome
+			order by p.account_id, p.market_id, p.outcome for update of p`, ids, markets, outcomes).
+			Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var k ShareKey
+					var free int64
+					if err := rows.Scan(&k.Account, &k.Market, &k.Outcome, &free); err != nil {
+						return err
+					}
+					l.Shares[k] = free
+				}
+				return rows.Err()
+			})
+	}
+	if err := conn.SendBatch(ctx, &q).Close(); err != nil {
+		RollbackBatch(ctx, conn)
+		return l, fmt.Errorf("while beginning a batch: %w", err)
+	}
+	return l, nil
+}
+
+// CommitBatch writes a batch within the transaction BeginBatch opened and commits it, in one round
+// trip, returning the updated existing orders in their new state. On failure the transaction is
+// rolled back.
+func CommitBatch(ctx context.Context, conn *pgx.Conn, b *Batch) ([]Order, error) {
+	var q pgx.Batch
+	var updated []Order
+	queueApply(&q, b, &updated)
+	q.Queue("commit")
+	if err := conn.SendBatch(ctx, &q).Close(); err != nil {
+		RollbackBatch(ctx, conn)
+		return nil, fmt.Errorf("while committing a batch: %w", err)
+	}
+	return updated, nil
+}
+
+// RollbackBatch ends a batch's transaction without writing it. A connection that cannot even roll
+// back is closed, for its pool to replace.
+func RollbackBatch(ctx context.Context, conn *pgx.Conn) {
+	if conn.PgConn().TxStatus() == 'I' {
+		return
+	}
+	if _, err := conn.Exec(ctx, "rollback"); err != nil {
+		_ = conn.Close(ctx)
+	}
+}
+
+// Retryable reports whether a batch failed only because it raced another transaction (a
+// deadlock or a serialization failure), so that running it again can succeed.
+func Retryable(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && (pg.Code == "40P01" || pg.Code == "40001")
+}
+
+// queueApply queues every write of a batch.
+func queueApply(q *pgx.Batch, b *Batch, updated *[]Order) {
+	if len(b.NewOrders) > 0 {
+		q.Queue(insertOrders, orderColumnsOf(b.NewOrders, b.Now)...)
+	}
+	if len(b.OrderUpdates) > 0 {
+		n := len(b.OrderUpdates)
+		markets, seqs, filled, status := make([]uuid.UUID, n), make([]int64, n), make([]int64, n), make([]string, n)
+		for i, o := range b.OrderUpdates {
+			markets[i], seqs[i], filled[i], status[i] = o.MarketID, o.Seq, o.FilledQuantity, o.Status
+		}
+		q.Queue(`update orders o set filled_quantity = d.filled, status = d.status, updated_at = $5
+			from unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[]) as d(market_id, seq, filled, status)
+			where o.market_id = d.market_id and o.seq = d.seq returning `+updatedOrderColumns,
+			markets, seqs, filled, status, b.Now).Query(func(rows pgx.Rows) error {
+			var err error
+			*updated, err = collectOrders(rows, nil)
+			return err
+		})
+	}
+	if len(b.Trades) > 0 {
+		q.Queue(insertTrades, tradeColumnsOf(b.Trades, b.Now)...)
+	}
+	if len(b.Cash) > 0 {
+		ids, avail, locked := make([]int64, len(b.Cash)), make([]int64, len(b.Cash)), make([]int64, len(b.Cash))
+		for i, d := range b.Cash {
+			ids[i], avail[i], locked[i] = d.Account, d.Available, d.Locked
+		}
+		q.Queue(`update accounts a set available = a.available + d.available, locked = a.locked + d.locked,
+			updated_at = $4 from unnest($1::bigint[], $2::bigint[], $3::bigint[]) as d(id, available, locked)
+			where a.id = d.id`, ids, avail, locked, b.Now)
+	}
+	if len(b.Shares) > 0 {
+		n := len(b.Shares)
+		ids, accounts, markets, outcomes := make([]uuid.UUID, n), make([]int64, n), make([]uuid.UUID, n), make([]string, n)
+		qty, locked := make([]int64, n), make([]int64, n)
+		for i, d := range b.Shares {
+			ids[i], accounts[i], markets[i], outcomes[i], qty[i], locked[i] = uuid.New(), d.Account, d.Market, d.Outcome, d.Quantity, d.Locked
+		}
+		// Existing positions take the deltas; the rest are new, and a new position only ever
+		// grows (shares come from a buy). One statement rather than an upsert, because Postgres
+		// checks an upsert's proposed row — negative for a sale — before it finds the conflict.
+		q.Queue(`with d as (
+				select * from unnest($1::uuid[], $2::bigint[], $3::uuid[], $4::text[], $5::bigint[], $6::bigint[])
+				  as d(id, account_id, market_id, outcome, quantity, locked)),
+			updated as (
+				update positions p set quantity = p.quantity + d.quantity, locked_quantity = p.locked_quantity + d.locked,
+				       updated_at = $7
+				from d where p.account_id = d.account_id and p.market_id = d.market_id and p.outcome = d.outcome
+				returning p.account_id, p.market_id, p.outcome)
+			insert into positions (id, account_id, market_id, outcome, quantity, locked_quantity, created_at, updated_at)
+			select d.id, d.account_id, d.market_id, d.outcome, d.quantity, d.locked, $7, $7 from d
+			where not exists (select 1 from updated u
+			                  where u.account_id = d.account_id and u.market_id = d.market_id and u.outcome = d.outcome)`,
+			ids, accounts, markets, outcomes, qty, locked, b.Now)
+	}
+	for _, m := range b.Markets {
+		var status *string
+		if m.Status != "" {
+			status = &m.Status
+		}
+		q.Queue(`update markets set last_trade_price = coalesce($2, last_trade_price), status = coalesce($3, status),
+			updated_at = $4 where id = $1`, m.ID, m.LastTradePrice, status, b.Now)
+	}
+	for _, st := range b.Settlements {
+		var outcome *string
+		if st.Outcome != "" {
+			outcome = &st.Outcome
+		}
+		q.Queue(`select settle($1, $2, $3)`, st.Market, outcome, b.Now)
+	}
+}
+
+// updatedOrderColumns is orderColumns, qualified for an update joined with its data.
+const updatedOrderColumns = `o.id, o.market_id, o.side, o.outcome, o.price, o.quantity, o.filled_quantity,
+	o.status, o.created_at, o.updated_at, o.seq, o.account_id`
