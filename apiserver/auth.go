@@ -4,11 +4,9 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/auth"
 	"github.com/pmx-dev/pmx/store"
@@ -19,25 +17,6 @@ const accountKey = "account"
 
 // touchEvery is how often a key's last-used time is written, at most.
 const touchEvery = time.Minute
-
-// keyCache remembers when this process last recorded each key's use, so that a busy bot costs one
-// write a minute rather than one per request.
-type keyCache struct {
-	mu      sync.Mutex
-	touched map[uuid.UUID]time.Time
-}
-
-func (k *keyCache) init() { k.touched = map[uuid.UUID]time.Time{} }
-
-func (k *keyCache) due(id uuid.UUID, now time.Time) bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if now.Sub(k.touched[id]) < touchEvery {
-		return false
-	}
-	k.touched[id] = now
-	return true
-}
 
 var (
 	errMissingKey = &Error{Status: http.StatusUnauthorized, Code: "missing_api_key",
@@ -67,14 +46,19 @@ func (s *Server) authenticate(c *gin.Context) {
 		writeError(c, errInvalidKey)
 		return
 	}
-	rec, err := s.cfg.Store.KeyByPrefix(c.Request.Context(), prefix)
-	if errors.Is(err, store.ErrNotFound) {
-		writeError(c, errInvalidKey)
-		return
-	}
-	if err != nil {
-		writeError(c, err)
-		return
+	rec, cached, gen := s.keys.get(prefix)
+	if !cached {
+		var err error
+		rec, err = s.cfg.Store.KeyByPrefix(c.Request.Context(), prefix)
+		if errors.Is(err, store.ErrNotFound) {
+			writeError(c, errInvalidKey)
+			return
+		}
+		if err != nil {
+			writeError(c, err)
+			return
+		}
+		s.keys.put(prefix, rec, gen)
 	}
 	if rec.Revoked || !auth.KeyMatches(key, rec.Hash) {
 		writeError(c, errInvalidKey)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/shard"
@@ -40,6 +41,9 @@ type Config struct {
 	MaxQuantity int64
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Metrics is where the server registers its metrics and what /metrics serves (default: a
+	// registry of its own).
+	Metrics *prometheus.Registry
 }
 
 // Server serves the exchange's HTTP API.
@@ -48,6 +52,15 @@ type Server struct {
 	log    *slog.Logger
 	engine *gin.Engine
 	keys   keyCache
+
+	stopListen context.CancelFunc
+	listening  chan struct{}
+}
+
+// Close stops the server's background work (the key revocation listener).
+func (s *Server) Close() {
+	s.stopListen()
+	<-s.listening
 }
 
 // New builds the server's routes.
@@ -64,12 +77,22 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewRegistry()
+	}
 	gin.SetMode(gin.ReleaseMode)
 	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "api"), engine: gin.New()}
 	s.keys.init()
+	ctx, stop := context.WithCancel(context.Background())
+	s.stopListen = stop
+	s.listening = make(chan struct{})
+	go func() {
+		defer close(s.listening)
+		s.keys.listen(ctx, cfg.Store, s.log)
+	}()
 	s.engine.ContextWithFallback = true
 	s.engine.HandleMethodNotAllowed = true
-	s.engine.Use(s.recover, s.withLogger)
+	s.engine.Use(s.recover, s.withLogger, newHTTPMetrics(cfg.Metrics).middleware)
 	s.engine.NoRoute(handler(func(c *gin.Context) error {
 		return newError(http.StatusNotFound, "not_found", "no such endpoint: %s %s", c.Request.Method, c.Request.URL.Path)
 	}))
@@ -79,6 +102,7 @@ func New(cfg Config) *Server {
 
 	s.engine.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok\n") })
 	s.engine.GET("/readyz", s.ready)
+	s.engine.GET("/metrics", metricsHandler(cfg.Metrics))
 
 	v1 := s.engine.Group("/api/v1")
 	v1.GET("/openapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, "application/yaml", OpenAPIDocument) })

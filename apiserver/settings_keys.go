@@ -88,7 +88,11 @@ func (st *settings) revokeKey(c *gin.Context, u *user) {
 	err := store.ErrNotFound
 	if id, perr := uuid.Parse(c.Param("id")); perr == nil {
 		// The account is in the statement's WHERE: another account's key is simply not found.
-		err = st.s.cfg.Store.RevokeAPIKey(c.Request.Context(), u.account, id, st.s.now())
+		var prefix string
+		if prefix, err = st.s.cfg.Store.RevokeAPIKey(c.Request.Context(), u.account, id, st.s.now()); err == nil {
+			// Other replicas hear of it from Postgres within milliseconds; this one forgets it now.
+			st.s.keys.revoke(prefix)
+		}
 	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		st.fail(c, err)

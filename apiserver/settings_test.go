@@ -19,6 +19,7 @@ import (
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/internal/exchangetest"
 	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
+	"github.com/pmx-dev/pmx/store"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -316,7 +317,7 @@ func TestSettingsSignInErrors(t *testing.T) {
 func TestSettingsRateLimit(t *testing.T) {
 	t.Parallel()
 	tg := exchangetest.StartDev(t)
-	replica := httptest.NewServer(apiserver.New(apiserver.Config{Store: tg.Store}).Handler())
+	replica := httptest.NewServer(replicaOf(t, tg.Store))
 	t.Cleanup(replica.Close)
 	b := newBrowser(t, tg.URL)
 	expectRedirect(t, "sign up", b.signUp("dave", password), "/settings?done=welcome")
@@ -456,7 +457,7 @@ func TestSettingsSessions(t *testing.T) {
 	}
 
 	// Over TLS the cookie is Secure and __Host- prefixed.
-	tlsServer := httptest.NewTLSServer(apiserver.New(apiserver.Config{Store: tg.Store}).Handler())
+	tlsServer := httptest.NewTLSServer(replicaOf(t, tg.Store))
 	t.Cleanup(tlsServer.Close)
 	tls := newBrowser(t, tlsServer.URL)
 	tls.http.Transport = tlsServer.Client().Transport
@@ -476,7 +477,7 @@ func TestSettingsSessions(t *testing.T) {
 	// Sessions are shared by every replica: the cookie works on another server on the same database.
 	c := newBrowser(t, tg.URL)
 	expectRedirect(t, "sign in", c.signIn("erin", password), "/settings")
-	replica := httptest.NewServer(apiserver.New(apiserver.Config{Store: tg.Store}).Handler())
+	replica := httptest.NewServer(replicaOf(t, tg.Store))
 	t.Cleanup(replica.Close)
 	c.base = replica.URL // the jar ignores ports
 	expect(t, "settings on a replica", c.get("/settings"), http.StatusOK, "erin")
@@ -598,4 +599,11 @@ func TestSettingsHeaders(t *testing.T) {
 	if s.status != http.StatusOK || !strings.HasPrefix(s.header.Get("Content-Type"), "text/css") || !strings.Contains(s.body, "@media") {
 		t.Fatalf("stylesheet: %d %s", s.status, s.header.Get("Content-Type"))
 	}
+}
+
+// replicaOf is another API replica on the same database, closed when t ends.
+func replicaOf(t *testing.T, st *store.Store) http.Handler {
+	api := apiserver.New(apiserver.Config{Store: st})
+	t.Cleanup(api.Close)
+	return api.Handler()
 }

@@ -101,18 +101,18 @@ func (s *Store) APIKeys(ctx context.Context, account int64) ([]APIKey, error) {
 	})
 }
 
-// RevokeAPIKey revokes one of an account's keys at now. A key that does not exist, belongs to
+// RevokeAPIKey revokes one of an account's keys at now and returns its prefix. A key that does not exist, belongs to
 // another account or is already revoked is ErrNotFound, and nothing changes.
-func (s *Store) RevokeAPIKey(ctx context.Context, account int64, id uuid.UUID, now time.Time) error {
-	tag, err := s.Pool.Exec(ctx, `update api_keys set revoked_at = $3
-		where id = $1 and account_id = $2 and revoked_at is null`, id, account, now)
-	if err != nil {
-		return err
+func (s *Store) RevokeAPIKey(ctx context.Context, account int64, id uuid.UUID, now time.Time) (prefix string, err error) {
+	// The notification goes out when the revocation commits: every API replica forgets the key.
+	err = s.Pool.QueryRow(ctx, `with revoked as (
+			update api_keys set revoked_at = $3 where id = $1 and account_id = $2 and revoked_at is null
+			returning prefix)
+		select prefix, pg_notify('`+KeyChannel+`', prefix) from revoked`, id, account, now).Scan(&prefix, nil)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", ErrNotFound
 	}
-	if tag.RowsAffected() == 0 {
-		return ErrNotFound
-	}
-	return nil
+	return prefix, err
 }
 
 // OpenOrder is a resting order with its market's question, for display.

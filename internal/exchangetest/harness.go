@@ -69,6 +69,7 @@ func StartDev(t testing.TB) *Target {
 	t.Cleanup(func() { stopCloser(); <-closerDone })
 	token := "test-admin-token"
 	api := apiserver.New(apiserver.Config{Store: st, Exchange: sh, Logger: log, AdminToken: token})
+	t.Cleanup(api.Close)
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 	tg := &Target{URL: srv.URL, AdminToken: token, Store: st, CheckBooks: sh.CheckBooks, AdminMarkets: true,

@@ -1,0 +1,34 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// KeyChannel is the Postgres notification channel on which a revoked key's prefix is announced.
+const KeyChannel = "pmx_api_keys"
+
+// ListenKeys listens for revoked API keys on a connection of its own: it calls ready once
+// listening, then revoked with the prefix of every key revoked anywhere, until ctx ends or the
+// connection fails, which it returns. Whoever caches keys must drop its cache before ready and
+// whenever ListenKeys returns, since notifications may have been missed meanwhile.
+func (s *Store) ListenKeys(ctx context.Context, ready func(), revoked func(prefix string)) error {
+	conn, err := s.Pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// The connection carries a LISTEN: it must never go back to the pool.
+	c := conn.Hijack()
+	defer c.Close(context.Background())
+	if _, err := c.Exec(ctx, "listen "+KeyChannel); err != nil {
+		return fmt.Errorf("while listening for revoked keys: %w", err)
+	}
+	ready()
+	for {
+		n, err := c.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		revoked(n.Payload)
+	}
+}
