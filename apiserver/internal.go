@@ -13,6 +13,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pmx-dev/pmx/auth"
 	"github.com/pmx-dev/pmx/engine"
@@ -73,11 +74,16 @@ var wireErrors = []struct {
 	{shard.ErrUnavailable, "unavailable", http.StatusServiceUnavailable},
 }
 
-// ShardServer serves one shard's internal API, and its health endpoints.
-func ShardServer(sh *shard.Shard, st *store.Store, token string, log *slog.Logger) http.Handler {
+// ShardServer serves one shard's internal API, its health endpoints and /metrics (from reg, or a
+// registry of its own when nil).
+func ShardServer(sh *shard.Shard, st *store.Store, token string, log *slog.Logger, reg *prometheus.Registry) http.Handler {
+	if reg == nil {
+		reg = NewRegistry()
+	}
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
-	e.Use(gin.Recovery())
+	e.Use(gin.Recovery(), newHTTPMetrics(reg).middleware)
+	e.GET("/metrics", metricsHandler(reg))
 	e.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok\n") })
 	e.GET("/readyz", func(c *gin.Context) {
 		ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)

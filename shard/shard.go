@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/market"
@@ -48,6 +50,8 @@ type Config struct {
 	MaxBatch int
 	// Now is the clock (default time.Now); tests inject their own.
 	Now func() time.Time
+	// Metrics registers the shard's metrics, when set.
+	Metrics prometheus.Registerer
 }
 
 // Shard owns a set of markets. Its methods are safe for concurrent use.
@@ -60,9 +64,11 @@ type Shard struct {
 	snaps sync.Map // uuid.UUID → *Snapshot, the committed state of each book
 
 	// Owned by the loop goroutine.
+	conn    *pgxpool.Conn // the batches' own connection
 	markets map[uuid.UUID]*marketState
 	acc     accumulator
 	result  engine.Result
+	metrics *metrics
 }
 
 // marketState is one market as the shard holds it.
@@ -104,6 +110,7 @@ func New(cfg Config) *Shard {
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 		markets: map[uuid.UUID]*marketState{},
+		metrics: newMetrics(cfg.Metrics),
 	}
 	go s.loop()
 	return s
@@ -117,6 +124,7 @@ func (s *Shard) Stop() {
 		close(s.stop)
 	}
 	<-s.done
+	s.releaseConn()
 }
 
 // Book returns the committed book of a market the shard has loaded.

@@ -77,6 +77,7 @@ func runAPI(ctx context.Context, o apiOptions) error {
 	}
 	api := apiserver.New(apiserver.Config{Store: st, Exchange: &apiserver.Router{Store: st, Token: o.internalToken},
 		Logger: log, AdminToken: o.adminToken, Grant: o.grant, MaxQuantity: o.maxQuantity})
+	defer api.Close()
 	fmt.Printf("pmx api is running.\n  API:       http://%s/api/v1\n", ln.Addr())
 	return serve(ctx, ln, api.Handler(), log)
 }

@@ -123,7 +123,8 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 		log.Info("migrated the database", "from", from, "to", to)
 	}
 
-	sh := shard.New(shard.Config{Store: st, Logger: log})
+	reg := apiserver.NewRegistry()
+	sh := shard.New(shard.Config{Store: st, Logger: log, Metrics: reg})
 	defer sh.Stop()
 
 	if o.markets != "" {
@@ -148,7 +149,8 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 	}
 
 	api := apiserver.New(apiserver.Config{Store: st, Exchange: sh, Logger: log, AdminToken: token,
-		Grant: o.grant, MaxQuantity: o.maxQuantity})
+		Grant: o.grant, MaxQuantity: o.maxQuantity, Metrics: reg})
+	defer api.Close()
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return fmt.Errorf("while listening on %s: %w", o.addr, err)

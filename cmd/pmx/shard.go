@@ -87,7 +87,8 @@ func runShard(ctx context.Context, o shardOptions) error {
 		advertise = net.JoinHostPort(host, port)
 	}
 
-	sh := shard.New(shard.Config{Store: st, Name: o.name, Logger: log})
+	reg := apiserver.NewRegistry()
+	sh := shard.New(shard.Config{Store: st, Name: o.name, Logger: log, Metrics: reg})
 	beatCtx, stopBeat := context.WithCancel(context.Background())
 	beatDone := make(chan struct{})
 	go func() {
@@ -97,7 +98,7 @@ func runShard(ctx context.Context, o shardOptions) error {
 	log.Info("shard serving", "addr", ln.Addr().String(), "advertise", advertise)
 	fmt.Printf("pmx shard %s is running on %s (advertised as %s)\n", o.name, ln.Addr(), advertise)
 
-	err = serve(ctx, ln, apiserver.ShardServer(sh, st, o.internalToken, log), log)
+	err = serve(ctx, ln, apiserver.ShardServer(sh, st, o.internalToken, log, reg), log)
 	// Orders in flight are answered by now; hand the markets back, then stop.
 	stopBeat()
 	<-beatDone

@@ -46,6 +46,12 @@ func RunSuite(t *testing.T, tg *Target) {
 			t.Fatalf("GET /api/v1/openapi.yaml: %d %.60s", status, raw)
 		}
 	})
+	t.Run("MetricsServed", func(t *testing.T) {
+		status, raw := tg.do(t, "GET", "/metrics", "", nil, false)
+		if status != http.StatusOK || !strings.Contains(string(raw), `pmx_http_requests_total{code="201",method="POST",route="/api/v1/order"}`) {
+			t.Fatalf("GET /metrics: %d %.300s", status, raw)
+		}
+	})
 	t.Run("Invariants", func(t *testing.T) { CheckInvariants(t, tg) })
 	t.Run("EveryDocumentedStatusSeen", func(t *testing.T) {
 		// Accounts are never deleted, so GET /positions cannot answer 404.
