@@ -18,6 +18,10 @@ RUN_FLAGS ?=
 TEST_FLAGS ?=
 # `make bench` runs the engine benchmarks on one core; BENCH_FLAGS adds more (e.g. -count 6).
 BENCH_FLAGS ?= -benchtime 2s
+# ...then the end-to-end benchmark, pmx bench; E2E_FLAGS adds to it (e.g. --bots 16 --duration 60s).
+E2E_FLAGS ?=
+# `make bench-sweep` offers these loads (orders/s, open loop) and charts the latency.
+SWEEP_RATES ?= 500,1000,1500,2000,3000,5000
 
 ##@ General
 
@@ -38,8 +42,13 @@ test: postgres chromium helm k8s-bins ## Run all tests, with the race detector.
 	$(GO) test -race -count=1 $(TEST_FLAGS) ./...
 
 .PHONY: bench
-bench: ## Run the benchmarks (one core, allocations shown).
+bench: build postgres ## Run the engine benchmarks (one core), then the whole exchange end to end (pmx bench).
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 $(BENCH_FLAGS) ./engine/...
+	$(PMX) bench $(E2E_FLAGS)
+
+.PHONY: bench-sweep
+bench-sweep: build postgres ## Chart placement latency against offered load (SWEEP_RATES) into docs/latency.png.
+	$(PMX) bench --sweep $(SWEEP_RATES) --chart docs/latency.png $(E2E_FLAGS)
 
 .PHONY: fuzz
 fuzz: ## Fuzz the engine's submission path and the order decoder, FUZZTIME each (default 60s).
@@ -100,8 +109,9 @@ CONTROLLER_GEN_VERSION := v0.23.0
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate the CRD manifests in config/crd/bases from api/.
+manifests: $(CONTROLLER_GEN) ## Generate the CRD (config/crd/bases) and the operator's RBAC (config/rbac).
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=pmx-operator paths=./controllers/... output:rbac:artifacts:config=config/rbac
 	mkdir -p charts/pmx/crds && cp config/crd/bases/*.yaml charts/pmx/crds/
 
 .PHONY: generate
@@ -134,7 +144,7 @@ K8S_GO_BUILD := CGO_ENABLED=0 $(GO) build -trimpath
 
 .PHONY: k8s-bins
 k8s-bins: ## Build kube-apiserver, etcd and kubectl for the tests into bin/k8s/ (once).
-ifeq ($(origin KUBEBUILDER_ASSETS),undefined)
+ifeq ($(strip $(KUBEBUILDER_ASSETS)),)
 export KUBEBUILDER_ASSETS := $(K8S_BINS)
 k8s-bins: $(K8S_BINS)/kube-apiserver $(K8S_BINS)/etcd $(K8S_BINS)/kubectl
 else
@@ -143,14 +153,14 @@ k8s-bins:
 endif
 
 $(K8S_BINS)/kube-apiserver $(K8S_BINS)/kubectl:
-	@echo "building $(@F) $(K8S_VERSION) from source into $(@D), about $(if $(filter kubectl,$(@F)),a minute,3 minutes) the first time"
+	@echo "building $(@F) $(K8S_VERSION) from source into $(@D), $(if $(filter kubectl,$(@F)),about a minute after kube-apiserver,about 5 minutes of 2 cores) the first time"
 	@mkdir -p $(@D)
 	@date=$$(cd hack/k8s && $(GO) list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes); \
 	cd hack/k8s && $(K8S_GO_BUILD) -ldflags "$(K8S_LDFLAGS)" -o $@.tmp k8s.io/kubernetes/cmd/$(@F)
 	@mv $@.tmp $@
 
 $(K8S_BINS)/etcd:
-	@echo "building etcd $(ETCD_VERSION) from source into $(@D), about 30 seconds the first time"
+	@echo "building etcd $(ETCD_VERSION) from source into $(@D), about a minute the first time"
 	@mkdir -p $(@D)
 	@cd hack/etcd && $(K8S_GO_BUILD) -ldflags "-s -w" -o $@.tmp go.etcd.io/etcd/server/v3
 	@mv $@.tmp $@

@@ -33,6 +33,8 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	}
 	run(t, root, controllerGen, "crd", "paths=./api/...", "output:crd:dir="+filepath.Join(out, "crd"))
 	compareDirs(t, filepath.Join(out, "crd"), filepath.Join(root, "config", "crd", "bases"), "*.yaml")
+	run(t, root, controllerGen, "rbac:roleName=pmx-operator", "paths=./controllers/...", "output:rbac:dir="+filepath.Join(out, "rbac"))
+	compareDirs(t, filepath.Join(out, "rbac"), filepath.Join(root, "config", "rbac"), "role.yaml")
 }
 
 // compareDirs fails for every file matching pattern that is in one directory and not the other, or

@@ -1,0 +1,307 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/apiserver"
+	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/k8stest"
+	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
+	"github.com/pmx-dev/pmx/shard"
+	"github.com/pmx-dev/pmx/store"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// world is the operator against a real kube-apiserver and Postgres, with two in-process shards
+// behind their internal API and a front API routing to them.
+type world struct {
+	t      *testing.T
+	k8s    client.Client
+	st     *store.Store
+	shards map[string]*shard.Shard
+	beats  map[string]context.CancelFunc
+	api    string
+	admin  string
+}
+
+const internalToken = "internal-token"
+
+func newWorld(t *testing.T) *world {
+	env := k8stest.Start(t)
+	ctx := context.Background()
+	st, err := store.Open(ctx, pgtest.NewDatabase(t, pgtest.Shared(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, _, err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	w := &world{t: t, k8s: env.Client, st: st, shards: map[string]*shard.Shard{}, beats: map[string]context.CancelFunc{}, admin: "admin-token"}
+
+	// Two shards, heartbeating every 100ms, reachable over their internal API.
+	for _, name := range []string{"shard-a", "shard-b"} {
+		sh := shard.New(shard.Config{Store: st, Name: name, Logger: log})
+		t.Cleanup(sh.Stop)
+		srv := httptest.NewServer(apiserver.ShardServer(sh, st, internalToken, log, nil))
+		t.Cleanup(srv.Close)
+		w.shards[name] = sh
+		w.beat(name, strings.TrimPrefix(srv.URL, "http://"))
+	}
+	front := apiserver.New(apiserver.Config{Store: st, Logger: log, AdminToken: w.admin,
+		Exchange: &apiserver.Router{Store: st, Token: internalToken}})
+	t.Cleanup(front.Close)
+	api := httptest.NewServer(front.Handler())
+	t.Cleanup(api.Close)
+	w.api = api.URL
+
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lifecycle := shard.New(shard.Config{Store: st, Name: "operator-test", Logger: log})
+	t.Cleanup(lifecycle.Stop)
+	r := &MarketReconciler{Client: mgr.GetClient(), Scheme: env.Scheme, Store: st, Lifecycle: lifecycle,
+		Name: "operator-test", ShardTTL: time.Second, Resync: 100 * time.Millisecond, Recorder: mgr.GetEventRecorder("pmx-operator")}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	mctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(mctx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	t.Cleanup(func() { stop(); <-done })
+	return w
+}
+
+// beat keeps a shard's heartbeat going until stopBeat, like a running shard (but one that can
+// die without handing its markets back).
+func (w *world) beat(name, addr string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			if err := w.st.Heartbeat(ctx, name, addr); err != nil && ctx.Err() == nil {
+				w.t.Errorf("heartbeat: %v", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	})
+	w.beats[name] = func() { cancel(); wg.Wait() }
+	w.t.Cleanup(w.beats[name])
+}
+
+func (w *world) market(name string, edit func(*pmxv1.MarketSpec)) *pmxv1.Market {
+	m := &pmxv1.Market{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: pmxv1.MarketSpec{Question: "Will " + name + " happen?", Category: "test"}}
+	if edit != nil {
+		edit(&m.Spec)
+	}
+	if err := w.k8s.Create(context.Background(), m); err != nil {
+		w.t.Fatal(err)
+	}
+	return m
+}
+
+// eventually polls the Market until cond holds.
+func (w *world) eventually(m *pmxv1.Market, what string, cond func(*pmxv1.Market) bool) *pmxv1.Market {
+	w.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var got pmxv1.Market
+		err := w.k8s.Get(context.Background(), client.ObjectKeyFromObject(m), &got)
+		if err == nil && cond(&got) {
+			return &got
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("Market %s: timed out waiting until %s; last: %+v (%v)", m.Name, what, got.Status, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func scheduled(m *pmxv1.Market) bool {
+	return m.Status.Phase == pmxv1.MarketPhaseOpen && meta.IsStatusConditionTrue(m.Status.Conditions, string(pmxv1.MarketScheduled))
+}
+
+// call does a public API request with an account's key.
+func (w *world) call(key, method, path, body string, want int, out any) {
+	w.t.Helper()
+	req, _ := http.NewRequest(method, w.api+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		w.t.Fatalf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, raw)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+}
+
+func (w *world) account(name string) (key string, id int64) {
+	var out struct {
+		APIKey string `json:"apiKey"`
+	}
+	w.call(w.admin, "POST", "/admin/v1/accounts", `{"name":"`+name+`"}`, http.StatusCreated, &out)
+	k, _ := w.st.KeyByPrefix(context.Background(), out.APIKey[:20])
+	return out.APIKey, k.AccountID
+}
+
+func (w *world) cash(id int64) int64 {
+	a, err := w.st.Account(context.Background(), id)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return a.Available + a.Locked
+}
+
+func order(market, side, outcome string, price, qty int) string {
+	b, _ := json.Marshal(map[string]any{"marketId": market, "side": side, "outcome": outcome, "price": price, "quantity": qty})
+	return string(b)
+}
+
+// TestOperator creates, trades, resolves, rejects a changed resolution, voids a deleted market,
+// and moves a market off a shard whose heartbeat stops, whose commits are then refused.
+func TestOperator(t *testing.T) {
+	w := newWorld(t)
+	alice, aliceID := w.account("alice")
+	bob, bobID := w.account("bob")
+
+	// Create: the market appears in the REST API, scheduled on a live shard.
+	m := w.eventually(w.market("rain", nil), "scheduled", scheduled)
+	if !strings.HasPrefix(m.Status.Shard, "shard-") || m.Status.Epoch < 1 || m.Status.ObservedGeneration != m.Generation || len(m.Finalizers) != 1 {
+		t.Fatalf("status %+v, finalizers %v", m.Status, m.Finalizers)
+	}
+	var list struct{ Markets []store.Market }
+	w.call(alice, "GET", "/api/v1/markets", "", http.StatusOK, &list)
+	if len(list.Markets) != 1 || list.Markets[0].ID.String() != m.Status.MarketID || list.Markets[0].Question != "Will rain happen?" {
+		t.Fatalf("GET /markets = %+v", list.Markets)
+	}
+
+	// Trade: 10 pairs minted at YES 60.
+	w.call(alice, "POST", "/api/v1/order", order(m.Status.MarketID, "BUY", "YES", 60, 10), http.StatusCreated, nil)
+	w.call(bob, "POST", "/api/v1/order", order(m.Status.MarketID, "BUY", "NO", 40, 10), http.StatusCreated, nil)
+	w.call(alice, "POST", "/api/v1/order", order(m.Status.MarketID, "BUY", "YES", 10, 5), http.StatusCreated, nil) // rests
+	m = w.eventually(m, "last price shown", func(m *pmxv1.Market) bool {
+		return m.Status.LastTradePrice != nil && *m.Status.LastTradePrice == 60
+	})
+
+	// Resolve YES: alice's 10 YES shares pay 1000, her resting order is cancelled.
+	patch := client.MergeFrom(m.DeepCopy())
+	m.Spec.Resolution = pmxv1.ResolutionYes
+	if err := w.k8s.Patch(context.Background(), m, patch); err != nil {
+		t.Fatal(err)
+	}
+	m = w.eventually(m, "resolved", func(m *pmxv1.Market) bool {
+		return m.Status.Phase == pmxv1.MarketPhaseResolved && meta.IsStatusConditionTrue(m.Status.Conditions, string(pmxv1.MarketSettled))
+	})
+	if got := w.cash(aliceID); got != 1_000_000-600+1000 {
+		t.Fatalf("alice has %d after resolution", got)
+	}
+	if got := w.cash(bobID); got != 1_000_000-400 {
+		t.Fatalf("bob has %d after resolution", got)
+	}
+
+	// The resolution cannot change: the apiserver refuses it (CEL).
+	patch = client.MergeFrom(m.DeepCopy())
+	m.Spec.Resolution = pmxv1.ResolutionNo
+	if err := w.k8s.Patch(context.Background(), m, patch); err == nil || !strings.Contains(err.Error(), "cannot be changed") {
+		t.Fatalf("changing the resolution: %v", err)
+	}
+
+	// Deleting an OPEN market voids it: each share pays 50, resting orders are cancelled.
+	v := w.eventually(w.market("void", nil), "scheduled", scheduled)
+	w.call(alice, "POST", "/api/v1/order", order(v.Status.MarketID, "BUY", "YES", 30, 4), http.StatusCreated, nil)
+	w.call(bob, "POST", "/api/v1/order", order(v.Status.MarketID, "BUY", "NO", 70, 2), http.StatusCreated, nil)
+	aliceBefore, bobBefore := w.cash(aliceID), w.cash(bobID)
+	if err := w.k8s.Delete(context.Background(), v); err != nil {
+		t.Fatal(err)
+	}
+	id := uuid.MustParse(v.Status.MarketID)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var got pmxv1.Market
+		err := w.k8s.Get(context.Background(), client.ObjectKeyFromObject(v), &got)
+		row, _ := w.st.Market(context.Background(), id)
+		if err != nil && row.Status == store.MarketCanceled {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deleted market not voided: %s, %v", row.Status, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Two pairs were minted (alice paid 30 for each YES, bob 70 for each NO); voided, each share
+	// pays 50, and alice's unfilled bid releases its lock (already counted in her cash).
+	if a, b := w.cash(aliceID), w.cash(bobID); a != aliceBefore+100 || b != bobBefore+100 {
+		t.Fatalf("after voiding: alice %d (was %d), bob %d (was %d)", a, aliceBefore, b, bobBefore)
+	}
+
+	// A shard whose heartbeat stops loses its markets; its commits are refused.
+	f := w.eventually(w.market("failover", nil), "scheduled", scheduled)
+	owner := f.Status.Shard
+	w.call(alice, "POST", "/api/v1/order", order(f.Status.MarketID, "BUY", "YES", 45, 3), http.StatusCreated, nil)
+	w.beats[owner]()
+	moved := w.eventually(f, "moved to another shard", func(m *pmxv1.Market) bool {
+		return scheduled(m) && m.Status.Shard != owner && m.Status.Epoch > f.Status.Epoch
+	})
+	_, err := w.shards[owner].Place(context.Background(), shard.PlaceRequest{Account: aliceID, Market: uuid.MustParse(f.Status.MarketID),
+		Side: engine.Buy, Outcome: engine.Yes, Price: 46, Quantity: 1})
+	if err == nil || !strings.Contains(err.Error(), "does not own") {
+		t.Fatalf("the shard that lost the market placed an order: %v", err)
+	}
+	var placed store.PlacedOrder
+	w.call(bob, "POST", "/api/v1/order", order(f.Status.MarketID, "BUY", "NO", 55, 3), http.StatusCreated, &placed)
+	if placed.FilledQuantity != 3 {
+		t.Fatalf("on the new shard %s, the resting order was not there to trade with: %+v", moved.Status.Shard, placed)
+	}
+}
+
+// TestConfigManifests applies config/ — the CRD, the operator's RBAC and its Deployment — to a real
+// apiserver with a server-side dry run, so that the apiserver validates every object.
+func TestConfigManifests(t *testing.T) {
+	env := k8stest.Start(t)
+	root := k8stest.RepoRoot(t)
+	env.Kubectl(t, "apply", "-f", root+"/config/manager/namespace.yaml")
+	out := env.Kubectl(t, "apply", "--server-side", "--dry-run=server", "-f", root+"/config/rbac", "-f", root+"/config/manager/manager.yaml")
+	for _, want := range []string{"clusterrole.rbac.authorization.k8s.io/pmx-operator", "serviceaccount/pmx-operator",
+		"clusterrolebinding.rbac.authorization.k8s.io/pmx-operator", "deployment.apps/pmx-operator"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl apply did not accept %s:\n%s", want, out)
+		}
+	}
+}

@@ -1,0 +1,258 @@
+package exchangetest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/internal/apitest"
+	"github.com/pmx-dev/pmx/internal/k8stest"
+	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
+	"github.com/pmx-dev/pmx/store"
+)
+
+// cluster is the distributed exchange as separate processes on loopback: a real kube-apiserver
+// and etcd, Postgres, pmx operator, two pmx shard and two pmx api.
+type cluster struct {
+	env    *k8stest.Env
+	store  *store.Store
+	shards map[string]*Process
+	apis   []string // base URLs of the api replicas
+}
+
+const (
+	clusterAdminToken    = "distributed-admin-token"
+	clusterInternalToken = "distributed-internal-token"
+)
+
+var (
+	shardLine    = regexp.MustCompile(`pmx shard \S+ is running on (\S+)`)
+	operatorLine = regexp.MustCompile(`msg="starting the (operator)"`)
+)
+
+func startCluster(t *testing.T) *cluster {
+	env := k8stest.Start(t)
+	dbURL := pgtest.NewDatabase(t, pgtest.Shared(t))
+	bin := BuildPMX(t)
+	st, err := store.Open(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	c := &cluster{env: env, store: st, shards: map[string]*Process{}}
+
+	kubeconfig := "KUBECONFIG=" + env.Kubeconfig
+	StartProcessEnv(t, operatorLine, []string{kubeconfig}, bin, "operator", "--database-url", dbURL,
+		"--leader-elect=false", "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+		"--name", "operator-test", "--shard-ttl", "2s", "--resync", "250ms", "--log-level", "info")
+	for _, name := range []string{"shard-a", "shard-b"} {
+		p, _ := StartProcess(t, shardLine, bin, "shard", "--name", name, "--addr", "127.0.0.1:0",
+			"--database-url", dbURL, "--internal-token", clusterInternalToken, "--log-level", "warn")
+		c.shards[name] = p
+	}
+	for range 2 {
+		_, base := StartProcess(t, apiLine, bin, "api", "--addr", "127.0.0.1:0", "--database-url", dbURL,
+			"--admin-token", clusterAdminToken, "--internal-token", clusterInternalToken, "--log-level", "warn")
+		WaitReady(t, base+"/readyz")
+		c.apis = append(c.apis, base)
+	}
+	return c
+}
+
+// target is the cluster as the suite sees it, through api replica i.
+func (c *cluster) target(t *testing.T, i int) *Target {
+	tg := &Target{URL: c.apis[i], AdminToken: clusterAdminToken, Store: c.store,
+		Validator: apitest.NewValidator(t), HTTP: &http.Client{Timeout: time.Minute}}
+	tg.Markets = &KubeMarkets{Client: c.env.Client, Store: c.store, Namespace: "default",
+		Scheduled: func(_ context.Context, m store.Market) bool {
+			return m.Shard != nil && strings.HasPrefix(*m.Shard, "shard-")
+		}}
+	return tg
+}
+
+// TestDistributed runs the distributed exchange as separate processes: the contract suite through
+// one api replica, then Market resources applied with kubectl, trading through both replicas, a
+// shard killed under load, and a resolution patched with kubectl.
+func TestDistributed(t *testing.T) {
+	c := startCluster(t)
+	t.Run("Suite", func(t *testing.T) { RunSuite(t, c.target(t, 0)) })
+	t.Run("Failover", func(t *testing.T) { testFailover(t, c) })
+}
+
+func testFailover(t *testing.T, c *cluster) {
+	tg := c.target(t, 1)
+	repo := k8stest.RepoRoot(t)
+	c.env.Kubectl(t, "apply", "-f", filepath.Join(repo, "config", "samples"))
+	samples := map[string]uuid.UUID{}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(samples) < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("samples not scheduled: %s", c.env.Kubectl(t, "get", "mkt", "-o", "wide"))
+		}
+		var list struct {
+			Items []struct {
+				Metadata struct{ Name string }
+				Status   struct{ MarketID, Shard, Phase string }
+			}
+		}
+		if err := json.Unmarshal([]byte(c.env.Kubectl(t, "get", "mkt", "-o", "json")), &list); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range list.Items {
+			if strings.HasPrefix(m.Status.Shard, "shard-") && m.Status.Phase == "OPEN" && !strings.HasPrefix(m.Metadata.Name, "suite-") {
+				samples[m.Metadata.Name] = uuid.MustParse(m.Status.MarketID)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("kubectl get mkt:\n%s", c.env.Kubectl(t, "get", "mkt"))
+	owners := map[string]bool{}
+	var markets []uuid.UUID
+	for _, id := range samples {
+		o, err := c.store.Owner(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		owners[o.Shard] = true
+		markets = append(markets, id)
+	}
+	if len(owners) != 2 {
+		t.Errorf("the three samples sit on %v, not spread over both shards", owners)
+	}
+
+	// Bots trade on the samples through both replicas.
+	replicas := []*Target{c.target(t, 0), tg}
+	bots := make([]*Client, 8)
+	for i := range bots {
+		bots[i] = tg.NewAccount(t, "failover")
+		bots[i].T = replicas[i%2]
+	}
+	victim := markets[0]
+	killed, _ := c.store.Owner(context.Background(), victim)
+	o := killed
+	var (
+		mu        sync.Mutex
+		acked     = map[uuid.UUID]bool{}
+		killedAt  time.Time
+		recovered time.Time
+	)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, bot := range bots {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				m := markets[n%len(markets)]
+				sent := time.Now()
+				status, raw, err := post(bot.T, bot, OrderBody(m, "BUY", []string{"YES", "NO"}[(i+n)%2], 40+(i*7+n*3)%21, 1+n%4))
+				if err != nil || status != http.StatusCreated {
+					continue // 503 while the market moves: the bot tries again
+				}
+				var placed store.PlacedOrder
+				if json.Unmarshal(raw, &placed) != nil {
+					continue
+				}
+				mu.Lock()
+				acked[placed.ID] = true
+				// Recovery is an order sent after the kill, to the killed shard's market.
+				if m == victim && !killedAt.IsZero() && sent.After(killedAt) && recovered.IsZero() {
+					recovered = time.Now()
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	waitFor(t, 30*time.Second, "400 acknowledged orders", func() bool { mu.Lock(); defer mu.Unlock(); return len(acked) >= 400 })
+	mu.Lock()
+	killedAt = time.Now()
+	mu.Unlock()
+	c.shards[o.Shard].Kill()
+	waitFor(t, 30*time.Second, "trading on the killed shard's market to resume", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return !recovered.IsZero()
+	})
+	close(stop)
+	wg.Wait()
+	failover := recovered.Sub(killedAt)
+	moved, _ := c.store.Owner(context.Background(), victim)
+	t.Logf("killed %s under load; market %s moved to %s (epoch %d); the first order after the kill was acknowledged %v later",
+		o.Shard, victim, moved.Shard, moved.Epoch, failover.Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "failover: %v from SIGKILL of %s to the next acknowledged order on its market\n", failover.Round(time.Millisecond), o.Shard)
+	if moved.Shard == o.Shard || moved.Epoch <= o.Epoch {
+		t.Fatalf("market still owned by %s at epoch %d", moved.Shard, moved.Epoch)
+	}
+	waitFor(t, 30*time.Second, "every market of the killed shard to move", func() bool {
+		for _, id := range markets {
+			if o, err := c.store.Owner(context.Background(), id); err != nil || o.Shard == killed.Shard {
+				return false
+			}
+		}
+		return true
+	})
+	for id := range acked {
+		if _, err := c.store.Order(context.Background(), id); err != nil {
+			t.Fatalf("acknowledged order %s is gone: %v", id, err)
+		}
+	}
+	CheckInvariants(t, tg)
+	CheckBooksOverAPI(t, tg, bots[0], markets)
+
+	// A resolution patched with kubectl pays every YES share 100.
+	before := map[*Client]int64{}
+	for _, b := range bots {
+		avail, _ := b.Balance(t)
+		before[b] = avail + 100*b.Positions(t)[victim.String()+"/YES"].Quantity
+	}
+	var name string
+	for n, id := range samples {
+		if id == victim {
+			name = n
+		}
+	}
+	c.env.Kubectl(t, "patch", "mkt", name, "--type", "merge", "-p", `{"spec":{"resolution":"YES"}}`)
+	waitFor(t, 30*time.Second, "the market to resolve", func() bool {
+		m, err := c.store.Market(context.Background(), victim)
+		return err == nil && m.Status == store.MarketResolved
+	})
+	for _, b := range bots {
+		// Orders on the other markets still rest: count locked cash back in.
+		avail, locked := b.Balance(t)
+		if got := avail + locked; got < before[b] {
+			t.Errorf("%s: %d after resolution, want at least %d", b.Name, got, before[b])
+		}
+		if _, ok := b.Positions(t)[victim.String()+"/YES"]; ok {
+			t.Errorf("%s still holds YES shares of a resolved market", b.Name)
+		}
+	}
+	if out := c.env.Kubectl(t, "get", "mkt", name); !strings.Contains(out, "RESOLVED") {
+		t.Errorf("kubectl get mkt %s:\n%s", name, out)
+	}
+	CheckInvariants(t, tg)
+}
+
+// waitFor polls cond every 10ms until it holds or d passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
