@@ -1,0 +1,4 @@
+// Package charttest tests the Helm chart charts/pmx with the helm binary the Makefile pins: lint,
+// schema, rendered objects, and every rendered object applied to a real kube-apiserver (server-side
+// dry run, then a real install and upgrades). It holds only tests.
+package charttest
