@@ -142,7 +142,7 @@ const insertOrders = `insert into orders (id, market_id, seq, account_id, side, 
 
 func orderColumnsOf(os []Order, now time.Time) []any {
 	n := len(os)
-	ids, markets, seqs, accounts := make([]uuid.UUID, n), make([]uuid.UUID, n), make([]int64, n), make([]int64, n)
+	ids, markets, seqs, accounts := make([][16]byte, n), make([][16]byte, n), make([]int64, n), make([]int64, n)
 	sides, outcomes, prices := make([]string, n), make([]string, n), make([]int16, n)
 	qty, filled, status := make([]int64, n), make([]int64, n), make([]string, n)
 	for i, o := range os {
@@ -164,7 +164,7 @@ const insertTrades = `insert into trades (id, market_id, seq, kind, yes_price, q
 
 func tradeColumnsOf(ts []TradeRow, now time.Time) []any {
 	n := len(ts)
-	ids, markets, seqs, kinds := make([]uuid.UUID, n), make([]uuid.UUID, n), make([]int64, n), make([]string, n)
+	ids, markets, seqs, kinds := make([][16]byte, n), make([][16]byte, n), make([]int64, n), make([]string, n)
 	yes, qty, takerSeq, makerSeq := make([]int16, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	takerAcc, makerAcc, sides, outcomes, prices := make([]int64, n), make([]int64, n), make([]string, n), make([]string, n), make([]int16, n)
 	for i, t := range ts {
