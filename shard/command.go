@@ -32,7 +32,6 @@ type command struct {
 	reply   chan error
 
 	err      error // set while the batch runs; sent once it commits
-	reserved int16 // cmdPlace: the reservation's result
 	placed   store.PlacedOrder
 	keys     []orderKey // cmdCancel, cmdCancelAll: orders to answer with once written
 	orders   []store.Order
