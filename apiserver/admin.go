@@ -67,11 +67,7 @@ func (s *Server) NewAPIKey(c *gin.Context, account int64, label string) (string,
 }
 
 func (s *Server) createAccount(c *gin.Context) error {
-	body, err := readBody(c.Request)
-	if err != nil {
-		return err
-	}
-	obj, err := decodeObject(body)
+	obj, err := readObject(c.Request)
 	if err != nil {
 		return err
 	}
@@ -142,11 +138,7 @@ func (s *Server) transition(action market.Action) func(*gin.Context) error {
 }
 
 func (s *Server) resolve(c *gin.Context) error {
-	body, err := readBody(c.Request)
-	if err != nil {
-		return err
-	}
-	obj, err := decodeObject(body)
+	obj, err := readObject(c.Request)
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,15 @@ func readBody(r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
+// readObject reads a request body that must be a JSON object.
+func readObject(r *http.Request) (object, error) {
+	body, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	return decodeObject(body)
+}
+
 // object is a decoded JSON object whose fields are checked one by one, so that each error can
 // name its field. Unknown fields are ignored.
 type object map[string]json.RawMessage

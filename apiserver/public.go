@@ -195,11 +195,7 @@ func (s *Server) ownOrder(c *gin.Context, id uuid.UUID) (store.Order, error) {
 }
 
 func (s *Server) cancelOrder(c *gin.Context) error {
-	body, err := readBody(c.Request)
-	if err != nil {
-		return err
-	}
-	obj, err := decodeObject(body)
+	obj, err := readObject(c.Request)
 	if err != nil {
 		return err
 	}
