@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pmx-dev/pmx/apiserver"
-	"github.com/pmx-dev/pmx/store"
 )
 
 type apiOptions struct {
@@ -63,14 +62,11 @@ func runAPI(ctx context.Context, o apiOptions) error {
 	if err := startPprof(o.pprofAddr, log); err != nil {
 		return err
 	}
-	st, err := store.Open(ctx, o.databaseURL)
+	st, err := openStore(ctx, o.databaseURL)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if _, _, err := st.Migrate(ctx); err != nil {
-		return err
-	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return fmt.Errorf("while listening on %s: %w", o.addr, err)

@@ -18,7 +18,6 @@ import (
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/controllers"
 	"github.com/pmx-dev/pmx/shard"
-	"github.com/pmx-dev/pmx/store"
 )
 
 type operatorOptions struct {
@@ -72,14 +71,11 @@ func runOperator(o operatorOptions) error {
 	ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
 	ctx := ctrl.SetupSignalHandler()
 
-	st, err := store.Open(ctx, o.databaseURL)
+	st, err := openStore(ctx, o.databaseURL)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if _, _, err := st.Migrate(ctx); err != nil {
-		return err
-	}
 
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))

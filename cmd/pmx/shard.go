@@ -12,7 +12,6 @@ import (
 
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/shard"
-	"github.com/pmx-dev/pmx/store"
 )
 
 type shardOptions struct {
@@ -65,14 +64,11 @@ func runShard(ctx context.Context, o shardOptions) error {
 		return err
 	}
 	log = log.With("shard", o.name)
-	st, err := store.Open(ctx, o.databaseURL)
+	st, err := openStore(ctx, o.databaseURL)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if _, _, err := st.Migrate(ctx); err != nil {
-		return err
-	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return fmt.Errorf("while listening on %s: %w", o.addr, err)
