@@ -1,0 +1,60 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testWriter sends progress lines to the test log.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// TestRunSmoke builds pmx and benches it for a moment: a real pmx dev on a real durable cluster.
+// It checks that the figures are sane, never how fast anything is.
+func TestRunSmoke(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "pmx")
+	// Without symbols the (large) binary links in half the time.
+	if out, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "github.com/pmx-dev/pmx/cmd/pmx").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, Options{PMX: bin, Bots: 4, Markets: 2, Duration: 2 * time.Second, Command: "test",
+		Progress: testWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	if err := res.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + text.String())
+	if len(res.Runs) != 1 {
+		t.Fatalf("%d runs, want 1", len(res.Runs))
+	}
+	r := res.Runs[0]
+	switch {
+	case r.Mode != "closed" || r.Loadgen == nil || r.Loadgen.Markets != 2 || r.Loadgen.Bots != 4:
+		t.Errorf("the run is not the one asked for: %+v", r)
+	case r.Orders <= 0 || r.OrdersPerSec <= 0 || r.P50Us <= 0 || r.P99Us < r.P50Us:
+		t.Errorf("orders %d, %.1f/s, p50 %dµs, p99 %dµs", r.Orders, r.OrdersPerSec, r.P50Us, r.P99Us)
+	case r.Failed != 0:
+		t.Errorf("%d requests failed: %+v", r.Failed, r.Loadgen.Errors)
+	case !(r.TransactionsPerOrder > 0 && r.TransactionsPerOrder < 10):
+		t.Errorf("%.2f transactions per order (%d in all)", r.TransactionsPerOrder, r.Transactions)
+	case !(r.CPU.PMX > 0 && r.CPU.Postgres > 0 && r.CPUPerOrderUs > 0):
+		t.Errorf("CPU %+v, %.0fµs per order", r.CPU, r.CPUPerOrderUs)
+	}
+	if pg := res.Machine.Postgres; pg.Fsync != "on" || pg.SynchronousCommit != "on" {
+		t.Errorf("the cluster is not durable: %+v", pg)
+	}
+}

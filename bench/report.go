@@ -1,0 +1,116 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// WriteJSON writes the result as an indented JSON object, each run with its full loadgen report.
+func (r *Result) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText writes the result for people: the setting, one table row per run and what each
+// column means.
+func (r *Result) WriteText(w io.Writer) error {
+	var b strings.Builder
+	m, pg := r.Machine, r.Machine.Postgres
+	fmt.Fprintf(&b, "pmx bench: pmx dev on a private PostgreSQL %s, fresh for each run (fsync %s, synchronous_commit %s, full_page_writes %s), driven by pmx loadgen\n",
+		pg.Version, pg.Fsync, pg.SynchronousCommit, pg.FullPageWrites)
+	cpu := ""
+	if m.CPU != "" {
+		cpu = " (" + m.CPU + ")"
+	}
+	fmt.Fprintf(&b, "%-8s %d cores%s, %s/%s, %s\n", "machine", m.Cores, cpu, m.OS, m.Arch, m.GoVersion)
+	fmt.Fprintf(&b, "%-8s %s\n", "command", r.Command)
+	fmt.Fprintf(&b, "%-8s %s\n", "pmx", r.PMX)
+	fmt.Fprintf(&b, "%-8s %d bots on %d markets, %s per run, seed %d\n\n", "load", r.Bots, r.Markets,
+		time.Duration(r.DurationSeconds*float64(time.Second)), r.Seed)
+
+	const row = "%-14s %10s %8s %8s %8s  %10s  %9s %8s %8s  %5s %5s %7s\n"
+	fmt.Fprintf(&b, row, "load", "orders/s", "p50", "p99", "p99.9", "xact/order", "CPU/order", "pmx", "postgres", "cores", "other", "failed")
+	for i := range r.Runs {
+		x := &r.Runs[i]
+		load := "closed loop"
+		if x.Mode == "open" {
+			load = "open " + formatCount(x.OfferedRate) + "/s"
+		}
+		perOrder := func(v float64) string {
+			if x.Orders == 0 {
+				return "-"
+			}
+			return formatUs(int64(math.Round(v)))
+		}
+		xact := "-"
+		if x.Orders > 0 {
+			xact = strconv.FormatFloat(x.TransactionsPerOrder, 'f', 2, 64)
+		}
+		fmt.Fprintf(&b, row, load, formatRate(x.OrdersPerSec), latency(x, x.P50Us), latency(x, x.P99Us), latency(x, x.P999Us),
+			xact, perOrder(x.CPUPerOrderUs), perOrder(x.PMXPerOrderUs), perOrder(x.PGPerOrderUs),
+			strconv.FormatFloat(x.CoresBusy, 'f', 2, 64), strconv.FormatFloat(x.OtherCores, 'f', 2, 64), formatCount(float64(x.Failed)))
+	}
+	b.WriteString(`
+orders/s    placements acknowledged per second of the run
+p50..p99.9  placement latency to the last response byte, from the send (closed loop) or from the
+            scheduled send time (open loop, so queueing behind a stall counts)
+xact/order  Postgres transactions (pg_stat_database xact_commit + xact_rollback) per order
+CPU/order   CPU time (user + system, from /proc) of pmx dev and every Postgres process per order,
+            then split into pmx and postgres; the load generator's own CPU is not in it
+cores       CPU seconds per second of pmx dev, Postgres and the load generator together
+other       CPU seconds per second of every other process (/proc/stat): well above 0, the run was disturbed
+`)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func latency(x *RunResult, us int64) string {
+	if x.Orders == 0 && us == 0 {
+		return "-"
+	}
+	return formatUs(us)
+}
+
+// formatUs prints a duration given in microseconds with three significant digits.
+func formatUs(us int64) string {
+	f := float64(us)
+	switch {
+	case f < 1000:
+		return strconv.FormatFloat(f, 'f', 0, 64) + "µs"
+	case f < 10_000:
+		return strconv.FormatFloat(f/1000, 'f', 2, 64) + "ms"
+	case f < 100_000:
+		return strconv.FormatFloat(f/1000, 'f', 1, 64) + "ms"
+	case f < 1_000_000:
+		return strconv.FormatFloat(f/1000, 'f', 0, 64) + "ms"
+	}
+	return strconv.FormatFloat(f/1e6, 'f', 2, 64) + "s"
+}
+
+// formatCount prints a whole number with thousands separators (fractions are rounded).
+func formatCount(f float64) string {
+	s := strconv.FormatInt(int64(math.Round(math.Abs(f))), 10)
+	var b strings.Builder
+	if f <= -0.5 {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// formatRate prints a rate with thousands separators and one decimal.
+func formatRate(f float64) string {
+	tenths := int64(math.Round(f * 10))
+	return formatCount(float64(tenths/10)) + "." + strconv.FormatInt(tenths%10, 10)
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pmx-dev/pmx/bench"
+)
+
+func newBenchCommand() *cobra.Command {
+	var (
+		o       bench.Options
+		rate    float64
+		sweep   string
+		chart   string
+		asJSON  bool
+		verbose bool
+		quiet   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Benchmark the whole exchange: pmx dev on a durable private Postgres, driven by pmx loadgen",
+		Long: `bench measures the exchange end to end on this machine. For each run it starts a fresh
+private PostgreSQL cluster with the durable settings pmx dev uses (fsync and synchronous commit
+on) in a temporary directory (or under --data-dir, kept), starts pmx dev (--pmx, default this
+binary) on it on a free loopback port, creates --markets markets through the admin API, and
+drives them in-process with the load generator of pmx loadgen: --bots bots for --duration,
+closed loop (each bot sends as soon as it is answered) unless --rate or --sweep sets an
+offered load (open loop, latency from each request's scheduled send time). A young database
+gets slower as dead row versions pile up and faster as their space is reused, so every run
+starts from an empty one: runs compare, whatever ran before them.
+
+It prints one row per run: acknowledged orders/s, placement latency p50, p99 and p99.9,
+Postgres transactions per order (pg_stat_database, read before and after) and CPU per order:
+the user + system time of pmx dev and of every Postgres process (the postmaster, its live
+children and the children it reaped, from /proc), divided by the acknowledged orders.
+
+--sweep R1,R2,... runs open loop at each offered rate in turn; --chart FILE draws their
+placement latency against the offered load (PNG, SVG or PDF, from the extension).
+
+Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what was measured.`,
+		Example: `  pmx bench                                   # 64 bots, 8 markets, 20s, closed loop
+  pmx bench --bots 16 --duration 60s --json
+  pmx bench --sweep 500,1000,1500,2000,3000 --chart docs/latency.png
+  pmx bench --pmx /tmp/pmx-before/bin/pmx     # measure another build
+  pmx bench --dev-arg=--pprof-addr=127.0.0.1:6060   # then: go tool pprof http://127.0.0.1:6060/debug/pprof/profile`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case sweep != "" && rate != 0:
+				return errors.New("--rate and --sweep exclude each other")
+			case sweep != "":
+				rates, err := bench.ParseRates(sweep)
+				if err != nil {
+					return fmt.Errorf("--sweep: %w", err)
+				}
+				o.Rates = rates
+			case rate < 0:
+				return errors.New("--rate must not be negative")
+			default:
+				o.Rates = []float64{rate}
+			}
+			if chart != "" && len(o.Rates) < 2 {
+				return errors.New("--chart needs a --sweep of at least two rates")
+			}
+			if o.PMX == "" {
+				exe, err := os.Executable()
+				if err != nil {
+					return fmt.Errorf("cannot find this binary to start pmx dev from, pass --pmx: %w", err)
+				}
+				o.PMX = exe
+			}
+			o.Command = bench.CommandLine(os.Args)
+			if !quiet {
+				o.Progress = cmd.ErrOrStderr()
+			}
+			o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			go func() {
+				<-ctx.Done()
+				stop() // a second Ctrl-C kills the bench; pmx dev and Postgres get parent-death signals
+			}()
+			res, runErr := bench.Run(ctx, o)
+			if res == nil {
+				return runErr
+			}
+			if verbose {
+				for _, r := range res.Runs {
+					fmt.Fprintln(cmd.ErrOrStderr())
+					_ = r.Loadgen.WriteText(cmd.ErrOrStderr())
+				}
+			}
+			var err error
+			if asJSON {
+				err = res.WriteJSON(cmd.OutOrStdout())
+			} else {
+				fmt.Fprintln(cmd.OutOrStdout())
+				err = res.WriteText(cmd.OutOrStdout())
+			}
+			if chart != "" && runErr == nil && err == nil {
+				if err = res.WriteChart(chart); err == nil && !quiet {
+					fmt.Fprintf(cmd.ErrOrStderr(), "chart written to %s\n", chart)
+				}
+			}
+			return errors.Join(runErr, err)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.PMX, "pmx", "", "pmx binary to run as pmx dev (default: this binary)")
+	f.IntVar(&o.Bots, "bots", bench.DefaultBots, "concurrent bots, each its own account")
+	f.IntVar(&o.Markets, "markets", bench.DefaultMarkets, "markets to create and trade, fresh for each run")
+	f.DurationVar(&o.Duration, "duration", bench.DefaultDuration, "length of each run")
+	f.Float64Var(&rate, "rate", 0, "open loop: offered order placements per second over all bots (0 = closed loop)")
+	f.StringVar(&sweep, "sweep", "", "open-loop runs at each of these offered rates, comma-separated (e.g. 500,1000,2000)")
+	f.StringVar(&chart, "chart", "", "with --sweep: draw placement latency against offered load into this file (.png, .svg, .pdf)")
+	f.Uint64Var(&o.Seed, "seed", bench.DefaultSeed, "seed of the bots' random choices")
+	f.StringVar(&o.DataDir, "data-dir", "", "folder for each run's Postgres cluster and pmx dev log (run-N/), kept and reused (default: a temporary folder, removed)")
+	f.StringArrayVar(&o.DevArgs, "dev-arg", nil, "extra argument for pmx dev, repeatable (e.g. --dev-arg=--pprof-addr=127.0.0.1:6060)")
+	f.BoolVar(&asJSON, "json", false, "print the result as JSON, with each run's full loadgen report")
+	f.BoolVarP(&verbose, "verbose", "v", false, "also print each run's full loadgen report (per request kind) on stderr")
+	f.BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
+	return cmd
+}
