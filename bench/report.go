@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pmx-dev/pmx/loadgen"
 )
 
 // WriteJSON writes the result as an indented JSON object, each run with its full loadgen report.
@@ -77,40 +79,11 @@ func latency(x *RunResult, us int64) string {
 	return formatUs(us)
 }
 
-// formatUs prints a duration given in microseconds with three significant digits.
-func formatUs(us int64) string {
-	f := float64(us)
-	switch {
-	case f < 1000:
-		return strconv.FormatFloat(f, 'f', 0, 64) + "µs"
-	case f < 10_000:
-		return strconv.FormatFloat(f/1000, 'f', 2, 64) + "ms"
-	case f < 100_000:
-		return strconv.FormatFloat(f/1000, 'f', 1, 64) + "ms"
-	case f < 1_000_000:
-		return strconv.FormatFloat(f/1000, 'f', 0, 64) + "ms"
-	}
-	return strconv.FormatFloat(f/1e6, 'f', 2, 64) + "s"
-}
+// formatUs prints a duration given in microseconds as the load generator prints latencies.
+func formatUs(us int64) string { return loadgen.FormatLatency(time.Duration(us) * time.Microsecond) }
 
 // formatCount prints a whole number with thousands separators (fractions are rounded).
-func formatCount(f float64) string {
-	s := strconv.FormatInt(int64(math.Round(math.Abs(f))), 10)
-	var b strings.Builder
-	if f <= -0.5 {
-		b.WriteByte('-')
-	}
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
+func formatCount(f float64) string { return loadgen.FormatInt(int64(math.Round(f))) }
 
 // formatRate prints a rate with thousands separators and one decimal.
-func formatRate(f float64) string {
-	tenths := int64(math.Round(f * 10))
-	return formatCount(float64(tenths/10)) + "." + strconv.FormatInt(tenths%10, 10)
-}
+func formatRate(f float64) string { return loadgen.FormatRate(f) }

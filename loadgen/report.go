@@ -168,8 +168,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	const row = "%-11s %10s %10s %10s %9s %7s %9s %9s %9s %9s\n"
 	fmt.Fprintf(&b, row, "request", "count", "rate/s", "ok", "rejected", "failed", "p50", "p99", "p99.9", "max")
 	line := func(k *KindStats) {
-		fmt.Fprintf(&b, row, k.Kind, formatInt(k.Count), formatRate(k.PerSec), formatInt(k.OK),
-			formatInt(k.Rejected), formatInt(k.Failed),
+		fmt.Fprintf(&b, row, k.Kind, FormatInt(k.Count), FormatRate(k.PerSec), FormatInt(k.OK),
+			FormatInt(k.Rejected), FormatInt(k.Failed),
 			formatLatency(k, k.P50Us), formatLatency(k, k.P99Us), formatLatency(k, k.P999Us), formatLatency(k, k.MaxUs))
 	}
 	for i := range r.Requests {
@@ -177,10 +177,10 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	line(&r.Total)
 
-	fmt.Fprintf(&b, "\n%-16s %s  (placements acknowledged: %s)\n", "orders/s", formatRate(r.OrdersPerSec), formatInt(r.Orders))
-	fmt.Fprintf(&b, "%-16s %s trades, %s shares\n", "fills seen", formatInt(r.Fills), formatInt(r.FilledQuantity))
-	fmt.Fprintf(&b, "%-16s %s  (4xx business rejections)\n", "rejected", formatInt(r.Rejected))
-	fmt.Fprintf(&b, "%-16s %s  (5xx, transport errors, unreadable responses)\n", "failed", formatInt(r.Failed))
+	fmt.Fprintf(&b, "\n%-16s %s  (placements acknowledged: %s)\n", "orders/s", FormatRate(r.OrdersPerSec), FormatInt(r.Orders))
+	fmt.Fprintf(&b, "%-16s %s trades, %s shares\n", "fills seen", FormatInt(r.Fills), FormatInt(r.FilledQuantity))
+	fmt.Fprintf(&b, "%-16s %s  (4xx business rejections)\n", "rejected", FormatInt(r.Rejected))
+	fmt.Fprintf(&b, "%-16s %s  (5xx, transport errors, unreadable responses)\n", "failed", FormatInt(r.Failed))
 	if len(r.Errors) > 0 {
 		const erow = "  %-9s %-11s %6s  %-24s %10s\n"
 		fmt.Fprintf(&b, "\nerrors\n"+erow, "class", "request", "status", "code", "count")
@@ -192,7 +192,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			if code == "" {
 				code = "-"
 			}
-			fmt.Fprintf(&b, erow, e.Class, e.Kind, status, code, formatInt(e.Count))
+			fmt.Fprintf(&b, erow, e.Class, e.Kind, status, code, FormatInt(e.Count))
 		}
 	}
 	fmt.Fprintf(&b, "\nlatency: %s; setup: %d accounts in %.1fs\n", latencyNote(r.Mode), r.Setup.Accounts, r.Setup.Seconds)
@@ -211,11 +211,11 @@ func formatLatency(k *KindStats, us int64) string {
 	if k.MaxUs == 0 { // no response was timed
 		return "-"
 	}
-	return formatDuration(time.Duration(us) * time.Microsecond)
+	return FormatLatency(time.Duration(us) * time.Microsecond)
 }
 
-// formatDuration prints a latency with three significant digits.
-func formatDuration(d time.Duration) string {
+// FormatLatency prints a latency with three significant digits (e.g. 842µs, 4.43ms, 13.9ms, 1.46s).
+func FormatLatency(d time.Duration) string {
 	us := float64(d) / float64(time.Microsecond)
 	switch {
 	case us < 1000:
@@ -230,8 +230,8 @@ func formatDuration(d time.Duration) string {
 	return strconv.FormatFloat(us/1e6, 'f', 2, 64) + "s"
 }
 
-// formatInt prints n with thousands separators.
-func formatInt(n int64) string {
+// FormatInt prints n with thousands separators.
+func FormatInt(n int64) string {
 	s := strconv.FormatInt(n, 10)
 	neg := strings.HasPrefix(s, "-")
 	if neg {
@@ -250,14 +250,14 @@ func formatInt(n int64) string {
 	return b.String()
 }
 
-// formatRate prints a rate with thousands separators and one decimal.
-func formatRate(f float64) string {
+// FormatRate prints a rate with thousands separators and one decimal.
+func FormatRate(f float64) string {
 	whole := int64(f)
 	tenth := int64((f-float64(whole))*10 + 0.5)
 	if tenth == 10 {
 		whole, tenth = whole+1, 0
 	}
-	return formatInt(whole) + "." + strconv.FormatInt(tenth, 10)
+	return FormatInt(whole) + "." + strconv.FormatInt(tenth, 10)
 }
 
 func formatFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

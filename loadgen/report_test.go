@@ -184,17 +184,17 @@ func TestFormatting(t *testing.T) {
 	for _, c := range []struct {
 		got, want string
 	}{
-		{formatInt(0), "0"},
-		{formatInt(999), "999"},
-		{formatInt(1000), "1,000"},
-		{formatInt(-1234567), "-1,234,567"},
-		{formatRate(1234.96), "1,235.0"},
-		{formatRate(0.25), "0.3"},
-		{formatDuration(850 * time.Microsecond), "850µs"},
-		{formatDuration(4123 * time.Microsecond), "4.12ms"},
-		{formatDuration(41234 * time.Microsecond), "41.2ms"},
-		{formatDuration(412345 * time.Microsecond), "412ms"},
-		{formatDuration(1500 * time.Millisecond), "1.50s"},
+		{FormatInt(0), "0"},
+		{FormatInt(999), "999"},
+		{FormatInt(1000), "1,000"},
+		{FormatInt(-1234567), "-1,234,567"},
+		{FormatRate(1234.96), "1,235.0"},
+		{FormatRate(0.25), "0.3"},
+		{FormatLatency(850 * time.Microsecond), "850µs"},
+		{FormatLatency(4123 * time.Microsecond), "4.12ms"},
+		{FormatLatency(41234 * time.Microsecond), "41.2ms"},
+		{FormatLatency(412345 * time.Microsecond), "412ms"},
+		{FormatLatency(1500 * time.Millisecond), "1.50s"},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)

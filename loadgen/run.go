@@ -477,10 +477,10 @@ func reportProgress(w io.Writer, recs []*recorder, start time.Time, done <-chan 
 			lastPlaced, lastAt = s.placed, now
 			p99 := "-"
 			if s.p99 > 0 {
-				p99 = formatDuration(s.p99)
+				p99 = FormatLatency(s.p99)
 			}
 			line := fmt.Sprintf("%6.0fs  orders %s  %s orders/s  p99 %s  failed %s  rejected %s",
-				now.Sub(start).Seconds(), formatInt(s.placed), formatRate(rate), p99, formatInt(s.failed), formatInt(s.rejected))
+				now.Sub(start).Seconds(), FormatInt(s.placed), FormatRate(rate), p99, FormatInt(s.failed), FormatInt(s.rejected))
 			if tty {
 				fmt.Fprintf(w, "\r%s\x1b[K", line)
 			} else {
