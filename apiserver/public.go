@@ -125,16 +125,17 @@ func (s *Server) trades(c *gin.Context) error {
 		return err
 	}
 	ctx := c.Request.Context()
-	if _, err := s.cfg.Store.Market(ctx, id); errors.Is(err, store.ErrNotFound) {
-		return errMarketNotFound
-	} else if err != nil {
-		return err
-	}
 	trades, err := s.cfg.Store.Trades(ctx, id, limit)
 	if err != nil {
 		return err
 	}
-	if trades == nil {
+	if len(trades) == 0 {
+		// A market with trades exists; only an empty answer needs telling apart from no market.
+		if _, err := s.cfg.Store.Market(ctx, id); errors.Is(err, store.ErrNotFound) {
+			return errMarketNotFound
+		} else if err != nil {
+			return err
+		}
 		trades = []store.Trade{}
 	}
 	c.JSON(http.StatusOK, trades)
@@ -161,16 +162,17 @@ func (s *Server) placeOrder(c *gin.Context) error {
 
 func (s *Server) positions(c *gin.Context) error {
 	ctx := c.Request.Context()
-	if _, err := s.cfg.Store.Account(ctx, accountOf(c)); errors.Is(err, store.ErrNotFound) {
-		return newError(http.StatusNotFound, "account_not_found", "the account of this API key no longer exists")
-	} else if err != nil {
-		return err
-	}
 	positions, err := s.cfg.Store.Positions(ctx, accountOf(c))
 	if err != nil {
 		return err
 	}
-	if positions == nil {
+	if len(positions) == 0 {
+		// Only an account with nothing may have gone: check then, not on every read.
+		if _, err := s.cfg.Store.Account(ctx, accountOf(c)); errors.Is(err, store.ErrNotFound) {
+			return newError(http.StatusNotFound, "account_not_found", "the account of this API key no longer exists")
+		} else if err != nil {
+			return err
+		}
 		positions = []store.Position{}
 	}
 	c.JSON(http.StatusOK, gin.H{"positions": positions})

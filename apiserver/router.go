@@ -190,5 +190,5 @@ var errNotOpenBook = errors.New("market not open")
 
 // Transition is not offered by the front in distributed mode.
 func (r *Router) Transition(context.Context, uuid.UUID, market.Action) error {
-	return fmt.Errorf("%w", ErrManagedByOperator)
+	return ErrManagedByOperator
 }

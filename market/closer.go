@@ -52,7 +52,7 @@ func (c *Closer) Run(ctx context.Context) {
 		if err := c.CloseDue(ctx, now()); err != nil && ctx.Err() == nil {
 			log.Error("could not close due markets", "err", err)
 		} else if next, err := c.Store.NextClosing(ctx); err == nil && next != nil {
-			wait = min(poll, max(time.Until(*next), time.Millisecond))
+			wait = min(poll, max(next.Sub(now()), time.Millisecond))
 		}
 		timer.Reset(wait)
 	}
