@@ -246,7 +246,7 @@ func (s *Shard) place(c *command, now time.Time) {
 	m.lastOrder++
 	s.acc.touch(m)
 	placed := store.PlacedOrder{
-		Order: store.Order{ID: uuid.New(), MarketID: m.id, Side: p.Side.String(), Outcome: p.Outcome.String(),
+		Order: store.Order{ID: store.NewID(), MarketID: m.id, Side: p.Side.String(), Outcome: p.Outcome.String(),
 			Price: p.Price, Quantity: p.Quantity, FilledQuantity: r.Order.Filled, Status: r.Order.Status.String(),
 			CreatedAt: now, UpdatedAt: now, Seq: m.lastOrder, AccountID: p.Account},
 		Trades: make([]store.Trade, 0, len(r.Fills)),
@@ -255,7 +255,7 @@ func (s *Shard) place(c *command, now time.Time) {
 	for i := range r.Fills {
 		f := &r.Fills[i]
 		m.lastTrade++
-		t := store.Trade{ID: uuid.New(), MarketID: m.id, Outcome: f.Taker.Outcome.String(), Side: f.Taker.Side.String(),
+		t := store.Trade{ID: store.NewID(), MarketID: m.id, Outcome: f.Taker.Outcome.String(), Side: f.Taker.Side.String(),
 			Price: f.Taker.Price, Quantity: f.Quantity, YesPrice: f.YesPrice, CreatedAt: now}
 		placed.Trades = append(placed.Trades, t)
 		s.acc.batch.Trades = append(s.acc.batch.Trades, store.TradeRow{Trade: t, Seq: m.lastTrade, Kind: f.Kind.String(),

@@ -170,7 +170,7 @@ func queueApply(q *pgx.Batch, b *Batch, updated *[]Order) {
 		ids, accounts, markets, outcomes := make([][16]byte, n), make([]int64, n), make([][16]byte, n), make([]string, n)
 		qty, locked := make([]int64, n), make([]int64, n)
 		for i, d := range b.Shares {
-			ids[i], accounts[i], markets[i], outcomes[i], qty[i], locked[i] = uuid.New(), d.Account, d.Market, d.Outcome, d.Quantity, d.Locked
+			ids[i], accounts[i], markets[i], outcomes[i], qty[i], locked[i] = NewID(), d.Account, d.Market, d.Outcome, d.Quantity, d.Locked
 		}
 		// Existing positions take the deltas; the rest are new, and a new position only ever
 		// grows (shares come from a buy). One statement rather than an upsert, because Postgres

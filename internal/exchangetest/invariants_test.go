@@ -1,0 +1,91 @@
+package exchangetest
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
+	"github.com/pmx-dev/pmx/store"
+)
+
+// TestInvariantsCatchViolations shows that each invariant query finds what it is meant to find:
+// a consistent little exchange passes them all, and each corruption, made in a transaction that
+// is rolled back, is reported under the invariant's name.
+func TestInvariantsCatchViolations(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, pgtest.NewDatabase(t, pgtest.Shared(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, _, err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Two accounts, one market, and a trade between them that minted 2 pairs at YES 40: A bought 2
+	// YES (80), B bought 2 NO (120); A also rests a BUY YES of 3 at 30 (90 locked).
+	const seed = `
+		insert into accounts (id, uid, name, available, locked, granted, created_at, updated_at) overriding system value values
+		  (1, gen_random_uuid(), 'a', 1000 - 80 - 90, 90, 1000, now(), now()),
+		  (2, gen_random_uuid(), 'b', 1000 - 120, 0, 1000, now(), now());
+		insert into markets (id, question, category, label_a, label_b, status, created_at, updated_at) values
+		  ('00000000-0000-0000-0000-0000000000aa', 'q?', 'c', 'Yes', 'No', 'OPEN', now(), now());
+		insert into orders (id, market_id, seq, account_id, side, outcome, price, quantity, filled_quantity, status, created_at, updated_at) values
+		  (gen_random_uuid(), '00000000-0000-0000-0000-0000000000aa', 1, 1, 'BUY', 'YES', 40, 2, 2, 'FILLED', now(), now()),
+		  (gen_random_uuid(), '00000000-0000-0000-0000-0000000000aa', 2, 2, 'BUY', 'NO', 60, 2, 2, 'FILLED', now(), now()),
+		  (gen_random_uuid(), '00000000-0000-0000-0000-0000000000aa', 3, 1, 'BUY', 'YES', 30, 3, 0, 'OPEN', now(), now());
+		insert into trades (id, market_id, seq, kind, yes_price, quantity, taker_order_seq, maker_order_seq,
+		                    taker_account_id, maker_account_id, taker_side, taker_outcome, taker_price, created_at) values
+		  (gen_random_uuid(), '00000000-0000-0000-0000-0000000000aa', 1, 'MINT', 40, 2, 2, 1, 2, 1, 'BUY', 'NO', 60, now());
+		insert into positions (account_id, market_id, outcome, id, quantity, locked_quantity, created_at, updated_at) values
+		  (1, '00000000-0000-0000-0000-0000000000aa', 'YES', gen_random_uuid(), 2, 0, now(), now()),
+		  (2, '00000000-0000-0000-0000-0000000000aa', 'NO', gen_random_uuid(), 2, 0, now(), now());`
+	if _, err := st.Pool.Exec(ctx, seed); err != nil {
+		t.Fatal(err)
+	}
+	if err := Invariants(ctx, st.Pool); err != nil {
+		t.Fatalf("the consistent seed violates an invariant:\n%v", err)
+	}
+
+	const market = `'00000000-0000-0000-0000-0000000000aa'`
+	cases := []struct {
+		invariant, corruption string
+	}{
+		{"cash is conserved", `update accounts set available = available + 1 where id = 2`},
+		{"YES shares outstanding = NO shares outstanding", `update positions set quantity = 3 where outcome = 'YES'`},
+		{"locked cash = what open BUY orders need", `update accounts set locked = locked + 1, available = available - 1 where id = 1`},
+		{"locked shares = what open SELL orders need", `update positions set locked_quantity = 1 where account_id = 1`},
+		{"no negative balance", `alter table accounts drop constraint accounts_available_check;
+			update accounts set available = -1 where id = 2`},
+		{"orders are consistent with their status", `update orders set status = 'FILLED' where seq = 3`},
+		{"only OPEN markets have resting orders", `update markets set status = 'CLOSED' where id = ` + market},
+		{"a settled market holds no shares", `update markets set status = 'CANCELED', settled_at = now() where id = ` + market},
+		{"filled quantities equal the trades", `update trades set quantity = 1`},
+		{"every order, trade and position names an existing account and market", `update orders set account_id = 99 where seq = 3`},
+		{"every order, trade and position names an existing account and market", `update trades set maker_account_id = 99`},
+		{"every order, trade and position names an existing account and market", `update trades set taker_order_seq = 3`},
+		{"every order, trade and position names an existing account and market", `update positions set market_id = gen_random_uuid() where account_id = 1`},
+	}
+	for _, c := range cases {
+		t.Run(c.corruption, func(t *testing.T) {
+			err := pgx.BeginFunc(ctx, st.Pool, func(tx pgx.Tx) error {
+				if _, err := tx.Exec(ctx, c.corruption); err != nil {
+					t.Fatalf("corrupting: %v", err)
+				}
+				err := Invariants(ctx, tx)
+				if err == nil || !strings.Contains(err.Error(), "violated: "+c.invariant) {
+					t.Errorf("want the invariant %q reported, got: %v", c.invariant, err)
+				}
+				return pgx.ErrTxClosed // anything non-nil: roll back
+			})
+			if err != pgx.ErrTxClosed {
+				t.Fatal(err)
+			}
+		})
+	}
+	if err := Invariants(ctx, st.Pool); err != nil {
+		t.Fatalf("a corruption outlived its transaction:\n%v", err)
+	}
+}
