@@ -210,8 +210,8 @@ func (s *Store) RestingMarkets(ctx context.Context, account int64) ([]uuid.UUID,
 
 // Sequences returns the last order and trade sequence numbers used in a market.
 func (s *Store) Sequences(ctx context.Context, market uuid.UUID) (orders, trades int64, err error) {
-	err = s.Pool.QueryRow(ctx, `select coalesce((select max(seq) from orders where market_id = $1), 0),
-		coalesce((select max(seq) from trades where market_id = $1), 0)`, market).Scan(&orders, &trades)
+	err = s.Pool.QueryRow(ctx, `select order_seq, coalesce((select max(seq) from trades where market_id = $1), 0)
+		from markets where id = $1`, market).Scan(&orders, &trades)
 	if err != nil {
 		err = fmt.Errorf("while reading the sequences of market %s: %w", market, err)
 	}
