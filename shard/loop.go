@@ -21,70 +21,81 @@ import (
 // commitTimeout bounds one batch's transaction.
 const commitTimeout = 30 * time.Second
 
-// loop is the shard's only goroutine touching books: it takes every queued command as one batch.
+// batch is a set of commands taken from the queue to run in one transaction. A batch taken while
+// the previous one was being committed began in the same round trip as that commit: started,
+// with the locks it holds.
+type batch struct {
+	cmds    []*command
+	started bool
+	locked  store.Locked
+}
+
+// loop is the shard's only goroutine touching books. Each batch is every command queued while
+// the previous one was running; two command buffers take turns.
 func (s *Shard) loop() {
 	defer close(s.done)
-	batch := make([]*command, 0, s.cfg.MaxBatch)
-	for {
-		select {
-		case c := <-s.cmds:
-			batch = append(batch[:0], c)
-		case <-s.stop:
-			s.drain(batch[:0])
-			return
-		}
-	fill:
-		for len(batch) < s.cfg.MaxBatch {
+	bufs := [2][]*command{make([]*command, 0, s.cfg.MaxBatch), make([]*command, 0, s.cfg.MaxBatch)}
+	var next batch
+	for i := 0; ; i ^= 1 {
+		cur := next // already in bufs[i], if it has commands
+		if len(cur.cmds) == 0 {
 			select {
 			case c := <-s.cmds:
-				batch = append(batch, c)
-			default:
-				break fill
+				cur = batch{cmds: s.take(append(bufs[i][:0], c))}
+			case <-s.stop:
+				s.drain(bufs[i][:0])
+				return
 			}
 		}
-		s.process(batch)
+		next = s.process(cur, &batch{cmds: bufs[i^1][:0]})
 	}
 }
 
-// drain runs what was accepted before Stop.
-func (s *Shard) drain(batch []*command) {
-	for {
+// take adds the commands waiting in the queue to cmds, up to the batch size.
+func (s *Shard) take(cmds []*command) []*command {
+	for len(cmds) < s.cfg.MaxBatch {
 		select {
 		case c := <-s.cmds:
-			if batch = append(batch, c); len(batch) == s.cfg.MaxBatch {
-				s.process(batch)
-				batch = batch[:0]
-			}
+			cmds = append(cmds, c)
 		default:
-			if len(batch) > 0 {
-				s.process(batch)
-			}
+			return cmds
+		}
+	}
+	return cmds
+}
+
+// drain runs what was accepted before Stop.
+func (s *Shard) drain(cmds []*command) {
+	for {
+		cmds = s.take(cmds)
+		if len(cmds) == 0 {
 			return
 		}
+		s.process(batch{cmds: cmds}, nil)
+		cmds = cmds[:0]
 	}
 }
 
 // process runs one batch in one transaction and answers its commands. A batch that only raced
-// another transaction (a deadlock) runs once more, on books rebuilt from Postgres.
-func (s *Shard) process(cmds []*command) {
+// another transaction (a deadlock) runs once more, on books rebuilt from Postgres. When next is
+// not nil, the commands queued meanwhile are taken into it and, if they can, begin with this
+// batch's commit; process returns it.
+func (s *Shard) process(b batch, next *batch) batch {
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
 	start := time.Now()
 	var err error
 	for attempt := 0; attempt < 2; attempt++ {
 		now := s.cfg.Now().UTC().Truncate(time.Microsecond)
-		for _, c := range cmds {
-			c.reset()
-			c.err = s.prepare(ctx, c)
-			if c.kind == cmdCheck {
-				c.checkErr = s.checkBooks(ctx)
-			}
+		if !b.started {
+			s.prepareAll(ctx, b.cmds)
 		}
 		s.acc.reset(now)
-		if err = s.commit(ctx, cmds, now); err == nil {
+		if err = s.commit(ctx, b, now, next); err == nil {
 			break
 		}
-		s.log.Error("batch failed; rebuilding its markets from the database", "err", err, "commands", len(cmds), "attempt", attempt+1)
+		b.started = false // a retry begins afresh
+		s.log.Error("batch failed; rebuilding its markets from the database", "err", err, "commands", len(b.cmds), "attempt", attempt+1)
 		for id := range s.acc.touched {
 			delete(s.markets, id) // reloaded from Postgres on next use
 		}
@@ -93,21 +104,37 @@ func (s *Shard) process(cmds []*command) {
 			break
 		}
 	}
+	var ahead batch
+	if next != nil {
+		ahead = *next
+	}
 	if err != nil {
 		s.metrics.failures.Inc()
-		for _, c := range cmds {
+		for _, c := range b.cmds {
 			c.reply <- ErrUnavailable
 		}
-		return
+		return ahead
 	}
 	s.metrics.batches.Inc()
-	s.metrics.size.Observe(float64(len(cmds)))
+	s.metrics.size.Observe(float64(len(b.cmds)))
 	s.metrics.duration.Observe(time.Since(start).Seconds())
 	for _, m := range s.acc.touched {
 		s.publish(m)
 	}
-	for _, c := range cmds {
+	for _, c := range b.cmds {
 		c.reply <- c.err
+	}
+	return ahead
+}
+
+// prepareAll readies every command of a batch that has not begun.
+func (s *Shard) prepareAll(ctx context.Context, cmds []*command) {
+	for _, c := range cmds {
+		c.reset()
+		c.err = s.prepare(ctx, c)
+		if c.kind == cmdCheck {
+			c.checkErr = s.checkBooks(ctx)
+		}
 	}
 }
 
@@ -132,29 +159,52 @@ func (s *Shard) prepare(ctx context.Context, c *command) error {
 	}
 }
 
-// commit runs a batch: one round trip begins the transaction and locks what it needs — the
-// ownership of the shard's markets and the accounts and holdings its placements reserve from —
-// then the books match in memory, then a second round trip writes every effect and commits.
-func (s *Shard) commit(ctx context.Context, cmds []*command, now time.Time) error {
+// canBeginAhead reports whether a batch may be readied and begun while the batch before it is
+// still uncommitted: only if its commands just trade. Loading, checking and syncing the books
+// compare them with Postgres, so they wait until the batch before has committed.
+func canBeginAhead(cmds []*command) bool {
+	for _, c := range cmds {
+		switch c.kind {
+		case cmdPlace, cmdCancel, cmdCancelAll, cmdTransition:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// begin names what a batch locks when it begins: the ownership of the shard's markets (in
+// distributed mode) and the accounts and holdings its placements reserve from.
+func (s *Shard) begin(cmds []*command) store.Begin {
+	var b store.Begin
+	if s.cfg.Name != "" {
+		b.Markets = slices.SortedFunc(maps.Keys(s.markets), func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
+	}
+	b.Accounts, b.Holdings = reservedFrom(cmds)
+	return b
+}
+
+// commit runs a batch: unless it began with the previous commit, one round trip begins the
+// transaction and locks what it needs — the ownership of the shard's markets and the accounts
+// and holdings its placements reserve from; then the books match in memory; then one round trip
+// writes every effect, commits, and begins the next batch (the commands queued meanwhile).
+func (s *Shard) commit(ctx context.Context, b batch, now time.Time, next *batch) error {
 	conn, err := s.connection(ctx)
 	if err != nil {
 		return err
 	}
-	var owned []uuid.UUID
-	if s.cfg.Name != "" {
-		owned = slices.SortedFunc(maps.Keys(s.markets), func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
-	}
-	accounts, holdings := reservedFrom(cmds)
-	locked, err := store.BeginBatch(ctx, conn, owned, accounts, holdings)
-	if err != nil {
-		return err
+	locked := b.locked
+	if !b.started {
+		if locked, err = store.BeginBatch(ctx, conn, s.begin(b.cmds)); err != nil {
+			return err
+		}
 	}
 	if s.cfg.Name != "" {
-		s.fence(locked.Owners, cmds)
+		s.fence(locked.Owners, b.cmds)
 	}
 	s.acc.track(locked)
 
-	for _, c := range cmds {
+	for _, c := range b.cmds {
 		if c.err != nil {
 			continue
 		}
@@ -169,13 +219,29 @@ func (s *Shard) commit(ctx context.Context, cmds []*command, now time.Time) erro
 			s.transition(c)
 		}
 	}
-
 	s.acc.finish()
-	updated, err := store.CommitBatch(ctx, conn, &s.acc.batch)
+
+	var ahead *store.Begin
+	if next != nil {
+		next.cmds = s.take(next.cmds)
+		if len(next.cmds) > 0 && canBeginAhead(next.cmds) {
+			s.prepareAll(ctx, next.cmds)
+			bg := s.begin(next.cmds)
+			ahead = &bg
+		}
+	}
+	res, err := store.CommitBatch(ctx, conn, &s.acc.batch, ahead)
 	if err != nil {
 		return err
 	}
-	s.answerCancels(cmds, updated)
+	s.answerCancels(b.cmds, res.Updated)
+	if ahead != nil {
+		if res.NextErr != nil {
+			s.log.Warn("the next batch could not begin with this one's commit; it begins on its own", "err", res.NextErr)
+		} else {
+			next.started, next.locked = true, res.Next
+		}
+	}
 	return nil
 }
 

@@ -10,16 +10,24 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// A shard's batch runs as one transaction in two round trips on a connection of its own:
-// BeginBatch opens it and, in the same pipeline, locks and reads what the batch's placements
-// reserve from; the shard decides reservations and matches in memory; CommitBatch writes every
-// effect and commits in a second pipeline.
+// A shard's batch runs as one transaction on a connection of its own. BeginBatch opens it and, in
+// the same pipeline, locks and reads what the batch's placements reserve from; the shard decides
+// reservations and matches in memory; CommitBatch writes every effect and commits in a second
+// pipeline — which also begins the next batch, so that a busy shard pays one round trip per batch.
 
 // ShareKey names a holding: an account's shares of one outcome of one market.
 type ShareKey struct {
 	Account int64
 	Market  uuid.UUID
 	Outcome string
+}
+
+// Begin names what a batch locks when it begins: the ownership rows of markets, the accounts
+// whose cash and the holdings whose shares it reserves from. Any of the lists may be empty.
+type Begin struct {
+	Markets  []uuid.UUID
+	Accounts []int64
+	Holdings []ShareKey
 }
 
 // Locked is what BeginBatch found and holds until the transaction ends.
@@ -30,11 +38,21 @@ type Locked struct {
 }
 
 // BeginBatch begins a transaction on conn and locks, in key order so that concurrent batches
-// cannot deadlock on them: the ownership rows of markets, and the accounts and holdings a batch
-// reserves from. Any of the lists may be empty.
-func BeginBatch(ctx context.Context, conn *pgx.Conn, markets []uuid.UUID, accounts []int64, holdings []ShareKey) (Locked, error) {
-	l := Locked{Owners: map[uuid.UUID]Ownership{}, Cash: map[int64]int64{}, Shares: map[ShareKey]int64{}}
+// cannot deadlock on them, what b names.
+func BeginBatch(ctx context.Context, conn *pgx.Conn, b Begin) (Locked, error) {
 	var q pgx.Batch
+	l := queueBegin(&q, b)
+	if err := conn.SendBatch(ctx, &q).Close(); err != nil {
+		RollbackBatch(ctx, conn)
+		return l, fmt.Errorf("while beginning a batch: %w", err)
+	}
+	return l, nil
+}
+
+// queueBegin queues the statements of BeginBatch; the Locked it returns is filled in as their
+// results are read.
+func queueBegin(q *pgx.Batch, b Begin) Locked {
+	l := Locked{Owners: map[uuid.UUID]Ownership{}, Cash: map[int64]int64{}, Shares: map[ShareKey]int64{}}
 	q.Queue("begin")
 	// Every statement of a batch joins a few rows of parameters to large tables by an indexed key:
 	// a nested loop over the index is always the right plan. Without this, a planner working from
@@ -42,8 +60,8 @@ func BeginBatch(ctx context.Context, conn *pgx.Conn, markets []uuid.UUID, accoun
 	// table for each batch, which measured 6 ms a batch and capped the exchange at a third of its speed.
 	q.Queue("set local enable_hashjoin = off")
 	q.Queue("set local enable_mergejoin = off")
-	if len(markets) > 0 {
-		q.Queue(`select id, shard, epoch, status from markets where id = any($1) order by id for share`, uuidArray(markets)).
+	if len(b.Markets) > 0 {
+		q.Queue(`select id, shard, epoch, status from markets where id = any($1) order by id for share`, uuidArray(b.Markets)).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					var o Ownership
@@ -59,8 +77,8 @@ func BeginBatch(ctx context.Context, conn *pgx.Conn, markets []uuid.UUID, accoun
 				return rows.Err()
 			})
 	}
-	if len(accounts) > 0 {
-		q.Queue(`select id, available from accounts where id = any($1) order by id for update`, accounts).
+	if len(b.Accounts) > 0 {
+		q.Queue(`select id, available from accounts where id = any($1) order by id for update`, b.Accounts).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					var id, available int64
@@ -72,9 +90,9 @@ func BeginBatch(ctx context.Context, conn *pgx.Conn, markets []uuid.UUID, accoun
 				return rows.Err()
 			})
 	}
-	if len(holdings) > 0 {
-		ids, markets, outcomes := make([]int64, len(holdings)), make([][16]byte, len(holdings)), make([]string, len(holdings))
-		for i, h := range holdings {
+	if len(b.Holdings) > 0 {
+		ids, markets, outcomes := make([]int64, len(b.Holdings)), make([][16]byte, len(b.Holdings)), make([]string, len(b.Holdings))
+		for i, h := range b.Holdings {
 			ids[i], markets[i], outcomes[i] = h.Account, h.Market, h.Outcome
 		}
 		q.Queue(`select p.account_id, p.market_id, p.outcome, p.quantity - p.locked_quantity from positions p
@@ -93,26 +111,50 @@ func BeginBatch(ctx context.Context, conn *pgx.Conn, markets []uuid.UUID, accoun
 				return rows.Err()
 			})
 	}
-	if err := conn.SendBatch(ctx, &q).Close(); err != nil {
-		RollbackBatch(ctx, conn)
-		return l, fmt.Errorf("while beginning a batch: %w", err)
-	}
-	return l, nil
+	return l
 }
 
-// CommitBatch writes a batch within the transaction BeginBatch opened and commits it, in one round
-// trip, returning the updated existing orders in their new state. On failure the transaction is
-// rolled back.
-func CommitBatch(ctx context.Context, conn *pgx.Conn, b *Batch) ([]Order, error) {
+// Committed is what CommitBatch reports besides an error.
+type Committed struct {
+	Updated []Order // the existing orders the batch updated, in their new state
+	// Next holds the locks of the next batch when it began; NextErr says why it did not, when
+	// the batch itself committed.
+	Next    Locked
+	NextErr error
+}
+
+// CommitBatch writes a batch within the transaction BeginBatch opened and commits it, then, when
+// next is not nil, begins the next batch as BeginBatch would: all in one round trip. An error
+// means the batch did not commit (its transaction was rolled back) and the next did not begin.
+// When only the next batch's beginning failed, the error is Committed.NextErr and the connection
+// is left outside any transaction.
+func CommitBatch(ctx context.Context, conn *pgx.Conn, b *Batch, next *Begin) (Committed, error) {
 	var q pgx.Batch
-	var updated []Order
-	queueApply(&q, b, &updated)
-	q.Queue("commit")
-	if err := conn.SendBatch(ctx, &q).Close(); err != nil {
-		RollbackBatch(ctx, conn)
-		return nil, fmt.Errorf("while committing a batch: %w", err)
+	var c Committed
+	queueApply(&q, b, &c.Updated)
+	committed := false
+	q.Queue("commit").Exec(func(tag pgconn.CommandTag) error {
+		if tag.String() != "COMMIT" {
+			return errors.New("the batch's transaction was rolled back")
+		}
+		committed = true
+		return nil
+	})
+	if next != nil {
+		c.Next = queueBegin(&q, *next)
 	}
-	return updated, nil
+	err := conn.SendBatch(ctx, &q).Close()
+	switch {
+	case err == nil:
+		return c, nil
+	case committed:
+		RollbackBatch(ctx, conn)
+		c.NextErr = fmt.Errorf("while beginning a batch: %w", err)
+		return c, nil
+	default:
+		RollbackBatch(ctx, conn)
+		return c, fmt.Errorf("while committing a batch: %w", err)
+	}
 }
 
 // RollbackBatch ends a batch's transaction without writing it. A connection that cannot even roll

@@ -198,10 +198,14 @@ func (s *Store) RestingOrders(ctx context.Context, market uuid.UUID) ([]Order, e
 		where market_id = $1 and status in ('OPEN', 'PARTIALLY_FILLED') order by seq`, market))
 }
 
-// RestingMarkets lists the markets where an account has resting orders.
+// RestingMarkets lists the markets where an account has resting orders. It looks through the
+// resting orders of each OPEN market (orders_resting), not through the account's orders: an index
+// of resting orders by account would cost every order a write, and an account's whole history
+// grows without bound while the books stay small.
 func (s *Store) RestingMarkets(ctx context.Context, account int64) ([]uuid.UUID, error) {
-	rows, err := s.Pool.Query(ctx, `select distinct market_id from orders
-		where account_id = $1 and status in ('OPEN', 'PARTIALLY_FILLED') order by market_id`, account)
+	rows, err := s.Pool.Query(ctx, `select m.id from markets m where m.status = 'OPEN' and exists (
+		select 1 from orders o where o.market_id = m.id and o.status in ('OPEN', 'PARTIALLY_FILLED') and o.account_id = $1)
+		order by m.id`, account)
 	if err != nil {
 		return nil, err
 	}

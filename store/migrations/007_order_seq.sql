@@ -9,8 +9,8 @@
 --     advanced by every batch that places orders, through update_markets below;
 --   * catching two processes writing orders to one market: update_markets advances order_seq only
 --     from the value the shard last saw, and fails the batch otherwise.
--- orders_account_resting served only cancel-everything, which now asks the shards holding the
--- OPEN markets instead (resting orders exist only in OPEN markets).
+-- orders_account_resting served only cancel-everything, which now finds the markets where an
+-- account rests orders through orders_resting, over the OPEN markets (see store.RestingMarkets).
 
 alter table markets add column order_seq bigint not null default 0; -- the last order sequence number used
 update markets m set order_seq = coalesce((select max(o.seq) from orders o where o.market_id = m.id), 0);
