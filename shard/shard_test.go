@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -246,5 +248,37 @@ func TestOrderSequenceFence(t *testing.T) {
 	}
 	if n != 6 || distinct != 6 || last != 6 {
 		t.Errorf("got %d orders with %d distinct sequence numbers, market at %d; want 6, 6, 6", n, distinct, last)
+	}
+
+	// Now concurrently, so that batches fail while the next ones are queued (and begun ahead).
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for g := range 8 {
+		s := []*Shard{a, b}[g%2]
+		wg.Go(func() {
+			for i := range 10 {
+				if _, err := s.Place(ctx, f.buy(f.bob, engine.No, 10+i, 1)); err != nil {
+					failed.Add(1) // a batch that failed twice: ErrUnavailable, nothing written
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := f.st.Pool.QueryRow(ctx, `select count(*), count(distinct seq), (select order_seq from markets where id = $1)
+		from orders where market_id = $1`, f.market).Scan(&n, &distinct, &last); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d of 80 concurrent placements failed", failed.Load())
+	if want := 86 - failed.Load(); n != want || distinct != n || last != n {
+		t.Errorf("got %d orders with %d distinct sequence numbers, market at %d; want %d of each", n, distinct, last, want)
+	}
+	var locked, need int64
+	if err := f.st.Pool.QueryRow(ctx, `select (select locked from accounts where id = $1),
+		(select coalesce(sum(price * (quantity - filled_quantity)), 0) from orders where account_id = $1 and status in ('OPEN', 'PARTIALLY_FILLED'))`,
+		f.bob).Scan(&locked, &need); err != nil {
+		t.Fatal(err)
+	}
+	if locked != need {
+		t.Errorf("bob has %d cents locked, his open orders need %d", locked, need)
 	}
 }
