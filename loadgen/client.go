@@ -3,7 +3,6 @@ package loadgen
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	json "github.com/goccy/go-json"
 )
 
 // maxBody bounds how much of a response body is read.

@@ -1,6 +1,6 @@
 package loadgen
 
-// Response bodies, decoded with encoding/json into only the fields a bot needs.
+// Response bodies, decoded (with goccy/go-json, run.go) into only the fields a bot needs.
 
 // orderResp is an order as returned by POST /order, POST /cancel-order and, in an array,
 // POST /cancel-everything.
