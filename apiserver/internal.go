@@ -43,6 +43,13 @@ type placeWire struct {
 	Quantity int64     `json:"quantity"`
 }
 
+// placedWire answers a placement: the order as the public API shows it, and its sequence number,
+// which that shape leaves out and the front needs to cancel the order without reading it.
+type placedWire struct {
+	store.PlacedOrder
+	Seq int64 `json:"seq"`
+}
+
 type cancelWire struct {
 	Market uuid.UUID `json:"market"`
 	Seq    int64     `json:"seq"`
@@ -129,7 +136,7 @@ func ShardServer(sh *shard.Shard, st *store.Store, token string, log *slog.Logge
 		}
 		placed, err := sh.Place(c.Request.Context(), shard.PlaceRequest{Account: w.Account, Market: w.Market,
 			Side: side, Outcome: outcome, Price: w.Price, Quantity: w.Quantity})
-		answer(c, http.StatusCreated, placed, err)
+		answer(c, http.StatusCreated, placedWire{PlacedOrder: placed, Seq: placed.Seq}, err)
 	})
 	in.POST("/cancel", func(c *gin.Context) {
 		var w cancelWire

@@ -156,6 +156,11 @@ func (s *Server) placeOrder(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	// Remember a resting order for its cancel; one filled at once can never be cancelled. A
+	// sequence number of 0 is none: a shard too old to send it.
+	if st, _ := engine.ParseStatus(placed.Status); st.Resting() && placed.Seq > 0 {
+		s.orders.put(placed.ID, orderFacts{market: r.Market, seq: placed.Seq, account: accountOf(c)})
+	}
 	c.JSON(http.StatusCreated, placed)
 	return nil
 }
@@ -190,10 +195,17 @@ func (s *Server) ownOrder(c *gin.Context, id uuid.UUID) (store.Order, error) {
 		return o, err
 	}
 	if o.AccountID != accountOf(c) {
-		return o, &Error{Status: http.StatusForbidden, Code: "not_your_order", Field: "orderId",
-			Message: "this order belongs to another account"}
+		return o, errNotYourOrder
 	}
 	return o, nil
+}
+
+var errNotYourOrder = &Error{Status: http.StatusForbidden, Code: "not_your_order", Field: "orderId",
+	Message: "this order belongs to another account"}
+
+// errOrderNotOpen refuses to cancel an order in status, one that is not resting.
+func errOrderNotOpen(status string) error {
+	return fieldError("orderId", "order_not_open", "the order is %s: only OPEN and PARTIALLY_FILLED orders can be cancelled", status)
 }
 
 func (s *Server) cancelOrder(c *gin.Context) error {
@@ -205,12 +217,15 @@ func (s *Server) cancelOrder(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	if f, ok := s.orders.get(id); ok {
+		return s.cancelPlaced(c, id, f)
+	}
 	o, err := s.ownOrder(c, id)
 	if err != nil {
 		return err
 	}
 	if st, _ := engine.ParseStatus(o.Status); !st.Resting() {
-		return fieldError("orderId", "order_not_open", "the order is %s: only OPEN and PARTIALLY_FILLED orders can be cancelled", o.Status)
+		return errOrderNotOpen(o.Status)
 	}
 	cancelled, err := s.cfg.Exchange.Cancel(c.Request.Context(), o.MarketID, o.Seq)
 	if err != nil {
@@ -218,6 +233,32 @@ func (s *Server) cancelOrder(c *gin.Context) error {
 	}
 	c.JSON(http.StatusOK, cancelled)
 	return nil
+}
+
+// cancelPlaced cancels an order this server placed and remembers, without reading it from
+// Postgres first, and answers exactly as cancelOrder does when it reads the order first.
+func (s *Server) cancelPlaced(c *gin.Context, id uuid.UUID, f orderFacts) error {
+	if f.account != accountOf(c) {
+		return errNotYourOrder
+	}
+	cancelled, err := s.cfg.Exchange.Cancel(c.Request.Context(), f.market, f.seq)
+	if err == nil {
+		s.orders.forget(id)
+		c.JSON(http.StatusOK, cancelled)
+		return nil
+	}
+	// Refused, most often because the order was filled or cancelled since: read it, as cancelOrder
+	// would have before asking the exchange, to name its status. An order that is still resting
+	// gets the exchange's own answer, as it would have there.
+	o, oerr := s.ownOrder(c, id)
+	if oerr != nil {
+		return oerr
+	}
+	if st, _ := engine.ParseStatus(o.Status); !st.Resting() {
+		s.orders.forget(id)
+		return errOrderNotOpen(o.Status)
+	}
+	return err
 }
 
 // cancelEverything takes no body (an empty POST); whatever is sent is ignored.
@@ -231,6 +272,9 @@ func (s *Server) cancelEverything(c *gin.Context) error {
 	if len(markets) > 0 {
 		if cancelled, err = s.cfg.Exchange.CancelAll(ctx, accountOf(c), markets); err != nil {
 			return err
+		}
+		if cancelled == nil {
+			cancelled = []store.Order{} // nothing was left to cancel: an empty list, not null
 		}
 	}
 	c.JSON(http.StatusOK, cancelled)

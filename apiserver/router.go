@@ -122,14 +122,20 @@ func (r *Router) onOwner(ctx context.Context, id uuid.UUID, fresh bool, closed e
 	}
 }
 
-// Place sends a placement to the market's shard.
+// Place sends a placement to the market's shard. The order it returns has its sequence number
+// (0 from a shard too old to send it) and account, as the shard's own Place does.
 func (r *Router) Place(ctx context.Context, req shard.PlaceRequest) (store.PlacedOrder, error) {
-	var placed store.PlacedOrder
+	var placed placedWire
 	err := r.onOwner(ctx, req.Market, false, shard.ErrMarketNotOpen, func(rt route) error {
+		placed = placedWire{}
 		return rt.client.call(ctx, http.MethodPost, internalPlace, placeWire{Account: req.Account, Market: req.Market,
 			Side: req.Side.String(), Outcome: req.Outcome.String(), Price: req.Price, Quantity: req.Quantity}, &placed)
 	})
-	return placed, err
+	if err != nil {
+		return store.PlacedOrder{}, err
+	}
+	placed.PlacedOrder.Seq, placed.PlacedOrder.AccountID = placed.Seq, req.Account
+	return placed.PlacedOrder, nil
 }
 
 // Cancel sends a cancel to the market's shard.

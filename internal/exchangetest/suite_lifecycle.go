@@ -3,6 +3,7 @@ package exchangetest
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,7 +31,8 @@ func testCancelOrder(t *testing.T, tg *Target) {
 	}
 	expectCash(t, a, Grant-160, 0)
 
-	a.ExpectError(t, "POST", "/cancel-order", map[string]any{"orderId": open.ID}, http.StatusBadRequest, "order_not_open")
+	expectNotOpen(t, a, open.ID, "CANCELLED")
+	expectNotOpen(t, a, partial.ID, "PARTIALLY_FILLED_CANCELLED")
 	other := b.Place(t, m.ID, "BUY", "NO", 10, 1)
 	a.ExpectError(t, "POST", "/cancel-order", map[string]any{"orderId": other.ID}, http.StatusForbidden, "not_your_order")
 	a.ExpectError(t, "POST", "/cancel-order", map[string]any{"orderId": uuid.NewString()}, http.StatusNotFound, "order_not_found")
@@ -41,6 +43,28 @@ func testCancelOrder(t *testing.T, tg *Target) {
 	b.Expect(t, "GET", "/order?orderId="+other.ID.String(), nil, http.StatusOK, &still)
 	if still.Status != "OPEN" {
 		t.Fatalf("another account's refused cancel changed the order: %+v", still)
+	}
+	// An order filled after it rested, here by another account, can no longer be cancelled.
+	filled := a.Place(t, m.ID, "BUY", "YES", 20, 2)
+	b.Place(t, m.ID, "BUY", "NO", 80, 2)
+	expectNotOpen(t, a, filled.ID, "FILLED")
+	b.ExpectError(t, "POST", "/cancel-order", map[string]any{"orderId": filled.ID}, http.StatusForbidden, "not_your_order")
+	// And one filled as it was placed.
+	b.Place(t, m.ID, "BUY", "NO", 75, 1)
+	taker := a.Place(t, m.ID, "BUY", "YES", 25, 1)
+	if taker.Status != "FILLED" {
+		t.Fatalf("taker %+v", taker)
+	}
+	expectNotOpen(t, a, taker.ID, "FILLED")
+}
+
+// expectNotOpen cancels an order that is no longer open and checks that the refusal names the
+// order's status.
+func expectNotOpen(t *testing.T, c *Client, id uuid.UUID, status string) {
+	t.Helper()
+	e := c.ExpectError(t, "POST", "/cancel-order", map[string]any{"orderId": id}, http.StatusBadRequest, "order_not_open")
+	if want := "the order is " + status + ": "; !strings.HasPrefix(e.Error, want) || e.Details.Field != "orderId" {
+		t.Fatalf("cancel of a %s order: %+v, want an error starting %q on orderId", status, e, want)
 	}
 }
 
@@ -150,7 +174,7 @@ func testLifecycle(t *testing.T, tg *Target) {
 	a, b := tg.NewAccount(t, "life"), tg.NewAccount(t, "life")
 	// Close cancels resting orders and releases their locks; reopen trades again.
 	m := tg.NewMarket(t, nil)
-	a.Place(t, m.ID, "BUY", "YES", 60, 10)
+	resting := a.Place(t, m.ID, "BUY", "YES", 60, 10)
 	b.Place(t, m.ID, "BUY", "NO", 40, 4)
 	aCash, _ := a.Balance(t)
 	got := tg.Markets.Close(t, m.ID)
@@ -158,12 +182,13 @@ func testLifecycle(t *testing.T, tg *Target) {
 		t.Fatalf("closed market is %s", got.Status)
 	}
 	expectCash(t, a, aCash+360, 0)
+	expectNotOpen(t, a, resting.ID, "PARTIALLY_FILLED_CANCELLED")
 	if book := a.Book(t, m.ID); len(book.Yes.Bids) != 0 || *book.Yes.LastTradePrice != 60 {
 		t.Fatalf("book of a closed market: %+v", book)
 	}
 	a.ExpectError(t, "POST", "/order", OrderBody(m.ID, "BUY", "YES", 50, 1), http.StatusBadRequest, "market_not_open")
 	tg.Markets.Reopen(t, m.ID)
-	a.Place(t, m.ID, "BUY", "YES", 50, 2)
+	resting = a.Place(t, m.ID, "BUY", "YES", 50, 2)
 
 	// Resolve YES: every YES share pays 100, NO shares nothing, resting orders are cancelled.
 	aCash, _ = a.Balance(t)
@@ -179,6 +204,7 @@ func testLifecycle(t *testing.T, tg *Target) {
 	}
 	// Settlement happens once: a later look pays nothing more.
 	expectCash(t, a, aCash+500, 0)
+	expectNotOpen(t, a, resting.ID, "CANCELLED")
 
 	// Cancel (void) from CLOSED: every share of either outcome pays 50.
 	v := tg.NewMarket(t, nil)
