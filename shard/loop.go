@@ -311,11 +311,6 @@ func (s *Shard) place(c *command, now time.Time) {
 	}
 	m.lastOrder++
 	s.acc.touch(m)
-	u := s.acc.market(m.id)
-	if u.OrderSeq == 0 { // the batch's first order in this market
-		u.PrevOrderSeq = m.lastOrder - 1
-	}
-	u.OrderSeq = m.lastOrder
 	placed := store.PlacedOrder{
 		Order: store.Order{ID: store.NewID(), MarketID: m.id, Side: p.Side.String(), Outcome: p.Outcome.String(),
 			Price: p.Price, Quantity: p.Quantity, FilledQuantity: r.Order.Filled, Status: r.Order.Status.String(),

@@ -188,8 +188,7 @@ func queueApply(q *pgx.Batch, b *Batch, updated *[]Order) {
 		}
 		q.Queue(`update orders o set filled_quantity = d.filled, status = d.status, updated_at = $5
 			from unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[]) as d(market_id, seq, filled, status)
-			where o.market_id = d.market_id and o.seq = d.seq and o.status in ('OPEN', 'PARTIALLY_FILLED')
-			returning `+updatedOrderColumns,
+			where o.market_id = d.market_id and o.seq = d.seq returning `+updatedOrderColumns,
 			markets, seqs, filled, status, b.Now).Query(func(rows pgx.Rows) error {
 			var err error
 			*updated, err = collectOrders(rows, nil)
@@ -234,22 +233,21 @@ func queueApply(q *pgx.Batch, b *Batch, updated *[]Order) {
 	}
 	if len(b.Markets) > 0 {
 		n := len(b.Markets)
-		ids, prev, next, last, status := make([][16]byte, n), make([]*int64, n), make([]*int64, n), make([]*int16, n), make([]*string, n)
-		for i := range b.Markets {
-			m := &b.Markets[i]
+		ids, last, status := make([][16]byte, n), make([]*int16, n), make([]*string, n)
+		for i, m := range b.Markets {
 			ids[i] = m.ID
-			if m.OrderSeq != 0 {
-				prev[i], next[i] = &m.PrevOrderSeq, &m.OrderSeq
-			}
 			if m.LastTradePrice != nil {
 				p := int16(*m.LastTradePrice)
 				last[i] = &p
 			}
 			if m.Status != "" {
-				status[i] = &m.Status
+				status[i] = &b.Markets[i].Status
 			}
 		}
-		q.Queue(`select update_markets($1, $2, $3, $4, $5, $6)`, ids, prev, next, last, status, b.Now)
+		q.Queue(`update markets m set last_trade_price = coalesce(d.last, m.last_trade_price),
+			status = coalesce(d.status, m.status), updated_at = $4
+			from unnest($1::uuid[], $2::smallint[], $3::text[]) as d(id, last, status) where m.id = d.id`,
+			ids, last, status, b.Now)
 	}
 	for _, st := range b.Settlements {
 		var outcome *string

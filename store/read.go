@@ -198,14 +198,10 @@ func (s *Store) RestingOrders(ctx context.Context, market uuid.UUID) ([]Order, e
 		where market_id = $1 and status in ('OPEN', 'PARTIALLY_FILLED') order by seq`, market))
 }
 
-// RestingMarkets lists the markets where an account has resting orders. It looks through the
-// resting orders of each OPEN market (orders_resting), not through the account's orders: an index
-// of resting orders by account would cost every order a write, and an account's whole history
-// grows without bound while the books stay small.
+// RestingMarkets lists the markets where an account has resting orders.
 func (s *Store) RestingMarkets(ctx context.Context, account int64) ([]uuid.UUID, error) {
-	rows, err := s.Pool.Query(ctx, `select m.id from markets m where m.status = 'OPEN' and exists (
-		select 1 from orders o where o.market_id = m.id and o.status in ('OPEN', 'PARTIALLY_FILLED') and o.account_id = $1)
-		order by m.id`, account)
+	rows, err := s.Pool.Query(ctx, `select distinct market_id from orders
+		where account_id = $1 and status in ('OPEN', 'PARTIALLY_FILLED') order by market_id`, account)
 	if err != nil {
 		return nil, err
 	}
@@ -214,8 +210,8 @@ func (s *Store) RestingMarkets(ctx context.Context, account int64) ([]uuid.UUID,
 
 // Sequences returns the last order and trade sequence numbers used in a market.
 func (s *Store) Sequences(ctx context.Context, market uuid.UUID) (orders, trades int64, err error) {
-	err = s.Pool.QueryRow(ctx, `select order_seq, coalesce((select max(seq) from trades where market_id = $1), 0)
-		from markets where id = $1`, market).Scan(&orders, &trades)
+	err = s.Pool.QueryRow(ctx, `select coalesce((select max(seq) from orders where market_id = $1), 0),
+		coalesce((select max(seq) from trades where market_id = $1), 0)`, market).Scan(&orders, &trades)
 	if err != nil {
 		err = fmt.Errorf("while reading the sequences of market %s: %w", market, err)
 	}

@@ -119,16 +119,12 @@ type ShareDelta struct {
 	Locked   int64
 }
 
-// MarketUpdate records what a batch changed in a market: its last order sequence number when it
-// placed orders, its last trade price, and, when Status is set, a move between OPEN and CLOSED.
+// MarketUpdate records a market's last trade price and, when Status is set, a move between OPEN
+// and CLOSED.
 type MarketUpdate struct {
-	ID uuid.UUID
-	// OrderSeq, unless 0, is the market's last order sequence number after the batch, and
-	// PrevOrderSeq the one before it: the batch fails (a retryable serialization failure) unless
-	// the market's row still holds PrevOrderSeq, which catches another process placing orders in it.
-	PrevOrderSeq, OrderSeq int64
-	LastTradePrice         *int
-	Status                 string
+	ID             uuid.UUID
+	LastTradePrice *int
+	Status         string
 }
 
 // Settlement resolves a market (Outcome YES or NO) or cancels it (Outcome empty).
