@@ -27,6 +27,12 @@ type client struct {
 }
 
 func newClient(base string, bots int, timeout time.Duration) *client {
+	return &client{base: base, hc: NewHTTPClient(bots, timeout)}
+}
+
+// NewHTTPClient returns the HTTP client the bots share, for other measurements to use the same
+// one: keep-alive with an idle connection per bot, no proxy, no compression, no redirects.
+func NewHTTPClient(bots int, timeout time.Duration) *http.Client {
 	tr := &http.Transport{
 		Proxy: nil,
 		DialContext: (&net.Dialer{
@@ -41,14 +47,11 @@ func newClient(base string, bots int, timeout time.Duration) *client {
 		ExpectContinueTimeout: time.Second,
 		DisableCompression:    true,
 	}
-	return &client{
-		base: base,
-		hc: &http.Client{
-			Transport: tr,
-			Timeout:   timeout,
-			CheckRedirect: func(*http.Request, []*http.Request) error {
-				return http.ErrUseLastResponse
-			},
+	return &http.Client{
+		Transport: tr,
+		Timeout:   timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
 		},
 	}
 }

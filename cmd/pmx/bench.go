@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -132,5 +134,62 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON, with each run's full loadgen report")
 	f.BoolVarP(&verbose, "verbose", "v", false, "also print each run's full loadgen report (per request kind) on stderr")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
+	cmd.AddCommand(newBenchHTTPCommand())
+	return cmd
+}
+
+func newBenchHTTPCommand() *cobra.Command {
+	var (
+		o      bench.FloorOptions
+		serve  string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "http",
+		Short: "Measure this machine's HTTP floor: the load generator's client against a server that does nothing",
+		Long: `bench http measures what HTTP alone costs on this machine, as a bound on what the exchange can
+reach here. It starts a server process (pmx's framework, gin, with one route that reads a
+placement's body and answers a fixed ~300-byte placed order, no database) on a free loopback port
+and drives it closed loop with the load generator's HTTP client for --duration: --bots
+connections with keep-alive. It prints requests/s, the CPU time per request of the client (this
+process) and of the server (from /proc), and the cores both used together.`,
+		Example: `  pmx bench http                  # 64 bots, 10s`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if serve != "" {
+				return bench.FloorServe(ctx, serve, cmd.OutOrStdout())
+			}
+			if o.Bots < 1 || o.Duration <= 0 {
+				return errors.New("--bots and --duration must be positive")
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("cannot find this binary to start the server from: %w", err)
+			}
+			o.PMX = exe
+			res, err := bench.Floor(ctx, o)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(res)
+			}
+			return res.WriteText(cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.Bots, "bots", bench.DefaultBots, "concurrent connections, each sending as soon as it is answered")
+	f.DurationVar(&o.Duration, "duration", 10*time.Second, "length of the run")
+	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	f.StringVar(&serve, "serve", "", "run the floor server on this address instead (what bench http starts)")
+	_ = f.MarkHidden("serve")
 	return cmd
 }
