@@ -21,7 +21,7 @@ BENCH_FLAGS ?= -benchtime 2s
 # ...then the end-to-end benchmark, pmx bench; E2E_FLAGS adds to it (e.g. --bots 16 --duration 60s).
 E2E_FLAGS ?=
 # `make bench-sweep` offers these loads (orders/s, open loop) and charts the latency.
-SWEEP_RATES ?= 250,500,1000,1500,2000,2500,3000,3500,4000
+SWEEP_RATES ?= 250,500,1000,1500,2000,2500,3000,3500,4000,4500,5000
 
 ##@ General
 
