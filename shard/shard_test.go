@@ -227,6 +227,7 @@ func waitBlocked(t *testing.T, st *store.Store) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
 // TestTwoShardsOneMarket has two unnamed shards — two standalone exchanges on one database — place
 // orders in the same market, one after the other and then concurrently, so that batches fail while
 // the next ones are queued (and begun ahead). A stale shard's batch fails on the unique (market,
