@@ -162,6 +162,12 @@ func (s *Shard) prepare(ctx context.Context, c *command) error {
 // canBeginAhead reports whether a batch may be readied and begun while the batch before it is
 // still uncommitted: only if its commands just trade. Loading, checking and syncing the books
 // compare them with Postgres, so they wait until the batch before has committed.
+//
+// Only a standalone shard (no Name) begins batches ahead. A named shard shares the rows it locks
+// with other shards (accounts, holdings) and with the operator (its markets' ownership rows, which
+// a move or a lifecycle change updates). A next batch whose locks are taken in the very pipeline
+// of the commit that released them would take them again before a waiting transaction is even
+// woken, so under steady load that transaction could wait for as long as the load lasts.
 func canBeginAhead(cmds []*command) bool {
 	for _, c := range cmds {
 		switch c.kind {
@@ -224,7 +230,7 @@ func (s *Shard) commit(ctx context.Context, b batch, now time.Time, next *batch)
 	var ahead *store.Begin
 	if next != nil {
 		next.cmds = s.take(next.cmds)
-		if len(next.cmds) > 0 && canBeginAhead(next.cmds) {
+		if s.cfg.Name == "" && len(next.cmds) > 0 && canBeginAhead(next.cmds) {
 			s.prepareAll(ctx, next.cmds)
 			bg := s.begin(next.cmds)
 			ahead = &bg
