@@ -133,14 +133,8 @@ type Settlement struct {
 	Outcome string
 }
 
-const insertOrders = `insert into orders (id, market_id, seq, account_id, side, outcome, price, quantity,
-	filled_quantity, status, created_at, updated_at)
-	select id, market_id, seq, account_id, side, outcome, price, quantity, filled, status, $11, $11
-	from unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::smallint[],
-	            $8::bigint[], $9::bigint[], $10::text[])
-	  as d(id, market_id, seq, account_id, side, outcome, price, quantity, filled, status)`
-
-func orderColumnsOf(os []Order, now time.Time) []any {
+// orderColumnsOf lays orders out as applyBatch's parameters $1–$10, one array per column.
+func orderColumnsOf(os []Order) []any {
 	n := len(os)
 	ids, markets, seqs, accounts := make([][16]byte, n), make([][16]byte, n), make([]int64, n), make([]int64, n)
 	sides, outcomes, prices := make([]string, n), make([]string, n), make([]int16, n)
@@ -150,19 +144,11 @@ func orderColumnsOf(os []Order, now time.Time) []any {
 		sides[i], outcomes[i], prices[i] = o.Side, o.Outcome, int16(o.Price)
 		qty[i], filled[i], status[i] = o.Quantity, o.FilledQuantity, o.Status
 	}
-	return []any{ids, markets, seqs, accounts, sides, outcomes, prices, qty, filled, status, now}
+	return []any{ids, markets, seqs, accounts, sides, outcomes, prices, qty, filled, status}
 }
 
-const insertTrades = `insert into trades (id, market_id, seq, kind, yes_price, quantity, taker_order_seq,
-	maker_order_seq, taker_account_id, maker_account_id, taker_side, taker_outcome, taker_price, created_at)
-	select id, market_id, seq, kind, yes_price, quantity, taker_seq, maker_seq, taker_account, maker_account,
-	       side, outcome, price, $13
-	from unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::text[], $5::smallint[], $6::bigint[], $7::bigint[],
-	            $8::bigint[], $9::bigint[], $10::bigint[], $11::text[], $12::text[], $14::smallint[])
-	  as d(id, market_id, seq, kind, yes_price, quantity, taker_seq, maker_seq, taker_account, maker_account,
-	       side, outcome, price)`
-
-func tradeColumnsOf(ts []TradeRow, now time.Time) []any {
+// tradeColumnsOf lays trades out as applyBatch's parameters $15–$27, one array per column.
+func tradeColumnsOf(ts []TradeRow) []any {
 	n := len(ts)
 	ids, markets, seqs, kinds := make([][16]byte, n), make([][16]byte, n), make([]int64, n), make([]string, n)
 	yes, qty, takerSeq, makerSeq := make([]int16, n), make([]int64, n), make([]int64, n), make([]int64, n)
@@ -172,5 +158,5 @@ func tradeColumnsOf(ts []TradeRow, now time.Time) []any {
 		yes[i], qty[i], takerSeq[i], makerSeq[i] = int16(t.YesPrice), t.Quantity, t.TakerOrderSeq, t.MakerOrderSeq
 		takerAcc[i], makerAcc[i], sides[i], outcomes[i], prices[i] = t.TakerAccount, t.MakerAccount, t.Side, t.Outcome, int16(t.Price)
 	}
-	return []any{ids, markets, seqs, kinds, yes, qty, takerSeq, makerSeq, takerAcc, makerAcc, sides, outcomes, now, prices}
+	return []any{ids, markets, seqs, kinds, yes, qty, takerSeq, makerSeq, takerAcc, makerAcc, sides, outcomes, prices}
 }
