@@ -58,8 +58,7 @@ func queueBegin(q *pgx.Batch, b Begin) Locked {
 	// a nested loop over the index is always the right plan. Without this, a planner working from
 	// stale statistics (a table that grew since it was last analyzed) hash-joins the whole orders
 	// table for each batch, which measured 6 ms a batch and capped the exchange at a third of its speed.
-	q.Queue("set local enable_hashjoin = off")
-	q.Queue("set local enable_mergejoin = off")
+	q.Queue("select set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)")
 	if len(b.Markets) > 0 {
 		q.Queue(`select id, shard, epoch, status from markets where id = any($1) order by id for share`, uuidArray(b.Markets)).
 			Query(func(rows pgx.Rows) error {
