@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -174,15 +177,18 @@ func Retryable(err error) bool {
 	return errors.As(err, &pg) && (pg.Code == "40P01" || pg.Code == "40001")
 }
 
-// queueApply queues every write of a batch: one statement for all of them (see applyBatch), then
-// the settlements, which read what it wrote.
+// queueApply queues every write of a batch: one statement for all of them (see applyStatement),
+// then the settlements, which read what it wrote.
 func queueApply(q *pgx.Batch, b *Batch, updated *[]Order) {
-	if len(b.NewOrders)+len(b.OrderUpdates)+len(b.Trades)+len(b.Cash)+len(b.Shares)+len(b.Markets) > 0 {
-		q.Queue(applyBatch, applyArgs(b)...).Query(func(rows pgx.Rows) error {
-			var err error
-			*updated, err = collectOrders(rows, nil)
-			return err
-		})
+	if sql, args := applyStatement(b); sql != "" {
+		qq := q.Queue(sql, args...)
+		if len(b.OrderUpdates) > 0 {
+			qq.Query(func(rows pgx.Rows) error {
+				var err error
+				*updated, err = collectOrders(rows, nil)
+				return err
+			})
+		}
 	}
 	for _, st := range b.Settlements {
 		var outcome *string
@@ -193,11 +199,93 @@ func queueApply(q *pgx.Batch, b *Batch, updated *[]Order) {
 	}
 }
 
-// applyBatch writes a batch's effects in one statement, each kind of row in a data-modifying CTE
-// of its own over arrays of parameters (an empty array writes nothing): new orders in their final
-// state; the new fill and status of existing orders, returned in their new state; trades; cash
-// deltas; share deltas; market updates. One statement rather than six saves each batch the
-// per-statement work of both pgx and Postgres, which dominates when batches are small.
+// The writes of a batch, each kind of row a data-modifying CTE over arrays of parameters. $1 is
+// the batch's time in every part; a part's own parameters are numbered from 1 after it ({1}, {2},
+// ...) and renumbered when the statement is put together.
+const (
+	newOrdersPart = `new_orders as (
+		insert into orders (id, market_id, seq, account_id, side, outcome, price, quantity,
+		                    filled_quantity, status, created_at, updated_at)
+		select id, market_id, seq, account_id, side, outcome, price, quantity, filled, status, $1, $1
+		from unnest({1}::uuid[], {2}::uuid[], {3}::bigint[], {4}::bigint[], {5}::text[], {6}::text[],
+		            {7}::smallint[], {8}::bigint[], {9}::bigint[], {10}::text[])
+		  as d(id, market_id, seq, account_id, side, outcome, price, quantity, filled, status))`
+	orderUpdatesPart = `order_updates as (
+		update orders o set filled_quantity = d.filled, status = d.status, updated_at = $1
+		from unnest({1}::uuid[], {2}::bigint[], {3}::bigint[], {4}::text[]) as d(market_id, seq, filled, status)
+		where o.market_id = d.market_id and o.seq = d.seq
+		returning ` + updatedOrderColumns + `)`
+	tradesPart = `new_trades as (
+		insert into trades (id, market_id, seq, kind, yes_price, quantity, taker_order_seq, maker_order_seq,
+		                    taker_account_id, maker_account_id, taker_side, taker_outcome, taker_price, created_at)
+		select id, market_id, seq, kind, yes_price, quantity, taker_seq, maker_seq, taker_account, maker_account,
+		       side, outcome, price, $1
+		from unnest({1}::uuid[], {2}::uuid[], {3}::bigint[], {4}::text[], {5}::smallint[], {6}::bigint[],
+		            {7}::bigint[], {8}::bigint[], {9}::bigint[], {10}::bigint[], {11}::text[], {12}::text[], {13}::smallint[])
+		  as d(id, market_id, seq, kind, yes_price, quantity, taker_seq, maker_seq, taker_account, maker_account,
+		       side, outcome, price))`
+	cashPart = `cash as (
+		update accounts a set available = a.available + d.available, locked = a.locked + d.locked, updated_at = $1
+		from unnest({1}::bigint[], {2}::bigint[], {3}::bigint[]) as d(id, available, locked)
+		where a.id = d.id)`
+	sharesPart = `share_deltas as (
+		select * from unnest({1}::uuid[], {2}::bigint[], {3}::uuid[], {4}::text[], {5}::bigint[], {6}::bigint[])
+		  as d(id, account_id, market_id, outcome, quantity, locked)),
+	positions_updated as (
+		update positions p set quantity = p.quantity + d.quantity, locked_quantity = p.locked_quantity + d.locked,
+		       updated_at = $1
+		from share_deltas d where p.account_id = d.account_id and p.market_id = d.market_id and p.outcome = d.outcome
+		returning p.account_id, p.market_id, p.outcome),
+	positions_new as (
+		insert into positions (id, account_id, market_id, outcome, quantity, locked_quantity, created_at, updated_at)
+		select d.id, d.account_id, d.market_id, d.outcome, d.quantity, d.locked, $1, $1 from share_deltas d
+		where not exists (select 1 from positions_updated u
+		                  where u.account_id = d.account_id and u.market_id = d.market_id and u.outcome = d.outcome))`
+	marketsPart = `market_updates as (
+		update markets m set last_trade_price = coalesce(d.last, m.last_trade_price),
+		       status = coalesce(d.status, m.status), updated_at = $1
+		from unnest({1}::uuid[], {2}::smallint[], {3}::text[]) as d(id, last, status) where m.id = d.id)`
+)
+
+// applyParts are the parts in the order a statement lists them, with how many parameters each
+// takes; applySQL[mask] is the statement made of the parts whose bits mask sets (bit i: part i).
+var (
+	applyParts = []struct {
+		sql  string
+		args int
+	}{{newOrdersPart, 10}, {orderUpdatesPart, 4}, {tradesPart, 13}, {cashPart, 3}, {sharesPart, 6}, {marketsPart, 3}}
+	applySQL = func() []string {
+		placeholder := regexp.MustCompile(`\{(\d+)\}`)
+		out := make([]string, 1<<len(applyParts))
+		for mask := 1; mask < len(out); mask++ {
+			var parts []string
+			base := 1 // $1 is the batch's time
+			for i, p := range applyParts {
+				if mask&(1<<i) == 0 {
+					continue
+				}
+				parts = append(parts, placeholder.ReplaceAllStringFunc(p.sql, func(m string) string {
+					k, _ := strconv.Atoi(m[1 : len(m)-1])
+					return "$" + strconv.Itoa(base+k)
+				}))
+				base += p.args
+			}
+			main := "select $1::timestamptz where false" // nothing to return
+			if mask&(1<<1) != 0 {
+				main = "select * from order_updates"
+			}
+			out[mask] = "with " + strings.Join(parts, ",\n\t") + "\n" + main
+		}
+		return out
+	}()
+)
+
+// applyStatement writes a batch's effects in one statement: a data-modifying CTE for each kind of
+// row the batch has (new orders in their final state; the new fill and status of existing orders,
+// which the statement returns in their new state; trades; cash deltas; share deltas; market
+// updates), or "" when it has none. One statement rather than up to six saves each batch the
+// per-statement work of both pgx and Postgres; leaving out the parts a batch does not need spares
+// small batches the cost of the empty ones. Each combination is its own prepared statement.
 //
 // Every CTE runs against the same snapshot, so none may depend on another's writes, and none does:
 // a batch's new orders and its updates of existing orders are different rows (an order placed in
@@ -205,94 +293,64 @@ func queueApply(q *pgx.Batch, b *Batch, updated *[]Order) {
 // and insert the others, in one pass: not an upsert, because Postgres checks an upsert's proposed
 // row — negative for a sale — before it finds the conflict; a new position only ever grows
 // (shares come from a buy).
-const applyBatch = `with
-	new_orders as (
-		insert into orders (id, market_id, seq, account_id, side, outcome, price, quantity,
-		                    filled_quantity, status, created_at, updated_at)
-		select id, market_id, seq, account_id, side, outcome, price, quantity, filled, status, $40, $40
-		from unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::smallint[],
-		            $8::bigint[], $9::bigint[], $10::text[])
-		  as d(id, market_id, seq, account_id, side, outcome, price, quantity, filled, status)),
-	order_updates as (
-		update orders o set filled_quantity = d.filled, status = d.status, updated_at = $40
-		from unnest($11::uuid[], $12::bigint[], $13::bigint[], $14::text[]) as d(market_id, seq, filled, status)
-		where o.market_id = d.market_id and o.seq = d.seq
-		returning ` + updatedOrderColumns + `),
-	new_trades as (
-		insert into trades (id, market_id, seq, kind, yes_price, quantity, taker_order_seq, maker_order_seq,
-		                    taker_account_id, maker_account_id, taker_side, taker_outcome, taker_price, created_at)
-		select id, market_id, seq, kind, yes_price, quantity, taker_seq, maker_seq, taker_account, maker_account,
-		       side, outcome, price, $40
-		from unnest($15::uuid[], $16::uuid[], $17::bigint[], $18::text[], $19::smallint[], $20::bigint[],
-		            $21::bigint[], $22::bigint[], $23::bigint[], $24::bigint[], $25::text[], $26::text[], $27::smallint[])
-		  as d(id, market_id, seq, kind, yes_price, quantity, taker_seq, maker_seq, taker_account, maker_account,
-		       side, outcome, price)),
-	cash as (
-		update accounts a set available = a.available + d.available, locked = a.locked + d.locked, updated_at = $40
-		from unnest($28::bigint[], $29::bigint[], $30::bigint[]) as d(id, available, locked)
-		where a.id = d.id),
-	share_deltas as (
-		select * from unnest($31::uuid[], $32::bigint[], $33::uuid[], $34::text[], $35::bigint[], $36::bigint[])
-		  as d(id, account_id, market_id, outcome, quantity, locked)),
-	positions_updated as (
-		update positions p set quantity = p.quantity + d.quantity, locked_quantity = p.locked_quantity + d.locked,
-		       updated_at = $40
-		from share_deltas d where p.account_id = d.account_id and p.market_id = d.market_id and p.outcome = d.outcome
-		returning p.account_id, p.market_id, p.outcome),
-	positions_new as (
-		insert into positions (id, account_id, market_id, outcome, quantity, locked_quantity, created_at, updated_at)
-		select d.id, d.account_id, d.market_id, d.outcome, d.quantity, d.locked, $40, $40 from share_deltas d
-		where not exists (select 1 from positions_updated u
-		                  where u.account_id = d.account_id and u.market_id = d.market_id and u.outcome = d.outcome)),
-	market_updates as (
-		update markets m set last_trade_price = coalesce(d.last, m.last_trade_price),
-		       status = coalesce(d.status, m.status), updated_at = $40
-		from unnest($37::uuid[], $38::smallint[], $39::text[]) as d(id, last, status) where m.id = d.id)
-	select * from order_updates`
-
-// applyArgs lays a batch out as applyBatch's parameters, one array per column.
-func applyArgs(b *Batch) []any {
-	args := make([]any, 0, 40)
-	args = append(args, orderColumnsOf(b.NewOrders)...)
-
-	n := len(b.OrderUpdates)
-	markets, seqs, filled, status := make([][16]byte, n), make([]int64, n), make([]int64, n), make([]string, n)
-	for i, o := range b.OrderUpdates {
-		markets[i], seqs[i], filled[i], status[i] = o.MarketID, o.Seq, o.FilledQuantity, o.Status
-	}
-	args = append(args, markets, seqs, filled, status)
-
-	args = append(args, tradeColumnsOf(b.Trades)...)
-
-	n = len(b.Cash)
-	accounts, avail, locked := make([]int64, n), make([]int64, n), make([]int64, n)
-	for i, d := range b.Cash {
-		accounts[i], avail[i], locked[i] = d.Account, d.Available, d.Locked
-	}
-	args = append(args, accounts, avail, locked)
-
-	n = len(b.Shares)
-	ids, holders, holdings, outcomes, qty, sharesLocked := make([][16]byte, n), make([]int64, n), make([][16]byte, n), make([]string, n), make([]int64, n), make([]int64, n)
-	for i, d := range b.Shares {
-		// An id only for the positions the statement inserts; generating it costs little.
-		ids[i], holders[i], holdings[i], outcomes[i], qty[i], sharesLocked[i] = NewID(), d.Account, d.Market, d.Outcome, d.Quantity, d.Locked
-	}
-	args = append(args, ids, holders, holdings, outcomes, qty, sharesLocked)
-
-	n = len(b.Markets)
-	marketIDs, last, marketStatus := make([][16]byte, n), make([]*int16, n), make([]*string, n)
-	for i := range b.Markets {
-		m := &b.Markets[i]
-		marketIDs[i] = m.ID
-		if m.LastTradePrice != nil {
-			p := int16(*m.LastTradePrice)
-			last[i] = &p
+func applyStatement(b *Batch) (string, []any) {
+	mask := 0
+	args := []any{b.Now}
+	add := func(part int, partArgs ...any) {
+		if len(partArgs) != applyParts[part].args {
+			panic(fmt.Sprintf("store: part %d of a batch's statement takes %d parameters, not %d", part, applyParts[part].args, len(partArgs)))
 		}
-		if m.Status != "" {
-			marketStatus[i] = &m.Status
-		}
+		mask |= 1 << part
+		args = append(args, partArgs...)
 	}
-	return append(args, marketIDs, last, marketStatus, b.Now)
+	if len(b.NewOrders) > 0 {
+		add(0, orderColumnsOf(b.NewOrders)...)
+	}
+	if n := len(b.OrderUpdates); n > 0 {
+		markets, seqs, filled, status := make([][16]byte, n), make([]int64, n), make([]int64, n), make([]string, n)
+		for i, o := range b.OrderUpdates {
+			markets[i], seqs[i], filled[i], status[i] = o.MarketID, o.Seq, o.FilledQuantity, o.Status
+		}
+		add(1, markets, seqs, filled, status)
+	}
+	if len(b.Trades) > 0 {
+		add(2, tradeColumnsOf(b.Trades)...)
+	}
+	if n := len(b.Cash); n > 0 {
+		accounts, avail, locked := make([]int64, n), make([]int64, n), make([]int64, n)
+		for i, d := range b.Cash {
+			accounts[i], avail[i], locked[i] = d.Account, d.Available, d.Locked
+		}
+		add(3, accounts, avail, locked)
+	}
+	if n := len(b.Shares); n > 0 {
+		ids, holders, holdings, outcomes := make([][16]byte, n), make([]int64, n), make([][16]byte, n), make([]string, n)
+		qty, locked := make([]int64, n), make([]int64, n)
+		for i, d := range b.Shares {
+			// An id only for the positions the statement inserts; generating it costs little.
+			ids[i], holders[i], holdings[i], outcomes[i], qty[i], locked[i] = NewID(), d.Account, d.Market, d.Outcome, d.Quantity, d.Locked
+		}
+		add(4, ids, holders, holdings, outcomes, qty, locked)
+	}
+	if n := len(b.Markets); n > 0 {
+		ids, last, status := make([][16]byte, n), make([]*int16, n), make([]*string, n)
+		for i := range b.Markets {
+			m := &b.Markets[i]
+			ids[i] = m.ID
+			if m.LastTradePrice != nil {
+				p := int16(*m.LastTradePrice)
+				last[i] = &p
+			}
+			if m.Status != "" {
+				status[i] = &m.Status
+			}
+		}
+		add(5, ids, last, status)
+	}
+	if mask == 0 {
+		return "", nil
+	}
+	return applySQL[mask], args
 }
 
 // updatedOrderColumns is orderColumns, qualified for an update joined with its data.

@@ -133,7 +133,7 @@ type Settlement struct {
 	Outcome string
 }
 
-// orderColumnsOf lays orders out as applyBatch's parameters $1–$10, one array per column.
+// orderColumnsOf lays orders out as newOrdersPart's parameters, one array per column.
 func orderColumnsOf(os []Order) []any {
 	n := len(os)
 	ids, markets, seqs, accounts := make([][16]byte, n), make([][16]byte, n), make([]int64, n), make([]int64, n)
@@ -147,7 +147,7 @@ func orderColumnsOf(os []Order) []any {
 	return []any{ids, markets, seqs, accounts, sides, outcomes, prices, qty, filled, status}
 }
 
-// tradeColumnsOf lays trades out as applyBatch's parameters $15–$27, one array per column.
+// tradeColumnsOf lays trades out as tradesPart's parameters, one array per column.
 func tradeColumnsOf(ts []TradeRow) []any {
 	n := len(ts)
 	ids, markets, seqs, kinds := make([][16]byte, n), make([][16]byte, n), make([]int64, n), make([]string, n)
