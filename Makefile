@@ -51,9 +51,10 @@ bench-sweep: build postgres ## Chart placement latency against offered load (SWE
 	$(PMX) bench --sweep $(SWEEP_RATES) --chart docs/latency.png $(E2E_FLAGS)
 
 .PHONY: fuzz
-fuzz: ## Fuzz the engine's submission path and the order decoder, FUZZTIME each (default 60s).
+fuzz: ## Fuzz the engine's submission path and the request decoders, FUZZTIME each (default 60s).
 	$(GO) test -run '^$$' -fuzz FuzzSubmit -fuzztime $${FUZZTIME:-60s} ./engine
 	$(GO) test -run '^$$' -fuzz FuzzDecodeOrder -fuzztime $${FUZZTIME:-60s} ./apiserver
+	$(GO) test -run '^$$' -fuzz FuzzObjectString -fuzztime $${FUZZTIME:-60s} ./apiserver
 
 .PHONY: lint
 lint: $(STATICCHECK) ## Check formatting, go vet and staticcheck.

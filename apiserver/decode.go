@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -79,8 +80,16 @@ func (o object) string(field string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if v[0] != '"' {
+		return "", fieldError(field, "invalid_type", "%s must be a string", field)
+	}
+	// The object was decoded, so v is a valid JSON string: without escapes and in valid UTF-8 it
+	// is its own value, which json.Unmarshal would only copy (it replaces invalid UTF-8).
+	if in := v[1 : len(v)-1]; bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in) {
+		return string(in), nil
+	}
 	var s string
-	if v[0] != '"' || json.Unmarshal(v, &s) != nil {
+	if json.Unmarshal(v, &s) != nil {
 		return "", fieldError(field, "invalid_type", "%s must be a string", field)
 	}
 	return s, nil

@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -79,4 +81,37 @@ func FuzzDecodeOrder(f *testing.F) {
 			t.Fatalf("decoded an invalid order %+v", r)
 		}
 	})
+}
+
+// FuzzObjectString checks that a string field reads exactly as encoding/json reads it, escapes,
+// invalid UTF-8 and all.
+func FuzzObjectString(f *testing.F) {
+	f.Add([]byte(`{"a":"BUY","b":"caf\u00e9 \"q\"","c":"\ud800","d":"` + "\xff\xfe" + `","e":7}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		o, err := decodeObject(body)
+		if err != nil {
+			return
+		}
+		for field, v := range o {
+			got, err := o.string(field)
+			var want string
+			wantErr := len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &want) != nil
+			if bytes.Equal(v, []byte("null")) {
+				wantErr = true
+			}
+			if (err != nil) != wantErr || got != want {
+				t.Fatalf("field %q (%s): got %q, %v; want %q, error %v", field, v, got, err, want, wantErr)
+			}
+		}
+	})
+}
+
+func BenchmarkDecodeOrder(b *testing.B) {
+	body := []byte(`{"marketId":"` + testMarket + `","side":"BUY","outcome":"YES","price":42,"quantity":10}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeOrder(body, 1_000_000); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
