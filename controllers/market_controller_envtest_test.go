@@ -24,6 +24,7 @@ import (
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/k8stest"
 	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
+	"github.com/pmx-dev/pmx/internal/storetest"
 	"github.com/pmx-dev/pmx/shard"
 	"github.com/pmx-dev/pmx/store"
 )
@@ -47,14 +48,7 @@ const internalToken = "internal-token"
 func newWorld(t *testing.T) *world {
 	env := k8stest.Start(t)
 	ctx := context.Background()
-	st, err := store.Open(ctx, pgtest.NewDatabase(t, pgtest.Shared(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if _, _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.New(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	w := &world{t: t, k8s: env.Client, st: st, shards: map[string]*shard.Shard{}, beats: map[string]context.CancelFunc{}, admin: "admin-token"}
 

@@ -19,17 +19,7 @@ const placedBody = `{"id":"0190f6a4-7a55-7c3e-9b1d-2f0e8c4b5a6f","marketId":"` +
 	`"quantity":3,"yesPrice":57,"createdAt":"2027-01-31T18:00:00.123456Z"}]}`
 
 func TestGoccyDecodesAsEncodingJSON(t *testing.T) {
-	type book struct {
-		Yes struct {
-			Bids []struct {
-				Price int `json:"price"`
-			} `json:"bids"`
-			Asks []struct {
-				Price int `json:"price"`
-			} `json:"asks"`
-			LastTradePrice *int `json:"lastTradePrice"`
-		} `json:"orderBookYes"`
-	}
+	type book = bookAnswer
 	type markets struct {
 		Markets []struct {
 			ID     string `json:"id"`

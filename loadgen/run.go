@@ -287,6 +287,19 @@ func loadMarkets(ctx context.Context, c *client, auth string, limit int) ([]mark
 	return markets, initial, nil
 }
 
+// bookAnswer is what a bot reads of GET /market/orderbook: the YES view's best prices.
+type bookAnswer struct {
+	Yes struct {
+		Bids []struct {
+			Price int `json:"price"`
+		} `json:"bids"`
+		Asks []struct {
+			Price int `json:"price"`
+		} `json:"asks"`
+		LastTradePrice *int `json:"lastTradePrice"`
+	} `json:"orderBookYes"`
+}
+
 // initialMid estimates a market's YES mid from its order book: the middle of the best bid and
 // ask, else the last trade, else next to the one side there is, else 50.
 func initialMid(ctx context.Context, c *client, auth string, m market, buf *bytes.Buffer) int {
@@ -294,17 +307,7 @@ func initialMid(ctx context.Context, c *client, auth string, m market, buf *byte
 	if !res.ok() {
 		return 50
 	}
-	var ob struct {
-		Yes struct {
-			Bids []struct {
-				Price int `json:"price"`
-			} `json:"bids"`
-			Asks []struct {
-				Price int `json:"price"`
-			} `json:"asks"`
-			LastTradePrice *int `json:"lastTradePrice"`
-		} `json:"orderBookYes"`
-	}
+	var ob bookAnswer
 	if json.Unmarshal(buf.Bytes(), &ob) != nil {
 		return 50
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
+	"github.com/pmx-dev/pmx/internal/storetest"
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/store"
 )
@@ -31,14 +32,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, pgtest.NewDatabase(t, pgtest.Shared(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if _, _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.New(t)
 	now := time.Now()
 	m, err := st.CreateMarket(ctx, store.Market{ID: uuid.New(), Question: "q", Category: "c", LabelA: "Yes", LabelB: "No", CreatedAt: now})
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/internal/apitest"
-	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
+	"github.com/pmx-dev/pmx/internal/storetest"
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/shard"
 	"github.com/pmx-dev/pmx/store"
@@ -49,14 +49,7 @@ type Target struct {
 func StartDev(t testing.TB) *Target {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, pgtest.NewDatabase(t, pgtest.Shared(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if _, _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.New(t)
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	sh := shard.New(shard.Config{Store: st, Logger: log})
 	t.Cleanup(sh.Stop)

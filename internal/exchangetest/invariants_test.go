@@ -7,8 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/internal/storetest"
 )
 
 // TestInvariantsCatchViolations shows that each invariant query finds what it is meant to find:
@@ -16,14 +15,7 @@ import (
 // is rolled back, is reported under the invariant's name.
 func TestInvariantsCatchViolations(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, pgtest.NewDatabase(t, pgtest.Shared(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if _, _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.New(t)
 	// Two accounts, one market, and a trade between them that minted 2 pairs at YES 40: A bought 2
 	// YES (80), B bought 2 NO (120); A also rests a BUY YES of 3 at 30 (90 locked).
 	const seed = `
