@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
 )
@@ -49,5 +50,103 @@ func TestApplyStatements(t *testing.T) {
 		if updates := mask&(1<<1) != 0; updates != (len(sd.Fields) == len(strings.Split(updatedOrderColumns, ","))) {
 			t.Errorf("parts %06b: returns %d columns", mask, len(sd.Fields))
 		}
+	}
+}
+
+// TestCommitBatchBeginsNext checks CommitBatch's contract with a next batch: when the writes
+// commit and only the next batch's locks fail, the batch is committed, NextErr says why and the
+// connection is outside any transaction; when the writes fail, nothing is committed, the next
+// batch did not begin, and the connection is outside any transaction too.
+func TestCommitBatchBeginsNext(t *testing.T) {
+	ctx := context.Background()
+	st, err := Open(ctx, pgtest.NewDatabase(t, pgtest.Shared(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, _, err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	alice, err := st.CreateAccount(ctx, "alice", 1_000, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := st.CreateAccount(ctx, "bob", 1_000, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := st.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Release()
+	conn := pc.Conn()
+	if _, err := conn.Exec(ctx, "set lock_timeout = '200ms'"); err != nil {
+		t.Fatal(err)
+	}
+	available := func(id int64) int64 {
+		var n int64
+		if err := st.Pool.QueryRow(ctx, `select available from accounts where id = $1`, id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	// Another transaction holds bob's account: the next batch cannot lock it.
+	other, err := st.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Exec(ctx, `select 1 from accounts where id = $1 for update`, bob.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := BeginBatch(ctx, conn, Begin{Accounts: []int64{alice.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	b := &Batch{Now: now, Cash: []CashDelta{{Account: alice.ID, Available: -100, Locked: 100}}}
+	res, err := CommitBatch(ctx, conn, b, &Begin{Accounts: []int64{bob.ID}})
+	if err != nil {
+		t.Fatalf("the batch itself failed: %v", err)
+	}
+	if res.NextErr == nil {
+		t.Error("the next batch began although another transaction holds its account")
+	}
+	if got := available(alice.ID); got != 900 {
+		t.Errorf("alice has %d available; the batch should have committed 900", got)
+	}
+	if s := conn.PgConn().TxStatus(); s != 'I' {
+		t.Errorf("connection left in transaction status %q", s)
+	}
+	if err := other.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Now the next batch begins with the commit, and holds its lock until it ends.
+	if _, err := BeginBatch(ctx, conn, Begin{Accounts: []int64{alice.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	b = &Batch{Now: now, Cash: []CashDelta{{Account: alice.ID, Available: -100, Locked: 100}}}
+	res, err = CommitBatch(ctx, conn, b, &Begin{Accounts: []int64{bob.ID}})
+	if err != nil || res.NextErr != nil {
+		t.Fatalf("CommitBatch: %v, next: %v", err, res.NextErr)
+	}
+	if res.Next.Cash[bob.ID] != 1_000 {
+		t.Errorf("the next batch read bob's available cash as %d, want 1000", res.Next.Cash[bob.ID])
+	}
+	if s := conn.PgConn().TxStatus(); s != 'T' {
+		t.Errorf("the next batch's transaction is not open: status %q", s)
+	}
+
+	// A batch whose writes fail (alice cannot go below zero) commits nothing and begins nothing.
+	b = &Batch{Now: now, Cash: []CashDelta{{Account: alice.ID, Available: -10_000, Locked: 10_000}}}
+	if _, err := CommitBatch(ctx, conn, b, &Begin{Accounts: []int64{bob.ID}}); err == nil {
+		t.Fatal("a batch overdrawing an account committed")
+	}
+	if got := available(alice.ID); got != 800 {
+		t.Errorf("alice has %d available after a failed batch, want 800", got)
+	}
+	if s := conn.PgConn().TxStatus(); s != 'I' {
+		t.Errorf("connection left in transaction status %q after a failed batch", s)
 	}
 }
