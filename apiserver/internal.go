@@ -62,6 +62,9 @@ type cancelAllWire struct {
 
 type internalError struct {
 	Code string `json:"code"`
+	// Status is, with order_not_open, what became of the order when the shard knows it (see
+	// shard.NotOpenError).
+	Status string `json:"status,omitempty"`
 }
 
 // wireErrors pairs each shard error with its code and status on the internal API.
@@ -115,7 +118,11 @@ func ShardServer(sh *shard.Shard, st *store.Store, token string, log *slog.Logge
 		}
 		for _, w := range wireErrors {
 			if errors.Is(err, w.err) {
-				c.JSON(w.status, internalError{Code: w.code})
+				e := internalError{Code: w.code}
+				if ne := (*shard.NotOpenError)(nil); errors.As(err, &ne) {
+					e.Status = ne.Status
+				}
+				c.JSON(w.status, e)
 				return
 			}
 		}
@@ -211,6 +218,9 @@ func (c *shardClient) call(ctx context.Context, method, path string, in, out any
 	}
 	var e internalError
 	_ = dec.Decode(&e)
+	if e.Code == "order_not_open" && e.Status != "" {
+		return &shard.NotOpenError{Status: e.Status}
+	}
 	for _, w := range wireErrors {
 		if w.code == e.Code {
 			return w.err

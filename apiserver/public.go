@@ -247,9 +247,14 @@ func (s *Server) cancelPlaced(c *gin.Context, id uuid.UUID, f orderFacts) error 
 		c.JSON(http.StatusOK, cancelled)
 		return nil
 	}
-	// Refused, most often because the order was filled or cancelled since: read it, as cancelOrder
-	// would have before asking the exchange, to name its status. An order that is still resting
-	// gets the exchange's own answer, as it would have there.
+	// Refused, most often because the order was filled or cancelled since. The shard usually
+	// remembers what became of it; otherwise read it, as cancelOrder would have before asking the
+	// exchange, to name its status. An order that is still resting gets the exchange's own
+	// answer, as it would have there.
+	if ne := (*shard.NotOpenError)(nil); errors.As(err, &ne) {
+		s.orders.forget(id)
+		return errOrderNotOpen(ne.Status)
+	}
 	o, oerr := s.ownOrder(c, id)
 	if oerr != nil {
 		return oerr

@@ -121,10 +121,28 @@ func (s *Shard) process(b batch, next *batch) batch {
 	for _, m := range s.acc.touched {
 		s.publish(m)
 	}
+	s.recordFinished()
 	for _, c := range b.cmds {
 		c.reply <- c.err
 	}
 	return ahead
+}
+
+// recordFinished remembers, once a batch has committed, the final status of every order that
+// left its book in it.
+func (s *Shard) recordFinished() {
+	for _, rows := range [][]store.Order{s.acc.batch.NewOrders, s.acc.batch.OrderUpdates} {
+		for i := range rows {
+			o := &rows[i]
+			st, ok := engine.ParseStatus(o.Status)
+			if !ok || st.Resting() {
+				continue
+			}
+			if m, ok := s.markets[o.MarketID]; ok {
+				m.finished.put(o.Seq, st)
+			}
+		}
+	}
 }
 
 // prepareAll readies every command of a batch that has not begun.
@@ -357,6 +375,9 @@ func (s *Shard) cancel(c *command) {
 	st, err := m.book.Cancel(engine.OrderID(c.seq))
 	if err != nil {
 		c.err = ErrOrderNotOpen
+		if final, ok := m.finished.get(c.seq); ok {
+			c.err = &NotOpenError{Status: final.String()}
+		}
 		return
 	}
 	s.acc.touch(m)

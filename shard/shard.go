@@ -80,6 +80,7 @@ type marketState struct {
 	lastTrade int64        // the last trade sequence number used
 	lastPrice int          // last trade's YES price, 0 if none
 	epoch     int64        // the ownership epoch it was loaded under (distributed mode)
+	finished  finishedOrders
 }
 
 // Snapshot is a market's book as last committed: the best levels of both views.

@@ -273,3 +273,38 @@ func TestTwoShardsOneMarket(t *testing.T) {
 		}
 	}
 }
+
+// TestCancelSaysWhatBecameOfTheOrder cancels orders that left the book: the shard remembers their
+// final status (NotOpenError, which is ErrOrderNotOpen) until it rebuilds the market.
+func TestCancelSaysWhatBecameOfTheOrder(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s := f.shard(t, "")
+	resting, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 40, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 30, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Place(ctx, f.buy(f.bob, engine.No, 60, 2)); err != nil { // fills the first
+		t.Fatal(err)
+	}
+	if _, err := s.Cancel(ctx, f.market, cancelled.Seq); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		seq  int64
+		want string
+	}{{resting.Seq, "FILLED"}, {cancelled.Seq, "CANCELLED"}} {
+		_, err := s.Cancel(ctx, f.market, c.seq)
+		var ne *NotOpenError
+		if !errors.As(err, &ne) || ne.Status != c.want || !errors.Is(err, ErrOrderNotOpen) {
+			t.Errorf("cancel of order %d: %v, want it %s", c.seq, err, c.want)
+		}
+	}
+	if _, err := s.Cancel(ctx, f.market, 999); err != ErrOrderNotOpen {
+		t.Errorf("cancel of an order never seen: %v, want ErrOrderNotOpen", err)
+	}
+}
