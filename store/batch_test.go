@@ -12,19 +12,28 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// TestApplyStatements prepares every combination of a batch's write statement on a migrated
-// database: each must be valid SQL whose parameters Postgres types as the parts expect, and each
-// returns the updated orders exactly when it updates orders.
-func TestApplyStatements(t *testing.T) {
+// newTestStore opens a store on a new, migrated database (internal/storetest does this for other
+// packages, but importing it here would be an import cycle).
+func newTestStore(t *testing.T) *Store {
+	t.Helper()
 	ctx := context.Background()
 	st, err := Open(ctx, pgtest.NewDatabase(t, pgtest.Shared(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(st.Close)
 	if _, _, err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return st
+}
+
+// TestApplyStatements prepares every combination of a batch's write statement on a migrated
+// database: each must be valid SQL whose parameters Postgres types as the parts expect, and each
+// returns the updated orders exactly when it updates orders.
+func TestApplyStatements(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t)
 	conn, err := st.Pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -59,14 +68,7 @@ func TestApplyStatements(t *testing.T) {
 // batch did not begin, and the connection is outside any transaction too.
 func TestCommitBatchBeginsNext(t *testing.T) {
 	ctx := context.Background()
-	st, err := Open(ctx, pgtest.NewDatabase(t, pgtest.Shared(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if _, _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := newTestStore(t)
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	alice, err := st.CreateAccount(ctx, "alice", 1_000, now)
 	if err != nil {

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -85,16 +82,8 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
 			}
 			o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
-			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signalContext(cmd) // pmx dev and Postgres get parent-death signals
 			defer stop()
-			go func() {
-				<-ctx.Done()
-				stop() // a second Ctrl-C kills the bench; pmx dev and Postgres get parent-death signals
-			}()
 			res, runErr := bench.Run(ctx, o)
 			if res == nil {
 				return runErr
@@ -156,11 +145,7 @@ process) and of the server (from /proc), and the cores both used together.`,
 		Example: `  pmx bench http                  # 64 bots, 10s`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
-			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signalContext(cmd)
 			defer stop()
 			if serve != "" {
 				return bench.FloorServe(ctx, serve, cmd.OutOrStdout())

@@ -8,10 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -53,7 +51,7 @@ Ctrl-C stops it cleanly. --database-url uses an existing Postgres instead.
 At start it loads the Market manifests in --markets, the same YAML kubectl apply takes.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signalContext(cmd)
 			defer stop()
 			return runDev(ctx, o, cmd.OutOrStdout())
 		},

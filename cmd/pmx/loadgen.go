@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -52,16 +49,8 @@ Ctrl-C stops the run early and still prints the report.`,
 			if cfg.Orders > 0 && !cmd.Flags().Changed("duration") {
 				cfg.Duration = 0 // --orders alone: run until that many placements
 			}
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
-			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signalContext(cmd)
 			defer stop()
-			go func() {
-				<-ctx.Done()
-				stop() // a second Ctrl-C kills the process
-			}()
 			progress := cmd.ErrOrStderr()
 			if quiet {
 				progress = nil

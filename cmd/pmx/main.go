@@ -2,8 +2,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -13,6 +16,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, "pmx:", err)
 		os.Exit(1)
 	}
+}
+
+// signalContext is cmd's context, ended by the first SIGINT or SIGTERM: the command then stops
+// cleanly (a server finishes the requests in flight). A second signal takes its default action
+// and ends the process at once.
+func signalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	return ctx, stop
 }
 
 // envOr reads an environment variable, with a default.
