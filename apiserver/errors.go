@@ -48,6 +48,8 @@ var (
 		Message: "no market has this id; list markets with GET /markets"}
 	errUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
 		Message: "the exchange could not commit this request; nothing was changed, try again"}
+	errOutcomeUnknown = &Error{Status: http.StatusServiceUnavailable, Code: "outcome_unknown",
+		Message: "the exchange did not confirm this request, which may have been carried out: check your orders (GET /api/v1/orders) before sending it again"}
 )
 
 // handler adapts a handler that returns an error to gin, writing the error answer.
@@ -63,8 +65,11 @@ func handler(h func(*gin.Context) error) gin.HandlerFunc {
 // errors to theirs, anything else to a 500 that is logged.
 func writeError(c *gin.Context, err error) {
 	var e *Error
+	var notOpen *shard.NotOpenError
 	switch {
 	case errors.As(err, &e):
+	case errors.As(err, &notOpen): // the shard knows what became of the order
+		e = errOrderNotOpen(notOpen.Status)
 	case errors.Is(err, shard.ErrUnknownMarket):
 		e = errMarketNotFound
 	case errors.Is(err, shard.ErrMarketNotOpen):
@@ -81,6 +86,8 @@ func writeError(c *gin.Context, err error) {
 		e = newError(http.StatusConflict, "illegal_transition", "%s", err.Error())
 	case errors.Is(err, store.ErrConflict):
 		e = newError(http.StatusConflict, "conflict", "%s", err.Error())
+	case errors.Is(err, ErrOutcomeUnknown):
+		e = errOutcomeUnknown
 	case errors.Is(err, shard.ErrUnavailable), errors.Is(err, shard.ErrStopped), errors.Is(err, shard.ErrNotOwner):
 		e = errUnavailable
 	default:

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -180,6 +181,9 @@ func ShardServer(sh *shard.Shard, st *store.Store, token string, log *slog.Logge
 	return e
 }
 
+// ErrOutcomeUnknown is a write the shard may or may not have carried out: its answer was lost.
+var ErrOutcomeUnknown = errors.New("the shard did not answer; the request may have been carried out")
+
 // shardClient calls one shard's internal API.
 type shardClient struct {
 	base  string // http://host:port
@@ -208,8 +212,14 @@ func (c *shardClient) call(ctx context.Context, method, path string, in, out any
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		// The shard is unreachable (it may have just died): the caller re-routes.
-		return errors.Join(shard.ErrNotOwner, err)
+		// A shard that could not be reached (it may have just died) never saw the request, and a
+		// read can always be sent again: the caller re-routes. A write that failed any other way
+		// (a reset connection, a timeout) may have been carried out before the answer was lost,
+		// and sending it again could place an order twice.
+		if op := (*net.OpError)(nil); in == nil || errors.As(err, &op) && op.Op == "dial" {
+			return errors.Join(shard.ErrNotOwner, err)
+		}
+		return errors.Join(ErrOutcomeUnknown, err)
 	}
 	defer resp.Body.Close()
 	dec := json.NewDecoder(resp.Body)

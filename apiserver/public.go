@@ -204,7 +204,7 @@ var errNotYourOrder = &Error{Status: http.StatusForbidden, Code: "not_your_order
 	Message: "this order belongs to another account"}
 
 // errOrderNotOpen refuses to cancel an order in status, one that is not resting.
-func errOrderNotOpen(status string) error {
+func errOrderNotOpen(status string) *Error {
 	return fieldError("orderId", "order_not_open", "the order is %s: only OPEN and PARTIALLY_FILLED orders can be cancelled", status)
 }
 
@@ -253,7 +253,7 @@ func (s *Server) cancelPlaced(c *gin.Context, id uuid.UUID, f orderFacts) error 
 	// answer, as it would have there.
 	if ne := (*shard.NotOpenError)(nil); errors.As(err, &ne) {
 		s.orders.forget(id)
-		return errOrderNotOpen(ne.Status)
+		return err // its answer names the status (writeError)
 	}
 	o, oerr := s.ownOrder(c, id)
 	if oerr != nil {
