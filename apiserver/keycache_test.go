@@ -10,9 +10,9 @@ import (
 	"github.com/pmx-dev/pmx/internal/exchangetest"
 )
 
-// TestRevokedKeyRefusedOnEveryReplica warms two replicas' key caches, revokes the key, and checks
-// that both refuse it: the revoking replica at once, the other as soon as Postgres announces the
-// revocation (a bounded wait, not a sleep).
+// TestRevokedKeyRefusedOnEveryReplica warms two replicas' key caches, revokes the key directly in
+// the store (through neither replica), and checks that both refuse it as soon as Postgres announces
+// the revocation (a bounded wait, not a sleep).
 func TestRevokedKeyRefusedOnEveryReplica(t *testing.T) {
 	tg := exchangetest.StartDev(t)
 	other := httptest.NewServer(replicaOf(t, tg.Store))

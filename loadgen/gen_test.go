@@ -124,6 +124,9 @@ func TestGeneratorIsDeterministic(t *testing.T) {
 		return steps
 	}
 	a, b := run(), run()
+	if len(a) == 0 || len(a) != len(b) {
+		t.Fatalf("the runs took %d and %d steps", len(a), len(b))
+	}
 	for i := range a {
 		if a[i] != b[i] {
 			t.Fatalf("step %d differs: %+v vs %+v", i, a[i], b[i])

@@ -111,13 +111,15 @@ func TestCrashRecovery(t *testing.T) {
 	CheckInvariants(t, tg)
 	CheckBooksOverAPI(t, tg, bots[0], markets)
 
-	// Trading goes on where it stopped.
+	// Trading goes on where it stopped: a new account, which owns no resting order, crosses the
+	// best YES bid.
 	book := bots[0].Book(t, markets[0])
-	if len(book.Yes.Bids) > 0 {
-		o := bots[1].Place(t, markets[0], "BUY", "NO", 100-book.Yes.Bids[0].Price, 1)
-		if o.FilledQuantity != 1 && len(o.Trades) == 0 {
-			t.Fatalf("a crossing order after the restart did not trade: %+v", o)
-		}
+	if len(book.Yes.Bids) == 0 {
+		t.Fatalf("no YES bids rest on %s after the restart: %+v", markets[0], book)
+	}
+	o := tg.NewAccount(t, "crash-after").Place(t, markets[0], "BUY", "NO", 100-book.Yes.Bids[0].Price, 1)
+	if o.FilledQuantity != 1 || len(o.Trades) == 0 {
+		t.Fatalf("a crossing order after the restart did not trade: %+v", o)
 	}
 	CheckInvariants(t, tg)
 	proc.Stop()

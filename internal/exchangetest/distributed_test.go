@@ -138,8 +138,10 @@ func testFailover(t *testing.T, c *cluster) {
 		bots[i].T = replicas[i%2]
 	}
 	victim := markets[0]
-	killed, _ := c.store.Owner(context.Background(), victim)
-	o := killed
+	o, err := c.store.Owner(context.Background(), victim)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var (
 		mu        sync.Mutex
 		acked     = map[uuid.UUID]bool{}
@@ -189,7 +191,10 @@ func testFailover(t *testing.T, c *cluster) {
 	close(stop)
 	wg.Wait()
 	failover := recovered.Sub(killedAt)
-	moved, _ := c.store.Owner(context.Background(), victim)
+	moved, err := c.store.Owner(context.Background(), victim)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("killed %s under load; market %s moved to %s (epoch %d); the first order after the kill was acknowledged %v later",
 		o.Shard, victim, moved.Shard, moved.Epoch, failover.Round(time.Millisecond))
 	fmt.Fprintf(os.Stderr, "failover: %v from SIGKILL of %s to the next acknowledged order on its market\n", failover.Round(time.Millisecond), o.Shard)
@@ -198,7 +203,7 @@ func testFailover(t *testing.T, c *cluster) {
 	}
 	waitFor(t, 30*time.Second, "every market of the killed shard to move", func() bool {
 		for _, id := range markets {
-			if o, err := c.store.Owner(context.Background(), id); err != nil || o.Shard == killed.Shard {
+			if owner, err := c.store.Owner(context.Background(), id); err != nil || owner.Shard == o.Shard {
 				return false
 			}
 		}
@@ -212,11 +217,13 @@ func testFailover(t *testing.T, c *cluster) {
 	CheckInvariants(t, tg)
 	CheckBooksOverAPI(t, tg, bots[0], markets)
 
-	// A resolution patched with kubectl pays every YES share 100.
+	// A resolution patched with kubectl pays every YES share 100. Trading has stopped, and the
+	// orders resting on the market are cancelled, releasing their locks: cash plus locked cash
+	// grows by exactly the payout.
 	before := map[*Client]int64{}
 	for _, b := range bots {
-		avail, _ := b.Balance(t)
-		before[b] = avail + 100*b.Positions(t)[victim.String()+"/YES"].Quantity
+		avail, locked := b.Balance(t)
+		before[b] = avail + locked + 100*b.Positions(t)[victim.String()+"/YES"].Quantity
 	}
 	var name string
 	for n, id := range samples {
@@ -232,8 +239,8 @@ func testFailover(t *testing.T, c *cluster) {
 	for _, b := range bots {
 		// Orders on the other markets still rest: count locked cash back in.
 		avail, locked := b.Balance(t)
-		if got := avail + locked; got < before[b] {
-			t.Errorf("%s: %d after resolution, want at least %d", b.Name, got, before[b])
+		if got := avail + locked; got != before[b] {
+			t.Errorf("%s: %d after resolution, want %d", b.Name, got, before[b])
 		}
 		if _, ok := b.Positions(t)[victim.String()+"/YES"]; ok {
 			t.Errorf("%s still holds YES shares of a resolved market", b.Name)
