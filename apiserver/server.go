@@ -1,6 +1,6 @@
 // Package apiserver is pmx's HTTP front: the public API (/api/v1) bots trade through, the admin
 // API (/admin/v1), health endpoints and the OpenAPI document. Handlers are thin: they decode and
-// validate, call the exchange or the store once, and encode.
+// validate, call the exchange or the store, and encode.
 package apiserver
 
 import (

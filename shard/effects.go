@@ -29,7 +29,7 @@ type orderRef struct {
 	i     int
 }
 
-// accumulator nets the effects of a batch into the rows store.Apply writes: one row per order in
+// accumulator nets the effects of a batch into the rows store.CommitBatch writes: one row per order in
 // its final state, one cash delta per account, one share delta per position, one update per market.
 type accumulator struct {
 	batch   store.Batch
@@ -118,7 +118,7 @@ func (a *accumulator) orderState(k orderKey, filled int64, status engine.Status)
 	o.Status = status.String()
 }
 
-// order returns the row of an order touched in this batch.
+// order returns the row of an order placed in this batch.
 func (a *accumulator) order(k orderKey) (store.Order, bool) {
 	ref, ok := a.orders[k]
 	if !ok || !ref.isNew {

@@ -91,6 +91,9 @@ func (s *Shard) process(b batch, next *batch) batch {
 			s.prepareAll(ctx, b.cmds)
 		}
 		s.acc.reset(now)
+		if !b.started && !writes(b.cmds) {
+			break // only loads, checks and syncs, or nothing left to do: no transaction
+		}
 		if err = s.commit(ctx, b, now, next); err == nil {
 			break
 		}
@@ -177,9 +180,25 @@ func (s *Shard) prepare(ctx context.Context, c *command) error {
 	}
 }
 
+// writes reports whether a batch has a command to commit: one that trades or moves a market and
+// was readied without error.
+func writes(cmds []*command) bool {
+	for _, c := range cmds {
+		switch c.kind {
+		case cmdPlace, cmdCancel, cmdCancelAll, cmdTransition:
+			if c.err == nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // canBeginAhead reports whether a batch may be readied and begun while the batch before it is
-// still uncommitted: only if its commands just trade. Loading, checking and syncing the books
-// compare them with Postgres, so they wait until the batch before has committed.
+// still uncommitted: only if its commands just trade. Checking and syncing the books compare
+// them with Postgres and a load publishes what it read, so they wait until the batch before has
+// committed. (Readying a trading command may load a market the shard does not hold yet: the
+// batch before cannot have touched it, so what Postgres holds of it is already final.)
 //
 // Only a standalone shard (no Name) begins batches ahead. A named shard shares the rows it locks
 // with other shards (accounts, holdings) and with the operator (its markets' ownership rows, which

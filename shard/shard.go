@@ -2,12 +2,14 @@
 // executes every order, cancel and lifecycle change of its markets on one goroutine, and commits
 // them to Postgres in batches before it answers (group commit).
 //
-// A batch is every command queued while the previous transaction was in flight. Its transaction
-// first reserves the cash or shares of every placement in the batch (one statement), then the
-// books match in memory, then every effect — netted per order, account and position — is written
-// in one pipelined round trip, and the transaction commits. Only then are the callers answered and
-// the books' read snapshots published. If the transaction fails, every book it touched is rebuilt
-// from Postgres, so memory never runs ahead of what was committed.
+// A batch is the commands queued while the previous batch ran (at most MaxBatch). Its transaction
+// begins by locking and reading what its placements reserve from (store.BeginBatch; a named shard
+// also locks its markets' ownership rows); the shard then reserves and matches in memory; then one
+// round trip writes every effect — netted per order, account and position — in one statement and
+// commits (store.CommitBatch), and in a standalone shard also begins the next batch. Only then are
+// the callers answered and the books' read snapshots published. If the transaction fails, every
+// book it touched is rebuilt from Postgres, so memory never runs ahead of what was committed; a
+// batch that only raced another transaction runs once more.
 package shard
 
 import (
