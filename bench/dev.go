@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/pmx-dev/pmx/internal/pgcluster"
 )
 
 const (
@@ -52,7 +54,8 @@ func startDev(ctx context.Context, pmx, databaseURL, dataDir, token string, extr
 	d := &devProcess{cmd: exec.Command(pmx, args...), log: logFile, logPath: logPath, done: make(chan struct{})}
 	// The token goes through the environment, not the command line that ps shows.
 	d.cmd.Env = append(cleanEnv(), "PMX_ADMIN_TOKEN="+token)
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	pgcluster.SetParentDeathSignal(d.cmd.SysProcAttr, syscall.SIGTERM)
 	found := make(chan string, 1)
 	d.cmd.Stdout = &lineWatcher{w: logFile, match: func(line string) {
 		if m := apiLine.FindStringSubmatch(line); m != nil {

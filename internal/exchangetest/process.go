@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pmx-dev/pmx/internal/pgcluster"
 )
 
 var (
@@ -42,6 +44,13 @@ func BuildPMX(t testing.TB) string {
 	return filepath.Join(buildDir, "pmx")
 }
 
+// removeBuild deletes what BuildPMX built; TestMain calls it once every test has run.
+func removeBuild() {
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+}
+
 // Process is a pmx process started by a test; it cannot outlive the test.
 type Process struct {
 	t      testing.TB
@@ -62,7 +71,8 @@ func StartProcess(t testing.TB, ready *regexp.Regexp, bin string, args ...string
 func StartProcessEnv(t testing.TB, ready *regexp.Regexp, env []string, bin string, args ...string) (*Process, string) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	pgcluster.SetParentDeathSignal(cmd.SysProcAttr, syscall.SIGKILL)
 	cmd.Env = append(append(os.Environ(), "PMX_ADMIN_TOKEN=", "PMX_DATABASE_URL=", "PMX_INTERNAL_TOKEN="), env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -475,7 +475,7 @@ func (c *Cluster) initdb(ctx context.Context, id serverIdentity, ephemeral bool,
 	cmd.Env = append(cleanEnv(), "TZ=UTC")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: id.cred}
-	setParentDeathSignal(cmd.SysProcAttr, syscall.SIGKILL) // the next Start discards its work anyway
+	SetParentDeathSignal(cmd.SysProcAttr, syscall.SIGKILL) // the next Start discards its work anyway
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("while initialising the cluster (initdb): %w%s", err, c.logTail(logStart))
 	}
@@ -619,7 +619,7 @@ func (c *Cluster) startServer(ctx context.Context, id serverIdentity, opts Optio
 	c.cmd.Env = cleanEnv()
 	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: id.cred, Setpgid: true}
-	setParentDeathSignal(c.cmd.SysProcAttr, syscall.SIGINT)
+	SetParentDeathSignal(c.cmd.SysProcAttr, syscall.SIGINT)
 	if err := c.cmd.Start(); err != nil {
 		c.cmd = nil
 		return fmt.Errorf("while starting postgres: %w", err)

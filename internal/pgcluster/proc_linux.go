@@ -7,12 +7,12 @@ import (
 	"syscall"
 )
 
-// setParentDeathSignal makes the kernel send sig to the child when the Go process dies, however it
+// SetParentDeathSignal makes the kernel send sig to the child when the Go process dies, however it
 // dies (SIGKILL, panic, go test -timeout). Go applies it after switching credentials, so it survives
 // the setuid done for root. Caveat: the kernel ties it to the forking OS thread, and the Go runtime
 // only retires threads whose goroutine exited while locked with runtime.LockOSThread; nothing in
 // pmx does that.
-func setParentDeathSignal(attr *syscall.SysProcAttr, sig syscall.Signal) {
+func SetParentDeathSignal(attr *syscall.SysProcAttr, sig syscall.Signal) {
 	attr.Pdeathsig = sig
 }
 

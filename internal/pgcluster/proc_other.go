@@ -4,9 +4,9 @@ package pgcluster
 
 import "syscall"
 
-// setParentDeathSignal is a no-op: only Linux can tie a child's life to its parent's. Elsewhere a
+// SetParentDeathSignal is a no-op: only Linux can tie a child's life to its parent's. Elsewhere a
 // killed pmx leaves postgres running; the next Start finds it through postmaster.pid and reports it.
-func setParentDeathSignal(*syscall.SysProcAttr, syscall.Signal) {}
+func SetParentDeathSignal(*syscall.SysProcAttr, syscall.Signal) {}
 
 func processIsPostgres(int) (isPostgres, known bool) { return false, false }
 
