@@ -76,21 +76,22 @@ func (a *accumulator) track(l store.Locked) {
 	maps.Copy(a.freeShares, l.Shares)
 }
 
-// reserve locks what an order needs — price × quantity cash for a BUY, quantity shares for a SELL
-// — or says why it cannot.
-func (a *accumulator) reserve(account int64, market uuid.UUID, side engine.Side, outcome engine.Outcome, price int, quantity int64) error {
-	if side == engine.Buy {
-		cash := int64(price) * quantity
+// reserve locks what an order needs (engine.Order.Lock) — cash for a BUY, shares for a SELL — or
+// says why it cannot.
+func (a *accumulator) reserve(market uuid.UUID, o *engine.Order) error {
+	account := int64(o.Account)
+	cash, shares := o.Lock()
+	if o.Side == engine.Buy {
 		if a.freeCash[account] < cash {
 			return ErrInsufficientFunds
 		}
 		a.addCash(account, -cash, cash)
 		return nil
 	}
-	if a.freeShares[store.ShareKey{Account: account, Market: market, Outcome: outcome.String()}] < quantity {
+	if a.freeShares[store.ShareKey{Account: account, Market: market, Outcome: o.Outcome.String()}] < shares {
 		return ErrInsufficientShares
 	}
-	a.addShares(account, market, outcome, 0, quantity)
+	a.addShares(account, market, o.Outcome, 0, shares)
 	return nil
 }
 
@@ -166,19 +167,19 @@ func (a *accumulator) leg(market uuid.UUID, l *engine.Leg) {
 
 // release returns the lock of a cancelled order and records its final status.
 func (a *accumulator) release(market uuid.UUID, st *engine.OrderState) {
-	a.unlock(int64(st.Account), market, st.Side, st.Outcome, st.Price, st.Remaining())
+	a.unlock(market, st)
 	a.orderState(orderKey{market, int64(st.ID)}, st.Filled, st.Status)
 }
 
-// unlock releases the lock of quantity shares of an order at price: cash for a BUY, shares for a
-// SELL.
-func (a *accumulator) unlock(account int64, market uuid.UUID, side engine.Side, outcome engine.Outcome, price int, quantity int64) {
-	if side == engine.Buy {
-		cash := int64(price) * quantity
-		a.addCash(account, cash, -cash)
-		return
+// unlock releases what an order still locks: cash and shares as engine.OrderState.Lock says.
+func (a *accumulator) unlock(market uuid.UUID, st *engine.OrderState) {
+	cash, shares := st.Lock()
+	if cash != 0 {
+		a.addCash(int64(st.Account), cash, -cash)
 	}
-	a.addShares(account, market, outcome, 0, -quantity)
+	if shares != 0 {
+		a.addShares(int64(st.Account), market, st.Outcome, 0, -shares)
+	}
 }
 
 // market returns the pending update of a market's row.

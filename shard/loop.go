@@ -340,15 +340,15 @@ func (s *Shard) place(c *command, now time.Time) {
 		c.err = ErrMarketNotOpen
 		return
 	}
-	if err := s.acc.reserve(p.Account, m.id, p.Side, p.Outcome, p.Price, p.Quantity); err != nil {
+	o := engine.Order{ID: engine.OrderID(m.lastOrder + 1), Account: engine.AccountID(p.Account),
+		Side: p.Side, Outcome: p.Outcome, Price: p.Price, Quantity: p.Quantity}
+	if err := s.acc.reserve(m.id, &o); err != nil {
 		c.err = err
 		return
 	}
-	o := engine.Order{ID: engine.OrderID(m.lastOrder + 1), Account: engine.AccountID(p.Account),
-		Side: p.Side, Outcome: p.Outcome, Price: p.Price, Quantity: p.Quantity}
 	r := &s.result
 	if err := m.book.Submit(o, r); err != nil {
-		s.acc.unlock(p.Account, m.id, p.Side, p.Outcome, p.Price, p.Quantity)
+		s.acc.unlock(m.id, &engine.OrderState{Order: o})
 		c.err = err
 		return
 	}
@@ -406,29 +406,19 @@ func (s *Shard) cancel(c *command) {
 
 func (s *Shard) cancelAll(c *command) {
 	c.keys = c.keys[:0]
-	cancelIn := func(m *marketState) {
-		if m.book == nil {
-			return
+	for _, id := range c.markets {
+		m, ok := s.markets[id]
+		if !ok || m.book == nil {
+			continue
 		}
 		cancelled := m.book.CancelAccount(engine.AccountID(c.account), nil)
 		if len(cancelled) == 0 {
-			return
+			continue
 		}
 		s.acc.touch(m)
 		for i := range cancelled {
 			s.acc.release(m.id, &cancelled[i])
 			c.keys = append(c.keys, orderKey{m.id, int64(cancelled[i].ID)})
-		}
-	}
-	if c.markets == nil {
-		for _, m := range s.markets {
-			cancelIn(m)
-		}
-		return
-	}
-	for _, id := range c.markets {
-		if m, ok := s.markets[id]; ok {
-			cancelIn(m)
 		}
 	}
 }
