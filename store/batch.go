@@ -118,7 +118,7 @@ func queueBegin(q *pgx.Batch, b Begin) Locked {
 
 // Committed is what CommitBatch reports besides an error.
 type Committed struct {
-	Updated []Order // the existing orders the batch updated, in their new state
+	Updated []Order // the existing orders the batch cancelled, in their new state
 	// Next holds the locks of the next batch when it began; NextErr says why it did not, when
 	// the batch itself committed.
 	Next    Locked
@@ -272,7 +272,9 @@ var (
 			}
 			main := "select $1::timestamptz where false" // nothing to return
 			if mask&(1<<1) != 0 {
-				main = "select * from order_updates"
+				// Only cancelled orders are answered with their row; fills of resting orders
+				// need not travel back.
+				main = "select * from order_updates where status in ('CANCELLED', 'PARTIALLY_FILLED_CANCELLED')"
 			}
 			out[mask] = "with " + strings.Join(parts, ",\n\t") + "\n" + main
 		}
