@@ -29,13 +29,31 @@ type Router struct {
 	Store *store.Store
 	// Token authenticates the router to the shards' internal API.
 	Token string
-	// HTTP reaches the shards (default: a client with a 10s timeout).
+	// HTTP reaches the shards (default: one client with a 10s timeout that keeps up to 64 idle
+	// connections to each shard; Go's default transport keeps 2, so a busy front would open and
+	// close a connection for most requests).
 	HTTP *http.Client
 	// OwnerTTL bounds how long an owner is trusted without asking Postgres (default 1s).
 	OwnerTTL time.Duration
 
 	mu     sync.Mutex
 	routes map[uuid.UUID]route
+	hcOnce sync.Once
+	hc     *http.Client
+}
+
+// client returns the HTTP client that reaches the shards.
+func (r *Router) client() *http.Client {
+	r.hcOnce.Do(func() {
+		r.hc = r.HTTP
+		if r.hc == nil {
+			tr := http.DefaultTransport.(*http.Transport).Clone()
+			tr.MaxIdleConnsPerHost = 64
+			tr.MaxIdleConns = 0 // no limit over all shards
+			r.hc = &http.Client{Transport: tr, Timeout: 10 * time.Second}
+		}
+	})
+	return r.hc
 }
 
 // route is where a market's requests go, as last read.
@@ -78,11 +96,7 @@ func (r *Router) lookup(ctx context.Context, id uuid.UUID, fresh bool) (route, e
 			return rt, err
 		}
 		if addr != "" {
-			hc := r.HTTP
-			if hc == nil {
-				hc = &http.Client{Timeout: 10 * time.Second}
-			}
-			rt.client = &shardClient{base: "http://" + addr, token: r.Token, http: hc}
+			rt.client = &shardClient{base: "http://" + addr, token: r.Token, http: r.client()}
 		}
 	}
 	r.mu.Lock()
