@@ -66,7 +66,11 @@ func (c *Closer) CloseDue(ctx context.Context, now time.Time) error {
 	}
 	for _, id := range ids {
 		// Another path (an admin request) may have moved it meanwhile: that is fine.
-		if err := c.Target.Transition(ctx, id, Close); err != nil && !errors.Is(err, ErrIllegalTransition) {
+		err := c.Target.Transition(ctx, id, Close)
+		if errors.Is(err, ErrIllegalTransition) {
+			continue
+		}
+		if err != nil {
 			return err
 		}
 		if c.Logger != nil {
