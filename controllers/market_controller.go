@@ -88,10 +88,8 @@ func (r *MarketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 
 // observation is what a reconcile found and did, for the status.
 type observation struct {
-	row        *store.Market
-	noLive     bool // OPEN, and no shard is live to take it
-	lostShard  string
-	actionDone string
+	row    *store.Market
+	noLive bool // OPEN, and no shard is live to take it
 }
 
 // reconcileMarket records the market, carries out its intent and schedules it.
@@ -102,7 +100,7 @@ func (r *MarketReconciler) reconcileMarket(ctx context.Context, mkt *pmxv1.Marke
 		return obs, err
 	}
 	obs.row = &row
-	if row, err = r.carryOut(ctx, mkt, row, &obs); err != nil {
+	if row, err = r.carryOut(ctx, mkt, row); err != nil {
 		return obs, err
 	}
 	obs.row = &row

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/market"
@@ -15,7 +16,7 @@ import (
 
 // carryOut performs the action the spec's intent asks of the market, if any: close (also at
 // closesAt), reopen, resolve or cancel.
-func (r *MarketReconciler) carryOut(ctx context.Context, mkt *pmxv1.Market, row store.Market, obs *observation) (store.Market, error) {
+func (r *MarketReconciler) carryOut(ctx context.Context, mkt *pmxv1.Market, row store.Market) (store.Market, error) {
 	action, ok := market.IntentOf(&mkt.Spec).Next(row.Status, r.Clock.Now())
 	if !ok {
 		return row, nil
@@ -23,7 +24,6 @@ func (r *MarketReconciler) carryOut(ctx context.Context, mkt *pmxv1.Market, row 
 	if err := r.transition(ctx, row.ID, action); err != nil {
 		return row, fmt.Errorf("while carrying out %s: %w", action, err)
 	}
-	obs.actionDone = string(action)
 	row, err := r.Store.Market(ctx, row.ID)
 	if err != nil {
 		return row, err
@@ -51,7 +51,7 @@ func (r *MarketReconciler) transition(ctx context.Context, id uuid.UUID, action 
 
 // finalize voids a deleted market that was never settled, then lets the Market go.
 func (r *MarketReconciler) finalize(ctx context.Context, mkt *pmxv1.Market) error {
-	if !containsFinalizer(mkt) {
+	if !controllerutil.ContainsFinalizer(mkt, finalizer) {
 		return nil
 	}
 	row, err := r.existing(ctx, mkt)

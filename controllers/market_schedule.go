@@ -27,14 +27,12 @@ func (r *MarketReconciler) schedule(ctx context.Context, mkt *pmxv1.Market, row 
 		obs.noLive = true
 		return row, nil
 	}
-	if owner != "" && owner != r.Name {
-		obs.lostShard = owner
-	}
+	lost := owner != "" && owner != r.Name // its shard stopped answering
 	o, err := r.Store.Assign(ctx, row.ID, target)
 	if err != nil {
 		return row, err
 	}
-	if obs.lostShard != "" {
+	if lost {
 		r.event(mkt, "Warning", "ShardLost", "Schedule", "shard %s stopped answering; market moved to %s at epoch %d", owner, o.Shard, o.Epoch)
 	} else {
 		r.event(mkt, "Normal", "Scheduled", "Schedule", "market served by shard %s at epoch %d", o.Shard, o.Epoch)

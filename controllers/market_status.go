@@ -88,17 +88,13 @@ func (r *MarketReconciler) updateStatus(ctx context.Context, mkt *pmxv1.Market, 
 		patch := client.MergeFromWithOptions(mkt.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		mkt.Status = want
 		err := r.Status().Patch(ctx, mkt, patch)
-		if err != nil && isConflict(err) {
+		if err != nil && apierrors.IsConflict(err) {
 			if gerr := r.Get(ctx, client.ObjectKeyFromObject(mkt), mkt); gerr != nil {
 				return gerr
 			}
 		}
 		return err
 	})
-}
-
-func containsFinalizer(mkt *pmxv1.Market) bool {
-	return controllerutil.ContainsFinalizer(mkt, finalizer)
 }
 
 func (r *MarketReconciler) removeFinalizer(ctx context.Context, mkt *pmxv1.Market) error {
@@ -113,5 +109,3 @@ func (r *MarketReconciler) event(obj runtime.Object, eventType, reason, action, 
 		r.Recorder.Eventf(obj, nil, eventType, reason, action, note, args...)
 	}
 }
-
-func isConflict(err error) bool { return apierrors.IsConflict(err) }
