@@ -18,6 +18,7 @@ import (
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/auth"
 	"github.com/pmx-dev/pmx/internal/pgcluster"
+	"github.com/pmx-dev/pmx/loadgen"
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/shard"
 	"github.com/pmx-dev/pmx/store"
@@ -171,16 +172,17 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 	return err
 }
 
-// adminToken resolves the admin token: the flag, else $PMX_ADMIN_TOKEN, else the token file in
-// the data dir, created with a fresh token on first use. It returns where the token is.
+// adminToken resolves the admin token as pmx loadgen finds it (loadgen.ResolveAdminToken): the
+// flag, else $PMX_ADMIN_TOKEN, else the token file in the data dir — created here, with a fresh
+// token, on first use. It returns where the token is.
 func adminToken(o devOptions) (token, source string, err error) {
-	if o.adminToken != "" {
-		return o.adminToken, "from --admin-token", nil
+	if t := strings.TrimSpace(o.adminToken); t != "" {
+		return t, "from --admin-token", nil
 	}
-	if t := os.Getenv("PMX_ADMIN_TOKEN"); t != "" {
-		return t, "from $PMX_ADMIN_TOKEN", nil
+	if t := strings.TrimSpace(os.Getenv(loadgen.AdminTokenEnv)); t != "" {
+		return t, "from $" + loadgen.AdminTokenEnv, nil
 	}
-	path := filepath.Join(o.dataDir, "admin-token")
+	path := filepath.Join(o.dataDir, loadgen.AdminTokenFile)
 	b, err := os.ReadFile(path)
 	switch {
 	case err == nil && strings.TrimSpace(string(b)) != "":
