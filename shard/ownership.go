@@ -1,0 +1,106 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/store"
+)
+
+// Ownership, in distributed mode: the fence every batch checks before it commits, the sync that
+// loads and drops markets to match what Postgres records as this shard's, and the heartbeat that
+// keeps the shard registered and drives the sync.
+
+// fence checks that the shard still owns every market it holds under the epoch it loaded it with
+// — the ownership rows are locked by the batch's transaction, so no move can slip in before the
+// commit. Commands on a market it lost fail with ErrNotOwner and the market is dropped.
+func (s *Shard) fence(owners map[uuid.UUID]store.Ownership, cmds []*command) {
+	for id, m := range s.markets {
+		if o, ok := owners[id]; !ok || o.Shard != s.cfg.Name || o.Epoch != m.epoch {
+			s.drop(id)
+		}
+	}
+	for _, c := range cmds {
+		if c.err != nil || c.kind == cmdCancelAll || c.kind == cmdSync || c.kind == cmdCheck {
+			continue
+		}
+		if _, ok := s.markets[c.market]; !ok {
+			c.err = ErrNotOwner
+		}
+	}
+}
+
+// sync makes the set of markets held match the ownership recorded in Postgres: it loads markets
+// newly assigned to this shard and drops those it lost.
+func (s *Shard) sync(ctx context.Context, owned []store.Ownership) {
+	want := make(map[uuid.UUID]int64, len(owned))
+	for _, o := range owned {
+		want[o.Market] = o.Epoch
+	}
+	for id, m := range s.markets {
+		if epoch, ok := want[id]; !ok || epoch != m.epoch {
+			s.drop(id)
+		}
+	}
+	for _, o := range owned {
+		if o.Status != store.MarketOpen {
+			continue
+		}
+		if _, err := s.ensure(ctx, o.Market); err != nil && !errors.Is(err, ErrNotOwner) {
+			s.log.Warn("could not load an assigned market", "market", o.Market, "err", err)
+		}
+	}
+}
+
+// Registration keeps a named shard registered: a heartbeat in Postgres every Interval, and after
+// each one the set of markets it holds brought in line with those recorded as its own.
+type Registration struct {
+	// Address is where the front API reaches this shard's internal HTTP API.
+	Address  string
+	Interval time.Duration // default 1s
+}
+
+// Run heartbeats until ctx ends, then unregisters the shard so that its markets move at once.
+func (s *Shard) Run(ctx context.Context, reg Registration) {
+	interval := reg.Interval
+	if interval <= 0 {
+		interval = time.Second
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		s.beat(ctx, reg.Address)
+		select {
+		case <-ctx.Done():
+			stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := s.cfg.Store.Unregister(stopCtx, s.cfg.Name); err != nil {
+				s.log.Warn("could not unregister", "err", err)
+			}
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Shard) beat(ctx context.Context, address string) {
+	if err := s.cfg.Store.Heartbeat(ctx, s.cfg.Name, address); err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("heartbeat failed", "err", err)
+		}
+		return
+	}
+	owned, err := s.cfg.Store.OwnedMarkets(ctx, s.cfg.Name)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("could not read the markets assigned here", "err", err)
+		}
+		return
+	}
+	if err := s.do(ctx, &command{kind: cmdSync, owned: owned}); err != nil && ctx.Err() == nil {
+		s.log.Warn("could not load the markets assigned here", "err", err)
+	}
+}
