@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"regexp"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -15,53 +14,31 @@ import (
 
 	"github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/auth"
+	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/shard"
 	"github.com/pmx-dev/pmx/store"
 )
 
-// accountName is what an account may be called.
-var accountName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
-
-// checkAccountName says what is wrong with a new account's name, as a 400 on the field "name".
-func checkAccountName(name string) error {
-	if !accountName.MatchString(name) {
-		return fieldError("name", "invalid_value",
-			"name must be 1 to 64 letters, digits, '_', '.' or '-', starting with a letter or digit")
-	}
-	return nil
-}
-
-// openAccount is the one way an account is opened, for the admin API and the settings pages'
+// OpenAccount is the one way an account is opened, for the admin API and the settings pages'
 // sign-up alike: it checks the name and opens the account with the configured grant. passwordHash
 // (auth.HashPassword) lets the account sign in to the settings pages; accounts opened without one
 // (the admin API's) have no web sign-in.
-func (s *Server) openAccount(ctx context.Context, name, passwordHash string) (store.Account, error) {
-	if err := checkAccountName(name); err != nil {
-		return store.Account{}, err
+func (s *Server) OpenAccount(ctx context.Context, name, passwordHash string) (store.Account, error) {
+	if err := auth.CheckAccountName(name); err != nil {
+		return store.Account{}, httpkit.FieldError("name", "invalid_value", "%s", err.Error())
 	}
 	a, err := s.cfg.Store.CreateAccountWithPassword(ctx, name, s.cfg.Grant, passwordHash, s.now())
 	if errors.Is(err, store.ErrConflict) {
-		return a, &Error{Status: http.StatusConflict, Code: "name_taken", Field: "name", Message: "this name is taken; choose another"}
+		return a, &httpkit.Error{Status: http.StatusConflict, Code: "name_taken", Field: "name", Message: "this name is taken; choose another"}
 	}
 	return a, err
 }
 
-// CreateAccount opens an account without a password (so without web sign-in) and with a first API
-// key, as the admin API does.
-func (s *Server) CreateAccount(c *gin.Context, name string) (store.Account, string, error) {
-	a, err := s.openAccount(c.Request.Context(), name, "")
-	if err != nil {
-		return a, "", err
-	}
-	key, err := s.NewAPIKey(c, a.ID, "")
-	return a, key, err
-}
-
 // NewAPIKey creates an API key for an account and returns it; only its hash is kept.
-func (s *Server) NewAPIKey(c *gin.Context, account int64, label string) (string, error) {
+func (s *Server) NewAPIKey(ctx context.Context, account int64, label string) (string, error) {
 	key, prefix, hash := auth.NewKey()
-	err := s.cfg.Store.InsertAPIKey(c.Request.Context(), store.APIKey{ID: uuid.New(), AccountID: account,
+	err := s.cfg.Store.InsertAPIKey(ctx, store.APIKey{ID: uuid.New(), AccountID: account,
 		Prefix: prefix, Label: label, CreatedAt: s.now()}, hash)
 	return key, err
 }
@@ -75,7 +52,12 @@ func (s *Server) createAccount(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	a, key, err := s.CreateAccount(c, name)
+	// Opened without a password, so without web sign-in, and with a first API key.
+	a, err := s.OpenAccount(c.Request.Context(), name, "")
+	if err != nil {
+		return err
+	}
+	key, err := s.NewAPIKey(c.Request.Context(), a.ID, "")
 	if err != nil {
 		return err
 	}
@@ -107,16 +89,16 @@ func (s *Server) createMarket(c *gin.Context) error {
 	if err := json.Unmarshal(body, &b); err != nil {
 		var typ *json.UnmarshalTypeError
 		if errors.As(err, &typ) {
-			return fieldError(typ.Field, "invalid_type", "%s must be a %s", typ.Field, typ.Type.String())
+			return httpkit.FieldError(typ.Field, "invalid_type", "%s must be a %s", typ.Field, typ.Type.String())
 		}
-		return fieldError("", "invalid_value", "%v (times are RFC 3339, like 2027-01-31T18:00:00Z)", err)
+		return httpkit.FieldError("", "invalid_value", "%v (times are RFC 3339, like 2027-01-31T18:00:00Z)", err)
 	}
 	spec := v1alpha1.MarketSpec{Question: b.Question, Description: b.Description, Category: b.Category,
 		URL: b.URL, LabelA: b.LabelA, LabelB: b.LabelB, ClosesAt: metaTime(b.ClosesAt), ResolvesAt: metaTime(b.ResolvesAt)}
 	m, err := market.Create(c.Request.Context(), s.cfg.Store, spec, nil, s.now())
 	var se *market.SpecError
 	if errors.As(err, &se) {
-		return fieldError(se.Field, "invalid_value", "%v", se.Err)
+		return httpkit.FieldError(se.Field, "invalid_value", "%v", se.Err)
 	}
 	if err != nil {
 		return err
@@ -148,7 +130,7 @@ func (s *Server) resolve(c *gin.Context) error {
 	}
 	action, err := market.Resolve(outcome)
 	if err != nil {
-		return fieldError("outcome", "invalid_value", "outcome must be YES or NO")
+		return httpkit.FieldError("outcome", "invalid_value", "outcome must be YES or NO")
 	}
 	return s.apply(c, action)
 }
@@ -161,7 +143,7 @@ func (s *Server) apply(c *gin.Context, action market.Action) error {
 	ctx := c.Request.Context()
 	if err := s.cfg.Exchange.Transition(ctx, id, action); err != nil {
 		if errors.Is(err, shard.ErrUnknownMarket) {
-			return &Error{Status: http.StatusNotFound, Code: "market_not_found", Field: "id", Message: "no market has this id"}
+			return &httpkit.Error{Status: http.StatusNotFound, Code: "market_not_found", Field: "id", Message: "no market has this id"}
 		}
 		return err
 	}
@@ -172,3 +154,6 @@ func (s *Server) apply(c *gin.Context, action market.Action) error {
 	c.JSON(http.StatusOK, m)
 	return nil
 }
+
+// KeyRevoked forgets a revoked key at once (other replicas hear of it from Postgres).
+func (s *Server) KeyRevoked(prefix string) { s.keys.revoke(prefix) }

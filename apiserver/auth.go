@@ -3,12 +3,12 @@ package apiserver
 import (
 	"errors"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/pmx-dev/pmx/auth"
+	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/store"
 )
 
@@ -19,24 +19,15 @@ const accountKey = "account"
 const touchEvery = time.Minute
 
 var (
-	errMissingKey = &Error{Status: http.StatusUnauthorized, Code: "missing_api_key",
+	errMissingKey = &httpkit.Error{Status: http.StatusUnauthorized, Code: "missing_api_key",
 		Message: "send your API key as Authorization: Bearer <key>; create one on the developer settings page (/settings)"}
-	errInvalidKey = &Error{Status: http.StatusUnauthorized, Code: "invalid_api_key",
+	errInvalidKey = &httpkit.Error{Status: http.StatusUnauthorized, Code: "invalid_api_key",
 		Message: "the API key is malformed, unknown or revoked; create a new one on the developer settings page (/settings)"}
 )
 
-func bearer(r *http.Request) (string, bool) {
-	h := r.Header.Get("Authorization")
-	scheme, token, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return "", false
-	}
-	return strings.TrimSpace(token), true
-}
-
 // authenticate resolves the bearer API key to its account; every /api/v1 call needs one.
 func (s *Server) authenticate(c *gin.Context) {
-	key, ok := bearer(c.Request)
+	key, ok := httpkit.Bearer(c.Request)
 	if !ok {
 		writeError(c, errMissingKey)
 		return
@@ -77,9 +68,9 @@ func accountOf(c *gin.Context) int64 { return c.GetInt64(accountKey) }
 
 // authenticateAdmin checks the admin token.
 func (s *Server) authenticateAdmin(c *gin.Context) {
-	token, ok := bearer(c.Request)
+	token, ok := httpkit.Bearer(c.Request)
 	if !ok || !auth.TokenMatches(token, s.cfg.AdminToken) {
-		writeError(c, &Error{Status: http.StatusUnauthorized, Code: "invalid_admin_token",
+		writeError(c, &httpkit.Error{Status: http.StatusUnauthorized, Code: "invalid_admin_token",
 			Message: "send the admin token as Authorization: Bearer <token>; pmx dev prints where it is"})
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/httpkit"
 )
 
 // maxBody bounds every request body.
@@ -23,10 +24,10 @@ func readBody(r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		return nil, newError(http.StatusBadRequest, "body_too_large", "the request body is larger than %d bytes; send less", maxBody)
+		return nil, httpkit.NewError(http.StatusBadRequest, "body_too_large", "the request body is larger than %d bytes; send less", maxBody)
 	}
 	if err != nil {
-		return nil, newError(http.StatusBadRequest, "unreadable_body", "the request body could not be read: %v", err)
+		return nil, httpkit.NewError(http.StatusBadRequest, "unreadable_body", "the request body could not be read: %v", err)
 	}
 	return body, nil
 }
@@ -47,7 +48,7 @@ type object map[string]json.RawMessage
 func decodeObject(body []byte) (object, error) {
 	var o object
 	if err := json.Unmarshal(body, &o); err != nil || o == nil {
-		return nil, newError(http.StatusBadRequest, "malformed_json", "the body must be a JSON object: %s", jsonProblem(err))
+		return nil, httpkit.NewError(http.StatusBadRequest, "malformed_json", "the body must be a JSON object: %s", jsonProblem(err))
 	}
 	return o, nil
 }
@@ -70,7 +71,7 @@ func jsonProblem(err error) string {
 func (o object) raw(field string) (json.RawMessage, error) {
 	v, ok := o[field]
 	if !ok || bytes.Equal(v, []byte("null")) {
-		return nil, fieldError(field, "missing_field", "%s is required", field)
+		return nil, httpkit.FieldError(field, "missing_field", "%s is required", field)
 	}
 	return v, nil
 }
@@ -81,7 +82,7 @@ func (o object) string(field string) (string, error) {
 		return "", err
 	}
 	if v[0] != '"' {
-		return "", fieldError(field, "invalid_type", "%s must be a string", field)
+		return "", httpkit.FieldError(field, "invalid_type", "%s must be a string", field)
 	}
 	// The object was decoded, so v is a valid JSON string: without escapes and in valid UTF-8 it
 	// is its own value, which json.Unmarshal would only copy (it replaces invalid UTF-8).
@@ -90,7 +91,7 @@ func (o object) string(field string) (string, error) {
 	}
 	var s string
 	if json.Unmarshal(v, &s) != nil {
-		return "", fieldError(field, "invalid_type", "%s must be a string", field)
+		return "", httpkit.FieldError(field, "invalid_type", "%s must be a string", field)
 	}
 	return s, nil
 }
@@ -111,23 +112,23 @@ func (o object) integer(field string, lo, hi int64) (int64, error) {
 		return 0, err
 	}
 	if c := v[0]; c != '-' && (c < '0' || c > '9') {
-		return 0, fieldError(field, "invalid_type", "%s must be a number", field)
+		return 0, httpkit.FieldError(field, "invalid_type", "%s must be a number", field)
 	}
 	n, err := strconv.ParseInt(string(v), 10, 64)
 	if err != nil {
 		f, ferr := strconv.ParseFloat(string(v), 64)
 		switch {
 		case ferr != nil && !errors.Is(ferr, strconv.ErrRange):
-			return 0, fieldError(field, "invalid_type", "%s must be a number", field)
+			return 0, httpkit.FieldError(field, "invalid_type", "%s must be a number", field)
 		case math.IsInf(f, 0) || math.Abs(f) > 1<<62:
-			return 0, fieldError(field, "out_of_range", "%s must be from %d to %d", field, lo, hi)
+			return 0, httpkit.FieldError(field, "out_of_range", "%s must be from %d to %d", field, lo, hi)
 		case f != math.Trunc(f):
-			return 0, fieldError(field, "not_an_integer", "%s must be a whole number", field)
+			return 0, httpkit.FieldError(field, "not_an_integer", "%s must be a whole number", field)
 		}
 		n = int64(f)
 	}
 	if n < lo || n > hi {
-		return 0, fieldError(field, "out_of_range", "%s must be from %d to %d", field, lo, hi)
+		return 0, httpkit.FieldError(field, "out_of_range", "%s must be from %d to %d", field, lo, hi)
 	}
 	return n, nil
 }
@@ -137,7 +138,7 @@ func parseUUID(field, s string) (uuid.UUID, error) {
 	// uuid.Parse also takes the urn: and {…} forms and 32 bare hex digits; the API takes only the
 	// canonical 36-character form.
 	if err != nil || len(s) != 36 {
-		return uuid.UUID{}, fieldError(field, "invalid_uuid", "%s must be a UUID like 123e4567-e89b-12d3-a456-426614174000", field)
+		return uuid.UUID{}, httpkit.FieldError(field, "invalid_uuid", "%s must be a UUID like 123e4567-e89b-12d3-a456-426614174000", field)
 	}
 	return id, nil
 }
@@ -168,14 +169,14 @@ func decodeOrder(body []byte, maxQuantity int64) (orderRequest, error) {
 	}
 	var ok bool
 	if r.Side, ok = engine.ParseSide(side); !ok {
-		return r, fieldError("side", "invalid_value", "side must be BUY or SELL")
+		return r, httpkit.FieldError("side", "invalid_value", "side must be BUY or SELL")
 	}
 	outcome, err := o.string("outcome")
 	if err != nil {
 		return r, err
 	}
 	if r.Outcome, ok = engine.ParseOutcome(outcome); !ok {
-		return r, fieldError("outcome", "invalid_value", "outcome must be YES or NO")
+		return r, httpkit.FieldError("outcome", "invalid_value", "outcome must be YES or NO")
 	}
 	price, err := o.integer("price", engine.MinPrice, engine.MaxPrice)
 	if err != nil {
@@ -187,7 +188,7 @@ func decodeOrder(body []byte, maxQuantity int64) (orderRequest, error) {
 	}
 	eo := engine.Order{Side: r.Side, Outcome: r.Outcome, Price: r.Price, Quantity: r.Quantity}
 	if err := eo.Validate(); err != nil { // cannot fail after the checks above; kept as the rule's owner
-		return r, fieldError("", "invalid_order", "%v", err)
+		return r, httpkit.FieldError("", "invalid_order", "%v", err)
 	}
 	return r, nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/httpkit"
 )
 
 const testMarket = "123e4567-e89b-12d3-a456-426614174000"
@@ -53,7 +54,7 @@ func TestDecodeOrder(t *testing.T) {
 				}
 				return
 			}
-			var e *Error
+			var e *httpkit.Error
 			if !errors.As(err, &e) || e.Code != tt.code || e.Field != tt.field || e.Status != 400 {
 				t.Fatalf("got %+v (%v); want 400 %s on %q", e, err, tt.code, tt.field)
 			}
@@ -70,7 +71,7 @@ func FuzzDecodeOrder(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := decodeOrder(body, 1_000_000)
 		if err != nil {
-			var e *Error
+			var e *httpkit.Error
 			if !errors.As(err, &e) || e.Status < 400 || e.Status > 499 || e.Code == "" {
 				t.Fatalf("error %v is not an API 4xx", err)
 			}

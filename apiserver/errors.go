@@ -2,53 +2,24 @@ package apiserver
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/shard"
+	"github.com/pmx-dev/pmx/shardapi"
 	"github.com/pmx-dev/pmx/store"
 )
 
-// Error is an API error: its status, a stable snake_case code, the field at fault if any, and a
-// sentence for humans saying what was wrong and what to do.
-type Error struct {
-	Status  int
-	Code    string
-	Field   string
-	Message string
-}
-
-func (e *Error) Error() string { return e.Message }
-
-// errorBody is the JSON shape of every error answer (DESIGN §2).
-type errorBody struct {
-	Error   string       `json:"error"`
-	Details errorDetails `json:"details"`
-}
-
-type errorDetails struct {
-	Code  string `json:"code"`
-	Field string `json:"field,omitempty"`
-}
-
-func newError(status int, code, format string, args ...any) *Error {
-	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
-}
-
-func fieldError(field, code, format string, args ...any) *Error {
-	return &Error{Status: http.StatusBadRequest, Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
-}
-
 // Errors shared by several handlers.
 var (
-	errMarketNotFound = &Error{Status: http.StatusBadRequest, Code: "market_not_found", Field: "marketId",
+	errMarketNotFound = &httpkit.Error{Status: http.StatusBadRequest, Code: "market_not_found", Field: "marketId",
 		Message: "no market has this id; list markets with GET /markets"}
-	errUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
+	errUnavailable = &httpkit.Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
 		Message: "the exchange could not commit this request; nothing was changed, try again"}
-	errOutcomeUnknown = &Error{Status: http.StatusServiceUnavailable, Code: "outcome_unknown",
+	errOutcomeUnknown = &httpkit.Error{Status: http.StatusServiceUnavailable, Code: "outcome_unknown",
 		Message: "the exchange did not confirm this request, which may have been carried out: check your orders (GET /api/v1/orders) before sending it again"}
 )
 
@@ -61,10 +32,10 @@ func handler(h func(*gin.Context) error) gin.HandlerFunc {
 	}
 }
 
-// writeError maps an error to its answer: an *Error as it says, the shard's and the store's
+// writeError maps an error to its answer: an *httpkit.Error as it says, the shard's and the store's
 // errors to theirs, anything else to a 500 that is logged.
 func writeError(c *gin.Context, err error) {
-	var e *Error
+	var e *httpkit.Error
 	var notOpen *shard.NotOpenError
 	switch {
 	case errors.As(err, &e):
@@ -73,29 +44,26 @@ func writeError(c *gin.Context, err error) {
 	case errors.Is(err, shard.ErrUnknownMarket):
 		e = errMarketNotFound
 	case errors.Is(err, shard.ErrMarketNotOpen):
-		e = fieldError("marketId", "market_not_open", "the market is not open for trading")
+		e = httpkit.FieldError("marketId", "market_not_open", "the market is not open for trading")
 	case errors.Is(err, shard.ErrInsufficientFunds):
-		e = fieldError("quantity", "insufficient_funds", "not enough available cash: a BUY locks price × quantity cents")
+		e = httpkit.FieldError("quantity", "insufficient_funds", "not enough available cash: a BUY locks price × quantity cents")
 	case errors.Is(err, shard.ErrInsufficientShares):
-		e = fieldError("quantity", "insufficient_shares", "not enough unlocked shares of this outcome to sell")
+		e = httpkit.FieldError("quantity", "insufficient_shares", "not enough unlocked shares of this outcome to sell")
 	case errors.Is(err, shard.ErrOrderNotOpen):
-		e = fieldError("orderId", "order_not_open", "the order is no longer open: it was filled or cancelled")
-	case errors.Is(err, ErrManagedByOperator):
-		e = newError(http.StatusConflict, "managed_by_operator", "%s", err.Error())
+		e = httpkit.FieldError("orderId", "order_not_open", "the order is no longer open: it was filled or cancelled")
+	case errors.Is(err, shardapi.ErrManagedByOperator):
+		e = httpkit.NewError(http.StatusConflict, "managed_by_operator", "%s", err.Error())
 	case errors.Is(err, market.ErrIllegalTransition):
-		e = newError(http.StatusConflict, "illegal_transition", "%s", err.Error())
+		e = httpkit.NewError(http.StatusConflict, "illegal_transition", "%s", err.Error())
 	case errors.Is(err, store.ErrConflict):
-		e = newError(http.StatusConflict, "conflict", "%s", err.Error())
-	case errors.Is(err, ErrOutcomeUnknown):
+		e = httpkit.NewError(http.StatusConflict, "conflict", "%s", err.Error())
+	case errors.Is(err, shardapi.ErrOutcomeUnknown):
 		e = errOutcomeUnknown
 	case errors.Is(err, shard.ErrUnavailable), errors.Is(err, shard.ErrStopped), errors.Is(err, shard.ErrNotOwner):
 		e = errUnavailable
 	default:
-		logger(c).Error("request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
-		e = newError(http.StatusInternalServerError, "internal", "the exchange failed to answer; try again later")
+		httpkit.Logger(c).Error("request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
+		e = httpkit.NewError(http.StatusInternalServerError, "internal", "the exchange failed to answer; try again later")
 	}
-	if e.Status == http.StatusUnauthorized {
-		c.Header("WWW-Authenticate", `Bearer realm="pmx"`)
-	}
-	c.AbortWithStatusJSON(e.Status, errorBody{Error: e.Message, Details: errorDetails{Code: e.Code, Field: e.Field}})
+	httpkit.Abort(c, e)
 }

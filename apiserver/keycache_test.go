@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/internal/exchangetest"
+	"github.com/pmx-dev/pmx/store"
 )
 
 // TestRevokedKeyRefusedOnEveryReplica warms two replicas' key caches, revokes the key directly in
@@ -58,4 +60,11 @@ func accountID(t *testing.T, tg *exchangetest.Target, c *exchangetest.Client) in
 		t.Fatal(err)
 	}
 	return id
+}
+
+// replicaOf is another API replica on the same database, closed when t ends.
+func replicaOf(t *testing.T, st *store.Store) http.Handler {
+	api := apiserver.New(apiserver.Config{Store: st})
+	t.Cleanup(api.Close)
+	return api.Handler()
 }

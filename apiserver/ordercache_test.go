@@ -13,12 +13,12 @@ import (
 	"testing"
 	"time"
 
-	ginjson "github.com/gin-gonic/gin/codec/json"
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/shard"
+	"github.com/pmx-dev/pmx/shardapi"
 	"github.com/pmx-dev/pmx/store"
 )
 
@@ -214,32 +214,6 @@ func BenchmarkOrderCache(b *testing.B) {
 	})
 }
 
-// The internal API carries a placement's sequence number, which the public shape of an order
-// leaves out, through the JSON codec gin uses on the shard and encoding/json on the router.
-func TestPlacedWireCarriesSeq(t *testing.T) {
-	placed := store.PlacedOrder{Order: store.Order{ID: store.NewID(), MarketID: uuid.New(), Side: "BUY", Outcome: "YES",
-		Price: 40, Quantity: 10, FilledQuantity: 4, Status: "PARTIALLY_FILLED", Seq: 17, AccountID: 3},
-		Trades: []store.Trade{}}
-	raw, err := ginjson.API.Marshal(placedWire{PlacedOrder: placed, Seq: placed.Seq})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got placedWire
-	if err := json.Unmarshal(raw, &got); err != nil {
-		t.Fatal(err)
-	}
-	want := placed
-	want.AccountID = 0 // not sent: the router knows it
-	if got.Seq != 17 || got.PlacedOrder.Seq != 0 || got.ID != want.ID || got.Status != want.Status ||
-		got.FilledQuantity != 4 || got.MarketID != want.MarketID || got.Trades == nil {
-		t.Fatalf("decoded %+v from %s", got, raw)
-	}
-	public, _ := json.Marshal(placed)
-	if strings.Contains(string(public), "seq") {
-		t.Fatalf("the public shape now shows the sequence number: %s", public)
-	}
-}
-
 // cancelBench is an exchange with two front servers on one shard: hit remembers the orders
 // placed through it, miss remembers none, as before the cache. Distributed, the servers reach the
 // shard through a Router and the shard's internal API, as pmx api does.
@@ -278,12 +252,12 @@ func newCancelBench(t *testing.T, distributed bool) *cancelBench {
 	t.Cleanup(b.shard.Stop)
 	var exchange Exchange = b.shard
 	if distributed {
-		srv := httptest.NewServer(ShardServer(b.shard, b.store, "internal-token", log, nil))
+		srv := httptest.NewServer(shardapi.Server{Shard: b.shard, Store: b.store, Token: "internal-token", Logger: log}.Handler())
 		t.Cleanup(srv.Close)
 		if err := b.store.Heartbeat(ctx, b.name, strings.TrimPrefix(srv.URL, "http://")); err != nil {
 			t.Fatal(err)
 		}
-		exchange = &Router{Store: b.store, Token: "internal-token"}
+		exchange = &shardapi.Router{Store: b.store, Token: "internal-token"}
 	}
 	b.hit = New(Config{Store: b.hitStore, Exchange: exchange, AdminToken: cancelTestToken, Logger: log})
 	t.Cleanup(b.hit.Close)

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/shard"
 	"github.com/pmx-dev/pmx/store"
 )
@@ -29,7 +30,7 @@ var marketStatuses = map[string]bool{store.MarketOpen: true, store.MarketClosed:
 func (s *Server) listMarkets(c *gin.Context) error {
 	status, given := c.GetQuery("status")
 	if given && !marketStatuses[status] {
-		return fieldError("status", "invalid_value", "status must be one of OPEN, CLOSED, RESOLVED, CANCELED")
+		return httpkit.FieldError("status", "invalid_value", "status must be one of OPEN, CLOSED, RESOLVED, CANCELED")
 	}
 	markets, err := s.cfg.Store.Markets(c.Request.Context(), status)
 	if err != nil {
@@ -46,7 +47,7 @@ func (s *Server) listMarkets(c *gin.Context) error {
 func queryUUID(c *gin.Context, name string) (uuid.UUID, error) {
 	v, ok := c.GetQuery(name)
 	if !ok || v == "" {
-		return uuid.UUID{}, fieldError(name, "missing_field", "the query parameter %s is required", name)
+		return uuid.UUID{}, httpkit.FieldError(name, "missing_field", "the query parameter %s is required", name)
 	}
 	return parseUUID(name, v)
 }
@@ -59,7 +60,7 @@ func queryLimit(c *gin.Context, def, hi int) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > hi {
-		return 0, fieldError("limit", "out_of_range", "limit must be a whole number from 1 to %d", hi)
+		return 0, httpkit.FieldError("limit", "out_of_range", "limit must be a whole number from 1 to %d", hi)
 	}
 	return n, nil
 }
@@ -72,7 +73,7 @@ func (s *Server) getMarket(c *gin.Context) error {
 	}
 	m, err := s.cfg.Store.Market(c.Request.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
-		return &Error{Status: http.StatusNotFound, Code: "market_not_found", Field: "marketId", Message: "no market has this id"}
+		return &httpkit.Error{Status: http.StatusNotFound, Code: "market_not_found", Field: "marketId", Message: "no market has this id"}
 	}
 	if err != nil {
 		return err
@@ -174,7 +175,7 @@ func (s *Server) positions(c *gin.Context) error {
 	if len(positions) == 0 {
 		// Only an account with nothing may have gone: check then, not on every read.
 		if _, err := s.cfg.Store.Account(ctx, accountOf(c)); errors.Is(err, store.ErrNotFound) {
-			return newError(http.StatusNotFound, "account_not_found", "the account of this API key no longer exists")
+			return httpkit.NewError(http.StatusNotFound, "account_not_found", "the account of this API key no longer exists")
 		} else if err != nil {
 			return err
 		}
@@ -189,7 +190,7 @@ func (s *Server) positions(c *gin.Context) error {
 func (s *Server) ownOrder(c *gin.Context, id uuid.UUID) (store.Order, error) {
 	o, err := s.cfg.Store.Order(c.Request.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
-		return o, &Error{Status: http.StatusNotFound, Code: "order_not_found", Field: "orderId", Message: "no order has this id"}
+		return o, &httpkit.Error{Status: http.StatusNotFound, Code: "order_not_found", Field: "orderId", Message: "no order has this id"}
 	}
 	if err != nil {
 		return o, err
@@ -200,12 +201,12 @@ func (s *Server) ownOrder(c *gin.Context, id uuid.UUID) (store.Order, error) {
 	return o, nil
 }
 
-var errNotYourOrder = &Error{Status: http.StatusForbidden, Code: "not_your_order", Field: "orderId",
+var errNotYourOrder = &httpkit.Error{Status: http.StatusForbidden, Code: "not_your_order", Field: "orderId",
 	Message: "this order belongs to another account"}
 
 // errOrderNotOpen refuses to cancel an order in status, one that is not resting.
-func errOrderNotOpen(status string) *Error {
-	return fieldError("orderId", "order_not_open", "the order is %s: only OPEN and PARTIALLY_FILLED orders can be cancelled", status)
+func errOrderNotOpen(status string) *httpkit.Error {
+	return httpkit.FieldError("orderId", "order_not_open", "the order is %s: only OPEN and PARTIALLY_FILLED orders can be cancelled", status)
 }
 
 func (s *Server) cancelOrder(c *gin.Context) error {
@@ -289,7 +290,7 @@ func (s *Server) cancelEverything(c *gin.Context) error {
 func (s *Server) account(c *gin.Context) error {
 	a, err := s.cfg.Store.Account(c.Request.Context(), accountOf(c))
 	if errors.Is(err, store.ErrNotFound) {
-		return newError(http.StatusNotFound, "account_not_found", "the account of this API key no longer exists")
+		return httpkit.NewError(http.StatusNotFound, "account_not_found", "the account of this API key no longer exists")
 	}
 	if err != nil {
 		return err
@@ -309,7 +310,7 @@ func (s *Server) listOrders(c *gin.Context) error {
 	}
 	if v, ok := c.GetQuery("status"); ok {
 		if _, valid := engine.ParseStatus(v); !valid {
-			return fieldError("status", "invalid_value", "status must be one of OPEN, PARTIALLY_FILLED, FILLED, CANCELLED, PARTIALLY_FILLED_CANCELLED")
+			return httpkit.FieldError("status", "invalid_value", "status must be one of OPEN, PARTIALLY_FILLED, FILLED, CANCELLED, PARTIALLY_FILLED_CANCELLED")
 		}
 		f.Status = v
 	}
@@ -346,7 +347,7 @@ func encodeCursor(cur store.OrderCursor) string {
 }
 
 func decodeCursor(v string) (store.OrderCursor, error) {
-	bad := fieldError("cursor", "invalid_cursor", "cursor must be a nextCursor value from a previous GET /orders")
+	bad := httpkit.FieldError("cursor", "invalid_cursor", "cursor must be a nextCursor value from a previous GET /orders")
 	raw, err := base64.RawURLEncoding.DecodeString(v)
 	if err != nil {
 		return store.OrderCursor{}, bad

@@ -1,6 +1,8 @@
 // Package apiserver is pmx's HTTP front: the public API (/api/v1) bots trade through, the admin
-// API (/admin/v1), health endpoints and the OpenAPI document. Handlers are thin: they decode and
-// validate, call the exchange or the store, and encode.
+// API (/admin/v1), health endpoints, /metrics and the OpenAPI document, with the developer settings
+// pages (package settings) mounted beside them. Handlers are thin: they decode and validate, call
+// the Exchange (the in-process shard, or in distributed mode shardapi.Router) or the store, and
+// encode. Every error answer is mapped in one place (errors.go).
 package apiserver
 
 import (
@@ -13,7 +15,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/market"
+	"github.com/pmx-dev/pmx/settings"
 	"github.com/pmx-dev/pmx/shard"
 	"github.com/pmx-dev/pmx/store"
 )
@@ -83,7 +87,7 @@ func New(cfg Config) *Server {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Metrics == nil {
-		cfg.Metrics = NewRegistry()
+		cfg.Metrics = httpkit.NewRegistry()
 	}
 	if cfg.OrderCacheSize == 0 {
 		cfg.OrderCacheSize = defaultOrderCacheSize
@@ -101,17 +105,16 @@ func New(cfg Config) *Server {
 	}()
 	s.engine.ContextWithFallback = true
 	s.engine.HandleMethodNotAllowed = true
-	s.engine.Use(s.recover, s.withLogger, newHTTPMetrics(cfg.Metrics).middleware)
+	s.engine.Use(s.recover, httpkit.WithLogger(s.log), httpkit.HTTPMetrics(cfg.Metrics))
 	s.engine.NoRoute(handler(func(c *gin.Context) error {
-		return newError(http.StatusNotFound, "not_found", "no such endpoint: %s %s", c.Request.Method, c.Request.URL.Path)
+		return httpkit.NewError(http.StatusNotFound, "not_found", "no such endpoint: %s %s", c.Request.Method, c.Request.URL.Path)
 	}))
 	s.engine.NoMethod(handler(func(c *gin.Context) error {
-		return newError(http.StatusMethodNotAllowed, "method_not_allowed", "%s is not allowed on %s", c.Request.Method, c.Request.URL.Path)
+		return httpkit.NewError(http.StatusMethodNotAllowed, "method_not_allowed", "%s is not allowed on %s", c.Request.Method, c.Request.URL.Path)
 	}))
 
-	s.engine.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok\n") })
-	s.engine.GET("/readyz", s.ready)
-	s.engine.GET("/metrics", metricsHandler(cfg.Metrics))
+	httpkit.Health(s.engine, cfg.Store)
+	s.engine.GET("/metrics", httpkit.MetricsHandler(cfg.Metrics))
 
 	v1 := s.engine.Group("/api/v1")
 	v1.GET("/openapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, "application/yaml", OpenAPIDocument) })
@@ -137,7 +140,7 @@ func New(cfg Config) *Server {
 		admin.POST("/markets/:id/cancel", handler(s.transition(market.Cancel)))
 		admin.POST("/markets/:id/resolve", handler(s.resolve))
 	}
-	s.registerSettings()
+	settings.Register(s.engine, settings.Config{Store: cfg.Store, Accounts: s, Grant: cfg.Grant, Now: cfg.Now})
 	return s
 }
 
@@ -147,42 +150,6 @@ func (s *Server) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Micros
 // Handler is the server's http.Handler.
 func (s *Server) Handler() http.Handler { return s.engine }
 
-// Engine exposes the router so that other parts (the settings pages) can add routes.
-func (s *Server) Engine() *gin.Engine { return s.engine }
-
-func (s *Server) ready(c *gin.Context) {
-	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
-	defer cancel()
-	if err := s.cfg.Store.Pool.Ping(ctx); err != nil {
-		c.String(http.StatusServiceUnavailable, "database unreachable\n")
-		return
-	}
-	c.String(http.StatusOK, "ok\n")
-}
-
-// withLogger logs each request once it is answered.
-func (s *Server) withLogger(c *gin.Context) {
-	start := time.Now()
-	c.Set("logger", s.log)
-	c.Next()
-	status := c.Writer.Status()
-	level := slog.LevelDebug
-	if status >= 500 {
-		level = slog.LevelWarn
-	}
-	if ctx := c.Request.Context(); s.log.Enabled(ctx, level) { // spare the arguments' allocations
-		s.log.Log(ctx, level, "request", "method", c.Request.Method, "path", c.Request.URL.Path,
-			"status", status, "duration", time.Since(start))
-	}
-}
-
-func logger(c *gin.Context) *slog.Logger {
-	if l, ok := c.Get("logger"); ok {
-		return l.(*slog.Logger)
-	}
-	return slog.Default()
-}
-
 // recover turns a panic in a handler into a logged 500.
 func (s *Server) recover(c *gin.Context) {
 	defer func() {
@@ -191,7 +158,7 @@ func (s *Server) recover(c *gin.Context) {
 				panic(r)
 			}
 			s.log.Error("handler panicked", "method", c.Request.Method, "path", c.Request.URL.Path, "panic", r)
-			writeError(c, newError(http.StatusInternalServerError, "internal", "the exchange failed to answer; try again later"))
+			writeError(c, httpkit.NewError(http.StatusInternalServerError, "internal", "the exchange failed to answer; try again later"))
 		}
 	}()
 	c.Next()

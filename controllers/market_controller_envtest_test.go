@@ -26,6 +26,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
 	"github.com/pmx-dev/pmx/internal/storetest"
 	"github.com/pmx-dev/pmx/shard"
+	"github.com/pmx-dev/pmx/shardapi"
 	"github.com/pmx-dev/pmx/store"
 )
 
@@ -56,13 +57,13 @@ func newWorld(t *testing.T) *world {
 	for _, name := range []string{"shard-a", "shard-b"} {
 		sh := shard.New(shard.Config{Store: st, Name: name, Logger: log})
 		t.Cleanup(sh.Stop)
-		srv := httptest.NewServer(apiserver.ShardServer(sh, st, internalToken, log, nil))
+		srv := httptest.NewServer(shardapi.Server{Shard: sh, Store: st, Token: internalToken, Logger: log}.Handler())
 		t.Cleanup(srv.Close)
 		w.shards[name] = sh
 		w.beat(name, strings.TrimPrefix(srv.URL, "http://"))
 	}
 	front := apiserver.New(apiserver.Config{Store: st, Logger: log, AdminToken: w.admin,
-		Exchange: &apiserver.Router{Store: st, Token: internalToken}})
+		Exchange: &shardapi.Router{Store: st, Token: internalToken}})
 	t.Cleanup(front.Close)
 	api := httptest.NewServer(front.Handler())
 	t.Cleanup(api.Close)

@@ -317,7 +317,7 @@ func reservedFrom(cmds []*command) ([]int64, []store.ShareKey) {
 // wait behind the API's reads for a connection of the pool.
 func (s *Shard) connection(ctx context.Context) (*pgx.Conn, error) {
 	if s.conn == nil {
-		c, err := s.cfg.Store.Pool.Acquire(ctx)
+		c, err := s.cfg.Store.Acquire(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("while acquiring a connection: %w", err)
 		}

@@ -30,6 +30,8 @@ var (
 
 // Store is the exchange's database.
 type Store struct {
+	// Pool is the connection pool every method uses. Production code goes through the methods;
+	// tests reach it for raw SQL.
 	Pool *pgxpool.Pool
 }
 
@@ -57,6 +59,12 @@ func Open(ctx context.Context, url string) (*Store, error) {
 
 // Close closes every connection.
 func (s *Store) Close() { s.Pool.Close() }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error { return s.Pool.Ping(ctx) }
+
+// Acquire takes a connection of the pool for the caller's own use, until it releases it.
+func (s *Store) Acquire(ctx context.Context) (*pgxpool.Conn, error) { return s.Pool.Acquire(ctx) }
 
 // Migrate brings the schema up to date with the migrations embedded in this binary, returning the
 // version before and after. Concurrent callers are safe: tern serialises them with an advisory lock.

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pmx-dev/pmx/apiserver"
+	"github.com/pmx-dev/pmx/shardapi"
 )
 
 type apiOptions struct {
@@ -69,7 +70,7 @@ func runAPI(ctx context.Context, o apiOptions) error {
 	if err != nil {
 		return fmt.Errorf("while listening on %s: %w", o.addr, err)
 	}
-	api := apiserver.New(apiserver.Config{Store: st, Exchange: &apiserver.Router{Store: st, Token: o.internalToken},
+	api := apiserver.New(apiserver.Config{Store: st, Exchange: &shardapi.Router{Store: st, Token: o.internalToken},
 		Logger: log, AdminToken: o.adminToken, Grant: o.grant, MaxQuantity: o.maxQuantity})
 	defer api.Close()
 	fmt.Printf("pmx api is running.\n  API:       http://%s/api/v1\n", ln.Addr())

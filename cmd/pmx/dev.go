@@ -17,6 +17,7 @@ import (
 	"github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/auth"
+	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/internal/pgcluster"
 	"github.com/pmx-dev/pmx/loadgen"
 	"github.com/pmx-dev/pmx/market"
@@ -122,7 +123,7 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 		log.Info("migrated the database", "from", from, "to", to)
 	}
 
-	reg := apiserver.NewRegistry()
+	reg := httpkit.NewRegistry()
 	sh := shard.New(shard.Config{Store: st, Logger: log, Metrics: reg})
 	defer sh.Stop()
 

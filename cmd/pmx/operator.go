@@ -106,7 +106,7 @@ func runOperator(o operatorOptions) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("database", func(req *http.Request) error { return st.Pool.Ping(req.Context()) }); err != nil {
+	if err := mgr.AddReadyzCheck("database", func(req *http.Request) error { return st.Ping(req.Context()) }); err != nil {
 		return err
 	}
 	log.Info("starting the operator", "name", o.name, "leader_election", o.leaderElect)

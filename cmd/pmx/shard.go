@@ -8,8 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pmx-dev/pmx/apiserver"
+	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/shard"
+	"github.com/pmx-dev/pmx/shardapi"
 )
 
 type shardOptions struct {
@@ -81,7 +82,7 @@ func runShard(ctx context.Context, o shardOptions) error {
 		advertise = net.JoinHostPort(host, port)
 	}
 
-	reg := apiserver.NewRegistry()
+	reg := httpkit.NewRegistry()
 	sh := shard.New(shard.Config{Store: st, Name: o.name, Logger: log, Metrics: reg})
 	beatCtx, stopBeat := context.WithCancel(context.Background())
 	beatDone := make(chan struct{})
@@ -92,7 +93,7 @@ func runShard(ctx context.Context, o shardOptions) error {
 	log.Info("shard serving", "addr", ln.Addr().String(), "advertise", advertise)
 	fmt.Printf("pmx shard %s is running on %s (advertised as %s)\n", o.name, ln.Addr(), advertise)
 
-	err = serve(ctx, ln, apiserver.ShardServer(sh, st, o.internalToken, log, reg), log)
+	err = serve(ctx, ln, shardapi.Server{Shard: sh, Store: st, Token: o.internalToken, Logger: log, Metrics: reg}.Handler(), log)
 	// Orders in flight are answered by now; hand the markets back, then stop.
 	stopBeat()
 	<-beatDone

@@ -1,4 +1,4 @@
-package apiserver
+package settings
 
 import (
 	"errors"
@@ -29,12 +29,12 @@ func (st *settings) home(c *gin.Context, u *user) {
 // dashboard fills in and renders the signed-in page.
 func (st *settings) dashboard(c *gin.Context, u *user, status int, p *page) {
 	ctx := c.Request.Context()
-	a, err := st.s.cfg.Store.Account(ctx, u.account)
+	a, err := st.cfg.Store.Account(ctx, u.account)
 	if err != nil {
 		st.fail(c, err)
 		return
 	}
-	if p.Keys, err = st.s.cfg.Store.APIKeys(ctx, u.account); err != nil {
+	if p.Keys, err = st.cfg.Store.APIKeys(ctx, u.account); err != nil {
 		st.fail(c, err)
 		return
 	}
@@ -43,7 +43,7 @@ func (st *settings) dashboard(c *gin.Context, u *user, status int, p *page) {
 			p.ActiveKeys++
 		}
 	}
-	if p.Orders, err = st.s.cfg.Store.OpenOrders(ctx, u.account, openOrdersShown); err != nil {
+	if p.Orders, err = st.cfg.Store.OpenOrders(ctx, u.account, openOrdersShown); err != nil {
 		st.fail(c, err)
 		return
 	}
@@ -52,7 +52,7 @@ func (st *settings) dashboard(c *gin.Context, u *user, status int, p *page) {
 		scheme = "https"
 	}
 	p.Title, p.Heading = "Developer settings", "Developer settings"
-	p.Account, p.CSRF, p.Grant = &a, u.csrf, st.s.cfg.Grant
+	p.Account, p.CSRF, p.Grant = &a, u.csrf, st.cfg.Grant
 	p.BaseURL = scheme + "://" + c.Request.Host
 	st.render(c, status, "settings.html", p)
 }
@@ -65,7 +65,7 @@ func (st *settings) createKey(c *gin.Context, u *user) {
 		st.dashboard(c, u, http.StatusBadRequest, &page{Fields: map[string]string{"label": problem}, Label: label})
 		return
 	}
-	key, err := st.s.NewAPIKey(c, u.account, label)
+	key, err := st.cfg.Accounts.NewAPIKey(c.Request.Context(), u.account, label)
 	if err != nil {
 		st.fail(c, err)
 		return
@@ -89,9 +89,9 @@ func (st *settings) revokeKey(c *gin.Context, u *user) {
 	if id, perr := uuid.Parse(c.Param("id")); perr == nil {
 		// The account is in the statement's WHERE: another account's key is simply not found.
 		var prefix string
-		if prefix, err = st.s.cfg.Store.RevokeAPIKey(c.Request.Context(), u.account, id, st.s.now()); err == nil {
+		if prefix, err = st.cfg.Store.RevokeAPIKey(c.Request.Context(), u.account, id, st.now()); err == nil {
 			// Other replicas hear of it from Postgres within milliseconds; this one forgets it now.
-			st.s.keys.revoke(prefix)
+			st.cfg.Accounts.KeyRevoked(prefix)
 		}
 	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) {

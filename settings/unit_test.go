@@ -1,4 +1,4 @@
-package apiserver
+package settings
 
 import (
 	"crypto/tls"

@@ -1,4 +1,4 @@
-package apiserver_test
+package settings_test
 
 import (
 	"crypto/sha256"

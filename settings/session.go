@@ -1,4 +1,4 @@
-package apiserver
+package settings
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/store"
 )
 
@@ -72,7 +73,7 @@ func cookie(c *gin.Context, name string) string {
 func newToken() (string, []byte) {
 	b := make([]byte, tokenBytes)
 	if _, err := rand.Read(b); err != nil {
-		panic("apiserver: no randomness: " + err.Error())
+		panic("settings: no randomness: " + err.Error())
 	}
 	return base64.RawURLEncoding.EncodeToString(b), b
 }
@@ -118,7 +119,7 @@ func (st *settings) session(c *gin.Context) (*user, sessionState, error) {
 		return nil, expiredSession, nil
 	}
 	h := hashToken(token)
-	sess, err := st.s.cfg.Store.UseSession(c.Request.Context(), h, st.s.now(), sessionIdle, sessionAbsolute)
+	sess, err := st.cfg.Store.UseSession(c.Request.Context(), h, st.now(), sessionIdle, sessionAbsolute)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, expiredSession, nil
 	}
@@ -132,18 +133,18 @@ func (st *settings) session(c *gin.Context) (*user, sessionState, error) {
 // that a planted session cannot be promoted), and its cookie.
 func (st *settings) startSession(c *gin.Context, account int64) error {
 	ctx := c.Request.Context()
-	now := st.s.now()
-	if err := st.s.cfg.Store.DeleteExpiredSessions(ctx, now); err != nil {
-		logger(c).Warn("could not delete expired sessions", "err", err)
+	now := st.now()
+	if err := st.cfg.Store.DeleteExpiredSessions(ctx, now); err != nil {
+		httpkit.Logger(c).Warn("could not delete expired sessions", "err", err)
 	}
 	if raw := decodeToken(cookie(c, sessionCookie)); raw != nil {
-		if err := st.s.cfg.Store.DeleteSession(ctx, hashToken(raw)); err != nil {
+		if err := st.cfg.Store.DeleteSession(ctx, hashToken(raw)); err != nil {
 			return err
 		}
 	}
 	token, raw := newToken()
 	_, csrf := newToken()
-	err := st.s.cfg.Store.CreateSession(ctx, hashToken(raw), store.Session{AccountID: account, CSRFToken: csrf,
+	err := st.cfg.Store.CreateSession(ctx, hashToken(raw), store.Session{AccountID: account, CSRFToken: csrf,
 		CreatedAt: now, ExpiresAt: now.Add(sessionIdle)})
 	if err != nil {
 		return err
@@ -221,7 +222,7 @@ func (st *settings) checkFormToken(c *gin.Context) (bool, error) {
 }
 
 func (st *settings) signNonce(ctx context.Context, nonce []byte) (string, error) {
-	key, err := st.formKey.get(ctx, st.s.cfg.Store)
+	key, err := st.formKey.get(ctx, st.cfg.Store)
 	if err != nil {
 		return "", err
 	}

@@ -1,4 +1,4 @@
-package apiserver
+package httpkit
 
 import (
 	"bytes"
@@ -40,6 +40,51 @@ var (
 	yes     = "YES"
 	price   = 42
 )
+
+// testMarket is a market id.
+const testMarket = "123e4567-e89b-12d3-a456-426614174000"
+
+// The shapes of the internal API's bodies and of the public book (package shardapi and
+// apiserver), copied so that this package's tests need neither: the codec must write and read
+// them as encoding/json does.
+type (
+	placeShape struct {
+		Account  int64     `json:"account"`
+		Market   uuid.UUID `json:"market"`
+		Side     string    `json:"side"`
+		Outcome  string    `json:"outcome"`
+		Price    int       `json:"price"`
+		Quantity int64     `json:"quantity"`
+	}
+	cancelAllShape struct {
+		Account int64       `json:"account"`
+		Markets []uuid.UUID `json:"markets"`
+	}
+	codeShape struct {
+		Code   string `json:"code"`
+		Status string `json:"status,omitempty"`
+	}
+	bookShape struct {
+		Bids           []engine.Level `json:"bids"`
+		Asks           []engine.Level `json:"asks"`
+		LastTradePrice *int           `json:"lastTradePrice"`
+	}
+)
+
+func viewOf(v *engine.View) bookShape {
+	b := bookShape{Bids: v.Bids, Asks: v.Asks}
+	if b.Bids == nil {
+		b.Bids = []engine.Level{}
+	}
+	if b.Asks == nil {
+		b.Asks = []engine.Level{}
+	}
+	if v.LastTradePrice != 0 {
+		p := v.LastTradePrice
+		b.LastTradePrice = &p
+	}
+	return b
+}
 
 func testTrade(i int) store.Trade {
 	return store.Trade{ID: uuid.MustParse("0190f6a4-7a55-7c3e-9b1d-2f0e8c4b5a6" + string(rune('0'+i))),
@@ -127,14 +172,14 @@ func responses() map[string]any {
 		"orders last page":     gin.H{"orders": []store.Order{}, "nextCursor": (*string)(nil)},
 		"book":                 gin.H{"orderBookYes": viewOf(&depth.Yes), "orderBookNo": viewOf(&depth.No)},
 		"book empty":           gin.H{"orderBookYes": viewOf(&engine.View{}), "orderBookNo": viewOf(&engine.View{LastTradePrice: 1})},
-		"error":                errorBody{Error: "not enough available cash: a BUY locks price × quantity cents", Details: errorDetails{Code: "insufficient_funds", Field: "quantity"}},
-		"error no field":       errorBody{Error: "no such endpoint: GET /api/v1/<script>&x=\"1\"", Details: errorDetails{Code: "not_found"}},
-		"error odd text":       errorBody{Error: someTxt, Details: errorDetails{Code: "invalid_value", Field: someTxt}},
+		"error":                ErrorBody{Error: "not enough available cash: a BUY locks price × quantity cents", Details: ErrorDetails{Code: "insufficient_funds", Field: "quantity"}},
+		"error no field":       ErrorBody{Error: "no such endpoint: GET /api/v1/<script>&x=\"1\"", Details: ErrorDetails{Code: "not_found"}},
+		"error odd text":       ErrorBody{Error: someTxt, Details: ErrorDetails{Code: "invalid_value", Field: someTxt}},
 		"internal snapshot":    &shard.Snapshot{Status: "OPEN", Epoch: 4, Depth: depth},
 		"internal empty snap":  &shard.Snapshot{Status: "OPEN"},
-		"internal error":       internalError{Code: "not_owner"},
-		"internal place wire":  placeWire{Account: 7, Market: uuid.MustParse(testMarket), Side: "BUY", Outcome: "NO", Price: 40, Quantity: 7},
-		"internal cancel all":  cancelAllWire{Account: 7, Markets: []uuid.UUID{uuid.MustParse(testMarket)}},
+		"internal error":       codeShape{Code: "not_owner"},
+		"internal place wire":  placeShape{Account: 7, Market: uuid.MustParse(testMarket), Side: "BUY", Outcome: "NO", Price: 40, Quantity: 7},
+		"internal cancel all":  cancelAllShape{Account: 7, Markets: []uuid.UUID{uuid.MustParse(testMarket)}},
 		"raw and marshalers":   rawAndMarshaler{Raw: json.RawMessage(` {"z": 1, "a": "<x>"} `), Custom: spacedMarshaler{}, PCustom: &spacedMarshaler{}},
 		"raw with \\u0008":     rawAndMarshaler{Raw: json.RawMessage(`"a\u0008b\u000cc\b"`)},
 		"text like \\u000c":    `\u000c \\u0008 \u000`,
@@ -220,7 +265,7 @@ func TestJSONSameBytesStrings(t *testing.T) {
 		cases = append(cases, sb.String())
 	}
 	for _, s := range cases {
-		v := errorBody{Error: s, Details: errorDetails{Code: "x", Field: s}}
+		v := ErrorBody{Error: s, Details: ErrorDetails{Code: "x", Field: s}}
 		want, _ := json.Marshal(v)
 		got, err := ginjson.API.Marshal(v)
 		if err != nil || !bytes.Equal(got, want) {
@@ -293,7 +338,7 @@ func TestJSONBinding(t *testing.T) {
 	} {
 		// On an error the handler answers bad_request and drops the value, which the decoders
 		// leave filled differently: only a success must give the same value.
-		var want, got placeWire
+		var want, got placeShape
 		werr := json.NewDecoder(strings.NewReader(body)).Decode(&want)
 		gerr := bind(body, &got)
 		if (werr == nil) != (gerr == nil) || werr == nil && want != got {
@@ -308,7 +353,7 @@ func TestJSONBinding(t *testing.T) {
 		`{"account":7,"markets":["x"]}`,
 		many.String(),
 	} {
-		var want, got cancelAllWire
+		var want, got cancelAllShape
 		werr := json.NewDecoder(strings.NewReader(body)).Decode(&want)
 		gerr := bind(body, &got)
 		if (werr == nil) != (gerr == nil) || werr == nil && (want.Account != got.Account ||

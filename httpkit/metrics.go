@@ -1,4 +1,4 @@
-package apiserver
+package httpkit
 
 import (
 	"strconv"
@@ -14,6 +14,12 @@ import (
 type httpMetrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+}
+
+// HTTPMetrics is middleware that counts and times every request by route, method and status, in
+// reg.
+func HTTPMetrics(reg prometheus.Registerer) gin.HandlerFunc {
+	return newHTTPMetrics(reg).middleware
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
@@ -42,8 +48,8 @@ func (m *httpMetrics) middleware(c *gin.Context) {
 	m.duration.WithLabelValues(route, c.Request.Method).Observe(time.Since(start).Seconds())
 }
 
-// metricsHandler serves a registry's metrics in the Prometheus format.
-func metricsHandler(g prometheus.Gatherer) gin.HandlerFunc {
+// MetricsHandler serves a registry's metrics in the Prometheus format.
+func MetricsHandler(g prometheus.Gatherer) gin.HandlerFunc {
 	h := promhttp.HandlerFor(g, promhttp.HandlerOpts{})
 	return gin.WrapH(h)
 }

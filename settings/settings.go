@@ -1,7 +1,27 @@
-package apiserver
+// Package settings serves the developer settings pages (/settings): sign up, sign in and out, the
+// account's balance and open orders, and its API keys (create, list, revoke). Server-rendered HTML
+// from embedded templates, one stylesheet and a few lines of script for the copy button; no build
+// step. What it needs of the front API (opening accounts, making keys) comes through Accounts, so
+// that neither package imports the other.
+//
+// Security, in the order a request meets it:
+//   - Every answer carries a strict Content-Security-Policy (only this origin's stylesheet and
+//     script, no framing) and is not cached.
+//   - Unsafe methods from another origin are refused by http.CrossOriginProtection
+//     (Sec-Fetch-Site, or Origin against Host), before any handler runs.
+//   - Every form also carries a token: the session's synchronizer token once signed in
+//     (session.go), and for the anonymous sign-in and sign-up forms a token that is an
+//     HMAC of a random cookie under a deployment-wide key kept in Postgres (signed double submit).
+//   - Sessions are random 256-bit tokens in an HttpOnly, SameSite=Lax cookie (Secure and
+//     __Host- prefixed over TLS); Postgres keeps only their SHA-256, with a sliding expiry.
+//   - Passwords are argon2id hashes (package auth); at most concurrentHashes are computed at once.
+//   - Sign-in attempts are rate limited per account name and per client address, counted in
+//     Postgres so that every replica sees the same counts (auth.go).
+package settings
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -18,26 +38,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/store"
 )
-
-// The developer settings pages (/settings): sign up, sign in and out, the account's balance and
-// open orders, and its API keys (create, list, revoke). Server-rendered HTML from embedded
-// templates, one stylesheet and a few lines of script for the copy button; no build step.
-//
-// Security, in the order a request meets it:
-//   - Every answer carries a strict Content-Security-Policy (only this origin's stylesheet and
-//     script, no framing) and is not cached.
-//   - Unsafe methods from another origin are refused by http.CrossOriginProtection
-//     (Sec-Fetch-Site, or Origin against Host), before any handler runs.
-//   - Every form also carries a token: the session's synchronizer token once signed in
-//     (settings_session.go), and for the anonymous sign-in and sign-up forms a token that is an
-//     HMAC of a random cookie under a deployment-wide key kept in Postgres (signed double submit).
-//   - Sessions are random 256-bit tokens in an HttpOnly, SameSite=Lax cookie (Secure and
-//     __Host- prefixed over TLS); Postgres keeps only their SHA-256, with a sliding expiry.
-//   - Passwords are argon2id hashes (package auth); at most concurrentHashes are computed at once.
-//   - Sign-in attempts are rate limited per account name and per client address, counted in
-//     Postgres so that every replica sees the same counts (settings_auth.go).
 
 //go:embed templates/*.html
 var templateFiles embed.FS
@@ -57,10 +60,33 @@ const (
 	openOrdersShown  = 100
 )
 
-// settings holds what the settings pages need beyond the Server: templates, static files, the
+// Accounts is what the pages need of the front API: its one way to open an account and to make
+// an API key, and to hear of a revoked key (the front caches keys).
+type Accounts interface {
+	// OpenAccount opens an account with the configured grant; passwordHash (auth.HashPassword)
+	// lets it sign in here. A name that is malformed or taken is an *httpkit.Error on the field
+	// "name".
+	OpenAccount(ctx context.Context, name, passwordHash string) (store.Account, error)
+	// NewAPIKey creates an API key for an account and returns it; only its hash is kept.
+	NewAPIKey(ctx context.Context, account int64, label string) (string, error)
+	// KeyRevoked tells the front that the key with this prefix was just revoked.
+	KeyRevoked(prefix string)
+}
+
+// Config configures the pages.
+type Config struct {
+	Store    *store.Store
+	Accounts Accounts
+	// Grant is the play money, in cents, a new account starts with, as the sign-up page says.
+	Grant int64
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// settings holds what the settings pages need: their configuration, templates, static files, the
 // cross-origin check, the hashing slots and the form key.
 type settings struct {
-	s       *Server
+	cfg     Config
 	pages   map[string]*template.Template
 	static  map[string]staticFile
 	cop     *http.CrossOriginProtection
@@ -74,10 +100,13 @@ type staticFile struct {
 	url         string // with a content hash, so that it can be cached for long
 }
 
-// registerSettings adds the settings pages to the server's routes.
-func (s *Server) registerSettings() {
-	st := newSettings(s)
-	g := s.engine.Group("/settings", st.headers, st.crossOrigin)
+// Register adds the settings pages to r, under /settings.
+func Register(r gin.IRouter, cfg Config) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	st := newSettings(cfg)
+	g := r.Group("/settings", st.headers, st.crossOrigin)
 	g.GET("", st.signedIn(st.home))
 	g.GET("/sign-in", st.signInPage)
 	g.POST("/sign-in", st.signIn)
@@ -89,8 +118,8 @@ func (s *Server) registerSettings() {
 	g.GET("/static/:file", st.serveStatic)
 }
 
-func newSettings(s *Server) *settings {
-	st := &settings{s: s, pages: map[string]*template.Template{}, static: map[string]staticFile{},
+func newSettings(cfg Config) *settings {
+	st := &settings{cfg: cfg, pages: map[string]*template.Template{}, static: map[string]staticFile{},
 		cop: http.NewCrossOriginProtection(), hashing: make(chan struct{}, concurrentHashes)}
 	files, err := fs.Glob(staticFiles, "static/*")
 	if err != nil {
@@ -131,6 +160,9 @@ func newSettings(s *Server) *settings {
 	return st
 }
 
+// now is the pages' clock at the database's precision.
+func (st *settings) now() time.Time { return st.cfg.Now().UTC().Truncate(time.Microsecond) }
+
 // page is what every template is given.
 type page struct {
 	Title   string
@@ -157,7 +189,7 @@ type page struct {
 func (st *settings) render(c *gin.Context, status int, name string, p *page) {
 	var buf bytes.Buffer
 	if err := st.pages[name].ExecuteTemplate(&buf, "layout", p); err != nil {
-		logger(c).Error("could not render a settings page", "page", name, "err", err)
+		httpkit.Logger(c).Error("could not render a settings page", "page", name, "err", err)
 		c.String(http.StatusInternalServerError, "pmx could not show this page; try again later\n")
 		c.Abort()
 		return
@@ -168,7 +200,7 @@ func (st *settings) render(c *gin.Context, status int, name string, p *page) {
 
 // fail answers an unexpected error with a page that says so, and logs it.
 func (st *settings) fail(c *gin.Context, err error) {
-	logger(c).Error("settings request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
+	httpkit.Logger(c).Error("settings request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
 	st.render(c, http.StatusInternalServerError, "message.html", &page{Title: "Something went wrong",
 		Error: "pmx could not complete this request. Try again in a moment."})
 }

@@ -1,4 +1,4 @@
-package apiserver
+package settings
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/pmx-dev/pmx/auth"
+	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/store"
 )
 
@@ -57,7 +58,7 @@ func (st *settings) signUpPage(c *gin.Context) {
 		redirect(c, "/settings")
 		return
 	}
-	st.anonymous(c, http.StatusOK, "sign-up.html", &page{Title: "Create an account", Grant: st.s.cfg.Grant})
+	st.anonymous(c, http.StatusOK, "sign-up.html", &page{Title: "Create an account", Grant: st.cfg.Grant})
 }
 
 // anonymous renders a sign-in or sign-up page with its form token.
@@ -87,13 +88,13 @@ func (st *settings) checkAnonymousForm(c *gin.Context, name string, p *page) boo
 
 func (st *settings) signUp(c *gin.Context) {
 	name, password := strings.TrimSpace(c.PostForm("name")), c.PostForm("password")
-	p := &page{Title: "Create an account", Name: name, Grant: st.s.cfg.Grant, Fields: map[string]string{}}
+	p := &page{Title: "Create an account", Name: name, Grant: st.cfg.Grant, Fields: map[string]string{}}
 	if !st.checkAnonymousForm(c, "sign-up.html", p) {
 		return
 	}
 	if name == "" {
 		p.Fields["name"] = "Choose an account name."
-	} else if err := checkAccountName(name); err != nil {
+	} else if err := auth.CheckAccountName(name); err != nil {
 		p.Fields["name"] = sentence(err.Error())
 	}
 	if problem := auth.PasswordProblem(password); problem != "" {
@@ -108,8 +109,8 @@ func (st *settings) signUp(c *gin.Context) {
 		st.fail(c, err)
 		return
 	}
-	a, err := st.s.openAccount(c.Request.Context(), name, hash)
-	var e *Error
+	a, err := st.cfg.Accounts.OpenAccount(c.Request.Context(), name, hash)
+	var e *httpkit.Error
 	if errors.As(err, &e) && e.Field == "name" {
 		p.Fields["name"] = sentence(e.Message)
 		st.anonymous(c, e.Status, "sign-up.html", p)
@@ -144,8 +145,8 @@ func (st *settings) signIn(c *gin.Context) {
 	}
 
 	ctx := c.Request.Context()
-	cfg := st.s.cfg
-	now := st.s.now()
+	cfg := st.cfg
+	now := st.now()
 	attempt, err := cfg.Store.RecordSignInAttempt(ctx, clip(name, 64), clientKey(c.Request), now, now.Add(-signInWindow))
 	if err != nil {
 		st.fail(c, err)
@@ -224,7 +225,7 @@ func (st *settings) signOut(c *gin.Context) {
 				Error: "This form is out of date. You are still signed in; reload the page and try again."})
 			return
 		}
-		if err := st.s.cfg.Store.DeleteSession(c.Request.Context(), u.tokenHash); err != nil {
+		if err := st.cfg.Store.DeleteSession(c.Request.Context(), u.tokenHash); err != nil {
 			st.fail(c, err)
 			return
 		}

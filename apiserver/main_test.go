@@ -1,0 +1,9 @@
+package apiserver
+
+import (
+	"testing"
+
+	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }

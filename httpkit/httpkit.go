@@ -1,0 +1,116 @@
+// Package httpkit is what pmx's two HTTP faces share — the public front (package apiserver) and a
+// shard's internal API (package shardapi): gin's JSON codec (json.go), bearer-token parsing, the
+// error type and body every public error answer has, request metrics and /metrics, and the
+// health endpoints.
+package httpkit
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+// Bearer returns the token of an "Authorization: Bearer <token>" header.
+func Bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return "", false
+	}
+	return strings.TrimSpace(token), true
+}
+
+// Error is an API error: its status, a stable snake_case code, the field at fault if any, and a
+// sentence for humans saying what was wrong and what to do.
+type Error struct {
+	Status  int
+	Code    string
+	Field   string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// NewError is an Error with a formatted message.
+func NewError(status int, code, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// FieldError is a 400 naming the field at fault.
+func FieldError(field, code, format string, args ...any) *Error {
+	return &Error{Status: http.StatusBadRequest, Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorBody is the JSON shape of every error answer (DESIGN §2).
+type ErrorBody struct {
+	Error   string       `json:"error"`
+	Details ErrorDetails `json:"details"`
+}
+
+// ErrorDetails are an error answer's machine-readable parts.
+type ErrorDetails struct {
+	Code  string `json:"code"`
+	Field string `json:"field,omitempty"`
+}
+
+// Abort answers e and stops the handler chain. A 401 also names the scheme to authenticate with.
+func Abort(c *gin.Context, e *Error) {
+	if e.Status == http.StatusUnauthorized {
+		c.Header("WWW-Authenticate", `Bearer realm="pmx"`)
+	}
+	c.AbortWithStatusJSON(e.Status, ErrorBody{Error: e.Message, Details: ErrorDetails{Code: e.Code, Field: e.Field}})
+}
+
+// loggerKey is where WithLogger leaves the request's logger in the gin context.
+const loggerKey = "logger"
+
+// WithLogger is middleware that gives every request log (Logger) and logs each request once it is
+// answered: at debug level, or warning for a 5xx.
+func WithLogger(log *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		c.Set(loggerKey, log)
+		c.Next()
+		status := c.Writer.Status()
+		level := slog.LevelDebug
+		if status >= 500 {
+			level = slog.LevelWarn
+		}
+		if ctx := c.Request.Context(); log.Enabled(ctx, level) { // spare the arguments' allocations
+			log.Log(ctx, level, "request", "method", c.Request.Method, "path", c.Request.URL.Path,
+				"status", status, "duration", time.Since(start))
+		}
+	}
+}
+
+// Logger is the request's logger (see WithLogger), or slog's default.
+func Logger(c *gin.Context) *slog.Logger {
+	if l, ok := c.Get(loggerKey); ok {
+		return l.(*slog.Logger)
+	}
+	return slog.Default()
+}
+
+// Pinger is what readiness checks: the database.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Health adds /healthz (the process answers) and /readyz (and it reaches the database, within 2s).
+func Health(e *gin.Engine, db Pinger) {
+	e.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok\n") })
+	e.GET("/readyz", func(c *gin.Context) {
+		ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+		defer cancel()
+		if err := db.Ping(ctx); err != nil {
+			c.String(http.StatusServiceUnavailable, "database unreachable\n")
+			return
+		}
+		c.String(http.StatusOK, "ok\n")
+	})
+}

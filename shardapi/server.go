@@ -1,0 +1,122 @@
+package shardapi
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pmx-dev/pmx/auth"
+	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/httpkit"
+	"github.com/pmx-dev/pmx/shard"
+	"github.com/pmx-dev/pmx/store"
+)
+
+// Server serves one shard's internal API, its health endpoints and /metrics.
+type Server struct {
+	Shard *shard.Shard
+	Store *store.Store // for readiness
+	// Token is what callers must send as their bearer token.
+	Token  string
+	Logger *slog.Logger
+	// Metrics is where the server registers its metrics and what /metrics serves (default: a
+	// registry of its own).
+	Metrics *prometheus.Registry
+}
+
+// Handler builds the server's routes.
+func (s Server) Handler() http.Handler {
+	reg := s.Metrics
+	if reg == nil {
+		reg = httpkit.NewRegistry()
+	}
+	log := s.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	sh := s.Shard
+	gin.SetMode(gin.ReleaseMode)
+	e := gin.New()
+	e.Use(gin.Recovery(), httpkit.HTTPMetrics(reg))
+	e.GET("/metrics", httpkit.MetricsHandler(reg))
+	httpkit.Health(e, s.Store)
+	in := e.Group("/internal/v1", func(c *gin.Context) {
+		if t, ok := httpkit.Bearer(c.Request); !ok || !auth.TokenMatches(t, s.Token) {
+			c.AbortWithStatusJSON(http.StatusUnauthorized, errorWire{Code: "unauthorized"})
+			return
+		}
+		c.Next()
+	})
+	answer := func(c *gin.Context, status int, v any, err error) {
+		if err == nil {
+			c.JSON(status, v)
+			return
+		}
+		for _, w := range wireErrors {
+			if errors.Is(err, w.err) {
+				e := errorWire{Code: w.code}
+				if ne := (*shard.NotOpenError)(nil); errors.As(err, &ne) {
+					e.Status = ne.Status
+				}
+				c.JSON(w.status, e)
+				return
+			}
+		}
+		log.Error("internal request failed", "path", c.Request.URL.Path, "err", err)
+		c.JSON(http.StatusInternalServerError, errorWire{Code: "internal"})
+	}
+	in.POST("/place", func(c *gin.Context) {
+		var w placeWire
+		if err := c.ShouldBindJSON(&w); err != nil {
+			c.JSON(http.StatusBadRequest, errorWire{Code: "bad_request"})
+			return
+		}
+		side, ok1 := engine.ParseSide(w.Side)
+		outcome, ok2 := engine.ParseOutcome(w.Outcome)
+		if !ok1 || !ok2 {
+			c.JSON(http.StatusBadRequest, errorWire{Code: "bad_request"})
+			return
+		}
+		placed, err := sh.Place(c.Request.Context(), shard.PlaceRequest{Account: w.Account, Market: w.Market,
+			Side: side, Outcome: outcome, Price: w.Price, Quantity: w.Quantity})
+		answer(c, http.StatusCreated, placedWire{PlacedOrder: placed, Seq: placed.Seq}, err)
+	})
+	in.POST("/cancel", func(c *gin.Context) {
+		var w cancelWire
+		if err := c.ShouldBindJSON(&w); err != nil {
+			c.JSON(http.StatusBadRequest, errorWire{Code: "bad_request"})
+			return
+		}
+		o, err := sh.Cancel(c.Request.Context(), w.Market, w.Seq)
+		answer(c, http.StatusOK, o, err)
+	})
+	in.POST("/cancel-all", func(c *gin.Context) {
+		var w cancelAllWire
+		if err := c.ShouldBindJSON(&w); err != nil || w.Markets == nil {
+			c.JSON(http.StatusBadRequest, errorWire{Code: "bad_request"})
+			return
+		}
+		orders, err := sh.CancelAll(c.Request.Context(), w.Account, w.Markets)
+		answer(c, http.StatusOK, orders, err)
+	})
+	in.GET("/book", func(c *gin.Context) {
+		id, err := uuid.Parse(c.Query("market"))
+		if err != nil {
+			c.JSON(http.StatusBadRequest, errorWire{Code: "bad_request"})
+			return
+		}
+		snap, err := sh.OrderBook(c.Request.Context(), id)
+		// The front routed here because Postgres names this shard the owner at this epoch; a shard
+		// that holds the market under another epoch has not yet noticed a move.
+		if epoch := c.Query("epoch"); err == nil && epoch != "" && epoch != strconv.FormatInt(snap.Epoch, 10) {
+			err = shard.ErrNotOwner
+		}
+		answer(c, http.StatusOK, snap, err)
+	})
+	return e
+}

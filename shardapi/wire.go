@@ -1,0 +1,78 @@
+// Package shardapi is both ends of the internal protocol between the front API and the shards in
+// distributed mode: the wire types and the one table of error codes (wire.go), the shard's HTTP
+// server (server.go), the client that calls it (client.go), and the Router, the front's Exchange,
+// which sends each market's writes and book reads to the shard that owns it (router.go).
+//
+// The protocol is a shard's Exchange methods over HTTP, guarded by a token the processes share.
+// Errors travel as codes and come back as the shard package's own errors, so the front answers
+// exactly as pmx dev does. Fronts and shards of one deployment run the same build.
+package shardapi
+
+import (
+	"net/http"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/market"
+	"github.com/pmx-dev/pmx/shard"
+	"github.com/pmx-dev/pmx/store"
+)
+
+// Internal API paths.
+const (
+	internalPlace     = "/internal/v1/place"
+	internalCancel    = "/internal/v1/cancel"
+	internalCancelAll = "/internal/v1/cancel-all"
+	internalBook      = "/internal/v1/book"
+)
+
+type placeWire struct {
+	Account  int64     `json:"account"`
+	Market   uuid.UUID `json:"market"`
+	Side     string    `json:"side"`
+	Outcome  string    `json:"outcome"`
+	Price    int       `json:"price"`
+	Quantity int64     `json:"quantity"`
+}
+
+// placedWire answers a placement: the order as the public API shows it, and its sequence number,
+// which that shape leaves out and the front needs to cancel the order without reading it.
+type placedWire struct {
+	store.PlacedOrder
+	Seq int64 `json:"seq"`
+}
+
+type cancelWire struct {
+	Market uuid.UUID `json:"market"`
+	Seq    int64     `json:"seq"`
+}
+
+type cancelAllWire struct {
+	Account int64       `json:"account"`
+	Markets []uuid.UUID `json:"markets"`
+}
+
+// errorWire is every error answer of the internal API.
+type errorWire struct {
+	Code string `json:"code"`
+	// Status is, with order_not_open, what became of the order when the shard knows it (see
+	// shard.NotOpenError).
+	Status string `json:"status,omitempty"`
+}
+
+// wireErrors pairs each shard error with its code and status on the internal API.
+var wireErrors = []struct {
+	err    error
+	code   string
+	status int
+}{
+	{shard.ErrNotOwner, "not_owner", http.StatusMisdirectedRequest},
+	{shard.ErrUnknownMarket, "unknown_market", http.StatusNotFound},
+	{shard.ErrMarketNotOpen, "market_not_open", http.StatusConflict},
+	{shard.ErrInsufficientFunds, "insufficient_funds", http.StatusConflict},
+	{shard.ErrInsufficientShares, "insufficient_shares", http.StatusConflict},
+	{shard.ErrOrderNotOpen, "order_not_open", http.StatusConflict},
+	{market.ErrIllegalTransition, "illegal_transition", http.StatusConflict},
+	{shard.ErrStopped, "stopped", http.StatusServiceUnavailable},
+	{shard.ErrUnavailable, "unavailable", http.StatusServiceUnavailable},
+}
