@@ -14,9 +14,9 @@ import (
 
 	"github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/auth"
+	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/market"
-	"github.com/pmx-dev/pmx/shard"
 	"github.com/pmx-dev/pmx/store"
 )
 
@@ -142,7 +142,7 @@ func (s *Server) apply(c *gin.Context, action market.Action) error {
 	}
 	ctx := c.Request.Context()
 	if err := s.cfg.Exchange.Transition(ctx, id, action); err != nil {
-		if errors.Is(err, shard.ErrUnknownMarket) {
+		if errors.Is(err, domain.ErrUnknownMarket) {
 			return &httpkit.Error{Status: http.StatusNotFound, Code: "market_not_found", Field: "id", Message: "no market has this id"}
 		}
 		return err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/shard"
@@ -15,8 +16,6 @@ import (
 
 // Errors shared by several handlers.
 var (
-	errMarketNotFound = &httpkit.Error{Status: http.StatusBadRequest, Code: "market_not_found", Field: "marketId",
-		Message: "no market has this id; list markets with GET /markets"}
 	errUnavailable = &httpkit.Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
 		Message: "the exchange could not commit this request; nothing was changed, try again"}
 	errOutcomeUnknown = &httpkit.Error{Status: http.StatusServiceUnavailable, Code: "outcome_unknown",
@@ -32,25 +31,21 @@ func handler(h func(*gin.Context) error) gin.HandlerFunc {
 	}
 }
 
-// writeError maps an error to its answer: an *httpkit.Error as it says, the shard's and the store's
-// errors to theirs, anything else to a 500 that is logged.
+// refusalStatus is the status code of each kind of refusal.
+var refusalStatus = map[domain.Kind]int{
+	domain.Invalid:   http.StatusBadRequest,
+	domain.Forbidden: http.StatusForbidden,
+}
+
+// writeError maps an error to its answer: an *httpkit.Error as it says, a refusal (domain.Error) by its kind,
+// the shard's, the router's and the store's errors to theirs, anything else to a 500 that is logged.
 func writeError(c *gin.Context, err error) {
 	var e *httpkit.Error
-	var notOpen *shard.NotOpenError
+	var refusal *domain.Error
 	switch {
 	case errors.As(err, &e):
-	case errors.As(err, &notOpen): // the shard knows what became of the order
-		e = errOrderNotOpen(notOpen.Status)
-	case errors.Is(err, shard.ErrUnknownMarket):
-		e = errMarketNotFound
-	case errors.Is(err, shard.ErrMarketNotOpen):
-		e = httpkit.FieldError("marketId", "market_not_open", "the market is not open for trading")
-	case errors.Is(err, shard.ErrInsufficientFunds):
-		e = httpkit.FieldError("quantity", "insufficient_funds", "not enough available cash: a BUY locks price × quantity cents")
-	case errors.Is(err, shard.ErrInsufficientShares):
-		e = httpkit.FieldError("quantity", "insufficient_shares", "not enough unlocked shares of this outcome to sell")
-	case errors.Is(err, shard.ErrOrderNotOpen):
-		e = httpkit.FieldError("orderId", "order_not_open", "the order is no longer open: it was filled or cancelled")
+	case errors.As(err, &refusal): // the exchange's rules, decided by the shard
+		e = &httpkit.Error{Status: refusalStatus[refusal.Kind], Code: refusal.Code, Field: refusal.Field, Message: refusal.Message}
 	case errors.Is(err, shardapi.ErrManagedByOperator):
 		e = httpkit.NewError(http.StatusConflict, "managed_by_operator", "%s", err.Error())
 	case errors.Is(err, market.ErrIllegalTransition):

@@ -10,12 +10,11 @@ import (
 // about 32 MB when full (TestOrderCacheMemory).
 const defaultOrderCacheSize = 1 << 18
 
-// orderFacts are what a cancel needs to know of an order: its market, its sequence number there
-// and its account. None of them ever changes once the order is placed.
+// orderFacts are what a cancel needs to know of an order: its market and its sequence number
+// there. Neither ever changes once the order is placed.
 type orderFacts struct {
-	market  uuid.UUID
-	seq     int64
-	account int64
+	market uuid.UUID
+	seq    int64
 }
 
 // orderCache remembers the facts of orders this server placed, so that cancelling one of them

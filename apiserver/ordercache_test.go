@@ -23,7 +23,7 @@ import (
 )
 
 func facts(i int) orderFacts {
-	return orderFacts{market: uuid.UUID{byte(i)}, seq: int64(i), account: int64(1000 + i)}
+	return orderFacts{market: uuid.UUID{byte(i)}, seq: int64(i)}
 }
 
 func TestOrderCachePutGet(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/shard"
@@ -133,7 +134,7 @@ func (s *Server) trades(c *gin.Context) error {
 	if len(trades) == 0 {
 		// A market with trades exists; only an empty answer needs telling apart from no market.
 		if _, err := s.cfg.Store.Market(ctx, id); errors.Is(err, store.ErrNotFound) {
-			return errMarketNotFound
+			return domain.ErrUnknownMarket
 		} else if err != nil {
 			return err
 		}
@@ -157,10 +158,9 @@ func (s *Server) placeOrder(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	// Remember a resting order for its cancel; one filled at once can never be cancelled. A
-	// sequence number of 0 is none: a shard too old to send it.
-	if st, _ := engine.ParseStatus(placed.Status); st.Resting() && placed.Seq > 0 {
-		s.orders.put(placed.ID, orderFacts{market: r.Market, seq: placed.Seq, account: accountOf(c)})
+	// Remember a resting order for its cancel; one filled at once can never be cancelled.
+	if st, _ := engine.ParseStatus(placed.Status); st.Resting() {
+		s.orders.put(placed.ID, orderFacts{market: r.Market, seq: placed.Seq})
 	}
 	c.JSON(http.StatusCreated, placed)
 	return nil
@@ -190,25 +190,22 @@ func (s *Server) positions(c *gin.Context) error {
 func (s *Server) ownOrder(c *gin.Context, id uuid.UUID) (store.Order, error) {
 	o, err := s.cfg.Store.Order(c.Request.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
-		return o, &httpkit.Error{Status: http.StatusNotFound, Code: "order_not_found", Field: "orderId", Message: "no order has this id"}
+		return o, errOrderNotFound
 	}
 	if err != nil {
 		return o, err
 	}
 	if o.AccountID != accountOf(c) {
-		return o, errNotYourOrder
+		return o, domain.ErrNotYourOrder
 	}
 	return o, nil
 }
 
-var errNotYourOrder = &httpkit.Error{Status: http.StatusForbidden, Code: "not_your_order", Field: "orderId",
-	Message: "this order belongs to another account"}
+var errOrderNotFound = &httpkit.Error{Status: http.StatusNotFound, Code: "order_not_found", Field: "orderId", Message: "no order has this id"}
 
-// errOrderNotOpen refuses to cancel an order in status, one that is not resting.
-func errOrderNotOpen(status string) *httpkit.Error {
-	return httpkit.FieldError("orderId", "order_not_open", "the order is %s: only OPEN and PARTIALLY_FILLED orders can be cancelled", status)
-}
-
+// cancelOrder finds where the order lives — its market and sequence number, remembered for the
+// orders this server placed, else read from Postgres — and sends the cancel there with the
+// caller's account: the shard decides whether the order is the caller's and still open.
 func (s *Server) cancelOrder(c *gin.Context) error {
 	obj, err := readObject(c.Request)
 	if err != nil {
@@ -218,53 +215,27 @@ func (s *Server) cancelOrder(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if f, ok := s.orders.get(id); ok {
-		return s.cancelPlaced(c, id, f)
+	ctx := c.Request.Context()
+	f, cached := s.orders.get(id)
+	if !cached {
+		o, err := s.cfg.Store.Order(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return errOrderNotFound
+		}
+		if err != nil {
+			return err
+		}
+		f = orderFacts{market: o.MarketID, seq: o.Seq}
 	}
-	o, err := s.ownOrder(c, id)
-	if err != nil {
-		return err
+	cancelled, err := s.cfg.Exchange.Cancel(ctx, shard.CancelRequest{Account: accountOf(c), Market: f.market, Seq: f.seq})
+	if cached && (err == nil || errors.Is(err, domain.ErrOrderNotOpen)) {
+		s.orders.forget(id) // it can never be cancelled again
 	}
-	if st, _ := engine.ParseStatus(o.Status); !st.Resting() {
-		return errOrderNotOpen(o.Status)
-	}
-	cancelled, err := s.cfg.Exchange.Cancel(c.Request.Context(), o.MarketID, o.Seq)
 	if err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, cancelled)
 	return nil
-}
-
-// cancelPlaced cancels an order this server placed and remembers, without reading it from
-// Postgres first, and answers exactly as cancelOrder does when it reads the order first.
-func (s *Server) cancelPlaced(c *gin.Context, id uuid.UUID, f orderFacts) error {
-	if f.account != accountOf(c) {
-		return errNotYourOrder
-	}
-	cancelled, err := s.cfg.Exchange.Cancel(c.Request.Context(), f.market, f.seq)
-	if err == nil {
-		s.orders.forget(id)
-		c.JSON(http.StatusOK, cancelled)
-		return nil
-	}
-	// Refused, most often because the order was filled or cancelled since. The shard usually
-	// remembers what became of it; otherwise read it, as cancelOrder would have before asking the
-	// exchange, to name its status. An order that is still resting gets the exchange's own
-	// answer, as it would have there.
-	if ne := (*shard.NotOpenError)(nil); errors.As(err, &ne) {
-		s.orders.forget(id)
-		return err // its answer names the status (writeError)
-	}
-	o, oerr := s.ownOrder(c, id)
-	if oerr != nil {
-		return oerr
-	}
-	if st, _ := engine.ParseStatus(o.Status); !st.Resting() {
-		s.orders.forget(id)
-		return errOrderNotOpen(o.Status)
-	}
-	return err
 }
 
 // cancelEverything takes no body (an empty POST); whatever is sent is ignored.

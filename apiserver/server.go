@@ -26,7 +26,7 @@ import (
 // shard.
 type Exchange interface {
 	Place(ctx context.Context, r shard.PlaceRequest) (store.PlacedOrder, error)
-	Cancel(ctx context.Context, market uuid.UUID, seq int64) (store.Order, error)
+	Cancel(ctx context.Context, r shard.CancelRequest) (store.Order, error)
 	CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]store.Order, error)
 	Transition(ctx context.Context, market uuid.UUID, action market.Action) error
 	OrderBook(ctx context.Context, market uuid.UUID) (*shard.Snapshot, error)

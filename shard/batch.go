@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/store"
 )
@@ -145,7 +146,7 @@ func (s *Shard) recordFinished() {
 				continue
 			}
 			if m, ok := s.markets[o.MarketID]; ok {
-				m.finished.put(o.Seq, st)
+				m.finished.put(o.Seq, finished{status: st, account: o.AccountID})
 			}
 		}
 	}
@@ -169,7 +170,7 @@ func (s *Shard) prepare(ctx context.Context, c *command) error {
 		return nil
 	case cmdCancelAll:
 		for _, id := range c.markets {
-			if _, err := s.ensure(ctx, id); err != nil && !errors.Is(err, ErrUnknownMarket) && !errors.Is(err, ErrNotOwner) {
+			if _, err := s.ensure(ctx, id); err != nil && !errors.Is(err, domain.ErrUnknownMarket) && !errors.Is(err, ErrNotOwner) {
 				return err
 			}
 		}

@@ -25,7 +25,7 @@ type command struct {
 	kind    commandKind
 	market  uuid.UUID
 	place   PlaceRequest
-	seq     int64         // cmdCancel: the order's sequence number
+	cancel  CancelRequest // cmdCancel
 	account int64         // cmdCancelAll
 	markets []uuid.UUID   // cmdCancelAll
 	action  market.Action // cmdTransition

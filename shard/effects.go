@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/store"
 )
@@ -83,13 +84,13 @@ func (a *accumulator) reserve(market uuid.UUID, o *engine.Order) error {
 	cash, shares := o.Lock()
 	if o.Side == engine.Buy {
 		if a.freeCash[account] < cash {
-			return ErrInsufficientFunds
+			return domain.ErrInsufficientFunds
 		}
 		a.addCash(account, -cash, cash)
 		return nil
 	}
 	if a.freeShares[store.ShareKey{Account: account, Market: market, Outcome: o.Outcome.String()}] < shares {
-		return ErrInsufficientShares
+		return domain.ErrInsufficientShares
 	}
 	a.addShares(account, market, o.Outcome, 0, shares)
 	return nil
@@ -101,13 +102,14 @@ func (a *accumulator) newOrder(o store.Order) {
 	a.batch.NewOrders = append(a.batch.NewOrders, o)
 }
 
-// orderState records an order's new fill and status, on its row if it is new in this batch.
-func (a *accumulator) orderState(k orderKey, filled int64, status engine.Status) {
+// orderState records an order of account's new fill and status, on its row if it is new in this
+// batch.
+func (a *accumulator) orderState(k orderKey, account int64, filled int64, status engine.Status) {
 	ref, ok := a.orders[k]
 	if !ok {
 		ref = orderRef{i: len(a.batch.OrderUpdates)}
 		a.orders[k] = ref
-		a.batch.OrderUpdates = append(a.batch.OrderUpdates, store.Order{MarketID: k.market, Seq: k.seq})
+		a.batch.OrderUpdates = append(a.batch.OrderUpdates, store.Order{MarketID: k.market, Seq: k.seq, AccountID: account})
 	}
 	var o *store.Order
 	if ref.isNew {
@@ -168,7 +170,7 @@ func (a *accumulator) leg(market uuid.UUID, l *engine.Leg) {
 // release returns the lock of a cancelled order and records its final status.
 func (a *accumulator) release(market uuid.UUID, st *engine.OrderState) {
 	a.unlock(market, st)
-	a.orderState(orderKey{market, int64(st.ID)}, st.Filled, st.Status)
+	a.orderState(orderKey{market, int64(st.ID)}, int64(st.Account), st.Filled, st.Status)
 }
 
 // unlock releases what an order still locks: cash and shares as engine.OrderState.Lock says.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/store"
@@ -17,7 +18,7 @@ func (s *Shard) place(c *command, now time.Time) {
 	p := &c.place
 	m := s.markets[p.Market]
 	if m.status != store.MarketOpen {
-		c.err = ErrMarketNotOpen
+		c.err = domain.ErrMarketNotOpen
 		return
 	}
 	o := engine.Order{ID: engine.OrderID(m.lastOrder + 1), Account: engine.AccountID(p.Account),
@@ -52,7 +53,7 @@ func (s *Shard) place(c *command, now time.Time) {
 			TakerAccount: int64(f.Taker.Account), MakerAccount: int64(f.Maker.Account)})
 		s.acc.leg(m.id, &f.Taker)
 		s.acc.leg(m.id, &f.Maker)
-		s.acc.orderState(orderKey{m.id, int64(f.Maker.Order)}, f.Maker.Filled, f.Maker.Status)
+		s.acc.orderState(orderKey{m.id, int64(f.Maker.Order)}, int64(f.Maker.Account), f.Maker.Filled, f.Maker.Status)
 		m.lastPrice = f.YesPrice
 	}
 	for i := range r.Cancelled {
@@ -65,23 +66,32 @@ func (s *Shard) place(c *command, now time.Time) {
 	c.placed = placed
 }
 
+// cancel takes an order of the account out of its book; see finished.go for the refusals.
 func (s *Shard) cancel(c *command) {
-	m := s.markets[c.market]
-	if m.book == nil {
-		c.err = ErrOrderNotOpen
-		return
-	}
-	st, err := m.book.Cancel(engine.OrderID(c.seq))
-	if err != nil {
-		c.err = ErrOrderNotOpen
-		if final, ok := m.finished.get(c.seq); ok {
-			c.err = &NotOpenError{Status: final.String()}
+	r := &c.cancel
+	m := s.markets[r.Market]
+	id := engine.OrderID(r.Seq)
+	if m.book != nil {
+		if st, ok := m.book.Order(id); ok {
+			if int64(st.Account) != r.Account {
+				c.err = domain.ErrNotYourOrder
+				return
+			}
+			st, err := m.book.Cancel(id)
+			if err != nil {
+				panic(fmt.Sprintf("shard: order %d of market %s is in the book and could not be cancelled: %v", id, m.id, err))
+			}
+			s.acc.touch(m)
+			s.acc.release(m.id, &st)
+			c.keys = append(c.keys[:0], orderKey{m.id, r.Seq})
+			return
 		}
+	}
+	if f, ok := m.finished.get(r.Seq); ok {
+		c.err = RefuseCancel(f.account, f.status, r.Account)
 		return
 	}
-	s.acc.touch(m)
-	s.acc.release(m.id, &st)
-	c.keys = append(c.keys[:0], orderKey{m.id, c.seq})
+	c.err = errFateUnknown
 }
 
 func (s *Shard) cancelAll(c *command) {

@@ -1,48 +1,89 @@
 package shard
 
-import "github.com/pmx-dev/pmx/engine"
+import (
+	"context"
+	"errors"
 
-// NotOpenError refuses to cancel an order that left its book while the shard held the market:
-// filled or cancelled, as Status says. It is ErrOrderNotOpen (errors.Is).
-type NotOpenError struct {
-	Status string // FILLED, CANCELLED or PARTIALLY_FILLED_CANCELLED
+	"github.com/pmx-dev/pmx/domain"
+	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/store"
+)
+
+// A cancel of an order that is not in its book is refused, and the refusal says why: the order is
+// another account's (domain.ErrNotYourOrder, checked first, as for an order still resting), or
+// it is no longer resting (domain.OrderNotOpen, naming its status). The shard knows this at once
+// for the orders that left the book while it held the market (finishedOrders); for older ones it
+// reads the order from Postgres, after the batch and off the loop (readFate).
+
+// errFateUnknown is a cancel of an order the shard neither has in its book nor remembers: Cancel
+// then reads the order to say what became of it. Never returned to callers.
+var errFateUnknown = errors.New("the order is not in the book and not remembered")
+
+// RefuseCancel is the refusal of a cancel, by account, of an order of owner in status that is not
+// in its book. Every path that refuses a cancel of such an order calls it, including the front's
+// router for a market no shard holds (one that is not OPEN).
+func RefuseCancel(owner int64, status engine.Status, account int64) *domain.Error {
+	if owner != account {
+		return domain.ErrNotYourOrder
+	}
+	if status.Resting() { // not in the book, yet resting in Postgres: the book has the last word
+		return domain.ErrOrderNotOpen
+	}
+	return domain.OrderNotOpen(status.String())
 }
 
-func (e *NotOpenError) Error() string { return ErrOrderNotOpen.Error() + ": " + e.Status }
-func (e *NotOpenError) Unwrap() error { return ErrOrderNotOpen }
+// readFate reads a cancelled-too-late order from Postgres and refuses the cancel.
+func (s *Shard) readFate(ctx context.Context, r CancelRequest) error {
+	o, err := s.cfg.Store.OrderBySeq(ctx, r.Market, r.Seq)
+	if errors.Is(err, store.ErrNotFound) {
+		return domain.ErrOrderNotOpen
+	}
+	if err != nil {
+		s.log.Warn("could not read an order to refuse its cancel", "market", r.Market, "seq", r.Seq, "err", err)
+		return ErrUnavailable
+	}
+	st, _ := engine.ParseStatus(o.Status)
+	return RefuseCancel(o.AccountID, st, r.Account)
+}
 
-// finishedOrders remembers the final status of the last orders of a market to leave its book
-// while the shard held it, so that a cancel arriving too late can say what became of the order
-// without a read from Postgres. Only committed states are recorded, and the memory goes with the
-// market's state when that is dropped or rebuilt. Used by the loop goroutine only.
+// finished is what became of an order that left its book: its final status, and whose it was.
+type finished struct {
+	status  engine.Status
+	account int64
+}
+
+// finishedOrders remembers the last orders of a market to leave its book while the shard held it,
+// so that a cancel arriving too late is refused without a read from Postgres. Only committed states
+// are recorded, and the memory goes with the market's state when that is dropped or rebuilt. Used
+// by the loop goroutine only.
 type finishedOrders struct {
-	status map[int64]engine.Status
+	orders map[int64]finished
 	ring   []int64 // sequence numbers in the order recorded; once full, next is the oldest
 	next   int
 }
 
-// finishedPerMarket bounds each market's memory: ~40 bytes an order.
+// finishedPerMarket bounds each market's memory: ~50 bytes an order.
 const finishedPerMarket = 1 << 13
 
-func (f *finishedOrders) put(seq int64, st engine.Status) {
-	if f.status == nil {
-		f.status = make(map[int64]engine.Status)
+func (f *finishedOrders) put(seq int64, o finished) {
+	if f.orders == nil {
+		f.orders = make(map[int64]finished)
 	}
-	if _, ok := f.status[seq]; ok {
-		f.status[seq] = st
+	if _, ok := f.orders[seq]; ok {
+		f.orders[seq] = o
 		return
 	}
 	if len(f.ring) < finishedPerMarket {
 		f.ring = append(f.ring, seq)
 	} else {
-		delete(f.status, f.ring[f.next])
+		delete(f.orders, f.ring[f.next])
 		f.ring[f.next] = seq
 		f.next = (f.next + 1) % finishedPerMarket
 	}
-	f.status[seq] = st
+	f.orders[seq] = o
 }
 
-func (f *finishedOrders) get(seq int64) (engine.Status, bool) {
-	st, ok := f.status[seq]
-	return st, ok
+func (f *finishedOrders) get(seq int64) (finished, bool) {
+	o, ok := f.orders[seq]
+	return o, ok
 }

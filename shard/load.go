@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/store"
 )
@@ -18,7 +19,7 @@ func (s *Shard) ensure(ctx context.Context, id uuid.UUID) (*marketState, error) 
 	}
 	m, err := s.load(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, ErrUnknownMarket
+		return nil, domain.ErrUnknownMarket
 	}
 	if errors.Is(err, ErrNotOwner) {
 		return nil, err

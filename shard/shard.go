@@ -28,16 +28,13 @@ import (
 	"github.com/pmx-dev/pmx/store"
 )
 
-// Errors a caller maps to answers. Each leaves nothing changed.
+// Errors that say a command could not run here or now, so that the caller may send it again
+// (elsewhere). Each leaves nothing changed. A command the exchange's rules refuse fails with a
+// *domain.Error instead (domain.ErrMarketNotOpen, domain.ErrInsufficientFunds, ...).
 var (
-	ErrUnknownMarket      = errors.New("no such market")
-	ErrMarketNotOpen      = errors.New("market is not open for trading")
-	ErrInsufficientFunds  = errors.New("not enough available cash for this order")
-	ErrInsufficientShares = errors.New("not enough unlocked shares for this order")
-	ErrOrderNotOpen       = errors.New("order is no longer open")
-	ErrStopped            = errors.New("shard is shutting down")
-	ErrNotOwner           = errors.New("this shard does not own the market")
-	ErrUnavailable        = errors.New("the database could not commit; try again")
+	ErrStopped     = errors.New("shard is shutting down")
+	ErrNotOwner    = errors.New("this shard does not own the market")
+	ErrUnavailable = errors.New("the database could not commit; try again")
 )
 
 // Config configures a shard.
@@ -156,10 +153,21 @@ func (s *Shard) Place(ctx context.Context, r PlaceRequest) (store.PlacedOrder, e
 	return c.placed, err
 }
 
-// Cancel cancels one resting order of a market, given its sequence number.
-func (s *Shard) Cancel(ctx context.Context, marketID uuid.UUID, seq int64) (store.Order, error) {
-	c := &command{kind: cmdCancel, market: marketID, seq: seq}
+// CancelRequest is an account's cancel of one order of a market, named by its sequence number.
+type CancelRequest struct {
+	Account int64
+	Market  uuid.UUID
+	Seq     int64
+}
+
+// Cancel cancels one resting order of the account. An order of another account is
+// domain.ErrNotYourOrder; one that is no longer resting is domain.OrderNotOpen with its status.
+func (s *Shard) Cancel(ctx context.Context, r CancelRequest) (store.Order, error) {
+	c := &command{kind: cmdCancel, market: r.Market, cancel: r}
 	err := s.do(ctx, c)
+	if errors.Is(err, errFateUnknown) {
+		return store.Order{}, s.readFate(ctx, r)
+	}
 	if err != nil {
 		return store.Order{}, err
 	}

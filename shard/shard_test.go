@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
 	"github.com/pmx-dev/pmx/internal/storetest"
@@ -91,7 +92,7 @@ func TestFencing(t *testing.T) {
 	if _, err := a.Place(ctx, f.buy(f.alice, engine.Yes, 41, 1)); !errors.Is(err, ErrNotOwner) {
 		t.Fatalf("the old owner placed an order after losing the market: %v", err)
 	}
-	if _, err := a.Cancel(ctx, f.market, 1); !errors.Is(err, ErrNotOwner) {
+	if _, err := a.Cancel(ctx, CancelRequest{Account: f.alice, Market: f.market, Seq: 1}); !errors.Is(err, ErrNotOwner) {
 		t.Fatalf("the old owner cancelled an order after losing the market: %v", err)
 	}
 	if got := orderCount(t, f.st); got != before {
@@ -177,7 +178,7 @@ func TestTransitionsInOneBatch(t *testing.T) {
 	}
 	var refused int
 	for _, err := range errs {
-		if errors.Is(err, ErrMarketNotOpen) {
+		if errors.Is(err, domain.ErrMarketNotOpen) {
 			refused++
 		} else if err != nil {
 			t.Fatalf("unexpected error %v", err)
@@ -284,13 +285,14 @@ func TestTwoShardsOneMarket(t *testing.T) {
 	}
 }
 
-// TestCancelSaysWhatBecameOfTheOrder cancels orders that left the book: the shard remembers their
-// final status (NotOpenError, which is ErrOrderNotOpen) until it rebuilds the market.
-func TestCancelSaysWhatBecameOfTheOrder(t *testing.T) {
+// TestCancelRefusals cancels orders that are another account's or have left the book. The shard
+// decides each refusal where the order lives: from the book, from its memory of finished orders,
+// and once that memory is gone (a fresh shard), from Postgres — with the same answer each time.
+func TestCancelRefusals(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	s := f.shard(t, "")
-	resting, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 40, 2))
+	filled, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 40, 2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,23 +300,50 @@ func TestCancelSaysWhatBecameOfTheOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	resting, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 20, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.Place(ctx, f.buy(f.bob, engine.No, 60, 2)); err != nil { // fills the first
 		t.Fatal(err)
 	}
-	if _, err := s.Cancel(ctx, f.market, cancelled.Seq); err != nil {
+	if _, err := s.Cancel(ctx, CancelRequest{Account: f.alice, Market: f.market, Seq: cancelled.Seq}); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct {
-		seq  int64
-		want string
-	}{{resting.Seq, "FILLED"}, {cancelled.Seq, "CANCELLED"}} {
-		_, err := s.Cancel(ctx, f.market, c.seq)
-		var ne *NotOpenError
-		if !errors.As(err, &ne) || ne.Status != c.want || !errors.Is(err, ErrOrderNotOpen) {
-			t.Errorf("cancel of order %d: %v, want it %s", c.seq, err, c.want)
+	cases := []struct {
+		name    string
+		account int64
+		seq     int64
+		want    *domain.Error
+	}{
+		{"filled", f.alice, filled.Seq, domain.OrderNotOpen("FILLED")},
+		{"cancelled", f.alice, cancelled.Seq, domain.OrderNotOpen("CANCELLED")},
+		{"another's resting", f.bob, resting.Seq, domain.ErrNotYourOrder},
+		{"another's filled", f.bob, filled.Seq, domain.ErrNotYourOrder},
+		{"never placed", f.alice, 999, domain.ErrOrderNotOpen},
+	}
+	check := func(who string, s *Shard) {
+		for _, c := range cases {
+			_, err := s.Cancel(ctx, CancelRequest{Account: c.account, Market: f.market, Seq: c.seq})
+			var got *domain.Error
+			if !errors.As(err, &got) || *got != *c.want {
+				t.Errorf("%s, %s: %v, want %v", who, c.name, err, c.want)
+			}
 		}
 	}
-	if _, err := s.Cancel(ctx, f.market, 999); err != ErrOrderNotOpen {
-		t.Errorf("cancel of an order never seen: %v, want ErrOrderNotOpen", err)
+	check("the shard that saw them", s)
+	s.Stop()
+	check("a fresh shard", f.shard(t, ""))
+	if n := restingCount(t, f.st, f.market); n != 1 {
+		t.Errorf("%d resting orders after the refused cancels, want 1 (another account's cancel changed nothing)", n)
 	}
+}
+
+func restingCount(t *testing.T, st *store.Store, market uuid.UUID) int {
+	t.Helper()
+	orders, err := st.RestingOrders(context.Background(), market)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(orders)
 }

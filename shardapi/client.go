@@ -59,8 +59,8 @@ func (c *shardClient) call(ctx context.Context, method, path string, in, out any
 	}
 	var e errorWire
 	_ = dec.Decode(&e)
-	if e.Code == "order_not_open" && e.Status != "" {
-		return &shard.NotOpenError{Status: e.Status}
+	if e.Code == refused && e.Refusal != nil {
+		return e.Refusal
 	}
 	for _, w := range wireErrors {
 		if w.code == e.Code {

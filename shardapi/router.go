@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/shard"
@@ -84,7 +85,7 @@ func (r *Router) lookup(ctx context.Context, id uuid.UUID, fresh bool) (route, e
 	}
 	o, err := r.Store.Owner(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return rt, shard.ErrUnknownMarket
+		return rt, domain.ErrUnknownMarket
 	}
 	if err != nil {
 		return rt, err
@@ -137,10 +138,10 @@ func (r *Router) onOwner(ctx context.Context, id uuid.UUID, fresh bool, closed e
 }
 
 // Place sends a placement to the market's shard. The order it returns has its sequence number
-// (0 from a shard too old to send it) and account, as the shard's own Place does.
+// and account, as the shard's own Place does.
 func (r *Router) Place(ctx context.Context, req shard.PlaceRequest) (store.PlacedOrder, error) {
 	var placed placedWire
-	err := r.onOwner(ctx, req.Market, false, shard.ErrMarketNotOpen, func(rt route) error {
+	err := r.onOwner(ctx, req.Market, false, domain.ErrMarketNotOpen, func(rt route) error {
 		placed = placedWire{}
 		return rt.client.call(ctx, http.MethodPost, internalPlace, placeWire{Account: req.Account, Market: req.Market,
 			Side: req.Side.String(), Outcome: req.Outcome.String(), Price: req.Price, Quantity: req.Quantity}, &placed)
@@ -152,12 +153,24 @@ func (r *Router) Place(ctx context.Context, req shard.PlaceRequest) (store.Place
 	return placed.PlacedOrder, nil
 }
 
-// Cancel sends a cancel to the market's shard.
-func (r *Router) Cancel(ctx context.Context, id uuid.UUID, seq int64) (store.Order, error) {
+// Cancel sends a cancel to the market's shard. A market that is not OPEN has no shard and no
+// resting orders: the order is read from Postgres to refuse the cancel as the shard would.
+func (r *Router) Cancel(ctx context.Context, req shard.CancelRequest) (store.Order, error) {
 	var o store.Order
-	err := r.onOwner(ctx, id, false, shard.ErrOrderNotOpen, func(rt route) error {
-		return rt.client.call(ctx, http.MethodPost, internalCancel, cancelWire{Market: id, Seq: seq}, &o)
+	err := r.onOwner(ctx, req.Market, false, errMarketNotOpen, func(rt route) error {
+		return rt.client.call(ctx, http.MethodPost, internalCancel, cancelWire{Account: req.Account, Market: req.Market, Seq: req.Seq}, &o)
 	})
+	if errors.Is(err, errMarketNotOpen) {
+		order, err := r.Store.OrderBySeq(ctx, req.Market, req.Seq)
+		if errors.Is(err, store.ErrNotFound) {
+			return o, domain.ErrOrderNotOpen
+		}
+		if err != nil {
+			return o, err
+		}
+		st, _ := engine.ParseStatus(order.Status)
+		return o, shard.RefuseCancel(order.AccountID, st, req.Account)
+	}
 	return o, err
 }
 
@@ -185,10 +198,10 @@ func (r *Router) CancelAll(ctx context.Context, account int64, markets []uuid.UU
 // and its last trade price, read from Postgres.
 func (r *Router) OrderBook(ctx context.Context, id uuid.UUID) (*shard.Snapshot, error) {
 	var snap shard.Snapshot
-	err := r.onOwner(ctx, id, true, errNotOpenBook, func(rt route) error {
+	err := r.onOwner(ctx, id, true, errMarketNotOpen, func(rt route) error {
 		return rt.client.call(ctx, http.MethodGet, fmt.Sprintf("%s?market=%s&epoch=%d", internalBook, id, rt.epoch), nil, &snap)
 	})
-	if errors.Is(err, errNotOpenBook) {
+	if errors.Is(err, errMarketNotOpen) {
 		m, err := r.Store.Market(ctx, id)
 		if err != nil {
 			return nil, err
@@ -206,7 +219,9 @@ func (r *Router) OrderBook(ctx context.Context, id uuid.UUID) (*shard.Snapshot, 
 	return &snap, nil
 }
 
-var errNotOpenBook = errors.New("market not open")
+// errMarketNotOpen is what onOwner answers for a market that is not OPEN, for the caller to
+// answer from Postgres.
+var errMarketNotOpen = errors.New("market not open")
 
 // Transition is not offered by the front in distributed mode.
 func (r *Router) Transition(context.Context, uuid.UUID, market.Action) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pmx-dev/pmx/auth"
+	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/shard"
@@ -57,13 +58,13 @@ func (s Server) Handler() http.Handler {
 			c.JSON(status, v)
 			return
 		}
+		if refusal := (*domain.Error)(nil); errors.As(err, &refusal) {
+			c.JSON(http.StatusConflict, errorWire{Code: refused, Refusal: refusal})
+			return
+		}
 		for _, w := range wireErrors {
 			if errors.Is(err, w.err) {
-				e := errorWire{Code: w.code}
-				if ne := (*shard.NotOpenError)(nil); errors.As(err, &ne) {
-					e.Status = ne.Status
-				}
-				c.JSON(w.status, e)
+				c.JSON(w.status, errorWire{Code: w.code})
 				return
 			}
 		}
@@ -92,7 +93,7 @@ func (s Server) Handler() http.Handler {
 			c.JSON(http.StatusBadRequest, errorWire{Code: "bad_request"})
 			return
 		}
-		o, err := sh.Cancel(c.Request.Context(), w.Market, w.Seq)
+		o, err := sh.Cancel(c.Request.Context(), shard.CancelRequest{Account: w.Account, Market: w.Market, Seq: w.Seq})
 		answer(c, http.StatusOK, o, err)
 	})
 	in.POST("/cancel-all", func(c *gin.Context) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/shard"
 	"github.com/pmx-dev/pmx/store"
@@ -43,8 +44,9 @@ type placedWire struct {
 }
 
 type cancelWire struct {
-	Market uuid.UUID `json:"market"`
-	Seq    int64     `json:"seq"`
+	Account int64     `json:"account"`
+	Market  uuid.UUID `json:"market"`
+	Seq     int64     `json:"seq"`
 }
 
 type cancelAllWire struct {
@@ -52,27 +54,24 @@ type cancelAllWire struct {
 	Markets []uuid.UUID `json:"markets"`
 }
 
-// errorWire is every error answer of the internal API.
+// errorWire is every error answer of the internal API: a refusal by the exchange's rules travels
+// whole, as the shard decided it; any other error as its code in wireErrors.
 type errorWire struct {
-	Code string `json:"code"`
-	// Status is, with order_not_open, what became of the order when the shard knows it (see
-	// shard.NotOpenError).
-	Status string `json:"status,omitempty"`
+	Code    string        `json:"code"`
+	Refusal *domain.Error `json:"refusal,omitempty"`
 }
 
-// wireErrors pairs each shard error with its code and status on the internal API.
+// refused is the code of an answer that carries a refusal.
+const refused = "refused"
+
+// wireErrors pairs each error that is not a refusal with its code and status on the internal API.
 var wireErrors = []struct {
 	err    error
 	code   string
 	status int
 }{
 	{shard.ErrNotOwner, "not_owner", http.StatusMisdirectedRequest},
-	{shard.ErrUnknownMarket, "unknown_market", http.StatusNotFound},
-	{shard.ErrMarketNotOpen, "market_not_open", http.StatusConflict},
-	{shard.ErrInsufficientFunds, "insufficient_funds", http.StatusConflict},
-	{shard.ErrInsufficientShares, "insufficient_shares", http.StatusConflict},
-	{shard.ErrOrderNotOpen, "order_not_open", http.StatusConflict},
-	{market.ErrIllegalTransition, "illegal_transition", http.StatusConflict},
 	{shard.ErrStopped, "stopped", http.StatusServiceUnavailable},
 	{shard.ErrUnavailable, "unavailable", http.StatusServiceUnavailable},
+	{market.ErrIllegalTransition, "illegal_transition", http.StatusConflict},
 }

@@ -162,6 +162,15 @@ func (s *Store) Order(ctx context.Context, id uuid.UUID) (Order, error) {
 	return o, err
 }
 
+// OrderBySeq reads the order with sequence number seq in a market.
+func (s *Store) OrderBySeq(ctx context.Context, market uuid.UUID, seq int64) (Order, error) {
+	o, err := scanOrder(s.Pool.QueryRow(ctx, `select `+orderColumns+` from orders where market_id = $1 and seq = $2`, market, seq))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return o, ErrNotFound
+	}
+	return o, err
+}
+
 // OrderFilter selects an account's orders.
 type OrderFilter struct {
 	Account int64
