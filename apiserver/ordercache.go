@@ -4,6 +4,8 @@ import (
 	"sync"
 
 	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/boundedmap"
 )
 
 // defaultOrderCacheSize is how many placed orders a server remembers unless told otherwise:
@@ -20,19 +22,16 @@ type orderFacts struct {
 // orderCache remembers the facts of orders this server placed, so that cancelling one of them
 // can go straight to the exchange without reading the order from Postgres. Because the facts never
 // change, a remembered order is never stale; an order it does not know is looked up as before. It
-// is bounded: when full, it forgets its oldest order to make room for a new one. Its methods are
+// is bounded (package boundedmap): when full, it forgets its oldest order to make room for a new
+// one. Its methods are
 // safe for concurrent use; a nil cache remembers nothing.
 //
 // One lock is enough: it is held for a map operation or two (about 60 ns, BenchmarkOrderCache),
 // twice per order, against the tens of microseconds an API request costs. A cache split into 16
 // separately locked parts by a hash of the id was measured too, on 2 CPUs, and was no faster.
 type orderCache struct {
-	mu    sync.Mutex
-	index map[uuid.UUID]orderFacts
-	// ring holds the ids in the order they were put; once it is full, next is the oldest.
-	ring []uuid.UUID
-	next int
-	size int
+	mu     sync.Mutex
+	orders *boundedmap.Map[uuid.UUID, orderFacts]
 }
 
 // newOrderCache returns a cache of at most capacity orders; nil, which remembers nothing, when
@@ -41,30 +40,16 @@ func newOrderCache(capacity int) *orderCache {
 	if capacity <= 0 {
 		return nil
 	}
-	return &orderCache{size: capacity}
+	return &orderCache{orders: boundedmap.New[uuid.UUID, orderFacts](capacity)}
 }
 
-// put remembers an order. Putting an id twice is harmless: it is forgotten a little early.
+// put remembers an order.
 func (c *orderCache) put(id uuid.UUID, f orderFacts) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
-	if c.ring == nil {
-		// Allocated on first use, at full size: a server that places nothing holds nothing.
-		c.ring = make([]uuid.UUID, 0, c.size)
-		c.index = make(map[uuid.UUID]orderFacts)
-	}
-	if len(c.ring) < c.size {
-		c.ring = append(c.ring, id)
-	} else {
-		delete(c.index, c.ring[c.next])
-		c.ring[c.next] = id
-		if c.next++; c.next == c.size {
-			c.next = 0
-		}
-	}
-	c.index[id] = f
+	c.orders.Put(id, f)
 	c.mu.Unlock()
 }
 
@@ -74,19 +59,19 @@ func (c *orderCache) get(id uuid.UUID) (orderFacts, bool) {
 		return orderFacts{}, false
 	}
 	c.mu.Lock()
-	f, ok := c.index[id]
+	f, ok := c.orders.Get(id)
 	c.mu.Unlock()
 	return f, ok
 }
 
 // forget drops an order that can no longer be cancelled, so that later cancels of it read its
-// status from Postgres at once. Its place in the ring is reused when the ring comes round.
+// status from Postgres at once.
 func (c *orderCache) forget(id uuid.UUID) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
-	delete(c.index, id)
+	c.orders.Delete(id)
 	c.mu.Unlock()
 }
 
@@ -97,5 +82,5 @@ func (c *orderCache) count() int {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.index)
+	return c.orders.Len()
 }

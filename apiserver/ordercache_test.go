@@ -100,8 +100,8 @@ func TestOrderCacheBounded(t *testing.T) {
 			t.Fatalf("one of the 64 newest orders is missing: %+v %v", f, ok)
 		}
 	}
-	if len(c.ring) != 64 || cap(c.ring) != 64 {
-		t.Fatalf("ring of length %d, capacity %d", len(c.ring), cap(c.ring))
+	if c.orders.Cap() != 64 {
+		t.Fatalf("capacity %d, want 64", c.orders.Cap())
 	}
 }
 
@@ -124,7 +124,7 @@ func capacity(c *orderCache) int {
 	if c == nil {
 		return 0
 	}
-	return c.size
+	return c.orders.Cap()
 }
 
 func TestOrderCacheConcurrent(t *testing.T) {

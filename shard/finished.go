@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/pmx-dev/pmx/boundedmap"
 	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/store"
@@ -52,14 +53,12 @@ type finished struct {
 	account int64
 }
 
-// finishedOrders remembers the last orders of a market to leave its book while the shard held it,
-// so that a cancel arriving too late is refused without a read from Postgres. Only committed states
-// are recorded, and the memory goes with the market's state when that is dropped or rebuilt. Used
-// by the loop goroutine only.
+// finishedOrders remembers the last orders of a market to leave its book while the shard held it
+// (finishedPerMarket at most, package boundedmap), so that a cancel arriving too late is refused
+// without a read from Postgres. Only committed states are recorded, and the memory goes with the
+// market's state when that is dropped or rebuilt. Used by the loop goroutine only.
 type finishedOrders struct {
-	orders map[int64]finished
-	ring   []int64 // sequence numbers in the order recorded; once full, next is the oldest
-	next   int
+	orders *boundedmap.Map[int64, finished] // by sequence number; nil until the first
 }
 
 // finishedPerMarket bounds each market's memory: ~50 bytes an order.
@@ -67,23 +66,14 @@ const finishedPerMarket = 1 << 13
 
 func (f *finishedOrders) put(seq int64, o finished) {
 	if f.orders == nil {
-		f.orders = make(map[int64]finished)
+		f.orders = boundedmap.New[int64, finished](finishedPerMarket)
 	}
-	if _, ok := f.orders[seq]; ok {
-		f.orders[seq] = o
-		return
-	}
-	if len(f.ring) < finishedPerMarket {
-		f.ring = append(f.ring, seq)
-	} else {
-		delete(f.orders, f.ring[f.next])
-		f.ring[f.next] = seq
-		f.next = (f.next + 1) % finishedPerMarket
-	}
-	f.orders[seq] = o
+	f.orders.Put(seq, o)
 }
 
 func (f *finishedOrders) get(seq int64) (finished, bool) {
-	o, ok := f.orders[seq]
-	return o, ok
+	if f.orders == nil {
+		return finished{}, false
+	}
+	return f.orders.Get(seq)
 }
