@@ -107,13 +107,13 @@ func (s *Shard) publish(m *marketState) {
 
 // OrderBook returns a market's committed book, loading the market on first use.
 func (s *Shard) OrderBook(ctx context.Context, id uuid.UUID) (*Snapshot, error) {
-	if snap, ok := s.Book(id); ok {
+	if snap, ok := s.snapshot(id); ok {
 		return snap, nil
 	}
 	if err := s.do(ctx, &command{kind: cmdLoad, market: id}); err != nil {
 		return nil, err
 	}
-	snap, ok := s.Book(id)
+	snap, ok := s.snapshot(id)
 	if !ok {
 		return nil, ErrUnavailable
 	}

@@ -127,8 +127,8 @@ func (s *Shard) Stop() {
 	s.releaseConn()
 }
 
-// Book returns the committed book of a market the shard has loaded.
-func (s *Shard) Book(id uuid.UUID) (*Snapshot, bool) {
+// snapshot returns the committed book of a market the shard has loaded.
+func (s *Shard) snapshot(id uuid.UUID) (*Snapshot, bool) {
 	v, ok := s.snaps.Load(id)
 	if !ok {
 		return nil, false

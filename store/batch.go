@@ -46,7 +46,7 @@ func BeginBatch(ctx context.Context, conn *pgx.Conn, b Begin) (Locked, error) {
 	var q pgx.Batch
 	l := queueBegin(&q, b)
 	if err := conn.SendBatch(ctx, &q).Close(); err != nil {
-		RollbackBatch(ctx, conn)
+		rollbackBatch(ctx, conn)
 		return l, fmt.Errorf("while beginning a batch: %w", err)
 	}
 	return l, nil
@@ -150,18 +150,18 @@ func CommitBatch(ctx context.Context, conn *pgx.Conn, b *Batch, next *Begin) (Co
 	case err == nil:
 		return c, nil
 	case committed:
-		RollbackBatch(ctx, conn)
+		rollbackBatch(ctx, conn)
 		c.NextErr = fmt.Errorf("while beginning a batch: %w", err)
 		return c, nil
 	default:
-		RollbackBatch(ctx, conn)
+		rollbackBatch(ctx, conn)
 		return c, fmt.Errorf("while committing a batch: %w", err)
 	}
 }
 
-// RollbackBatch ends a batch's transaction without writing it. A connection that cannot even roll
+// rollbackBatch ends a batch's transaction without writing it. A connection that cannot even roll
 // back is closed, for its pool to replace.
-func RollbackBatch(ctx context.Context, conn *pgx.Conn) {
+func rollbackBatch(ctx context.Context, conn *pgx.Conn) {
 	if conn.PgConn().TxStatus() == 'I' {
 		return
 	}
