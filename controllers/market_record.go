@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/market"
@@ -42,7 +43,7 @@ func (r *MarketReconciler) record(ctx context.Context, mkt *pmxv1.Market) (store
 		if err != nil {
 			return row, fmt.Errorf("while recording the market: %w", err)
 		}
-		r.event(mkt, "Normal", "Recorded", "Record", "recorded as market %s", row.ID)
+		r.event(mkt, corev1.EventTypeNormal, eventRecorded, "Record", "recorded as market %s", row.ID)
 		return row, nil
 	case err != nil:
 		return row, fmt.Errorf("while reading the market: %w", err)

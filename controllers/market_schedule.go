@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/store"
 )
@@ -33,9 +35,9 @@ func (r *MarketReconciler) schedule(ctx context.Context, mkt *pmxv1.Market, row 
 		return row, err
 	}
 	if lost {
-		r.event(mkt, "Warning", "ShardLost", "Schedule", "shard %s stopped answering; market moved to %s at epoch %d", owner, o.Shard, o.Epoch)
+		r.event(mkt, corev1.EventTypeWarning, eventShardLost, "Schedule", "shard %s stopped answering; market moved to %s at epoch %d", owner, o.Shard, o.Epoch)
 	} else {
-		r.event(mkt, "Normal", "Scheduled", "Schedule", "market served by shard %s at epoch %d", o.Shard, o.Epoch)
+		r.event(mkt, corev1.EventTypeNormal, eventScheduled, "Schedule", "market served by shard %s at epoch %d", o.Shard, o.Epoch)
 	}
 	return r.Store.Market(ctx, row.ID)
 }

@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -101,11 +100,4 @@ func (r *MarketReconciler) removeFinalizer(ctx context.Context, mkt *pmxv1.Marke
 	patch := client.MergeFrom(mkt.DeepCopy())
 	controllerutil.RemoveFinalizer(mkt, finalizer)
 	return client.IgnoreNotFound(r.Patch(ctx, mkt, patch))
-}
-
-// event records an event on the Market when a recorder is configured.
-func (r *MarketReconciler) event(obj runtime.Object, eventType, reason, action, note string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(obj, nil, eventType, reason, action, note, args...)
-	}
 }
