@@ -32,7 +32,8 @@ const (
 	ReasonNoLiveShard MarketConditionReason = "NoLiveShard"
 	// ReasonShardLost: the owning shard's heartbeat lapsed and the market is moving to another one.
 	ReasonShardLost MarketConditionReason = "ShardLost"
-	// ReasonNotServed: the market is RESOLVED or CANCELED and no longer needs a shard.
+	// ReasonNotServed: the market is not OPEN (it is CLOSED, RESOLVED or CANCELED), so it takes no
+	// orders and needs no shard; a CLOSED market that is reopened is scheduled again.
 	ReasonNotServed MarketConditionReason = "NotServed"
 
 	// ReasonAwaitingResolution: the market has no resolution yet, so there is nothing to settle.
