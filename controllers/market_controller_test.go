@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/store"
 )
 
@@ -62,6 +64,12 @@ func TestDesiredStatus(t *testing.T) {
 		{"resolved", observation{row: resolved}, nil, "YES", "RESOLVED", "", "True/Recorded", "False/NotServed", "True/PaidOut"},
 		{"settlement failing", observation{row: open}, errors.New("db down"), "NO", "OPEN", "shard-a", "False/DatabaseError", "True/ShardAssigned", "False/SettlementFailed"},
 		{"database unreachable", observation{}, errors.New("db down"), "", "", "", "False/DatabaseError", "missing", "missing"},
+		{"invalid new spec", observation{}, fmt.Errorf("while creating market: %w", &market.SpecError{Field: "url", Err: errors.New("url: bad")}),
+			"", "", "", "False/InvalidSpec", "missing", "missing"},
+		{"invalid changed spec", observation{row: open}, fmt.Errorf(`market "m": %w`, &market.SpecError{Field: "question", Err: errors.New("question: required")}),
+			"", "OPEN", "shard-a", "False/InvalidSpec", "True/ShardAssigned", "False/AwaitingResolution"},
+		{"phase moved meanwhile", observation{row: open}, fmt.Errorf("while carrying out close: cannot close a market that is CLOSED: %w", market.ErrIllegalTransition),
+			"", "OPEN", "shard-a", "False/IllegalTransition", "True/ShardAssigned", "False/AwaitingResolution"},
 	}
 	for _, tt := range tests {
 		mkt.Spec.Resolution = tt.resolution

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/store"
 )
 
@@ -30,7 +32,7 @@ func desiredStatus(mkt *pmxv1.Market, obs observation, err error) pmxv1.MarketSt
 			Reason: string(reason), Message: fmt.Sprintf(format, args...), ObservedGeneration: mkt.Generation})
 	}
 	if obs.row == nil {
-		set(pmxv1.MarketReady, false, pmxv1.ReasonDatabaseError, "%v", err)
+		set(pmxv1.MarketReady, false, errorReason(err), "%v", err)
 		return st
 	}
 	row := obs.row
@@ -48,7 +50,7 @@ func desiredStatus(mkt *pmxv1.Market, obs observation, err error) pmxv1.MarketSt
 
 	switch {
 	case err != nil:
-		set(pmxv1.MarketReady, false, pmxv1.ReasonDatabaseError, "%v", err)
+		set(pmxv1.MarketReady, false, errorReason(err), "%v", err)
 	default:
 		set(pmxv1.MarketReady, true, pmxv1.ReasonRecorded, "market %s is %s", row.ID, row.Status)
 	}
@@ -74,6 +76,20 @@ func desiredStatus(mkt *pmxv1.Market, obs observation, err error) pmxv1.MarketSt
 		set(pmxv1.MarketSettled, false, pmxv1.ReasonAwaitingResolution, "no resolution yet")
 	}
 	return st
+}
+
+// errorReason is the Ready reason of a reconcile that failed with err: a spec the market rules
+// refuse, a transition the market's phase no longer allows, or else a failure to read or write the
+// database.
+func errorReason(err error) pmxv1.MarketConditionReason {
+	var se *market.SpecError
+	switch {
+	case errors.As(err, &se):
+		return pmxv1.ReasonInvalidSpec
+	case errors.Is(err, market.ErrIllegalTransition):
+		return pmxv1.ReasonIllegalTransition
+	}
+	return pmxv1.ReasonDatabaseError
 }
 
 // updateStatus writes the desired status with an optimistic lock, retrying on conflict, and

@@ -23,7 +23,14 @@ const (
 	ReasonReconciling MarketConditionReason = "Reconciling"
 	// ReasonRecorded: the market is recorded in the database and matches its spec (Ready).
 	ReasonRecorded MarketConditionReason = "Recorded"
-	// ReasonDatabaseError: the database could not be read or written; the operator retries.
+	// ReasonInvalidSpec: the spec breaks one of the Market's rules (the message names the field);
+	// the market keeps its last recorded text until the spec is fixed.
+	ReasonInvalidSpec MarketConditionReason = "InvalidSpec"
+	// ReasonIllegalTransition: the market's phase no longer allowed the lifecycle change the spec
+	// asks for (an admin request or its closing time moved it meanwhile); the operator looks again.
+	ReasonIllegalTransition MarketConditionReason = "IllegalTransition"
+	// ReasonDatabaseError: the database could not be read or written (directly, or by the
+	// operator's lifecycle shard); the operator retries.
 	ReasonDatabaseError MarketConditionReason = "DatabaseError"
 
 	// ReasonShardAssigned: a live shard owns the market (Scheduled).
