@@ -92,10 +92,16 @@ func errorReason(err error) pmxv1.MarketConditionReason {
 	return pmxv1.ReasonDatabaseError
 }
 
-// updateStatus writes the desired status with an optimistic lock, retrying on conflict, and
-// skips the write when nothing changed.
+// updateStatus writes the status of a reconcile that acted on mkt's spec as read at its start, with
+// an optimistic lock, and skips the write when nothing changed. On a conflict it takes only the
+// stored object's resourceVersion and status and writes the same observation again, still stamped
+// with the generation it was computed from: a status never claims a spec it did not act on (the
+// newer generation has a reconcile of its own coming). mkt's spec and generation are left as read.
 func (r *MarketReconciler) updateStatus(ctx context.Context, mkt *pmxv1.Market, obs observation, rerr error) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if mkt.Status.ObservedGeneration > mkt.Generation {
+			return nil // a reconcile of a newer spec has reported already
+		}
 		want := desiredStatus(mkt, obs, rerr)
 		if equality.Semantic.DeepEqual(mkt.Status, want) {
 			return nil
@@ -104,9 +110,11 @@ func (r *MarketReconciler) updateStatus(ctx context.Context, mkt *pmxv1.Market, 
 		mkt.Status = want
 		err := r.Status().Patch(ctx, mkt, patch)
 		if err != nil && apierrors.IsConflict(err) {
-			if gerr := r.Get(ctx, client.ObjectKeyFromObject(mkt), mkt); gerr != nil {
+			var stored pmxv1.Market
+			if gerr := r.Get(ctx, client.ObjectKeyFromObject(mkt), &stored); gerr != nil {
 				return gerr
 			}
+			mkt.ResourceVersion, mkt.Status = stored.ResourceVersion, stored.Status
 		}
 		return err
 	})
