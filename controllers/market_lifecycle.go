@@ -15,13 +15,9 @@ import (
 	"github.com/pmx-dev/pmx/store"
 )
 
-// carryOut performs the action the spec's intent asks of the market, if any: close (also at
-// closesAt), reopen, resolve or cancel.
-func (r *MarketReconciler) carryOut(ctx context.Context, mkt *pmxv1.Market, row store.Market) (store.Market, error) {
-	action, ok := market.IntentOf(&mkt.Spec).Next(row.Status, r.Clock.Now())
-	if !ok {
-		return row, nil
-	}
+// carryOut performs the action the spec's intent asks of the market: close (also at closesAt),
+// reopen, resolve or cancel.
+func (r *MarketReconciler) carryOut(ctx context.Context, mkt *pmxv1.Market, row store.Market, action market.Action) (store.Market, error) {
 	if err := r.transition(ctx, row.ID, action); err != nil {
 		return row, fmt.Errorf("while carrying out %s: %w", action, err)
 	}

@@ -11,7 +11,8 @@ import (
 )
 
 // schedule keeps an OPEN market on a live shard: one without a live owner goes to the least
-// loaded live shard, with epoch + 1.
+// loaded live shard, with epoch + 1. When no shard is live it notes so in obs, and which shard
+// was lost if one owned the market.
 func (r *MarketReconciler) schedule(ctx context.Context, mkt *pmxv1.Market, row store.Market, obs *observation) (store.Market, error) {
 	live, err := r.Store.LiveShards(ctx, r.ShardTTL)
 	if err != nil {
@@ -25,11 +26,14 @@ func (r *MarketReconciler) schedule(ctx context.Context, mkt *pmxv1.Market, row 
 	if !move {
 		return row, nil
 	}
+	lost := owner != "" && owner != r.Name // its shard stopped answering
 	if target == "" {
 		obs.noLive = true
+		if lost {
+			obs.lost = owner
+		}
 		return row, nil
 	}
-	lost := owner != "" && owner != r.Name // its shard stopped answering
 	o, err := r.Store.Assign(ctx, row.ID, target)
 	if err != nil {
 		return row, err

@@ -51,6 +51,8 @@ func desiredStatus(mkt *pmxv1.Market, obs observation, err error) pmxv1.MarketSt
 	switch {
 	case err != nil:
 		set(pmxv1.MarketReady, false, errorReason(err), "%v", err)
+	case obs.pending != "":
+		set(pmxv1.MarketReady, false, pmxv1.ReasonReconciling, "carrying out %s", obs.pending)
 	default:
 		set(pmxv1.MarketReady, true, pmxv1.ReasonRecorded, "market %s is %s", row.ID, row.Status)
 	}
@@ -58,6 +60,8 @@ func desiredStatus(mkt *pmxv1.Market, obs observation, err error) pmxv1.MarketSt
 	switch {
 	case row.Status != store.MarketOpen:
 		set(pmxv1.MarketScheduled, false, pmxv1.ReasonNotServed, "a %s market needs no shard", row.Status)
+	case obs.lost != "":
+		set(pmxv1.MarketScheduled, false, pmxv1.ReasonShardLost, "shard %s stopped sending heartbeats and no shard is live to take the market; waiting for one", obs.lost)
 	case obs.noLive:
 		set(pmxv1.MarketScheduled, false, pmxv1.ReasonNoLiveShard, "no shard has sent a heartbeat recently; waiting for one")
 	case st.Shard != "":

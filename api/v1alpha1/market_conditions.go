@@ -19,7 +19,8 @@ const (
 type MarketConditionReason string
 
 const (
-	// ReasonReconciling: the operator is still carrying out the latest spec.
+	// ReasonReconciling: the spec asks for a lifecycle change (close, reopen, resolve, cancel) that
+	// the operator has not carried out yet; Ready is False meanwhile.
 	ReasonReconciling MarketConditionReason = "Reconciling"
 	// ReasonRecorded: the market is recorded in the database and matches its spec (Ready).
 	ReasonRecorded MarketConditionReason = "Recorded"
@@ -37,7 +38,9 @@ const (
 	ReasonShardAssigned MarketConditionReason = "ShardAssigned"
 	// ReasonNoLiveShard: no shard has a recent heartbeat, so the market has no owner yet.
 	ReasonNoLiveShard MarketConditionReason = "NoLiveShard"
-	// ReasonShardLost: the owning shard's heartbeat lapsed and the market is moving to another one.
+	// ReasonShardLost: the owning shard's heartbeat lapsed and no shard is live to take the market;
+	// it moves as soon as one is (a market moved at once shows ShardAssigned, and a ShardLost
+	// event).
 	ReasonShardLost MarketConditionReason = "ShardLost"
 	// ReasonNotServed: the market is not OPEN (it is CLOSED, RESOLVED or CANCELED), so it takes no
 	// orders and needs no shard; a CLOSED market that is reopened is scheduled again.
