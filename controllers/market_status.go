@@ -110,10 +110,16 @@ func (r *MarketReconciler) updateStatus(ctx context.Context, mkt *pmxv1.Market, 
 		if equality.Semantic.DeepEqual(mkt.Status, want) {
 			return nil
 		}
+		// Patch a copy: the answer is the whole stored object, whose spec may be newer than mkt's
+		// (after a conflict, the lock is the stored resourceVersion).
+		obj := mkt.DeepCopy()
 		patch := client.MergeFromWithOptions(mkt.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		mkt.Status = want
-		err := r.Status().Patch(ctx, mkt, patch)
-		if err != nil && apierrors.IsConflict(err) {
+		obj.Status = want
+		err := r.Status().Patch(ctx, obj, patch)
+		switch {
+		case err == nil:
+			mkt.ResourceVersion, mkt.Status = obj.ResourceVersion, obj.Status
+		case apierrors.IsConflict(err):
 			var stored pmxv1.Market
 			if gerr := r.Get(ctx, client.ObjectKeyFromObject(mkt), &stored); gerr != nil {
 				return gerr
