@@ -6,6 +6,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -14,6 +15,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/shard"
 	"github.com/pmx-dev/pmx/store"
 )
@@ -88,8 +90,11 @@ func (r *MarketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 
 // observation is what a reconcile found and did, for the status.
 type observation struct {
-	row    *store.Market
-	noLive bool // OPEN, and no shard is live to take it
+	row *store.Market
+	// pending is the action the spec's intent asks of the market and that is not carried out yet.
+	pending market.Action
+	noLive  bool   // OPEN, and no shard is live to take it
+	lost    string // with noLive: the owner whose heartbeat lapsed, if a shard owned it
 }
 
 // reconcileMarket records the market, carries out its intent and schedules it.
@@ -100,10 +105,22 @@ func (r *MarketReconciler) reconcileMarket(ctx context.Context, mkt *pmxv1.Marke
 		return obs, err
 	}
 	obs.row = &row
-	if row, err = r.carryOut(ctx, mkt, row); err != nil {
-		return obs, err
+	intent := market.IntentOf(&mkt.Spec)
+	if action, ok := intent.Next(row.Status, r.Clock.Now()); ok {
+		// Say Reconciling first, as a transition can take a while (settlement pays every
+		// position); unless Ready is False already, which keeps a failed attempt's error in view.
+		obs.pending = action
+		if meta.IsStatusConditionTrue(mkt.Status.Conditions, string(pmxv1.MarketReady)) {
+			if err := r.updateStatus(ctx, mkt, obs, nil); err != nil {
+				return obs, err
+			}
+		}
+		if row, err = r.carryOut(ctx, mkt, row, action); err != nil {
+			return obs, err
+		}
+		obs.row = &row
+		obs.pending, _ = intent.Next(row.Status, r.Clock.Now())
 	}
-	obs.row = &row
 	if row.Status == store.MarketOpen {
 		if row, err = r.schedule(ctx, mkt, row, &obs); err != nil {
 			return obs, err
@@ -114,9 +131,15 @@ func (r *MarketReconciler) reconcileMarket(ctx context.Context, mkt *pmxv1.Marke
 }
 
 // requeueAfter is when to look at a market again: an OPEN market at its closesAt, and at least
-// every Resync to notice a lost shard.
+// every Resync to notice a lost shard; any market whose intent is still pending after Resync.
 func (r *MarketReconciler) requeueAfter(mkt *pmxv1.Market, obs observation) time.Duration {
-	if obs.row == nil || obs.row.Status != store.MarketOpen {
+	if obs.row == nil {
+		return 0
+	}
+	if obs.row.Status != store.MarketOpen {
+		if obs.pending != "" {
+			return r.Resync
+		}
 		return 0
 	}
 	wait := r.Resync

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/store"
 )
 
@@ -58,9 +60,19 @@ func TestDesiredStatus(t *testing.T) {
 	}{
 		{"open and served", observation{row: open}, nil, "", "OPEN", "shard-a", "True/Recorded", "True/ShardAssigned", "False/AwaitingResolution"},
 		{"open, no live shard", observation{row: &store.Market{ID: id, Status: "OPEN"}, noLive: true}, nil, "", "OPEN", "", "True/Recorded", "False/NoLiveShard", "False/AwaitingResolution"},
+		{"closing", observation{row: open, pending: market.Close}, nil, "", "OPEN", "shard-a", "False/Reconciling", "True/ShardAssigned", "False/AwaitingResolution"},
+		{"resolving", observation{row: open, pending: market.ResolveYes}, nil, "YES", "OPEN", "shard-a", "False/Reconciling", "True/ShardAssigned", "False/SettlementPending"},
+		{"shard lost, none live", observation{row: open, noLive: true, lost: "shard-a"}, nil, "", "OPEN", "shard-a", "True/Recorded", "False/ShardLost", "False/AwaitingResolution"},
+		{"closed", observation{row: &store.Market{ID: id, Status: "CLOSED", Shard: &shardA, Epoch: 3}}, nil, "", "CLOSED", "", "True/Recorded", "False/NotServed", "False/AwaitingResolution"},
 		{"resolved", observation{row: resolved}, nil, "YES", "RESOLVED", "", "True/Recorded", "False/NotServed", "True/PaidOut"},
 		{"settlement failing", observation{row: open}, errors.New("db down"), "NO", "OPEN", "shard-a", "False/DatabaseError", "True/ShardAssigned", "False/SettlementFailed"},
 		{"database unreachable", observation{}, errors.New("db down"), "", "", "", "False/DatabaseError", "missing", "missing"},
+		{"invalid new spec", observation{}, fmt.Errorf("while creating market: %w", &market.SpecError{Field: "url", Err: errors.New("url: bad")}),
+			"", "", "", "False/InvalidSpec", "missing", "missing"},
+		{"invalid changed spec", observation{row: open}, fmt.Errorf(`market "m": %w`, &market.SpecError{Field: "question", Err: errors.New("question: required")}),
+			"", "OPEN", "shard-a", "False/InvalidSpec", "True/ShardAssigned", "False/AwaitingResolution"},
+		{"phase moved meanwhile", observation{row: open}, fmt.Errorf("while carrying out close: cannot close a market that is CLOSED: %w", market.ErrIllegalTransition),
+			"", "OPEN", "shard-a", "False/IllegalTransition", "True/ShardAssigned", "False/AwaitingResolution"},
 	}
 	for _, tt := range tests {
 		mkt.Spec.Resolution = tt.resolution
@@ -98,6 +110,7 @@ func TestRequeueAfter(t *testing.T) {
 		{&soon, open, 500 * time.Millisecond},
 		{&past, open, 10 * time.Millisecond},
 		{nil, observation{row: &store.Market{Status: "CLOSED"}}, 0},
+		{nil, observation{row: &store.Market{Status: "CLOSED"}, pending: market.Reopen}, 2 * time.Second},
 		{nil, observation{}, 0},
 	}
 	for _, tt := range tests {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
@@ -14,13 +15,9 @@ import (
 	"github.com/pmx-dev/pmx/store"
 )
 
-// carryOut performs the action the spec's intent asks of the market, if any: close (also at
-// closesAt), reopen, resolve or cancel.
-func (r *MarketReconciler) carryOut(ctx context.Context, mkt *pmxv1.Market, row store.Market) (store.Market, error) {
-	action, ok := market.IntentOf(&mkt.Spec).Next(row.Status, r.Clock.Now())
-	if !ok {
-		return row, nil
-	}
+// carryOut performs the action the spec's intent asks of the market: close (also at closesAt),
+// reopen, resolve or cancel.
+func (r *MarketReconciler) carryOut(ctx context.Context, mkt *pmxv1.Market, row store.Market, action market.Action) (store.Market, error) {
 	if err := r.transition(ctx, row.ID, action); err != nil {
 		return row, fmt.Errorf("while carrying out %s: %w", action, err)
 	}
@@ -28,7 +25,7 @@ func (r *MarketReconciler) carryOut(ctx context.Context, mkt *pmxv1.Market, row 
 	if err != nil {
 		return row, err
 	}
-	r.event(mkt, "Normal", transitionReason(action), string(action), "market %s is now %s", row.ID, row.Status)
+	r.event(mkt, corev1.EventTypeNormal, transitionReason(action), string(action), "market %s is now %s", row.ID, row.Status)
 	return row, nil
 }
 
@@ -63,7 +60,7 @@ func (r *MarketReconciler) finalize(ctx context.Context, mkt *pmxv1.Market) erro
 		if err := r.transition(ctx, row.ID, market.Cancel); err != nil && !errors.Is(err, market.ErrIllegalTransition) {
 			return fmt.Errorf("while voiding the deleted market: %w", err)
 		}
-		r.event(mkt, "Normal", "Voided", "Cancel", "deleted before settlement: market %s voided, each share paid 50", row.ID)
+		r.event(mkt, corev1.EventTypeNormal, eventVoided, "Cancel", "deleted before settlement: market %s voided, each share paid 50", row.ID)
 	}
 	return r.removeFinalizer(ctx, mkt)
 }
@@ -76,16 +73,4 @@ func (r *MarketReconciler) existing(ctx context.Context, mkt *pmxv1.Market) (sto
 		}
 	}
 	return r.Store.MarketByName(ctx, marketName(mkt))
-}
-
-func transitionReason(a market.Action) string {
-	switch a {
-	case market.Close:
-		return "Closed"
-	case market.Reopen:
-		return "Reopened"
-	case market.Cancel:
-		return "Canceled"
-	}
-	return "Resolved"
 }

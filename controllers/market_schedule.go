@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/store"
 )
 
 // schedule keeps an OPEN market on a live shard: one without a live owner goes to the least
-// loaded live shard, with epoch + 1.
+// loaded live shard, with epoch + 1. When no shard is live it notes so in obs, and which shard
+// was lost if one owned the market.
 func (r *MarketReconciler) schedule(ctx context.Context, mkt *pmxv1.Market, row store.Market, obs *observation) (store.Market, error) {
 	live, err := r.Store.LiveShards(ctx, r.ShardTTL)
 	if err != nil {
@@ -23,19 +26,22 @@ func (r *MarketReconciler) schedule(ctx context.Context, mkt *pmxv1.Market, row 
 	if !move {
 		return row, nil
 	}
+	lost := owner != "" && owner != r.Name // its shard stopped answering
 	if target == "" {
 		obs.noLive = true
+		if lost {
+			obs.lost = owner
+		}
 		return row, nil
 	}
-	lost := owner != "" && owner != r.Name // its shard stopped answering
 	o, err := r.Store.Assign(ctx, row.ID, target)
 	if err != nil {
 		return row, err
 	}
 	if lost {
-		r.event(mkt, "Warning", "ShardLost", "Schedule", "shard %s stopped answering; market moved to %s at epoch %d", owner, o.Shard, o.Epoch)
+		r.event(mkt, corev1.EventTypeWarning, eventShardLost, "Schedule", "shard %s stopped answering; market moved to %s at epoch %d", owner, o.Shard, o.Epoch)
 	} else {
-		r.event(mkt, "Normal", "Scheduled", "Schedule", "market served by shard %s at epoch %d", o.Shard, o.Epoch)
+		r.event(mkt, corev1.EventTypeNormal, eventScheduled, "Schedule", "market served by shard %s at epoch %d", o.Shard, o.Epoch)
 	}
 	return r.Store.Market(ctx, row.ID)
 }

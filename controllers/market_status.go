@@ -2,18 +2,19 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/store"
 )
 
@@ -31,7 +32,7 @@ func desiredStatus(mkt *pmxv1.Market, obs observation, err error) pmxv1.MarketSt
 			Reason: string(reason), Message: fmt.Sprintf(format, args...), ObservedGeneration: mkt.Generation})
 	}
 	if obs.row == nil {
-		set(pmxv1.MarketReady, false, pmxv1.ReasonDatabaseError, "%v", err)
+		set(pmxv1.MarketReady, false, errorReason(err), "%v", err)
 		return st
 	}
 	row := obs.row
@@ -49,7 +50,9 @@ func desiredStatus(mkt *pmxv1.Market, obs observation, err error) pmxv1.MarketSt
 
 	switch {
 	case err != nil:
-		set(pmxv1.MarketReady, false, pmxv1.ReasonDatabaseError, "%v", err)
+		set(pmxv1.MarketReady, false, errorReason(err), "%v", err)
+	case obs.pending != "":
+		set(pmxv1.MarketReady, false, pmxv1.ReasonReconciling, "carrying out %s", obs.pending)
 	default:
 		set(pmxv1.MarketReady, true, pmxv1.ReasonRecorded, "market %s is %s", row.ID, row.Status)
 	}
@@ -57,6 +60,8 @@ func desiredStatus(mkt *pmxv1.Market, obs observation, err error) pmxv1.MarketSt
 	switch {
 	case row.Status != store.MarketOpen:
 		set(pmxv1.MarketScheduled, false, pmxv1.ReasonNotServed, "a %s market needs no shard", row.Status)
+	case obs.lost != "":
+		set(pmxv1.MarketScheduled, false, pmxv1.ReasonShardLost, "shard %s stopped sending heartbeats and no shard is live to take the market; waiting for one", obs.lost)
 	case obs.noLive:
 		set(pmxv1.MarketScheduled, false, pmxv1.ReasonNoLiveShard, "no shard has sent a heartbeat recently; waiting for one")
 	case st.Shard != "":
@@ -77,21 +82,49 @@ func desiredStatus(mkt *pmxv1.Market, obs observation, err error) pmxv1.MarketSt
 	return st
 }
 
-// updateStatus writes the desired status with an optimistic lock, retrying on conflict, and
-// skips the write when nothing changed.
+// errorReason is the Ready reason of a reconcile that failed with err: a spec the market rules
+// refuse, a transition the market's phase no longer allows, or else a failure to read or write the
+// database.
+func errorReason(err error) pmxv1.MarketConditionReason {
+	var se *market.SpecError
+	switch {
+	case errors.As(err, &se):
+		return pmxv1.ReasonInvalidSpec
+	case errors.Is(err, market.ErrIllegalTransition):
+		return pmxv1.ReasonIllegalTransition
+	}
+	return pmxv1.ReasonDatabaseError
+}
+
+// updateStatus writes the status of a reconcile that acted on mkt's spec as read at its start, with
+// an optimistic lock, and skips the write when nothing changed. On a conflict it takes only the
+// stored object's resourceVersion and status and writes the same observation again, still stamped
+// with the generation it was computed from: a status never claims a spec it did not act on (the
+// newer generation has a reconcile of its own coming). mkt's spec and generation are left as read.
 func (r *MarketReconciler) updateStatus(ctx context.Context, mkt *pmxv1.Market, obs observation, rerr error) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if mkt.Status.ObservedGeneration > mkt.Generation {
+			return nil // a reconcile of a newer spec has reported already
+		}
 		want := desiredStatus(mkt, obs, rerr)
 		if equality.Semantic.DeepEqual(mkt.Status, want) {
 			return nil
 		}
+		// Patch a copy: the answer is the whole stored object, whose spec may be newer than mkt's
+		// (after a conflict, the lock is the stored resourceVersion).
+		obj := mkt.DeepCopy()
 		patch := client.MergeFromWithOptions(mkt.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		mkt.Status = want
-		err := r.Status().Patch(ctx, mkt, patch)
-		if err != nil && apierrors.IsConflict(err) {
-			if gerr := r.Get(ctx, client.ObjectKeyFromObject(mkt), mkt); gerr != nil {
+		obj.Status = want
+		err := r.Status().Patch(ctx, obj, patch)
+		switch {
+		case err == nil:
+			mkt.ResourceVersion, mkt.Status = obj.ResourceVersion, obj.Status
+		case apierrors.IsConflict(err):
+			var stored pmxv1.Market
+			if gerr := r.Get(ctx, client.ObjectKeyFromObject(mkt), &stored); gerr != nil {
 				return gerr
 			}
+			mkt.ResourceVersion, mkt.Status = stored.ResourceVersion, stored.Status
 		}
 		return err
 	})
@@ -101,11 +134,4 @@ func (r *MarketReconciler) removeFinalizer(ctx context.Context, mkt *pmxv1.Marke
 	patch := client.MergeFrom(mkt.DeepCopy())
 	controllerutil.RemoveFinalizer(mkt, finalizer)
 	return client.IgnoreNotFound(r.Patch(ctx, mkt, patch))
-}
-
-// event records an event on the Market when a recorder is configured.
-func (r *MarketReconciler) event(obj runtime.Object, eventType, reason, action, note string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(obj, nil, eventType, reason, action, note, args...)
-	}
 }

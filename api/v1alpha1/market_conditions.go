@@ -19,20 +19,31 @@ const (
 type MarketConditionReason string
 
 const (
-	// ReasonReconciling: the operator is still carrying out the latest spec.
+	// ReasonReconciling: the spec asks for a lifecycle change (close, reopen, resolve, cancel) that
+	// the operator has not carried out yet; Ready is False meanwhile.
 	ReasonReconciling MarketConditionReason = "Reconciling"
 	// ReasonRecorded: the market is recorded in the database and matches its spec (Ready).
 	ReasonRecorded MarketConditionReason = "Recorded"
-	// ReasonDatabaseError: the database could not be read or written; the operator retries.
+	// ReasonInvalidSpec: the spec breaks one of the Market's rules (the message names the field);
+	// the market keeps its last recorded text until the spec is fixed.
+	ReasonInvalidSpec MarketConditionReason = "InvalidSpec"
+	// ReasonIllegalTransition: the market's phase no longer allowed the lifecycle change the spec
+	// asks for (an admin request or its closing time moved it meanwhile); the operator looks again.
+	ReasonIllegalTransition MarketConditionReason = "IllegalTransition"
+	// ReasonDatabaseError: the database could not be read or written (directly, or by the
+	// operator's lifecycle shard); the operator retries.
 	ReasonDatabaseError MarketConditionReason = "DatabaseError"
 
 	// ReasonShardAssigned: a live shard owns the market (Scheduled).
 	ReasonShardAssigned MarketConditionReason = "ShardAssigned"
 	// ReasonNoLiveShard: no shard has a recent heartbeat, so the market has no owner yet.
 	ReasonNoLiveShard MarketConditionReason = "NoLiveShard"
-	// ReasonShardLost: the owning shard's heartbeat lapsed and the market is moving to another one.
+	// ReasonShardLost: the owning shard's heartbeat lapsed and no shard is live to take the market;
+	// it moves as soon as one is (a market moved at once shows ShardAssigned, and a ShardLost
+	// event).
 	ReasonShardLost MarketConditionReason = "ShardLost"
-	// ReasonNotServed: the market is RESOLVED or CANCELED and no longer needs a shard.
+	// ReasonNotServed: the market is not OPEN (it is CLOSED, RESOLVED or CANCELED), so it takes no
+	// orders and needs no shard; a CLOSED market that is reopened is scheduled again.
 	ReasonNotServed MarketConditionReason = "NotServed"
 
 	// ReasonAwaitingResolution: the market has no resolution yet, so there is nothing to settle.

@@ -1,0 +1,69 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/internal/storetest"
+	"github.com/pmx-dev/pmx/market"
+)
+
+// TestScheduleLostShard schedules OPEN markets against a real store: a market whose shard stopped
+// sending heartbeats is noted as lost when no shard is live, and moves once one is.
+func TestScheduleLostShard(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.New(t)
+	r := &MarketReconciler{Store: st, Name: "operator", ShardTTL: time.Second}
+	mkt := &pmxv1.Market{Spec: pmxv1.MarketSpec{Question: "Will it move?", Category: "test"}}
+	now := time.Now()
+
+	// "dead" sent its last heartbeat longer ago than the TTL.
+	if err := st.Heartbeat(ctx, "dead", "dead:1"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(r.ShardTTL + 100*time.Millisecond)
+
+	tests := []struct {
+		name   string
+		owner  string // "" for a new market
+		live   bool   // a shard "alive" is live
+		lost   string
+		noLive bool
+		shard  string // the owner afterwards
+	}{
+		{"new market, no live shard", "", false, "", true, ""},
+		{"lost shard, no live shard", "dead", false, "dead", true, "dead"},
+		{"taken over by the operator, no live shard", "operator", false, "", true, "operator"},
+		{"lost shard, a live one takes it", "dead", true, "", false, "alive"},
+	}
+	for _, tt := range tests {
+		row, err := market.Create(ctx, st, mkt.Spec, nil, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tt.owner != "" {
+			if _, err := st.Assign(ctx, row.ID, tt.owner); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if tt.live { // the last case, so that "alive" is not live in the others
+			if err := st.Heartbeat(ctx, "alive", "alive:1"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if row, err = st.Market(ctx, row.ID); err != nil {
+			t.Fatal(err)
+		}
+		var obs observation
+		got, err := r.schedule(ctx, mkt, row, &obs)
+		shard := ""
+		if got.Shard != nil {
+			shard = *got.Shard
+		}
+		if err != nil || obs.lost != tt.lost || obs.noLive != tt.noLive || shard != tt.shard {
+			t.Errorf("%s: lost %q, noLive %v, shard %q (%v); want %q, %v, %q", tt.name, obs.lost, obs.noLive, shard, err, tt.lost, tt.noLive, tt.shard)
+		}
+	}
+}
