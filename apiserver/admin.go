@@ -61,7 +61,7 @@ func (s *Server) createAccount(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusCreated, gin.H{"account": a, "apiKey": key})
+	c.JSON(http.StatusCreated, gin.H{"account": accountOfRow(&a), "apiKey": key})
 	return nil
 }
 
@@ -103,7 +103,7 @@ func (s *Server) createMarket(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusCreated, m)
+	c.JSON(http.StatusCreated, MarketOf(&m))
 	return nil
 }
 
@@ -151,7 +151,7 @@ func (s *Server) apply(c *gin.Context, action market.Action) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, m)
+	c.JSON(http.StatusOK, MarketOf(&m))
 	return nil
 }
 

@@ -37,10 +37,7 @@ func (s *Server) listMarkets(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if markets == nil {
-		markets = []store.Market{}
-	}
-	c.JSON(http.StatusOK, gin.H{"markets": markets})
+	c.JSON(http.StatusOK, gin.H{"markets": listOf(markets, MarketOf)})
 	return nil
 }
 
@@ -79,7 +76,7 @@ func (s *Server) getMarket(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusCreated, m)
+	c.JSON(http.StatusCreated, MarketOf(&m))
 	return nil
 }
 
@@ -138,9 +135,8 @@ func (s *Server) trades(c *gin.Context) error {
 		} else if err != nil {
 			return err
 		}
-		trades = []store.Trade{}
 	}
-	c.JSON(http.StatusOK, trades)
+	c.JSON(http.StatusOK, listOf(trades, tradeOf))
 	return nil
 }
 
@@ -162,7 +158,7 @@ func (s *Server) placeOrder(c *gin.Context) error {
 	if st, _ := engine.ParseStatus(placed.Status); st.Resting() {
 		s.orders.put(placed.ID, orderFacts{market: r.Market, seq: placed.Seq})
 	}
-	c.JSON(http.StatusCreated, placed)
+	c.JSON(http.StatusCreated, placedOf(&placed))
 	return nil
 }
 
@@ -179,9 +175,8 @@ func (s *Server) positions(c *gin.Context) error {
 		} else if err != nil {
 			return err
 		}
-		positions = []store.Position{}
 	}
-	c.JSON(http.StatusOK, gin.H{"positions": positions})
+	c.JSON(http.StatusOK, gin.H{"positions": listOf(positions, positionOf)})
 	return nil
 }
 
@@ -234,7 +229,7 @@ func (s *Server) cancelOrder(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, cancelled)
+	c.JSON(http.StatusOK, orderOf(&cancelled))
 	return nil
 }
 
@@ -245,16 +240,13 @@ func (s *Server) cancelEverything(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	cancelled := []store.Order{}
+	var cancelled []store.Order
 	if len(markets) > 0 {
 		if cancelled, err = s.cfg.Exchange.CancelAll(ctx, accountOf(c), markets); err != nil {
 			return err
 		}
-		if cancelled == nil {
-			cancelled = []store.Order{} // nothing was left to cancel: an empty list, not null
-		}
 	}
-	c.JSON(http.StatusOK, cancelled)
+	c.JSON(http.StatusOK, listOf(cancelled, orderOf)) // nothing cancelled is [], not null
 	return nil
 }
 
@@ -266,7 +258,7 @@ func (s *Server) account(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, a)
+	c.JSON(http.StatusOK, accountOfRow(&a))
 	return nil
 }
 
@@ -306,10 +298,7 @@ func (s *Server) listOrders(c *gin.Context) error {
 		cur := encodeCursor(store.OrderCursor{CreatedAt: last.CreatedAt, ID: last.ID})
 		next = &cur
 	}
-	if orders == nil {
-		orders = []store.Order{}
-	}
-	c.JSON(http.StatusOK, gin.H{"orders": orders, "nextCursor": next})
+	c.JSON(http.StatusOK, gin.H{"orders": listOf(orders, orderOf), "nextCursor": next})
 	return nil
 }
 
@@ -341,6 +330,6 @@ func (s *Server) getOrder(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, o)
+	c.JSON(http.StatusOK, orderOf(&o))
 	return nil
 }

@@ -140,17 +140,16 @@ func (r *Router) onOwner(ctx context.Context, id uuid.UUID, fresh bool, closed e
 // Place sends a placement to the market's shard. The order it returns has its sequence number
 // and account, as the shard's own Place does.
 func (r *Router) Place(ctx context.Context, req shard.PlaceRequest) (store.PlacedOrder, error) {
-	var placed placedWire
+	var placed store.PlacedOrder
 	err := r.onOwner(ctx, req.Market, false, domain.ErrMarketNotOpen, func(rt route) error {
-		placed = placedWire{}
+		placed = store.PlacedOrder{}
 		return rt.client.call(ctx, http.MethodPost, internalPlace, placeWire{Account: req.Account, Market: req.Market,
 			Side: req.Side.String(), Outcome: req.Outcome.String(), Price: req.Price, Quantity: req.Quantity}, &placed)
 	})
 	if err != nil {
 		return store.PlacedOrder{}, err
 	}
-	placed.PlacedOrder.Seq, placed.PlacedOrder.AccountID = placed.Seq, req.Account
-	return placed.PlacedOrder, nil
+	return placed, nil
 }
 
 // Cancel sends a cancel to the market's shard. A market that is not OPEN has no shard and no

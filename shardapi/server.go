@@ -85,7 +85,7 @@ func (s Server) Handler() http.Handler {
 		}
 		placed, err := sh.Place(c.Request.Context(), shard.PlaceRequest{Account: w.Account, Market: w.Market,
 			Side: side, Outcome: outcome, Price: w.Price, Quantity: w.Quantity})
-		answer(c, http.StatusCreated, placedWire{PlacedOrder: placed, Seq: placed.Seq}, err)
+		answer(c, http.StatusCreated, placed, err)
 	})
 	in.POST("/cancel", func(c *gin.Context) {
 		var w cancelWire

@@ -4,8 +4,11 @@
 // which sends each market's writes and book reads to the shard that owns it (router.go).
 //
 // The protocol is a shard's Exchange methods over HTTP, guarded by a token the processes share.
-// Errors travel as codes and come back as the shard package's own errors, so the front answers
-// exactly as pmx dev does. Fronts and shards of one deployment run the same build.
+// Answers are the store's rows as they are (store.PlacedOrder and store.Order with their sequence
+// numbers and accounts, shard.Snapshot), in JSON with the Go field names; refusals travel whole as
+// the *domain.Error the shard decided, other errors as codes that come back as the shard package's
+// own errors, so the front answers exactly as pmx dev does. Fronts and shards of one deployment
+// run the same build.
 package shardapi
 
 import (
@@ -16,7 +19,6 @@ import (
 	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/shard"
-	"github.com/pmx-dev/pmx/store"
 )
 
 // Internal API paths.
@@ -34,13 +36,6 @@ type placeWire struct {
 	Outcome  string    `json:"outcome"`
 	Price    int       `json:"price"`
 	Quantity int64     `json:"quantity"`
-}
-
-// placedWire answers a placement: the order as the public API shows it, and its sequence number,
-// which that shape leaves out and the front needs to cancel the order without reading it.
-type placedWire struct {
-	store.PlacedOrder
-	Seq int64 `json:"seq"`
 }
 
 type cancelWire struct {

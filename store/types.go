@@ -14,86 +14,86 @@ const (
 	MarketCanceled = "CANCELED"
 )
 
-// Market is a YES/NO market, shaped as the public API shows it.
+// Market is a market's row.
 type Market struct {
-	ID          uuid.UUID  `json:"id"`
-	URL         *string    `json:"url"`
-	Question    string     `json:"question"`
-	Description *string    `json:"description"`
-	Category    string     `json:"category"`
-	Status      string     `json:"status"`
-	ClosesAt    *time.Time `json:"closesAt"`
-	ResolvesAt  *time.Time `json:"resolvesAt"`
-	Resolved    bool       `json:"resolved"`
-	Outcome     *string    `json:"outcome"` // the resolution, YES or NO; null until resolved
-	LabelA      string     `json:"labelA"`
-	LabelB      string     `json:"labelB"`
-	CreatedAt   time.Time  `json:"createdAt"`
-	UpdatedAt   time.Time  `json:"updatedAt"`
+	ID          uuid.UUID
+	URL         *string
+	Question    string
+	Description *string
+	Category    string
+	Status      string
+	ClosesAt    *time.Time
+	ResolvesAt  *time.Time
+	Resolved    bool
+	Outcome     *string // the resolution, YES or NO; null until resolved
+	LabelA      string
+	LabelB      string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 
-	Name           *string `json:"-"` // the Market manifest's metadata.name, if it came from one
-	LastTradePrice *int    `json:"-"` // YES price of the last trade
-	Shard          *string `json:"-"` // the shard that owns the market, in distributed mode
-	Epoch          int64   `json:"-"` // bumped at every change of owner
+	Name           *string // the Market manifest's metadata.name, if it came from one
+	LastTradePrice *int    // YES price of the last trade
+	Shard          *string // the shard that owns the market, in distributed mode
+	Epoch          int64   // bumped at every change of owner
 }
 
-// Order is an order as the API shows it.
+// Order is an order's row.
 type Order struct {
-	ID             uuid.UUID `json:"id"`
-	MarketID       uuid.UUID `json:"marketId"`
-	Side           string    `json:"side"`
-	Outcome        string    `json:"outcome"`
-	Price          int       `json:"price"`
-	Quantity       int64     `json:"quantity"`
-	FilledQuantity int64     `json:"filledQuantity"`
-	Status         string    `json:"status"`
-	CreatedAt      time.Time `json:"createdAt"`
-	UpdatedAt      time.Time `json:"updatedAt"`
+	ID             uuid.UUID
+	MarketID       uuid.UUID
+	Side           string
+	Outcome        string
+	Price          int
+	Quantity       int64
+	FilledQuantity int64
+	Status         string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 
-	Seq       int64 `json:"-"` // the engine's order id within the market
-	AccountID int64 `json:"-"`
+	Seq       int64 // the engine's order id within the market
+	AccountID int64
 }
 
-// PlacedOrder is the answer to a placement: the order and the fills it made, in order.
+// PlacedOrder is an order just placed and the fills it made, in order.
 type PlacedOrder struct {
 	Order
-	Trades []Trade `json:"trades"`
+	Trades []Trade
 }
 
 // Trade is an execution, seen from the taker's side.
 type Trade struct {
-	ID        uuid.UUID `json:"id"`
-	MarketID  uuid.UUID `json:"marketId"`
-	Outcome   string    `json:"outcome"`
-	Side      string    `json:"side"`
-	Price     int       `json:"price"`
-	Quantity  int64     `json:"quantity"`
-	YesPrice  int       `json:"yesPrice"`
-	CreatedAt time.Time `json:"createdAt"`
+	ID        uuid.UUID
+	MarketID  uuid.UUID
+	Outcome   string
+	Side      string
+	Price     int
+	Quantity  int64
+	YesPrice  int
+	CreatedAt time.Time
 }
 
 // Position is an account's holding of one outcome of one market.
 type Position struct {
-	ID             uuid.UUID `json:"id"`
-	MarketID       uuid.UUID `json:"marketId"`
-	MarketQuestion string    `json:"marketQuestion"`
-	MarketStatus   string    `json:"marketStatus"`
-	Outcome        string    `json:"outcome"`
-	Quantity       int64     `json:"quantity"`
-	LockedQuantity int64     `json:"lockedQuantity"`
-	CreatedAt      time.Time `json:"createdAt"`
-	UpdatedAt      time.Time `json:"updatedAt"`
+	ID             uuid.UUID
+	MarketID       uuid.UUID
+	MarketQuestion string
+	MarketStatus   string
+	Outcome        string
+	Quantity       int64
+	LockedQuantity int64
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }
 
 // Account is a trading account and its play-money balance in cents.
 type Account struct {
-	UID       uuid.UUID `json:"id"`
-	Name      string    `json:"name"`
-	Available int64     `json:"available"`
-	Locked    int64     `json:"locked"`
-	CreatedAt time.Time `json:"createdAt"`
+	UID       uuid.UUID
+	Name      string
+	Available int64
+	Locked    int64
+	CreatedAt time.Time
 
-	ID int64 `json:"-"` // the engine's account id
+	ID int64 // the engine's account id
 }
 
 // NewID returns a new row id for the hot tables (orders, trades, positions): a time-ordered UUID

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/internal/apitest"
 	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
 	"github.com/pmx-dev/pmx/store"
@@ -73,7 +74,7 @@ func TestCrashRecovery(t *testing.T) {
 					return // the process is gone
 				}
 				if status == http.StatusCreated {
-					var o store.PlacedOrder
+					var o apiserver.PlacedOrder
 					if json.Unmarshal(raw, &o) == nil {
 						mu.Lock()
 						acked[o.ID] = m

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/internal/apitest"
 	"github.com/pmx-dev/pmx/internal/k8stest"
 	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
@@ -164,7 +165,7 @@ func testFailover(t *testing.T, c *cluster) {
 				if err != nil || status != http.StatusCreated {
 					continue // 503 while the market moves: the bot tries again
 				}
-				var placed store.PlacedOrder
+				var placed apiserver.PlacedOrder
 				if json.Unmarshal(raw, &placed) != nil {
 					continue
 				}

@@ -87,11 +87,11 @@ func (tg *Target) NewAccount(t testing.TB, prefix string) *Client {
 	t.Helper()
 	name := fmt.Sprintf("%s-%d", prefix, tg.names.Add(1))
 	var out struct {
-		Account store.Account `json:"account"`
-		APIKey  string        `json:"apiKey"`
+		Account apiserver.Account `json:"account"`
+		APIKey  string            `json:"apiKey"`
 	}
 	tg.Admin(t, "POST", "/admin/v1/accounts", map[string]any{"name": name}, http.StatusCreated, &out)
-	return &Client{T: tg, Key: out.APIKey, Account: out.Account.UID, Name: name}
+	return &Client{T: tg, Key: out.APIKey, Account: out.Account.ID, Name: name}
 }
 
 // Admin calls the admin API and decodes the answer into out, failing unless the status is want.
@@ -109,7 +109,7 @@ func (tg *Target) Admin(t testing.TB, method, path string, body any, want int, o
 }
 
 // NewMarket creates an OPEN market, ready to trade.
-func (tg *Target) NewMarket(t testing.TB, fields map[string]any) store.Market {
+func (tg *Target) NewMarket(t testing.TB, fields map[string]any) apiserver.Market {
 	t.Helper()
 	return tg.Markets.Create(t, fields)
 }
@@ -204,9 +204,9 @@ func (c *Client) ExpectError(t testing.TB, method, path string, body any, status
 }
 
 // Place places an order and expects it accepted.
-func (c *Client) Place(t testing.TB, market uuid.UUID, side, outcome string, price, quantity int) store.PlacedOrder {
+func (c *Client) Place(t testing.TB, market uuid.UUID, side, outcome string, price, quantity int) apiserver.PlacedOrder {
 	t.Helper()
-	var o store.PlacedOrder
+	var o apiserver.PlacedOrder
 	c.Expect(t, "POST", "/order", OrderBody(market, side, outcome, price, quantity), http.StatusCreated, &o)
 	return o
 }
@@ -219,19 +219,19 @@ func OrderBody(market uuid.UUID, side, outcome string, price, quantity int) map[
 // Balance is an account's cash.
 func (c *Client) Balance(t testing.TB) (available, locked int64) {
 	t.Helper()
-	var a store.Account
+	var a apiserver.Account
 	c.Expect(t, "GET", "/account", nil, http.StatusOK, &a)
 	return a.Available, a.Locked
 }
 
 // Positions returns the client's holdings keyed by market and outcome.
-func (c *Client) Positions(t testing.TB) map[string]store.Position {
+func (c *Client) Positions(t testing.TB) map[string]apiserver.Position {
 	t.Helper()
 	var out struct {
-		Positions []store.Position `json:"positions"`
+		Positions []apiserver.Position `json:"positions"`
 	}
 	c.Expect(t, "GET", "/positions", nil, http.StatusOK, &out)
-	m := map[string]store.Position{}
+	m := map[string]apiserver.Position{}
 	for _, p := range out.Positions {
 		m[p.MarketID.String()+"/"+p.Outcome] = p
 	}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/store"
 )
 
@@ -27,7 +28,7 @@ type KubeMarkets struct {
 }
 
 // Create applies a Market and waits until it is OPEN and served by a shard.
-func (k *KubeMarkets) Create(t testing.TB, fields map[string]any) store.Market {
+func (k *KubeMarkets) Create(t testing.TB, fields map[string]any) apiserver.Market {
 	t.Helper()
 	f := marketFields(fields)
 	k.n++
@@ -86,13 +87,13 @@ func (k *KubeMarkets) patch(t testing.TB, id uuid.UUID, edit func(*pmxv1.MarketS
 	}
 }
 
-func (k *KubeMarkets) Close(t testing.TB, id uuid.UUID) store.Market {
+func (k *KubeMarkets) Close(t testing.TB, id uuid.UUID) apiserver.Market {
 	t.Helper()
 	k.patch(t, id, func(s *pmxv1.MarketSpec) { s.Closed = true })
 	return k.until(t, id, "CLOSED", func(_ context.Context, m store.Market) bool { return m.Status == store.MarketClosed })
 }
 
-func (k *KubeMarkets) Reopen(t testing.TB, id uuid.UUID) store.Market {
+func (k *KubeMarkets) Reopen(t testing.TB, id uuid.UUID) apiserver.Market {
 	t.Helper()
 	k.patch(t, id, func(s *pmxv1.MarketSpec) { s.Closed = false })
 	return k.until(t, id, "OPEN and served", func(ctx context.Context, m store.Market) bool {
@@ -100,20 +101,20 @@ func (k *KubeMarkets) Reopen(t testing.TB, id uuid.UUID) store.Market {
 	})
 }
 
-func (k *KubeMarkets) Resolve(t testing.TB, id uuid.UUID, outcome string) store.Market {
+func (k *KubeMarkets) Resolve(t testing.TB, id uuid.UUID, outcome string) apiserver.Market {
 	t.Helper()
 	k.patch(t, id, func(s *pmxv1.MarketSpec) { s.Resolution = pmxv1.Resolution(outcome) })
 	return k.until(t, id, "RESOLVED", func(_ context.Context, m store.Market) bool { return m.Status == store.MarketResolved })
 }
 
-func (k *KubeMarkets) Cancel(t testing.TB, id uuid.UUID) store.Market {
+func (k *KubeMarkets) Cancel(t testing.TB, id uuid.UUID) apiserver.Market {
 	t.Helper()
 	k.patch(t, id, func(s *pmxv1.MarketSpec) { s.Resolution = pmxv1.ResolutionCanceled })
 	return k.until(t, id, "CANCELED", func(_ context.Context, m store.Market) bool { return m.Status == store.MarketCanceled })
 }
 
 // until polls the market in Postgres until ok holds.
-func (k *KubeMarkets) until(t testing.TB, id uuid.UUID, what string, ok func(context.Context, store.Market) bool) store.Market {
+func (k *KubeMarkets) until(t testing.TB, id uuid.UUID, what string, ok func(context.Context, store.Market) bool) apiserver.Market {
 	t.Helper()
 	var m store.Market
 	k.wait(t, fmt.Sprintf("market %s is %s", id, what), func(ctx context.Context) bool {
@@ -121,7 +122,7 @@ func (k *KubeMarkets) until(t testing.TB, id uuid.UUID, what string, ok func(con
 		m, err = k.Store.Market(ctx, id)
 		return err == nil && ok(ctx, m)
 	})
-	return m
+	return apiserver.MarketOf(&m)
 }
 
 // wait polls cond every 20ms for up to 30 seconds.

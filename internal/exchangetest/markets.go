@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/apiserver"
 )
 
 // Markets creates markets and moves them through their lifecycle: through the admin API in the
@@ -15,40 +15,40 @@ import (
 type Markets interface {
 	// Create makes an OPEN market, ready to trade; fields are the Market fields (question,
 	// category, closesAt, ...).
-	Create(t testing.TB, fields map[string]any) store.Market
-	Close(t testing.TB, id uuid.UUID) store.Market
-	Reopen(t testing.TB, id uuid.UUID) store.Market
-	Resolve(t testing.TB, id uuid.UUID, outcome string) store.Market
-	Cancel(t testing.TB, id uuid.UUID) store.Market
+	Create(t testing.TB, fields map[string]any) apiserver.Market
+	Close(t testing.TB, id uuid.UUID) apiserver.Market
+	Reopen(t testing.TB, id uuid.UUID) apiserver.Market
+	Resolve(t testing.TB, id uuid.UUID, outcome string) apiserver.Market
+	Cancel(t testing.TB, id uuid.UUID) apiserver.Market
 }
 
 // AdminMarkets drives markets through the admin API.
 type AdminMarkets struct{ T *Target }
 
-func (a AdminMarkets) Create(t testing.TB, fields map[string]any) store.Market {
+func (a AdminMarkets) Create(t testing.TB, fields map[string]any) apiserver.Market {
 	t.Helper()
-	var m store.Market
+	var m apiserver.Market
 	a.T.Admin(t, "POST", "/admin/v1/markets", marketFields(fields), http.StatusCreated, &m)
 	return m
 }
 
-func (a AdminMarkets) act(t testing.TB, id uuid.UUID, action string, body any) store.Market {
+func (a AdminMarkets) act(t testing.TB, id uuid.UUID, action string, body any) apiserver.Market {
 	t.Helper()
-	var m store.Market
+	var m apiserver.Market
 	a.T.Admin(t, "POST", "/admin/v1/markets/"+id.String()+"/"+action, body, http.StatusOK, &m)
 	return m
 }
 
-func (a AdminMarkets) Close(t testing.TB, id uuid.UUID) store.Market {
+func (a AdminMarkets) Close(t testing.TB, id uuid.UUID) apiserver.Market {
 	return a.act(t, id, "close", nil)
 }
-func (a AdminMarkets) Reopen(t testing.TB, id uuid.UUID) store.Market {
+func (a AdminMarkets) Reopen(t testing.TB, id uuid.UUID) apiserver.Market {
 	return a.act(t, id, "reopen", nil)
 }
-func (a AdminMarkets) Cancel(t testing.TB, id uuid.UUID) store.Market {
+func (a AdminMarkets) Cancel(t testing.TB, id uuid.UUID) apiserver.Market {
 	return a.act(t, id, "cancel", nil)
 }
-func (a AdminMarkets) Resolve(t testing.TB, id uuid.UUID, outcome string) store.Market {
+func (a AdminMarkets) Resolve(t testing.TB, id uuid.UUID, outcome string) apiserver.Market {
 	return a.act(t, id, "resolve", map[string]any{"outcome": outcome})
 }
 

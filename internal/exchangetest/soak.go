@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/apiserver"
 )
 
 // SoakConfig sizes a soak.
@@ -74,7 +74,7 @@ func soakAccount(t *testing.T, c *Client, markets []uuid.UUID, steps int, rng *r
 			status, raw := c.Do(t, "POST", "/order", body)
 			switch status {
 			case http.StatusCreated:
-				var o store.PlacedOrder
+				var o apiserver.PlacedOrder
 				if err := json.Unmarshal(raw, &o); err != nil {
 					t.Error(err)
 					return stats, mine

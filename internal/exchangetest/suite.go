@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/apiserver"
 )
 
 // Grant is the play money a new account starts with (the default of every mode).
@@ -92,15 +92,15 @@ func testMarkets(t *testing.T, tg *Target) {
 	older := tg.NewMarket(t, map[string]any{"question": "Older?", "description": "d", "url": "https://example.com/x",
 		"labelA": "Up", "labelB": "Down", "closesAt": "2099-01-01T00:00:00Z", "resolvesAt": "2099-01-02T00:00:00Z"})
 	newer := tg.NewMarket(t, nil)
-	var list struct{ Markets []store.Market }
+	var list struct{ Markets []apiserver.Market }
 	c.Expect(t, "GET", "/markets", nil, http.StatusOK, &list)
 	pos := func(id uuid.UUID) int {
-		return slices.IndexFunc(list.Markets, func(m store.Market) bool { return m.ID == id })
+		return slices.IndexFunc(list.Markets, func(m apiserver.Market) bool { return m.ID == id })
 	}
 	if pos(newer.ID) < 0 || pos(older.ID) < 0 || pos(newer.ID) > pos(older.ID) {
 		t.Fatalf("markets not newest first: newer at %d, older at %d", pos(newer.ID), pos(older.ID))
 	}
-	var got store.Market
+	var got apiserver.Market
 	c.Expect(t, "GET", "/market?marketId="+older.ID.String(), nil, http.StatusCreated, &got) // 201: the contract
 	if got.Question != "Older?" || got.LabelA != "Up" || got.Status != "OPEN" || got.Resolved || got.URL == nil || got.ClosesAt == nil {
 		t.Fatalf("GET /market = %+v", got)

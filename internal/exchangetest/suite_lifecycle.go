@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/apiserver"
 )
 
 func testCancelOrder(t *testing.T, tg *Target) {
@@ -20,7 +20,7 @@ func testCancelOrder(t *testing.T, tg *Target) {
 	b.Place(t, m.ID, "BUY", "NO", 60, 4) // fills 4 of the bid at 40
 	expectCash(t, a, Grant-300-400, 300+240)
 
-	var got store.Order
+	var got apiserver.Order
 	a.Expect(t, "POST", "/cancel-order", map[string]any{"orderId": open.ID}, http.StatusOK, &got)
 	if got.ID != open.ID || got.Status != "CANCELLED" || got.FilledQuantity != 0 || got.Quantity != 10 || got.Price != 30 {
 		t.Fatalf("cancelled %+v", got)
@@ -39,7 +39,7 @@ func testCancelOrder(t *testing.T, tg *Target) {
 	a.ExpectError(t, "POST", "/cancel-order", map[string]any{"orderId": "nope"}, http.StatusBadRequest, "invalid_uuid")
 	a.ExpectError(t, "POST", "/cancel-order", map[string]any{}, http.StatusBadRequest, "missing_field")
 	a.ExpectError(t, "POST", "/cancel-order", "{", http.StatusBadRequest, "malformed_json")
-	var still store.Order
+	var still apiserver.Order
 	b.Expect(t, "GET", "/order?orderId="+other.ID.String(), nil, http.StatusOK, &still)
 	if still.Status != "OPEN" {
 		t.Fatalf("another account's refused cancel changed the order: %+v", still)
@@ -71,7 +71,7 @@ func expectNotOpen(t *testing.T, c *Client, id uuid.UUID, status string) {
 func testCancelEverything(t *testing.T, tg *Target) {
 	m1, m2 := tg.NewMarket(t, nil), tg.NewMarket(t, nil)
 	a, b := tg.NewAccount(t, "everything"), tg.NewAccount(t, "everything")
-	var none []store.Order
+	var none []apiserver.Order
 	a.Expect(t, "POST", "/cancel-everything", nil, http.StatusOK, &none)
 	if none == nil || len(none) != 0 {
 		t.Fatalf("cancel-everything with nothing open = %v, want []", none)
@@ -81,7 +81,7 @@ func testCancelEverything(t *testing.T, tg *Target) {
 	a.Place(t, m1.ID, "SELL", "YES", 90, 5)
 	a.Place(t, m2.ID, "BUY", "NO", 20, 3)
 	keep := b.Place(t, m2.ID, "BUY", "YES", 10, 1)
-	var cancelled []store.Order
+	var cancelled []apiserver.Order
 	a.Expect(t, "POST", "/cancel-everything", "", http.StatusOK, &cancelled)
 	statuses := map[string]int{}
 	for _, o := range cancelled {
@@ -92,7 +92,7 @@ func testCancelEverything(t *testing.T, tg *Target) {
 	}
 	expectCash(t, a, Grant-300, 0)
 	expectShares(t, a, m1.ID.String()+"/YES", 5, 0)
-	var got store.Order
+	var got apiserver.Order
 	b.Expect(t, "GET", "/order?orderId="+keep.ID.String(), nil, http.StatusOK, &got)
 	if got.Status != "OPEN" {
 		t.Fatalf("another account's order was cancelled: %+v", got)
@@ -128,7 +128,7 @@ func testPositions(t *testing.T, tg *Target) {
 func testOwnOrders(t *testing.T, tg *Target) {
 	m1, m2 := tg.NewMarket(t, nil), tg.NewMarket(t, nil)
 	a, b := tg.NewAccount(t, "orders"), tg.NewAccount(t, "orders")
-	var placed []store.PlacedOrder
+	var placed []apiserver.PlacedOrder
 	for i := range 5 {
 		placed = append(placed, a.Place(t, m1.ID, "BUY", "YES", 10+i, 1))
 	}
@@ -136,7 +136,7 @@ func testOwnOrders(t *testing.T, tg *Target) {
 	b.Place(t, m2.ID, "BUY", "NO", 90, 1) // fills the last one
 
 	var page struct {
-		Orders     []store.Order
+		Orders     []apiserver.Order
 		NextCursor *string
 	}
 	var seen []uuid.UUID
@@ -219,7 +219,7 @@ func testLifecycle(t *testing.T, tg *Target) {
 	}
 	expectCash(t, a, aCash+150, 0)
 	expectCash(t, b, bCash+150, 0)
-	var markets struct{ Markets []store.Market }
+	var markets struct{ Markets []apiserver.Market }
 	a.Expect(t, "GET", "/markets?status=CANCELED", nil, http.StatusOK, &markets)
 	a.Expect(t, "GET", "/markets?status=RESOLVED", nil, http.StatusOK, &markets)
 	CheckInvariants(t, tg)
@@ -252,7 +252,7 @@ func testClosesOnTime(t *testing.T, tg *Target) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	var got store.Order
+	var got apiserver.Order
 	a.Expect(t, "GET", "/order?orderId="+order.ID.String(), nil, http.StatusOK, &got)
 	if got.Status != "CANCELLED" {
 		t.Fatalf("resting order after close: %s", got.Status)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/apiserver"
 )
 
 func testTrades(t *testing.T, tg *Target) {
@@ -21,7 +21,7 @@ func testTrades(t *testing.T, tg *Target) {
 			t.Fatalf("placement %d: %+v", i, o)
 		}
 	}
-	var trades []store.Trade
+	var trades []apiserver.Trade
 	taker.Expect(t, "GET", "/market/trades?marketId="+m.ID.String(), nil, http.StatusOK, &trades)
 	if len(trades) != 50 {
 		t.Fatalf("%d trades by default, want 50", len(trades))
@@ -48,7 +48,7 @@ func testTrades(t *testing.T, tg *Target) {
 // state is what a bad request must leave as it was.
 func state(t *testing.T, c *Client) string {
 	avail, locked := c.Balance(t)
-	var orders struct{ Orders []store.Order }
+	var orders struct{ Orders []apiserver.Order }
 	c.Expect(t, "GET", "/orders", nil, http.StatusOK, &orders)
 	return fmt.Sprint(avail, locked, c.Positions(t), len(orders.Orders))
 }
@@ -142,7 +142,7 @@ func testMatchKinds(t *testing.T, tg *Target) {
 	CheckInvariants(t, tg)
 }
 
-func expectFill(t *testing.T, o store.PlacedOrder, status string, qty int64, price, yes int) {
+func expectFill(t *testing.T, o apiserver.PlacedOrder, status string, qty int64, price, yes int) {
 	t.Helper()
 	if o.Status != status || o.FilledQuantity != qty || len(o.Trades) != 1 || o.Trades[0].Price != price ||
 		o.Trades[0].YesPrice != yes || o.Trades[0].Quantity != qty || o.Trades[0].Side != o.Side || o.Trades[0].Outcome != o.Outcome {
@@ -177,7 +177,7 @@ func testSelfTrade(t *testing.T, tg *Target) {
 	if o.FilledQuantity != 5 || len(o.Trades) != 1 || o.Status != "PARTIALLY_FILLED" {
 		t.Fatalf("placement %+v: want 5 filled against b only", o)
 	}
-	var got store.Order
+	var got apiserver.Order
 	a.Expect(t, "GET", "/order?orderId="+own.ID.String(), nil, http.StatusOK, &got)
 	if got.Status != "CANCELLED" {
 		t.Fatalf("a's own resting order is %s, want CANCELLED by self-trade prevention", got.Status)

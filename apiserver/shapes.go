@@ -1,0 +1,124 @@
+package apiserver
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/store"
+)
+
+// The public API's JSON shapes, as API-SPEC.md and openapi.yaml define them. The store's rows
+// carry more (sequence numbers, internal ids) and no JSON; these say exactly what a client sees.
+// They are exported for Go clients and tests that read the API.
+
+// Market is a YES/NO market.
+type Market struct {
+	ID          uuid.UUID  `json:"id"`
+	URL         *string    `json:"url"`
+	Question    string     `json:"question"`
+	Description *string    `json:"description"`
+	Category    string     `json:"category"`
+	Status      string     `json:"status"`
+	ClosesAt    *time.Time `json:"closesAt"`
+	ResolvesAt  *time.Time `json:"resolvesAt"`
+	Resolved    bool       `json:"resolved"`
+	Outcome     *string    `json:"outcome"` // the resolution, YES or NO; null until resolved
+	LabelA      string     `json:"labelA"`
+	LabelB      string     `json:"labelB"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	UpdatedAt   time.Time  `json:"updatedAt"`
+}
+
+// Order is an account's order.
+type Order struct {
+	ID             uuid.UUID `json:"id"`
+	MarketID       uuid.UUID `json:"marketId"`
+	Side           string    `json:"side"`
+	Outcome        string    `json:"outcome"`
+	Price          int       `json:"price"`
+	Quantity       int64     `json:"quantity"`
+	FilledQuantity int64     `json:"filledQuantity"`
+	Status         string    `json:"status"`
+	CreatedAt      time.Time `json:"createdAt"`
+	UpdatedAt      time.Time `json:"updatedAt"`
+}
+
+// PlacedOrder answers a placement: the order and the fills it made, in order.
+type PlacedOrder struct {
+	Order
+	Trades []Trade `json:"trades"`
+}
+
+// Trade is an execution, seen from the taker's side.
+type Trade struct {
+	ID        uuid.UUID `json:"id"`
+	MarketID  uuid.UUID `json:"marketId"`
+	Outcome   string    `json:"outcome"`
+	Side      string    `json:"side"`
+	Price     int       `json:"price"`
+	Quantity  int64     `json:"quantity"`
+	YesPrice  int       `json:"yesPrice"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Position is an account's holding of one outcome of one market.
+type Position struct {
+	ID             uuid.UUID `json:"id"`
+	MarketID       uuid.UUID `json:"marketId"`
+	MarketQuestion string    `json:"marketQuestion"`
+	MarketStatus   string    `json:"marketStatus"`
+	Outcome        string    `json:"outcome"`
+	Quantity       int64     `json:"quantity"`
+	LockedQuantity int64     `json:"lockedQuantity"`
+	CreatedAt      time.Time `json:"createdAt"`
+	UpdatedAt      time.Time `json:"updatedAt"`
+}
+
+// Account is a trading account and its play-money balance in cents.
+type Account struct {
+	ID        uuid.UUID `json:"id"`
+	Name      string    `json:"name"`
+	Available int64     `json:"available"`
+	Locked    int64     `json:"locked"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// MarketOf is the API's shape of a market's row.
+func MarketOf(m *store.Market) Market {
+	return Market{ID: m.ID, URL: m.URL, Question: m.Question, Description: m.Description, Category: m.Category,
+		Status: m.Status, ClosesAt: m.ClosesAt, ResolvesAt: m.ResolvesAt, Resolved: m.Resolved, Outcome: m.Outcome,
+		LabelA: m.LabelA, LabelB: m.LabelB, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
+}
+
+func orderOf(o *store.Order) Order {
+	return Order{ID: o.ID, MarketID: o.MarketID, Side: o.Side, Outcome: o.Outcome, Price: o.Price, Quantity: o.Quantity,
+		FilledQuantity: o.FilledQuantity, Status: o.Status, CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt}
+}
+
+func placedOf(p *store.PlacedOrder) PlacedOrder {
+	return PlacedOrder{Order: orderOf(&p.Order), Trades: listOf(p.Trades, tradeOf)}
+}
+
+func tradeOf(t *store.Trade) Trade {
+	return Trade{ID: t.ID, MarketID: t.MarketID, Outcome: t.Outcome, Side: t.Side, Price: t.Price,
+		Quantity: t.Quantity, YesPrice: t.YesPrice, CreatedAt: t.CreatedAt}
+}
+
+func positionOf(p *store.Position) Position {
+	return Position{ID: p.ID, MarketID: p.MarketID, MarketQuestion: p.MarketQuestion, MarketStatus: p.MarketStatus,
+		Outcome: p.Outcome, Quantity: p.Quantity, LockedQuantity: p.LockedQuantity, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+}
+
+func accountOfRow(a *store.Account) Account {
+	return Account{ID: a.UID, Name: a.Name, Available: a.Available, Locked: a.Locked, CreatedAt: a.CreatedAt}
+}
+
+// listOf maps rows to their shapes: never nil, so that an empty list is [] and not null.
+func listOf[R, S any](rows []R, of func(*R) S) []S {
+	out := make([]S, len(rows))
+	for i := range rows {
+		out[i] = of(&rows[i])
+	}
+	return out
+}
