@@ -16,7 +16,7 @@ import (
 	ginjson "github.com/gin-gonic/gin/codec/json"
 	"github.com/google/uuid"
 
-	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
+	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/shard"
 	"github.com/pmx-dev/pmx/store"

@@ -17,9 +17,9 @@ import (
 	"github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/auth"
-	"github.com/pmx-dev/pmx/internal/pgcluster"
 	"github.com/pmx-dev/pmx/loadgen"
 	"github.com/pmx-dev/pmx/market"
+	"github.com/pmx-dev/pmx/pgcluster"
 	"github.com/pmx-dev/pmx/shard"
 	"github.com/pmx-dev/pmx/store"
 )

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pmx-dev/pmx/internal/pgcluster"
+	"github.com/pmx-dev/pmx/pgcluster"
 )
 
 var (
