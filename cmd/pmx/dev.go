@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,7 +16,6 @@ import (
 	"github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/auth"
-	"github.com/pmx-dev/pmx/loadgen"
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/pgcluster"
 	"github.com/pmx-dev/pmx/shard"
@@ -172,24 +170,15 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 	return err
 }
 
-// adminToken resolves the admin token as pmx loadgen finds it (loadgen.ResolveAdminToken): the
-// flag, else $PMX_ADMIN_TOKEN, else the token file in the data dir — created here, with a fresh
-// token, on first use. It returns where the token is.
+// adminToken finds the admin token as pmx loadgen does (auth.FindAdminToken): the flag, else
+// $PMX_ADMIN_TOKEN, else the token file in the data dir — created here, with a fresh token, when it
+// is missing or blank. It returns where the token is.
 func adminToken(o devOptions) (token, source string, err error) {
-	if t := strings.TrimSpace(o.adminToken); t != "" {
-		return t, "from --admin-token", nil
+	token, source, err = auth.FindAdminToken(o.adminToken, os.Getenv, o.dataDir)
+	if !errors.Is(err, auth.ErrNoAdminToken) {
+		return token, source, err
 	}
-	if t := strings.TrimSpace(os.Getenv(loadgen.AdminTokenEnv)); t != "" {
-		return t, "from $" + loadgen.AdminTokenEnv, nil
-	}
-	path := filepath.Join(o.dataDir, loadgen.AdminTokenFile)
-	b, err := os.ReadFile(path)
-	switch {
-	case err == nil && strings.TrimSpace(string(b)) != "":
-		return strings.TrimSpace(string(b)), "in " + path, nil
-	case err != nil && !errors.Is(err, os.ErrNotExist):
-		return "", "", fmt.Errorf("while reading the admin token: %w", err)
-	}
+	path := filepath.Join(o.dataDir, auth.AdminTokenFile)
 	token = auth.NewToken()
 	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
 		return "", "", fmt.Errorf("while writing the admin token: %w", err)
