@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -31,8 +29,7 @@ type devOptions struct {
 	adminToken  string
 	grant       int64
 	maxQuantity int64
-	logLevel    string
-	pprofAddr   string
+	process     processOptions
 }
 
 func newDevCommand() *cobra.Command {
@@ -63,25 +60,13 @@ At start it loads the Market manifests in --markets, the same YAML kubectl apply
 	f.StringVar(&o.adminToken, "admin-token", "", "admin API token (default $PMX_ADMIN_TOKEN, else generated into <data-dir>/admin-token)")
 	f.Int64Var(&o.grant, "grant", 1_000_000, "play money, in cents, that a new account starts with")
 	f.Int64Var(&o.maxQuantity, "max-quantity", 1_000_000, "largest order quantity accepted")
-	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	addPprofFlag(cmd, &o.pprofAddr)
+	addProcessFlags(cmd, &o.process, true)
 	return cmd
 }
 
-func newLogger(w io.Writer, level string) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
-}
-
 func runDev(ctx context.Context, o devOptions, out io.Writer) error {
-	log, err := newLogger(os.Stderr, o.logLevel)
+	log, err := startProcess(o.process)
 	if err != nil {
-		return err
-	}
-	if err := startPprof(o.pprofAddr, log); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
@@ -107,18 +92,11 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 		}()
 		dbURL = cluster.URL()
 	}
-	st, err := store.Open(ctx, dbURL)
+	st, err := openStore(ctx, dbURL, log)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	from, to, err := st.Migrate(ctx)
-	if err != nil {
-		return err
-	}
-	if from != to {
-		log.Info("migrated the database", "from", from, "to", to)
-	}
 
 	reg := apiserver.NewRegistry()
 	sh := shard.New(shard.Config{Store: st, Logger: log, Metrics: reg})
@@ -148,9 +126,9 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 	api := apiserver.New(apiserver.Config{Store: st, Exchange: sh, Logger: log, AdminToken: token,
 		Grant: o.grant, MaxQuantity: o.maxQuantity, Metrics: reg})
 	defer api.Close()
-	ln, err := net.Listen("tcp", o.addr)
+	ln, err := listen(o.addr)
 	if err != nil {
-		return fmt.Errorf("while listening on %s: %w", o.addr, err)
+		return err
 	}
 
 	closerCtx, stopCloser := context.WithCancel(context.Background())
