@@ -3,7 +3,7 @@ package apiserver
 import (
 	"testing"
 
-	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
+	"github.com/pmx-dev/pmx/internal/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

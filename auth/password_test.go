@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/argon2"
 )
@@ -93,6 +94,40 @@ func TestPasswordProblem(t *testing.T) {
 	}
 }
 
+// TestCheckNoPassword checks that a sign-in without a hash to check costs what one with a hash
+// does: the dummy hash is well formed with today's parameters (a malformed one would make
+// CheckPassword return at once), and CheckNoPassword does spend about one hash's time.
 func TestCheckNoPassword(t *testing.T) {
-	CheckNoPassword("anything") // must not panic, and costs one hash
+	stored := HashPassword("correct horse battery staple")
+	want, err := parseHash(stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := parseHash(dummyHash())
+	if err != nil {
+		t.Fatalf("the dummy hash %q does not parse: %v", dummyHash(), err)
+	}
+	if got.time != want.time || got.memory != want.memory || got.threads != want.threads || len(got.key) != len(want.key) {
+		t.Fatalf("the dummy hash costs m=%d,t=%d,p=%d (%d-byte key), a real one m=%d,t=%d,p=%d (%d-byte key)",
+			got.memory, got.time, got.threads, len(got.key), want.memory, want.time, want.threads, len(want.key))
+	}
+	if ok, err := CheckPassword("anything", dummyHash()); ok || err != nil {
+		t.Fatalf("CheckPassword against the dummy hash = %v, %v; want false, nil", ok, err)
+	}
+
+	// dummyHash is computed by now, so what CheckNoPassword spends is the check alone. A skipped
+	// check takes microseconds and one hash tens of milliseconds: a quarter leaves room for noise.
+	realTook := time.Duration(1<<63 - 1)
+	for range 2 {
+		start := time.Now()
+		if ok, err := CheckPassword("wrong password", stored); ok || err != nil {
+			t.Fatalf("CheckPassword = %v, %v", ok, err)
+		}
+		realTook = min(realTook, time.Since(start))
+	}
+	start := time.Now()
+	CheckNoPassword("anything")
+	if took := time.Since(start); took < realTook/4 {
+		t.Errorf("CheckNoPassword took %v, a real check %v: it does not spend a hash's time", took, realTook)
+	}
 }

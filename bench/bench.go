@@ -23,8 +23,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pmx-dev/pmx/internal/pgcluster"
 	"github.com/pmx-dev/pmx/loadgen"
+	"github.com/pmx-dev/pmx/pgcluster"
 )
 
 // Defaults for Options fields left at their zero value.

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pmx-dev/pmx/internal/pgcluster"
+	"github.com/pmx-dev/pmx/pgcluster"
 )
 
 const (

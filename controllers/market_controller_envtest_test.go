@@ -23,7 +23,7 @@ import (
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/k8stest"
-	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
+	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/storetest"
 	"github.com/pmx-dev/pmx/shard"
 	"github.com/pmx-dev/pmx/shardapi"

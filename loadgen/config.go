@@ -12,10 +12,7 @@ package loadgen
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -25,11 +22,6 @@ const (
 	DefaultURL            = "http://127.0.0.1:8080"
 	DefaultBots           = 16
 	DefaultRequestTimeout = 10 * time.Second
-
-	// AdminTokenEnv is the environment variable ResolveAdminToken reads.
-	AdminTokenEnv = "PMX_ADMIN_TOKEN"
-	// AdminTokenFile is the name of the file, inside the data directory, that holds the admin token.
-	AdminTokenFile = "admin-token"
 
 	maxBots = 10000
 )
@@ -109,32 +101,4 @@ func normalizeURL(raw string) (string, error) {
 	p = strings.TrimSuffix(p, "/api/v1")
 	u.Path, u.RawPath = p, ""
 	return strings.TrimRight(u.String(), "/"), nil
-}
-
-// ResolveAdminToken finds the admin token: the flag value if set, else the environment variable
-// PMX_ADMIN_TOKEN (looked up through getenv), else the file admin-token in dataDir. It returns the
-// token and a description of where it came from. When none of the three has a token, the error
-// names all three.
-func ResolveAdminToken(flagValue string, getenv func(string) string, dataDir string) (token, source string, err error) {
-	if t := strings.TrimSpace(flagValue); t != "" {
-		return t, "--admin-token", nil
-	}
-	if getenv != nil {
-		if t := strings.TrimSpace(getenv(AdminTokenEnv)); t != "" {
-			return t, "$" + AdminTokenEnv, nil
-		}
-	}
-	path := filepath.Join(dataDir, AdminTokenFile)
-	b, err := os.ReadFile(path)
-	switch {
-	case err == nil:
-		if t := strings.TrimSpace(string(b)); t != "" {
-			return t, path, nil
-		}
-		err = fmt.Errorf("%s is empty", path)
-	case errors.Is(err, fs.ErrNotExist):
-		err = fmt.Errorf("%s does not exist", path)
-	}
-	return "", "", fmt.Errorf("no admin token: pass --admin-token, set %s, or put the token in %s "+
-		"(pmx dev writes it there) (%v)", AdminTokenEnv, path, err)
 }

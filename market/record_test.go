@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/api/v1alpha1"
-	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
+	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/storetest"
 	"github.com/pmx-dev/pmx/store"
 )

@@ -18,7 +18,7 @@ import (
 
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/internal/exchangetest"
-	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
+	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/store"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/engine"
-	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
+	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/storetest"
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/store"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
+	"github.com/pmx-dev/pmx/internal/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -19,8 +17,7 @@ type apiOptions struct {
 	internalToken string
 	grant         int64
 	maxQuantity   int64
-	logLevel      string
-	pprofAddr     string
+	process       processOptions
 }
 
 func newAPICommand() *cobra.Command {
@@ -45,8 +42,7 @@ the shard that owns the market. Run as many replicas as you like; they answer al
 	f.StringVar(&o.internalToken, "internal-token", envOr("PMX_INTERNAL_TOKEN", ""), "secret shared with the shards (default $PMX_INTERNAL_TOKEN)")
 	f.Int64Var(&o.grant, "grant", 1_000_000, "play money, in cents, that a new account starts with")
 	f.Int64Var(&o.maxQuantity, "max-quantity", 1_000_000, "largest order quantity accepted")
-	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	addPprofFlag(cmd, &o.pprofAddr)
+	addProcessFlags(cmd, &o.process, true)
 	return cmd
 }
 
@@ -54,21 +50,18 @@ func runAPI(ctx context.Context, o apiOptions) error {
 	if o.databaseURL == "" || o.internalToken == "" {
 		return fmt.Errorf("--database-url and --internal-token are required (or $PMX_DATABASE_URL, $PMX_INTERNAL_TOKEN)")
 	}
-	log, err := newLogger(os.Stderr, o.logLevel)
+	log, err := startProcess(o.process)
 	if err != nil {
 		return err
 	}
-	if err := startPprof(o.pprofAddr, log); err != nil {
-		return err
-	}
-	st, err := openStore(ctx, o.databaseURL)
+	st, err := openStore(ctx, o.databaseURL, log)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	ln, err := net.Listen("tcp", o.addr)
+	ln, err := listen(o.addr)
 	if err != nil {
-		return fmt.Errorf("while listening on %s: %w", o.addr, err)
+		return err
 	}
 	api := apiserver.New(apiserver.Config{Store: st, Exchange: &shardapi.Router{Store: st, Token: o.internalToken},
 		Logger: log, AdminToken: o.adminToken, Grant: o.grant, MaxQuantity: o.maxQuantity})

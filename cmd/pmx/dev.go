@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,9 +15,8 @@ import (
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/auth"
 	"github.com/pmx-dev/pmx/httpkit"
-	"github.com/pmx-dev/pmx/internal/pgcluster"
-	"github.com/pmx-dev/pmx/loadgen"
 	"github.com/pmx-dev/pmx/market"
+	"github.com/pmx-dev/pmx/pgcluster"
 	"github.com/pmx-dev/pmx/shard"
 	"github.com/pmx-dev/pmx/store"
 )
@@ -34,8 +30,7 @@ type devOptions struct {
 	adminToken  string
 	grant       int64
 	maxQuantity int64
-	logLevel    string
-	pprofAddr   string
+	process     processOptions
 }
 
 func newDevCommand() *cobra.Command {
@@ -66,25 +61,13 @@ At start it loads the Market manifests in --markets, the same YAML kubectl apply
 	f.StringVar(&o.adminToken, "admin-token", "", "admin API token (default $PMX_ADMIN_TOKEN, else generated into <data-dir>/admin-token)")
 	f.Int64Var(&o.grant, "grant", 1_000_000, "play money, in cents, that a new account starts with")
 	f.Int64Var(&o.maxQuantity, "max-quantity", 1_000_000, "largest order quantity accepted")
-	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	addPprofFlag(cmd, &o.pprofAddr)
+	addProcessFlags(cmd, &o.process, true)
 	return cmd
 }
 
-func newLogger(w io.Writer, level string) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
-}
-
 func runDev(ctx context.Context, o devOptions, out io.Writer) error {
-	log, err := newLogger(os.Stderr, o.logLevel)
+	log, err := startProcess(o.process)
 	if err != nil {
-		return err
-	}
-	if err := startPprof(o.pprofAddr, log); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
@@ -110,18 +93,11 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 		}()
 		dbURL = cluster.URL()
 	}
-	st, err := store.Open(ctx, dbURL)
+	st, err := openStore(ctx, dbURL, log)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	from, to, err := st.Migrate(ctx)
-	if err != nil {
-		return err
-	}
-	if from != to {
-		log.Info("migrated the database", "from", from, "to", to)
-	}
 
 	reg := httpkit.NewRegistry()
 	sh := shard.New(shard.Config{Store: st, Logger: log, Metrics: reg})
@@ -151,9 +127,9 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 	api := apiserver.New(apiserver.Config{Store: st, Exchange: sh, Logger: log, AdminToken: token,
 		Grant: o.grant, MaxQuantity: o.maxQuantity, Metrics: reg})
 	defer api.Close()
-	ln, err := net.Listen("tcp", o.addr)
+	ln, err := listen(o.addr)
 	if err != nil {
-		return fmt.Errorf("while listening on %s: %w", o.addr, err)
+		return err
 	}
 
 	closerCtx, stopCloser := context.WithCancel(context.Background())
@@ -173,24 +149,15 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 	return err
 }
 
-// adminToken resolves the admin token as pmx loadgen finds it (loadgen.ResolveAdminToken): the
-// flag, else $PMX_ADMIN_TOKEN, else the token file in the data dir — created here, with a fresh
-// token, on first use. It returns where the token is.
+// adminToken finds the admin token as pmx loadgen does (auth.FindAdminToken): the flag, else
+// $PMX_ADMIN_TOKEN, else the token file in the data dir — created here, with a fresh token, when it
+// is missing or blank. It returns where the token is.
 func adminToken(o devOptions) (token, source string, err error) {
-	if t := strings.TrimSpace(o.adminToken); t != "" {
-		return t, "from --admin-token", nil
+	token, source, err = auth.FindAdminToken(o.adminToken, os.Getenv, o.dataDir)
+	if !errors.Is(err, auth.ErrNoAdminToken) {
+		return token, source, err
 	}
-	if t := strings.TrimSpace(os.Getenv(loadgen.AdminTokenEnv)); t != "" {
-		return t, "from $" + loadgen.AdminTokenEnv, nil
-	}
-	path := filepath.Join(o.dataDir, loadgen.AdminTokenFile)
-	b, err := os.ReadFile(path)
-	switch {
-	case err == nil && strings.TrimSpace(string(b)) != "":
-		return strings.TrimSpace(string(b)), "in " + path, nil
-	case err != nil && !errors.Is(err, os.ErrNotExist):
-		return "", "", fmt.Errorf("while reading the admin token: %w", err)
-	}
+	path := filepath.Join(o.dataDir, auth.AdminTokenFile)
 	token = auth.NewToken()
 	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
 		return "", "", fmt.Errorf("while writing the admin token: %w", err)

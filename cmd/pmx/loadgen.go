@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pmx-dev/pmx/auth"
 	"github.com/pmx-dev/pmx/loadgen"
 )
 
@@ -41,7 +42,7 @@ The admin token comes from --admin-token, else $PMX_ADMIN_TOKEN, else <data-dir>
 Ctrl-C stops the run early and still prints the report.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			token, _, err := loadgen.ResolveAdminToken(adminToken, os.Getenv, dataDir)
+			token, _, err := auth.FindAdminToken(adminToken, os.Getenv, dataDir)
 			if err != nil {
 				return err
 			}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -34,18 +33,4 @@ func newMigrateCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&url, "database-url", envOr("PMX_DATABASE_URL", ""), "the database to migrate (postgres://...)")
 	return cmd
-}
-
-// openStore connects to Postgres and brings its schema up to date: every process migrates at start
-// (concurrent migrations are serialised by the migration library's lock), so no install step has to.
-func openStore(ctx context.Context, url string) (*store.Store, error) {
-	st, err := store.Open(ctx, url)
-	if err != nil {
-		return nil, err
-	}
-	if _, _, err := st.Migrate(ctx); err != nil {
-		st.Close()
-		return nil, err
-	}
-	return st, nil
 }

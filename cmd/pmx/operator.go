@@ -29,7 +29,7 @@ type operatorOptions struct {
 	name             string
 	shardTTL         time.Duration
 	resync           time.Duration
-	logLevel         string
+	process          processOptions
 }
 
 func newOperatorCommand() *cobra.Command {
@@ -56,7 +56,7 @@ It uses the kubeconfig of its environment (in-cluster, $KUBECONFIG or ~/.kube/co
 	f.StringVar(&o.name, "name", "operator-"+host, "name under which the operator owns markets it takes over to close or settle")
 	f.DurationVar(&o.shardTTL, "shard-ttl", 5*time.Second, "a shard is live while its last heartbeat is more recent than this")
 	f.DurationVar(&o.resync, "resync", 2*time.Second, "how often each OPEN market is checked for a lost shard")
-	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	addProcessFlags(cmd, &o.process, false)
 	return cmd
 }
 
@@ -64,14 +64,14 @@ func runOperator(o operatorOptions) error {
 	if o.databaseURL == "" {
 		return fmt.Errorf("--database-url is required (or set $PMX_DATABASE_URL)")
 	}
-	log, err := newLogger(os.Stderr, o.logLevel)
+	log, err := startProcess(o.process)
 	if err != nil {
 		return err
 	}
 	ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
 	ctx := ctrl.SetupSignalHandler()
 
-	st, err := openStore(ctx, o.databaseURL)
+	st, err := openStore(ctx, o.databaseURL, log)
 	if err != nil {
 		return err
 	}

@@ -19,8 +19,7 @@ type shardOptions struct {
 	addr          string
 	advertise     string
 	internalToken string
-	logLevel      string
-	pprofAddr     string
+	process       processOptions
 }
 
 func newShardCommand() *cobra.Command {
@@ -46,8 +45,7 @@ hands its markets back.`,
 	f.StringVar(&o.addr, "addr", ":8090", "address to serve the internal API and health endpoints on")
 	f.StringVar(&o.advertise, "advertise-address", envOr("PMX_ADVERTISE_ADDRESS", ""), "host:port the front API reaches this shard at (default: the host name and the listening port)")
 	f.StringVar(&o.internalToken, "internal-token", envOr("PMX_INTERNAL_TOKEN", ""), "secret shared with the front API (default $PMX_INTERNAL_TOKEN)")
-	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	addPprofFlag(cmd, &o.pprofAddr)
+	addProcessFlags(cmd, &o.process, true)
 	return cmd
 }
 
@@ -55,22 +53,19 @@ func runShard(ctx context.Context, o shardOptions) error {
 	if o.databaseURL == "" || o.internalToken == "" || o.name == "" {
 		return fmt.Errorf("--database-url, --internal-token and --name are required (or $PMX_DATABASE_URL, $PMX_INTERNAL_TOKEN, $PMX_SHARD_NAME)")
 	}
-	log, err := newLogger(os.Stderr, o.logLevel)
+	log, err := startProcess(o.process)
 	if err != nil {
 		return err
 	}
-	if err := startPprof(o.pprofAddr, log); err != nil {
-		return err
-	}
 	log = log.With("shard", o.name)
-	st, err := openStore(ctx, o.databaseURL)
+	st, err := openStore(ctx, o.databaseURL, log)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	ln, err := net.Listen("tcp", o.addr)
+	ln, err := listen(o.addr)
 	if err != nil {
-		return fmt.Errorf("while listening on %s: %w", o.addr, err)
+		return err
 	}
 	advertise := o.advertise
 	if advertise == "" {

@@ -16,7 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/pmx-dev/pmx/internal/exchangetest"
-	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
+	"github.com/pmx-dev/pmx/internal/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -16,7 +16,8 @@ import (
 
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/internal/apitest"
-	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
+	"github.com/pmx-dev/pmx/internal/pgtest"
+	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/store"
 )
 
@@ -85,13 +86,8 @@ func TestCrashRecovery(t *testing.T) {
 			}
 		})
 	}
-	deadline := time.After(time.Minute)
-	for count.Load() < 400 {
-		select {
-		case <-deadline:
-			t.Fatalf("only %d orders acknowledged in a minute", count.Load())
-		case <-time.After(5 * time.Millisecond):
-		}
+	if err := poll.Until(t.Context(), time.Minute, func(context.Context) (bool, error) { return count.Load() >= 400, nil }); err != nil {
+		t.Fatalf("only %d orders acknowledged in a minute", count.Load())
 	}
 	proc.Kill()
 	close(stop)

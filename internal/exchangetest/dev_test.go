@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
+	"github.com/pmx-dev/pmx/internal/pgtest"
 )
 
 func TestMain(m *testing.M) {

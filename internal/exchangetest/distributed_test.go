@@ -18,7 +18,8 @@ import (
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/internal/apitest"
 	"github.com/pmx-dev/pmx/internal/k8stest"
-	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
+	"github.com/pmx-dev/pmx/internal/pgtest"
+	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/store"
 )
 
@@ -95,11 +96,7 @@ func testFailover(t *testing.T, c *cluster) {
 	repo := k8stest.RepoRoot(t)
 	c.env.Kubectl(t, "apply", "-f", filepath.Join(repo, "config", "samples"))
 	samples := map[string]uuid.UUID{}
-	deadline := time.Now().Add(30 * time.Second)
-	for len(samples) < 3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("samples not scheduled: %s", c.env.Kubectl(t, "get", "mkt", "-o", "wide"))
-		}
+	scheduled := func(context.Context) (bool, error) {
 		var list struct {
 			Items []struct {
 				Metadata struct{ Name string }
@@ -114,7 +111,10 @@ func testFailover(t *testing.T, c *cluster) {
 				samples[m.Metadata.Name] = uuid.MustParse(m.Status.MarketID)
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		return len(samples) >= 3, nil
+	}
+	if err := poll.Until(t.Context(), 30*time.Second, scheduled); err != nil {
+		t.Fatalf("samples not scheduled: %s", c.env.Kubectl(t, "get", "mkt", "-o", "wide"))
 	}
 	t.Logf("kubectl get mkt:\n%s", c.env.Kubectl(t, "get", "mkt"))
 	owners := map[string]bool{}
@@ -179,12 +179,12 @@ func testFailover(t *testing.T, c *cluster) {
 			}
 		})
 	}
-	waitFor(t, 30*time.Second, "400 acknowledged orders", func() bool { mu.Lock(); defer mu.Unlock(); return len(acked) >= 400 })
+	poll.Wait(t, 30*time.Second, "400 acknowledged orders", func() bool { mu.Lock(); defer mu.Unlock(); return len(acked) >= 400 })
 	mu.Lock()
 	killedAt = time.Now()
 	mu.Unlock()
 	c.shards[o.Shard].Kill()
-	waitFor(t, 30*time.Second, "trading on the killed shard's market to resume", func() bool {
+	poll.Wait(t, 30*time.Second, "trading on the killed shard's market to resume", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return !recovered.IsZero()
@@ -202,7 +202,7 @@ func testFailover(t *testing.T, c *cluster) {
 	if moved.Shard == o.Shard || moved.Epoch <= o.Epoch {
 		t.Fatalf("market still owned by %s at epoch %d", moved.Shard, moved.Epoch)
 	}
-	waitFor(t, 30*time.Second, "every market of the killed shard to move", func() bool {
+	poll.Wait(t, 30*time.Second, "every market of the killed shard to move", func() bool {
 		for _, id := range markets {
 			if owner, err := c.store.Owner(context.Background(), id); err != nil || owner.Shard == o.Shard {
 				return false
@@ -233,7 +233,7 @@ func testFailover(t *testing.T, c *cluster) {
 		}
 	}
 	c.env.Kubectl(t, "patch", "mkt", name, "--type", "merge", "-p", `{"spec":{"resolution":"YES"}}`)
-	waitFor(t, 30*time.Second, "the market to resolve", func() bool {
+	poll.Wait(t, 30*time.Second, "the market to resolve", func() bool {
 		m, err := c.store.Market(context.Background(), victim)
 		return err == nil && m.Status == store.MarketResolved
 	})
@@ -251,16 +251,4 @@ func testFailover(t *testing.T, c *cluster) {
 		t.Errorf("kubectl get mkt %s:\n%s", name, out)
 	}
 	CheckInvariants(t, tg)
-}
-
-// waitFor polls cond every 10ms until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

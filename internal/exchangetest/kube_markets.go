@@ -12,6 +12,7 @@ import (
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/apiserver"
+	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/store"
 )
 
@@ -125,16 +126,11 @@ func (k *KubeMarkets) until(t testing.TB, id uuid.UUID, what string, ok func(con
 	return apiserver.MarketOf(&m)
 }
 
-// wait polls cond every 20ms for up to 30 seconds.
+// wait polls cond for up to 30 seconds.
 func (k *KubeMarkets) wait(t testing.TB, what string, cond func(context.Context) bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for !cond(ctx) {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting until %s", what)
-		case <-time.After(20 * time.Millisecond):
-		}
+	err := poll.Until(context.Background(), 30*time.Second, func(ctx context.Context) (bool, error) { return cond(ctx), nil })
+	if err != nil {
+		t.Fatalf("timed out waiting until %s", what)
 	}
 }

@@ -16,7 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pmx-dev/pmx/internal/pgcluster"
+	"github.com/pmx-dev/pmx/internal/poll"
+	"github.com/pmx-dev/pmx/pgcluster"
 )
 
 var (
@@ -147,20 +148,16 @@ func (p *Process) Stop() {
 // WaitReady polls url until it answers 200.
 func WaitReady(t testing.TB, url string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for {
+	var last error
+	ready := func(context.Context) (bool, error) {
 		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+		if last = err; err != nil {
+			return false, nil
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s not ready within a minute: %v", url, err)
-		case <-time.After(20 * time.Millisecond):
-		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	}
+	if err := poll.Until(context.Background(), time.Minute, ready); err != nil {
+		t.Fatalf("%s not ready within a minute: %v", url, last)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/apiserver"
+	"github.com/pmx-dev/pmx/internal/poll"
 )
 
 func testCancelOrder(t *testing.T, tg *Target) {
@@ -233,24 +234,17 @@ func testClosesOnTime(t *testing.T, tg *Target) {
 	m := tg.NewMarket(t, map[string]any{"closesAt": closesAt.Format(time.RFC3339Nano)})
 	a := tg.NewAccount(t, "closing")
 	order := a.Place(t, m.ID, "BUY", "YES", 50, 2)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	for {
+	var status string
+	closed := func(ctx context.Context) (bool, error) {
 		st, err := tg.Store.Market(ctx, m.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Status == "CLOSED" {
-			if time.Now().Before(closesAt) {
-				t.Fatalf("closed before closesAt")
-			}
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("market still %s 20s after closesAt", st.Status)
-		case <-time.After(50 * time.Millisecond):
-		}
+		status = string(st.Status)
+		return st.Status == "CLOSED", err
+	}
+	if err := poll.Until(context.Background(), 20*time.Second, closed); err != nil {
+		t.Fatalf("market still %s 20s after closesAt: %v", status, err)
+	}
+	if time.Now().Before(closesAt) {
+		t.Fatalf("closed before closesAt")
 	}
 	var got apiserver.Order
 	a.Expect(t, "GET", "/order?orderId="+order.ID.String(), nil, http.StatusOK, &got)

@@ -2,6 +2,7 @@ package k8stest
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pmx-dev/pmx/internal/poll"
 )
 
 // helperEnv makes TestHelperKilledControlPlane run, in a child test process.
@@ -67,15 +70,22 @@ func TestKilledTestLeavesNoProcesses(t *testing.T) {
 		// The killed test could not remove its temporary files (not the control plane's doing).
 		defer os.RemoveAll(tempDir)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for _, pid := range pids {
-		for alive(pid) {
-			if time.Now().After(deadline) {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-				t.Fatalf("%s (pid %d) still runs after its test process was killed", comm(pid), pid)
+	allGone := func(context.Context) (bool, error) {
+		for _, pid := range pids {
+			if alive(pid) {
+				return false, nil
 			}
-			time.Sleep(20 * time.Millisecond)
 		}
+		return true, nil
+	}
+	if err := poll.Until(t.Context(), 10*time.Second, allGone); err != nil {
+		for _, pid := range pids {
+			if alive(pid) {
+				t.Errorf("%s (pid %d) still runs 10s after its test process was killed", comm(pid), pid)
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		t.FailNow()
 	}
 }
 

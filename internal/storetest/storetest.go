@@ -6,7 +6,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/pmx-dev/pmx/internal/pgcluster/pgtest"
+	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/store"
 )
 

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pmx-dev/pmx/internal/poll"
 )
 
 // helperEnv makes the test binary act as a pmx process that starts a cluster and waits to be
@@ -225,13 +227,11 @@ func TestKilledParentTakesPostgresDown(t *testing.T) {
 
 	helper.Process.Signal(syscall.SIGKILL)
 	helper.Wait()
-	deadline := time.Now().Add(20 * time.Second)
-	for delay := time.Millisecond; !processGone(pgPID); delay = min(2*delay, 100*time.Millisecond) {
-		if time.Now().After(deadline) {
-			syscall.Kill(pgPID, syscall.SIGKILL)
-			t.Fatalf("postgres (pid %d) survived its parent by 20s", pgPID)
-		}
-		time.Sleep(delay) // waiting for another process to exit: nothing to be notified by
+	// Waiting for another process to exit: nothing to be notified by.
+	gone := func(context.Context) (bool, error) { return processGone(pgPID), nil }
+	if err := poll.Until(t.Context(), 20*time.Second, gone); err != nil {
+		syscall.Kill(pgPID, syscall.SIGKILL)
+		t.Fatalf("postgres (pid %d) survived its parent by 20s", pgPID)
 	}
 
 	// The data dir is immediately reusable: the lock died with the helper and postgres shut down cleanly.
