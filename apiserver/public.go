@@ -26,12 +26,13 @@ const (
 	maxOrders     = 500
 )
 
-var marketStatuses = map[string]bool{store.MarketOpen: true, store.MarketClosed: true, store.MarketResolved: true, store.MarketCanceled: true}
-
 func (s *Server) listMarkets(c *gin.Context) error {
-	status, given := c.GetQuery("status")
-	if given && !marketStatuses[status] {
-		return httpkit.FieldError("status", "invalid_value", "status must be one of OPEN, CLOSED, RESOLVED, CANCELED")
+	var status domain.MarketStatus // "" for all
+	if v, given := c.GetQuery("status"); given {
+		var ok bool
+		if status, ok = domain.ParseMarketStatus(v); !ok {
+			return httpkit.FieldError("status", "invalid_value", "status must be one of OPEN, CLOSED, RESOLVED, CANCELED")
+		}
 	}
 	markets, err := s.cfg.Store.Markets(c.Request.Context(), status)
 	if err != nil {

@@ -87,7 +87,7 @@ type Account struct {
 // MarketOf is the API's shape of a market's row.
 func MarketOf(m *store.Market) Market {
 	return Market{ID: m.ID, URL: m.URL, Question: m.Question, Description: m.Description, Category: m.Category,
-		Status: m.Status, ClosesAt: m.ClosesAt, ResolvesAt: m.ResolvesAt, Resolved: m.Resolved, Outcome: m.Outcome,
+		Status: string(m.Status), ClosesAt: m.ClosesAt, ResolvesAt: m.ResolvesAt, Resolved: m.Resolved, Outcome: m.Outcome,
 		LabelA: m.LabelA, LabelB: m.LabelB, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
 }
 
@@ -106,7 +106,7 @@ func tradeOf(t *store.Trade) Trade {
 }
 
 func positionOf(p *store.Position) Position {
-	return Position{ID: p.ID, MarketID: p.MarketID, MarketQuestion: p.MarketQuestion, MarketStatus: p.MarketStatus,
+	return Position{ID: p.ID, MarketID: p.MarketID, MarketQuestion: p.MarketQuestion, MarketStatus: string(p.MarketStatus),
 		Outcome: p.Outcome, Quantity: p.Quantity, LockedQuantity: p.LockedQuantity, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 }
 

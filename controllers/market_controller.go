@@ -15,6 +15,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/shard"
 	"github.com/pmx-dev/pmx/store"
@@ -121,7 +122,7 @@ func (r *MarketReconciler) reconcileMarket(ctx context.Context, mkt *pmxv1.Marke
 		obs.row = &row
 		obs.pending, _ = intent.Next(row.Status, r.Clock.Now())
 	}
-	if row.Status == store.MarketOpen {
+	if row.Status == domain.MarketOpen {
 		if row, err = r.schedule(ctx, mkt, row, &obs); err != nil {
 			return obs, err
 		}
@@ -136,7 +137,7 @@ func (r *MarketReconciler) requeueAfter(mkt *pmxv1.Market, obs observation) time
 	if obs.row == nil {
 		return 0
 	}
-	if obs.row.Status != store.MarketOpen {
+	if obs.row.Status != domain.MarketOpen {
 		if obs.pending != "" {
 			return r.Resync
 		}

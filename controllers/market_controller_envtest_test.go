@@ -21,6 +21,7 @@ import (
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/apiserver"
+	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/k8stest"
 	"github.com/pmx-dev/pmx/internal/pgtest"
@@ -252,7 +253,7 @@ func TestOperator(t *testing.T) {
 		var got pmxv1.Market
 		err := w.k8s.Get(context.Background(), client.ObjectKeyFromObject(v), &got)
 		row, _ := w.st.Market(context.Background(), id)
-		if err != nil && row.Status == store.MarketCanceled {
+		if err != nil && row.Status == domain.MarketCanceled {
 			break
 		}
 		if time.Now().After(deadline) {

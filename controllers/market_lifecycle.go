@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/shard"
 	"github.com/pmx-dev/pmx/store"
@@ -56,7 +57,7 @@ func (r *MarketReconciler) finalize(ctx context.Context, mkt *pmxv1.Market) erro
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
 		return err
-	case row.Status == store.MarketOpen || row.Status == store.MarketClosed:
+	case row.Status == domain.MarketOpen || row.Status == domain.MarketClosed:
 		if err := r.transition(ctx, row.ID, market.Cancel); err != nil && !errors.Is(err, market.ErrIllegalTransition) {
 			return fmt.Errorf("while voiding the deleted market: %w", err)
 		}

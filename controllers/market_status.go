@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/market"
-	"github.com/pmx-dev/pmx/store"
 )
 
 // desiredStatus is the status a Market should show after a reconcile that observed obs and ended
@@ -39,7 +39,7 @@ func desiredStatus(mkt *pmxv1.Market, obs observation, err error) pmxv1.MarketSt
 	st.MarketID = row.ID.String()
 	st.Phase = pmxv1.MarketPhase(row.Status)
 	st.Shard, st.Epoch = "", row.Epoch
-	if row.Shard != nil && row.Status == store.MarketOpen {
+	if row.Shard != nil && row.Status == domain.MarketOpen {
 		st.Shard = *row.Shard
 	}
 	st.LastTradePrice = nil
@@ -58,7 +58,7 @@ func desiredStatus(mkt *pmxv1.Market, obs observation, err error) pmxv1.MarketSt
 	}
 
 	switch {
-	case row.Status != store.MarketOpen:
+	case row.Status != domain.MarketOpen:
 		set(pmxv1.MarketScheduled, false, pmxv1.ReasonNotServed, "a %s market needs no shard", row.Status)
 	case obs.lost != "":
 		set(pmxv1.MarketScheduled, false, pmxv1.ReasonShardLost, "shard %s stopped sending heartbeats and no shard is live to take the market; waiting for one", obs.lost)
@@ -68,7 +68,7 @@ func desiredStatus(mkt *pmxv1.Market, obs observation, err error) pmxv1.MarketSt
 		set(pmxv1.MarketScheduled, true, pmxv1.ReasonShardAssigned, "served by shard %s at epoch %d", st.Shard, row.Epoch)
 	}
 
-	settled := row.Status == store.MarketResolved || row.Status == store.MarketCanceled
+	settled := row.Status == domain.MarketResolved || row.Status == domain.MarketCanceled
 	switch {
 	case settled:
 		set(pmxv1.MarketSettled, true, pmxv1.ReasonPaidOut, "every share was paid and retired")

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/internal/k8stest"
 	"github.com/pmx-dev/pmx/store"
 )
@@ -39,7 +40,7 @@ func TestUpdateStatusConflict(t *testing.T) {
 		t.Fatalf("generations %d and %d, want 1 and 2", acted.Generation, m.Generation)
 	}
 
-	obs := observation{row: &store.Market{ID: uuid.New(), Status: store.MarketOpen}, noLive: true}
+	obs := observation{row: &store.Market{ID: uuid.New(), Status: domain.MarketOpen}, noLive: true}
 	if err := r.updateStatus(ctx, acted, obs, nil); err != nil {
 		t.Fatal(err)
 	}

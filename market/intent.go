@@ -3,7 +3,7 @@ package market
 import (
 	"time"
 
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/domain"
 )
 
 // Intent is the state a market's owner asks for: a Market resource's spec, or a manifest.
@@ -18,23 +18,23 @@ type Intent struct {
 
 // Next is the action that moves a market in status toward intent at time now, or false when it is
 // where it should be (or cannot get there: a settled market stays settled).
-func (in Intent) Next(status string, now time.Time) (Action, bool) {
-	live := status == store.MarketOpen || status == store.MarketClosed
+func (in Intent) Next(status domain.MarketStatus, now time.Time) (Action, bool) {
+	live := status == domain.MarketOpen || status == domain.MarketClosed
 	switch {
 	case in.Resolution == "YES" && live:
 		return ResolveYes, true
 	case in.Resolution == "NO" && live:
 		return ResolveNo, true
-	case in.Resolution == store.MarketCanceled && live:
+	case in.Resolution == "CANCELED" && live:
 		return Cancel, true
 	case in.Resolution != "":
 		return "", false
 	}
 	due := in.ClosesAt != nil && !now.Before(*in.ClosesAt)
 	switch {
-	case status == store.MarketOpen && (in.Closed || due):
+	case status == domain.MarketOpen && (in.Closed || due):
 		return Close, true
-	case status == store.MarketClosed && !in.Closed && !due:
+	case status == domain.MarketClosed && !in.Closed && !due:
 		return Reopen, true
 	}
 	return "", false

@@ -9,7 +9,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/domain"
 )
 
 // Action is a requested lifecycle change.
@@ -40,7 +40,7 @@ func Resolve(outcome string) (Action, error) {
 
 // Plan is what an action does to a market in a given status.
 type Plan struct {
-	To string // the status afterwards
+	To domain.MarketStatus // the status afterwards
 	// CancelOrders: the market leaves OPEN, so every resting order is cancelled and its lock
 	// released.
 	CancelOrders bool
@@ -53,21 +53,21 @@ type Plan struct {
 // Transition says what action does to a market in status from, or ErrIllegalTransition:
 // OPEN → CLOSED on close, CLOSED → OPEN on reopen, OPEN|CLOSED → RESOLVED on resolve,
 // OPEN|CLOSED → CANCELED on cancel. RESOLVED and CANCELED are final.
-func Transition(from string, action Action) (Plan, error) {
-	open := from == store.MarketOpen
-	live := open || from == store.MarketClosed
+func Transition(from domain.MarketStatus, action Action) (Plan, error) {
+	open := from == domain.MarketOpen
+	live := open || from == domain.MarketClosed
 	var p Plan
 	switch {
 	case action == Close && open:
-		p = Plan{To: store.MarketClosed}
-	case action == Reopen && from == store.MarketClosed:
-		p = Plan{To: store.MarketOpen}
+		p = Plan{To: domain.MarketClosed}
+	case action == Reopen && from == domain.MarketClosed:
+		p = Plan{To: domain.MarketOpen}
 	case action == ResolveYes && live:
-		p = Plan{To: store.MarketResolved, Settle: true, Outcome: "YES"}
+		p = Plan{To: domain.MarketResolved, Settle: true, Outcome: "YES"}
 	case action == ResolveNo && live:
-		p = Plan{To: store.MarketResolved, Settle: true, Outcome: "NO"}
+		p = Plan{To: domain.MarketResolved, Settle: true, Outcome: "NO"}
 	case action == Cancel && live:
-		p = Plan{To: store.MarketCanceled, Settle: true}
+		p = Plan{To: domain.MarketCanceled, Settle: true}
 	default:
 		return p, fmt.Errorf("cannot %s a market that is %s: %w", action, from, ErrIllegalTransition)
 	}

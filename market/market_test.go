@@ -8,11 +8,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/domain"
 )
 
 func TestTransition(t *testing.T) {
 	tests := []struct {
-		from   string
+		from   domain.MarketStatus
 		action Action
 		want   Plan
 		err    bool
@@ -48,7 +49,7 @@ func TestIntentNext(t *testing.T) {
 	tests := []struct {
 		name   string
 		in     Intent
-		status string
+		status domain.MarketStatus
 		want   Action
 	}{
 		{"open stays open", Intent{}, "OPEN", ""},

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/storetest"
 	"github.com/pmx-dev/pmx/store"
@@ -24,7 +25,7 @@ func TestRecord(t *testing.T) {
 
 	// First sight of a name creates an OPEN market, with the spec's defaults.
 	first, created, err := Record(ctx, st, uuid.Nil, "default/rain", spec("Will it rain?"), now)
-	if err != nil || !created || first.Status != store.MarketOpen || first.Question != "Will it rain?" ||
+	if err != nil || !created || first.Status != domain.MarketOpen || first.Question != "Will it rain?" ||
 		first.LabelA != "Yes" || first.Name == nil || *first.Name != "default/rain" {
 		t.Fatalf("Record(new) = %+v, created %v, %v", first, created, err)
 	}

@@ -17,7 +17,7 @@ import (
 func (s *Shard) place(c *command, now time.Time) {
 	p := &c.place
 	m := s.markets[p.Market]
-	if m.status != store.MarketOpen {
+	if m.status != domain.MarketOpen {
 		c.err = domain.ErrMarketNotOpen
 		return
 	}

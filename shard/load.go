@@ -48,7 +48,7 @@ func (s *Shard) load(ctx context.Context, id uuid.UUID) (*marketState, error) {
 	if m.lastOrder, m.lastTrade, err = s.cfg.Store.Sequences(ctx, id); err != nil {
 		return nil, err
 	}
-	if row.Status != store.MarketOpen && row.Status != store.MarketClosed {
+	if row.Status != domain.MarketOpen && row.Status != domain.MarketClosed {
 		return m, nil
 	}
 	resting, err := s.cfg.Store.RestingOrders(ctx, id)

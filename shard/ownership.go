@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/store"
 )
 
@@ -46,7 +47,7 @@ func (s *Shard) sync(ctx context.Context, owned []store.Ownership) {
 		}
 	}
 	for _, o := range owned {
-		if o.Status != store.MarketOpen {
+		if o.Status != domain.MarketOpen {
 			continue
 		}
 		if _, err := s.ensure(ctx, o.Market); err != nil && !errors.Is(err, ErrNotOwner) {

@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/store"
@@ -73,7 +74,7 @@ type Shard struct {
 // marketState is one market as the shard holds it.
 type marketState struct {
 	id        uuid.UUID
-	status    string
+	status    domain.MarketStatus
 	book      *engine.Book // nil unless the market is OPEN or CLOSED
 	lastOrder int64        // the last order sequence number used
 	lastTrade int64        // the last trade sequence number used
@@ -84,7 +85,7 @@ type marketState struct {
 
 // Snapshot is a market's book as last committed: the best levels of both views.
 type Snapshot struct {
-	Status string
+	Status domain.MarketStatus
 	Epoch  int64 // the ownership epoch the shard holds the market under
 	Depth  engine.Depth
 }

@@ -59,7 +59,7 @@ func (r *Router) client() *http.Client {
 
 // route is where a market's requests go, as last read.
 type route struct {
-	status string
+	status domain.MarketStatus
 	epoch  int64
 	client *shardClient // nil unless OPEN and owned by a live shard
 	at     time.Time
@@ -91,7 +91,7 @@ func (r *Router) lookup(ctx context.Context, id uuid.UUID, fresh bool) (route, e
 		return rt, err
 	}
 	rt = route{status: o.Status, epoch: o.Epoch, at: time.Now()}
-	if o.Status == store.MarketOpen && o.Shard != "" {
+	if o.Status == domain.MarketOpen && o.Shard != "" {
 		addr, err := r.Store.ShardAddress(ctx, o.Shard)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return rt, err
@@ -112,14 +112,14 @@ func (r *Router) lookup(ctx context.Context, id uuid.UUID, fresh bool) (route, e
 // Postgres first, for reads that the owner must answer.
 func (r *Router) onOwner(ctx context.Context, id uuid.UUID, fresh bool, closed error, call func(route) error) error {
 	rt, err := r.lookup(ctx, id, fresh)
-	if err == nil && !fresh && rt.status != store.MarketOpen {
+	if err == nil && !fresh && rt.status != domain.MarketOpen {
 		rt, err = r.lookup(ctx, id, true) // the cache may not have seen the market reopen
 	}
 	for attempt := 0; ; attempt++ {
 		if err != nil {
 			return err
 		}
-		if rt.status != store.MarketOpen {
+		if rt.status != domain.MarketOpen {
 			return closed
 		}
 		if rt.client == nil {

@@ -344,7 +344,8 @@ func applyStatement(b *Batch) (string, []any) {
 				last[i] = &p
 			}
 			if m.Status != "" {
-				status[i] = &m.Status
+				st := string(m.Status)
+				status[i] = &st
 			}
 		}
 		add(5, ids, last, status)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pmx-dev/pmx/domain"
 )
 
 const marketColumns = `id, url, question, description, category, status, closes_at, resolves_at, outcome,
@@ -22,7 +24,7 @@ func scanMarket(row pgx.Row) (Market, error) {
 		p := int(*last)
 		m.LastTradePrice = &p
 	}
-	m.Resolved = m.Status == MarketResolved
+	m.Resolved = m.Status == domain.MarketResolved
 	return m, err
 }
 
@@ -45,9 +47,9 @@ func (s *Store) MarketByName(ctx context.Context, name string) (Market, error) {
 }
 
 // Markets lists markets newest first, all of them or only those in one status.
-func (s *Store) Markets(ctx context.Context, status string) ([]Market, error) {
+func (s *Store) Markets(ctx context.Context, status domain.MarketStatus) ([]Market, error) {
 	rows, err := s.Pool.Query(ctx, `select `+marketColumns+` from markets
-		where $1 = '' or status = $1 order by created_at desc, id desc`, status)
+		where $1 = '' or status = $1 order by created_at desc, id desc`, string(status))
 	if err != nil {
 		return nil, err
 	}

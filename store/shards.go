@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pmx-dev/pmx/domain"
 )
 
 // Shard is a registered matching shard.
@@ -57,7 +59,7 @@ type Ownership struct {
 	Market uuid.UUID
 	Shard  string // "" when nobody does
 	Epoch  int64
-	Status string
+	Status domain.MarketStatus
 }
 
 // Owner returns a market's owner.

@@ -4,14 +4,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-)
 
-// Market statuses.
-const (
-	MarketOpen     = "OPEN"
-	MarketClosed   = "CLOSED"
-	MarketResolved = "RESOLVED"
-	MarketCanceled = "CANCELED"
+	"github.com/pmx-dev/pmx/domain"
 )
 
 // Market is a market's row.
@@ -21,7 +15,7 @@ type Market struct {
 	Question    string
 	Description *string
 	Category    string
-	Status      string
+	Status      domain.MarketStatus
 	ClosesAt    *time.Time
 	ResolvesAt  *time.Time
 	Resolved    bool
@@ -77,7 +71,7 @@ type Position struct {
 	ID             uuid.UUID
 	MarketID       uuid.UUID
 	MarketQuestion string
-	MarketStatus   string
+	MarketStatus   domain.MarketStatus
 	Outcome        string
 	Quantity       int64
 	LockedQuantity int64

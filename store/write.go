@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pmx-dev/pmx/domain"
 )
 
 // uniqueViolation is Postgres's SQLSTATE for a duplicate key.
@@ -50,7 +52,7 @@ func (s *Store) TouchAPIKey(ctx context.Context, id uuid.UUID, now time.Time) er
 
 // CreateMarket inserts a new OPEN market. A taken manifest name is ErrConflict.
 func (s *Store) CreateMarket(ctx context.Context, m Market) (Market, error) {
-	m.Status = MarketOpen
+	m.Status = domain.MarketOpen
 	_, err := s.Pool.Exec(ctx, `insert into markets (id, name, question, description, category, url, label_a,
 		label_b, status, closes_at, resolves_at, created_at, updated_at)
 		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)`,
@@ -124,7 +126,7 @@ type ShareDelta struct {
 type MarketUpdate struct {
 	ID             uuid.UUID
 	LastTradePrice *int
-	Status         string
+	Status         domain.MarketStatus // "" leaves it
 }
 
 // Settlement resolves a market (Outcome YES or NO) or cancels it (Outcome empty).

@@ -14,11 +14,11 @@ import (
 	"github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/auth"
+	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/pgcluster"
 	"github.com/pmx-dev/pmx/shard"
-	"github.com/pmx-dev/pmx/store"
 )
 
 // devOptions are the flags of pmx dev.
@@ -114,7 +114,7 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 	}
 
 	// Rebuild every open book from Postgres now, not on first use.
-	open, err := st.Markets(ctx, store.MarketOpen)
+	open, err := st.Markets(ctx, domain.MarketOpen)
 	if err != nil {
 		return err
 	}

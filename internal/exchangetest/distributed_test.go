@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/apiserver"
+	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/internal/apitest"
 	"github.com/pmx-dev/pmx/internal/k8stest"
 	"github.com/pmx-dev/pmx/internal/pgtest"
@@ -235,7 +236,7 @@ func testFailover(t *testing.T, c *cluster) {
 	c.env.Kubectl(t, "patch", "mkt", name, "--type", "merge", "-p", `{"spec":{"resolution":"YES"}}`)
 	poll.Wait(t, 30*time.Second, "the market to resolve", func() bool {
 		m, err := c.store.Market(context.Background(), victim)
-		return err == nil && m.Status == store.MarketResolved
+		return err == nil && m.Status == domain.MarketResolved
 	})
 	for _, b := range bots {
 		// Orders on the other markets still rest: count locked cash back in.

@@ -12,6 +12,7 @@ import (
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/apiserver"
+	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/store"
 )
@@ -62,7 +63,7 @@ func (k *KubeMarkets) Create(t testing.TB, fields map[string]any) apiserver.Mark
 		return true
 	})
 	return k.until(t, id, "OPEN and served", func(ctx context.Context, m store.Market) bool {
-		return m.Status == store.MarketOpen && k.Scheduled(ctx, m)
+		return m.Status == domain.MarketOpen && k.Scheduled(ctx, m)
 	})
 }
 
@@ -91,27 +92,27 @@ func (k *KubeMarkets) patch(t testing.TB, id uuid.UUID, edit func(*pmxv1.MarketS
 func (k *KubeMarkets) Close(t testing.TB, id uuid.UUID) apiserver.Market {
 	t.Helper()
 	k.patch(t, id, func(s *pmxv1.MarketSpec) { s.Closed = true })
-	return k.until(t, id, "CLOSED", func(_ context.Context, m store.Market) bool { return m.Status == store.MarketClosed })
+	return k.until(t, id, "CLOSED", func(_ context.Context, m store.Market) bool { return m.Status == domain.MarketClosed })
 }
 
 func (k *KubeMarkets) Reopen(t testing.TB, id uuid.UUID) apiserver.Market {
 	t.Helper()
 	k.patch(t, id, func(s *pmxv1.MarketSpec) { s.Closed = false })
 	return k.until(t, id, "OPEN and served", func(ctx context.Context, m store.Market) bool {
-		return m.Status == store.MarketOpen && k.Scheduled(ctx, m)
+		return m.Status == domain.MarketOpen && k.Scheduled(ctx, m)
 	})
 }
 
 func (k *KubeMarkets) Resolve(t testing.TB, id uuid.UUID, outcome string) apiserver.Market {
 	t.Helper()
 	k.patch(t, id, func(s *pmxv1.MarketSpec) { s.Resolution = pmxv1.Resolution(outcome) })
-	return k.until(t, id, "RESOLVED", func(_ context.Context, m store.Market) bool { return m.Status == store.MarketResolved })
+	return k.until(t, id, "RESOLVED", func(_ context.Context, m store.Market) bool { return m.Status == domain.MarketResolved })
 }
 
 func (k *KubeMarkets) Cancel(t testing.TB, id uuid.UUID) apiserver.Market {
 	t.Helper()
 	k.patch(t, id, func(s *pmxv1.MarketSpec) { s.Resolution = pmxv1.ResolutionCanceled })
-	return k.until(t, id, "CANCELED", func(_ context.Context, m store.Market) bool { return m.Status == store.MarketCanceled })
+	return k.until(t, id, "CANCELED", func(_ context.Context, m store.Market) bool { return m.Status == domain.MarketCanceled })
 }
 
 // until polls the market in Postgres until ok holds.
