@@ -338,7 +338,7 @@ func (b *cancelBench) market() uuid.UUID {
 
 // place places an order through the caching server.
 func (b *cancelBench) place(key string, m uuid.UUID, side, outcome string, price, qty int) uuid.UUID {
-	var o store.PlacedOrder
+	var o PlacedOrder
 	b.expect(b.hit, "POST", "/api/v1/order", key, map[string]any{"marketId": m, "side": side, "outcome": outcome, "price": price, "quantity": qty}, http.StatusCreated, &o)
 	return o.ID
 }

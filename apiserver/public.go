@@ -156,7 +156,7 @@ func (s *Server) placeOrder(c *gin.Context) error {
 		return err
 	}
 	// Remember a resting order for its cancel; one filled at once can never be cancelled.
-	if st, _ := engine.ParseStatus(placed.Status); st.Resting() {
+	if placed.Status.Resting() {
 		s.orders.put(placed.ID, orderFacts{market: r.Market, seq: placed.Seq})
 	}
 	c.JSON(http.StatusCreated, placedOf(&placed))
@@ -273,10 +273,11 @@ func (s *Server) listOrders(c *gin.Context) error {
 		f.Market = &id
 	}
 	if v, ok := c.GetQuery("status"); ok {
-		if _, valid := engine.ParseStatus(v); !valid {
+		st, valid := engine.ParseStatus(v)
+		if !valid {
 			return httpkit.FieldError("status", "invalid_value", "status must be one of OPEN, PARTIALLY_FILLED, FILLED, CANCELLED, PARTIALLY_FILLED_CANCELLED")
 		}
-		f.Status = v
+		f.Status = st
 	}
 	if v, ok := c.GetQuery("cursor"); ok {
 		cur, err := decodeCursor(v)

@@ -93,7 +93,7 @@ func MarketOf(m *store.Market) Market {
 
 func orderOf(o *store.Order) Order {
 	return Order{ID: o.ID, MarketID: o.MarketID, Side: o.Side, Outcome: o.Outcome, Price: o.Price, Quantity: o.Quantity,
-		FilledQuantity: o.FilledQuantity, Status: o.Status, CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt}
+		FilledQuantity: o.FilledQuantity, Status: o.Status.String(), CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt}
 }
 
 func placedOf(p *store.PlacedOrder) PlacedOrder {

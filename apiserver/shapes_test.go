@@ -8,6 +8,7 @@ import (
 	ginjson "github.com/gin-gonic/gin/codec/json"
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/store"
 )
 
@@ -23,7 +24,7 @@ func shapeRows() map[string]struct {
 	t2 := time.Date(2027, 6, 1, 0, 0, 0, 0, time.UTC)
 	url, txt, yes, price, shard := "https://example.com/q?a=1&b=<2>", "Rain? <b>\"yes\"</b> & \u2028 é", "YES", 42, "shard-1"
 	order := store.Order{ID: id, MarketID: mk, Side: "BUY", Outcome: "NO", Price: 57, Quantity: 10, FilledQuantity: 7,
-		Status: "PARTIALLY_FILLED", CreatedAt: t1, UpdatedAt: t2, Seq: 99, AccountID: 7}
+		Status: engine.StatusPartiallyFilled, CreatedAt: t1, UpdatedAt: t2, Seq: 99, AccountID: 7}
 	trade := store.Trade{ID: id, MarketID: mk, Outcome: "NO", Side: "BUY", Price: 57, Quantity: 3, YesPrice: 43, CreatedAt: t1}
 	const orderJSON = `{"id":"0190f6a4-7a55-7c3e-9b1d-2f0e8c4b5a6f","marketId":"123e4567-e89b-12d3-a456-426614174000","side":"BUY","outcome":"NO","price":57,"quantity":10,"filledQuantity":7,"status":"PARTIALLY_FILLED","createdAt":"2027-01-31T18:00:00.123456Z","updatedAt":"2027-06-01T00:00:00Z"`
 	const tradeJSON = `{"id":"0190f6a4-7a55-7c3e-9b1d-2f0e8c4b5a6f","marketId":"123e4567-e89b-12d3-a456-426614174000","outcome":"NO","side":"BUY","price":57,"quantity":3,"yesPrice":43,"createdAt":"2027-01-31T18:00:00.123456Z"}`

@@ -94,7 +94,7 @@ func testTrade(i int) store.Trade {
 
 func testOrder() store.Order {
 	return store.Order{ID: uuid.MustParse("0190f6a4-7a55-7c3e-9b1d-2f0e8c4b5a6f"), MarketID: uuid.MustParse(testMarket),
-		Side: "BUY", Outcome: "YES", Price: 57, Quantity: 10, FilledQuantity: 7, Status: "PARTIALLY_FILLED",
+		Side: "BUY", Outcome: "YES", Price: 57, Quantity: 10, FilledQuantity: 7, Status: engine.StatusPartiallyFilled,
 		CreatedAt: tMicro, UpdatedAt: tNano, Seq: 99, AccountID: 7}
 }
 

@@ -141,12 +141,11 @@ func (s *Shard) recordFinished() {
 	for _, rows := range [][]store.Order{s.acc.batch.NewOrders, s.acc.batch.OrderUpdates} {
 		for i := range rows {
 			o := &rows[i]
-			st, ok := engine.ParseStatus(o.Status)
-			if !ok || st.Resting() {
+			if o.Status.Resting() {
 				continue
 			}
 			if m, ok := s.markets[o.MarketID]; ok {
-				m.finished.put(o.Seq, finished{status: st, account: o.AccountID})
+				m.finished.put(o.Seq, finished{status: o.Status, account: o.AccountID})
 			}
 		}
 	}

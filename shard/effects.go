@@ -118,7 +118,7 @@ func (a *accumulator) orderState(k orderKey, account int64, filled int64, status
 		o = &a.batch.OrderUpdates[ref.i]
 	}
 	o.FilledQuantity = filled
-	o.Status = status.String()
+	o.Status = status
 }
 
 // order returns the row of an order placed in this batch.

@@ -37,7 +37,7 @@ func (s *Shard) place(c *command, now time.Time) {
 	s.acc.touch(m)
 	placed := store.PlacedOrder{
 		Order: store.Order{ID: store.NewID(), MarketID: m.id, Side: p.Side.String(), Outcome: p.Outcome.String(),
-			Price: p.Price, Quantity: p.Quantity, FilledQuantity: r.Order.Filled, Status: r.Order.Status.String(),
+			Price: p.Price, Quantity: p.Quantity, FilledQuantity: r.Order.Filled, Status: r.Order.Status,
 			CreatedAt: now, UpdatedAt: now, Seq: m.lastOrder, AccountID: p.Account},
 		Trades: make([]store.Trade, 0, len(r.Fills)),
 	}

@@ -43,8 +43,7 @@ func (s *Shard) readFate(ctx context.Context, r CancelRequest) error {
 		s.log.Warn("could not read an order to refuse its cancel", "market", r.Market, "seq", r.Seq, "err", err)
 		return ErrUnavailable
 	}
-	st, _ := engine.ParseStatus(o.Status)
-	return RefuseCancel(o.AccountID, st, r.Account)
+	return RefuseCancel(o.AccountID, o.Status, r.Account)
 }
 
 // finished is what became of an order that left its book: its final status, and whose it was.

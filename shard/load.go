@@ -72,15 +72,14 @@ func (s *Shard) load(ctx context.Context, id uuid.UUID) (*marketState, error) {
 func engineState(o store.Order) (engine.OrderState, error) {
 	side, ok1 := engine.ParseSide(o.Side)
 	outcome, ok2 := engine.ParseOutcome(o.Outcome)
-	status, ok3 := engine.ParseStatus(o.Status)
-	if !ok1 || !ok2 || !ok3 {
-		return engine.OrderState{}, fmt.Errorf("order %s has side %q, outcome %q, status %q", o.ID, o.Side, o.Outcome, o.Status)
+	if !ok1 || !ok2 {
+		return engine.OrderState{}, fmt.Errorf("order %s has side %q, outcome %q", o.ID, o.Side, o.Outcome)
 	}
 	return engine.OrderState{
 		Order: engine.Order{ID: engine.OrderID(o.Seq), Account: engine.AccountID(o.AccountID), Side: side,
 			Outcome: outcome, Price: o.Price, Quantity: o.Quantity},
 		Filled: o.FilledQuantity,
-		Status: status,
+		Status: o.Status,
 	}, nil
 }
 

@@ -167,8 +167,7 @@ func (r *Router) Cancel(ctx context.Context, req shard.CancelRequest) (store.Ord
 		if err != nil {
 			return o, err
 		}
-		st, _ := engine.ParseStatus(order.Status)
-		return o, shard.RefuseCancel(order.AccountID, st, req.Account)
+		return o, shard.RefuseCancel(order.AccountID, order.Status, req.Account)
 	}
 	return o, err
 }

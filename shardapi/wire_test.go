@@ -9,6 +9,7 @@ import (
 	ginjson "github.com/gin-gonic/gin/codec/json"
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/store"
 )
 
@@ -17,7 +18,7 @@ import (
 // shard and encoding/json on the router.
 func TestPlacedOrderCrossesWhole(t *testing.T) {
 	placed := store.PlacedOrder{Order: store.Order{ID: store.NewID(), MarketID: uuid.New(), Side: "BUY", Outcome: "YES",
-		Price: 40, Quantity: 10, FilledQuantity: 4, Status: "PARTIALLY_FILLED", Seq: 17, AccountID: 3,
+		Price: 40, Quantity: 10, FilledQuantity: 4, Status: engine.StatusPartiallyFilled, Seq: 17, AccountID: 3,
 		CreatedAt: time.Date(2027, 1, 2, 3, 4, 5, 6000, time.UTC), UpdatedAt: time.Date(2027, 1, 2, 3, 4, 5, 7000, time.UTC)},
 		Trades: []store.Trade{{ID: store.NewID(), Price: 40, Quantity: 4, YesPrice: 40}}}
 	raw, err := ginjson.API.Marshal(placed)

@@ -311,7 +311,7 @@ func applyStatement(b *Batch) (string, []any) {
 	if n := len(b.OrderUpdates); n > 0 {
 		markets, seqs, filled, status := make([][16]byte, n), make([]int64, n), make([]int64, n), make([]string, n)
 		for i, o := range b.OrderUpdates {
-			markets[i], seqs[i], filled[i], status[i] = o.MarketID, o.Seq, o.FilledQuantity, o.Status
+			markets[i], seqs[i], filled[i], status[i] = o.MarketID, o.Seq, o.FilledQuantity, o.Status.String()
 		}
 		add(1, markets, seqs, filled, status)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pmx-dev/pmx/domain"
+	"github.com/pmx-dev/pmx/engine"
 )
 
 const marketColumns = `id, url, question, description, category, status, closes_at, resolves_at, outcome,
@@ -143,7 +144,7 @@ func scanOrder(row pgx.Row) (Order, error) {
 	var o Order
 	var price int16
 	err := row.Scan(&o.ID, &o.MarketID, &o.Side, &o.Outcome, &price, &o.Quantity, &o.FilledQuantity,
-		&o.Status, &o.CreatedAt, &o.UpdatedAt, &o.Seq, &o.AccountID)
+		statusColumn{&o.Status}, &o.CreatedAt, &o.UpdatedAt, &o.Seq, &o.AccountID)
 	o.Price = int(price)
 	return o, err
 }
@@ -177,7 +178,7 @@ func (s *Store) OrderBySeq(ctx context.Context, market uuid.UUID, seq int64) (Or
 type OrderFilter struct {
 	Account int64
 	Market  *uuid.UUID
-	Status  string // one order status, or "" for all
+	Status  engine.Status // one order status, or 0 for all
 	// After continues a listing after this order (the last of the previous page).
 	After *OrderCursor
 	Limit int
@@ -200,7 +201,7 @@ func (s *Store) Orders(ctx context.Context, f OrderFilter) ([]Order, error) {
 		where account_id = $1 and ($2::uuid is null or market_id = $2) and ($3 = '' or status = $3)
 		  and ($4::timestamptz is null or (created_at, id) < ($4, $5))
 		order by created_at desc, id desc limit $6`,
-		f.Account, f.Market, f.Status, afterTime, afterID, f.Limit))
+		f.Account, f.Market, statusText(f.Status), afterTime, afterID, f.Limit))
 }
 
 // RestingOrders lists a market's resting orders in time priority, to rebuild its book.

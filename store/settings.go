@@ -136,7 +136,7 @@ func (s *Store) OpenOrders(ctx context.Context, account int64, limit int) ([]Ope
 		var o OpenOrder
 		var price int16
 		err := r.Scan(&o.ID, &o.MarketID, &o.Side, &o.Outcome, &price, &o.Quantity, &o.FilledQuantity,
-			&o.Status, &o.CreatedAt, &o.UpdatedAt, &o.Seq, &o.AccountID, &o.MarketQuestion)
+			statusColumn{&o.Status}, &o.CreatedAt, &o.UpdatedAt, &o.Seq, &o.AccountID, &o.MarketQuestion)
 		o.Price = int(price)
 		return o, err
 	})

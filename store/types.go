@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/domain"
+	"github.com/pmx-dev/pmx/engine"
 )
 
 // Market is a market's row.
@@ -40,7 +41,7 @@ type Order struct {
 	Price          int
 	Quantity       int64
 	FilledQuantity int64
-	Status         string
+	Status         engine.Status
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 

@@ -144,7 +144,7 @@ func orderColumnsOf(os []Order) []any {
 	for i, o := range os {
 		ids[i], markets[i], seqs[i], accounts[i] = o.ID, o.MarketID, o.Seq, o.AccountID
 		sides[i], outcomes[i], prices[i] = o.Side, o.Outcome, int16(o.Price)
-		qty[i], filled[i], status[i] = o.Quantity, o.FilledQuantity, o.Status
+		qty[i], filled[i], status[i] = o.Quantity, o.FilledQuantity, o.Status.String()
 	}
 	return []any{ids, markets, seqs, accounts, sides, outcomes, prices, qty, filled, status}
 }
