@@ -23,7 +23,7 @@ func TestShardClientLostAnswers(t *testing.T) {
 	gone := "http://" + ln.Addr().String()
 	ln.Close()
 	unreachable := &shardClient{base: gone, token: "t", http: http.DefaultClient}
-	if err := unreachable.call(ctx, http.MethodPost, internalPlace, placeWire{}, nil); !errors.Is(err, shard.ErrNotOwner) || errors.Is(err, ErrOutcomeUnknown) {
+	if err := unreachable.call(ctx, http.MethodPost, internalPlace, shard.PlaceRequest{}, nil); !errors.Is(err, shard.ErrNotOwner) || errors.Is(err, ErrOutcomeUnknown) {
 		t.Errorf("unreachable shard: %v, want ErrNotOwner", err)
 	}
 
@@ -36,7 +36,7 @@ func TestShardClientLostAnswers(t *testing.T) {
 	}))
 	defer srv.Close()
 	dropping := &shardClient{base: srv.URL, token: "t", http: srv.Client()}
-	if err := dropping.call(ctx, http.MethodPost, internalPlace, placeWire{}, nil); !errors.Is(err, ErrOutcomeUnknown) || errors.Is(err, shard.ErrNotOwner) {
+	if err := dropping.call(ctx, http.MethodPost, internalPlace, shard.PlaceRequest{}, nil); !errors.Is(err, ErrOutcomeUnknown) || errors.Is(err, shard.ErrNotOwner) {
 		t.Errorf("write whose answer was lost: %v, want ErrOutcomeUnknown", err)
 	}
 	if err := dropping.call(ctx, http.MethodGet, internalBook, nil, nil); !errors.Is(err, shard.ErrNotOwner) {

@@ -143,8 +143,7 @@ func (r *Router) Place(ctx context.Context, req shard.PlaceRequest) (store.Place
 	var placed store.PlacedOrder
 	err := r.onOwner(ctx, req.Market, false, domain.ErrMarketNotOpen, func(rt route) error {
 		placed = store.PlacedOrder{}
-		return rt.client.call(ctx, http.MethodPost, internalPlace, placeWire{Account: req.Account, Market: req.Market,
-			Side: req.Side.String(), Outcome: req.Outcome.String(), Price: req.Price, Quantity: req.Quantity}, &placed)
+		return rt.client.call(ctx, http.MethodPost, internalPlace, req, &placed)
 	})
 	if err != nil {
 		return store.PlacedOrder{}, err
@@ -157,7 +156,7 @@ func (r *Router) Place(ctx context.Context, req shard.PlaceRequest) (store.Place
 func (r *Router) Cancel(ctx context.Context, req shard.CancelRequest) (store.Order, error) {
 	var o store.Order
 	err := r.onOwner(ctx, req.Market, false, errMarketNotOpen, func(rt route) error {
-		return rt.client.call(ctx, http.MethodPost, internalCancel, cancelWire{Account: req.Account, Market: req.Market, Seq: req.Seq}, &o)
+		return rt.client.call(ctx, http.MethodPost, internalCancel, req, &o)
 	})
 	if errors.Is(err, errMarketNotOpen) {
 		order, err := r.Store.OrderBySeq(ctx, req.Market, req.Seq)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/pmx-dev/pmx/auth"
 	"github.com/pmx-dev/pmx/domain"
-	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/shard"
 	"github.com/pmx-dev/pmx/store"
@@ -72,28 +71,21 @@ func (s Server) Handler() http.Handler {
 		c.JSON(http.StatusInternalServerError, errorWire{Code: "internal"})
 	}
 	in.POST("/place", func(c *gin.Context) {
-		var w placeWire
-		if err := c.ShouldBindJSON(&w); err != nil {
+		var r shard.PlaceRequest
+		if err := c.ShouldBindJSON(&r); err != nil {
 			c.JSON(http.StatusBadRequest, errorWire{Code: "bad_request"})
 			return
 		}
-		side, ok1 := engine.ParseSide(w.Side)
-		outcome, ok2 := engine.ParseOutcome(w.Outcome)
-		if !ok1 || !ok2 {
-			c.JSON(http.StatusBadRequest, errorWire{Code: "bad_request"})
-			return
-		}
-		placed, err := sh.Place(c.Request.Context(), shard.PlaceRequest{Account: w.Account, Market: w.Market,
-			Side: side, Outcome: outcome, Price: w.Price, Quantity: w.Quantity})
+		placed, err := sh.Place(c.Request.Context(), r)
 		answer(c, http.StatusCreated, placed, err)
 	})
 	in.POST("/cancel", func(c *gin.Context) {
-		var w cancelWire
-		if err := c.ShouldBindJSON(&w); err != nil {
+		var r shard.CancelRequest
+		if err := c.ShouldBindJSON(&r); err != nil {
 			c.JSON(http.StatusBadRequest, errorWire{Code: "bad_request"})
 			return
 		}
-		o, err := sh.Cancel(c.Request.Context(), shard.CancelRequest{Account: w.Account, Market: w.Market, Seq: w.Seq})
+		o, err := sh.Cancel(c.Request.Context(), r)
 		answer(c, http.StatusOK, o, err)
 	})
 	in.POST("/cancel-all", func(c *gin.Context) {

@@ -4,8 +4,10 @@
 // which sends each market's writes and book reads to the shard that owns it (router.go).
 //
 // The protocol is a shard's Exchange methods over HTTP, guarded by a token the processes share.
-// Answers are the store's rows as they are (store.PlacedOrder and store.Order with their sequence
-// numbers and accounts, shard.Snapshot), in JSON with the Go field names; refusals travel whole as
+// Requests and answers are the shard's own types as they are (shard.PlaceRequest and
+// shard.CancelRequest; store.PlacedOrder and store.Order with their sequence numbers and accounts,
+// shard.Snapshot), in JSON with the Go field names, so that side, outcome and status are decoded
+// once, by the front; refusals travel whole as
 // the *domain.Error the shard decided, other errors as codes that come back as the shard package's
 // own errors, so the front answers exactly as pmx dev does. Fronts and shards of one deployment
 // run the same build.
@@ -29,20 +31,7 @@ const (
 	internalBook      = "/internal/v1/book"
 )
 
-type placeWire struct {
-	Account  int64     `json:"account"`
-	Market   uuid.UUID `json:"market"`
-	Side     string    `json:"side"`
-	Outcome  string    `json:"outcome"`
-	Price    int       `json:"price"`
-	Quantity int64     `json:"quantity"`
-}
-
-type cancelWire struct {
-	Account int64     `json:"account"`
-	Market  uuid.UUID `json:"market"`
-	Seq     int64     `json:"seq"`
-}
+// A placement is a shard.PlaceRequest and a cancel a shard.CancelRequest, sent as they are.
 
 type cancelAllWire struct {
 	Account int64       `json:"account"`
