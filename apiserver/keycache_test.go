@@ -9,6 +9,7 @@ import (
 
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/internal/exchangetest"
+	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/store"
 )
 
@@ -44,13 +45,7 @@ func TestRevokedKeyRefusedOnEveryReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, base := range []string{tg.URL, other.URL} {
-		deadline := time.Now().Add(5 * time.Second)
-		for get(base) != http.StatusUnauthorized {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s still accepts the revoked key", base)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		poll.Wait(t, 5*time.Second, base+" refusing the revoked key", func() bool { return get(base) == http.StatusUnauthorized })
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/internal/pgtest"
+	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/shard"
 	"github.com/pmx-dev/pmx/shardapi"
@@ -264,17 +265,11 @@ func newCancelBench(t *testing.T, distributed bool) *cancelBench {
 	b.miss = New(Config{Store: b.store, Exchange: exchange, AdminToken: cancelTestToken, OrderCacheSize: -1, Logger: log})
 	t.Cleanup(b.miss.Close)
 	// Until its key listener is connected, a server reads every key from Postgres.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	poll.Wait(t, 30*time.Second, "the key listener to connect", func() bool {
 		b.hit.keys.mu.Lock()
-		valid := b.hit.keys.valid
-		b.hit.keys.mu.Unlock()
-		if valid {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the key listener did not connect")
-		}
-	}
+		defer b.hit.keys.mu.Unlock()
+		return b.hit.keys.valid
+	})
 	return b
 }
 

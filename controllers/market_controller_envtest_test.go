@@ -25,6 +25,7 @@ import (
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/k8stest"
 	"github.com/pmx-dev/pmx/internal/pgtest"
+	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/internal/storetest"
 	"github.com/pmx-dev/pmx/shard"
 	"github.com/pmx-dev/pmx/shardapi"
@@ -129,18 +130,16 @@ func (w *world) market(name string, edit func(*pmxv1.MarketSpec)) *pmxv1.Market 
 // eventually polls the Market until cond holds.
 func (w *world) eventually(m *pmxv1.Market, what string, cond func(*pmxv1.Market) bool) *pmxv1.Market {
 	w.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var got pmxv1.Market
-		err := w.k8s.Get(context.Background(), client.ObjectKeyFromObject(m), &got)
-		if err == nil && cond(&got) {
-			return &got
-		}
-		if time.Now().After(deadline) {
-			w.t.Fatalf("Market %s: timed out waiting until %s; last: %+v (%v)", m.Name, what, got.Status, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var got pmxv1.Market
+	var err error
+	if poll.Until(w.t.Context(), 20*time.Second, func(ctx context.Context) (bool, error) {
+		got = pmxv1.Market{}
+		err = w.k8s.Get(ctx, client.ObjectKeyFromObject(m), &got)
+		return err == nil && cond(&got), nil
+	}) != nil {
+		w.t.Fatalf("Market %s: timed out waiting until %s; last: %+v (%v)", m.Name, what, got.Status, err)
 	}
+	return &got
 }
 
 func scheduled(m *pmxv1.Market) bool {
@@ -248,18 +247,15 @@ func TestOperator(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := uuid.MustParse(v.Status.MarketID)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var row store.Market
+	var getErr error
+	if poll.Until(t.Context(), 20*time.Second, func(ctx context.Context) (bool, error) {
 		var got pmxv1.Market
-		err := w.k8s.Get(context.Background(), client.ObjectKeyFromObject(v), &got)
-		row, _ := w.st.Market(context.Background(), id)
-		if err != nil && row.Status == domain.MarketCanceled {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("deleted market not voided: %s, %v", row.Status, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+		getErr = w.k8s.Get(ctx, client.ObjectKeyFromObject(v), &got)
+		row, _ = w.st.Market(ctx, id)
+		return getErr != nil && row.Status == domain.MarketCanceled, nil
+	}) != nil {
+		t.Fatalf("deleted market not voided: %s, %v", row.Status, getErr)
 	}
 	// Two pairs were minted (alice paid 30 for each YES, bob 70 for each NO); voided, each share
 	// pays 50, and alice's unfilled bid releases its lock (already counted in her cash).

@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/pgtest"
+	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/internal/storetest"
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/store"
@@ -200,32 +202,20 @@ func TestTransitionsInOneBatch(t *testing.T) {
 // waitQueued waits until the shard's queue holds n commands.
 func waitQueued(t *testing.T, s *Shard, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(s.cmds) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d commands queued, want %d", len(s.cmds), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.Wait(t, 10*time.Second, fmt.Sprintf("%d commands queued", n), func() bool { return len(s.cmds) >= n })
 }
 
 // waitBlocked waits until a session other than the caller's waits for a lock.
 func waitBlocked(t *testing.T, st *store.Store) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	err := poll.Until(t.Context(), 10*time.Second, func(ctx context.Context) (bool, error) {
 		var n int
-		if err := st.Pool.QueryRow(context.Background(), `select count(*) from pg_stat_activity
-			where wait_event_type = 'Lock' and pid <> pg_backend_pid()`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the shard never waited for the lock")
-		}
-		time.Sleep(time.Millisecond)
+		err := st.Pool.QueryRow(ctx, `select count(*) from pg_stat_activity
+			where wait_event_type = 'Lock' and pid <> pg_backend_pid()`).Scan(&n)
+		return n > 0, err
+	})
+	if err != nil {
+		t.Fatalf("no session waits for a lock: %v", err)
 	}
 }
 
