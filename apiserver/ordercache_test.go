@@ -321,7 +321,7 @@ func (b *cancelBench) account() string {
 }
 
 func (b *cancelBench) market() uuid.UUID {
-	var m store.Market
+	var m Market
 	b.expect(b.hit, "POST", "/admin/v1/markets", cancelTestToken, map[string]any{"question": "Cached?", "category": "testing"}, http.StatusCreated, &m)
 	if b.name != "" {
 		if _, err := b.store.Assign(b.t.Context(), m.ID, b.name); err != nil {

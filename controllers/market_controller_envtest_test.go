@@ -201,7 +201,7 @@ func TestOperator(t *testing.T) {
 	if !strings.HasPrefix(m.Status.Shard, "shard-") || m.Status.Epoch < 1 || m.Status.ObservedGeneration != m.Generation || len(m.Finalizers) != 1 {
 		t.Fatalf("status %+v, finalizers %v", m.Status, m.Finalizers)
 	}
-	var list struct{ Markets []store.Market }
+	var list struct{ Markets []apiserver.Market }
 	w.call(alice, "GET", "/api/v1/markets", "", http.StatusOK, &list)
 	if len(list.Markets) != 1 || list.Markets[0].ID.String() != m.Status.MarketID || list.Markets[0].Question != "Will rain happen?" {
 		t.Fatalf("GET /markets = %+v", list.Markets)
@@ -276,7 +276,7 @@ func TestOperator(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "does not own") {
 		t.Fatalf("the shard that lost the market placed an order: %v", err)
 	}
-	var placed store.PlacedOrder
+	var placed apiserver.PlacedOrder
 	w.call(bob, "POST", "/api/v1/order", order(f.Status.MarketID, "BUY", "NO", 55, 3), http.StatusCreated, &placed)
 	if placed.FilledQuantity != 3 {
 		t.Fatalf("on the new shard %s, the resting order was not there to trade with: %+v", moved.Status.Shard, placed)
