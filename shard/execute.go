@@ -88,7 +88,7 @@ func (s *Shard) cancel(c *command) {
 		}
 	}
 	if f, ok := m.finished.get(r.Seq); ok {
-		c.err = RefuseCancel(f.account, f.status, r.Account)
+		c.err = refuseCancel(f.account, f.status, r.Account)
 		return
 	}
 	c.err = errFateUnknown

@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/pmx-dev/pmx/boundedmap"
 	"github.com/pmx-dev/pmx/domain"
@@ -20,10 +21,10 @@ import (
 // then reads the order to say what became of it. Never returned to callers.
 var errFateUnknown = errors.New("the order is not in the book and not remembered")
 
-// RefuseCancel is the refusal of a cancel, by account, of an order of owner in status that is not
-// in its book. Every path that refuses a cancel of such an order calls it, including the front's
-// router for a market no shard holds (one that is not OPEN).
-func RefuseCancel(owner int64, status engine.Status, account int64) *domain.Error {
+// refuseCancel is the refusal of a cancel, by account, of an order of owner in status that is not
+// in its book. Every path that refuses a cancel of such an order calls it: the shard's memory of
+// finished orders, and RefuseStored.
+func refuseCancel(owner int64, status engine.Status, account int64) *domain.Error {
 	if owner != account {
 		return domain.ErrNotYourOrder
 	}
@@ -33,17 +34,28 @@ func RefuseCancel(owner int64, status engine.Status, account int64) *domain.Erro
 	return domain.OrderNotOpen(status.String())
 }
 
-// readFate reads a cancelled-too-late order from Postgres and refuses the cancel.
-func (s *Shard) readFate(ctx context.Context, r CancelRequest) error {
-	o, err := s.cfg.Store.OrderBySeq(ctx, r.Market, r.Seq)
+// RefuseStored refuses the cancel r of an order that is in no book, reading the order from
+// Postgres: for a shard that does not remember it, and for the router when no shard holds its
+// market. An error of the read itself is returned as it is.
+func RefuseStored(ctx context.Context, st *store.Store, r CancelRequest) error {
+	o, err := st.OrderBySeq(ctx, r.Market, r.Seq)
 	if errors.Is(err, store.ErrNotFound) {
 		return domain.ErrOrderNotOpen
 	}
 	if err != nil {
+		return fmt.Errorf("while reading the order to cancel: %w", err)
+	}
+	return refuseCancel(o.AccountID, o.Status, r.Account)
+}
+
+// readFate refuses a cancel of an order that left the book before the shard's memory of it.
+func (s *Shard) readFate(ctx context.Context, r CancelRequest) error {
+	err := RefuseStored(ctx, s.cfg.Store, r)
+	if refusal := (*domain.Error)(nil); !errors.As(err, &refusal) {
 		s.log.Warn("could not read an order to refuse its cancel", "market", r.Market, "seq", r.Seq, "err", err)
 		return ErrUnavailable
 	}
-	return RefuseCancel(o.AccountID, o.Status, r.Account)
+	return err
 }
 
 // finished is what became of an order that left its book: its final status, and whose it was.

@@ -159,14 +159,7 @@ func (r *Router) Cancel(ctx context.Context, req shard.CancelRequest) (store.Ord
 		return rt.client.call(ctx, http.MethodPost, internalCancel, req, &o)
 	})
 	if errors.Is(err, errMarketNotOpen) {
-		order, err := r.Store.OrderBySeq(ctx, req.Market, req.Seq)
-		if errors.Is(err, store.ErrNotFound) {
-			return o, domain.ErrOrderNotOpen
-		}
-		if err != nil {
-			return o, err
-		}
-		return o, shard.RefuseCancel(order.AccountID, order.Status, req.Account)
+		return o, shard.RefuseStored(ctx, r.Store, req)
 	}
 	return o, err
 }
