@@ -44,9 +44,8 @@ var (
 // testMarket is a market id.
 const testMarket = "123e4567-e89b-12d3-a456-426614174000"
 
-// The shapes of the internal API's bodies and of the public book (package shardapi and
-// apiserver), copied so that this package's tests need neither: the codec must write and read
-// them as encoding/json does.
+// Tagged shapes of request and error bodies, like those the API reads and writes: the codec must
+// write and read them as encoding/json does.
 type (
 	placeShape struct {
 		Account  int64     `json:"account"`
@@ -64,27 +63,7 @@ type (
 		Code   string `json:"code"`
 		Status string `json:"status,omitempty"`
 	}
-	bookShape struct {
-		Bids           []engine.Level `json:"bids"`
-		Asks           []engine.Level `json:"asks"`
-		LastTradePrice *int           `json:"lastTradePrice"`
-	}
 )
-
-func viewOf(v *engine.View) bookShape {
-	b := bookShape{Bids: v.Bids, Asks: v.Asks}
-	if b.Bids == nil {
-		b.Bids = []engine.Level{}
-	}
-	if b.Asks == nil {
-		b.Asks = []engine.Level{}
-	}
-	if v.LastTradePrice != 0 {
-		p := v.LastTradePrice
-		b.LastTradePrice = &p
-	}
-	return b
-}
 
 func testTrade(i int) store.Trade {
 	return store.Trade{ID: uuid.MustParse("0190f6a4-7a55-7c3e-9b1d-2f0e8c4b5a6" + string(rune('0'+i))),
@@ -170,8 +149,8 @@ func responses() map[string]any {
 		"admin account":        gin.H{"account": store.Account{UID: uuid.New(), Name: "alice"}, "apiKey": "pmx_abc&<>"},
 		"orders page":          gin.H{"orders": []store.Order{testOrder()}, "nextCursor": &cursor},
 		"orders last page":     gin.H{"orders": []store.Order{}, "nextCursor": (*string)(nil)},
-		"book":                 gin.H{"orderBookYes": viewOf(&depth.Yes), "orderBookNo": viewOf(&depth.No)},
-		"book empty":           gin.H{"orderBookYes": viewOf(&engine.View{}), "orderBookNo": viewOf(&engine.View{LastTradePrice: 1})},
+		"book":                 gin.H{"orderBookYes": depth.Yes, "orderBookNo": depth.No},
+		"book empty":           gin.H{"orderBookYes": engine.View{}, "orderBookNo": engine.View{LastTradePrice: 1}},
 		"error":                ErrorBody{Error: "not enough available cash: a BUY locks price × quantity cents", Details: ErrorDetails{Code: "insufficient_funds", Field: "quantity"}},
 		"error no field":       ErrorBody{Error: "no such endpoint: GET /api/v1/<script>&x=\"1\"", Details: ErrorDetails{Code: "not_found"}},
 		"error odd text":       ErrorBody{Error: someTxt, Details: ErrorDetails{Code: "invalid_value", Field: someTxt}},
