@@ -37,8 +37,9 @@ var refusalStatus = map[domain.Kind]int{
 	domain.Forbidden: http.StatusForbidden,
 }
 
-// writeError maps an error to its answer: an *httpkit.Error as it says, a refusal (domain.Error) by its kind,
-// the shard's, the router's and the store's errors to theirs, anything else to a 500 that is logged.
+// writeError maps an error to its answer: an *httpkit.Error as it says, a refusal (*domain.Error)
+// by its kind, the shard's, the router's and the store's errors to theirs, anything else to a 500
+// that is logged. It is the one place an error becomes an answer.
 func writeError(c *gin.Context, err error) {
 	var e *httpkit.Error
 	var refusal *domain.Error
