@@ -1,6 +1,7 @@
 package httpkit
 
 import (
+	"net/http"
 	"strconv"
 	"time"
 
@@ -36,7 +37,11 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 	return m
 }
 
-// middleware records each request once it is answered.
+// middleware records each request once it is answered. Every label value comes from a closed
+// set, whatever a client sends: the route is a matched route template or "unmatched", the method
+// one of HTTP's or "other", the code one the server wrote. A label value taken from the request
+// as it is would let anyone add series without bound (20,000 invented methods once took /metrics
+// to 116 MB).
 func (m *httpMetrics) middleware(c *gin.Context) {
 	start := time.Now()
 	c.Next()
@@ -44,8 +49,19 @@ func (m *httpMetrics) middleware(c *gin.Context) {
 	if route == "" {
 		route = "unmatched"
 	}
-	m.requests.WithLabelValues(route, c.Request.Method, strconv.Itoa(c.Writer.Status())).Inc()
-	m.duration.WithLabelValues(route, c.Request.Method).Observe(time.Since(start).Seconds())
+	method := methodLabel(c.Request.Method)
+	m.requests.WithLabelValues(route, method, strconv.Itoa(c.Writer.Status())).Inc()
+	m.duration.WithLabelValues(route, method).Observe(time.Since(start).Seconds())
+}
+
+// methodLabel is a request's method as a label value: one of HTTP's methods, or "other".
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return "other"
 }
 
 // MetricsHandler serves a registry's metrics in the Prometheus format.

@@ -1,0 +1,54 @@
+package httpkit
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// TestMetricsLabelsClosed sends requests with hundreds of invented methods, to routes that exist
+// and to paths that do not: the number of series must not grow with them.
+func TestMetricsLabelsClosed(t *testing.T) {
+	gin.SetMode(gin.ReleaseMode)
+	reg := prometheus.NewRegistry()
+	e := gin.New()
+	e.HandleMethodNotAllowed = true
+	e.Use(HTTPMetrics(reg))
+	e.GET("/markets/:id", func(c *gin.Context) { c.Status(http.StatusOK) })
+	series := func() int {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, mf := range mfs {
+			n += len(mf.GetMetric())
+		}
+		return n
+	}
+	for i := range 300 {
+		for _, path := range []string{"/markets/1", fmt.Sprintf("/nowhere/%d", i)} {
+			req := httptest.NewRequest("M"+fmt.Sprint(i), path, nil)
+			e.ServeHTTP(httptest.NewRecorder(), req)
+		}
+		e.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, fmt.Sprintf("/markets/%d", i), nil))
+	}
+	if n := series(); n > 10 {
+		t.Fatalf("%d series after 900 requests with 300 methods and 300 paths; labels must come from a closed set", n)
+	}
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if v := l.GetValue(); strings.HasPrefix(v, "M") || strings.HasPrefix(v, "/nowhere") {
+					t.Errorf("label %s=%q comes from the request", l.GetName(), v)
+				}
+			}
+		}
+	}
+}
