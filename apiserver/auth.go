@@ -29,12 +29,12 @@ var (
 func (s *Server) authenticate(c *gin.Context) {
 	key, ok := httpkit.Bearer(c.Request)
 	if !ok {
-		writeError(c, errMissingKey)
+		httpkit.AbortUnread(c, errMissingKey)
 		return
 	}
 	prefix, ok := auth.ParseKey(key)
 	if !ok {
-		writeError(c, errInvalidKey)
+		httpkit.AbortUnread(c, errInvalidKey)
 		return
 	}
 	rec, cached, gen := s.keys.get(prefix)
@@ -42,7 +42,7 @@ func (s *Server) authenticate(c *gin.Context) {
 		var err error
 		rec, err = s.cfg.Store.KeyByPrefix(c.Request.Context(), prefix)
 		if errors.Is(err, store.ErrNotFound) {
-			writeError(c, errInvalidKey)
+			httpkit.AbortUnread(c, errInvalidKey)
 			return
 		}
 		if err != nil {
@@ -52,7 +52,7 @@ func (s *Server) authenticate(c *gin.Context) {
 		s.keys.put(prefix, rec, gen)
 	}
 	if rec.Revoked || !auth.KeyMatches(key, rec.Hash) {
-		writeError(c, errInvalidKey)
+		httpkit.AbortUnread(c, errInvalidKey)
 		return
 	}
 	if now := s.now(); s.keys.due(rec.ID, now) {
@@ -70,7 +70,7 @@ func accountOf(c *gin.Context) int64 { return c.GetInt64(accountKey) }
 func (s *Server) authenticateAdmin(c *gin.Context) {
 	token, ok := httpkit.Bearer(c.Request)
 	if !ok || !auth.TokenMatches(token, s.cfg.AdminToken) {
-		writeError(c, &httpkit.Error{Status: http.StatusUnauthorized, Code: "invalid_admin_token",
+		httpkit.AbortUnread(c, &httpkit.Error{Status: http.StatusUnauthorized, Code: "invalid_admin_token",
 			Message: "send the admin token as Authorization: Bearer <token>; pmx dev prints where it is"})
 		return
 	}

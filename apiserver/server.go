@@ -106,12 +106,12 @@ func New(cfg Config) *Server {
 	s.engine.ContextWithFallback = true
 	s.engine.HandleMethodNotAllowed = true
 	s.engine.Use(s.recover, httpkit.WithLogger(s.log), httpkit.HTTPMetrics(cfg.Metrics))
-	s.engine.NoRoute(handler(func(c *gin.Context) error {
-		return httpkit.NewError(http.StatusNotFound, "not_found", "no such endpoint: %s %s", c.Request.Method, c.Request.URL.Path)
-	}))
-	s.engine.NoMethod(handler(func(c *gin.Context) error {
-		return httpkit.NewError(http.StatusMethodNotAllowed, "method_not_allowed", "%s is not allowed on %s", c.Request.Method, c.Request.URL.Path)
-	}))
+	s.engine.NoRoute(func(c *gin.Context) {
+		httpkit.AbortUnread(c, httpkit.NewError(http.StatusNotFound, "not_found", "no such endpoint: %s %s", c.Request.Method, c.Request.URL.Path))
+	})
+	s.engine.NoMethod(func(c *gin.Context) {
+		httpkit.AbortUnread(c, httpkit.NewError(http.StatusMethodNotAllowed, "method_not_allowed", "%s is not allowed on %s", c.Request.Method, c.Request.URL.Path))
+	})
 
 	httpkit.Health(s.engine, cfg.Store)
 	s.engine.GET("/metrics", httpkit.MetricsHandler(cfg.Metrics))

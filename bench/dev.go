@@ -53,7 +53,9 @@ func startDev(ctx context.Context, pmx, databaseURL, dataDir, token string, extr
 		"--database-url", databaseURL, "--markets", ""}, extra...)
 	d := &devProcess{cmd: exec.Command(pmx, args...), log: logFile, logPath: logPath, done: make(chan struct{})}
 	// The token goes through the environment, not the command line that ps shows.
-	d.cmd.Env = append(cleanEnv(), "PMX_ADMIN_TOKEN="+token)
+	// The load generator is one client with many connections: lift the per-client limit (an
+	// environment variable, which a build from before the limit ignores).
+	d.cmd.Env = append(cleanEnv(), "PMX_ADMIN_TOKEN="+token, "PMX_MAX_CONNS_PER_CLIENT=-1")
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	pgcluster.SetParentDeathSignal(d.cmd.SysProcAttr, syscall.SIGTERM)
 	found := make(chan string, 1)

@@ -66,6 +66,20 @@ func Abort(c *gin.Context, e *Error) {
 	c.AbortWithStatusJSON(e.Status, ErrorBody{Error: e.Message, Details: ErrorDetails{Code: e.Code, Field: e.Field}})
 }
 
+// AbortUnread answers e to a request whose body the server has not read (one refused on its
+// headers: no or a bad credential, no such route), and closes the connection after the answer
+// without reading the rest of the body. Otherwise the server would read it first, to keep the
+// connection alive, and a client sending it a byte at a time could hold the connection, and the
+// answer, for as long as the read limit.
+func AbortUnread(c *gin.Context, e *Error) {
+	if c.Request.ContentLength != 0 {
+		c.Header("Connection", "close")
+		// Ends the read of the rest of the body at once; no error when the writer cannot.
+		_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now())
+	}
+	Abort(c, e)
+}
+
 // loggerKey is where WithLogger leaves the request's logger in the gin context.
 const loggerKey = "logger"
 

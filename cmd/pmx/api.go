@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pmx-dev/pmx/apiserver"
+	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/shardapi"
 )
 
@@ -18,6 +19,7 @@ type apiOptions struct {
 	grant         int64
 	maxQuantity   int64
 	process       processOptions
+	serve         serveOptions
 }
 
 func newAPICommand() *cobra.Command {
@@ -43,6 +45,7 @@ the shard that owns the market. Run as many replicas as you like; they answer al
 	f.Int64Var(&o.grant, "grant", 1_000_000, "play money, in cents, that a new account starts with")
 	f.Int64Var(&o.maxQuantity, "max-quantity", 1_000_000, "largest order quantity accepted")
 	addProcessFlags(cmd, &o.process, true)
+	addServeFlags(cmd, &o.serve)
 	return cmd
 }
 
@@ -67,5 +70,5 @@ func runAPI(ctx context.Context, o apiOptions) error {
 		Logger: log, AdminToken: o.adminToken, Grant: o.grant, MaxQuantity: o.maxQuantity})
 	defer api.Close()
 	fmt.Printf("pmx api is running.\n  API:       http://%s/api/v1\n", ln.Addr())
-	return serve(ctx, ln, api.Handler(), log)
+	return serve(ctx, ln, api.Handler(), httpkit.Limits{MaxConnsPerClient: o.serve.maxConnsPerClient}, log)
 }

@@ -31,6 +31,7 @@ type devOptions struct {
 	grant       int64
 	maxQuantity int64
 	process     processOptions
+	serve       serveOptions
 }
 
 func newDevCommand() *cobra.Command {
@@ -62,6 +63,7 @@ At start it loads the Market manifests in --markets, the same YAML kubectl apply
 	f.Int64Var(&o.grant, "grant", 1_000_000, "play money, in cents, that a new account starts with")
 	f.Int64Var(&o.maxQuantity, "max-quantity", 1_000_000, "largest order quantity accepted")
 	addProcessFlags(cmd, &o.process, true)
+	addServeFlags(cmd, &o.serve)
 	return cmd
 }
 
@@ -143,7 +145,7 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 	fmt.Fprintf(out, "pmx is running.\n  API:       %s/api/v1\n  Settings:  %s/settings\n  Admin API: %s/admin/v1 (token %s)\n  Press Ctrl-C to stop.\n",
 		base, base, base, tokenSource)
 
-	err = serve(ctx, ln, api.Handler(), log)
+	err = serve(ctx, ln, api.Handler(), httpkit.Limits{MaxConnsPerClient: o.serve.maxConnsPerClient}, log)
 	stopCloser()
 	<-closerDone
 	return err

@@ -2,14 +2,16 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"runtime/debug"
-	"time"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pmx-dev/pmx/httpkit"
 )
 
 // serverGCPercent is the garbage collector's target for the servers (GOGC, default 100 in Go),
@@ -25,23 +27,23 @@ func tuneGC() {
 	}
 }
 
-// serve runs an HTTP server on ln until ctx ends, then shuts it down gracefully: it stops
-// accepting connections and waits for the requests in flight.
-func serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger) error {
+// serveOptions are the flags of a command that serves the public API (dev, api).
+type serveOptions struct {
+	maxConnsPerClient int
+}
+
+func addServeFlags(cmd *cobra.Command, o *serveOptions) {
+	def, err := strconv.Atoi(envOr("PMX_MAX_CONNS_PER_CLIENT", "512"))
+	if err != nil {
+		def = 512
+	}
+	cmd.Flags().IntVar(&o.maxConnsPerClient, "max-conns-per-client", def,
+		"connections one IP address may hold open at once; more are closed at once (-1: no limit, as behind a proxy that every client comes through; default $PMX_MAX_CONNS_PER_CLIENT or 512)")
+}
+
+// serve runs an HTTP server on ln, within limits (httpkit.Serve), until ctx ends, then shuts it
+// down gracefully: it stops accepting connections and waits for the requests in flight.
+func serve(ctx context.Context, ln net.Listener, h http.Handler, limits httpkit.Limits, log *slog.Logger) error {
 	tuneGC()
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("while serving HTTP: %w", err)
-	case <-ctx.Done():
-	}
-	log.Info("shutting down: finishing requests in flight")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return nil
+	return httpkit.Serve(ctx, ln, h, limits, log)
 }

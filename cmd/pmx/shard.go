@@ -88,7 +88,8 @@ func runShard(ctx context.Context, o shardOptions) error {
 	log.Info("shard serving", "addr", ln.Addr().String(), "advertise", advertise)
 	fmt.Printf("pmx shard %s is running on %s (advertised as %s)\n", o.name, ln.Addr(), advertise)
 
-	err = serve(ctx, ln, shardapi.Server{Shard: sh, Store: st, Token: o.internalToken, Logger: log, Metrics: reg}.Handler(), log)
+	err = serve(ctx, ln, shardapi.Server{Shard: sh, Store: st, Token: o.internalToken, Logger: log, Metrics: reg}.Handler(),
+		httpkit.Limits{MaxConnsPerClient: -1}, log) // its clients are the fronts, a few addresses
 	// Orders in flight are answered by now; hand the markets back, then stop.
 	stopBeat()
 	<-beatDone

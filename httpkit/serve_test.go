@@ -1,0 +1,158 @@
+package httpkit
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/pmx-dev/pmx/internal/poll"
+)
+
+// serveTest serves h within limits on a loopback port until the test ends, and returns the address.
+func serveTest(t *testing.T, h http.Handler, limits Limits) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, ln, h, limits, slog.New(slog.DiscardHandler)) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return ln.Addr().String()
+}
+
+// slowPost opens a connection and sends a POST's headers announcing a 60,000-byte body, and its
+// first byte.
+func slowPost(t *testing.T, addr, path string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := io.WriteString(c, "POST "+path+" HTTP/1.1\r\nHost: pmx\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n{"); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// closedWithin reports whether the server closes c within d (reading and discarding what it sends).
+func closedWithin(c net.Conn, d time.Duration) bool {
+	_ = c.SetReadDeadline(time.Now().Add(d))
+	_, err := io.Copy(io.Discard, c)
+	var ne net.Error
+	return !(errors.As(err, &ne) && ne.Timeout())
+}
+
+// TestSlowBodyIsCutOff sends a body a byte at a time: the server closes the connection once the
+// read limit has passed, however the client keeps it busy.
+func TestSlowBodyIsCutOff(t *testing.T) {
+	addr := serveTest(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+	}), Limits{Read: 300 * time.Millisecond})
+	c := slowPost(t, addr, "/")
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // a byte every 50ms: it never stops on its own before the test ends
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+				if _, err := c.Write([]byte(" ")); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	if !closedWithin(c, 10*time.Second) {
+		t.Fatal("a connection sending its body a byte at a time was held for 10s; the read limit is 300ms")
+	}
+}
+
+// TestRefusedBeforeTheBody answers a request refused on its headers at once, without waiting for
+// a body sent slowly, and closes the connection.
+func TestRefusedBeforeTheBody(t *testing.T) {
+	gin.SetMode(gin.ReleaseMode)
+	e := gin.New()
+	e.Use(func(c *gin.Context) {
+		if _, ok := Bearer(c.Request); !ok {
+			AbortUnread(c, &Error{Status: http.StatusUnauthorized, Code: "missing_api_key", Message: "no key"})
+			return
+		}
+		c.Next()
+	})
+	e.POST("/order", func(c *gin.Context) { _, _ = io.ReadAll(c.Request.Body) })
+	addr := serveTest(t, e, Limits{Read: time.Minute})
+	c := slowPost(t, addr, "/order")
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	status, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || !strings.Contains(status, " 401 ") {
+		t.Fatalf("status line %q, %v: want a 401 before the body is sent (the read limit is a minute)", status, err)
+	}
+	if !closedWithin(c, 10*time.Second) {
+		t.Fatal("the connection stayed open after a 401 with an unread body")
+	}
+}
+
+// TestConnectionsPerClient refuses a client's connections beyond its limit, and accepts new ones
+// once it has closed some.
+func TestConnectionsPerClient(t *testing.T) {
+	addr := serveTest(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), Limits{MaxConnsPerClient: 3})
+	get := func(c net.Conn) error {
+		if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: pmx\r\n\r\n"); err != nil {
+			return err
+		}
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	var held []net.Conn
+	for range 3 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := get(c); err != nil { // answered: accepted and counted
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	extra, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	if err := get(extra); err == nil {
+		t.Fatal("a fourth connection was served; the limit per client is 3")
+	}
+	held[0].Close()
+	// The server notices the close when its read on that connection ends: try until it has.
+	poll.Wait(t, 10*time.Second, "a connection accepted after one of the three closed", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return get(c) == nil
+	})
+}
