@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -31,6 +32,10 @@ func handler(h func(*gin.Context) error) gin.HandlerFunc {
 	}
 }
 
+// statusClientClosedRequest is the status recorded (in logs and metrics; the client is gone) for a
+// request whose client went away before its answer, nginx's 499.
+const statusClientClosedRequest = 499
+
 // refusalStatus is the status code of each kind of refusal.
 var refusalStatus = map[domain.Kind]int{
 	domain.Invalid:   http.StatusBadRequest,
@@ -57,6 +62,11 @@ func writeError(c *gin.Context, err error) {
 		e = errOutcomeUnknown
 	case errors.Is(err, shard.ErrUnavailable), errors.Is(err, shard.ErrStopped), errors.Is(err, shard.ErrNotOwner):
 		e = errUnavailable
+	case errors.Is(err, context.Canceled) && c.Request.Context().Err() != nil:
+		// The client went away before its answer; what became of its request is logged where it
+		// ran (the shard). Counted apart from the server's own failures.
+		httpkit.Logger(c).Info("client went away before its answer", "method", c.Request.Method, "path", c.Request.URL.Path)
+		e = httpkit.NewError(statusClientClosedRequest, "client_closed_request", "the client closed the request before its answer")
 	default:
 		httpkit.Logger(c).Error("request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
 		e = httpkit.NewError(http.StatusInternalServerError, "internal", "the exchange failed to answer; try again later")

@@ -19,6 +19,26 @@ const (
 	cmdSync  // loads and drops markets to match their recorded owners
 )
 
+func (k commandKind) String() string {
+	switch k {
+	case cmdPlace:
+		return "place"
+	case cmdCancel:
+		return "cancel"
+	case cmdCancelAll:
+		return "cancel-all"
+	case cmdTransition:
+		return "transition"
+	case cmdLoad:
+		return "load"
+	case cmdCheck:
+		return "check"
+	case cmdSync:
+		return "sync"
+	}
+	return "unknown"
+}
+
 // command is one request to the shard's loop. The loop fills in the answer fields, then sends on
 // reply (nil or the error) once the batch holding it has committed.
 type command struct {

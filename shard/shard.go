@@ -150,8 +150,10 @@ type PlaceRequest struct {
 // Place reserves, matches and commits an order.
 func (s *Shard) Place(ctx context.Context, r PlaceRequest) (store.PlacedOrder, error) {
 	c := &command{kind: cmdPlace, place: r, market: r.Market}
-	err := s.do(ctx, c)
-	return c.placed, err
+	if err := s.do(ctx, c); err != nil {
+		return store.PlacedOrder{}, err // c may still be running: leave its fields alone
+	}
+	return c.placed, nil
 }
 
 // CancelRequest is an account's cancel of one order of a market, named by its sequence number.
@@ -178,8 +180,10 @@ func (s *Shard) Cancel(ctx context.Context, r CancelRequest) (store.Order, error
 // CancelAll cancels every resting order of an account in the given markets.
 func (s *Shard) CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]store.Order, error) {
 	c := &command{kind: cmdCancelAll, account: account, markets: markets}
-	err := s.do(ctx, c)
-	return c.orders, err
+	if err := s.do(ctx, c); err != nil {
+		return nil, err
+	}
+	return c.orders, nil
 }
 
 // Transition applies a lifecycle action to a market (see package market), cancelling its resting
@@ -215,6 +219,33 @@ func (s *Shard) do(ctx context.Context, c *command) error {
 			return ErrStopped
 		}
 	case <-ctx.Done():
+		// The caller gave up, but the command runs: say what became of it.
+		go s.logAbandoned(c)
 		return ctx.Err()
+	}
+}
+
+// logAbandoned waits for the answer to a command whose caller stopped waiting for it, and logs
+// what became of it, so that a placement committed after its client went away is on record.
+func (s *Shard) logAbandoned(c *command) {
+	var err error
+	select {
+	case err = <-c.reply:
+	case <-s.done:
+		select {
+		case err = <-c.reply:
+		default:
+			err = ErrStopped
+		}
+	}
+	log := s.log.With("kind", c.kind.String(), "market", c.market)
+	switch {
+	case err != nil:
+		log.Info("a command whose caller gave up waiting was not carried out", "err", err)
+	case c.kind == cmdPlace:
+		log.Info("an order whose caller gave up waiting was placed", "order", c.placed.ID, "account", c.place.Account,
+			"status", c.placed.Status.String(), "filled", c.placed.FilledQuantity)
+	default:
+		log.Info("a command whose caller gave up waiting was carried out", "orders", len(c.orders))
 	}
 }

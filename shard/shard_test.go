@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -336,4 +337,58 @@ func restingCount(t *testing.T, st *store.Store, market uuid.UUID) int {
 		t.Fatal(err)
 	}
 	return len(orders)
+}
+
+// syncBuffer is a log destination that tests read while the shard writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *syncBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// TestAbandonedPlacementIsLogged gives up on a placement while its batch waits for a lock: the
+// caller gets its context's error at once, and once the batch commits the shard logs that the
+// order was placed, with its id.
+func TestAbandonedPlacementIsLogged(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	var logs syncBuffer
+	s := New(Config{Store: f.st, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	t.Cleanup(s.Stop)
+	tx, err := f.st.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `lock table accounts in exclusive mode`); err != nil {
+		t.Fatal(err)
+	}
+	gaveUp, giveUp := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { _, err := s.Place(gaveUp, f.buy(f.alice, engine.Yes, 40, 1)); done <- err }()
+	waitBlocked(t, f.st)
+	giveUp()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Place after its caller gave up: %v, want context.Canceled", err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	poll.Wait(t, 10*time.Second, "the abandoned order logged", func() bool {
+		return strings.Contains(logs.String(), "an order whose caller gave up waiting was placed")
+	})
+	orders, err := f.st.RestingOrders(ctx, f.market)
+	if err != nil || len(orders) != 1 || !strings.Contains(logs.String(), "order="+orders[0].ID.String()) {
+		t.Fatalf("resting %v (%v); log:\n%s", orders, err, logs.String())
+	}
 }
