@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,7 +34,16 @@ import (
 // returns no markets and an error with one line per problem, each naming the file, the document
 // and the field.
 func LoadMarkets(dir string) ([]Market, error) {
-	entries, err := os.ReadDir(dir)
+	if _, err := os.ReadDir(dir); err != nil {
+		return nil, fmt.Errorf("while reading market manifests: %w", err)
+	}
+	return LoadMarketsFS(os.DirFS(dir), dir)
+}
+
+// LoadMarketsFS is LoadMarkets on the top folder of fsys (such as the sample markets built into
+// pmx, package config); dir names that folder in messages.
+func LoadMarketsFS(fsys fs.FS, dir string) ([]Market, error) {
+	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
 		return nil, fmt.Errorf("while reading market manifests: %w", err)
 	}
@@ -45,7 +55,7 @@ func LoadMarkets(dir string) ([]Market, error) {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
-		docs, err := readDocuments(path)
+		docs, err := readDocuments(fsys, e.Name())
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", path, err))
 			continue
@@ -87,7 +97,7 @@ func LoadMarkets(dir string) ([]Market, error) {
 }
 
 // isManifest reports whether a directory entry is a YAML file that LoadMarkets reads.
-func isManifest(e os.DirEntry) bool {
+func isManifest(e fs.DirEntry) bool {
 	name := e.Name()
 	if e.IsDir() || strings.HasPrefix(name, ".") {
 		return false
@@ -101,8 +111,8 @@ func isManifest(e os.DirEntry) bool {
 }
 
 // readDocuments splits a YAML file into its `---` separated documents.
-func readDocuments(path string) ([][]byte, error) {
-	data, err := os.ReadFile(path)
+func readDocuments(fsys fs.FS, name string) ([][]byte, error) {
+	data, err := fs.ReadFile(fsys, name)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/auth"
+	"github.com/pmx-dev/pmx/config"
 	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/market"
@@ -22,6 +23,9 @@ import (
 )
 
 // devOptions are the flags of pmx dev.
+// builtinMarkets is the --markets value that loads the sample markets built into pmx.
+const builtinMarkets = "builtin"
+
 type devOptions struct {
 	addr        string
 	dataDir     string
@@ -46,7 +50,9 @@ Its database is a private PostgreSQL cluster that it creates under --data-dir an
 (from initdb/postgres on PATH or under /usr/lib/postgresql/*/bin); data survives restarts and
 Ctrl-C stops it cleanly. --database-url uses an existing Postgres instead.
 
-At start it loads the Market manifests in --markets, the same YAML kubectl apply takes.`,
+At start it loads the Market manifests in --markets, the same YAML kubectl apply takes: by
+default the sample markets built into pmx (config/samples in its repository), wherever it is
+started from.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd)
@@ -58,7 +64,7 @@ At start it loads the Market manifests in --markets, the same YAML kubectl apply
 	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to serve HTTP on (port 0 picks a free one)")
 	f.StringVar(&o.dataDir, "data-dir", ".pmx", "folder for the private Postgres cluster and the admin token")
 	f.StringVar(&o.databaseURL, "database-url", "", "use this Postgres instead of a private cluster (postgres://...)")
-	f.StringVar(&o.markets, "markets", "config/samples", "folder of Market manifests to load at start (empty: none)")
+	f.StringVar(&o.markets, "markets", builtinMarkets, `folder of Market manifests to load at start ("`+builtinMarkets+`": the sample markets built into pmx; empty: none; a folder named so: ./`+builtinMarkets+`)`)
 	f.StringVar(&o.adminToken, "admin-token", "", "admin API token (default $PMX_ADMIN_TOKEN, else generated into <data-dir>/admin-token)")
 	f.Int64Var(&o.grant, "grant", 1_000_000, "play money, in cents, that a new account starts with")
 	f.Int64Var(&o.maxQuantity, "max-quantity", 1_000_000, "largest order quantity accepted")
@@ -106,7 +112,12 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 	defer sh.Stop()
 
 	if o.markets != "" {
-		manifests, err := v1alpha1.LoadMarkets(o.markets)
+		var manifests []v1alpha1.Market
+		if o.markets == builtinMarkets {
+			manifests, err = v1alpha1.LoadMarketsFS(config.Samples(), "config/samples (built in)")
+		} else {
+			manifests, err = v1alpha1.LoadMarkets(o.markets)
+		}
 		if err != nil {
 			return err
 		}
