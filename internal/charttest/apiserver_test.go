@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pmx-dev/pmx/internal/k8stest"
+	"github.com/pmx-dev/pmx/internal/poll"
 )
 
 // TestChartOnAPIServer hands what the chart renders to a real kube-apiserver (k8stest: the Market
@@ -29,7 +30,16 @@ func TestChartOnAPIServer(t *testing.T) {
 	env := k8stest.Start(t)
 	root := k8stest.RepoRoot(t)
 	env.Kubectl(t, "apply", "--server-side", "-f", filepath.Join(root, "internal", "charttest", "testdata", "crds"))
-	env.Kubectl(t, "wait", "--for=condition=Established", "--timeout=60s", "crd/servicemonitors.monitoring.coreos.com")
+	// Until the apiserver has set the CRD's conditions at all, kubectl wait fails at once instead of
+	// waiting ("<nil> is of the type <nil>"): poll for Established instead.
+	err := poll.Until(t.Context(), time.Minute, func(ctx context.Context) (bool, error) {
+		out, err := env.KubectlCmd(ctx, "get", "crd/servicemonitors.monitoring.coreos.com",
+			"-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`).Output()
+		return err == nil && strings.TrimSpace(string(out)) == "True", nil
+	})
+	if err != nil {
+		t.Fatalf("the ServiceMonitor CRD was not established: %v", err)
+	}
 
 	t.Run("server dry run", func(t *testing.T) {
 		cases := []struct {
