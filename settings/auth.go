@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -135,6 +137,8 @@ func (st *settings) signIn(c *gin.Context) {
 	}
 	if name == "" {
 		p.Fields["name"] = "Enter your account name."
+	} else if !plainText(name) {
+		p.Fields["name"] = "The account name must be plain text: letters, digits, '_', '.' or '-'."
 	}
 	if password == "" {
 		p.Fields["password"] = "Enter your password."
@@ -263,6 +267,12 @@ func clientKey(r *http.Request) string {
 		return netip.PrefixFrom(addr, 64).Masked().String()
 	}
 	return addr.String()
+}
+
+// plainText says whether s is valid UTF-8 without control characters: what Postgres can store as
+// text (it refuses NUL and invalid UTF-8) and what a name could be.
+func plainText(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
 }
 
 // clip cuts s to at most n runes.

@@ -260,6 +260,8 @@ func TestSettingsSignUpErrors(t *testing.T) {
 		{"bob smith", password, http.StatusBadRequest, "Name must be 1 to 64 letters"},
 		{strings.Repeat("b", 65), password, http.StatusBadRequest, "Name must be 1 to 64 letters"},
 		{"taken-1", password, http.StatusConflict, "This name is taken; choose another."},
+		{"bob\x00", password, http.StatusBadRequest, "Name must be 1 to 64 letters"},
+		{"bob\xff", password, http.StatusBadRequest, "Name must be 1 to 64 letters"},
 	} {
 		a := b.signUp(tc.name, tc.password)
 		expect(t, "sign up "+tc.name, a, tc.status, tc.message)
@@ -291,6 +293,10 @@ func TestSettingsSignInErrors(t *testing.T) {
 		{"nobody", password, http.StatusUnauthorized, "Wrong account name or password."},
 		{admin.Name, password, http.StatusUnauthorized, "Wrong account name or password."},
 		{admin.Name, "", http.StatusBadRequest, "Enter your password."},
+		// Postgres refuses NUL and invalid UTF-8 in text: such a name is the form's mistake, not a 500.
+		{"carol\x00", password, http.StatusBadRequest, "The account name must be plain text"},
+		{"carol\xff", password, http.StatusBadRequest, "The account name must be plain text"},
+		{"car\nol", password, http.StatusBadRequest, "The account name must be plain text"},
 	} {
 		a := b.signIn(tc.name, tc.password)
 		expect(t, "sign in "+tc.name, a, tc.status, tc.message)
