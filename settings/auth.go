@@ -106,12 +106,17 @@ func (st *settings) signUp(c *gin.Context) {
 		st.anonymous(c, http.StatusBadRequest, "sign-up.html", p)
 		return
 	}
-	var hash string
-	if err := st.hash(c.Request.Context(), func() { hash = auth.HashPassword(password) }); err != nil {
+	var hashed string
+	err := hash(c.Request.Context(), func() { hashed = auth.HashPassword(password) })
+	if errors.Is(err, errBusy) {
+		st.busy(c, "sign-up.html", p)
+		return
+	}
+	if err != nil {
 		st.fail(c, err)
 		return
 	}
-	a, err := st.cfg.Accounts.OpenAccount(c.Request.Context(), name, hash)
+	a, err := st.cfg.Accounts.OpenAccount(c.Request.Context(), name, hashed)
 	var e *httpkit.Error
 	if errors.As(err, &e) && e.Field == "name" {
 		p.Fields["name"] = sentence(e.Message)
@@ -169,23 +174,32 @@ func (st *settings) signIn(c *gin.Context) {
 		return
 	}
 
-	account, hash, err := cfg.Store.PasswordHash(ctx, name)
+	account, stored, err := cfg.Store.PasswordHash(ctx, name)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		st.fail(c, err)
 		return
 	}
 	var ok bool
 	var checkErr error
-	err = st.hash(ctx, func() {
+	err = hash(ctx, func() {
 		switch {
-		case hash == "" || len(password) > auth.MaxPasswordLen:
+		case stored == "" || len(password) > auth.MaxPasswordLen:
 			// No such account, or one opened by the admin API without a password: take the time a
 			// check takes, so that timing does not tell which names exist.
 			auth.CheckNoPassword(password)
 		default:
-			ok, checkErr = auth.CheckPassword(password, hash)
+			ok, checkErr = auth.CheckPassword(password, stored)
 		}
 	})
+	if errors.Is(err, errBusy) {
+		// Nothing was checked: the attempt is not a failure.
+		if err := cfg.Store.DeleteSignInAttempt(ctx, attempt.ID); err != nil {
+			st.fail(c, err)
+			return
+		}
+		st.busy(c, "sign-in.html", p)
+		return
+	}
 	if err = errors.Join(err, checkErr); err != nil {
 		st.fail(c, err)
 		return
@@ -238,17 +252,45 @@ func (st *settings) signOut(c *gin.Context) {
 	redirect(c, signInURL("signedout"))
 }
 
-// hash runs f, an argon2id computation, once one of the concurrentHashes slots is free: each
-// takes 64 MiB, and a burst of sign-ins must not exhaust memory.
-func (st *settings) hash(ctx context.Context, f func()) error {
+// hashSlots are the process's argon2id slots: each hash takes 64 MiB, and a burst of sign-ins and
+// sign-ups must not exhaust memory. They are per process, not per Register, because memory is.
+var hashSlots = make(chan struct{}, concurrentHashes)
+
+// hashWait is how long a request waits for a hashing slot before it is told to try again: a flood
+// then costs its victims a quick 503, not a queue that grows without bound (a 20-request flood made
+// a sign-up take 17 s). A variable so that tests can change it.
+var hashWait = 5 * time.Second
+
+// errBusy is hash's answer when no slot came free within hashWait.
+var errBusy = errors.New("settings: no password-hashing slot came free")
+
+// hash runs f, an argon2id computation, once one of the hashSlots is free, or returns errBusy if
+// none is within hashWait (or the request's error if it ends first).
+func hash(ctx context.Context, f func()) error {
 	select {
-	case st.hashing <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	case hashSlots <- struct{}{}:
+	default:
+		wait := time.NewTimer(hashWait)
+		defer wait.Stop()
+		select {
+		case hashSlots <- struct{}{}:
+		case <-wait.C:
+			return errBusy
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	defer func() { <-st.hashing }()
+	defer func() { <-hashSlots }()
 	f()
 	return nil
+}
+
+// busy answers a form whose password could not be hashed in time with the form again, a 503 and
+// a Retry-After.
+func (st *settings) busy(c *gin.Context, name string, p *page) {
+	p.Error = "pmx is busy checking other passwords. Nothing was changed; try again in a moment."
+	c.Header("Retry-After", strconv.Itoa(int(math.Ceil(hashWait.Seconds()))))
+	st.anonymous(c, http.StatusServiceUnavailable, name, p)
 }
 
 // clientKey is the address a sign-in attempt is counted against: the TCP peer's IP, or its /64 for

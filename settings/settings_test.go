@@ -19,10 +19,16 @@ import (
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/internal/exchangetest"
 	"github.com/pmx-dev/pmx/internal/pgtest"
+	"github.com/pmx-dev/pmx/settings"
 	"github.com/pmx-dev/pmx/store"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	// The parallel tests share the process's two hashing slots on a machine that may be busy: a
+	// request there must not be refused for want of one. TestSettingsHashSlotsBusy tests the wait.
+	settings.SetHashWait(time.Minute)
+	pgtest.Main(m)
+}
 
 // browser is a cookie-keeping HTTP client that does not follow redirects, so that tests see them.
 type browser struct {
@@ -366,6 +372,34 @@ func TestSettingsRateLimit(t *testing.T) {
 	}
 	expect(t, "sign in from a busy client", newBrowser(t, tg.URL).signIn("dave", password), http.StatusTooManyRequests,
 		"Too many failed sign-in attempts from your network.")
+}
+
+// TestSettingsHashSlotsBusy checks that a sign-up or sign-in that cannot get a hashing slot within
+// the wait is told to try again (503) instead of queueing without bound, and changes nothing. Not
+// parallel: it holds the process's slots.
+func TestSettingsHashSlotsBusy(t *testing.T) {
+	tg := exchangetest.StartDev(t)
+	b := newBrowser(t, tg.URL)
+	expectRedirect(t, "sign up", b.signUp("olivia", password), "/settings?done=welcome")
+	expectRedirect(t, "sign out", b.submit("/settings", "/settings/sign-out", nil), "/settings/sign-in?m=signedout")
+
+	settings.HoldHashSlots(t, time.Millisecond)
+	const busy = "pmx is busy checking other passwords. Nothing was changed; try again in a moment."
+	for what, a := range map[string]answer{"sign up": b.signUp("peggy", password), "sign in": b.signIn("olivia", password)} {
+		expect(t, what+" while busy", a, http.StatusServiceUnavailable, busy)
+		if a.header.Get("Retry-After") == "" {
+			t.Fatalf("%s while busy: no Retry-After", what)
+		}
+	}
+	if n := count(t, tg, `select count(*) from accounts where name = 'peggy'`); n != 0 {
+		t.Fatal("a sign-up refused for want of a slot opened an account")
+	}
+	if n := count(t, tg, `select count(*) from sessions`); n != 0 {
+		t.Fatalf("%d sessions, want 0", n)
+	}
+	if n := count(t, tg, `select count(*) from sign_in_failures`); n != 0 {
+		t.Fatalf("a sign-in refused for want of a slot was counted as a failure (%d)", n)
+	}
 }
 
 // TestSettingsRateLimitConcurrent races more wrong guesses than the limit allows: however they
