@@ -31,6 +31,10 @@ import (
 // the password is looked at, its record is removed, and it changes nothing: not even a right
 // password gets in until the window moves on.
 //
+// Sign-ups are limited per client address (signUpPerClient per signUpWindow, counted in Postgres
+// in the same way): each costs a 64 MiB hash and opens an account with play money, and a flood of
+// them once took a process past 1 GB. A sign-up is counted whether or not its name turns out taken.
+//
 // The client address is the TCP peer's, never X-Forwarded-For: that header is the client's to
 // write unless a trusted proxy rewrites it, and a limit keyed on it could be dodged by sending a
 // new value each time. (Behind a proxy every client shares the proxy's address, hence the higher
@@ -106,8 +110,28 @@ func (st *settings) signUp(c *gin.Context) {
 		st.anonymous(c, http.StatusBadRequest, "sign-up.html", p)
 		return
 	}
+	// Counted once the form is valid (a typo costs nothing) and before the hash, the expensive part.
+	ctx, now := c.Request.Context(), st.now()
+	signUp, err := st.cfg.Store.RecordSignUp(ctx, clientKey(c.Request), now, now.Add(-signUpWindow))
+	if err != nil {
+		st.fail(c, err)
+		return
+	}
+	if signUp.ByClient > signUpPerClient {
+		if err := st.cfg.Store.DeleteSignUp(ctx, signUp.ID); err != nil {
+			st.fail(c, err)
+			return
+		}
+		retry := signUp.OldestByClient.Add(signUpWindow).Sub(now)
+		minutes := int(math.Ceil(retry.Minutes()))
+		p.Error = fmt.Sprintf("Too many accounts were opened from your network. Nothing was created; try again in %d minute%s.",
+			minutes, plural(minutes))
+		c.Header("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
+		st.anonymous(c, http.StatusTooManyRequests, "sign-up.html", p)
+		return
+	}
 	var hashed string
-	err := hash(c.Request.Context(), func() { hashed = auth.HashPassword(password) })
+	err = hash(ctx, func() { hashed = auth.HashPassword(password) })
 	if errors.Is(err, errBusy) {
 		st.busy(c, "sign-up.html", p)
 		return
@@ -116,7 +140,7 @@ func (st *settings) signUp(c *gin.Context) {
 		st.fail(c, err)
 		return
 	}
-	a, err := st.cfg.Accounts.OpenAccount(c.Request.Context(), name, hashed)
+	a, err := st.cfg.Accounts.OpenAccount(ctx, name, hashed)
 	var e *httpkit.Error
 	if errors.As(err, &e) && e.Field == "name" {
 		p.Fields["name"] = sentence(e.Message)

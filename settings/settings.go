@@ -17,8 +17,8 @@
 //   - Passwords are argon2id hashes (package auth); at most concurrentHashes are computed at once
 //     in a process, and a request that waits longer than hashWait for its turn is answered 503
 //     ("try again") rather than queued without bound behind a flood.
-//   - Sign-in attempts are rate limited per account name and per client address, counted in
-//     Postgres so that every replica sees the same counts (auth.go).
+//   - Sign-in attempts are rate limited per account name and per client address, and sign-ups per
+//     client address, counted in Postgres so that every replica sees the same counts (auth.go).
 package settings
 
 import (
@@ -57,6 +57,8 @@ const (
 	signInWindow    = 15 * time.Minute
 	signInPerName   = 5  // failed attempts on one account name per window
 	signInPerClient = 30 // failed attempts from one client address per window, any names
+	signUpWindow    = time.Hour
+	signUpPerClient = 10 // sign-ups from one client address per window
 	// concurrentHashes is how many argon2id hashes one process computes at once, 64 MiB each: 128
 	// MiB of the api pod's 512 MiB, which leaves room for the heap GOGC=400 lets grow (and the Go
 	// memory limit, cmd/pmx/memlimit.go). Four took RSS to 1.2 GB under a sign-up flood.

@@ -374,6 +374,51 @@ func TestSettingsRateLimit(t *testing.T) {
 		"Too many failed sign-in attempts from your network.")
 }
 
+// TestSettingsSignUpLimit checks the per-client sign-up limit: counted in Postgres (so a replica
+// refuses too), refused with a page that says how long to wait, and lifted as the window moves.
+func TestSettingsSignUpLimit(t *testing.T) {
+	t.Parallel()
+	tg := exchangetest.StartDev(t)
+	replica := httptest.NewServer(replicaOf(t, tg.Store))
+	t.Cleanup(replica.Close)
+	b := newBrowser(t, tg.URL)
+	expectRedirect(t, "sign up", b.signUp("quentin", password), "/settings?done=welcome")
+	// Nine more from this address ten minutes ago, as if through other replicas: ten in the hour.
+	if _, err := tg.Store.Pool.Exec(t.Context(), `insert into sign_ups (client, at)
+		select '127.0.0.1', now() - interval '10 minutes' from generate_series(1, 9)`); err != nil {
+		t.Fatal(err)
+	}
+	// And some from elsewhere, which do not count against this client.
+	if _, err := tg.Store.Pool.Exec(t.Context(), `insert into sign_ups (client, at)
+		select '192.0.2.' || i, now() from generate_series(1, 20) i`); err != nil {
+		t.Fatal(err)
+	}
+	before := count(t, tg, `select count(*) from sign_ups`)
+	for what, c := range map[string]*browser{"here": newBrowser(t, tg.URL), "on a replica": newBrowser(t, replica.URL)} {
+		a := c.signUp("rupert", password)
+		expect(t, "sign up over the limit "+what, a, http.StatusTooManyRequests,
+			"Too many accounts were opened from your network. Nothing was created; try again in 50 minutes.")
+		if a.header.Get("Retry-After") == "" {
+			t.Fatal("no Retry-After")
+		}
+	}
+	if n := count(t, tg, `select count(*) from accounts where name = 'rupert'`); n != 0 {
+		t.Fatal("a sign-up over the limit opened an account")
+	}
+	if n := count(t, tg, `select count(*) from sign_ups`); n != before {
+		t.Fatalf("refused sign-ups were counted: %d, want %d", n, before)
+	}
+	// A form with a mistake is not counted, nor refused for the limit.
+	expect(t, "sign up with a short password", newBrowser(t, tg.URL).signUp("rupert", "short"), http.StatusBadRequest,
+		"The password is too short")
+	// When the window has moved past the oldest, the next sign-up works.
+	if _, err := tg.Store.Pool.Exec(t.Context(), `update sign_ups set at = at - interval '1 hour'
+		where at < now() - interval '5 minutes'`); err != nil {
+		t.Fatal(err)
+	}
+	expectRedirect(t, "sign up after the window", newBrowser(t, tg.URL).signUp("rupert", password), "/settings?done=welcome")
+}
+
 // TestSettingsHashSlotsBusy checks that a sign-up or sign-in that cannot get a hashing slot within
 // the wait is told to try again (503) instead of queueing without bound, and changes nothing. Not
 // parallel: it holds the process's slots.

@@ -11,7 +11,7 @@ import (
 )
 
 // The SQL of the developer settings pages: accounts with a password, browser sessions, key
-// listing and revocation, open orders and sign-in attempts (migration 002).
+// listing and revocation, open orders and sign-in attempts (migration 002), and sign-ups (007).
 
 // CreateAccountWithPassword opens an account with a grant of play money and, unless passwordHash
 // is empty, the password hash that lets it sign in to the settings pages. A taken name is
@@ -192,6 +192,40 @@ func (s *Store) DeleteSignInAttempt(ctx context.Context, id int64) error {
 // ClearSignInFailures forgets the failed attempts on an account name, after a successful sign-in.
 func (s *Store) ClearSignInFailures(ctx context.Context, name string) error {
 	_, err := s.Pool.Exec(ctx, `delete from sign_in_failures where name = $1`, name)
+	return err
+}
+
+// SignUp is a recorded sign-up and the sign-ups from the same client in the window at the time it
+// was recorded, itself included, with the oldest of them (the limit lifts when it leaves the window).
+type SignUp struct {
+	ID             int64
+	ByClient       int
+	OldestByClient time.Time
+}
+
+// RecordSignUp records a sign-up from client at now and counts the client's sign-ups since
+// windowStart. Sign-ups older than the window are deleted on the way. As with RecordSignInAttempt,
+// the sign-up is committed before the count, so that concurrent ones see each other.
+func (s *Store) RecordSignUp(ctx context.Context, client string, now, windowStart time.Time) (SignUp, error) {
+	var u SignUp
+	var q pgx.Batch
+	q.Queue(`delete from sign_ups where at <= $1`, windowStart)
+	q.Queue(`insert into sign_ups (client, at) values ($1, $2) returning id`, client, now).
+		QueryRow(func(r pgx.Row) error { return r.Scan(&u.ID) })
+	if err := s.Pool.SendBatch(ctx, &q).Close(); err != nil {
+		return u, fmt.Errorf("while recording a sign-up: %w", err)
+	}
+	err := s.Pool.QueryRow(ctx, `select count(*), min(at) from sign_ups where client = $1 and at > $2`,
+		client, windowStart).Scan(&u.ByClient, &u.OldestByClient)
+	if err != nil {
+		return u, fmt.Errorf("while counting sign-ups: %w", err)
+	}
+	return u, nil
+}
+
+// DeleteSignUp forgets one sign-up: one refused before its password was hashed.
+func (s *Store) DeleteSignUp(ctx context.Context, id int64) error {
+	_, err := s.Pool.Exec(ctx, `delete from sign_ups where id = $1`, id)
 	return err
 }
 
