@@ -23,6 +23,9 @@ import (
 
 // Signing up, in and out.
 //
+// Account names are unique whatever their case (migration 008), and signing in as "ALICE" signs
+// in to "alice": what is typed is matched in any case, as an email address would be.
+//
 // Sign-in attempts are rate limited by account name (signInPerName failures per signInWindow) and
 // by client address (signInPerClient per window, all names together, so that one client cannot
 // try one password on many accounts). The counts live in Postgres, so they hold however many API
@@ -180,7 +183,7 @@ func (st *settings) signIn(c *gin.Context) {
 	ctx := c.Request.Context()
 	cfg := st.cfg
 	now := st.now()
-	attempt, err := cfg.Store.RecordSignInAttempt(ctx, clip(name, 64), clientKey(c.Request), now, now.Add(-signInWindow))
+	attempt, err := cfg.Store.RecordSignInAttempt(ctx, nameKey(name), clientKey(c.Request), now, now.Add(-signInWindow))
 	if err != nil {
 		st.fail(c, err)
 		return
@@ -233,7 +236,7 @@ func (st *settings) signIn(c *gin.Context) {
 		st.anonymous(c, http.StatusUnauthorized, "sign-in.html", p)
 		return
 	}
-	if err := cfg.Store.ClearSignInFailures(ctx, clip(name, 64)); err != nil {
+	if err := cfg.Store.ClearSignInFailures(ctx, nameKey(name)); err != nil {
 		st.fail(c, err)
 		return
 	}
@@ -340,6 +343,11 @@ func clientKey(r *http.Request) string {
 func plainText(s string) bool {
 	return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
 }
+
+// nameKey is the name a sign-in attempt is counted against: as typed, in lower case (names are
+// unique whatever their case, so "ALICE" and "alice" are one account and share one count), cut to
+// 64 characters.
+func nameKey(name string) string { return clip(strings.ToLower(name), 64) }
 
 // clip cuts s to at most n runes.
 func clip(s string, n int) string {

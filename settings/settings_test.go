@@ -266,6 +266,7 @@ func TestSettingsSignUpErrors(t *testing.T) {
 		{"bob smith", password, http.StatusBadRequest, "Name must be 1 to 64 letters"},
 		{strings.Repeat("b", 65), password, http.StatusBadRequest, "Name must be 1 to 64 letters"},
 		{"taken-1", password, http.StatusConflict, "This name is taken; choose another."},
+		{"TAKEN-1", password, http.StatusConflict, "This name is taken; choose another."}, // names are unique in any case
 		{"bob\x00", password, http.StatusBadRequest, "Name must be 1 to 64 letters"},
 		{"bob\xff", password, http.StatusBadRequest, "Name must be 1 to 64 letters"},
 	} {
@@ -321,6 +322,29 @@ func TestSettingsSignInErrors(t *testing.T) {
 	if n := count(t, tg, `select count(*) from sign_in_failures where name = 'carol'`); n != 0 {
 		t.Fatalf("%d failures on carol after signing in, want 0", n)
 	}
+}
+
+// TestSettingsNamesAnyCase checks that names are unique whatever their case, through the admin API
+// as through sign-up, and that a name signs in typed in any case, sharing one count of failures.
+func TestSettingsNamesAnyCase(t *testing.T) {
+	t.Parallel()
+	tg := exchangetest.StartDev(t)
+	b := newBrowser(t, tg.URL)
+	expectRedirect(t, "sign up", b.signUp("Sybil", password), "/settings?done=welcome")
+	expectRedirect(t, "sign out", b.submit("/settings", "/settings/sign-out", nil), "/settings/sign-in?m=signedout")
+	expect(t, "sign up in another case", newBrowser(t, tg.URL).signUp("sybil", password), http.StatusConflict,
+		"This name is taken; choose another.")
+	tg.Admin(t, "POST", "/admin/v1/accounts", map[string]any{"name": "SYBIL"}, http.StatusConflict, nil)
+	if n := count(t, tg, `select count(*) from accounts`); n != 1 {
+		t.Fatalf("%d accounts, want 1", n)
+	}
+
+	expect(t, "wrong password", b.signIn("SYBIL", "not the password"), http.StatusUnauthorized, "Wrong account name or password.")
+	if n := count(t, tg, `select count(*) from sign_in_failures where name = 'sybil'`); n != 1 {
+		t.Fatalf("%d failures counted on sybil, want the one on SYBIL", n)
+	}
+	expectRedirect(t, "sign in in another case", b.signIn("sYBIL", password), "/settings")
+	expect(t, "signed in", b.get("/settings"), http.StatusOK, "Sybil")
 }
 
 // TestSettingsRateLimit checks both limits, and that a limited attempt changes nothing, not even

@@ -14,8 +14,8 @@ import (
 // listing and revocation, open orders and sign-in attempts (migration 002), and sign-ups (007).
 
 // CreateAccountWithPassword opens an account with a grant of play money and, unless passwordHash
-// is empty, the password hash that lets it sign in to the settings pages. A taken name is
-// ErrConflict.
+// is empty, the password hash that lets it sign in to the settings pages. A taken name, in any
+// case ("ALICE" when "alice" exists), is ErrConflict.
 func (s *Store) CreateAccountWithPassword(ctx context.Context, name string, grant int64, passwordHash string,
 	now time.Time) (Account, error) {
 	a := Account{UID: uuid.New(), Name: name, Available: grant, CreatedAt: now}
@@ -28,12 +28,13 @@ func (s *Store) CreateAccountWithPassword(ctx context.Context, name string, gran
 	return a, err
 }
 
-// PasswordHash returns the id of the account with this name and its password hash, "" when it has
-// none (accounts opened through the admin API). An unknown name is ErrNotFound.
+// PasswordHash returns the id of the account with this name, in any case (names are unique
+// whatever their case, migration 008), and its password hash, "" when it has none (accounts opened
+// through the admin API). An unknown name is ErrNotFound.
 func (s *Store) PasswordHash(ctx context.Context, name string) (int64, string, error) {
 	var id int64
 	var hash *string
-	err := s.Pool.QueryRow(ctx, `select id, password_hash from accounts where name = $1`, name).Scan(&id, &hash)
+	err := s.Pool.QueryRow(ctx, `select id, password_hash from accounts where lower(name) = lower($1)`, name).Scan(&id, &hash)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, "", ErrNotFound
 	}
