@@ -26,13 +26,23 @@ import (
 // Account names are unique whatever their case (migration 008), and signing in as "ALICE" signs
 // in to "alice": what is typed is matched in any case, as an email address would be.
 //
-// Sign-in attempts are rate limited by account name (signInPerName failures per signInWindow) and
-// by client address (signInPerClient per window, all names together, so that one client cannot
-// try one password on many accounts). The counts live in Postgres, so they hold however many API
-// replicas share the load. An attempt is recorded before its password is checked, and forgotten
-// if it succeeds, so that concurrent guesses count too. An attempt over a limit is refused before
-// the password is looked at, its record is removed, and it changes nothing: not even a right
-// password gets in until the window moves on.
+// Sign-in attempts are rate limited by client address (signInPerClient failures per signInWindow,
+// all names together, so that one client cannot try one password on many accounts) and by account
+// name (signInPerName failures per window, from all clients together). The name's limit stops only
+// clients that have themselves failed on that name in the window: a client with no recent failure
+// on it (the owner's browser, typically) is still let in by the right password. A hard per-name
+// lockout let anyone keep an account's owner out with six wrong guesses every 15 minutes. So one
+// client gets at most signInPerName guesses at a name per window (then it is refused until its
+// failures leave the window or the name falls back under its limit), and a name under attack from
+// many addresses gives each new address one guess per window, within that address's own limit. What
+// is left: an owner who has mistyped on an account under attack is refused like the attacker until
+// the window moves on. A success forgets only its own client's failures on the name, so the owner
+// signing in does not lift an attacker's limits.
+//
+// The counts live in Postgres, so they hold however many API replicas share the load. An attempt
+// is recorded before its password is checked, and forgotten if it succeeds, so that concurrent
+// guesses count too. An attempt over a limit is refused before the password is looked at, its
+// record is removed, and it changes nothing: not even a right password gets in.
 //
 // Sign-ups are limited per client address (signUpPerClient per signUpWindow, counted in Postgres
 // in the same way): each costs a 64 MiB hash and opens an account with play money, and a flood of
@@ -236,7 +246,7 @@ func (st *settings) signIn(c *gin.Context) {
 		st.anonymous(c, http.StatusUnauthorized, "sign-in.html", p)
 		return
 	}
-	if err := cfg.Store.ClearSignInFailures(ctx, nameKey(name)); err != nil {
+	if err := cfg.Store.ClearSignInFailures(ctx, nameKey(name), clientKey(c.Request)); err != nil {
 		st.fail(c, err)
 		return
 	}
@@ -247,11 +257,17 @@ func (st *settings) signIn(c *gin.Context) {
 	redirect(c, "/settings")
 }
 
-// signInLimited says which limit an attempt is over ("" for none) and when it lifts.
+// signInLimited says which limit an attempt is over ("" for none) and when it lifts. The name's
+// limit stops only a client that has itself failed on the name in the window; it lifts when the
+// name falls back to its limit or when the client's own failures on it leave the window.
 func signInLimited(a store.SignInAttempt, now time.Time) (string, time.Duration) {
 	switch {
-	case a.ByName > signInPerName:
-		return "on this account", a.OldestByName.Add(signInWindow).Sub(now)
+	case a.ByName > signInPerName && a.EarlierByNameAndClient > 0:
+		lifts := a.OldestByName
+		if a.NewestByNameAndClient.Before(lifts) {
+			lifts = a.NewestByNameAndClient
+		}
+		return "on this account", lifts.Add(signInWindow).Sub(now)
 	case a.ByClient > signInPerClient:
 		return "from your network", a.OldestByClient.Add(signInWindow).Sub(now)
 	}

@@ -17,8 +17,9 @@
 //   - Passwords are argon2id hashes (package auth); at most concurrentHashes are computed at once
 //     in a process, and a request that waits longer than hashWait for its turn is answered 503
 //     ("try again") rather than queued without bound behind a flood.
-//   - Sign-in attempts are rate limited per account name and per client address, and sign-ups per
-//     client address, counted in Postgres so that every replica sees the same counts (auth.go).
+//   - Sign-in attempts are rate limited per client address, and per account name for the clients
+//     that have failed on it (so that no one can lock an owner out); sign-ups per client address.
+//     All are counted in Postgres so that every replica sees the same counts (auth.go).
 package settings
 
 import (

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"html"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -47,6 +48,14 @@ func newBrowser(t *testing.T, base string) *browser {
 	}
 	return &browser{t: t, base: base, header: http.Header{}, http: &http.Client{Jar: jar, Timeout: time.Minute,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// from makes b connect from another loopback address (Linux answers on all of 127/8), so that the
+// server sees another client.
+func (b *browser) from(ip string) *browser {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	b.http.Transport = &http.Transport{DialContext: d.DialContext}
+	return b
 }
 
 // answer is a response with its body read.
@@ -468,6 +477,41 @@ func TestSettingsHashSlotsBusy(t *testing.T) {
 	}
 	if n := count(t, tg, `select count(*) from sign_in_failures`); n != 0 {
 		t.Fatalf("a sign-in refused for want of a slot was counted as a failure (%d)", n)
+	}
+}
+
+// TestSettingsNoLockout checks that failures on a name from one client do not lock the owner out
+// from another, and that the owner signing in does not lift the guessing client's limit.
+func TestSettingsNoLockout(t *testing.T) {
+	t.Parallel()
+	tg := exchangetest.StartDev(t)
+	owner := newBrowser(t, tg.URL)
+	expectRedirect(t, "sign up", owner.signUp("trent", password), "/settings?done=welcome")
+	expectRedirect(t, "sign out", owner.submit("/settings", "/settings/sign-out", nil), "/settings/sign-in?m=signedout")
+
+	attacker := newBrowser(t, tg.URL).from("127.0.0.2")
+	for i := range 5 {
+		expect(t, "guess "+strconv.Itoa(i), attacker.signIn("trent", "guess number "+strconv.Itoa(i)), http.StatusUnauthorized,
+			"Wrong account name or password.")
+	}
+	expect(t, "sixth guess", attacker.signIn("trent", "guess number 5"), http.StatusTooManyRequests,
+		"Too many failed sign-in attempts on this account.")
+	if n := count(t, tg, `select count(*) from sign_in_failures where client = '127.0.0.2'`); n != 5 {
+		t.Fatalf("%d failures from the attacker, want 5", n)
+	}
+
+	// The owner, from a client that has not failed on the name, gets in...
+	expectRedirect(t, "owner signs in", owner.signIn("trent", password), "/settings")
+	// ...and the attacker stays limited, even with the right password.
+	expect(t, "guess after the owner signed in", attacker.signIn("trent", password), http.StatusTooManyRequests,
+		"Too many failed sign-in attempts on this account.")
+	// A third client that has failed on the name is limited too, the name being over its limit.
+	third := newBrowser(t, tg.URL).from("127.0.0.3")
+	expect(t, "third client's guess", third.signIn("trent", "another guess"), http.StatusUnauthorized, "Wrong account name or password.")
+	expect(t, "third client's next try", third.signIn("trent", password), http.StatusTooManyRequests,
+		"Too many failed sign-in attempts on this account.")
+	if n := count(t, tg, `select count(*) from sessions`); n != 1 {
+		t.Fatalf("%d sessions, want only the owner's", n)
 	}
 }
 

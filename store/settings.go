@@ -145,13 +145,18 @@ func (s *Store) OpenOrders(ctx context.Context, account int64, limit int) ([]Ope
 
 // SignInAttempt is a recorded sign-in attempt and the attempts of the window at the time it was
 // recorded, itself included: by the same account name and by the same client, with the oldest of
-// each (the window's limit lifts when the oldest leaves it).
+// each (the window's limit lifts when the oldest leaves it); and the earlier attempts on the name
+// from the same client, without this one, with the newest of them (the client is clean of the name
+// when it leaves the window).
 type SignInAttempt struct {
 	ID             int64
 	ByName         int
 	ByClient       int
 	OldestByName   time.Time
 	OldestByClient time.Time
+
+	EarlierByNameAndClient int
+	NewestByNameAndClient  time.Time
 }
 
 // RecordSignInAttempt records an attempt to sign in as name from client at now, as a failure until
@@ -167,11 +172,13 @@ func (s *Store) RecordSignInAttempt(ctx context.Context, name, client string, no
 	if err := s.Pool.SendBatch(ctx, &q).Close(); err != nil {
 		return a, fmt.Errorf("while recording a sign-in attempt: %w", err)
 	}
-	var byName, byClient *time.Time
+	var byName, byClient, byBoth *time.Time
 	err := s.Pool.QueryRow(ctx, `select count(*) filter (where name = $1), min(at) filter (where name = $1),
-		count(*) filter (where client = $2), min(at) filter (where client = $2)
-		from sign_in_failures where (name = $1 or client = $2) and at > $3`, name, client, windowStart).
-		Scan(&a.ByName, &byName, &a.ByClient, &byClient)
+		count(*) filter (where client = $2), min(at) filter (where client = $2),
+		count(*) filter (where name = $1 and client = $2 and id <> $4),
+		max(at) filter (where name = $1 and client = $2 and id <> $4)
+		from sign_in_failures where (name = $1 or client = $2) and at > $3`, name, client, windowStart, a.ID).
+		Scan(&a.ByName, &byName, &a.ByClient, &byClient, &a.EarlierByNameAndClient, &byBoth)
 	if err != nil {
 		return a, fmt.Errorf("while counting sign-in attempts: %w", err)
 	}
@@ -180,6 +187,9 @@ func (s *Store) RecordSignInAttempt(ctx context.Context, name, client string, no
 	}
 	if byClient != nil {
 		a.OldestByClient = *byClient
+	}
+	if byBoth != nil {
+		a.NewestByNameAndClient = *byBoth
 	}
 	return a, nil
 }
@@ -190,9 +200,11 @@ func (s *Store) DeleteSignInAttempt(ctx context.Context, id int64) error {
 	return err
 }
 
-// ClearSignInFailures forgets the failed attempts on an account name, after a successful sign-in.
-func (s *Store) ClearSignInFailures(ctx context.Context, name string) error {
-	_, err := s.Pool.Exec(ctx, `delete from sign_in_failures where name = $1`, name)
+// ClearSignInFailures forgets the failed attempts on an account name from one client, after a
+// successful sign-in from it. Other clients' failures stay: the owner signing in must not lift the
+// limits of someone guessing the password elsewhere.
+func (s *Store) ClearSignInFailures(ctx context.Context, name, client string) error {
+	_, err := s.Pool.Exec(ctx, `delete from sign_in_failures where name = $1 and client = $2`, name, client)
 	return err
 }
 
