@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -21,13 +23,30 @@ import (
 
 // Signing up, in and out.
 //
-// Sign-in attempts are rate limited by account name (signInPerName failures per signInWindow) and
-// by client address (signInPerClient per window, all names together, so that one client cannot
-// try one password on many accounts). The counts live in Postgres, so they hold however many API
-// replicas share the load. An attempt is recorded before its password is checked, and forgotten
-// if it succeeds, so that concurrent guesses count too. An attempt over a limit is refused before
-// the password is looked at, its record is removed, and it changes nothing: not even a right
-// password gets in until the window moves on.
+// Account names are unique whatever their case (migration 008), and signing in as "ALICE" signs
+// in to "alice": what is typed is matched in any case, as an email address would be.
+//
+// Sign-in attempts are rate limited by client address (signInPerClient failures per signInWindow,
+// all names together, so that one client cannot try one password on many accounts) and by account
+// name (signInPerName failures per window, from all clients together). The name's limit stops only
+// clients that have themselves failed on that name in the window: a client with no recent failure
+// on it (the owner's browser, typically) is still let in by the right password. A hard per-name
+// lockout let anyone keep an account's owner out with six wrong guesses every 15 minutes. So one
+// client gets at most signInPerName guesses at a name per window (then it is refused until its
+// failures leave the window or the name falls back under its limit), and a name under attack from
+// many addresses gives each new address one guess per window, within that address's own limit. What
+// is left: an owner who has mistyped on an account under attack is refused like the attacker until
+// the window moves on. A success forgets only its own client's failures on the name, so the owner
+// signing in does not lift an attacker's limits.
+//
+// The counts live in Postgres, so they hold however many API replicas share the load. An attempt
+// is recorded before its password is checked, and forgotten if it succeeds, so that concurrent
+// guesses count too. An attempt over a limit is refused before the password is looked at, its
+// record is removed, and it changes nothing: not even a right password gets in.
+//
+// Sign-ups are limited per client address (signUpPerClient per signUpWindow, counted in Postgres
+// in the same way): each costs a 64 MiB hash and opens an account with play money, and a flood of
+// them once took a process past 1 GB. A sign-up is counted whether or not its name turns out taken.
 //
 // The client address is the TCP peer's, never X-Forwarded-For: that header is the client's to
 // write unless a trusted proxy rewrites it, and a limit keyed on it could be dodged by sending a
@@ -104,12 +123,37 @@ func (st *settings) signUp(c *gin.Context) {
 		st.anonymous(c, http.StatusBadRequest, "sign-up.html", p)
 		return
 	}
-	var hash string
-	if err := st.hash(c.Request.Context(), func() { hash = auth.HashPassword(password) }); err != nil {
+	// Counted once the form is valid (a typo costs nothing) and before the hash, the expensive part.
+	ctx, now := c.Request.Context(), st.now()
+	signUp, err := st.cfg.Store.RecordSignUp(ctx, clientKey(c.Request), now, now.Add(-signUpWindow))
+	if err != nil {
 		st.fail(c, err)
 		return
 	}
-	a, err := st.cfg.Accounts.OpenAccount(c.Request.Context(), name, hash)
+	if signUp.ByClient > signUpPerClient {
+		if err := st.cfg.Store.DeleteSignUp(ctx, signUp.ID); err != nil {
+			st.fail(c, err)
+			return
+		}
+		retry := signUp.OldestByClient.Add(signUpWindow).Sub(now)
+		minutes := int(math.Ceil(retry.Minutes()))
+		p.Error = fmt.Sprintf("Too many accounts were opened from your network. Nothing was created; try again in %d minute%s.",
+			minutes, plural(minutes))
+		c.Header("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
+		st.anonymous(c, http.StatusTooManyRequests, "sign-up.html", p)
+		return
+	}
+	var hashed string
+	err = hash(ctx, func() { hashed = auth.HashPassword(password) })
+	if errors.Is(err, errBusy) {
+		st.busy(c, "sign-up.html", p)
+		return
+	}
+	if err != nil {
+		st.fail(c, err)
+		return
+	}
+	a, err := st.cfg.Accounts.OpenAccount(ctx, name, hashed)
 	var e *httpkit.Error
 	if errors.As(err, &e) && e.Field == "name" {
 		p.Fields["name"] = sentence(e.Message)
@@ -135,6 +179,8 @@ func (st *settings) signIn(c *gin.Context) {
 	}
 	if name == "" {
 		p.Fields["name"] = "Enter your account name."
+	} else if !plainText(name) {
+		p.Fields["name"] = "The account name must be plain text: letters, digits, '_', '.' or '-'."
 	}
 	if password == "" {
 		p.Fields["password"] = "Enter your password."
@@ -147,7 +193,7 @@ func (st *settings) signIn(c *gin.Context) {
 	ctx := c.Request.Context()
 	cfg := st.cfg
 	now := st.now()
-	attempt, err := cfg.Store.RecordSignInAttempt(ctx, clip(name, 64), clientKey(c.Request), now, now.Add(-signInWindow))
+	attempt, err := cfg.Store.RecordSignInAttempt(ctx, nameKey(name), clientKey(c.Request), now, now.Add(-signInWindow))
 	if err != nil {
 		st.fail(c, err)
 		return
@@ -165,23 +211,32 @@ func (st *settings) signIn(c *gin.Context) {
 		return
 	}
 
-	account, hash, err := cfg.Store.PasswordHash(ctx, name)
+	account, stored, err := cfg.Store.PasswordHash(ctx, name)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		st.fail(c, err)
 		return
 	}
 	var ok bool
 	var checkErr error
-	err = st.hash(ctx, func() {
+	err = hash(ctx, func() {
 		switch {
-		case hash == "" || len(password) > auth.MaxPasswordLen:
+		case stored == "" || len(password) > auth.MaxPasswordLen:
 			// No such account, or one opened by the admin API without a password: take the time a
 			// check takes, so that timing does not tell which names exist.
 			auth.CheckNoPassword(password)
 		default:
-			ok, checkErr = auth.CheckPassword(password, hash)
+			ok, checkErr = auth.CheckPassword(password, stored)
 		}
 	})
+	if errors.Is(err, errBusy) {
+		// Nothing was checked: the attempt is not a failure.
+		if err := cfg.Store.DeleteSignInAttempt(ctx, attempt.ID); err != nil {
+			st.fail(c, err)
+			return
+		}
+		st.busy(c, "sign-in.html", p)
+		return
+	}
 	if err = errors.Join(err, checkErr); err != nil {
 		st.fail(c, err)
 		return
@@ -191,7 +246,7 @@ func (st *settings) signIn(c *gin.Context) {
 		st.anonymous(c, http.StatusUnauthorized, "sign-in.html", p)
 		return
 	}
-	if err := cfg.Store.ClearSignInFailures(ctx, clip(name, 64)); err != nil {
+	if err := cfg.Store.ClearSignInFailures(ctx, nameKey(name), clientKey(c.Request)); err != nil {
 		st.fail(c, err)
 		return
 	}
@@ -202,11 +257,17 @@ func (st *settings) signIn(c *gin.Context) {
 	redirect(c, "/settings")
 }
 
-// signInLimited says which limit an attempt is over ("" for none) and when it lifts.
+// signInLimited says which limit an attempt is over ("" for none) and when it lifts. The name's
+// limit stops only a client that has itself failed on the name in the window; it lifts when the
+// name falls back to its limit or when the client's own failures on it leave the window.
 func signInLimited(a store.SignInAttempt, now time.Time) (string, time.Duration) {
 	switch {
-	case a.ByName > signInPerName:
-		return "on this account", a.OldestByName.Add(signInWindow).Sub(now)
+	case a.ByName > signInPerName && a.EarlierByNameAndClient > 0:
+		lifts := a.OldestByName
+		if a.NewestByNameAndClient.Before(lifts) {
+			lifts = a.NewestByNameAndClient
+		}
+		return "on this account", lifts.Add(signInWindow).Sub(now)
 	case a.ByClient > signInPerClient:
 		return "from your network", a.OldestByClient.Add(signInWindow).Sub(now)
 	}
@@ -234,17 +295,45 @@ func (st *settings) signOut(c *gin.Context) {
 	redirect(c, signInURL("signedout"))
 }
 
-// hash runs f, an argon2id computation, once one of the concurrentHashes slots is free: each
-// takes 64 MiB, and a burst of sign-ins must not exhaust memory.
-func (st *settings) hash(ctx context.Context, f func()) error {
+// hashSlots are the process's argon2id slots: each hash takes 64 MiB, and a burst of sign-ins and
+// sign-ups must not exhaust memory. They are per process, not per Register, because memory is.
+var hashSlots = make(chan struct{}, concurrentHashes)
+
+// hashWait is how long a request waits for a hashing slot before it is told to try again: a flood
+// then costs its victims a quick 503, not a queue that grows without bound (a 20-request flood made
+// a sign-up take 17 s). A variable so that tests can change it.
+var hashWait = 5 * time.Second
+
+// errBusy is hash's answer when no slot came free within hashWait.
+var errBusy = errors.New("settings: no password-hashing slot came free")
+
+// hash runs f, an argon2id computation, once one of the hashSlots is free, or returns errBusy if
+// none is within hashWait (or the request's error if it ends first).
+func hash(ctx context.Context, f func()) error {
 	select {
-	case st.hashing <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	case hashSlots <- struct{}{}:
+	default:
+		wait := time.NewTimer(hashWait)
+		defer wait.Stop()
+		select {
+		case hashSlots <- struct{}{}:
+		case <-wait.C:
+			return errBusy
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	defer func() { <-st.hashing }()
+	defer func() { <-hashSlots }()
 	f()
 	return nil
+}
+
+// busy answers a form whose password could not be hashed in time with the form again, a 503 and
+// a Retry-After.
+func (st *settings) busy(c *gin.Context, name string, p *page) {
+	p.Error = "pmx is busy checking other passwords. Nothing was changed; try again in a moment."
+	c.Header("Retry-After", strconv.Itoa(int(math.Ceil(hashWait.Seconds()))))
+	st.anonymous(c, http.StatusServiceUnavailable, name, p)
 }
 
 // clientKey is the address a sign-in attempt is counted against: the TCP peer's IP, or its /64 for
@@ -264,6 +353,17 @@ func clientKey(r *http.Request) string {
 	}
 	return addr.String()
 }
+
+// plainText says whether s is valid UTF-8 without control characters: what Postgres can store as
+// text (it refuses NUL and invalid UTF-8) and what a name could be.
+func plainText(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
+}
+
+// nameKey is the name a sign-in attempt is counted against: as typed, in lower case (names are
+// unique whatever their case, so "ALICE" and "alice" are one account and share one count), cut to
+// 64 characters.
+func nameKey(name string) string { return clip(strings.ToLower(name), 64) }
 
 // clip cuts s to at most n runes.
 func clip(s string, n int) string {

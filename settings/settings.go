@@ -14,9 +14,12 @@
 //     HMAC of a random cookie under a deployment-wide key kept in Postgres (signed double submit).
 //   - Sessions are random 256-bit tokens in an HttpOnly, SameSite=Lax cookie (Secure and
 //     __Host- prefixed over TLS); Postgres keeps only their SHA-256, with a sliding expiry.
-//   - Passwords are argon2id hashes (package auth); at most concurrentHashes are computed at once.
-//   - Sign-in attempts are rate limited per account name and per client address, counted in
-//     Postgres so that every replica sees the same counts (auth.go).
+//   - Passwords are argon2id hashes (package auth); at most concurrentHashes are computed at once
+//     in a process, and a request that waits longer than hashWait for its turn is answered 503
+//     ("try again") rather than queued without bound behind a flood.
+//   - Sign-in attempts are rate limited per client address, and per account name for the clients
+//     that have failed on it (so that no one can lock an owner out); sign-ups per client address.
+//     All are counted in Postgres so that every replica sees the same counts (auth.go).
 package settings
 
 import (
@@ -50,12 +53,17 @@ var staticFiles embed.FS
 
 // Settings limits and lifetimes.
 const (
-	sessionIdle      = 2 * time.Hour  // a session unused this long expires
-	sessionAbsolute  = 12 * time.Hour // and none lasts longer than this, used or not
-	signInWindow     = 15 * time.Minute
-	signInPerName    = 5  // failed attempts on one account name per window
-	signInPerClient  = 30 // failed attempts from one client address per window, any names
-	concurrentHashes = 4  // argon2id hashes in flight (64 MiB each)
+	sessionIdle     = 2 * time.Hour  // a session unused this long expires
+	sessionAbsolute = 12 * time.Hour // and none lasts longer than this, used or not
+	signInWindow    = 15 * time.Minute
+	signInPerName   = 5  // failed attempts on one account name per window
+	signInPerClient = 30 // failed attempts from one client address per window, any names
+	signUpWindow    = time.Hour
+	signUpPerClient = 10 // sign-ups from one client address per window
+	// concurrentHashes is how many argon2id hashes one process computes at once, 64 MiB each: 128
+	// MiB of the api pod's 512 MiB, which leaves room for the heap GOGC=400 lets grow (and the Go
+	// memory limit, cmd/pmx/memlimit.go). Four took RSS to 1.2 GB under a sign-up flood.
+	concurrentHashes = 2
 	maxLabelLen      = 64
 	openOrdersShown  = 100
 )
@@ -84,13 +92,12 @@ type Config struct {
 }
 
 // settings holds what the settings pages need: their configuration, templates, static files, the
-// cross-origin check, the hashing slots and the form key.
+// cross-origin check and the form key.
 type settings struct {
 	cfg     Config
 	pages   map[string]*template.Template
 	static  map[string]staticFile
 	cop     *http.CrossOriginProtection
-	hashing chan struct{}
 	formKey formKeyCache
 }
 
@@ -120,7 +127,7 @@ func Register(r gin.IRouter, cfg Config) {
 
 func newSettings(cfg Config) *settings {
 	st := &settings{cfg: cfg, pages: map[string]*template.Template{}, static: map[string]staticFile{},
-		cop: http.NewCrossOriginProtection(), hashing: make(chan struct{}, concurrentHashes)}
+		cop: http.NewCrossOriginProtection()}
 	files, err := fs.Glob(staticFiles, "static/*")
 	if err != nil {
 		panic(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"html"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -19,10 +20,16 @@ import (
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/internal/exchangetest"
 	"github.com/pmx-dev/pmx/internal/pgtest"
+	"github.com/pmx-dev/pmx/settings"
 	"github.com/pmx-dev/pmx/store"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	// The parallel tests share the process's two hashing slots on a machine that may be busy: a
+	// request there must not be refused for want of one. TestSettingsHashSlotsBusy tests the wait.
+	settings.SetHashWait(time.Minute)
+	pgtest.Main(m)
+}
 
 // browser is a cookie-keeping HTTP client that does not follow redirects, so that tests see them.
 type browser struct {
@@ -41,6 +48,14 @@ func newBrowser(t *testing.T, base string) *browser {
 	}
 	return &browser{t: t, base: base, header: http.Header{}, http: &http.Client{Jar: jar, Timeout: time.Minute,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// from makes b connect from another loopback address (Linux answers on all of 127/8), so that the
+// server sees another client.
+func (b *browser) from(ip string) *browser {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	b.http.Transport = &http.Transport{DialContext: d.DialContext}
+	return b
 }
 
 // answer is a response with its body read.
@@ -260,6 +275,9 @@ func TestSettingsSignUpErrors(t *testing.T) {
 		{"bob smith", password, http.StatusBadRequest, "Name must be 1 to 64 letters"},
 		{strings.Repeat("b", 65), password, http.StatusBadRequest, "Name must be 1 to 64 letters"},
 		{"taken-1", password, http.StatusConflict, "This name is taken; choose another."},
+		{"TAKEN-1", password, http.StatusConflict, "This name is taken; choose another."}, // names are unique in any case
+		{"bob\x00", password, http.StatusBadRequest, "Name must be 1 to 64 letters"},
+		{"bob\xff", password, http.StatusBadRequest, "Name must be 1 to 64 letters"},
 	} {
 		a := b.signUp(tc.name, tc.password)
 		expect(t, "sign up "+tc.name, a, tc.status, tc.message)
@@ -291,6 +309,10 @@ func TestSettingsSignInErrors(t *testing.T) {
 		{"nobody", password, http.StatusUnauthorized, "Wrong account name or password."},
 		{admin.Name, password, http.StatusUnauthorized, "Wrong account name or password."},
 		{admin.Name, "", http.StatusBadRequest, "Enter your password."},
+		// Postgres refuses NUL and invalid UTF-8 in text: such a name is the form's mistake, not a 500.
+		{"carol\x00", password, http.StatusBadRequest, "The account name must be plain text"},
+		{"carol\xff", password, http.StatusBadRequest, "The account name must be plain text"},
+		{"car\nol", password, http.StatusBadRequest, "The account name must be plain text"},
 	} {
 		a := b.signIn(tc.name, tc.password)
 		expect(t, "sign in "+tc.name, a, tc.status, tc.message)
@@ -309,6 +331,29 @@ func TestSettingsSignInErrors(t *testing.T) {
 	if n := count(t, tg, `select count(*) from sign_in_failures where name = 'carol'`); n != 0 {
 		t.Fatalf("%d failures on carol after signing in, want 0", n)
 	}
+}
+
+// TestSettingsNamesAnyCase checks that names are unique whatever their case, through the admin API
+// as through sign-up, and that a name signs in typed in any case, sharing one count of failures.
+func TestSettingsNamesAnyCase(t *testing.T) {
+	t.Parallel()
+	tg := exchangetest.StartDev(t)
+	b := newBrowser(t, tg.URL)
+	expectRedirect(t, "sign up", b.signUp("Sybil", password), "/settings?done=welcome")
+	expectRedirect(t, "sign out", b.submit("/settings", "/settings/sign-out", nil), "/settings/sign-in?m=signedout")
+	expect(t, "sign up in another case", newBrowser(t, tg.URL).signUp("sybil", password), http.StatusConflict,
+		"This name is taken; choose another.")
+	tg.Admin(t, "POST", "/admin/v1/accounts", map[string]any{"name": "SYBIL"}, http.StatusConflict, nil)
+	if n := count(t, tg, `select count(*) from accounts`); n != 1 {
+		t.Fatalf("%d accounts, want 1", n)
+	}
+
+	expect(t, "wrong password", b.signIn("SYBIL", "not the password"), http.StatusUnauthorized, "Wrong account name or password.")
+	if n := count(t, tg, `select count(*) from sign_in_failures where name = 'sybil'`); n != 1 {
+		t.Fatalf("%d failures counted on sybil, want the one on SYBIL", n)
+	}
+	expectRedirect(t, "sign in in another case", b.signIn("sYBIL", password), "/settings")
+	expect(t, "signed in", b.get("/settings"), http.StatusOK, "Sybil")
 }
 
 // TestSettingsRateLimit checks both limits, and that a limited attempt changes nothing, not even
@@ -360,6 +405,114 @@ func TestSettingsRateLimit(t *testing.T) {
 	}
 	expect(t, "sign in from a busy client", newBrowser(t, tg.URL).signIn("dave", password), http.StatusTooManyRequests,
 		"Too many failed sign-in attempts from your network.")
+}
+
+// TestSettingsSignUpLimit checks the per-client sign-up limit: counted in Postgres (so a replica
+// refuses too), refused with a page that says how long to wait, and lifted as the window moves.
+func TestSettingsSignUpLimit(t *testing.T) {
+	t.Parallel()
+	tg := exchangetest.StartDev(t)
+	replica := httptest.NewServer(replicaOf(t, tg.Store))
+	t.Cleanup(replica.Close)
+	b := newBrowser(t, tg.URL)
+	expectRedirect(t, "sign up", b.signUp("quentin", password), "/settings?done=welcome")
+	// Nine more from this address ten minutes ago, as if through other replicas: ten in the hour.
+	if _, err := tg.Store.Pool.Exec(t.Context(), `insert into sign_ups (client, at)
+		select '127.0.0.1', now() - interval '10 minutes' from generate_series(1, 9)`); err != nil {
+		t.Fatal(err)
+	}
+	// And some from elsewhere, which do not count against this client.
+	if _, err := tg.Store.Pool.Exec(t.Context(), `insert into sign_ups (client, at)
+		select '192.0.2.' || i, now() from generate_series(1, 20) i`); err != nil {
+		t.Fatal(err)
+	}
+	before := count(t, tg, `select count(*) from sign_ups`)
+	for what, c := range map[string]*browser{"here": newBrowser(t, tg.URL), "on a replica": newBrowser(t, replica.URL)} {
+		a := c.signUp("rupert", password)
+		expect(t, "sign up over the limit "+what, a, http.StatusTooManyRequests,
+			"Too many accounts were opened from your network. Nothing was created; try again in 50 minutes.")
+		if a.header.Get("Retry-After") == "" {
+			t.Fatal("no Retry-After")
+		}
+	}
+	if n := count(t, tg, `select count(*) from accounts where name = 'rupert'`); n != 0 {
+		t.Fatal("a sign-up over the limit opened an account")
+	}
+	if n := count(t, tg, `select count(*) from sign_ups`); n != before {
+		t.Fatalf("refused sign-ups were counted: %d, want %d", n, before)
+	}
+	// A form with a mistake is not counted, nor refused for the limit.
+	expect(t, "sign up with a short password", newBrowser(t, tg.URL).signUp("rupert", "short"), http.StatusBadRequest,
+		"The password is too short")
+	// When the window has moved past the oldest, the next sign-up works.
+	if _, err := tg.Store.Pool.Exec(t.Context(), `update sign_ups set at = at - interval '1 hour'
+		where at < now() - interval '5 minutes'`); err != nil {
+		t.Fatal(err)
+	}
+	expectRedirect(t, "sign up after the window", newBrowser(t, tg.URL).signUp("rupert", password), "/settings?done=welcome")
+}
+
+// TestSettingsHashSlotsBusy checks that a sign-up or sign-in that cannot get a hashing slot within
+// the wait is told to try again (503) instead of queueing without bound, and changes nothing. Not
+// parallel: it holds the process's slots.
+func TestSettingsHashSlotsBusy(t *testing.T) {
+	tg := exchangetest.StartDev(t)
+	b := newBrowser(t, tg.URL)
+	expectRedirect(t, "sign up", b.signUp("olivia", password), "/settings?done=welcome")
+	expectRedirect(t, "sign out", b.submit("/settings", "/settings/sign-out", nil), "/settings/sign-in?m=signedout")
+
+	settings.HoldHashSlots(t, time.Millisecond)
+	const busy = "pmx is busy checking other passwords. Nothing was changed; try again in a moment."
+	for what, a := range map[string]answer{"sign up": b.signUp("peggy", password), "sign in": b.signIn("olivia", password)} {
+		expect(t, what+" while busy", a, http.StatusServiceUnavailable, busy)
+		if a.header.Get("Retry-After") == "" {
+			t.Fatalf("%s while busy: no Retry-After", what)
+		}
+	}
+	if n := count(t, tg, `select count(*) from accounts where name = 'peggy'`); n != 0 {
+		t.Fatal("a sign-up refused for want of a slot opened an account")
+	}
+	if n := count(t, tg, `select count(*) from sessions`); n != 0 {
+		t.Fatalf("%d sessions, want 0", n)
+	}
+	if n := count(t, tg, `select count(*) from sign_in_failures`); n != 0 {
+		t.Fatalf("a sign-in refused for want of a slot was counted as a failure (%d)", n)
+	}
+}
+
+// TestSettingsNoLockout checks that failures on a name from one client do not lock the owner out
+// from another, and that the owner signing in does not lift the guessing client's limit.
+func TestSettingsNoLockout(t *testing.T) {
+	t.Parallel()
+	tg := exchangetest.StartDev(t)
+	owner := newBrowser(t, tg.URL)
+	expectRedirect(t, "sign up", owner.signUp("trent", password), "/settings?done=welcome")
+	expectRedirect(t, "sign out", owner.submit("/settings", "/settings/sign-out", nil), "/settings/sign-in?m=signedout")
+
+	attacker := newBrowser(t, tg.URL).from("127.0.0.2")
+	for i := range 5 {
+		expect(t, "guess "+strconv.Itoa(i), attacker.signIn("trent", "guess number "+strconv.Itoa(i)), http.StatusUnauthorized,
+			"Wrong account name or password.")
+	}
+	expect(t, "sixth guess", attacker.signIn("trent", "guess number 5"), http.StatusTooManyRequests,
+		"Too many failed sign-in attempts on this account.")
+	if n := count(t, tg, `select count(*) from sign_in_failures where client = '127.0.0.2'`); n != 5 {
+		t.Fatalf("%d failures from the attacker, want 5", n)
+	}
+
+	// The owner, from a client that has not failed on the name, gets in...
+	expectRedirect(t, "owner signs in", owner.signIn("trent", password), "/settings")
+	// ...and the attacker stays limited, even with the right password.
+	expect(t, "guess after the owner signed in", attacker.signIn("trent", password), http.StatusTooManyRequests,
+		"Too many failed sign-in attempts on this account.")
+	// A third client that has failed on the name is limited too, the name being over its limit.
+	third := newBrowser(t, tg.URL).from("127.0.0.3")
+	expect(t, "third client's guess", third.signIn("trent", "another guess"), http.StatusUnauthorized, "Wrong account name or password.")
+	expect(t, "third client's next try", third.signIn("trent", password), http.StatusTooManyRequests,
+		"Too many failed sign-in attempts on this account.")
+	if n := count(t, tg, `select count(*) from sessions`); n != 1 {
+		t.Fatalf("%d sessions, want only the owner's", n)
+	}
 }
 
 // TestSettingsRateLimitConcurrent races more wrong guesses than the limit allows: however they

@@ -11,11 +11,11 @@ import (
 )
 
 // The SQL of the developer settings pages: accounts with a password, browser sessions, key
-// listing and revocation, open orders and sign-in attempts (migration 002).
+// listing and revocation, open orders and sign-in attempts (migration 002), and sign-ups (007).
 
 // CreateAccountWithPassword opens an account with a grant of play money and, unless passwordHash
-// is empty, the password hash that lets it sign in to the settings pages. A taken name is
-// ErrConflict.
+// is empty, the password hash that lets it sign in to the settings pages. A taken name, in any
+// case ("ALICE" when "alice" exists), is ErrConflict.
 func (s *Store) CreateAccountWithPassword(ctx context.Context, name string, grant int64, passwordHash string,
 	now time.Time) (Account, error) {
 	a := Account{UID: uuid.New(), Name: name, Available: grant, CreatedAt: now}
@@ -28,12 +28,13 @@ func (s *Store) CreateAccountWithPassword(ctx context.Context, name string, gran
 	return a, err
 }
 
-// PasswordHash returns the id of the account with this name and its password hash, "" when it has
-// none (accounts opened through the admin API). An unknown name is ErrNotFound.
+// PasswordHash returns the id of the account with this name, in any case (names are unique
+// whatever their case, migration 008), and its password hash, "" when it has none (accounts opened
+// through the admin API). An unknown name is ErrNotFound.
 func (s *Store) PasswordHash(ctx context.Context, name string) (int64, string, error) {
 	var id int64
 	var hash *string
-	err := s.Pool.QueryRow(ctx, `select id, password_hash from accounts where name = $1`, name).Scan(&id, &hash)
+	err := s.Pool.QueryRow(ctx, `select id, password_hash from accounts where lower(name) = lower($1)`, name).Scan(&id, &hash)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, "", ErrNotFound
 	}
@@ -144,13 +145,18 @@ func (s *Store) OpenOrders(ctx context.Context, account int64, limit int) ([]Ope
 
 // SignInAttempt is a recorded sign-in attempt and the attempts of the window at the time it was
 // recorded, itself included: by the same account name and by the same client, with the oldest of
-// each (the window's limit lifts when the oldest leaves it).
+// each (the window's limit lifts when the oldest leaves it); and the earlier attempts on the name
+// from the same client, without this one, with the newest of them (the client is clean of the name
+// when it leaves the window).
 type SignInAttempt struct {
 	ID             int64
 	ByName         int
 	ByClient       int
 	OldestByName   time.Time
 	OldestByClient time.Time
+
+	EarlierByNameAndClient int
+	NewestByNameAndClient  time.Time
 }
 
 // RecordSignInAttempt records an attempt to sign in as name from client at now, as a failure until
@@ -166,11 +172,13 @@ func (s *Store) RecordSignInAttempt(ctx context.Context, name, client string, no
 	if err := s.Pool.SendBatch(ctx, &q).Close(); err != nil {
 		return a, fmt.Errorf("while recording a sign-in attempt: %w", err)
 	}
-	var byName, byClient *time.Time
+	var byName, byClient, byBoth *time.Time
 	err := s.Pool.QueryRow(ctx, `select count(*) filter (where name = $1), min(at) filter (where name = $1),
-		count(*) filter (where client = $2), min(at) filter (where client = $2)
-		from sign_in_failures where (name = $1 or client = $2) and at > $3`, name, client, windowStart).
-		Scan(&a.ByName, &byName, &a.ByClient, &byClient)
+		count(*) filter (where client = $2), min(at) filter (where client = $2),
+		count(*) filter (where name = $1 and client = $2 and id <> $4),
+		max(at) filter (where name = $1 and client = $2 and id <> $4)
+		from sign_in_failures where (name = $1 or client = $2) and at > $3`, name, client, windowStart, a.ID).
+		Scan(&a.ByName, &byName, &a.ByClient, &byClient, &a.EarlierByNameAndClient, &byBoth)
 	if err != nil {
 		return a, fmt.Errorf("while counting sign-in attempts: %w", err)
 	}
@@ -179,6 +187,9 @@ func (s *Store) RecordSignInAttempt(ctx context.Context, name, client string, no
 	}
 	if byClient != nil {
 		a.OldestByClient = *byClient
+	}
+	if byBoth != nil {
+		a.NewestByNameAndClient = *byBoth
 	}
 	return a, nil
 }
@@ -189,9 +200,45 @@ func (s *Store) DeleteSignInAttempt(ctx context.Context, id int64) error {
 	return err
 }
 
-// ClearSignInFailures forgets the failed attempts on an account name, after a successful sign-in.
-func (s *Store) ClearSignInFailures(ctx context.Context, name string) error {
-	_, err := s.Pool.Exec(ctx, `delete from sign_in_failures where name = $1`, name)
+// ClearSignInFailures forgets the failed attempts on an account name from one client, after a
+// successful sign-in from it. Other clients' failures stay: the owner signing in must not lift the
+// limits of someone guessing the password elsewhere.
+func (s *Store) ClearSignInFailures(ctx context.Context, name, client string) error {
+	_, err := s.Pool.Exec(ctx, `delete from sign_in_failures where name = $1 and client = $2`, name, client)
+	return err
+}
+
+// SignUp is a recorded sign-up and the sign-ups from the same client in the window at the time it
+// was recorded, itself included, with the oldest of them (the limit lifts when it leaves the window).
+type SignUp struct {
+	ID             int64
+	ByClient       int
+	OldestByClient time.Time
+}
+
+// RecordSignUp records a sign-up from client at now and counts the client's sign-ups since
+// windowStart. Sign-ups older than the window are deleted on the way. As with RecordSignInAttempt,
+// the sign-up is committed before the count, so that concurrent ones see each other.
+func (s *Store) RecordSignUp(ctx context.Context, client string, now, windowStart time.Time) (SignUp, error) {
+	var u SignUp
+	var q pgx.Batch
+	q.Queue(`delete from sign_ups where at <= $1`, windowStart)
+	q.Queue(`insert into sign_ups (client, at) values ($1, $2) returning id`, client, now).
+		QueryRow(func(r pgx.Row) error { return r.Scan(&u.ID) })
+	if err := s.Pool.SendBatch(ctx, &q).Close(); err != nil {
+		return u, fmt.Errorf("while recording a sign-up: %w", err)
+	}
+	err := s.Pool.QueryRow(ctx, `select count(*), min(at) from sign_ups where client = $1 and at > $2`,
+		client, windowStart).Scan(&u.ByClient, &u.OldestByClient)
+	if err != nil {
+		return u, fmt.Errorf("while counting sign-ups: %w", err)
+	}
+	return u, nil
+}
+
+// DeleteSignUp forgets one sign-up: one refused before its password was hashed.
+func (s *Store) DeleteSignUp(ctx context.Context, id int64) error {
+	_, err := s.Pool.Exec(ctx, `delete from sign_ups where id = $1`, id)
 	return err
 }
 

@@ -21,7 +21,7 @@ func isUniqueViolation(err error) bool {
 }
 
 // CreateAccount opens an account with a grant of play money and no password (no web sign-in).
-// A taken name is ErrConflict.
+// A taken name, in any case, is ErrConflict.
 func (s *Store) CreateAccount(ctx context.Context, name string, grant int64, now time.Time) (Account, error) {
 	return s.CreateAccountWithPassword(ctx, name, grant, "", now)
 }

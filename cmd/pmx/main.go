@@ -8,10 +8,12 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/spf13/cobra"
 )
 
 func main() {
+	limitMemory(memlimit.FromCgroup)
 	if err := newRootCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "pmx:", err)
 		os.Exit(1)
