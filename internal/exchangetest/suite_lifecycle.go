@@ -41,6 +41,7 @@ func testCancelOrder(t *testing.T, tg *Target) {
 	a.ExpectError(t, "POST", "/cancel-order", map[string]any{"orderId": other.ID}, http.StatusForbidden, "not_your_order")
 	a.ExpectError(t, "POST", "/cancel-order", map[string]any{"orderId": uuid.NewString()}, http.StatusNotFound, "order_not_found")
 	a.ExpectError(t, "POST", "/cancel-order", map[string]any{"orderId": "nope"}, http.StatusBadRequest, "invalid_uuid")
+	a.ExpectError(t, "POST", "/cancel-order", `{"orderId":"`+other.ID.String()+`","orderId":"`+uuid.NewString()+`"}`, http.StatusBadRequest, "duplicate_key")
 	a.ExpectError(t, "POST", "/cancel-order", map[string]any{}, http.StatusBadRequest, "missing_field")
 	a.ExpectError(t, "POST", "/cancel-order", "{", http.StatusBadRequest, "malformed_json")
 	var still apiserver.Order
