@@ -281,6 +281,7 @@ func refDuplicate(body []byte) (string, bool) {
 	}
 	var stack []*level
 	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber() // a float64 would fail on 1e1000
 	for {
 		tok, err := dec.Token()
 		if err != nil {
