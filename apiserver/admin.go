@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -77,12 +78,19 @@ type marketBody struct {
 	ResolvesAt  *time.Time `json:"resolvesAt"`
 }
 
+// marketFields are the JSON names of marketBody's fields.
+var marketFields = jsonNames(reflect.TypeFor[marketBody]())
+
 func (s *Server) createMarket(c *gin.Context) error {
 	body, err := readBody(c.Request)
 	if err != nil {
 		return err
 	}
-	if _, err := decodeObject(body); err != nil {
+	o, err := decodeObject(body)
+	if err != nil {
+		return err
+	}
+	if err := o.oneKeyPerField(marketFields); err != nil {
 		return err
 	}
 	var b marketBody

@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"math"
 	"net/http"
+	"reflect"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -42,7 +43,8 @@ func readObject(r *http.Request) (object, error) {
 }
 
 // object is a decoded JSON object whose fields are checked one by one, so that each error can
-// name its field. Unknown fields are ignored.
+// name its field. Unknown fields are ignored; a key repeated in any object of the body is refused,
+// rather than letting the last one win.
 type object map[string]json.RawMessage
 
 func decodeObject(body []byte) (object, error) {
@@ -50,7 +52,163 @@ func decodeObject(body []byte) (object, error) {
 	if err := json.Unmarshal(body, &o); err != nil || o == nil {
 		return nil, httpkit.NewError(http.StatusBadRequest, "malformed_json", "the body must be a JSON object: %s", jsonProblem(err))
 	}
+	if key, ok := firstDuplicate(body); ok {
+		return nil, errDuplicateKey(key)
+	}
 	return o, nil
+}
+
+func errDuplicateKey(key string) error {
+	return httpkit.FieldError(key, "duplicate_key", "the key %q appears more than once in an object; send each key once", key)
+}
+
+// oneKeyPerField refuses two keys that encoding/json would decode into the same struct field, one
+// of fields (JSON names): it matches a key to a field without regard to case, so "question" and
+// "Question" collide as surely as a repeated key, and the last would win. For a body decoded into
+// a struct by json.Unmarshal.
+func (o object) oneKeyPerField(fields []string) error {
+	for _, f := range fields {
+		n := 0
+		for k := range o {
+			if strings.EqualFold(k, f) {
+				n++
+			}
+		}
+		if n > 1 {
+			return httpkit.FieldError(f, "duplicate_key", "%s is given more than once (keys are matched to it without regard to case); send it once", f)
+		}
+	}
+	return nil
+}
+
+// jsonNames returns the JSON names of a struct type's fields, from their json tags.
+func jsonNames(t reflect.Type) []string {
+	var names []string
+	for f := range t.Fields() {
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// firstDuplicate returns the first key, in the order of the text, that repeats a key of the same
+// object, at any depth of body, which must be valid JSON. Keys are compared as encoding/json
+// decodes them (escapes resolved, invalid UTF-8 replaced), since that is what would collide.
+func firstDuplicate(body []byte) (string, bool) {
+	s := scanner{b: body}
+	return s.value()
+}
+
+// scanner walks a valid JSON text looking for a repeated key.
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) space() {
+	for s.i < len(s.b) && isSpace(s.b[s.i]) {
+		s.i++
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// next skips white space and returns the byte after it, consuming it.
+func (s *scanner) next() byte {
+	s.space()
+	c := s.b[s.i]
+	s.i++
+	return c
+}
+
+func (s *scanner) value() (string, bool) {
+	switch c := s.next(); c {
+	case '{':
+		return s.object()
+	case '[':
+		s.space()
+		if s.b[s.i] == ']' {
+			s.i++
+			return "", false
+		}
+		for {
+			if key, ok := s.value(); ok {
+				return key, ok
+			}
+			if s.next() == ']' {
+				return "", false
+			}
+		}
+	case '"':
+		s.str()
+	default: // a number, true, false or null
+		for s.i < len(s.b) && s.b[s.i] != ',' && s.b[s.i] != ']' && s.b[s.i] != '}' && !isSpace(s.b[s.i]) {
+			s.i++
+		}
+	}
+	return "", false
+}
+
+// str consumes the rest of a string whose opening quote is consumed and returns its text with the
+// quotes.
+func (s *scanner) str() []byte {
+	start := s.i - 1
+	for s.b[s.i] != '"' {
+		if s.b[s.i] == '\\' {
+			s.i++
+		}
+		s.i++
+	}
+	s.i++
+	return s.b[start:s.i]
+}
+
+func (s *scanner) object() (string, bool) {
+	s.space()
+	if s.b[s.i] == '}' {
+		s.i++
+		return "", false
+	}
+	var small [8][]byte
+	keys := small[:0] // few keys: compared one by one
+	var many map[string]struct{}
+	for {
+		s.next() // the key's opening quote
+		key := s.str()
+		if in := key[1 : len(key)-1]; bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in) {
+			key = in
+		} else {
+			var k string
+			_ = json.Unmarshal(key, &k) // a valid JSON string
+			key = []byte(k)
+		}
+		if many != nil {
+			if _, ok := many[string(key)]; ok {
+				return string(key), true
+			}
+			many[string(key)] = struct{}{}
+		} else {
+			for _, k := range keys {
+				if bytes.Equal(k, key) {
+					return string(key), true
+				}
+			}
+			if keys = append(keys, key); len(keys) > 16 {
+				many = make(map[string]struct{}, 2*len(keys))
+				for _, k := range keys {
+					many[string(k)] = struct{}{}
+				}
+			}
+		}
+		s.next() // ':'
+		if key, ok := s.value(); ok {
+			return key, ok
+		}
+		if s.next() == '}' {
+			return "", false
+		}
+	}
 }
 
 func jsonProblem(err error) string {
@@ -104,8 +262,9 @@ func (o object) uuid(field string) (uuid.UUID, error) {
 	return parseUUID(field, s)
 }
 
-// integer reads a whole number in [lo, hi]. A JSON number with a zero fraction (10.0, 1e2) is
-// accepted; a string, a fraction or an out-of-range number is not.
+// integer reads a whole number in [lo, hi]. The number's literal text decides, not a float64 it
+// might round to: a literal whose exact decimal value is whole (10, 10.0, 1e1, 1.5e1) is that
+// number; a string, any fraction (9.99999999999999999 too) or an out-of-range number is not.
 func (o object) integer(field string, lo, hi int64) (int64, error) {
 	v, err := o.raw(field)
 	if err != nil {
@@ -114,23 +273,72 @@ func (o object) integer(field string, lo, hi int64) (int64, error) {
 	if c := v[0]; c != '-' && (c < '0' || c > '9') {
 		return 0, httpkit.FieldError(field, "invalid_type", "%s must be a number", field)
 	}
-	n, err := strconv.ParseInt(string(v), 10, 64)
-	if err != nil {
-		f, ferr := strconv.ParseFloat(string(v), 64)
-		switch {
-		case ferr != nil && !errors.Is(ferr, strconv.ErrRange):
-			return 0, httpkit.FieldError(field, "invalid_type", "%s must be a number", field)
-		case math.IsInf(f, 0) || math.Abs(f) > 1<<62:
-			return 0, httpkit.FieldError(field, "out_of_range", "%s must be from %d to %d", field, lo, hi)
-		case f != math.Trunc(f):
-			return 0, httpkit.FieldError(field, "not_an_integer", "%s must be a whole number", field)
-		}
-		n = int64(f)
-	}
-	if n < lo || n > hi {
+	n, whole, fits := parseInteger(v)
+	switch {
+	case !whole:
+		return 0, httpkit.FieldError(field, "not_an_integer", "%s must be a whole number", field)
+	case !fits || n < lo || n > hi:
 		return 0, httpkit.FieldError(field, "out_of_range", "%s must be from %d to %d", field, lo, hi)
 	}
 	return n, nil
+}
+
+// parseInteger reads a JSON number literal exactly: whole reports whether its decimal value is a
+// whole number, and fits whether that number fits an int64, which n then is.
+func parseInteger(lit []byte) (n int64, whole, fits bool) {
+	neg := len(lit) > 0 && lit[0] == '-'
+	if neg {
+		lit = lit[1:]
+	}
+	mantissa, exponent, hasExp := bytes.Cut(lit, []byte("e"))
+	if !hasExp {
+		mantissa, exponent, hasExp = bytes.Cut(lit, []byte("E"))
+	}
+	intPart, frac, _ := bytes.Cut(mantissa, []byte("."))
+	// The value is 0.digits × 10^point once leading zeros are gone; trailing zeros of digits do
+	// not change it.
+	digits := make([]byte, 0, 24)
+	digits = append(append(digits, intPart...), frac...)
+	point := int64(len(intPart))
+	if hasExp {
+		// A JSON exponent is [+-]digits. Past ±1e15 the answer no longer depends on it (bodies
+		// are far shorter), so it is capped rather than overflowing.
+		sign := int64(1)
+		if len(exponent) > 0 && (exponent[0] == '+' || exponent[0] == '-') {
+			if exponent[0] == '-' {
+				sign = -1
+			}
+			exponent = exponent[1:]
+		}
+		var e int64
+		for _, c := range exponent {
+			if e < 1e15 {
+				e = e*10 + int64(c-'0')
+			}
+		}
+		point += sign * e
+	}
+	for len(digits) > 0 && digits[0] == '0' {
+		digits = digits[1:]
+		point--
+	}
+	digits = bytes.TrimRight(digits, "0")
+	switch {
+	case len(digits) == 0:
+		return 0, true, true
+	case point < int64(len(digits)):
+		return 0, false, false
+	case point > 19: // at least 10^19, past int64
+		return 0, true, false
+	}
+	for range point - int64(len(digits)) {
+		digits = append(digits, '0')
+	}
+	if neg {
+		digits = append([]byte{'-'}, digits...)
+	}
+	n, err := strconv.ParseInt(string(digits), 10, 64)
+	return n, true, err == nil
 }
 
 func parseUUID(field, s string) (uuid.UUID, error) {

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math/big"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/pmx-dev/pmx/engine"
@@ -11,6 +15,11 @@ import (
 )
 
 const testMarket = "123e4567-e89b-12d3-a456-426614174000"
+
+// order is a BUY NO placement with the given price and quantity literals.
+func order(price, quantity string) string {
+	return `{"marketId":"` + testMarket + `","side":"BUY","outcome":"NO","price":` + price + `,"quantity":` + quantity + `}`
+}
 
 func TestDecodeOrder(t *testing.T) {
 	tests := []struct {
@@ -43,6 +52,30 @@ func TestDecodeOrder(t *testing.T) {
 		{name: "quantity over the limit", body: `{"marketId":"` + testMarket + `","side":"BUY","outcome":"NO","price":40,"quantity":1000001}`, code: "out_of_range", field: "quantity"},
 		{name: "quantity huge", body: `{"marketId":"` + testMarket + `","side":"BUY","outcome":"NO","price":40,"quantity":1e300}`, code: "out_of_range", field: "quantity"},
 		{name: "quantity past int64", body: `{"marketId":"` + testMarket + `","side":"BUY","outcome":"NO","price":40,"quantity":99999999999999999999}`, code: "out_of_range", field: "quantity"},
+		// A repeated key is refused, not decided by the last one.
+		{name: "price twice", body: `{"price":1000,"marketId":"` + testMarket + `","side":"BUY","outcome":"NO","quantity":7,"price":10}`, code: "duplicate_key", field: "price"},
+		{name: "price twice, once escaped", body: `{"marketId":"` + testMarket + `","side":"BUY","outcome":"NO","price":40,"quantity":7,"pr\u0069ce":41}`, code: "duplicate_key", field: "price"},
+		{name: "a key twice in an ignored object", body: `{"marketId":"` + testMarket + `","side":"BUY","outcome":"NO","price":40,"quantity":7,"note":[{"a":1},{"b":{"c":1,"c":1}}]}`, code: "duplicate_key", field: "c"},
+		{name: "the same key in different objects", body: `{"marketId":"` + testMarket + `","side":"BUY","outcome":"NO","price":40,"quantity":7,"note":[{"price":1},{"price":{"price":1}}]}`,
+			want: orderRequest{Side: engine.Buy, Outcome: engine.No, Price: 40, Quantity: 7}},
+		// The literal decides, not the float64 it rounds to.
+		{name: "price 9.99999999999999999 is not 10", body: order(`9.99999999999999999`, `1`), code: "not_an_integer", field: "price"},
+		{name: "quantity 0.99999999999999999999 is not 1", body: order(`40`, `0.99999999999999999999`), code: "not_an_integer", field: "quantity"},
+		{name: "quantity 1000000.0000000000000001", body: order(`40`, `1000000.0000000000000001`), code: "not_an_integer", field: "quantity"},
+		{name: "price 40 plus a tiny fraction", body: order(`40.000000000000000000001e0`, `1`), code: "not_an_integer", field: "price"},
+		{name: "quantity 1e-400", body: order(`40`, `1e-400`), code: "not_an_integer", field: "quantity"},
+		{name: "quantity 5e-1", body: order(`40`, `5e-1`), code: "not_an_integer", field: "quantity"},
+		{name: "a huge fraction is still a fraction", body: order(`40`, `99999999999999999999.5`), code: "not_an_integer", field: "quantity"},
+		{name: "quantity -0.0", body: order(`40`, `-0.0`), code: "out_of_range", field: "quantity"},
+		{name: "quantity max int64", body: order(`40`, `9223372036854775807`), code: "out_of_range", field: "quantity"},
+		{name: "quantity 1e19", body: order(`40`, `1e19`), code: "out_of_range", field: "quantity"},
+		{name: "quantity with a huge exponent", body: order(`40`, `1e999999999999999999999999`), code: "out_of_range", field: "quantity"},
+		{name: "quantity with a huge negative exponent", body: order(`40`, `1e-999999999999999999999999`), code: "not_an_integer", field: "quantity"},
+		{name: "quantity 0e999999999999999999999999", body: order(`40`, `0e999999999999999999999999`), code: "out_of_range", field: "quantity"},
+		{name: "whole numbers in other spellings", body: order(`4000e-2`, `1.5E+1`),
+			want: orderRequest{Side: engine.Buy, Outcome: engine.No, Price: 40, Quantity: 15}},
+		{name: "leading zeros of a fraction and trailing zeros", body: order(`0.0400000e3`, `1000000.000000000000000000000`),
+			want: orderRequest{Side: engine.Buy, Outcome: engine.No, Price: 40, Quantity: 1_000_000}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,18 +95,83 @@ func TestDecodeOrder(t *testing.T) {
 	}
 }
 
+func TestFirstDuplicate(t *testing.T) {
+	many := func(last string) string {
+		var b strings.Builder
+		b.WriteString(`{`)
+		for i := range 40 {
+			fmt.Fprintf(&b, `"k%d":%d,`, i, i)
+		}
+		return b.String() + `"` + last + `":0}`
+	}
+	tests := []struct{ body, want string }{
+		{`{}`, ""},
+		{` {"a" : 1 , "b" : [ ] , "c" : { } } `, ""},
+		{`{"a":1,"a":1}`, "a"},
+		{`{"a":"x\"y","b":true,"c":null,"b":false}`, "b"},
+		{`{"a":{"b":1,"c":2},"d":{"b":1,"c":2}}`, ""},
+		{`{"a":[{"b":1},{"b":2}],"c":[[{"d":1,"e":{"d":2}}]]}`, ""},
+		{`{"a":[1,{"b":[{"c":0,"c":1}]}]}`, "c"},
+		{`{"x":{"b":1,"b":2},"a":1,"a":2}`, "b"}, // the first in the text
+		{`{"\u00e9":1,"é":2}`, "é"},
+		{`{"\ud800":1,"` + "\xff" + `":2}`, "\ufffd"}, // both decode to U+FFFD
+		{`{"a\\":1,"a\\\\":2,"a\"":3}`, ""},
+		{`[{"a":1,"a":2}]`, "a"},
+		{many("k39"), "k39"},
+		{many("k0"), "k0"},
+		{many("k40"), ""},
+	}
+	for _, tt := range tests {
+		if !json.Valid([]byte(tt.body)) {
+			t.Fatalf("%s is not valid JSON", tt.body)
+		}
+		got, ok := firstDuplicate([]byte(tt.body))
+		if got != tt.want || ok != (tt.want != "") {
+			t.Errorf("firstDuplicate(%s) = %q, %v; want %q", tt.body, got, ok, tt.want)
+		}
+	}
+}
+
 // FuzzDecodeOrder checks that any body either decodes into a valid order or fails with a 4xx that
-// names a stable code, and never panics.
+// names a stable code, and never panics; and, against the references below, that a body with a
+// repeated key is refused and that price and quantity are read exactly from their literals.
 func FuzzDecodeOrder(f *testing.F) {
-	f.Add([]byte(`{"marketId":"` + testMarket + `","side":"BUY","outcome":"NO","price":40,"quantity":7}`))
+	f.Add([]byte(order(`40`, `7`)))
 	f.Add([]byte(`{"marketId":"` + testMarket + `","side":"SELL","outcome":"YES","price":9.0e0,"quantity":"1"}`))
 	f.Add([]byte(`{"price":-0,"quantity":1E+2}`))
+	f.Add([]byte(order(`9.99999999999999999`, `1`)))
+	f.Add([]byte(order(`40`, `0.99999999999999999999`)))
+	f.Add([]byte(order(`4000e-2`, `1.5E+1`)))
+	f.Add([]byte(order(`40`, `7,"price":41`)))
+	f.Add([]byte(order(`40`, `7,"x":[{"a":1,"a":2}]`)))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := decodeOrder(body, 1_000_000)
+		var e *httpkit.Error
+		if err != nil && (!errors.As(err, &e) || e.Status < 400 || e.Status > 499 || e.Code == "") {
+			t.Fatalf("error %v is not an API 4xx", err)
+		}
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(body, &fields) != nil || fields == nil {
+			if err == nil || e.Code != "malformed_json" {
+				t.Fatalf("not a JSON object, yet %+v, %v", r, err)
+			}
+			return
+		}
+		if key, dup := refDuplicate(body); dup || (err != nil && e.Code == "duplicate_key") {
+			if !dup || err == nil || e.Code != "duplicate_key" || e.Field != key {
+				t.Fatalf("first repeated key %q (%v); got %+v, %v", key, dup, r, err)
+			}
+			return
+		}
 		if err != nil {
-			var e *httpkit.Error
-			if !errors.As(err, &e) || e.Status < 400 || e.Status > 499 || e.Code == "" {
-				t.Fatalf("error %v is not an API 4xx", err)
+			if e.Code == "not_an_integer" || e.Code == "out_of_range" {
+				lo, hi := int64(1), int64(99)
+				if e.Field == "quantity" {
+					hi = 1_000_000
+				}
+				if _, code := refInteger(fields[e.Field], lo, hi); code != e.Code {
+					t.Fatalf("%s %s: got %s, reference %q", e.Field, fields[e.Field], e.Code, code)
+				}
 			}
 			return
 		}
@@ -81,17 +179,38 @@ func FuzzDecodeOrder(f *testing.F) {
 		if o.Validate() != nil || r.Quantity > 1_000_000 {
 			t.Fatalf("decoded an invalid order %+v", r)
 		}
+		if n, code := refInteger(fields["price"], 1, 99); code != "" || n != int64(r.Price) {
+			t.Fatalf("price %s decoded as %d; reference %d %q", fields["price"], r.Price, n, code)
+		}
+		if n, code := refInteger(fields["quantity"], 1, 1_000_000); code != "" || n != r.Quantity {
+			t.Fatalf("quantity %s decoded as %d; reference %d %q", fields["quantity"], r.Quantity, n, code)
+		}
 	})
 }
 
 // FuzzObjectString checks that a string field reads exactly as encoding/json reads it, escapes,
-// invalid UTF-8 and all.
+// invalid UTF-8 and all; that a number field reads as the exact value of its literal, by the
+// reference refInteger; and that an object with a repeated key, at any depth, is refused.
 func FuzzObjectString(f *testing.F) {
 	f.Add([]byte(`{"a":"BUY","b":"caf\u00e9 \"q\"","c":"\ud800","d":"` + "\xff\xfe" + `","e":7}`))
+	f.Add([]byte(`{"a":9.99999999999999999,"b":1e19,"c":-12.5e1,"d":0.99999999999999999999,"e":1E-3}`))
+	f.Add([]byte(`{"a":{"b":[{"c":1,"\u0063":2}]}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		o, err := decodeObject(body)
-		if err != nil {
+		var e *httpkit.Error
+		if err != nil && (!errors.As(err, &e) || e.Status != 400) {
+			t.Fatalf("error %v is not a 400", err)
+		}
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(body, &fields) != nil || fields == nil {
+			if err == nil || e.Code != "malformed_json" {
+				t.Fatalf("not a JSON object, yet %v", err)
+			}
 			return
+		}
+		key, dup := refDuplicate(body)
+		if dup != (err != nil) || dup && (e.Code != "duplicate_key" || e.Field != key) {
+			t.Fatalf("first repeated key %q (%v); got %v", key, dup, err)
 		}
 		for field, v := range o {
 			got, err := o.string(field)
@@ -103,8 +222,100 @@ func FuzzObjectString(f *testing.F) {
 			if (err != nil) != wantErr || got != want {
 				t.Fatalf("field %q (%s): got %q, %v; want %q, error %v", field, v, got, err, want, wantErr)
 			}
+			if c := v[0]; c != '-' && (c < '0' || c > '9') {
+				continue
+			}
+			const lo, hi = -99, 1 << 40
+			n, err := o.integer(field, lo, hi)
+			wantN, wantCode := refInteger(v, lo, hi)
+			if code := codeOf(err); n != wantN || code != wantCode {
+				t.Fatalf("field %q (%s): got %d %q; reference %d %q", field, v, n, code, wantN, wantCode)
+			}
 		}
 	})
+}
+
+func codeOf(err error) string {
+	var e *httpkit.Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+// refInteger is the reference for reading a JSON number literal as an integer in [lo, hi]: the
+// literal's exact value, by math/big, and the code of its refusal, if any.
+func refInteger(lit json.RawMessage, lo, hi int64) (int64, string) {
+	mantissa, exp, _ := strings.Cut(strings.ToLower(string(lit)), "e")
+	r, ok := new(big.Rat).SetString(mantissa)
+	if !ok {
+		panic("not a number: " + string(lit))
+	}
+	// big.Rat would build 10^exp; past len(lit)+20 only the exponent's sign matters: a nonzero
+	// value is then at least 10^20, or below 10^-20.
+	e, err := strconv.ParseInt(exp, 10, 64)
+	switch limit := int64(len(lit) + 20); {
+	case exp == "" || r.Sign() == 0:
+	case (err != nil || e > limit) && !strings.HasPrefix(exp, "-"):
+		return 0, "out_of_range"
+	case err != nil || e < -limit:
+		return 0, "not_an_integer"
+	default:
+		r, _ = new(big.Rat).SetString(string(lit))
+	}
+	switch {
+	case !r.IsInt():
+		return 0, "not_an_integer"
+	case !r.Num().IsInt64() || r.Num().Int64() < lo || r.Num().Int64() > hi:
+		return 0, "out_of_range"
+	}
+	return r.Num().Int64(), ""
+}
+
+// refDuplicate is the reference for firstDuplicate, on encoding/json's tokens: the first key that
+// repeats one of its object's, in the order of the text.
+func refDuplicate(body []byte) (string, bool) {
+	type level struct {
+		keys     map[string]bool // nil in an array
+		wantsKey bool
+	}
+	var stack []*level
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber() // a float64 would fail on 1e1000
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		if n := len(stack); n > 0 && stack[n-1].wantsKey {
+			if tok == json.Delim('}') {
+				stack = stack[:n-1]
+			} else {
+				key := tok.(string)
+				if stack[n-1].keys[key] {
+					return key, true
+				}
+				stack[n-1].keys[key] = true
+				stack[n-1].wantsKey = false
+				continue
+			}
+		} else {
+			switch tok {
+			case json.Delim('{'):
+				stack = append(stack, &level{keys: map[string]bool{}, wantsKey: true})
+				continue
+			case json.Delim('['):
+				stack = append(stack, &level{})
+				continue
+			case json.Delim(']'), json.Delim('}'):
+				stack = stack[:n-1]
+			}
+		}
+		// A value ended: an object's next token is a key (or its end).
+		if n := len(stack); n > 0 && stack[n-1].keys != nil {
+			stack[n-1].wantsKey = true
+		}
+	}
 }
 
 func BenchmarkDecodeOrder(b *testing.B) {

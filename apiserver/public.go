@@ -317,11 +317,17 @@ func decodeCursor(v string) (store.OrderCursor, error) {
 	micros, id, ok := strings.Cut(string(raw), ".")
 	us, err1 := strconv.ParseInt(micros, 10, 64)
 	u, err2 := uuid.Parse(id)
-	if !ok || err1 != nil || err2 != nil {
+	// Only a forged cursor can lie before Postgres's first timestamptz, where it would fail the
+	// query; every int64 above it is within Postgres's range, to 294276 AD.
+	if !ok || err1 != nil || err2 != nil || us < minTimestamptz {
 		return store.OrderCursor{}, bad
 	}
 	return store.OrderCursor{CreatedAt: time.UnixMicro(us).UTC(), ID: u}, nil
 }
+
+// minTimestamptz is Postgres's earliest timestamptz, 4714-11-24 00:00 UTC BC, in microseconds
+// from the Unix epoch.
+const minTimestamptz = -210_866_803_200_000_000
 
 func (s *Server) getOrder(c *gin.Context) error {
 	id, err := queryUUID(c, "orderId")

@@ -45,6 +45,9 @@ func TestRecord(t *testing.T) {
 		{"invalid spec changes nothing", first.ID, "default/rain", spec(""), false, true, "Will it pour?", "question"},
 		{"unknown id creates", uuid.New(), "default/snow", spec("Will it snow?"), true, false, "Will it snow?", ""},
 		{"invalid new spec creates nothing", uuid.Nil, "default/hail", spec(""), false, false, "", "question"},
+		{"NUL changes nothing", first.ID, "default/rain", spec("Will it\x00 pour?"), false, true, "Will it pour?", "question"},
+		{"NUL creates nothing", uuid.Nil, "default/sleet", spec("Will it\x00 sleet?"), false, false, "", "question"},
+		{"invalid UTF-8 creates nothing", uuid.Nil, "default/fog", spec("Will it \xff fog?"), false, false, "", "question"},
 	}
 	for _, tt := range tests {
 		m, created, err := Record(ctx, st, tt.id, tt.market, tt.spec, now.Add(time.Minute))

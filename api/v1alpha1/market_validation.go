@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -37,9 +38,10 @@ func (m *Market) Default() {
 
 // Validate checks a new Market, after Default, against what the apiserver checks on create and
 // can be checked without one: metadata.name and namespace, the required fields, lengths, the
-// resolution enum, the url rule and closesAt before resolvesAt. Transition rules (a resolution
-// cannot change) need the old object and are left to the apiserver or the caller. The error, if
-// any, joins one error per problem, each starting with the field's path.
+// resolution enum, the url rule and closesAt before resolvesAt. Beyond the CRD, which cannot say
+// it, every text field must be what Postgres text can hold: valid UTF-8 without NUL. Transition
+// rules (a resolution cannot change) need the old object and are left to the apiserver or the
+// caller. The error, if any, joins one error per problem, each starting with the field's path.
 func (m *Market) Validate() error {
 	return errors.Join(m.problems()...)
 }
@@ -66,6 +68,10 @@ func (m *Market) problems() []error {
 	s := &m.Spec
 	length := func(field, value string, minLen, maxLen int) {
 		switch n := utf8.RuneCountInString(value); {
+		case !utf8.ValidString(value):
+			add(field, "must be valid UTF-8 (the database stores only that); send text encoded as UTF-8")
+		case strings.IndexByte(value, 0) >= 0:
+			add(field, "must not contain a NUL character (U+0000; the database cannot store it); remove it")
 		case n == 0 && minLen > 0:
 			add(field, "required")
 		case n < minLen:

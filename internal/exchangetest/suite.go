@@ -137,6 +137,24 @@ func testAdminMarkets(t *testing.T, tg *Target) {
 	}
 	tg.Admin(t, "POST", "/admin/v1/markets", map[string]any{"question": "q", "category": "c",
 		"closesAt": "2099-01-02T00:00:00Z", "resolvesAt": "2099-01-01T00:00:00Z"}, http.StatusBadRequest, &e)
+	// What Postgres cannot store is a 400 naming the field, not a 500; a key given twice (or in
+	// two cases, which encoding/json would match to one field) is refused, not decided by the last.
+	for _, tc := range []struct{ body, code, field string }{
+		{`{"question":"Will it\u0000?","category":"c"}`, "invalid_value", "question"},
+		{`{"question":"q","category":"c","labelB":"No\u0000"}`, "invalid_value", "labelB"},
+		{`{"question":"q","description":"\u0000","category":"c"}`, "invalid_value", "description"},
+		{`{"question":"q","category":"c","question":"r"}`, "duplicate_key", "question"},
+		{`{"question":"q","category":"c","Question":"r"}`, "duplicate_key", "question"},
+	} {
+		tg.Admin(t, "POST", "/admin/v1/markets", tc.body, http.StatusBadRequest, &e)
+		if e.Details.Code != tc.code || e.Details.Field != tc.field {
+			t.Errorf("%s: %+v, want %s on %s", tc.body, e, tc.code, tc.field)
+		}
+	}
+	tg.Admin(t, "POST", "/admin/v1/accounts", `{"name":"twice-named-1","name":"twice-named-2"}`, http.StatusBadRequest, &e)
+	if e.Details.Code != "duplicate_key" {
+		t.Errorf("an account named twice: %+v", e)
+	}
 	tg.Admin(t, "POST", "/admin/v1/markets/"+m.ID.String()+"/close", nil, http.StatusConflict, &e)
 	if e.Details.Code != "illegal_transition" {
 		t.Errorf("closing a closed market: %+v", e)

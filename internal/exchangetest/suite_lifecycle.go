@@ -2,6 +2,9 @@ package exchangetest
 
 import (
 	"context"
+	"encoding/base64"
+	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -38,6 +41,7 @@ func testCancelOrder(t *testing.T, tg *Target) {
 	a.ExpectError(t, "POST", "/cancel-order", map[string]any{"orderId": other.ID}, http.StatusForbidden, "not_your_order")
 	a.ExpectError(t, "POST", "/cancel-order", map[string]any{"orderId": uuid.NewString()}, http.StatusNotFound, "order_not_found")
 	a.ExpectError(t, "POST", "/cancel-order", map[string]any{"orderId": "nope"}, http.StatusBadRequest, "invalid_uuid")
+	a.ExpectError(t, "POST", "/cancel-order", `{"orderId":"`+other.ID.String()+`","orderId":"`+uuid.NewString()+`"}`, http.StatusBadRequest, "duplicate_key")
 	a.ExpectError(t, "POST", "/cancel-order", map[string]any{}, http.StatusBadRequest, "missing_field")
 	a.ExpectError(t, "POST", "/cancel-order", "{", http.StatusBadRequest, "malformed_json")
 	var still apiserver.Order
@@ -165,6 +169,24 @@ func testOwnOrders(t *testing.T, tg *Target) {
 	}
 	a.ExpectError(t, "GET", "/orders?status=DONE", nil, http.StatusBadRequest, "invalid_value")
 	a.ExpectError(t, "GET", "/orders?cursor=!!", nil, http.StatusBadRequest, "invalid_cursor")
+	// Forged cursors (microseconds from the Unix epoch, a dot, an order id): one before Postgres's
+	// first timestamptz (4714-11-24 BC) is refused like any invalid cursor, not failed on by the
+	// database; the extremes it can hold are pages like any other.
+	forged := func(micros int64) string {
+		return "&cursor=" + base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%d.%s", micros, uuid.New()))
+	}
+	for _, micros := range []int64{-210_866_803_200_000_001, math.MinInt64} {
+		e := a.ExpectError(t, "GET", "/orders?limit=2"+forged(micros), nil, http.StatusBadRequest, "invalid_cursor")
+		if e.Details.Field != "cursor" {
+			t.Errorf("cursor at %d: field %q", micros, e.Details.Field)
+		}
+	}
+	for micros, want := range map[int64]int{-210_866_803_200_000_000: 0, math.MaxInt64: 2} {
+		a.Expect(t, "GET", "/orders?limit=2"+forged(micros), nil, http.StatusOK, &page)
+		if len(page.Orders) != want {
+			t.Errorf("cursor at %d: %d orders, want %d", micros, len(page.Orders), want)
+		}
+	}
 	a.ExpectError(t, "GET", "/orders?marketId=x", nil, http.StatusBadRequest, "invalid_uuid")
 	a.ExpectError(t, "GET", "/order?orderId="+placed[0].ID.String()[:8], nil, http.StatusBadRequest, "invalid_uuid")
 	b.ExpectError(t, "GET", "/order?orderId="+placed[0].ID.String(), nil, http.StatusForbidden, "not_your_order")
