@@ -24,6 +24,9 @@ const (
 	maxTrades     = 500
 	defaultOrders = 100
 	maxOrders     = 500
+	// GET /markets pages, when asked for with limit or cursor.
+	defaultMarkets = 100
+	maxMarkets     = 500
 )
 
 func (s *Server) listMarkets(c *gin.Context) error {
@@ -34,11 +37,39 @@ func (s *Server) listMarkets(c *gin.Context) error {
 			return httpkit.FieldError("status", "invalid_value", "status must be one of OPEN, CLOSED, RESOLVED, CANCELED")
 		}
 	}
-	markets, err := s.cfg.Store.Markets(c.Request.Context(), status)
+	_, paged := c.GetQuery("limit")
+	v, hasCursor := c.GetQuery("cursor")
+	if !paged && !hasCursor { // every market in one answer, as the contract has it
+		markets, err := s.cfg.Store.Markets(c.Request.Context(), status)
+		if err != nil {
+			return err
+		}
+		c.JSON(http.StatusOK, gin.H{"markets": listOf(markets, MarketOf)})
+		return nil
+	}
+	var after *store.Cursor
+	if hasCursor {
+		cur, err := decodeCursor(v, "GET /markets")
+		if err != nil {
+			return err
+		}
+		after = &cur
+	}
+	limit, err := queryLimit(c, defaultMarkets, maxMarkets)
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, gin.H{"markets": listOf(markets, MarketOf)})
+	markets, err := s.cfg.Store.MarketsPage(c.Request.Context(), status, after, limit)
+	if err != nil {
+		return err
+	}
+	var next *string
+	if len(markets) == limit {
+		last := markets[len(markets)-1]
+		cur := encodeCursor(store.Cursor{CreatedAt: last.CreatedAt, ID: last.ID})
+		next = &cur
+	}
+	c.JSON(http.StatusOK, gin.H{"markets": listOf(markets, MarketOf), "nextCursor": next})
 	return nil
 }
 
@@ -280,7 +311,7 @@ func (s *Server) listOrders(c *gin.Context) error {
 		f.Status = st
 	}
 	if v, ok := c.GetQuery("cursor"); ok {
-		cur, err := decodeCursor(v)
+		cur, err := decodeCursor(v, "GET /orders")
 		if err != nil {
 			return err
 		}
@@ -297,22 +328,24 @@ func (s *Server) listOrders(c *gin.Context) error {
 	var next *string
 	if len(orders) == f.Limit {
 		last := orders[len(orders)-1]
-		cur := encodeCursor(store.OrderCursor{CreatedAt: last.CreatedAt, ID: last.ID})
+		cur := encodeCursor(store.Cursor{CreatedAt: last.CreatedAt, ID: last.ID})
 		next = &cur
 	}
 	c.JSON(http.StatusOK, gin.H{"orders": listOf(orders, orderOf), "nextCursor": next})
 	return nil
 }
 
-func encodeCursor(cur store.OrderCursor) string {
+func encodeCursor(cur store.Cursor) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(cur.CreatedAt.UnixMicro(), 10) + "." + cur.ID.String()))
 }
 
-func decodeCursor(v string) (store.OrderCursor, error) {
-	bad := httpkit.FieldError("cursor", "invalid_cursor", "cursor must be a nextCursor value from a previous GET /orders")
+// decodeCursor reads the cursor of a listing, from a nextCursor of the same listing (list names it
+// in the error).
+func decodeCursor(v, list string) (store.Cursor, error) {
+	bad := httpkit.FieldError("cursor", "invalid_cursor", "cursor must be a nextCursor value from a previous %s", list)
 	raw, err := base64.RawURLEncoding.DecodeString(v)
 	if err != nil {
-		return store.OrderCursor{}, bad
+		return store.Cursor{}, bad
 	}
 	micros, id, ok := strings.Cut(string(raw), ".")
 	us, err1 := strconv.ParseInt(micros, 10, 64)
@@ -320,9 +353,9 @@ func decodeCursor(v string) (store.OrderCursor, error) {
 	// Only a forged cursor can lie before Postgres's first timestamptz, where it would fail the
 	// query; every int64 above it is within Postgres's range, to 294276 AD.
 	if !ok || err1 != nil || err2 != nil || us < minTimestamptz {
-		return store.OrderCursor{}, bad
+		return store.Cursor{}, bad
 	}
-	return store.OrderCursor{CreatedAt: time.UnixMicro(us).UTC(), ID: u}, nil
+	return store.Cursor{CreatedAt: time.UnixMicro(us).UTC(), ID: u}, nil
 }
 
 // minTimestamptz is Postgres's earliest timestamptz, 4714-11-24 00:00 UTC BC, in microseconds

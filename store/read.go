@@ -49,8 +49,25 @@ func (s *Store) MarketByName(ctx context.Context, name string) (Market, error) {
 
 // Markets lists markets newest first, all of them or only those in one status.
 func (s *Store) Markets(ctx context.Context, status domain.MarketStatus) ([]Market, error) {
+	return s.MarketsPage(ctx, status, nil, 0)
+}
+
+// MarketsPage lists markets newest first, all of them or only those in one status, after a
+// position (nil: from the newest), at most limit of them (0: no limit). The index on (created_at,
+// id) serves every page alike, however deep.
+func (s *Store) MarketsPage(ctx context.Context, status domain.MarketStatus, after *Cursor, limit int) ([]Market, error) {
+	var afterTime *time.Time
+	var afterID *uuid.UUID
+	if after != nil {
+		afterTime, afterID = &after.CreatedAt, &after.ID
+	}
+	var lim *int
+	if limit > 0 {
+		lim = &limit
+	}
 	rows, err := s.Pool.Query(ctx, `select `+marketColumns+` from markets
-		where $1 = '' or status = $1 order by created_at desc, id desc`, string(status))
+		where ($1 = '' or status = $1) and ($2::timestamptz is null or (created_at, id) < ($2, $3))
+		order by created_at desc, id desc limit $4`, string(status), afterTime, afterID, lim)
 	if err != nil {
 		return nil, err
 	}
@@ -180,12 +197,12 @@ type OrderFilter struct {
 	Market  *uuid.UUID
 	Status  engine.Status // one order status, or 0 for all
 	// After continues a listing after this order (the last of the previous page).
-	After *OrderCursor
+	After *Cursor
 	Limit int
 }
 
-// OrderCursor is a position in a newest-first listing of orders.
-type OrderCursor struct {
+// Cursor is a position in a newest-first listing (orders, markets): the last row of a page.
+type Cursor struct {
 	CreatedAt time.Time
 	ID        uuid.UUID
 }

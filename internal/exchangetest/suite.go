@@ -115,6 +115,7 @@ func testMarkets(t *testing.T, tg *Target) {
 		t.Fatal("status=OPEN is wrong")
 	}
 	c.ExpectError(t, "GET", "/markets?status=open", nil, http.StatusBadRequest, "invalid_value")
+	testMarketPages(t, c, older.ID, newer.ID)
 	c.ExpectError(t, "GET", "/market", nil, http.StatusBadRequest, "missing_field")
 	c.ExpectError(t, "GET", "/market?marketId=42", nil, http.StatusBadRequest, "invalid_uuid")
 	c.ExpectError(t, "GET", "/market?marketId="+uuid.NewString(), nil, http.StatusNotFound, "market_not_found")
@@ -208,4 +209,46 @@ func testOrderBook(t *testing.T, tg *Target) {
 	a.ExpectError(t, "GET", "/market/order-book?marketId=nope", nil, http.StatusBadRequest, "invalid_uuid")
 	a.ExpectError(t, "GET", "/market/order-book", nil, http.StatusBadRequest, "missing_field")
 	a.ExpectError(t, "GET", "/market/order-book?marketId="+uuid.NewString(), nil, http.StatusBadRequest, "market_not_found")
+}
+
+// testMarketPages walks GET /markets a page at a time (limit and cursor, a pmx addition): pages
+// are newest first without a repeat, both markets are on one of them, the last says so with a
+// null nextCursor, and the answer without limit or cursor has no nextCursor at all. Other tests
+// may add markets meanwhile: newer ones, before the first cursor, which the walk never meets.
+func testMarketPages(t *testing.T, c *Client, older, newer uuid.UUID) {
+	if raw := c.Expect(t, "GET", "/markets", nil, http.StatusOK, nil); strings.Contains(string(raw), "nextCursor") {
+		t.Fatal("GET /markets without limit or cursor answers a nextCursor")
+	}
+	seen := map[uuid.UUID]bool{}
+	var last *apiserver.Market
+	path := "/markets?limit=2"
+	for pages := 0; ; pages++ {
+		if pages > 10_000 {
+			t.Fatal("GET /markets pages do not end")
+		}
+		var page struct {
+			Markets    []apiserver.Market
+			NextCursor *string
+		}
+		raw := c.Expect(t, "GET", path, nil, http.StatusOK, &page)
+		if len(page.Markets) > 2 || !strings.Contains(string(raw), `"nextCursor"`) {
+			t.Fatalf("GET %s: %s", path, raw)
+		}
+		for i := range page.Markets {
+			m := &page.Markets[i]
+			if seen[m.ID] || last != nil && (m.CreatedAt.After(last.CreatedAt) || m.CreatedAt.Equal(last.CreatedAt) && m.ID.String() > last.ID.String()) {
+				t.Fatalf("GET %s: market %s repeated or out of order", path, m.ID)
+			}
+			seen[m.ID], last = true, m
+		}
+		if page.NextCursor == nil {
+			break
+		}
+		path = "/markets?limit=2&cursor=" + *page.NextCursor
+	}
+	if !seen[older] || !seen[newer] {
+		t.Fatalf("the pages of GET /markets miss market %s or %s", older, newer)
+	}
+	c.ExpectError(t, "GET", "/markets?limit=0", nil, http.StatusBadRequest, "out_of_range")
+	c.ExpectError(t, "GET", "/markets?cursor=!!", nil, http.StatusBadRequest, "invalid_cursor")
 }
