@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -160,4 +161,20 @@ func WaitReady(t testing.TB, url string) {
 	if err := poll.Until(context.Background(), time.Minute, ready); err != nil {
 		t.Fatalf("%s not ready within a minute: %v", url, last)
 	}
+}
+
+// RSS is the process's resident memory, in bytes (Linux: /proc/<pid>/status), or 0 where it cannot
+// be read.
+func (p *Process) RSS() int64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
