@@ -72,12 +72,18 @@ func Abort(c *gin.Context, e *Error) {
 // connection alive, and a client sending it a byte at a time could hold the connection, and the
 // answer, for as long as the read limit.
 func AbortUnread(c *gin.Context, e *Error) {
+	CloseUnread(c)
+	Abort(c, e)
+}
+
+// CloseUnread, called before answering a request whose body has not been read, makes the server
+// close the connection after the answer instead of reading the body first (see AbortUnread).
+func CloseUnread(c *gin.Context) {
 	if c.Request.ContentLength != 0 {
 		c.Header("Connection", "close")
 		// Ends the read of the rest of the body at once; no error when the writer cannot.
 		_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now())
 	}
-	Abort(c, e)
 }
 
 // loggerKey is where WithLogger leaves the request's logger in the gin context.

@@ -12,22 +12,23 @@ import (
 // Every JSON answer gin writes (c.JSON, c.AbortWithStatusJSON) and every gin JSON binding
 // (c.ShouldBindJSON on the shard's internal API) goes through gin's codec/json.API. It is set
 // here to github.com/goccy/go-json, which writes the same bytes as encoding/json for the API's
-// answers (json_test.go compares every response type) for a fraction of the CPU: reflection-based
-// encoding was about a tenth of the server's CPU under load.
+// answers (json_test.go compares the kinds of values they hold; apiserver's TestShapes pins its
+// shapes) for a fraction of the CPU: reflection-based encoding was about a tenth of the server's
+// CPU under load. Every package that serves HTTP imports this one, so every gin engine uses it.
 //
-// It is set in init, not from New under a sync.Once:
+// It is set in init, not from apiserver.New under a sync.Once:
 //   - gin reads json.API on every request goroutine without synchronization. Package
 //     initialization finishes before main starts and before any goroutine can serve, so the write
 //     cannot race with a read; a sync.Once in New would race with engines already serving
-//     (ShardServer's, or another Server's in a parallel test).
-//   - ShardServer does not go through New, yet its c.JSON answers (the result of every placement)
-//     and its ShouldBindJSON requests are as hot as the public API's. init covers every gin engine
-//     in the binary, and tests run the codec production runs.
+//     (shardapi.Server's, or another apiserver's in a parallel test).
+//   - shardapi.Server does not go through apiserver.New, yet its c.JSON answers (the result of
+//     every placement) and its ShouldBindJSON requests are as hot as the public API's. init
+//     covers every gin engine in the binary, and tests run the codec production runs.
 //   - gin's own variant, the go_json build tag, would have to be passed to every build, test and
 //     lint command; a command without it silently falls back to encoding/json.
 //
-// Our own request decoding (decode.go, admin.go) stays on encoding/json: its error messages reach
-// clients, and its strictness is encoding/json's.
+// The public API's own request decoding (apiserver's decode.go, admin.go) stays on
+// encoding/json: its error messages reach clients, and its strictness is encoding/json's.
 func init() {
 	ginjson.API = goccyJSON{}
 }

@@ -47,7 +47,7 @@ func (s Server) Handler() http.Handler {
 	httpkit.Health(e, s.Store)
 	in := e.Group("/internal/v1", func(c *gin.Context) {
 		if t, ok := httpkit.Bearer(c.Request); !ok || !auth.TokenMatches(t, s.Token) {
-			c.Header("Connection", "close") // without reading the body first (httpkit.AbortUnread)
+			httpkit.CloseUnread(c)
 			c.AbortWithStatusJSON(http.StatusUnauthorized, errorWire{Code: "unauthorized"})
 			return
 		}
