@@ -194,7 +194,7 @@ func (s *scanner) object() (string, bool) {
 					return string(key), true
 				}
 			}
-			if keys = append(keys, key); len(keys) > 16 {
+			if keys = append(keys, key); len(keys) > len(small) {
 				many = make(map[string]struct{}, 2*len(keys))
 				for _, k := range keys {
 					many[string(k)] = struct{}{}

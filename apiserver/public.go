@@ -66,8 +66,7 @@ func (s *Server) listMarkets(c *gin.Context) error {
 	var next *string
 	if len(markets) == limit {
 		last := markets[len(markets)-1]
-		cur := encodeCursor(store.Cursor{CreatedAt: last.CreatedAt, ID: last.ID})
-		next = &cur
+		next = encodeCursor(store.Cursor{CreatedAt: last.CreatedAt, ID: last.ID})
 	}
 	c.JSON(http.StatusOK, gin.H{"markets": listOf(markets, MarketOf), "nextCursor": next})
 	return nil
@@ -328,15 +327,16 @@ func (s *Server) listOrders(c *gin.Context) error {
 	var next *string
 	if len(orders) == f.Limit {
 		last := orders[len(orders)-1]
-		cur := encodeCursor(store.Cursor{CreatedAt: last.CreatedAt, ID: last.ID})
-		next = &cur
+		next = encodeCursor(store.Cursor{CreatedAt: last.CreatedAt, ID: last.ID})
 	}
 	c.JSON(http.StatusOK, gin.H{"orders": listOf(orders, orderOf), "nextCursor": next})
 	return nil
 }
 
-func encodeCursor(cur store.Cursor) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(cur.CreatedAt.UnixMicro(), 10) + "." + cur.ID.String()))
+// encodeCursor is the nextCursor of a full page whose last row is at cur.
+func encodeCursor(cur store.Cursor) *string {
+	s := base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(cur.CreatedAt.UnixMicro(), 10) + "." + cur.ID.String()))
+	return &s
 }
 
 // decodeCursor reads the cursor of a listing, from a nextCursor of the same listing (list names it

@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -179,8 +177,10 @@ func (st *settings) signIn(c *gin.Context) {
 	}
 	if name == "" {
 		p.Fields["name"] = "Enter your account name."
-	} else if !plainText(name) {
-		p.Fields["name"] = "The account name must be plain text: letters, digits, '_', '.' or '-'."
+	} else if err := auth.CheckAccountName(name); err != nil {
+		// No account can have such a name: say so, before a query that Postgres could refuse
+		// (NUL, invalid UTF-8).
+		p.Fields["name"] = sentence(err.Error())
 	}
 	if password == "" {
 		p.Fields["password"] = "Enter your password."
@@ -354,27 +354,10 @@ func clientKey(r *http.Request) string {
 	return addr.String()
 }
 
-// plainText says whether s is valid UTF-8 without control characters: what Postgres can store as
-// text (it refuses NUL and invalid UTF-8) and what a name could be.
-func plainText(s string) bool {
-	return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
-}
-
-// nameKey is the name a sign-in attempt is counted against: as typed, in lower case (names are
-// unique whatever their case, so "ALICE" and "alice" are one account and share one count), cut to
-// 64 characters.
-func nameKey(name string) string { return clip(strings.ToLower(name), 64) }
-
-// clip cuts s to at most n runes.
-func clip(s string, n int) string {
-	for i := range s {
-		if n == 0 {
-			return s[:i]
-		}
-		n--
-	}
-	return s
-}
+// nameKey is the name a sign-in attempt is counted against: a valid account name (at most 64
+// ASCII characters), in lower case (names are unique whatever their case, so "ALICE" and "alice"
+// are one account and share one count).
+func nameKey(name string) string { return strings.ToLower(name) }
 
 func plural(n int) string {
 	if n == 1 {

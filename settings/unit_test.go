@@ -62,18 +62,6 @@ func TestIsSecure(t *testing.T) {
 	}
 }
 
-func TestClip(t *testing.T) {
-	for _, tc := range []struct {
-		s    string
-		n    int
-		want string
-	}{{"abc", 5, "abc"}, {"abcdef", 3, "abc"}, {"ünï", 2, "ün"}, {"", 3, ""}, {"abc", 0, ""}} {
-		if got := clip(tc.s, tc.n); got != tc.want {
-			t.Errorf("clip(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
-		}
-	}
-}
-
 func TestLabelProblem(t *testing.T) {
 	for label, bad := range map[string]bool{"": false, "market maker": false, "ünï ✓": false,
 		"a\tb": true, "a\x00": true, "\xff": true} {
