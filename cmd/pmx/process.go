@@ -66,9 +66,9 @@ func startPprof(addr string, log *slog.Logger) error {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listen(addr)
 	if err != nil {
-		return err
+		return fmt.Errorf("--pprof-addr: %w", err)
 	}
 	log.Info("profiler serving", "addr", ln.Addr().String())
 	go func() { _ = http.Serve(ln, mux) }()
