@@ -8,7 +8,7 @@ import (
 	"github.com/KimMachineGun/automemlimit/memlimit"
 )
 
-// TestLimitMemory checks that a 512 MiB container gets a Go memory limit of 90% of it, and that
+// TestLimitMemory checks that a 512 MiB container gets a Go memory limit of 75% of it, and that
 // a GOMEMLIMIT set by the operator wins.
 func TestLimitMemory(t *testing.T) {
 	for _, env := range []string{"GOMEMLIMIT", "AUTOMEMLIMIT"} {
@@ -22,8 +22,8 @@ func TestLimitMemory(t *testing.T) {
 
 	const pod = 512 << 20
 	limitMemory(memlimit.Limit(pod))
-	if got, want := debug.SetMemoryLimit(-1), int64(pod*9/10); got < want-1 || got > want+1 {
-		t.Fatalf("memory limit %d, want %d (90%% of 512 MiB)", got, want)
+	if got, want := debug.SetMemoryLimit(-1), int64(pod*3/4); got < want-1 || got > want+1 {
+		t.Fatalf("memory limit %d, want %d (75%% of 512 MiB)", got, want)
 	}
 
 	debug.SetMemoryLimit(before)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -21,19 +22,27 @@ import (
 // Bounds the abuse suite holds pmx dev to while it is abused.
 const (
 	abuseMaxPlacement = 5 * time.Second  // a well-behaved client's placement, answered
-	abuseMaxRSS       = 400 << 20        // pmx dev's resident memory
+	abuseMaxRSS       = 512 << 20        // pmx dev's resident memory: the api pod's limit
 	abuseMaxMetrics   = 256 << 10        // the size of /metrics afterwards
 	abuseIdleConns    = 600              // more than the 512 one client may hold
 	abuseSlowBodies   = 40               // connections sending a body a byte at a time
+	abuseSlowHeaders  = 40               // connections sending a header a byte at a time
 	abuseMethods      = 300              // invented HTTP methods
+	abuseSignUps      = 30               // concurrent sign-ups from the attacker's address
+	abuseSignIns      = 40               // wrong passwords tried on the good client's name
+	abuseCrowd        = 4                // addresses holding connections open together ...
+	abuseCrowdEach    = 500              // ... this many each, under the per-client limit
 	abuseAttacker     = "127.0.0.2"      // the abusers' source address (loopback)
 	abuseWait         = 30 * time.Second // how long the slow bodies may be held, at most
+	abuseMaxSignUp    = 20 * time.Second // a real sign-up, answered, during a sign-up flood
+	abusePassword     = "correct horse battery staple"
 )
 
 // TestAbuse runs the real binary, `pmx dev`, and abuses it from one loopback address as an
-// attacker would — invented methods, slow bodies with and without a key, oversized headers and
-// bodies, more connections than one client may hold — while a well-behaved client on another
-// address trades. Its placements must be answered within a bound, the process's memory and
+// attacker would — invented methods, slow headers, slow bodies with and without a key, oversized
+// headers and bodies, more connections than one client may hold, floods of sign-ups and of wrong
+// passwords — and from several addresses at once with thousands of connections, while a
+// well-behaved client on another address trades, signs up and signs in. Its placements must be answered within a bound, the process's memory and
 // /metrics must stay bounded, the slow connections must be cut off, and the invariants must hold
 // afterwards. Everything is bounded in count and time and stays on loopback.
 func TestAbuse(t *testing.T) {
@@ -43,7 +52,11 @@ func TestAbuse(t *testing.T) {
 	bin := BuildPMX(t)
 	dbURL := pgtest.NewDatabase(t, pgtest.Shared(t))
 	const token = "abuse-test-token"
-	proc, base := startDevProcess(t, bin, dbURL, token)
+	// The Go memory limit the api pod's 512 MiB sets (cmd/pmx/memlimit.go: 75% of the cgroup's
+	// limit). A test process has no such cgroup, so it gets the environment variable that overrides it.
+	proc, base := StartProcessEnv(t, apiLine, []string{"GOMEMLIMIT=384MiB"}, bin, "dev", "--database-url", dbURL,
+		"--addr", "127.0.0.1:0", "--markets", "", "--admin-token", token, "--data-dir", t.TempDir(), "--log-level", "warn")
+	WaitReady(t, base+"/readyz")
 	st, err := store.Open(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)
@@ -54,10 +67,13 @@ func TestAbuse(t *testing.T) {
 	market := tg.NewMarket(t, nil).ID
 	good, abuser := tg.NewAccount(t, "good"), tg.NewAccount(t, "abuser")
 	addr := strings.TrimPrefix(base, "http://")
-	dial := func() (net.Conn, error) {
-		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(abuseAttacker)}, Timeout: 10 * time.Second}
+	dialFrom := func(ip string) (net.Conn, error) {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second}
 		return d.Dial("tcp", addr)
 	}
+	dial := func() (net.Conn, error) { return dialFrom(abuseAttacker) }
+	attacker := &http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) { return dial() }}
+	defer attacker.CloseIdleConnections()
 
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
@@ -97,6 +113,32 @@ func TestAbuse(t *testing.T) {
 			_ = c.SetReadDeadline(time.Now().Add(abuseWait))
 			_, _ = io.Copy(io.Discard, c)
 			slowCut <- time.Since(start)
+		})
+	}
+
+	// Slow headers: cut off when the header has taken too long, whatever comes next.
+	headerCut := make(chan time.Duration, abuseSlowHeaders)
+	for range abuseSlowHeaders {
+		wg.Go(func() {
+			c, err := dial()
+			if err != nil {
+				report("slow header: %v", err)
+				return
+			}
+			defer c.Close()
+			start := time.Now()
+			fmt.Fprint(c, "GET /api/v1/markets HTTP/1.1\r\nHost: pmx\r\nX-Slow: ")
+			go func() {
+				for ctx.Err() == nil {
+					time.Sleep(time.Second)
+					if _, err := c.Write([]byte("a")); err != nil {
+						return
+					}
+				}
+			}()
+			_ = c.SetReadDeadline(time.Now().Add(abuseWait))
+			_, _ = io.Copy(io.Discard, c)
+			headerCut <- time.Since(start)
 		})
 	}
 
@@ -169,8 +211,96 @@ func TestAbuse(t *testing.T) {
 	}
 
 	trade(20)
+
+	// A sign-up flood from the attacker's address while a real person signs up from another: the
+	// flood gets at most the per-client allowance, the rest are refused with a Retry-After, and
+	// the real sign-up goes through (after waiting as told if every hash slot was busy).
+	signUps := make(chan int, abuseSignUps)
+	var flood sync.WaitGroup
+	for i := range abuseSignUps {
+		flood.Go(func() {
+			status, retry, err := newFormClient(base, attacker).signUp(fmt.Sprintf("flood%d", i), abusePassword)
+			switch {
+			case err != nil:
+				report("sign-up flood: %v", err)
+			case status != http.StatusSeeOther && retry == "":
+				report("sign-up flood: %d without a Retry-After", status)
+			}
+			signUps <- status
+		})
+	}
+	owner := newFormClient(base, nil)
+	start := time.Now()
+	status := signUpPatiently(t, owner, "goodsignup")
+	if took := time.Since(start); status != http.StatusSeeOther || took > abuseMaxSignUp {
+		t.Errorf("a real sign-up during a sign-up flood: %d after %v; want 303 within %v", status, took, abuseMaxSignUp)
+	}
+	trade(10)
+	flood.Wait()
+	close(signUps)
+	opened := 0
+	for status := range signUps {
+		if status == http.StatusSeeOther {
+			opened++
+		}
+	}
+	if opened > 10 {
+		t.Errorf("one address opened %d accounts in a sign-up flood; the limit is 10 an hour", opened)
+	}
+
+	// Wrong passwords on the owner's name from the attacker's address: refused once over the
+	// name's limit, and the owner, who has not failed, still signs in from its own address.
+	refusedSignIns := 0
+	guesser := newFormClient(base, attacker)
+	for i := range abuseSignIns {
+		status, retry, err := guesser.signIn("goodsignup", fmt.Sprintf("guess number %d", i))
+		switch {
+		case err != nil:
+			t.Fatalf("sign-in flood: %v", err)
+		case status == http.StatusSeeOther:
+			t.Fatalf("sign-in flood: a wrong password signed in")
+		case status == http.StatusTooManyRequests && retry != "":
+			refusedSignIns++
+		}
+	}
+	if refusedSignIns < abuseSignIns-5 {
+		t.Errorf("%d of %d wrong passwords from one address were refused as over the limit; want all but 5", refusedSignIns, abuseSignIns)
+	}
+	if status, _, err := newFormClient(base, nil).signIn("goodsignup", abusePassword); err != nil || status != http.StatusSeeOther {
+		t.Errorf("the owner signing in after a sign-in flood on its name: %d, %v; want 303", status, err)
+	}
+
+	// Thousands of connections from several addresses, each under its own limit, all held open
+	// together: every one is served, and trading goes on.
+	var crowd []net.Conn
+	crowdServed := 0
+	for a := range abuseCrowd {
+		for range abuseCrowdEach {
+			c, err := dialFrom(fmt.Sprintf("127.0.0.%d", 3+a))
+			if err != nil {
+				t.Errorf("crowd: %v", err)
+				break
+			}
+			crowd = append(crowd, c)
+			fmt.Fprint(c, "GET /healthz HTTP/1.1\r\nHost: pmx\r\n\r\n")
+			_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
+				resp.Body.Close()
+				crowdServed++
+			}
+		}
+	}
+	trade(10)
+	for _, c := range crowd {
+		c.Close()
+	}
+	if crowdServed != abuseCrowd*abuseCrowdEach {
+		t.Errorf("%d of %d connections from %d addresses were served", crowdServed, abuseCrowd*abuseCrowdEach, abuseCrowd)
+	}
+
 	wg.Wait()
 	close(slowCut)
+	close(headerCut)
 	stop()
 
 	for _, p := range problems {
@@ -182,6 +312,11 @@ func TestAbuse(t *testing.T) {
 	for held := range slowCut {
 		if held >= abuseWait {
 			t.Errorf("a slow body was held for %v, past the read limit", held)
+		}
+	}
+	for held := range headerCut {
+		if held >= abuseWait {
+			t.Errorf("a slow header was held for %v, past the header's read limit", held)
 		}
 	}
 	if slowest > abuseMaxPlacement {
@@ -202,4 +337,24 @@ func TestAbuse(t *testing.T) {
 	t.Logf("slowest placement %v, RSS at most %d MB, /metrics %d bytes, %d connections served and %d refused from one address",
 		slowest, maxRSS>>20, len(metrics), served, refused)
 	CheckInvariants(t, tg)
+}
+
+// signUpPatiently signs up as a person would: when the answer is 503 (every password hash slot
+// busy) it waits as Retry-After says and tries again, a few times.
+func signUpPatiently(t *testing.T, f *formClient, name string) int {
+	t.Helper()
+	for try := 0; ; try++ {
+		status, retry, err := f.signUp(name, abusePassword)
+		if err != nil {
+			t.Fatalf("sign up %s: %v", name, err)
+		}
+		if status != http.StatusServiceUnavailable || try == 3 {
+			return status
+		}
+		wait, err := strconv.Atoi(retry)
+		if err != nil || wait > 10 {
+			t.Fatalf("sign up %s: 503 with Retry-After %q", name, retry)
+		}
+		time.Sleep(time.Duration(wait) * time.Second)
+	}
 }
