@@ -52,9 +52,9 @@ bench-sweep: build postgres ## Chart placement latency against offered load (SWE
 
 .PHONY: fuzz
 fuzz: ## Fuzz the engine's submission path and the request decoders, FUZZTIME each (default 60s).
-	$(GO) test -run '^$$' -fuzz FuzzSubmit -fuzztime $${FUZZTIME:-60s} ./engine
-	$(GO) test -run '^$$' -fuzz FuzzDecodeOrder -fuzztime $${FUZZTIME:-60s} ./apiserver
-	$(GO) test -run '^$$' -fuzz FuzzObjectString -fuzztime $${FUZZTIME:-60s} ./apiserver
+	$(GO) test -run '^$$' -timeout 0 -fuzz FuzzSubmit -fuzztime $${FUZZTIME:-60s} ./engine
+	$(GO) test -run '^$$' -timeout 0 -fuzz FuzzDecodeOrder -fuzztime $${FUZZTIME:-60s} ./apiserver
+	$(GO) test -run '^$$' -timeout 0 -fuzz FuzzObjectString -fuzztime $${FUZZTIME:-60s} ./apiserver
 
 .PHONY: lint
 lint: $(STATICCHECK) ## Check formatting, go vet and staticcheck.

@@ -2,9 +2,12 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -31,6 +34,16 @@ type Begin struct {
 	Markets  []uuid.UUID
 	Accounts []int64
 	Holdings []ShareKey
+	// ClientOrderIDs are the client order ids the batch's placements give their orders. The batch
+	// takes a lock on each (so that a placement with the same id in another shard's batch waits
+	// for this one to end) and finds those an order already has.
+	ClientOrderIDs []ClientOrderKey
+}
+
+// ClientOrderKey is an account's client order id.
+type ClientOrderKey struct {
+	Account int64
+	ID      string
 }
 
 // Locked is what BeginBatch found and holds until the transaction ends.
@@ -38,6 +51,7 @@ type Locked struct {
 	Owners map[uuid.UUID]Ownership // of the markets asked for (FOR SHARE: nobody can move them)
 	Cash   map[int64]int64         // available cash of each account asked for (FOR UPDATE)
 	Shares map[ShareKey]int64      // unlocked shares of each holding asked for that exists (FOR UPDATE)
+	Taken  map[ClientOrderKey]bool // the client order ids asked for that an order already has
 }
 
 // BeginBatch begins a transaction on conn and locks, in key order so that concurrent batches
@@ -55,7 +69,8 @@ func BeginBatch(ctx context.Context, conn *pgx.Conn, b Begin) (Locked, error) {
 // queueBegin queues the statements of BeginBatch; the Locked it returns is filled in as their
 // results are read.
 func queueBegin(q *pgx.Batch, b Begin) Locked {
-	l := Locked{Owners: map[uuid.UUID]Ownership{}, Cash: map[int64]int64{}, Shares: map[ShareKey]int64{}}
+	l := Locked{Owners: map[uuid.UUID]Ownership{}, Cash: map[int64]int64{}, Shares: map[ShareKey]int64{},
+		Taken: map[ClientOrderKey]bool{}}
 	q.Queue("begin")
 	// Every statement of a batch joins a few rows of parameters to large tables by an indexed key:
 	// a nested loop over the index is always the right plan. Without this, a planner working from
@@ -113,7 +128,44 @@ func queueBegin(q *pgx.Batch, b Begin) Locked {
 				return rows.Err()
 			})
 	}
+	if len(b.ClientOrderIDs) > 0 {
+		queueClientOrderIDs(q, b.ClientOrderIDs, l.Taken)
+	}
 	return l
+}
+
+// queueClientOrderIDs queues the claim of client order ids. The unique index on (account_id,
+// client_order_id) is the guarantee, but meeting it at commit would fail the whole batch; so a
+// batch first takes a transaction-scoped advisory lock on each id (a hash of it: a collision only
+// makes two batches wait for each other), in key order as every other lock, and then reads which
+// ids an order has. A batch of another shard placing the same id waits at the lock until this one
+// ends, then finds its order; within one batch the shard itself refuses the second placement of an id.
+func queueClientOrderIDs(q *pgx.Batch, keys []ClientOrderKey, taken map[ClientOrderKey]bool) {
+	locks := make([]int64, 0, len(keys))
+	accounts, ids := make([]int64, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		h := fnv.New64a()
+		h.Write(binary.BigEndian.AppendUint64(nil, uint64(k.Account)))
+		h.Write([]byte(k.ID))
+		locks = append(locks, int64(h.Sum64()))
+		accounts[i], ids[i] = k.Account, k.ID
+	}
+	slices.Sort(locks)
+	locks = slices.Compact(locks)
+	q.Queue(`select count(pg_advisory_xact_lock(k)) from unnest($1::bigint[]) as u(k)`, locks)
+	q.Queue(`select o.account_id, o.client_order_id from orders o
+		join unnest($1::bigint[], $2::text[]) as k(account_id, client_order_id)
+		  on o.account_id = k.account_id and o.client_order_id = k.client_order_id`, accounts, ids).
+		Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var k ClientOrderKey
+				if err := rows.Scan(&k.Account, &k.ID); err != nil {
+					return err
+				}
+				taken[k] = true
+			}
+			return rows.Err()
+		})
 }
 
 // Committed is what CommitBatch reports besides an error.
@@ -205,14 +257,21 @@ func queueApply(q *pgx.Batch, b *Batch, updated *[]Order) {
 const (
 	newOrdersPart = `new_orders as (
 		insert into orders (id, market_id, seq, account_id, side, outcome, price, quantity,
-		                    filled_quantity, status, created_at, updated_at)
-		select id, market_id, seq, account_id, side, outcome, price, quantity, filled, status, $1, $1
+		                    filled_quantity, status, created_at, updated_at, time_in_force, expires_at, post_only,
+		                    self_trade, client_order_id, placement, cancel_reason)
+		select id, market_id, seq, account_id, side, outcome, price, quantity, filled, status, $1, $1,
+		       tif, expires_at, post_only, self_trade, client_order_id, placement, cancel_reason
 		from unnest({1}::uuid[], {2}::uuid[], {3}::bigint[], {4}::bigint[], {5}::text[], {6}::text[],
-		            {7}::smallint[], {8}::bigint[], {9}::bigint[], {10}::text[])
-		  as d(id, market_id, seq, account_id, side, outcome, price, quantity, filled, status))`
+		            {7}::smallint[], {8}::bigint[], {9}::bigint[], {10}::text[], {11}::text[], {12}::timestamptz[],
+		            {13}::boolean[], {14}::text[], {15}::text[], {16}::text[], {17}::text[])
+		  as d(id, market_id, seq, account_id, side, outcome, price, quantity, filled, status, tif, expires_at,
+		       post_only, self_trade, client_order_id, placement, cancel_reason))`
 	orderUpdatesPart = `order_updates as (
-		update orders o set filled_quantity = d.filled, status = d.status, updated_at = $1
-		from unnest({1}::uuid[], {2}::bigint[], {3}::bigint[], {4}::text[]) as d(market_id, seq, filled, status)
+		update orders o set price = coalesce(nullif(d.price, 0), o.price), quantity = coalesce(nullif(d.quantity, 0), o.quantity),
+		       filled_quantity = d.filled, status = d.status,
+		       cancel_reason = d.cancel_reason, updated_at = $1
+		from unnest({1}::uuid[], {2}::bigint[], {3}::smallint[], {4}::bigint[], {5}::bigint[], {6}::text[], {7}::text[])
+		  as d(market_id, seq, price, quantity, filled, status, cancel_reason)
 		where o.market_id = d.market_id and o.seq = d.seq
 		returning ` + updatedOrderColumns + `)`
 	tradesPart = `new_trades as (
@@ -253,7 +312,7 @@ var (
 	applyParts = []struct {
 		sql  string
 		args int
-	}{{newOrdersPart, 10}, {orderUpdatesPart, 4}, {tradesPart, 13}, {cashPart, 3}, {sharesPart, 6}, {marketsPart, 3}}
+	}{{newOrdersPart, 17}, {orderUpdatesPart, 7}, {tradesPart, 13}, {cashPart, 3}, {sharesPart, 6}, {marketsPart, 3}}
 	applySQL = func() []string {
 		placeholder := regexp.MustCompile(`\{(\d+)\}`)
 		out := make([]string, 1<<len(applyParts))
@@ -309,11 +368,13 @@ func applyStatement(b *Batch) (string, []any) {
 		add(0, orderColumnsOf(b.NewOrders)...)
 	}
 	if n := len(b.OrderUpdates); n > 0 {
-		markets, seqs, filled, status := make([][16]byte, n), make([]int64, n), make([]int64, n), make([]string, n)
+		markets, seqs, prices, qty := make([][16]byte, n), make([]int64, n), make([]int16, n), make([]int64, n)
+		filled, status, reasons := make([]int64, n), make([]string, n), make([]*string, n)
 		for i, o := range b.OrderUpdates {
-			markets[i], seqs[i], filled[i], status[i] = o.MarketID, o.Seq, o.FilledQuantity, o.Status.String()
+			markets[i], seqs[i], prices[i], qty[i] = o.MarketID, o.Seq, int16(o.Price), o.Quantity
+			filled[i], status[i], reasons[i] = o.FilledQuantity, o.Status.String(), o.CancelReason
 		}
-		add(1, markets, seqs, filled, status)
+		add(1, markets, seqs, prices, qty, filled, status, reasons)
 	}
 	if len(b.Trades) > 0 {
 		add(2, tradeColumnsOf(b.Trades)...)
@@ -358,7 +419,8 @@ func applyStatement(b *Batch) (string, []any) {
 
 // updatedOrderColumns is orderColumns, qualified for an update joined with its data.
 const updatedOrderColumns = `o.id, o.market_id, o.side, o.outcome, o.price, o.quantity, o.filled_quantity,
-	o.status, o.created_at, o.updated_at, o.seq, o.account_id`
+	o.status, o.created_at, o.updated_at, o.seq, o.account_id, o.time_in_force, o.expires_at, o.post_only,
+	o.self_trade, o.client_order_id, o.placement, o.cancel_reason`
 
 // uuidArray converts ids for pgx, which encodes [16]byte directly rather than through each
 // uuid.UUID's text form.

@@ -2,12 +2,17 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/pgtest"
+	"github.com/pmx-dev/pmx/internal/poll"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -150,5 +155,77 @@ func TestCommitBatchBeginsNext(t *testing.T) {
 	}
 	if s := conn.PgConn().TxStatus(); s != 'I' {
 		t.Errorf("connection left in transaction status %q after a failed batch", s)
+	}
+}
+
+// TestClientOrderIDs checks how a batch claims client order ids: one that an order has is found,
+// and a batch on another connection claiming the same id waits until the first batch ends, then
+// finds the order it wrote.
+func TestClientOrderIDs(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	alice, err := st.CreateAccount(ctx, "alice", 1_000, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.CreateMarket(ctx, Market{Question: "Will it rain?", Category: "weather", Status: "OPEN", LabelA: "Yes", LabelB: "No"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := make([]*pgx.Conn, 2)
+	for i := range conns {
+		pc, err := st.Pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pc.Release()
+		conns[i] = pc.Conn()
+	}
+	key := ClientOrderKey{Account: alice.ID, ID: "quote-1"}
+	claim := Begin{ClientOrderIDs: []ClientOrderKey{key, {Account: alice.ID, ID: "quote-2"}}}
+
+	first, err := BeginBatch(ctx, conns[0], claim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Taken) != 0 {
+		t.Fatalf("fresh ids are taken: %v", first.Taken)
+	}
+	second := make(chan Locked, 1)
+	go func() {
+		l, err := BeginBatch(ctx, conns[1], claim)
+		if err != nil {
+			t.Error(err)
+		}
+		second <- l
+	}()
+	// The second batch waits on the first one's lock: readiness, not a sleep.
+	if err := poll.Until(ctx, 10*time.Second, func(ctx context.Context) (bool, error) {
+		var waiting bool
+		err := st.Pool.QueryRow(ctx, `select exists (select 1 from pg_locks where locktype = 'advisory' and not granted)`).Scan(&waiting)
+		return waiting, err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	id := "quote-1"
+	placement := "a placement"
+	b := &Batch{Now: now, NewOrders: []Order{{ID: NewID(), MarketID: m.ID, Side: "SELL", Outcome: "YES", Price: 40, Quantity: 1,
+		Status: engine.StatusCancelled, Seq: 1, AccountID: alice.ID, ClientOrderID: &id, Placement: &placement}}}
+	if _, err := CommitBatch(ctx, conns[0], b, nil); err != nil {
+		t.Fatal(err)
+	}
+	if l := <-second; !l.Taken[key] || len(l.Taken) != 1 {
+		t.Errorf("after the first batch committed, the second found %v taken; want only %v", l.Taken, key)
+	}
+	if _, err := conns[1].Exec(ctx, "rollback"); err != nil {
+		t.Fatal(err)
+	}
+	o, err := st.OrderByClientID(ctx, alice.ID, "quote-1")
+	if err != nil || o.Placement == nil || *o.Placement != placement || o.TimeInForce != "GTC" || o.SelfTrade != "CANCEL_RESTING" {
+		t.Errorf("OrderByClientID: %+v, %v", o, err)
+	}
+	if _, err := st.OrderByClientID(ctx, alice.ID, "quote-2"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("an id no order has: %v, want ErrNotFound", err)
 	}
 }

@@ -155,13 +155,15 @@ func (s *Store) KeyByPrefix(ctx context.Context, prefix string) (KeyRecord, erro
 }
 
 const orderColumns = `id, market_id, side, outcome, price, quantity, filled_quantity, status, created_at,
-	updated_at, seq, account_id`
+	updated_at, seq, account_id, time_in_force, expires_at, post_only, self_trade, client_order_id, placement,
+	cancel_reason`
 
 func scanOrder(row pgx.Row) (Order, error) {
 	var o Order
 	var price int16
 	err := row.Scan(&o.ID, &o.MarketID, &o.Side, &o.Outcome, &price, &o.Quantity, &o.FilledQuantity,
-		statusColumn{&o.Status}, &o.CreatedAt, &o.UpdatedAt, &o.Seq, &o.AccountID)
+		statusColumn{&o.Status}, &o.CreatedAt, &o.UpdatedAt, &o.Seq, &o.AccountID, &o.TimeInForce, &o.ExpiresAt,
+		&o.PostOnly, &o.SelfTrade, &o.ClientOrderID, &o.Placement, &o.CancelReason)
 	o.Price = int(price)
 	return o, err
 }
@@ -245,4 +247,14 @@ func (s *Store) Sequences(ctx context.Context, market uuid.UUID) (orders, trades
 		err = fmt.Errorf("while reading the sequences of market %s: %w", market, err)
 	}
 	return orders, trades, err
+}
+
+// OrderByClientID reads the account's order with the given client order id.
+func (s *Store) OrderByClientID(ctx context.Context, account int64, clientOrderID string) (Order, error) {
+	o, err := scanOrder(s.Pool.QueryRow(ctx, `select `+orderColumns+` from orders
+		where account_id = $1 and client_order_id = $2`, account, clientOrderID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return o, ErrNotFound
+	}
+	return o, err
 }

@@ -47,6 +47,15 @@ type Order struct {
 
 	Seq       int64 // the engine's order id within the market
 	AccountID int64
+
+	TimeInForce   string     // GTC, IOC, FOK or GTD ("" is read as GTC)
+	ExpiresAt     *time.Time // GTD only
+	PostOnly      bool
+	SelfTrade     string  // CANCEL_RESTING or CANCEL_INCOMING ("" is read as CANCEL_RESTING)
+	ClientOrderID *string // the client's id for the order, unique per account
+	// Placement fingerprints the placement's parameters (PlacementOf) when ClientOrderID is set.
+	Placement    *string
+	CancelReason *string // why a cancelled order was cancelled: USER, IOC, FOK, EXPIRED, ...
 }
 
 // PlacedOrder is an order just placed and the fills it made, in order.
