@@ -26,12 +26,16 @@ alter table orders
 -- A client order id is the account's for ever: unique per account, whatever became of its order.
 create unique index orders_client_order_id on orders (account_id, client_order_id) where client_order_id is not null;
 
--- The dead-man switch: each armed account's deadline. A table of its own rather than a column of
--- accounts, so that a heartbeat never waits on the row lock a batch holds on the account (and a
--- batch never on a heartbeat), and so that the accounts row, updated by nearly every batch, keeps
--- no index on a column that changes.
+-- The dead-man switch: each account's deadline while armed, and the latest deadline that passed
+-- (tripped). Every open order an account placed at or before its latest passed deadline is
+-- cancelled by the shard that holds it: kept here rather than acted on once, so that re-arming or
+-- disarming after a deadline passed cannot spare an order in a market whose shard was restarting.
+-- A table of its own rather than columns of accounts, so that a heartbeat never waits on the row
+-- lock a batch holds on the account (nor a batch on a heartbeat), and so that the accounts row,
+-- updated by nearly every batch, gains no index on a column that changes.
 create table heartbeats (
     account_id  bigint primary key,
-    deadline    timestamptz not null
+    deadline    timestamptz,
+    tripped     timestamptz
 );
-create index heartbeats_deadline on heartbeats (deadline);
+create index heartbeats_due on heartbeats (deadline);

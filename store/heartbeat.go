@@ -1,0 +1,67 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// The dead-man switch (migration 009). Deadlines are on the database's clock, so that every front
+// replica and every shard agree on when one has passed.
+
+// Heartbeat is the state of an account's dead-man switch.
+type Heartbeat struct {
+	Armed    bool
+	Deadline *time.Time // while armed
+}
+
+// ArmHeartbeat sets the account's deadline timeout from now, or disarms the switch when timeout
+// is 0. A deadline that had already passed is kept as tripped, so that the orders it covers are
+// still cancelled.
+func (s *Store) ArmHeartbeat(ctx context.Context, account int64, timeout time.Duration) (Heartbeat, error) {
+	var deadline *time.Time
+	var seconds *float64
+	if timeout > 0 {
+		sec := timeout.Seconds()
+		seconds = &sec
+	}
+	err := s.Pool.QueryRow(ctx, `insert into heartbeats as h (account_id, deadline)
+		values ($1, now() + $2 * interval '1 second')
+		on conflict (account_id) do update
+		   set deadline = excluded.deadline,
+		       tripped = case when h.deadline <= now() then greatest(h.deadline, h.tripped) else h.tripped end
+		returning deadline`, account, seconds).Scan(&deadline)
+	if err != nil {
+		return Heartbeat{}, err
+	}
+	return Heartbeat{Armed: deadline != nil, Deadline: deadline}, nil
+}
+
+// TrippedOrder is an open order that its account's dead-man switch covers.
+type TrippedOrder struct {
+	Market  uuid.UUID
+	Seq     int64
+	Account int64
+}
+
+// TrippedOrders lists the open orders, in the markets that shard owns (every market when shard is
+// ""), that were placed at or before their account's latest passed heartbeat deadline.
+func (s *Store) TrippedOrders(ctx context.Context, shard string) ([]TrippedOrder, error) {
+	rows, err := s.Pool.Query(ctx, `select o.market_id, o.seq, o.account_id
+		from heartbeats h
+		join orders o on o.account_id = h.account_id and o.status in ('OPEN', 'PARTIALLY_FILLED')
+		where (h.deadline <= now() or h.tripped is not null)
+		  and o.created_at <= case when h.deadline <= now() then h.deadline else h.tripped end
+		  and ($1 = '' or o.market_id in (select id from markets where shard = $1))
+		order by o.market_id, o.seq`, shard)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (TrippedOrder, error) {
+		var t TrippedOrder
+		err := r.Scan(&t.Market, &t.Seq, &t.Account)
+		return t, err
+	})
+}

@@ -1,0 +1,107 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/poll"
+)
+
+// TestHeartbeat checks the dead-man switch's record: an armed switch covers nothing until its
+// deadline passes; then it covers the open orders placed before the deadline, whatever is done to
+// the switch afterwards (re-armed, disarmed), and never an order placed after it.
+func TestHeartbeat(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	alice, err := st.CreateAccount(ctx, "alice", 1_000, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.CreateMarket(ctx, Market{Question: "Will it rain?", Category: "weather", Status: "OPEN", LabelA: "Yes", LabelB: "No"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := int64(0)
+	place := func(at time.Time, status engine.Status) int64 {
+		seq++
+		b := &Batch{Now: at, NewOrders: []Order{{ID: NewID(), MarketID: m.ID, Side: "SELL", Outcome: "YES", Price: 40,
+			Quantity: 1, Status: status, Seq: seq, AccountID: alice.ID}}}
+		pc, err := st.Pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pc.Release()
+		if _, err := BeginBatch(ctx, pc.Conn(), Begin{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := CommitBatch(ctx, pc.Conn(), b, nil); err != nil {
+			t.Fatal(err)
+		}
+		return seq
+	}
+	tripped := func() []int64 {
+		t.Helper()
+		orders, err := st.TrippedOrders(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seqs []int64
+		for _, o := range orders {
+			if o.Market != m.ID || o.Account != alice.ID {
+				t.Fatalf("tripped order %+v is not alice's in the test market", o)
+			}
+			seqs = append(seqs, o.Seq)
+		}
+		return seqs
+	}
+
+	early := place(now.Add(-time.Minute), engine.StatusOpen)
+	place(now.Add(-time.Minute), engine.StatusFilled) // not open: never covered
+	hb, err := st.ArmHeartbeat(ctx, alice.ID, time.Minute)
+	if err != nil || !hb.Armed || hb.Deadline == nil {
+		t.Fatalf("arm: %+v, %v", hb, err)
+	}
+	if got := tripped(); len(got) != 0 {
+		t.Fatalf("an armed switch whose deadline is ahead covers %v", got)
+	}
+
+	// A deadline a millisecond away passes: the open order placed before it is covered.
+	if _, err := st.ArmHeartbeat(ctx, alice.ID, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := poll.Until(ctx, 10*time.Second, func(context.Context) (bool, error) { return len(tripped()) > 0, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got := tripped(); !slices.Equal(got, []int64{early}) {
+		t.Fatalf("after the deadline: %v covered, want [%d]", got, early)
+	}
+	// Re-armed, and then disarmed, the passed deadline still covers it; a later order is not.
+	later := place(time.Now().UTC().Add(time.Second), engine.StatusOpen)
+	if hb, err := st.ArmHeartbeat(ctx, alice.ID, time.Minute); err != nil || !hb.Armed {
+		t.Fatalf("re-arm: %+v, %v", hb, err)
+	}
+	if got := tripped(); !slices.Equal(got, []int64{early}) {
+		t.Errorf("re-armed: %v covered, want [%d] (not %d, placed after the deadline)", got, early, later)
+	}
+	if hb, err := st.ArmHeartbeat(ctx, alice.ID, 0); err != nil || hb.Armed || hb.Deadline != nil {
+		t.Fatalf("disarm: %+v, %v", hb, err)
+	}
+	if got := tripped(); !slices.Equal(got, []int64{early}) {
+		t.Errorf("disarmed: %v covered, want [%d]", got, early)
+	}
+	// A named shard sees only the markets it owns: none here.
+	if orders, err := st.TrippedOrders(ctx, "shard-0"); err != nil || len(orders) != 0 {
+		t.Errorf("a shard that owns no market: %v, %v", orders, err)
+	}
+	// Once cancelled, nothing is left to cover.
+	if _, err := st.Pool.Exec(ctx, `update orders set status = 'CANCELLED', cancel_reason = 'HEARTBEAT' where seq = $1`, early); err != nil {
+		t.Fatal(err)
+	}
+	if got := tripped(); len(got) != 0 {
+		t.Errorf("after the cancel: %v covered", got)
+	}
+}
