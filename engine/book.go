@@ -48,14 +48,22 @@ func keyOf(s Side, price int) int {
 
 // Result is what a submission did. Callers keep one Result per market goroutine and pass it to
 // every Submit: its slices are reused, so steady-state matching allocates nothing.
+//
+// To settle it the caller applies each fill's two legs, releases the Lock of each Cancelled order,
+// and, when Order does not rest, releases Order's Lock too: what the order left unfilled (nothing
+// when it FILLED).
 type Result struct {
-	// Order is the submitted order's state afterwards: OPEN or PARTIALLY_FILLED when it rests,
-	// FILLED when it does not.
+	// Order is the order's state afterwards: OPEN or PARTIALLY_FILLED when it rests, FILLED when it
+	// filled, CANCELLED or PARTIALLY_FILLED_CANCELLED when the engine cancelled its remainder.
 	Order OrderState
+	// Reason is why the engine cancelled Order's remainder — ReasonIOC, ReasonFOK or
+	// ReasonSelfTrade (CancelIncoming) — and ReasonNone when it did not.
+	Reason CancelReason
 	// Fills are the executions, in the order they happened.
 	Fills []Fill
-	// Cancelled are resting orders of the submitter's own account that the order would have
-	// traded with; self-trade prevention cancelled them, and each releases its Lock.
+	// Cancelled are resting orders of the order's own account that it would have traded with;
+	// self-trade prevention (CancelResting) cancelled them, reason SELF_TRADE, and each releases its
+	// Lock.
 	Cancelled []OrderState
 }
 
@@ -74,8 +82,14 @@ func New(capacity int) *Book {
 	return b
 }
 
-// Submit matches an order against the book and rests what remains of it. The caller has already
-// reserved the order's Lock. On error nothing has changed.
+// Submit matches an order against the book and rests what remains of it, as its time in force
+// allows. The caller has already reserved the order's Lock. On error nothing has changed: that
+// includes ErrPostOnlyWouldCross, while a FOK order that cannot fill entirely is not an error but
+// a Result with Order CANCELLED, reason FOK, and no other effect.
+//
+// A post-only order is refused if it would meet any resting order, its own account's included:
+// under CancelResting it would cancel its owner's orders and under CancelIncoming it would be
+// cancelled itself, and a post-only order promises to join the book without changing it.
 func (b *Book) Submit(o Order, r *Result) error {
 	if err := o.Validate(); err != nil {
 		return err
@@ -83,40 +97,73 @@ func (b *Book) Submit(o Order, r *Result) error {
 	if b.index.get(o.ID) != nilSlot {
 		return ErrDuplicateOrder
 	}
-	r.Fills = r.Fills[:0]
-	r.Cancelled = r.Cancelled[:0]
 	var t order
 	t.id, t.account, t.qty = o.ID, o.Account, o.Quantity
 	t.side, t.outcome, t.price, t.key = o.Side, o.Outcome, uint8(o.Price), uint8(keyOf(o.Side, o.Price))
+	t.tif, t.postOnly, t.stp = o.TimeInForce, o.PostOnly, o.SelfTrade
 	own := sideOf(o.Side, o.Outcome)
+	reason := ReasonNone
+	if o.PostOnly || o.TimeInForce == FOK { // rare: checks that must precede any change
+		if o.PostOnly && b.sides[own^1].bits.best()+int(t.key) >= Payout {
+			return ErrPostOnlyWouldCross
+		}
+		if o.TimeInForce == FOK && b.fillable(&t, own^1) < t.qty {
+			reason = ReasonFOK
+		}
+	}
+	r.Fills = r.Fills[:0]
+	r.Cancelled = r.Cancelled[:0]
+	if reason == ReasonNone {
+		reason = b.execute(&t, own, r)
+	}
+	// Field by field: a composite literal here compiles to a zeroed temporary whose overlapping
+	// copies stall store forwarding, measurably on this path.
+	r.Order.Order = o
+	r.Order.Filled = t.filled
+	r.Order.Status = status(t.qty, t.filled, reason != ReasonNone)
+	r.Reason = reason
+	return nil
+}
+
+// execute matches the taker t, whose side of the book is own, against the other side, then rests
+// what remains of it or cancels that as its time in force and self-trade mode say. It returns why it
+// cancelled the remainder, or ReasonNone.
+func (b *Book) execute(t *order, own int, r *Result) CancelReason {
 	opp := &b.sides[own^1]
 	for t.filled < t.qty {
 		m := opp.bits.best()
 		if m+int(t.key) < Payout {
 			break
 		}
-		b.match(&t, opp, own^1, m, r)
+		if b.match(t, opp, own^1, m, r) {
+			return ReasonSelfTrade
+		}
 	}
-	if t.filled < t.qty {
-		b.rest(&t, &b.sides[own])
+	switch {
+	case t.filled == t.qty:
+		return ReasonNone
+	case t.tif == IOC:
+		return ReasonIOC
+	case t.tif == FOK: // unreachable: Submit let it in because it fills entirely
+		return ReasonFOK
 	}
-	// Field by field: a composite literal here compiles to a zeroed temporary whose overlapping
-	// copies stall store forwarding, measurably on this path.
-	r.Order.Order = o
-	r.Order.Filled = t.filled
-	r.Order.Status = status(t.qty, t.filled, false)
-	return nil
+	b.rest(t, &b.sides[own])
+	return ReasonNone
 }
 
 // match trades the taker t against the level with key k on side bs (index side), oldest order
-// first, until one of them is exhausted.
-func (b *Book) match(t *order, bs *bookSide, side, k int, r *Result) {
+// first, until one of them is exhausted. It reports true when it stopped at an order of t's own
+// account under CancelIncoming, which ends t's matching.
+func (b *Book) match(t *order, bs *bookSide, side, k int, r *Result) bool {
 	lv := &bs.levels[k]
 	p := yes(side, k)
 	for t.filled < t.qty && lv.head != nilSlot {
 		s := lv.head
 		m := &b.orders[s]
 		if m.account == t.account {
+			if t.stp == CancelIncoming {
+				return true
+			}
 			r.Cancelled = append(r.Cancelled, m.state(true))
 			b.remove(bs, s)
 			continue
@@ -139,6 +186,31 @@ func (b *Book) match(t *order, bs *bookSide, side, k int, r *Result) {
 			b.remove(bs, s)
 		}
 	}
+	return false
+}
+
+// fillable is how much of the taker t side side of the book would fill now, counted up to t's
+// quantity, without changing anything: what execute would fill. Own orders fill nothing: under
+// CancelResting they are passed over (execute cancels them), under CancelIncoming the count ends
+// at the first one.
+func (b *Book) fillable(t *order, side int) int64 {
+	bs := &b.sides[side]
+	var q int64
+	for k := bs.bits.best(); k > 0 && k+int(t.key) >= Payout; k = bs.bits.prev(k) {
+		for s := bs.levels[k].head; s != nilSlot; s = b.orders[s].next {
+			m := &b.orders[s]
+			if m.account == t.account {
+				if t.stp == CancelIncoming {
+					return q
+				}
+				continue
+			}
+			if q += m.remaining(); q >= t.qty {
+				return t.qty
+			}
+		}
+	}
+	return q
 }
 
 // rest appends the order to the tail of its level on side bs.
@@ -258,7 +330,7 @@ func (b *Book) LastTradePrice() int { return b.last }
 // Rebuild returns a book holding exactly the given resting orders, as a service restores a market
 // from its database: orders oldest first (their time priority), each with its Filled quantity, and
 // the YES price of the market's last trade (0 if none). It fails on an invalid or duplicate order,
-// one with nothing left to fill, or orders that would cross.
+// one with nothing left to fill or a time in force that never rests, or orders that would cross.
 func Rebuild(orders []OrderState, lastTrade int) (*Book, error) {
 	if lastTrade != 0 && (lastTrade < MinPrice || lastTrade > MaxPrice) {
 		return nil, ErrInvalidPrice
@@ -272,18 +344,24 @@ func Rebuild(orders []OrderState, lastTrade int) (*Book, error) {
 		if o.Filled < 0 || o.Filled >= o.Quantity {
 			return nil, ErrInvalidQuantity
 		}
+		if !o.TimeInForce.Rests() {
+			return nil, ErrInvalidTimeInForce
+		}
 		if b.index.get(o.ID) != nilSlot {
 			return nil, ErrDuplicateOrder
 		}
 		b.rest(&order{
-			id:      o.ID,
-			account: o.Account,
-			qty:     o.Quantity,
-			filled:  o.Filled,
-			price:   uint8(o.Price),
-			key:     uint8(keyOf(o.Side, o.Price)),
-			side:    o.Side,
-			outcome: o.Outcome,
+			id:       o.ID,
+			account:  o.Account,
+			qty:      o.Quantity,
+			filled:   o.Filled,
+			price:    uint8(o.Price),
+			key:      uint8(keyOf(o.Side, o.Price)),
+			side:     o.Side,
+			outcome:  o.Outcome,
+			tif:      o.TimeInForce,
+			postOnly: o.PostOnly,
+			stp:      o.SelfTrade,
 		}, &b.sides[sideOf(o.Side, o.Outcome)])
 	}
 	if b.sides[bidSide].bits.best()+b.sides[askSide].bits.best() >= Payout {

@@ -318,6 +318,10 @@ func TestSubmitRejectsBadOrders(t *testing.T) {
 		{"quantity negative", ord(9, 1, "BUY", "YES", 50, -3), ErrInvalidQuantity},
 		{"quantity too large", ord(9, 1, "BUY", "YES", 50, MaxQuantity+1), ErrInvalidQuantity},
 		{"duplicate id", ord(1, 2, "SELL", "YES", 40, 1), ErrDuplicateOrder},
+		{"unknown time in force", with(ord(9, 1, "BUY", "YES", 50, 1), GTD+1, CancelResting, false), ErrInvalidTimeInForce},
+		{"unknown self-trade mode", with(ord(9, 1, "BUY", "YES", 50, 1), GTC, CancelIncoming+1, false), ErrInvalidSelfTrade},
+		{"post-only IOC", with(ord(9, 1, "BUY", "YES", 40, 1), IOC, CancelResting, true), ErrPostOnlyMustRest},
+		{"post-only that crosses", with(ord(9, 2, "SELL", "YES", 50, 1), GTC, CancelResting, true), ErrPostOnlyWouldCross},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -338,8 +342,8 @@ func TestSubmitRejectsBadOrders(t *testing.T) {
 func TestRebuild(t *testing.T) {
 	orders := []OrderState{
 		{Order: ord(1, 1, "BUY", "YES", 40, 10), Filled: 3, Status: StatusPartiallyFilled},
-		{Order: ord(2, 2, "SELL", "NO", 60, 5), Status: StatusOpen}, // bid at YES 40, behind order 1
-		{Order: ord(3, 3, "SELL", "YES", 45, 5), Status: StatusOpen},
+		{Order: with(ord(2, 2, "SELL", "NO", 60, 5), GTD, CancelIncoming, true), Status: StatusOpen}, // bid at YES 40, behind order 1
+		{Order: with(ord(3, 3, "SELL", "YES", 45, 5), GTC, CancelIncoming, false), Status: StatusOpen},
 	}
 	b, err := Rebuild(orders, 42)
 	if err != nil {
@@ -363,6 +367,9 @@ func TestRebuild(t *testing.T) {
 		{"duplicate", []OrderState{{Order: ord(1, 1, "BUY", "YES", 50, 1)}, {Order: ord(1, 2, "BUY", "YES", 40, 1)}}, 0, ErrDuplicateOrder},
 		{"nothing left", []OrderState{{Order: ord(1, 1, "BUY", "YES", 50, 1), Filled: 1}}, 0, ErrInvalidQuantity},
 		{"bad price", []OrderState{{Order: ord(1, 1, "BUY", "YES", 0, 1)}}, 0, ErrInvalidPrice},
+		{"IOC cannot rest", []OrderState{{Order: with(ord(1, 1, "BUY", "YES", 50, 1), IOC, CancelResting, false)}}, 0, ErrInvalidTimeInForce},
+		{"FOK cannot rest", []OrderState{{Order: with(ord(1, 1, "BUY", "YES", 50, 1), FOK, CancelResting, false)}}, 0, ErrInvalidTimeInForce},
+		{"bad self-trade mode", []OrderState{{Order: with(ord(1, 1, "BUY", "YES", 50, 1), GTC, 7, false)}}, 0, ErrInvalidSelfTrade},
 		{"bad last price", nil, 100, ErrInvalidPrice},
 	}
 	for _, tt := range bad {
@@ -433,5 +440,230 @@ func TestNamesMatchTheAPI(t *testing.T) {
 	want := []string{"BUY", "SELL", "YES", "NO", "OPEN", "PARTIALLY_FILLED", "FILLED", "CANCELLED", "PARTIALLY_FILLED_CANCELLED"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
+	}
+
+	// The names of the store's columns (migration 009), which the API spells the same way.
+	tifs := []string{"GTC", "IOC", "FOK", "GTD"}
+	for i, name := range tifs {
+		tif := TimeInForce(i)
+		if p, ok := ParseTimeInForce(name); tif.String() != name || !ok || p != tif {
+			t.Errorf("time in force %d: %q, parsed %v %v; want %q", i, tif.String(), p, ok, name)
+		}
+	}
+	for i, name := range []string{"CANCEL_RESTING", "CANCEL_INCOMING"} {
+		m := SelfTrade(i)
+		if p, ok := ParseSelfTrade(name); m.String() != name || !ok || p != m {
+			t.Errorf("self-trade mode %d: %q, parsed %v %v; want %q", i, m.String(), p, ok, name)
+		}
+	}
+	reasons := []string{"", "USER", "IOC", "FOK", "EXPIRED", "SELF_TRADE", "MARKET_CLOSED", "HEARTBEAT"}
+	for i, name := range reasons {
+		c := CancelReason(i)
+		if p, ok := ParseCancelReason(name); c.String() != name || ok != (c != ReasonNone) || (ok && p != c) {
+			t.Errorf("cancel reason %d: %q, parsed %v %v; want %q", i, c.String(), p, ok, name)
+		}
+	}
+	for _, bad := range []string{"", "gtc", "DAY"} {
+		if _, ok := ParseTimeInForce(bad); ok {
+			t.Errorf("ParseTimeInForce(%q) accepted it", bad)
+		}
+		if _, ok := ParseSelfTrade(bad); ok {
+			t.Errorf("ParseSelfTrade(%q) accepted it", bad)
+		}
+	}
+	if TimeInForce(4).String() != "TimeInForce(4)" || SelfTrade(2).String() != "SelfTrade(2)" || CancelReason(8).String() != "CancelReason(8)" {
+		t.Error("unknown values print as their number")
+	}
+	if !GTC.Rests() || !GTD.Rests() || IOC.Rests() || FOK.Rests() {
+		t.Error("Rests: only GTC and GTD rest")
+	}
+}
+
+// with returns o with a time in force, self-trade mode and post-only flag.
+func with(o Order, tif TimeInForce, stp SelfTrade, postOnly bool) Order {
+	o.TimeInForce, o.SelfTrade, o.PostOnly = tif, stp, postOnly
+	return o
+}
+
+// left is a resting order's id and unfilled quantity, in book order.
+type left struct {
+	id        OrderID
+	remaining int64
+}
+
+func resting(b *Book) []left {
+	var out []left
+	for _, o := range b.Resting(nil) {
+		out = append(out, left{o.ID, o.Remaining()})
+	}
+	return out
+}
+
+// outcome is what a test expects of one submission or amend.
+type outcome struct {
+	fills     []int64 // quantities, in order
+	surplus   int64   // summed over the taker's legs
+	filled    int64
+	status    Status
+	reason    CancelReason
+	cancelled []OrderID
+	book      []left
+}
+
+func (w *outcome) check(t *testing.T, b *Book, r *Result) {
+	t.Helper()
+	var fills []int64
+	var surplus int64
+	for i := range r.Fills {
+		fills = append(fills, r.Fills[i].Quantity)
+		surplus += r.Fills[i].Taker.Surplus()
+	}
+	var cancelled []OrderID
+	for _, c := range r.Cancelled {
+		cancelled = append(cancelled, c.ID)
+		if c.Status != StatusCancelled && c.Status != StatusPartiallyFilledCancelled {
+			t.Errorf("cancelled order %d has status %v", c.ID, c.Status)
+		}
+	}
+	if !reflect.DeepEqual(fills, w.fills) || surplus != w.surplus {
+		t.Errorf("fills %v with surplus %d, want %v and %d", fills, surplus, w.fills, w.surplus)
+	}
+	if r.Order.Filled != w.filled || r.Order.Status != w.status || r.Reason != w.reason {
+		t.Errorf("order filled %d, %v, reason %v; want %d, %v, %v", r.Order.Filled, r.Order.Status, r.Reason, w.filled, w.status, w.reason)
+	}
+	if !reflect.DeepEqual(cancelled, w.cancelled) {
+		t.Errorf("cancelled %v, want %v", cancelled, w.cancelled)
+	}
+	if got := resting(b); !reflect.DeepEqual(got, w.book) {
+		t.Errorf("book %v, want %v", got, w.book)
+	}
+}
+
+func TestTimeInForce(t *testing.T) {
+	// Asks of account 1 at YES 50, 52 and 53 (a BUY NO at 47), 5 each; account 2 takes.
+	setup := []Order{ord(1, 1, "SELL", "YES", 50, 5), ord(2, 1, "SELL", "YES", 52, 5), ord(3, 1, "BUY", "NO", 47, 5)}
+	all := []left{{1, 5}, {2, 5}, {3, 5}}
+	tests := []struct {
+		name string
+		o    Order
+		want outcome
+	}{
+		{"GTC rests its remainder", with(ord(9, 2, "BUY", "YES", 52, 12), GTC, CancelResting, false),
+			outcome{fills: []int64{5, 5}, surplus: 10, filled: 10, status: StatusPartiallyFilled, book: []left{{9, 2}, {3, 5}}}},
+		{"GTD rests like GTC", with(ord(9, 2, "BUY", "YES", 49, 4), GTD, CancelResting, false),
+			outcome{status: StatusOpen, book: append([]left{{9, 4}}, all...)}},
+		{"IOC filled entirely", with(ord(9, 2, "BUY", "YES", 52, 8), IOC, CancelResting, false),
+			outcome{fills: []int64{5, 3}, surplus: 10, filled: 8, status: StatusFilled, book: []left{{2, 2}, {3, 5}}}},
+		{"IOC cancels its remainder", with(ord(9, 2, "BUY", "YES", 52, 12), IOC, CancelResting, false),
+			outcome{fills: []int64{5, 5}, surplus: 10, filled: 10, status: StatusPartiallyFilledCancelled, reason: ReasonIOC, book: []left{{3, 5}}}},
+		{"IOC that crosses nothing", with(ord(9, 2, "BUY", "YES", 49, 5), IOC, CancelResting, false),
+			outcome{status: StatusCancelled, reason: ReasonIOC, book: all}},
+		{"FOK across three levels with price improvement", with(ord(9, 2, "BUY", "YES", 53, 15), FOK, CancelResting, false),
+			outcome{fills: []int64{5, 5, 5}, surplus: 3*5 + 1*5, filled: 15, status: StatusFilled}},
+		{"FOK one share short", with(ord(9, 2, "BUY", "YES", 53, 16), FOK, CancelResting, false),
+			outcome{status: StatusCancelled, reason: ReasonFOK, book: all}},
+		{"FOK short within its limit", with(ord(9, 2, "BUY", "YES", 51, 6), FOK, CancelResting, false),
+			outcome{status: StatusCancelled, reason: ReasonFOK, book: all}},
+		{"FOK from the NO side", with(ord(9, 2, "SELL", "NO", 48, 7), FOK, CancelResting, false), // a YES bid at 52
+			outcome{fills: []int64{5, 2}, filled: 7, status: StatusFilled, book: []left{{2, 3}, {3, 5}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := New(8)
+			submitAll(t, b, setup...)
+			r := submitAll(t, b, tt.o)
+			tt.want.check(t, b, r)
+			if r.Order.Order != tt.o {
+				t.Errorf("order %+v, want %+v", r.Order.Order, tt.o)
+			}
+		})
+	}
+}
+
+func TestSelfTradeModes(t *testing.T) {
+	// Asks at YES 50 of accounts 1, 2 and 3, in that order; one of account 1 at 51; account 2 takes.
+	setup := []Order{ord(1, 1, "SELL", "YES", 50, 5), ord(2, 2, "SELL", "YES", 50, 5), ord(3, 3, "BUY", "NO", 50, 5), ord(4, 1, "SELL", "YES", 51, 5)}
+	all := []left{{1, 5}, {2, 5}, {3, 5}, {4, 5}}
+	take := func(tif TimeInForce, stp SelfTrade, price int, qty int64) Order {
+		return with(ord(9, 2, "BUY", "YES", price, qty), tif, stp, false)
+	}
+	tests := []struct {
+		name string
+		o    Order
+		want outcome
+	}{
+		{"CancelResting cancels the own order and goes on", take(GTC, CancelResting, 50, 12),
+			outcome{fills: []int64{5, 5}, filled: 10, status: StatusPartiallyFilled, cancelled: []OrderID{2}, book: []left{{9, 2}, {4, 5}}}},
+		{"CancelIncoming stops at the own order, earlier fills stand", take(GTC, CancelIncoming, 50, 12),
+			outcome{fills: []int64{5}, filled: 5, status: StatusPartiallyFilledCancelled, reason: ReasonSelfTrade, book: []left{{2, 5}, {3, 5}, {4, 5}}}},
+		{"CancelIncoming filled before the own order", take(GTC, CancelIncoming, 50, 4),
+			outcome{fills: []int64{4}, filled: 4, status: StatusFilled, book: []left{{1, 1}, {2, 5}, {3, 5}, {4, 5}}}},
+		{"CancelIncoming overrides IOC's reason", take(IOC, CancelIncoming, 50, 12),
+			outcome{fills: []int64{5}, filled: 5, status: StatusPartiallyFilledCancelled, reason: ReasonSelfTrade, book: []left{{2, 5}, {3, 5}, {4, 5}}}},
+		{"FOK under CancelResting counts past own orders", take(FOK, CancelResting, 51, 15),
+			outcome{fills: []int64{5, 5, 5}, surplus: 10, filled: 15, status: StatusFilled, cancelled: []OrderID{2}}},
+		{"FOK under CancelResting, short: own order not cancelled", take(FOK, CancelResting, 51, 16),
+			outcome{status: StatusCancelled, reason: ReasonFOK, book: all}},
+		{"FOK under CancelIncoming fills before the own order", take(FOK, CancelIncoming, 51, 5),
+			outcome{fills: []int64{5}, surplus: 5, filled: 5, status: StatusFilled, book: []left{{2, 5}, {3, 5}, {4, 5}}}},
+		{"FOK under CancelIncoming cannot count past it", take(FOK, CancelIncoming, 51, 6),
+			outcome{status: StatusCancelled, reason: ReasonFOK, book: all}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := New(8)
+			submitAll(t, b, setup...)
+			tt.want.check(t, b, submitAll(t, b, tt.o))
+		})
+	}
+}
+
+func TestPostOnly(t *testing.T) {
+	// A YES ask at 50 of account 1 and a YES bid at 48 of account 2.
+	setup := []Order{ord(1, 1, "SELL", "YES", 50, 5), ord(2, 2, "BUY", "YES", 48, 5)}
+	post := func(o Order) Order { return with(o, GTC, CancelResting, true) }
+	tests := []struct {
+		name string
+		o    Order
+		err  error
+		book []left
+	}{
+		{"joins the bids below the ask", post(ord(9, 3, "BUY", "YES", 49, 5)), nil, []left{{9, 5}, {2, 5}, {1, 5}}},
+		{"joins the asks from the NO side", post(ord(9, 3, "BUY", "NO", 45, 5)), nil, []left{{2, 5}, {1, 5}, {9, 5}}},
+		{"GTD may be post-only", with(ord(9, 3, "SELL", "YES", 49, 5), GTD, CancelResting, true), nil, []left{{2, 5}, {9, 5}, {1, 5}}},
+		{"refused at the ask", post(ord(9, 3, "BUY", "YES", 50, 5)), ErrPostOnlyWouldCross, nil},
+		{"refused through the ask", post(ord(9, 3, "BUY", "YES", 70, 5)), ErrPostOnlyWouldCross, nil},
+		{"refused from the NO side", post(ord(9, 3, "SELL", "NO", 50, 5)), ErrPostOnlyWouldCross, nil},
+		{"refused against its own account's ask", post(ord(9, 1, "BUY", "YES", 50, 5)), ErrPostOnlyWouldCross, nil},
+		{"refused under CancelIncoming too", with(ord(9, 1, "BUY", "YES", 50, 5), GTC, CancelIncoming, true), ErrPostOnlyWouldCross, nil},
+		{"IOC cannot be post-only", with(ord(9, 3, "BUY", "YES", 40, 5), IOC, CancelResting, true), ErrPostOnlyMustRest, nil},
+		{"FOK cannot be post-only", with(ord(9, 3, "BUY", "YES", 40, 5), FOK, CancelResting, true), ErrPostOnlyMustRest, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := New(8)
+			submitAll(t, b, setup...)
+			before := b.Resting(nil)
+			var r Result
+			err := b.Submit(tt.o, &r)
+			if !errors.Is(err, tt.err) {
+				t.Fatalf("err = %v, want %v", err, tt.err)
+			}
+			if err != nil {
+				if after := b.Resting(nil); !reflect.DeepEqual(after, before) {
+					t.Fatalf("a refused order changed the book: %+v", after)
+				}
+				return
+			}
+			if len(r.Fills) != 0 || len(r.Cancelled) != 0 || r.Order.Status != StatusOpen {
+				t.Fatalf("post-only order traded: %+v", r)
+			}
+			if got := resting(b); !reflect.DeepEqual(got, tt.book) {
+				t.Fatalf("book %v, want %v", got, tt.book)
+			}
+			if st, _ := b.Order(9); !st.PostOnly {
+				t.Fatalf("resting order forgot it is post-only: %+v", st)
+			}
+		})
 	}
 }

@@ -4,6 +4,12 @@
 // are the same thing (DESIGN §3), so there is exactly one book with 99 price levels per side.
 // Matching is price-time priority at the maker's price, with self-trade prevention.
 //
+// Orders are limit orders. Each has a time in force — GTC and GTD rest what does not fill, IOC
+// cancels it, FOK fills entirely or not at all — and may be post-only, refused rather than let
+// trade on arrival. Its self-trade mode says whether meeting its own account's resting order
+// cancels that order or the incoming one. The engine owns these rules; its caller owns time, so
+// it expires GTD orders itself.
+//
 // The package does no I/O, starts no goroutines and takes no locks: a Book is driven by exactly one
 // goroutine (the market's). Every call is deterministic — the same sequence of calls gives the same
 // results — and time never enters it: callers stamp what they persist.

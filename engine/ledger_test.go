@@ -74,6 +74,9 @@ func (l *ledger) apply(r *Result) {
 	for _, c := range r.Cancelled {
 		l.release(c)
 	}
+	if !r.Order.Status.Resting() { // an IOC, FOK or self-trade remainder; nothing once FILLED
+		l.release(r.Order)
+	}
 }
 
 // check verifies every invariant of DESIGN §3 over the ledger and the book, returning the first

@@ -21,6 +21,9 @@ type order struct {
 	key        uint8 // its level: the price in a buyer's terms (see Book)
 	side       Side
 	outcome    Outcome
+	tif        TimeInForce
+	postOnly   bool
+	stp        SelfTrade
 }
 
 func (o *order) remaining() int64 { return o.qty - o.filled }
@@ -28,12 +31,15 @@ func (o *order) remaining() int64 { return o.qty - o.filled }
 func (o *order) state(cancelled bool) OrderState {
 	return OrderState{
 		Order: Order{
-			ID:       o.id,
-			Account:  o.account,
-			Side:     o.side,
-			Outcome:  o.outcome,
-			Price:    int(o.price),
-			Quantity: o.qty,
+			ID:          o.id,
+			Account:     o.account,
+			Side:        o.side,
+			Outcome:     o.outcome,
+			TimeInForce: o.tif,
+			PostOnly:    o.postOnly,
+			SelfTrade:   o.stp,
+			Price:       int(o.price),
+			Quantity:    o.qty,
 		},
 		Filled: o.filled,
 		Status: status(o.qty, o.filled, cancelled),

@@ -1,13 +1,17 @@
 package engine
 
-// Order is a limit order as submitted: good till cancelled, priced in its own outcome's terms.
+// Order is a limit order as submitted, priced in its own outcome's terms.
 type Order struct {
-	ID       OrderID
-	Account  AccountID
-	Side     Side
-	Outcome  Outcome
-	Price    int   // cents, MinPrice..MaxPrice, in Outcome's terms
-	Quantity int64 // shares, 1..MaxQuantity
+	ID      OrderID
+	Account AccountID
+	Side    Side
+	Outcome Outcome
+	// The one-byte fields sit together so that an Order stays five words, copied on every Submit.
+	TimeInForce TimeInForce
+	PostOnly    bool // rest without trading, or be refused: only for an order that rests (GTC, GTD)
+	SelfTrade   SelfTrade
+	Price       int   // cents, MinPrice..MaxPrice, in Outcome's terms
+	Quantity    int64 // shares, 1..MaxQuantity
 }
 
 // Validate checks an order's fields, returning the first rule it breaks.
@@ -21,6 +25,12 @@ func (o *Order) Validate() error {
 		return ErrInvalidPrice
 	case o.Quantity <= 0 || o.Quantity > MaxQuantity:
 		return ErrInvalidQuantity
+	case o.TimeInForce > GTD:
+		return ErrInvalidTimeInForce
+	case o.SelfTrade > CancelIncoming:
+		return ErrInvalidSelfTrade
+	case o.PostOnly && !o.TimeInForce.Rests():
+		return ErrPostOnlyMustRest
 	}
 	return nil
 }
@@ -32,7 +42,8 @@ func (o *Order) IsBid() bool { return sideOf(o.Side, o.Outcome) == bidSide }
 func (o *Order) BookPrice() int { return yesPrice(o.Outcome, o.Price) }
 
 // Lock is what the caller must reserve before submitting the order: price × quantity cents for a
-// BUY, quantity shares of the outcome for a SELL.
+// BUY, quantity shares of the outcome for a SELL. An IOC or FOK order needs it all too, since it may
+// fill entirely; what it leaves unfilled comes back through Result.Order's Lock.
 func (o *Order) Lock() (cash, shares int64) {
 	if o.Side == Buy {
 		return int64(o.Price) * o.Quantity, 0

@@ -102,6 +102,103 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
 
+// TimeInForce says how long an order may wait in the book for a counterparty.
+//
+// GTD is GTC to the engine: time never enters the engine, so the caller, which stamps and persists
+// an order's expiry, cancels a GTD order once it expires (reason EXPIRED). The engine keeps the value
+// only so that one vocabulary spells every time in force and a restored book round-trips it.
+type TimeInForce uint8
+
+// Times in force. The zero value is GTC, so that an order built without one behaves as every order
+// did before there was a choice.
+const (
+	// GTC rests whatever does not fill at once, until it fills or is cancelled.
+	GTC TimeInForce = iota
+	// IOC (immediate or cancel) fills what crosses now and cancels the rest: it never rests.
+	IOC
+	// FOK (fill or kill) fills its whole quantity now or does nothing at all: it never rests.
+	FOK
+	// GTD is GTC until the caller expires it.
+	GTD
+)
+
+var tifNames = [...]string{GTC: "GTC", IOC: "IOC", FOK: "FOK", GTD: "GTD"}
+
+func (t TimeInForce) String() string {
+	if t <= GTD {
+		return tifNames[t]
+	}
+	return fmt.Sprintf("TimeInForce(%d)", uint8(t))
+}
+
+// Rests reports whether an order with this time in force may rest in the book.
+func (t TimeInForce) Rests() bool { return t == GTC || t == GTD }
+
+// SelfTrade is what self-trade prevention does when an order would meet a resting order of its own
+// account. An order never trades with its own account.
+type SelfTrade uint8
+
+// Self-trade prevention modes. The zero value is CancelResting, the rule from before there was a
+// choice.
+const (
+	// CancelResting cancels each own resting order met (Result.Cancelled) and matching goes on.
+	CancelResting SelfTrade = iota
+	// CancelIncoming cancels the incoming order's remainder at the first own resting order met:
+	// fills made before stand and the resting order stays.
+	CancelIncoming
+)
+
+func (m SelfTrade) String() string {
+	switch m {
+	case CancelResting:
+		return "CANCEL_RESTING"
+	case CancelIncoming:
+		return "CANCEL_INCOMING"
+	}
+	return fmt.Sprintf("SelfTrade(%d)", uint8(m))
+}
+
+// CancelReason says why an order was cancelled. The engine itself gives only ReasonIOC, ReasonFOK
+// and ReasonSelfTrade; the others are the caller's, defined here so that one type spells them all.
+type CancelReason uint8
+
+// Cancel reasons. The zero value, ReasonNone, is an order that was not cancelled.
+const (
+	ReasonNone CancelReason = iota
+	// ReasonUser: its owner cancelled it.
+	ReasonUser
+	// ReasonIOC: the unfilled remainder of an IOC order.
+	ReasonIOC
+	// ReasonFOK: a FOK order that could not fill entirely.
+	ReasonFOK
+	// ReasonExpired: a GTD order reached its expiry.
+	ReasonExpired
+	// ReasonSelfTrade: self-trade prevention, under either mode.
+	ReasonSelfTrade
+	// ReasonMarketClosed: its market stopped trading.
+	ReasonMarketClosed
+	// ReasonHeartbeat: its account's dead-man switch tripped.
+	ReasonHeartbeat
+)
+
+var reasonNames = [...]string{
+	ReasonUser:         "USER",
+	ReasonIOC:          "IOC",
+	ReasonFOK:          "FOK",
+	ReasonExpired:      "EXPIRED",
+	ReasonSelfTrade:    "SELF_TRADE",
+	ReasonMarketClosed: "MARKET_CLOSED",
+	ReasonHeartbeat:    "HEARTBEAT",
+}
+
+// String is the API's name of the reason, and "" for ReasonNone, which the API leaves out.
+func (c CancelReason) String() string {
+	if c <= ReasonHeartbeat {
+		return reasonNames[c]
+	}
+	return fmt.Sprintf("CancelReason(%d)", uint8(c))
+}
+
 // OrderID identifies an order. The caller assigns it and must keep it unique within a Book.
 type OrderID uint64
 
@@ -128,6 +225,11 @@ var (
 	ErrDuplicateOrder  = errors.New("engine: an order with this id is already in the book")
 	ErrUnknownOrder    = errors.New("engine: no resting order with this id")
 	ErrCrossedBook     = errors.New("engine: restored orders cross the book")
+
+	ErrInvalidTimeInForce = errors.New("engine: time in force must be GTC, IOC, FOK or GTD")
+	ErrInvalidSelfTrade   = errors.New("engine: self-trade mode must be CANCEL_RESTING or CANCEL_INCOMING")
+	ErrPostOnlyMustRest   = errors.New("engine: a post-only order must be GTC or GTD")
+	ErrPostOnlyWouldCross = errors.New("engine: a post-only order would trade on arrival")
 )
 
 // ParseSide reads "BUY" or "SELL".
@@ -157,6 +259,37 @@ func ParseStatus(s string) (Status, bool) {
 	for st := StatusOpen; st <= StatusPartiallyFilledCancelled; st++ {
 		if statusNames[st] == s {
 			return st, true
+		}
+	}
+	return 0, false
+}
+
+// ParseTimeInForce reads a time in force as String spells it.
+func ParseTimeInForce(s string) (TimeInForce, bool) {
+	for t := GTC; t <= GTD; t++ {
+		if tifNames[t] == s {
+			return t, true
+		}
+	}
+	return 0, false
+}
+
+// ParseSelfTrade reads "CANCEL_RESTING" or "CANCEL_INCOMING".
+func ParseSelfTrade(s string) (SelfTrade, bool) {
+	switch s {
+	case "CANCEL_RESTING":
+		return CancelResting, true
+	case "CANCEL_INCOMING":
+		return CancelIncoming, true
+	}
+	return 0, false
+}
+
+// ParseCancelReason reads a cancel reason as String spells it; "" is not one.
+func ParseCancelReason(s string) (CancelReason, bool) {
+	for c := ReasonUser; c <= ReasonHeartbeat; c++ {
+		if reasonNames[c] == s {
+			return c, true
 		}
 	}
 	return 0, false
