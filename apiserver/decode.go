@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -254,6 +256,39 @@ func (o object) string(field string) (string, error) {
 	return s, nil
 }
 
+// has reports whether an optional field is given: present and not null.
+func (o object) has(field string) bool {
+	v, ok := o[field]
+	return ok && !bytes.Equal(v, []byte("null"))
+}
+
+func (o object) boolean(field string) (bool, error) {
+	v, err := o.raw(field)
+	if err != nil {
+		return false, err
+	}
+	switch string(v) {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, httpkit.FieldError(field, "invalid_type", "%s must be true or false", field)
+}
+
+// time reads an RFC 3339 time, at the microsecond precision Postgres keeps.
+func (o object) time(field string) (time.Time, error) {
+	s, err := o.string(field)
+	if err != nil {
+		return time.Time{}, err
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, httpkit.FieldError(field, "invalid_value", "%s must be an RFC 3339 time like 2030-01-31T18:00:00Z", field)
+	}
+	return t.UTC().Truncate(time.Microsecond), nil
+}
+
 func (o object) uuid(field string) (uuid.UUID, error) {
 	s, err := o.string(field)
 	if err != nil {
@@ -358,16 +393,57 @@ type orderRequest struct {
 	Outcome  engine.Outcome
 	Price    int
 	Quantity int64
+
+	TimeInForce   engine.TimeInForce
+	ExpiresAt     time.Time // GTD only
+	PostOnly      bool
+	SelfTrade     engine.SelfTrade
+	ClientOrderID string // "" when not given
 }
 
-// decodeOrder decodes and validates a placement. The engine owns the order rules; this names the
-// field at fault and adds the service's quantity limit.
-func decodeOrder(body []byte, maxQuantity int64) (orderRequest, error) {
-	var r orderRequest
+// placement fingerprints the parameters of a placement with a client order id, as the order's row
+// keeps them: a retry must repeat every one of them to be answered with the order.
+func (r *orderRequest) placement() string {
+	expires := ""
+	if !r.ExpiresAt.IsZero() {
+		expires = r.ExpiresAt.UTC().Format(time.RFC3339Nano)
+	}
+	return fmt.Sprintf("%s %s %s %d %d %s %s %t %s", r.Market, r.Side, r.Outcome, r.Price, r.Quantity,
+		r.TimeInForce, expires, r.PostOnly, r.SelfTrade)
+}
+
+// maxClientOrderID bounds a client order id.
+const maxClientOrderID = 64
+
+// validClientOrderID is true of 1 to 64 characters of A-Za-z0-9._:- .
+func validClientOrderID(s string) bool {
+	if s == "" || len(s) > maxClientOrderID {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == ':', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// decodeOrder decodes and validates a placement; now is the time an expiry must be after.
+func decodeOrder(body []byte, maxQuantity int64, now time.Time) (orderRequest, error) {
 	o, err := decodeObject(body)
 	if err != nil {
-		return r, err
+		return orderRequest{}, err
 	}
+	return o.order(maxQuantity, now)
+}
+
+// order reads a placement from its object. The engine owns the order rules; this names the field
+// at fault and adds the service's rules: the quantity limit, the expiry and client order ids.
+func (o object) order(maxQuantity int64, now time.Time) (orderRequest, error) {
+	var r orderRequest
+	var err error
 	if r.Market, err = o.uuid("marketId"); err != nil {
 		return r, err
 	}
@@ -394,7 +470,55 @@ func decodeOrder(body []byte, maxQuantity int64) (orderRequest, error) {
 	if r.Quantity, err = o.integer("quantity", 1, maxQuantity); err != nil {
 		return r, err
 	}
-	eo := engine.Order{Side: r.Side, Outcome: r.Outcome, Price: r.Price, Quantity: r.Quantity}
+
+	if o.has("timeInForce") {
+		tif, err := o.string("timeInForce")
+		if err != nil {
+			return r, err
+		}
+		if r.TimeInForce, ok = engine.ParseTimeInForce(tif); !ok {
+			return r, httpkit.FieldError("timeInForce", "invalid_value", "timeInForce must be GTC, IOC, FOK or GTD")
+		}
+	}
+	switch {
+	case o.has("expiresAt") && r.TimeInForce != engine.GTD:
+		return r, httpkit.FieldError("expiresAt", "invalid_value", "expiresAt is only for GTD orders: set timeInForce to GTD, or leave expiresAt out")
+	case r.TimeInForce == engine.GTD:
+		if r.ExpiresAt, err = o.time("expiresAt"); err != nil {
+			return r, err
+		}
+		if !r.ExpiresAt.After(now) {
+			return r, httpkit.FieldError("expiresAt", "invalid_value", "expiresAt must be in the future; it is %s and the exchange's time is %s",
+				r.ExpiresAt.Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano))
+		}
+	}
+	if o.has("postOnly") {
+		if r.PostOnly, err = o.boolean("postOnly"); err != nil {
+			return r, err
+		}
+		if r.PostOnly && !r.TimeInForce.Rests() {
+			return r, httpkit.FieldError("postOnly", "invalid_value", "postOnly is for orders that rest (GTC or GTD), not %s", r.TimeInForce)
+		}
+	}
+	if o.has("selfTradePrevention") {
+		mode, err := o.string("selfTradePrevention")
+		if err != nil {
+			return r, err
+		}
+		if r.SelfTrade, ok = engine.ParseSelfTrade(mode); !ok {
+			return r, httpkit.FieldError("selfTradePrevention", "invalid_value", "selfTradePrevention must be CANCEL_RESTING or CANCEL_INCOMING")
+		}
+	}
+	if o.has("clientOrderId") {
+		if r.ClientOrderID, err = o.string("clientOrderId"); err != nil {
+			return r, err
+		}
+		if !validClientOrderID(r.ClientOrderID) {
+			return r, httpkit.FieldError("clientOrderId", "invalid_value", "clientOrderId must be 1 to %d characters of A-Z, a-z, 0-9 and . _ : -", maxClientOrderID)
+		}
+	}
+	eo := engine.Order{Side: r.Side, Outcome: r.Outcome, Price: r.Price, Quantity: r.Quantity, TimeInForce: r.TimeInForce,
+		PostOnly: r.PostOnly, SelfTrade: r.SelfTrade}
 	if err := eo.Validate(); err != nil { // cannot fail after the checks above; kept as the rule's owner
 		return r, httpkit.FieldError("", "invalid_order", "%v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/httpkit"
@@ -21,7 +22,17 @@ func order(price, quantity string) string {
 	return `{"marketId":"` + testMarket + `","side":"BUY","outcome":"NO","price":` + price + `,"quantity":` + quantity + `}`
 }
 
+// testNow is the exchange's time in the decoding tests.
+var testNow = time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+
+// with adds fields to a valid BUY NO placement at 40 for 7.
+func with(fields string) string {
+	return `{"marketId":"` + testMarket + `","side":"BUY","outcome":"NO","price":40,"quantity":7,` + fields + `}`
+}
+
 func TestDecodeOrder(t *testing.T) {
+	buy := orderRequest{Side: engine.Buy, Outcome: engine.No, Price: 40, Quantity: 7}
+	plus := func(f func(*orderRequest)) orderRequest { r := buy; f(&r); return r }
 	tests := []struct {
 		name, body  string
 		code, field string
@@ -76,10 +87,44 @@ func TestDecodeOrder(t *testing.T) {
 			want: orderRequest{Side: engine.Buy, Outcome: engine.No, Price: 40, Quantity: 15}},
 		{name: "leading zeros of a fraction and trailing zeros", body: order(`0.0400000e3`, `1000000.000000000000000000000`),
 			want: orderRequest{Side: engine.Buy, Outcome: engine.No, Price: 40, Quantity: 1_000_000}},
+
+		// Order types and client order ids (every field optional; null is left out).
+		{name: "every new field null", body: with(`"timeInForce":null,"expiresAt":null,"postOnly":null,"selfTradePrevention":null,"clientOrderId":null`), want: buy},
+		{name: "IOC", body: with(`"timeInForce":"IOC"`), want: plus(func(r *orderRequest) { r.TimeInForce = engine.IOC })},
+		{name: "FOK, cancel incoming", body: with(`"timeInForce":"FOK","selfTradePrevention":"CANCEL_INCOMING"`),
+			want: plus(func(r *orderRequest) { r.TimeInForce, r.SelfTrade = engine.FOK, engine.CancelIncoming })},
+		{name: "GTD", body: with(`"timeInForce":"GTD","expiresAt":"2030-01-01T12:00:00.0000015+01:00","postOnly":true`), code: "invalid_value", field: "expiresAt"},
+		{name: "GTD in the future", body: with(`"timeInForce":"GTD","expiresAt":"2030-01-01T13:00:00.0000015+01:00","postOnly":true,"clientOrderId":"a.B_9:-z"`),
+			want: plus(func(r *orderRequest) {
+				r.TimeInForce, r.ExpiresAt, r.PostOnly, r.ClientOrderID = engine.GTD, time.Date(2030, 1, 1, 12, 0, 0, 1000, time.UTC), true, "a.B_9:-z"
+			})},
+		{name: "GTC post-only, explicit defaults", body: with(`"timeInForce":"GTC","postOnly":true,"selfTradePrevention":"CANCEL_RESTING"`),
+			want: plus(func(r *orderRequest) { r.PostOnly = true })},
+		{name: "lower-case time in force", body: with(`"timeInForce":"ioc"`), code: "invalid_value", field: "timeInForce"},
+		{name: "time in force a number", body: with(`"timeInForce":1`), code: "invalid_type", field: "timeInForce"},
+		{name: "GTD without expiry", body: with(`"timeInForce":"GTD"`), code: "missing_field", field: "expiresAt"},
+		{name: "expiry without GTD", body: with(`"expiresAt":"2031-01-01T00:00:00Z"`), code: "invalid_value", field: "expiresAt"},
+		{name: "expiry with IOC", body: with(`"timeInForce":"IOC","expiresAt":"2031-01-01T00:00:00Z"`), code: "invalid_value", field: "expiresAt"},
+		{name: "expiry not RFC 3339", body: with(`"timeInForce":"GTD","expiresAt":"2031-01-01 00:00:00"`), code: "invalid_value", field: "expiresAt"},
+		{name: "expiry a number", body: with(`"timeInForce":"GTD","expiresAt":1924992000`), code: "invalid_type", field: "expiresAt"},
+		{name: "expiry now", body: with(`"timeInForce":"GTD","expiresAt":"2030-01-01T12:00:00Z"`), code: "invalid_value", field: "expiresAt"},
+		{name: "post-only IOC", body: with(`"timeInForce":"IOC","postOnly":true`), code: "invalid_value", field: "postOnly"},
+		{name: "post-only FOK", body: with(`"timeInForce":"FOK","postOnly":true`), code: "invalid_value", field: "postOnly"},
+		{name: "post-only false with IOC", body: with(`"timeInForce":"IOC","postOnly":false`), want: plus(func(r *orderRequest) { r.TimeInForce = engine.IOC })},
+		{name: "post-only a string", body: with(`"postOnly":"true"`), code: "invalid_type", field: "postOnly"},
+		{name: "bad self-trade mode", body: with(`"selfTradePrevention":"CANCEL_BOTH"`), code: "invalid_value", field: "selfTradePrevention"},
+		{name: "client order id empty", body: with(`"clientOrderId":""`), code: "invalid_value", field: "clientOrderId"},
+		{name: "client order id 64", body: with(`"clientOrderId":"` + strings.Repeat("x", 64) + `"`), want: plus(func(r *orderRequest) { r.ClientOrderID = strings.Repeat("x", 64) })},
+		{name: "client order id 65", body: with(`"clientOrderId":"` + strings.Repeat("x", 65) + `"`), code: "invalid_value", field: "clientOrderId"},
+		{name: "client order id with a space", body: with(`"clientOrderId":"a b"`), code: "invalid_value", field: "clientOrderId"},
+		{name: "client order id with a slash", body: with(`"clientOrderId":"a/b"`), code: "invalid_value", field: "clientOrderId"},
+		{name: "client order id not ASCII", body: with(`"clientOrderId":"é"`), code: "invalid_value", field: "clientOrderId"},
+		{name: "client order id a number", body: with(`"clientOrderId":7`), code: "invalid_type", field: "clientOrderId"},
+		{name: "client order id twice", body: with(`"clientOrderId":"a","clientOrderId":"b"`), code: "duplicate_key", field: "clientOrderId"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := decodeOrder([]byte(tt.body), 1_000_000)
+			got, err := decodeOrder([]byte(tt.body), 1_000_000, testNow)
 			if tt.code == "" {
 				tt.want.Market = got.Market
 				if err != nil || got != tt.want || got.Market.String() != testMarket {
@@ -145,7 +190,7 @@ func FuzzDecodeOrder(f *testing.F) {
 	f.Add([]byte(order(`40`, `7,"price":41`)))
 	f.Add([]byte(order(`40`, `7,"x":[{"a":1,"a":2}]`)))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		r, err := decodeOrder(body, 1_000_000)
+		r, err := decodeOrder(body, 1_000_000, testNow)
 		var e *httpkit.Error
 		if err != nil && (!errors.As(err, &e) || e.Status < 400 || e.Status > 499 || e.Code == "") {
 			t.Fatalf("error %v is not an API 4xx", err)
@@ -322,7 +367,7 @@ func BenchmarkDecodeOrder(b *testing.B) {
 	body := []byte(`{"marketId":"` + testMarket + `","side":"BUY","outcome":"YES","price":42,"quantity":10}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := decodeOrder(body, 1_000_000); err != nil {
+		if _, err := decodeOrder(body, 1_000_000, testNow); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -40,6 +40,7 @@ const statusClientClosedRequest = 499
 var refusalStatus = map[domain.Kind]int{
 	domain.Invalid:   http.StatusBadRequest,
 	domain.Forbidden: http.StatusForbidden,
+	domain.Conflict:  http.StatusConflict,
 }
 
 // writeError maps an error to its answer: an *httpkit.Error as it says, a refusal (*domain.Error)

@@ -1,8 +1,10 @@
 package apiserver
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -176,21 +178,71 @@ func (s *Server) placeOrder(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := decodeOrder(body, s.cfg.MaxQuantity)
+	r, err := decodeOrder(body, s.cfg.MaxQuantity, time.Now())
 	if err != nil {
 		return err
 	}
-	placed, err := s.cfg.Exchange.Place(c.Request.Context(), shard.PlaceRequest{Account: accountOf(c), Market: r.Market,
-		Side: r.Side, Outcome: r.Outcome, Price: r.Price, Quantity: r.Quantity})
+	placed, replayed, err := s.place(c.Request.Context(), accountOf(c), &r)
 	if err != nil {
 		return err
+	}
+	if replayed != nil {
+		c.Header("Idempotent-Replayed", "true")
+		c.JSON(http.StatusOK, orderOf(replayed))
+		return nil
+	}
+	c.JSON(http.StatusCreated, placedOf(&placed))
+	return nil
+}
+
+// place places an order for account, or, when the placement repeats an earlier one's client order
+// id, finds that order: replayed is then the order as it stands now and nothing was placed. The
+// same id with other parameters is domain.ErrClientOrderIDReused.
+//
+// An id is looked up before the placement, which answers a retry without troubling the shard;
+// but only the shard's batch decides (store.Begin.ClientOrderIDs): two placements of one id racing
+// each other both miss here, and the one the shard refuses (ErrClientOrderIDTaken) is answered
+// with the other's order once that has committed — which it has by the time the shard answers.
+func (s *Server) place(ctx context.Context, account int64, r *orderRequest) (placed store.PlacedOrder, replayed *store.Order, err error) {
+	if r.ClientOrderID != "" {
+		if replayed, err = s.replay(ctx, account, r); replayed != nil || err != nil {
+			return placed, replayed, err
+		}
+	}
+	placed, err = s.cfg.Exchange.Place(ctx, shard.PlaceRequest{Account: account, Market: r.Market,
+		Side: r.Side, Outcome: r.Outcome, Price: r.Price, Quantity: r.Quantity, TimeInForce: r.TimeInForce,
+		ExpiresAt: r.ExpiresAt, PostOnly: r.PostOnly, SelfTrade: r.SelfTrade, ClientOrderID: r.ClientOrderID,
+		Placement: r.placement()})
+	if errors.Is(err, domain.ErrClientOrderIDTaken) {
+		if replayed, err = s.replay(ctx, account, r); replayed == nil && err == nil {
+			err = fmt.Errorf("the shard found client order id %q taken, but no order of account %d has it", r.ClientOrderID, account)
+		}
+		return placed, replayed, err
+	}
+	if err != nil {
+		return placed, nil, err
 	}
 	// Remember a resting order for its cancel; one filled at once can never be cancelled.
 	if placed.Status.Resting() {
 		s.orders.put(placed.ID, orderFacts{market: r.Market, seq: placed.Seq})
 	}
-	c.JSON(http.StatusCreated, placedOf(&placed))
-	return nil
+	return placed, nil, nil
+}
+
+// replay returns the account's order with the placement's client order id, if there is one and
+// it was placed with the same parameters; with other parameters it is ErrClientOrderIDReused.
+func (s *Server) replay(ctx context.Context, account int64, r *orderRequest) (*store.Order, error) {
+	o, err := s.cfg.Store.OrderByClientID(ctx, account, r.ClientOrderID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if o.Placement == nil || *o.Placement != r.placement() {
+		return nil, domain.ErrClientOrderIDReused
+	}
+	return &o, nil
 }
 
 func (s *Server) positions(c *gin.Context) error {
@@ -237,11 +289,31 @@ func (s *Server) cancelOrder(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	ctx := c.Request.Context()
+	if obj.has("clientOrderId") {
+		if obj.has("orderId") {
+			return errOrderIDAndClientID
+		}
+		clientID, err := obj.string("clientOrderId")
+		if err != nil {
+			return err
+		}
+		o, err := s.orderByClientID(c, clientID)
+		if err != nil {
+			return err
+		}
+		cancelled, err := s.cfg.Exchange.Cancel(ctx, shard.CancelRequest{Account: accountOf(c), Market: o.MarketID, Seq: o.Seq})
+		if err != nil {
+			return err
+		}
+		s.orders.forget(o.ID)
+		c.JSON(http.StatusOK, orderOf(&cancelled))
+		return nil
+	}
 	id, err := obj.uuid("orderId")
 	if err != nil {
 		return err
 	}
-	ctx := c.Request.Context()
 	f, cached := s.orders.get(id)
 	if !cached {
 		o, err := s.cfg.Store.Order(ctx, id)
@@ -363,14 +435,68 @@ func decodeCursor(v, list string) (store.Cursor, error) {
 const minTimestamptz = -210_866_803_200_000_000
 
 func (s *Server) getOrder(c *gin.Context) error {
-	id, err := queryUUID(c, "orderId")
-	if err != nil {
-		return err
-	}
-	o, err := s.ownOrder(c, id)
-	if err != nil {
-		return err
+	var o store.Order
+	if clientID, ok := c.GetQuery("clientOrderId"); ok {
+		if _, both := c.GetQuery("orderId"); both {
+			return errOrderIDAndClientID
+		}
+		var err error
+		if o, err = s.orderByClientID(c, clientID); err != nil {
+			return err
+		}
+	} else {
+		id, err := queryUUID(c, "orderId")
+		if err != nil {
+			return err
+		}
+		if o, err = s.ownOrder(c, id); err != nil {
+			return err
+		}
 	}
 	c.JSON(http.StatusOK, orderOf(&o))
+	return nil
+}
+
+var errOrderIDAndClientID = httpkit.FieldError("clientOrderId", "invalid_value", "give orderId or clientOrderId, not both")
+
+// orderByClientID finds the caller's order with a client order id: 404 when it has none.
+func (s *Server) orderByClientID(c *gin.Context, clientID string) (store.Order, error) {
+	if !validClientOrderID(clientID) {
+		return store.Order{}, httpkit.FieldError("clientOrderId", "invalid_value", "clientOrderId must be 1 to %d characters of A-Z, a-z, 0-9 and . _ : -", maxClientOrderID)
+	}
+	o, err := s.cfg.Store.OrderByClientID(c.Request.Context(), accountOf(c), clientID)
+	if errors.Is(err, store.ErrNotFound) {
+		return o, &httpkit.Error{Status: http.StatusNotFound, Code: "order_not_found", Field: "clientOrderId", Message: "none of your orders has this clientOrderId"}
+	}
+	return o, err
+}
+
+// Heartbeat timeouts: a switch that fires within a second of its deadline needs a few seconds of
+// slack to be useful, and one left armed for longer than five minutes is forgotten, not kept.
+const (
+	minHeartbeat = 5
+	maxHeartbeat = 300
+)
+
+// heartbeat arms, re-arms or (with 0) disarms the account's dead-man switch. The deadline is
+// kept in Postgres, so whichever front a heartbeat reaches, every shard sees it; each shard
+// cancels the orders it holds once it passes (shard/heartbeat.go).
+func (s *Server) heartbeat(c *gin.Context) error {
+	obj, err := readObject(c.Request)
+	if err != nil {
+		return err
+	}
+	timeout, err := obj.integer("timeoutSeconds", 0, maxHeartbeat)
+	if err != nil {
+		return err
+	}
+	if timeout != 0 && timeout < minHeartbeat {
+		return httpkit.FieldError("timeoutSeconds", "out_of_range", "timeoutSeconds must be 0 (to disarm) or from %d to %d", minHeartbeat, maxHeartbeat)
+	}
+	hb, err := s.cfg.Store.ArmHeartbeat(c.Request.Context(), accountOf(c), time.Duration(timeout)*time.Second)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, Heartbeat{Armed: hb.Armed, Deadline: hb.Deadline})
 	return nil
 }

@@ -130,6 +130,7 @@ func New(cfg Config) *Server {
 	v1.GET("/account", handler(s.account))
 	v1.GET("/orders", handler(s.listOrders))
 	v1.GET("/order", handler(s.getOrder))
+	v1.POST("/heartbeat", handler(s.heartbeat))
 
 	if cfg.AdminToken != "" {
 		admin := s.engine.Group("/admin/v1", s.authenticateAdmin)

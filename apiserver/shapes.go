@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/google/uuid"
@@ -32,16 +33,27 @@ type Market struct {
 
 // Order is an account's order.
 type Order struct {
-	ID             uuid.UUID `json:"id"`
-	MarketID       uuid.UUID `json:"marketId"`
-	Side           string    `json:"side"`
-	Outcome        string    `json:"outcome"`
-	Price          int       `json:"price"`
-	Quantity       int64     `json:"quantity"`
-	FilledQuantity int64     `json:"filledQuantity"`
-	Status         string    `json:"status"`
-	CreatedAt      time.Time `json:"createdAt"`
-	UpdatedAt      time.Time `json:"updatedAt"`
+	ID             uuid.UUID  `json:"id"`
+	MarketID       uuid.UUID  `json:"marketId"`
+	Side           string     `json:"side"`
+	Outcome        string     `json:"outcome"`
+	Price          int        `json:"price"`
+	Quantity       int64      `json:"quantity"`
+	FilledQuantity int64      `json:"filledQuantity"`
+	Status         string     `json:"status"`
+	CreatedAt      time.Time  `json:"createdAt"`
+	UpdatedAt      time.Time  `json:"updatedAt"`
+	TimeInForce    string     `json:"timeInForce"`
+	ExpiresAt      *time.Time `json:"expiresAt"`
+	PostOnly       bool       `json:"postOnly"`
+	ClientOrderID  *string    `json:"clientOrderId"`
+	CancelReason   *string    `json:"cancelReason"`
+}
+
+// Heartbeat is the state of the account's dead-man switch.
+type Heartbeat struct {
+	Armed    bool       `json:"armed"`
+	Deadline *time.Time `json:"deadline"`
 }
 
 // PlacedOrder answers a placement: the order and the fills it made, in order.
@@ -93,7 +105,9 @@ func MarketOf(m *store.Market) Market {
 
 func orderOf(o *store.Order) Order {
 	return Order{ID: o.ID, MarketID: o.MarketID, Side: o.Side, Outcome: o.Outcome, Price: o.Price, Quantity: o.Quantity,
-		FilledQuantity: o.FilledQuantity, Status: o.Status.String(), CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt}
+		FilledQuantity: o.FilledQuantity, Status: o.Status.String(), CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt,
+		TimeInForce: cmp.Or(o.TimeInForce, "GTC"), ExpiresAt: o.ExpiresAt, PostOnly: o.PostOnly, ClientOrderID: o.ClientOrderID,
+		CancelReason: o.CancelReason}
 }
 
 func placedOf(p *store.PlacedOrder) PlacedOrder {

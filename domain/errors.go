@@ -10,6 +10,8 @@ const (
 	Invalid Kind = iota + 1
 	// Forbidden: it names something of another account (403).
 	Forbidden
+	// Conflict: it contradicts an earlier request (409).
+	Conflict
 )
 
 // Error is a request the exchange refused, having changed nothing: a stable snake_case code, the
@@ -48,7 +50,22 @@ var (
 		Message: "the order is no longer open: it was filled or cancelled"}
 	ErrNotYourOrder = &Error{Kind: Forbidden, Code: "not_your_order", Field: "orderId",
 		Message: "this order belongs to another account"}
+	ErrPostOnlyWouldCross = &Error{Kind: Invalid, Code: "post_only_would_cross", Field: "postOnly",
+		Message: "a post-only order must not trade on arrival, and this one would meet a resting order: lower a BUY's price or raise a SELL's"}
+	ErrClientOrderIDReused = &Error{Kind: Conflict, Code: "client_order_id_reused", Field: "clientOrderId",
+		Message: "this clientOrderId was given to a placement with other parameters; a client order id names one order for ever, so choose a new one"}
+	// ErrClientOrderIDTaken is a placement whose client order id an order already has (or one
+	// earlier in the same batch): the front then answers with that order, or ErrClientOrderIDReused.
+	ErrClientOrderIDTaken = &Error{Kind: Conflict, Code: "client_order_id_taken", Field: "clientOrderId",
+		Message: "an order already has this clientOrderId"}
 )
+
+// TooManyOpenOrders refuses a placement that would rest one order more than the limit of open
+// orders an account may have in one market.
+func TooManyOpenOrders(limit int) *Error {
+	return &Error{Kind: Invalid, Code: "too_many_open_orders", Field: "marketId",
+		Message: fmt.Sprintf("the account has %d open orders in this market, the most it may have: cancel some, or use IOC or FOK, which never rest", limit)}
+}
 
 // OrderNotOpen refuses to cancel an order in status, one that is not resting (FILLED, CANCELLED
 // or PARTIALLY_FILLED_CANCELLED).

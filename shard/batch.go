@@ -167,6 +167,11 @@ func (s *Shard) prepare(ctx context.Context, c *command) error {
 	switch c.kind {
 	case cmdCheck:
 		return nil
+	case cmdExpire:
+		if !s.anyDue(s.cfg.Now()) {
+			return errNothingDue // no transaction for nothing
+		}
+		return nil
 	case cmdCancelAll:
 		for _, id := range c.markets {
 			if _, err := s.ensure(ctx, id); err != nil && !errors.Is(err, domain.ErrUnknownMarket) && !errors.Is(err, ErrNotOwner) {
@@ -188,7 +193,7 @@ func (s *Shard) prepare(ctx context.Context, c *command) error {
 func writes(cmds []*command) bool {
 	for _, c := range cmds {
 		switch c.kind {
-		case cmdPlace, cmdCancel, cmdCancelAll, cmdTransition:
+		case cmdPlace, cmdCancel, cmdCancelAll, cmdTransition, cmdExpire:
 			if c.err == nil {
 				return true
 			}
@@ -211,7 +216,7 @@ func writes(cmds []*command) bool {
 func canBeginAhead(cmds []*command) bool {
 	for _, c := range cmds {
 		switch c.kind {
-		case cmdPlace, cmdCancel, cmdCancelAll, cmdTransition:
+		case cmdPlace, cmdCancel, cmdCancelAll, cmdTransition, cmdExpire:
 		default:
 			return false
 		}
@@ -227,7 +232,22 @@ func (s *Shard) begin(cmds []*command) store.Begin {
 		b.Markets = slices.SortedFunc(maps.Keys(s.markets), func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
 	}
 	b.Accounts, b.Holdings = reservedFrom(cmds)
+	b.ClientOrderIDs = clientOrderIDs(cmds)
 	return b
+}
+
+// clientOrderIDs lists, in key order, the client order ids the batch's placements give.
+func clientOrderIDs(cmds []*command) []store.ClientOrderKey {
+	var keys []store.ClientOrderKey
+	for _, c := range cmds {
+		if c.kind == cmdPlace && c.err == nil && c.place.ClientOrderID != "" {
+			keys = append(keys, store.ClientOrderKey{Account: c.place.Account, ID: c.place.ClientOrderID})
+		}
+	}
+	slices.SortFunc(keys, func(a, b store.ClientOrderKey) int {
+		return cmp.Or(cmp.Compare(a.Account, b.Account), cmp.Compare(a.ID, b.ID))
+	})
+	return slices.Compact(keys)
 }
 
 // commit runs a batch: unless it began with the previous commit, one round trip begins the
@@ -263,6 +283,8 @@ func (s *Shard) commit(ctx context.Context, b batch, now time.Time, next *batch)
 			s.cancelAll(c)
 		case cmdTransition:
 			s.transition(c)
+		case cmdExpire:
+			s.expireAll(now)
 		}
 	}
 	s.acc.finish()

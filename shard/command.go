@@ -14,9 +14,10 @@ const (
 	cmdCancel
 	cmdCancelAll
 	cmdTransition
-	cmdLoad  // only loads the market
-	cmdCheck // compares the books with Postgres
-	cmdSync  // loads and drops markets to match their recorded owners
+	cmdLoad   // only loads the market
+	cmdCheck  // compares the books with Postgres
+	cmdSync   // loads and drops markets to match their recorded owners
+	cmdExpire // cancels the GTD orders whose time has come
 )
 
 func (k commandKind) String() string {
@@ -35,6 +36,8 @@ func (k commandKind) String() string {
 		return "check"
 	case cmdSync:
 		return "sync"
+	case cmdExpire:
+		return "expire"
 	}
 	return "unknown"
 }

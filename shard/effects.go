@@ -44,6 +44,9 @@ type accumulator struct {
 	// unlocked shares of the holdings BeginBatch locked, kept current by every delta.
 	freeCash   map[int64]int64
 	freeShares map[store.ShareKey]int64
+
+	taken   map[store.ClientOrderKey]bool // client order ids orders already had when the batch began
+	claimed map[store.ClientOrderKey]bool // and those the batch's placements took
 }
 
 func (a *accumulator) reset(now time.Time) {
@@ -58,7 +61,10 @@ func (a *accumulator) reset(now time.Time) {
 	if a.freeCash == nil {
 		a.freeCash = map[int64]int64{}
 		a.freeShares = map[store.ShareKey]int64{}
+		a.claimed = map[store.ClientOrderKey]bool{}
 	}
+	clear(a.claimed)
+	a.taken = nil
 	clear(a.freeCash)
 	clear(a.freeShares)
 	clear(a.orders)
@@ -75,6 +81,7 @@ func (a *accumulator) touch(m *marketState) { a.touched[m.id] = m }
 func (a *accumulator) track(l store.Locked) {
 	maps.Copy(a.freeCash, l.Cash)
 	maps.Copy(a.freeShares, l.Shares)
+	a.taken = l.Taken
 }
 
 // reserve locks what an order needs (engine.Order.Lock) — cash for a BUY, shares for a SELL — or
@@ -102,9 +109,9 @@ func (a *accumulator) newOrder(o store.Order) {
 	a.batch.NewOrders = append(a.batch.NewOrders, o)
 }
 
-// orderState records an order of account's new fill and status, on its row if it is new in this
-// batch.
-func (a *accumulator) orderState(k orderKey, account int64, filled int64, status engine.Status) {
+// orderState records an order of account's new fill and status, and why it was cancelled if it
+// was, on its row if it is new in this batch.
+func (a *accumulator) orderState(k orderKey, account int64, filled int64, status engine.Status, reason engine.CancelReason) {
 	ref, ok := a.orders[k]
 	if !ok {
 		ref = orderRef{i: len(a.batch.OrderUpdates)}
@@ -119,6 +126,9 @@ func (a *accumulator) orderState(k orderKey, account int64, filled int64, status
 	}
 	o.FilledQuantity = filled
 	o.Status = status
+	if reason != engine.ReasonNone {
+		o.CancelReason = reasonText(reason)
+	}
 }
 
 // order returns the row of an order placed in this batch.
@@ -167,10 +177,20 @@ func (a *accumulator) leg(market uuid.UUID, l *engine.Leg) {
 	a.addShares(int64(l.Account), market, l.Outcome, l.Shares, l.SharesLocked)
 }
 
-// release returns the lock of a cancelled order and records its final status.
-func (a *accumulator) release(market uuid.UUID, st *engine.OrderState) {
+// release returns the lock of a cancelled order and records its final status and why.
+func (a *accumulator) release(market uuid.UUID, st *engine.OrderState, reason engine.CancelReason) {
 	a.unlock(market, st)
-	a.orderState(orderKey{market, int64(st.ID)}, int64(st.Account), st.Filled, st.Status)
+	a.orderState(orderKey{market, int64(st.ID)}, int64(st.Account), st.Filled, st.Status, reason)
+}
+
+// claim takes a client order id for a placement of the batch: false if an order has it already
+// (the batch's transaction found it) or an earlier placement of the batch took it.
+func (a *accumulator) claim(k store.ClientOrderKey) bool {
+	if a.taken[k] || a.claimed[k] {
+		return false
+	}
+	a.claimed[k] = true
+	return true
 }
 
 // unlock releases what an order still locks: cash and shares as engine.OrderState.Lock says.

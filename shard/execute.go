@@ -1,6 +1,8 @@
 package shard
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"time"
 
@@ -21,25 +23,61 @@ func (s *Shard) place(c *command, now time.Time) {
 		c.err = domain.ErrMarketNotOpen
 		return
 	}
+	if p.ClientOrderID != "" && !s.acc.claim(store.ClientOrderKey{Account: p.Account, ID: p.ClientOrderID}) {
+		c.err = domain.ErrClientOrderIDTaken
+		return
+	}
+	s.expire(m, now) // an expired order never trades
 	o := engine.Order{ID: engine.OrderID(m.lastOrder + 1), Account: engine.AccountID(p.Account),
-		Side: p.Side, Outcome: p.Outcome, Price: p.Price, Quantity: p.Quantity}
-	if err := s.acc.reserve(m.id, &o); err != nil {
-		c.err = err
+		Side: p.Side, Outcome: p.Outcome, Price: p.Price, Quantity: p.Quantity,
+		TimeInForce: p.TimeInForce, PostOnly: p.PostOnly, SelfTrade: p.SelfTrade}
+	if o.TimeInForce.Rests() && m.book.OpenOrders(o.Account) >= s.cfg.MaxOpenOrders {
+		c.err = domain.TooManyOpenOrders(s.cfg.MaxOpenOrders)
 		return
 	}
 	r := &s.result
-	if err := m.book.Submit(o, r); err != nil {
-		s.acc.unlock(m.id, &engine.OrderState{Order: o})
-		c.err = err
-		return
+	if o.TimeInForce == engine.GTD && !p.ExpiresAt.After(now) {
+		// Its time came before its batch did: it is recorded as expired, and never trades.
+		r.Order = engine.OrderState{Order: o, Status: engine.StatusCancelled}
+		r.Reason = engine.ReasonExpired
+		r.Fills, r.Cancelled = r.Fills[:0], r.Cancelled[:0]
+	} else {
+		if err := s.acc.reserve(m.id, &o); err != nil {
+			c.err = err
+			return
+		}
+		if err := m.book.Submit(o, r); err != nil {
+			s.acc.unlock(m.id, &engine.OrderState{Order: o})
+			c.err = err
+			if errors.Is(err, engine.ErrPostOnlyWouldCross) {
+				c.err = domain.ErrPostOnlyWouldCross
+			}
+			return
+		}
+		if !r.Order.Status.Resting() {
+			s.acc.unlock(m.id, &r.Order) // what an IOC or FOK order left unfilled
+		}
 	}
 	m.lastOrder++
 	s.acc.touch(m)
 	placed := store.PlacedOrder{
 		Order: store.Order{ID: store.NewID(), MarketID: m.id, Side: p.Side.String(), Outcome: p.Outcome.String(),
 			Price: p.Price, Quantity: p.Quantity, FilledQuantity: r.Order.Filled, Status: r.Order.Status,
-			CreatedAt: now, UpdatedAt: now, Seq: m.lastOrder, AccountID: p.Account},
+			CreatedAt: now, UpdatedAt: now, Seq: m.lastOrder, AccountID: p.Account,
+			TimeInForce: p.TimeInForce.String(), PostOnly: p.PostOnly, SelfTrade: p.SelfTrade.String(),
+			CancelReason: reasonText(r.Reason)},
 		Trades: make([]store.Trade, 0, len(r.Fills)),
+	}
+	if p.TimeInForce == engine.GTD {
+		at := p.ExpiresAt
+		placed.ExpiresAt = &at
+		if r.Order.Status.Resting() {
+			m.expiries.add(at, m.lastOrder)
+		}
+	}
+	if p.ClientOrderID != "" {
+		id, fp := p.ClientOrderID, p.Placement
+		placed.ClientOrderID, placed.Placement = &id, &fp
 	}
 	s.acc.newOrder(placed.Order)
 	for i := range r.Fills {
@@ -53,17 +91,26 @@ func (s *Shard) place(c *command, now time.Time) {
 			TakerAccount: int64(f.Taker.Account), MakerAccount: int64(f.Maker.Account)})
 		s.acc.leg(m.id, &f.Taker)
 		s.acc.leg(m.id, &f.Maker)
-		s.acc.orderState(orderKey{m.id, int64(f.Maker.Order)}, int64(f.Maker.Account), f.Maker.Filled, f.Maker.Status)
+		s.acc.orderState(orderKey{m.id, int64(f.Maker.Order)}, int64(f.Maker.Account), f.Maker.Filled, f.Maker.Status, engine.ReasonNone)
 		m.lastPrice = f.YesPrice
 	}
 	for i := range r.Cancelled {
-		s.acc.release(m.id, &r.Cancelled[i])
+		s.acc.release(m.id, &r.Cancelled[i], engine.ReasonSelfTrade)
 	}
 	if len(r.Fills) > 0 {
 		last := m.lastPrice
 		s.acc.market(m.id).LastTradePrice = &last
 	}
 	c.placed = placed
+}
+
+// reasonText is a cancel reason as an order's row keeps it: nil for none.
+func reasonText(r engine.CancelReason) *string {
+	if r == engine.ReasonNone {
+		return nil
+	}
+	s := r.String()
+	return &s
 }
 
 // cancel takes an order of the account out of its book; see finished.go for the refusals.
@@ -82,7 +129,7 @@ func (s *Shard) cancel(c *command) {
 				panic(fmt.Sprintf("shard: order %d of market %s is in the book and could not be cancelled: %v", id, m.id, err))
 			}
 			s.acc.touch(m)
-			s.acc.release(m.id, &st)
+			s.acc.release(m.id, &st, cmp.Or(r.Reason, engine.ReasonUser))
 			c.keys = append(c.keys[:0], orderKey{m.id, r.Seq})
 			return
 		}
@@ -107,7 +154,7 @@ func (s *Shard) cancelAll(c *command) {
 		}
 		s.acc.touch(m)
 		for i := range cancelled {
-			s.acc.release(m.id, &cancelled[i])
+			s.acc.release(m.id, &cancelled[i], engine.ReasonUser)
 			c.keys = append(c.keys, orderKey{m.id, int64(cancelled[i].ID)})
 		}
 	}
@@ -127,7 +174,7 @@ func (s *Shard) transition(c *command) {
 			if err != nil {
 				panic(fmt.Sprintf("shard: resting order %d of market %s could not be cancelled: %v", st.ID, m.id, err))
 			}
-			s.acc.release(m.id, &cancelled)
+			s.acc.release(m.id, &cancelled, engine.ReasonMarketClosed)
 		}
 	}
 	if plan.Settle {

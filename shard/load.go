@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -60,6 +61,9 @@ func (s *Shard) load(ctx context.Context, id uuid.UUID) (*marketState, error) {
 		if states[i], err = engineState(o); err != nil {
 			return nil, err
 		}
+		if o.ExpiresAt != nil {
+			m.expiries.add(*o.ExpiresAt, o.Seq)
+		}
 	}
 	if m.book, err = engine.Rebuild(states, m.lastPrice); err != nil {
 		return nil, fmt.Errorf("while rebuilding the book of market %s: %w", id, err)
@@ -72,12 +76,15 @@ func (s *Shard) load(ctx context.Context, id uuid.UUID) (*marketState, error) {
 func engineState(o store.Order) (engine.OrderState, error) {
 	side, ok1 := engine.ParseSide(o.Side)
 	outcome, ok2 := engine.ParseOutcome(o.Outcome)
-	if !ok1 || !ok2 {
-		return engine.OrderState{}, fmt.Errorf("order %s has side %q, outcome %q", o.ID, o.Side, o.Outcome)
+	tif, ok3 := engine.ParseTimeInForce(cmp.Or(o.TimeInForce, "GTC"))
+	selfTrade, ok4 := engine.ParseSelfTrade(cmp.Or(o.SelfTrade, "CANCEL_RESTING"))
+	if !ok1 || !ok2 || !ok3 || !ok4 {
+		return engine.OrderState{}, fmt.Errorf("order %s has side %q, outcome %q, time in force %q, self-trade mode %q",
+			o.ID, o.Side, o.Outcome, o.TimeInForce, o.SelfTrade)
 	}
 	return engine.OrderState{
 		Order: engine.Order{ID: engine.OrderID(o.Seq), Account: engine.AccountID(o.AccountID), Side: side,
-			Outcome: outcome, Price: o.Price, Quantity: o.Quantity},
+			Outcome: outcome, Price: o.Price, Quantity: o.Quantity, TimeInForce: tif, PostOnly: o.PostOnly, SelfTrade: selfTrade},
 		Filled: o.FilledQuantity,
 		Status: o.Status,
 	}, nil

@@ -25,7 +25,7 @@ func (s *Shard) fence(owners map[uuid.UUID]store.Ownership, cmds []*command) {
 		}
 	}
 	for _, c := range cmds {
-		if c.err != nil || c.kind == cmdCancelAll || c.kind == cmdSync || c.kind == cmdCheck {
+		if c.err != nil || c.kind == cmdCancelAll || c.kind == cmdSync || c.kind == cmdCheck || c.kind == cmdExpire {
 			continue
 		}
 		if _, ok := s.markets[c.market]; !ok {

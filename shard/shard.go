@@ -52,7 +52,13 @@ type Config struct {
 	Now func() time.Time
 	// Metrics registers the shard's metrics, when set.
 	Metrics prometheus.Registerer
+	// MaxOpenOrders bounds the open orders one account may have in one market (default
+	// DefaultMaxOpenOrders): each costs memory in the shard, and a book is no place for more.
+	MaxOpenOrders int
 }
+
+// DefaultMaxOpenOrders is the default of Config.MaxOpenOrders.
+const DefaultMaxOpenOrders = 1000
 
 // Shard owns a set of markets. Its methods are safe for concurrent use.
 type Shard struct {
@@ -62,6 +68,8 @@ type Shard struct {
 	stop  chan struct{}
 	done  chan struct{}
 	snaps sync.Map // uuid.UUID → *Snapshot, the committed state of each book
+	// sweepers are the goroutines that expire GTD orders and fire dead-man switches.
+	sweepers sync.WaitGroup
 
 	// Owned by the loop goroutine.
 	conn    *pgxpool.Conn // the batches' own connection
@@ -81,6 +89,7 @@ type marketState struct {
 	lastPrice int          // last trade's YES price, 0 if none
 	epoch     int64        // the ownership epoch it was loaded under (distributed mode)
 	finished  finishedOrders
+	expiries  expiries // the resting GTD orders, soonest first
 }
 
 // Snapshot is a market's book as last committed: the best levels of both views.
@@ -98,6 +107,9 @@ func New(cfg Config) *Shard {
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = 1024
 	}
+	if cfg.MaxOpenOrders <= 0 {
+		cfg.MaxOpenOrders = DefaultMaxOpenOrders
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -114,6 +126,8 @@ func New(cfg Config) *Shard {
 		metrics: newMetrics(cfg.Metrics),
 	}
 	go s.loop()
+	s.sweepers.Go(s.sweepExpiries)
+	s.sweepers.Go(s.sweepHeartbeats)
 	return s
 }
 
@@ -125,6 +139,7 @@ func (s *Shard) Stop() {
 		close(s.stop)
 	}
 	<-s.done
+	s.sweepers.Wait()
 	s.releaseConn()
 }
 
@@ -145,6 +160,17 @@ type PlaceRequest struct {
 	Outcome  engine.Outcome
 	Price    int
 	Quantity int64
+
+	// The zero values of the rest are the plain order: good till cancelled, cancelling the
+	// account's own resting orders it meets, without a client order id.
+	TimeInForce engine.TimeInForce
+	ExpiresAt   time.Time // GTD: when the order is cancelled if still open
+	PostOnly    bool
+	SelfTrade   engine.SelfTrade
+	// ClientOrderID, when set, must be new to the account: a placement whose id an order already
+	// has is refused with domain.ErrClientOrderIDTaken (the front answers with that order).
+	ClientOrderID string
+	Placement     string // the placement's fingerprint, kept with a client order id (store.Order)
 }
 
 // Place reserves, matches and commits an order.
@@ -161,6 +187,7 @@ type CancelRequest struct {
 	Account int64
 	Market  uuid.UUID
 	Seq     int64
+	Reason  engine.CancelReason // recorded with the order; zero is engine.ReasonUser
 }
 
 // Cancel cancels one resting order of the account. An order of another account is

@@ -27,15 +27,16 @@ import (
 const builtinMarkets = "builtin"
 
 type devOptions struct {
-	addr        string
-	dataDir     string
-	databaseURL string
-	markets     string
-	adminToken  string
-	grant       int64
-	maxQuantity int64
-	process     processOptions
-	serve       serveOptions
+	addr          string
+	dataDir       string
+	databaseURL   string
+	markets       string
+	adminToken    string
+	grant         int64
+	maxQuantity   int64
+	maxOpenOrders int
+	process       processOptions
+	serve         serveOptions
 }
 
 func newDevCommand() *cobra.Command {
@@ -68,6 +69,7 @@ started from.`,
 	f.StringVar(&o.adminToken, "admin-token", "", "admin API token (default $PMX_ADMIN_TOKEN, else generated into <data-dir>/admin-token)")
 	f.Int64Var(&o.grant, "grant", 1_000_000, "play money, in cents, that a new account starts with")
 	f.Int64Var(&o.maxQuantity, "max-quantity", 1_000_000, "largest order quantity accepted")
+	f.IntVar(&o.maxOpenOrders, "max-open-orders", shard.DefaultMaxOpenOrders, "most open orders one account may have in one market")
 	addProcessFlags(cmd, &o.process, true)
 	addServeFlags(cmd, &o.serve)
 	return cmd
@@ -108,7 +110,7 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 	defer st.Close()
 
 	reg := httpkit.NewRegistry()
-	sh := shard.New(shard.Config{Store: st, Logger: log, Metrics: reg})
+	sh := shard.New(shard.Config{Store: st, Logger: log, Metrics: reg, MaxOpenOrders: o.maxOpenOrders})
 	defer sh.Stop()
 
 	if o.markets != "" {

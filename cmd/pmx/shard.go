@@ -14,6 +14,7 @@ import (
 )
 
 type shardOptions struct {
+	maxOpenOrders int
 	databaseURL   string
 	name          string
 	addr          string
@@ -45,6 +46,7 @@ hands its markets back.`,
 	f.StringVar(&o.addr, "addr", ":8090", "address to serve the internal API and health endpoints on")
 	f.StringVar(&o.advertise, "advertise-address", envOr("PMX_ADVERTISE_ADDRESS", ""), "host:port the front API reaches this shard at (default: the host name and the listening port)")
 	f.StringVar(&o.internalToken, "internal-token", envOr("PMX_INTERNAL_TOKEN", ""), "secret shared with the front API (default $PMX_INTERNAL_TOKEN)")
+	f.IntVar(&o.maxOpenOrders, "max-open-orders", shard.DefaultMaxOpenOrders, "most open orders one account may have in one market")
 	addProcessFlags(cmd, &o.process, true)
 	return cmd
 }
@@ -78,7 +80,7 @@ func runShard(ctx context.Context, o shardOptions) error {
 	}
 
 	reg := httpkit.NewRegistry()
-	sh := shard.New(shard.Config{Store: st, Name: o.name, Logger: log, Metrics: reg})
+	sh := shard.New(shard.Config{Store: st, Name: o.name, Logger: log, Metrics: reg, MaxOpenOrders: o.maxOpenOrders})
 	beatCtx, stopBeat := context.WithCancel(context.Background())
 	beatDone := make(chan struct{})
 	go func() {

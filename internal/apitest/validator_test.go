@@ -73,7 +73,8 @@ func order() map[string]any {
 	return map[string]any{
 		"id": orderID, "marketId": marketID, "side": "BUY", "outcome": "NO", "price": 60,
 		"quantity": 10, "filledQuantity": 3, "status": "PARTIALLY_FILLED",
-		"createdAt": now, "updatedAt": now,
+		"createdAt": now, "updatedAt": now, "timeInForce": "GTC", "expiresAt": nil, "postOnly": false,
+		"clientOrderId": nil, "cancelReason": nil,
 	}
 }
 
@@ -86,6 +87,7 @@ func placed() map[string]any {
 func cancelled() map[string]any {
 	o := order()
 	o["status"] = "PARTIALLY_FILLED_CANCELLED"
+	o["cancelReason"] = "USER"
 	return o
 }
 
@@ -310,7 +312,8 @@ func TestDocumentedStatuses(t *testing.T) {
 		"GET /positions 200", "GET /positions 401", "GET /positions 404",
 		"POST /cancel-everything 200", "POST /cancel-everything 401",
 		"POST /cancel-order 200", "POST /cancel-order 400", "POST /cancel-order 401", "POST /cancel-order 403", "POST /cancel-order 404",
-		"POST /order 201", "POST /order 400", "POST /order 401",
+		"POST /heartbeat 200", "POST /heartbeat 400", "POST /heartbeat 401",
+		"POST /order 200", "POST /order 201", "POST /order 400", "POST /order 401", "POST /order 409",
 	}
 	if got := v.Documented(); !slices.Equal(got, want) {
 		t.Errorf("documented statuses:\n got %q\nwant %q", got, want)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -60,7 +61,8 @@ func startCluster(t *testing.T) *cluster {
 		"--name", "operator-test", "--shard-ttl", "2s", "--resync", "250ms", "--log-level", "info")
 	for _, name := range []string{"shard-a", "shard-b"} {
 		p, _ := StartProcess(t, shardLine, bin, "shard", "--name", name, "--addr", "127.0.0.1:0",
-			"--database-url", dbURL, "--internal-token", clusterInternalToken, "--log-level", "warn")
+			"--database-url", dbURL, "--internal-token", clusterInternalToken, "--log-level", "warn",
+			"--max-open-orders", strconv.Itoa(SuiteMaxOpenOrders))
 		c.shards[name] = p
 	}
 	for range 2 {

@@ -51,7 +51,7 @@ func StartDev(t testing.TB) *Target {
 	ctx := context.Background()
 	st := storetest.New(t)
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	sh := shard.New(shard.Config{Store: st, Logger: log})
+	sh := shard.New(shard.Config{Store: st, Logger: log, MaxOpenOrders: SuiteMaxOpenOrders})
 	t.Cleanup(sh.Stop)
 	closerCtx, stopCloser := context.WithCancel(ctx)
 	closerDone := make(chan struct{})
@@ -118,6 +118,25 @@ func (tg *Target) NewMarket(t testing.TB, fields map[string]any) apiserver.Marke
 // API answers are checked against the OpenAPI document.
 func (tg *Target) do(t testing.TB, method, path, authorization string, body any, validate bool) (int, []byte) {
 	t.Helper()
+	req := tg.request(t, method, path, authorization, body)
+	if validate {
+		return tg.Validator.Do(t, tg.HTTP, req)
+	}
+	resp, err := tg.HTTP.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return resp.StatusCode, raw
+}
+
+// request builds a request; body is sent as it is (string, []byte) or as JSON.
+func (tg *Target) request(t testing.TB, method, path, authorization string, body any) *http.Request {
+	t.Helper()
 	var r io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -142,19 +161,17 @@ func (tg *Target) do(t testing.TB, method, path, authorization string, body any,
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if validate {
-		return tg.Validator.Do(t, tg.HTTP, req)
+	return req
+}
+
+// DoResponse is Do, returning the response (its body read and closed) for its headers.
+func (c *Client) DoResponse(t testing.TB, method, path string, body any) (*http.Response, []byte) {
+	t.Helper()
+	auth := ""
+	if c.Key != "" {
+		auth = "Bearer " + c.Key
 	}
-	resp, err := tg.HTTP.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	return resp.StatusCode, raw
+	return c.T.Validator.DoResponse(t, c.T.HTTP, c.T.request(t, method, "/api/v1"+path, auth, body))
 }
 
 // Do calls the public API (path relative to /api/v1) with the client's key, validates the answer

@@ -37,6 +37,12 @@ func RunSuite(t *testing.T, tg *Target) {
 		{"OwnOrders", testOwnOrders},
 		{"Lifecycle", testLifecycle},
 		{"ClosesOnTime", testClosesOnTime},
+		{"TimeInForce", testTimeInForce},
+		{"SelfTradeModes", testSelfTradeModes},
+		{"GoodTillDate", testGoodTillDate},
+		{"ClientOrderIDs", testClientOrderIDs},
+		{"OpenOrderLimit", testOpenOrderLimit},
+		{"Heartbeat", testHeartbeat},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, tg) })
 	}
@@ -69,7 +75,7 @@ func testAuthentication(t *testing.T, tg *Target) {
 		{"GET", "/markets"}, {"GET", "/market?marketId=" + id}, {"GET", "/market/order-book?marketId=" + id},
 		{"GET", "/market/trades?marketId=" + id}, {"POST", "/order"}, {"GET", "/positions"},
 		{"POST", "/cancel-order"}, {"POST", "/cancel-everything"}, {"GET", "/account"}, {"GET", "/orders"},
-		{"GET", "/order?orderId=" + uuid.NewString()},
+		{"GET", "/order?orderId=" + uuid.NewString()}, {"POST", "/heartbeat"},
 	}
 	revoked := &Client{T: tg, Key: "pmx_0123456789abcdef_" + strings.Repeat("A", 32)}
 	for _, c := range calls {
