@@ -189,6 +189,9 @@ func FuzzDecodeOrder(f *testing.F) {
 	f.Add([]byte(order(`4000e-2`, `1.5E+1`)))
 	f.Add([]byte(order(`40`, `7,"price":41`)))
 	f.Add([]byte(order(`40`, `7,"x":[{"a":1,"a":2}]`)))
+	f.Add([]byte(with(`"timeInForce":"GTD","expiresAt":"2030-01-01T13:00:00.0000015+01:00","postOnly":true,"clientOrderId":"a.B_9:-z"`)))
+	f.Add([]byte(with(`"timeInForce":"FOK","selfTradePrevention":"CANCEL_INCOMING","postOnly":false`)))
+	f.Add([]byte(with(`"timeInForce":"IOC","expiresAt":null,"clientOrderId":"A"`)))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := decodeOrder(body, 1_000_000, testNow)
 		var e *httpkit.Error
@@ -220,9 +223,16 @@ func FuzzDecodeOrder(f *testing.F) {
 			}
 			return
 		}
-		o := engine.Order{Side: r.Side, Outcome: r.Outcome, Price: r.Price, Quantity: r.Quantity}
+		o := engine.Order{Side: r.Side, Outcome: r.Outcome, Price: r.Price, Quantity: r.Quantity, TimeInForce: r.TimeInForce,
+			PostOnly: r.PostOnly, SelfTrade: r.SelfTrade}
 		if o.Validate() != nil || r.Quantity > 1_000_000 {
 			t.Fatalf("decoded an invalid order %+v", r)
+		}
+		if (r.TimeInForce == engine.GTD) != !r.ExpiresAt.IsZero() || (!r.ExpiresAt.IsZero() && !r.ExpiresAt.After(testNow)) {
+			t.Fatalf("decoded an order with time in force %s and expiry %v", r.TimeInForce, r.ExpiresAt)
+		}
+		if _, given := fields["clientOrderId"]; r.ClientOrderID != "" && !validClientOrderID(r.ClientOrderID) || r.ClientOrderID == "" && given && string(fields["clientOrderId"]) != "null" {
+			t.Fatalf("decoded client order id %q from %s", r.ClientOrderID, fields["clientOrderId"])
 		}
 		if n, code := refInteger(fields["price"], 1, 99); code != "" || n != int64(r.Price) {
 			t.Fatalf("price %s decoded as %d; reference %d %q", fields["price"], r.Price, n, code)
