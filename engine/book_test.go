@@ -318,7 +318,7 @@ func TestSubmitRejectsBadOrders(t *testing.T) {
 		{"quantity negative", ord(9, 1, "BUY", "YES", 50, -3), ErrInvalidQuantity},
 		{"quantity too large", ord(9, 1, "BUY", "YES", 50, MaxQuantity+1), ErrInvalidQuantity},
 		{"duplicate id", ord(1, 2, "SELL", "YES", 40, 1), ErrDuplicateOrder},
-		{"unknown time in force", with(ord(9, 1, "BUY", "YES", 50, 1), GTD+1, CancelResting, false), ErrInvalidTimeInForce},
+		{"unknown time in force", with(ord(9, 1, "BUY", "YES", 50, 1), FOK+1, CancelResting, false), ErrInvalidTimeInForce},
 		{"unknown self-trade mode", with(ord(9, 1, "BUY", "YES", 50, 1), GTC, CancelIncoming+1, false), ErrInvalidSelfTrade},
 		{"post-only IOC", with(ord(9, 1, "BUY", "YES", 40, 1), IOC, CancelResting, true), ErrPostOnlyMustRest},
 		{"post-only that crosses", with(ord(9, 2, "SELL", "YES", 50, 1), GTC, CancelResting, true), ErrPostOnlyWouldCross},
@@ -443,7 +443,7 @@ func TestNamesMatchTheAPI(t *testing.T) {
 	}
 
 	// The names of the store's columns (migration 009), which the API spells the same way.
-	tifs := []string{"GTC", "IOC", "FOK", "GTD"}
+	tifs := []string{"GTC", "GTD", "IOC", "FOK"}
 	for i, name := range tifs {
 		tif := TimeInForce(i)
 		if p, ok := ParseTimeInForce(name); tif.String() != name || !ok || p != tif {

@@ -25,7 +25,7 @@ func (o *Order) Validate() error {
 		return ErrInvalidPrice
 	case o.Quantity <= 0 || o.Quantity > MaxQuantity:
 		return ErrInvalidQuantity
-	case o.TimeInForce > GTD:
+	case o.TimeInForce > FOK:
 		return ErrInvalidTimeInForce
 	case o.SelfTrade > CancelIncoming:
 		return ErrInvalidSelfTrade
