@@ -318,7 +318,7 @@ func TestSubmitRejectsBadOrders(t *testing.T) {
 		{"quantity negative", ord(9, 1, "BUY", "YES", 50, -3), ErrInvalidQuantity},
 		{"quantity too large", ord(9, 1, "BUY", "YES", 50, MaxQuantity+1), ErrInvalidQuantity},
 		{"duplicate id", ord(1, 2, "SELL", "YES", 40, 1), ErrDuplicateOrder},
-		{"unknown time in force", with(ord(9, 1, "BUY", "YES", 50, 1), GTD+1, CancelResting, false), ErrInvalidTimeInForce},
+		{"unknown time in force", with(ord(9, 1, "BUY", "YES", 50, 1), FOK+1, CancelResting, false), ErrInvalidTimeInForce},
 		{"unknown self-trade mode", with(ord(9, 1, "BUY", "YES", 50, 1), GTC, CancelIncoming+1, false), ErrInvalidSelfTrade},
 		{"post-only IOC", with(ord(9, 1, "BUY", "YES", 40, 1), IOC, CancelResting, true), ErrPostOnlyMustRest},
 		{"post-only that crosses", with(ord(9, 2, "SELL", "YES", 50, 1), GTC, CancelResting, true), ErrPostOnlyWouldCross},
@@ -443,7 +443,7 @@ func TestNamesMatchTheAPI(t *testing.T) {
 	}
 
 	// The names of the store's columns (migration 009), which the API spells the same way.
-	tifs := []string{"GTC", "IOC", "FOK", "GTD"}
+	tifs := []string{"GTC", "GTD", "IOC", "FOK"}
 	for i, name := range tifs {
 		tif := TimeInForce(i)
 		if p, ok := ParseTimeInForce(name); tif.String() != name || !ok || p != tif {
@@ -665,5 +665,171 @@ func TestPostOnly(t *testing.T) {
 				t.Fatalf("resting order forgot it is post-only: %+v", st)
 			}
 		})
+	}
+}
+
+func TestAmend(t *testing.T) {
+	// Bids at YES 40 of accounts 1, 2 and 3 (CANCEL_INCOMING), and a post-only one at 39; asks at 45,
+	// 46 (account 3's) and 47 (account 2's). Order 1 has filled 3 of its 10 before the amend.
+	setup := []Order{
+		ord(1, 1, "BUY", "YES", 40, 10),
+		ord(2, 2, "BUY", "YES", 40, 10),
+		with(ord(3, 3, "BUY", "YES", 40, 10), GTC, CancelIncoming, false),
+		with(ord(7, 6, "BUY", "YES", 39, 5), GTC, CancelResting, true),
+		ord(8, 9, "SELL", "YES", 40, 3), // fills 3 of order 1
+		ord(4, 4, "SELL", "YES", 45, 5),
+		ord(5, 3, "SELL", "YES", 46, 5),
+		ord(6, 2, "SELL", "YES", 47, 5),
+	}
+	bids := []left{{1, 7}, {2, 10}, {3, 10}, {7, 5}}
+	asks := []left{{4, 5}, {5, 5}, {6, 5}}
+	book := func(parts ...[]left) []left {
+		var out []left
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return out
+	}
+	tests := []struct {
+		name      string
+		id        OrderID
+		price     int
+		remaining int64
+		quantity  int64 // the order's Quantity afterwards
+		want      outcome
+	}{
+		{"less remaining keeps its place", 2, 40, 4, 4,
+			outcome{status: StatusOpen, book: book([]left{{1, 7}, {2, 4}, {3, 10}, {7, 5}}, asks)}},
+		{"less remaining of a partly filled order", 1, 40, 2, 5,
+			outcome{filled: 3, status: StatusPartiallyFilled, book: book([]left{{1, 2}, {2, 10}, {3, 10}, {7, 5}}, asks)}},
+		{"more remaining goes to the back", 1, 40, 8, 11,
+			outcome{filled: 3, status: StatusPartiallyFilled, book: book([]left{{2, 10}, {3, 10}, {1, 8}, {7, 5}}, asks)}},
+		{"a new price goes to the back of its level", 2, 39, 10, 10,
+			outcome{status: StatusOpen, book: book([]left{{1, 7}, {3, 10}, {7, 5}, {2, 10}}, asks)}},
+		{"the same price and remaining change nothing", 2, 40, 10, 10,
+			outcome{status: StatusOpen, book: book(bids, asks)}},
+		{"a crossing price trades, then rests", 1, 46, 12, 15,
+			outcome{fills: []int64{5, 5}, surplus: 5, filled: 13, status: StatusPartiallyFilled,
+				book: book([]left{{1, 2}, {2, 10}, {3, 10}, {7, 5}}, []left{{6, 5}})}},
+		{"a crossing price cancels its own ask under CANCEL_RESTING", 2, 47, 20, 20,
+			outcome{fills: []int64{5, 5}, surplus: 2*5 + 1*5, filled: 10, status: StatusPartiallyFilled, cancelled: []OrderID{6},
+				book: []left{{2, 10}, {1, 7}, {3, 10}, {7, 5}}}},
+		{"a crossing price stops at its own ask under CANCEL_INCOMING", 3, 47, 10, 10,
+			outcome{fills: []int64{5}, surplus: 2 * 5, filled: 5, status: StatusPartiallyFilledCancelled, reason: ReasonSelfTrade,
+				book: book([]left{{1, 7}, {2, 10}, {7, 5}}, []left{{5, 5}, {6, 5}})}},
+		{"a crossing price fills it entirely", 2, 45, 5, 5,
+			outcome{fills: []int64{5}, filled: 5, status: StatusFilled, book: book([]left{{1, 7}, {3, 10}, {7, 5}}, []left{{5, 5}, {6, 5}})}},
+		{"post-only repriced without crossing", 7, 44, 5, 5,
+			outcome{status: StatusOpen, book: book([]left{{7, 5}, {1, 7}, {2, 10}, {3, 10}}, asks)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, l := New(16), newLedger()
+			fund(t, l, b, 2, 3, 4, 9)
+			for _, o := range setup {
+				l.trade(t, b, o)
+			}
+			var r Result
+			if ok, err := l.amend(b, tt.id, tt.price, tt.remaining, &r); !ok || err != nil {
+				t.Fatalf("amend: ok %v, %v", ok, err)
+			}
+			l.mustCheck(t, b)
+			tt.want.check(t, b, &r)
+			if r.Order.ID != tt.id || r.Order.Price != tt.price || r.Order.Quantity != tt.quantity {
+				t.Errorf("order %+v, want id %d at %d for %d", r.Order, tt.id, tt.price, tt.quantity)
+			}
+			if st, ok := b.Order(tt.id); ok != r.Order.Status.Resting() || (ok && st != r.Order) {
+				t.Errorf("book holds %+v (%v), result says %+v", st, ok, r.Order)
+			}
+		})
+	}
+
+	refused := []struct {
+		name      string
+		id        OrderID
+		price     int
+		remaining int64
+		err       error
+	}{
+		{"post-only to a crossing price", 7, 45, 5, ErrPostOnlyWouldCross},
+		{"post-only through the asks", 7, 60, 5, ErrPostOnlyWouldCross},
+		{"unknown id", 99, 40, 5, ErrUnknownOrder},
+		{"a filled order", 8, 40, 5, ErrUnknownOrder},
+		{"price 0", 2, 0, 5, ErrInvalidPrice},
+		{"price 100", 2, 100, 5, ErrInvalidPrice},
+		{"remaining 0", 2, 40, 0, ErrInvalidQuantity},
+		{"remaining negative", 2, 40, -1, ErrInvalidQuantity},
+		{"quantity past the maximum", 1, 40, MaxQuantity - 2, ErrInvalidQuantity}, // 3 filled
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			b := New(16)
+			submitAll(t, b, setup...)
+			before := b.Resting(nil)
+			var r Result
+			if err := b.Amend(tt.id, tt.price, tt.remaining, &r); !errors.Is(err, tt.err) {
+				t.Fatalf("err = %v, want %v", err, tt.err)
+			}
+			if after := b.Resting(nil); !reflect.DeepEqual(after, before) {
+				t.Fatalf("a refused amend changed the book: %+v", after)
+			}
+		})
+	}
+	t.Run("the largest quantity is allowed", func(t *testing.T) {
+		b := New(16)
+		submitAll(t, b, setup...)
+		var r Result
+		if err := b.Amend(1, 40, MaxQuantity-3, &r); err != nil || r.Order.Quantity != MaxQuantity {
+			t.Fatalf("err %v, order %+v", err, r.Order)
+		}
+	})
+}
+
+func TestAmendLock(t *testing.T) {
+	buy := OrderState{Order: ord(1, 1, "BUY", "NO", 40, 10), Filled: 4} // locks 40 × 6
+	sell := OrderState{Order: ord(2, 1, "SELL", "YES", 60, 10), Filled: 4}
+	tests := []struct {
+		st           *OrderState
+		price        int
+		remaining    int64
+		cash, shares int64
+	}{
+		{&buy, 40, 6, 0, 0},
+		{&buy, 45, 6, 30, 0},
+		{&buy, 30, 8, 0, 0},
+		{&buy, 30, 2, -180, 0},
+		{&sell, 70, 6, 0, 0},
+		{&sell, 50, 9, 0, 3},
+		{&sell, 60, 1, 0, -5},
+	}
+	for _, tt := range tests {
+		cash, shares := tt.st.AmendLock(tt.price, tt.remaining)
+		if cash != tt.cash || shares != tt.shares {
+			t.Errorf("%v %d left, amended to %d at %d: lock change %d cents, %d shares; want %d, %d",
+				tt.st.Side, tt.st.Remaining(), tt.remaining, tt.price, cash, shares, tt.cash, tt.shares)
+		}
+		amended := *tt.st
+		amended.Price, amended.Quantity = tt.price, tt.st.Filled+tt.remaining
+		c0, s0 := tt.st.Lock()
+		c1, s1 := amended.Lock()
+		if c1-c0 != cash || s1-s0 != shares {
+			t.Errorf("AmendLock is not the amended order's Lock less the order's")
+		}
+	}
+}
+
+// fund mints 50 pairs for each account against account 1000, so that each holds YES shares to sell
+// (and account 1000 the NO side), and grants every account in the tests ample cash.
+func fund(t *testing.T, l *ledger, b *Book, accounts ...AccountID) {
+	t.Helper()
+	for a := AccountID(1); a <= 10; a++ {
+		l.grant(a, 100_000)
+	}
+	l.grant(1000, 1_000_000)
+	id := OrderID(1000)
+	for _, a := range accounts {
+		l.trade(t, b, ord(id, a, "BUY", "YES", 50, 50))
+		l.trade(t, b, ord(id+1, 1000, "BUY", "NO", 50, 50))
+		id += 2
 	}
 }

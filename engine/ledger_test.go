@@ -39,12 +39,18 @@ func (l *ledger) grant(a AccountID, cents int64) {
 // cannot afford it.
 func (l *ledger) reserve(o Order) bool {
 	cash, shares := o.Lock()
-	h := holding{o.Account, o.Outcome}
-	if l.cash[o.Account] < cash || l.shares[h]-l.sLock[h] < shares {
+	return l.lock(o.Account, o.Outcome, cash, shares)
+}
+
+// lock moves cash and shares of one holding into its locked part, or back out when negative; false,
+// with nothing changed, when the account has too little available.
+func (l *ledger) lock(a AccountID, outcome Outcome, cash, shares int64) bool {
+	h := holding{a, outcome}
+	if l.cash[a] < cash || l.shares[h]-l.sLock[h] < shares {
 		return false
 	}
-	l.cash[o.Account] -= cash
-	l.locked[o.Account] += cash
+	l.cash[a] -= cash
+	l.locked[a] += cash
 	l.sLock[h] += shares
 	return true
 }
@@ -59,9 +65,7 @@ func (l *ledger) applyLeg(g *Leg) {
 
 func (l *ledger) release(s OrderState) {
 	cash, shares := s.Lock()
-	l.cash[s.Account] += cash
-	l.locked[s.Account] -= cash
-	l.sLock[holding{s.Account, s.Outcome}] -= shares
+	l.lock(s.Account, s.Outcome, -cash, -shares)
 }
 
 func (l *ledger) apply(r *Result) {
@@ -211,4 +215,30 @@ func (l *ledger) mustCheck(t testing.TB, b *Book) {
 	if err := l.check(b); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// amend amends a resting order as a service would: it reserves the order's AmendLock when that is
+// positive, amends, releases it when negative, and applies the result. It returns Amend's error,
+// with the reservation undone, or ok false when the account cannot afford the amend.
+func (l *ledger) amend(b *Book, id OrderID, price int, remaining int64, r *Result) (ok bool, err error) {
+	st, found := b.Order(id)
+	if !found {
+		return true, b.Amend(id, price, remaining, r)
+	}
+	cash, shares := st.AmendLock(price, remaining)
+	grows := cash > 0 || shares > 0
+	if grows && !l.lock(st.Account, st.Outcome, cash, shares) {
+		return false, nil
+	}
+	if err := b.Amend(id, price, remaining, r); err != nil {
+		if grows {
+			l.lock(st.Account, st.Outcome, -cash, -shares)
+		}
+		return true, err
+	}
+	if !grows {
+		l.lock(st.Account, st.Outcome, cash, shares)
+	}
+	l.apply(r)
+	return true, nil
 }

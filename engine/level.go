@@ -22,8 +22,8 @@ type order struct {
 	side       Side
 	outcome    Outcome
 	tif        TimeInForce
-	postOnly   bool
-	stp        SelfTrade
+	postOnly   bool      // kept for Amend, which refuses to make a post-only order cross
+	stp        SelfTrade // kept for Amend, whose repriced order may take
 }
 
 func (o *order) remaining() int64 { return o.qty - o.filled }

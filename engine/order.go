@@ -25,7 +25,7 @@ func (o *Order) Validate() error {
 		return ErrInvalidPrice
 	case o.Quantity <= 0 || o.Quantity > MaxQuantity:
 		return ErrInvalidQuantity
-	case o.TimeInForce > GTD:
+	case o.TimeInForce > FOK:
 		return ErrInvalidTimeInForce
 	case o.SelfTrade > CancelIncoming:
 		return ErrInvalidSelfTrade
@@ -68,6 +68,16 @@ func (s *OrderState) Lock() (cash, shares int64) {
 		return int64(s.Price) * s.Remaining(), 0
 	}
 	return 0, s.Remaining()
+}
+
+// AmendLock is the signed change in what the resting order s locks when amended to price and
+// remaining (see Book.Amend): the caller reserves it before Amend when positive and releases it
+// when negative. It is the Lock of the amended order less s's Lock.
+func (s *OrderState) AmendLock(price int, remaining int64) (cash, shares int64) {
+	if s.Side == Buy {
+		return int64(price)*remaining - int64(s.Price)*s.Remaining(), 0
+	}
+	return 0, remaining - s.Remaining()
 }
 
 // yesPrice converts a price in outcome terms to YES terms; the conversion is its own inverse.

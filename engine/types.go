@@ -110,29 +110,30 @@ func (k Kind) String() string {
 type TimeInForce uint8
 
 // Times in force. The zero value is GTC, so that an order built without one behaves as every order
-// did before there was a choice.
+// did before there was a choice. Those that rest come first, so that one comparison tells them
+// apart on the hot path.
 const (
 	// GTC rests whatever does not fill at once, until it fills or is cancelled.
 	GTC TimeInForce = iota
+	// GTD is GTC until the caller expires it.
+	GTD
 	// IOC (immediate or cancel) fills what crosses now and cancels the rest: it never rests.
 	IOC
 	// FOK (fill or kill) fills its whole quantity now or does nothing at all: it never rests.
 	FOK
-	// GTD is GTC until the caller expires it.
-	GTD
 )
 
-var tifNames = [...]string{GTC: "GTC", IOC: "IOC", FOK: "FOK", GTD: "GTD"}
+var tifNames = [...]string{GTC: "GTC", GTD: "GTD", IOC: "IOC", FOK: "FOK"}
 
 func (t TimeInForce) String() string {
-	if t <= GTD {
+	if t <= FOK {
 		return tifNames[t]
 	}
 	return fmt.Sprintf("TimeInForce(%d)", uint8(t))
 }
 
 // Rests reports whether an order with this time in force may rest in the book.
-func (t TimeInForce) Rests() bool { return t == GTC || t == GTD }
+func (t TimeInForce) Rests() bool { return t <= GTD }
 
 // SelfTrade is what self-trade prevention does when an order would meet a resting order of its own
 // account. An order never trades with its own account.
@@ -226,7 +227,7 @@ var (
 	ErrUnknownOrder    = errors.New("engine: no resting order with this id")
 	ErrCrossedBook     = errors.New("engine: restored orders cross the book")
 
-	ErrInvalidTimeInForce = errors.New("engine: time in force must be GTC, IOC, FOK or GTD")
+	ErrInvalidTimeInForce = errors.New("engine: time in force must be GTC, GTD, IOC or FOK")
 	ErrInvalidSelfTrade   = errors.New("engine: self-trade mode must be CANCEL_RESTING or CANCEL_INCOMING")
 	ErrPostOnlyMustRest   = errors.New("engine: a post-only order must be GTC or GTD")
 	ErrPostOnlyWouldCross = errors.New("engine: a post-only order would trade on arrival")
@@ -266,7 +267,7 @@ func ParseStatus(s string) (Status, bool) {
 
 // ParseTimeInForce reads a time in force as String spells it.
 func ParseTimeInForce(s string) (TimeInForce, bool) {
-	for t := GTC; t <= GTD; t++ {
+	for t := GTC; t <= FOK; t++ {
 		if tifNames[t] == s {
 			return t, true
 		}
