@@ -193,7 +193,7 @@ func (s *Shard) prepare(ctx context.Context, c *command) error {
 func writes(cmds []*command) bool {
 	for _, c := range cmds {
 		switch c.kind {
-		case cmdPlace, cmdCancel, cmdCancelAll, cmdTransition, cmdExpire:
+		case cmdPlace, cmdCancel, cmdCancelAll, cmdTransition, cmdExpire, cmdAmend:
 			if c.err == nil {
 				return true
 			}
@@ -216,7 +216,7 @@ func writes(cmds []*command) bool {
 func canBeginAhead(cmds []*command) bool {
 	for _, c := range cmds {
 		switch c.kind {
-		case cmdPlace, cmdCancel, cmdCancelAll, cmdTransition, cmdExpire:
+		case cmdPlace, cmdCancel, cmdCancelAll, cmdTransition, cmdExpire, cmdAmend:
 		default:
 			return false
 		}
@@ -285,6 +285,8 @@ func (s *Shard) commit(ctx context.Context, b batch, now time.Time, next *batch)
 			s.transition(c)
 		case cmdExpire:
 			s.expireAll(now)
+		case cmdAmend:
+			s.amend(c, now)
 		}
 	}
 	s.acc.finish()
@@ -314,18 +316,30 @@ func (s *Shard) commit(ctx context.Context, b batch, now time.Time, next *batch)
 }
 
 // reservedFrom lists, in key order, the accounts whose cash and the holdings whose shares the
-// batch's placements would reserve.
+// batch's placements and amends would reserve.
 func reservedFrom(cmds []*command) ([]int64, []store.ShareKey) {
 	cash := map[int64]bool{}
 	shares := map[store.ShareKey]bool{}
 	for _, c := range cmds {
-		if c.kind != cmdPlace || c.err != nil {
+		if c.err != nil {
 			continue
 		}
-		if p := &c.place; p.Side == engine.Buy {
-			cash[p.Account] = true
+		var account int64
+		var market uuid.UUID
+		var side engine.Side
+		var outcome engine.Outcome
+		switch c.kind {
+		case cmdPlace:
+			account, market, side, outcome = c.place.Account, c.place.Market, c.place.Side, c.place.Outcome
+		case cmdAmend:
+			account, market, side, outcome = c.amend.Account, c.amend.Market, c.amend.Side, c.amend.Outcome
+		default:
+			continue
+		}
+		if side == engine.Buy {
+			cash[account] = true
 		} else {
-			shares[store.ShareKey{Account: p.Account, Market: p.Market, Outcome: p.Outcome.String()}] = true
+			shares[store.ShareKey{Account: account, Market: market, Outcome: outcome.String()}] = true
 		}
 	}
 	accounts := slices.Sorted(maps.Keys(cash))

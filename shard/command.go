@@ -18,6 +18,7 @@ const (
 	cmdCheck  // compares the books with Postgres
 	cmdSync   // loads and drops markets to match their recorded owners
 	cmdExpire // cancels the GTD orders whose time has come
+	cmdAmend
 )
 
 func (k commandKind) String() string {
@@ -38,6 +39,8 @@ func (k commandKind) String() string {
 		return "sync"
 	case cmdExpire:
 		return "expire"
+	case cmdAmend:
+		return "amend"
 	}
 	return "unknown"
 }
@@ -49,13 +52,14 @@ type command struct {
 	market  uuid.UUID
 	place   PlaceRequest
 	cancel  CancelRequest // cmdCancel
+	amend   AmendRequest  // cmdAmend
 	account int64         // cmdCancelAll
 	markets []uuid.UUID   // cmdCancelAll
 	action  market.Action // cmdTransition
 	reply   chan error
 
 	err      error // set while the batch runs; sent once it commits
-	placed   store.PlacedOrder
+	placed   store.PlacedOrder // cmdPlace; cmdAmend: only its trades
 	keys     []orderKey // cmdCancel, cmdCancelAll: orders to answer with once written
 	orders   []store.Order
 	checkErr error             // cmdCheck

@@ -112,23 +112,46 @@ func (a *accumulator) newOrder(o store.Order) {
 // orderState records an order of account's new fill and status, and why it was cancelled if it
 // was, on its row if it is new in this batch.
 func (a *accumulator) orderState(k orderKey, account int64, filled int64, status engine.Status, reason engine.CancelReason) {
+	o := a.row(k, account)
+	o.FilledQuantity = filled
+	o.Status = status
+	if reason != engine.ReasonNone {
+		o.CancelReason = reasonText(reason)
+	}
+}
+
+// row returns the row the batch writes for an order of account: the new order's, or the update of
+// an existing one (a new update writes no price or quantity, which stay as they are).
+func (a *accumulator) row(k orderKey, account int64) *store.Order {
 	ref, ok := a.orders[k]
 	if !ok {
 		ref = orderRef{i: len(a.batch.OrderUpdates)}
 		a.orders[k] = ref
 		a.batch.OrderUpdates = append(a.batch.OrderUpdates, store.Order{MarketID: k.market, Seq: k.seq, AccountID: account})
 	}
-	var o *store.Order
 	if ref.isNew {
-		o = &a.batch.NewOrders[ref.i]
-	} else {
-		o = &a.batch.OrderUpdates[ref.i]
+		return &a.batch.NewOrders[ref.i]
 	}
-	o.FilledQuantity = filled
-	o.Status = status
-	if reason != engine.ReasonNone {
-		o.CancelReason = reasonText(reason)
+	return &a.batch.OrderUpdates[ref.i]
+}
+
+// adjust reserves (when positive) or releases (when negative) a change in what a resting order
+// locks: cash for a BUY, shares for a SELL, as engine.OrderState.AmendLock says.
+func (a *accumulator) adjust(market uuid.UUID, st *engine.OrderState, cash, shares int64) error {
+	account := int64(st.Account)
+	if cash > 0 && a.freeCash[account] < cash {
+		return domain.ErrInsufficientFunds
 	}
+	if shares > 0 && a.freeShares[store.ShareKey{Account: account, Market: market, Outcome: st.Outcome.String()}] < shares {
+		return domain.ErrInsufficientShares
+	}
+	if cash != 0 {
+		a.addCash(account, -cash, cash)
+	}
+	if shares != 0 {
+		a.addShares(account, market, st.Outcome, 0, shares)
+	}
+	return nil
 }
 
 // order returns the row of an order placed in this batch.

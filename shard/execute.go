@@ -80,14 +80,22 @@ func (s *Shard) place(c *command, now time.Time) {
 		placed.ClientOrderID, placed.Placement = &id, &fp
 	}
 	s.acc.newOrder(placed.Order)
+	placed.Trades = s.settle(m, r, now, placed.Trades)
+	c.placed = placed
+}
+
+// settle applies what a submission or an amend did besides the taker's own row: each fill's trade
+// and both its legs, the makers' new fills, and the self-trade cancels; it appends the trades, as
+// the taker sees them, to trades.
+func (s *Shard) settle(m *marketState, r *engine.Result, now time.Time, trades []store.Trade) []store.Trade {
 	for i := range r.Fills {
 		f := &r.Fills[i]
 		m.lastTrade++
 		t := store.Trade{ID: store.NewID(), MarketID: m.id, Outcome: f.Taker.Outcome.String(), Side: f.Taker.Side.String(),
 			Price: f.Taker.Price, Quantity: f.Quantity, YesPrice: f.YesPrice, CreatedAt: now}
-		placed.Trades = append(placed.Trades, t)
+		trades = append(trades, t)
 		s.acc.batch.Trades = append(s.acc.batch.Trades, store.TradeRow{Trade: t, Seq: m.lastTrade, Kind: f.Kind.String(),
-			TakerOrderSeq: m.lastOrder, MakerOrderSeq: int64(f.Maker.Order),
+			TakerOrderSeq: int64(f.Taker.Order), MakerOrderSeq: int64(f.Maker.Order),
 			TakerAccount: int64(f.Taker.Account), MakerAccount: int64(f.Maker.Account)})
 		s.acc.leg(m.id, &f.Taker)
 		s.acc.leg(m.id, &f.Maker)
@@ -101,7 +109,64 @@ func (s *Shard) place(c *command, now time.Time) {
 		last := m.lastPrice
 		s.acc.market(m.id).LastTradePrice = &last
 	}
-	c.placed = placed
+	return trades
+}
+
+// amend changes a resting order of the account in place (engine.Book.Amend): it reserves what the
+// order will lock beyond what it does, or releases what it will no longer lock, and settles the
+// fills of a new price that crosses, as a placement does. An order that is not in the book is
+// refused as a cancel of it would be.
+func (s *Shard) amend(c *command, now time.Time) {
+	r := &c.amend
+	m := s.markets[r.Market]
+	id := engine.OrderID(r.Seq)
+	var st engine.OrderState
+	ok := false
+	if m.book != nil {
+		s.expire(m, now)
+		st, ok = m.book.Order(id)
+	}
+	if !ok {
+		if f, known := m.finished.get(r.Seq); known {
+			c.err = refuseCancel(f.account, f.status, r.Account)
+		} else {
+			c.err = errFateUnknown
+		}
+		return
+	}
+	if int64(st.Account) != r.Account {
+		c.err = domain.ErrNotYourOrder
+		return
+	}
+	price, remaining := cmp.Or(r.Price, st.Price), cmp.Or(r.Remaining, st.Remaining())
+	cash, shares := st.AmendLock(price, remaining)
+	if err := s.acc.adjust(m.id, &st, max(cash, 0), max(shares, 0)); err != nil {
+		c.err = err
+		return
+	}
+	res := &s.result
+	if err := m.book.Amend(id, price, remaining, res); err != nil {
+		if undo := s.acc.adjust(m.id, &st, -max(cash, 0), -max(shares, 0)); undo != nil {
+			panic(fmt.Sprintf("shard: could not undo the reservation of a failed amend: %v", undo))
+		}
+		c.err = err
+		if errors.Is(err, engine.ErrPostOnlyWouldCross) {
+			c.err = domain.ErrPostOnlyWouldCross
+		}
+		return
+	}
+	if err := s.acc.adjust(m.id, &st, min(cash, 0), min(shares, 0)); err != nil {
+		panic(fmt.Sprintf("shard: releasing what an amended order no longer locks failed: %v", err))
+	}
+	if !res.Order.Status.Resting() {
+		s.acc.unlock(m.id, &res.Order) // what a self-trade cancel left unfilled
+	}
+	s.acc.touch(m)
+	k := orderKey{m.id, r.Seq}
+	s.acc.orderState(k, r.Account, res.Order.Filled, res.Order.Status, res.Reason)
+	row := s.acc.row(k, r.Account)
+	row.Price, row.Quantity = price, res.Order.Quantity
+	c.placed.Trades = s.settle(m, res, now, make([]store.Trade, 0, len(res.Fills)))
 }
 
 // reasonText is a cancel reason as an order's row keeps it: nil for none.

@@ -204,6 +204,39 @@ func (s *Shard) Cancel(ctx context.Context, r CancelRequest) (store.Order, error
 	return c.orders[0], nil
 }
 
+// AmendRequest changes a resting order of the account, named by its sequence number: its price
+// (0 keeps it) and its remaining quantity (0 keeps it). Side and outcome are the order's, as
+// Postgres has them: the batch locks what the amend may reserve before it sees the order.
+type AmendRequest struct {
+	Account   int64
+	Market    uuid.UUID
+	Seq       int64
+	Side      engine.Side
+	Outcome   engine.Outcome
+	Price     int
+	Remaining int64
+}
+
+// Amend changes a resting order (engine.Book.Amend) and returns it as it then stands, with the
+// trades a crossing price made. An order that is not resting is refused as a cancel of it is.
+func (s *Shard) Amend(ctx context.Context, r AmendRequest) (store.PlacedOrder, error) {
+	c := &command{kind: cmdAmend, market: r.Market, amend: r}
+	cancel := CancelRequest{Account: r.Account, Market: r.Market, Seq: r.Seq}
+	err := s.do(ctx, c)
+	if errors.Is(err, errFateUnknown) {
+		return store.PlacedOrder{}, s.readFate(ctx, cancel)
+	}
+	if err != nil {
+		return store.PlacedOrder{}, err
+	}
+	o, err := s.cfg.Store.OrderBySeq(ctx, r.Market, r.Seq)
+	if err != nil {
+		s.log.Warn("could not read an amended order", "market", r.Market, "seq", r.Seq, "err", err)
+		return store.PlacedOrder{}, ErrUnavailable
+	}
+	return store.PlacedOrder{Order: o, Trades: c.placed.Trades}, nil
+}
+
 // CancelAll cancels every resting order of an account in the given markets.
 func (s *Shard) CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]store.Order, error) {
 	c := &command{kind: cmdCancelAll, account: account, markets: markets}
