@@ -114,7 +114,7 @@ func New(cfg Config) *Server {
 	})
 
 	httpkit.Health(s.engine, cfg.Store)
-	s.engine.GET("/metrics", httpkit.MetricsHandler(cfg.Metrics))
+	s.engine.GET("/metrics", gin.WrapH(httpkit.MetricsHandler(cfg.Metrics)))
 
 	v1 := s.engine.Group("/api/v1")
 	v1.GET("/openapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, "application/yaml", OpenAPIDocument) })

@@ -43,7 +43,7 @@ func (s Server) Handler() http.Handler {
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	e.Use(gin.Recovery(), httpkit.HTTPMetrics(reg))
-	e.GET("/metrics", httpkit.MetricsHandler(reg))
+	e.GET("/metrics", gin.WrapH(httpkit.MetricsHandler(reg)))
 	httpkit.Health(e, s.Store)
 	in := e.Group("/internal/v1", func(c *gin.Context) {
 		if t, ok := httpkit.Bearer(c.Request); !ok || !auth.TokenMatches(t, s.Token) {
