@@ -69,6 +69,7 @@ started from.`,
 	f.Int64Var(&o.grant, "grant", 1_000_000, "play money, in cents, that a new account starts with")
 	f.Int64Var(&o.maxQuantity, "max-quantity", 1_000_000, "largest order quantity accepted")
 	addProcessFlags(cmd, &o.process, true)
+	addMetricsFlag(cmd, &o.process, "127.0.0.1:9090")
 	addServeFlags(cmd, &o.serve)
 	return cmd
 }
@@ -108,6 +109,11 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 	defer st.Close()
 
 	reg := httpkit.NewRegistry()
+	metricsAddr, stopMetrics, err := startMetrics(o.process.metricsAddr, reg, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	sh := shard.New(shard.Config{Store: st, Logger: log, Metrics: reg})
 	defer sh.Stop()
 
@@ -153,8 +159,8 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 	}()
 
 	base := "http://" + ln.Addr().String()
-	fmt.Fprintf(out, "pmx is running.\n  API:       %s/api/v1\n  Settings:  %s/settings\n  Admin API: %s/admin/v1 (token %s)\n  Press Ctrl-C to stop.\n",
-		base, base, base, tokenSource)
+	fmt.Fprintf(out, "pmx is running.\n  API:       %s/api/v1\n  Settings:  %s/settings\n  Admin API: %s/admin/v1 (token %s)\n%s  Press Ctrl-C to stop.\n",
+		base, base, base, tokenSource, metricsLine(metricsAddr))
 
 	err = serve(ctx, ln, api.Handler(), httpkit.Limits{MaxConnsPerClient: o.serve.maxConnsPerClient}, log)
 	stopCloser()

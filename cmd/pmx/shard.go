@@ -46,6 +46,7 @@ hands its markets back.`,
 	f.StringVar(&o.advertise, "advertise-address", envOr("PMX_ADVERTISE_ADDRESS", ""), "host:port the front API reaches this shard at (default: the host name and the listening port)")
 	f.StringVar(&o.internalToken, "internal-token", envOr("PMX_INTERNAL_TOKEN", ""), "secret shared with the front API (default $PMX_INTERNAL_TOKEN)")
 	addProcessFlags(cmd, &o.process, true)
+	addMetricsFlag(cmd, &o.process, ":9090")
 	return cmd
 }
 
@@ -63,6 +64,12 @@ func runShard(ctx context.Context, o shardOptions) error {
 		return err
 	}
 	defer st.Close()
+	reg := httpkit.NewRegistry()
+	metricsAddr, stopMetrics, err := startMetrics(o.process.metricsAddr, reg, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	ln, err := listen(o.addr)
 	if err != nil {
 		return err
@@ -77,7 +84,6 @@ func runShard(ctx context.Context, o shardOptions) error {
 		advertise = net.JoinHostPort(host, port)
 	}
 
-	reg := httpkit.NewRegistry()
 	sh := shard.New(shard.Config{Store: st, Name: o.name, Logger: log, Metrics: reg})
 	beatCtx, stopBeat := context.WithCancel(context.Background())
 	beatDone := make(chan struct{})
@@ -86,7 +92,7 @@ func runShard(ctx context.Context, o shardOptions) error {
 		sh.Run(beatCtx, shard.Registration{Address: advertise})
 	}()
 	log.Info("shard serving", "addr", ln.Addr().String(), "advertise", advertise)
-	fmt.Printf("pmx shard %s is running on %s (advertised as %s)\n", o.name, ln.Addr(), advertise)
+	fmt.Printf("pmx shard %s is running on %s (advertised as %s)\n%s", o.name, ln.Addr(), advertise, metricsLine(metricsAddr))
 
 	err = serve(ctx, ln, shardapi.Server{Shard: sh, Store: st, Token: o.internalToken, Logger: log, Metrics: reg}.Handler(),
 		httpkit.Limits{MaxConnsPerClient: -1}, log) // its clients are the fronts, a few addresses
