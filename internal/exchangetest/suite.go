@@ -250,8 +250,11 @@ func testMarketPages(t *testing.T, c *Client, older, newer uuid.UUID) {
 }
 
 // testMetricsServed checks that the exchange serves /metrics on its metrics listener, counting the
-// requests the suite made.
+// requests the suite made, and not on the API's port, where it is an unknown path like any other.
 func testMetricsServed(t *testing.T, tg *Target) {
+	if status, raw := tg.do(t, "GET", "/metrics", "", nil, false); status != http.StatusNotFound {
+		t.Errorf("GET /metrics on the API's port: %d %.300s, want 404 (metrics have a listener of their own)", status, raw)
+	}
 	if tg.MetricsURL == "" {
 		t.Fatal("the target has no MetricsURL")
 	}
