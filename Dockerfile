@@ -24,6 +24,6 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/pmx /pmx
 USER 65532:65532
-# pmx api, pmx shard, and pmx operator's metrics and health probes.
+# pmx api's API, pmx shard's internal API, every process's metrics, pmx operator's health probes.
 EXPOSE 8080 8090 9090 9091
 ENTRYPOINT ["/pmx"]

@@ -12,7 +12,7 @@ PMX      := $(BIN)/pmx
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
 
-# `make run` passes RUN_FLAGS to pmx dev (e.g. RUN_FLAGS="--addr 127.0.0.1:9090").
+# `make run` passes RUN_FLAGS to pmx dev (e.g. RUN_FLAGS="--addr 127.0.0.1:8081 --metrics-addr 127.0.0.1:9091").
 RUN_FLAGS ?=
 # `make test` runs every test, under the race detector; TEST_FLAGS adds more (e.g. -run Engine).
 TEST_FLAGS ?=

@@ -1,6 +1,7 @@
 // Package apiserver is pmx's HTTP front: the public API (/api/v1) bots trade through, the admin
-// API (/admin/v1), health endpoints, /metrics and the OpenAPI document, with the developer settings
-// pages (package settings) mounted beside them. Handlers are thin: they decode and validate, call
+// API (/admin/v1), health endpoints and the OpenAPI document, with the developer settings pages
+// (package settings) mounted beside them. It counts its requests in a metrics registry but does
+// not serve it: the process serves /metrics on a listener of its own (httpkit.MetricsHandler). Handlers are thin: they decode and validate, call
 // the Exchange (the in-process shard, or in distributed mode shardapi.Router) or the store, and
 // encode. Every error answer is mapped in one place (errors.go).
 package apiserver
@@ -45,9 +46,9 @@ type Config struct {
 	MaxQuantity int64
 	// Now is the clock (default time.Now).
 	Now func() time.Time
-	// Metrics is where the server registers its metrics and what /metrics serves (default: a
-	// registry of its own).
-	Metrics *prometheus.Registry
+	// Metrics is where the server registers its metrics (default: a registry of its own), for the
+	// process to serve on its metrics listener; the server itself does not serve them.
+	Metrics prometheus.Registerer
 	// OrderCacheSize is how many of the orders placed through this server it remembers, so that
 	// cancelling one of them needs no read from Postgres (default 1<<18, about 32 MB when full;
 	// negative disables it).
@@ -114,7 +115,6 @@ func New(cfg Config) *Server {
 	})
 
 	httpkit.Health(s.engine, cfg.Store)
-	s.engine.GET("/metrics", httpkit.MetricsHandler(cfg.Metrics))
 
 	v1 := s.engine.Group("/api/v1")
 	v1.GET("/openapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, "application/yaml", OpenAPIDocument) })

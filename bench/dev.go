@@ -54,8 +54,10 @@ func startDev(ctx context.Context, pmx, databaseURL, dataDir, token string, extr
 	d := &devProcess{cmd: exec.Command(pmx, args...), log: logFile, logPath: logPath, done: make(chan struct{})}
 	// The token goes through the environment, not the command line that ps shows.
 	// The load generator is one client with many connections: lift the per-client limit (an
-	// environment variable, which a build from before the limit ignores).
-	d.cmd.Env = append(cleanEnv(), "PMX_ADMIN_TOKEN="+token, "PMX_MAX_CONNS_PER_CLIENT=-1")
+	// environment variable, which a build from before the limit ignores). The metrics listener
+	// takes a free port, as the API does, so that it never collides with another program's
+	// (its address is in the log's banner; again a variable that older builds ignore).
+	d.cmd.Env = append(cleanEnv(), "PMX_ADMIN_TOKEN="+token, "PMX_MAX_CONNS_PER_CLIENT=-1", "PMX_METRICS_ADDR=127.0.0.1:0")
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	pgcluster.SetParentDeathSignal(d.cmd.SysProcAttr, syscall.SIGTERM)
 	found := make(chan string, 1)

@@ -64,10 +64,14 @@ func methodLabel(method string) string {
 	return "other"
 }
 
-// MetricsHandler serves a registry's metrics in the Prometheus format.
-func MetricsHandler(g prometheus.Gatherer) gin.HandlerFunc {
-	h := promhttp.HandlerFor(g, promhttp.HandlerOpts{})
-	return gin.WrapH(h)
+// MetricsHandler serves a registry's metrics in the Prometheus format at GET /metrics, and answers
+// 404 to anything else. Every process serves it on a listener of its own (pmx's --metrics-addr),
+// never beside the public or internal API: what a process counts is for its operators, and a
+// scrape, which writes every series, is no work to let anyone ask for.
+func MetricsHandler(g prometheus.Gatherer) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	return mux
 }
 
 // NewRegistry is a metrics registry with the Go runtime's and the process's collectors, for one

@@ -52,3 +52,34 @@ func TestMetricsLabelsClosed(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsHandlerServesOnlyMetrics checks that the metrics listener's handler answers GET (and
+// HEAD) /metrics with the registry's metrics, and nothing else: no other path, no other method.
+func TestMetricsHandlerServesOnlyMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_test_total", Help: "A counter."})
+	reg.MustRegister(c)
+	c.Inc()
+	h := MetricsHandler(reg)
+	for _, tc := range []struct {
+		method, path string
+		want         int
+	}{
+		{http.MethodGet, "/metrics", http.StatusOK},
+		{http.MethodHead, "/metrics", http.StatusOK},
+		{http.MethodPost, "/metrics", http.StatusMethodNotAllowed},
+		{http.MethodGet, "/", http.StatusNotFound},
+		{http.MethodGet, "/metrics/", http.StatusNotFound},
+		{http.MethodGet, "/healthz", http.StatusNotFound},
+		{http.MethodGet, "/api/v1/markets", http.StatusNotFound},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, nil))
+		if rec.Code != tc.want {
+			t.Errorf("%s %s: %d, want %d", tc.method, tc.path, rec.Code, tc.want)
+		}
+		if tc.method == http.MethodGet && tc.want == http.StatusOK && !strings.Contains(rec.Body.String(), "pmx_test_total 1") {
+			t.Errorf("GET /metrics does not serve the registry:\n%.300s", rec.Body.String())
+		}
+	}
+}

@@ -17,16 +17,17 @@ import (
 	"github.com/pmx-dev/pmx/store"
 )
 
-// Server serves one shard's internal API, its health endpoints and /metrics.
+// Server serves one shard's internal API and its health endpoints. Its metrics are served by the
+// process, on a listener of its own (httpkit.MetricsHandler), not here.
 type Server struct {
 	Shard *shard.Shard
 	Store *store.Store // for readiness
 	// Token is what callers must send as their bearer token.
 	Token  string
 	Logger *slog.Logger
-	// Metrics is where the server registers its metrics and what /metrics serves (default: a
-	// registry of its own).
-	Metrics *prometheus.Registry
+	// Metrics is where the server registers its metrics (default: a registry of its own), for the
+	// process to serve on its metrics listener.
+	Metrics prometheus.Registerer
 }
 
 // Handler builds the server's routes.
@@ -43,7 +44,6 @@ func (s Server) Handler() http.Handler {
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	e.Use(gin.Recovery(), httpkit.HTTPMetrics(reg))
-	e.GET("/metrics", httpkit.MetricsHandler(reg))
 	httpkit.Health(e, s.Store)
 	in := e.Group("/internal/v1", func(c *gin.Context) {
 		if t, ok := httpkit.Bearer(c.Request); !ok || !auth.TokenMatches(t, s.Token) {

@@ -45,6 +45,7 @@ the shard that owns the market. Run as many replicas as you like; they answer al
 	f.Int64Var(&o.grant, "grant", 1_000_000, "play money, in cents, that a new account starts with")
 	f.Int64Var(&o.maxQuantity, "max-quantity", 1_000_000, "largest order quantity accepted")
 	addProcessFlags(cmd, &o.process, true)
+	addMetricsFlag(cmd, &o.process, ":9090")
 	addServeFlags(cmd, &o.serve)
 	return cmd
 }
@@ -62,13 +63,19 @@ func runAPI(ctx context.Context, o apiOptions) error {
 		return err
 	}
 	defer st.Close()
+	reg := httpkit.NewRegistry()
+	metricsAddr, stopMetrics, err := startMetrics(o.process.metricsAddr, reg, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	ln, err := listen(o.addr)
 	if err != nil {
 		return err
 	}
 	api := apiserver.New(apiserver.Config{Store: st, Exchange: &shardapi.Router{Store: st, Token: o.internalToken},
-		Logger: log, AdminToken: o.adminToken, Grant: o.grant, MaxQuantity: o.maxQuantity})
+		Logger: log, AdminToken: o.adminToken, Grant: o.grant, MaxQuantity: o.maxQuantity, Metrics: reg})
 	defer api.Close()
-	fmt.Printf("pmx api is running.\n  API:       http://%s/api/v1\n", ln.Addr())
+	fmt.Printf("pmx api is running.\n  API:       http://%s/api/v1\n%s", ln.Addr(), metricsLine(metricsAddr))
 	return serve(ctx, ln, api.Handler(), httpkit.Limits{MaxConnsPerClient: o.serve.maxConnsPerClient}, log)
 }

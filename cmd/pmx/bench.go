@@ -49,7 +49,8 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
   pmx bench --bots 16 --duration 60s --json
   pmx bench --sweep 500,1000,1500,2000,3000 --chart docs/latency.png
   pmx bench --pmx /tmp/pmx-before/bin/pmx     # measure another build
-  pmx bench --dev-arg=--pprof-addr=127.0.0.1:6060   # then: go tool pprof http://127.0.0.1:6060/debug/pprof/profile`,
+  pmx bench --dev-arg=--pprof-addr=127.0.0.1:6060   # then: go tool pprof http://127.0.0.1:6060/debug/pprof/profile
+  pmx bench --dev-arg=--metrics-addr=127.0.0.1:9090 # then: curl 127.0.0.1:9090/metrics (by default a free port)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {

@@ -71,6 +71,7 @@ started from.`,
 	f.Int64Var(&o.maxQuantity, "max-quantity", 1_000_000, "largest order quantity accepted")
 	f.IntVar(&o.maxOpenOrders, "max-open-orders", shard.DefaultMaxOpenOrders, "most open orders one account may have in one market")
 	addProcessFlags(cmd, &o.process, true)
+	addMetricsFlag(cmd, &o.process, "127.0.0.1:9090")
 	addServeFlags(cmd, &o.serve)
 	return cmd
 }
@@ -110,6 +111,11 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 	defer st.Close()
 
 	reg := httpkit.NewRegistry()
+	metricsAddr, stopMetrics, err := startMetrics(o.process.metricsAddr, reg, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	sh := shard.New(shard.Config{Store: st, Logger: log, Metrics: reg, MaxOpenOrders: o.maxOpenOrders})
 	defer sh.Stop()
 
@@ -155,8 +161,8 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 	}()
 
 	base := "http://" + ln.Addr().String()
-	fmt.Fprintf(out, "pmx is running.\n  API:       %s/api/v1\n  Settings:  %s/settings\n  Admin API: %s/admin/v1 (token %s)\n  Press Ctrl-C to stop.\n",
-		base, base, base, tokenSource)
+	fmt.Fprintf(out, "pmx is running.\n  API:       %s/api/v1\n  Settings:  %s/settings\n  Admin API: %s/admin/v1 (token %s)\n%s  Press Ctrl-C to stop.\n",
+		base, base, base, tokenSource, metricsLine(metricsAddr))
 
 	err = serve(ctx, ln, api.Handler(), httpkit.Limits{MaxConnsPerClient: o.serve.maxConnsPerClient}, log)
 	stopCloser()

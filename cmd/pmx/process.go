@@ -10,18 +10,21 @@ import (
 	"net/http/pprof"
 	"os"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/store"
 )
 
 // What every long-running command (dev, api, shard, operator) does before its own work: make its
-// logger, start the profiler, open the database and listen.
+// logger, start the profiler, open the database, serve its metrics and listen.
 
 // processOptions are the flags every long-running command takes.
 type processOptions struct {
-	logLevel  string
-	pprofAddr string
+	logLevel    string
+	pprofAddr   string
+	metricsAddr string
 }
 
 // addProcessFlags adds --log-level and, for a command that serves HTTP itself, --pprof-addr: Go's
@@ -32,6 +35,16 @@ func addProcessFlags(cmd *cobra.Command, o *processOptions, withPprof bool) {
 	if withPprof {
 		f.StringVar(&o.pprofAddr, "pprof-addr", "", "serve Go's profiler (net/http/pprof) on this address, e.g. 127.0.0.1:6060 (off when empty)")
 	}
+}
+
+// addMetricsFlag adds --metrics-addr to a command that serves HTTP itself (dev, api, shard; the
+// operator has controller-runtime's --metrics-bind-address): the address of its /metrics, one of
+// its own, never the API's, so that what a process counts is not served to whoever can reach the
+// API. def is the command's default; $PMX_METRICS_ADDR overrides it, which a build from before the
+// flag ignores (pmx bench runs such builds too).
+func addMetricsFlag(cmd *cobra.Command, o *processOptions, def string) {
+	cmd.Flags().StringVar(&o.metricsAddr, "metrics-addr", envOr("PMX_METRICS_ADDR", def),
+		"address to serve Prometheus metrics (/metrics) on, apart from the API ($PMX_METRICS_ADDR when set; empty or 0: off)")
 }
 
 // startProcess returns the logger, writing text to stderr at --log-level, and starts the profiler
@@ -73,6 +86,45 @@ func startPprof(addr string, log *slog.Logger) error {
 	log.Info("profiler serving", "addr", ln.Addr().String())
 	go func() { _ = http.Serve(ln, mux) }()
 	return nil
+}
+
+// metricsLimits bound the metrics listener: its clients are a Prometheus or two and a person with
+// curl, so it holds far fewer connections than the API.
+var metricsLimits = httpkit.Limits{MaxConns: 64, MaxConnsPerClient: 16}
+
+// startMetrics serves g's metrics (httpkit.MetricsHandler) on addr, in the background and within
+// metricsLimits, and returns the address it listens on and a function that stops it. Commands
+// start it as soon as they have their registry and stop it last, so that their metrics can be read
+// while they load their markets and while they drain. An empty addr, or "0" (the operator's way to
+// turn its metrics off), serves none: the address is then empty.
+func startMetrics(addr string, g prometheus.Gatherer, log *slog.Logger) (string, func(), error) {
+	if addr == "" || addr == "0" {
+		return "", func() {}, nil
+	}
+	ln, err := listen(addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("--metrics-addr: %w", err)
+	}
+	log = log.With("server", "metrics")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := httpkit.Serve(ctx, ln, httpkit.MetricsHandler(g), metricsLimits, log); err != nil {
+			log.Error("the metrics server failed", "err", err)
+		}
+	}()
+	log.Info("metrics serving", "addr", ln.Addr().String())
+	return ln.Addr().String(), func() { cancel(); <-done }, nil
+}
+
+// metricsLine is the line of a command's banner that says where its metrics are, or nothing when
+// it serves none.
+func metricsLine(addr string) string {
+	if addr == "" {
+		return ""
+	}
+	return "  Metrics:   http://" + addr + "/metrics\n"
 }
 
 // openStore connects to Postgres and brings its schema up to date: every process migrates at start

@@ -48,6 +48,7 @@ hands its markets back.`,
 	f.StringVar(&o.internalToken, "internal-token", envOr("PMX_INTERNAL_TOKEN", ""), "secret shared with the front API (default $PMX_INTERNAL_TOKEN)")
 	f.IntVar(&o.maxOpenOrders, "max-open-orders", shard.DefaultMaxOpenOrders, "most open orders one account may have in one market")
 	addProcessFlags(cmd, &o.process, true)
+	addMetricsFlag(cmd, &o.process, ":9090")
 	return cmd
 }
 
@@ -65,6 +66,12 @@ func runShard(ctx context.Context, o shardOptions) error {
 		return err
 	}
 	defer st.Close()
+	reg := httpkit.NewRegistry()
+	metricsAddr, stopMetrics, err := startMetrics(o.process.metricsAddr, reg, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	ln, err := listen(o.addr)
 	if err != nil {
 		return err
@@ -79,7 +86,6 @@ func runShard(ctx context.Context, o shardOptions) error {
 		advertise = net.JoinHostPort(host, port)
 	}
 
-	reg := httpkit.NewRegistry()
 	sh := shard.New(shard.Config{Store: st, Name: o.name, Logger: log, Metrics: reg, MaxOpenOrders: o.maxOpenOrders})
 	beatCtx, stopBeat := context.WithCancel(context.Background())
 	beatDone := make(chan struct{})
@@ -88,7 +94,7 @@ func runShard(ctx context.Context, o shardOptions) error {
 		sh.Run(beatCtx, shard.Registration{Address: advertise})
 	}()
 	log.Info("shard serving", "addr", ln.Addr().String(), "advertise", advertise)
-	fmt.Printf("pmx shard %s is running on %s (advertised as %s)\n", o.name, ln.Addr(), advertise)
+	fmt.Printf("pmx shard %s is running on %s (advertised as %s)\n%s", o.name, ln.Addr(), advertise, metricsLine(metricsAddr))
 
 	err = serve(ctx, ln, shardapi.Server{Shard: sh, Store: st, Token: o.internalToken, Logger: log, Metrics: reg}.Handler(),
 		httpkit.Limits{MaxConnsPerClient: -1}, log) // its clients are the fronts, a few addresses

@@ -34,7 +34,7 @@ func TestTemplateDefault(t *testing.T) {
 
 	wantKinds := map[string]int{
 		"ServiceAccount": 1, "Secret": 2, "ClusterRole": 3, "ClusterRoleBinding": 1, "Role": 1,
-		"RoleBinding": 1, "Service": 5, "Deployment": 2, "StatefulSet": 2, "PodDisruptionBudget": 2,
+		"RoleBinding": 1, "Service": 7, "Deployment": 2, "StatefulSet": 2, "PodDisruptionBudget": 2,
 	}
 	if got := kindCounts(r); !maps.Equal(got, wantKinds) {
 		t.Errorf("rendered kinds %v, want %v", got, wantKinds)
@@ -66,7 +66,7 @@ func TestTemplateDefault(t *testing.T) {
 	if api.Spec.Replicas == nil || *api.Spec.Replicas != 2 {
 		t.Errorf("pmx-api replicas %v, want 2", api.Spec.Replicas)
 	}
-	checkArgs(t, "pmx-api", api.Spec.Template.Spec.Containers[0].Args, "api", "--addr=:8080", "--log-level=info")
+	checkArgs(t, "pmx-api", api.Spec.Template.Spec.Containers[0].Args, "api", "--addr=:8080", "--metrics-addr=:9090", "--log-level=info")
 
 	shards := decode[appsv1.StatefulSet](t, r, "StatefulSet", "pmx-shard")
 	checkShards(t, shards, 2, "pmx-shard", "exchange")
@@ -108,7 +108,7 @@ func TestTemplateProduction(t *testing.T) {
 
 	wantKinds := map[string]int{
 		"ServiceAccount": 1, "Secret": 1, "ClusterRole": 3, "ClusterRoleBinding": 1, "Role": 1,
-		"RoleBinding": 1, "Service": 3, "Deployment": 2, "StatefulSet": 1, "PodDisruptionBudget": 2,
+		"RoleBinding": 1, "Service": 5, "Deployment": 2, "StatefulSet": 1, "PodDisruptionBudget": 2,
 		"HorizontalPodAutoscaler": 1, "Ingress": 1, "ServiceMonitor": 3,
 	}
 	if got := kindCounts(r); !maps.Equal(got, wantKinds) {
@@ -141,7 +141,7 @@ func TestTemplateProduction(t *testing.T) {
 	}
 	c := api.Spec.Template.Spec.Containers[0]
 	checkResources(t, "ex-pmx-api", c.Resources, "500m", "256Mi", "2", "1Gi")
-	checkArgs(t, "ex-pmx-api", c.Args, "api", "--addr=:8080", "--log-level=warn", "--grant=500000")
+	checkArgs(t, "ex-pmx-api", c.Args, "api", "--addr=:8080", "--metrics-addr=:9090", "--log-level=warn", "--grant=500000")
 	if _, ok := envByName(c.Env)["GOMAXPROCS"]; !ok {
 		t.Error("api.extraEnv GOMAXPROCS is missing")
 	}
@@ -157,8 +157,8 @@ func TestTemplateProduction(t *testing.T) {
 		t.Errorf("ingress %+v", ing.Spec)
 	}
 	svc := decode[corev1.Service](t, r, "Service", "ex-pmx-api")
-	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || svc.Spec.Ports[0].Port != 8080 {
-		t.Errorf("api Service %s port %d, want LoadBalancer 8080", svc.Spec.Type, svc.Spec.Ports[0].Port)
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 8080 {
+		t.Errorf("api Service %s ports %v, want LoadBalancer 8080 alone (the metrics have a ClusterIP Service of their own)", svc.Spec.Type, svc.Spec.Ports)
 	}
 	pdb := decode[policyv1.PodDisruptionBudget](t, r, "PodDisruptionBudget", "ex-pmx-api")
 	if pdb.Spec.MaxUnavailable == nil || *pdb.Spec.MaxUnavailable != intstr.FromString("25%") {
@@ -186,7 +186,8 @@ func TestTemplateProduction(t *testing.T) {
 		"--leader-election-namespace=trading", "--shard-ttl=10s", "--resync=1500ms", "--log-level=warn")
 	checkResources(t, "ex-pmx-operator", op.Spec.Template.Spec.Containers[0].Resources, "100m", "128Mi", "1", "512Mi")
 
-	// A ServiceMonitor per component, with the label the Prometheus selects and the interval.
+	// A ServiceMonitor per component, with the label the Prometheus selects and the interval;
+	// checkConsistent checks that each scrapes its component's metrics Service.
 	for _, sm := range r.ofKind("ServiceMonitor") {
 		endpoints, _, _ := unstructured.NestedSlice(sm.obj.Object, "spec", "endpoints")
 		if sm.obj.GetLabels()["release"] != "kube-prometheus-stack" || len(endpoints) != 1 ||
@@ -205,7 +206,7 @@ func TestTemplateExternalURL(t *testing.T) {
 
 	wantKinds := map[string]int{
 		"Secret": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
-		"Service": 3, "Deployment": 2, "StatefulSet": 1,
+		"Service": 5, "Deployment": 2, "StatefulSet": 1,
 	}
 	if got := kindCounts(r); !maps.Equal(got, wantKinds) {
 		t.Errorf("rendered kinds %v, want %v", got, wantKinds)
@@ -330,6 +331,7 @@ func checkConsistent(t *testing.T, r *render, image string, external []string) {
 			}
 		}
 	}
+	checkMetrics(t, r, ws)
 	for _, m := range r.ofKind("ServiceMonitor") {
 		var sm struct {
 			Spec struct {
@@ -355,6 +357,9 @@ func checkConsistent(t *testing.T, r *render, image string, external []string) {
 		if sm.Spec.Endpoints[0].Path != "/metrics" {
 			t.Errorf("%s scrapes %s", m, sm.Spec.Endpoints[0].Path)
 		}
+		if want := m.obj.GetName() + "-metrics"; matched[0] != want || sm.Spec.Endpoints[0].Port != "metrics" {
+			t.Errorf("%s scrapes port %q of Service %s, want port metrics of %s", m, sm.Spec.Endpoints[0].Port, matched[0], want)
+		}
 	}
 
 	// Bindings bind rendered roles to the operator's ServiceAccount.
@@ -367,6 +372,59 @@ func checkConsistent(t *testing.T, r *render, image string, external []string) {
 			}
 			if len(b.Subjects) != 1 || b.Subjects[0].Kind != "ServiceAccount" || b.Subjects[0].Name != op.Spec.Template.Spec.ServiceAccountName || b.Subjects[0].Namespace != r.namespace {
 				t.Errorf("%s binds %v, want the operator's ServiceAccount %s/%s", m, b.Subjects, r.namespace, op.Spec.Template.Spec.ServiceAccountName)
+			}
+		}
+	}
+}
+
+// checkMetrics checks that the front API, the shards and the operator each serve their metrics on
+// port 9090, named metrics, which the flag they are given listens on, and that only the component's
+// ClusterIP Service <fullname>-<component>-metrics carries that port: the front API's own Service,
+// which may be a LoadBalancer, and its Ingress never reach /metrics.
+func checkMetrics(t *testing.T, r *render, ws []workload) {
+	t.Helper()
+	flags := map[string]string{"api": "--metrics-addr=:9090", "shard": "--metrics-addr=:9090", "operator": "--metrics-bind-address=:9090"}
+	for component, flag := range flags {
+		name := r.fullname() + "-" + component
+		i := slices.IndexFunc(ws, func(w workload) bool { return w.name == name })
+		if i < 0 {
+			t.Errorf("no workload %s", name)
+			continue
+		}
+		c := ws[i].pod.Containers[0]
+		if !slices.Contains(c.Args, flag) {
+			t.Errorf("%s: args %q lack %s", name, c.Args, flag)
+		}
+		var ports []string
+		for _, p := range c.Ports {
+			if p.Name == "metrics" || p.ContainerPort == 9090 {
+				ports = append(ports, fmt.Sprintf("%s:%d", p.Name, p.ContainerPort))
+			}
+		}
+		if !slices.Equal(ports, []string{"metrics:9090"}) {
+			t.Errorf("%s: ports %v, want one named metrics on 9090", name, c.Ports)
+		}
+		if r.find("Service", name+"-metrics") == nil {
+			t.Errorf("no Service %s-metrics", name)
+			continue
+		}
+		svc := decode[corev1.Service](t, r, "Service", name+"-metrics")
+		if svc.Spec.Type != corev1.ServiceTypeClusterIP || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Name != "metrics" ||
+			svc.Spec.Ports[0].Port != 9090 || svc.Spec.Ports[0].TargetPort != intstr.FromString("metrics") {
+			t.Errorf("Service %s: %s ports %v, want ClusterIP with port metrics 9090 alone", svc.Name, svc.Spec.Type, svc.Spec.Ports)
+		}
+		if !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(ws[i].labels)) {
+			t.Errorf("Service %s does not select %s's pods", svc.Name, name)
+		}
+	}
+	for _, m := range r.ofKind("Service") {
+		if strings.HasSuffix(m.obj.GetName(), "-metrics") {
+			continue
+		}
+		svc := decode[corev1.Service](t, r, "Service", m.obj.GetName())
+		for _, p := range svc.Spec.Ports {
+			if p.Name == "metrics" || p.Port == 9090 || p.TargetPort == intstr.FromString("metrics") || p.TargetPort == intstr.FromInt32(9090) {
+				t.Errorf("%s: port %s (%d → %s) reaches the metrics listener; only the -metrics Services may", m, p.Name, p.Port, p.TargetPort.String())
 			}
 		}
 	}

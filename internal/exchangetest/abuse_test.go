@@ -55,14 +55,17 @@ func TestAbuse(t *testing.T) {
 	// The Go memory limit the api pod's 512 MiB sets (cmd/pmx/memlimit.go: 75% of the cgroup's
 	// limit). A test process has no such cgroup, so it gets the environment variable that overrides it.
 	proc, base := StartProcessEnv(t, apiLine, []string{"GOMEMLIMIT=384MiB"}, bin, "dev", "--database-url", dbURL,
-		"--addr", "127.0.0.1:0", "--markets", "", "--admin-token", token, "--data-dir", t.TempDir(), "--log-level", "warn")
+		"--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--markets", "", "--admin-token", token,
+		"--data-dir", t.TempDir(), "--log-level", "warn")
+	metricsURL := proc.Line(metricsLine)
 	WaitReady(t, base+"/readyz")
 	st, err := store.Open(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	tg := &Target{URL: base, AdminToken: token, Store: st, Validator: apitest.NewValidator(t), HTTP: &http.Client{Timeout: time.Minute}}
+	tg := &Target{URL: base, MetricsURL: metricsURL, AdminToken: token, Store: st, Validator: apitest.NewValidator(t),
+		HTTP: &http.Client{Timeout: time.Minute}}
 	tg.Markets = AdminMarkets{tg}
 	market := tg.NewMarket(t, nil).ID
 	good, abuser := tg.NewAccount(t, "good"), tg.NewAccount(t, "abuser")
@@ -325,7 +328,7 @@ func TestAbuse(t *testing.T) {
 	if maxRSS > abuseMaxRSS {
 		t.Errorf("pmx dev held %d MB under abuse; the bound is %d MB", maxRSS>>20, abuseMaxRSS>>20)
 	}
-	resp, err := http.Get(base + "/metrics")
+	resp, err := http.Get(metricsURL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

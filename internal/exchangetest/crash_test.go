@@ -21,12 +21,17 @@ import (
 	"github.com/pmx-dev/pmx/store"
 )
 
-var apiLine = regexp.MustCompile(`API:\s+(http://\S+)/api/v1`)
+// The lines of a pmx process's banner that say where its API and its metrics listen.
+var (
+	apiLine     = regexp.MustCompile(`API:\s+(http://\S+)/api/v1`)
+	metricsLine = regexp.MustCompile(`Metrics:\s+(http://\S+)/metrics`)
+)
 
-// startDevProcess runs `pmx dev` on a database and returns it with its base URL.
+// startDevProcess runs `pmx dev` on a database and returns it with its base URL. Its metrics are
+// on a port of their own (p.Line(metricsLine) says where).
 func startDevProcess(t *testing.T, bin, dbURL, token string) (*Process, string) {
 	p, base := StartProcess(t, apiLine, bin, "dev", "--database-url", dbURL, "--addr", "127.0.0.1:0",
-		"--markets", "", "--admin-token", token, "--data-dir", t.TempDir(), "--log-level", "warn")
+		"--metrics-addr", "127.0.0.1:0", "--markets", "", "--admin-token", token, "--data-dir", t.TempDir(), "--log-level", "warn")
 	WaitReady(t, base+"/readyz")
 	return p, base
 }

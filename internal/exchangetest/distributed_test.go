@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -32,6 +33,10 @@ type cluster struct {
 	store  *store.Store
 	shards map[string]*Process
 	apis   []string // base URLs of the api replicas
+	// apiMetrics and shardMetrics are where the api replicas (in the order of apis) and the
+	// shards serve /metrics.
+	apiMetrics   []string
+	shardMetrics map[string]string
 }
 
 const (
@@ -53,7 +58,7 @@ func startCluster(t *testing.T) *cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	c := &cluster{env: env, store: st, shards: map[string]*Process{}}
+	c := &cluster{env: env, store: st, shards: map[string]*Process{}, shardMetrics: map[string]string{}}
 
 	kubeconfig := "KUBECONFIG=" + env.Kubeconfig
 	StartProcessEnv(t, operatorLine, []string{kubeconfig}, bin, "operator", "--database-url", dbURL,
@@ -61,22 +66,25 @@ func startCluster(t *testing.T) *cluster {
 		"--name", "operator-test", "--shard-ttl", "2s", "--resync", "250ms", "--log-level", "info")
 	for _, name := range []string{"shard-a", "shard-b"} {
 		p, _ := StartProcess(t, shardLine, bin, "shard", "--name", name, "--addr", "127.0.0.1:0",
-			"--database-url", dbURL, "--internal-token", clusterInternalToken, "--log-level", "warn",
-			"--max-open-orders", strconv.Itoa(SuiteMaxOpenOrders))
+			"--metrics-addr", "127.0.0.1:0", "--database-url", dbURL, "--internal-token", clusterInternalToken,
+			"--log-level", "warn", "--max-open-orders", strconv.Itoa(SuiteMaxOpenOrders))
 		c.shards[name] = p
+		c.shardMetrics[name] = p.Line(metricsLine)
 	}
 	for range 2 {
-		_, base := StartProcess(t, apiLine, bin, "api", "--addr", "127.0.0.1:0", "--database-url", dbURL,
-			"--admin-token", clusterAdminToken, "--internal-token", clusterInternalToken, "--log-level", "warn")
+		p, base := StartProcess(t, apiLine, bin, "api", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",
+			"--database-url", dbURL, "--admin-token", clusterAdminToken, "--internal-token", clusterInternalToken,
+			"--log-level", "warn")
 		WaitReady(t, base+"/readyz")
 		c.apis = append(c.apis, base)
+		c.apiMetrics = append(c.apiMetrics, p.Line(metricsLine))
 	}
 	return c
 }
 
 // target is the cluster as the suite sees it, through api replica i.
 func (c *cluster) target(t *testing.T, i int) *Target {
-	tg := &Target{URL: c.apis[i], AdminToken: clusterAdminToken, Store: c.store,
+	tg := &Target{URL: c.apis[i], MetricsURL: c.apiMetrics[i], AdminToken: clusterAdminToken, Store: c.store,
 		Validator: apitest.NewValidator(t), HTTP: &http.Client{Timeout: time.Minute}}
 	tg.Markets = &KubeMarkets{Client: c.env.Client, Store: c.store, Namespace: "default",
 		Scheduled: func(_ context.Context, m store.Market) bool {
@@ -91,7 +99,24 @@ func (c *cluster) target(t *testing.T, i int) *Target {
 func TestDistributed(t *testing.T) {
 	c := startCluster(t)
 	t.Run("Suite", func(t *testing.T) { RunSuite(t, c.target(t, 0)) })
+	t.Run("ShardMetrics", func(t *testing.T) { testShardMetrics(t, c) })
 	t.Run("Failover", func(t *testing.T) { testFailover(t, c) })
+}
+
+// testShardMetrics checks that each shard serves its group commit's metrics on its metrics
+// listener; the suite has placed orders on both by now.
+func testShardMetrics(t *testing.T, c *cluster) {
+	for name, url := range c.shardMetrics {
+		resp, err := http.Get(url + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(raw), "pmx_shard_batches_total") {
+			t.Errorf("%s: GET %s/metrics: %d %.300s (%v)", name, url, resp.StatusCode, raw, err)
+		}
+	}
 }
 
 func testFailover(t *testing.T, c *cluster) {

@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/apiserver"
+	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/internal/apitest"
 	"github.com/pmx-dev/pmx/internal/storetest"
 	"github.com/pmx-dev/pmx/market"
@@ -29,7 +30,10 @@ import (
 
 // Target is an exchange under test.
 type Target struct {
-	URL        string // scheme://host:port, without /api/v1
+	URL string // scheme://host:port, without /api/v1
+	// MetricsURL is where the exchange serves /metrics (scheme://host:port): a listener of its
+	// own, apart from the API.
+	MetricsURL string
 	AdminToken string
 	Store      *store.Store // the exchange's database, for checks in SQL
 	// CheckBooks compares the books in memory with Postgres, when the target can.
@@ -44,14 +48,16 @@ type Target struct {
 	names        atomic.Int64
 }
 
-// StartDev starts the standalone exchange in-process — store, shard and API on a loopback port —
-// on a fresh database of the test binary's shared cluster, and stops it when t ends.
+// StartDev starts the standalone exchange in-process — store, shard, and API and metrics each on a
+// loopback port of their own, as pmx dev serves them — on a fresh database of the test binary's
+// shared cluster, and stops it when t ends.
 func StartDev(t testing.TB) *Target {
 	t.Helper()
 	ctx := context.Background()
 	st := storetest.New(t)
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	sh := shard.New(shard.Config{Store: st, Logger: log, MaxOpenOrders: SuiteMaxOpenOrders})
+	reg := httpkit.NewRegistry()
+	sh := shard.New(shard.Config{Store: st, Logger: log, Metrics: reg, MaxOpenOrders: SuiteMaxOpenOrders})
 	t.Cleanup(sh.Stop)
 	closerCtx, stopCloser := context.WithCancel(ctx)
 	closerDone := make(chan struct{})
@@ -61,12 +67,14 @@ func StartDev(t testing.TB) *Target {
 	}()
 	t.Cleanup(func() { stopCloser(); <-closerDone })
 	token := "test-admin-token"
-	api := apiserver.New(apiserver.Config{Store: st, Exchange: sh, Logger: log, AdminToken: token})
+	api := apiserver.New(apiserver.Config{Store: st, Exchange: sh, Logger: log, AdminToken: token, Metrics: reg})
 	t.Cleanup(api.Close)
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
-	tg := &Target{URL: srv.URL, AdminToken: token, Store: st, CheckBooks: sh.CheckBooks, AdminMarkets: true,
-		Validator: apitest.NewValidator(t), HTTP: &http.Client{Timeout: time.Minute}}
+	metrics := httptest.NewServer(httpkit.MetricsHandler(reg)) // as pmx dev's --metrics-addr
+	t.Cleanup(metrics.Close)
+	tg := &Target{URL: srv.URL, MetricsURL: metrics.URL, AdminToken: token, Store: st, CheckBooks: sh.CheckBooks,
+		AdminMarkets: true, Validator: apitest.NewValidator(t), HTTP: &http.Client{Timeout: time.Minute}}
 	tg.Markets = AdminMarkets{tg}
 	return tg
 }

@@ -118,6 +118,29 @@ func StartProcessEnv(t testing.TB, ready *regexp.Regexp, env []string, bin strin
 	return nil, ""
 }
 
+// Line waits up to a minute for a line of the process's output that matches re, and returns the
+// line's last submatch: what StartProcess does for its ready line, for a line that may come after
+// it (such as the banner's Metrics line after its API line).
+func (p *Process) Line(re *regexp.Regexp) string {
+	p.t.Helper()
+	var found string
+	match := func(context.Context) (bool, error) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, line := range p.output {
+			if m := re.FindStringSubmatch(line); m != nil {
+				found = m[len(m)-1]
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	if err := poll.Until(context.Background(), time.Minute, match); err != nil {
+		p.t.Fatalf("no line matching %s: %v\n%s", re, err, p.Output())
+	}
+	return found
+}
+
 // Output is what the process printed.
 func (p *Process) Output() string {
 	p.mu.Lock()

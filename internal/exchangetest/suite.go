@@ -1,6 +1,7 @@
 package exchangetest
 
 import (
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -52,12 +53,7 @@ func RunSuite(t *testing.T, tg *Target) {
 			t.Fatalf("GET /api/v1/openapi.yaml: %d %.60s", status, raw)
 		}
 	})
-	t.Run("MetricsServed", func(t *testing.T) {
-		status, raw := tg.do(t, "GET", "/metrics", "", nil, false)
-		if status != http.StatusOK || !strings.Contains(string(raw), `pmx_http_requests_total{code="201",method="POST",route="/api/v1/order"}`) {
-			t.Fatalf("GET /metrics: %d %.300s", status, raw)
-		}
-	})
+	t.Run("MetricsServed", func(t *testing.T) { testMetricsServed(t, tg) })
 	t.Run("Invariants", func(t *testing.T) { CheckInvariants(t, tg) })
 	t.Run("EveryDocumentedStatusSeen", func(t *testing.T) {
 		// Accounts are never deleted, so GET /positions cannot answer 404.
@@ -257,4 +253,24 @@ func testMarketPages(t *testing.T, c *Client, older, newer uuid.UUID) {
 	}
 	c.ExpectError(t, "GET", "/markets?limit=0", nil, http.StatusBadRequest, "out_of_range")
 	c.ExpectError(t, "GET", "/markets?cursor=!!", nil, http.StatusBadRequest, "invalid_cursor")
+}
+
+// testMetricsServed checks that the exchange serves /metrics on its metrics listener, counting the
+// requests the suite made, and not on the API's port, where it is an unknown path like any other.
+func testMetricsServed(t *testing.T, tg *Target) {
+	if status, raw := tg.do(t, "GET", "/metrics", "", nil, false); status != http.StatusNotFound {
+		t.Errorf("GET /metrics on the API's port: %d %.300s, want 404 (metrics have a listener of their own)", status, raw)
+	}
+	if tg.MetricsURL == "" {
+		t.Fatal("the target has no MetricsURL")
+	}
+	resp, err := tg.HTTP.Get(tg.MetricsURL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(raw), `pmx_http_requests_total{code="201",method="POST",route="/api/v1/order"}`) {
+		t.Fatalf("GET %s/metrics: %d %.300s (%v)", tg.MetricsURL, resp.StatusCode, raw, err)
+	}
 }

@@ -66,6 +66,32 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 {{- end -}}
 
+{{/*
+The Service through which Prometheus scrapes one component's metrics: port 9090, named "metrics",
+where every pmx process serves /metrics apart from its API (--metrics-addr, the operator's
+--metrics-bind-address). It is a ClusterIP Service of its own, so that the front API's Service,
+which may be a LoadBalancer, never carries the metrics port; the label pmx.dev/metrics sets it apart
+from the component's other Services for its ServiceMonitor. Call with (dict "ctx" $ "component" "api").
+*/}}
+{{- define "pmx.metricsService" -}}
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ include "pmx.fullname" .ctx }}-{{ .component }}-metrics
+  namespace: {{ .ctx.Release.Namespace }}
+  labels:
+    {{- include "pmx.componentLabels" . | nindent 4 }}
+    pmx.dev/metrics: "true"
+spec:
+  type: ClusterIP
+  selector:
+    {{- include "pmx.componentSelectorLabels" . | nindent 4 }}
+  ports:
+    - name: metrics
+      port: 9090
+      targetPort: metrics
+{{- end -}}
+
 {{/* The shards' headless Service, whose DNS names the shards advertise. */}}
 {{- define "pmx.shardServiceName" -}}
 {{- printf "%s-shard" (include "pmx.fullname" .) -}}
