@@ -500,3 +500,56 @@ func (s *Server) heartbeat(c *gin.Context) error {
 	c.JSON(http.StatusOK, Heartbeat{Armed: hb.Armed, Deadline: hb.Deadline})
 	return nil
 }
+
+// amendOrder changes the price or the remaining quantity of one of the caller's resting orders,
+// named by orderId or clientOrderId; the shard decides the rest as it does for a cancel.
+func (s *Server) amendOrder(c *gin.Context) error {
+	obj, err := readObject(c.Request)
+	if err != nil {
+		return err
+	}
+	var o store.Order
+	if obj.has("clientOrderId") {
+		if obj.has("orderId") {
+			return errOrderIDAndClientID
+		}
+		clientID, err := obj.string("clientOrderId")
+		if err != nil {
+			return err
+		}
+		if o, err = s.orderByClientID(c, clientID); err != nil {
+			return err
+		}
+	} else {
+		id, err := obj.uuid("orderId")
+		if err != nil {
+			return err
+		}
+		if o, err = s.ownOrder(c, id); err != nil {
+			return err
+		}
+	}
+	var price, remaining int64
+	if obj.has("price") {
+		if price, err = obj.integer("price", engine.MinPrice, engine.MaxPrice); err != nil {
+			return err
+		}
+	}
+	if obj.has("quantity") {
+		if remaining, err = obj.integer("quantity", 1, s.cfg.MaxQuantity); err != nil {
+			return err
+		}
+	}
+	if price == 0 && remaining == 0 {
+		return httpkit.FieldError("price", "missing_field", "give the new price, the new remaining quantity, or both")
+	}
+	side, _ := engine.ParseSide(o.Side)
+	outcome, _ := engine.ParseOutcome(o.Outcome)
+	amended, err := s.cfg.Exchange.Amend(c.Request.Context(), shard.AmendRequest{Account: accountOf(c), Market: o.MarketID, Seq: o.Seq,
+		Side: side, Outcome: outcome, Price: int(price), Remaining: remaining})
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, placedOf(&amended))
+	return nil
+}

@@ -28,6 +28,7 @@ import (
 type Exchange interface {
 	Place(ctx context.Context, r shard.PlaceRequest) (store.PlacedOrder, error)
 	Cancel(ctx context.Context, r shard.CancelRequest) (store.Order, error)
+	Amend(ctx context.Context, r shard.AmendRequest) (store.PlacedOrder, error)
 	CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]store.Order, error)
 	Transition(ctx context.Context, market uuid.UUID, action market.Action) error
 	OrderBook(ctx context.Context, market uuid.UUID) (*shard.Snapshot, error)
@@ -131,6 +132,7 @@ func New(cfg Config) *Server {
 	v1.GET("/orders", handler(s.listOrders))
 	v1.GET("/order", handler(s.getOrder))
 	v1.POST("/heartbeat", handler(s.heartbeat))
+	v1.POST("/order/amend", handler(s.amendOrder))
 
 	if cfg.AdminToken != "" {
 		admin := s.engine.Group("/admin/v1", s.authenticateAdmin)

@@ -71,5 +71,5 @@ func TooManyOpenOrders(limit int) *Error {
 // or PARTIALLY_FILLED_CANCELLED).
 func OrderNotOpen(status string) *Error {
 	return &Error{Kind: Invalid, Code: ErrOrderNotOpen.Code, Field: ErrOrderNotOpen.Field,
-		Message: fmt.Sprintf("the order is %s: only OPEN and PARTIALLY_FILLED orders can be cancelled", status)}
+		Message: fmt.Sprintf("the order is %s: only OPEN and PARTIALLY_FILLED orders can be cancelled or amended", status)}
 }

@@ -17,7 +17,7 @@ func TestErrorsCompareByCode(t *testing.T) {
 	if errors.Is(errors.New(ErrOrderNotOpen.Message), ErrOrderNotOpen) {
 		t.Error("a plain error with the same text is a refusal")
 	}
-	if want := "the order is FILLED: only OPEN and PARTIALLY_FILLED orders can be cancelled"; notOpen.Message != want || notOpen.Field != "orderId" {
+	if want := "the order is FILLED: only OPEN and PARTIALLY_FILLED orders can be cancelled or amended"; notOpen.Message != want || notOpen.Field != "orderId" {
 		t.Errorf("OrderNotOpen: %+v", notOpen)
 	}
 }

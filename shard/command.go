@@ -58,9 +58,9 @@ type command struct {
 	action  market.Action // cmdTransition
 	reply   chan error
 
-	err      error // set while the batch runs; sent once it commits
+	err      error             // set while the batch runs; sent once it commits
 	placed   store.PlacedOrder // cmdPlace; cmdAmend: only its trades
-	keys     []orderKey // cmdCancel, cmdCancelAll: orders to answer with once written
+	keys     []orderKey        // cmdCancel, cmdCancelAll: orders to answer with once written
 	orders   []store.Order
 	checkErr error             // cmdCheck
 	owned    []store.Ownership // cmdSync

@@ -164,6 +164,20 @@ func (r *Router) Cancel(ctx context.Context, req shard.CancelRequest) (store.Ord
 	return o, err
 }
 
+// Amend sends an amend to the market's shard; a market that is not OPEN has no resting orders,
+// and the amend is refused as a cancel would be.
+func (r *Router) Amend(ctx context.Context, req shard.AmendRequest) (store.PlacedOrder, error) {
+	var amended store.PlacedOrder
+	err := r.onOwner(ctx, req.Market, false, errMarketNotOpen, func(rt route) error {
+		amended = store.PlacedOrder{}
+		return rt.client.call(ctx, http.MethodPost, internalAmend, req, &amended)
+	})
+	if errors.Is(err, errMarketNotOpen) {
+		return amended, shard.RefuseStored(ctx, r.Store, shard.CancelRequest{Account: req.Account, Market: req.Market, Seq: req.Seq})
+	}
+	return amended, err
+}
+
 // CancelAll fans out to the shards owning the given markets, at once, and merges their answers
 // in the order of markets.
 func (r *Router) CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]store.Order, error) {

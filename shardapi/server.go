@@ -89,6 +89,15 @@ func (s Server) Handler() http.Handler {
 		o, err := sh.Cancel(c.Request.Context(), r)
 		answer(c, http.StatusOK, o, err)
 	})
+	in.POST("/amend", func(c *gin.Context) {
+		var r shard.AmendRequest
+		if err := c.ShouldBindJSON(&r); err != nil {
+			c.JSON(http.StatusBadRequest, errorWire{Code: "bad_request"})
+			return
+		}
+		amended, err := sh.Amend(c.Request.Context(), r)
+		answer(c, http.StatusOK, amended, err)
+	})
 	in.POST("/cancel-all", func(c *gin.Context) {
 		var w cancelAllWire
 		if err := c.ShouldBindJSON(&w); err != nil || w.Markets == nil {

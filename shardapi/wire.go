@@ -27,6 +27,7 @@ import (
 const (
 	internalPlace     = "/internal/v1/place"
 	internalCancel    = "/internal/v1/cancel"
+	internalAmend     = "/internal/v1/amend"
 	internalCancelAll = "/internal/v1/cancel-all"
 	internalBook      = "/internal/v1/book"
 )

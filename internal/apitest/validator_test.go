@@ -314,6 +314,7 @@ func TestDocumentedStatuses(t *testing.T) {
 		"POST /cancel-order 200", "POST /cancel-order 400", "POST /cancel-order 401", "POST /cancel-order 403", "POST /cancel-order 404",
 		"POST /heartbeat 200", "POST /heartbeat 400", "POST /heartbeat 401",
 		"POST /order 200", "POST /order 201", "POST /order 400", "POST /order 401", "POST /order 409",
+		"POST /order/amend 200", "POST /order/amend 400", "POST /order/amend 401", "POST /order/amend 403", "POST /order/amend 404",
 	}
 	if got := v.Documented(); !slices.Equal(got, want) {
 		t.Errorf("documented statuses:\n got %q\nwant %q", got, want)

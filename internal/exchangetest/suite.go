@@ -44,6 +44,7 @@ func RunSuite(t *testing.T, tg *Target) {
 		{"ClientOrderIDs", testClientOrderIDs},
 		{"OpenOrderLimit", testOpenOrderLimit},
 		{"Heartbeat", testHeartbeat},
+		{"Amend", testAmend},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, tg) })
 	}
@@ -71,7 +72,7 @@ func testAuthentication(t *testing.T, tg *Target) {
 		{"GET", "/markets"}, {"GET", "/market?marketId=" + id}, {"GET", "/market/order-book?marketId=" + id},
 		{"GET", "/market/trades?marketId=" + id}, {"POST", "/order"}, {"GET", "/positions"},
 		{"POST", "/cancel-order"}, {"POST", "/cancel-everything"}, {"GET", "/account"}, {"GET", "/orders"},
-		{"GET", "/order?orderId=" + uuid.NewString()}, {"POST", "/heartbeat"},
+		{"GET", "/order?orderId=" + uuid.NewString()}, {"POST", "/heartbeat"}, {"POST", "/order/amend"},
 	}
 	revoked := &Client{T: tg, Key: "pmx_0123456789abcdef_" + strings.Repeat("A", 32)}
 	for _, c := range calls {

@@ -346,3 +346,62 @@ func testHeartbeat(t *testing.T, tg *Target) {
 	expectCash(t, a, Grant, 0)
 	CheckInvariants(t, tg)
 }
+
+func testAmend(t *testing.T, tg *Target) {
+	m := tg.NewMarket(t, nil)
+	a, b, c := tg.NewAccount(t, "amend"), tg.NewAccount(t, "amend"), tg.NewAccount(t, "amend")
+	amend := func(who *Client, fields map[string]any, want int) apiserver.PlacedOrder {
+		t.Helper()
+		var o apiserver.PlacedOrder
+		who.Expect(t, "POST", "/order/amend", fields, want, &o)
+		return o
+	}
+	first := placeWith(t, a, m.ID, "BUY", "YES", 40, 5, map[string]any{"clientOrderId": "amend-me"}, http.StatusCreated)
+	second := b.Place(t, m.ID, "BUY", "YES", 40, 2)
+
+	// Less at the same price keeps a's place: the next seller meets a first.
+	got := amend(a, map[string]any{"orderId": first.ID, "quantity": 3}, http.StatusOK)
+	if got.ID != first.ID || got.Quantity != 3 || got.Price != 40 || got.Status != "OPEN" || len(got.Trades) != 0 {
+		t.Fatalf("amended to 3 remaining: %+v", got)
+	}
+	expectCash(t, a, Grant-120, 120)
+	expectFill(t, c.Place(t, m.ID, "BUY", "NO", 60, 1), "FILLED", 1, 60, 40)
+	if o := getOrder(t, a, first.ID); o.FilledQuantity != 1 {
+		t.Fatalf("a kept its place, yet filled %d", o.FilledQuantity)
+	}
+	// More sends it to the back: the next seller meets b.
+	got = amend(a, map[string]any{"clientOrderId": "amend-me", "quantity": 4}, http.StatusOK)
+	if got.Quantity != 5 || got.FilledQuantity != 1 {
+		t.Fatalf("amended to 4 remaining after 1 filled: quantity %d, filled %d; want 5 and 1", got.Quantity, got.FilledQuantity)
+	}
+	expectCash(t, a, Grant-40-160, 160)
+	c.Place(t, m.ID, "BUY", "NO", 60, 1)
+	if o := getOrder(t, b, second.ID); o.FilledQuantity != 1 {
+		t.Fatalf("a went to the back, yet b filled %d", o.FilledQuantity)
+	}
+	// A new price that crosses trades at once, at the resting price.
+	c.Place(t, m.ID, "BUY", "NO", 45, 2) // a YES ask at 55
+	got = amend(a, map[string]any{"orderId": first.ID, "price": 60}, http.StatusOK)
+	if got.Price != 60 || got.FilledQuantity != 3 || got.Status != "PARTIALLY_FILLED" || len(got.Trades) != 1 ||
+		got.Trades[0].Price != 55 || got.Trades[0].Quantity != 2 {
+		t.Fatalf("amended across the book: %+v", got)
+	}
+	expectCash(t, a, Grant-40-110-120, 120) // 2 left at 60
+	// Refusals change nothing.
+	before := state(t, a)
+	a.ExpectError(t, "POST", "/order/amend", map[string]any{"orderId": first.ID, "quantity": 1_000_000, "price": 99}, http.StatusBadRequest, "insufficient_funds")
+	a.ExpectError(t, "POST", "/order/amend", map[string]any{"orderId": first.ID}, http.StatusBadRequest, "missing_field")
+	a.ExpectError(t, "POST", "/order/amend", map[string]any{"orderId": first.ID, "price": 100}, http.StatusBadRequest, "out_of_range")
+	a.ExpectError(t, "POST", "/order/amend", map[string]any{"orderId": first.ID, "quantity": 0}, http.StatusBadRequest, "out_of_range")
+	a.ExpectError(t, "POST", "/order/amend", map[string]any{"orderId": uuid.New(), "price": 41}, http.StatusNotFound, "order_not_found")
+	b.ExpectError(t, "POST", "/order/amend", map[string]any{"orderId": first.ID, "price": 41}, http.StatusForbidden, "not_your_order")
+	if after := state(t, a); after != before {
+		t.Fatalf("a refused amend changed %s to %s", before, after)
+	}
+	a.Expect(t, "POST", "/cancel-order", map[string]any{"orderId": first.ID}, http.StatusOK, nil)
+	a.ExpectError(t, "POST", "/order/amend", map[string]any{"orderId": first.ID, "price": 41}, http.StatusBadRequest, "order_not_open")
+	post := placeWith(t, a, m.ID, "BUY", "YES", 30, 1, map[string]any{"postOnly": true}, http.StatusCreated)
+	c.Place(t, m.ID, "BUY", "NO", 40, 1) // a YES ask at 60, above every bid
+	a.ExpectError(t, "POST", "/order/amend", map[string]any{"orderId": post.ID, "price": 61}, http.StatusBadRequest, "post_only_would_cross")
+	CheckInvariants(t, tg)
+}
