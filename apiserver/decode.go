@@ -17,6 +17,7 @@ import (
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/httpkit"
+	"github.com/pmx-dev/pmx/shard"
 )
 
 // maxBody bounds every request body.
@@ -410,6 +411,13 @@ func (r *orderRequest) placement() string {
 	}
 	return fmt.Sprintf("%s %s %s %d %d %s %s %t %s", r.Market, r.Side, r.Outcome, r.Price, r.Quantity,
 		r.TimeInForce, expires, r.PostOnly, r.SelfTrade)
+}
+
+// request is the placement as the exchange takes it, for account.
+func (r *orderRequest) request(account int64) shard.PlaceRequest {
+	return shard.PlaceRequest{Account: account, Market: r.Market, Side: r.Side, Outcome: r.Outcome, Price: r.Price,
+		Quantity: r.Quantity, TimeInForce: r.TimeInForce, ExpiresAt: r.ExpiresAt, PostOnly: r.PostOnly,
+		SelfTrade: r.SelfTrade, ClientOrderID: r.ClientOrderID, Placement: r.placement()}
 }
 
 // maxClientOrderID bounds a client order id.

@@ -47,6 +47,12 @@ var refusalStatus = map[domain.Kind]int{
 // by its kind, the shard's, the router's and the store's errors to theirs, anything else to a 500
 // that is logged. It is the one place an error becomes an answer.
 func writeError(c *gin.Context, err error) {
+	httpkit.Abort(c, errorAnswer(c, err))
+}
+
+// errorAnswer is the answer an error maps to (see writeError), for the answers that carry several
+// (the batch calls' results).
+func errorAnswer(c *gin.Context, err error) *httpkit.Error {
 	var e *httpkit.Error
 	var refusal *domain.Error
 	switch {
@@ -72,5 +78,5 @@ func writeError(c *gin.Context, err error) {
 		httpkit.Logger(c).Error("request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
 		e = httpkit.NewError(http.StatusInternalServerError, "internal", "the exchange failed to answer; try again later")
 	}
-	httpkit.Abort(c, e)
+	return e
 }

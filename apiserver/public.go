@@ -209,12 +209,16 @@ func (s *Server) place(ctx context.Context, account int64, r *orderRequest) (pla
 			return placed, replayed, err
 		}
 	}
-	placed, err = s.cfg.Exchange.Place(ctx, shard.PlaceRequest{Account: account, Market: r.Market,
-		Side: r.Side, Outcome: r.Outcome, Price: r.Price, Quantity: r.Quantity, TimeInForce: r.TimeInForce,
-		ExpiresAt: r.ExpiresAt, PostOnly: r.PostOnly, SelfTrade: r.SelfTrade, ClientOrderID: r.ClientOrderID,
-		Placement: r.placement()})
+	placed, err = s.cfg.Exchange.Place(ctx, r.request(account))
+	return s.placed(ctx, account, r, placed, err)
+}
+
+// placed finishes a placement once the exchange has answered it: a client order id the shard
+// found taken is answered with its order (or refused as reused); a resting order is remembered.
+func (s *Server) placed(ctx context.Context, account int64, r *orderRequest, placed store.PlacedOrder, err error) (store.PlacedOrder, *store.Order, error) {
 	if errors.Is(err, domain.ErrClientOrderIDTaken) {
-		if replayed, err = s.replay(ctx, account, r); replayed == nil && err == nil {
+		replayed, err := s.replay(ctx, account, r)
+		if replayed == nil && err == nil {
 			err = fmt.Errorf("the shard found client order id %q taken, but no order of account %d has it", r.ClientOrderID, account)
 		}
 		return placed, replayed, err

@@ -29,6 +29,10 @@ type Exchange interface {
 	Place(ctx context.Context, r shard.PlaceRequest) (store.PlacedOrder, error)
 	Cancel(ctx context.Context, r shard.CancelRequest) (store.Order, error)
 	Amend(ctx context.Context, r shard.AmendRequest) (store.PlacedOrder, error)
+	// PlaceMany and CancelMany run each market's requests together, in order, in one batch; each
+	// request is answered on its own.
+	PlaceMany(ctx context.Context, rs []shard.PlaceRequest) []shard.PlaceResult
+	CancelMany(ctx context.Context, rs []shard.CancelRequest) []shard.CancelResult
 	CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]store.Order, error)
 	Transition(ctx context.Context, market uuid.UUID, action market.Action) error
 	OrderBook(ctx context.Context, market uuid.UUID) (*shard.Snapshot, error)
@@ -133,6 +137,8 @@ func New(cfg Config) *Server {
 	v1.GET("/order", handler(s.getOrder))
 	v1.POST("/heartbeat", handler(s.heartbeat))
 	v1.POST("/order/amend", handler(s.amendOrder))
+	v1.POST("/orders/batch", handler(s.placeBatch))
+	v1.POST("/orders/cancel", handler(s.cancelBatch))
 
 	if cfg.AdminToken != "" {
 		admin := s.engine.Group("/admin/v1", s.authenticateAdmin)

@@ -45,7 +45,7 @@ func (s *Shard) loop() {
 		if len(cur.cmds) == 0 {
 			select {
 			case c := <-s.cmds:
-				cur = batch{cmds: s.take(append(bufs[i][:0], c))}
+				cur = batch{cmds: s.take(add(bufs[i][:0], c))}
 			case <-s.stop:
 				s.drain(bufs[i][:0])
 				return
@@ -60,12 +60,21 @@ func (s *Shard) take(cmds []*command) []*command {
 	for len(cmds) < s.cfg.MaxBatch {
 		select {
 		case c := <-s.cmds:
-			cmds = append(cmds, c)
+			cmds = add(cmds, c)
 		default:
 			return cmds
 		}
 	}
 	return cmds
+}
+
+// add appends a command to a batch's, or a group's commands in its place and in its order: a
+// group is never split across batches (a batch may then hold a few more than MaxBatch).
+func add(cmds []*command, c *command) []*command {
+	if c.kind == cmdGroup {
+		return append(cmds, c.group...)
+	}
+	return append(cmds, c)
 }
 
 // drain runs what was accepted before Stop.

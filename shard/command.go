@@ -19,6 +19,7 @@ const (
 	cmdSync   // loads and drops markets to match their recorded owners
 	cmdExpire // cancels the GTD orders whose time has come
 	cmdAmend
+	cmdGroup // commands that join one batch together, in order (command.group)
 )
 
 func (k commandKind) String() string {
@@ -41,6 +42,8 @@ func (k commandKind) String() string {
 		return "expire"
 	case cmdAmend:
 		return "amend"
+	case cmdGroup:
+		return "group"
 	}
 	return "unknown"
 }
@@ -53,6 +56,7 @@ type command struct {
 	place   PlaceRequest
 	cancel  CancelRequest // cmdCancel
 	amend   AmendRequest  // cmdAmend
+	group   []*command    // cmdGroup: joins the batch in its place, each answered on its own
 	account int64         // cmdCancelAll
 	markets []uuid.UUID   // cmdCancelAll
 	action  market.Action // cmdTransition

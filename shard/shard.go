@@ -173,6 +173,29 @@ type PlaceRequest struct {
 	Placement     string // the placement's fingerprint, kept with a client order id (store.Order)
 }
 
+// PlaceResult is one placement's answer in PlaceMany: the order, or why it was refused.
+type PlaceResult struct {
+	Placed store.PlacedOrder
+	Err    error
+}
+
+// PlaceMany places orders together: they run in one batch, in order, each as Place runs it and
+// answered on its own, so one refused does not refuse the others.
+func (s *Shard) PlaceMany(ctx context.Context, rs []PlaceRequest) []PlaceResult {
+	cmds := make([]*command, len(rs))
+	for i, r := range rs {
+		cmds[i] = &command{kind: cmdPlace, place: r, market: r.Market}
+	}
+	errs := s.doGroup(ctx, cmds)
+	out := make([]PlaceResult, len(rs))
+	for i, c := range cmds {
+		if out[i].Err = errs[i]; errs[i] == nil {
+			out[i].Placed = c.placed
+		}
+	}
+	return out
+}
+
 // Place reserves, matches and commits an order.
 func (s *Shard) Place(ctx context.Context, r PlaceRequest) (store.PlacedOrder, error) {
 	c := &command{kind: cmdPlace, place: r, market: r.Market}
@@ -237,6 +260,33 @@ func (s *Shard) Amend(ctx context.Context, r AmendRequest) (store.PlacedOrder, e
 	return store.PlacedOrder{Order: o, Trades: c.placed.Trades}, nil
 }
 
+// CancelResult is one cancel's answer in CancelMany: the order, or why it was refused.
+type CancelResult struct {
+	Order store.Order
+	Err   error
+}
+
+// CancelMany cancels orders together, in one batch, each as Cancel does and answered on its own.
+func (s *Shard) CancelMany(ctx context.Context, rs []CancelRequest) []CancelResult {
+	cmds := make([]*command, len(rs))
+	for i, r := range rs {
+		cmds[i] = &command{kind: cmdCancel, market: r.Market, cancel: r}
+	}
+	errs := s.doGroup(ctx, cmds)
+	out := make([]CancelResult, len(rs))
+	for i, c := range cmds {
+		switch {
+		case errors.Is(errs[i], errFateUnknown):
+			out[i].Err = s.readFate(ctx, rs[i])
+		case errs[i] != nil:
+			out[i].Err = errs[i]
+		default:
+			out[i].Order = c.orders[0]
+		}
+	}
+	return out
+}
+
 // CancelAll cancels every resting order of an account in the given markets.
 func (s *Shard) CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]store.Order, error) {
 	c := &command{kind: cmdCancelAll, account: account, markets: markets}
@@ -255,6 +305,32 @@ func (s *Shard) Transition(ctx context.Context, marketID uuid.UUID, action marke
 // do queues a command and waits for its answer. Once queued, a command runs even if ctx ends.
 func (s *Shard) do(ctx context.Context, c *command) error {
 	c.reply = make(chan error, 1)
+	if err := s.enqueue(ctx, c); err != nil {
+		return err
+	}
+	return s.wait(ctx, c)
+}
+
+// doGroup queues commands to run together, in order, in one batch, and waits for each answer.
+func (s *Shard) doGroup(ctx context.Context, cmds []*command) []error {
+	errs := make([]error, len(cmds))
+	for _, c := range cmds {
+		c.reply = make(chan error, 1)
+	}
+	if err := s.enqueue(ctx, &command{kind: cmdGroup, group: cmds}); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	for i, c := range cmds {
+		errs[i] = s.wait(ctx, c)
+	}
+	return errs
+}
+
+// enqueue hands a command to the loop.
+func (s *Shard) enqueue(ctx context.Context, c *command) error {
 	select {
 	case <-s.stop:
 		return ErrStopped
@@ -262,11 +338,16 @@ func (s *Shard) do(ctx context.Context, c *command) error {
 	}
 	select {
 	case s.cmds <- c:
+		return nil
 	case <-s.stop:
 		return ErrStopped
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// wait waits for the answer to a queued command.
+func (s *Shard) wait(ctx context.Context, c *command) error {
 	select {
 	case err := <-c.reply:
 		return err

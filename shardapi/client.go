@@ -59,15 +59,7 @@ func (c *shardClient) call(ctx context.Context, method, path string, in, out any
 	}
 	var e errorWire
 	_ = dec.Decode(&e)
-	if e.Code == refused && e.Refusal != nil {
-		return e.Refusal
-	}
-	for _, w := range wireErrors {
-		if w.code == e.Code {
-			return w.err
-		}
-	}
-	return &internalCallError{status: resp.StatusCode, code: e.Code}
+	return e.err(resp.StatusCode)
 }
 
 type internalCallError struct {

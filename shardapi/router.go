@@ -178,6 +178,94 @@ func (r *Router) Amend(ctx context.Context, req shard.AmendRequest) (store.Place
 	return amended, err
 }
 
+// byMarket groups the indexes of requests by market, markets in order of first appearance.
+func byMarket(n int, market func(int) uuid.UUID) ([]uuid.UUID, map[uuid.UUID][]int) {
+	var order []uuid.UUID
+	groups := map[uuid.UUID][]int{}
+	for i := range n {
+		id := market(i)
+		if _, ok := groups[id]; !ok {
+			order = append(order, id)
+		}
+		groups[id] = append(groups[id], i)
+	}
+	return order, groups
+}
+
+// PlaceMany sends each market's placements, in order, to its shard in one call (they run there
+// in one batch), the markets at once.
+func (r *Router) PlaceMany(ctx context.Context, reqs []shard.PlaceRequest) []shard.PlaceResult {
+	out := make([]shard.PlaceResult, len(reqs))
+	markets, groups := byMarket(len(reqs), func(i int) uuid.UUID { return reqs[i].Market })
+	var wg sync.WaitGroup
+	for _, id := range markets {
+		idx := groups[id]
+		wg.Go(func() {
+			in := make([]shard.PlaceRequest, len(idx))
+			for j, i := range idx {
+				in[j] = reqs[i]
+			}
+			var answers []placeResultWire
+			err := r.onOwner(ctx, id, false, domain.ErrMarketNotOpen, func(rt route) error {
+				answers = nil
+				return rt.client.call(ctx, http.MethodPost, internalPlaceMany, in, &answers)
+			})
+			for j, i := range idx {
+				switch {
+				case err != nil:
+					out[i].Err = err
+				case j >= len(answers):
+					out[i].Err = errors.New("the shard answered fewer placements than it was sent")
+				case answers[j].Error != nil:
+					out[i].Err = answers[j].Error.err(http.StatusConflict)
+				case answers[j].Placed != nil:
+					out[i].Placed = *answers[j].Placed
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// CancelMany sends each market's cancels to its shard in one call, the markets at once. A
+// market that is not OPEN has no shard: its cancels are refused from Postgres, as Cancel does.
+func (r *Router) CancelMany(ctx context.Context, reqs []shard.CancelRequest) []shard.CancelResult {
+	out := make([]shard.CancelResult, len(reqs))
+	markets, groups := byMarket(len(reqs), func(i int) uuid.UUID { return reqs[i].Market })
+	var wg sync.WaitGroup
+	for _, id := range markets {
+		idx := groups[id]
+		wg.Go(func() {
+			in := make([]shard.CancelRequest, len(idx))
+			for j, i := range idx {
+				in[j] = reqs[i]
+			}
+			var answers []cancelResultWire
+			err := r.onOwner(ctx, id, false, errMarketNotOpen, func(rt route) error {
+				answers = nil
+				return rt.client.call(ctx, http.MethodPost, internalCancelMany, in, &answers)
+			})
+			for j, i := range idx {
+				switch {
+				case errors.Is(err, errMarketNotOpen):
+					out[i].Err = shard.RefuseStored(ctx, r.Store, reqs[i])
+				case err != nil:
+					out[i].Err = err
+				case j >= len(answers):
+					out[i].Err = errors.New("the shard answered fewer cancels than it was sent")
+				case answers[j].Error != nil:
+					out[i].Err = answers[j].Error.err(http.StatusConflict)
+				case answers[j].Order != nil:
+					out[i].Order = *answers[j].Order
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
 // CancelAll fans out to the shards owning the given markets, at once, and merges their answers
 // in the order of markets.
 func (r *Router) CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]store.Order, error) {

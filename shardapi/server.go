@@ -1,7 +1,6 @@
 package shardapi
 
 import (
-	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -11,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pmx-dev/pmx/auth"
-	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/shard"
 	"github.com/pmx-dev/pmx/store"
@@ -58,18 +56,22 @@ func (s Server) Handler() http.Handler {
 			c.JSON(status, v)
 			return
 		}
-		if refusal := (*domain.Error)(nil); errors.As(err, &refusal) {
-			c.JSON(http.StatusConflict, errorWire{Code: refused, Refusal: refusal})
-			return
+		status, w, ok := wireErrorOf(err)
+		if !ok {
+			log.Error("internal request failed", "path", c.Request.URL.Path, "err", err)
 		}
-		for _, w := range wireErrors {
-			if errors.Is(err, w.err) {
-				c.JSON(w.status, errorWire{Code: w.code})
-				return
-			}
+		c.JSON(status, w)
+	}
+	// resultError is one result's error of a many-at-once call, nil for none.
+	resultError := func(c *gin.Context, err error) *errorWire {
+		if err == nil {
+			return nil
 		}
-		log.Error("internal request failed", "path", c.Request.URL.Path, "err", err)
-		c.JSON(http.StatusInternalServerError, errorWire{Code: "internal"})
+		_, w, ok := wireErrorOf(err)
+		if !ok {
+			log.Error("internal request failed", "path", c.Request.URL.Path, "err", err)
+		}
+		return &w
 	}
 	in.POST("/place", func(c *gin.Context) {
 		var r shard.PlaceRequest
@@ -97,6 +99,36 @@ func (s Server) Handler() http.Handler {
 		}
 		amended, err := sh.Amend(c.Request.Context(), r)
 		answer(c, http.StatusOK, amended, err)
+	})
+	in.POST("/place-many", func(c *gin.Context) {
+		var rs []shard.PlaceRequest
+		if err := c.ShouldBindJSON(&rs); err != nil {
+			c.JSON(http.StatusBadRequest, errorWire{Code: "bad_request"})
+			return
+		}
+		results := sh.PlaceMany(c.Request.Context(), rs)
+		out := make([]placeResultWire, len(results))
+		for i := range results {
+			if out[i].Error = resultError(c, results[i].Err); out[i].Error == nil {
+				out[i].Placed = &results[i].Placed
+			}
+		}
+		c.JSON(http.StatusOK, out)
+	})
+	in.POST("/cancel-many", func(c *gin.Context) {
+		var rs []shard.CancelRequest
+		if err := c.ShouldBindJSON(&rs); err != nil {
+			c.JSON(http.StatusBadRequest, errorWire{Code: "bad_request"})
+			return
+		}
+		results := sh.CancelMany(c.Request.Context(), rs)
+		out := make([]cancelResultWire, len(results))
+		for i := range results {
+			if out[i].Error = resultError(c, results[i].Err); out[i].Error == nil {
+				out[i].Order = &results[i].Order
+			}
+		}
+		c.JSON(http.StatusOK, out)
 	})
 	in.POST("/cancel-all", func(c *gin.Context) {
 		var w cancelAllWire

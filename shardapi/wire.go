@@ -14,6 +14,7 @@
 package shardapi
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/google/uuid"
@@ -21,15 +22,18 @@ import (
 	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/shard"
+	"github.com/pmx-dev/pmx/store"
 )
 
 // Internal API paths.
 const (
-	internalPlace     = "/internal/v1/place"
-	internalCancel    = "/internal/v1/cancel"
-	internalAmend     = "/internal/v1/amend"
-	internalCancelAll = "/internal/v1/cancel-all"
-	internalBook      = "/internal/v1/book"
+	internalPlace      = "/internal/v1/place"
+	internalCancel     = "/internal/v1/cancel"
+	internalAmend      = "/internal/v1/amend"
+	internalPlaceMany  = "/internal/v1/place-many"
+	internalCancelMany = "/internal/v1/cancel-many"
+	internalCancelAll  = "/internal/v1/cancel-all"
+	internalBook       = "/internal/v1/book"
 )
 
 // A placement is a shard.PlaceRequest and a cancel a shard.CancelRequest, sent as they are.
@@ -59,4 +63,43 @@ var wireErrors = []struct {
 	{shard.ErrStopped, "stopped", http.StatusServiceUnavailable},
 	{shard.ErrUnavailable, "unavailable", http.StatusServiceUnavailable},
 	{market.ErrIllegalTransition, "illegal_transition", http.StatusConflict},
+}
+
+// wireErrorOf is how an error travels back from a shard: a refusal whole, a known error by its
+// code; ok is false for any other error, which travels as "internal".
+func wireErrorOf(err error) (status int, w errorWire, ok bool) {
+	if refusal := (*domain.Error)(nil); errors.As(err, &refusal) {
+		return http.StatusConflict, errorWire{Code: refused, Refusal: refusal}, true
+	}
+	for _, we := range wireErrors {
+		if errors.Is(err, we.err) {
+			return we.status, errorWire{Code: we.code}, true
+		}
+	}
+	return http.StatusInternalServerError, errorWire{Code: "internal"}, false
+}
+
+// err is the error an answer's errorWire stands for, as wireErrorOf sent it.
+func (e errorWire) err(status int) error {
+	if e.Code == refused && e.Refusal != nil {
+		return e.Refusal
+	}
+	for _, w := range wireErrors {
+		if w.code == e.Code {
+			return w.err
+		}
+	}
+	return &internalCallError{status: status, code: e.Code}
+}
+
+// The answers of the many-at-once calls: one result per request, in order, each the answer or
+// its error.
+type placeResultWire struct {
+	Placed *store.PlacedOrder `json:"placed,omitempty"`
+	Error  *errorWire         `json:"error,omitempty"`
+}
+
+type cancelResultWire struct {
+	Order *store.Order `json:"order,omitempty"`
+	Error *errorWire   `json:"error,omitempty"`
 }

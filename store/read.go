@@ -258,3 +258,9 @@ func (s *Store) OrderByClientID(ctx context.Context, account int64, clientOrderI
 	}
 	return o, err
 }
+
+// AccountRestingOrders lists an account's resting orders in one market, in time priority.
+func (s *Store) AccountRestingOrders(ctx context.Context, account int64, market uuid.UUID) ([]Order, error) {
+	return collectOrders(s.Pool.Query(ctx, `select `+orderColumns+` from orders
+		where account_id = $1 and market_id = $2 and status in ('OPEN', 'PARTIALLY_FILLED') order by seq`, account, market))
+}

@@ -315,6 +315,8 @@ func TestDocumentedStatuses(t *testing.T) {
 		"POST /heartbeat 200", "POST /heartbeat 400", "POST /heartbeat 401",
 		"POST /order 200", "POST /order 201", "POST /order 400", "POST /order 401", "POST /order 409",
 		"POST /order/amend 200", "POST /order/amend 400", "POST /order/amend 401", "POST /order/amend 403", "POST /order/amend 404",
+		"POST /orders/batch 201", "POST /orders/batch 400", "POST /orders/batch 401",
+		"POST /orders/cancel 200", "POST /orders/cancel 400", "POST /orders/cancel 401",
 	}
 	if got := v.Documented(); !slices.Equal(got, want) {
 		t.Errorf("documented statuses:\n got %q\nwant %q", got, want)

@@ -45,6 +45,8 @@ func RunSuite(t *testing.T, tg *Target) {
 		{"OpenOrderLimit", testOpenOrderLimit},
 		{"Heartbeat", testHeartbeat},
 		{"Amend", testAmend},
+		{"BatchPlace", testBatchPlace},
+		{"BatchCancel", testBatchCancel},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, tg) })
 	}
@@ -73,6 +75,7 @@ func testAuthentication(t *testing.T, tg *Target) {
 		{"GET", "/market/trades?marketId=" + id}, {"POST", "/order"}, {"GET", "/positions"},
 		{"POST", "/cancel-order"}, {"POST", "/cancel-everything"}, {"GET", "/account"}, {"GET", "/orders"},
 		{"GET", "/order?orderId=" + uuid.NewString()}, {"POST", "/heartbeat"}, {"POST", "/order/amend"},
+		{"POST", "/orders/batch"}, {"POST", "/orders/cancel"},
 	}
 	revoked := &Client{T: tg, Key: "pmx_0123456789abcdef_" + strings.Repeat("A", 32)}
 	for _, c := range calls {

@@ -405,3 +405,128 @@ func testAmend(t *testing.T, tg *Target) {
 	a.ExpectError(t, "POST", "/order/amend", map[string]any{"orderId": post.ID, "price": 61}, http.StatusBadRequest, "post_only_would_cross")
 	CheckInvariants(t, tg)
 }
+
+func testBatchPlace(t *testing.T, tg *Target) {
+	m, other := tg.NewMarket(t, nil), tg.NewMarket(t, nil)
+	a := tg.NewAccount(t, "batch")
+	orders := []any{
+		withFields(OrderBody(m.ID, "BUY", "YES", 30, 1), map[string]any{"clientOrderId": "b-1"}),
+		OrderBody(m.ID, "BUY", "YES", 0, 1),
+		5,
+		withFields(OrderBody(m.ID, "BUY", "YES", 31, 1), map[string]any{"clientOrderId": "b-1"}),
+		withFields(OrderBody(m.ID, "BUY", "YES", 30, 1), map[string]any{"clientOrderId": "b-1"}),
+		OrderBody(uuid.New(), "BUY", "YES", 30, 1),
+		OrderBody(other.ID, "BUY", "NO", 60, 2), // a YES ask at 40 in the other market
+		withFields(OrderBody(other.ID, "BUY", "YES", 40, 1), map[string]any{"selfTradePrevention": "CANCEL_INCOMING"}),
+	}
+	var answer struct {
+		Results []struct {
+			Status  int
+			Order   json.RawMessage
+			Error   string
+			Details struct{ Code, Field string }
+		}
+	}
+	a.Expect(t, "POST", "/orders/batch", map[string]any{"orders": orders}, http.StatusCreated, &answer)
+	want := []struct {
+		status int
+		code   string
+	}{{201, ""}, {400, "out_of_range"}, {400, "invalid_type"}, {409, "client_order_id_reused"}, {200, ""}, {400, "market_not_found"}, {201, ""}, {201, ""}}
+	if len(answer.Results) != len(want) {
+		t.Fatalf("%d results for %d placements", len(answer.Results), len(want))
+	}
+	var first, replayed, last apiserver.PlacedOrder
+	for i, w := range want {
+		r := answer.Results[i]
+		if r.Status != w.status || r.Details.Code != w.code || (w.code != "") != (r.Error != "") || (w.code == "") != (len(r.Order) > 0) {
+			t.Errorf("result %d: %d %q %q; want %d %q", i, r.Status, r.Details.Code, r.Error, w.status, w.code)
+		}
+	}
+	_ = json.Unmarshal(answer.Results[0].Order, &first)
+	_ = json.Unmarshal(answer.Results[4].Order, &replayed)
+	_ = json.Unmarshal(answer.Results[7].Order, &last)
+	if first.ID == uuid.Nil || replayed.ID != first.ID {
+		t.Errorf("the replay in the batch answered %s, the placement %s", replayed.ID, first.ID)
+	}
+	// Placements to one market run in request order: the bid met the ask placed just before it.
+	expectReason(t, "the second placement of a market, meeting the first", last.Order, "CANCELLED", "SELF_TRADE")
+	for _, bad := range []struct {
+		body any
+		code string
+	}{
+		{map[string]any{"orders": []any{}}, "out_of_range"},
+		{map[string]any{"orders": make([]any, 21)}, "out_of_range"},
+		{map[string]any{"orders": map[string]any{}}, "invalid_type"},
+		{map[string]any{}, "missing_field"},
+		{`{"orders":[{"price":1,"price":2}]}`, "duplicate_key"},
+	} {
+		a.ExpectError(t, "POST", "/orders/batch", bad.body, http.StatusBadRequest, bad.code)
+	}
+	CheckInvariants(t, tg)
+}
+
+func testBatchCancel(t *testing.T, tg *Target) {
+	m, other := tg.NewMarket(t, nil), tg.NewMarket(t, nil)
+	a, b := tg.NewAccount(t, "bcancel"), tg.NewAccount(t, "bcancel")
+	yes10 := a.Place(t, m.ID, "BUY", "YES", 10, 1)
+	yes11 := a.Place(t, m.ID, "BUY", "YES", 11, 1)
+	no20 := a.Place(t, m.ID, "BUY", "NO", 20, 1)
+	elsewhere := a.Place(t, other.ID, "BUY", "YES", 10, 1)
+	theirs := b.Place(t, m.ID, "BUY", "YES", 12, 1)
+	type answer struct {
+		Cancelled []apiserver.Order
+		Errors    []struct {
+			OrderID uuid.UUID
+			Error   string
+			Details struct{ Code string }
+		}
+	}
+	var got answer
+	nobody := uuid.New()
+	a.Expect(t, "POST", "/orders/cancel", map[string]any{"orderIds": []uuid.UUID{yes10.ID, nobody, theirs.ID}}, http.StatusOK, &got)
+	if len(got.Cancelled) != 1 || got.Cancelled[0].ID != yes10.ID || len(got.Errors) != 2 {
+		t.Fatalf("cancel by ids: %+v", got)
+	}
+	codes := map[uuid.UUID]string{}
+	for _, e := range got.Errors {
+		codes[e.OrderID] = e.Details.Code
+	}
+	if codes[nobody] != "order_not_found" || codes[theirs.ID] != "not_your_order" {
+		t.Fatalf("cancel by ids, errors: %v", codes)
+	}
+	got = answer{}
+	a.Expect(t, "POST", "/orders/cancel", map[string]any{"marketId": m.ID, "side": "BUY", "outcome": "NO"}, http.StatusOK, &got)
+	if len(got.Cancelled) != 1 || got.Cancelled[0].ID != no20.ID || len(got.Errors) != 0 {
+		t.Fatalf("cancel BUY NO in a market: %+v", got)
+	}
+	got = answer{}
+	a.Expect(t, "POST", "/orders/cancel", map[string]any{"marketId": m.ID}, http.StatusOK, &got)
+	if len(got.Cancelled) != 1 || got.Cancelled[0].ID != yes11.ID {
+		t.Fatalf("cancel a market: %+v", got)
+	}
+	expectReason(t, "cancelled in a batch", got.Cancelled[0], "CANCELLED", "USER")
+	if o := getOrder(t, a, elsewhere.ID); o.Status != "OPEN" {
+		t.Fatalf("an order in another market: %s", o.Status)
+	}
+	if o := getOrder(t, b, theirs.ID); o.Status != "OPEN" {
+		t.Fatalf("another account's order: %s", o.Status)
+	}
+	ids := make([]uuid.UUID, 101)
+	for i := range ids {
+		ids[i] = uuid.New()
+	}
+	for _, bad := range []struct {
+		body any
+		code string
+	}{
+		{map[string]any{}, "missing_field"},
+		{map[string]any{"orderIds": []uuid.UUID{yes10.ID}, "marketId": m.ID}, "invalid_value"},
+		{map[string]any{"orderIds": []string{"x"}}, "invalid_uuid"},
+		{map[string]any{"orderIds": ids}, "out_of_range"},
+		{map[string]any{"orderIds": []uuid.UUID{}}, "out_of_range"},
+		{map[string]any{"marketId": m.ID, "side": "buy"}, "invalid_value"},
+	} {
+		a.ExpectError(t, "POST", "/orders/cancel", bad.body, http.StatusBadRequest, bad.code)
+	}
+	CheckInvariants(t, tg)
+}
