@@ -45,8 +45,8 @@ type accumulator struct {
 	freeCash   map[int64]int64
 	freeShares map[store.ShareKey]int64
 
-	taken   map[store.ClientOrderKey]bool // client order ids orders already had when the batch began
-	claimed map[store.ClientOrderKey]bool // and those the batch's placements took
+	takenIDs map[store.ClientOrderKey]bool // client order ids orders already had when the batch began
+	claimed  map[store.ClientOrderKey]bool // and those the batch's placements took
 }
 
 func (a *accumulator) reset(now time.Time) {
@@ -64,7 +64,7 @@ func (a *accumulator) reset(now time.Time) {
 		a.claimed = map[store.ClientOrderKey]bool{}
 	}
 	clear(a.claimed)
-	a.taken = nil
+	a.takenIDs = nil
 	clear(a.freeCash)
 	clear(a.freeShares)
 	clear(a.orders)
@@ -81,7 +81,7 @@ func (a *accumulator) touch(m *marketState) { a.touched[m.id] = m }
 func (a *accumulator) track(l store.Locked) {
 	maps.Copy(a.freeCash, l.Cash)
 	maps.Copy(a.freeShares, l.Shares)
-	a.taken = l.Taken
+	a.takenIDs = l.Taken
 }
 
 // reserve locks what an order needs (engine.Order.Lock) — cash for a BUY, shares for a SELL — or
@@ -206,15 +206,13 @@ func (a *accumulator) release(market uuid.UUID, st *engine.OrderState, reason en
 	a.orderState(orderKey{market, int64(st.ID)}, int64(st.Account), st.Filled, st.Status, reason)
 }
 
-// claim takes a client order id for a placement of the batch: false if an order has it already
-// (the batch's transaction found it) or an earlier placement of the batch took it.
-func (a *accumulator) claim(k store.ClientOrderKey) bool {
-	if a.taken[k] || a.claimed[k] {
-		return false
-	}
-	a.claimed[k] = true
-	return true
-}
+// taken reports whether a client order id is an order's already: one the batch's transaction
+// found, or one an earlier placement of the batch gave its order (claim).
+func (a *accumulator) taken(k store.ClientOrderKey) bool { return a.takenIDs[k] || a.claimed[k] }
+
+// claim records that a placement of the batch gave its order a client order id. Only an order
+// that is recorded claims its id: a placement refused for another reason leaves it free.
+func (a *accumulator) claim(k store.ClientOrderKey) { a.claimed[k] = true }
 
 // unlock releases what an order still locks: cash and shares as engine.OrderState.Lock says.
 func (a *accumulator) unlock(market uuid.UUID, st *engine.OrderState) {

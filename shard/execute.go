@@ -23,7 +23,8 @@ func (s *Shard) place(c *command, now time.Time) {
 		c.err = domain.ErrMarketNotOpen
 		return
 	}
-	if p.ClientOrderID != "" && !s.acc.claim(store.ClientOrderKey{Account: p.Account, ID: p.ClientOrderID}) {
+	clientID := store.ClientOrderKey{Account: p.Account, ID: p.ClientOrderID}
+	if p.ClientOrderID != "" && s.acc.taken(clientID) {
 		c.err = domain.ErrClientOrderIDTaken
 		return
 	}
@@ -78,6 +79,7 @@ func (s *Shard) place(c *command, now time.Time) {
 	if p.ClientOrderID != "" {
 		id, fp := p.ClientOrderID, p.Placement
 		placed.ClientOrderID, placed.Placement = &id, &fp
+		s.acc.claim(clientID)
 	}
 	s.acc.newOrder(placed.Order)
 	placed.Trades = s.settle(m, r, now, placed.Trades)

@@ -418,6 +418,9 @@ func testBatchPlace(t *testing.T, tg *Target) {
 		OrderBody(uuid.New(), "BUY", "YES", 30, 1),
 		OrderBody(other.ID, "BUY", "NO", 60, 2), // a YES ask at 40 in the other market
 		withFields(OrderBody(other.ID, "BUY", "YES", 40, 1), map[string]any{"selfTradePrevention": "CANCEL_INCOMING"}),
+		// A refused placement leaves its client order id free for the next one, in the same batch.
+		withFields(OrderBody(m.ID, "BUY", "YES", 99, 1_000_000), map[string]any{"clientOrderId": "b-2"}),
+		withFields(OrderBody(m.ID, "BUY", "YES", 20, 1), map[string]any{"clientOrderId": "b-2"}),
 	}
 	var answer struct {
 		Results []struct {
@@ -431,7 +434,8 @@ func testBatchPlace(t *testing.T, tg *Target) {
 	want := []struct {
 		status int
 		code   string
-	}{{201, ""}, {400, "out_of_range"}, {400, "invalid_type"}, {409, "client_order_id_reused"}, {200, ""}, {400, "market_not_found"}, {201, ""}, {201, ""}}
+	}{{201, ""}, {400, "out_of_range"}, {400, "invalid_type"}, {409, "client_order_id_reused"}, {200, ""}, {400, "market_not_found"},
+		{201, ""}, {201, ""}, {400, "insufficient_funds"}, {201, ""}}
 	if len(answer.Results) != len(want) {
 		t.Fatalf("%d results for %d placements", len(answer.Results), len(want))
 	}
