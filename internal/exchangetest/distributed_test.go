@@ -208,6 +208,11 @@ func testFailover(t *testing.T, c *cluster) {
 		})
 	}
 	poll.Wait(t, 30*time.Second, "400 acknowledged orders", func() bool { mu.Lock(); defer mu.Unlock(); return len(acked) >= 400 })
+	// A dead-man switch whose deadline passes while its market's shard is dead, or the market
+	// moving, still fires: the shard that takes the market over finds it in Postgres.
+	deadman := tg.NewAccount(t, "deadman")
+	resting := deadman.Place(t, victim, "BUY", "YES", 2, 1)
+	deadman.Expect(t, "POST", "/heartbeat", map[string]any{"timeoutSeconds": 5}, http.StatusOK, nil)
 	mu.Lock()
 	killedAt = time.Now()
 	mu.Unlock()
@@ -242,6 +247,13 @@ func testFailover(t *testing.T, c *cluster) {
 		if _, err := c.store.Order(context.Background(), id); err != nil {
 			t.Fatalf("acknowledged order %s is gone: %v", id, err)
 		}
+	}
+	poll.Wait(t, 30*time.Second, "the dead-man switch to cancel its order on the killed shard's market", func() bool {
+		o, err := c.store.Order(context.Background(), resting.ID)
+		return err == nil && !o.Status.Resting()
+	})
+	if o, err := c.store.Order(context.Background(), resting.ID); err != nil || o.CancelReason == nil || *o.CancelReason != "HEARTBEAT" {
+		t.Errorf("the dead-man switch's order after the failover: %+v, %v", o, err)
 	}
 	CheckInvariants(t, tg)
 	CheckBooksOverAPI(t, tg, bots[0], markets)
