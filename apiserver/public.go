@@ -143,7 +143,7 @@ func (s *Server) orderBook(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, gin.H{"orderBookYes": viewOf(&snap.Depth.Yes), "orderBookNo": viewOf(&snap.Depth.No)})
+	c.JSON(http.StatusOK, gin.H{"orderBookYes": viewOf(&snap.Depth.Yes), "orderBookNo": viewOf(&snap.Depth.No), "seq": snap.Seq})
 	return nil
 }
 

@@ -298,6 +298,9 @@ func (s *Shard) commit(ctx context.Context, b batch, now time.Time, next *batch)
 			s.amend(c, now)
 		}
 	}
+	if err := s.recordEvents(now); err != nil {
+		return err
+	}
 	s.acc.finish()
 
 	var ahead *store.Begin

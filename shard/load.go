@@ -50,6 +50,7 @@ func (s *Shard) load(ctx context.Context, id uuid.UUID) (*marketState, error) {
 		return nil, err
 	}
 	if row.Status != domain.MarketOpen && row.Status != domain.MarketClosed {
+		m.fedFrom(row, &s.depth)
 		return m, nil
 	}
 	resting, err := s.cfg.Store.RestingOrders(ctx, id)
@@ -68,6 +69,7 @@ func (s *Shard) load(ctx context.Context, id uuid.UUID) (*marketState, error) {
 	if m.book, err = engine.Rebuild(states, m.lastPrice); err != nil {
 		return nil, fmt.Errorf("while rebuilding the book of market %s: %w", id, err)
 	}
+	m.fedFrom(row, &s.depth)
 	s.log.Info("loaded market", "market", id, "status", m.status, "resting", len(resting))
 	return m, nil
 }
@@ -101,7 +103,7 @@ func (s *Shard) drop(id uuid.UUID) {
 
 // publish makes a market's committed book visible to readers.
 func (s *Shard) publish(m *marketState) {
-	snap := &Snapshot{Status: m.status, Epoch: m.epoch}
+	snap := &Snapshot{Status: m.status, Epoch: m.epoch, Seq: m.eventSeq}
 	if m.book != nil {
 		m.book.Depth(DepthLevels, &snap.Depth)
 	} else if m.lastPrice != 0 {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/feed"
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/store"
 )
@@ -55,6 +56,8 @@ type Config struct {
 	// MaxOpenOrders bounds the open orders one account may have in one market (default
 	// DefaultMaxOpenOrders): each costs memory in the shard, and a book is no place for more.
 	MaxOpenOrders int
+	// EventRetention is how long the markets' feed events are kept (default DefaultEventRetention).
+	EventRetention time.Duration
 }
 
 // DefaultMaxOpenOrders is the default of Config.MaxOpenOrders.
@@ -76,6 +79,8 @@ type Shard struct {
 	markets map[uuid.UUID]*marketState
 	acc     accumulator
 	result  engine.Result
+	feed    []feed.Event // reused by each batch's recordEvents
+	depth   engine.Depth
 	metrics *metrics
 }
 
@@ -90,12 +95,18 @@ type marketState struct {
 	epoch     int64        // the ownership epoch it was loaded under (distributed mode)
 	finished  finishedOrders
 	expiries  expiries // the resting GTD orders, soonest first
+
+	// The feed (events.go): the last number used, and the levels and status it has described.
+	eventSeq  int64
+	levels    levels
+	fedStatus domain.MarketStatus
 }
 
 // Snapshot is a market's book as last committed: the best levels of both views.
 type Snapshot struct {
 	Status domain.MarketStatus
 	Epoch  int64 // the ownership epoch the shard holds the market under
+	Seq    int64 // the last number of the market's feed the snapshot reflects
 	Depth  engine.Depth
 }
 
@@ -109,6 +120,9 @@ func New(cfg Config) *Shard {
 	}
 	if cfg.MaxOpenOrders <= 0 {
 		cfg.MaxOpenOrders = DefaultMaxOpenOrders
+	}
+	if cfg.EventRetention <= 0 {
+		cfg.EventRetention = DefaultEventRetention
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -128,6 +142,7 @@ func New(cfg Config) *Shard {
 	go s.loop()
 	s.sweepers.Go(s.sweepExpiries)
 	s.sweepers.Go(s.sweepHeartbeats)
+	s.sweepers.Go(s.pruneEvents)
 	return s
 }
 

@@ -298,7 +298,7 @@ func (r *Router) OrderBook(ctx context.Context, id uuid.UUID) (*shard.Snapshot, 
 		if err != nil {
 			return nil, err
 		}
-		snap = shard.Snapshot{Status: m.Status}
+		snap = shard.Snapshot{Status: m.Status, Seq: m.EventSeq}
 		if m.LastTradePrice != nil {
 			snap.Depth.Yes.LastTradePrice = *m.LastTradePrice
 			snap.Depth.No.LastTradePrice = engine.Payout - *m.LastTradePrice

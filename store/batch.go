@@ -302,8 +302,12 @@ const (
 		                  where u.account_id = d.account_id and u.market_id = d.market_id and u.outcome = d.outcome))`
 	marketsPart = `market_updates as (
 		update markets m set last_trade_price = coalesce(d.last, m.last_trade_price),
-		       status = coalesce(d.status, m.status), updated_at = $1
-		from unnest({1}::uuid[], {2}::smallint[], {3}::text[]) as d(id, last, status) where m.id = d.id)`
+		       status = coalesce(d.status, m.status), event_seq = coalesce(nullif(d.event_seq, 0), m.event_seq), updated_at = $1
+		from unnest({1}::uuid[], {2}::smallint[], {3}::text[], {4}::bigint[]) as d(id, last, status, event_seq) where m.id = d.id)`
+	eventsPart = `new_events as (
+		insert into market_events (market_id, first_seq, last_seq, created_at, events)
+		select market_id, first_seq, last_seq, $1, events
+		from unnest({1}::uuid[], {2}::bigint[], {3}::bigint[], {4}::bytea[]) as d(market_id, first_seq, last_seq, events))`
 )
 
 // applyParts are the parts in the order a statement lists them, with how many parameters each
@@ -312,7 +316,7 @@ var (
 	applyParts = []struct {
 		sql  string
 		args int
-	}{{newOrdersPart, 17}, {orderUpdatesPart, 7}, {tradesPart, 13}, {cashPart, 3}, {sharesPart, 6}, {marketsPart, 3}}
+	}{{newOrdersPart, 17}, {orderUpdatesPart, 7}, {tradesPart, 13}, {cashPart, 3}, {sharesPart, 6}, {marketsPart, 4}, {eventsPart, 4}}
 	applySQL = func() []string {
 		placeholder := regexp.MustCompile(`\{(\d+)\}`)
 		out := make([]string, 1<<len(applyParts))
@@ -396,10 +400,10 @@ func applyStatement(b *Batch) (string, []any) {
 		add(4, ids, holders, holdings, outcomes, qty, locked)
 	}
 	if n := len(b.Markets); n > 0 {
-		ids, last, status := make([][16]byte, n), make([]*int16, n), make([]*string, n)
+		ids, last, status, seqs := make([][16]byte, n), make([]*int16, n), make([]*string, n), make([]int64, n)
 		for i := range b.Markets {
 			m := &b.Markets[i]
-			ids[i] = m.ID
+			ids[i], seqs[i] = m.ID, m.EventSeq
 			if m.LastTradePrice != nil {
 				p := int16(*m.LastTradePrice)
 				last[i] = &p
@@ -409,7 +413,14 @@ func applyStatement(b *Batch) (string, []any) {
 				status[i] = &st
 			}
 		}
-		add(5, ids, last, status)
+		add(5, ids, last, status, seqs)
+	}
+	if n := len(b.Events); n > 0 {
+		markets, first, last, events := make([][16]byte, n), make([]int64, n), make([]int64, n), make([][]byte, n)
+		for i, e := range b.Events {
+			markets[i], first[i], last[i], events[i] = e.Market, e.First, e.Last, e.Events
+		}
+		add(6, markets, first, last, events)
 	}
 	if mask == 0 {
 		return "", nil

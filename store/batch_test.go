@@ -50,7 +50,7 @@ func TestApplyStatements(t *testing.T) {
 	for mask := 1; mask < len(applySQL); mask++ {
 		sd, err := conn.Conn().Prepare(ctx, fmt.Sprintf("apply_%d", mask), applySQL[mask])
 		if err != nil {
-			t.Fatalf("parts %06b: %v\n%s", mask, err, applySQL[mask])
+			t.Fatalf("parts %07b: %v\n%s", mask, err, applySQL[mask])
 		}
 		want := 1
 		for i, p := range applyParts {
@@ -59,10 +59,10 @@ func TestApplyStatements(t *testing.T) {
 			}
 		}
 		if len(sd.ParamOIDs) != want {
-			t.Errorf("parts %06b: %d parameters, want %d", mask, len(sd.ParamOIDs), want)
+			t.Errorf("parts %07b: %d parameters, want %d", mask, len(sd.ParamOIDs), want)
 		}
 		if updates := mask&(1<<1) != 0; updates != (len(sd.Fields) == len(strings.Split(updatedOrderColumns, ","))) {
-			t.Errorf("parts %06b: returns %d columns", mask, len(sd.Fields))
+			t.Errorf("parts %07b: returns %d columns", mask, len(sd.Fields))
 		}
 	}
 }

@@ -30,6 +30,7 @@ type Market struct {
 	LastTradePrice *int    // YES price of the last trade
 	Shard          *string // the shard that owns the market, in distributed mode
 	Epoch          int64   // bumped at every change of owner
+	EventSeq       int64   // the last number of the market's feed sequence (package feed)
 }
 
 // Order is an order's row.

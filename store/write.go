@@ -86,13 +86,14 @@ type Batch struct {
 	Cash         []CashDelta
 	Shares       []ShareDelta
 	Markets      []MarketUpdate
+	Events       []EventBatch
 	Settlements  []Settlement // run last, after every other write
 }
 
 // Reset empties the batch, keeping its storage.
 func (b *Batch) Reset(now time.Time) {
 	*b = Batch{Now: now, NewOrders: b.NewOrders[:0], OrderUpdates: b.OrderUpdates[:0], Trades: b.Trades[:0],
-		Cash: b.Cash[:0], Shares: b.Shares[:0], Markets: b.Markets[:0], Settlements: b.Settlements[:0]}
+		Cash: b.Cash[:0], Shares: b.Shares[:0], Markets: b.Markets[:0], Events: b.Events[:0], Settlements: b.Settlements[:0]}
 }
 
 // TradeRow is one fill as stored.
@@ -128,6 +129,15 @@ type MarketUpdate struct {
 	ID             uuid.UUID
 	LastTradePrice *int
 	Status         domain.MarketStatus // "" leaves it
+	EventSeq       int64               // the feed's last number after the batch; 0 leaves it
+}
+
+// EventBatch is what one batch changed in one market: its feed events numbered First to Last, as a
+// JSON array (feed.Encode).
+type EventBatch struct {
+	Market      uuid.UUID
+	First, Last int64
+	Events      []byte
 }
 
 // Settlement resolves a market (Outcome YES or NO) or cancels it (Outcome empty).

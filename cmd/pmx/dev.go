@@ -27,16 +27,17 @@ import (
 const builtinMarkets = "builtin"
 
 type devOptions struct {
-	addr          string
-	dataDir       string
-	databaseURL   string
-	markets       string
-	adminToken    string
-	grant         int64
-	maxQuantity   int64
-	maxOpenOrders int
-	process       processOptions
-	serve         serveOptions
+	addr           string
+	dataDir        string
+	databaseURL    string
+	markets        string
+	adminToken     string
+	grant          int64
+	maxQuantity    int64
+	maxOpenOrders  int
+	eventRetention time.Duration
+	process        processOptions
+	serve          serveOptions
 }
 
 func newDevCommand() *cobra.Command {
@@ -70,6 +71,7 @@ started from.`,
 	f.Int64Var(&o.grant, "grant", 1_000_000, "play money, in cents, that a new account starts with")
 	f.Int64Var(&o.maxQuantity, "max-quantity", 1_000_000, "largest order quantity accepted")
 	f.IntVar(&o.maxOpenOrders, "max-open-orders", shard.DefaultMaxOpenOrders, "most open orders one account may have in one market")
+	f.DurationVar(&o.eventRetention, "event-retention", shard.DefaultEventRetention, "how long the markets' feed events are kept")
 	addProcessFlags(cmd, &o.process, true)
 	addMetricsFlag(cmd, &o.process, "127.0.0.1:9090")
 	addServeFlags(cmd, &o.serve)
@@ -116,7 +118,8 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 		return err
 	}
 	defer stopMetrics()
-	sh := shard.New(shard.Config{Store: st, Logger: log, Metrics: reg, MaxOpenOrders: o.maxOpenOrders})
+	sh := shard.New(shard.Config{Store: st, Logger: log, Metrics: reg, MaxOpenOrders: o.maxOpenOrders,
+		EventRetention: o.eventRetention})
 	defer sh.Stop()
 
 	if o.markets != "" {

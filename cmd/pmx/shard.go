@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,13 +15,14 @@ import (
 )
 
 type shardOptions struct {
-	maxOpenOrders int
-	databaseURL   string
-	name          string
-	addr          string
-	advertise     string
-	internalToken string
-	process       processOptions
+	maxOpenOrders  int
+	eventRetention time.Duration
+	databaseURL    string
+	name           string
+	addr           string
+	advertise      string
+	internalToken  string
+	process        processOptions
 }
 
 func newShardCommand() *cobra.Command {
@@ -47,6 +49,7 @@ hands its markets back.`,
 	f.StringVar(&o.advertise, "advertise-address", envOr("PMX_ADVERTISE_ADDRESS", ""), "host:port the front API reaches this shard at (default: the host name and the listening port)")
 	f.StringVar(&o.internalToken, "internal-token", envOr("PMX_INTERNAL_TOKEN", ""), "secret shared with the front API (default $PMX_INTERNAL_TOKEN)")
 	f.IntVar(&o.maxOpenOrders, "max-open-orders", shard.DefaultMaxOpenOrders, "most open orders one account may have in one market")
+	f.DurationVar(&o.eventRetention, "event-retention", shard.DefaultEventRetention, "how long the markets' feed events are kept")
 	addProcessFlags(cmd, &o.process, true)
 	addMetricsFlag(cmd, &o.process, ":9090")
 	return cmd
@@ -86,7 +89,8 @@ func runShard(ctx context.Context, o shardOptions) error {
 		advertise = net.JoinHostPort(host, port)
 	}
 
-	sh := shard.New(shard.Config{Store: st, Name: o.name, Logger: log, Metrics: reg, MaxOpenOrders: o.maxOpenOrders})
+	sh := shard.New(shard.Config{Store: st, Name: o.name, Logger: log, Metrics: reg, MaxOpenOrders: o.maxOpenOrders,
+		EventRetention: o.eventRetention})
 	beatCtx, stopBeat := context.WithCancel(context.Background())
 	beatDone := make(chan struct{})
 	go func() {

@@ -54,12 +54,13 @@ func book() map[string]any {
 			"asks":           []any{level(60, 10, 10), level(62, 5, 15)},
 			"lastTradePrice": 58,
 		},
+		"seq": 1234,
 	}
 }
 
 func emptyBook() map[string]any {
 	side := func() map[string]any { return map[string]any{"bids": []any{}, "asks": []any{}, "lastTradePrice": nil} }
-	return map[string]any{"orderBookYes": side(), "orderBookNo": side()}
+	return map[string]any{"orderBookYes": side(), "orderBookNo": side(), "seq": 0}
 }
 
 func trade() map[string]any {
@@ -304,6 +305,7 @@ func TestDocumentedStatuses(t *testing.T) {
 	want := []string{
 		"GET /account 200", "GET /account 401",
 		"GET /market 201", "GET /market 400", "GET /market 401", "GET /market 404",
+		"GET /market/events 200", "GET /market/events 400", "GET /market/events 401", "GET /market/events 410",
 		"GET /market/order-book 200", "GET /market/order-book 400", "GET /market/order-book 401",
 		"GET /market/trades 200", "GET /market/trades 400", "GET /market/trades 401",
 		"GET /markets 200", "GET /markets 400", "GET /markets 401",

@@ -265,8 +265,9 @@ func (c *Client) Positions(t testing.TB) map[string]apiserver.Position {
 
 // Book is the answer of GET /market/order-book.
 type Book struct {
-	Yes View `json:"orderBookYes"`
-	No  View `json:"orderBookNo"`
+	Yes View  `json:"orderBookYes"`
+	No  View  `json:"orderBookNo"`
+	Seq int64 `json:"seq"` // the feed's last event the book reflects
 }
 
 // View is one outcome's view of a book.

@@ -79,6 +79,16 @@ var invariants = []struct{ name, query string }{
 		select 'position', p.id from positions p
 		where not exists (select 1 from accounts a where a.id = p.account_id)
 		   or not exists (select 1 from markets m where m.id = p.market_id)`},
+	// The feed (package feed): each market's kept event batches follow each other without a gap,
+	// and the last ends at the market's event_seq.
+	{"every market's feed is gapless and ends at its event_seq", `
+		select e.market_id, e.first_seq, e.prev_last from (
+			select market_id, first_seq, lag(last_seq) over (partition by market_id order by first_seq) as prev_last
+			from market_events) e
+		where e.prev_last is not null and e.first_seq <> e.prev_last + 1
+		union all
+		select m.id, m.event_seq, max(e.last_seq) from markets m join market_events e on e.market_id = m.id
+		group by m.id, m.event_seq having max(e.last_seq) <> m.event_seq`},
 }
 
 // CheckInvariants checks every invariant in SQL, and the books in memory against Postgres when the

@@ -33,7 +33,11 @@ func TestInvariantsCatchViolations(t *testing.T) {
 		  (gen_random_uuid(), '00000000-0000-0000-0000-0000000000aa', 1, 'MINT', 40, 2, 2, 1, 2, 1, 'BUY', 'NO', 60, now());
 		insert into positions (account_id, market_id, outcome, id, quantity, locked_quantity, created_at, updated_at) values
 		  (1, '00000000-0000-0000-0000-0000000000aa', 'YES', gen_random_uuid(), 2, 0, now(), now()),
-		  (2, '00000000-0000-0000-0000-0000000000aa', 'NO', gen_random_uuid(), 2, 0, now(), now());`
+		  (2, '00000000-0000-0000-0000-0000000000aa', 'NO', gen_random_uuid(), 2, 0, now(), now());
+		update markets set event_seq = 5 where id = '00000000-0000-0000-0000-0000000000aa';
+		insert into market_events (market_id, first_seq, last_seq, created_at, events) values
+		  ('00000000-0000-0000-0000-0000000000aa', 1, 3, now(), '[]'),
+		  ('00000000-0000-0000-0000-0000000000aa', 4, 5, now(), '[]');`
 	if _, err := st.Pool.Exec(ctx, seed); err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +63,8 @@ func TestInvariantsCatchViolations(t *testing.T) {
 		{"every order, trade and position names an existing account and market", `update trades set maker_account_id = 99`},
 		{"every order, trade and position names an existing account and market", `update trades set taker_order_seq = 3`},
 		{"every order, trade and position names an existing account and market", `update positions set market_id = gen_random_uuid() where account_id = 1`},
+		{"every market's feed is gapless", `update market_events set first_seq = 5 where first_seq = 4`},
+		{"every market's feed is gapless", `update markets set event_seq = 6`},
 	}
 	for _, c := range cases {
 		t.Run(c.corruption, func(t *testing.T) {

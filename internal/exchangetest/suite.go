@@ -47,6 +47,7 @@ func RunSuite(t *testing.T, tg *Target) {
 		{"Amend", testAmend},
 		{"BatchPlace", testBatchPlace},
 		{"BatchCancel", testBatchCancel},
+		{"MarketEvents", testMarketEvents},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, tg) })
 	}
@@ -72,7 +73,7 @@ func testAuthentication(t *testing.T, tg *Target) {
 	id := m.ID.String()
 	calls := []struct{ method, path string }{
 		{"GET", "/markets"}, {"GET", "/market?marketId=" + id}, {"GET", "/market/order-book?marketId=" + id},
-		{"GET", "/market/trades?marketId=" + id}, {"POST", "/order"}, {"GET", "/positions"},
+		{"GET", "/market/trades?marketId=" + id}, {"GET", "/market/events?marketId=" + id}, {"POST", "/order"}, {"GET", "/positions"},
 		{"POST", "/cancel-order"}, {"POST", "/cancel-everything"}, {"GET", "/account"}, {"GET", "/orders"},
 		{"GET", "/order?orderId=" + uuid.NewString()}, {"POST", "/heartbeat"}, {"POST", "/order/amend"},
 		{"POST", "/orders/batch"}, {"POST", "/orders/cancel"},

@@ -1,0 +1,78 @@
+package apiserver
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/pmx-dev/pmx/domain"
+	"github.com/pmx-dev/pmx/feed"
+	"github.com/pmx-dev/pmx/httpkit"
+	"github.com/pmx-dev/pmx/store"
+)
+
+// Event listing limits.
+const (
+	defaultEvents = 100
+	maxEvents     = 1000
+)
+
+var errResyncRequired = &httpkit.Error{Status: http.StatusGone, Code: "resync_required", Field: "after",
+	Message: "the events after this number are no longer kept: read the book (GET /market/order-book, which says its seq) and follow the events after that"}
+
+// marketEvents lists a market's feed events after a sequence number, oldest first (package feed).
+// The events are read from Postgres as the shard wrote them; a reader further behind than the
+// retention must resync from a snapshot.
+func (s *Server) marketEvents(c *gin.Context) error {
+	id, err := queryUUID(c, "marketId")
+	if err != nil {
+		return err
+	}
+	var after int64
+	if v, ok := c.GetQuery("after"); ok {
+		if after, err = strconv.ParseInt(v, 10, 64); err != nil || after < 0 {
+			return httpkit.FieldError("after", "out_of_range", "after must be a whole number from 0 (a seq the client has seen)")
+		}
+	}
+	limit, err := queryLimit(c, defaultEvents, maxEvents)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request.Context()
+	m, err := s.cfg.Store.Market(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return domain.ErrUnknownMarket
+	}
+	if err != nil {
+		return err
+	}
+	events := []feed.Event{}
+	if after < m.EventSeq {
+		first, err := s.cfg.Store.FirstEvent(ctx, id)
+		if err != nil {
+			return err
+		}
+		if first == 0 || after+1 < first {
+			return errResyncRequired
+		}
+		batches, err := s.cfg.Store.EventsAfter(ctx, id, after, limit)
+		if err != nil {
+			return err
+		}
+		for _, b := range batches {
+			got, err := feed.Decode(b.Events)
+			if err != nil {
+				return err
+			}
+			for _, e := range got {
+				if e.Seq > after && len(events) < limit {
+					events = append(events, e)
+				}
+			}
+		}
+	}
+	c.JSON(http.StatusOK, gin.H{"marketId": id, "events": events})
+	return nil
+}
