@@ -10,8 +10,11 @@
 package feed
 
 import (
-	"encoding/json"
 	"time"
+
+	// goccy/go-json: the same output as encoding/json, in a fraction of the time, on the path
+	// every batch takes (gin's codec is the same library, see package httpkit).
+	json "github.com/goccy/go-json"
 )
 
 // Event types.
