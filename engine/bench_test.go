@@ -277,18 +277,28 @@ func sweepBook(b *testing.B, book *Book, id OrderID, r *Result) OrderID {
 	return id
 }
 
-// BenchmarkFOKKilled measures the worst FOK: one that counts all 1,000 orders of a deep book, over
-// 50 levels, to find it is one share short. One op is that one submission, which changes nothing.
+// BenchmarkFOKKilled measures FOK orders that a deep book of 1,000 orders over 50 levels cannot
+// fill, so that each changes nothing: one short by the levels' totals, which need not look at a
+// single order, and one short only once its own orders are left out, which counts all 1,000.
 func BenchmarkFOKKilled(b *testing.B) {
 	book := New(2048)
 	var r Result
 	id := sweepBook(b, book, 0, &r)
-	o := Order{ID: id + 1, Account: 1, Side: Buy, Outcome: Yes, Price: 99, Quantity: 3001, TimeInForce: FOK}
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := book.Submit(o, &r); err != nil || r.Reason != ReasonFOK {
-			b.Fatalf("%v, reason %v", err, r.Reason)
-		}
+	for _, bc := range []struct {
+		name string
+		o    Order
+	}{
+		{"by the totals", Order{ID: id + 1, Account: 1, Side: Buy, Outcome: Yes, Price: 99, Quantity: 3001, TimeInForce: FOK}},
+		{"by its own orders", Order{ID: id + 1, Account: 2, Side: Buy, Outcome: Yes, Price: 99, Quantity: 2950, TimeInForce: FOK}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := book.Submit(bc.o, &r); err != nil || r.Reason != ReasonFOK {
+					b.Fatalf("%v, reason %v", err, r.Reason)
+				}
+			}
+		})
 	}
 }
 

@@ -108,7 +108,7 @@ func (b *Book) Submit(o Order, r *Result) error {
 		if o.PostOnly && opp.bits.best()+int(t.key) >= Payout {
 			return ErrPostOnlyWouldCross
 		}
-		if o.TimeInForce == FOK && b.fillable(&t, own^1) < t.qty {
+		if o.TimeInForce == FOK && !b.fills(&t, own^1) {
 			r.Fills = r.Fills[:0]
 			r.Cancelled = r.Cancelled[:0]
 			r.Order = OrderState{Order: o, Status: StatusCancelled}
@@ -216,28 +216,36 @@ func (b *Book) match(t *order, bs *bookSide, side, k int, r *Result) bool {
 	return false
 }
 
-// fillable is how much of the taker t side side of the book would fill now, counted up to t's
-// quantity, without changing anything: what execute would fill. Own orders fill nothing: under
-// CancelResting they are passed over (execute cancels them), under CancelIncoming the count ends
-// at the first one.
-func (b *Book) fillable(t *order, side int) int64 {
+// fills reports whether the taker t would fill entirely against side side of the book now, as
+// Submit would match it, without changing anything. Own orders fill nothing: under CancelResting
+// they are passed over (matching cancels them), under CancelIncoming they end the count.
+func (b *Book) fills(t *order, side int) bool {
 	bs := &b.sides[side]
+	// The levels' totals bound what can fill: when even they fall short, as for a FOK order that
+	// is killed, no order need be looked at.
 	var q int64
+	for k := bs.bits.best(); k > 0 && k+int(t.key) >= Payout && q < t.qty; k = bs.bits.prev(k) {
+		q += bs.levels[k].total
+	}
+	if q < t.qty {
+		return false
+	}
+	q = 0
 	for k := bs.bits.best(); k > 0 && k+int(t.key) >= Payout; k = bs.bits.prev(k) {
 		for s := bs.levels[k].head; s != nilSlot; s = b.orders[s].next {
 			m := &b.orders[s]
 			if m.account == t.account {
 				if t.stp == CancelIncoming {
-					return q
+					return false
 				}
 				continue
 			}
 			if q += m.remaining(); q >= t.qty {
-				return t.qty
+				return true
 			}
 		}
 	}
-	return q
+	return false
 }
 
 // rest appends the order to the tail of its level on side bs.
