@@ -118,7 +118,7 @@ func (b *Book) Submit(o Order, r *Result) error {
 	}
 	r.Fills = r.Fills[:0]
 	r.Cancelled = r.Cancelled[:0]
-	// The loop of execute, inline: the call cost a twentieth of a submission.
+	// The loop of execute, inline: calling it cost about 5% of a submission's instructions.
 	reason := ReasonNone
 	for t.filled < t.qty {
 		m := opp.bits.best()
