@@ -91,7 +91,13 @@ func New(capacity int) *Book {
 // A post-only order is refused if it would meet any resting order, its own account's included:
 // under CancelResting it would cancel its owner's orders and under CancelIncoming it would be
 // cancelled itself, and a post-only order promises to join the book without changing it.
-func (b *Book) Submit(o Order, r *Result) error {
+//
+// Submit inlines into its caller and passes the order on by pointer: an Order has more fields
+// than Go passes in registers, and copying it to the stack for the call cost a sixth of a
+// submission in BenchmarkRealisticStream.
+func (b *Book) Submit(o Order, r *Result) error { return b.submit(&o, r) }
+
+func (b *Book) submit(o *Order, r *Result) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
@@ -111,7 +117,7 @@ func (b *Book) Submit(o Order, r *Result) error {
 		if o.TimeInForce == FOK && !b.fills(&t, own^1) {
 			r.Fills = r.Fills[:0]
 			r.Cancelled = r.Cancelled[:0]
-			r.Order = OrderState{Order: o, Status: StatusCancelled}
+			r.Order = OrderState{Order: *o, Status: StatusCancelled}
 			r.Reason = ReasonFOK
 			return nil
 		}
@@ -138,8 +144,11 @@ func (b *Book) Submit(o Order, r *Result) error {
 		}
 	}
 	// Field by field: a composite literal here compiles to a zeroed temporary whose overlapping
-	// copies stall store forwarding, measurably on this path.
-	r.Order.Order = o
+	// copies stall store forwarding, measurably on this path, and a copy of *o reads the caller's
+	// fresh stores with wider loads, which stalls the same way.
+	r.Order.ID, r.Order.Account, r.Order.Price, r.Order.Quantity = o.ID, o.Account, o.Price, o.Quantity
+	r.Order.Side, r.Order.Outcome = o.Side, o.Outcome
+	r.Order.TimeInForce, r.Order.PostOnly, r.Order.SelfTrade = o.TimeInForce, o.PostOnly, o.SelfTrade
 	r.Order.Filled = t.filled
 	r.Order.Status = status(t.qty, t.filled, reason != ReasonNone)
 	r.Reason = reason
