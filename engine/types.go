@@ -230,7 +230,7 @@ var (
 	ErrInvalidTimeInForce = errors.New("engine: time in force must be GTC, GTD, IOC or FOK")
 	ErrInvalidSelfTrade   = errors.New("engine: self-trade mode must be CANCEL_RESTING or CANCEL_INCOMING")
 	ErrPostOnlyMustRest   = errors.New("engine: a post-only order must be GTC or GTD")
-	ErrPostOnlyWouldCross = errors.New("engine: a post-only order would trade on arrival")
+	ErrPostOnlyWouldCross = errors.New("engine: a post-only order would cross the book")
 )
 
 // ParseSide reads "BUY" or "SELL".
