@@ -14,8 +14,8 @@ type Book struct {
 	// so a book in steady state allocates nothing.
 	orders []order
 	free   int32
-	index  idIndex             // resting order id → slot, for O(1) cancel
-	open   map[AccountID]int32 // resting orders per account, for OpenOrders
+	index  idIndex // resting order id → slot, for O(1) cancel
+	open   idIndex // resting orders per account (the index's slot is the count), for OpenOrders
 
 	last int // last trade's YES price, 0 before the first trade
 }
@@ -75,7 +75,7 @@ func New(capacity int) *Book {
 		orders: make([]order, 0, capacity),
 		free:   nilSlot,
 		index:  newIDIndex(capacity),
-		open:   map[AccountID]int32{},
+		open:   newIDIndex(16),
 	}
 	for s := range b.sides {
 		for k := range b.sides[s].levels {
@@ -282,7 +282,7 @@ func (b *Book) rest(t *order, bs *bookSide) {
 	lv.tail = s
 	lv.total += t.remaining()
 	b.index.put(t.id, s)
-	b.open[t.account]++
+	b.open.add(OrderID(t.account), 1)
 }
 
 // remove unlinks slot s from its level on side bs and frees it.
@@ -304,9 +304,7 @@ func (b *Book) remove(bs *bookSide, s int32) {
 		bs.bits.clear(int(o.key))
 	}
 	b.index.del(o.id)
-	if b.open[o.account]--; b.open[o.account] == 0 {
-		delete(b.open, o.account)
-	}
+	b.open.add(OrderID(o.account), -1)
 	o.next = b.free
 	b.free = s
 }
@@ -413,7 +411,7 @@ func (b *Book) Resting(dst []OrderState) []OrderState {
 }
 
 // OpenOrders is the number of resting orders of one account.
-func (b *Book) OpenOrders(account AccountID) int { return int(b.open[account]) }
+func (b *Book) OpenOrders(account AccountID) int { return max(int(b.open.get(OrderID(account))), 0) }
 
 // Len is the number of resting orders.
 func (b *Book) Len() int { return b.index.n }

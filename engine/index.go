@@ -95,3 +95,24 @@ func (x *idIndex) grow() {
 		}
 	}
 }
+
+// add adds delta to the number an index used as a counter keeps for id in its slot, and removes id
+// when the number comes to 0: per-account counts of resting orders (Book.OpenOrders), at the cost
+// of a probe where a Go map cost a submission a third of its time.
+func (x *idIndex) add(id OrderID, delta int32) {
+	for i := x.home(id); ; i = (i + 1) & x.mask {
+		e := &x.entries[i]
+		if e.slot == 0 {
+			break
+		}
+		if e.id == id {
+			if n := e.slot - 1 + delta; n != 0 {
+				e.slot = n + 1
+			} else {
+				x.del(id)
+			}
+			return
+		}
+	}
+	x.put(id, delta)
+}

@@ -119,13 +119,20 @@ func (l *ledger) check(b *Book) error {
 
 	needCash := map[AccountID]int64{}
 	needShares := map[holding]int64{}
+	open := map[AccountID]int{}
 	for _, o := range b.Resting(nil) {
 		if o.Remaining() <= 0 || !o.Status.Resting() {
 			return fmt.Errorf("order %d rests with %d remaining, status %v", o.ID, o.Remaining(), o.Status)
 		}
+		open[o.Account]++
 		cash, shares := o.Lock()
 		needCash[o.Account] += cash
 		needShares[holding{o.Account, o.Outcome}] += shares
+	}
+	for a := range l.cash {
+		if got := b.OpenOrders(a); got != open[a] {
+			return fmt.Errorf("account %d: OpenOrders says %d, %d rest", a, got, open[a])
+		}
 	}
 	for a, c := range l.locked {
 		if c != needCash[a] {
