@@ -342,7 +342,7 @@ func (b *Book) Amend(id OrderID, price int, remaining int64, r *Result) error {
 	r.Fills = r.Fills[:0]
 	r.Cancelled = r.Cancelled[:0]
 	r.Reason = ReasonNone
-	if int(o.price) == price && remaining <= o.remaining() { // in place
+	if keepsPriority(int(o.price), o.remaining(), price, remaining) { // in place
 		b.sides[own].levels[o.key].total -= o.remaining() - remaining
 		o.qty = o.filled + remaining
 		r.Order = o.state(false)

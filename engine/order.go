@@ -70,6 +70,17 @@ func (s *OrderState) Lock() (cash, shares int64) {
 	return 0, s.Remaining()
 }
 
+// AmendKeepsPriority reports whether amending the resting order s to price and remaining keeps its
+// place in its level's queue (Book.Amend): at the same price with no more remaining it does, since
+// it asks for nothing the orders behind it wait for; any other amend sends it to the back.
+func (s *OrderState) AmendKeepsPriority(price int, remaining int64) bool {
+	return keepsPriority(s.Price, s.Remaining(), price, remaining)
+}
+
+func keepsPriority(oldPrice int, oldRemaining int64, price int, remaining int64) bool {
+	return price == oldPrice && remaining <= oldRemaining
+}
+
 // AmendLock is the signed change in what the resting order s locks when amended to price and
 // remaining (see Book.Amend): the caller reserves it before Amend when positive and releases it
 // when negative. It is the Lock of the amended order less s's Lock.

@@ -168,6 +168,12 @@ func (s *Shard) amend(c *command, now time.Time) {
 	s.acc.orderState(k, r.Account, res.Order.Filled, res.Order.Status, res.Reason)
 	row := s.acc.row(k, r.Account)
 	row.Price, row.Quantity = price, res.Order.Quantity
+	if !st.AmendKeepsPriority(price, remaining) {
+		// Its new place in time is the next number of the order sequence, so that a book rebuilt
+		// from Postgres puts it where this one did: behind every order before, ahead of every after.
+		m.lastOrder++
+		row.Priority = m.lastOrder
+	}
 	c.placed.Trades = s.settle(m, res, now, make([]store.Trade, 0, len(res.Fills)))
 }
 

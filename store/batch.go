@@ -258,20 +258,20 @@ const (
 	newOrdersPart = `new_orders as (
 		insert into orders (id, market_id, seq, account_id, side, outcome, price, quantity,
 		                    filled_quantity, status, created_at, updated_at, time_in_force, expires_at, post_only,
-		                    self_trade, client_order_id, placement, cancel_reason)
+		                    self_trade, client_order_id, placement, cancel_reason, priority)
 		select id, market_id, seq, account_id, side, outcome, price, quantity, filled, status, $1, $1,
-		       tif, expires_at, post_only, self_trade, client_order_id, placement, cancel_reason
+		       tif, expires_at, post_only, self_trade, client_order_id, placement, cancel_reason, nullif(priority, 0)
 		from unnest({1}::uuid[], {2}::uuid[], {3}::bigint[], {4}::bigint[], {5}::text[], {6}::text[],
 		            {7}::smallint[], {8}::bigint[], {9}::bigint[], {10}::text[], {11}::text[], {12}::timestamptz[],
-		            {13}::boolean[], {14}::text[], {15}::text[], {16}::text[], {17}::text[])
+		            {13}::boolean[], {14}::text[], {15}::text[], {16}::text[], {17}::text[], {18}::bigint[])
 		  as d(id, market_id, seq, account_id, side, outcome, price, quantity, filled, status, tif, expires_at,
-		       post_only, self_trade, client_order_id, placement, cancel_reason))`
+		       post_only, self_trade, client_order_id, placement, cancel_reason, priority))`
 	orderUpdatesPart = `order_updates as (
 		update orders o set price = coalesce(nullif(d.price, 0), o.price), quantity = coalesce(nullif(d.quantity, 0), o.quantity),
 		       filled_quantity = d.filled, status = d.status,
-		       cancel_reason = d.cancel_reason, updated_at = $1
-		from unnest({1}::uuid[], {2}::bigint[], {3}::smallint[], {4}::bigint[], {5}::bigint[], {6}::text[], {7}::text[])
-		  as d(market_id, seq, price, quantity, filled, status, cancel_reason)
+		       cancel_reason = d.cancel_reason, priority = coalesce(nullif(d.priority, 0), o.priority), updated_at = $1
+		from unnest({1}::uuid[], {2}::bigint[], {3}::smallint[], {4}::bigint[], {5}::bigint[], {6}::text[], {7}::text[], {8}::bigint[])
+		  as d(market_id, seq, price, quantity, filled, status, cancel_reason, priority)
 		where o.market_id = d.market_id and o.seq = d.seq
 		returning ` + updatedOrderColumns + `)`
 	tradesPart = `new_trades as (
@@ -316,7 +316,7 @@ var (
 	applyParts = []struct {
 		sql  string
 		args int
-	}{{newOrdersPart, 17}, {orderUpdatesPart, 7}, {tradesPart, 13}, {cashPart, 3}, {sharesPart, 6}, {marketsPart, 4}, {eventsPart, 4}}
+	}{{newOrdersPart, 18}, {orderUpdatesPart, 8}, {tradesPart, 13}, {cashPart, 3}, {sharesPart, 6}, {marketsPart, 4}, {eventsPart, 4}}
 	applySQL = func() []string {
 		placeholder := regexp.MustCompile(`\{(\d+)\}`)
 		out := make([]string, 1<<len(applyParts))
@@ -373,12 +373,12 @@ func applyStatement(b *Batch) (string, []any) {
 	}
 	if n := len(b.OrderUpdates); n > 0 {
 		markets, seqs, prices, qty := make([][16]byte, n), make([]int64, n), make([]int16, n), make([]int64, n)
-		filled, status, reasons := make([]int64, n), make([]string, n), make([]*string, n)
+		filled, status, reasons, priorities := make([]int64, n), make([]string, n), make([]*string, n), make([]int64, n)
 		for i, o := range b.OrderUpdates {
 			markets[i], seqs[i], prices[i], qty[i] = o.MarketID, o.Seq, int16(o.Price), o.Quantity
-			filled[i], status[i], reasons[i] = o.FilledQuantity, o.Status.String(), o.CancelReason
+			filled[i], status[i], reasons[i], priorities[i] = o.FilledQuantity, o.Status.String(), o.CancelReason, o.Priority
 		}
-		add(1, markets, seqs, prices, qty, filled, status, reasons)
+		add(1, markets, seqs, prices, qty, filled, status, reasons, priorities)
 	}
 	if len(b.Trades) > 0 {
 		add(2, tradeColumnsOf(b.Trades)...)

@@ -224,10 +224,11 @@ func (s *Store) Orders(ctx context.Context, f OrderFilter) ([]Order, error) {
 		f.Account, f.Market, statusText(f.Status), afterTime, afterID, f.Limit))
 }
 
-// RestingOrders lists a market's resting orders in time priority, to rebuild its book.
+// RestingOrders lists a market's resting orders in time priority (migration 011), to rebuild its
+// book.
 func (s *Store) RestingOrders(ctx context.Context, market uuid.UUID) ([]Order, error) {
 	return collectOrders(s.Pool.Query(ctx, `select `+orderColumns+` from orders
-		where market_id = $1 and status in ('OPEN', 'PARTIALLY_FILLED') order by seq`, market))
+		where market_id = $1 and status in ('OPEN', 'PARTIALLY_FILLED') order by coalesce(priority, seq)`, market))
 }
 
 // RestingMarkets lists the markets where an account has resting orders.
@@ -242,7 +243,10 @@ func (s *Store) RestingMarkets(ctx context.Context, account int64) ([]uuid.UUID,
 
 // Sequences returns the last order and trade sequence numbers used in a market.
 func (s *Store) Sequences(ctx context.Context, market uuid.UUID) (orders, trades int64, err error) {
-	err = s.Pool.QueryRow(ctx, `select coalesce((select max(seq) from orders where market_id = $1), 0),
+	// An amend's new priority used a number of the order sequence too; only a resting order's
+	// still matters (it must sort before every later order), and the partial index finds those.
+	err = s.Pool.QueryRow(ctx, `select greatest(coalesce((select max(seq) from orders where market_id = $1), 0),
+		coalesce((select max(priority) from orders where market_id = $1 and status in ('OPEN', 'PARTIALLY_FILLED')), 0)),
 		coalesce((select max(seq) from trades where market_id = $1), 0)`, market).Scan(&orders, &trades)
 	if err != nil {
 		err = fmt.Errorf("while reading the sequences of market %s: %w", market, err)

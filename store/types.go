@@ -57,6 +57,9 @@ type Order struct {
 	// Placement fingerprints the placement's parameters (PlacementOf) when ClientOrderID is set.
 	Placement    *string
 	CancelReason *string // why a cancelled order was cancelled: USER, IOC, FOK, EXPIRED, ...
+	// Priority, written by an amend that sent the order to the back of its level (0: unchanged),
+	// is its new place in time (migration 011). Not read back: books are rebuilt in its order.
+	Priority int64
 }
 
 // PlacedOrder is an order just placed and the fills it made, in order.

@@ -81,7 +81,7 @@ func (s *Store) UpdateMarketText(ctx context.Context, m Market, now time.Time) e
 type Batch struct {
 	Now          time.Time
 	NewOrders    []Order // inserted in their final state
-	OrderUpdates []Order // existing orders: FilledQuantity, Status and CancelReason are written, and Price and Quantity when not 0 (an amend)
+	OrderUpdates []Order // existing orders: FilledQuantity, Status and CancelReason are written, and Price, Quantity and Priority when not 0 (an amend)
 	Trades       []TradeRow
 	Cash         []CashDelta
 	Shares       []ShareDelta
@@ -153,16 +153,16 @@ func orderColumnsOf(os []Order) []any {
 	sides, outcomes, prices := make([]string, n), make([]string, n), make([]int16, n)
 	qty, filled, status := make([]int64, n), make([]int64, n), make([]string, n)
 	tifs, expires, postOnly, selfTrade := make([]string, n), make([]*time.Time, n), make([]bool, n), make([]string, n)
-	clientIDs, placements, reasons := make([]*string, n), make([]*string, n), make([]*string, n)
+	clientIDs, placements, reasons, priorities := make([]*string, n), make([]*string, n), make([]*string, n), make([]int64, n)
 	for i, o := range os {
 		ids[i], markets[i], seqs[i], accounts[i] = o.ID, o.MarketID, o.Seq, o.AccountID
 		sides[i], outcomes[i], prices[i] = o.Side, o.Outcome, int16(o.Price)
 		qty[i], filled[i], status[i] = o.Quantity, o.FilledQuantity, o.Status.String()
 		tifs[i], expires[i], postOnly[i], selfTrade[i] = cmp.Or(o.TimeInForce, "GTC"), o.ExpiresAt, o.PostOnly, cmp.Or(o.SelfTrade, "CANCEL_RESTING")
-		clientIDs[i], placements[i], reasons[i] = o.ClientOrderID, o.Placement, o.CancelReason
+		clientIDs[i], placements[i], reasons[i], priorities[i] = o.ClientOrderID, o.Placement, o.CancelReason, o.Priority
 	}
 	return []any{ids, markets, seqs, accounts, sides, outcomes, prices, qty, filled, status, tifs, expires, postOnly,
-		selfTrade, clientIDs, placements, reasons}
+		selfTrade, clientIDs, placements, reasons, priorities}
 }
 
 // tradeColumnsOf lays trades out as tradesPart's parameters, one array per column.

@@ -375,6 +375,7 @@ func testAmend(t *testing.T, tg *Target) {
 		t.Fatalf("amended to 4 remaining after 1 filled: quantity %d, filled %d; want 5 and 1", got.Quantity, got.FilledQuantity)
 	}
 	expectCash(t, a, Grant-40-160, 160)
+	CheckInvariants(t, tg) // the books rebuilt from Postgres keep a behind b, as in memory
 	c.Place(t, m.ID, "BUY", "NO", 60, 1)
 	if o := getOrder(t, b, second.ID); o.FilledQuantity != 1 {
 		t.Fatalf("a went to the back, yet b filled %d", o.FilledQuantity)
