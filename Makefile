@@ -18,7 +18,9 @@ RUN_FLAGS ?=
 TEST_FLAGS ?=
 # `make bench` runs the engine benchmarks on one core; BENCH_FLAGS adds more (e.g. -count 6).
 BENCH_FLAGS ?= -benchtime 2s
-# ...then the end-to-end benchmark, pmx bench; E2E_FLAGS adds to it (e.g. --bots 16 --duration 60s).
+# ...then the end-to-end benchmark, pmx bench, once with each mix of requests (basic: single
+# placements and cancels; market-maker: batches, amends, cancels of several orders); E2E_FLAGS adds
+# to both (e.g. --bots 16 --duration 60s).
 E2E_FLAGS ?=
 # `make bench-sweep` offers these loads (orders/s, open loop) and charts the latency.
 SWEEP_RATES ?= 250,500,1000,1500,2000,2500,3000,3500,4000,4500,5000
@@ -42,9 +44,10 @@ test: postgres chromium helm k8s-bins ## Run all tests, with the race detector.
 	$(GO) test -race -count=1 $(TEST_FLAGS) ./...
 
 .PHONY: bench
-bench: build postgres ## Run the engine benchmarks (one core), then the whole exchange end to end (pmx bench).
+bench: build postgres ## Run the engine benchmarks (one core), then the whole exchange end to end (pmx bench), with each mix.
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 $(BENCH_FLAGS) ./engine/...
-	$(PMX) bench $(E2E_FLAGS)
+	$(PMX) bench --mix basic $(E2E_FLAGS)
+	$(PMX) bench --mix market-maker $(E2E_FLAGS)
 
 .PHONY: bench-sweep
 bench-sweep: build postgres ## Chart placement latency against offered load (SWEEP_RATES) into docs/latency.png.

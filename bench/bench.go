@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,6 +53,9 @@ type Options struct {
 	Rates []float64
 	// Seed seeds the bots (the same seed gives the same stream of decisions).
 	Seed uint64
+	// Mix is the bots' choice of requests (loadgen.Mixes); empty means loadgen.MixBasic, the mix
+	// of every figure measured before the other mixes existed.
+	Mix loadgen.Mix
 	// DevArgs are extra arguments for pmx dev, e.g. --pprof-addr=127.0.0.1:6060.
 	DevArgs []string
 	// Command is the command line, recorded in the result.
@@ -71,6 +75,7 @@ type Result struct {
 	Markets         int         `json:"markets"`
 	DurationSeconds float64     `json:"durationSeconds"` // asked for, per run
 	Seed            uint64      `json:"seed"`
+	Mix             loadgen.Mix `json:"mix"`
 	Runs            []RunResult `json:"runs"`
 }
 
@@ -92,8 +97,9 @@ type PostgresInfo struct {
 	FullPageWrites    string `json:"fullPageWrites"`
 }
 
-// RunResult is one run's measurements. Latencies are placement latencies in microseconds; "per
-// order" means per placement acknowledged. The counting window of transactions and CPU opens
+// RunResult is one run's measurements. Latencies are those of single placements (POST /order),
+// in microseconds, whatever the mix: the loadgen report has every kind's; "per order" means per
+// placement acknowledged, alone or in a batch. The counting window of transactions and CPU opens
 // before loadgen creates the bots' accounts (one admin request per bot) and closes at the end of
 // the load for CPU, at pmx dev's exit for transactions.
 type RunResult struct {
@@ -151,6 +157,12 @@ func (o Options) withDefaults() (Options, error) {
 	if len(o.Rates) == 0 {
 		o.Rates = []float64{0}
 	}
+	if o.Mix == "" {
+		o.Mix = loadgen.MixBasic
+	}
+	if !slices.Contains(loadgen.Mixes, o.Mix) {
+		return o, fmt.Errorf("bench: no mix %q: want one of %s", o.Mix, loadgen.MixNames())
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -189,7 +201,7 @@ func Run(ctx context.Context, o Options) (_ *Result, err error) {
 		return nil, err
 	}
 	res := &Result{Command: o.Command, PMX: o.PMX, Machine: machineInfo(), Bots: o.Bots, Markets: o.Markets,
-		DurationSeconds: o.Duration.Seconds(), Seed: o.Seed}
+		DurationSeconds: o.Duration.Seconds(), Seed: o.Seed, Mix: o.Mix}
 	b := &bench{o: o, dir: o.DataDir, proc: newProcFS(), token: rand.Text(), id: strconv.FormatInt(time.Now().Unix(), 36)}
 	if b.dir == "" {
 		if b.dir, err = os.MkdirTemp("", "pmx-bench-"); err != nil {
@@ -230,8 +242,8 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 		what = "open loop at " + formatCount(rate) + " orders/s"
 	}
 	dir := filepath.Join(b.dir, fmt.Sprintf("run-%d", i+1))
-	b.progressf("run %d/%d: %s, %d bots, %d markets, %v: starting Postgres (durable: fsync on) in %s",
-		i+1, len(o.Rates), what, o.Bots, o.Markets, o.Duration, dir)
+	b.progressf("run %d/%d: %s, %s mix, %d bots, %d markets, %v: starting Postgres (durable: fsync on) in %s",
+		i+1, len(o.Rates), what, o.Mix, o.Bots, o.Markets, o.Duration, dir)
 	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return nil, err
 	}
@@ -279,7 +291,7 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 		return nil, err
 	}
 	rep, err := loadgen.Run(ctx, loadgen.Config{URL: dev.url, AdminToken: b.token, Bots: o.Bots, Rate: rate,
-		Duration: o.Duration, Markets: o.Markets, Seed: o.Seed}, o.Progress)
+		Duration: o.Duration, Markets: o.Markets, Seed: o.Seed, Mix: o.Mix}, o.Progress)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ErrInterrupted

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pmx-dev/pmx/loadgen"
 )
 
 // testWriter sends progress lines to the test log.
@@ -18,17 +20,23 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestRunSmoke builds pmx and benches it for a moment: a real pmx dev on a real durable cluster.
-// It checks that the figures are sane, never how fast anything is.
+// TestRunSmoke builds pmx and benches it for a moment with each mix: a real pmx dev on a real
+// durable cluster. It checks that the figures are sane, never how fast anything is.
 func TestRunSmoke(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "pmx")
 	// Without symbols the (large) binary links in half the time.
 	if out, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "github.com/pmx-dev/pmx/cmd/pmx").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	for _, mix := range loadgen.Mixes {
+		t.Run(string(mix), func(t *testing.T) { smoke(t, bin, mix) })
+	}
+}
+
+func smoke(t *testing.T, bin string, mix loadgen.Mix) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := Run(ctx, Options{PMX: bin, Bots: 4, Markets: 2, Duration: 2 * time.Second, Command: "test",
+	res, err := Run(ctx, Options{PMX: bin, Bots: 4, Markets: 2, Duration: time.Second, Mix: mix, Command: "test",
 		Progress: testWriter{t}})
 	if err != nil {
 		t.Fatal(err)
@@ -38,12 +46,12 @@ func TestRunSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log("\n" + text.String())
-	if len(res.Runs) != 1 {
-		t.Fatalf("%d runs, want 1", len(res.Runs))
+	if len(res.Runs) != 1 || res.Mix != mix {
+		t.Fatalf("%d runs of the %s mix, want 1 of %s", len(res.Runs), res.Mix, mix)
 	}
 	r := res.Runs[0]
 	switch {
-	case r.Mode != "closed" || r.Loadgen == nil || r.Loadgen.Markets != 2 || r.Loadgen.Bots != 4:
+	case r.Mode != "closed" || r.Loadgen == nil || r.Loadgen.Markets != 2 || r.Loadgen.Bots != 4 || r.Loadgen.Mix != mix:
 		t.Errorf("the run is not the one asked for: %+v", r)
 	case r.Orders <= 0 || r.OrdersPerSec <= 0 || r.P50Us <= 0 || r.P99Us < r.P50Us:
 		t.Errorf("orders %d, %.1f/s, p50 %dµs, p99 %dµs", r.Orders, r.OrdersPerSec, r.P50Us, r.P99Us)
@@ -53,6 +61,17 @@ func TestRunSmoke(t *testing.T) {
 		t.Errorf("%.2f transactions per order (%d in all)", r.TransactionsPerOrder, r.Transactions)
 	case !(r.CPU.PMX > 0 && r.CPU.Postgres > 0 && r.CPUPerOrderUs > 0):
 		t.Errorf("CPU %+v, %.0fµs per order", r.CPU, r.CPUPerOrderUs)
+	}
+	if mix == loadgen.MixMarketMaker {
+		var batched int64
+		for _, k := range r.Loadgen.Requests {
+			if k.Kind == "place-batch" {
+				batched = k.ItemsOK
+			}
+		}
+		if batched == 0 || r.Orders <= batched {
+			t.Errorf("%d orders, %d of them in batches: want both kinds of placement", r.Orders, batched)
+		}
 	}
 	if pg := res.Machine.Postgres; pg.Fsync != "on" || pg.SynchronousCommit != "on" {
 		t.Errorf("the cluster is not durable: %+v", pg)

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -33,8 +34,8 @@ func (r *Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "%-8s %d cores%s, %s/%s, %s\n", "machine", m.Cores, cpu, m.OS, m.Arch, m.GoVersion)
 	fmt.Fprintf(&b, "%-8s %s\n", "command", r.Command)
 	fmt.Fprintf(&b, "%-8s %s\n", "pmx", r.PMX)
-	fmt.Fprintf(&b, "%-8s %d bots on %d markets, %s per run, seed %d\n\n", "load", r.Bots, r.Markets,
-		time.Duration(r.DurationSeconds*float64(time.Second)), r.Seed)
+	fmt.Fprintf(&b, "%-8s %d bots on %d markets, %s per run, seed %d, %s mix\n\n", "load", r.Bots, r.Markets,
+		time.Duration(r.DurationSeconds*float64(time.Second)), r.Seed, cmp.Or(r.Mix, loadgen.MixBasic))
 
 	const row = "%-14s %10s %8s %8s %8s  %10s  %9s %8s %8s  %5s %5s %7s\n"
 	fmt.Fprintf(&b, row, "load", "orders/s", "p50", "p99", "p99.9", "xact/order", "CPU/order", "pmx", "postgres", "cores", "other", "failed")
@@ -59,9 +60,10 @@ func (r *Result) WriteText(w io.Writer) error {
 			strconv.FormatFloat(x.CoresBusy, 'f', 2, 64), strconv.FormatFloat(x.OtherCores, 'f', 2, 64), formatCount(float64(x.Failed)))
 	}
 	b.WriteString(`
-orders/s    placements acknowledged per second of the run
-p50..p99.9  placement latency to the last response byte, from the send (closed loop) or from the
-            scheduled send time (open loop, so queueing behind a stall counts)
+orders/s    placements acknowledged per second of the run, each placement of a batch counted
+p50..p99.9  latency of single placements (POST /order) to the last response byte, from the send
+            (closed loop) or from the scheduled send time (open loop, so queueing behind a stall
+            counts); -v or --json gives every request kind's
 xact/order  Postgres transactions (pg_stat_database xact_commit + xact_rollback) per order
 CPU/order   CPU time (user + system, from /proc) of pmx dev and every Postgres process per order,
             then split into pmx and postgres; the load generator's own CPU is not in it

@@ -21,7 +21,7 @@ func sampleResult() *Result {
 		30_000, cpuSample{pmx: 25 * time.Second, postgres: 13 * time.Second, loadgen: 2 * time.Second})
 	none := newRunResult(500, &loadgen.Report{Mode: "open", TargetRate: 500, Seconds: 1}, 3, cpuSample{})
 	return &Result{Command: "pmx bench --sweep 20000,500", PMX: "/bin/pmx", Machine: machine, Bots: 64, Markets: 8,
-		DurationSeconds: 20, Seed: 1, Runs: []RunResult{*closed, *open, *none}}
+		DurationSeconds: 20, Seed: 1, Mix: loadgen.MixMarketMaker, Runs: []RunResult{*closed, *open, *none}}
 }
 
 func TestNewRunResult(t *testing.T) {
@@ -49,7 +49,7 @@ func TestWriteText(t *testing.T) {
 machine  2 cores (Example CPU), linux/amd64, go1.26.8
 command  pmx bench --sweep 20000,500
 pmx      /bin/pmx
-load     64 bots on 8 markets, 20s per run, seed 1
+load     64 bots on 8 markets, 20s per run, seed 1, market-maker mix
 
 load             orders/s      p50      p99    p99.9  xact/order  CPU/order      pmx postgres  cores other  failed
 closed loop       1,500.0   38.1ms   95.0ms    140ms        1.20     1.20ms    800µs    400µs   2.00  0.20       0
@@ -60,7 +60,8 @@ open 500/s            0.0        -        -        -           -          -     
 	if !strings.HasPrefix(got, want) {
 		t.Fatalf("WriteText:\n%s\nwant it to start with:\n%s", got, want)
 	}
-	for _, s := range []string{"xact/order  Postgres transactions", "CPU/order   CPU time", "the load generator's own CPU is not in it"} {
+	for _, s := range []string{"xact/order  Postgres transactions", "CPU/order   CPU time", "the load generator's own CPU is not in it",
+		"each placement of a batch counted", "latency of single placements (POST /order)"} {
 		if !strings.Contains(got, s) {
 			t.Errorf("the legend lacks %q", s)
 		}
@@ -73,6 +74,7 @@ func TestWriteJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back struct {
+		Mix     string
 		Machine struct {
 			Cores    int
 			Postgres struct{ Fsync string }
@@ -82,7 +84,7 @@ func TestWriteJSON(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
 		t.Fatal(err)
 	}
-	if back.Machine.Cores != 2 || back.Machine.Postgres.Fsync != "on" || len(back.Runs) != 3 {
+	if back.Mix != "market-maker" || back.Machine.Cores != 2 || back.Machine.Postgres.Fsync != "on" || len(back.Runs) != 3 {
 		t.Fatalf("JSON: %s", b.String())
 	}
 	for _, k := range []string{"ordersPerSec", "p50Us", "p99Us", "p999Us", "pgTransactionsPerOrder", "cpuPerOrderUs", "cpuSeconds", "otherCores", "loadgen"} {

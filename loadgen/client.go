@@ -168,6 +168,46 @@ func appendOrderBody(b []byte, marketID string, o order) []byte {
 	return append(b, '}')
 }
 
+// appendBatchBody appends the POST /orders/batch body of the placements os, all in one market.
+func appendBatchBody(b []byte, marketID string, os []order) []byte {
+	b = append(b, `{"orders":[`...)
+	for i, o := range os {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendOrderBody(b, marketID, o)
+	}
+	return append(b, ']', '}')
+}
+
+// appendAmendBody appends the POST /order/amend body of the order id: its new price and new
+// remaining quantity, each left out when zero (unchanged).
+func appendAmendBody(b []byte, id string, price, qty int) []byte {
+	b = append(b, `{"orderId":`...)
+	b = appendJSONString(b, id)
+	if price != 0 {
+		b = append(b, `,"price":`...)
+		b = strconv.AppendInt(b, int64(price), 10)
+	}
+	if qty != 0 {
+		b = append(b, `,"quantity":`...)
+		b = strconv.AppendInt(b, int64(qty), 10)
+	}
+	return append(b, '}')
+}
+
+// appendCancelIDsBody appends the POST /orders/cancel body that names the orders os.
+func appendCancelIDsBody(b []byte, os []openOrder) []byte {
+	b = append(b, `{"orderIds":[`...)
+	for i := range os {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, os[i].id)
+	}
+	return append(b, ']', '}')
+}
+
 // appendObject1 appends {"key": value} with one string value.
 func appendObject1(b []byte, key, value string) []byte {
 	b = append(b, '{')

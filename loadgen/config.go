@@ -4,9 +4,11 @@
 // Each bot is an account of its own (created through the admin API) that places, cancels and reads
 // like a simple market maker/taker: it quotes around a slowly drifting per-market mid, crosses the
 // spread about a third of the time, sells only shares it knows it holds, cancels its own recent
-// orders and now and then everything. Bots run back to back (closed loop) or on a fixed schedule
-// (open loop, --rate), in which case latency is measured from the intended send time so that a
-// slow server cannot hide its queueing delay (coordinated omission).
+// orders and now and then everything. That is the basic mix; in the market-maker mix the bots also
+// place in batches, amend their resting orders and cancel several at once (see Mix). Bots run back
+// to back (closed loop) or on a fixed schedule (open loop, --rate), in which case latency is
+// measured from the intended send time so that a slow server cannot hide its queueing delay
+// (coordinated omission).
 package loadgen
 
 import (
@@ -46,6 +48,8 @@ type Config struct {
 	Markets int
 	// Seed seeds the bots' random generators; zero picks one from the clock (the report shows it).
 	Seed uint64
+	// Mix is the bots' choice of steps; empty means MixBasic.
+	Mix Mix
 	// RequestTimeout bounds every request, including reading its response.
 	RequestTimeout time.Duration
 }
@@ -63,6 +67,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Seed == 0 {
 		c.Seed = uint64(time.Now().UnixNano())
+	}
+	if c.Mix == "" {
+		c.Mix = MixBasic
+	}
+	if _, ok := mixSpecs[c.Mix]; !ok {
+		return c, fmt.Errorf("loadgen: no mix %q: want one of %s", c.Mix, MixNames())
 	}
 	base, err := normalizeURL(c.URL)
 	if err != nil {
@@ -82,6 +92,15 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("loadgen: the run needs a bound: a duration or a number of orders")
 	}
 	return c, nil
+}
+
+// MixNames lists the mixes' names for messages and help texts: "basic, market-maker".
+func MixNames() string {
+	names := make([]string, len(Mixes))
+	for i, m := range Mixes {
+		names[i] = string(m)
+	}
+	return strings.Join(names, ", ")
 }
 
 // normalizeURL checks that raw is an http(s) base address and returns it without a trailing slash

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -10,7 +11,7 @@ func TestConfigDefaultsAndBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.URL != DefaultURL || c.Bots != DefaultBots || c.RequestTimeout != DefaultRequestTimeout || c.Seed == 0 {
+	if c.URL != DefaultURL || c.Bots != DefaultBots || c.RequestTimeout != DefaultRequestTimeout || c.Seed == 0 || c.Mix != MixBasic {
 		t.Errorf("defaults not applied: %+v", c)
 	}
 	for _, bad := range []Config{
@@ -21,10 +22,20 @@ func TestConfigDefaultsAndBounds(t *testing.T) {
 		{AdminToken: "t", Orders: -5, Duration: time.Second},
 		{AdminToken: "t", Duration: time.Second, URL: "127.0.0.1:8080"},
 		{AdminToken: "t", Duration: time.Second, URL: "ftp://host"},
+		{AdminToken: "t", Duration: time.Second, Mix: "hft"},
 	} {
 		if _, err := bad.withDefaults(); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}
+	}
+	for _, m := range Mixes {
+		if _, err := (Config{AdminToken: "t", Orders: 100, Mix: m}).withDefaults(); err != nil {
+			t.Errorf("mix %s refused: %v", m, err)
+		}
+	}
+	if _, err := (Config{AdminToken: "t", Duration: time.Second, Mix: "hft"}).withDefaults(); err == nil ||
+		!strings.Contains(err.Error(), "basic, market-maker") {
+		t.Errorf("an unknown mix: %v, want the mixes named", err)
 	}
 	if _, err := (Config{AdminToken: "t", Orders: 100}).withDefaults(); err != nil {
 		t.Errorf("orders alone should bound a run: %v", err)

@@ -55,6 +55,13 @@ func TestGoccyDecodesAsEncodingJSON(t *testing.T) {
 		{`{"orderBookYes":{"bids":[],"asks":[{"price":60,"quantity":1,"total":1}],"lastTradePrice":55}}`, func() any { return new(book) }},
 		{`{"markets":[{"id":"` + mktA + `","status":"OPEN","url":null,"closesAt":null},{"id":"` + mktB + `","status":"CLOSED"}]}`, func() any { return new(markets) }},
 		{`{"account":{"id":"x","name":"a"},"apiKey":"pmx_abc"}`, func() any { return new(apiKey) }},
+		{`{"results":[{"status":201,"order":` + placedBody + `},{"status":400,"error":"too many","details":{"code":"too_many_open_orders","field":"marketId"}},` +
+			`{"status":503,"error":"x","details":{"code":"unavailable"}}]}`, func() any { return new(batchResp) }},
+		{`{"results":[]}`, func() any { return new(batchResp) }},
+		{`{"cancelled":[{"id":"o1","marketId":"` + mktA + `","side":"SELL","outcome":"NO","price":30,"quantity":6,"filledQuantity":1,` +
+			`"status":"PARTIALLY_FILLED_CANCELLED"}],"errors":[{"orderId":"0190f6a4-7a55-7c3e-9b1d-2f0e8c4b5a6f","error":"gone",` +
+			`"details":{"code":"order_not_open"}}]}`, func() any { return new(cancelManyResp) }},
+		{`{"cancelled":[],"errors":[]}`, func() any { return new(cancelManyResp) }},
 		// Truncated bodies (a response cut short): errors for both.
 		{placedBody[:len(placedBody)/2], func() any { return new(orderResp) }},
 		{placedBody[:len(placedBody)-1], func() any { return new(orderResp) }},

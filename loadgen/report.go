@@ -21,23 +21,29 @@ type Report struct {
 	Seconds     float64   `json:"seconds"`
 	Bots        int       `json:"bots"`
 	Markets     int       `json:"markets"`
+	Mix         Mix       `json:"mix"`                  // the bots' choice of steps (see Mixes)
 	Mode        string    `json:"mode"`                 // "closed" or "open" loop
 	TargetRate  float64   `json:"targetRate,omitempty"` // open loop: placements/s asked for
 	Seed        uint64    `json:"seed"`
 	StopReason  string    `json:"stopReason"` // "duration", "orders" or "interrupted"
 	Interrupted bool      `json:"interrupted"`
 
-	// Requests has one entry per request kind, in a fixed order; Total sums them.
+	// Requests has one entry per request kind of the mix, in a fixed order; Total sums them.
 	Requests []KindStats `json:"requests"`
 	Total    KindStats   `json:"total"`
 
-	Orders         int64        `json:"orders"`       // placements acknowledged (2xx)
-	OrdersPerSec   float64      `json:"ordersPerSec"` // Orders / Seconds
-	Fills          int64        `json:"fills"`        // trades reported in placement responses
-	FilledQuantity int64        `json:"filledQuantity"`
-	Rejected       int64        `json:"rejected"` // 4xx: business rejections
-	Failed         int64        `json:"failed"`   // 5xx, transport errors, unreadable responses
-	Errors         []ErrorCount `json:"errors"`
+	// Orders counts the placements acknowledged (2xx), alone or in batches: a batch counts each
+	// of its placements, as many orders as it placed.
+	Orders         int64   `json:"orders"`
+	OrdersPerSec   float64 `json:"ordersPerSec"` // Orders / Seconds
+	Fills          int64   `json:"fills"`        // trades reported in placement and amend responses
+	FilledQuantity int64   `json:"filledQuantity"`
+	// Rejected counts 4xx business rejections: of requests, and of the placements and cancels
+	// refused inside an answered batch, each on its own. Failed counts 5xx answers, transport
+	// errors and unreadable responses, with the placements of a batch that failed on their own.
+	Rejected int64        `json:"rejected"`
+	Failed   int64        `json:"failed"`
+	Errors   []ErrorCount `json:"errors"`
 
 	Setup SetupStats `json:"setup"`
 }
@@ -50,19 +56,30 @@ type KindStats struct {
 	Rejected int64   `json:"rejected"`
 	Failed   int64   `json:"failed"`
 	PerSec   float64 `json:"perSec"`
-	MeanUs   float64 `json:"meanUs"`
-	P50Us    int64   `json:"p50Us"`
-	P99Us    int64   `json:"p99Us"`
-	P999Us   int64   `json:"p999Us"`
-	MaxUs    int64   `json:"maxUs"`
+	// For requests that carry several placements or cancels (place-batch, cancel-batch,
+	// cancel-market): how many the answered ones carried, and how each was answered on its own
+	// (done, refused by the exchange's rules, failed). Zero for the other kinds.
+	Items         int64   `json:"items,omitempty"`
+	ItemsOK       int64   `json:"itemsOk,omitempty"`
+	ItemsRejected int64   `json:"itemsRejected,omitempty"`
+	ItemsFailed   int64   `json:"itemsFailed,omitempty"`
+	MeanUs        float64 `json:"meanUs"`
+	P50Us         int64   `json:"p50Us"`
+	P99Us         int64   `json:"p99Us"`
+	P999Us        int64   `json:"p999Us"`
+	MaxUs         int64   `json:"maxUs"`
 }
 
 // ErrorCount counts the requests of one kind that ended with one status and code. Class is
 // "rejected" for 4xx answers, "failed" for 5xx answers, transport errors (status 0, code the
-// kind of transport error) and 2xx answers that could not be read (code bad_response).
+// kind of transport error) and 2xx answers that could not be read (code bad_response). Item marks
+// the placements or cancels inside answered batch requests of the kind, refused or failed on their
+// own: a refused placement's status and code, or a refused cancel's code (status 0: a batch
+// cancel's refusals carry none).
 type ErrorCount struct {
 	Class  string `json:"class"`
 	Kind   string `json:"kind"`
+	Item   bool   `json:"item,omitempty"`
 	Status int    `json:"status"`
 	Code   string `json:"code"`
 	Count  int64  `json:"count"`
@@ -89,12 +106,25 @@ func (k *KindStats) fill(h *hdrhistogram.Histogram, seconds float64) {
 	k.MaxUs = h.Max()
 }
 
-// buildReport merges the bots' recorders into r.
-func (r *Report) build(recs []*recorder) {
+// build merges the bots' recorders into r, listing the request kinds of the mix in its order (and
+// any other kind that was sent, which no mix does).
+func (r *Report) build(recs []*recorder, kinds []stepKind) {
 	total := newHist()
 	r.Total = KindStats{Kind: "all"}
 	errs := make(map[errKey]int64)
-	for k := range numStepKinds {
+	listed := [numStepKinds]bool{}
+	for _, k := range kinds {
+		listed[k] = true
+	}
+	for _, rec := range recs {
+		for k := range numStepKinds {
+			if rec.kinds[k].count > 0 && !listed[k] {
+				listed[k] = true
+				kinds = append(kinds, k)
+			}
+		}
+	}
+	for _, k := range kinds {
 		h := newHist()
 		ks := KindStats{Kind: k.String()}
 		for _, rec := range recs {
@@ -104,12 +134,14 @@ func (r *Report) build(recs []*recorder) {
 			ks.OK += c.ok
 			ks.Rejected += c.rejected
 			ks.Failed += c.failed
-			if k == stepPlace {
-				r.Orders += c.acknowledge
-				r.Fills += c.fills
-				r.FilledQuantity += c.filledQty
-			}
+			ks.ItemsOK += c.itemsOK
+			ks.ItemsRejected += c.itemsRejected
+			ks.ItemsFailed += c.itemsFailed
+			r.Orders += c.acknowledge
+			r.Fills += c.fills
+			r.FilledQuantity += c.filledQty
 		}
+		ks.Items = ks.ItemsOK + ks.ItemsRejected + ks.ItemsFailed
 		ks.fill(h, r.Seconds)
 		r.Requests = append(r.Requests, ks)
 		total.Merge(h)
@@ -117,9 +149,14 @@ func (r *Report) build(recs []*recorder) {
 		r.Total.OK += ks.OK
 		r.Total.Rejected += ks.Rejected
 		r.Total.Failed += ks.Failed
+		r.Total.Items += ks.Items
+		r.Total.ItemsOK += ks.ItemsOK
+		r.Total.ItemsRejected += ks.ItemsRejected
+		r.Total.ItemsFailed += ks.ItemsFailed
 	}
 	r.Total.fill(total, r.Seconds)
-	r.Rejected, r.Failed = r.Total.Rejected, r.Total.Failed
+	r.Rejected = r.Total.Rejected + r.Total.ItemsRejected
+	r.Failed = r.Total.Failed + r.Total.ItemsFailed
 	if r.Seconds > 0 {
 		r.OrdersPerSec = float64(r.Orders) / r.Seconds
 	}
@@ -130,7 +167,7 @@ func (r *Report) build(recs []*recorder) {
 	}
 	r.Errors = make([]ErrorCount, 0, len(errs))
 	for k, n := range errs {
-		r.Errors = append(r.Errors, ErrorCount{Class: k.class, Kind: k.kind.String(), Status: k.status, Code: k.code, Count: n})
+		r.Errors = append(r.Errors, ErrorCount{Class: k.class, Kind: k.kind.String(), Item: k.item, Status: k.status, Code: k.code, Count: n})
 	}
 	sortErrors(r.Errors)
 }
@@ -142,10 +179,21 @@ func sortErrors(es []ErrorCount) {
 			cmp.Compare(a.Class, b.Class), // "failed" < "rejected"
 			cmp.Compare(b.Count, a.Count),
 			cmp.Compare(a.Kind, b.Kind),
+			compareBool(a.Item, b.Item),
 			cmp.Compare(a.Status, b.Status),
 			cmp.Compare(a.Code, b.Code),
 		)
 	})
+}
+
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 // WriteJSON writes the report as an indented JSON object.
@@ -162,10 +210,10 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Mode == "open" {
 		mode = fmt.Sprintf("open loop at %s orders/s", formatFloat(r.TargetRate))
 	}
-	fmt.Fprintf(&b, "pmx loadgen  %s  %d bots  %d markets  %s  %.1fs  seed %d  stopped by %s\n\n",
-		r.URL, r.Bots, r.Markets, mode, r.Seconds, r.Seed, r.StopReason)
+	fmt.Fprintf(&b, "pmx loadgen  %s  %d bots  %d markets  %s mix  %s  %.1fs  seed %d  stopped by %s\n\n",
+		r.URL, r.Bots, r.Markets, cmp.Or(r.Mix, MixBasic), mode, r.Seconds, r.Seed, r.StopReason)
 
-	const row = "%-11s %10s %10s %10s %9s %7s %9s %9s %9s %9s\n"
+	const row = "%-13s %10s %10s %10s %9s %7s %9s %9s %9s %9s\n"
 	fmt.Fprintf(&b, row, "request", "count", "rate/s", "ok", "rejected", "failed", "p50", "p99", "p99.9", "max")
 	line := func(k *KindStats) {
 		fmt.Fprintf(&b, row, k.Kind, FormatInt(k.Count), FormatRate(k.PerSec), FormatInt(k.OK),
@@ -177,22 +225,47 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	line(&r.Total)
 
-	fmt.Fprintf(&b, "\n%-16s %s  (placements acknowledged: %s)\n", "orders/s", FormatRate(r.OrdersPerSec), FormatInt(r.Orders))
+	batched := r.Total.Items > 0
+	if batched {
+		const irow = "%-13s %10s %10s %10s %9s %7s\n"
+		fmt.Fprintf(&b, "\n"+irow, "in batches", "answered", "items", "ok", "rejected", "failed")
+		for _, k := range r.Requests {
+			if k.Items > 0 {
+				fmt.Fprintf(&b, irow, k.Kind, FormatInt(k.OK), FormatInt(k.Items), FormatInt(k.ItemsOK),
+					FormatInt(k.ItemsRejected), FormatInt(k.ItemsFailed))
+			}
+		}
+	}
+
+	inBatches := ""
+	for _, k := range r.Requests {
+		if k.Kind == stepPlaceBatch.String() && k.ItemsOK > 0 {
+			inBatches = ", " + FormatInt(k.ItemsOK) + " of them in batches"
+		}
+	}
+	fmt.Fprintf(&b, "\n%-16s %s  (placements acknowledged: %s%s)\n", "orders/s", FormatRate(r.OrdersPerSec), FormatInt(r.Orders), inBatches)
 	fmt.Fprintf(&b, "%-16s %s trades, %s shares\n", "fills seen", FormatInt(r.Fills), FormatInt(r.FilledQuantity))
-	fmt.Fprintf(&b, "%-16s %s  (4xx business rejections)\n", "rejected", FormatInt(r.Rejected))
+	itemsToo := ""
+	if batched {
+		itemsToo = "; each refused placement or cancel of a batch counts"
+	}
+	fmt.Fprintf(&b, "%-16s %s  (4xx business rejections%s)\n", "rejected", FormatInt(r.Rejected), itemsToo)
 	fmt.Fprintf(&b, "%-16s %s  (5xx, transport errors, unreadable responses)\n", "failed", FormatInt(r.Failed))
 	if len(r.Errors) > 0 {
-		const erow = "  %-9s %-11s %6s  %-24s %10s\n"
+		const erow = "  %-9s %-19s %6s  %-24s %10s\n"
 		fmt.Fprintf(&b, "\nerrors\n"+erow, "class", "request", "status", "code", "count")
 		for _, e := range r.Errors {
-			status, code := strconv.Itoa(e.Status), e.Code
+			status, code, kind := strconv.Itoa(e.Status), e.Code, e.Kind
 			if e.Status == 0 {
 				status = "-"
 			}
 			if code == "" {
 				code = "-"
 			}
-			fmt.Fprintf(&b, erow, e.Class, e.Kind, status, code, FormatInt(e.Count))
+			if e.Item {
+				kind += " (item)"
+			}
+			fmt.Fprintf(&b, erow, e.Class, kind, status, code, FormatInt(e.Count))
 		}
 	}
 	fmt.Fprintf(&b, "\nlatency: %s; setup: %d accounts in %.1fs\n", latencyNote(r.Mode), r.Setup.Accounts, r.Setup.Seconds)

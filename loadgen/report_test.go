@@ -30,7 +30,7 @@ func testReport(t *testing.T) *Report {
 			res = ok(400, 900)
 			res.code = "insufficient_funds"
 		} else {
-			a.placed(&orderResp{FilledQuantity: 2, Trades: []tradeResp{{Quantity: 2}}})
+			a.placed(stepPlace, &orderResp{FilledQuantity: 2, Trades: []tradeResp{{Quantity: 2}}})
 		}
 		a.record(stepPlace, t0, res)
 	}
@@ -49,7 +49,7 @@ func testReport(t *testing.T) *Report {
 
 	r := &Report{URL: "http://127.0.0.1:8080", StartedAt: t0, Seconds: 2, Bots: 2, Markets: 3,
 		Mode: "closed", Seed: 42, StopReason: "duration", Setup: SetupStats{Accounts: 2, Seconds: 0.25}}
-	r.build([]*recorder{a, b})
+	r.build([]*recorder{a, b}, mixSpecs[MixBasic].kinds)
 	return r
 }
 
@@ -77,11 +77,11 @@ func TestReportTotals(t *testing.T) {
 		t.Errorf("total %+v", r.Total)
 	}
 	want := []ErrorCount{
-		{"failed", "order-book", 0, "connection_refused", 1},
-		{"failed", "positions", 500, "", 1},
-		{"failed", "trades", 200, "bad_response", 1},
-		{"rejected", "place", 400, "insufficient_funds", 3},
-		{"rejected", "cancel", 400, "order_not_open", 1},
+		{"failed", "order-book", false, 0, "connection_refused", 1},
+		{"failed", "positions", false, 500, "", 1},
+		{"failed", "trades", false, 200, "bad_response", 1},
+		{"rejected", "place", false, 400, "insufficient_funds", 3},
+		{"rejected", "cancel", false, 400, "order_not_open", 1},
 	}
 	if !reflect.DeepEqual(r.Errors, want) {
 		t.Errorf("errors\n got %+v\nwant %+v", r.Errors, want)
@@ -95,23 +95,26 @@ func TestReportText(t *testing.T) {
 	}
 	text := out.String()
 	for _, want := range []string{
-		"pmx loadgen  http://127.0.0.1:8080  2 bots  3 markets  closed loop  2.0s  seed 42  stopped by duration",
-		"request          count     rate/s         ok  rejected  failed       p50       p99     p99.9       max",
-		"place              100       50.0         97         3       0    1.00ms    1.00ms     250ms     250ms",
-		"order-book           1        0.5          0         0       1         -         -         -         -",
-		"all                114       57.0        107         4       3",
-		"orders/s         48.5  (placements acknowledged: 97)",
+		"pmx loadgen  http://127.0.0.1:8080  2 bots  3 markets  basic mix  closed loop  2.0s  seed 42  stopped by duration",
+		"request            count     rate/s         ok  rejected  failed       p50       p99     p99.9       max",
+		"place                100       50.0         97         3       0    1.00ms    1.00ms     250ms     250ms",
+		"order-book             1        0.5          0         0       1         -         -         -         -",
+		"all                  114       57.0        107         4       3",
+		"orders/s         48.5  (placements acknowledged: 97)\n",
 		"fills seen       97 trades, 194 shares",
-		"rejected         4  (4xx business rejections)",
+		"rejected         4  (4xx business rejections)\n",
 		"failed           3  (5xx, transport errors, unreadable responses)",
-		"  failed    order-book       -  connection_refused                1",
-		"  failed    positions      500  -                                 1",
-		"  rejected  place          400  insufficient_funds                3",
+		"  failed    order-book               -  connection_refused                1",
+		"  failed    positions              500  -                                 1",
+		"  rejected  place                  400  insufficient_funds                3",
 		"latency: from send to last response byte; setup: 2 accounts in 0.2s",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("report lacks %q:\n%s", want, text)
 		}
+	}
+	if strings.Contains(text, "in batches") || strings.Contains(text, "place-batch") {
+		t.Errorf("a report of the basic mix speaks of batches:\n%s", text)
 	}
 }
 
@@ -168,7 +171,7 @@ func TestSnapshot(t *testing.T) {
 		}
 		res := &result{status: 201, end: t0.Add(time.Duration(i+1) * time.Millisecond)}
 		rec.record(stepPlace, t0, res)
-		rec.placed(&orderResp{})
+		rec.placed(stepPlace, &orderResp{})
 	}
 	b.record(stepCancel, t0, &result{status: 400, code: "order_not_open", end: t0})
 	s := takeSnapshot([]*recorder{a, b}, hdrhistogram.New(histMinUs, histMaxUs, histSig))
@@ -198,6 +201,155 @@ func TestFormatting(t *testing.T) {
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
+
+// testBatchReport is a report of the market-maker mix: batches whose placements and cancels are
+// answered each on its own, some refused inside a 201 or 200, and amends that traded.
+func testBatchReport(t *testing.T) *Report {
+	t.Helper()
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	rec := newRecorder()
+	at := func(status int, us int64) *result {
+		return &result{status: status, end: t0.Add(time.Duration(us) * time.Microsecond)}
+	}
+	// 10 batches of 4 placements: 37 placed (each with one fill of 2), 2 at the limit of open
+	// orders, 1 failed on its own; then one batch refused as a whole.
+	n := 0
+	for range 10 {
+		rec.record(stepPlaceBatch, t0, at(201, 2000))
+		for range 4 {
+			n++
+			switch n {
+			case 5, 17:
+				rec.item(stepPlaceBatch, false, true, 400, "too_many_open_orders")
+			case 30:
+				rec.item(stepPlaceBatch, false, false, 503, "unavailable")
+			default:
+				rec.placed(stepPlaceBatch, &orderResp{FilledQuantity: 2, Trades: []tradeResp{{Quantity: 2}}})
+				rec.item(stepPlaceBatch, true, false, 201, "")
+			}
+		}
+	}
+	whole := at(400, 500)
+	whole.code = "out_of_range"
+	rec.record(stepPlaceBatch, t0, whole)
+	// 3 single placements; 5 amends, one of which traded 3 shares in two fills, one refused.
+	for range 3 {
+		rec.record(stepPlace, t0, at(201, 1000))
+		rec.placed(stepPlace, &orderResp{})
+	}
+	for i := range 5 {
+		if i == 4 {
+			notOpen := at(400, 700)
+			notOpen.code = "order_not_open"
+			rec.record(stepAmend, t0, notOpen)
+			continue
+		}
+		rec.record(stepAmend, t0, at(200, 1500))
+		if i == 0 {
+			rec.amended(&orderResp{Trades: []tradeResp{{Quantity: 1}, {Quantity: 2}}})
+		}
+	}
+	// 2 batch cancels of 3: 5 cancelled, 1 no longer open; a market's cancel of 4.
+	for i := range 6 {
+		if i == 0 {
+			rec.record(stepCancelBatch, t0, at(200, 900))
+		}
+		if i == 3 {
+			rec.record(stepCancelBatch, t0, at(200, 900))
+		}
+		rec.item(stepCancelBatch, i != 4, i == 4, 0, map[bool]string{true: "order_not_open"}[i == 4])
+	}
+	rec.record(stepCancelMarket, t0, at(200, 1100))
+	for range 4 {
+		rec.item(stepCancelMarket, true, false, 0, "")
+	}
+	r := &Report{URL: "http://127.0.0.1:8080", StartedAt: t0, Seconds: 2, Bots: 1, Markets: 2, Mix: MixMarketMaker,
+		Mode: "closed", Seed: 3, StopReason: "duration", Setup: SetupStats{Accounts: 1, Seconds: 0.1}}
+	r.build([]*recorder{rec}, mixSpecs[MixMarketMaker].kinds)
+	return r
+}
+
+func TestReportCountsBatchesByItem(t *testing.T) {
+	r := testBatchReport(t)
+	var kinds []string
+	for _, k := range r.Requests {
+		kinds = append(kinds, k.Kind)
+	}
+	if want := []string{"place", "place-batch", "amend", "cancel-batch", "cancel-market", "order-book", "trades", "positions"}; !reflect.DeepEqual(kinds, want) {
+		t.Fatalf("kinds %v, want the market-maker mix's %v", kinds, want)
+	}
+	// A batch counts its placements in orders/s; the amend's trades are fills.
+	if r.Orders != 40 || r.OrdersPerSec != 20 || r.Fills != 37+2 || r.FilledQuantity != 74+3 {
+		t.Errorf("orders %d (%.1f/s), fills %d, filled %d; want 40 (20/s), 39, 77", r.Orders, r.OrdersPerSec, r.Fills, r.FilledQuantity)
+	}
+	batch := r.Requests[1]
+	if batch.Count != 11 || batch.OK != 10 || batch.Rejected != 1 || batch.Items != 40 || batch.ItemsOK != 37 ||
+		batch.ItemsRejected != 2 || batch.ItemsFailed != 1 {
+		t.Errorf("place-batch %+v", batch)
+	}
+	if c := r.Requests[3]; c.Count != 2 || c.Items != 6 || c.ItemsOK != 5 || c.ItemsRejected != 1 {
+		t.Errorf("cancel-batch %+v", c)
+	}
+	if c := r.Requests[4]; c.Count != 1 || c.Items != 4 || c.ItemsOK != 4 {
+		t.Errorf("cancel-market %+v", c)
+	}
+	// Rejected: the whole batch, the amend, and the three refused inside answered batches.
+	if r.Rejected != 1+1+3 || r.Failed != 1 || r.Total.Items != 50 {
+		t.Errorf("rejected %d, failed %d, items %d; want 5, 1, 50", r.Rejected, r.Failed, r.Total.Items)
+	}
+	want := []ErrorCount{
+		{"failed", "place-batch", true, 503, "unavailable", 1},
+		{"rejected", "place-batch", true, 400, "too_many_open_orders", 2},
+		{"rejected", "amend", false, 400, "order_not_open", 1},
+		{"rejected", "cancel-batch", true, 0, "order_not_open", 1},
+		{"rejected", "place-batch", false, 400, "out_of_range", 1},
+	}
+	if !reflect.DeepEqual(r.Errors, want) {
+		t.Errorf("errors\n got %+v\nwant %+v", r.Errors, want)
+	}
+
+	var out bytes.Buffer
+	if err := r.WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{
+		"1 bots  2 markets  market-maker mix  closed loop",
+		"place-batch           11        5.5         10         1       0    2.00ms    2.00ms    2.00ms    2.00ms",
+		"cancel-market          1        0.5          1         0       0",
+		"in batches      answered      items         ok  rejected  failed",
+		"place-batch           10         40         37         2       1",
+		"cancel-batch           2          6          5         1       0",
+		"cancel-market          1          4          4         0       0",
+		"orders/s         20.0  (placements acknowledged: 40, 37 of them in batches)",
+		"rejected         5  (4xx business rejections; each refused placement or cancel of a batch counts)",
+		"  failed    place-batch (item)     503  unavailable                       1",
+		"  rejected  place-batch (item)     400  too_many_open_orders              2",
+		"  rejected  cancel-batch (item)      -  order_not_open                    1",
+		"  rejected  place-batch            400  out_of_range                      1",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q:\n%s", want, text)
+		}
+	}
+
+	out.Reset()
+	if err := r.WriteJSON(&out); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(out.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(&back, r) {
+		t.Errorf("JSON round trip differs:\n%s", out.String())
+	}
+	for _, key := range []string{`"mix": "market-maker"`, `"kind": "place-batch"`, `"itemsRejected": 2`, `"item": true`} {
+		if !strings.Contains(out.String(), key) {
+			t.Errorf("JSON lacks %s:\n%s", key, out.String())
 		}
 	}
 }

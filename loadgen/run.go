@@ -44,6 +44,7 @@ func newMarket(id string) market {
 // runner is the state shared by the bots of one run.
 type runner struct {
 	cfg         Config
+	mix         mixSpec
 	c           *client
 	markets     []market
 	marketIndex map[string]int
@@ -78,16 +79,17 @@ func (r *runner) stopped(ctx context.Context) bool {
 	return !r.deadline.IsZero() && !time.Now().Before(r.deadline)
 }
 
-// reserve takes one placement from the --orders budget; false when it is spent.
-func (r *runner) reserve() bool {
+// reserve takes n placements from the --orders budget and returns how many it got: n, or fewer
+// (none) when the budget is (all) spent; a batch then sends only those.
+func (r *runner) reserve(n int) int {
 	if r.cfg.Orders <= 0 {
-		return true
+		return n
 	}
-	n := r.attempted.Add(1)
-	if n >= r.cfg.Orders {
+	after := r.attempted.Add(int64(n))
+	if after >= r.cfg.Orders {
 		r.stop("orders")
 	}
-	return n <= r.cfg.Orders
+	return int(max(0, min(int64(n), r.cfg.Orders-(after-int64(n)))))
 }
 
 // Run creates one account per bot through the admin API, picks the OPEN markets, lets the bots
@@ -113,6 +115,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	}
 	r := &runner{
 		cfg:         cfg,
+		mix:         mixSpecs[cfg.Mix],
 		c:           c,
 		markets:     markets,
 		marketIndex: make(map[string]int, len(markets)),
@@ -126,6 +129,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 		URL:     cfg.URL,
 		Bots:    cfg.Bots,
 		Markets: len(markets),
+		Mix:     cfg.Mix,
 		Mode:    "closed",
 		Seed:    cfg.Seed,
 		Setup:   SetupStats{Accounts: len(keys), Seconds: time.Since(setupStart).Seconds()},
@@ -142,7 +146,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 			r:     r,
 			idx:   i,
 			auth:  "Bearer " + keys[i],
-			gen:   newGenerator(cfg.Seed, uint64(i)+1, r.mids),
+			gen:   newGenerator(cfg.Seed, uint64(i)+1, r.mids, cfg.Mix),
 			state: newBotState(r.marketIndex),
 			rec:   recs[i],
 		}
@@ -173,7 +177,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	if ctx.Err() != nil {
 		rep.StopReason, rep.Interrupted = "interrupted", true
 	}
-	rep.build(recs)
+	rep.build(recs, r.mix.kinds)
 	return rep, nil
 }
 
@@ -334,6 +338,7 @@ type bot struct {
 	state *botState
 	rec   *recorder
 	buf   bytes.Buffer
+	taken []openOrder // scratch: the orders of a batch cancel
 }
 
 // run steps until the run is over. Closed loop: each request is sent as soon as the previous one
@@ -346,7 +351,7 @@ func (b *bot) run(ctx context.Context) {
 	var due time.Time
 	var timer *time.Timer
 	if r.cfg.Rate > 0 {
-		due, interval = openLoopSchedule(r.cfg.Rate, r.cfg.Bots, b.idx, r.start)
+		due, interval = openLoopSchedule(r.cfg.Rate, r.mix.placementsPer100, r.cfg.Bots, b.idx, r.start)
 		timer = time.NewTimer(time.Hour)
 		defer timer.Stop()
 	}
@@ -369,18 +374,26 @@ func (b *bot) run(ctx context.Context) {
 			start, due = due, due.Add(interval)
 		}
 		s := b.gen.next(b.state)
-		if s.kind == stepPlace && !r.reserve() {
-			return
+		switch s.kind {
+		case stepPlace:
+			if r.reserve(1) == 0 {
+				return
+			}
+		case stepPlaceBatch:
+			if s.n = r.reserve(s.n); s.n == 0 {
+				return
+			}
 		}
 		b.exec(ctx, s, start)
 	}
 }
 
 // openLoopSchedule returns when bot idx of bots is first due and its interval, for rate order
-// placements per second in all. Placements are placePct % of the steps, so the bots together
-// take rate*100/placePct steps per second; their schedules are interleaved evenly.
-func openLoopSchedule(rate float64, bots, idx int, start time.Time) (first time.Time, interval time.Duration) {
-	stepsPerSec := rate * 100 / placePct
+// placements per second in all. A hundred steps make per100 placements on average (the mix's
+// placementsPer100), so the bots together take rate*100/per100 steps per second; their schedules
+// are interleaved evenly.
+func openLoopSchedule(rate, per100 float64, bots, idx int, start time.Time) (first time.Time, interval time.Duration) {
+	stepsPerSec := rate * 100 / per100
 	interval = max(1, time.Duration(float64(bots)/stepsPerSec*float64(time.Second)))
 	return start.Add(time.Duration(float64(interval) * float64(idx) / float64(bots))), interval
 }
@@ -402,7 +415,7 @@ func (b *bot) exec(ctx context.Context, s step, start time.Time) {
 				break
 			}
 			b.state.placed(o, &resp)
-			b.rec.placed(&resp)
+			b.rec.placed(stepPlace, &resp)
 		case res.rejected():
 			b.state.placeRejected(o, res.code)
 		default:
@@ -432,6 +445,24 @@ func (b *bot) exec(ctx context.Context, s step, start time.Time) {
 			b.state.cancelledAll(resp)
 		}
 
+	case stepPlaceBatch:
+		res = b.placeBatch(ctx, s.market, s.batch[:s.n])
+
+	case stepAmend:
+		res = b.amend(ctx, s.amend)
+
+	case stepCancelBatch:
+		b.taken = b.state.takeOldest(s.cancel, b.taken[:0])
+		res = r.c.do(ctx, "POST", apiPrefix+"/orders/cancel", b.auth, appendCancelIDsBody(make([]byte, 0, 16+40*len(b.taken)), b.taken), &b.buf)
+		b.cancelledMany(stepCancelBatch, &res)
+
+	case stepCancelMarket:
+		res = r.c.do(ctx, "POST", apiPrefix+"/orders/cancel", b.auth, appendObject1(make([]byte, 0, 64), "marketId", r.markets[s.market].id), &b.buf)
+		if res.ok() {
+			b.state.forgetMarket(s.market)
+		}
+		b.cancelledMany(stepCancelMarket, &res)
+
 	case stepBook:
 		res = r.c.do(ctx, "GET", r.markets[s.market].bookPath, b.auth, nil, &b.buf)
 
@@ -453,6 +484,101 @@ func (b *bot) exec(ctx context.Context, s step, start time.Time) {
 		return // aborted by the interrupt: neither a failure nor a latency
 	}
 	b.rec.record(s.kind, start, &res)
+}
+
+// placeBatch sends the placements os, all in market m, in one POST /orders/batch and applies each
+// one's answer as a single placement's. Whatever the request's fate, it leaves no placement
+// unaccounted: an answer that cannot be matched to the placements counts as unknown for all.
+func (b *bot) placeBatch(ctx context.Context, m int, os []order) result {
+	body := make([]byte, 0, 16+128*len(os))
+	res := b.r.c.do(ctx, "POST", apiPrefix+"/orders/batch", b.auth, appendBatchBody(body, b.r.markets[m].id, os), &b.buf)
+	switch {
+	case res.ok():
+		var resp batchResp
+		if json.Unmarshal(b.buf.Bytes(), &resp) != nil || len(resp.Results) != len(os) {
+			res.code = "bad_response"
+			break
+		}
+		for i, o := range os {
+			it := &resp.Results[i]
+			ok, rejected := it.Status >= 200 && it.Status < 300, it.Status >= 400 && it.Status < 500
+			switch {
+			case ok:
+				b.state.placed(o, &it.Order)
+				b.rec.placed(stepPlaceBatch, &it.Order)
+			case rejected:
+				b.state.placeRejected(o, it.Details.Code)
+			default:
+				b.state.placeUnknown(o)
+			}
+			b.rec.item(stepPlaceBatch, ok, rejected, it.Status, it.Details.Code)
+		}
+		return res
+	case res.rejected(): // refused as a whole: nothing was placed
+		for _, o := range os {
+			b.state.placeRejected(o, res.code)
+		}
+		return res
+	}
+	for _, o := range os {
+		b.state.placeUnknown(o)
+	}
+	return res
+}
+
+// amend sends POST /order/amend for one of the bot's open orders and applies the answer.
+func (b *bot) amend(ctx context.Context, a amendStep) result {
+	oo := b.state.takeOpen(a.open)
+	res := b.r.c.do(ctx, "POST", apiPrefix+"/order/amend", b.auth, appendAmendBody(make([]byte, 0, 96), oo.id, a.price, a.qty), &b.buf)
+	switch {
+	case res.ok():
+		var resp orderResp
+		if json.Unmarshal(b.buf.Bytes(), &resp) != nil {
+			res.code = "bad_response"
+			b.state.amendUnknown(oo, a.qty)
+			break
+		}
+		b.state.amended(oo, a.price, &resp)
+		b.rec.amended(&resp)
+	case res.rejected():
+		b.state.amendRefused(oo, res.code)
+	default:
+		b.state.amendUnknown(oo, a.qty)
+	}
+	return res
+}
+
+// cancelledMany applies the answer of a POST /orders/cancel of kind k and counts its cancels, each
+// on its own. The orders it names were taken out of the bot's open orders before it was sent:
+// those not cancelled are no longer open, or (failed) of unknown fate, and stay forgotten; a SELL
+// among them keeps its shares counted as locked, the case that leaves the bot fewer.
+func (b *bot) cancelledMany(k stepKind, res *result) {
+	if !res.ok() {
+		return
+	}
+	var resp cancelManyResp
+	if json.Unmarshal(b.buf.Bytes(), &resp) != nil {
+		res.code = "bad_response"
+		return
+	}
+	b.state.cancelledMany(resp.Cancelled)
+	for range resp.Cancelled {
+		b.rec.item(k, true, false, 0, "")
+	}
+	for i := range resp.Errors {
+		code := resp.Errors[i].Details.Code
+		b.rec.item(k, false, !serverFailure(code), 0, code)
+	}
+}
+
+// serverFailure tells whether an error code inside a batch answer is the exchange's failure
+// rather than a refusal by its rules: these are the codes of its 5xx answers.
+func serverFailure(code string) bool {
+	switch code {
+	case "internal", "unavailable", "outcome_unknown", "client_closed_request":
+		return true
+	}
+	return false
 }
 
 // reportProgress writes a progress line once a second until done is closed: on a terminal one

@@ -33,12 +33,36 @@ func TestOpenLoopScheduleMatchesTheRate(t *testing.T) {
 	// the bots' schedules interleaved 1ms apart.
 	start := time.Unix(100, 0)
 	for i := range 4 {
-		first, interval := openLoopSchedule(700, 4, i, start)
+		first, interval := openLoopSchedule(700, mixSpecs[MixBasic].placementsPer100, 4, i, start)
 		if interval != 4*time.Millisecond || first.Sub(start) != time.Duration(i)*time.Millisecond {
 			t.Errorf("bot %d: first due at +%v every %v, want +%dms every 4ms", i, first.Sub(start), interval, i)
 		}
 	}
-	if _, interval := openLoopSchedule(1e12, 1, 0, start); interval <= 0 {
+	if _, interval := openLoopSchedule(1e12, 70, 1, 0, start); interval <= 0 {
 		t.Errorf("interval %v at an absurd rate, want positive", interval)
+	}
+}
+
+func TestOrderBudgetTrimsTheLastBatch(t *testing.T) {
+	r := &runner{cfg: Config{Orders: 10}, stopCh: make(chan struct{})}
+	for i, c := range []struct{ ask, got int }{{4, 4}, {1, 1}, {4, 4}, {3, 1}, {2, 0}, {1, 0}} {
+		if got := r.reserve(c.ask); got != c.got {
+			t.Errorf("reservation %d of %d placements got %d, want %d", i, c.ask, got, c.got)
+		}
+	}
+	if r.stopReason != "orders" {
+		t.Errorf("stop reason %q, want orders", r.stopReason)
+	}
+	unlimited := &runner{stopCh: make(chan struct{})}
+	if got := unlimited.reserve(5); got != 5 {
+		t.Errorf("without a budget 5 placements got %d", got)
+	}
+}
+
+func TestOpenLoopScheduleOfTheMarketMakerMix(t *testing.T) {
+	// 2 bots at 1,025 placements/s: 102.5 placements per hundred steps, so 1,000 steps/s in all.
+	_, interval := openLoopSchedule(1025, mixSpecs[MixMarketMaker].placementsPer100, 2, 0, time.Unix(0, 0))
+	if interval != 2*time.Millisecond {
+		t.Errorf("interval %v, want 2ms", interval)
 	}
 }

@@ -1,9 +1,11 @@
 package loadgen
 
+import "slices"
+
 // Response bodies, decoded (with goccy/go-json, run.go) into only the fields a bot needs.
 
-// orderResp is an order as returned by POST /order, POST /cancel-order and, in an array,
-// POST /cancel-everything.
+// orderResp is an order as returned by POST /order, POST /order/amend, POST /cancel-order and, in
+// arrays, POST /cancel-everything, POST /orders/batch and POST /orders/cancel.
 type orderResp struct {
 	ID             string      `json:"id"`
 	MarketID       string      `json:"marketId"`
@@ -19,6 +21,33 @@ type tradeResp struct {
 	Quantity int64 `json:"quantity"`
 }
 
+// batchResp is the answer of POST /orders/batch: one result per placement, in request order, with
+// the order when it was placed and the error's code when it was not.
+type batchResp struct {
+	Results []batchResult `json:"results"`
+}
+
+type batchResult struct {
+	Status  int       `json:"status"`
+	Order   orderResp `json:"order"`
+	Details struct {
+		Code string `json:"code"`
+	} `json:"details"`
+}
+
+// cancelManyResp is the answer of POST /orders/cancel: the orders cancelled and those refused.
+type cancelManyResp struct {
+	Cancelled []orderResp     `json:"cancelled"`
+	Errors    []cancelRefusal `json:"errors"`
+}
+
+type cancelRefusal struct {
+	OrderID string `json:"orderId"`
+	Details struct {
+		Code string `json:"code"`
+	} `json:"details"`
+}
+
 type positionsResp struct {
 	Positions []positionResp `json:"positions"`
 }
@@ -30,13 +59,21 @@ type positionResp struct {
 	LockedQuantity int64  `json:"lockedQuantity"`
 }
 
-// openOrder is a resting order of the bot that it may cancel.
+// openOrder is a resting order of the bot that it may cancel or amend.
 type openOrder struct {
-	id      string
-	market  int
-	sell    bool
-	outcome uint8
+	id       string
+	market   int
+	sell     bool
+	outcome  uint8
+	price    int   // in its own outcome's terms
+	quantity int64 // the order's quantity as the exchange last answered it: filled + remaining
+	// remaining is what was left to fill when the exchange last answered: an upper bound, since
+	// other bots' orders may have filled it since.
+	remaining int
 }
+
+// bid tells whether the order sits on the bid side of the YES book (BUY YES or SELL NO).
+func (o *openOrder) bid() bool { return (o.outcome == outYes) != o.sell }
 
 // botState is what a bot knows about its own account: the shares it can sell for sure and its
 // recent open orders.
@@ -84,7 +121,8 @@ func (s *botState) placed(o order, r *orderResp) {
 		s.add(o.market, o.outcome, r.FilledQuantity)
 	}
 	if r.ID != "" && isOpenStatus(r.Status) {
-		s.remember(openOrder{id: r.ID, market: o.market, sell: o.sell, outcome: o.outcome})
+		s.remember(openOrder{id: r.ID, market: o.market, sell: o.sell, outcome: o.outcome, price: o.price,
+			quantity: int64(o.qty), remaining: max(0, o.qty-int(r.FilledQuantity))})
 	}
 }
 
@@ -112,11 +150,71 @@ func (s *botState) remember(o openOrder) {
 	s.open = append(s.open, o)
 }
 
-// takeOpen removes and returns the i-th open order, to be cancelled.
+// takeOpen removes and returns the i-th open order, to be cancelled or amended.
 func (s *botState) takeOpen(i int) openOrder {
 	o := s.open[i]
 	s.open = append(s.open[:i], s.open[i+1:]...)
 	return o
+}
+
+// takeOldest removes the n oldest open orders and appends them to into, to be cancelled.
+func (s *botState) takeOldest(n int, into []openOrder) []openOrder {
+	n = min(n, len(s.open))
+	into = append(into, s.open[:n]...)
+	s.open = append(s.open[:0], s.open[n:]...)
+	return into
+}
+
+// forgetMarket drops the open orders of market m, all cancelled.
+func (s *botState) forgetMarket(m int) {
+	s.open = slices.DeleteFunc(s.open, func(o openOrder) bool { return o.market == m })
+}
+
+// amended applies an accepted amend of o (taken out of the open orders) to newPrice (0: unchanged),
+// answered with r, the order as it then stands. A SELL locks its remaining shares: it releases
+// what its quantity went down by, or locks what it went up by (an amend to more than the order
+// still had), exactly, since the quantity is filled + remaining and fills do not change it. A BUY's
+// fills at a crossing price are shares the bot now holds. Still resting, the order becomes the
+// bot's newest; an order the amend left no longer resting (filled, or cancelled by self-trade
+// prevention) gives back what it did not fill.
+func (s *botState) amended(o openOrder, newPrice int, r *orderResp) {
+	if o.sell {
+		s.add(o.market, o.outcome, o.quantity-r.Quantity)
+		if !isOpenStatus(r.Status) {
+			s.add(o.market, o.outcome, max(0, r.Quantity-r.FilledQuantity))
+		}
+	} else {
+		var bought int64
+		for _, t := range r.Trades {
+			bought += t.Quantity
+		}
+		s.add(o.market, o.outcome, bought)
+	}
+	if isOpenStatus(r.Status) {
+		if newPrice != 0 {
+			o.price = newPrice
+		}
+		o.quantity, o.remaining = r.Quantity, max(0, int(r.Quantity-r.FilledQuantity))
+		s.remember(o)
+	}
+}
+
+// amendRefused applies a refused amend of o: an order that is no longer resting (filled, or
+// unknown) is forgotten; any other refusal left it as it was, so it stays a candidate.
+func (s *botState) amendRefused(o openOrder, code string) {
+	if code != "order_not_open" && code != "order_not_found" {
+		s.remember(o)
+	}
+}
+
+// amendUnknown applies an amend whose fate is unknown (5xx, transport error): the order is kept
+// as it was, but a SELL amended to qty more shares than it had left may have locked them, so the
+// bot takes qty shares as gone.
+func (s *botState) amendUnknown(o openOrder, qty int) {
+	if o.sell && qty > 0 {
+		s.add(o.market, o.outcome, -int64(qty))
+	}
+	s.remember(o)
 }
 
 // cancelled applies a successful single cancel: a SELL's unfilled shares are unlocked again.
@@ -129,6 +227,13 @@ func (s *botState) cancelled(o openOrder, r *orderResp) {
 // cancelledAll applies a successful cancel-everything: every cancelled SELL's unfilled shares are
 // unlocked again and no order is open any more.
 func (s *botState) cancelledAll(rs []orderResp) {
+	s.cancelledMany(rs)
+	s.open = s.open[:0]
+}
+
+// cancelledMany applies the cancelled orders of a successful cancel of several (orders the bot
+// took out of its open ones, or all of a market's): every SELL's unfilled shares are unlocked again.
+func (s *botState) cancelledMany(rs []orderResp) {
 	for i := range rs {
 		r := &rs[i]
 		m, ok := s.marketIndex[r.MarketID]
@@ -138,7 +243,6 @@ func (s *botState) cancelledAll(rs []orderResp) {
 		}
 		s.add(m, out, max(0, r.Quantity-r.FilledQuantity))
 	}
-	s.open = s.open[:0]
 }
 
 // resync sets the sellable counts to the unlocked quantities the server reports.

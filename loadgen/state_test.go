@@ -127,3 +127,88 @@ func TestOpenOrdersAreBounded(t *testing.T) {
 		t.Fatalf("%d open orders tracked, oldest %q; want %d, oldest %q", len(s.open), s.open[0].id, maxOpenTracked, string(rune('A'+5)))
 	}
 }
+
+func TestHoldingsFromAmends(t *testing.T) {
+	s := newTestState()
+	s.avail[2*0+int(outYes)] = 10
+	// SELL 6 YES at 60: 2 fill at once, 4 rest; 4 shares still sellable.
+	sell := order{market: 0, sell: true, outcome: outYes, price: 60, qty: 6}
+	s.placed(sell, &orderResp{ID: "s1", Status: "PARTIALLY_FILLED", Quantity: 6, FilledQuantity: 2})
+	if got := s.available(0, outYes); got != 4 || len(s.open) != 1 || s.open[0].remaining != 4 || s.open[0].quantity != 6 {
+		t.Fatalf("after the sell: %d held, open %+v", got, s.open)
+	}
+	// Another fill of 1 that the bot does not see; then it lowers the remaining to 2 at the same
+	// price. The answer's quantity is filled (3) + 2 = 5: the order locks one share less than
+	// before (it had 3 left), which is exactly 6 - 5.
+	oo := s.takeOpen(0)
+	s.amended(oo, 0, &orderResp{ID: "s1", Status: "PARTIALLY_FILLED", Quantity: 5, FilledQuantity: 3})
+	if got := s.available(0, outYes); got != 5 {
+		t.Fatalf("YES held after lowering the sell = %d, want 5", got)
+	}
+	if len(s.open) != 1 || s.open[0].price != 60 || s.open[0].quantity != 5 || s.open[0].remaining != 2 {
+		t.Fatalf("open after the amend %+v", s.open)
+	}
+	// Moved to 58 it crosses and fills: its shares were locked and are sold; it is no longer open.
+	oo = s.takeOpen(0)
+	s.amended(oo, 58, &orderResp{ID: "s1", Status: "FILLED", Quantity: 5, FilledQuantity: 5, Trades: []tradeResp{{Quantity: 2}}})
+	if got := s.available(0, outYes); got != 5 || len(s.open) != 0 {
+		t.Fatalf("after a filling amend: %d held (want 5), open %+v", got, s.open)
+	}
+
+	// A BUY moved to a crossing price buys what its trades say; it rests with the rest.
+	buy := order{market: 1, outcome: outNo, price: 30, qty: 5}
+	s.placed(buy, &orderResp{ID: "b1", Status: "OPEN", Quantity: 5})
+	oo = s.takeOpen(0)
+	s.amended(oo, 45, &orderResp{ID: "b1", Status: "PARTIALLY_FILLED", Quantity: 8, FilledQuantity: 3,
+		Trades: []tradeResp{{Quantity: 1}, {Quantity: 2}}})
+	if got := s.available(1, outNo); got != 3 || len(s.open) != 1 || s.open[0].price != 45 || s.open[0].remaining != 5 {
+		t.Fatalf("after a crossing buy amend: %d NO held (want 3), open %+v", got, s.open)
+	}
+
+	// Refused: no longer open, it is forgotten; short of cash, it stays.
+	oo = s.takeOpen(0)
+	s.amendRefused(oo, "insufficient_funds")
+	if len(s.open) != 1 {
+		t.Fatalf("an order refused for funds was forgotten: %+v", s.open)
+	}
+	oo = s.takeOpen(0)
+	s.amendRefused(oo, "order_not_open")
+	if len(s.open) != 0 {
+		t.Fatalf("an order no longer open is still a candidate: %+v", s.open)
+	}
+
+	// Unknown fate: a SELL asked to rest 3 may have locked 3 more shares; it stays a candidate.
+	s.placed(order{market: 0, sell: true, outcome: outYes, price: 70, qty: 1}, &orderResp{ID: "s2", Status: "OPEN", Quantity: 1})
+	oo = s.takeOpen(0)
+	s.amendUnknown(oo, 3)
+	if got := s.available(0, outYes); got != 1 || len(s.open) != 1 {
+		t.Fatalf("after an unknown sell amend: %d held (want 5-1-3 = 1), open %+v", got, s.open)
+	}
+}
+
+func TestCancelsOfSeveralOrders(t *testing.T) {
+	s := newTestState()
+	for i, m := range []int{0, 1, 0, 1, 0} {
+		s.placed(order{market: m, outcome: outYes, price: 10, qty: 1}, &orderResp{ID: string(rune('A' + i)), Status: "OPEN"})
+	}
+	taken := s.takeOldest(2, nil)
+	if len(taken) != 2 || taken[0].id != "A" || taken[1].id != "B" || len(s.open) != 3 || s.open[0].id != "C" {
+		t.Fatalf("took %+v, left %+v", taken, s.open)
+	}
+	if taken = s.takeOldest(5, taken[:0]); len(taken) != 3 || len(s.open) != 0 {
+		t.Fatalf("took %+v of 3, left %+v", taken, s.open)
+	}
+	for i, m := range []int{0, 1, 0} {
+		s.placed(order{market: m, outcome: outYes, price: 10, qty: 1}, &orderResp{ID: string(rune('a' + i)), Status: "OPEN"})
+	}
+	s.forgetMarket(0)
+	if len(s.open) != 1 || s.open[0].id != "b" {
+		t.Fatalf("after forgetting market 0: %+v", s.open)
+	}
+	// The cancelled SELLs give their unfilled shares back; the open orders are left alone.
+	s.cancelledMany([]orderResp{{MarketID: mktA, Side: "SELL", Outcome: "NO", Quantity: 6, FilledQuantity: 2},
+		{MarketID: mktB, Side: "BUY", Outcome: "YES", Quantity: 3}})
+	if got := s.available(0, outNo); got != 4 || len(s.open) != 1 {
+		t.Fatalf("after a cancel of several: %d NO held (want 4), open %+v", got, s.open)
+	}
+}

@@ -28,12 +28,16 @@ type errKey struct {
 	kind   stepKind
 	status int
 	code   string
+	item   bool // one placement or cancel of a batch request, not the request
 }
 
 type kindCounts struct {
-	hist                          *hdrhistogram.Histogram
-	count, ok, rejected, failed   int64
-	fills, filledQty, acknowledge int64 // placements only
+	hist                        *hdrhistogram.Histogram
+	count, ok, rejected, failed int64
+	// The placements or cancels that the kind's answered batch requests carried, by outcome.
+	itemsOK, itemsRejected, itemsFailed int64
+	acknowledge                         int64 // placements acknowledged, in requests of this kind
+	fills, filledQty                    int64 // trades in its answers (placements and amends)
 }
 
 // recorder gathers one bot's measurements. Only its bot writes to it; the progress reporter
@@ -75,14 +79,48 @@ func (r *recorder) record(k stepKind, start time.Time, res *result) {
 	}
 }
 
-// placed counts an acknowledged placement and the fills it reported.
-func (r *recorder) placed(resp *orderResp) {
+// placed counts an acknowledged placement, alone (stepPlace) or in a batch (stepPlaceBatch), and
+// the fills it reported.
+func (r *recorder) placed(k stepKind, resp *orderResp) {
 	r.mu.Lock()
-	kc := &r.kinds[stepPlace]
+	kc := &r.kinds[k]
 	kc.acknowledge++
 	kc.fills += int64(len(resp.Trades))
 	kc.filledQty += resp.FilledQuantity
 	r.mu.Unlock()
+}
+
+// amended counts the fills of an accepted amend whose new price crossed.
+func (r *recorder) amended(resp *orderResp) {
+	var qty int64
+	for _, t := range resp.Trades {
+		qty += t.Quantity
+	}
+	r.mu.Lock()
+	kc := &r.kinds[stepAmend]
+	kc.fills += int64(len(resp.Trades))
+	kc.filledQty += qty
+	r.mu.Unlock()
+}
+
+// item counts one placement or cancel of an answered batch request of kind k by its own answer:
+// done (ok), refused by the exchange's rules (a 4xx of its own, or a cancel's refusal) or failed
+// (a 5xx of its own). A refusal or failure is also counted by status and code, as the requests'
+// errors are, so that none is lost inside a 2xx answer.
+func (r *recorder) item(k stepKind, ok, rejected bool, status int, code string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	kc := &r.kinds[k]
+	switch {
+	case ok:
+		kc.itemsOK++
+	case rejected:
+		kc.itemsRejected++
+		r.errs[errKey{class: "rejected", kind: k, status: status, code: code, item: true}]++
+	default:
+		kc.itemsFailed++
+		r.errs[errKey{class: "failed", kind: k, status: status, code: code, item: true}]++
+	}
 }
 
 // snapshot is the progress reporter's view of all bots.
@@ -98,10 +136,11 @@ func takeSnapshot(recs []*recorder, scratch *hdrhistogram.Histogram) snapshot {
 	for _, r := range recs {
 		r.mu.Lock()
 		for k := range r.kinds {
-			s.rejected += r.kinds[k].rejected
-			s.failed += r.kinds[k].failed
+			kc := &r.kinds[k]
+			s.rejected += kc.rejected + kc.itemsRejected
+			s.failed += kc.failed + kc.itemsFailed
+			s.placed += kc.acknowledge
 		}
-		s.placed += r.kinds[stepPlace].acknowledge
 		scratch.Merge(r.kinds[stepPlace].hist)
 		r.mu.Unlock()
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pmx-dev/pmx/bench"
+	"github.com/pmx-dev/pmx/loadgen"
 )
 
 func newBenchCommand() *cobra.Command {
@@ -36,6 +37,10 @@ offered load (open loop, latency from each request's scheduled send time). A you
 gets slower as dead row versions pile up and faster as their space is reused, so every run
 starts from an empty one: runs compare, whatever ran before them.
 
+--mix picks the bots' requests: basic (the default, the mix of every earlier figure: single
+placements, cancels, reads) or market-maker (batches of placements, amends, cancels of
+several orders at once; see pmx loadgen --help).
+
 It prints one row per run: acknowledged orders/s, placement latency p50, p99 and p99.9,
 Postgres transactions per order (pg_stat_database, read before and after) and CPU per order:
 the user + system time of pmx dev and of every Postgres process (the postmaster, its live
@@ -46,6 +51,7 @@ placement latency against the offered load (PNG, SVG or PDF, from the extension)
 
 Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what was measured.`,
 		Example: `  pmx bench                                   # 64 bots, 8 markets, 20s, closed loop
+  pmx bench --mix market-maker -v             # batches and amends; -v: every request kind's latency
   pmx bench --bots 16 --duration 60s --json
   pmx bench --sweep 500,1000,1500,2000,3000 --chart docs/latency.png
   pmx bench --pmx /tmp/pmx-before/bin/pmx     # measure another build
@@ -119,6 +125,7 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
 	f.StringVar(&sweep, "sweep", "", "open-loop runs at each of these offered rates, comma-separated (e.g. 500,1000,2000)")
 	f.StringVar(&chart, "chart", "", "with --sweep: draw placement latency against offered load into this file (.png, .svg, .pdf)")
 	f.Uint64Var(&o.Seed, "seed", bench.DefaultSeed, "seed of the bots' random choices")
+	f.StringVar((*string)(&o.Mix), "mix", string(loadgen.MixBasic), "the bots' choice of requests: "+loadgen.MixNames())
 	f.StringVar(&o.DataDir, "data-dir", "", "folder for each run's Postgres cluster and pmx dev log (run-N/), kept and reused (default: a temporary folder, removed)")
 	f.StringArrayVar(&o.DevArgs, "dev-arg", nil, "extra argument for pmx dev, repeatable (e.g. --dev-arg=--pprof-addr=127.0.0.1:6060)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON, with each run's full loadgen report")

@@ -27,10 +27,20 @@ have been sent, and prints a report: per request kind the count, rate, p50, p99,
 max latency, the acknowledged orders per second, the fills seen, and the errors by status
 and code (4xx business rejections apart from failures: 5xx and transport errors).
 
-Each bot step is a placement (~70%: BUY YES, BUY NO, or SELL of shares it holds, priced
-around a slowly drifting per-market mid, a third of them crossing the spread), a cancel of
-one of its recent open orders (~20%) or a read (~10%: order book, trades or positions);
-every few hundred steps a cancel-everything.
+With --mix basic (the default) each bot step is a placement (~70%: BUY YES, BUY NO, or SELL
+of shares it holds, priced around a slowly drifting per-market mid, a third of them crossing
+the spread), a cancel of one of its recent open orders (~20%) or a read (~10%: order book,
+trades or positions); every few hundred steps a cancel-everything.
+
+With --mix market-maker the bots keep quotes: ~35% of the steps amend one of their open
+orders (POST /order/amend: a third lower its quantity at the same price, keeping its place
+in the queue, the others move it to a fresh price near the mid), ~25% place 2 to 5 orders in
+one market in one POST /orders/batch, ~15% cancel 2 to 5 of their oldest orders in one
+POST /orders/cancel, ~15% place one order, ~10% read; every few hundred steps they cancel
+their orders in one market (POST /orders/cancel with a marketId). A bot keeps at most 16
+orders open, far below the exchange's limit per account and market. A batch counts each of
+its placements in the orders, and each placement or cancel refused inside a batch is counted
+as a rejection, by code, like a refused request.
 
 Closed loop (default): each bot sends its next request as soon as the previous one is
 answered; latency runs from send to the last byte of the answer. Open loop (--rate R):
@@ -76,6 +86,7 @@ Ctrl-C stops the run early and still prints the report.`,
 	f.Int64Var(&cfg.Orders, "orders", 0, "stop after this many order placements (0 = unlimited)")
 	f.IntVar(&cfg.Markets, "markets", 0, "trade at most this many of the OPEN markets, newest first (0 = all)")
 	f.Uint64Var(&cfg.Seed, "seed", 0, "seed of the bots' random choices (0 = from the clock; the report shows it)")
+	f.StringVar((*string)(&cfg.Mix), "mix", string(loadgen.MixBasic), "the bots' choice of requests: "+loadgen.MixNames())
 	f.DurationVar(&cfg.RequestTimeout, "request-timeout", loadgen.DefaultRequestTimeout, "timeout of each request")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress line on stderr")
