@@ -26,12 +26,13 @@ import (
 // client order id, whenever it gets no answer, never gets two orders, however the network fails
 // it. Clients place orders through a TCP proxy in front of a real `pmx dev` that cuts each
 // connection at a random point: partway through the request, so that pmx never has all of it;
-// partway through the answer, so that pmx placed the order but the client cannot know it; or
-// never. Some answers it withholds until the client times out; some requests it delivers only
-// after the client has timed out, so that they race the client's retries. Each placement is sent
-// again, with the same body, until it is answered 201 (placed) or 200 (a replay of an earlier
-// attempt that placed it). Then Postgres must hold exactly one order for each client order id —
-// the one the final answer named — and no other, and the invariants and the books must hold.
+// partway through the answer, so that pmx placed the order but the client cannot know it; as soon
+// as pmx has the whole request, so that pmx sees its client gone while it places; or never. Some
+// answers it withholds until the client times out; some requests it delivers only after the
+// client has timed out, so that they race the client's retries. Each placement is sent again,
+// with the same body, until it is answered 201 (placed) or 200 (a replay of an earlier attempt
+// that placed it). Then Postgres must hold exactly one order for each client order id — the one
+// the final answer named — and no other, and the invariants and the books must hold.
 func TestRetriesThroughCutConnections(t *testing.T) {
 	seed := testSeed(t)
 	bin := BuildPMX(t)
@@ -46,7 +47,7 @@ func TestRetriesThroughCutConnections(t *testing.T) {
 	const (
 		orders   = 200
 		clients  = 8
-		maxTries = 30 // about one attempt in two fails: 30 in a row never happens
+		maxTries = 30 // a little over one attempt in two fails (cuttingProxy.plan): 30 in a row never happens
 	)
 	// Keep-alives off: each attempt is a connection of its own, which the proxy cuts or not.
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
@@ -95,6 +96,7 @@ func TestRetriesThroughCutConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer rows.Close()
 	stored := map[string][]uuid.UUID{} // account/client order id → orders
 	var total int
 	for rows.Next() {
@@ -193,13 +195,14 @@ const (
 	cutNone        cut = iota // forwards the request and the whole answer
 	cutRequest                // forwards part of the request, then closes both sides: pmx never has all of it
 	cutAnswer                 // forwards the request, then part of the answer: pmx acted on it, the client cannot know how
+	hangUp                    // forwards the request and closes both sides at once: pmx sees its client gone while it works
 	withholdAnswer            // forwards the request, then nothing until the client gives up: a timeout
 	lateRequest               // forwards the request only once the client has given up, racing its retry
 	numCuts
 )
 
 func (c cut) String() string {
-	return [...]string{"passed", "cut the request", "cut the answer", "withheld the answer", "delivered the request late"}[c]
+	return [...]string{"passed", "cut the request", "cut the answer", "hung up", "withheld the answer", "delivered the request late"}[c]
 }
 
 // cuttingProxy forwards connections on a loopback port to an HTTP server, one request and its
@@ -266,19 +269,21 @@ func (p *cuttingProxy) LateAnswers() string {
 	return fmt.Sprint(p.late)
 }
 
-// plan draws where to cut a connection — about one in two is cut or withheld — and a fraction
+// plan draws where to cut a connection — a little over one in two is cut or delayed — and a fraction
 // of the request or answer to forward when it is cut partway.
 func (p *cuttingProxy) plan() (cut, float64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var c cut
 	switch n := p.rng.IntN(100); {
-	case n < 50:
+	case n < 45:
 		c = cutNone
-	case n < 72:
+	case n < 65:
 		c = cutRequest
-	case n < 94:
+	case n < 85:
 		c = cutAnswer
+	case n < 94:
+		c = hangUp
 	case n < 97:
 		c = withholdAnswer
 	default:
@@ -318,7 +323,7 @@ func (p *cuttingProxy) serve(client net.Conn) {
 		up.Write(raw.Bytes()[:int(frac*float64(raw.Len()))])
 		return
 	}
-	if _, err := up.Write(raw.Bytes()); err != nil {
+	if _, err := up.Write(raw.Bytes()); err != nil || c == hangUp {
 		return
 	}
 	answer, err := io.ReadAll(up)
