@@ -93,6 +93,10 @@ func (s *Server) placeBatch(c *gin.Context) error {
 				continue
 			}
 		}
+		if reqs[i].pastExpiry != nil {
+			results[i] = failed(c, reqs[i].pastExpiry)
+			continue
+		}
 		todo = append(todo, i)
 	}
 	if len(todo) > 0 {

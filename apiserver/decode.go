@@ -400,6 +400,12 @@ type orderRequest struct {
 	PostOnly      bool
 	SelfTrade     engine.SelfTrade
 	ClientOrderID string // "" when not given
+
+	// pastExpiry refuses a GTD placement whose expiresAt is not in the future, when it has a
+	// client order id: it may be a retry of a placement made while that time was still ahead, so
+	// it is refused only once no order of the account has the id (Server.place); a replay is
+	// answered with its order whenever it comes.
+	pastExpiry error
 }
 
 // placement fingerprints the parameters of a placement with a client order id, as the order's row
@@ -496,7 +502,7 @@ func (o object) order(maxQuantity int64, now time.Time) (orderRequest, error) {
 			return r, err
 		}
 		if !r.ExpiresAt.After(now) {
-			return r, httpkit.FieldError("expiresAt", "invalid_value", "expiresAt must be in the future; it is %s and the exchange's time is %s",
+			r.pastExpiry = httpkit.FieldError("expiresAt", "invalid_value", "expiresAt must be in the future; it is %s and the exchange's time is %s",
 				r.ExpiresAt.Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano))
 		}
 	}
@@ -524,6 +530,9 @@ func (o object) order(maxQuantity int64, now time.Time) (orderRequest, error) {
 		if !validClientOrderID(r.ClientOrderID) {
 			return r, httpkit.FieldError("clientOrderId", "invalid_value", "clientOrderId must be 1 to %d characters of A-Z, a-z, 0-9 and . _ : -", maxClientOrderID)
 		}
+	}
+	if r.pastExpiry != nil && r.ClientOrderID == "" {
+		return r, r.pastExpiry
 	}
 	eo := engine.Order{Side: r.Side, Outcome: r.Outcome, Price: r.Price, Quantity: r.Quantity, TimeInForce: r.TimeInForce,
 		PostOnly: r.PostOnly, SelfTrade: r.SelfTrade}

@@ -37,6 +37,7 @@ func TestDecodeOrder(t *testing.T) {
 		name, body  string
 		code, field string
 		want        orderRequest
+		pastExpiry  bool // decoded, with the expiry's refusal kept for when no order has the client order id
 	}{
 		{name: "valid", body: `{"marketId":"` + testMarket + `","side":"BUY","outcome":"NO","price":40,"quantity":7}`,
 			want: orderRequest{Side: engine.Buy, Outcome: engine.No, Price: 40, Quantity: 7}},
@@ -108,6 +109,8 @@ func TestDecodeOrder(t *testing.T) {
 		{name: "expiry not RFC 3339", body: with(`"timeInForce":"GTD","expiresAt":"2031-01-01 00:00:00"`), code: "invalid_value", field: "expiresAt"},
 		{name: "expiry a number", body: with(`"timeInForce":"GTD","expiresAt":1924992000`), code: "invalid_type", field: "expiresAt"},
 		{name: "expiry now", body: with(`"timeInForce":"GTD","expiresAt":"2030-01-01T12:00:00Z"`), code: "invalid_value", field: "expiresAt"},
+		{name: "expiry past, with a client order id", body: with(`"timeInForce":"GTD","expiresAt":"2030-01-01T12:00:00Z","clientOrderId":"retry"`),
+			want: plus(func(r *orderRequest) { r.TimeInForce, r.ExpiresAt, r.ClientOrderID = engine.GTD, testNow, "retry" }), pastExpiry: true},
 		{name: "post-only IOC", body: with(`"timeInForce":"IOC","postOnly":true`), code: "invalid_value", field: "postOnly"},
 		{name: "post-only FOK", body: with(`"timeInForce":"FOK","postOnly":true`), code: "invalid_value", field: "postOnly"},
 		{name: "post-only false with IOC", body: with(`"timeInForce":"IOC","postOnly":false`), want: plus(func(r *orderRequest) { r.TimeInForce = engine.IOC })},
@@ -127,6 +130,11 @@ func TestDecodeOrder(t *testing.T) {
 			got, err := decodeOrder([]byte(tt.body), 1_000_000, testNow)
 			if tt.code == "" {
 				tt.want.Market = got.Market
+				var e *httpkit.Error
+				if late := got.pastExpiry; (late != nil) != tt.pastExpiry || late != nil && (!errors.As(late, &e) || e.Field != "expiresAt") {
+					t.Fatalf("the refusal kept for a past expiry: %v; want one: %t", late, tt.pastExpiry)
+				}
+				got.pastExpiry = nil
 				if err != nil || got != tt.want || got.Market.String() != testMarket {
 					t.Fatalf("got %+v, %v; want %+v", got, err, tt.want)
 				}
@@ -228,8 +236,9 @@ func FuzzDecodeOrder(f *testing.F) {
 		if o.Validate() != nil || r.Quantity > 1_000_000 {
 			t.Fatalf("decoded an invalid order %+v", r)
 		}
-		if (r.TimeInForce == engine.GTD) != !r.ExpiresAt.IsZero() || (!r.ExpiresAt.IsZero() && !r.ExpiresAt.After(testNow)) {
-			t.Fatalf("decoded an order with time in force %s and expiry %v", r.TimeInForce, r.ExpiresAt)
+		past := !r.ExpiresAt.IsZero() && !r.ExpiresAt.After(testNow)
+		if (r.TimeInForce == engine.GTD) != !r.ExpiresAt.IsZero() || past != (r.pastExpiry != nil) || past && r.ClientOrderID == "" {
+			t.Fatalf("decoded an order with time in force %s, expiry %v, client order id %q (%v)", r.TimeInForce, r.ExpiresAt, r.ClientOrderID, r.pastExpiry)
 		}
 		if _, given := fields["clientOrderId"]; r.ClientOrderID != "" && !validClientOrderID(r.ClientOrderID) || r.ClientOrderID == "" && given && string(fields["clientOrderId"]) != "null" {
 			t.Fatalf("decoded client order id %q from %s", r.ClientOrderID, fields["clientOrderId"])

@@ -209,6 +209,9 @@ func (s *Server) place(ctx context.Context, account int64, r *orderRequest) (pla
 			return placed, replayed, err
 		}
 	}
+	if r.pastExpiry != nil {
+		return placed, nil, r.pastExpiry
+	}
 	placed, err = s.cfg.Exchange.Place(ctx, r.request(account))
 	return s.placed(ctx, account, r, placed, err)
 }

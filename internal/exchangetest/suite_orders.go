@@ -166,7 +166,8 @@ func testGoodTillDate(t *testing.T, tg *Target) {
 	m := tg.NewMarket(t, nil)
 	a, b := tg.NewAccount(t, "gtd"), tg.NewAccount(t, "gtd")
 	expires := time.Now().Add(2 * time.Second).UTC().Truncate(time.Millisecond)
-	gtd := placeWith(t, a, m.ID, "BUY", "YES", 40, 2, map[string]any{"timeInForce": "GTD", "expiresAt": expires.Format(time.RFC3339Nano)}, http.StatusCreated)
+	gtdFields := map[string]any{"timeInForce": "GTD", "expiresAt": expires.Format(time.RFC3339Nano), "clientOrderId": "gtd-1"}
+	gtd := placeWith(t, a, m.ID, "BUY", "YES", 40, 2, gtdFields, http.StatusCreated)
 	if gtd.Status != "OPEN" || gtd.TimeInForce != "GTD" || gtd.ExpiresAt == nil || !gtd.ExpiresAt.Equal(expires) {
 		t.Fatalf("a GTD order: %+v", gtd.Order)
 	}
@@ -186,6 +187,25 @@ func testGoodTillDate(t *testing.T, tg *Target) {
 	}
 	if g := getOrder(t, a, later.ID); g.Status != "OPEN" {
 		t.Errorf("a GTD order an hour away: %s", g.Status)
+	}
+	// A retry of the placement after its expiry — a client that timed out and tries again — is
+	// still a replay, answered with the order as it stands, not refused for an expiry in the past.
+	body := withFields(OrderBody(m.ID, "BUY", "YES", 40, 2), gtdFields)
+	resp, raw := a.DoResponse(t, "POST", "/order", body)
+	var replayed apiserver.Order
+	if err := json.Unmarshal(raw, &replayed); err != nil || resp.StatusCode != http.StatusOK || replayed.ID != gtd.ID {
+		t.Errorf("a replay of a GTD placement past its expiry: %d %s, want 200 with order %s", resp.StatusCode, raw, gtd.ID)
+	}
+	var batch struct{ Results []struct{ Status int } }
+	a.Expect(t, "POST", "/orders/batch", map[string]any{"orders": []any{body}}, http.StatusCreated, &batch)
+	if len(batch.Results) != 1 || batch.Results[0].Status != http.StatusOK {
+		t.Errorf("a replay in a batch of a GTD placement past its expiry: %+v, want status 200", batch.Results)
+	}
+	// A new placement with an expiry in the past is still refused.
+	e := a.ExpectError(t, "POST", "/order", withFields(OrderBody(m.ID, "BUY", "YES", 40, 2), map[string]any{"timeInForce": "GTD",
+		"expiresAt": expires.Format(time.RFC3339Nano), "clientOrderId": "gtd-2"}), http.StatusBadRequest, "invalid_value")
+	if e.Details.Field != "expiresAt" {
+		t.Errorf("a placement with a past expiry names %q", e.Details.Field)
 	}
 	CheckInvariants(t, tg)
 }
