@@ -98,6 +98,7 @@ func (s *Shard) process(b batch, next *batch) batch {
 	defer cancel()
 	start := time.Now()
 	var err error
+	committed := false // a transaction ran: the batch counts in the metrics
 	for attempt := 0; attempt < 2; attempt++ {
 		now := s.cfg.Now().UTC().Truncate(time.Microsecond)
 		if !b.started {
@@ -107,6 +108,7 @@ func (s *Shard) process(b batch, next *batch) batch {
 		if !b.started && !writes(b.cmds) {
 			break // only loads, checks and syncs, or nothing left to do: no transaction
 		}
+		committed = true
 		if err = s.commit(ctx, b, now, next); err == nil {
 			break
 		}
@@ -131,9 +133,11 @@ func (s *Shard) process(b batch, next *batch) batch {
 		}
 		return ahead
 	}
-	s.metrics.batches.Inc()
-	s.metrics.size.Observe(float64(len(b.cmds)))
-	s.metrics.duration.Observe(time.Since(start).Seconds())
+	if committed {
+		s.metrics.batches.Inc()
+		s.metrics.size.Observe(float64(len(b.cmds)))
+		s.metrics.duration.Observe(time.Since(start).Seconds())
+	}
 	for _, m := range s.acc.touched {
 		s.publish(m)
 	}
