@@ -170,7 +170,7 @@ func (s *Server) cancelBatch(c *gin.Context) error {
 					cancelError(id, err)
 					continue
 				}
-				f = orderFacts{market: o.MarketID, seq: o.Seq}
+				f = factsOf(&o)
 			}
 			reqs, ids = append(reqs, shard.CancelRequest{Account: account, Market: f.market, Seq: f.seq}), append(ids, id)
 		}

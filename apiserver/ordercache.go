@@ -6,25 +6,28 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/boundedmap"
+	"github.com/pmx-dev/pmx/engine"
 )
 
 // defaultOrderCacheSize is how many placed orders a server remembers unless told otherwise:
 // about 32 MB when full (TestOrderCacheMemory).
 const defaultOrderCacheSize = 1 << 18
 
-// orderFacts are what a cancel needs to know of an order: its market and its sequence number
-// there. Neither ever changes once the order is placed.
+// orderFacts are what a cancel or an amend needs to know of an order: its market and its
+// sequence number there, its side and outcome (which say what an amend may have to lock). None
+// ever changes once the order is placed.
 type orderFacts struct {
-	market uuid.UUID
-	seq    int64
+	market  uuid.UUID
+	seq     int64
+	side    engine.Side
+	outcome engine.Outcome
 }
 
-// orderCache remembers the facts of orders this server placed, so that cancelling one of them
-// can go straight to the exchange without reading the order from Postgres. Because the facts never
-// change, a remembered order is never stale; an order it does not know is looked up as before. It
-// is bounded (package boundedmap): when full, it forgets its oldest order to make room for a new
-// one. Its methods are
-// safe for concurrent use; a nil cache remembers nothing.
+// orderCache remembers the facts of orders this server placed, so that cancelling or amending one
+// of them can go straight to the exchange without reading the order from Postgres. Because the
+// facts never change, a remembered order is never stale; an order it does not know is looked up as
+// before. It is bounded (package boundedmap): when full, it forgets its oldest order to make room
+// for a new one. Its methods are safe for concurrent use; a nil cache remembers nothing.
 //
 // One lock is enough: it is held for a map operation or two (about 60 ns, BenchmarkOrderCache),
 // twice per order, against the tens of microseconds an API request costs. A cache split into 16

@@ -231,7 +231,7 @@ func (s *Server) placed(ctx context.Context, account int64, r *orderRequest, pla
 	}
 	// Remember a resting order for its cancel; one filled at once can never be cancelled.
 	if placed.Status.Resting() {
-		s.orders.put(placed.ID, orderFacts{market: r.Market, seq: placed.Seq})
+		s.orders.put(placed.ID, orderFacts{market: r.Market, seq: placed.Seq, side: r.Side, outcome: r.Outcome})
 	}
 	return placed, nil, nil
 }
@@ -286,6 +286,13 @@ func (s *Server) ownOrder(c *gin.Context, id uuid.UUID) (store.Order, error) {
 	return o, nil
 }
 
+// factsOf is what the order cache would remember of an order read from Postgres.
+func factsOf(o *store.Order) orderFacts {
+	side, _ := engine.ParseSide(o.Side)
+	outcome, _ := engine.ParseOutcome(o.Outcome)
+	return orderFacts{market: o.MarketID, seq: o.Seq, side: side, outcome: outcome}
+}
+
 var errOrderNotFound = &httpkit.Error{Status: http.StatusNotFound, Code: "order_not_found", Field: "orderId", Message: "no order has this id"}
 
 // cancelOrder finds where the order lives — its market and sequence number, remembered for the
@@ -330,7 +337,7 @@ func (s *Server) cancelOrder(c *gin.Context) error {
 		if err != nil {
 			return err
 		}
-		f = orderFacts{market: o.MarketID, seq: o.Seq}
+		f = factsOf(&o)
 	}
 	cancelled, err := s.cfg.Exchange.Cancel(ctx, shard.CancelRequest{Account: accountOf(c), Market: f.market, Seq: f.seq})
 	if cached && (err == nil || errors.Is(err, domain.ErrOrderNotOpen)) {
@@ -515,7 +522,10 @@ func (s *Server) amendOrder(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	var o store.Order
+	// Where the order lives: from the front's memory of the orders it placed when it can (the
+	// shard decides whether the order is the caller's and still resting, as for a cancel), else
+	// from Postgres.
+	var f orderFacts
 	if obj.has("clientOrderId") {
 		if obj.has("orderId") {
 			return errOrderIDAndClientID
@@ -524,16 +534,23 @@ func (s *Server) amendOrder(c *gin.Context) error {
 		if err != nil {
 			return err
 		}
-		if o, err = s.orderByClientID(c, clientID); err != nil {
+		o, err := s.orderByClientID(c, clientID)
+		if err != nil {
 			return err
 		}
+		f = factsOf(&o)
 	} else {
 		id, err := obj.uuid("orderId")
 		if err != nil {
 			return err
 		}
-		if o, err = s.ownOrder(c, id); err != nil {
-			return err
+		var cached bool
+		if f, cached = s.orders.get(id); !cached {
+			o, err := s.ownOrder(c, id)
+			if err != nil {
+				return err
+			}
+			f = factsOf(&o)
 		}
 	}
 	var price, remaining int64
@@ -550,10 +567,8 @@ func (s *Server) amendOrder(c *gin.Context) error {
 	if price == 0 && remaining == 0 {
 		return httpkit.FieldError("price", "missing_field", "give the new price, the new remaining quantity, or both")
 	}
-	side, _ := engine.ParseSide(o.Side)
-	outcome, _ := engine.ParseOutcome(o.Outcome)
-	amended, err := s.cfg.Exchange.Amend(c.Request.Context(), shard.AmendRequest{Account: accountOf(c), Market: o.MarketID, Seq: o.Seq,
-		Side: side, Outcome: outcome, Price: int(price), Remaining: remaining})
+	amended, err := s.cfg.Exchange.Amend(c.Request.Context(), shard.AmendRequest{Account: accountOf(c), Market: f.market, Seq: f.seq,
+		Side: f.side, Outcome: f.outcome, Price: int(price), Remaining: remaining})
 	if err != nil {
 		return err
 	}
