@@ -421,7 +421,11 @@ func (s *Server) listOrders(c *gin.Context) error {
 
 // encodeCursor is the nextCursor of a full page whose last row is at cur.
 func encodeCursor(cur store.Cursor) *string {
-	s := base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(cur.CreatedAt.UnixMicro(), 10) + "." + cur.ID.String()))
+	text := strconv.FormatInt(cur.CreatedAt.UnixMicro(), 10) + "." + cur.ID.String()
+	if cur.Outcome != "" {
+		text += "." + cur.Outcome
+	}
+	s := base64.RawURLEncoding.EncodeToString([]byte(text))
 	return &s
 }
 
@@ -433,15 +437,50 @@ func decodeCursor(v, list string) (store.Cursor, error) {
 	if err != nil {
 		return store.Cursor{}, bad
 	}
-	micros, id, ok := strings.Cut(string(raw), ".")
+	micros, rest, ok := strings.Cut(string(raw), ".")
+	id, outcome, _ := strings.Cut(rest, ".")
 	us, err1 := strconv.ParseInt(micros, 10, 64)
 	u, err2 := uuid.Parse(id)
 	// Only a forged cursor can lie before Postgres's first timestamptz, where it would fail the
-	// query; every int64 above it is within Postgres's range, to 294276 AD.
-	if !ok || err1 != nil || err2 != nil || us < minTimestamptz {
+	// query; every int64 above it is within Postgres's range, to 294276 AD. Only the settlements'
+	// cursors name an outcome, and only theirs must.
+	settlements := list == listSettlements
+	if !ok || err1 != nil || err2 != nil || us < minTimestamptz || settlements != (outcome == "YES" || outcome == "NO") ||
+		!settlements && outcome != "" {
 		return store.Cursor{}, bad
 	}
-	return store.Cursor{CreatedAt: time.UnixMicro(us).UTC(), ID: u}, nil
+	return store.Cursor{CreatedAt: time.UnixMicro(us).UTC(), ID: u, Outcome: outcome}, nil
+}
+
+// listSettlements names GET /settlements for decodeCursor, whose cursors carry an outcome.
+const listSettlements = "GET /settlements"
+
+// settlements lists what the account was paid when markets it held settled, newest first, in
+// cursor pages: per market and outcome held, the quantity and the payout.
+func (s *Server) settlements(c *gin.Context) error {
+	var after *store.Cursor
+	if v, ok := c.GetQuery("cursor"); ok {
+		cur, err := decodeCursor(v, listSettlements)
+		if err != nil {
+			return err
+		}
+		after = &cur
+	}
+	limit, err := queryLimit(c, defaultOrders, maxOrders)
+	if err != nil {
+		return err
+	}
+	rows, err := s.cfg.Store.Settlements(c.Request.Context(), accountOf(c), after, limit)
+	if err != nil {
+		return err
+	}
+	var next *string
+	if len(rows) == limit {
+		last := rows[len(rows)-1]
+		next = encodeCursor(store.Cursor{CreatedAt: last.SettledAt, ID: last.MarketID, Outcome: last.Outcome})
+	}
+	c.JSON(http.StatusOK, gin.H{"settlements": listOf(rows, settlementOf), "nextCursor": next})
+	return nil
 }
 
 // minTimestamptz is Postgres's earliest timestamptz, 4714-11-24 00:00 UTC BC, in microseconds

@@ -137,6 +137,7 @@ func New(cfg Config) *Server {
 	v1.GET("/orders", handler(s.listOrders))
 	v1.GET("/order", handler(s.getOrder))
 	v1.POST("/heartbeat", handler(s.heartbeat))
+	v1.GET("/settlements", handler(s.settlements))
 	v1.POST("/order/amend", handler(s.amendOrder))
 	v1.POST("/orders/batch", handler(s.placeBatch))
 	v1.POST("/orders/cancel", handler(s.cancelBatch))

@@ -50,6 +50,21 @@ type Order struct {
 	CancelReason   *string    `json:"cancelReason"`
 }
 
+// Settlement is what an account was paid for one outcome it held when a market settled.
+type Settlement struct {
+	MarketID     uuid.UUID `json:"marketId"`
+	MarketStatus string    `json:"marketStatus"`
+	Outcome      string    `json:"outcome"`
+	Quantity     int64     `json:"quantity"`
+	Payout       int64     `json:"payout"`
+	SettledAt    time.Time `json:"settledAt"`
+}
+
+func settlementOf(a *store.AccountSettlement) Settlement {
+	return Settlement{MarketID: a.MarketID, MarketStatus: string(a.MarketStatus), Outcome: a.Outcome, Quantity: a.Quantity,
+		Payout: a.Payout, SettledAt: a.SettledAt}
+}
+
 // Heartbeat is the state of the account's dead-man switch.
 type Heartbeat struct {
 	Armed    bool       `json:"armed"`

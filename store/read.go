@@ -208,6 +208,7 @@ type OrderFilter struct {
 type Cursor struct {
 	CreatedAt time.Time
 	ID        uuid.UUID
+	Outcome   string // settlements only: the last row's outcome, after its market
 }
 
 // Orders lists an account's orders newest first.
@@ -268,4 +269,37 @@ func (s *Store) OrderByClientID(ctx context.Context, account int64, clientOrderI
 func (s *Store) AccountRestingOrders(ctx context.Context, account int64, market uuid.UUID) ([]Order, error) {
 	return collectOrders(s.Pool.Query(ctx, `select `+orderColumns+` from orders
 		where account_id = $1 and market_id = $2 and status in ('OPEN', 'PARTIALLY_FILLED') order by seq`, account, market))
+}
+
+// AccountSettlement is what an account was paid when a market it held settled: per outcome held.
+type AccountSettlement struct {
+	MarketID     uuid.UUID
+	MarketStatus domain.MarketStatus // RESOLVED or CANCELED
+	Outcome      string
+	Quantity     int64
+	Payout       int64 // cents
+	SettledAt    time.Time
+}
+
+// Settlements lists an account's settlements newest first (then by market and outcome), after a
+// cursor (the last row of the previous page; nil for the first), at most limit.
+func (s *Store) Settlements(ctx context.Context, account int64, after *Cursor, limit int) ([]AccountSettlement, error) {
+	var afterTime *time.Time
+	var afterMarket *uuid.UUID
+	var afterOutcome string
+	if after != nil {
+		afterTime, afterMarket, afterOutcome = &after.CreatedAt, &after.ID, after.Outcome
+	}
+	rows, err := s.Pool.Query(ctx, `select s.market_id, m.status, s.outcome, s.quantity, s.amount, s.created_at
+		from settlements s join markets m on m.id = s.market_id
+		where s.account_id = $1 and ($2::timestamptz is null or (s.created_at, s.market_id, s.outcome) < ($2, $3, $4))
+		order by s.created_at desc, s.market_id desc, s.outcome desc limit $5`, account, afterTime, afterMarket, afterOutcome, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (AccountSettlement, error) {
+		var a AccountSettlement
+		err := r.Scan(&a.MarketID, &a.MarketStatus, &a.Outcome, &a.Quantity, &a.Payout, &a.SettledAt)
+		return a, err
+	})
 }

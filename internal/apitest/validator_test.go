@@ -312,6 +312,7 @@ func TestDocumentedStatuses(t *testing.T) {
 		"GET /order 200", "GET /order 400", "GET /order 401", "GET /order 403", "GET /order 404",
 		"GET /orders 200", "GET /orders 400", "GET /orders 401",
 		"GET /positions 200", "GET /positions 401", "GET /positions 404",
+		"GET /settlements 200", "GET /settlements 400", "GET /settlements 401",
 		"POST /cancel-everything 200", "POST /cancel-everything 401",
 		"POST /cancel-order 200", "POST /cancel-order 400", "POST /cancel-order 401", "POST /cancel-order 403", "POST /cancel-order 404",
 		"POST /heartbeat 200", "POST /heartbeat 400", "POST /heartbeat 401",

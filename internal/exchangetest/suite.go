@@ -48,6 +48,7 @@ func RunSuite(t *testing.T, tg *Target) {
 		{"BatchPlace", testBatchPlace},
 		{"BatchCancel", testBatchCancel},
 		{"MarketEvents", testMarketEvents},
+		{"Settlements", testSettlements},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, tg) })
 	}
@@ -76,7 +77,7 @@ func testAuthentication(t *testing.T, tg *Target) {
 		{"GET", "/market/trades?marketId=" + id}, {"GET", "/market/events?marketId=" + id}, {"POST", "/order"}, {"GET", "/positions"},
 		{"POST", "/cancel-order"}, {"POST", "/cancel-everything"}, {"GET", "/account"}, {"GET", "/orders"},
 		{"GET", "/order?orderId=" + uuid.NewString()}, {"POST", "/heartbeat"}, {"POST", "/order/amend"},
-		{"POST", "/orders/batch"}, {"POST", "/orders/cancel"},
+		{"POST", "/orders/batch"}, {"POST", "/orders/cancel"}, {"GET", "/settlements"},
 	}
 	revoked := &Client{T: tg, Key: "pmx_0123456789abcdef_" + strings.Repeat("A", 32)}
 	for _, c := range calls {

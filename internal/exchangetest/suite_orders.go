@@ -555,3 +555,63 @@ func testBatchCancel(t *testing.T, tg *Target) {
 	}
 	CheckInvariants(t, tg)
 }
+
+func testSettlements(t *testing.T, tg *Target) {
+	resolved, canceled := tg.NewMarket(t, nil), tg.NewMarket(t, nil)
+	a, b, c := tg.NewAccount(t, "settle"), tg.NewAccount(t, "settle"), tg.NewAccount(t, "settle")
+	a.Place(t, resolved.ID, "BUY", "YES", 60, 3)
+	b.Place(t, resolved.ID, "BUY", "NO", 40, 3) // mints 3 pairs: a holds 3 YES, b 3 NO
+	c.Place(t, resolved.ID, "BUY", "YES", 50, 1)
+	a.Place(t, resolved.ID, "BUY", "NO", 50, 1) // a also holds 1 NO
+	tg.Markets.Resolve(t, resolved.ID, "YES")
+	a.Place(t, canceled.ID, "BUY", "YES", 30, 2)
+	b.Place(t, canceled.ID, "BUY", "NO", 70, 2)
+	tg.Markets.Cancel(t, canceled.ID)
+
+	type page struct {
+		Settlements []apiserver.Settlement
+		NextCursor  *string
+	}
+	var all page
+	a.Expect(t, "GET", "/settlements", nil, http.StatusOK, &all)
+	want := []struct {
+		market      uuid.UUID
+		status, out string
+		qty, payout int64
+	}{{canceled.ID, "CANCELED", "YES", 2, 100}, {resolved.ID, "RESOLVED", "YES", 3, 300}, {resolved.ID, "RESOLVED", "NO", 1, 0}}
+	if len(all.Settlements) != len(want) || all.NextCursor != nil {
+		t.Fatalf("a's settlements: %+v", all)
+	}
+	for i, w := range want {
+		g := all.Settlements[i]
+		if g.MarketID != w.market || g.MarketStatus != w.status || g.Outcome != w.out || g.Quantity != w.qty || g.Payout != w.payout {
+			t.Errorf("settlement %d: %+v, want %+v", i, g, w)
+		}
+	}
+	// One at a time, by cursor: the same rows, in the same order.
+	cursor := ""
+	for i := range want {
+		var p page
+		a.Expect(t, "GET", "/settlements?limit=1"+cursor, nil, http.StatusOK, &p)
+		if len(p.Settlements) != 1 || p.Settlements[0] != all.Settlements[i] || p.NextCursor == nil {
+			t.Fatalf("page %d: %+v", i, p)
+		}
+		cursor = "&cursor=" + *p.NextCursor
+	}
+	var last page
+	a.Expect(t, "GET", "/settlements?limit=1"+cursor, nil, http.StatusOK, &last)
+	if len(last.Settlements) != 0 || last.NextCursor != nil {
+		t.Fatalf("past the last page: %+v", last)
+	}
+	var none page
+	tg.NewAccount(t, "settle").Expect(t, "GET", "/settlements", nil, http.StatusOK, &none)
+	if len(none.Settlements) != 0 || none.NextCursor != nil {
+		t.Fatalf("an account that held nothing: %+v", none)
+	}
+	var orders struct{ NextCursor *string }
+	a.Expect(t, "GET", "/orders?limit=1", nil, http.StatusOK, &orders)
+	a.ExpectError(t, "GET", "/settlements?cursor="+*orders.NextCursor, nil, http.StatusBadRequest, "invalid_cursor")
+	a.ExpectError(t, "GET", "/settlements?cursor=x", nil, http.StatusBadRequest, "invalid_cursor")
+	a.ExpectError(t, "GET", "/settlements?limit=0", nil, http.StatusBadRequest, "out_of_range")
+	CheckInvariants(t, tg)
+}
