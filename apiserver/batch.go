@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"time"
 
@@ -160,17 +159,10 @@ func (s *Server) cancelBatch(c *gin.Context) error {
 			if err != nil {
 				return err
 			}
-			f, cached := s.orders.get(id)
-			if !cached {
-				o, err := s.cfg.Store.Order(ctx, id)
-				if err != nil {
-					if errors.Is(err, store.ErrNotFound) {
-						err = errOrderNotFound
-					}
-					cancelError(id, err)
-					continue
-				}
-				f = factsOf(&o)
+			f, err := s.orderFacts(ctx, id)
+			if err != nil {
+				cancelError(id, err)
+				continue
 			}
 			reqs, ids = append(reqs, shard.CancelRequest{Account: account, Market: f.market, Seq: f.seq}), append(ids, id)
 		}

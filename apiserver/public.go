@@ -295,52 +295,19 @@ func factsOf(o *store.Order) orderFacts {
 
 var errOrderNotFound = &httpkit.Error{Status: http.StatusNotFound, Code: "order_not_found", Field: "orderId", Message: "no order has this id"}
 
-// cancelOrder finds where the order lives — its market and sequence number, remembered for the
-// orders this server placed, else read from Postgres — and sends the cancel there with the
+// cancelOrder finds where the order lives (namedOrder) and sends the cancel there with the
 // caller's account: the shard decides whether the order is the caller's and still open.
 func (s *Server) cancelOrder(c *gin.Context) error {
 	obj, err := readObject(c.Request)
 	if err != nil {
 		return err
 	}
-	ctx := c.Request.Context()
-	if obj.has("clientOrderId") {
-		if obj.has("orderId") {
-			return errOrderIDAndClientID
-		}
-		clientID, err := obj.string("clientOrderId")
-		if err != nil {
-			return err
-		}
-		o, err := s.orderByClientID(c, clientID)
-		if err != nil {
-			return err
-		}
-		cancelled, err := s.cfg.Exchange.Cancel(ctx, shard.CancelRequest{Account: accountOf(c), Market: o.MarketID, Seq: o.Seq})
-		if err != nil {
-			return err
-		}
-		s.orders.forget(o.ID)
-		c.JSON(http.StatusOK, orderOf(&cancelled))
-		return nil
-	}
-	id, err := obj.uuid("orderId")
+	id, f, err := s.namedOrder(c, obj)
 	if err != nil {
 		return err
 	}
-	f, cached := s.orders.get(id)
-	if !cached {
-		o, err := s.cfg.Store.Order(ctx, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return errOrderNotFound
-		}
-		if err != nil {
-			return err
-		}
-		f = factsOf(&o)
-	}
-	cancelled, err := s.cfg.Exchange.Cancel(ctx, shard.CancelRequest{Account: accountOf(c), Market: f.market, Seq: f.seq})
-	if cached && (err == nil || errors.Is(err, domain.ErrOrderNotOpen)) {
+	cancelled, err := s.cfg.Exchange.Cancel(c.Request.Context(), shard.CancelRequest{Account: accountOf(c), Market: f.market, Seq: f.seq})
+	if err == nil || errors.Is(err, domain.ErrOrderNotOpen) {
 		s.orders.forget(id) // it can never be cancelled again
 	}
 	if err != nil {
@@ -348,6 +315,48 @@ func (s *Server) cancelOrder(c *gin.Context) error {
 	}
 	c.JSON(http.StatusOK, orderOf(&cancelled))
 	return nil
+}
+
+// namedOrder reads the order a body names, by orderId or by clientOrderId (one of them), and finds
+// where it lives.
+func (s *Server) namedOrder(c *gin.Context, obj object) (uuid.UUID, orderFacts, error) {
+	if !obj.has("clientOrderId") {
+		id, err := obj.uuid("orderId")
+		if err != nil {
+			return id, orderFacts{}, err
+		}
+		f, err := s.orderFacts(c.Request.Context(), id)
+		return id, f, err
+	}
+	if obj.has("orderId") {
+		return uuid.UUID{}, orderFacts{}, errOrderIDAndClientID
+	}
+	clientID, err := obj.string("clientOrderId")
+	if err != nil {
+		return uuid.UUID{}, orderFacts{}, err
+	}
+	o, err := s.orderByClientID(c, clientID)
+	if err != nil {
+		return uuid.UUID{}, orderFacts{}, err
+	}
+	return o.ID, factsOf(&o), nil
+}
+
+// orderFacts finds where an order lives: its market and sequence number, remembered for the orders
+// this server placed, else read from Postgres (errOrderNotFound when no order has the id). Whose it
+// is, the shard decides.
+func (s *Server) orderFacts(ctx context.Context, id uuid.UUID) (orderFacts, error) {
+	if f, cached := s.orders.get(id); cached {
+		return f, nil
+	}
+	o, err := s.cfg.Store.Order(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return orderFacts{}, errOrderNotFound
+	}
+	if err != nil {
+		return orderFacts{}, err
+	}
+	return factsOf(&o), nil
 }
 
 // cancelEverything takes no body (an empty POST); whatever is sent is ignored.
@@ -561,36 +570,10 @@ func (s *Server) amendOrder(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	// Where the order lives: from the front's memory of the orders it placed when it can (the
-	// shard decides whether the order is the caller's and still resting, as for a cancel), else
-	// from Postgres.
-	var f orderFacts
-	if obj.has("clientOrderId") {
-		if obj.has("orderId") {
-			return errOrderIDAndClientID
-		}
-		clientID, err := obj.string("clientOrderId")
-		if err != nil {
-			return err
-		}
-		o, err := s.orderByClientID(c, clientID)
-		if err != nil {
-			return err
-		}
-		f = factsOf(&o)
-	} else {
-		id, err := obj.uuid("orderId")
-		if err != nil {
-			return err
-		}
-		var cached bool
-		if f, cached = s.orders.get(id); !cached {
-			o, err := s.ownOrder(c, id)
-			if err != nil {
-				return err
-			}
-			f = factsOf(&o)
-		}
+	// The shard decides whether the order is the caller's and still resting, as for a cancel.
+	_, f, err := s.namedOrder(c, obj)
+	if err != nil {
+		return err
 	}
 	var price, remaining int64
 	if obj.has("price") {
