@@ -97,23 +97,12 @@ const DefaultEventRetention = 24 * time.Hour
 // eventPruning is how often the shard deletes events past the retention.
 const eventPruning = time.Minute
 
-// pruneEvents deletes, every eventPruning until the shard stops, the events older than the
-// retention. Every shard does it (a delete of what is already gone is nothing).
-func (s *Shard) pruneEvents() {
-	t := time.NewTicker(eventPruning)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
-		if n, err := s.cfg.Store.PruneEvents(ctx, time.Now().Add(-s.cfg.EventRetention)); err != nil {
-			s.log.Warn("could not delete old market events; trying again later", "err", err)
-		} else if n > 0 {
-			s.log.Debug("deleted old market events", "batches", n)
-		}
-		cancel()
+// pruneEvents deletes the events older than the retention (every eventPruning, see New). Every
+// shard does it: a delete of what is already gone is nothing.
+func (s *Shard) pruneEvents(ctx context.Context) {
+	if n, err := s.cfg.Store.PruneEvents(ctx, time.Now().Add(-s.cfg.EventRetention)); err != nil {
+		s.log.Warn("could not delete old market events; trying again later", "err", err)
+	} else if n > 0 {
+		s.log.Debug("deleted old market events", "batches", n)
 	}
 }

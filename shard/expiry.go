@@ -84,19 +84,10 @@ func (s *Shard) anyDue(now time.Time) bool {
 // errNothingDue answers an expiry sweep that found nothing to do; it never leaves the shard.
 var errNothingDue = errors.New("shard: no order is due to expire")
 
-// sweepExpiries sends the expiry sweep command every expirySweep until the shard stops.
-func (s *Shard) sweepExpiries() {
-	t := time.NewTicker(expirySweep)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-		}
-		err := s.do(context.Background(), &command{kind: cmdExpire})
-		if err != nil && !errors.Is(err, errNothingDue) && !errors.Is(err, ErrStopped) {
-			s.log.Warn("the expiry sweep failed; it runs again shortly", "err", err)
-		}
+// sweepExpiries sends the expiry sweep command (every expirySweep, see New).
+func (s *Shard) sweepExpiries(ctx context.Context) {
+	err := s.do(ctx, &command{kind: cmdExpire})
+	if err != nil && !errors.Is(err, errNothingDue) && !errors.Is(err, ErrStopped) {
+		s.log.Warn("the expiry sweep failed; it runs again shortly", "err", err)
 	}
 }

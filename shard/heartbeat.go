@@ -23,21 +23,6 @@ const heartbeatSweep = 200 * time.Millisecond
 // heartbeatCancels bounds the cancels the sweep has in flight at once.
 const heartbeatCancels = 64
 
-func (s *Shard) sweepHeartbeats() {
-	t := time.NewTicker(heartbeatSweep)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
-		s.cancelTripped(ctx)
-		cancel()
-	}
-}
-
 // cancelTripped cancels the orders passed heartbeat deadlines cover.
 func (s *Shard) cancelTripped(ctx context.Context) {
 	orders, err := s.cfg.Store.TrippedOrders(ctx, s.cfg.Name)

@@ -140,10 +140,29 @@ func New(cfg Config) *Shard {
 		metrics: newMetrics(cfg.Metrics),
 	}
 	go s.loop()
-	s.sweepers.Go(s.sweepExpiries)
-	s.sweepers.Go(s.sweepHeartbeats)
-	s.sweepers.Go(s.pruneEvents)
+	s.every(expirySweep, s.sweepExpiries)
+	s.every(heartbeatSweep, s.cancelTripped)
+	s.every(eventPruning, s.pruneEvents)
 	return s
+}
+
+// every runs f every interval, each time with commitTimeout to finish, until the shard stops; Stop
+// waits for it.
+func (s *Shard) every(interval time.Duration, f func(context.Context)) {
+	s.sweepers.Go(func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+			f(ctx)
+			cancel()
+		}
+	})
 }
 
 // Stop finishes every command already accepted, then stops. Later calls get ErrStopped.
