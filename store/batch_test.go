@@ -33,6 +33,22 @@ func newTestStore(t *testing.T) *Store {
 	return st
 }
 
+// newTestTrader opens a migrated store holding one account, alice, and one open market.
+func newTestTrader(t *testing.T) (*Store, Account, Market) {
+	t.Helper()
+	ctx := context.Background()
+	st := newTestStore(t)
+	alice, err := st.CreateAccount(ctx, "alice", 1_000, time.Now().UTC().Truncate(time.Microsecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.CreateMarket(ctx, Market{Question: "Will it rain?", Category: "weather", Status: "OPEN", LabelA: "Yes", LabelB: "No"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, alice, m
+}
+
 // TestApplyStatements prepares every combination of a batch's write statement on a migrated
 // database: each must be valid SQL whose parameters Postgres types as the parts expect, and each
 // returns the updated orders exactly when it updates orders.
@@ -163,16 +179,8 @@ func TestCommitBatchBeginsNext(t *testing.T) {
 // finds the order it wrote.
 func TestClientOrderIDs(t *testing.T) {
 	ctx := context.Background()
-	st := newTestStore(t)
+	st, alice, m := newTestTrader(t)
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	alice, err := st.CreateAccount(ctx, "alice", 1_000, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := st.CreateMarket(ctx, Market{Question: "Will it rain?", Category: "weather", Status: "OPEN", LabelA: "Yes", LabelB: "No"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	conns := make([]*pgx.Conn, 2)
 	for i := range conns {
 		pc, err := st.Pool.Acquire(ctx)

@@ -15,16 +15,8 @@ import (
 // the switch afterwards (re-armed, disarmed), and never an order placed after it.
 func TestHeartbeat(t *testing.T) {
 	ctx := context.Background()
-	st := newTestStore(t)
+	st, alice, m := newTestTrader(t)
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	alice, err := st.CreateAccount(ctx, "alice", 1_000, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := st.CreateMarket(ctx, Market{Question: "Will it rain?", Category: "weather", Status: "OPEN", LabelA: "Yes", LabelB: "No"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	seq := int64(0)
 	place := func(at time.Time, status engine.Status) int64 {
 		seq++
