@@ -9,3 +9,10 @@ import _ "embed" // for OpenAPIDocument
 //
 //go:embed openapi.yaml
 var OpenAPIDocument []byte
+
+// AsyncAPIDocument is the AsyncAPI 3 document (YAML) of the live feed, GET /api/v1/ws: the
+// client's messages and the server's, and the close codes. internal/apitest validates every
+// message the tests receive against it.
+//
+//go:embed asyncapi.yaml
+var AsyncAPIDocument []byte

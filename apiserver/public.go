@@ -119,8 +119,9 @@ type bookView struct {
 	LastTradePrice *int           `json:"lastTradePrice"`
 }
 
+// viewOf shows a view's best shard.DepthLevels levels a side.
 func viewOf(v *engine.View) bookView {
-	b := bookView{Bids: v.Bids, Asks: v.Asks}
+	b := bookView{Bids: v.Bids[:min(len(v.Bids), shard.DepthLevels)], Asks: v.Asks[:min(len(v.Asks), shard.DepthLevels)]}
 	if b.Bids == nil {
 		b.Bids = []engine.Level{}
 	}

@@ -10,12 +10,14 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pmx-dev/pmx/feed"
 	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/settings"
@@ -58,6 +60,8 @@ type Config struct {
 	// cancelling one of them needs no read from Postgres (default 1<<18, about 32 MB when full;
 	// negative disables it).
 	OrderCacheSize int
+	// Feed configures the WebSocket feed (GET /api/v1/ws).
+	Feed FeedConfig
 }
 
 // Server serves the exchange's HTTP API.
@@ -70,13 +74,27 @@ type Server struct {
 
 	stopListen context.CancelFunc
 	listening  chan struct{}
+
+	// The live feed: the hub, and the context and count of the WebSocket connections and the
+	// hub's sweep, which Close ends.
+	hub        *feed.Hub
+	feedCtx    context.Context
+	stopFeed   context.CancelFunc
+	feedConns  sync.WaitGroup
 }
 
-// Close stops the server's background work (the key revocation listener).
+// Close stops the server's background work (the key revocation listener, the feed's sweep) and
+// closes its WebSocket connections (code 1001: clients reconnect and resume elsewhere).
 func (s *Server) Close() {
 	s.stopListen()
 	<-s.listening
+	s.stopFeed()
+	s.feedConns.Wait()
 }
+
+// Feed is the server's live feed hub, for the process to give it the shards' committed batches
+// (Hub.Ingest).
+func (s *Server) Feed() *feed.Hub { return s.hub }
 
 // New builds the server's routes.
 func New(cfg Config) *Server {
@@ -109,6 +127,10 @@ func New(cfg Config) *Server {
 		defer close(s.listening)
 		s.keys.listen(ctx, cfg.Store, s.log)
 	}()
+	s.cfg.Feed.defaults()
+	s.hub = feed.NewHub(feedLog{store: cfg.Store, exchange: cfg.Exchange}, s.log)
+	s.feedCtx, s.stopFeed = context.WithCancel(context.Background())
+	s.feedConns.Go(func() { s.hub.Run(s.feedCtx) })
 	s.engine.ContextWithFallback = true
 	s.engine.HandleMethodNotAllowed = true
 	s.engine.Use(s.recover, httpkit.WithLogger(s.log), httpkit.HTTPMetrics(cfg.Metrics))
@@ -123,7 +145,9 @@ func New(cfg Config) *Server {
 
 	v1 := s.engine.Group("/api/v1")
 	v1.GET("/openapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, "application/yaml", OpenAPIDocument) })
+	v1.GET("/asyncapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, "application/yaml", AsyncAPIDocument) })
 	v1.Use(s.authenticate)
+	v1.GET("/ws", s.serveWS)
 	v1.GET("/markets", handler(s.listMarkets))
 	v1.GET("/market", handler(s.getMarket))
 	v1.GET("/market/order-book", handler(s.orderBook))

@@ -141,6 +141,7 @@ func (s *Shard) process(b batch, next *batch) batch {
 	for _, m := range s.acc.touched {
 		s.publish(m)
 	}
+	s.cfg.Feed.Publish(s.acc.published)
 	s.recordFinished()
 	for _, c := range b.cmds {
 		c.reply <- c.err

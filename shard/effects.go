@@ -10,6 +10,7 @@ import (
 
 	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/feed"
 	"github.com/pmx-dev/pmx/store"
 )
 
@@ -47,10 +48,13 @@ type accumulator struct {
 
 	takenIDs map[store.ClientOrderKey]bool // client order ids orders already had when the batch began
 	claimed  map[store.ClientOrderKey]bool // and those the batch's placements took
+
+	published []feed.Batch // the batch's events, for the feed's followers once it commits
 }
 
 func (a *accumulator) reset(now time.Time) {
 	a.batch.Reset(now)
+	a.published = a.published[:0]
 	if a.orders == nil {
 		a.orders = map[orderKey]orderRef{}
 		a.cash = map[int64]int{}

@@ -61,8 +61,10 @@ func (s *Shard) recordEvents(now time.Time) error {
 				}
 			}
 		}
+		status := ""
 		if m.status != m.fedStatus {
-			events = append(events, feed.Event{Type: feed.TypeStatus, Status: string(m.status), At: now})
+			status = string(m.status)
+			events = append(events, feed.Event{Type: feed.TypeStatus, Status: status, At: now})
 		}
 		s.feed = events
 		if len(events) == 0 {
@@ -78,6 +80,7 @@ func (s *Shard) recordEvents(now time.Time) error {
 		}
 		last := first + int64(len(events)) - 1
 		s.acc.batch.Events = append(s.acc.batch.Events, store.EventBatch{Market: m.id, First: first, Last: last, Events: raw})
+		s.acc.published = append(s.acc.published, feed.Batch{Market: m.id, First: first, Last: last, Status: status, Events: raw})
 		s.acc.market(m.id).EventSeq = last
 		m.eventSeq, m.levels, m.fedStatus = last, after, m.status
 	}

@@ -105,7 +105,7 @@ func (s *Shard) drop(id uuid.UUID) {
 func (s *Shard) publish(m *marketState) {
 	snap := &Snapshot{Status: m.status, Epoch: m.epoch, Seq: m.eventSeq}
 	if m.book != nil {
-		m.book.Depth(DepthLevels, &snap.Depth)
+		m.book.Depth(engine.Payout, &snap.Depth)
 	} else if m.lastPrice != 0 {
 		snap.Depth.Yes.LastTradePrice = m.lastPrice
 		snap.Depth.No.LastTradePrice = engine.Payout - m.lastPrice

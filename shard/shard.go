@@ -58,6 +58,9 @@ type Config struct {
 	MaxOpenOrders int
 	// EventRetention is how long the markets' feed events are kept (default DefaultEventRetention).
 	EventRetention time.Duration
+	// Feed, when set, is handed every committed batch's events (after the commit, before the
+	// answers), for the live feed.
+	Feed *feed.Bus
 }
 
 // DefaultMaxOpenOrders is the default of Config.MaxOpenOrders.
@@ -110,7 +113,8 @@ type Snapshot struct {
 	Depth  engine.Depth
 }
 
-// DepthLevels is how many levels a snapshot keeps per side, as the API shows.
+// A Snapshot holds every level of the book (at most 99 a side), for the live feed's snapshots;
+// GET /market/order-book shows the best DepthLevels of them.
 const DepthLevels = 10
 
 // New starts a shard. Call Stop to drain and stop it.

@@ -40,3 +40,25 @@ func (s *Store) PruneEvents(ctx context.Context, cutoff time.Time) (int64, error
 	tag, err := s.Pool.Exec(ctx, `delete from market_events where created_at < $1`, cutoff)
 	return tag.RowsAffected(), err
 }
+
+// MarketSeq is a market's status and the last number of its feed.
+type MarketSeq struct {
+	ID        uuid.UUID
+	Status    string
+	EventSeq  int64
+	UpdatedAt time.Time
+}
+
+// MarketsChanged returns the markets updated after since (every market for the zero time): what
+// the live feed compares itself with (package feed's sweep).
+func (s *Store) MarketsChanged(ctx context.Context, since time.Time) ([]MarketSeq, error) {
+	rows, err := s.Pool.Query(ctx, `select id, status, event_seq, updated_at from markets where updated_at > $1`, since)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (MarketSeq, error) {
+		var m MarketSeq
+		err := r.Scan(&m.ID, &m.Status, &m.EventSeq, &m.UpdatedAt)
+		return m, err
+	})
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/pmx-dev/pmx/auth"
 	"github.com/pmx-dev/pmx/config"
 	"github.com/pmx-dev/pmx/domain"
+	"github.com/pmx-dev/pmx/feed"
 	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/pgcluster"
@@ -118,8 +119,9 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 		return err
 	}
 	defer stopMetrics()
+	bus := &feed.Bus{}
 	sh := shard.New(shard.Config{Store: st, Logger: log, Metrics: reg, MaxOpenOrders: o.maxOpenOrders,
-		EventRetention: o.eventRetention})
+		EventRetention: o.eventRetention, Feed: bus})
 	defer sh.Stop()
 
 	if o.markets != "" {
@@ -151,6 +153,13 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 	api := apiserver.New(apiserver.Config{Store: st, Exchange: sh, Logger: log, AdminToken: token,
 		Grant: o.grant, MaxQuantity: o.maxQuantity, Metrics: reg})
 	defer api.Close()
+	feedCtx, stopFeed := context.WithCancel(context.Background())
+	feedDone := make(chan struct{})
+	go func() {
+		defer close(feedDone)
+		feed.Follow(feedCtx, bus, api.Feed())
+	}()
+	defer func() { stopFeed(); <-feedDone }()
 	ln, err := listen(o.addr)
 	if err != nil {
 		return err

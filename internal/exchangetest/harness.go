@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/apiserver"
+	"github.com/pmx-dev/pmx/feed"
 	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/internal/apitest"
 	"github.com/pmx-dev/pmx/internal/storetest"
@@ -44,20 +45,24 @@ type Target struct {
 	// suite then also checks its errors.
 	AdminMarkets bool
 	Validator    *apitest.Validator
-	HTTP         *http.Client
+	// Feed checks every WebSocket message against the AsyncAPI document.
+	Feed *apitest.AsyncValidator
+	HTTP *http.Client
 	names        atomic.Int64
 }
 
 // StartDev starts the standalone exchange in-process — store, shard, and API and metrics each on a
 // loopback port of their own, as pmx dev serves them — on a fresh database of the test binary's
 // shared cluster, and stops it when t ends.
-func StartDev(t testing.TB) *Target {
+// Options, when given, change the API server's configuration.
+func StartDev(t testing.TB, options ...func(*apiserver.Config)) *Target {
 	t.Helper()
 	ctx := context.Background()
 	st := storetest.New(t)
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	reg := httpkit.NewRegistry()
-	sh := shard.New(shard.Config{Store: st, Logger: log, Metrics: reg, MaxOpenOrders: SuiteMaxOpenOrders})
+	bus := &feed.Bus{}
+	sh := shard.New(shard.Config{Store: st, Logger: log, Metrics: reg, MaxOpenOrders: SuiteMaxOpenOrders, Feed: bus})
 	t.Cleanup(sh.Stop)
 	closerCtx, stopCloser := context.WithCancel(ctx)
 	closerDone := make(chan struct{})
@@ -67,14 +72,25 @@ func StartDev(t testing.TB) *Target {
 	}()
 	t.Cleanup(func() { stopCloser(); <-closerDone })
 	token := "test-admin-token"
-	api := apiserver.New(apiserver.Config{Store: st, Exchange: sh, Logger: log, AdminToken: token, Metrics: reg})
+	cfg := apiserver.Config{Store: st, Exchange: sh, Logger: log, AdminToken: token, Metrics: reg}
+	for _, o := range options {
+		o(&cfg)
+	}
+	api := apiserver.New(cfg)
 	t.Cleanup(api.Close)
+	feedCtx, stopFeed := context.WithCancel(ctx)
+	feedDone := make(chan struct{})
+	go func() {
+		defer close(feedDone)
+		feed.Follow(feedCtx, bus, api.Feed())
+	}()
+	t.Cleanup(func() { stopFeed(); <-feedDone })
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 	metrics := httptest.NewServer(httpkit.MetricsHandler(reg)) // as pmx dev's --metrics-addr
 	t.Cleanup(metrics.Close)
 	tg := &Target{URL: srv.URL, MetricsURL: metrics.URL, AdminToken: token, Store: st, CheckBooks: sh.CheckBooks,
-		AdminMarkets: true, Validator: apitest.NewValidator(t), HTTP: &http.Client{Timeout: time.Minute}}
+		AdminMarkets: true, Validator: apitest.NewValidator(t), Feed: apitest.NewAsyncValidator(t), HTTP: &http.Client{Timeout: time.Minute}}
 	tg.Markets = AdminMarkets{tg}
 	return tg
 }

@@ -49,6 +49,8 @@ func RunSuite(t *testing.T, tg *Target) {
 		{"BatchCancel", testBatchCancel},
 		{"MarketEvents", testMarketEvents},
 		{"Settlements", testSettlements},
+		{"FeedChannels", testFeedChannels},
+		{"FeedFollow", testFeedFollow},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, tg) })
 	}

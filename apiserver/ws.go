@@ -1,0 +1,366 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	// coder/websocket (formerly nhooyr.io/websocket): a maintained, small WebSocket library whose
+	// every call takes a context, with close codes and read limits built in; it needs no
+	// goroutine of its own per connection beyond the reader and writer we run.
+	"github.com/coder/websocket"
+	"github.com/gin-gonic/gin"
+	json "github.com/goccy/go-json"
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/domain"
+	"github.com/pmx-dev/pmx/feed"
+	"github.com/pmx-dev/pmx/store"
+)
+
+// The live feed over WebSocket, GET /api/v1/ws: documented message by message in asyncapi.yaml.
+// A connection's reader takes the client's messages (subscribe, unsubscribe, ping) and its
+// writer sends from one bounded queue, which the hub's fan-out fills without waiting; a client
+// that lets the queue fill is disconnected with close code wsSlowConsumer and resumes.
+
+// Close codes of the feed, beside the standard ones (1001 when the server stops).
+const (
+	wsSlowConsumer     websocket.StatusCode = 4001 // the client did not read fast enough
+	wsHeartbeatTimeout websocket.StatusCode = 4002 // the client sent nothing for too long
+	wsFeedInterrupted  websocket.StatusCode = 4003 // the front lost the thread of a market's feed
+)
+
+// Feed defaults (Config.Feed).
+const (
+	defaultWSQueue         = 1024 // messages a connection may have waiting
+	defaultWSHeartbeat     = 10 * time.Second
+	defaultWSClientTimeout = 60 * time.Second
+	wsWriteTimeout         = 10 * time.Second
+	wsMaxSubscriptions     = 1000
+	wsMaxClientMessage     = 4096
+)
+
+// FeedConfig configures the WebSocket feed.
+type FeedConfig struct {
+	// Queue bounds the messages waiting to be sent on one connection (default 1024).
+	Queue int
+	// Heartbeat is how often the server sends a heartbeat message (default 10s).
+	Heartbeat time.Duration
+	// ClientTimeout is how long the server waits for any message from a client before it closes
+	// the connection (default 60s): clients send a ping at least that often.
+	ClientTimeout time.Duration
+}
+
+func (c *FeedConfig) defaults() {
+	if c.Queue <= 0 {
+		c.Queue = defaultWSQueue
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = defaultWSHeartbeat
+	}
+	if c.ClientTimeout <= 0 {
+		c.ClientTimeout = defaultWSClientTimeout
+	}
+}
+
+// wsRequest is a client's message.
+type wsRequest struct {
+	Op         string `json:"op"`
+	ID         int64  `json:"id"`
+	Channel    string `json:"channel"`
+	MarketID   string `json:"marketId"`
+	ResumeFrom *int64 `json:"resumeFrom"`
+}
+
+// wsReply answers a client's message.
+type wsReply struct {
+	Type     string `json:"type"` // subscribed, unsubscribed, pong, error
+	ID       int64  `json:"id"`
+	Channel  string `json:"channel,omitempty"`
+	MarketID string `json:"marketId,omitempty"`
+	Code     string `json:"code,omitempty"`
+	Message  string `json:"message,omitempty"`
+}
+
+type wsHeartbeat struct {
+	Type string    `json:"type"` // heartbeat
+	At   time.Time `json:"at"`
+}
+
+// wsConn is one client connection.
+type wsConn struct {
+	s       *Server
+	ws      *websocket.Conn
+	account int64
+	q       chan []byte
+
+	closeOnce sync.Once
+	closing   chan struct{}
+	code      websocket.StatusCode
+	reason    string
+
+	subs map[subKey]*feed.Subscription // the reader's own
+}
+
+type subKey struct {
+	channel string
+	market  uuid.UUID
+}
+
+// Send queues a message without waiting; a full queue closes the connection.
+func (c *wsConn) Send(msg []byte) bool {
+	select {
+	case c.q <- msg:
+		return true
+	default:
+		c.close(wsSlowConsumer, fmt.Sprintf("slow consumer: more than %d messages waited to be sent; reconnect and resume from your last seq", cap(c.q)))
+		return false
+	}
+}
+
+// SendWait queues a message, waiting for room.
+func (c *wsConn) SendWait(ctx context.Context, msg []byte) error {
+	select {
+	case c.q <- msg:
+		return nil
+	case <-c.closing:
+		return errors.New("connection closing")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Drop closes the connection because a market's feed was interrupted.
+func (c *wsConn) Drop(reason string) { c.close(wsFeedInterrupted, reason) }
+
+// close asks the writer to close the connection with a code; the first reason wins.
+func (c *wsConn) close(code websocket.StatusCode, reason string) {
+	c.closeOnce.Do(func() {
+		c.code, c.reason = code, reason
+		close(c.closing)
+	})
+}
+
+// serveWS upgrades an authenticated request to the feed.
+func (s *Server) serveWS(c *gin.Context) {
+	// Cross-origin pages may connect: the feed never authenticates by cookie (a bearer key or a
+	// token the page fetched with one), so another site gains nothing from a visitor's browser.
+	ws, err := websocket.Accept(c.Writer, c.Request, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	if err != nil {
+		return // Accept has answered
+	}
+	// The HTTP server's read and write deadlines are for requests, not for a feed that lasts.
+	rc := http.NewResponseController(c.Writer)
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Time{})
+	ws.SetReadLimit(wsMaxClientMessage)
+	conn := &wsConn{s: s, ws: ws, account: accountOf(c), q: make(chan []byte, s.cfg.Feed.Queue),
+		closing: make(chan struct{}), subs: map[subKey]*feed.Subscription{}}
+	s.feedConns.Add(1)
+	defer s.feedConns.Done()
+	ctx, cancel := context.WithCancel(s.feedCtx)
+	defer cancel()
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		conn.write(ctx)
+		cancel() // ends the reader
+	}()
+	conn.read(ctx)
+	conn.close(websocket.StatusNormalClosure, "")
+	<-writerDone
+	for _, sub := range conn.subs {
+		conn.unsubscribe(sub)
+	}
+}
+
+// write sends the queue and the heartbeats until the connection closes.
+func (c *wsConn) write(ctx context.Context) {
+	beat := time.NewTicker(c.s.cfg.Feed.Heartbeat)
+	defer beat.Stop()
+	send := func(msg []byte) bool {
+		wctx, cancel := context.WithTimeout(ctx, wsWriteTimeout)
+		defer cancel()
+		if err := c.ws.Write(wctx, websocket.MessageText, msg); err != nil {
+			c.close(websocket.StatusAbnormalClosure, "")
+			return false
+		}
+		return true
+	}
+	for {
+		// A close goes first: a client that overflowed its queue is told why as soon as the
+		// write under way is through, not after the queue it let build up.
+		select {
+		case <-c.closing:
+			c.closeWS()
+			return
+		default:
+		}
+		select {
+		case msg := <-c.q:
+			if !send(msg) {
+				c.ws.CloseNow()
+				return
+			}
+		case <-beat.C:
+			if !send(encodeJSON(wsHeartbeat{Type: "heartbeat", At: time.Now().UTC()})) {
+				c.ws.CloseNow()
+				return
+			}
+		case <-c.closing:
+			c.closeWS()
+			return
+		case <-ctx.Done():
+			_ = c.ws.Close(websocket.StatusGoingAway, "the server is stopping: reconnect and resume from your last seq")
+			return
+		}
+	}
+}
+
+// closeWS closes the connection with the code and reason close recorded.
+func (c *wsConn) closeWS() {
+	if c.code == websocket.StatusAbnormalClosure {
+		c.ws.CloseNow()
+		return
+	}
+	_ = c.ws.Close(c.code, c.reason)
+}
+
+// read handles the client's messages until the connection closes.
+func (c *wsConn) read(ctx context.Context) {
+	for {
+		rctx, cancel := context.WithTimeout(ctx, c.s.cfg.Feed.ClientTimeout)
+		typ, raw, err := c.ws.Read(rctx)
+		timedOut := rctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
+		cancel()
+		if timedOut {
+			c.close(wsHeartbeatTimeout, fmt.Sprintf("no message from the client in %s: send a ping more often", c.s.cfg.Feed.ClientTimeout))
+			return
+		}
+		if err != nil {
+			if websocket.CloseStatus(err) == websocket.StatusMessageTooBig {
+				c.close(websocket.StatusMessageTooBig, "")
+			}
+			return
+		}
+		var req wsRequest
+		if typ != websocket.MessageText || decodeStrict(raw, &req) != nil {
+			_ = json.Unmarshal(raw, &req) // for the id to answer, if there is one
+			c.reply(wsReply{Type: "error", ID: req.ID, Code: "invalid_message",
+				Message: `send JSON text messages like {"op":"subscribe","id":1,"channel":"book","marketId":"..."}`})
+			continue
+		}
+		c.handle(ctx, req)
+	}
+}
+
+func (c *wsConn) reply(r wsReply) { c.Send(encodeJSON(r)) }
+
+func (c *wsConn) fail(req wsRequest, code, message string) {
+	c.reply(wsReply{Type: "error", ID: req.ID, Channel: req.Channel, MarketID: req.MarketID, Code: code, Message: message})
+}
+
+// handle runs one client message.
+func (c *wsConn) handle(ctx context.Context, req wsRequest) {
+	switch req.Op {
+	case "ping":
+		c.reply(wsReply{Type: "pong", ID: req.ID})
+		return
+	case "subscribe", "unsubscribe":
+	default:
+		c.fail(req, "invalid_message", `op must be subscribe, unsubscribe or ping`)
+		return
+	}
+	key := subKey{channel: req.Channel}
+	switch req.Channel {
+	case feed.ChannelBook, feed.ChannelTrades, feed.ChannelTicker:
+		id, err := uuid.Parse(req.MarketID)
+		if err != nil {
+			c.fail(req, "invalid_market_id", "marketId must be a market's id (a UUID)")
+			return
+		}
+		key.market = id
+	case feed.ChannelLifecycle:
+		if req.MarketID != "" || req.ResumeFrom != nil {
+			c.fail(req, "invalid_message", "the lifecycle channel covers every market and is live only: send no marketId and no resumeFrom")
+			return
+		}
+	default:
+		c.fail(req, "unknown_channel", "channel must be book, trades, ticker or lifecycle")
+		return
+	}
+	if req.ResumeFrom != nil && (*req.ResumeFrom < 0 || req.Channel == feed.ChannelTicker) {
+		c.fail(req, "invalid_resume_from", "resumeFrom is a seq you have seen (0 or more), on the book and trades channels")
+		return
+	}
+	ack := wsReply{ID: req.ID, Channel: req.Channel, MarketID: req.MarketID}
+	if req.Op == "unsubscribe" {
+		sub, ok := c.subs[key]
+		if !ok {
+			c.fail(req, "not_subscribed", "this connection is not subscribed to that channel of that market")
+			return
+		}
+		c.unsubscribe(sub)
+		delete(c.subs, key)
+		ack.Type = "unsubscribed"
+		c.reply(ack)
+		return
+	}
+	if _, ok := c.subs[key]; ok {
+		c.fail(req, "already_subscribed", "this connection is already subscribed to that channel of that market")
+		return
+	}
+	if len(c.subs) >= wsMaxSubscriptions {
+		c.fail(req, "too_many_subscriptions", fmt.Sprintf("a connection may hold %d subscriptions: open another connection", wsMaxSubscriptions))
+		return
+	}
+	ack.Type = "subscribed"
+	sub := &feed.Subscription{Channel: req.Channel, Market: key.market, Out: c}
+	if req.Channel == feed.ChannelLifecycle {
+		c.s.hub.SubscribeLifecycle(sub, encodeJSON(ack))
+		c.subs[key] = sub
+		return
+	}
+	err := c.s.hub.Subscribe(ctx, sub, req.ResumeFrom, encodeJSON(ack))
+	switch {
+	case err == nil:
+		c.subs[key] = sub
+	case errors.Is(err, domain.ErrUnknownMarket), errors.Is(err, store.ErrNotFound):
+		c.fail(req, "unknown_market", "no market has this id")
+	case errors.Is(err, feed.ErrResyncRequired):
+		c.fail(req, "resync_required", err.Error())
+	case errors.Is(err, feed.ErrAhead):
+		c.fail(req, "invalid_resume_from", err.Error())
+	case ctx.Err() != nil:
+	default:
+		c.s.log.Warn("could not start a feed subscription", "channel", req.Channel, "market", req.MarketID, "err", err)
+		c.fail(req, "unavailable", "the subscription could not start; try again")
+	}
+}
+
+func (c *wsConn) unsubscribe(sub *feed.Subscription) {
+	if sub.Channel == feed.ChannelLifecycle {
+		c.s.hub.UnsubscribeLifecycle(sub)
+	} else {
+		c.s.hub.Unsubscribe(sub)
+	}
+}
+
+func encodeJSON(v any) []byte {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("apiserver: encoding %T: %v", v, err))
+	}
+	return raw
+}
+
+// decodeStrict reads one JSON object with no unknown fields.
+func decodeStrict(raw []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.DisallowUnknownFields()
+	return d.Decode(v)
+}

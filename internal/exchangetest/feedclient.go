@@ -1,0 +1,153 @@
+package exchangetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/pmx-dev/pmx/feed"
+)
+
+// FeedConn is a WebSocket connection to the live feed, as a bot holds one: every message it
+// sends and receives is checked against the AsyncAPI document.
+type FeedConn struct {
+	T  *Target
+	ws *websocket.Conn
+}
+
+// FeedMessage is any message of the feed, the fields of every kind together.
+type FeedMessage struct {
+	Type      string       `json:"type"`
+	ID        int64        `json:"id"`
+	Channel   string       `json:"channel"`
+	MarketID  string       `json:"marketId"`
+	Code      string       `json:"code"`
+	Message   string       `json:"message"`
+	Seq       int64        `json:"seq"`
+	Status    string       `json:"status"`
+	Change    string       `json:"change"`
+	Bids      []feed.Level `json:"bids"`
+	Asks      []feed.Level `json:"asks"`
+	LastPrice *int         `json:"lastPrice"`
+	BestBid   *int         `json:"bestBid"`
+	BestAsk   *int         `json:"bestAsk"`
+	Events    []feed.Event `json:"events"`
+	Raw       []byte       `json:"-"`
+}
+
+// DialFeed connects to the feed with the client's API key.
+func (c *Client) DialFeed(t testing.TB) *FeedConn {
+	t.Helper()
+	f, err := c.TryDialFeed(context.Background())
+	if err != nil {
+		t.Fatalf("connecting to the feed: %v", err)
+	}
+	t.Cleanup(func() { f.ws.CloseNow() })
+	return f
+}
+
+// TryDialFeed connects to the feed with the client's API key, or says why it could not.
+func (c *Client) TryDialFeed(ctx context.Context) (*FeedConn, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	url := "ws" + strings.TrimPrefix(c.T.URL, "http") + "/api/v1/ws"
+	ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + c.Key}}})
+	if resp != nil && resp.Body != nil {
+		resp.Body.Close()
+	}
+	if err != nil {
+		return nil, err
+	}
+	ws.SetReadLimit(-1)
+	return &FeedConn{T: c.T, ws: ws}, nil
+}
+
+// Send sends a client message, checked against the document first.
+func (f *FeedConn) Send(t testing.TB, msg map[string]any) {
+	t.Helper()
+	raw, err := json.Marshal(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.T.Feed.ValidateClient(raw); err != nil {
+		t.Fatalf("the test sends an undocumented message: %v", err)
+	}
+	f.SendRaw(t, raw)
+}
+
+// SendRaw sends a text message as it is, unchecked: for tests of refusals.
+func (f *FeedConn) SendRaw(t testing.TB, raw []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := f.ws.Write(ctx, websocket.MessageText, raw); err != nil {
+		t.Fatalf("sending %s: %v", raw, err)
+	}
+}
+
+// Next returns the next message other than a heartbeat, failing t if none comes within timeout
+// or the message breaks the document.
+func (f *FeedConn) Next(t testing.TB, timeout time.Duration) FeedMessage {
+	t.Helper()
+	m, err := f.TryNext(timeout)
+	if err != nil {
+		t.Fatalf("reading the feed: %v", err)
+	}
+	return m
+}
+
+// TryNext is Next that returns its error (a *websocket.CloseError when the server closed).
+func (f *FeedConn) TryNext(timeout time.Duration) (FeedMessage, error) {
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		typ, raw, err := f.ws.Read(ctx)
+		cancel()
+		if err != nil {
+			return FeedMessage{}, err
+		}
+		if typ != websocket.MessageText {
+			return FeedMessage{}, errors.New("a binary message")
+		}
+		if err := f.T.Feed.ValidateServer(raw); err != nil {
+			return FeedMessage{}, &UndocumentedError{err}
+		}
+		var m FeedMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return FeedMessage{}, err
+		}
+		m.Raw = raw
+		if m.Type != "heartbeat" {
+			return m, nil
+		}
+	}
+}
+
+// Expect reads the next message and fails t unless it has the type (and, for errors, the code).
+func (f *FeedConn) Expect(t testing.TB, typ, code string) FeedMessage {
+	t.Helper()
+	m := f.Next(t, 30*time.Second)
+	if m.Type != typ || m.Code != code {
+		t.Fatalf("got %s, want a %s message %s", m.Raw, typ, code)
+	}
+	return m
+}
+
+// UndocumentedError is a message the AsyncAPI document does not allow.
+type UndocumentedError struct{ Err error }
+
+func (e *UndocumentedError) Error() string { return e.Err.Error() }
+
+// Close closes the connection normally.
+func (f *FeedConn) Close() { _ = f.ws.Close(websocket.StatusNormalClosure, "") }
+
+// Abort drops the connection without a close handshake, as a crash or a cut network does.
+func (f *FeedConn) Abort() { f.ws.CloseNow() }
+
+// CloseCode is the close code of an error TryNext returned (-1 if it is not a close).
+func CloseCode(err error) int { return int(websocket.CloseStatus(err)) }
