@@ -77,10 +77,11 @@ type Server struct {
 
 	// The live feed: the hub, and the context and count of the WebSocket connections and the
 	// hub's sweep, which Close ends.
-	hub        *feed.Hub
-	feedCtx    context.Context
-	stopFeed   context.CancelFunc
-	feedConns  sync.WaitGroup
+	hub         *feed.Hub
+	feedMetrics *feedMetrics
+	feedCtx     context.Context
+	stopFeed    context.CancelFunc
+	feedConns   sync.WaitGroup
 }
 
 // Close stops the server's background work (the key revocation listener, the feed's sweep) and
@@ -128,7 +129,8 @@ func New(cfg Config) *Server {
 		s.keys.listen(ctx, cfg.Store, s.log)
 	}()
 	s.cfg.Feed.defaults()
-	s.hub = feed.NewHub(feedLog{store: cfg.Store, exchange: cfg.Exchange}, s.log)
+	s.hub = feed.NewHub(feedLog{store: cfg.Store, exchange: cfg.Exchange}, s.log, cfg.Feed.Ring)
+	s.feedMetrics = newFeedMetrics(cfg.Metrics)
 	s.feedCtx, s.stopFeed = context.WithCancel(context.Background())
 	s.feedConns.Go(func() { s.hub.Run(s.feedCtx) })
 	s.engine.ContextWithFallback = true

@@ -1,10 +1,12 @@
 package apiserver
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/gin-gonic/gin"
 	json "github.com/goccy/go-json"
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/feed"
@@ -53,6 +56,9 @@ type FeedConfig struct {
 	// ClientTimeout is how long the server waits for any message from a client before it closes
 	// the connection (default 60s): clients send a ping at least that often.
 	ClientTimeout time.Duration
+	// Ring is how many of each followed market's last events the front keeps in memory for
+	// resumes (default feed.DefaultRing); older ones are read from Postgres.
+	Ring int
 }
 
 func (c *FeedConfig) defaults() {
@@ -65,6 +71,33 @@ func (c *FeedConfig) defaults() {
 	if c.ClientTimeout <= 0 {
 		c.ClientTimeout = defaultWSClientTimeout
 	}
+}
+
+// feedMetrics counts the feed's connections and what became of them.
+type feedMetrics struct {
+	conns  prometheus.Gauge
+	sent   prometheus.Counter
+	closed *prometheus.CounterVec
+}
+
+func newFeedMetrics(reg prometheus.Registerer) *feedMetrics {
+	m := &feedMetrics{
+		conns: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pmx_feed_connections",
+			Help: "WebSocket feed connections open."}),
+		sent: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_feed_messages_sent_total",
+			Help: "Messages written to WebSocket feed connections."}),
+		closed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pmx_feed_closed_total",
+			Help: "WebSocket feed connections closed by the server, by reason (slow_consumer, heartbeat_timeout, feed_interrupted, going_away) or by the client (client)."},
+			[]string{"reason"}),
+	}
+	reg.MustRegister(m.conns, m.sent, m.closed)
+	return m
+}
+
+// closeReasons names the close codes in the metrics.
+var closeReasons = map[websocket.StatusCode]string{
+	wsSlowConsumer: "slow_consumer", wsHeartbeatTimeout: "heartbeat_timeout", wsFeedInterrupted: "feed_interrupted",
+	websocket.StatusGoingAway: "going_away", websocket.StatusMessageTooBig: "message_too_big",
 }
 
 // wsRequest is a client's message.
@@ -141,6 +174,11 @@ func (c *wsConn) Drop(reason string) { c.close(wsFeedInterrupted, reason) }
 func (c *wsConn) close(code websocket.StatusCode, reason string) {
 	c.closeOnce.Do(func() {
 		c.code, c.reason = code, reason
+		name, ok := closeReasons[code]
+		if !ok {
+			name = "client"
+		}
+		c.s.feedMetrics.closed.WithLabelValues(name).Inc()
 		close(c.closing)
 	})
 }
@@ -149,7 +187,7 @@ func (c *wsConn) close(code websocket.StatusCode, reason string) {
 func (s *Server) serveWS(c *gin.Context) {
 	// Cross-origin pages may connect: the feed never authenticates by cookie (a bearer key or a
 	// token the page fetched with one), so another site gains nothing from a visitor's browser.
-	ws, err := websocket.Accept(c.Writer, c.Request, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	ws, err := websocket.Accept(sizedHijacker{c.Writer}, c.Request, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		return // Accept has answered
 	}
@@ -162,6 +200,8 @@ func (s *Server) serveWS(c *gin.Context) {
 		closing: make(chan struct{}), subs: map[subKey]*feed.Subscription{}}
 	s.feedConns.Add(1)
 	defer s.feedConns.Done()
+	s.feedMetrics.conns.Inc()
+	defer s.feedMetrics.conns.Dec()
 	ctx, cancel := context.WithCancel(s.feedCtx)
 	defer cancel()
 	writerDone := make(chan struct{})
@@ -189,6 +229,7 @@ func (c *wsConn) write(ctx context.Context) {
 			c.close(websocket.StatusAbnormalClosure, "")
 			return false
 		}
+		c.s.feedMetrics.sent.Inc()
 		return true
 	}
 	for {
@@ -215,7 +256,8 @@ func (c *wsConn) write(ctx context.Context) {
 			c.closeWS()
 			return
 		case <-ctx.Done():
-			_ = c.ws.Close(websocket.StatusGoingAway, "the server is stopping: reconnect and resume from your last seq")
+			c.close(websocket.StatusGoingAway, "the server is stopping: reconnect and resume from your last seq")
+			c.closeWS()
 			return
 		}
 	}
@@ -228,6 +270,22 @@ func (c *wsConn) closeWS() {
 		return
 	}
 	_ = c.ws.Close(c.code, c.reason)
+}
+
+// wsSendBuffer bounds the kernel's send buffer of a feed connection (Linux allows twice it): what a
+// client does not read backs up into the connection's queue, which is bounded and watched, rather
+// than into kernel memory that grows to megabytes by default.
+const wsSendBuffer = 64 << 10
+
+// sizedHijacker gives the connection a WebSocket takes over its bounded send buffer.
+type sizedHijacker struct{ gin.ResponseWriter }
+
+func (w sizedHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := w.ResponseWriter.Hijack()
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(wsSendBuffer)
+	}
+	return conn, rw, err
 }
 
 // read handles the client's messages until the connection closes.

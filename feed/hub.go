@@ -106,12 +106,16 @@ type Hub struct {
 	swept     bool                 // statuses holds every market
 }
 
-// NewHub returns a hub reading what it misses from log.
-func NewHub(log Log, logger *slog.Logger) *Hub {
+// NewHub returns a hub reading what it misses from log, keeping the last ring events of each
+// market followed (DefaultRing when 0 or less).
+func NewHub(log Log, logger *slog.Logger, ring int) *Hub {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Hub{log: log, logger: logger.With("component", "feed"), ring: DefaultRing,
+	if ring <= 0 {
+		ring = DefaultRing
+	}
+	return &Hub{log: log, logger: logger.With("component", "feed"), ring: ring,
 		topics: map[uuid.UUID]*topic{}, lifecycle: map[*Subscription]struct{}{}, statuses: map[uuid.UUID]string{}}
 }
 
@@ -421,12 +425,16 @@ func (t *topic) subscribe(ctx context.Context, s *Subscription, resume *int64, a
 			t.mu.Unlock()
 			return t.err
 		}
-		oldest := t.book.Seq - int64(len(t.ring)) // the ring holds the events after it
-		if after >= oldest {
-			if after > t.book.Seq {
+		if after > t.book.Seq {
+			// The client has seen events this topic has not yet: they came through another
+			// front, or a stream this one has not read yet. They are in Postgres if they are real.
+			if err := t.fill(ctx, after); err != nil {
 				t.mu.Unlock()
 				return ErrAhead
 			}
+		}
+		oldest := t.book.Seq - int64(len(t.ring)) // the ring holds the events after it
+		if after >= oldest {
 			if !acked {
 				s.Out.Send(ack)
 			}

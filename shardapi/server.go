@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pmx-dev/pmx/auth"
+	"github.com/pmx-dev/pmx/feed"
 	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/shard"
 	"github.com/pmx-dev/pmx/store"
@@ -26,6 +27,10 @@ type Server struct {
 	// Metrics is where the server registers its metrics (default: a registry of its own), for the
 	// process to serve on its metrics listener.
 	Metrics prometheus.Registerer
+	// Feed is the shard's bus of committed batches, streamed to the fronts (GET
+	// /internal/v1/feed); Stopping, closed when the process stops, ends those streams.
+	Feed     *feed.Bus
+	Stopping <-chan struct{}
 }
 
 // Handler builds the server's routes.
@@ -139,6 +144,7 @@ func (s Server) Handler() http.Handler {
 		orders, err := sh.CancelAll(c.Request.Context(), w.Account, w.Markets)
 		answer(c, http.StatusOK, orders, err)
 	})
+	in.GET("/feed", streamFeed(s.Feed, s.Stopping))
 	in.GET("/book", func(c *gin.Context) {
 		id, err := uuid.Parse(c.Query("market"))
 		if err != nil {

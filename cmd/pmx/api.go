@@ -76,6 +76,13 @@ func runAPI(ctx context.Context, o apiOptions) error {
 	api := apiserver.New(apiserver.Config{Store: st, Exchange: &shardapi.Router{Store: st, Token: o.internalToken},
 		Logger: log, AdminToken: o.adminToken, Grant: o.grant, MaxQuantity: o.maxQuantity, Metrics: reg})
 	defer api.Close()
+	followCtx, stopFollowing := context.WithCancel(context.Background())
+	followDone := make(chan struct{})
+	go func() {
+		defer close(followDone)
+		(&shardapi.Follower{Store: st, Token: o.internalToken, Hub: api.Feed(), Logger: log}).Run(followCtx)
+	}()
+	defer func() { stopFollowing(); <-followDone }()
 	fmt.Printf("pmx api is running.\n  API:       http://%s/api/v1\n%s", ln.Addr(), metricsLine(metricsAddr))
 	return serve(ctx, ln, api.Handler(), httpkit.Limits{MaxConnsPerClient: o.serve.maxConnsPerClient}, log)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pmx-dev/pmx/feed"
 	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/shard"
 	"github.com/pmx-dev/pmx/shardapi"
@@ -89,8 +90,9 @@ func runShard(ctx context.Context, o shardOptions) error {
 		advertise = net.JoinHostPort(host, port)
 	}
 
+	bus := &feed.Bus{}
 	sh := shard.New(shard.Config{Store: st, Name: o.name, Logger: log, Metrics: reg, MaxOpenOrders: o.maxOpenOrders,
-		EventRetention: o.eventRetention})
+		EventRetention: o.eventRetention, Feed: bus})
 	beatCtx, stopBeat := context.WithCancel(context.Background())
 	beatDone := make(chan struct{})
 	go func() {
@@ -100,7 +102,10 @@ func runShard(ctx context.Context, o shardOptions) error {
 	log.Info("shard serving", "addr", ln.Addr().String(), "advertise", advertise)
 	fmt.Printf("pmx shard %s is running on %s (advertised as %s)\n%s", o.name, ln.Addr(), advertise, metricsLine(metricsAddr))
 
-	err = serve(ctx, ln, shardapi.Server{Shard: sh, Store: st, Token: o.internalToken, Logger: log, Metrics: reg}.Handler(),
+	// The fronts' feed streams end when the process stops, for the server's shutdown not to wait
+	// on them.
+	err = serve(ctx, ln, shardapi.Server{Shard: sh, Store: st, Token: o.internalToken, Logger: log, Metrics: reg,
+		Feed: bus, Stopping: ctx.Done()}.Handler(),
 		httpkit.Limits{MaxConnsPerClient: -1}, log) // its clients are the fronts, a few addresses
 	// Orders in flight are answered by now; hand the markets back, then stop.
 	stopBeat()

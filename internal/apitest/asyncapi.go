@@ -193,7 +193,9 @@ func (v *AsyncValidator) validate(by map[string]*jsonschema.Schema, field string
 }
 
 // CloseCodeDocumented says whether an application close code (4000–4999) is in the document.
-func (v *AsyncValidator) CloseCodeDocumented(code int) bool { return slices.Contains(v.closeCodes, code) }
+func (v *AsyncValidator) CloseCodeDocumented(code int) bool {
+	return slices.Contains(v.closeCodes, code)
+}
 
 // ServerTypes lists the documented server message types, sorted.
 func (v *AsyncValidator) ServerTypes() []string {

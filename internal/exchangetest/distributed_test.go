@@ -171,6 +171,15 @@ func testFailover(t *testing.T, c *cluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A client on each front replica follows the victim's book over the WebSocket feed
+	// throughout: across the kill and the move its sequence must stay gapless, and both clients
+	// must see the same events.
+	var watchers []*LiveFollower
+	for _, r := range replicas {
+		w := tg.NewAccount(t, "watch")
+		w.T = r
+		watchers = append(watchers, FollowLive(w, victim))
+	}
 	var (
 		mu        sync.Mutex
 		acked     = map[uuid.UUID]bool{}
@@ -255,6 +264,30 @@ func testFailover(t *testing.T, c *cluster) {
 	if o, err := c.store.Order(context.Background(), resting.ID); err != nil || o.CancelReason == nil || *o.CancelReason != "HEARTBEAT" {
 		t.Errorf("the dead-man switch's order after the failover: %+v, %v", o, err)
 	}
+	snap := bots[0].Book(t, victim)
+	poll.Wait(t, 30*time.Second, "both feed clients to reach the book's seq", func() bool {
+		return watchers[0].Seq() >= snap.Seq && watchers[1].Seq() >= snap.Seq
+	})
+	var followed []*BookFollower
+	for _, w := range watchers {
+		b := w.Stop(t)
+		b.Equal(t, snap)
+		followed = append(followed, b)
+	}
+	same := 0
+	for seq, e := range followed[0].Log {
+		if other, ok := followed[1].Log[seq]; ok {
+			same++
+			if other != e {
+				t.Errorf("seq %d: one replica's client got %+v, the other's %+v", seq, e, other)
+			}
+		}
+	}
+	if same < 100 {
+		t.Errorf("the two feed clients share only %d events of %d and %d", same, len(followed[0].Log), len(followed[1].Log))
+	}
+	t.Logf("two feed clients, one per front replica, followed %d and %d events of the victim across the kill (%d in common) to seq %d",
+		followed[0].Events, followed[1].Events, same, snap.Seq)
 	CheckInvariants(t, tg)
 	CheckBooksOverAPI(t, tg, bots[0], markets)
 

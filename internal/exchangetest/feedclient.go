@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,10 +57,36 @@ func (c *Client) DialFeed(t testing.TB) *FeedConn {
 
 // TryDialFeed connects to the feed with the client's API key, or says why it could not.
 func (c *Client) TryDialFeed(ctx context.Context) (*FeedConn, error) {
+	return c.dialFeed(ctx, nil)
+}
+
+// DialSlowFeed connects to the feed with a small TCP receive buffer (4 KiB), as a client on a
+// slow link has, so that what it does not read backs up into the server's queue at once rather
+// than into the kernel's buffers.
+func (c *Client) DialSlowFeed(t testing.TB) *FeedConn {
+	t.Helper()
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if tc, ok := conn.(*net.TCPConn); ok {
+			_ = tc.SetReadBuffer(4096)
+		}
+		return conn, err
+	}
+	f, err := c.dialFeed(context.Background(), &http.Client{Transport: tr})
+	if err != nil {
+		t.Fatalf("connecting to the feed: %v", err)
+	}
+	t.Cleanup(func() { f.ws.CloseNow() })
+	return f
+}
+
+func (c *Client) dialFeed(ctx context.Context, hc *http.Client) (*FeedConn, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	url := "ws" + strings.TrimPrefix(c.T.URL, "http") + "/api/v1/ws"
-	ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + c.Key}}})
+	ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: hc,
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + c.Key}}})
 	if resp != nil && resp.Body != nil {
 		resp.Body.Close()
 	}
@@ -143,6 +172,25 @@ type UndocumentedError struct{ Err error }
 
 func (e *UndocumentedError) Error() string { return e.Err.Error() }
 
+// ExpectReply is Expect for an answer to a client message (subscribed, unsubscribed, pong,
+// error): subscription messages that come before it are skipped.
+func (f *FeedConn) ExpectReply(t testing.TB, typ, code string) FeedMessage {
+	t.Helper()
+	for range 10_000 {
+		m := f.Next(t, 30*time.Second)
+		switch m.Type {
+		case "snapshot", "events", "ticker", "market":
+			continue
+		}
+		if m.Type != typ || m.Code != code {
+			t.Fatalf("got %s, want a %s message %s", m.Raw, typ, code)
+		}
+		return m
+	}
+	t.Fatalf("no %s message", typ)
+	return FeedMessage{}
+}
+
 // Close closes the connection normally.
 func (f *FeedConn) Close() { _ = f.ws.Close(websocket.StatusNormalClosure, "") }
 
@@ -151,3 +199,28 @@ func (f *FeedConn) Abort() { f.ws.CloseNow() }
 
 // CloseCode is the close code of an error TryNext returned (-1 if it is not a close).
 func CloseCode(err error) int { return int(websocket.CloseStatus(err)) }
+
+// Metric reads a sample of the exchange's metrics, by its name and labels as the text format
+// writes them (e.g. `pmx_feed_closed_total{reason="slow_consumer"}`); 0 when absent.
+func (tg *Target) Metric(t testing.TB, sample string) float64 {
+	t.Helper()
+	resp, err := tg.HTTP.Get(tg.MetricsURL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, sample+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("metric %s: %v", line, err)
+			}
+			return f
+		}
+	}
+	return 0
+}

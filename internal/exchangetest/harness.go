@@ -46,9 +46,9 @@ type Target struct {
 	AdminMarkets bool
 	Validator    *apitest.Validator
 	// Feed checks every WebSocket message against the AsyncAPI document.
-	Feed *apitest.AsyncValidator
-	HTTP *http.Client
-	names        atomic.Int64
+	Feed  *apitest.AsyncValidator
+	HTTP  *http.Client
+	names atomic.Int64
 }
 
 // StartDev starts the standalone exchange in-process — store, shard, and API and metrics each on a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"sync"
@@ -19,14 +20,22 @@ import (
 // BookFollower rebuilds a market's book from the book channel, checking the sequence as it goes.
 type BookFollower struct {
 	Market uuid.UUID
-	Levels [2]map[int]int64 // bid, ask: YES price → quantity
-	Next   int64            // the seq expected next
-	Events int              // events applied
+	Levels [2]map[int]int64     // bid, ask: YES price → quantity
+	Next   int64                // the seq expected next
+	Events int                  // events applied
+	Log    map[int64]feed.Event // when not nil, every event applied, by seq
 }
 
 // Apply takes one message of the book channel; it fails t on a gap or a repeat.
 func (b *BookFollower) Apply(t testing.TB, m FeedMessage) {
 	t.Helper()
+	if err := b.TryApply(m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TryApply is Apply that returns its error.
+func (b *BookFollower) TryApply(m FeedMessage) error {
 	switch m.Type {
 	case "snapshot":
 		b.Levels = [2]map[int]int64{{}, {}}
@@ -40,10 +49,13 @@ func (b *BookFollower) Apply(t testing.TB, m FeedMessage) {
 	case "events":
 		for _, e := range m.Events {
 			if e.Seq != b.Next {
-				t.Fatalf("market %s: event %d follows %d: a gap or a repeat", b.Market, e.Seq, b.Next-1)
+				return fmt.Errorf("market %s: event %d follows %d: a gap or a repeat", b.Market, e.Seq, b.Next-1)
 			}
 			b.Next++
 			b.Events++
+			if b.Log != nil {
+				b.Log[e.Seq] = e
+			}
 			if e.Type == feed.TypeLevel {
 				side := 0
 				if e.Side == "ask" {
@@ -57,8 +69,9 @@ func (b *BookFollower) Apply(t testing.TB, m FeedMessage) {
 			}
 		}
 	default:
-		t.Fatalf("the book channel sent %s", m.Raw)
+		return fmt.Errorf("the book channel sent %s", m.Raw)
 	}
+	return nil
 }
 
 // Equal compares the rebuilt book with a REST snapshot at the same seq: its best levels (the
@@ -310,13 +323,9 @@ func testFeedChannels(t *testing.T, tg *Target) {
 		t.Errorf("lifecycle: %v", seen)
 	}
 
-	// Unsubscribing: answered, and nothing more of that channel.
+	// Unsubscribing is answered.
 	f.Send(t, map[string]any{"op": "unsubscribe", "id": 9, "channel": "lifecycle"})
-	for {
-		if msg := f.Next(t, 30*time.Second); msg.Type == "unsubscribed" {
-			break
-		}
-	}
+	f.ExpectReply(t, "unsubscribed", "")
 
 	// Refusals change nothing and leave the connection open.
 	for _, bad := range []struct {
@@ -337,7 +346,7 @@ func testFeedChannels(t *testing.T, tg *Target) {
 		{`not json`, "invalid_message"},
 	} {
 		f.SendRaw(t, []byte(bad.msg))
-		e := f.Expect(t, "error", bad.code)
+		e := f.ExpectReply(t, "error", bad.code)
 		var want struct{ ID int64 }
 		_ = json.Unmarshal([]byte(bad.msg), &want)
 		if e.ID != want.ID {
@@ -349,11 +358,7 @@ func testFeedChannels(t *testing.T, tg *Target) {
 	// events in memory either (no subscription of it is left).
 	for i, ch := range []string{"ticker", "trades"} {
 		f.Send(t, map[string]any{"op": "unsubscribe", "id": 30 + i, "channel": ch, "marketId": id})
-		for {
-			if msg := f.Next(t, 30*time.Second); msg.Type == "unsubscribed" {
-				break
-			}
-		}
+		f.ExpectReply(t, "unsubscribed", "")
 	}
 	if _, err := tg.Store.Pool.Exec(context.Background(), `delete from market_events where market_id = $1 and first_seq = 1`, m.ID); err != nil {
 		t.Fatal(err)
@@ -363,4 +368,106 @@ func testFeedChannels(t *testing.T, tg *Target) {
 	h.Expect(t, "error", "resync_required")
 	f.Close()
 	h.Close()
+}
+
+// LiveFollower follows a market's book channel in the background, as a bot does: it reconnects
+// whenever the connection fails (a front or a shard going away) and resumes from the last seq it
+// applied. Every event it applies is kept, to compare followers.
+type LiveFollower struct {
+	mu   sync.Mutex
+	book BookFollower
+	err  error
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// FollowLive starts following a market through a client's target.
+func FollowLive(c *Client, market uuid.UUID) *LiveFollower {
+	ctx, stop := context.WithCancel(context.Background())
+	f := &LiveFollower{book: BookFollower{Market: market, Log: map[int64]feed.Event{}}, stop: stop, done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		f.run(ctx, c)
+	}()
+	return f
+}
+
+func (f *LiveFollower) run(ctx context.Context, c *Client) {
+	for ctx.Err() == nil {
+		conn, err := c.TryDialFeed(ctx)
+		if err != nil {
+			select { // a front restarting: try again shortly
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		func() {
+			defer conn.Abort()
+			go func() { <-ctx.Done(); conn.Abort() }()
+			f.mu.Lock()
+			sub := map[string]any{"op": "subscribe", "id": 1, "channel": "book", "marketId": f.book.Market}
+			if f.book.Next > 0 {
+				sub["resumeFrom"] = f.book.Next - 1
+			}
+			f.mu.Unlock()
+			raw, _ := json.Marshal(sub)
+			if err := conn.ws.Write(ctx, 1, raw); err != nil {
+				return
+			}
+			for {
+				m, err := conn.TryNext(time.Minute)
+				var undocumented *UndocumentedError
+				if errors.As(err, &undocumented) {
+					f.fail(err)
+					return
+				}
+				if err != nil {
+					return
+				}
+				switch m.Type {
+				case "subscribed":
+				case "error":
+					f.fail(fmt.Errorf("subscribing: %s", m.Raw))
+					return
+				default:
+					f.mu.Lock()
+					err := f.book.TryApply(m)
+					f.mu.Unlock()
+					if err != nil {
+						f.fail(err)
+						return
+					}
+				}
+			}
+		}()
+	}
+}
+
+func (f *LiveFollower) fail(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err == nil {
+		f.err = err
+	}
+	f.stop()
+}
+
+// Seq is the last seq the follower applied.
+func (f *LiveFollower) Seq() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.book.Next - 1
+}
+
+// Stop stops following and returns what was followed, failing t if the follower saw a gap, a
+// repeat or an undocumented message.
+func (f *LiveFollower) Stop(t testing.TB) *BookFollower {
+	t.Helper()
+	f.stop()
+	<-f.done
+	if f.err != nil && !errors.Is(f.err, context.Canceled) {
+		t.Fatal(f.err)
+	}
+	return &f.book
 }
