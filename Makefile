@@ -19,8 +19,9 @@ TEST_FLAGS ?=
 # `make bench` runs the engine benchmarks on one core; BENCH_FLAGS adds more (e.g. -count 6).
 BENCH_FLAGS ?= -benchtime 2s
 # ...then the end-to-end benchmark, pmx bench, once with each mix of requests (basic: single
-# placements and cancels; market-maker: batches, amends, cancels of several orders); E2E_FLAGS adds
-# to both (e.g. --bots 16 --duration 60s).
+# placements and cancels; market-maker: batches, amends, cancels of several orders), and once with
+# 8 WebSocket clients following every market's book (the live feed's figures); E2E_FLAGS adds to
+# each (e.g. --bots 16 --duration 60s).
 E2E_FLAGS ?=
 # `make bench-sweep` offers these loads (orders/s, open loop) and charts the latency.
 SWEEP_RATES ?= 250,500,1000,1500,2000,2500,3000,3500,4000,4500,5000
@@ -48,6 +49,7 @@ bench: build postgres ## Run the engine benchmarks (one core), then the whole ex
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 $(BENCH_FLAGS) ./engine/...
 	$(PMX) bench --mix basic $(E2E_FLAGS)
 	$(PMX) bench --mix market-maker $(E2E_FLAGS)
+	$(PMX) bench --feed-subscribers 8 $(E2E_FLAGS)
 
 .PHONY: bench-sweep
 bench-sweep: build postgres ## Chart placement latency against offered load (SWEEP_RATES) into docs/latency.png.

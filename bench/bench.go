@@ -56,6 +56,9 @@ type Options struct {
 	// Mix is the bots' choice of requests (loadgen.Mixes); empty means loadgen.MixBasic, the mix
 	// of every figure measured before the other mixes existed.
 	Mix loadgen.Mix
+	// FeedSubscribers, when above 0, connects that many WebSocket clients to the live feed during
+	// each run, each subscribed to the book of every market, and reports what they received.
+	FeedSubscribers int
 	// DevArgs are extra arguments for pmx dev, e.g. --pprof-addr=127.0.0.1:6060.
 	DevArgs []string
 	// Command is the command line, recorded in the result.
@@ -126,6 +129,8 @@ type RunResult struct {
 	// OtherCores is the CPU seconds per second that the rest of the machine used during the run:
 	// well above zero, the figures were disturbed.
 	OtherCores float64 `json:"otherCores"`
+
+	Feed *FeedResult `json:"feed,omitempty"` // with Options.FeedSubscribers
 
 	Loadgen *loadgen.Report `json:"loadgen"`
 }
@@ -278,8 +283,17 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 			_ = dev.stop()
 		}
 	}()
-	if _, err := createMarkets(ctx, dev.url, b.token, o.Markets, fmt.Sprintf("bench %s, run %d", b.id, i+1)); err != nil {
+	ids, err := createMarkets(ctx, dev.url, b.token, o.Markets, fmt.Sprintf("bench %s, run %d", b.id, i+1))
+	if err != nil {
 		return nil, err
+	}
+	var watch *feedWatch
+	if o.FeedSubscribers > 0 {
+		b.progressf("run %d/%d: %d feed subscribers on the book of every market", i+1, len(o.Rates), o.FeedSubscribers)
+		if watch, err = watchFeed(ctx, dev.url, b.token, ids, o.FeedSubscribers); err != nil {
+			return nil, err
+		}
+		defer watch.stop()
 	}
 
 	x0, err := stats.transactions(ctx)
@@ -302,6 +316,10 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 	if err != nil {
 		return nil, err
 	}
+	var feedResult *FeedResult
+	if watch != nil {
+		feedResult = watch.result()
+	}
 	running = false
 	if err := dev.stop(); err != nil {
 		return nil, err
@@ -315,6 +333,7 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 		return nil, err
 	}
 	r := newRunResult(rate, rep, x1-x0, c1.sub(c0))
+	r.Feed = feedResult
 	b.progressf("run %d/%d: %s orders/s, placement p50 %s p99 %s, %.2f transactions and %s CPU per order",
 		i+1, len(o.Rates), formatRate(r.OrdersPerSec), formatUs(r.P50Us), formatUs(r.P99Us), r.TransactionsPerOrder, formatUs(int64(r.CPUPerOrderUs)))
 	if rep.Interrupted {

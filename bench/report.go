@@ -59,6 +59,12 @@ func (r *Result) WriteText(w io.Writer) error {
 			xact, perOrder(x.CPUPerOrderUs), perOrder(x.PMXPerOrderUs), perOrder(x.PGPerOrderUs),
 			strconv.FormatFloat(x.CoresBusy, 'f', 2, 64), strconv.FormatFloat(x.OtherCores, 'f', 2, 64), formatCount(float64(x.Failed)))
 	}
+	for i := range r.Runs {
+		if f := r.Runs[i].Feed; f != nil {
+			fmt.Fprintf(&b, "feed, run %d: %d subscribers received %s events/s together (%s events), commit to receipt p50 %s p99 %s, %d disconnects\n",
+				i+1, f.Subscribers, formatRate(f.EventsPerSec), formatCount(float64(f.Events)), formatUs(f.P50Us), formatUs(f.P99Us), f.Disconnects)
+		}
+	}
 	b.WriteString(`
 orders/s    placements acknowledged per second of the run, each placement of a batch counted
 p50..p99.9  latency of single placements (POST /order) to the last response byte, from the send

@@ -4,8 +4,8 @@ import (
 	"context"
 	"sync"
 
-	"github.com/google/uuid"
 	json "github.com/goccy/go-json"
+	"github.com/google/uuid"
 )
 
 // Batch is what one committed batch of the shard did to one market: its events, numbered First to

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	json "github.com/goccy/go-json"
+	"github.com/google/uuid"
 )
 
 // The hub is the front's side of the live feed. It follows the batches the shards commit (Ingest:

@@ -126,6 +126,7 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
 	f.StringVar(&chart, "chart", "", "with --sweep: draw placement latency against offered load into this file (.png, .svg, .pdf)")
 	f.Uint64Var(&o.Seed, "seed", bench.DefaultSeed, "seed of the bots' random choices")
 	f.StringVar((*string)(&o.Mix), "mix", string(loadgen.MixBasic), "the bots' choice of requests: "+loadgen.MixNames())
+	f.IntVar(&o.FeedSubscribers, "feed-subscribers", 0, "WebSocket clients following the book of every market during each run (0: none); the feed's figures are reported")
 	f.StringVar(&o.DataDir, "data-dir", "", "folder for each run's Postgres cluster and pmx dev log (run-N/), kept and reused (default: a temporary folder, removed)")
 	f.StringArrayVar(&o.DevArgs, "dev-arg", nil, "extra argument for pmx dev, repeatable (e.g. --dev-arg=--pprof-addr=127.0.0.1:6060)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON, with each run's full loadgen report")
