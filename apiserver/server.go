@@ -79,6 +79,7 @@ type Server struct {
 	// hub's sweep, which Close ends.
 	hub         *feed.Hub
 	feedMetrics *feedMetrics
+	presence    *presence
 	feedCtx     context.Context
 	stopFeed    context.CancelFunc
 	feedConns   sync.WaitGroup
@@ -133,6 +134,8 @@ func New(cfg Config) *Server {
 	s.feedMetrics = newFeedMetrics(cfg.Metrics)
 	s.feedCtx, s.stopFeed = context.WithCancel(context.Background())
 	s.feedConns.Go(func() { s.hub.Run(s.feedCtx) })
+	s.presence = newPresence(cfg.Store, s.log)
+	s.feedConns.Go(func() { s.presence.run(s.feedCtx) })
 	s.engine.ContextWithFallback = true
 	s.engine.HandleMethodNotAllowed = true
 	s.engine.Use(s.recover, httpkit.WithLogger(s.log), httpkit.HTTPMetrics(cfg.Metrics))
@@ -148,8 +151,9 @@ func New(cfg Config) *Server {
 	v1 := s.engine.Group("/api/v1")
 	v1.GET("/openapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, "application/yaml", OpenAPIDocument) })
 	v1.GET("/asyncapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, "application/yaml", AsyncAPIDocument) })
+	v1.GET("/ws", s.authenticateWS, s.serveWS)
 	v1.Use(s.authenticate)
-	v1.GET("/ws", s.serveWS)
+	v1.POST("/ws-token", handler(s.wsToken))
 	v1.GET("/markets", handler(s.listMarkets))
 	v1.GET("/market", handler(s.getMarket))
 	v1.GET("/market/order-book", handler(s.orderBook))

@@ -22,6 +22,7 @@ import (
 
 	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/feed"
+	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/store"
 )
 
@@ -185,6 +186,14 @@ func (c *wsConn) close(code websocket.StatusCode, reason string) {
 
 // serveWS upgrades an authenticated request to the feed.
 func (s *Server) serveWS(c *gin.Context) {
+	cancelOnDisconnect := false
+	if v, ok := c.GetQuery("cancelOnDisconnect"); ok {
+		if v != "true" && v != "false" {
+			httpkit.AbortUnread(c, httpkit.FieldError("cancelOnDisconnect", "invalid_value", "cancelOnDisconnect must be true or false"))
+			return
+		}
+		cancelOnDisconnect = v == "true"
+	}
 	// Cross-origin pages may connect: the feed never authenticates by cookie (a bearer key or a
 	// token the page fetched with one), so another site gains nothing from a visitor's browser.
 	ws, err := websocket.Accept(sizedHijacker{c.Writer}, c.Request, &websocket.AcceptOptions{InsecureSkipVerify: true})
@@ -202,6 +211,14 @@ func (s *Server) serveWS(c *gin.Context) {
 	defer s.feedConns.Done()
 	s.feedMetrics.conns.Inc()
 	defer s.feedMetrics.conns.Dec()
+	// Counted out before the gauge drops, for the orders to be cancelled by the time it has.
+	if cancelOnDisconnect {
+		if err := s.presence.join(s.feedCtx, accountOf(c)); err != nil {
+			_ = ws.Close(websocket.StatusTryAgainLater, "could not record the connection for cancelOnDisconnect: try again")
+			return
+		}
+		defer s.presence.leave(accountOf(c))
+	}
 	ctx, cancel := context.WithCancel(s.feedCtx)
 	defer cancel()
 	writerDone := make(chan struct{})

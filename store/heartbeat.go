@@ -53,7 +53,7 @@ func (s *Store) TrippedOrders(ctx context.Context, shard string) ([]TrippedOrder
 		from heartbeats h
 		join orders o on o.account_id = h.account_id and o.status in ('OPEN', 'PARTIALLY_FILLED')
 		where (h.deadline <= now() or h.tripped is not null)
-		  and o.created_at <= case when h.deadline <= now() then h.deadline else h.tripped end
+		  and o.created_at <= case when h.deadline <= now() then greatest(h.deadline, h.tripped) else h.tripped end
 		  and ($1 = '' or o.market_id in (select id from markets where shard = $1))
 		order by o.market_id, o.seq`, shard)
 	if err != nil {

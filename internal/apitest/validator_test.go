@@ -320,6 +320,7 @@ func TestDocumentedStatuses(t *testing.T) {
 		"POST /order/amend 200", "POST /order/amend 400", "POST /order/amend 401", "POST /order/amend 403", "POST /order/amend 404",
 		"POST /orders/batch 201", "POST /orders/batch 400", "POST /orders/batch 401",
 		"POST /orders/cancel 200", "POST /orders/cancel 400", "POST /orders/cancel 401",
+		"POST /ws-token 201", "POST /ws-token 401",
 	}
 	if got := v.Documented(); !slices.Equal(got, want) {
 		t.Errorf("documented statuses:\n got %q\nwant %q", got, want)

@@ -57,7 +57,13 @@ func (c *Client) DialFeed(t testing.TB) *FeedConn {
 
 // TryDialFeed connects to the feed with the client's API key, or says why it could not.
 func (c *Client) TryDialFeed(ctx context.Context) (*FeedConn, error) {
-	return c.dialFeed(ctx, nil)
+	return c.dialFeed(ctx, nil, "")
+}
+
+// DialFeedQuery connects to the feed with a query string (e.g. "cancelOnDisconnect=true"), and
+// with the client's API key unless the query carries a token.
+func (c *Client) DialFeedQuery(ctx context.Context, query string) (*FeedConn, error) {
+	return c.dialFeed(ctx, nil, query)
 }
 
 // DialSlowFeed connects to the feed with a small TCP receive buffer (4 KiB), as a client on a
@@ -73,7 +79,7 @@ func (c *Client) DialSlowFeed(t testing.TB) *FeedConn {
 		}
 		return conn, err
 	}
-	f, err := c.dialFeed(context.Background(), &http.Client{Transport: tr})
+	f, err := c.dialFeed(context.Background(), &http.Client{Transport: tr}, "")
 	if err != nil {
 		t.Fatalf("connecting to the feed: %v", err)
 	}
@@ -81,12 +87,18 @@ func (c *Client) DialSlowFeed(t testing.TB) *FeedConn {
 	return f
 }
 
-func (c *Client) dialFeed(ctx context.Context, hc *http.Client) (*FeedConn, error) {
+func (c *Client) dialFeed(ctx context.Context, hc *http.Client, query string) (*FeedConn, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	url := "ws" + strings.TrimPrefix(c.T.URL, "http") + "/api/v1/ws"
-	ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: hc,
-		HTTPHeader: http.Header{"Authorization": {"Bearer " + c.Key}}})
+	header := http.Header{"Authorization": {"Bearer " + c.Key}}
+	if query != "" {
+		url += "?" + query
+		if strings.Contains(query, "token=") {
+			header = nil
+		}
+	}
+	ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: hc, HTTPHeader: header})
 	if resp != nil && resp.Body != nil {
 		resp.Body.Close()
 	}

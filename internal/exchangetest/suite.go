@@ -51,6 +51,7 @@ func RunSuite(t *testing.T, tg *Target) {
 		{"Settlements", testSettlements},
 		{"FeedChannels", testFeedChannels},
 		{"FeedFollow", testFeedFollow},
+		{"FeedSessions", testFeedSessions},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, tg) })
 	}
@@ -79,7 +80,7 @@ func testAuthentication(t *testing.T, tg *Target) {
 		{"GET", "/market/trades?marketId=" + id}, {"GET", "/market/events?marketId=" + id}, {"POST", "/order"}, {"GET", "/positions"},
 		{"POST", "/cancel-order"}, {"POST", "/cancel-everything"}, {"GET", "/account"}, {"GET", "/orders"},
 		{"GET", "/order?orderId=" + uuid.NewString()}, {"POST", "/heartbeat"}, {"POST", "/order/amend"},
-		{"POST", "/orders/batch"}, {"POST", "/orders/cancel"}, {"GET", "/settlements"},
+		{"POST", "/orders/batch"}, {"POST", "/orders/cancel"}, {"GET", "/settlements"}, {"POST", "/ws-token"},
 	}
 	revoked := &Client{T: tg, Key: "pmx_0123456789abcdef_" + strings.Repeat("A", 32)}
 	for _, c := range calls {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/feed"
+	"github.com/pmx-dev/pmx/internal/poll"
 )
 
 // BookFollower rebuilds a market's book from the book channel, checking the sequence as it goes.
@@ -470,4 +472,81 @@ func (f *LiveFollower) Stop(t testing.TB) *BookFollower {
 		t.Fatal(f.err)
 	}
 	return &f.book
+}
+
+// testFeedSessions checks connecting with a token (as a browser does) and cancelOnDisconnect.
+func testFeedSessions(t *testing.T, tg *Target) {
+	ctx := context.Background()
+	a := tg.NewAccount(t, "sessions")
+
+	// A token connects once; an unknown or spent one is refused.
+	var tok struct {
+		Token     string
+		ExpiresAt time.Time
+	}
+	a.Expect(t, "POST", "/ws-token", nil, http.StatusCreated, &tok)
+	if tok.Token == "" || time.Until(tok.ExpiresAt) > 2*time.Minute {
+		t.Fatalf("token %+v", tok)
+	}
+	f, err := a.DialFeedQuery(ctx, "token="+tok.Token)
+	if err != nil {
+		t.Fatalf("connecting with a token: %v", err)
+	}
+	f.Send(t, map[string]any{"op": "ping", "id": 1})
+	f.ExpectReply(t, "pong", "")
+	f.Close()
+	for _, bad := range []string{tok.Token, "not-a-token"} {
+		if _, err := a.DialFeedQuery(ctx, "token="+bad); err == nil || !strings.Contains(err.Error(), "401") {
+			t.Errorf("connecting with token %q: %v, want a 401", bad, err)
+		}
+	}
+	if _, err := a.DialFeedQuery(ctx, "cancelOnDisconnect=maybe"); err == nil || !strings.Contains(err.Error(), "400") {
+		t.Errorf("cancelOnDisconnect=maybe: %v, want a 400", err)
+	}
+	tg.Anonymous().ExpectError(t, "POST", "/ws-token", nil, http.StatusUnauthorized, "missing_api_key")
+
+	// cancelOnDisconnect: with two such connections, closing one cancels nothing; closing the
+	// last cancels the open orders with cancelReason HEARTBEAT, and only those placed before.
+	m := tg.NewMarket(t, nil)
+	resting := a.Place(t, m.ID, "BUY", "YES", 10, 1)
+	var conns []*FeedConn
+	for range 2 {
+		c, err := a.DialFeedQuery(ctx, "cancelOnDisconnect=true")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Send(t, map[string]any{"op": "ping", "id": 1})
+		c.ExpectReply(t, "pong", "")
+		conns = append(conns, c)
+	}
+	conns[0].Close()
+	tripped := func() bool {
+		var at *time.Time
+		err := tg.Store.Pool.QueryRow(ctx, `select h.tripped from heartbeats h join accounts a on a.id = h.account_id
+			where a.name = $1`, a.Name).Scan(&at)
+		return err == nil && at != nil
+	}
+	// The other connection still answers, and the account's switch has not been tripped.
+	conns[1].Send(t, map[string]any{"op": "ping", "id": 2})
+	conns[1].ExpectReply(t, "pong", "")
+	if tripped() {
+		t.Fatal("closing one of two cancelOnDisconnect connections tripped the account's switch")
+	}
+	conns[1].Close()
+	var o struct {
+		Status       string
+		CancelReason *string
+	}
+	poll.Wait(t, 30*time.Second, "the order to be cancelled after the last cancelOnDisconnect connection closed", func() bool {
+		a.Expect(t, "GET", "/order?orderId="+resting.ID.String(), nil, http.StatusOK, &o)
+		return o.Status == "CANCELLED"
+	})
+	if o.CancelReason == nil || *o.CancelReason != "HEARTBEAT" {
+		t.Errorf("cancelled with reason %v, want HEARTBEAT", o.CancelReason)
+	}
+	later := a.Place(t, m.ID, "BUY", "YES", 11, 1)
+	a.Expect(t, "GET", "/order?orderId="+later.ID.String(), nil, http.StatusOK, &o)
+	if o.Status != "OPEN" {
+		t.Errorf("an order placed after the disconnection is %s", o.Status)
+	}
 }

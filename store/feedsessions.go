@@ -1,0 +1,72 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// The live feed's sessions (migration 017): single-use connection tokens, and the presence of
+// connections that cancel their account's orders when the last of them closes.
+
+// CreateWSToken records a connection token's hash for an account, valid for ttl, and forgets
+// expired ones.
+func (s *Store) CreateWSToken(ctx context.Context, account int64, hash []byte, ttl time.Duration) (time.Time, error) {
+	var expires time.Time
+	err := s.Pool.QueryRow(ctx, `with old as (delete from ws_tokens where expires_at < now())
+		insert into ws_tokens (token_hash, account_id, expires_at) values ($1, $2, now() + $3::interval)
+		returning expires_at`, hash, account, ttl.String()).Scan(&expires)
+	return expires, err
+}
+
+// UseWSToken spends a connection token: it returns the token's account, or ErrNotFound when the
+// token is unknown, spent or expired.
+func (s *Store) UseWSToken(ctx context.Context, hash []byte) (int64, error) {
+	var account int64
+	err := s.Pool.QueryRow(ctx, `delete from ws_tokens where token_hash = $1 and expires_at >= now() returning account_id`,
+		hash).Scan(&account)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, ErrNotFound
+	}
+	return account, err
+}
+
+// TouchPresence records that a front holds cancel-on-disconnect connections of the accounts.
+func (s *Store) TouchPresence(ctx context.Context, front uuid.UUID, accounts []int64) error {
+	if len(accounts) == 0 {
+		return nil
+	}
+	_, err := s.Pool.Exec(ctx, `insert into ws_presence (account_id, front, seen_at)
+		select a, $1, now() from unnest($2::bigint[]) a
+		on conflict (account_id, front) do update set seen_at = now()`, front, accounts)
+	return err
+}
+
+// trip is the dead-man switch of the accounts in the query that precedes it (a CTE "gone" of
+// account_id): every open order they placed until now is cancelled by the shards' sweeps.
+const tripGone = `insert into heartbeats (account_id, tripped) select distinct account_id, now() from gone
+	on conflict (account_id) do update set tripped = greatest(heartbeats.tripped, excluded.tripped)`
+
+// LeavePresence records that a front holds no more cancel-on-disconnect connections of an
+// account; when no other front holds one (seen within ttl), the account's open orders are
+// cancelled (cancelReason HEARTBEAT). It says whether they were.
+func (s *Store) LeavePresence(ctx context.Context, front uuid.UUID, account int64, ttl time.Duration) (bool, error) {
+	tag, err := s.Pool.Exec(ctx, `with left_ as (delete from ws_presence where account_id = $1 and front = $2),
+		gone as (select $1::bigint as account_id where not exists (
+			select 1 from ws_presence where account_id = $1 and front <> $2 and seen_at > now() - $3::interval))
+		`+tripGone, account, front, ttl.String())
+	return tag.RowsAffected() > 0, err
+}
+
+// SweepPresence forgets the presence not refreshed within ttl (a front that stopped) and cancels
+// the open orders of the accounts left with none. It returns how many accounts it tripped.
+func (s *Store) SweepPresence(ctx context.Context, ttl time.Duration) (int64, error) {
+	tag, err := s.Pool.Exec(ctx, `with stale as (delete from ws_presence where seen_at <= now() - $1::interval returning account_id),
+		gone as (select account_id from stale s where not exists (
+			select 1 from ws_presence p where p.account_id = s.account_id and p.seen_at > now() - $1::interval))
+		`+tripGone, ttl.String())
+	return tag.RowsAffected(), err
+}
