@@ -42,6 +42,9 @@ var levelSides = [2]string{"bid", "ask"}
 
 // recordEvents numbers and records the events of every market the batch touched.
 func (s *Shard) recordEvents(now time.Time) error {
+	if s.cfg.NoEventLog {
+		return nil
+	}
 	for _, m := range s.acc.touched {
 		events := s.feed[:0]
 		for i := range s.acc.batch.Trades {

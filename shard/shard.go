@@ -61,6 +61,9 @@ type Config struct {
 	// Feed, when set, is handed every committed batch's events (after the commit, before the
 	// answers), for the live feed.
 	Feed *feed.Bus
+	// NoEventLog records no feed events, to measure their cost (pmx dev --no-event-log): the
+	// markets' sequences stand still and the live feed is silent.
+	NoEventLog bool
 }
 
 // DefaultMaxOpenOrders is the default of Config.MaxOpenOrders.

@@ -37,6 +37,7 @@ type devOptions struct {
 	maxQuantity    int64
 	maxOpenOrders  int
 	eventRetention time.Duration
+	noEventLog     bool
 	process        processOptions
 	serve          serveOptions
 }
@@ -73,6 +74,7 @@ started from.`,
 	f.Int64Var(&o.maxQuantity, "max-quantity", 1_000_000, "largest order quantity accepted")
 	f.IntVar(&o.maxOpenOrders, "max-open-orders", shard.DefaultMaxOpenOrders, "most open orders one account may have in one market")
 	f.DurationVar(&o.eventRetention, "event-retention", shard.DefaultEventRetention, "how long the markets' feed events are kept")
+	f.BoolVar(&o.noEventLog, "no-event-log", false, "record no feed events, to measure what they cost (the live feed and GET /market/events then show nothing)")
 	addProcessFlags(cmd, &o.process, true)
 	addMetricsFlag(cmd, &o.process, "127.0.0.1:9090")
 	addServeFlags(cmd, &o.serve)
@@ -121,7 +123,7 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 	defer stopMetrics()
 	bus := &feed.Bus{}
 	sh := shard.New(shard.Config{Store: st, Logger: log, Metrics: reg, MaxOpenOrders: o.maxOpenOrders,
-		EventRetention: o.eventRetention, Feed: bus})
+		EventRetention: o.eventRetention, Feed: bus, NoEventLog: o.noEventLog})
 	defer sh.Stop()
 
 	if o.markets != "" {

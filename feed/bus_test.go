@@ -1,0 +1,66 @@
+package feed
+
+import (
+	"testing"
+
+	"github.com/google/uuid"
+)
+
+// TestBus checks that every follower gets the batches in order, and that a follower whose buffer
+// fills is dropped (Lost closes) without holding up the others or the publisher.
+func TestBus(t *testing.T) {
+	var bus Bus
+	fast, slow := bus.Subscribe(10), bus.Subscribe(2)
+	m := uuid.New()
+	for i := int64(1); i <= 5; i++ {
+		bus.Publish([]Batch{{Market: m, First: i, Last: i}})
+		if got := <-fast.C(); got.First != i {
+			t.Fatalf("fast follower got batch %d, want %d", got.First, i)
+		}
+	}
+	select {
+	case <-slow.Lost():
+	default:
+		t.Fatal("a follower two batches behind with a buffer of two was not dropped")
+	}
+	for want := int64(1); want <= 2; want++ {
+		if got := <-slow.C(); got.First != want {
+			t.Fatalf("the dropped follower's buffered batch %d, want %d", got.First, want)
+		}
+	}
+	select {
+	case b := <-slow.C():
+		t.Fatalf("the dropped follower got batch %d after it was dropped", b.First)
+	default:
+	}
+	select {
+	case <-fast.Lost():
+		t.Fatal("the fast follower was dropped")
+	default:
+	}
+	fast.Close()
+	<-fast.Lost()
+	bus.Publish([]Batch{{Market: m, First: 6, Last: 6}}) // nobody follows: nothing waits
+	var none *Bus
+	none.Publish([]Batch{{Market: m}}) // a shard without a bus
+}
+
+// TestBookApply checks the book a hub rebuilds from events, and its best prices.
+func TestBookApply(t *testing.T) {
+	var b Book
+	for i, e := range []Event{
+		{Type: TypeLevel, Side: "bid", Price: 40, Quantity: 5},
+		{Type: TypeLevel, Side: "bid", Price: 42, Quantity: 1},
+		{Type: TypeLevel, Side: "ask", Price: 60, Quantity: 3},
+		{Type: TypeTrade, Price: 42, Quantity: 1},
+		{Type: TypeLevel, Side: "bid", Price: 42, Quantity: 0},
+		{Type: TypeStatus, Status: "CLOSED"},
+	} {
+		e.Seq = int64(i + 1)
+		b.apply(e)
+	}
+	bid, ask := b.Best()
+	if b.Seq != 6 || bid != 40 || ask != 60 || b.LastPrice != 42 || b.Status != "CLOSED" || b.Levels[0][40] != 5 {
+		t.Fatalf("book %+v, best %d/%d", b, bid, ask)
+	}
+}
