@@ -305,31 +305,33 @@ func (w sizedHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return conn, rw, err
 }
 
-// read handles the client's messages until the connection closes.
+// read handles the client's messages until the connection closes. A client silent for
+// ClientTimeout is closed with wsHeartbeatTimeout by the writer (a timer, not the read's context,
+// whose end would drop the connection without a close frame).
 func (c *wsConn) read(ctx context.Context) {
+	timeout := c.s.cfg.Feed.ClientTimeout
+	idle := time.AfterFunc(timeout, func() {
+		c.close(wsHeartbeatTimeout, fmt.Sprintf("no message from the client in %s: send a ping more often", timeout))
+	})
+	defer idle.Stop()
 	for {
-		rctx, cancel := context.WithTimeout(ctx, c.s.cfg.Feed.ClientTimeout)
-		typ, raw, err := c.ws.Read(rctx)
-		timedOut := rctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
-		cancel()
-		if timedOut {
-			c.close(wsHeartbeatTimeout, fmt.Sprintf("no message from the client in %s: send a ping more often", c.s.cfg.Feed.ClientTimeout))
-			return
-		}
+		typ, raw, err := c.ws.Read(ctx)
 		if err != nil {
 			if websocket.CloseStatus(err) == websocket.StatusMessageTooBig {
 				c.close(websocket.StatusMessageTooBig, "")
 			}
 			return
 		}
+		idle.Stop() // a subscription's replay may take a while: the client's silence counts from its end
 		var req wsRequest
 		if typ != websocket.MessageText || decodeStrict(raw, &req) != nil {
 			_ = json.Unmarshal(raw, &req) // for the id to answer, if there is one
 			c.reply(wsReply{Type: "error", ID: req.ID, Code: "invalid_message",
 				Message: `send JSON text messages like {"op":"subscribe","id":1,"channel":"book","marketId":"..."}`})
-			continue
+		} else {
+			c.handle(ctx, req)
 		}
-		c.handle(ctx, req)
+		idle.Reset(timeout)
 	}
 }
 

@@ -1,6 +1,7 @@
 package exchangetest
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -72,4 +73,32 @@ func TestFeedSlowConsumer(t *testing.T) {
 		b.Apply(t, g.Next(t, 30*time.Second))
 	}
 	b.Equal(t, snap)
+}
+
+// TestFeedHeartbeats checks both directions: the server sends heartbeats to a quiet connection,
+// and closes one whose client sends nothing for ClientTimeout with the documented code 4002.
+func TestFeedHeartbeats(t *testing.T) {
+	tg := StartDev(t, func(c *apiserver.Config) {
+		c.Feed.Heartbeat = 50 * time.Millisecond
+		c.Feed.ClientTimeout = 2 * time.Second
+	})
+	f := tg.NewAccount(t, "quiet").DialFeed(t)
+	beats := 0
+	var err error
+	for beats < 100 {
+		var raw []byte
+		if raw, err = f.nextRaw(10 * time.Second); err != nil {
+			break
+		}
+		if !strings.Contains(string(raw), `"type":"heartbeat"`) {
+			t.Fatalf("a quiet connection got %s", raw)
+		}
+		beats++
+	}
+	if beats < 3 {
+		t.Errorf("%d heartbeats before the close, want several", beats)
+	}
+	if code := CloseCode(err); code != 4002 || !tg.Feed.CloseCodeDocumented(code) {
+		t.Fatalf("after %d heartbeats: %v (code %d), want the documented 4002", beats, err, code)
+	}
 }

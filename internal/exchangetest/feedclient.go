@@ -143,20 +143,29 @@ func (f *FeedConn) Next(t testing.TB, timeout time.Duration) FeedMessage {
 	return m
 }
 
+// nextRaw reads the next message, heartbeats included, checked against the document.
+func (f *FeedConn) nextRaw(timeout time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	typ, raw, err := f.ws.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if typ != websocket.MessageText {
+		return nil, errors.New("a binary message")
+	}
+	if err := f.T.Feed.ValidateServer(raw); err != nil {
+		return nil, &UndocumentedError{err}
+	}
+	return raw, nil
+}
+
 // TryNext is Next that returns its error (a *websocket.CloseError when the server closed).
 func (f *FeedConn) TryNext(timeout time.Duration) (FeedMessage, error) {
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		typ, raw, err := f.ws.Read(ctx)
-		cancel()
+		raw, err := f.nextRaw(timeout)
 		if err != nil {
 			return FeedMessage{}, err
-		}
-		if typ != websocket.MessageText {
-			return FeedMessage{}, errors.New("a binary message")
-		}
-		if err := f.T.Feed.ValidateServer(raw); err != nil {
-			return FeedMessage{}, &UndocumentedError{err}
 		}
 		var m FeedMessage
 		if err := json.Unmarshal(raw, &m); err != nil {
