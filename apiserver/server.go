@@ -83,6 +83,8 @@ type Server struct {
 	feedCtx     context.Context
 	stopFeed    context.CancelFunc
 	feedConns   sync.WaitGroup
+	feedMu      sync.Mutex // orders feedConns.Add after Close's Wait
+	feedClosed  bool
 }
 
 // Close stops the server's background work (the key revocation listener, the feed's sweep) and
@@ -90,6 +92,9 @@ type Server struct {
 func (s *Server) Close() {
 	s.stopListen()
 	<-s.listening
+	s.feedMu.Lock()
+	s.feedClosed = true
+	s.feedMu.Unlock()
 	s.stopFeed()
 	s.feedConns.Wait()
 }

@@ -207,7 +207,14 @@ func (s *Server) serveWS(c *gin.Context) {
 	ws.SetReadLimit(wsMaxClientMessage)
 	conn := &wsConn{s: s, ws: ws, account: accountOf(c), q: make(chan []byte, s.cfg.Feed.Queue),
 		closing: make(chan struct{}), subs: map[subKey]*feed.Subscription{}}
+	s.feedMu.Lock()
+	if s.feedClosed {
+		s.feedMu.Unlock()
+		_ = ws.Close(websocket.StatusGoingAway, "the server is stopping: reconnect and resume from your last seq")
+		return
+	}
 	s.feedConns.Add(1)
+	s.feedMu.Unlock()
 	defer s.feedConns.Done()
 	s.feedMetrics.conns.Inc()
 	defer s.feedMetrics.conns.Dec()
