@@ -10,6 +10,7 @@ import (
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/httpkit"
+	"github.com/pmx-dev/pmx/ratelimit"
 	"github.com/pmx-dev/pmx/shard"
 	"github.com/pmx-dev/pmx/store"
 )
@@ -69,6 +70,9 @@ func (s *Server) placeBatch(c *gin.Context) error {
 	}
 	elems, err := obj.elements("orders", 1, maxBatchOrders)
 	if err != nil {
+		return err
+	}
+	if err := s.charge(c, ratelimit.Write, float64(len(elems)-1)); err != nil { // the request paid for one
 		return err
 	}
 	ctx, account, now := c.Request.Context(), accountOf(c), time.Now()
@@ -148,6 +152,9 @@ func (s *Server) cancelBatch(c *gin.Context) error {
 	case byIDs:
 		elems, err := obj.elements("orderIds", 1, maxBatchCancels)
 		if err != nil {
+			return err
+		}
+		if err := s.charge(c, ratelimit.Write, float64(len(elems)-1)); err != nil {
 			return err
 		}
 		for i, el := range elems {

@@ -20,6 +20,7 @@ import (
 	"github.com/pmx-dev/pmx/feed"
 	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/market"
+	"github.com/pmx-dev/pmx/ratelimit"
 	"github.com/pmx-dev/pmx/settings"
 	"github.com/pmx-dev/pmx/shard"
 	"github.com/pmx-dev/pmx/store"
@@ -62,15 +63,20 @@ type Config struct {
 	OrderCacheSize int
 	// Feed configures the WebSocket feed (GET /api/v1/ws).
 	Feed FeedConfig
+	// ReadLimit and WriteLimit are each account's rate limits (package ratelimit); a zero Rate
+	// lifts one. New does not fill in defaults: the processes' flags do (ratelimit.DefaultRead,
+	// ratelimit.DefaultWrite).
+	ReadLimit, WriteLimit ratelimit.Limit
 }
 
 // Server serves the exchange's HTTP API.
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	engine *gin.Engine
-	keys   keyCache
-	orders *orderCache // nil when disabled
+	cfg     Config
+	log     *slog.Logger
+	engine  *gin.Engine
+	keys    keyCache
+	orders  *orderCache // nil when disabled
+	limiter *ratelimit.Limiter
 
 	stopListen context.CancelFunc
 	listening  chan struct{}
@@ -127,6 +133,7 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "api"), engine: gin.New(),
 		orders: newOrderCache(cfg.OrderCacheSize)}
 	s.keys.init()
+	s.limiter = ratelimit.New(cfg.Store, cfg.ReadLimit, cfg.WriteLimit)
 	ctx, stop := context.WithCancel(context.Background())
 	s.stopListen = stop
 	s.listening = make(chan struct{})
@@ -156,8 +163,9 @@ func New(cfg Config) *Server {
 	v1 := s.engine.Group("/api/v1")
 	v1.GET("/openapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, "application/yaml", OpenAPIDocument) })
 	v1.GET("/asyncapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, "application/yaml", AsyncAPIDocument) })
-	v1.GET("/ws", s.authenticateWS, s.serveWS)
-	v1.Use(s.authenticate)
+	v1.GET("/ws", s.authenticateWS, s.rateLimit, s.serveWS)
+	v1.Use(s.authenticate, s.rateLimit)
+	v1.GET("/account/limits", handler(s.accountLimits))
 	v1.POST("/ws-token", handler(s.wsToken))
 	v1.GET("/markets", handler(s.listMarkets))
 	v1.GET("/market", handler(s.getMarket))

@@ -56,8 +56,10 @@ func startDev(ctx context.Context, pmx, databaseURL, dataDir, token string, extr
 	// The load generator is one client with many connections: lift the per-client limit (an
 	// environment variable, which a build from before the limit ignores). The metrics listener
 	// takes a free port, as the API does, so that it never collides with another program's
-	// (its address is in the log's banner; again a variable that older builds ignore).
-	d.cmd.Env = append(cleanEnv(), "PMX_ADMIN_TOKEN="+token, "PMX_MAX_CONNS_PER_CLIENT=-1", "PMX_METRICS_ADDR=127.0.0.1:0")
+	// (its address is in the log's banner; again a variable that older builds ignore). The rate
+	// limits are lifted for measurement (variables too), and the report says so.
+	d.cmd.Env = append(cleanEnv(), "PMX_ADMIN_TOKEN="+token, "PMX_MAX_CONNS_PER_CLIENT=-1", "PMX_METRICS_ADDR=127.0.0.1:0",
+		"PMX_READ_RATE=0", "PMX_WRITE_RATE=0")
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	pgcluster.SetParentDeathSignal(d.cmd.SysProcAttr, syscall.SIGTERM)
 	found := make(chan string, 1)

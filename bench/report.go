@@ -34,7 +34,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "%-8s %d cores%s, %s/%s, %s\n", "machine", m.Cores, cpu, m.OS, m.Arch, m.GoVersion)
 	fmt.Fprintf(&b, "%-8s %s\n", "command", r.Command)
 	fmt.Fprintf(&b, "%-8s %s\n", "pmx", r.PMX)
-	fmt.Fprintf(&b, "%-8s %d bots on %d markets, %s per run, seed %d, %s mix\n\n", "load", r.Bots, r.Markets,
+	fmt.Fprintf(&b, "%-8s %d bots on %d markets, %s per run, seed %d, %s mix; rate limits lifted (PMX_READ_RATE=0 PMX_WRITE_RATE=0)\n\n", "load", r.Bots, r.Markets,
 		time.Duration(r.DurationSeconds*float64(time.Second)), r.Seed, cmp.Or(r.Mix, loadgen.MixBasic))
 
 	const row = "%-14s %10s %8s %8s %8s  %10s  %9s %8s %8s  %5s %5s %7s\n"

@@ -49,7 +49,7 @@ func TestWriteText(t *testing.T) {
 machine  2 cores (Example CPU), linux/amd64, go1.26.8
 command  pmx bench --sweep 20000,500
 pmx      /bin/pmx
-load     64 bots on 8 markets, 20s per run, seed 1, market-maker mix
+load     64 bots on 8 markets, 20s per run, seed 1, market-maker mix; rate limits lifted (PMX_READ_RATE=0 PMX_WRITE_RATE=0)
 
 load             orders/s      p50      p99    p99.9  xact/order  CPU/order      pmx postgres  cores other  failed
 closed loop       1,500.0   38.1ms   95.0ms    140ms        1.20     1.20ms    800µs    400µs   2.00  0.20       0

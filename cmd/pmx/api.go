@@ -51,6 +51,9 @@ the shard that owns the market. Run as many replicas as you like; they answer al
 }
 
 func runAPI(ctx context.Context, o apiOptions) error {
+	if err := o.serve.limits(); err != nil {
+		return err
+	}
 	if o.databaseURL == "" || o.internalToken == "" {
 		return fmt.Errorf("--database-url and --internal-token are required (or $PMX_DATABASE_URL, $PMX_INTERNAL_TOKEN)")
 	}
@@ -74,7 +77,8 @@ func runAPI(ctx context.Context, o apiOptions) error {
 		return err
 	}
 	api := apiserver.New(apiserver.Config{Store: st, Exchange: &shardapi.Router{Store: st, Token: o.internalToken},
-		Logger: log, AdminToken: o.adminToken, Grant: o.grant, MaxQuantity: o.maxQuantity, Metrics: reg})
+		Logger: log, AdminToken: o.adminToken, Grant: o.grant, MaxQuantity: o.maxQuantity, Metrics: reg,
+		ReadLimit: o.serve.read, WriteLimit: o.serve.write})
 	defer api.Close()
 	followCtx, stopFollowing := context.WithCancel(context.Background())
 	followDone := make(chan struct{})

@@ -82,6 +82,9 @@ started from.`,
 }
 
 func runDev(ctx context.Context, o devOptions, out io.Writer) error {
+	if err := o.serve.limits(); err != nil {
+		return err
+	}
 	log, err := startProcess(o.process)
 	if err != nil {
 		return err
@@ -153,7 +156,7 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 	}
 
 	api := apiserver.New(apiserver.Config{Store: st, Exchange: sh, Logger: log, AdminToken: token,
-		Grant: o.grant, MaxQuantity: o.maxQuantity, Metrics: reg})
+		Grant: o.grant, MaxQuantity: o.maxQuantity, Metrics: reg, ReadLimit: o.serve.read, WriteLimit: o.serve.write})
 	defer api.Close()
 	feedCtx, stopFeed := context.WithCancel(context.Background())
 	feedDone := make(chan struct{})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"context"
 	"log/slog"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pmx-dev/pmx/httpkit"
+	"github.com/pmx-dev/pmx/ratelimit"
 )
 
 // serverGCPercent is the garbage collector's target for the servers (GOGC, default 100 in Go),
@@ -30,6 +32,7 @@ func tuneGC() {
 // serveOptions are the flags of a command that serves the public API (dev, api).
 type serveOptions struct {
 	maxConnsPerClient int
+	read, write       ratelimit.Limit
 }
 
 func addServeFlags(cmd *cobra.Command, o *serveOptions) {
@@ -39,6 +42,34 @@ func addServeFlags(cmd *cobra.Command, o *serveOptions) {
 	}
 	cmd.Flags().IntVar(&o.maxConnsPerClient, "max-conns-per-client", def,
 		"connections one IP address may hold open at once; more are closed at once (-1: no limit, as behind a proxy that every client comes through; default $PMX_MAX_CONNS_PER_CLIENT or 512)")
+	f := cmd.Flags()
+	envFloat := func(name string, def float64) float64 {
+		if v, err := strconv.ParseFloat(envOr(name, ""), 64); err == nil {
+			return v
+		}
+		return def
+	}
+	f.Float64Var(&o.read.Rate, "read-rate", envFloat("PMX_READ_RATE", ratelimit.DefaultRead.Rate),
+		"reads (GET requests, WebSocket connections) each account may make per second, across every front replica (0: no limit; default $PMX_READ_RATE or 100)")
+	f.Float64Var(&o.read.Burst, "read-burst", envFloat("PMX_READ_BURST", ratelimit.DefaultRead.Burst),
+		"reads an account may make at once, after a quiet spell (default $PMX_READ_BURST or 200)")
+	f.Float64Var(&o.write.Rate, "write-rate", envFloat("PMX_WRITE_RATE", ratelimit.DefaultWrite.Rate),
+		"writes each account may make per second, a batch counting each order or cancel it names (0: no limit; default $PMX_WRITE_RATE or 50)")
+	f.Float64Var(&o.write.Burst, "write-burst", envFloat("PMX_WRITE_BURST", ratelimit.DefaultWrite.Burst),
+		"writes an account may make at once, after a quiet spell (default $PMX_WRITE_BURST or 100)")
+}
+
+// limits checks the rate limit flags.
+func (o *serveOptions) limits() error {
+	for _, l := range []struct {
+		name string
+		lim  ratelimit.Limit
+	}{{"read", o.read}, {"write", o.write}} {
+		if l.lim.Rate < 0 || (l.lim.Rate > 0 && l.lim.Burst < 1) {
+			return fmt.Errorf("--%s-rate must be 0 (no limit) or more, and --%s-burst at least 1 when it is not 0", l.name, l.name)
+		}
+	}
+	return nil
 }
 
 // serve runs an HTTP server on ln, within limits (httpkit.Serve), until ctx ends, then shuts it

@@ -51,7 +51,8 @@ func testSeed(t *testing.T) uint64 {
 // on a port of their own (p.Line(metricsLine) says where).
 func startDevProcess(t *testing.T, bin, dbURL, token string) (*Process, string) {
 	p, base := StartProcess(t, apiLine, bin, "dev", "--database-url", dbURL, "--addr", "127.0.0.1:0",
-		"--metrics-addr", "127.0.0.1:0", "--markets", "", "--admin-token", token, "--data-dir", t.TempDir(), "--log-level", "warn")
+		"--metrics-addr", "127.0.0.1:0", "--markets", "", "--admin-token", token, "--data-dir", t.TempDir(), "--log-level", "warn",
+		"--read-rate", "0", "--write-rate", "0") // load, not the rate limits, is under test
 	WaitReady(t, base+"/readyz")
 	return p, base
 }
