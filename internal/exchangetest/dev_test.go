@@ -15,7 +15,7 @@ func TestMain(m *testing.M) {
 
 // TestStandalone runs the contract suite against the standalone exchange.
 func TestStandalone(t *testing.T) {
-	RunSuite(t, StartDev(t))
+	RunSuite(t, StartDev(t, SuiteLimits))
 }
 
 // TestSoak has many accounts trade on several markets at once, then checks every invariant in SQL

@@ -72,9 +72,9 @@ func startCluster(t *testing.T) *cluster {
 		c.shardMetrics[name] = p.Line(metricsLine)
 	}
 	for range 2 {
-		p, base := StartProcess(t, apiLine, bin, "api", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",
+		p, base := StartProcess(t, apiLine, bin, append([]string{"api", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",
 			"--database-url", dbURL, "--admin-token", clusterAdminToken, "--internal-token", clusterInternalToken,
-			"--log-level", "warn")
+			"--log-level", "warn"}, SuiteLimitFlags()...)...)
 		WaitReady(t, base+"/readyz")
 		c.apis = append(c.apis, base)
 		c.apiMetrics = append(c.apiMetrics, p.Line(metricsLine))
@@ -99,6 +99,7 @@ func (c *cluster) target(t *testing.T, i int) *Target {
 func TestDistributed(t *testing.T) {
 	c := startCluster(t)
 	t.Run("Suite", func(t *testing.T) { RunSuite(t, c.target(t, 0)) })
+	t.Run("RateLimitAcrossReplicas", func(t *testing.T) { CheckRateAcrossReplicas(t, []*Target{c.target(t, 0), c.target(t, 1)}) })
 	t.Run("ShardMetrics", func(t *testing.T) { testShardMetrics(t, c) })
 	t.Run("Failover", func(t *testing.T) { testFailover(t, c) })
 }

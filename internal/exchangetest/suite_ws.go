@@ -236,8 +236,8 @@ func tradeRandomly(ctx context.Context, t *testing.T, c *Client, market uuid.UUI
 			orders[i] = OrderBody(market, "BUY", []string{"YES", "NO"}[rng.IntN(2)], 35+rng.IntN(30), 1+rng.IntN(5))
 		}
 		status, raw := c.Do(t, "POST", "/orders/batch", map[string]any{"orders": orders})
-		// 503: a shard is moving (distributed mode); the bot carries on.
-		if status != http.StatusCreated && status != http.StatusServiceUnavailable {
+		// 503: a shard is moving (distributed mode); 429: over the rate limit. The bot carries on.
+		if status != http.StatusCreated && status != http.StatusServiceUnavailable && status != http.StatusTooManyRequests {
 			t.Errorf("a batch: %d %s", status, raw)
 			return
 		}
