@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -251,6 +252,16 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "%-16s %s  (4xx business rejections%s)\n", "rejected", FormatInt(r.Rejected), itemsToo)
 	fmt.Fprintf(&b, "%-16s %s  (5xx, transport errors, unreadable responses)\n", "failed", FormatInt(r.Failed))
+	var limited int64
+	for _, e := range r.Errors {
+		if e.Status == http.StatusTooManyRequests {
+			limited += e.Count
+		}
+	}
+	if limited > 0 {
+		fmt.Fprintf(&b, "%-16s %s  (429: the exchange's rate limits were in force and the figures are capped by them;\n%-16s  start pmx dev or pmx api with --read-rate 0 --write-rate 0 to measure capacity)\n",
+			"rate limited", FormatInt(limited), "")
+	}
 	if len(r.Errors) > 0 {
 		const erow = "  %-9s %-19s %6s  %-24s %10s\n"
 		fmt.Fprintf(&b, "\nerrors\n"+erow, "class", "request", "status", "code", "count")

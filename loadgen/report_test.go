@@ -353,3 +353,23 @@ func TestReportCountsBatchesByItem(t *testing.T) {
 		}
 	}
 }
+
+// TestReportSaysRateLimited checks that a run that met the exchange's rate limits says so, and
+// one that did not says nothing of them.
+func TestReportSaysRateLimited(t *testing.T) {
+	r := testReport(t)
+	text := func() string {
+		var b strings.Builder
+		if err := r.WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	if strings.Contains(text(), "rate limited") {
+		t.Fatal("a run without 429s mentions rate limits")
+	}
+	r.Errors = append(r.Errors, ErrorCount{Class: "rejected", Kind: "place", Status: 429, Code: "rate_limited", Count: 7})
+	if got := text(); !strings.Contains(got, "rate limited     7") || !strings.Contains(got, "--read-rate 0 --write-rate 0") {
+		t.Fatalf("the report of a rate-limited run:\n%s", got)
+	}
+}
