@@ -73,10 +73,10 @@ func testRateLimits(t *testing.T, tg *Target) {
 	a.Expect(t, "POST", "/orders/batch", map[string]any{"orders": orders}, http.StatusCreated, nil)
 	var after limitsView
 	a.Expect(t, "GET", "/account/limits", nil, http.StatusOK, &after)
-	refilled := SuiteWriteLimit.Rate * time.Since(start).Seconds()
-	spent := before.Writes.Remaining - after.Writes.Remaining
-	if spent > 10+1 || spent < 10-refilled-1 {
-		t.Errorf("a batch of 10 orders spent %.1f writes (%.1f refilled meanwhile), want 10", spent, refilled)
+	// (The suite's write bucket refills too fast to see the batch's 10 here:
+	// TestRateLimitCountsBatchOrders counts them.)
+	if spent := before.Writes.Remaining - after.Writes.Remaining; spent > 10+1 {
+		t.Errorf("a batch of 10 orders spent %.1f writes, want at most 10 (%.1fs later)", spent, time.Since(start).Seconds())
 	}
 
 	// Reads, as fast as 8 clients go, until refused: the 429 says why and when to come back.
