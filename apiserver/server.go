@@ -181,6 +181,8 @@ func New(cfg Config) *Server {
 	v1.GET("/order", handler(s.getOrder))
 	v1.POST("/heartbeat", handler(s.heartbeat))
 	v1.GET("/settlements", handler(s.settlements))
+	v1.GET("/fills", handler(s.fills))
+	v1.GET("/market/candles", handler(s.candles))
 	v1.POST("/order/amend", handler(s.amendOrder))
 	v1.POST("/orders/batch", handler(s.placeBatch))
 	v1.POST("/orders/cancel", handler(s.cancelBatch))

@@ -305,7 +305,9 @@ func TestDocumentedStatuses(t *testing.T) {
 	want := []string{
 		"GET /account 200", "GET /account 401", "GET /account 429",
 		"GET /account/limits 200", "GET /account/limits 401", "GET /account/limits 429",
+		"GET /fills 200", "GET /fills 400", "GET /fills 401", "GET /fills 429",
 		"GET /market 201", "GET /market 400", "GET /market 401", "GET /market 404", "GET /market 429",
+		"GET /market/candles 200", "GET /market/candles 400", "GET /market/candles 401", "GET /market/candles 429",
 		"GET /market/events 200", "GET /market/events 400", "GET /market/events 401", "GET /market/events 410", "GET /market/events 429",
 		"GET /market/order-book 200", "GET /market/order-book 400", "GET /market/order-book 401", "GET /market/order-book 429",
 		"GET /market/trades 200", "GET /market/trades 400", "GET /market/trades 401", "GET /market/trades 429",

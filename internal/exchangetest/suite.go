@@ -49,6 +49,8 @@ func RunSuite(t *testing.T, tg *Target) {
 		{"BatchCancel", testBatchCancel},
 		{"MarketEvents", testMarketEvents},
 		{"Settlements", testSettlements},
+		{"Fills", testFills},
+		{"Candles", testCandles},
 		{"FeedChannels", testFeedChannels},
 		{"FeedFollow", testFeedFollow},
 		{"FeedSessions", testFeedSessions},
@@ -84,7 +86,7 @@ func testAuthentication(t *testing.T, tg *Target) {
 		{"GET", "/market/trades?marketId=" + id}, {"GET", "/market/events?marketId=" + id}, {"POST", "/order"}, {"GET", "/positions"},
 		{"POST", "/cancel-order"}, {"POST", "/cancel-everything"}, {"GET", "/account"}, {"GET", "/orders"},
 		{"GET", "/order?orderId=" + uuid.NewString()}, {"POST", "/heartbeat"}, {"POST", "/order/amend"},
-		{"POST", "/orders/batch"}, {"POST", "/orders/cancel"}, {"GET", "/settlements"}, {"POST", "/ws-token"}, {"GET", "/account/limits"},
+		{"POST", "/orders/batch"}, {"POST", "/orders/cancel"}, {"GET", "/settlements"}, {"POST", "/ws-token"}, {"GET", "/account/limits"}, {"GET", "/fills"}, {"GET", "/market/candles?marketId=" + id + "&interval=1m"},
 	}
 	revoked := &Client{T: tg, Key: "pmx_0123456789abcdef_" + strings.Repeat("A", 32)}
 	for _, c := range calls {

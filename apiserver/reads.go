@@ -1,0 +1,147 @@
+package apiserver
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/domain"
+	"github.com/pmx-dev/pmx/httpkit"
+	"github.com/pmx-dev/pmx/store"
+)
+
+// Fill is one of the account's fills, as maker or taker: the price in its own order's outcome's
+// terms. Its id is the trade's id and the role together (a trade's two fills belong to two
+// accounts, so the trade id alone is unique within an account's fills too).
+type Fill struct {
+	ID            uuid.UUID `json:"id"`
+	TradeID       uuid.UUID `json:"tradeId"`
+	OrderID       uuid.UUID `json:"orderId"`
+	ClientOrderID *string   `json:"clientOrderId"`
+	MarketID      uuid.UUID `json:"marketId"`
+	Side          string    `json:"side"`
+	Outcome       string    `json:"outcome"`
+	Price         int       `json:"price"`
+	Quantity      int64     `json:"quantity"`
+	Role          string    `json:"role"`
+	CreatedAt     time.Time `json:"createdAt"`
+}
+
+func fillOf(f *store.Fill) Fill {
+	return Fill{ID: uuid.NewSHA1(f.TradeID, []byte(f.Role)), TradeID: f.TradeID, OrderID: f.OrderID, ClientOrderID: f.ClientOrderID,
+		MarketID: f.MarketID, Side: f.Side, Outcome: f.Outcome, Price: f.Price, Quantity: f.Quantity, Role: f.Role, CreatedAt: f.CreatedAt.UTC()}
+}
+
+// fills lists the account's fills, maker and taker, newest first, in cursor pages.
+func (s *Server) fills(c *gin.Context) error {
+	var market *uuid.UUID
+	if v, ok := c.GetQuery("marketId"); ok {
+		id, err := parseUUID("marketId", v)
+		if err != nil {
+			return err
+		}
+		market = &id
+	}
+	var after *store.Cursor
+	if v, ok := c.GetQuery("cursor"); ok {
+		cur, err := decodeCursor(v, "GET /fills")
+		if err != nil {
+			return err
+		}
+		after = &cur
+	}
+	limit, err := queryLimit(c, defaultOrders, maxOrders)
+	if err != nil {
+		return err
+	}
+	rows, err := s.cfg.Store.Fills(c.Request.Context(), accountOf(c), market, after, limit)
+	if err != nil {
+		return err
+	}
+	var next *string
+	if len(rows) == limit {
+		last := rows[len(rows)-1]
+		next = encodeCursor(store.Cursor{CreatedAt: last.CreatedAt, ID: last.TradeID})
+	}
+	c.JSON(http.StatusOK, gin.H{"fills": listOf(rows, fillOf), "nextCursor": next})
+	return nil
+}
+
+// Candle intervals, and the most candles one call may span.
+var candleIntervals = map[string]time.Duration{"1m": time.Minute, "5m": 5 * time.Minute, "1h": time.Hour, "1d": 24 * time.Hour}
+
+const (
+	maxCandles     = 1000
+	defaultCandles = 100
+)
+
+// Candle is one interval of a market's trades: the YES price's open, high, low and close, and
+// the shares traded.
+type Candle struct {
+	Start  time.Time `json:"start"`
+	Open   int       `json:"open"`
+	High   int       `json:"high"`
+	Low    int       `json:"low"`
+	Close  int       `json:"close"`
+	Volume int64     `json:"volume"`
+	Trades int64     `json:"trades"`
+}
+
+func candleOf(c *store.Candle) Candle {
+	return Candle{Start: c.Start.UTC(), Open: c.Open, High: c.High, Low: c.Low, Close: c.Close, Volume: c.Volume, Trades: c.Trades}
+}
+
+// candles sums a market's trades up per interval, over a window of at most maxCandles intervals,
+// read from an index of the market's trades by time: a call reads the trades of its window, never
+// the market's whole history.
+func (s *Server) candles(c *gin.Context) error {
+	id, err := queryUUID(c, "marketId")
+	if err != nil {
+		return err
+	}
+	name := c.Query("interval")
+	every, ok := candleIntervals[name]
+	if !ok {
+		return httpkit.FieldError("interval", "invalid_value", "interval must be one of 1m, 5m, 1h, 1d")
+	}
+	at := func(field string, def time.Time) (time.Time, error) {
+		v, ok := c.GetQuery(field)
+		if !ok {
+			return def, nil
+		}
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return t, httpkit.FieldError(field, "invalid_value", "%s must be a time in RFC 3339 form, e.g. 2030-01-02T15:04:05Z", field)
+		}
+		return t.UTC(), nil
+	}
+	to, err := at("to", s.now())
+	if err != nil {
+		return err
+	}
+	from, err := at("from", to.Add(-defaultCandles*every))
+	if err != nil {
+		return err
+	}
+	if !from.Before(to) {
+		return httpkit.FieldError("from", "out_of_range", "from must be before to")
+	}
+	if to.Sub(from) > maxCandles*every {
+		return httpkit.FieldError("from", "out_of_range", "a call spans at most %d intervals (%s of %s candles): narrow from and to, or take a longer interval", maxCandles, maxCandles*every, name)
+	}
+	ctx := c.Request.Context()
+	if _, err := s.cfg.Store.Market(ctx, id); errors.Is(err, store.ErrNotFound) {
+		return domain.ErrUnknownMarket
+	} else if err != nil {
+		return err
+	}
+	rows, err := s.cfg.Store.Candles(ctx, id, every, from, to)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, gin.H{"marketId": id, "interval": name, "from": from, "to": to, "candles": listOf(rows, candleOf)})
+	return nil
+}
