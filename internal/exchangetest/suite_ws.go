@@ -241,6 +241,9 @@ func tradeRandomly(ctx context.Context, t *testing.T, c *Client, market uuid.UUI
 			t.Errorf("a batch: %d %s", status, raw)
 			return
 		}
+		if status == http.StatusTooManyRequests {
+			time.Sleep(100 * time.Millisecond) // as a bot backs off (pacing, not synchronisation)
+		}
 	}
 }
 
