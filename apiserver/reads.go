@@ -95,8 +95,7 @@ func candleOf(c *store.Candle) Candle {
 }
 
 // candles sums a market's trades up per interval, over a window of at most maxCandles intervals,
-// read from an index of the market's trades by time: a call reads the trades of its window, never
-// the market's whole history.
+// from the minute and hour candles each batch keeps (store.Candles): a call never reads trades.
 func (s *Server) candles(c *gin.Context) error {
 	id, err := queryUUID(c, "marketId")
 	if err != nil {

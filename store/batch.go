@@ -277,15 +277,6 @@ const (
 		  as d(market_id, seq, price, quantity, filled, status, cancel_reason, priority)
 		where o.market_id = d.market_id and o.seq = d.seq
 		returning ` + updatedOrderColumns + `)`
-	tradesPart = `new_trades as (
-		insert into trades (id, market_id, seq, kind, yes_price, quantity, taker_order_seq, maker_order_seq,
-		                    taker_account_id, maker_account_id, taker_side, taker_outcome, taker_price, created_at)
-		select id, market_id, seq, kind, yes_price, quantity, taker_seq, maker_seq, taker_account, maker_account,
-		       side, outcome, price, $1
-		from unnest({1}::uuid[], {2}::uuid[], {3}::bigint[], {4}::text[], {5}::smallint[], {6}::bigint[],
-		            {7}::bigint[], {8}::bigint[], {9}::bigint[], {10}::bigint[], {11}::text[], {12}::text[], {13}::smallint[])
-		  as d(id, market_id, seq, kind, yes_price, quantity, taker_seq, maker_seq, taker_account, maker_account,
-		       side, outcome, price))`
 	cashPart = `cash as (
 		update accounts a set available = a.available + d.available, locked = a.locked + d.locked, updated_at = $1
 		from unnest({1}::bigint[], {2}::bigint[], {3}::bigint[]) as d(id, available, locked)
@@ -312,6 +303,39 @@ const (
 		select market_id, first_seq, last_seq, $1, events
 		from unnest({1}::uuid[], {2}::bigint[], {3}::bigint[], {4}::bytea[]) as d(market_id, first_seq, last_seq, events))`
 )
+
+// tradesPart writes the trades and adds them to the candles (a var: built from candlesRollup).
+var tradesPart = `trade_rows as (
+		select * from unnest({1}::uuid[], {2}::uuid[], {3}::bigint[], {4}::text[], {5}::smallint[], {6}::bigint[],
+		            {7}::bigint[], {8}::bigint[], {9}::bigint[], {10}::bigint[], {11}::text[], {12}::text[], {13}::smallint[])
+		  as d(id, market_id, seq, kind, yes_price, quantity, taker_seq, maker_seq, taker_account, maker_account,
+		       side, outcome, price)),
+	new_trades as (
+		insert into trades (id, market_id, seq, kind, yes_price, quantity, taker_order_seq, maker_order_seq,
+		                    taker_account_id, maker_account_id, taker_side, taker_outcome, taker_price, created_at)
+		select id, market_id, seq, kind, yes_price, quantity, taker_seq, maker_seq, taker_account, maker_account,
+		       side, outcome, price, $1
+		from trade_rows),
+	` + candlesRollup("candles_1m", "1 minute") + `,
+	` + candlesRollup("candles_1h", "1 hour")
+
+// candlesRollup adds a batch's trades, all of the batch's time ($1), to one interval per market of
+// a candles table (migration 016). The interval's open is its trade of lowest seq, its close that
+// of highest seq, whichever batch brought them.
+func candlesRollup(table, interval string) string {
+	return table + ` as (
+		insert into ` + table + ` as c (market_id, start, open, high, low, close, volume, trades, first_seq, last_seq)
+		select market_id, date_bin('` + interval + `', $1::timestamptz, timestamptz '2000-01-01 00:00:00+00'),
+		       (array_agg(yes_price order by seq))[1], max(yes_price), min(yes_price), (array_agg(yes_price order by seq desc))[1],
+		       sum(quantity), count(*), min(seq), max(seq)
+		from trade_rows group by market_id
+		on conflict (market_id, start) do update
+		   set open = case when excluded.first_seq < c.first_seq then excluded.open else c.open end,
+		       close = case when excluded.last_seq > c.last_seq then excluded.close else c.close end,
+		       high = greatest(c.high, excluded.high), low = least(c.low, excluded.low),
+		       volume = c.volume + excluded.volume, trades = c.trades + excluded.trades,
+		       first_seq = least(c.first_seq, excluded.first_seq), last_seq = greatest(c.last_seq, excluded.last_seq))`
+}
 
 // applyParts are the parts in the order a statement lists them, with how many parameters each
 // takes; applySQL[mask] is the statement made of the parts whose bits mask sets (bit i: part i).

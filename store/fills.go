@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -24,26 +25,31 @@ type Fill struct {
 // Fills lists an account's fills, as taker and as maker, newest first, after a cursor (the last
 // row's time and trade id), in one market or all (migration 016's indexes, one per role).
 func (s *Store) Fills(ctx context.Context, account int64, market *uuid.UUID, after *Cursor, limit int) ([]Fill, error) {
-	var afterTime *time.Time
-	var afterID *uuid.UUID
+	// The cursor is a row comparison the indexes seek to, written out only when there is one:
+	// "$3 is null or (created_at, id) < ($3, $4)" would make Postgres filter rather than seek.
+	args := []any{account, limit}
+	where := ""
+	if market != nil {
+		args = append(args, *market)
+		where += fmt.Sprintf(" and market_id = $%d", len(args))
+	}
 	if after != nil {
-		afterTime, afterID = &after.CreatedAt, &after.ID
+		args = append(args, after.CreatedAt, after.ID)
+		where += fmt.Sprintf(" and (created_at, id) < ($%d, $%d)", len(args)-1, len(args))
 	}
 	rows, err := s.Pool.Query(ctx, `with f as (
 		  (select id, market_id, created_at, 'TAKER' as role, taker_order_seq as order_seq, yes_price, quantity
-		   from trades where taker_account_id = $1 and ($2::uuid is null or market_id = $2)
-		     and ($3::timestamptz is null or (created_at, id) < ($3, $4))
-		   order by created_at desc, id desc limit $5)
+		   from trades where taker_account_id = $1`+where+`
+		   order by created_at desc, id desc limit $2)
 		  union all
 		  (select id, market_id, created_at, 'MAKER', maker_order_seq, yes_price, quantity
-		   from trades where maker_account_id = $1 and ($2::uuid is null or market_id = $2)
-		     and ($3::timestamptz is null or (created_at, id) < ($3, $4))
-		   order by created_at desc, id desc limit $5))
+		   from trades where maker_account_id = $1`+where+`
+		   order by created_at desc, id desc limit $2))
 		select f.id, o.id, o.client_order_id, f.market_id, o.side, o.outcome,
 		       case when o.outcome = 'YES' then f.yes_price else 100 - f.yes_price end, f.quantity, f.role, f.created_at
-		from (select * from f order by created_at desc, id desc limit $5) f
+		from (select * from f order by created_at desc, id desc limit $2) f
 		join orders o on o.market_id = f.market_id and o.seq = f.order_seq
-		order by f.created_at desc, f.id desc`, account, market, afterTime, afterID, limit)
+		order by f.created_at desc, f.id desc`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -65,14 +71,21 @@ type Candle struct {
 	Trades                 int64
 }
 
-// Candles sums a market's trades up in intervals of every, from from (inclusive) to to
-// (exclusive), intervals aligned on UTC; intervals without trades are left out.
+// Candles sums a market's trades up in intervals of every (a minute, 5 minutes, an hour or a
+// day), UTC-aligned, from the interval that holds from to those that begin before to; intervals
+// without trades are left out. It reads the rolled-up minutes (1m, 5m) or hours (1h, 1d) that each
+// batch keeps (migration 016), never the trades.
 func (s *Store) Candles(ctx context.Context, market uuid.UUID, every time.Duration, from, to time.Time) ([]Candle, error) {
-	rows, err := s.Pool.Query(ctx, `select date_bin($2::interval, created_at, timestamptz '2000-01-01 00:00:00+00') as start,
-		       (array_agg(yes_price order by seq))[1], max(yes_price), min(yes_price),
-		       (array_agg(yes_price order by seq desc))[1], sum(quantity), count(*)
-		from trades where market_id = $1 and created_at >= $3 and created_at < $4
-		group by start order by start`, market, every, from, to)
+	table := "candles_1m"
+	if every >= time.Hour {
+		table = "candles_1h"
+	}
+	rows, err := s.Pool.Query(ctx, `select date_bin($2::interval, start, timestamptz '2000-01-01 00:00:00+00') as b,
+		       (array_agg(open order by start))[1], max(high), min(low), (array_agg(close order by start desc))[1],
+		       sum(volume), sum(trades)
+		from `+table+`
+		where market_id = $1 and start >= date_bin($2::interval, $3::timestamptz, timestamptz '2000-01-01 00:00:00+00') and start < $4
+		group by b order by b`, market, every, from, to)
 	if err != nil {
 		return nil, err
 	}
@@ -83,4 +96,19 @@ func (s *Store) Candles(ctx context.Context, market uuid.UUID, every time.Durati
 		c.Open, c.High, c.Low, c.Close = int(o), int(h), int(l), int(cl)
 		return c, err
 	})
+}
+
+// RebuildCandles rebuilds the rolled-up candles from the trades, as migration 016 first built
+// them: for trades written other than by a batch (a bulk load).
+func (s *Store) RebuildCandles(ctx context.Context) error {
+	for _, c := range []struct{ table, interval string }{{"candles_1m", "1 minute"}, {"candles_1h", "1 hour"}} {
+		if _, err := s.Pool.Exec(ctx, `truncate `+c.table+`; insert into `+c.table+`
+			select market_id, date_bin('`+c.interval+`', created_at, timestamptz '2000-01-01 00:00:00+00'),
+			       (array_agg(yes_price order by seq))[1], max(yes_price), min(yes_price), (array_agg(yes_price order by seq desc))[1],
+			       sum(quantity), count(*), min(seq), max(seq)
+			from trades group by 1, 2`); err != nil {
+			return err
+		}
+	}
+	return nil
 }
