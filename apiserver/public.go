@@ -18,6 +18,7 @@ import (
 	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/shard"
 	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/wire"
 )
 
 // Listing limits.
@@ -489,7 +490,7 @@ func (s *Server) settlements(c *gin.Context) error {
 		last := rows[len(rows)-1]
 		next = encodeCursor(store.Cursor{CreatedAt: last.SettledAt, ID: last.MarketID, Outcome: last.Outcome})
 	}
-	c.JSON(http.StatusOK, gin.H{"settlements": listOf(rows, settlementOf), "nextCursor": next})
+	c.JSON(http.StatusOK, gin.H{"settlements": listOf(rows, wire.SettlementOf), "nextCursor": next})
 	return nil
 }
 

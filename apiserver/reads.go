@@ -11,29 +11,10 @@ import (
 	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/wire"
 )
 
-// Fill is one of the account's fills, as maker or taker: the price in its own order's outcome's
-// terms. Its id is the trade's id and the role together (a trade's two fills belong to two
-// accounts, so the trade id alone is unique within an account's fills too).
-type Fill struct {
-	ID            uuid.UUID `json:"id"`
-	TradeID       uuid.UUID `json:"tradeId"`
-	OrderID       uuid.UUID `json:"orderId"`
-	ClientOrderID *string   `json:"clientOrderId"`
-	MarketID      uuid.UUID `json:"marketId"`
-	Side          string    `json:"side"`
-	Outcome       string    `json:"outcome"`
-	Price         int       `json:"price"`
-	Quantity      int64     `json:"quantity"`
-	Role          string    `json:"role"`
-	CreatedAt     time.Time `json:"createdAt"`
-}
-
-func fillOf(f *store.Fill) Fill {
-	return Fill{ID: uuid.NewSHA1(f.TradeID, []byte(f.Role)), TradeID: f.TradeID, OrderID: f.OrderID, ClientOrderID: f.ClientOrderID,
-		MarketID: f.MarketID, Side: f.Side, Outcome: f.Outcome, Price: f.Price, Quantity: f.Quantity, Role: f.Role, CreatedAt: f.CreatedAt.UTC()}
-}
+func fillOf(f *store.Fill) Fill { return wire.FillOf(f) }
 
 // fills lists the account's fills, maker and taker, newest first, in cursor pages.
 func (s *Server) fills(c *gin.Context) error {

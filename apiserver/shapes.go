@@ -1,12 +1,12 @@
 package apiserver
 
 import (
-	"cmp"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/wire"
 )
 
 // The public API's JSON shapes, as API-SPEC.md and openapi.yaml define them. The store's rows
@@ -31,39 +31,12 @@ type Market struct {
 	UpdatedAt   time.Time  `json:"updatedAt"`
 }
 
-// Order is an account's order.
-type Order struct {
-	ID             uuid.UUID  `json:"id"`
-	MarketID       uuid.UUID  `json:"marketId"`
-	Side           string     `json:"side"`
-	Outcome        string     `json:"outcome"`
-	Price          int        `json:"price"`
-	Quantity       int64      `json:"quantity"`
-	FilledQuantity int64      `json:"filledQuantity"`
-	Status         string     `json:"status"`
-	CreatedAt      time.Time  `json:"createdAt"`
-	UpdatedAt      time.Time  `json:"updatedAt"`
-	TimeInForce    string     `json:"timeInForce"`
-	ExpiresAt      *time.Time `json:"expiresAt"`
-	PostOnly       bool       `json:"postOnly"`
-	ClientOrderID  *string    `json:"clientOrderId"`
-	CancelReason   *string    `json:"cancelReason"`
-}
-
-// Settlement is what an account was paid for one outcome it held when a market settled.
-type Settlement struct {
-	MarketID     uuid.UUID `json:"marketId"`
-	MarketStatus string    `json:"marketStatus"`
-	Outcome      string    `json:"outcome"`
-	Quantity     int64     `json:"quantity"`
-	Payout       int64     `json:"payout"`
-	SettledAt    time.Time `json:"settledAt"`
-}
-
-func settlementOf(a *store.AccountSettlement) Settlement {
-	return Settlement{MarketID: a.MarketID, MarketStatus: string(a.MarketStatus), Outcome: a.Outcome, Quantity: a.Quantity,
-		Payout: a.Payout, SettledAt: a.SettledAt}
-}
+// Order, Fill and Settlement are in package wire, which the shards' account feeds share.
+type (
+	Order      = wire.Order
+	Fill       = wire.Fill
+	Settlement = wire.Settlement
+)
 
 // Heartbeat is the state of the account's dead-man switch.
 type Heartbeat struct {
@@ -118,12 +91,7 @@ func MarketOf(m *store.Market) Market {
 		LabelA: m.LabelA, LabelB: m.LabelB, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
 }
 
-func orderOf(o *store.Order) Order {
-	return Order{ID: o.ID, MarketID: o.MarketID, Side: o.Side, Outcome: o.Outcome, Price: o.Price, Quantity: o.Quantity,
-		FilledQuantity: o.FilledQuantity, Status: o.Status.String(), CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt,
-		TimeInForce: cmp.Or(o.TimeInForce, "GTC"), ExpiresAt: o.ExpiresAt, PostOnly: o.PostOnly, ClientOrderID: o.ClientOrderID,
-		CancelReason: o.CancelReason}
-}
+func orderOf(o *store.Order) Order { return wire.OrderOf(o) }
 
 func placedOf(p *store.PlacedOrder) PlacedOrder {
 	return PlacedOrder{Order: orderOf(&p.Order), Trades: listOf(p.Trades, tradeOf)}
