@@ -76,3 +76,51 @@ func (s *Server) marketEvents(c *gin.Context) error {
 	c.JSON(http.StatusOK, gin.H{"marketId": id, "events": events})
 	return nil
 }
+
+// accountEvents lists the account's feed events after a sequence number, oldest first (package
+// feed), with the feed's last number: the seq to follow on from.
+func (s *Server) accountEvents(c *gin.Context) error {
+	var after int64
+	if v, ok := c.GetQuery("after"); ok {
+		var err error
+		if after, err = strconv.ParseInt(v, 10, 64); err != nil || after < 0 {
+			return httpkit.FieldError("after", "out_of_range", "after must be a whole number from 0 (a seq the client has seen)")
+		}
+	}
+	limit, err := queryLimit(c, defaultEvents, maxEvents)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request.Context()
+	account := accountOf(c)
+	first, last, err := s.cfg.Store.AccountFeed(ctx, account)
+	if err != nil {
+		return err
+	}
+	events := []feed.AccountEvent{}
+	if after < last {
+		if first == 0 || after+1 < first {
+			return errAccountResyncRequired
+		}
+		batches, err := s.cfg.Store.AccountEventsAfter(ctx, account, after, limit)
+		if err != nil {
+			return err
+		}
+		for _, b := range batches {
+			got, err := feed.DecodeAccount(b.Events, b.First, b.Last)
+			if err != nil {
+				return err
+			}
+			for _, e := range got {
+				if e.Seq > after && len(events) < limit {
+					events = append(events, e)
+				}
+			}
+		}
+	}
+	c.JSON(http.StatusOK, gin.H{"seq": last, "events": events})
+	return nil
+}
+
+var errAccountResyncRequired = &httpkit.Error{Status: http.StatusGone, Code: "resync_required", Field: "after",
+	Message: "the events after this number are no longer kept: read your orders, positions and account (GET /orders, /positions, /account), then follow the events after the seq GET /account/events gives"}

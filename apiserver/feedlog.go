@@ -59,3 +59,23 @@ func (l feedLog) MarketsChanged(ctx context.Context, since time.Time) ([]feed.Ma
 	}
 	return out, nil
 }
+
+func (l feedLog) AccountEventsAfter(ctx context.Context, account int64, after int64, limit int) ([]feed.Batch, error) {
+	batches, err := l.store.AccountEventsAfter(ctx, account, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]feed.Batch, len(batches))
+	for i, b := range batches {
+		out[i] = feed.Batch{Account: b.Account, First: b.First, Last: b.Last, Events: b.Events}
+	}
+	return out, nil
+}
+
+func (l feedLog) AccountFeed(ctx context.Context, account int64) (first, last int64, err error) {
+	return l.store.AccountFeed(ctx, account)
+}
+
+func (l feedLog) AccountSeqs(ctx context.Context, accounts []int64) (map[int64]int64, error) {
+	return l.store.AccountSeqs(ctx, accounts)
+}

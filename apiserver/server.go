@@ -172,6 +172,7 @@ func New(cfg Config) *Server {
 	v1.GET("/market/order-book", handler(s.orderBook))
 	v1.GET("/market/trades", handler(s.trades))
 	v1.GET("/market/events", handler(s.marketEvents))
+	v1.GET("/account/events", handler(s.accountEvents))
 	v1.POST("/order", handler(s.placeOrder))
 	v1.GET("/positions", handler(s.positions))
 	v1.POST("/cancel-order", handler(s.cancelOrder))

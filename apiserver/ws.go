@@ -118,6 +118,8 @@ type wsReply struct {
 	MarketID string `json:"marketId,omitempty"`
 	Code     string `json:"code,omitempty"`
 	Message  string `json:"message,omitempty"`
+	// Seq, on subscribing to an account channel: the account's seq the events that follow come after.
+	Seq *int64 `json:"seq,omitempty"`
 }
 
 type wsHeartbeat struct {
@@ -373,19 +375,24 @@ func (c *wsConn) handle(ctx context.Context, req wsRequest) {
 			c.fail(req, "invalid_message", "the lifecycle channel covers every market and is live only: send no marketId and no resumeFrom")
 			return
 		}
+	case feed.ChannelOrders, feed.ChannelFills:
+		if req.MarketID != "" {
+			c.fail(req, "invalid_message", "the orders and fills channels are your account's, in every market: send no marketId")
+			return
+		}
 	default:
-		c.fail(req, "unknown_channel", "channel must be book, trades, ticker or lifecycle")
+		c.fail(req, "unknown_channel", "channel must be book, trades, ticker, lifecycle, orders or fills")
 		return
 	}
 	if req.ResumeFrom != nil && (*req.ResumeFrom < 0 || req.Channel == feed.ChannelTicker) {
-		c.fail(req, "invalid_resume_from", "resumeFrom is a seq you have seen (0 or more), on the book and trades channels")
+		c.fail(req, "invalid_resume_from", "resumeFrom is a seq you have seen (0 or more), on the book, trades, orders and fills channels")
 		return
 	}
 	ack := wsReply{ID: req.ID, Channel: req.Channel, MarketID: req.MarketID}
 	if req.Op == "unsubscribe" {
 		sub, ok := c.subs[key]
 		if !ok {
-			c.fail(req, "not_subscribed", "this connection is not subscribed to that channel of that market")
+			c.fail(req, "not_subscribed", "this connection is not subscribed to that channel (of that market)")
 			return
 		}
 		c.unsubscribe(sub)
@@ -395,7 +402,7 @@ func (c *wsConn) handle(ctx context.Context, req wsRequest) {
 		return
 	}
 	if _, ok := c.subs[key]; ok {
-		c.fail(req, "already_subscribed", "this connection is already subscribed to that channel of that market")
+		c.fail(req, "already_subscribed", "this connection is already subscribed to that channel (of that market)")
 		return
 	}
 	if len(c.subs) >= wsMaxSubscriptions {
@@ -404,12 +411,21 @@ func (c *wsConn) handle(ctx context.Context, req wsRequest) {
 	}
 	ack.Type = "subscribed"
 	sub := &feed.Subscription{Channel: req.Channel, Market: key.market, Out: c}
-	if req.Channel == feed.ChannelLifecycle {
+	var err error
+	switch req.Channel {
+	case feed.ChannelLifecycle:
 		c.s.hub.SubscribeLifecycle(sub, encodeJSON(ack))
 		c.subs[key] = sub
 		return
+	case feed.ChannelOrders, feed.ChannelFills:
+		sub.Account = c.account
+		err = c.s.hub.SubscribeAccount(ctx, sub, req.ResumeFrom, func(seq int64) []byte {
+			ack.Seq = &seq
+			return encodeJSON(ack)
+		})
+	default:
+		err = c.s.hub.Subscribe(ctx, sub, req.ResumeFrom, encodeJSON(ack))
 	}
-	err := c.s.hub.Subscribe(ctx, sub, req.ResumeFrom, encodeJSON(ack))
 	switch {
 	case err == nil:
 		c.subs[key] = sub
@@ -427,9 +443,12 @@ func (c *wsConn) handle(ctx context.Context, req wsRequest) {
 }
 
 func (c *wsConn) unsubscribe(sub *feed.Subscription) {
-	if sub.Channel == feed.ChannelLifecycle {
+	switch sub.Channel {
+	case feed.ChannelLifecycle:
 		c.s.hub.UnsubscribeLifecycle(sub)
-	} else {
+	case feed.ChannelOrders, feed.ChannelFills:
+		c.s.hub.UnsubscribeAccount(sub)
+	default:
 		c.s.hub.Unsubscribe(sub)
 	}
 }

@@ -10,12 +10,16 @@ import (
 
 // Batch is what one committed batch of the shard did to one market: its events, numbered First to
 // Last, as a JSON array (Encode), exactly as they are kept in Postgres.
+//
+// A batch of an account's feed names the account (its id within the exchange) and no market; its
+// events are AccountEvents, without their numbers (EncodeAccount).
 type Batch struct {
-	Market uuid.UUID       `json:"marketId"`
-	First  int64           `json:"first"`
-	Last   int64           `json:"last"`
-	Status string          `json:"status,omitempty"` // the market's new status, when the batch changed it
-	Events json.RawMessage `json:"events"`
+	Account int64           `json:"account,omitempty"`
+	Market  uuid.UUID       `json:"marketId"`
+	First   int64           `json:"first"`
+	Last    int64           `json:"last"`
+	Status  string          `json:"status,omitempty"` // the market's new status, when the batch changed it
+	Events  json.RawMessage `json:"events"`
 }
 
 // Bus carries a shard's committed batches to whoever follows them live: the front's hub in the

@@ -58,6 +58,7 @@ type Log interface {
 	FirstEvent(ctx context.Context, market uuid.UUID) (int64, error)
 	// MarketsChanged returns the markets updated since (all of them for the zero time).
 	MarketsChanged(ctx context.Context, since time.Time) ([]MarketState, error)
+	AccountLog
 }
 
 // Outbox is a connection's queue of messages to send.
@@ -71,10 +72,12 @@ type Outbox interface {
 	Drop(reason string)
 }
 
-// Subscription is one channel of one market (or the lifecycle channel) a connection follows.
+// Subscription is one channel of one market, of the connection's account, or the lifecycle
+// channel, that a connection follows.
 type Subscription struct {
 	Channel string
-	Market  uuid.UUID // none for the lifecycle channel
+	Market  uuid.UUID // the market of a market channel
+	Account int64     // the account of an account channel (orders, fills)
 	Out     Outbox
 }
 
@@ -101,6 +104,7 @@ type Hub struct {
 
 	mu        sync.Mutex
 	topics    map[uuid.UUID]*topic
+	accounts  map[int64]*accountTopic
 	lifecycle map[*Subscription]struct{}
 	statuses  map[uuid.UUID]string // each market's status as the lifecycle channel last told it
 	swept     bool                 // statuses holds every market
@@ -116,7 +120,7 @@ func NewHub(log Log, logger *slog.Logger, ring int) *Hub {
 		ring = DefaultRing
 	}
 	return &Hub{log: log, logger: logger.With("component", "feed"), ring: ring,
-		topics: map[uuid.UUID]*topic{}, lifecycle: map[*Subscription]struct{}{}, statuses: map[uuid.UUID]string{}}
+		topics: map[uuid.UUID]*topic{}, accounts: map[int64]*accountTopic{}, lifecycle: map[*Subscription]struct{}{}, statuses: map[uuid.UUID]string{}}
 }
 
 // topic is one market someone follows.
@@ -176,6 +180,10 @@ func (h *Hub) release(t *topic) {
 
 // Ingest takes a committed batch, from whichever shard committed it.
 func (h *Hub) Ingest(ctx context.Context, b Batch) {
+	if b.Account != 0 {
+		h.ingestAccount(ctx, b)
+		return
+	}
 	if b.Status != "" {
 		h.statusChanged(b.Market, b.Status, b.Last)
 	}
@@ -564,7 +572,8 @@ func (h *Hub) tellLifecycle(id uuid.UUID, status string, seq int64, swept bool) 
 }
 
 // Run sweeps once a second until ctx ends: the lifecycle channel learns of new markets and of
-// status changes no stream carried, and every topic catches up with its market's last seq.
+// status changes no stream carried, and every topic catches up with its market's or account's
+// last seq.
 func (h *Hub) Run(ctx context.Context) {
 	tick := time.NewTicker(sweepEvery)
 	defer tick.Stop()
@@ -615,6 +624,9 @@ func (h *Hub) sweep(ctx context.Context, since time.Time) (time.Time, error) {
 		}
 		t.mu.Unlock()
 		h.release(t)
+	}
+	if err := h.sweepAccounts(ctx); err != nil {
+		return next, err
 	}
 	return next, nil
 }

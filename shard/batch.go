@@ -15,6 +15,7 @@ import (
 
 	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/feed"
 	"github.com/pmx-dev/pmx/store"
 )
 
@@ -306,6 +307,12 @@ func (s *Shard) commit(ctx context.Context, b batch, now time.Time, next *batch)
 	if err := s.recordEvents(now); err != nil {
 		return err
 	}
+	if err := s.recordAccountEvents(); err != nil {
+		return err
+	}
+	if !s.cfg.NoEventLog {
+		s.acc.batch.SettledEvents = settledEvents
+	}
 	s.acc.finish()
 
 	var ahead *store.Begin
@@ -322,6 +329,9 @@ func (s *Shard) commit(ctx context.Context, b batch, now time.Time, next *batch)
 		return err
 	}
 	s.answerCancels(b.cmds, res.Updated)
+	for _, a := range res.Accounts {
+		s.acc.published = append(s.acc.published, feed.Batch{Account: a.Account, First: a.First, Last: a.Last, Events: a.Events})
+	}
 	if ahead != nil {
 		if res.NextErr != nil {
 			s.log.Warn("the next batch could not begin with this one's commit; it begins on its own", "err", res.NextErr)

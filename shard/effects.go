@@ -49,7 +49,8 @@ type accumulator struct {
 	takenIDs map[store.ClientOrderKey]bool // client order ids orders already had when the batch began
 	claimed  map[store.ClientOrderKey]bool // and those the batch's placements took
 
-	published []feed.Batch // the batch's events, for the feed's followers once it commits
+	published     []feed.Batch                  // the batch's events, for the feed's followers once it commits
+	accountEvents map[int64][]feed.AccountEvent // each account's events in the batch (accountfeed.go)
 }
 
 func (a *accumulator) reset(now time.Time) {
@@ -61,6 +62,7 @@ func (a *accumulator) reset(now time.Time) {
 		a.shares = map[shareKey]int{}
 		a.markets = map[uuid.UUID]int{}
 		a.touched = map[uuid.UUID]*marketState{}
+		a.accountEvents = map[int64][]feed.AccountEvent{}
 	}
 	if a.freeCash == nil {
 		a.freeCash = map[int64]int64{}
@@ -76,6 +78,7 @@ func (a *accumulator) reset(now time.Time) {
 	clear(a.shares)
 	clear(a.markets)
 	clear(a.touched)
+	clear(a.accountEvents)
 }
 
 func (a *accumulator) touch(m *marketState) { a.touched[m.id] = m }
@@ -167,15 +170,21 @@ func (a *accumulator) order(k orderKey) (store.Order, bool) {
 	return a.batch.NewOrders[ref.i], true
 }
 
-func (a *accumulator) addCash(account int64, available, locked int64) {
+// cashDelta returns the batch's row of an account: its cash delta and its events.
+func (a *accumulator) cashDelta(account int64) *store.CashDelta {
 	i, ok := a.cash[account]
 	if !ok {
 		i = len(a.batch.Cash)
 		a.cash[account] = i
 		a.batch.Cash = append(a.batch.Cash, store.CashDelta{Account: account})
 	}
-	a.batch.Cash[i].Available += available
-	a.batch.Cash[i].Locked += locked
+	return &a.batch.Cash[i]
+}
+
+func (a *accumulator) addCash(account int64, available, locked int64) {
+	d := a.cashDelta(account)
+	d.Available += available
+	d.Locked += locked
 	if _, tracked := a.freeCash[account]; tracked {
 		a.freeCash[account] += available
 	}
@@ -240,10 +249,12 @@ func (a *accumulator) market(id uuid.UUID) *store.MarketUpdate {
 	return &a.batch.Markets[i]
 }
 
-// finish drops deltas that netted to nothing and sorts rows by key, so that every transaction
+// finish drops deltas that netted to nothing (and add no events) and sorts rows by key, so that every transaction
 // takes its row locks in the same order.
 func (a *accumulator) finish() {
-	a.batch.Cash = slices.DeleteFunc(a.batch.Cash, func(d store.CashDelta) bool { return d.Available == 0 && d.Locked == 0 })
+	a.batch.Cash = slices.DeleteFunc(a.batch.Cash, func(d store.CashDelta) bool {
+		return d.Available == 0 && d.Locked == 0 && d.EventCount == 0
+	})
 	a.batch.Shares = slices.DeleteFunc(a.batch.Shares, func(d store.ShareDelta) bool { return d.Quantity == 0 && d.Locked == 0 })
 	slices.SortFunc(a.batch.Cash, func(x, y store.CashDelta) int { return cmp.Compare(x.Account, y.Account) })
 	slices.SortFunc(a.batch.Shares, func(x, y store.ShareDelta) int {

@@ -8,8 +8,10 @@ import (
 
 	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/feed"
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/wire"
 )
 
 // Execution: what each trading or lifecycle command does to a book and to the batch's effects.
@@ -82,14 +84,20 @@ func (s *Shard) place(c *command, now time.Time) {
 		s.acc.claim(clientID)
 	}
 	s.acc.newOrder(placed.Order)
-	placed.Trades = s.settle(m, r, now, placed.Trades)
+	final := wire.OrderOf(&placed.Order)
+	taker := final // as accepted: before any fill
+	taker.FilledQuantity, taker.Status, taker.CancelReason = 0, engine.StatusOpen.String(), nil
+	s.orderEvent(p.Account, feed.AccountAccepted, taker)
+	placed.Trades = s.settle(m, r, now, placed.Trades, &taker)
+	s.restOrLeave(m, m.lastOrder, p.Account, final, r.Order.Status)
 	c.placed = placed
 }
 
 // settle applies what a submission or an amend did besides the taker's own row: each fill's trade
 // and both its legs, the makers' new fills, and the self-trade cancels; it appends the trades, as
-// the taker sees them, to trades.
-func (s *Shard) settle(m *marketState, r *engine.Result, now time.Time, trades []store.Trade) []store.Trade {
+// the taker sees them, to trades. taker is the taker's state for its account's feed, which each
+// fill moves on (nil: none).
+func (s *Shard) settle(m *marketState, r *engine.Result, now time.Time, trades []store.Trade, taker *wire.Order) []store.Trade {
 	for i := range r.Fills {
 		f := &r.Fills[i]
 		m.lastTrade++
@@ -103,9 +111,14 @@ func (s *Shard) settle(m *marketState, r *engine.Result, now time.Time, trades [
 		s.acc.leg(m.id, &f.Maker)
 		s.acc.orderState(orderKey{m.id, int64(f.Maker.Order)}, int64(f.Maker.Account), f.Maker.Filled, f.Maker.Status, engine.ReasonNone)
 		m.lastPrice = f.YesPrice
+		if taker != nil {
+			taker.FilledQuantity, taker.Status, taker.UpdatedAt = f.Taker.Filled, f.Taker.Status.String(), now
+			s.fillEvent(int64(f.Taker.Account), *taker, &f.Taker, &t, "TAKER")
+		}
+		s.makerFilled(m, &f.Maker, &t)
 	}
 	for i := range r.Cancelled {
-		s.acc.release(m.id, &r.Cancelled[i], engine.ReasonSelfTrade)
+		s.release(m, &r.Cancelled[i], engine.ReasonSelfTrade)
 	}
 	if len(r.Fills) > 0 {
 		last := m.lastPrice
@@ -174,7 +187,19 @@ func (s *Shard) amend(c *command, now time.Time) {
 		m.lastOrder++
 		row.Priority = m.lastOrder
 	}
-	c.placed.Trades = s.settle(m, res, now, make([]store.Trade, 0, len(res.Fills)))
+	var amended *wire.Order // its state for its account's feed, as amended: before any fill
+	if base, ok := s.restingOrder(m, id); ok {
+		o := *base
+		o.Price, o.Quantity, o.FilledQuantity, o.Status, o.UpdatedAt = price, res.Order.Quantity, st.Filled, st.Status.String(), now
+		amended = &o
+		s.orderEvent(r.Account, feed.AccountAmended, o)
+	}
+	c.placed.Trades = s.settle(m, res, now, make([]store.Trade, 0, len(res.Fills)), amended)
+	if amended != nil {
+		final := *amended
+		final.FilledQuantity, final.Status, final.CancelReason = res.Order.Filled, res.Order.Status.String(), reasonText(res.Reason)
+		s.restOrLeave(m, r.Seq, r.Account, final, res.Order.Status)
+	}
 }
 
 // reasonText is a cancel reason as an order's row keeps it: nil for none.
@@ -202,7 +227,7 @@ func (s *Shard) cancel(c *command) {
 				panic(fmt.Sprintf("shard: order %d of market %s is in the book and could not be cancelled: %v", id, m.id, err))
 			}
 			s.acc.touch(m)
-			s.acc.release(m.id, &st, cmp.Or(r.Reason, engine.ReasonUser))
+			s.release(m, &st, cmp.Or(r.Reason, engine.ReasonUser))
 			c.keys = append(c.keys[:0], orderKey{m.id, r.Seq})
 			return
 		}
@@ -227,7 +252,7 @@ func (s *Shard) cancelAll(c *command) {
 		}
 		s.acc.touch(m)
 		for i := range cancelled {
-			s.acc.release(m.id, &cancelled[i], engine.ReasonUser)
+			s.release(m, &cancelled[i], engine.ReasonUser)
 			c.keys = append(c.keys, orderKey{m.id, int64(cancelled[i].ID)})
 		}
 	}
@@ -247,7 +272,7 @@ func (s *Shard) transition(c *command) {
 			if err != nil {
 				panic(fmt.Sprintf("shard: resting order %d of market %s could not be cancelled: %v", st.ID, m.id, err))
 			}
-			s.acc.release(m.id, &cancelled, engine.ReasonMarketClosed)
+			s.release(m, &cancelled, engine.ReasonMarketClosed)
 		}
 	}
 	if plan.Settle {

@@ -60,7 +60,7 @@ func (s *Shard) expire(m *marketState, now time.Time) {
 			continue // it filled or was cancelled before its time
 		}
 		s.acc.touch(m)
-		s.acc.release(m.id, &st, engine.ReasonExpired)
+		s.release(m, &st, engine.ReasonExpired)
 	}
 }
 

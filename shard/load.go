@@ -11,6 +11,7 @@ import (
 	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/wire"
 )
 
 // ensure returns a market, loading it and rebuilding its book from Postgres on first use.
@@ -39,7 +40,7 @@ func (s *Shard) load(ctx context.Context, id uuid.UUID) (*marketState, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &marketState{id: id, status: row.Status, epoch: row.Epoch}
+	m := &marketState{id: id, status: row.Status, epoch: row.Epoch, resting: map[int64]*wire.Order{}}
 	if s.cfg.Name != "" && (row.Shard == nil || *row.Shard != s.cfg.Name) {
 		return nil, ErrNotOwner
 	}
@@ -66,6 +67,7 @@ func (s *Shard) load(ctx context.Context, id uuid.UUID) (*marketState, error) {
 			m.expiries.add(*o.ExpiresAt, o.Seq)
 		}
 	}
+	m.resting = restingOf(resting)
 	if m.book, err = engine.Rebuild(states, m.lastPrice); err != nil {
 		return nil, fmt.Errorf("while rebuilding the book of market %s: %w", id, err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/pmx-dev/pmx/feed"
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/wire"
 )
 
 // Errors that say a command could not run here or now, so that the caller may send it again
@@ -100,7 +101,8 @@ type marketState struct {
 	lastPrice int          // last trade's YES price, 0 if none
 	epoch     int64        // the ownership epoch it was loaded under (distributed mode)
 	finished  finishedOrders
-	expiries  expiries // the resting GTD orders, soonest first
+	expiries  expiries              // the resting GTD orders, soonest first
+	resting   map[int64]*wire.Order // the resting orders by seq, as their last account event left them (accountfeed.go)
 
 	// The feed (events.go): the last number used, and the levels and status it has described.
 	eventSeq  int64

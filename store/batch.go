@@ -174,6 +174,9 @@ func queueClientOrderIDs(q *pgx.Batch, keys []ClientOrderKey, taken map[ClientOr
 // Committed is what CommitBatch reports besides an error.
 type Committed struct {
 	Updated []Order // the existing orders the batch cancelled, in their new state
+	// Accounts is what the batch added to accounts' feeds (CashDelta.Events and the settlements'
+	// events), numbered, in the order written.
+	Accounts []AccountEvents
 	// Next holds the locks of the next batch when it began; NextErr says why it did not, when
 	// the batch itself committed.
 	Next    Locked
@@ -188,7 +191,20 @@ type Committed struct {
 func CommitBatch(ctx context.Context, conn *pgx.Conn, b *Batch, next *Begin) (Committed, error) {
 	var q pgx.Batch
 	var c Committed
-	queueApply(&q, b, &c.Updated)
+	settled := queueApply(&q, b, &c.Updated, &c.Accounts)
+	if len(b.Settlements) > 0 {
+		// The settlements' events are encoded from what settle() returns, and written before the
+		// commit: a round trip more, for the rare batch that settles a market.
+		if err := conn.SendBatch(ctx, &q).Close(); err != nil {
+			rollbackBatch(ctx, conn)
+			return c, fmt.Errorf("while committing a batch: %w", err)
+		}
+		q = pgx.Batch{}
+		if err := queueSettledEvents(&q, b, *settled, &c.Accounts); err != nil {
+			rollbackBatch(ctx, conn)
+			return c, fmt.Errorf("while committing a batch: %w", err)
+		}
+	}
 	committed := false
 	q.Queue("commit").Exec(func(tag pgconn.CommandTag) error {
 		if tag.String() != "COMMIT" {
@@ -233,25 +249,117 @@ func Retryable(err error) bool {
 }
 
 // queueApply queues every write of a batch: one statement for all of them (see applyStatement),
-// then the settlements, which read what it wrote.
-func queueApply(q *pgx.Batch, b *Batch, updated *[]Order) {
-	if sql, args := applyStatement(b); sql != "" {
+// then the settlements, which read what it wrote. What the statement returns is read into updated
+// and accounts; the holdings the settlements paid, into what it returns.
+func queueApply(q *pgx.Batch, b *Batch, updated *[]Order, accounts *[]AccountEvents) *[]SettledHolding {
+	if sql, args, mask := applyStatement(b); sql != "" {
 		qq := q.Queue(sql, args...)
-		if len(b.OrderUpdates) > 0 {
+		withOrders, withAccounts := mask&(1<<partOrderUpdates) != 0, mask&(1<<partAccountEvents) != 0
+		if withOrders || withAccounts {
 			qq.Query(func(rows pgx.Rows) error {
-				var err error
-				*updated, err = collectOrders(rows, nil)
-				return err
+				return readApplied(rows, b, withOrders, withAccounts, updated, accounts)
 			})
 		}
 	}
+	settled := new([]SettledHolding)
 	for _, st := range b.Settlements {
 		var outcome *string
+		status := "CANCELED"
 		if st.Outcome != "" {
-			outcome = &st.Outcome
+			outcome, status = &st.Outcome, "RESOLVED"
 		}
-		q.Queue(`select settle($1, $2, $3)`, st.Market, outcome, b.Now)
+		q.Queue(`select account_id, outcome, quantity, payout, last_seq from settle($1, $2, $3)`, st.Market, outcome, b.Now).
+			Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					h := SettledHolding{Market: st.Market, Status: status, SettledAt: b.Now}
+					if err := rows.Scan(&h.Account, &h.Outcome, &h.Quantity, &h.Payout, &h.LastSeq); err != nil {
+						return err
+					}
+					*settled = append(*settled, h)
+				}
+				return rows.Err()
+			})
 	}
+	return settled
+}
+
+// readApplied reads what the batch's statement returns: the cancelled existing orders (when the
+// batch updates orders) and each account's last feed number (when it adds to accounts' feeds),
+// the first in rows whose first two columns are null, the second in rows of those two alone.
+func readApplied(rows pgx.Rows, b *Batch, withOrders, withAccounts bool, updated *[]Order, accounts *[]AccountEvents) error {
+	var deltas map[int64]*CashDelta
+	if withAccounts {
+		deltas = make(map[int64]*CashDelta, len(b.Cash))
+		for i := range b.Cash {
+			deltas[b.Cash[i].Account] = &b.Cash[i]
+		}
+	}
+	for rows.Next() {
+		if withOrders && (!withAccounts || rows.RawValues()[0] == nil) {
+			var row pgx.Row = rows
+			if withAccounts {
+				row = prefixedRow{rows}
+			}
+			o, err := scanOrder(row)
+			if err != nil {
+				return err
+			}
+			*updated = append(*updated, o)
+			continue
+		}
+		var account, last int64
+		dest := []any{&account, &last}
+		if withOrders {
+			dest = append(dest, make([]any, updatedOrderColumnCount)...) // nil skips a column
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		d := deltas[account]
+		if d == nil || d.EventCount == 0 {
+			return fmt.Errorf("the batch's statement returned the feed of account %d, which the batch did not add to", account)
+		}
+		*accounts = append(*accounts, AccountEvents{Account: account, First: last - d.EventCount + 1, Last: last, Events: d.Events})
+	}
+	return rows.Err()
+}
+
+// prefixedRow scans an order returned after the two (null) columns of an account's feed number.
+type prefixedRow struct{ pgx.Row }
+
+func (r prefixedRow) Scan(dest ...any) error { return r.Row.Scan(append([]any{nil, nil}, dest...)...) }
+
+// queueSettledEvents queues the insert of the events of every holding the batch's settlements
+// paid, one row per account per settlement, encoded by b.SettledEvents, and adds them to accounts.
+func queueSettledEvents(q *pgx.Batch, b *Batch, settled []SettledHolding, accounts *[]AccountEvents) error {
+	if len(settled) == 0 {
+		return nil
+	}
+	if b.SettledEvents == nil {
+		return nil // the accounts' feeds are not kept (shard.Config.NoEventLog)
+	}
+	var ids []int64
+	var first, last []int64
+	var events [][]byte
+	for i := 0; i < len(settled); {
+		j := i + 1
+		for j < len(settled) && settled[j].Account == settled[i].Account && settled[j].Market == settled[i].Market {
+			j++
+		}
+		raw, err := b.SettledEvents(settled[i].Account, settled[i:j])
+		if err != nil {
+			return fmt.Errorf("while encoding the settlement events of account %d: %w", settled[i].Account, err)
+		}
+		e := AccountEvents{Account: settled[i].Account, First: settled[i].LastSeq - int64(j-i) + 1, Last: settled[i].LastSeq, Events: raw}
+		*accounts = append(*accounts, e)
+		ids, first, last, events = append(ids, e.Account), append(first, e.First), append(last, e.Last), append(events, raw)
+		i = j
+	}
+	q.Queue(`insert into account_events (account_id, first_seq, last_seq, created_at, events)
+		select account_id, first_seq, last_seq, $1, events
+		from unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bytea[]) as d(account_id, first_seq, last_seq, events)`,
+		b.Now, ids, first, last, events)
+	return nil
 }
 
 // The writes of a batch, each kind of row a data-modifying CTE over arrays of parameters. $1 is
@@ -278,9 +386,16 @@ const (
 		where o.market_id = d.market_id and o.seq = d.seq
 		returning ` + updatedOrderColumns + `)`
 	cashPart = `cash as (
-		update accounts a set available = a.available + d.available, locked = a.locked + d.locked, updated_at = $1
-		from unnest({1}::bigint[], {2}::bigint[], {3}::bigint[]) as d(id, available, locked)
-		where a.id = d.id)`
+		update accounts a set available = a.available + d.available, locked = a.locked + d.locked,
+		       event_seq = a.event_seq + d.n,
+		       updated_at = case when d.available <> 0 or d.locked <> 0 then $1 else a.updated_at end
+		from unnest({1}::bigint[], {2}::bigint[], {3}::bigint[], {4}::bigint[], {5}::bytea[]) as d(id, available, locked, n, events)
+		where a.id = d.id
+		returning a.id, a.event_seq, d.n, d.events)`
+	// accountEventsPart writes the accounts' events the cash part numbered; it takes no parameters.
+	accountEventsPart = `new_account_events as (
+		insert into account_events (account_id, first_seq, last_seq, created_at, events)
+		select id, event_seq - n + 1, event_seq, $1, events from cash where n > 0)`
 	sharesPart = `share_deltas as (
 		select * from unnest({1}::uuid[], {2}::bigint[], {3}::uuid[], {4}::text[], {5}::bigint[], {6}::bigint[])
 		  as d(id, account_id, market_id, outcome, quantity, locked)),
@@ -337,17 +452,28 @@ func candlesRollup(table, interval string) string {
 		       first_seq = least(c.first_seq, excluded.first_seq), last_seq = greatest(c.last_seq, excluded.last_seq))`
 }
 
+// The parts whose results the statement returns, by their index in applyParts.
+const (
+	partOrderUpdates  = 1
+	partCash          = 3
+	partAccountEvents = 7
+)
+
 // applyParts are the parts in the order a statement lists them, with how many parameters each
 // takes; applySQL[mask] is the statement made of the parts whose bits mask sets (bit i: part i).
 var (
 	applyParts = []struct {
 		sql  string
 		args int
-	}{{newOrdersPart, 18}, {orderUpdatesPart, 8}, {tradesPart, 13}, {cashPart, 3}, {sharesPart, 6}, {marketsPart, 4}, {eventsPart, 4}}
+	}{{newOrdersPart, 18}, {orderUpdatesPart, 8}, {tradesPart, 13}, {cashPart, 5}, {sharesPart, 6}, {marketsPart, 4}, {eventsPart, 4},
+		{accountEventsPart, 0}}
 	applySQL = func() []string {
 		placeholder := regexp.MustCompile(`\{(\d+)\}`)
 		out := make([]string, 1<<len(applyParts))
 		for mask := 1; mask < len(out); mask++ {
+			if mask&(1<<partAccountEvents) != 0 && mask&(1<<partCash) == 0 {
+				continue // the cash part numbers the accounts' events: never one without the other
+			}
 			var parts []string
 			base := 1 // $1 is the batch's time
 			for i, p := range applyParts {
@@ -360,11 +486,19 @@ var (
 				}))
 				base += p.args
 			}
+			// Only cancelled orders are answered with their row (fills of resting orders need not
+			// travel back), and the last feed number of each account the batch added events to.
+			cancelled := "select * from order_updates where status in ('CANCELLED', 'PARTIALLY_FILLED_CANCELLED')"
+			seqs := "select id, event_seq from cash where n > 0"
 			main := "select $1::timestamptz where false" // nothing to return
-			if mask&(1<<1) != 0 {
-				// Only cancelled orders are answered with their row; fills of resting orders
-				// need not travel back.
-				main = "select * from order_updates where status in ('CANCELLED', 'PARTIALLY_FILLED_CANCELLED')"
+			switch orders, accounts := mask&(1<<partOrderUpdates) != 0, mask&(1<<partAccountEvents) != 0; {
+			case orders && accounts:
+				main = "select null::bigint, null::bigint, u.* from (" + cancelled + ") u\n\tunion all select id, event_seq" +
+					strings.Repeat(", null", updatedOrderColumnCount) + " from cash where n > 0"
+			case orders:
+				main = cancelled
+			case accounts:
+				main = seqs
 			}
 			out[mask] = "with " + strings.Join(parts, ",\n\t") + "\n" + main
 		}
@@ -385,7 +519,7 @@ var (
 // and insert the others, in one pass: not an upsert, because Postgres checks an upsert's proposed
 // row — negative for a sale — before it finds the conflict; a new position only ever grows
 // (shares come from a buy).
-func applyStatement(b *Batch) (string, []any) {
+func applyStatement(b *Batch) (string, []any, int) {
 	mask := 0
 	args := []any{b.Now}
 	add := func(part int, partArgs ...any) {
@@ -405,17 +539,19 @@ func applyStatement(b *Batch) (string, []any) {
 			markets[i], seqs[i], prices[i], qty[i] = o.MarketID, o.Seq, int16(o.Price), o.Quantity
 			filled[i], status[i], reasons[i], priorities[i] = o.FilledQuantity, o.Status.String(), o.CancelReason, o.Priority
 		}
-		add(1, markets, seqs, prices, qty, filled, status, reasons, priorities)
+		add(partOrderUpdates, markets, seqs, prices, qty, filled, status, reasons, priorities)
 	}
 	if len(b.Trades) > 0 {
 		add(2, tradeColumnsOf(b.Trades)...)
 	}
+	withEvents := false
 	if n := len(b.Cash); n > 0 {
-		accounts, avail, locked := make([]int64, n), make([]int64, n), make([]int64, n)
+		accounts, avail, locked, counts, events := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([][]byte, n)
 		for i, d := range b.Cash {
-			accounts[i], avail[i], locked[i] = d.Account, d.Available, d.Locked
+			accounts[i], avail[i], locked[i], counts[i], events[i] = d.Account, d.Available, d.Locked, d.EventCount, d.Events
+			withEvents = withEvents || d.EventCount > 0
 		}
-		add(3, accounts, avail, locked)
+		add(partCash, accounts, avail, locked, counts, events)
 	}
 	if n := len(b.Shares); n > 0 {
 		ids, holders, holdings, outcomes := make([][16]byte, n), make([]int64, n), make([][16]byte, n), make([]string, n)
@@ -449,11 +585,17 @@ func applyStatement(b *Batch) (string, []any) {
 		}
 		add(6, markets, first, last, events)
 	}
-	if mask == 0 {
-		return "", nil
+	if withEvents {
+		add(partAccountEvents)
 	}
-	return applySQL[mask], args
+	if mask == 0 {
+		return "", nil, 0
+	}
+	return applySQL[mask], args, mask
 }
+
+// updatedOrderColumnCount is how many columns updatedOrderColumns names.
+var updatedOrderColumnCount = strings.Count(updatedOrderColumns, ",") + 1
 
 // updatedOrderColumns is orderColumns, qualified for an update joined with its data.
 const updatedOrderColumns = `o.id, o.market_id, o.side, o.outcome, o.price, o.quantity, o.filled_quantity,

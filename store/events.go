@@ -35,10 +35,58 @@ func (s *Store) FirstEvent(ctx context.Context, market uuid.UUID) (int64, error)
 	return *first, nil
 }
 
-// PruneEvents deletes the event batches written before cutoff, and says how many.
+// PruneEvents deletes the event batches, of markets and of accounts, written before cutoff, and
+// says how many.
 func (s *Store) PruneEvents(ctx context.Context, cutoff time.Time) (int64, error) {
 	tag, err := s.Pool.Exec(ctx, `delete from market_events where created_at < $1`, cutoff)
-	return tag.RowsAffected(), err
+	if err != nil {
+		return 0, err
+	}
+	accounts, err := s.Pool.Exec(ctx, `delete from account_events where created_at < $1`, cutoff)
+	return tag.RowsAffected() + accounts.RowsAffected(), err
+}
+
+// AccountEventsAfter returns an account's event batches that hold events after seq, oldest first,
+// until they hold at least limit of them.
+func (s *Store) AccountEventsAfter(ctx context.Context, account int64, after int64, limit int) ([]AccountEvents, error) {
+	rows, err := s.Pool.Query(ctx, `select account_id, first_seq, last_seq, events from (
+		  select *, sum(last_seq - greatest(first_seq, $2 + 1) + 1) over (order by first_seq) - (last_seq - greatest(first_seq, $2 + 1) + 1) as before
+		  from account_events where account_id = $1 and last_seq > $2) e
+		where before < $3 order by first_seq`, account, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (AccountEvents, error) {
+		var b AccountEvents
+		err := r.Scan(&b.Account, &b.First, &b.Last, &b.Events)
+		return b, err
+	})
+}
+
+// AccountFeed is where an account's feed stands: the first number still kept (0 when none is) and
+// the last number used.
+func (s *Store) AccountFeed(ctx context.Context, account int64) (first, last int64, err error) {
+	err = s.Pool.QueryRow(ctx, `select coalesce((select min(first_seq) from account_events where account_id = $1), 0),
+		(select event_seq from accounts where id = $1)`, account).Scan(&first, &last)
+	return first, last, err
+}
+
+// AccountSeqs returns the last feed number of each of the accounts.
+func (s *Store) AccountSeqs(ctx context.Context, accounts []int64) (map[int64]int64, error) {
+	rows, err := s.Pool.Query(ctx, `select id, event_seq from accounts where id = any($1)`, accounts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[int64]int64, len(accounts))
+	for rows.Next() {
+		var id, seq int64
+		if err := rows.Scan(&id, &seq); err != nil {
+			return nil, err
+		}
+		out[id] = seq
+	}
+	return out, rows.Err()
 }
 
 // MarketSeq is a market's status and the last number of its feed.

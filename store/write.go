@@ -88,6 +88,10 @@ type Batch struct {
 	Markets      []MarketUpdate
 	Events       []EventBatch
 	Settlements  []Settlement // run last, after every other write
+	// SettledEvents encodes the events of an account's holdings that a settlement paid (its part
+	// of the account's feed), for CommitBatch to write with the batch. Needed when Settlements is
+	// not empty and the account feed is kept.
+	SettledEvents func(account int64, holdings []SettledHolding) ([]byte, error)
 }
 
 // Reset empties the batch, keeping its storage.
@@ -107,11 +111,35 @@ type TradeRow struct {
 	MakerAccount  int64
 }
 
-// CashDelta changes one account's available and locked cash.
+// CashDelta changes one account's available and locked cash, and adds the batch's events of the
+// account, if any, to its feed.
 type CashDelta struct {
 	Account   int64
 	Available int64
 	Locked    int64
+	// EventCount events, as a JSON array without their numbers (migration 017); nil for none.
+	EventCount int64
+	Events     []byte
+}
+
+// AccountEvents is what a committed batch added to one account's feed: its events, numbered
+// First to Last, as a JSON array without their numbers.
+type AccountEvents struct {
+	Account     int64
+	First, Last int64
+	Events      []byte
+}
+
+// SettledHolding is one holding a settlement paid, as settle() reports it.
+type SettledHolding struct {
+	Market    uuid.UUID
+	Account   int64
+	Outcome   string
+	Quantity  int64
+	Payout    int64
+	Status    string // the market's new status: RESOLVED or CANCELED
+	SettledAt time.Time
+	LastSeq   int64 // the account's last feed number once the settlement is numbered
 }
 
 // ShareDelta changes one account's holding of one outcome of one market.

@@ -303,7 +303,7 @@ func TestInvalidResponses(t *testing.T) {
 func TestDocumentedStatuses(t *testing.T) {
 	v := NewValidator(t)
 	want := []string{
-		"GET /account 200", "GET /account 401", "GET /account 429",
+		"GET /account 200", "GET /account 401", "GET /account 429", "GET /account/events 200", "GET /account/events 400", "GET /account/events 401", "GET /account/events 410", "GET /account/events 429",
 		"GET /account/limits 200", "GET /account/limits 401", "GET /account/limits 429",
 		"GET /fills 200", "GET /fills 400", "GET /fills 401", "GET /fills 429",
 		"GET /market 201", "GET /market 400", "GET /market 401", "GET /market 404", "GET /market 429",

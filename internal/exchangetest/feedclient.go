@@ -41,7 +41,9 @@ type FeedMessage struct {
 	BestBid   *int         `json:"bestBid"`
 	BestAsk   *int         `json:"bestAsk"`
 	Events    []feed.Event `json:"events"`
-	Raw       []byte       `json:"-"`
+	// AccountEvents are the events of an accountEvents message (orders and fills channels).
+	AccountEvents []feed.AccountEvent `json:"-"`
+	Raw           []byte              `json:"-"`
 }
 
 // DialFeed connects to the feed with the client's API key.
@@ -172,6 +174,13 @@ func (f *FeedConn) TryNext(timeout time.Duration) (FeedMessage, error) {
 			return FeedMessage{}, err
 		}
 		m.Raw = raw
+		if m.Type == "accountEvents" {
+			var a feed.AccountEventsMessage
+			if err := json.Unmarshal(raw, &a); err != nil {
+				return FeedMessage{}, err
+			}
+			m.Events, m.AccountEvents = nil, a.Events
+		}
 		if m.Type != "heartbeat" {
 			return m, nil
 		}
@@ -200,7 +209,7 @@ func (f *FeedConn) ExpectReply(t testing.TB, typ, code string) FeedMessage {
 	for range 10_000 {
 		m := f.Next(t, 30*time.Second)
 		switch m.Type {
-		case "snapshot", "events", "ticker", "market":
+		case "snapshot", "events", "ticker", "market", "accountEvents":
 			continue
 		}
 		if m.Type != typ || m.Code != code {

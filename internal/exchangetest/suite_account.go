@@ -1,0 +1,224 @@
+package exchangetest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/pmx-dev/pmx/apiserver"
+	"github.com/pmx-dev/pmx/feed"
+)
+
+// accountEventsPage is GET /account/events's answer.
+type accountEventsPage struct {
+	Seq    int64
+	Events []feed.AccountEvent
+}
+
+// accountEvents reads every event of the client's account after after, in pages of limit.
+func (c *Client) accountEvents(t testing.TB, after int64, limit int) accountEventsPage {
+	t.Helper()
+	var all accountEventsPage
+	for range 1000 {
+		var page accountEventsPage
+		c.Expect(t, "GET", fmt.Sprintf("/account/events?after=%d&limit=%d", after, limit), nil, http.StatusOK, &page)
+		all.Seq = page.Seq
+		if len(page.Events) > limit {
+			t.Fatalf("after %d: %d events, more than the limit %d", after, len(page.Events), limit)
+		}
+		for _, e := range page.Events {
+			if e.Seq != after+1 {
+				t.Fatalf("account event %d follows %d: a gap or a repeat", e.Seq, after)
+			}
+			after = e.Seq
+			all.Events = append(all.Events, e)
+		}
+		if len(page.Events) == 0 {
+			return all
+		}
+	}
+	t.Fatal("the account's events did not end")
+	return all
+}
+
+// testAccountEvents follows two accounts' private feeds through an order's life — accepted,
+// amended, filled in part by the other account, cancelled — and the settlement of the market:
+// each event, numbered gaplessly from 1, equals what the REST API shows (GET /order, /fills,
+// /settlements); the orders channel delivers the same events live and on resume, and the fills
+// channel the fills alone.
+func testAccountEvents(t *testing.T, tg *Target) {
+	m := tg.NewMarket(t, nil)
+	maker, taker := tg.NewAccount(t, "acct-maker"), tg.NewAccount(t, "acct-taker")
+
+	live := maker.DialFeed(t)
+	defer live.Close()
+	live.Send(t, map[string]any{"op": "subscribe", "id": 1, "channel": "orders"})
+	if ack := live.ExpectReply(t, "subscribed", ""); ack.Seq != 0 {
+		t.Fatalf("a new account's feed is at seq %d", ack.Seq)
+	}
+	fills := taker.DialFeed(t)
+	defer fills.Close()
+	fills.Send(t, map[string]any{"op": "subscribe", "id": 1, "channel": "fills"})
+	fills.ExpectReply(t, "subscribed", "")
+
+	body := OrderBody(m.ID, "BUY", "YES", 40, 5)
+	body["clientOrderId"] = "life-1"
+	var placed apiserver.PlacedOrder
+	maker.Expect(t, "POST", "/order", body, http.StatusCreated, &placed)
+	var amended apiserver.Order
+	maker.Expect(t, "POST", "/order/amend", map[string]any{"orderId": placed.ID, "price": 45}, http.StatusOK, &amended)
+	hit := taker.Place(t, m.ID, "BUY", "NO", 55, 3) // a YES ask at 45: 3 trade at 45
+	if len(hit.Trades) != 1 {
+		t.Fatalf("the taker's order made %d trades", len(hit.Trades))
+	}
+	var cancelled apiserver.Order
+	maker.Expect(t, "POST", "/cancel-order", map[string]any{"orderId": placed.ID}, http.StatusOK, &cancelled)
+	tg.Markets.Resolve(t, m.ID, "YES")
+
+	// The maker's feed: accepted, amended, its fill, cancelled, settled, as the REST API shows them.
+	got := maker.accountEvents(t, 0, 2)
+	types := []string{}
+	for _, e := range got.Events {
+		types = append(types, e.Type)
+	}
+	if want := []string{"accepted", "amended", "fill", "cancelled", "settled"}; !reflect.DeepEqual(types, want) || got.Seq != 5 {
+		t.Fatalf("the maker's events are %v up to seq %d, want %v up to 5", types, got.Seq, want)
+	}
+	ev := got.Events
+	if o := ev[0].Order; o == nil || o.ID != placed.ID || o.Status != "OPEN" || o.FilledQuantity != 0 || o.Price != 40 ||
+		o.ClientOrderID == nil || *o.ClientOrderID != "life-1" || !o.CreatedAt.Equal(placed.CreatedAt) {
+		t.Errorf("accepted: %+v, placed %+v", ev[0].Order, placed.Order)
+	}
+	if o := ev[1].Order; o == nil || o.Price != 45 || o.Quantity != 5 || o.FilledQuantity != 0 || o.Status != "OPEN" {
+		t.Errorf("amended: %+v", ev[1].Order)
+	}
+	var makerFills, takerFills fillsPage
+	maker.Expect(t, "GET", "/fills", nil, http.StatusOK, &makerFills)
+	taker.Expect(t, "GET", "/fills", nil, http.StatusOK, &takerFills)
+	if len(makerFills.Fills) != 1 || ev[2].Fill == nil || !sameFill(*ev[2].Fill, makerFills.Fills[0]) {
+		t.Errorf("the maker's fill event %+v; GET /fills %+v", ev[2].Fill, makerFills.Fills)
+	}
+	if o := ev[2].Order; o == nil || o.FilledQuantity != 3 || o.Status != "PARTIALLY_FILLED" {
+		t.Errorf("the order after its fill: %+v", ev[2].Order)
+	}
+	var final apiserver.Order
+	maker.Expect(t, "GET", "/order?orderId="+placed.ID.String(), nil, http.StatusOK, &final)
+	if o := ev[3].Order; o == nil || !sameOrder(*o, final) || !sameOrder(cancelled, final) {
+		t.Errorf("cancelled: %+v; GET /order %+v", ev[3].Order, final)
+	}
+	var settlements struct{ Settlements []apiserver.Settlement }
+	maker.Expect(t, "GET", "/settlements", nil, http.StatusOK, &settlements)
+	if s := ev[4].Settlement; s == nil || len(settlements.Settlements) != 1 || !sameSettlement(*s, settlements.Settlements[0]) || s.Payout != 300 {
+		t.Errorf("settled: %+v; GET /settlements %+v", ev[4].Settlement, settlements.Settlements)
+	}
+
+	// The taker's: its order accepted and filled at once, and its NO shares settled at nothing.
+	tk := taker.accountEvents(t, 0, 1000)
+	if len(tk.Events) != 3 || tk.Events[0].Type != "accepted" || tk.Events[1].Type != "fill" || tk.Events[2].Type != "settled" {
+		t.Fatalf("the taker's events: %+v", tk.Events)
+	}
+	if f := tk.Events[1]; f.Fill == nil || len(takerFills.Fills) != 1 || !sameFill(*f.Fill, takerFills.Fills[0]) ||
+		f.Order == nil || f.Order.Status != "FILLED" || f.Order.FilledQuantity != 3 {
+		t.Errorf("the taker's fill event %+v %+v; GET /fills %+v", f.Fill, f.Order, takerFills.Fills)
+	}
+	if s := tk.Events[2].Settlement; s == nil || s.Outcome != "NO" || s.Quantity != 3 || s.Payout != 0 {
+		t.Errorf("the taker's settlement: %+v", s)
+	}
+
+	// Live: the orders channel delivered the same events; the fills channel the taker's fill.
+	var streamed []feed.AccountEvent
+	for len(streamed) < len(got.Events) {
+		msg := live.Next(t, 30*time.Second)
+		if msg.Type != "accountEvents" || msg.Channel != "orders" {
+			t.Fatalf("on the orders channel: %s", msg.Raw)
+		}
+		streamed = append(streamed, msg.AccountEvents...)
+	}
+	if !sameAccountEvents(streamed, got.Events) {
+		t.Errorf("the orders channel delivered %+v, GET /account/events %+v", streamed, got.Events)
+	}
+	if msg := fills.Next(t, 30*time.Second); msg.Type != "accountEvents" || len(msg.AccountEvents) != 1 ||
+		!sameAccountEvents(msg.AccountEvents, tk.Events[1:2]) {
+		t.Errorf("the fills channel delivered %s, want the taker's fill %+v", msg.Raw, tk.Events[1])
+	}
+
+	// Resume: the events after 2, then live.
+	again := maker.DialFeed(t)
+	defer again.Close()
+	again.Send(t, map[string]any{"op": "subscribe", "id": 2, "channel": "orders", "resumeFrom": 2})
+	if ack := again.ExpectReply(t, "subscribed", ""); ack.Seq != 2 {
+		t.Errorf("a resume from 2 is acknowledged at %d", ack.Seq)
+	}
+	replayed := again.Next(t, 30*time.Second)
+	if !sameAccountEvents(replayed.AccountEvents, got.Events[2:]) {
+		t.Errorf("resumed from 2: %+v, want %+v", replayed.AccountEvents, got.Events[2:])
+	}
+	next := maker.Place(t, tg.NewMarket(t, nil).ID, "BUY", "NO", 30, 1)
+	if msg := again.Next(t, 30*time.Second); len(msg.AccountEvents) != 1 || msg.AccountEvents[0].Seq != 6 ||
+		msg.AccountEvents[0].Order == nil || msg.AccountEvents[0].Order.ID != next.ID {
+		t.Errorf("after the resume, live: %s", msg.Raw)
+	}
+
+	// Refusals: nothing changes.
+	again.Send(t, map[string]any{"op": "subscribe", "id": 3, "channel": "fills", "resumeFrom": 100})
+	again.ExpectReply(t, "error", "invalid_resume_from")
+	again.Send(t, map[string]any{"op": "subscribe", "id": 4, "channel": "fills", "marketId": m.ID})
+	again.ExpectReply(t, "error", "invalid_message")
+	again.Send(t, map[string]any{"op": "subscribe", "id": 5, "channel": "orders"})
+	again.ExpectReply(t, "error", "already_subscribed")
+	maker.ExpectError(t, "GET", "/account/events?after=-1", nil, http.StatusBadRequest, "out_of_range")
+	maker.ExpectError(t, "GET", "/account/events?limit=1001", nil, http.StatusBadRequest, "out_of_range")
+	if page := maker.accountEvents(t, 6, 10); len(page.Events) != 0 || page.Seq != 6 {
+		t.Errorf("after the last event: %+v", page)
+	}
+	var account apiserver.Account
+	maker.Expect(t, "GET", "/account", nil, http.StatusOK, &account)
+	if _, err := tg.Store.Pool.Exec(context.Background(),
+		`delete from account_events where account_id = (select id from accounts where uid = $1) and first_seq = 1`, account.ID); err != nil {
+		t.Fatal(err)
+	}
+	maker.ExpectError(t, "GET", "/account/events?after=0", nil, http.StatusGone, "resync_required")
+	again.Send(t, map[string]any{"op": "subscribe", "id": 6, "channel": "fills", "resumeFrom": 0})
+	again.ExpectReply(t, "error", "resync_required")
+}
+
+// sameOrder compares orders, their times as instants.
+func sameOrder(a, b apiserver.Order) bool {
+	at, bt := a, b
+	at.CreatedAt, at.UpdatedAt, bt.CreatedAt, bt.UpdatedAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	at.ExpiresAt, bt.ExpiresAt = nil, nil
+	return reflect.DeepEqual(at, bt) && a.CreatedAt.Equal(b.CreatedAt) && a.UpdatedAt.Equal(b.UpdatedAt) &&
+		(a.ExpiresAt == nil) == (b.ExpiresAt == nil) && (a.ExpiresAt == nil || a.ExpiresAt.Equal(*b.ExpiresAt))
+}
+
+func sameFill(a, b apiserver.Fill) bool {
+	at, bt := a, b
+	at.CreatedAt, bt.CreatedAt = time.Time{}, time.Time{}
+	return reflect.DeepEqual(at, bt) && a.CreatedAt.Equal(b.CreatedAt)
+}
+
+func sameSettlement(a, b apiserver.Settlement) bool {
+	at, bt := a, b
+	at.SettledAt, bt.SettledAt = time.Time{}, time.Time{}
+	return at == bt && a.SettledAt.Equal(b.SettledAt)
+}
+
+// sameAccountEvents compares two lists of account events as their JSON shows them.
+func sameAccountEvents(a, b []feed.AccountEvent) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Seq != y.Seq || x.Type != y.Type || !x.At.Equal(y.At) ||
+			(x.Order == nil) != (y.Order == nil) || x.Order != nil && !sameOrder(*x.Order, *y.Order) ||
+			(x.Fill == nil) != (y.Fill == nil) || x.Fill != nil && !sameFill(*x.Fill, *y.Fill) ||
+			(x.Settlement == nil) != (y.Settlement == nil) || x.Settlement != nil && !sameSettlement(*x.Settlement, *y.Settlement) {
+			return false
+		}
+	}
+	return true
+}
