@@ -49,6 +49,7 @@ func RunSuite(t *testing.T, tg *Target) {
 		{"BatchCancel", testBatchCancel},
 		{"MarketEvents", testMarketEvents},
 		{"AccountEvents", testAccountEvents},
+		{"AccountFeedFollow", testAccountFeedFollow},
 		{"Settlements", testSettlements},
 		{"Fills", testFills},
 		{"Candles", testCandles},

@@ -2,11 +2,15 @@ package exchangetest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/feed"
@@ -221,4 +225,115 @@ func sameAccountEvents(a, b []feed.AccountEvent) bool {
 		}
 	}
 	return true
+}
+
+// testAccountFeedFollow trades randomly among four accounts in two markets — placements of every
+// time in force, amends, cancels, cancel-everything, then a resolution — and checks each
+// account's feed as a bot would use it: numbered gaplessly from 1; the latest state of every
+// order in it equal to GET /orders, order by order, with nothing missing on either side; its
+// fills those of GET /fills, and each order's fills adding up to its filled quantity.
+func testAccountFeedFollow(t *testing.T, tg *Target) {
+	markets := []apiserver.Market{tg.NewMarket(t, nil), tg.NewMarket(t, nil)}
+	var accounts []*Client
+	for range 4 {
+		accounts = append(accounts, tg.NewAccount(t, "acct-follow"))
+	}
+	rng := rand.New(rand.NewPCG(17, 15))
+	open := map[*Client][]uuid.UUID{}
+	for range 300 {
+		c := accounts[rng.IntN(len(accounts))]
+		switch r := rng.IntN(20); {
+		case r < 13:
+			body := OrderBody(markets[rng.IntN(2)].ID, "BUY", []string{"YES", "NO"}[rng.IntN(2)], 30+rng.IntN(40), 1+rng.IntN(6))
+			body["timeInForce"] = []string{"GTC", "GTC", "GTC", "IOC", "FOK"}[rng.IntN(5)]
+			var o apiserver.PlacedOrder
+			if status, raw := c.Do(t, "POST", "/order", body); status == http.StatusCreated {
+				if err := json.Unmarshal(raw, &o); err != nil {
+					t.Fatal(err)
+				}
+				if o.Status == "OPEN" || o.Status == "PARTIALLY_FILLED" {
+					open[c] = append(open[c], o.ID)
+				}
+			}
+		case r < 16 && len(open[c]) > 0:
+			id := open[c][rng.IntN(len(open[c]))]
+			c.Do(t, "POST", "/order/amend", map[string]any{"orderId": id, "price": 30 + rng.IntN(40)})
+		case r < 19 && len(open[c]) > 0:
+			i := rng.IntN(len(open[c]))
+			c.Do(t, "POST", "/cancel-order", map[string]any{"orderId": open[c][i]})
+			open[c] = append(open[c][:i], open[c][i+1:]...)
+		default:
+			c.Expect(t, "POST", "/cancel-everything", nil, http.StatusOK, nil)
+			open[c] = nil
+		}
+	}
+	tg.Markets.Resolve(t, markets[0].ID, "NO")
+
+	events, fillCount := 0, 0
+	defer func() { t.Logf("%d account events, %d fills, over %d accounts", events, fillCount, len(accounts)) }()
+	for _, c := range accounts {
+		feedOrders := map[uuid.UUID]apiserver.Order{}
+		filled := map[uuid.UUID]int64{}
+		var feedFills []apiserver.Fill
+		settled := 0
+		for _, e := range c.accountEvents(t, 0, 1000).Events {
+			events++
+			switch e.Type {
+			case feed.AccountFill:
+				feedFills = append(feedFills, *e.Fill)
+				fillCount++
+				filled[e.Fill.OrderID] += e.Fill.Quantity
+			case feed.AccountSettled:
+				settled++
+				continue
+			}
+			feedOrders[e.Order.ID] = *e.Order
+		}
+		rest := map[uuid.UUID]apiserver.Order{}
+		cursor := ""
+		for range 100 {
+			var page struct {
+				Orders     []apiserver.Order
+				NextCursor *string
+			}
+			c.Expect(t, "GET", "/orders?limit=500"+cursor, nil, http.StatusOK, &page)
+			for _, o := range page.Orders {
+				rest[o.ID] = o
+			}
+			if page.NextCursor == nil {
+				break
+			}
+			cursor = "&cursor=" + *page.NextCursor
+		}
+		if len(rest) != len(feedOrders) {
+			t.Errorf("GET /orders has %d orders, the feed %d", len(rest), len(feedOrders))
+		}
+		for id, o := range rest {
+			if f, ok := feedOrders[id]; !ok || !sameOrder(f, o) {
+				t.Errorf("order %s: GET /orders %+v, the feed's last state %+v", id, o, f)
+			}
+			if filled[id] != o.FilledQuantity {
+				t.Errorf("order %s: filled %d, its fill events add up to %d", id, o.FilledQuantity, filled[id])
+			}
+		}
+		var fills fillsPage
+		c.Expect(t, "GET", "/fills?limit=500", nil, http.StatusOK, &fills)
+		if len(fills.Fills) != len(feedFills) {
+			t.Errorf("GET /fills has %d fills, the feed %d", len(fills.Fills), len(feedFills))
+		}
+		byID := map[uuid.UUID]apiserver.Fill{}
+		for _, f := range feedFills {
+			byID[f.ID] = f
+		}
+		for _, f := range fills.Fills {
+			if g, ok := byID[f.ID]; !ok || !sameFill(f, g) {
+				t.Errorf("fill %s: GET /fills %+v, the feed %+v", f.ID, f, g)
+			}
+		}
+		var settlements struct{ Settlements []apiserver.Settlement }
+		c.Expect(t, "GET", "/settlements", nil, http.StatusOK, &settlements)
+		if settled != len(settlements.Settlements) {
+			t.Errorf("%d settlements, %d settled events", len(settlements.Settlements), settled)
+		}
+	}
 }
