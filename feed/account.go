@@ -20,7 +20,7 @@ import (
 const (
 	AccountAccepted  = "accepted"  // an order was accepted (Order: as it stood then, before any fill)
 	AccountAmended   = "amended"   // an order's price or quantity changed (Order: its new terms, before any fill they made)
-	AccountFill      = "fill"      // an order of the account traded (Fill, and Order: its state after the fill)
+	AccountFill      = "fill"      // an order of the account traded (Fill, and the order's FilledQuantity and Status after it)
 	AccountCancelled = "cancelled" // an order left the book unfilled in part or whole (Order: with its cancelReason)
 	AccountSettled   = "settled"   // a market settled and paid a holding (Settlement)
 )
@@ -31,15 +31,21 @@ const (
 	ChannelFills  = "fills"  // its fill events
 )
 
-// AccountEvent is one event of an account's feed. Every order event carries the order's whole
-// state right after the event, so a client keeps its orders by replacing each with the latest.
+// AccountEvent is one event of an account's feed. Every order event (accepted, amended,
+// cancelled) carries the order's whole state right after the event, so a client keeps its orders
+// by replacing each with the latest; a fill event carries the fill and what it changed of its
+// order, its filled quantity and status (and its updatedAt, the event's at): kept small, as
+// fills are most of the events.
 type AccountEvent struct {
 	Seq        int64            `json:"seq,omitempty"` // left out where kept: the row's numbers give it
 	Type       string           `json:"type"`
 	Order      *wire.Order      `json:"order,omitempty"`
 	Fill       *wire.Fill       `json:"fill,omitempty"`
 	Settlement *wire.Settlement `json:"settlement,omitempty"`
-	At         time.Time        `json:"at"` // when the change committed (the batch's time)
+	// Fill events: the order's filled quantity and status after the fill.
+	FilledQuantity int64     `json:"filledQuantity,omitempty"`
+	Status         string    `json:"status,omitempty"`
+	At             time.Time `json:"at"` // when the change committed (the batch's time)
 }
 
 // EncodeAccount writes an account's events, without their numbers, as a JSON array.

@@ -38,3 +38,28 @@ func TestEncode(t *testing.T) {
 		}
 	}
 }
+
+// TestAccountEncoding pins an account batch's JSON as kept (no seqs) and checks DecodeAccount
+// numbers the events from the batch's first, and refuses a batch whose numbers do not match.
+func TestAccountEncoding(t *testing.T) {
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	events := []AccountEvent{
+		{Type: AccountFill, FilledQuantity: 2, Status: "PARTIALLY_FILLED", At: at},
+		{Type: AccountSettled, At: at},
+	}
+	raw, err := EncodeAccount(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `[{"type":"fill","filledQuantity":2,"status":"PARTIALLY_FILLED","at":"2030-01-02T03:04:05Z"},{"type":"settled","at":"2030-01-02T03:04:05Z"}]`
+	if string(raw) != want {
+		t.Fatalf("encoded:\n%s\nwant:\n%s", raw, want)
+	}
+	back, err := DecodeAccount(raw, 41, 42)
+	if err != nil || len(back) != 2 || back[0].Seq != 41 || back[1].Seq != 42 || back[0].Status != "PARTIALLY_FILLED" {
+		t.Fatalf("decoded %+v, %v", back, err)
+	}
+	if _, err := DecodeAccount(raw, 41, 43); err == nil {
+		t.Error("two events numbered 41 to 43 were accepted")
+	}
+}

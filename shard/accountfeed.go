@@ -36,8 +36,8 @@ func (s *Shard) orderEvent(account int64, typ string, o wire.Order) {
 }
 
 // fillEvent records a fill of an order whose state after the fill is o.
-func (s *Shard) fillEvent(account int64, o wire.Order, l *engine.Leg, t *store.Trade, role string) {
-	s.accountEvent(account, feed.AccountEvent{Type: feed.AccountFill, Order: &o, Fill: &wire.Fill{
+func (s *Shard) fillEvent(account int64, o *wire.Order, l *engine.Leg, t *store.Trade, role string) {
+	s.accountEvent(account, feed.AccountEvent{Type: feed.AccountFill, FilledQuantity: o.FilledQuantity, Status: o.Status, Fill: &wire.Fill{
 		ID: wire.FillID(t.ID, role), TradeID: t.ID, OrderID: o.ID, ClientOrderID: o.ClientOrderID, MarketID: o.MarketID,
 		Side: o.Side, Outcome: o.Outcome, Price: l.Price, Quantity: t.Quantity, Role: role, CreatedAt: t.CreatedAt}})
 }
@@ -59,7 +59,7 @@ func (s *Shard) makerFilled(m *marketState, l *engine.Leg, t *store.Trade) {
 		return
 	}
 	o.FilledQuantity, o.Status, o.UpdatedAt = l.Filled, l.Status.String(), t.CreatedAt
-	s.fillEvent(int64(l.Account), *o, l, t, "MAKER")
+	s.fillEvent(int64(l.Account), o, l, t, "MAKER")
 	if !l.Status.Resting() {
 		delete(m.resting, int64(l.Order))
 	}

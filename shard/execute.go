@@ -113,7 +113,7 @@ func (s *Shard) settle(m *marketState, r *engine.Result, now time.Time, trades [
 		m.lastPrice = f.YesPrice
 		if taker != nil {
 			taker.FilledQuantity, taker.Status, taker.UpdatedAt = f.Taker.Filled, f.Taker.Status.String(), now
-			s.fillEvent(int64(f.Taker.Account), *taker, &f.Taker, &t, "TAKER")
+			s.fillEvent(int64(f.Taker.Account), taker, &f.Taker, &t, "TAKER")
 		}
 		s.makerFilled(m, &f.Maker, &t)
 	}

@@ -10,7 +10,7 @@ import (
 // documented messages from broken ones.
 func TestAsyncAPIDocument(t *testing.T) {
 	v := NewAsyncValidator(t)
-	want := []string{"error", "events", "heartbeat", "market", "pong", "snapshot", "subscribed", "ticker", "unsubscribed"}
+	want := []string{"accountEvents", "error", "events", "heartbeat", "market", "pong", "snapshot", "subscribed", "ticker", "unsubscribed"}
 	if got := v.ServerTypes(); !slices.Equal(got, want) {
 		t.Fatalf("server message types %v, want %v", got, want)
 	}
@@ -36,6 +36,11 @@ func TestAsyncAPIDocument(t *testing.T) {
 		{false, `{"type":"ticker","channel":"ticker","marketId":"` + m + `","seq":4,"bestBid":100,"bestAsk":null,"lastPrice":null}`, "breaks"},
 		{false, `{"type":"heartbeat","at":"yesterday"}`, "breaks"},
 		{false, `{"type":"pong","id":3}`, ""},
+		{true, `{"op":"subscribe","id":2,"channel":"orders","resumeFrom":12}`, ""},
+		{false, `{"type":"subscribed","id":2,"channel":"orders","seq":12}`, ""},
+		{false, `{"type":"accountEvents","channel":"fills","events":[{"seq":13,"type":"fill","filledQuantity":2,"status":"PARTIALLY_FILLED","at":"2030-01-02T03:04:05Z",` +
+			`"fill":{"id":"` + m + `","tradeId":"` + m + `","orderId":"` + m + `","clientOrderId":null,"marketId":"` + m + `","side":"BUY","outcome":"NO","price":60,"quantity":2,"role":"TAKER","createdAt":"2030-01-02T03:04:05Z"}}]}`, ""},
+		{false, `{"type":"accountEvents","channel":"orders","events":[{"seq":14,"type":"cancelled","at":"2030-01-02T03:04:05Z","order":{"id":"` + m + `"}}]}`, "breaks"},
 		{false, `{"type":"surprise"}`, "not documented"},
 	} {
 		var err error
