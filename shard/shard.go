@@ -62,8 +62,9 @@ type Config struct {
 	// Feed, when set, is handed every committed batch's events (after the commit, before the
 	// answers), for the live feed.
 	Feed *feed.Bus
-	// NoEventLog records no feed events, to measure their cost (pmx dev --no-event-log): the
-	// markets' sequences stand still and the live feed is silent.
+	// NoEventLog records no feed events, of markets or accounts, to measure their cost (pmx dev
+	// --no-event-log): the markets' and accounts' sequences stand still (but for settlements,
+	// which settle() still numbers) and the live feed is silent. For measuring only.
 	NoEventLog bool
 }
 

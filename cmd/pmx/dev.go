@@ -74,7 +74,7 @@ started from.`,
 	f.Int64Var(&o.maxQuantity, "max-quantity", 1_000_000, "largest order quantity accepted")
 	f.IntVar(&o.maxOpenOrders, "max-open-orders", shard.DefaultMaxOpenOrders, "most open orders one account may have in one market")
 	f.DurationVar(&o.eventRetention, "event-retention", shard.DefaultEventRetention, "how long the markets' feed events are kept")
-	f.BoolVar(&o.noEventLog, "no-event-log", false, "record no feed events, to measure what they cost (the live feed and GET /market/events then show nothing)")
+	f.BoolVar(&o.noEventLog, "no-event-log", false, "record no feed events, of markets or accounts, to measure what they cost (the live feed, GET /market/events and GET /account/events then show nothing useful: for measuring only)")
 	addProcessFlags(cmd, &o.process, true)
 	addMetricsFlag(cmd, &o.process, "127.0.0.1:9090")
 	addServeFlags(cmd, &o.serve)
