@@ -30,11 +30,9 @@ func (s *Server) marketEvents(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	var after int64
-	if v, ok := c.GetQuery("after"); ok {
-		if after, err = strconv.ParseInt(v, 10, 64); err != nil || after < 0 {
-			return httpkit.FieldError("after", "out_of_range", "after must be a whole number from 0 (a seq the client has seen)")
-		}
+	after, err := queryAfter(c)
+	if err != nil {
+		return err
 	}
 	limit, err := queryLimit(c, defaultEvents, maxEvents)
 	if err != nil {
@@ -57,20 +55,12 @@ func (s *Server) marketEvents(c *gin.Context) error {
 		if first == 0 || after+1 < first {
 			return errResyncRequired
 		}
-		batches, err := s.cfg.Store.EventsAfter(ctx, id, after, limit)
+		batches, err := s.feedLog().EventsAfter(ctx, id, after, limit)
 		if err != nil {
 			return err
 		}
-		for _, b := range batches {
-			got, err := feed.Decode(b.Events)
-			if err != nil {
-				return err
-			}
-			for _, e := range got {
-				if e.Seq > after && len(events) < limit {
-					events = append(events, e)
-				}
-			}
+		if events, err = feed.MarketPage(batches, after, limit); err != nil {
+			return err
 		}
 	}
 	c.JSON(http.StatusOK, gin.H{"marketId": id, "events": events})
@@ -80,12 +70,9 @@ func (s *Server) marketEvents(c *gin.Context) error {
 // accountEvents lists the account's feed events after a sequence number, oldest first (package
 // feed), with the feed's last number: the seq to follow on from.
 func (s *Server) accountEvents(c *gin.Context) error {
-	var after int64
-	if v, ok := c.GetQuery("after"); ok {
-		var err error
-		if after, err = strconv.ParseInt(v, 10, 64); err != nil || after < 0 {
-			return httpkit.FieldError("after", "out_of_range", "after must be a whole number from 0 (a seq the client has seen)")
-		}
+	after, err := queryAfter(c)
+	if err != nil {
+		return err
 	}
 	limit, err := queryLimit(c, defaultEvents, maxEvents)
 	if err != nil {
@@ -102,20 +89,12 @@ func (s *Server) accountEvents(c *gin.Context) error {
 		if first == 0 || after+1 < first {
 			return errAccountResyncRequired
 		}
-		batches, err := s.cfg.Store.AccountEventsAfter(ctx, account, after, limit)
+		batches, err := s.feedLog().AccountEventsAfter(ctx, account, after, limit)
 		if err != nil {
 			return err
 		}
-		for _, b := range batches {
-			got, err := feed.DecodeAccount(b.Events, b.First, b.Last)
-			if err != nil {
-				return err
-			}
-			for _, e := range got {
-				if e.Seq > after && len(events) < limit {
-					events = append(events, e)
-				}
-			}
+		if events, err = feed.AccountPage(batches, after, limit); err != nil {
+			return err
 		}
 	}
 	c.JSON(http.StatusOK, gin.H{"seq": last, "events": events})
@@ -124,3 +103,16 @@ func (s *Server) accountEvents(c *gin.Context) error {
 
 var errAccountResyncRequired = &httpkit.Error{Status: http.StatusGone, Code: "resync_required", Field: "after",
 	Message: "the events after this number are no longer kept: read your orders, positions and account (GET /orders, /positions, /account), then follow the events after the seq GET /account/events gives"}
+
+// queryAfter reads the optional after parameter of an event listing: a seq the client has seen.
+func queryAfter(c *gin.Context) (int64, error) {
+	v, ok := c.GetQuery("after")
+	if !ok {
+		return 0, nil
+	}
+	after, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || after < 0 {
+		return 0, httpkit.FieldError("after", "out_of_range", "after must be a whole number from 0 (a seq the client has seen)")
+	}
+	return after, nil
+}

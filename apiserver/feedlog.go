@@ -17,6 +17,8 @@ type feedLog struct {
 	exchange Exchange
 }
 
+func (s *Server) feedLog() feedLog { return feedLog{store: s.cfg.Store, exchange: s.cfg.Exchange} }
+
 func (l feedLog) Book(ctx context.Context, market uuid.UUID) (feed.Book, error) {
 	snap, err := l.exchange.OrderBook(ctx, market)
 	if err != nil {

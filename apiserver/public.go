@@ -66,11 +66,7 @@ func (s *Server) listMarkets(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	var next *string
-	if len(markets) == limit {
-		last := markets[len(markets)-1]
-		next = encodeCursor(store.Cursor{CreatedAt: last.CreatedAt, ID: last.ID})
-	}
+	next := nextCursor(markets, limit, func(m *store.Market) store.Cursor { return store.Cursor{CreatedAt: m.CreatedAt, ID: m.ID} })
 	c.JSON(http.StatusOK, gin.H{"markets": listOf(markets, MarketOf), "nextCursor": next})
 	return nil
 }
@@ -421,13 +417,18 @@ func (s *Server) listOrders(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	var next *string
-	if len(orders) == f.Limit {
-		last := orders[len(orders)-1]
-		next = encodeCursor(store.Cursor{CreatedAt: last.CreatedAt, ID: last.ID})
-	}
+	next := nextCursor(orders, f.Limit, func(o *store.Order) store.Cursor { return store.Cursor{CreatedAt: o.CreatedAt, ID: o.ID} })
 	c.JSON(http.StatusOK, gin.H{"orders": listOf(orders, orderOf), "nextCursor": next})
 	return nil
+}
+
+// nextCursor is the nextCursor of a page of rows: nil unless the page is full (limit rows), else
+// the position of its last row, as at says it.
+func nextCursor[R any](rows []R, limit int, at func(*R) store.Cursor) *string {
+	if len(rows) == 0 || len(rows) < limit {
+		return nil
+	}
+	return encodeCursor(at(&rows[len(rows)-1]))
 }
 
 // encodeCursor is the nextCursor of a full page whose last row is at cur.
@@ -485,11 +486,9 @@ func (s *Server) settlements(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	var next *string
-	if len(rows) == limit {
-		last := rows[len(rows)-1]
-		next = encodeCursor(store.Cursor{CreatedAt: last.SettledAt, ID: last.MarketID, Outcome: last.Outcome})
-	}
+	next := nextCursor(rows, limit, func(r *store.AccountSettlement) store.Cursor {
+		return store.Cursor{CreatedAt: r.SettledAt, ID: r.MarketID, Outcome: r.Outcome}
+	})
 	c.JSON(http.StatusOK, gin.H{"settlements": listOf(rows, wire.SettlementOf), "nextCursor": next})
 	return nil
 }

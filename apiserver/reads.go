@@ -42,11 +42,7 @@ func (s *Server) fills(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	var next *string
-	if len(rows) == limit {
-		last := rows[len(rows)-1]
-		next = encodeCursor(store.Cursor{CreatedAt: last.CreatedAt, ID: last.TradeID})
-	}
+	next := nextCursor(rows, limit, func(f *store.Fill) store.Cursor { return store.Cursor{CreatedAt: f.CreatedAt, ID: f.TradeID} })
 	c.JSON(http.StatusOK, gin.H{"fills": listOf(rows, fillOf), "nextCursor": next})
 	return nil
 }

@@ -142,7 +142,7 @@ func New(cfg Config) *Server {
 		s.keys.listen(ctx, cfg.Store, s.log)
 	}()
 	s.cfg.Feed.defaults()
-	s.hub = feed.NewHub(feedLog{store: cfg.Store, exchange: cfg.Exchange}, s.log, cfg.Feed.Ring)
+	s.hub = feed.NewHub(s.feedLog(), s.log, cfg.Feed.Ring)
 	s.feedMetrics = newFeedMetrics(cfg.Metrics)
 	s.feedCtx, s.stopFeed = context.WithCancel(context.Background())
 	s.feedConns.Go(func() { s.hub.Run(s.feedCtx) })

@@ -124,19 +124,7 @@ func (t *accountTopic) read(ctx context.Context, after int64) ([]AccountEvent, e
 	if err != nil {
 		return nil, fmt.Errorf("while reading the events after %d: %w", after, err)
 	}
-	var events []AccountEvent
-	for _, b := range batches {
-		got, err := DecodeAccount(b.Events, b.First, b.Last)
-		if err != nil {
-			return nil, fmt.Errorf("while reading the events %d to %d: %w", b.First, b.Last, err)
-		}
-		for _, e := range got {
-			if e.Seq > after && len(events) < pageEvents {
-				events = append(events, e)
-			}
-		}
-	}
-	return events, nil
+	return AccountPage(batches, after, pageEvents)
 }
 
 // fail ends a topic that could not follow its account: its connections are closed, to resume.

@@ -10,6 +10,7 @@
 package feed
 
 import (
+	"fmt"
 	"time"
 
 	// goccy/go-json: the same output as encoding/json, in a fraction of the time, on the path
@@ -50,4 +51,36 @@ func Decode(raw []byte) ([]Event, error) {
 	var events []Event
 	err := json.Unmarshal(raw, &events)
 	return events, err
+}
+
+// MarketPage reads a market's batches (Log.EventsAfter) into its events after seq after, at
+// most limit, in order.
+func MarketPage(batches []Batch, after int64, limit int) ([]Event, error) {
+	return page(batches, after, limit, func(b Batch) ([]Event, error) { return Decode(b.Events) },
+		func(e *Event) int64 { return e.Seq })
+}
+
+// AccountPage reads an account's batches (AccountLog.AccountEventsAfter) into its events after
+// seq after, at most limit, in order, numbered.
+func AccountPage(batches []Batch, after int64, limit int) ([]AccountEvent, error) {
+	return page(batches, after, limit, func(b Batch) ([]AccountEvent, error) { return DecodeAccount(b.Events, b.First, b.Last) },
+		func(e *AccountEvent) int64 { return e.Seq })
+}
+
+// page decodes batches, oldest first, and keeps the events after seq after, at most limit: a
+// batch read from Postgres may begin before after or end beyond the limit.
+func page[E any](batches []Batch, after int64, limit int, decode func(Batch) ([]E, error), seq func(*E) int64) ([]E, error) {
+	events := []E{}
+	for _, b := range batches {
+		got, err := decode(b)
+		if err != nil {
+			return nil, fmt.Errorf("while reading the events %d to %d: %w", b.First, b.Last, err)
+		}
+		for i := range got {
+			if seq(&got[i]) > after && len(events) < limit {
+				events = append(events, got[i])
+			}
+		}
+	}
+	return events, nil
 }

@@ -467,17 +467,9 @@ func (t *topic) subscribe(ctx context.Context, s *Subscription, resume *int64, a
 		if err != nil {
 			return err
 		}
-		var events []Event
-		for _, b := range batches {
-			got, err := Decode(b.Events)
-			if err != nil {
-				return err
-			}
-			for _, e := range got {
-				if e.Seq > after && len(events) < pageEvents {
-					events = append(events, e)
-				}
-			}
+		events, err := MarketPage(batches, after, pageEvents)
+		if err != nil {
+			return err
 		}
 		if len(events) == 0 || events[0].Seq != after+1 {
 			return ErrResyncRequired

@@ -2,8 +2,6 @@ package shard
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/feed"
@@ -82,22 +80,20 @@ func (s *Shard) release(m *marketState, st *engine.OrderState, reason engine.Can
 // crossed): final is its state after the command. A resting order is kept as the base of its next
 // events; one cancelled in the command (what an IOC or FOK left, a self-trade) gets its event.
 func (s *Shard) restOrLeave(m *marketState, seq, account int64, final wire.Order, status engine.Status) {
-	switch {
-	case status.Resting():
+	if status.Resting() {
 		m.resting[seq] = &final
-	case status != engine.StatusFilled:
-		delete(m.resting, seq)
+		return
+	}
+	delete(m.resting, seq)
+	if status != engine.StatusFilled {
 		s.orderEvent(account, feed.AccountCancelled, final)
-	default:
-		delete(m.resting, seq)
 	}
 }
 
 // recordAccountEvents puts each account's events on its cash delta, for the batch's statement to
 // number and write. Under the loop, after the commands ran.
 func (s *Shard) recordAccountEvents() error {
-	for _, account := range slices.Sorted(maps.Keys(s.acc.accountEvents)) {
-		events := s.acc.accountEvents[account]
+	for account, events := range s.acc.accountEvents { // the deltas are sorted by account later (finish)
 		raw, err := feed.EncodeAccount(events)
 		if err != nil {
 			return fmt.Errorf("while encoding the events of account %d: %w", account, err)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -287,13 +288,6 @@ func queueApply(q *pgx.Batch, b *Batch, updated *[]Order, accounts *[]AccountEve
 // batch updates orders) and each account's last feed number (when it adds to accounts' feeds),
 // the first in rows whose first two columns are null, the second in rows of those two alone.
 func readApplied(rows pgx.Rows, b *Batch, withOrders, withAccounts bool, updated *[]Order, accounts *[]AccountEvents) error {
-	var deltas map[int64]*CashDelta
-	if withAccounts {
-		deltas = make(map[int64]*CashDelta, len(b.Cash))
-		for i := range b.Cash {
-			deltas[b.Cash[i].Account] = &b.Cash[i]
-		}
-	}
 	for rows.Next() {
 		if withOrders && (!withAccounts || rows.RawValues()[0] == nil) {
 			var row pgx.Row = rows
@@ -315,10 +309,11 @@ func readApplied(rows pgx.Rows, b *Batch, withOrders, withAccounts bool, updated
 		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
-		d := deltas[account]
-		if d == nil || d.EventCount == 0 {
+		i, found := slices.BinarySearchFunc(b.Cash, account, func(d CashDelta, a int64) int { return cmp.Compare(d.Account, a) })
+		if !found || b.Cash[i].EventCount == 0 {
 			return fmt.Errorf("the batch's statement returned the feed of account %d, which the batch did not add to", account)
 		}
+		d := &b.Cash[i]
 		*accounts = append(*accounts, AccountEvents{Account: account, First: last - d.EventCount + 1, Last: last, Events: d.Events})
 	}
 	return rows.Err()

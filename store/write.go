@@ -83,7 +83,7 @@ type Batch struct {
 	NewOrders    []Order // inserted in their final state
 	OrderUpdates []Order // existing orders: FilledQuantity, Status and CancelReason are written, and Price, Quantity and Priority when not 0 (an amend)
 	Trades       []TradeRow
-	Cash         []CashDelta
+	Cash         []CashDelta // sorted by account: the order its rows are locked in, and how the statement's feed numbers are matched to them
 	Shares       []ShareDelta
 	Markets      []MarketUpdate
 	Events       []EventBatch
