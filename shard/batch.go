@@ -32,7 +32,11 @@ const commitTimeout = 30 * time.Second
 type batch struct {
 	cmds    []*command
 	started bool
+	asked   store.Begin // what a started batch locked
 	locked  store.Locked
+	// locks makes the batch lock and read what it reserves from even if the views could pay for
+	// it: it ran unlocked and found them out of date (views.go).
+	locks bool
 }
 
 // loop is the shard's only goroutine touching books. Each batch is every command queued while
@@ -100,7 +104,8 @@ func (s *Shard) process(b batch, next *batch) batch {
 	start := time.Now()
 	var err error
 	committed := false // a transaction ran: the batch counts in the metrics
-	for attempt := 0; attempt < 2; attempt++ {
+	retried := false
+	for {
 		now := s.cfg.Now().UTC().Truncate(time.Microsecond)
 		if !b.started {
 			s.prepareAll(ctx, b.cmds)
@@ -110,18 +115,29 @@ func (s *Shard) process(b batch, next *batch) batch {
 			break // only loads, checks and syncs, or nothing left to do: no transaction
 		}
 		committed = true
-		if err = s.commit(ctx, b, now, next); err == nil {
+		unlocked := !b.started && !b.locks && s.unlockable(b.cmds)
+		if err = s.commit(ctx, b, now, next, unlocked); err == nil {
 			break
 		}
 		b.started = false // a retry begins afresh
-		s.log.Error("batch failed; rebuilding its markets from the database", "err", err, "commands", len(b.cmds), "attempt", attempt+1)
 		for id := range s.acc.touched {
 			delete(s.markets, id) // reloaded from Postgres on next use
 		}
+		s.forget()
+		if unlocked && (errors.Is(err, errDoubted) || store.Refused(err)) {
+			// The views were out of date: not a failure, a batch that runs again with locks
+			// (once: a locked batch is never doubted, and what refuses it is final).
+			s.metrics.relocked.Inc()
+			s.log.Debug("an unlocked batch runs again with locks", "reason", err, "commands", len(b.cmds))
+			b.locks = true
+			continue
+		}
+		s.log.Error("batch failed; rebuilding its markets from the database", "err", err, "commands", len(b.cmds), "retried", retried)
 		s.releaseConn()
-		if !store.Retryable(err) {
+		if retried || !store.Retryable(err) {
 			break
 		}
+		retried = true
 	}
 	var ahead batch
 	if next != nil {
@@ -269,21 +285,29 @@ func clientOrderIDs(cmds []*command) []store.ClientOrderKey {
 // transaction and locks what it needs — the ownership of the shard's markets and the accounts
 // and holdings its placements reserve from; then the books match in memory; then one round trip
 // writes every effect, commits, and begins the next batch (the commands queued meanwhile).
-func (s *Shard) commit(ctx context.Context, b batch, now time.Time, next *batch) error {
+func (s *Shard) commit(ctx context.Context, b batch, now time.Time, next *batch, unlocked bool) error {
 	conn, err := s.connection(ctx)
 	if err != nil {
 		return err
 	}
-	locked := b.locked
-	if !b.started {
-		if locked, err = store.BeginBatch(ctx, conn, s.begin(b.cmds)); err != nil {
+	locked, asked := b.locked, b.asked
+	switch {
+	case unlocked:
+		locked = s.viewed(b.cmds)
+	case !b.started:
+		asked = s.begin(b.cmds)
+		if locked, err = store.BeginBatch(ctx, conn, asked); err != nil {
 			return err
 		}
+	}
+	if !unlocked {
+		s.learn(asked, locked)
 	}
 	if s.cfg.Name != "" {
 		s.fence(locked.Owners, b.cmds)
 	}
 	s.acc.track(locked)
+	s.acc.unlocked = unlocked
 
 	for _, c := range b.cmds {
 		if c.err != nil {
@@ -304,6 +328,9 @@ func (s *Shard) commit(ctx context.Context, b batch, now time.Time, next *batch)
 			s.amend(c, now)
 		}
 	}
+	if s.acc.doubted {
+		return errDoubted // before anything reaches Postgres
+	}
 	if err := s.recordEvents(now); err != nil {
 		return err
 	}
@@ -314,20 +341,26 @@ func (s *Shard) commit(ctx context.Context, b batch, now time.Time, next *batch)
 		s.acc.batch.SettledEvents = settledEvents
 	}
 	s.acc.finish()
+	s.acc.batch.Unlocked = unlocked
 
+	// The next batch begins with this commit if it must lock: if the views, as they stand before
+	// this batch's deltas, cannot pay for it (it runs unlocked otherwise, and needs no beginning).
 	var ahead *store.Begin
 	if next != nil {
 		next.cmds = s.take(next.cmds)
 		if s.cfg.Name == "" && len(next.cmds) > 0 && canBeginAhead(next.cmds) {
 			s.prepareAll(ctx, next.cmds)
-			bg := s.begin(next.cmds)
-			ahead = &bg
+			if !s.unlockable(next.cmds) {
+				bg := s.begin(next.cmds)
+				ahead = &bg
+			}
 		}
 	}
 	res, err := store.CommitBatch(ctx, conn, &s.acc.batch, ahead)
 	if err != nil {
 		return err
 	}
+	s.advance(&s.acc.batch)
 	s.answerCancels(b.cmds, res.Updated)
 	for _, a := range res.Accounts {
 		s.acc.published = append(s.acc.published, feed.Batch{Account: a.Account, First: a.First, Last: a.Last, Events: a.Events})
@@ -336,7 +369,7 @@ func (s *Shard) commit(ctx context.Context, b batch, now time.Time, next *batch)
 		if res.NextErr != nil {
 			s.log.Warn("the next batch could not begin with this one's commit; it begins on its own", "err", res.NextErr)
 		} else {
-			next.started, next.locked = true, res.Next
+			next.started, next.asked, next.locked = true, *ahead, res.Next
 		}
 	}
 	return nil

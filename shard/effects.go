@@ -45,6 +45,9 @@ type accumulator struct {
 	// unlocked shares of the holdings BeginBatch locked, kept current by every delta.
 	freeCash   map[int64]int64
 	freeShares map[store.ShareKey]int64
+	// unlocked: they came from the shard's views, not from locked reads (views.go); doubted: a
+	// placement or amend was refused for want of them, which only locked reads may decide.
+	unlocked, doubted bool
 
 	takenIDs map[store.ClientOrderKey]bool // client order ids orders already had when the batch began
 	claimed  map[store.ClientOrderKey]bool // and those the batch's placements took
@@ -71,6 +74,7 @@ func (a *accumulator) reset(now time.Time) {
 	}
 	clear(a.claimed)
 	a.takenIDs = nil
+	a.unlocked, a.doubted = false, false
 	clear(a.freeCash)
 	clear(a.freeShares)
 	clear(a.orders)
@@ -98,16 +102,25 @@ func (a *accumulator) reserve(market uuid.UUID, o *engine.Order) error {
 	cash, shares := o.Lock()
 	if o.Side == engine.Buy {
 		if a.freeCash[account] < cash {
-			return domain.ErrInsufficientFunds
+			return a.short(domain.ErrInsufficientFunds)
 		}
 		a.addCash(account, -cash, cash)
 		return nil
 	}
 	if a.freeShares[store.ShareKey{Account: account, Market: market, Outcome: o.Outcome.String()}] < shares {
-		return domain.ErrInsufficientShares
+		return a.short(domain.ErrInsufficientShares)
 	}
 	a.addShares(account, market, o.Outcome, 0, shares)
 	return nil
+}
+
+// short is a refusal for want of funds or shares: final when the batch reserves from locked
+// reads, a doubt about the views when it does not.
+func (a *accumulator) short(err error) error {
+	if a.unlocked {
+		a.doubted = true
+	}
+	return err
 }
 
 // newOrder records an order placed in this batch, in its state after placement.
@@ -147,10 +160,10 @@ func (a *accumulator) row(k orderKey, account int64) *store.Order {
 func (a *accumulator) adjust(market uuid.UUID, st *engine.OrderState, cash, shares int64) error {
 	account := int64(st.Account)
 	if cash > 0 && a.freeCash[account] < cash {
-		return domain.ErrInsufficientFunds
+		return a.short(domain.ErrInsufficientFunds)
 	}
 	if shares > 0 && a.freeShares[store.ShareKey{Account: account, Market: market, Outcome: st.Outcome.String()}] < shares {
-		return domain.ErrInsufficientShares
+		return a.short(domain.ErrInsufficientShares)
 	}
 	if cash != 0 {
 		a.addCash(account, -cash, cash)

@@ -40,7 +40,8 @@ func (s *Shard) load(ctx context.Context, id uuid.UUID) (*marketState, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &marketState{id: id, status: row.Status, epoch: row.Epoch, resting: map[int64]*wire.Order{}}
+	m := &marketState{id: id, status: row.Status, epoch: row.Epoch, resting: map[int64]*wire.Order{},
+		free: map[holding]int64{}}
 	if s.cfg.Name != "" && (row.Shard == nil || *row.Shard != s.cfg.Name) {
 		return nil, ErrNotOwner
 	}

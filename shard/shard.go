@@ -2,11 +2,14 @@
 // executes every order, cancel and lifecycle change of its markets on one goroutine, and commits
 // them to Postgres in batches before it answers (group commit).
 //
-// A batch is the commands queued while the previous batch ran (at most MaxBatch). Its transaction
-// begins by locking and reading what its placements reserve from (store.BeginBatch; a named shard
-// also locks its markets' ownership rows); the shard then reserves and matches in memory; then one
-// round trip writes every effect — netted per order, account and position — in one statement and
-// commits (store.CommitBatch), and in a standalone shard also begins the next batch. Only then are
+// A batch is the commands queued while the previous batch ran (at most MaxBatch). The shard
+// reserves and matches it in memory, then one round trip writes every effect — netted per order,
+// account and position — in one statement and commits (store.CommitBatch). What its placements
+// reserve from comes from the shard's views of the accounts and holdings, checked by the
+// database's own guards at commit (views.go); when the views cannot pay for the batch, its
+// transaction first locks and reads them (store.BeginBatch; a named shard always does, and also
+// locks its markets' ownership rows) — in a standalone shard, in the same round trip as the
+// previous batch's commit when it was queued by then. Only then are
 // the callers answered and the books' read snapshots published. If the transaction fails, every
 // book it touched is rebuilt from Postgres, so memory never runs ahead of what was committed; a
 // batch that only raced another transaction runs once more.
@@ -90,6 +93,7 @@ type Shard struct {
 	feed    []feed.Event // reused by each batch's recordEvents
 	depth   engine.Depth
 	metrics *metrics
+	cash    map[int64]int64 // the views of accounts' available cash (views.go)
 }
 
 // marketState is one market as the shard holds it.
@@ -104,6 +108,7 @@ type marketState struct {
 	finished  finishedOrders
 	expiries  expiries              // the resting GTD orders, soonest first
 	resting   map[int64]*wire.Order // the resting orders by seq, as their last account event left them (accountfeed.go)
+	free      map[holding]int64     // the views of the market's holdings: unlocked shares (views.go)
 
 	// The feed (events.go): the last number used, and the levels and status it has described.
 	eventSeq  int64
@@ -148,6 +153,7 @@ func New(cfg Config) *Shard {
 		done:    make(chan struct{}),
 		markets: map[uuid.UUID]*marketState{},
 		metrics: newMetrics(cfg.Metrics),
+		cash:    map[int64]int64{},
 	}
 	go s.loop()
 	s.every(expirySweep, s.sweepExpiries)

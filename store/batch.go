@@ -72,15 +72,7 @@ func BeginBatch(ctx context.Context, conn *pgx.Conn, b Begin) (Locked, error) {
 func queueBegin(q *pgx.Batch, b Begin) Locked {
 	l := Locked{Owners: map[uuid.UUID]Ownership{}, Cash: map[int64]int64{}, Shares: map[ShareKey]int64{},
 		Taken: map[ClientOrderKey]bool{}}
-	q.Queue("begin")
-	// Every statement of a batch joins a few rows of parameters to large tables by an indexed key:
-	// a nested loop over the index is always the right plan. Without this, a planner working from
-	// stale statistics (a table that grew since it was last analyzed) hash-joins the whole orders
-	// table for each batch, which measured 6 ms a batch and capped the exchange at a third of its speed.
-	// Sequential scans go too: under the market-maker mix (amends update existing orders in most
-	// batches) the planner, from the same stale statistics, scanned the whole orders table for the
-	// updates, 16 ms a batch against 2, and the mix ran at a quarter of its speed in most runs.
-	q.Queue("select set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true), set_config('enable_seqscan', 'off', true)")
+	queueTxStart(q)
 	if len(b.Markets) > 0 {
 		q.Queue(`select id, shard, epoch, status from markets where id = any($1) order by id for share`, uuidArray(b.Markets)).
 			Query(func(rows pgx.Rows) error {
@@ -138,6 +130,19 @@ func queueBegin(q *pgx.Batch, b Begin) Locked {
 	return l
 }
 
+// queueTxStart begins a batch's transaction and sets the planner for its statements.
+func queueTxStart(q *pgx.Batch) {
+	q.Queue("begin")
+	// Every statement of a batch joins a few rows of parameters to large tables by an indexed key:
+	// a nested loop over the index is always the right plan. Without this, a planner working from
+	// stale statistics (a table that grew since it was last analyzed) hash-joins the whole orders
+	// table for each batch, which measured 6 ms a batch and capped the exchange at a third of its speed.
+	// Sequential scans go too: under the market-maker mix (amends update existing orders in most
+	// batches) the planner, from the same stale statistics, scanned the whole orders table for the
+	// updates, 16 ms a batch against 2, and the mix ran at a quarter of its speed in most runs.
+	q.Queue("select set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true), set_config('enable_seqscan', 'off', true)")
+}
+
 // queueClientOrderIDs queues the claim of client order ids. The unique index on (account_id,
 // client_order_id) is the guarantee, but meeting it at commit would fail the whole batch; so a
 // batch first takes a transaction-scoped advisory lock on each id (a hash of it: a collision only
@@ -184,7 +189,8 @@ type Committed struct {
 	NextErr error
 }
 
-// CommitBatch writes a batch within the transaction BeginBatch opened and commits it, then, when
+// CommitBatch writes a batch within the transaction BeginBatch opened (or, for a batch that locked
+// nothing, Batch.Unlocked, in a transaction it begins itself) and commits it, then, when
 // next is not nil, begins the next batch as BeginBatch would: all in one round trip. An error
 // means the batch did not commit (its transaction was rolled back) and the next did not begin.
 // When only the next batch's beginning failed, the error is Committed.NextErr and the connection
@@ -192,6 +198,9 @@ type Committed struct {
 func CommitBatch(ctx context.Context, conn *pgx.Conn, b *Batch, next *Begin) (Committed, error) {
 	var q pgx.Batch
 	var c Committed
+	if b.Unlocked {
+		queueTxStart(&q)
+	}
 	settled := queueApply(&q, b, &c.Updated, &c.Accounts)
 	if len(b.Settlements) > 0 {
 		// The settlements' events are encoded from what settle() returns, and written before the
@@ -240,6 +249,15 @@ func rollbackBatch(ctx context.Context, conn *pgx.Conn) {
 	if _, err := conn.Exec(ctx, "rollback"); err != nil {
 		_ = conn.Close(ctx)
 	}
+}
+
+// Refused reports whether a batch failed on one of the database's own guards of what a batch
+// reserves: a balance or holding that would have gone negative, or a client order id an order
+// already has. A batch that reserved without locking (Batch.Unlocked) fails so when what it
+// believed it could reserve was out of date; it can be run again with locks.
+func Refused(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && (pg.Code == "23514" || pg.Code == "23505") // check_violation, unique_violation
 }
 
 // Retryable reports whether a batch failed only because it raced another transaction (a

@@ -1,0 +1,174 @@
+package shard
+
+import (
+	"errors"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/store"
+)
+
+// Reserving without locks. A placement reserves cash (a BUY) or shares (a SELL) before it
+// matches, so a batch must know what its accounts and holdings have before it runs. A batch that
+// locks and reads them first (store.BeginBatch) pays a round trip to Postgres before it can match
+// and holds the accounts' row locks while it matches and commits; with several shards trading
+// for the same accounts, those locks would make the shards take turns.
+//
+// So the shard keeps views: what each account had available and each holding had unlocked when
+// the shard last learned it, kept current by the deltas of its own batches. A batch whose
+// placements the views can pay for runs unlocked (store.Batch.Unlocked): it reserves from the
+// views and begins its transaction in the same round trip that writes and commits it, and takes
+// row locks only while that round trip runs. A view can be out of date either way, because other
+// shards and the API change accounts too:
+//
+//   - too high (another shard spent the money): the batch's write would take a balance or holding
+//     below zero, which the database's checks refuse (store.Refused); a client order id another
+//     shard's order took is refused by its unique index the same way. The batch fails as a whole,
+//     its books are rebuilt from Postgres, and it runs again with locks.
+//   - too low (another shard's fill paid the account): an unlocked batch never refuses a
+//     placement for want of funds or shares. Such a refusal makes it doubted (errDoubted): it is
+//     dropped before it commits, its books rebuilt, and it runs again with locks.
+//
+// A refusal for want of funds or shares is therefore only ever made from values read under lock,
+// as before. The views are only a guess, checked by the database or by running again with locks;
+// any failure clears them, and the locked reads of a batch that runs with locks refill them.
+
+// errDoubted fails an unlocked batch that would refuse a placement or amend for want of funds or
+// shares: the views it reserved from may be out of date, so it runs again with locks.
+var errDoubted = errors.New("an unlocked batch would refuse for want of funds or shares")
+
+// maxCashViews bounds how many accounts the shard keeps a view of; past it the views start afresh.
+const maxCashViews = 1 << 20
+
+// holding names one of an account's holdings in a market (marketState.free).
+type holding struct {
+	account int64
+	outcome engine.Outcome
+}
+
+// unlockable reports whether a batch may run unlocked: the shard is standalone (a named shard
+// locks its markets' ownership rows in every batch, for fencing), and the views know every
+// account and holding the batch's placements and amends reserve from and show enough for all of
+// them together.
+func (s *Shard) unlockable(cmds []*command) bool {
+	if s.cfg.Name != "" {
+		return false
+	}
+	cash := map[int64]int64{}
+	shares := map[store.ShareKey]int64{}
+	for _, c := range cmds {
+		if c.err != nil {
+			continue
+		}
+		var account int64
+		var market uuid.UUID
+		var o engine.Order
+		switch c.kind {
+		case cmdPlace:
+			p := &c.place
+			account, market = p.Account, p.Market
+			o = engine.Order{Side: p.Side, Outcome: p.Outcome, Price: p.Price, Quantity: p.Quantity}
+		case cmdAmend:
+			// At most the amended order's whole new lock; a guess that falls short only makes the
+			// batch doubted.
+			a := &c.amend
+			account, market = a.Account, a.Market
+			o = engine.Order{Side: a.Side, Outcome: a.Outcome, Price: a.Price, Quantity: a.Remaining}
+			if m := s.markets[a.Market]; m != nil && m.book != nil {
+				if st, ok := m.book.Order(engine.OrderID(a.Seq)); ok {
+					o.Price = max(o.Price, st.Price)
+					o.Quantity = max(o.Quantity, st.Remaining())
+				}
+			}
+		default:
+			continue
+		}
+		c, n := o.Lock()
+		if o.Side == engine.Buy {
+			cash[account] += c
+		} else {
+			shares[store.ShareKey{Account: account, Market: market, Outcome: o.Outcome.String()}] += n
+		}
+	}
+	for account, need := range cash {
+		if have, ok := s.cash[account]; !ok || have < need {
+			return false
+		}
+	}
+	for k, need := range shares {
+		m := s.markets[k.Market]
+		if m == nil {
+			return false
+		}
+		outcome, _ := engine.ParseOutcome(k.Outcome)
+		if have, ok := m.free[holding{k.Account, outcome}]; !ok || have < need {
+			return false
+		}
+	}
+	return true
+}
+
+// viewed returns what the views show of the accounts and holdings a batch reserves from, in the
+// form BeginBatch's locked reads take, for an unlocked batch to start from.
+func (s *Shard) viewed(cmds []*command) store.Locked {
+	accounts, holdings := reservedFrom(cmds)
+	l := store.Locked{Cash: make(map[int64]int64, len(accounts)), Shares: make(map[store.ShareKey]int64, len(holdings))}
+	for _, a := range accounts {
+		l.Cash[a] = s.cash[a]
+	}
+	for _, k := range holdings {
+		outcome, _ := engine.ParseOutcome(k.Outcome)
+		l.Shares[k] = s.markets[k.Market].free[holding{k.Account, outcome}]
+	}
+	return l
+}
+
+// learn takes what a batch read under lock into the views: exact as long as the batch holds the
+// locks. A holding it asked for that does not exist has no shares.
+func (s *Shard) learn(b store.Begin, l store.Locked) {
+	if len(s.cash) > maxCashViews {
+		clear(s.cash)
+	}
+	for _, a := range b.Accounts {
+		if v, ok := l.Cash[a]; ok {
+			s.cash[a] = v
+		}
+	}
+	for _, k := range b.Holdings {
+		m := s.markets[k.Market]
+		if m == nil {
+			continue
+		}
+		outcome, _ := engine.ParseOutcome(k.Outcome)
+		m.free[holding{k.Account, outcome}] = l.Shares[k]
+	}
+}
+
+// advance adds a committed batch's deltas to the views of the accounts and holdings they show.
+func (s *Shard) advance(b *store.Batch) {
+	for _, d := range b.Cash {
+		if v, ok := s.cash[d.Account]; ok {
+			s.cash[d.Account] = v + d.Available
+		}
+	}
+	for _, d := range b.Shares {
+		m := s.markets[d.Market]
+		if m == nil {
+			continue
+		}
+		outcome, _ := engine.ParseOutcome(d.Outcome)
+		k := holding{d.Account, outcome}
+		if v, ok := m.free[k]; ok {
+			m.free[k] = v + d.Quantity - d.Locked
+		}
+	}
+}
+
+// forget clears the views after a failed batch: the next batches read under lock again.
+func (s *Shard) forget() {
+	clear(s.cash)
+	for _, m := range s.markets {
+		clear(m.free)
+	}
+}

@@ -1,0 +1,177 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/pmx-dev/pmx/domain"
+	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/store"
+)
+
+// relocked reads how many of the shard's batches ran unlocked, were found out of date and ran
+// again with locks.
+func relocked(t *testing.T, s *Shard) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := s.metrics.relocked.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+// cash reads an account's available and locked cash.
+func (f *fixture) cash(t *testing.T, account int64) (available, locked int64) {
+	t.Helper()
+	a, err := f.st.Account(context.Background(), account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.Available, a.Locked
+}
+
+// TestUnlockedBatchOverdrawn spends an account's money behind the shard's back (as another shard
+// would), so that the shard's view of it is too high: the placement the view pays for runs
+// unlocked, the database refuses its write, and it runs again with locks and is refused for want
+// of funds — with nothing of it left in the book or in Postgres.
+func TestUnlockedBatchOverdrawn(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s := f.shard(t, "")
+	if _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 10, 10)); err != nil { // learns alice's cash
+		t.Fatal(err)
+	}
+	if _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 11, 1)); err != nil || relocked(t, s) != 0 {
+		t.Fatalf("a placement the view pays for: %v, %v relocked", err, relocked(t, s))
+	}
+	if _, err := f.st.Pool.Exec(ctx, `update accounts set available = 100 where id = $1`, f.alice); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 20, 10)) // 200 cents: the view says yes, Postgres no
+	if !errors.Is(err, domain.ErrInsufficientFunds) {
+		t.Fatalf("placement beyond the account's real funds: %v, want %v", err, domain.ErrInsufficientFunds)
+	}
+	if n := relocked(t, s); n != 1 {
+		t.Errorf("%v batches ran again with locks, want 1", n)
+	}
+	if available, locked := f.cash(t, f.alice); available != 100 || locked != 10*10+11 {
+		t.Errorf("alice has %d available and %d locked, want 100 and %d", available, locked, 10*10+11)
+	}
+	if n := restingCount(t, f.st, f.market); n != 2 {
+		t.Errorf("%d resting orders, want 2", n)
+	}
+	if err := s.CheckBooks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The locked run refreshed the view: a placement within the 100 cents runs unlocked.
+	if _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 10, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if n := relocked(t, s); n != 1 {
+		t.Errorf("%v batches ran again with locks, want still 1", n)
+	}
+	if available, _ := f.cash(t, f.alice); available != 0 {
+		t.Errorf("alice has %d available, want 0", available)
+	}
+}
+
+// TestUnlockedBatchDoubted pays an account behind the shard's back (as another shard's fill
+// would), so that the shard's view of it is too low, and has the batch's first guess of what it
+// needs fall short: two amends of one order in one batch, the second pricing up the quantity the
+// first raised. The view seems to pay for both, the second is refused for want of funds in the
+// unlocked run, and the batch runs again with locks — where the real balance pays for both. An
+// unlocked batch never answers such a refusal.
+func TestUnlockedBatchDoubted(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s := f.shard(t, "")
+	if _, err := f.st.Pool.Exec(ctx, `update accounts set available = 20000 where id = $1`, f.alice); err != nil {
+		t.Fatal(err)
+	}
+	o, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 10, 10)) // the view: 20000 - 100
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.st.Pool.Exec(ctx, `update accounts set available = available + 40000 where id = $1`, f.alice); err != nil {
+		t.Fatal(err)
+	}
+
+	// Hold the loop in a batch of bob's (the shard has no view of him: it locks accounts, and
+	// waits for the test's lock) while the two amends queue behind it.
+	tx, err := f.st.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `lock table accounts in exclusive mode`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 3)
+	go func() { _, err := s.Place(ctx, f.buy(f.bob, engine.No, 40, 1)); done <- err }() // no cross at 50
+	waitBlocked(t, f.st)
+	amend := func(price int, remaining int64) AmendRequest {
+		return AmendRequest{Account: f.alice, Market: f.market, Seq: o.Seq, Side: engine.Buy, Outcome: engine.Yes, Price: price, Remaining: remaining}
+	}
+	results := make(chan store.PlacedOrder, 2)
+	go func() { r, err := s.Amend(ctx, amend(0, 1000)); results <- r; done <- err }() // +9,900 cents
+	waitQueued(t, s, 1)
+	go func() { r, err := s.Amend(ctx, amend(50, 0)); results <- r; done <- err }() // +40,000 cents
+	waitQueued(t, s, 2)
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := relocked(t, s); n != 1 {
+		t.Errorf("%v batches ran again with locks, want 1", n)
+	}
+	if available, locked := f.cash(t, f.alice); available != 60000-50*1000 || locked != 50*1000 {
+		t.Errorf("alice has %d available and %d locked, want %d and %d", available, locked, 60000-50*1000, 50*1000)
+	}
+	if err := s.CheckBooks(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUnlockedClientOrderIDTakenElsewhere places one client order id in two markets, each on its
+// own standalone shard: the second shard's unlocked batch meets the unique index, runs again with
+// locks, and refuses the placement as a repeat.
+func TestUnlockedClientOrderIDTakenElsewhere(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	other, err := f.st.CreateMarket(ctx, store.Market{ID: uuid.New(), Question: "q2", Category: "c", LabelA: "Yes", LabelB: "No", CreatedAt: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := f.shard(t, ""), f.shard(t, "")
+	if _, err := b.Place(ctx, PlaceRequest{Account: f.alice, Market: other.ID, Side: engine.Buy, Outcome: engine.Yes, Price: 10, Quantity: 1}); err != nil {
+		t.Fatal(err) // b learns alice's cash
+	}
+	withID := func(r PlaceRequest) PlaceRequest {
+		r.ClientOrderID, r.Placement = "quote-1", "fingerprint"
+		return r
+	}
+	if _, err := a.Place(ctx, withID(f.buy(f.alice, engine.Yes, 20, 1))); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Place(ctx, withID(PlaceRequest{Account: f.alice, Market: other.ID, Side: engine.Buy, Outcome: engine.Yes, Price: 20, Quantity: 1}))
+	if !errors.Is(err, domain.ErrClientOrderIDTaken) {
+		t.Fatalf("the id's second placement: %v, want %v", err, domain.ErrClientOrderIDTaken)
+	}
+	if n := relocked(t, b); n != 1 {
+		t.Errorf("%v batches ran again with locks, want 1", n)
+	}
+	if n := restingCount(t, f.st, other.ID); n != 1 {
+		t.Errorf("%d resting orders in the second market, want 1", n)
+	}
+	if err := b.CheckBooks(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
