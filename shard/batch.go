@@ -34,9 +34,9 @@ type batch struct {
 	started bool
 	asked   store.Begin // what a started batch locked
 	locked  store.Locked
-	// locks makes the batch lock and read what it reserves from even if the views could pay for
-	// it: it ran unlocked and found them out of date (views.go).
-	locks bool
+	// floor is the least-trusting way it may learn what it reserves from: raised each time a
+	// run finds what it learned out of date (views.go).
+	floor reserveMode
 }
 
 // loop is the shard's only goroutine touching books. Each batch is every command queued while
@@ -115,8 +115,11 @@ func (s *Shard) process(b batch, next *batch) batch {
 			break // only loads, checks and syncs, or nothing left to do: no transaction
 		}
 		committed = true
-		unlocked := !b.started && !b.locks && s.unlockable(b.cmds)
-		if err = s.commit(ctx, b, now, next, unlocked); err == nil {
+		mode := b.floor
+		if mode == fromViews && (b.started || !s.unlockable(b.cmds)) {
+			mode = fromReads // a batch begun ahead read what it reserves from
+		}
+		if err = s.commit(ctx, b, now, next, mode); err == nil {
 			break
 		}
 		b.started = false // a retry begins afresh
@@ -124,12 +127,12 @@ func (s *Shard) process(b batch, next *batch) batch {
 			delete(s.markets, id) // reloaded from Postgres on next use
 		}
 		s.forget()
-		if unlocked && (errors.Is(err, errDoubted) || store.Refused(err)) {
-			// The views were out of date: not a failure, a batch that runs again with locks
-			// (once: a locked batch is never doubted, and what refuses it is final).
-			s.metrics.relocked.Inc()
-			s.log.Debug("an unlocked batch runs again with locks", "reason", err, "commands", len(b.cmds))
-			b.locks = true
+		if mode < fromLocks && (errors.Is(err, errDoubted) || store.Refused(err)) {
+			// What it reserved from was out of date: not a failure, a batch that runs again,
+			// learning it more surely (at most twice: what refuses a locked batch is final).
+			s.metrics.rerun.Inc()
+			s.log.Debug("a batch runs again, reading what it reserves from more surely", "reason", err, "commands", len(b.cmds), "was", mode)
+			b.floor = mode + 1
 			continue
 		}
 		s.log.Error("batch failed; rebuilding its markets from the database", "err", err, "commands", len(b.cmds), "retried", retried)
@@ -285,29 +288,30 @@ func clientOrderIDs(cmds []*command) []store.ClientOrderKey {
 // transaction and locks what it needs — the ownership of the shard's markets and the accounts
 // and holdings its placements reserve from; then the books match in memory; then one round trip
 // writes every effect, commits, and begins the next batch (the commands queued meanwhile).
-func (s *Shard) commit(ctx context.Context, b batch, now time.Time, next *batch, unlocked bool) error {
+func (s *Shard) commit(ctx context.Context, b batch, now time.Time, next *batch, mode reserveMode) error {
 	conn, err := s.connection(ctx)
 	if err != nil {
 		return err
 	}
 	locked, asked := b.locked, b.asked
 	switch {
-	case unlocked:
+	case mode == fromViews:
 		locked = s.viewed(b.cmds)
 	case !b.started:
 		asked = s.begin(b.cmds)
+		asked.LockAccounts = mode == fromLocks
 		if locked, err = store.BeginBatch(ctx, conn, asked); err != nil {
 			return err
 		}
 	}
-	if !unlocked {
+	if mode != fromViews {
 		s.learn(asked, locked)
 	}
 	if s.cfg.Name != "" {
 		s.fence(locked.Owners, b.cmds)
 	}
 	s.acc.track(locked)
-	s.acc.unlocked = unlocked
+	s.acc.unlocked = mode == fromViews
 
 	for _, c := range b.cmds {
 		if c.err != nil {
@@ -341,7 +345,7 @@ func (s *Shard) commit(ctx context.Context, b batch, now time.Time, next *batch,
 		s.acc.batch.SettledEvents = settledEvents
 	}
 	s.acc.finish()
-	s.acc.batch.Unlocked = unlocked
+	s.acc.batch.Unlocked = mode == fromViews
 
 	// The next batch begins with this commit if it must lock: if the views, as they stand before
 	// this batch's deltas, cannot pay for it (it runs unlocked otherwise, and needs no beginning).

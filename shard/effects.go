@@ -42,11 +42,11 @@ type accumulator struct {
 	touched map[uuid.UUID]*marketState
 
 	// What the batch's placements may still reserve: the available cash of the accounts and the
-	// unlocked shares of the holdings BeginBatch locked, kept current by every delta.
+	// unlocked shares of the holdings BeginBatch read (or the views showed), kept current by every delta.
 	freeCash   map[int64]int64
 	freeShares map[store.ShareKey]int64
-	// unlocked: they came from the shard's views, not from locked reads (views.go); doubted: a
-	// placement or amend was refused for want of them, which only locked reads may decide.
+	// unlocked: they came from the shard's views, not from reads (views.go); doubted: a placement
+	// or amend was refused for want of them, which only reads may decide.
 	unlocked, doubted bool
 
 	takenIDs map[store.ClientOrderKey]bool // client order ids orders already had when the batch began
@@ -114,8 +114,8 @@ func (a *accumulator) reserve(market uuid.UUID, o *engine.Order) error {
 	return nil
 }
 
-// short is a refusal for want of funds or shares: final when the batch reserves from locked
-// reads, a doubt about the views when it does not.
+// short is a refusal for want of funds or shares: final when the batch reserves from what it
+// read, a doubt about the views when it does not.
 func (a *accumulator) short(err error) error {
 	if a.unlocked {
 		a.doubted = true

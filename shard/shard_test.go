@@ -163,7 +163,7 @@ func TestTransitionsInOneBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, `lock table accounts in exclusive mode`); err != nil {
+	if _, err := tx.Exec(ctx, `lock table accounts in access exclusive mode`); err != nil {
 		t.Fatal(err)
 	}
 	go func() { _, err := s.Place(ctx, f.buy(f.bob, engine.No, 50, 4)); done <- err }()
@@ -370,7 +370,7 @@ func TestAbandonedPlacementIsLogged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, `lock table accounts in exclusive mode`); err != nil {
+	if _, err := tx.Exec(ctx, `lock table accounts in access exclusive mode`); err != nil {
 		t.Fatal(err)
 	}
 	gaveUp, giveUp := context.WithCancel(ctx)

@@ -10,33 +10,52 @@ import (
 )
 
 // Reserving without locks. A placement reserves cash (a BUY) or shares (a SELL) before it
-// matches, so a batch must know what its accounts and holdings have before it runs. A batch that
-// locks and reads them first (store.BeginBatch) pays a round trip to Postgres before it can match
-// and holds the accounts' row locks while it matches and commits; with several shards trading
-// for the same accounts, those locks would make the shards take turns.
+// matches, so a batch must know what its accounts and holdings have before it runs. Locking and
+// reading them first (store.BeginBatch with LockAccounts) costs a round trip to Postgres before
+// the batch can match, and holds the accounts' row locks while it matches and commits: with
+// several shards trading for the same accounts, the shards would take turns on those rows, and a
+// batch holding some while its commit pays a maker whose row another batch holds deadlocks.
 //
-// So the shard keeps views: what each account had available and each holding had unlocked when
-// the shard last learned it, kept current by the deltas of its own batches. A batch whose
-// placements the views can pay for runs unlocked (store.Batch.Unlocked): it reserves from the
-// views and begins its transaction in the same round trip that writes and commits it, and takes
-// row locks only while that round trip runs. A view can be out of date either way, because other
-// shards and the API change accounts too:
+// So a batch learns what it reserves from in the least costly of three ways that its shard can
+// trust for it (reserveMode), and runs again, learning it more surely, when that was not enough:
 //
-//   - too high (another shard spent the money): the batch's write would take a balance or holding
-//     below zero, which the database's checks refuse (store.Refused); a client order id another
-//     shard's order took is refused by its unique index the same way. The batch fails as a whole,
-//     its books are rebuilt from Postgres, and it runs again with locks.
-//   - too low (another shard's fill paid the account): an unlocked batch never refuses a
-//     placement for want of funds or shares. Such a refusal makes it doubted (errDoubted): it is
-//     dropped before it commits, its books rebuilt, and it runs again with locks.
+//   - fromViews: the shard's views — what each account had available and each holding had unlocked
+//     when the shard last learned it, kept current by its own batches' deltas — when they show
+//     enough for every placement and amend of the batch. The batch reads nothing and locks
+//     nothing: it begins, writes and commits in one round trip (store.Batch.Unlocked).
+//   - fromReads: read at the start of the batch's transaction, unlocked (the holdings, which only
+//     the market's shard changes, are locked).
+//   - fromLocks: read and locked until the commit: exact, as every batch once was.
 //
-// A refusal for want of funds or shares is therefore only ever made from values read under lock,
-// as before. The views are only a guess, checked by the database or by running again with locks;
-// any failure clears them, and the locked reads of a batch that runs with locks refill them.
+// Other shards and the API change accounts too, so what a batch learned without locks may be out
+// of date either way:
+//
+//   - too high (another shard spent the money): the batch's write would take a balance below zero,
+//     which the database's checks refuse (store.Refused); a client order id another shard's order
+//     took is refused by its unique index the same way. The batch fails as a whole, its books are
+//     rebuilt from Postgres, and it runs again.
+//   - too low (another shard's fill paid the account): a batch never answers a refusal for want of
+//     funds or shares from the views: such a refusal makes it doubted (errDoubted), and it is
+//     dropped before it commits, its books rebuilt, and run again from reads. A refusal from a
+//     read is true of the moment of the read, which falls between the order's arrival and its
+//     answer.
+//
+// Rows are locked only by the commit's single statement, in key order (store.Batch), while it
+// runs: batches of several shards wait for each other only that long, and cannot deadlock on
+// accounts unless one of them locked at its start, the last resort.
 
-// errDoubted fails an unlocked batch that would refuse a placement or amend for want of funds or
-// shares: the views it reserved from may be out of date, so it runs again with locks.
-var errDoubted = errors.New("an unlocked batch would refuse for want of funds or shares")
+// reserveMode is how a batch learns what its placements reserve from.
+type reserveMode int
+
+const (
+	fromViews reserveMode = iota // the shard's views: nothing read, nothing locked
+	fromReads                    // read at the start of the transaction, accounts unlocked
+	fromLocks                    // read and locked at the start of the transaction
+)
+
+// errDoubted fails a batch run from the views that would refuse a placement or amend for want of
+// funds or shares: the views may be out of date, so it runs again from reads.
+var errDoubted = errors.New("a batch run from the views would refuse for want of funds or shares")
 
 // maxCashViews bounds how many accounts the shard keeps a view of; past it the views start afresh.
 const maxCashViews = 1 << 20
@@ -124,8 +143,8 @@ func (s *Shard) viewed(cmds []*command) store.Locked {
 	return l
 }
 
-// learn takes what a batch read under lock into the views: exact as long as the batch holds the
-// locks. A holding it asked for that does not exist has no shares.
+// learn takes what a batch read at its start into the views. A holding it asked for that does not
+// exist has no shares.
 func (s *Shard) learn(b store.Begin, l store.Locked) {
 	if len(s.cash) > maxCashViews {
 		clear(s.cash)
@@ -165,7 +184,7 @@ func (s *Shard) advance(b *store.Batch) {
 	}
 }
 
-// forget clears the views after a failed batch: the next batches read under lock again.
+// forget clears the views after a failed batch: the next batches read again.
 func (s *Shard) forget() {
 	clear(s.cash)
 	for _, m := range s.markets {

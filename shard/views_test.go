@@ -16,10 +16,10 @@ import (
 
 // relocked reads how many of the shard's batches ran unlocked, were found out of date and ran
 // again with locks.
-func relocked(t *testing.T, s *Shard) float64 {
+func rerun(t *testing.T, s *Shard) float64 {
 	t.Helper()
 	var m dto.Metric
-	if err := s.metrics.relocked.Write(&m); err != nil {
+	if err := s.metrics.rerun.Write(&m); err != nil {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
@@ -46,8 +46,8 @@ func TestUnlockedBatchOverdrawn(t *testing.T) {
 	if _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 10, 10)); err != nil { // learns alice's cash
 		t.Fatal(err)
 	}
-	if _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 11, 1)); err != nil || relocked(t, s) != 0 {
-		t.Fatalf("a placement the view pays for: %v, %v relocked", err, relocked(t, s))
+	if _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 11, 1)); err != nil || rerun(t, s) != 0 {
+		t.Fatalf("a placement the view pays for: %v, %v relocked", err, rerun(t, s))
 	}
 	if _, err := f.st.Pool.Exec(ctx, `update accounts set available = 100 where id = $1`, f.alice); err != nil {
 		t.Fatal(err)
@@ -56,7 +56,7 @@ func TestUnlockedBatchOverdrawn(t *testing.T) {
 	if !errors.Is(err, domain.ErrInsufficientFunds) {
 		t.Fatalf("placement beyond the account's real funds: %v, want %v", err, domain.ErrInsufficientFunds)
 	}
-	if n := relocked(t, s); n != 1 {
+	if n := rerun(t, s); n != 1 {
 		t.Errorf("%v batches ran again with locks, want 1", n)
 	}
 	if available, locked := f.cash(t, f.alice); available != 100 || locked != 10*10+11 {
@@ -72,7 +72,7 @@ func TestUnlockedBatchOverdrawn(t *testing.T) {
 	if _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 10, 10)); err != nil {
 		t.Fatal(err)
 	}
-	if n := relocked(t, s); n != 1 {
+	if n := rerun(t, s); n != 1 {
 		t.Errorf("%v batches ran again with locks, want still 1", n)
 	}
 	if available, _ := f.cash(t, f.alice); available != 0 {
@@ -107,7 +107,7 @@ func TestUnlockedBatchDoubted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, `lock table accounts in exclusive mode`); err != nil {
+	if _, err := tx.Exec(ctx, `lock table accounts in access exclusive mode`); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 3)
@@ -129,7 +129,7 @@ func TestUnlockedBatchDoubted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := relocked(t, s); n != 1 {
+	if n := rerun(t, s); n != 1 {
 		t.Errorf("%v batches ran again with locks, want 1", n)
 	}
 	if available, locked := f.cash(t, f.alice); available != 60000-50*1000 || locked != 50*1000 {
@@ -165,7 +165,7 @@ func TestUnlockedClientOrderIDTakenElsewhere(t *testing.T) {
 	if !errors.Is(err, domain.ErrClientOrderIDTaken) {
 		t.Fatalf("the id's second placement: %v, want %v", err, domain.ErrClientOrderIDTaken)
 	}
-	if n := relocked(t, b); n != 1 {
+	if n := rerun(t, b); n != 1 {
 		t.Errorf("%v batches ran again with locks, want 1", n)
 	}
 	if n := restingCount(t, f.st, other.ID); n != 1 {

@@ -35,6 +35,12 @@ type Begin struct {
 	Markets  []uuid.UUID
 	Accounts []int64
 	Holdings []ShareKey
+	// LockAccounts locks the accounts (FOR UPDATE), so that what is read of them stays true until
+	// the batch commits. Without it they are read as last committed, unlocked: a batch of another
+	// shard may change them meanwhile, and the accounts' checks refuse this batch's commit if what
+	// it reserved is no longer there (Refused). Holdings are locked either way: only the shard of
+	// their market changes them.
+	LockAccounts bool
 	// ClientOrderIDs are the client order ids the batch's placements give their orders. The batch
 	// takes a lock on each (so that a placement with the same id in another shard's batch waits
 	// for this one to end) and finds those an order already has.
@@ -50,7 +56,7 @@ type ClientOrderKey struct {
 // Locked is what BeginBatch found and holds until the transaction ends.
 type Locked struct {
 	Owners map[uuid.UUID]Ownership // of the markets asked for (FOR SHARE: nobody can move them)
-	Cash   map[int64]int64         // available cash of each account asked for (FOR UPDATE)
+	Cash   map[int64]int64         // available cash of each account asked for (FOR UPDATE with Begin.LockAccounts)
 	Shares map[ShareKey]int64      // unlocked shares of each holding asked for that exists (FOR UPDATE)
 	Taken  map[ClientOrderKey]bool // the client order ids asked for that an order already has
 }
@@ -91,7 +97,11 @@ func queueBegin(q *pgx.Batch, b Begin) Locked {
 			})
 	}
 	if len(b.Accounts) > 0 {
-		q.Queue(`select id, available from accounts where id = any($1) order by id for update`, b.Accounts).
+		sql := `select id, available from accounts where id = any($1)`
+		if b.LockAccounts {
+			sql += ` order by id for update`
+		}
+		q.Queue(sql, b.Accounts).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					var id, available int64

@@ -140,11 +140,11 @@ func TestCommitBatchBeginsNext(t *testing.T) {
 	if _, err := other.Exec(ctx, `select 1 from accounts where id = $1 for update`, bob.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := BeginBatch(ctx, conn, Begin{Accounts: []int64{alice.ID}}); err != nil {
+	if _, err := BeginBatch(ctx, conn, Begin{Accounts: []int64{alice.ID}, LockAccounts: true}); err != nil {
 		t.Fatal(err)
 	}
 	b := &Batch{Now: now, Cash: []CashDelta{{Account: alice.ID, Available: -100, Locked: 100}}}
-	res, err := CommitBatch(ctx, conn, b, &Begin{Accounts: []int64{bob.ID}})
+	res, err := CommitBatch(ctx, conn, b, &Begin{Accounts: []int64{bob.ID}, LockAccounts: true})
 	if err != nil {
 		t.Fatalf("the batch itself failed: %v", err)
 	}
@@ -162,11 +162,11 @@ func TestCommitBatchBeginsNext(t *testing.T) {
 	}
 
 	// Now the next batch begins with the commit, and holds its lock until it ends.
-	if _, err := BeginBatch(ctx, conn, Begin{Accounts: []int64{alice.ID}}); err != nil {
+	if _, err := BeginBatch(ctx, conn, Begin{Accounts: []int64{alice.ID}, LockAccounts: true}); err != nil {
 		t.Fatal(err)
 	}
 	b = &Batch{Now: now, Cash: []CashDelta{{Account: alice.ID, Available: -100, Locked: 100}}}
-	res, err = CommitBatch(ctx, conn, b, &Begin{Accounts: []int64{bob.ID}})
+	res, err = CommitBatch(ctx, conn, b, &Begin{Accounts: []int64{bob.ID}, LockAccounts: true})
 	if err != nil || res.NextErr != nil {
 		t.Fatalf("CommitBatch: %v, next: %v", err, res.NextErr)
 	}
@@ -179,7 +179,7 @@ func TestCommitBatchBeginsNext(t *testing.T) {
 
 	// A batch whose writes fail (alice cannot go below zero) commits nothing and begins nothing.
 	b = &Batch{Now: now, Cash: []CashDelta{{Account: alice.ID, Available: -10_000, Locked: 10_000}}}
-	if _, err := CommitBatch(ctx, conn, b, &Begin{Accounts: []int64{bob.ID}}); err == nil {
+	if _, err := CommitBatch(ctx, conn, b, &Begin{Accounts: []int64{bob.ID}, LockAccounts: true}); err == nil {
 		t.Fatal("a batch overdrawing an account committed")
 	}
 	if got := available(alice.ID); got != 800 {
@@ -187,6 +187,44 @@ func TestCommitBatchBeginsNext(t *testing.T) {
 	}
 	if s := conn.PgConn().TxStatus(); s != 'I' {
 		t.Errorf("connection left in transaction status %q after a failed batch", s)
+	}
+
+	// An unlocked batch begins its own transaction, in the same round trip as its writes and its
+	// commit; reading without LockAccounts does not wait for another transaction's row lock; and
+	// an unlocked batch that would overdraw an account is Refused, leaving nothing behind.
+	other, err = st.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Exec(ctx, `select 1 from accounts where id = $1 for update`, bob.ID); err != nil {
+		t.Fatal(err)
+	}
+	read, err := BeginBatch(ctx, conn, Begin{Accounts: []int64{bob.ID}})
+	if err != nil || read.Cash[bob.ID] != 1_000 {
+		t.Fatalf("an unlocked read of a locked account: %v, %v", read.Cash, err)
+	}
+	if _, err := conn.Exec(ctx, "rollback"); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b = &Batch{Now: now, Unlocked: true, Cash: []CashDelta{{Account: alice.ID, Available: -100, Locked: 100}}}
+	if _, err := CommitBatch(ctx, conn, b, nil); err != nil {
+		t.Fatalf("an unlocked batch: %v", err)
+	}
+	if got := available(alice.ID); got != 700 {
+		t.Errorf("alice has %d available after an unlocked batch, want 700", got)
+	}
+	b = &Batch{Now: now, Unlocked: true, Cash: []CashDelta{{Account: alice.ID, Available: -800, Locked: 800}}}
+	if _, err := CommitBatch(ctx, conn, b, nil); !Refused(err) {
+		t.Fatalf("an unlocked batch overdrawing an account: %v, want one Refused", err)
+	}
+	if got := available(alice.ID); got != 700 {
+		t.Errorf("alice has %d available after a refused batch, want 700", got)
+	}
+	if s := conn.PgConn().TxStatus(); s != 'I' {
+		t.Errorf("connection left in transaction status %q after a refused batch", s)
 	}
 }
 

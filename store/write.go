@@ -93,11 +93,11 @@ type Batch struct {
 	// not empty and the account feed is kept.
 	SettledEvents func(account int64, holdings []SettledHolding) ([]byte, error)
 	// Unlocked says the batch did not begin with BeginBatch: it reserved cash and shares from what
-	// its shard believed the accounts and holdings had, without locking or reading them, and
-	// CommitBatch begins its transaction. The database's checks — no balance or holding below zero,
-	// one order per client order id — are then what refuses a batch whose belief was out of date
-	// (Refused), and its shard runs it again with locks. The rows it writes are still locked in
-	// key order (Cash and Shares are sorted), so unlocked batches of several shards cannot deadlock.
+	// its shard believed the accounts and holdings had, without reading them, and CommitBatch
+	// begins its transaction. The database's checks — no balance or holding below zero, one order
+	// per client order id — are then what refuses a batch whose belief was out of date (Refused),
+	// and its shard runs it again. The rows it writes are locked in key order (Cash and Shares are
+	// sorted) by its one statement, so that batches of several shards do not deadlock on them.
 	Unlocked bool
 }
 
