@@ -33,6 +33,9 @@ func (s *Shard) cancelTripped(ctx context.Context) {
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, heartbeatCancels)
 	for _, o := range orders {
+		if s.cfg.owns != nil && !s.cfg.owns(o.Market) {
+			continue // another shard of the Set cancels it
+		}
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()

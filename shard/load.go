@@ -36,6 +36,9 @@ func (s *Shard) ensure(ctx context.Context, id uuid.UUID) (*marketState, error) 
 }
 
 func (s *Shard) load(ctx context.Context, id uuid.UUID) (*marketState, error) {
+	if s.cfg.owns != nil && !s.cfg.owns(id) {
+		return nil, ErrNotOwner // another shard of its Set serves it
+	}
 	row, err := s.cfg.Store.Market(ctx, id)
 	if err != nil {
 		return nil, err

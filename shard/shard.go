@@ -69,6 +69,11 @@ type Config struct {
 	// --no-event-log): the markets' and accounts' sequences stand still (but for settlements,
 	// which settle() still numbers) and the live feed is silent. For measuring only.
 	NoEventLog bool
+
+	// Set by a Set for each of its shards: owns says which markets the shard serves (nil: all), and
+	// noPruning leaves the pruning of old events to another shard.
+	owns      func(uuid.UUID) bool
+	noPruning bool
 }
 
 // DefaultMaxOpenOrders is the default of Config.MaxOpenOrders.
@@ -158,7 +163,9 @@ func New(cfg Config) *Shard {
 	go s.loop()
 	s.every(expirySweep, s.sweepExpiries)
 	s.every(heartbeatSweep, s.cancelTripped)
-	s.every(eventPruning, s.pruneEvents)
+	if !cfg.noPruning {
+		s.every(eventPruning, s.pruneEvents)
+	}
 	return s
 }
 

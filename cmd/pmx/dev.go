@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -38,6 +39,7 @@ type devOptions struct {
 	maxOpenOrders  int
 	eventRetention time.Duration
 	noEventLog     bool
+	shards         int
 	process        processOptions
 	serve          serveOptions
 }
@@ -48,7 +50,8 @@ func newDevCommand() *cobra.Command {
 		Use:   "dev",
 		Short: "Run the whole exchange in one process, on a private Postgres it starts itself",
 		Long: `pmx dev runs the complete exchange in one process: the public API (/api/v1), the admin API
-(/admin/v1), one in-process matching shard and the market lifecycle loop.
+(/admin/v1), the matching shards (--shards, by default one per core: each matches its own markets
+on its own goroutine and commits on its own connection) and the market lifecycle loop.
 
 Its database is a private PostgreSQL cluster that it creates under --data-dir and starts itself
 (from initdb/postgres on PATH or under /usr/lib/postgresql/*/bin); data survives restarts and
@@ -74,6 +77,7 @@ started from.`,
 	f.Int64Var(&o.maxQuantity, "max-quantity", 1_000_000, "largest order quantity accepted")
 	f.IntVar(&o.maxOpenOrders, "max-open-orders", shard.DefaultMaxOpenOrders, "most open orders one account may have in one market")
 	f.DurationVar(&o.eventRetention, "event-retention", shard.DefaultEventRetention, "how long the markets' feed events are kept")
+	f.IntVar(&o.shards, "shards", runtime.NumCPU(), "matching shards to spread the markets over, each with its own batch loop and Postgres connection (default: the number of cores)")
 	f.BoolVar(&o.noEventLog, "no-event-log", false, "record no feed events, of markets or accounts, to measure what they cost (the live feed, GET /market/events and GET /account/events then show nothing useful: for measuring only)")
 	addProcessFlags(cmd, &o.process, true)
 	addMetricsFlag(cmd, &o.process, "127.0.0.1:9090")
@@ -84,6 +88,9 @@ started from.`,
 func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 	if err := o.serve.limits(); err != nil {
 		return err
+	}
+	if o.shards < 1 {
+		return fmt.Errorf("--shards %d: pmx dev needs at least one shard", o.shards)
 	}
 	log, err := startProcess(o.process)
 	if err != nil {
@@ -125,8 +132,8 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 	}
 	defer stopMetrics()
 	bus := &feed.Bus{}
-	sh := shard.New(shard.Config{Store: st, Logger: log, Metrics: reg, MaxOpenOrders: o.maxOpenOrders,
-		EventRetention: o.eventRetention, Feed: bus, NoEventLog: o.noEventLog})
+	sh := shard.NewSet(shard.Config{Store: st, Logger: log, Metrics: reg, MaxOpenOrders: o.maxOpenOrders,
+		EventRetention: o.eventRetention, Feed: bus, NoEventLog: o.noEventLog}, o.shards)
 	defer sh.Stop()
 
 	if o.markets != "" {
@@ -144,7 +151,8 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 		}
 	}
 
-	// Rebuild every open book from Postgres now, not on first use.
+	// Rebuild every open book from Postgres now, not on first use (which also spreads the open
+	// markets evenly over the shards).
 	open, err := st.Markets(ctx, domain.MarketOpen)
 	if err != nil {
 		return err

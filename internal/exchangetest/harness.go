@@ -51,7 +51,11 @@ type Target struct {
 	names atomic.Int64
 }
 
-// StartDev starts the standalone exchange in-process — store, shard, and API and metrics each on a
+// DevShards is how many shards StartDev runs: more than one, so that every test of the suite
+// has markets on different shards trading for the same accounts, as pmx dev runs them.
+const DevShards = 2
+
+// StartDev starts the standalone exchange in-process — store, DevShards shards, and API and metrics each on a
 // loopback port of their own, as pmx dev serves them — on a fresh database of the test binary's
 // shared cluster, and stops it when t ends.
 // Options, when given, change the API server's configuration.
@@ -62,7 +66,7 @@ func StartDev(t testing.TB, options ...func(*apiserver.Config)) *Target {
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	reg := httpkit.NewRegistry()
 	bus := &feed.Bus{}
-	sh := shard.New(shard.Config{Store: st, Logger: log, Metrics: reg, MaxOpenOrders: SuiteMaxOpenOrders, Feed: bus})
+	sh := shard.NewSet(shard.Config{Store: st, Logger: log, Metrics: reg, MaxOpenOrders: SuiteMaxOpenOrders, Feed: bus}, DevShards)
 	t.Cleanup(sh.Stop)
 	closerCtx, stopCloser := context.WithCancel(ctx)
 	closerDone := make(chan struct{})

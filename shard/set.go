@@ -1,0 +1,234 @@
+package shard
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pmx-dev/pmx/domain"
+	"github.com/pmx-dev/pmx/market"
+	"github.com/pmx-dev/pmx/store"
+)
+
+// Set runs several standalone shards in one process, each with its own batch loop and Postgres
+// connection, and spreads the markets across them: a market is given to the shard holding the
+// fewest markets the first time the set sees it, and stays there for the life of the process, so
+// exactly one goroutine ever matches it. The shards commit in parallel; what they share is the
+// accounts, whose cash each reserves from its own views without locks (views.go), so that they do
+// not take turns on the accounts' rows.
+//
+// A Set offers the calls of one Shard. Calls naming one market go to its shard; batches of
+// placements and cancels are split by shard, run at once, and answered in the caller's order.
+type Set struct {
+	shards []*Shard
+
+	mu     sync.Mutex
+	owner  map[uuid.UUID]int // market → index of its shard
+	counts []int             // markets given to each shard
+}
+
+// NewSet starts n shards (at least one) configured alike; each registers its metrics with a
+// "shard" label of its index and logs it. Call Stop to drain and stop them.
+func NewSet(cfg Config, n int) *Set {
+	if cfg.Name != "" {
+		panic("shard: a Set runs standalone shards; a named shard serves the markets Postgres gives it")
+	}
+	n = max(n, 1)
+	set := &Set{owner: map[uuid.UUID]int{}, counts: make([]int, n)}
+	for i := range n {
+		c := cfg
+		c.owns = func(id uuid.UUID) bool { return set.owns(i, id) }
+		c.noPruning = i > 0 // one pruner of old events is enough
+		if cfg.Metrics != nil {
+			c.Metrics = prometheus.WrapRegistererWith(prometheus.Labels{"shard": strconv.Itoa(i)}, cfg.Metrics)
+		}
+		if cfg.Logger != nil && n > 1 {
+			c.Logger = cfg.Logger.With("slot", i)
+		}
+		set.shards = append(set.shards, New(c))
+	}
+	return set
+}
+
+// Len is how many shards the set runs.
+func (set *Set) Len() int { return len(set.shards) }
+
+// Stop stops every shard, each after finishing the commands it accepted.
+func (set *Set) Stop() {
+	var wg sync.WaitGroup
+	for _, s := range set.shards {
+		wg.Go(s.Stop)
+	}
+	wg.Wait()
+}
+
+// of returns the index of a market's shard, giving the market to the least busy shard when the
+// set has not seen it yet.
+func (set *Set) of(id uuid.UUID) int {
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	i, ok := set.owner[id]
+	if !ok {
+		i = 0
+		for j, n := range set.counts {
+			if n < set.counts[i] {
+				i = j
+			}
+		}
+		set.owner[id] = i
+		set.counts[i]++
+	}
+	return i
+}
+
+// owns reports whether shard i holds a market. A shard asked about a market the set has not
+// given out (a sweep that found its orders in Postgres) takes it only if it is its turn.
+func (set *Set) owns(i int, id uuid.UUID) bool { return set.of(id) == i }
+
+// forget takes back a market that does not exist, so that requests naming made-up markets do not
+// fill the set's table.
+func (set *Set) forget(id uuid.UUID, err error) {
+	if !errors.Is(err, domain.ErrUnknownMarket) {
+		return
+	}
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	if i, ok := set.owner[id]; ok {
+		delete(set.owner, id)
+		set.counts[i]--
+	}
+}
+
+func (set *Set) shard(id uuid.UUID) *Shard { return set.shards[set.of(id)] }
+
+// Place places an order on its market's shard.
+func (set *Set) Place(ctx context.Context, r PlaceRequest) (store.PlacedOrder, error) {
+	placed, err := set.shard(r.Market).Place(ctx, r)
+	set.forget(r.Market, err)
+	return placed, err
+}
+
+// Cancel cancels an order on its market's shard.
+func (set *Set) Cancel(ctx context.Context, r CancelRequest) (store.Order, error) {
+	o, err := set.shard(r.Market).Cancel(ctx, r)
+	set.forget(r.Market, err)
+	return o, err
+}
+
+// Amend amends an order on its market's shard.
+func (set *Set) Amend(ctx context.Context, r AmendRequest) (store.PlacedOrder, error) {
+	o, err := set.shard(r.Market).Amend(ctx, r)
+	set.forget(r.Market, err)
+	return o, err
+}
+
+// Transition applies a lifecycle action on the market's shard.
+func (set *Set) Transition(ctx context.Context, id uuid.UUID, action market.Action) error {
+	err := set.shard(id).Transition(ctx, id, action)
+	set.forget(id, err)
+	return err
+}
+
+// OrderBook reads a market's committed book from its shard.
+func (set *Set) OrderBook(ctx context.Context, id uuid.UUID) (*Snapshot, error) {
+	snap, err := set.shard(id).OrderBook(ctx, id)
+	set.forget(id, err)
+	return snap, err
+}
+
+// split groups the indexes 0..n-1 by the shard of each one's market, in order within each.
+func (set *Set) split(n int, market func(int) uuid.UUID) map[int][]int {
+	groups := map[int][]int{}
+	for i := range n {
+		s := set.of(market(i))
+		groups[s] = append(groups[s], i)
+	}
+	return groups
+}
+
+// PlaceMany places each shard's share of the orders in one batch there, the shards at once, and
+// answers each order in its place.
+func (set *Set) PlaceMany(ctx context.Context, rs []PlaceRequest) []PlaceResult {
+	out := make([]PlaceResult, len(rs))
+	var wg sync.WaitGroup
+	for s, idx := range set.split(len(rs), func(i int) uuid.UUID { return rs[i].Market }) {
+		wg.Go(func() {
+			in := make([]PlaceRequest, len(idx))
+			for j, i := range idx {
+				in[j] = rs[i]
+			}
+			for j, res := range set.shards[s].PlaceMany(ctx, in) {
+				out[idx[j]] = res
+				set.forget(in[j].Market, res.Err)
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// CancelMany cancels each shard's share of the orders in one batch there, the shards at once.
+func (set *Set) CancelMany(ctx context.Context, rs []CancelRequest) []CancelResult {
+	out := make([]CancelResult, len(rs))
+	var wg sync.WaitGroup
+	for s, idx := range set.split(len(rs), func(i int) uuid.UUID { return rs[i].Market }) {
+		wg.Go(func() {
+			in := make([]CancelRequest, len(idx))
+			for j, i := range idx {
+				in[j] = rs[i]
+			}
+			for j, res := range set.shards[s].CancelMany(ctx, in) {
+				out[idx[j]] = res
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// CancelAll cancels an account's resting orders in the markets on every shard holding one of
+// them, at once, and answers them in the order of markets.
+func (set *Set) CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]store.Order, error) {
+	groups := set.split(len(markets), func(i int) uuid.UUID { return markets[i] })
+	results := make([][]store.Order, len(set.shards))
+	errs := make([]error, len(set.shards))
+	var wg sync.WaitGroup
+	for s, idx := range groups {
+		wg.Go(func() {
+			mine := make([]uuid.UUID, len(idx))
+			for j, i := range idx {
+				mine[j] = markets[i]
+			}
+			results[s], errs[s] = set.shards[s].CancelAll(ctx, account, mine)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	pos := make(map[uuid.UUID]int, len(markets))
+	for i, id := range markets {
+		if _, ok := pos[id]; !ok {
+			pos[id] = i
+		}
+	}
+	all := slices.Concat(results...)
+	slices.SortStableFunc(all, func(a, b store.Order) int { return cmp.Compare(pos[a.MarketID], pos[b.MarketID]) })
+	return all, nil
+}
+
+// CheckBooks compares every shard's books with Postgres (Shard.CheckBooks).
+func (set *Set) CheckBooks(ctx context.Context) error {
+	for _, s := range set.shards {
+		if err := s.CheckBooks(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
