@@ -20,43 +20,56 @@ import (
 )
 
 // Batching: the loop takes every command queued while the previous batch ran, readies them,
-// begins a transaction (locking what they reserve from), executes them on the books and commits,
-// then answers. A failed commit rebuilds every book it touched from Postgres.
+// reserves and matches them in memory and sends their commit to Postgres; while that commit is on
+// its way, it takes the commands queued meanwhile and matches them too, on the state the batch in
+// flight leaves, then sends their commit once the one before has committed (pipelining). Answers
+// go out only after their own batch commits. A failed commit rebuilds every book it touched, and
+// every book the batch built on it touched, from Postgres, and runs both batches again.
 
 // commitTimeout bounds one batch's transaction.
 const commitTimeout = 30 * time.Second
 
-// batch is a set of commands taken from the queue to run in one transaction. A batch taken while
-// the previous one was being committed began in the same round trip as that commit: started,
-// with the locks it holds.
+// batch is a set of commands taken from the queue to run in one transaction.
 type batch struct {
-	cmds    []*command
-	started bool
-	asked   store.Begin // what a started batch locked
-	locked  store.Locked
+	cmds []*command
 	// floor is the least-trusting way it may learn what it reserves from: raised each time a
 	// run finds what it learned out of date (views.go).
 	floor reserveMode
 }
 
+// flight is a batch built — reserved and matched in memory, its effects in its accumulator — whose
+// commit is on its way to Postgres, or about to be.
+type flight struct {
+	b      batch
+	mode   reserveMode
+	acc    *accumulator
+	conn   *pgx.Conn
+	ctx    context.Context
+	cancel context.CancelFunc
+	start  time.Time
+	now    time.Time     // the batch's time
+	done   chan struct{} // closed when the commit has an answer: res, err
+	res    store.Committed
+	err    error
+}
+
 // loop is the shard's only goroutine touching books. Each batch is every command queued while
-// the previous one was running; two command buffers take turns.
+// the previous one was being built and committed.
 func (s *Shard) loop() {
 	defer close(s.done)
-	bufs := [2][]*command{make([]*command, 0, s.cfg.MaxBatch), make([]*command, 0, s.cfg.MaxBatch)}
-	var next batch
-	for i := 0; ; i ^= 1 {
-		cur := next // already in bufs[i], if it has commands
-		if len(cur.cmds) == 0 {
-			select {
-			case c := <-s.cmds:
-				cur = batch{cmds: s.take(add(bufs[i][:0], c))}
-			case <-s.stop:
-				s.drain(bufs[i][:0])
-				return
-			}
+	var fl *flight // the batch whose commit is on its way, if any
+	for {
+		if fl != nil {
+			fl = s.pipeline(fl)
+			continue
 		}
-		next = s.process(cur, &batch{cmds: bufs[i^1][:0]})
+		select {
+		case c := <-s.cmds:
+			fl = s.launch(batch{cmds: s.take(add(make([]*command, 0, 16), c))})
+		case <-s.stop:
+			s.drain(nil)
+			return
+		}
 	}
 }
 
@@ -82,97 +95,243 @@ func add(cmds []*command, c *command) []*command {
 	return append(cmds, c)
 }
 
-// drain runs what was accepted before Stop.
+// drain runs what was accepted before Stop, each batch to its end (cmds first, if any).
 func (s *Shard) drain(cmds []*command) {
 	for {
 		cmds = s.take(cmds)
 		if len(cmds) == 0 {
 			return
 		}
-		s.process(batch{cmds: cmds}, nil)
+		s.runNow(batch{cmds: cmds}, 0, nil)
 		cmds = cmds[:0]
 	}
 }
 
-// process runs one batch in one transaction and answers its commands. A batch that only raced
-// another transaction (a deadlock) runs once more, on books rebuilt from Postgres. When next is
-// not nil, the commands queued meanwhile are taken into it and, if they can, begin with this
-// batch's commit; process returns it.
-func (s *Shard) process(b batch, next *batch) batch {
+// pipeline builds the next batch while fl commits, on the state fl leaves: every command queued
+// meanwhile that just trades and that the views can pay for joins it, as it arrives, until fl
+// has committed; then it is sent, and pipeline returns it (nil if there is none). The first
+// command that cannot join (a load, a check, one the views cannot pay for) waits for fl, and
+// runs after the batch built meanwhile. If fl fails, the batch built on it is undone with it: the
+// books both touched are rebuilt, and both run again, in order, each to its end.
+func (s *Shard) pipeline(fl *flight) *flight {
+	var next *flight
+	var nextErr error
+	var held []*command // commands that could not join next, in order
+	for held == nil {
+		var queue <-chan *command
+		if nextErr == nil && (next == nil || len(next.b.cmds) < s.cfg.MaxBatch) {
+			queue = s.cmds
+		}
+		select {
+		case c := <-queue:
+			cmds := s.take(add(make([]*command, 0, 16), c))
+			if !pipelinable(cmds) {
+				held = cmds
+				break
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+			s.prepareAll(ctx, cmds)
+			cancel()
+			switch {
+			case next == nil && writes(cmds) && s.unlockable(cmds):
+				next, nextErr = s.open(batch{cmds: cmds}, fromViews)
+				s.metrics.ahead.Add(float64(len(cmds)))
+			case next != nil && s.topUp(cmds):
+				s.extend(next, cmds)
+				s.metrics.ahead.Add(float64(len(cmds)))
+			default:
+				held = cmds // readied again when they run: a load may have published what fl had not committed
+			}
+		case <-fl.done:
+			return s.after(fl, next, nextErr, nil)
+		case <-s.stop:
+			// Finish what is in hand; the loop then drains the queue and stops.
+			if next = s.after(fl, next, nextErr, nil); next != nil {
+				s.land(next)
+			}
+			return nil
+		}
+	}
+	return s.after(fl, next, nextErr, held)
+}
+
+// after lands fl, then sends next (the batch built on it), then starts held: it returns the batch
+// then in flight.
+func (s *Shard) after(fl, next *flight, nextErr error, held []*command) *flight {
+	if !s.landed(fl) {
+		if next != nil {
+			s.undo(next.acc) // built on what did not commit
+		}
+		s.runNow(fl.b, fl.mode, fl.err)
+		if next != nil {
+			s.runNow(next.b, 0, nil)
+		}
+		return s.startAfter(nil, held)
+	}
+	if next != nil && nextErr == nil {
+		nextErr = s.seal(next)
+	}
+	if next != nil && nextErr != nil {
+		s.undo(next.acc)
+		s.runNow(next.b, fromViews, nextErr)
+		next = nil
+	}
+	if next != nil {
+		s.send(next)
+	}
+	return s.startAfter(next, held)
+}
+
+// startAfter starts held commands as a batch of their own after prev (in flight, or nil).
+func (s *Shard) startAfter(prev *flight, held []*command) *flight {
+	if held == nil {
+		return prev
+	}
+	if prev != nil {
+		s.land(prev)
+	}
+	return s.launch(batch{cmds: s.take(held)})
+}
+
+// launch readies a batch and sends its commit on its way, or runs it to its end when it cannot
+// (nothing to commit, or a failure). It returns the batch in flight, if any.
+func (s *Shard) launch(b batch) *flight {
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
-	defer cancel()
-	start := time.Now()
-	var err error
-	committed := false // a transaction ran: the batch counts in the metrics
+	s.prepareAll(ctx, b.cmds)
+	cancel()
+	if !writes(b.cmds) {
+		answer(b.cmds) // only loads, checks and syncs, or nothing left to do: no transaction
+		return nil
+	}
+	mode := s.modeOf(b)
+	fl, err := s.build(b, mode)
+	if err != nil {
+		s.undo(fl.acc)
+		s.runNow(b, mode, err)
+		return nil
+	}
+	s.send(fl)
+	return fl
+}
+
+// land waits for a flight and, if it failed, runs it again to its end.
+func (s *Shard) land(fl *flight) {
+	if !s.landed(fl) {
+		s.runNow(fl.b, fl.mode, fl.err)
+	}
+}
+
+// runNow runs a batch to its end, nothing else in flight, and answers its commands. When err is
+// set, its last attempt (in mode) failed with it, and its books were rebuilt: it runs once more
+// for each failure again allows. Otherwise it begins with its first attempt.
+func (s *Shard) runNow(b batch, mode reserveMode, err error) {
 	retried := false
 	for {
-		now := s.cfg.Now().UTC().Truncate(time.Microsecond)
-		if !b.started {
-			s.prepareAll(ctx, b.cmds)
+		if err != nil && !s.again(&b, mode, err, &retried) {
+			s.metrics.failures.Inc()
+			for _, c := range b.cmds {
+				c.reply <- ErrUnavailable
+			}
+			return
 		}
-		s.acc.reset(now)
-		if !b.started && !writes(b.cmds) {
-			break // only loads, checks and syncs, or nothing left to do: no transaction
+		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+		s.prepareAll(ctx, b.cmds)
+		cancel()
+		if !writes(b.cmds) {
+			answer(b.cmds)
+			return
 		}
-		committed = true
-		mode := b.floor
-		if mode == fromViews && (b.started || !s.unlockable(b.cmds)) {
-			mode = fromReads // a batch begun ahead read what it reserves from
-		}
-		if err = s.commit(ctx, b, now, next, mode); err == nil {
-			break
-		}
-		b.started = false // a retry begins afresh
-		for id := range s.acc.touched {
-			delete(s.markets, id) // reloaded from Postgres on next use
-		}
-		s.forget()
-		if mode < fromLocks && (errors.Is(err, errDoubted) || store.Refused(err)) {
-			// What it reserved from was out of date: not a failure, a batch that runs again,
-			// learning it more surely (at most twice: what refuses a locked batch is final).
-			s.metrics.rerun.Inc()
-			s.log.Debug("a batch runs again, reading what it reserves from more surely", "reason", err, "commands", len(b.cmds), "was", mode)
-			b.floor = mode + 1
+		mode = s.modeOf(b)
+		fl, buildErr := s.build(b, mode)
+		if err = buildErr; err != nil {
+			s.undo(fl.acc)
 			continue
 		}
-		s.log.Error("batch failed; rebuilding its markets from the database", "err", err, "commands", len(b.cmds), "retried", retried)
-		s.releaseConn()
-		if retried || !store.Retryable(err) {
-			break
+		s.send(fl)
+		if s.landed(fl) {
+			return
 		}
-		retried = true
+		err = fl.err
 	}
-	var ahead batch
-	if next != nil {
-		ahead = *next
+}
+
+// modeOf is how a batch learns what it reserves from this time (views.go).
+func (s *Shard) modeOf(b batch) reserveMode {
+	if b.floor == fromViews && !s.unlockable(b.cmds) {
+		return fromReads
 	}
-	if err != nil {
-		s.metrics.failures.Inc()
-		for _, c := range b.cmds {
-			c.reply <- ErrUnavailable
-		}
-		return ahead
+	return b.floor
+}
+
+// again decides what follows a failed attempt of a batch, whose books undo has already rebuilt:
+// an attempt that found what it reserved from out of date runs again, learning it more surely
+// (at most twice: what refuses a locked batch is final); one that only raced another transaction
+// (a deadlock) runs once more; any other failure is final.
+func (s *Shard) again(b *batch, mode reserveMode, err error, retried *bool) bool {
+	if mode < fromLocks && (errors.Is(err, errDoubted) || store.Refused(err)) {
+		s.metrics.rerun.Inc()
+		s.log.Debug("a batch runs again, reading what it reserves from more surely", "reason", err, "commands", len(b.cmds), "was", mode)
+		b.floor = mode + 1
+		return true
 	}
-	if committed {
-		s.metrics.batches.Inc()
-		s.metrics.size.Observe(float64(len(b.cmds)))
-		s.metrics.duration.Observe(time.Since(start).Seconds())
+	s.log.Error("batch failed; rebuilding its markets from the database", "err", err, "commands", len(b.cmds), "retried", *retried)
+	s.releaseConn()
+	if *retried || !store.Retryable(err) {
+		return false
 	}
-	for _, m := range s.acc.touched {
-		s.publish(m)
+	*retried = true
+	return true
+}
+
+// undo forgets what a batch that did not commit did in memory: every book it touched is reloaded
+// from Postgres on next use, and the views start afresh.
+func (s *Shard) undo(a *accumulator) {
+	for id := range a.touched {
+		delete(s.markets, id)
 	}
-	s.cfg.Feed.Publish(s.acc.published)
-	s.recordFinished()
-	for _, c := range b.cmds {
+	s.forget()
+}
+
+// answer answers commands that needed no transaction.
+func answer(cmds []*command) {
+	for _, c := range cmds {
 		c.reply <- c.err
 	}
-	return ahead
+}
+
+// landed waits for a flight's commit; if it committed, it publishes the batch's books and events
+// and answers its commands. It reports whether the batch committed; if not, its books are undone,
+// and the caller runs it again.
+func (s *Shard) landed(fl *flight) bool {
+	<-fl.done
+	fl.cancel()
+	if fl.err != nil {
+		s.undo(fl.acc)
+		return false
+	}
+	a := fl.acc
+	s.answerCancels(a, fl.b.cmds, fl.res.Updated)
+	for _, e := range fl.res.Accounts {
+		a.published = append(a.published, feed.Batch{Account: e.Account, First: e.First, Last: e.Last, Events: e.Events})
+	}
+	s.metrics.batches.Inc()
+	s.metrics.size.Observe(float64(len(fl.b.cmds)))
+	s.metrics.duration.Observe(time.Since(fl.start).Seconds())
+	for _, snap := range a.snaps {
+		s.snaps.Store(snap.market, snap.snap)
+	}
+	s.cfg.Feed.Publish(a.published)
+	s.recordFinished(a)
+	for _, c := range fl.b.cmds {
+		c.reply <- c.err
+	}
+	return true
 }
 
 // recordFinished remembers, once a batch has committed, the final status of every order that
 // left its book in it.
-func (s *Shard) recordFinished() {
-	for _, rows := range [][]store.Order{s.acc.batch.NewOrders, s.acc.batch.OrderUpdates} {
+func (s *Shard) recordFinished(a *accumulator) {
+	for _, rows := range [][]store.Order{a.batch.NewOrders, a.batch.OrderUpdates} {
 		for i := range rows {
 			o := &rows[i]
 			if o.Status.Resting() {
@@ -185,7 +344,7 @@ func (s *Shard) recordFinished() {
 	}
 }
 
-// prepareAll readies every command of a batch that has not begun.
+// prepareAll readies every command of a batch.
 func (s *Shard) prepareAll(ctx context.Context, cmds []*command) {
 	for _, c := range cmds {
 		c.reset()
@@ -236,18 +395,12 @@ func writes(cmds []*command) bool {
 	return false
 }
 
-// canBeginAhead reports whether a batch may be readied and begun while the batch before it is
+// pipelinable reports whether a batch may be readied and built while the batch before it is
 // still uncommitted: only if its commands just trade. Checking and syncing the books compare
 // them with Postgres and a load publishes what it read, so they wait until the batch before has
-// committed. (Readying a trading command may load a market the shard does not hold yet: the
-// batch before cannot have touched it, so what Postgres holds of it is already final.)
-//
-// Only a standalone shard (no Name) begins batches ahead. A named shard shares the rows it locks
-// with other shards (accounts, holdings) and with the operator (its markets' ownership rows, which
-// a move or a lifecycle change updates). A next batch whose locks are taken in the very pipeline
-// of the commit that released them would take them again before a waiting transaction is even
-// woken, so under steady load that transaction could wait for as long as the load lasts.
-func canBeginAhead(cmds []*command) bool {
+// landed. (Readying a trading command may load a market the shard does not hold yet: the batch
+// before cannot have touched it, so what Postgres holds of it is already final.)
+func pipelinable(cmds []*command) bool {
 	for _, c := range cmds {
 		switch c.kind {
 		case cmdPlace, cmdCancel, cmdCancelAll, cmdTransition, cmdExpire, cmdAmend:
@@ -284,27 +437,44 @@ func clientOrderIDs(cmds []*command) []store.ClientOrderKey {
 	return slices.Compact(keys)
 }
 
-// commit runs a batch: unless it began with the previous commit, one round trip begins the
-// transaction and locks what it needs — the ownership of the shard's markets and the accounts
-// and holdings its placements reserve from; then the books match in memory; then one round trip
-// writes every effect, commits, and begins the next batch (the commands queued meanwhile).
-func (s *Shard) commit(ctx context.Context, b batch, now time.Time, next *batch, mode reserveMode) error {
+// build runs a batch in memory (open, then seal). The flight it returns (with its accumulator,
+// even on error) is not sent yet.
+func (s *Shard) build(b batch, mode reserveMode) (*flight, error) {
+	fl, err := s.open(b, mode)
+	if err == nil {
+		err = s.seal(fl)
+	}
+	return fl, err
+}
+
+// open begins building a batch: unless it reserves from the views, one round trip begins its
+// transaction and reads (or locks) what its placements reserve from, with the ownership of the
+// shard's markets in distributed mode; then its commands execute on the books, their effects
+// gathering in an accumulator of its own.
+func (s *Shard) open(b batch, mode reserveMode) (*flight, error) {
+	if s.acc == &s.accs[0] { // the other accumulator may belong to the batch in flight
+		s.acc = &s.accs[1]
+	} else {
+		s.acc = &s.accs[0]
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	fl := &flight{b: b, mode: mode, acc: s.acc, ctx: ctx, cancel: cancel, start: time.Now(), done: make(chan struct{}),
+		now: s.cfg.Now().UTC().Truncate(time.Microsecond)}
+	s.acc.reset(fl.now)
 	conn, err := s.connection(ctx)
 	if err != nil {
-		return err
+		return fl, err
 	}
-	locked, asked := b.locked, b.asked
-	switch {
-	case mode == fromViews:
+	fl.conn = conn
+	var locked store.Locked
+	if mode == fromViews {
 		locked = s.viewed(b.cmds)
-	case !b.started:
-		asked = s.begin(b.cmds)
+	} else {
+		asked := s.begin(b.cmds)
 		asked.LockAccounts = mode == fromLocks
 		if locked, err = store.BeginBatch(ctx, conn, asked); err != nil {
-			return err
+			return fl, err
 		}
-	}
-	if mode != fromViews {
 		s.learn(asked, locked)
 	}
 	if s.cfg.Name != "" {
@@ -312,8 +482,19 @@ func (s *Shard) commit(ctx context.Context, b batch, now time.Time, next *batch,
 	}
 	s.acc.track(locked)
 	s.acc.unlocked = mode == fromViews
+	s.execute(b.cmds, fl.now)
+	return fl, nil
+}
 
-	for _, c := range b.cmds {
+// extend adds commands to a batch being built from the views (topUp has started what they reserve from).
+func (s *Shard) extend(fl *flight, cmds []*command) {
+	fl.b.cmds = append(fl.b.cmds, cmds...)
+	s.execute(cmds, fl.now)
+}
+
+// execute runs commands on the books, into the batch being built.
+func (s *Shard) execute(cmds []*command, now time.Time) {
+	for _, c := range cmds {
 		if c.err != nil {
 			continue
 		}
@@ -332,10 +513,18 @@ func (s *Shard) commit(ctx context.Context, b batch, now time.Time, next *batch,
 			s.amend(c, now)
 		}
 	}
+}
+
+// seal finishes building a batch: its feed events, its rows in key order, the views it leaves
+// and the snapshots of the books it touched, to publish once it commits.
+func (s *Shard) seal(fl *flight) error {
+	if s.acc != fl.acc {
+		panic("shard: sealing a batch that is not the one being built")
+	}
 	if s.acc.doubted {
 		return errDoubted // before anything reaches Postgres
 	}
-	if err := s.recordEvents(now); err != nil {
+	if err := s.recordEvents(fl.now); err != nil {
 		return err
 	}
 	if err := s.recordAccountEvents(); err != nil {
@@ -345,38 +534,22 @@ func (s *Shard) commit(ctx context.Context, b batch, now time.Time, next *batch,
 		s.acc.batch.SettledEvents = settledEvents
 	}
 	s.acc.finish()
-	s.acc.batch.Unlocked = mode == fromViews
-
-	// The next batch begins with this commit if it must lock: if the views, as they stand before
-	// this batch's deltas, cannot pay for it (it runs unlocked otherwise, and needs no beginning).
-	var ahead *store.Begin
-	if next != nil {
-		next.cmds = s.take(next.cmds)
-		if s.cfg.Name == "" && len(next.cmds) > 0 && canBeginAhead(next.cmds) {
-			s.prepareAll(ctx, next.cmds)
-			if !s.unlockable(next.cmds) {
-				bg := s.begin(next.cmds)
-				ahead = &bg
-			}
-		}
-	}
-	res, err := store.CommitBatch(ctx, conn, &s.acc.batch, ahead)
-	if err != nil {
-		return err
-	}
-	s.advance(&s.acc.batch)
-	s.answerCancels(b.cmds, res.Updated)
-	for _, a := range res.Accounts {
-		s.acc.published = append(s.acc.published, feed.Batch{Account: a.Account, First: a.First, Last: a.Last, Events: a.Events})
-	}
-	if ahead != nil {
-		if res.NextErr != nil {
-			s.log.Warn("the next batch could not begin with this one's commit; it begins on its own", "err", res.NextErr)
-		} else {
-			next.started, next.asked, next.locked = true, *ahead, res.Next
-		}
+	s.acc.batch.Unlocked = fl.mode == fromViews
+	s.advance(&s.acc.batch) // the next batch reserves from what this one leaves
+	for _, m := range s.acc.touched {
+		s.acc.snaps = append(s.acc.snaps, pendingSnapshot{m.id, s.snapshotOf(m)})
 	}
 	return nil
+}
+
+// send writes a built batch's effects and commits them, on a goroutine of its own: the loop
+// meanwhile builds the next batch, which touches neither this batch's accumulator nor the
+// connection until this commit has an answer.
+func (s *Shard) send(fl *flight) {
+	go func() {
+		defer close(fl.done)
+		fl.res, fl.err = store.CommitBatch(fl.ctx, fl.conn, &fl.acc.batch)
+	}()
 }
 
 // reservedFrom lists, in key order, the accounts whose cash and the holdings whose shares the

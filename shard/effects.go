@@ -45,6 +45,7 @@ type accumulator struct {
 	// unlocked shares of the holdings BeginBatch read (or the views showed), kept current by every delta.
 	freeCash   map[int64]int64
 	freeShares map[store.ShareKey]int64
+	seeded     map[store.ShareKey]bool // the holdings freeShares started from what was read or viewed
 	// unlocked: they came from the shard's views, not from reads (views.go); doubted: a placement
 	// or amend was refused for want of them, which only reads may decide.
 	unlocked, doubted bool
@@ -53,12 +54,14 @@ type accumulator struct {
 	claimed  map[store.ClientOrderKey]bool // and those the batch's placements took
 
 	published     []feed.Batch                  // the batch's events, for the feed's followers once it commits
+	snaps         []pendingSnapshot             // the books it touched as it leaves them, published once it commits
 	accountEvents map[int64][]feed.AccountEvent // each account's events in the batch (accountfeed.go)
 }
 
 func (a *accumulator) reset(now time.Time) {
 	a.batch.Reset(now)
 	a.published = a.published[:0]
+	a.snaps = a.snaps[:0]
 	if a.orders == nil {
 		a.orders = map[orderKey]orderRef{}
 		a.cash = map[int64]int{}
@@ -70,6 +73,7 @@ func (a *accumulator) reset(now time.Time) {
 	if a.freeCash == nil {
 		a.freeCash = map[int64]int64{}
 		a.freeShares = map[store.ShareKey]int64{}
+		a.seeded = map[store.ShareKey]bool{}
 		a.claimed = map[store.ClientOrderKey]bool{}
 	}
 	clear(a.claimed)
@@ -77,6 +81,7 @@ func (a *accumulator) reset(now time.Time) {
 	a.unlocked, a.doubted = false, false
 	clear(a.freeCash)
 	clear(a.freeShares)
+	clear(a.seeded)
 	clear(a.orders)
 	clear(a.cash)
 	clear(a.shares)
@@ -92,6 +97,9 @@ func (a *accumulator) touch(m *marketState) { a.touched[m.id] = m }
 func (a *accumulator) track(l store.Locked) {
 	maps.Copy(a.freeCash, l.Cash)
 	maps.Copy(a.freeShares, l.Shares)
+	for k := range l.Shares {
+		a.seeded[k] = true
+	}
 	a.takenIDs = l.Taken
 }
 

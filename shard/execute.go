@@ -285,7 +285,7 @@ func (s *Shard) transition(c *command) {
 }
 
 // answerCancels fills in the orders cancel commands answer with, from the rows just written.
-func (s *Shard) answerCancels(cmds []*command, updated []store.Order) {
+func (s *Shard) answerCancels(a *accumulator, cmds []*command, updated []store.Order) {
 	byKey := make(map[orderKey]store.Order, len(updated))
 	for _, o := range updated {
 		byKey[orderKey{o.MarketID, o.Seq}] = o
@@ -298,7 +298,7 @@ func (s *Shard) answerCancels(cmds []*command, updated []store.Order) {
 		for _, k := range c.keys {
 			o, ok := byKey[k]
 			if !ok {
-				o, _ = s.acc.order(k) // placed earlier in this same batch
+				o, _ = a.order(k) // placed earlier in this same batch
 			}
 			c.orders = append(c.orders, o)
 		}

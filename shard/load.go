@@ -108,7 +108,16 @@ func (s *Shard) drop(id uuid.UUID) {
 }
 
 // publish makes a market's committed book visible to readers.
-func (s *Shard) publish(m *marketState) {
+func (s *Shard) publish(m *marketState) { s.snaps.Store(m.id, s.snapshotOf(m)) }
+
+// pendingSnapshot is a book as a batch leaves it, to publish once the batch commits.
+type pendingSnapshot struct {
+	market uuid.UUID
+	snap   *Snapshot
+}
+
+// snapshotOf takes a snapshot of a market's book as it stands in memory.
+func (s *Shard) snapshotOf(m *marketState) *Snapshot {
 	snap := &Snapshot{Status: m.status, Epoch: m.epoch, Seq: m.eventSeq}
 	if m.book != nil {
 		m.book.Depth(engine.Payout, &snap.Depth)
@@ -116,7 +125,7 @@ func (s *Shard) publish(m *marketState) {
 		snap.Depth.Yes.LastTradePrice = m.lastPrice
 		snap.Depth.No.LastTradePrice = engine.Payout - m.lastPrice
 	}
-	s.snaps.Store(m.id, snap)
+	return snap
 }
 
 // OrderBook returns a market's committed book, loading the market on first use.

@@ -7,6 +7,7 @@ type metrics struct {
 	batches  prometheus.Counter
 	failures prometheus.Counter
 	rerun    prometheus.Counter
+	ahead    prometheus.Counter
 	size     prometheus.Histogram
 	duration prometheus.Histogram
 }
@@ -19,13 +20,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Batches whose transaction failed; their books were rebuilt from Postgres."}),
 		rerun: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_batches_rerun_total",
 			Help: "Batches that found what they reserved from out of date (the shard's views, or a read without locks) and ran again, learning it more surely."}),
+		ahead: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_commands_pipelined_total",
+			Help: "Commands matched while the batch before theirs was committing, on the state it leaves."}),
 		size: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "pmx_shard_batch_commands",
 			Help: "Commands per batch.", Buckets: prometheus.ExponentialBuckets(1, 2, 12)}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "pmx_shard_batch_seconds",
 			Help: "Time to run a batch, from its first command to its commit.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.batches, m.failures, m.rerun, m.size, m.duration)
+		reg.MustRegister(m.batches, m.failures, m.rerun, m.ahead, m.size, m.duration)
 	}
 	return m
 }

@@ -93,7 +93,8 @@ type Shard struct {
 	// Owned by the loop goroutine.
 	conn    *pgxpool.Conn // the batches' own connection
 	markets map[uuid.UUID]*marketState
-	acc     accumulator
+	accs    [2]accumulator // one for the batch in flight, one for the batch being built
+	acc     *accumulator   // the batch being built's
 	result  engine.Result
 	feed    []feed.Event // reused by each batch's recordEvents
 	depth   engine.Depth
@@ -160,6 +161,7 @@ func New(cfg Config) *Shard {
 		metrics: newMetrics(cfg.Metrics),
 		cash:    map[int64]int64{},
 	}
+	s.acc = &s.accs[0]
 	go s.loop()
 	s.every(expirySweep, s.sweepExpiries)
 	s.every(heartbeatSweep, s.cancelTripped)

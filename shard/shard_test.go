@@ -222,7 +222,7 @@ func waitBlocked(t *testing.T, st *store.Store) {
 
 // TestTwoShardsOneMarket has two unnamed shards — two standalone exchanges on one database — place
 // orders in the same market, one after the other and then concurrently, so that batches fail while
-// the next ones are queued (and begun ahead). A stale shard's batch fails on the unique (market,
+// the next ones are queued (and built on them). A stale shard's batch fails on the unique (market,
 // sequence number) index and its market is reloaded: placements may fail, but no sequence number
 // is ever used twice and the locked cash is exactly what the open orders need.
 func TestTwoShardsOneMarket(t *testing.T) {

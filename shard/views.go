@@ -66,14 +66,34 @@ type holding struct {
 	outcome engine.Outcome
 }
 
-// unlockable reports whether a batch may run unlocked: the shard is standalone (a named shard
-// locks its markets' ownership rows in every batch, for fencing), and the views know every
+// unlockable reports whether a batch may run from the views: the shard is standalone (a named
+// shard reads its markets' ownership in every batch, for fencing), and the views know every
 // account and holding the batch's placements and amends reserve from and show enough for all of
 // them together.
 func (s *Shard) unlockable(cmds []*command) bool {
-	if s.cfg.Name != "" {
-		return false
+	return s.cfg.Name == "" && s.payable(cmds, s.cashView, s.sharesView)
+}
+
+// payable reports whether what cash and shares show pays for everything the commands could
+// reserve.
+func (s *Shard) payable(cmds []*command, cash func(int64) (int64, bool), shares func(store.ShareKey) (int64, bool)) bool {
+	needCash, needShares := s.needs(cmds)
+	for account, need := range needCash {
+		if have, ok := cash(account); !ok || have < need {
+			return false
+		}
 	}
+	for k, need := range needShares {
+		if have, ok := shares(k); !ok || have < need {
+			return false
+		}
+	}
+	return true
+}
+
+// needs adds up, per account and per holding, the most the commands' placements and amends could
+// reserve. A guess that falls short only makes a batch doubted.
+func (s *Shard) needs(cmds []*command) (map[int64]int64, map[store.ShareKey]int64) {
 	cash := map[int64]int64{}
 	shares := map[store.ShareKey]int64{}
 	for _, c := range cmds {
@@ -89,8 +109,7 @@ func (s *Shard) unlockable(cmds []*command) bool {
 			account, market = p.Account, p.Market
 			o = engine.Order{Side: p.Side, Outcome: p.Outcome, Price: p.Price, Quantity: p.Quantity}
 		case cmdAmend:
-			// At most the amended order's whole new lock; a guess that falls short only makes the
-			// batch doubted.
+			// At most the amended order's whole new lock.
 			a := &c.amend
 			account, market = a.Account, a.Market
 			o = engine.Order{Side: a.Side, Outcome: a.Outcome, Price: a.Price, Quantity: a.Remaining}
@@ -110,19 +129,62 @@ func (s *Shard) unlockable(cmds []*command) bool {
 			shares[store.ShareKey{Account: account, Market: market, Outcome: o.Outcome.String()}] += n
 		}
 	}
-	for account, need := range cash {
-		if have, ok := s.cash[account]; !ok || have < need {
-			return false
+	return cash, shares
+}
+
+// cashView is the view of an account's available cash, if the shard has one.
+func (s *Shard) cashView(account int64) (int64, bool) {
+	v, ok := s.cash[account]
+	return v, ok
+}
+
+// sharesView is the view of a holding's unlocked shares, if the shard has one.
+func (s *Shard) sharesView(k store.ShareKey) (int64, bool) {
+	m := s.markets[k.Market]
+	if m == nil {
+		return 0, false
+	}
+	outcome, _ := engine.ParseOutcome(k.Outcome)
+	v, ok := m.free[holding{k.Account, outcome}]
+	return v, ok
+}
+
+// topUp reports whether commands can join the batch being built from the views, and if they can,
+// starts the batch's account of what they reserve from: an account or holding the batch has
+// already reserved from counts what it has left, any other what the views show plus what the
+// batch has already done to it.
+func (s *Shard) topUp(cmds []*command) bool {
+	a := s.acc
+	cash := func(account int64) (int64, bool) {
+		if v, ok := a.freeCash[account]; ok {
+			return v, true
+		}
+		v, ok := s.cash[account]
+		if i, moved := a.cash[account]; moved {
+			v += a.batch.Cash[i].Available
+		}
+		return v, ok
+	}
+	shares := func(k store.ShareKey) (int64, bool) {
+		if a.seeded[k] {
+			return a.freeShares[k], true
+		}
+		v, ok := s.sharesView(k)
+		return v + a.freeShares[k], ok // freeShares holds the shares fills brought meanwhile
+	}
+	if s.cfg.Name != "" || !s.payable(cmds, cash, shares) {
+		return false
+	}
+	accounts, holdings := reservedFrom(cmds)
+	for _, account := range accounts {
+		if _, ok := a.freeCash[account]; !ok {
+			a.freeCash[account], _ = cash(account)
 		}
 	}
-	for k, need := range shares {
-		m := s.markets[k.Market]
-		if m == nil {
-			return false
-		}
-		outcome, _ := engine.ParseOutcome(k.Outcome)
-		if have, ok := m.free[holding{k.Account, outcome}]; !ok || have < need {
-			return false
+	for _, k := range holdings {
+		if !a.seeded[k] {
+			a.freeShares[k], _ = shares(k)
+			a.seeded[k] = true
 		}
 	}
 	return true

@@ -7,19 +7,24 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/store"
 )
 
 // relocked reads how many of the shard's batches ran unlocked, were found out of date and ran
 // again with locks.
-func rerun(t *testing.T, s *Shard) float64 {
+func rerun(t *testing.T, s *Shard) float64 { return counter(t, s.metrics.rerun) }
+
+// counter reads one of the shard's counters.
+func counter(t *testing.T, c prometheus.Counter) float64 {
 	t.Helper()
 	var m dto.Metric
-	if err := s.metrics.rerun.Write(&m); err != nil {
+	if err := c.Write(&m); err != nil {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
@@ -107,6 +112,7 @@ func TestUnlockedBatchDoubted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) }) // before the shard stops, if the test fails
 	if _, err := tx.Exec(ctx, `lock table accounts in access exclusive mode`); err != nil {
 		t.Fatal(err)
 	}
@@ -172,6 +178,82 @@ func TestUnlockedClientOrderIDTakenElsewhere(t *testing.T) {
 		t.Errorf("%d resting orders in the second market, want 1", n)
 	}
 	if err := b.CheckBooks(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPipelinedBatchUndone has a batch's commit wait (on a lock the test holds) while the next
+// batch is built on the state it leaves, and a placement queued later joins it, then fail: the batch built on it is undone with it, both
+// books are rebuilt, the failed batch is answered with ErrUnavailable and the next runs again on
+// what Postgres holds, as if the failed one had never been.
+func TestPipelinedBatchUndone(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s := f.shard(t, "")
+	other, err := f.st.CreateMarket(ctx, store.Market{ID: uuid.New(), Question: "q2", Category: "c", LabelA: "Yes", LabelB: "No", CreatedAt: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.OrderBook(ctx, other.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 50, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Place(ctx, f.buy(f.bob, engine.No, 10, 1)); err != nil { // the shard learns bob's cash
+		t.Fatal(err)
+	}
+	// Any trade of 7 shares now fails inside the transaction.
+	if _, err := f.st.Pool.Exec(ctx, `create function no_sevens() returns trigger language plpgsql as $$
+		begin if new.quantity = 7 then raise exception 'no sevens'; end if; return new; end $$;
+		create trigger no_sevens before insert on trades for each row execute function no_sevens()`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := f.st.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) }) // before the shard stops, if the test fails
+	if _, err := tx.Exec(ctx, `lock table trades in access exclusive mode`); err != nil {
+		t.Fatal(err)
+	}
+	failed := make(chan error, 1)
+	go func() { _, err := s.Place(ctx, f.buy(f.bob, engine.No, 50, 7)); failed <- err }()
+	waitBlocked(t, f.st) // its commit waits for the test's lock
+	next := make(chan []PlaceResult, 1)
+	go func() {
+		next <- s.PlaceMany(ctx, []PlaceRequest{f.buy(f.bob, engine.No, 50, 3),
+			{Account: f.bob, Market: other.ID, Side: engine.Buy, Outcome: engine.Yes, Price: 20, Quantity: 2}})
+	}()
+	poll.Wait(t, 10*time.Second, "the next batch built on the one in flight", func() bool { return counter(t, s.metrics.ahead) == 2 })
+	// A placement queued now joins the batch being built.
+	third := make(chan error, 1)
+	go func() { _, err := s.Place(ctx, f.buy(f.bob, engine.No, 50, 1)); third <- err }()
+	poll.Wait(t, 10*time.Second, "the third placement joining it", func() bool { return counter(t, s.metrics.ahead) == 3 })
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-failed; !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("the failing batch answered %v, want %v", err, ErrUnavailable)
+	}
+	a := <-next
+	if a[0].Err != nil || a[0].Placed.FilledQuantity != 3 || a[1].Err != nil {
+		t.Fatalf("the batch built on the failed one: %+v; want 3 filled, and an order in the other market", a)
+	}
+	if n := restingCount(t, f.st, other.ID); n != 1 {
+		t.Errorf("%d orders rest in the other market, want 1", n)
+	}
+	if err := <-third; err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.OrderBook(ctx, f.market)
+	if err != nil || len(snap.Depth.Yes.Bids) != 1 || snap.Depth.Yes.Bids[0].Quantity != 6 {
+		t.Fatalf("book after the failure: %+v, %v; want alice's 6 left", snap, err)
+	}
+	if available, locked := f.cash(t, f.bob); available != 100_000-10-4*50-40 || locked != 10+40 {
+		t.Errorf("bob has %d available and %d locked, want %d and 50", available, locked, 100_000-10-4*50-40)
+	}
+	if err := s.CheckBooks(ctx); err != nil {
 		t.Fatal(err)
 	}
 }

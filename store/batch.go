@@ -18,9 +18,10 @@ import (
 )
 
 // A shard's batch runs as one transaction on a connection of its own. BeginBatch opens it and, in
-// the same pipeline, locks and reads what the batch's placements reserve from; the shard decides
-// reservations and matches in memory; CommitBatch writes every effect and commits in a second
-// pipeline — which also begins the next batch, so that a busy shard pays one round trip per batch.
+// the same pipeline, reads (and may lock) what the batch's placements reserve from; the shard
+// decides reservations and matches in memory; CommitBatch writes every effect and commits in a
+// second pipeline. A batch that reserved from what its shard already knew (Batch.Unlocked) skips
+// BeginBatch: CommitBatch begins its transaction, so that it costs one round trip.
 
 // ShareKey names a holding: an account's shares of one outcome of one market.
 type ShareKey struct {
@@ -193,19 +194,13 @@ type Committed struct {
 	// Accounts is what the batch added to accounts' feeds (CashDelta.Events and the settlements'
 	// events), numbered, in the order written.
 	Accounts []AccountEvents
-	// Next holds the locks of the next batch when it began; NextErr says why it did not, when
-	// the batch itself committed.
-	Next    Locked
-	NextErr error
 }
 
-// CommitBatch writes a batch within the transaction BeginBatch opened (or, for a batch that locked
-// nothing, Batch.Unlocked, in a transaction it begins itself) and commits it, then, when
-// next is not nil, begins the next batch as BeginBatch would: all in one round trip. An error
-// means the batch did not commit (its transaction was rolled back) and the next did not begin.
-// When only the next batch's beginning failed, the error is Committed.NextErr and the connection
-// is left outside any transaction.
-func CommitBatch(ctx context.Context, conn *pgx.Conn, b *Batch, next *Begin) (Committed, error) {
+// CommitBatch writes a batch within the transaction BeginBatch opened (or, for a batch that read
+// nothing, Batch.Unlocked, in a transaction it begins itself) and commits it, in one round trip
+// (two for a batch that settles a market). An error means the batch did not commit: its
+// transaction was rolled back, and the connection is left outside any transaction.
+func CommitBatch(ctx context.Context, conn *pgx.Conn, b *Batch) (Committed, error) {
 	var q pgx.Batch
 	var c Committed
 	if b.Unlocked {
@@ -225,29 +220,17 @@ func CommitBatch(ctx context.Context, conn *pgx.Conn, b *Batch, next *Begin) (Co
 			return c, fmt.Errorf("while committing a batch: %w", err)
 		}
 	}
-	committed := false
 	q.Queue("commit").Exec(func(tag pgconn.CommandTag) error {
 		if tag.String() != "COMMIT" {
 			return errors.New("the batch's transaction was rolled back")
 		}
-		committed = true
 		return nil
 	})
-	if next != nil {
-		c.Next = queueBegin(&q, *next)
-	}
-	err := conn.SendBatch(ctx, &q).Close()
-	switch {
-	case err == nil:
-		return c, nil
-	case committed:
-		rollbackBatch(ctx, conn)
-		c.NextErr = fmt.Errorf("while beginning a batch: %w", err)
-		return c, nil
-	default:
+	if err := conn.SendBatch(ctx, &q).Close(); err != nil {
 		rollbackBatch(ctx, conn)
 		return c, fmt.Errorf("while committing a batch: %w", err)
 	}
+	return c, nil
 }
 
 // rollbackBatch ends a batch's transaction without writing it. A connection that cannot even roll

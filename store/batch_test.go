@@ -99,11 +99,11 @@ func TestApplyStatements(t *testing.T) {
 	}
 }
 
-// TestCommitBatchBeginsNext checks CommitBatch's contract with a next batch: when the writes
-// commit and only the next batch's locks fail, the batch is committed, NextErr says why and the
-// connection is outside any transaction; when the writes fail, nothing is committed, the next
-// batch did not begin, and the connection is outside any transaction too.
-func TestCommitBatchBeginsNext(t *testing.T) {
+// TestCommitBatch checks CommitBatch's contract: a batch whose writes fail commits nothing and
+// leaves the connection outside any transaction; BeginBatch's read of an account waits for
+// another transaction's lock on it only with LockAccounts; and an unlocked batch begins its own
+// transaction, commits in the same round trip, and is Refused when it would overdraw an account.
+func TestCommitBatch(t *testing.T) {
 	ctx := context.Background()
 	st := newTestStore(t)
 	now := time.Now().UTC().Truncate(time.Microsecond)
@@ -131,74 +131,51 @@ func TestCommitBatchBeginsNext(t *testing.T) {
 		}
 		return n
 	}
+	idle := func(when string) {
+		t.Helper()
+		if s := conn.PgConn().TxStatus(); s != 'I' {
+			t.Errorf("connection left in transaction status %q %s", s, when)
+		}
+	}
 
-	// Another transaction holds bob's account: the next batch cannot lock it.
-	other, err := st.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := other.Exec(ctx, `select 1 from accounts where id = $1 for update`, bob.ID); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := BeginBatch(ctx, conn, Begin{Accounts: []int64{alice.ID}, LockAccounts: true}); err != nil {
 		t.Fatal(err)
 	}
 	b := &Batch{Now: now, Cash: []CashDelta{{Account: alice.ID, Available: -100, Locked: 100}}}
-	res, err := CommitBatch(ctx, conn, b, &Begin{Accounts: []int64{bob.ID}, LockAccounts: true})
-	if err != nil {
-		t.Fatalf("the batch itself failed: %v", err)
-	}
-	if res.NextErr == nil {
-		t.Error("the next batch began although another transaction holds its account")
+	if _, err := CommitBatch(ctx, conn, b); err != nil {
+		t.Fatal(err)
 	}
 	if got := available(alice.ID); got != 900 {
 		t.Errorf("alice has %d available; the batch should have committed 900", got)
 	}
-	if s := conn.PgConn().TxStatus(); s != 'I' {
-		t.Errorf("connection left in transaction status %q", s)
-	}
-	if err := other.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
+	idle("after a batch")
 
-	// Now the next batch begins with the commit, and holds its lock until it ends.
+	// A batch whose writes fail (alice cannot go below zero) commits nothing.
 	if _, err := BeginBatch(ctx, conn, Begin{Accounts: []int64{alice.ID}, LockAccounts: true}); err != nil {
 		t.Fatal(err)
 	}
-	b = &Batch{Now: now, Cash: []CashDelta{{Account: alice.ID, Available: -100, Locked: 100}}}
-	res, err = CommitBatch(ctx, conn, b, &Begin{Accounts: []int64{bob.ID}, LockAccounts: true})
-	if err != nil || res.NextErr != nil {
-		t.Fatalf("CommitBatch: %v, next: %v", err, res.NextErr)
-	}
-	if res.Next.Cash[bob.ID] != 1_000 {
-		t.Errorf("the next batch read bob's available cash as %d, want 1000", res.Next.Cash[bob.ID])
-	}
-	if s := conn.PgConn().TxStatus(); s != 'T' {
-		t.Errorf("the next batch's transaction is not open: status %q", s)
-	}
-
-	// A batch whose writes fail (alice cannot go below zero) commits nothing and begins nothing.
 	b = &Batch{Now: now, Cash: []CashDelta{{Account: alice.ID, Available: -10_000, Locked: 10_000}}}
-	if _, err := CommitBatch(ctx, conn, b, &Begin{Accounts: []int64{bob.ID}, LockAccounts: true}); err == nil {
+	if _, err := CommitBatch(ctx, conn, b); err == nil {
 		t.Fatal("a batch overdrawing an account committed")
 	}
-	if got := available(alice.ID); got != 800 {
-		t.Errorf("alice has %d available after a failed batch, want 800", got)
+	if got := available(alice.ID); got != 900 {
+		t.Errorf("alice has %d available after a failed batch, want 900", got)
 	}
-	if s := conn.PgConn().TxStatus(); s != 'I' {
-		t.Errorf("connection left in transaction status %q after a failed batch", s)
-	}
+	idle("after a failed batch")
 
-	// An unlocked batch begins its own transaction, in the same round trip as its writes and its
-	// commit; reading without LockAccounts does not wait for another transaction's row lock; and
-	// an unlocked batch that would overdraw an account is Refused, leaving nothing behind.
-	other, err = st.Pool.Begin(ctx)
+	// Another transaction holds bob's account: a locked read waits for it, a plain one does not.
+	other, err := st.Pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer func() { _ = other.Rollback(ctx) }()
 	if _, err := other.Exec(ctx, `select 1 from accounts where id = $1 for update`, bob.ID); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := BeginBatch(ctx, conn, Begin{Accounts: []int64{bob.ID}, LockAccounts: true}); err == nil {
+		t.Error("a locked read of an account another transaction holds did not wait")
+	}
+	idle("after a failed beginning")
 	read, err := BeginBatch(ctx, conn, Begin{Accounts: []int64{bob.ID}})
 	if err != nil || read.Cash[bob.ID] != 1_000 {
 		t.Fatalf("an unlocked read of a locked account: %v, %v", read.Cash, err)
@@ -209,23 +186,23 @@ func TestCommitBatchBeginsNext(t *testing.T) {
 	if err := other.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
+
+	// An unlocked batch.
 	b = &Batch{Now: now, Unlocked: true, Cash: []CashDelta{{Account: alice.ID, Available: -100, Locked: 100}}}
-	if _, err := CommitBatch(ctx, conn, b, nil); err != nil {
+	if _, err := CommitBatch(ctx, conn, b); err != nil {
 		t.Fatalf("an unlocked batch: %v", err)
 	}
-	if got := available(alice.ID); got != 700 {
-		t.Errorf("alice has %d available after an unlocked batch, want 700", got)
+	if got := available(alice.ID); got != 800 {
+		t.Errorf("alice has %d available after an unlocked batch, want 800", got)
 	}
-	b = &Batch{Now: now, Unlocked: true, Cash: []CashDelta{{Account: alice.ID, Available: -800, Locked: 800}}}
-	if _, err := CommitBatch(ctx, conn, b, nil); !Refused(err) {
+	b = &Batch{Now: now, Unlocked: true, Cash: []CashDelta{{Account: alice.ID, Available: -900, Locked: 900}}}
+	if _, err := CommitBatch(ctx, conn, b); !Refused(err) {
 		t.Fatalf("an unlocked batch overdrawing an account: %v, want one Refused", err)
 	}
-	if got := available(alice.ID); got != 700 {
-		t.Errorf("alice has %d available after a refused batch, want 700", got)
+	if got := available(alice.ID); got != 800 {
+		t.Errorf("alice has %d available after a refused batch, want 800", got)
 	}
-	if s := conn.PgConn().TxStatus(); s != 'I' {
-		t.Errorf("connection left in transaction status %q after a refused batch", s)
-	}
+	idle("after a refused batch")
 }
 
 // TestClientOrderIDs checks how a batch claims client order ids: one that an order has is found,
@@ -274,7 +251,7 @@ func TestClientOrderIDs(t *testing.T) {
 	placement := "a placement"
 	b := &Batch{Now: now, NewOrders: []Order{{ID: NewID(), MarketID: m.ID, Side: "SELL", Outcome: "YES", Price: 40, Quantity: 1,
 		Status: engine.StatusCancelled, Seq: 1, AccountID: alice.ID, ClientOrderID: &id, Placement: &placement}}}
-	if _, err := CommitBatch(ctx, conns[0], b, nil); err != nil {
+	if _, err := CommitBatch(ctx, conns[0], b); err != nil {
 		t.Fatal(err)
 	}
 	if l := <-second; !l.Taken[key] || len(l.Taken) != 1 {

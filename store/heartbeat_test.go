@@ -30,7 +30,7 @@ func TestHeartbeat(t *testing.T) {
 		if _, err := BeginBatch(ctx, pc.Conn(), Begin{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := CommitBatch(ctx, pc.Conn(), b, nil); err != nil {
+		if _, err := CommitBatch(ctx, pc.Conn(), b); err != nil {
 			t.Fatal(err)
 		}
 		return seq
