@@ -50,8 +50,8 @@ func newDevCommand() *cobra.Command {
 		Use:   "dev",
 		Short: "Run the whole exchange in one process, on a private Postgres it starts itself",
 		Long: `pmx dev runs the complete exchange in one process: the public API (/api/v1), the admin API
-(/admin/v1), the matching shards (--shards, by default one per core: each matches its own markets
-on its own goroutine and commits on its own connection) and the market lifecycle loop.
+(/admin/v1), the matching shards (--shards, by default one per two cores: each matches its own
+markets on its own goroutine and commits on its own connection) and the market lifecycle loop.
 
 Its database is a private PostgreSQL cluster that it creates under --data-dir and starts itself
 (from initdb/postgres on PATH or under /usr/lib/postgresql/*/bin); data survives restarts and
@@ -77,7 +77,7 @@ started from.`,
 	f.Int64Var(&o.maxQuantity, "max-quantity", 1_000_000, "largest order quantity accepted")
 	f.IntVar(&o.maxOpenOrders, "max-open-orders", shard.DefaultMaxOpenOrders, "most open orders one account may have in one market")
 	f.DurationVar(&o.eventRetention, "event-retention", shard.DefaultEventRetention, "how long the markets' feed events are kept")
-	f.IntVar(&o.shards, "shards", runtime.NumCPU(), "matching shards to spread the markets over, each with its own batch loop and Postgres connection (default: the number of cores)")
+	f.IntVar(&o.shards, "shards", defaultShards(), "matching shards to spread the markets over, each with its own batch loop and Postgres connection (default: one per two cores)")
 	f.BoolVar(&o.noEventLog, "no-event-log", false, "record no feed events, of markets or accounts, to measure what they cost (the live feed, GET /market/events and GET /account/events then show nothing useful: for measuring only)")
 	addProcessFlags(cmd, &o.process, true)
 	addMetricsFlag(cmd, &o.process, "127.0.0.1:9090")
@@ -210,3 +210,8 @@ func adminToken(o devOptions) (token, source string, err error) {
 	}
 	return token, "in " + path, nil
 }
+
+// defaultShards is one shard per two cores the process may run on (at least one): each order
+// costs Postgres about as much CPU as it costs pmx, so a shard keeps about two cores busy, and more
+// shards than that only add transactions (measured in docs/performance.md, "Several shards").
+func defaultShards() int { return max(1, runtime.NumCPU()/2) }
