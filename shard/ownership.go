@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/google/uuid"
@@ -66,6 +67,12 @@ type Registration struct {
 
 // Run heartbeats until ctx ends, then unregisters the shard so that its markets move at once.
 func (s *Shard) Run(ctx context.Context, reg Registration) {
+	register(ctx, s.cfg.Store, s.cfg.Name, s.log, reg, []*Shard{s})
+}
+
+// register keeps a named shard process registered until ctx ends, bringing the markets each of
+// its shards holds in line with those Postgres records as the process's after every heartbeat.
+func register(ctx context.Context, st *store.Store, name string, log *slog.Logger, reg Registration, shards []*Shard) {
 	interval := reg.Interval
 	if interval <= 0 {
 		interval = time.Second
@@ -73,13 +80,13 @@ func (s *Shard) Run(ctx context.Context, reg Registration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		s.beat(ctx, reg.Address)
+		beat(ctx, st, name, log, reg.Address, shards)
 		select {
 		case <-ctx.Done():
 			stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			if err := s.cfg.Store.Unregister(stopCtx, s.cfg.Name); err != nil {
-				s.log.Warn("could not unregister", "err", err)
+			if err := st.Unregister(stopCtx, name); err != nil {
+				log.Warn("could not unregister", "err", err)
 			}
 			return
 		case <-t.C:
@@ -87,21 +94,23 @@ func (s *Shard) Run(ctx context.Context, reg Registration) {
 	}
 }
 
-func (s *Shard) beat(ctx context.Context, address string) {
-	if err := s.cfg.Store.Heartbeat(ctx, s.cfg.Name, address); err != nil {
+func beat(ctx context.Context, st *store.Store, name string, log *slog.Logger, address string, shards []*Shard) {
+	if err := st.Heartbeat(ctx, name, address); err != nil {
 		if ctx.Err() == nil {
-			s.log.Warn("heartbeat failed", "err", err)
+			log.Warn("heartbeat failed", "err", err)
 		}
 		return
 	}
-	owned, err := s.cfg.Store.OwnedMarkets(ctx, s.cfg.Name)
+	owned, err := st.OwnedMarkets(ctx, name)
 	if err != nil {
 		if ctx.Err() == nil {
-			s.log.Warn("could not read the markets assigned here", "err", err)
+			log.Warn("could not read the markets assigned here", "err", err)
 		}
 		return
 	}
-	if err := s.do(ctx, &command{kind: cmdSync, owned: owned}); err != nil && ctx.Err() == nil {
-		s.log.Warn("could not load the markets assigned here", "err", err)
+	for _, s := range shards { // each loads those of them it serves (Config.owns)
+		if err := s.do(ctx, &command{kind: cmdSync, owned: owned}); err != nil && ctx.Err() == nil {
+			s.log.Warn("could not load the markets assigned here", "err", err)
+		}
 	}
 }

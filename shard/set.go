@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strconv"
 	"sync"
@@ -16,7 +17,7 @@ import (
 	"github.com/pmx-dev/pmx/store"
 )
 
-// Set runs several standalone shards in one process, each with its own batch loop and Postgres
+// Set runs several shards in one process, each with its own batch loop and Postgres
 // connection, and spreads the markets across them: a market is given to the shard holding the
 // fewest markets the first time the set sees it, and stays there for the life of the process, so
 // exactly one goroutine ever matches it. The shards commit in parallel; what they share is the
@@ -26,6 +27,7 @@ import (
 // A Set offers the calls of one Shard. Calls naming one market go to its shard; batches of
 // placements and cancels are split by shard, run at once, and answered in the caller's order.
 type Set struct {
+	cfg    Config
 	shards []*Shard
 
 	mu     sync.Mutex
@@ -35,12 +37,13 @@ type Set struct {
 
 // NewSet starts n shards (at least one) configured alike; each registers its metrics with a
 // "shard" label of its index and logs it. Call Stop to drain and stop them.
+//
+// With a Name, the set is one named shard process (pmx shard): its shards share the name, so
+// Postgres and the operator see one shard; each serves the markets assigned to the process that
+// the set gives it, and Run keeps the process registered.
 func NewSet(cfg Config, n int) *Set {
-	if cfg.Name != "" {
-		panic("shard: a Set runs standalone shards; a named shard serves the markets Postgres gives it")
-	}
 	n = max(n, 1)
-	set := &Set{owner: map[uuid.UUID]int{}, counts: make([]int, n)}
+	set := &Set{cfg: cfg, owner: map[uuid.UUID]int{}, counts: make([]int, n)}
 	for i := range n {
 		c := cfg
 		c.owns = func(id uuid.UUID) bool { return set.owns(i, id) }
@@ -54,6 +57,16 @@ func NewSet(cfg Config, n int) *Set {
 		set.shards = append(set.shards, New(c))
 	}
 	return set
+}
+
+// Run keeps a named set registered until ctx ends (Shard.Run), each of its shards holding the
+// markets assigned to the process that are its own.
+func (set *Set) Run(ctx context.Context, reg Registration) {
+	log := set.cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	register(ctx, set.cfg.Store, set.cfg.Name, log.With("component", "shard"), reg, set.shards)
 }
 
 // Len is how many shards the set runs.

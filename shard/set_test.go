@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/store"
 )
 
@@ -180,7 +182,66 @@ func TestSetSharedAccounts(t *testing.T) {
 	for _, s := range set.shards {
 		refused += rerun(t, s)
 	}
-	t.Logf("%v batches ran again with locks", refused)
+	t.Logf("%v batches ran again, reading what they reserve from", refused)
+	if err := set.CheckBooks(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNamedSet runs one named shard process as a Set of two: the markets Postgres assigns to the
+// process are spread over both, each places only in its own, and a market moved to another
+// process is fenced off as for a single named shard.
+func TestNamedSet(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	var markets []uuid.UUID
+	for i := range 2 {
+		m, err := f.st.CreateMarket(ctx, store.Market{ID: uuid.New(), Question: "n" + string(rune('a'+i)), Category: "c",
+			LabelA: "Yes", LabelB: "No", CreatedAt: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.st.Assign(ctx, m.ID, "proc-a"); err != nil {
+			t.Fatal(err)
+		}
+		markets = append(markets, m.ID)
+	}
+	set := NewSet(Config{Store: f.st, Name: "proc-a", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, 2)
+	t.Cleanup(set.Stop)
+	runCtx, stopRun := context.WithCancel(ctx)
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		set.Run(runCtx, Registration{Address: "127.0.0.1:1", Interval: 50 * time.Millisecond})
+	}()
+	t.Cleanup(func() { stopRun(); <-ran })
+
+	// The heartbeat's sync loads each market on its own shard.
+	poll.Wait(t, 10*time.Second, "both markets loaded", func() bool {
+		for _, id := range markets {
+			if _, ok := set.shard(id).snapshot(id); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	if set.of(markets[0]) == set.of(markets[1]) {
+		t.Errorf("both markets are on shard %d", set.of(markets[0]))
+	}
+	for _, id := range markets {
+		if _, err := set.Place(ctx, PlaceRequest{Account: f.alice, Market: id, Side: engine.Buy, Outcome: engine.Yes, Price: 40, Quantity: 1}); err != nil {
+			t.Fatalf("placing in market %s: %v", id, err)
+		}
+	}
+	if _, err := f.st.Assign(ctx, markets[1], "proc-b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := set.Place(ctx, PlaceRequest{Account: f.alice, Market: markets[1], Side: engine.Buy, Outcome: engine.Yes, Price: 41, Quantity: 1}); !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("placing in a market moved away: %v, want %v", err, ErrNotOwner)
+	}
+	if _, err := set.Place(ctx, PlaceRequest{Account: f.alice, Market: markets[0], Side: engine.Buy, Outcome: engine.Yes, Price: 41, Quantity: 1}); err != nil {
+		t.Fatalf("placing in the market still here: %v", err)
+	}
 	if err := set.CheckBooks(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +19,7 @@ import (
 type shardOptions struct {
 	maxOpenOrders  int
 	eventRetention time.Duration
+	shards         int
 	databaseURL    string
 	name           string
 	addr           string
@@ -35,7 +37,9 @@ func newShardCommand() *cobra.Command {
 		Long: `pmx shard registers itself in Postgres with a heartbeat, loads the markets the operator assigns
 to it, matches their orders in memory and commits them with an epoch check (a fencing token), and
 serves the front API over an internal HTTP API. On SIGTERM it finishes the orders in flight and
-hands its markets back.`,
+hands its markets back. Within the process, --shards matching loops (by default one per core)
+share the markets assigned to it, each with its own Postgres connection; to the operator and the
+fronts the process is one shard.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd)
@@ -51,6 +55,7 @@ hands its markets back.`,
 	f.StringVar(&o.internalToken, "internal-token", envOr("PMX_INTERNAL_TOKEN", ""), "secret shared with the front API (default $PMX_INTERNAL_TOKEN)")
 	f.IntVar(&o.maxOpenOrders, "max-open-orders", shard.DefaultMaxOpenOrders, "most open orders one account may have in one market")
 	f.DurationVar(&o.eventRetention, "event-retention", shard.DefaultEventRetention, "how long the markets' feed events are kept")
+	f.IntVar(&o.shards, "shards", runtime.NumCPU(), "matching loops to spread this process's markets over, each with its own Postgres connection (default: one per core)")
 	addProcessFlags(cmd, &o.process, true)
 	addMetricsFlag(cmd, &o.process, ":9090")
 	return cmd
@@ -59,6 +64,9 @@ hands its markets back.`,
 func runShard(ctx context.Context, o shardOptions) error {
 	if o.databaseURL == "" || o.internalToken == "" || o.name == "" {
 		return fmt.Errorf("--database-url, --internal-token and --name are required (or $PMX_DATABASE_URL, $PMX_INTERNAL_TOKEN, $PMX_SHARD_NAME)")
+	}
+	if o.shards < 1 {
+		return fmt.Errorf("--shards %d: pmx shard needs at least one matching loop", o.shards)
 	}
 	log, err := startProcess(o.process)
 	if err != nil {
@@ -91,8 +99,8 @@ func runShard(ctx context.Context, o shardOptions) error {
 	}
 
 	bus := &feed.Bus{}
-	sh := shard.New(shard.Config{Store: st, Name: o.name, Logger: log, Metrics: reg, MaxOpenOrders: o.maxOpenOrders,
-		EventRetention: o.eventRetention, Feed: bus})
+	sh := shard.NewSet(shard.Config{Store: st, Name: o.name, Logger: log, Metrics: reg, MaxOpenOrders: o.maxOpenOrders,
+		EventRetention: o.eventRetention, Feed: bus}, o.shards)
 	beatCtx, stopBeat := context.WithCancel(context.Background())
 	beatDone := make(chan struct{})
 	go func() {
