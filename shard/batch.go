@@ -160,7 +160,7 @@ func (s *Shard) pipeline(fl *flight) *flight {
 func (s *Shard) after(fl, next *flight, nextErr error, held []*command) *flight {
 	if !s.landed(fl) {
 		if next != nil {
-			s.undo(next.acc) // built on what did not commit
+			s.discard(next) // built on what did not commit
 		}
 		s.runNow(fl.b, fl.mode, fl.err)
 		if next != nil {
@@ -172,7 +172,7 @@ func (s *Shard) after(fl, next *flight, nextErr error, held []*command) *flight 
 		nextErr = s.seal(next)
 	}
 	if next != nil && nextErr != nil {
-		s.undo(next.acc)
+		s.discard(next)
 		s.runNow(next.b, fromViews, nextErr)
 		next = nil
 	}
@@ -206,7 +206,7 @@ func (s *Shard) launch(b batch) *flight {
 	mode := s.modeOf(b)
 	fl, err := s.build(b, mode)
 	if err != nil {
-		s.undo(fl.acc)
+		s.discard(fl)
 		s.runNow(b, mode, err)
 		return nil
 	}
@@ -244,7 +244,7 @@ func (s *Shard) runNow(b batch, mode reserveMode, err error) {
 		mode = s.modeOf(b)
 		fl, buildErr := s.build(b, mode)
 		if err = buildErr; err != nil {
-			s.undo(fl.acc)
+			s.discard(fl)
 			continue
 		}
 		s.send(fl)
@@ -290,6 +290,12 @@ func (s *Shard) undo(a *accumulator) {
 		delete(s.markets, id)
 	}
 	s.forget()
+}
+
+// discard drops a batch built but never sent.
+func (s *Shard) discard(fl *flight) {
+	fl.cancel()
+	s.undo(fl.acc)
 }
 
 // answer answers commands that needed no transaction.

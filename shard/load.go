@@ -36,12 +36,12 @@ func (s *Shard) ensure(ctx context.Context, id uuid.UUID) (*marketState, error) 
 }
 
 func (s *Shard) load(ctx context.Context, id uuid.UUID) (*marketState, error) {
-	if s.cfg.owns != nil && !s.cfg.owns(id) {
-		return nil, ErrNotOwner // another shard of its Set serves it
-	}
 	row, err := s.cfg.Store.Market(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	if s.cfg.owns != nil && !s.cfg.owns(id) {
+		return nil, ErrNotOwner // another shard of its Set serves it
 	}
 	m := &marketState{id: id, status: row.Status, epoch: row.Epoch, resting: map[int64]*wire.Order{},
 		free: map[holding]int64{}}

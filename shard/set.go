@@ -81,9 +81,10 @@ func (set *Set) Stop() {
 	wg.Wait()
 }
 
-// of returns the index of a market's shard, giving the market to the least busy shard when the
-// set has not seen it yet.
-func (set *Set) of(id uuid.UUID) int {
+// assign returns the index of a market's shard, giving the market to the least busy shard when
+// the set has not seen it yet. Only markets that exist are given out: markets are never deleted,
+// so a market keeps its shard for the life of the process.
+func (set *Set) assign(id uuid.UUID) int {
 	set.mu.Lock()
 	defer set.mu.Unlock()
 	i, ok := set.owner[id]
@@ -100,66 +101,83 @@ func (set *Set) of(id uuid.UUID) int {
 	return i
 }
 
-// owns reports whether shard i holds a market. A shard asked about a market the set has not
-// given out (a sweep that found its orders in Postgres) takes it only if it is its turn.
-func (set *Set) owns(i int, id uuid.UUID) bool { return set.of(id) == i }
+// owns reports whether shard i serves a market that exists (its loads and sweeps have read it).
+func (set *Set) owns(i int, id uuid.UUID) bool { return set.assign(id) == i }
 
-// forget takes back a market that does not exist, so that requests naming made-up markets do not
-// fill the set's table.
-func (set *Set) forget(id uuid.UUID, err error) {
-	if !errors.Is(err, domain.ErrUnknownMarket) {
-		return
-	}
+// of returns the index of a market's shard. A market the set has not seen yet is read from
+// Postgres first: one that does not exist is domain.ErrUnknownMarket, as a shard answers it, and
+// is given to no shard, so that requests naming made-up markets do not fill the set's table.
+func (set *Set) of(ctx context.Context, id uuid.UUID) (int, error) {
 	set.mu.Lock()
-	defer set.mu.Unlock()
-	if i, ok := set.owner[id]; ok {
-		delete(set.owner, id)
-		set.counts[i]--
+	i, ok := set.owner[id]
+	set.mu.Unlock()
+	if ok {
+		return i, nil
 	}
+	if _, err := set.cfg.Store.Market(ctx, id); errors.Is(err, store.ErrNotFound) {
+		return 0, domain.ErrUnknownMarket
+	} else if err != nil {
+		set.shards[0].log.Warn("could not read a market to route it", "market", id, "err", err)
+		return 0, ErrUnavailable
+	}
+	return set.assign(id), nil
 }
-
-func (set *Set) shard(id uuid.UUID) *Shard { return set.shards[set.of(id)] }
 
 // Place places an order on its market's shard.
 func (set *Set) Place(ctx context.Context, r PlaceRequest) (store.PlacedOrder, error) {
-	placed, err := set.shard(r.Market).Place(ctx, r)
-	set.forget(r.Market, err)
-	return placed, err
+	i, err := set.of(ctx, r.Market)
+	if err != nil {
+		return store.PlacedOrder{}, err
+	}
+	return set.shards[i].Place(ctx, r)
 }
 
 // Cancel cancels an order on its market's shard.
 func (set *Set) Cancel(ctx context.Context, r CancelRequest) (store.Order, error) {
-	o, err := set.shard(r.Market).Cancel(ctx, r)
-	set.forget(r.Market, err)
-	return o, err
+	i, err := set.of(ctx, r.Market)
+	if err != nil {
+		return store.Order{}, err
+	}
+	return set.shards[i].Cancel(ctx, r)
 }
 
 // Amend amends an order on its market's shard.
 func (set *Set) Amend(ctx context.Context, r AmendRequest) (store.PlacedOrder, error) {
-	o, err := set.shard(r.Market).Amend(ctx, r)
-	set.forget(r.Market, err)
-	return o, err
+	i, err := set.of(ctx, r.Market)
+	if err != nil {
+		return store.PlacedOrder{}, err
+	}
+	return set.shards[i].Amend(ctx, r)
 }
 
 // Transition applies a lifecycle action on the market's shard.
 func (set *Set) Transition(ctx context.Context, id uuid.UUID, action market.Action) error {
-	err := set.shard(id).Transition(ctx, id, action)
-	set.forget(id, err)
-	return err
+	i, err := set.of(ctx, id)
+	if err != nil {
+		return err
+	}
+	return set.shards[i].Transition(ctx, id, action)
 }
 
 // OrderBook reads a market's committed book from its shard.
 func (set *Set) OrderBook(ctx context.Context, id uuid.UUID) (*Snapshot, error) {
-	snap, err := set.shard(id).OrderBook(ctx, id)
-	set.forget(id, err)
-	return snap, err
+	i, err := set.of(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return set.shards[i].OrderBook(ctx, id)
 }
 
-// split groups the indexes 0..n-1 by the shard of each one's market, in order within each.
-func (set *Set) split(n int, market func(int) uuid.UUID) map[int][]int {
+// split groups the indexes 0..n-1 by the shard of each one's market, in order within each; the
+// error of any whose market cannot be routed goes to fail.
+func (set *Set) split(ctx context.Context, n int, market func(int) uuid.UUID, fail func(int, error)) map[int][]int {
 	groups := map[int][]int{}
 	for i := range n {
-		s := set.of(market(i))
+		s, err := set.of(ctx, market(i))
+		if err != nil {
+			fail(i, err)
+			continue
+		}
 		groups[s] = append(groups[s], i)
 	}
 	return groups
@@ -169,8 +187,9 @@ func (set *Set) split(n int, market func(int) uuid.UUID) map[int][]int {
 // answers each order in its place.
 func (set *Set) PlaceMany(ctx context.Context, rs []PlaceRequest) []PlaceResult {
 	out := make([]PlaceResult, len(rs))
+	groups := set.split(ctx, len(rs), func(i int) uuid.UUID { return rs[i].Market }, func(i int, err error) { out[i].Err = err })
 	var wg sync.WaitGroup
-	for s, idx := range set.split(len(rs), func(i int) uuid.UUID { return rs[i].Market }) {
+	for s, idx := range groups {
 		wg.Go(func() {
 			in := make([]PlaceRequest, len(idx))
 			for j, i := range idx {
@@ -178,7 +197,6 @@ func (set *Set) PlaceMany(ctx context.Context, rs []PlaceRequest) []PlaceResult 
 			}
 			for j, res := range set.shards[s].PlaceMany(ctx, in) {
 				out[idx[j]] = res
-				set.forget(in[j].Market, res.Err)
 			}
 		})
 	}
@@ -189,8 +207,9 @@ func (set *Set) PlaceMany(ctx context.Context, rs []PlaceRequest) []PlaceResult 
 // CancelMany cancels each shard's share of the orders in one batch there, the shards at once.
 func (set *Set) CancelMany(ctx context.Context, rs []CancelRequest) []CancelResult {
 	out := make([]CancelResult, len(rs))
+	groups := set.split(ctx, len(rs), func(i int) uuid.UUID { return rs[i].Market }, func(i int, err error) { out[i].Err = err })
 	var wg sync.WaitGroup
-	for s, idx := range set.split(len(rs), func(i int) uuid.UUID { return rs[i].Market }) {
+	for s, idx := range groups {
 		wg.Go(func() {
 			in := make([]CancelRequest, len(idx))
 			for j, i := range idx {
@@ -206,9 +225,18 @@ func (set *Set) CancelMany(ctx context.Context, rs []CancelRequest) []CancelResu
 }
 
 // CancelAll cancels an account's resting orders in the markets on every shard holding one of
-// them, at once, and answers them in the order of markets.
+// them, at once, and answers them in the order of markets. Markets that do not exist are passed
+// over, as a shard passes them over.
 func (set *Set) CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]store.Order, error) {
-	groups := set.split(len(markets), func(i int) uuid.UUID { return markets[i] })
+	var unroutable []error
+	groups := set.split(ctx, len(markets), func(i int) uuid.UUID { return markets[i] }, func(_ int, err error) {
+		if !errors.Is(err, domain.ErrUnknownMarket) {
+			unroutable = append(unroutable, err)
+		}
+	})
+	if err := errors.Join(unroutable...); err != nil {
+		return nil, err
+	}
 	results := make([][]store.Order, len(set.shards))
 	errs := make([]error, len(set.shards))
 	var wg sync.WaitGroup

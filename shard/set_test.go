@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/store"
@@ -47,8 +48,8 @@ func TestSetSpreadsMarkets(t *testing.T) {
 	_, set, markets := setFixture(t)
 	for i, id := range markets {
 		want := i % 2 // handed out in turn, the least busy shard first
-		if got := set.of(id); got != want {
-			t.Errorf("market %d is on shard %d, want %d", i, got, want)
+		if got, err := set.of(t.Context(), id); err != nil || got != want {
+			t.Errorf("market %d is on shard %d (%v), want %d", i, got, err, want)
 		}
 		for s, sh := range set.shards {
 			if _, held := sh.snapshot(id); held != (s == want) {
@@ -56,8 +57,8 @@ func TestSetSpreadsMarkets(t *testing.T) {
 			}
 		}
 	}
-	if _, err := set.Place(t.Context(), PlaceRequest{Account: 1, Market: uuid.New(), Side: engine.Buy, Outcome: engine.Yes, Price: 1, Quantity: 1}); err == nil {
-		t.Fatal("a placement in a market that does not exist was accepted")
+	if _, err := set.Place(t.Context(), PlaceRequest{Account: 1, Market: uuid.New(), Side: engine.Buy, Outcome: engine.Yes, Price: 1, Quantity: 1}); !errors.Is(err, domain.ErrUnknownMarket) {
+		t.Fatalf("a placement in a market that does not exist: %v, want %v", err, domain.ErrUnknownMarket)
 	}
 	set.mu.Lock()
 	n := len(set.owner)
@@ -219,14 +220,14 @@ func TestNamedSet(t *testing.T) {
 	// The heartbeat's sync loads each market on its own shard.
 	poll.Wait(t, 10*time.Second, "both markets loaded", func() bool {
 		for _, id := range markets {
-			if _, ok := set.shard(id).snapshot(id); !ok {
+			if _, ok := set.shards[set.assign(id)].snapshot(id); !ok {
 				return false
 			}
 		}
 		return true
 	})
-	if set.of(markets[0]) == set.of(markets[1]) {
-		t.Errorf("both markets are on shard %d", set.of(markets[0]))
+	if set.assign(markets[0]) == set.assign(markets[1]) {
+		t.Errorf("both markets are on shard %d", set.assign(markets[0]))
 	}
 	for _, id := range markets {
 		if _, err := set.Place(ctx, PlaceRequest{Account: f.alice, Market: id, Side: engine.Buy, Outcome: engine.Yes, Price: 40, Quantity: 1}); err != nil {
