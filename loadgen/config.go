@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -33,6 +34,9 @@ type Config struct {
 	// URL is the server's base address (scheme and host, e.g. http://127.0.0.1:8080); the public
 	// API is under URL/api/v1 and the admin API under URL/admin/v1. A trailing /api/v1 is ignored.
 	URL string
+	// Fronts are the base addresses of more front replicas of the same exchange: the bots are
+	// spread over URL and Fronts in turn, each keeping to its own (accounts are made through URL).
+	Fronts []string
 	// AdminToken authenticates the account creation on the admin API.
 	AdminToken string
 	// Bots is the number of concurrent bots, each its own account and API key.
@@ -79,6 +83,12 @@ func (c Config) withDefaults() (Config, error) {
 		return c, err
 	}
 	c.URL = base
+	c.Fronts = slices.Clone(c.Fronts)
+	for i, f := range c.Fronts {
+		if c.Fronts[i], err = normalizeURL(f); err != nil {
+			return c, err
+		}
+	}
 	switch {
 	case c.AdminToken == "":
 		return c, errors.New("loadgen: no admin token")

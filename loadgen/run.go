@@ -45,7 +45,6 @@ func newMarket(id string) market {
 type runner struct {
 	cfg         Config
 	mix         mixSpec
-	c           *client
 	markets     []market
 	marketIndex map[string]int
 	mids        *mids
@@ -116,7 +115,6 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	r := &runner{
 		cfg:         cfg,
 		mix:         mixSpecs[cfg.Mix],
-		c:           c,
 		markets:     markets,
 		marketIndex: make(map[string]int, len(markets)),
 		mids:        newMids(initial),
@@ -138,12 +136,20 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 		rep.Mode, rep.TargetRate = "open", cfg.Rate
 	}
 
+	// Each bot keeps to one front: URL's, or, with Fronts, the next in turn.
+	fronts := []*client{c}
+	for _, u := range cfg.Fronts {
+		fc := newClient(u, cfg.Bots, cfg.RequestTimeout)
+		defer fc.close()
+		fronts = append(fronts, fc)
+	}
 	bots := make([]*bot, cfg.Bots)
 	recs := make([]*recorder, cfg.Bots)
 	for i := range bots {
 		recs[i] = newRecorder()
 		bots[i] = &bot{
 			r:     r,
+			c:     fronts[i%len(fronts)],
 			idx:   i,
 			auth:  "Bearer " + keys[i],
 			gen:   newGenerator(cfg.Seed, uint64(i)+1, r.mids, cfg.Mix),
@@ -332,6 +338,7 @@ func initialMid(ctx context.Context, c *client, auth string, m market, buf *byte
 // bot is one trading account's loop.
 type bot struct {
 	r     *runner
+	c     *client // the front it sends to
 	idx   int
 	auth  string
 	gen   *generator
@@ -405,7 +412,7 @@ func (b *bot) exec(ctx context.Context, s step, start time.Time) {
 	switch s.kind {
 	case stepPlace:
 		o := s.order
-		res = r.c.do(ctx, "POST", apiPrefix+"/order", b.auth, appendOrderBody(make([]byte, 0, 128), r.markets[o.market].id, o), &b.buf)
+		res = b.c.do(ctx, "POST", apiPrefix+"/order", b.auth, appendOrderBody(make([]byte, 0, 128), r.markets[o.market].id, o), &b.buf)
 		switch {
 		case res.ok():
 			var resp orderResp
@@ -424,7 +431,7 @@ func (b *bot) exec(ctx context.Context, s step, start time.Time) {
 
 	case stepCancel:
 		oo := b.state.takeOpen(s.cancel)
-		res = r.c.do(ctx, "POST", apiPrefix+"/cancel-order", b.auth, appendObject1(make([]byte, 0, 64), "orderId", oo.id), &b.buf)
+		res = b.c.do(ctx, "POST", apiPrefix+"/cancel-order", b.auth, appendObject1(make([]byte, 0, 64), "orderId", oo.id), &b.buf)
 		if res.ok() {
 			var resp orderResp
 			if json.Unmarshal(b.buf.Bytes(), &resp) != nil {
@@ -435,7 +442,7 @@ func (b *bot) exec(ctx context.Context, s step, start time.Time) {
 		}
 
 	case stepCancelAll:
-		res = r.c.do(ctx, "POST", apiPrefix+"/cancel-everything", b.auth, nil, &b.buf)
+		res = b.c.do(ctx, "POST", apiPrefix+"/cancel-everything", b.auth, nil, &b.buf)
 		if res.ok() {
 			var resp []orderResp
 			if data := bytes.TrimSpace(b.buf.Bytes()); len(data) > 0 && json.Unmarshal(data, &resp) != nil {
@@ -453,24 +460,24 @@ func (b *bot) exec(ctx context.Context, s step, start time.Time) {
 
 	case stepCancelBatch:
 		b.taken = b.state.takeOldest(s.cancel, b.taken[:0])
-		res = r.c.do(ctx, "POST", apiPrefix+"/orders/cancel", b.auth, appendCancelIDsBody(make([]byte, 0, 16+40*len(b.taken)), b.taken), &b.buf)
+		res = b.c.do(ctx, "POST", apiPrefix+"/orders/cancel", b.auth, appendCancelIDsBody(make([]byte, 0, 16+40*len(b.taken)), b.taken), &b.buf)
 		b.cancelledMany(stepCancelBatch, &res)
 
 	case stepCancelMarket:
-		res = r.c.do(ctx, "POST", apiPrefix+"/orders/cancel", b.auth, appendObject1(make([]byte, 0, 64), "marketId", r.markets[s.market].id), &b.buf)
+		res = b.c.do(ctx, "POST", apiPrefix+"/orders/cancel", b.auth, appendObject1(make([]byte, 0, 64), "marketId", r.markets[s.market].id), &b.buf)
 		if res.ok() {
 			b.state.forgetMarket(s.market)
 		}
 		b.cancelledMany(stepCancelMarket, &res)
 
 	case stepBook:
-		res = r.c.do(ctx, "GET", r.markets[s.market].bookPath, b.auth, nil, &b.buf)
+		res = b.c.do(ctx, "GET", r.markets[s.market].bookPath, b.auth, nil, &b.buf)
 
 	case stepTrades:
-		res = r.c.do(ctx, "GET", r.markets[s.market].tradesPath, b.auth, nil, &b.buf)
+		res = b.c.do(ctx, "GET", r.markets[s.market].tradesPath, b.auth, nil, &b.buf)
 
 	case stepPositions:
-		res = r.c.do(ctx, "GET", apiPrefix+"/positions", b.auth, nil, &b.buf)
+		res = b.c.do(ctx, "GET", apiPrefix+"/positions", b.auth, nil, &b.buf)
 		if res.ok() {
 			var resp positionsResp
 			if json.Unmarshal(b.buf.Bytes(), &resp) != nil {
@@ -491,7 +498,7 @@ func (b *bot) exec(ctx context.Context, s step, start time.Time) {
 // unaccounted: an answer that cannot be matched to the placements counts as unknown for all.
 func (b *bot) placeBatch(ctx context.Context, m int, os []order) result {
 	body := make([]byte, 0, 16+128*len(os))
-	res := b.r.c.do(ctx, "POST", apiPrefix+"/orders/batch", b.auth, appendBatchBody(body, b.r.markets[m].id, os), &b.buf)
+	res := b.c.do(ctx, "POST", apiPrefix+"/orders/batch", b.auth, appendBatchBody(body, b.r.markets[m].id, os), &b.buf)
 	switch {
 	case res.ok():
 		var resp batchResp
@@ -529,7 +536,7 @@ func (b *bot) placeBatch(ctx context.Context, m int, os []order) result {
 // amend sends POST /order/amend for one of the bot's open orders and applies the answer.
 func (b *bot) amend(ctx context.Context, a amendStep) result {
 	oo := b.state.takeOpen(a.open)
-	res := b.r.c.do(ctx, "POST", apiPrefix+"/order/amend", b.auth, appendAmendBody(make([]byte, 0, 96), oo.id, a.price, a.qty), &b.buf)
+	res := b.c.do(ctx, "POST", apiPrefix+"/order/amend", b.auth, appendAmendBody(make([]byte, 0, 96), oo.id, a.price, a.qty), &b.buf)
 	switch {
 	case res.ok():
 		var resp orderResp
