@@ -61,6 +61,14 @@ type Options struct {
 	FeedSubscribers int
 	// DevArgs are extra arguments for pmx dev, e.g. --pprof-addr=127.0.0.1:6060.
 	DevArgs []string
+	// Distributed runs the distributed exchange instead of pmx dev: a kube-apiserver and etcd
+	// (from KubeAssets; see kubeAssets), pmx operator, Shards pmx shard processes (with ShardArgs)
+	// and Fronts pmx api processes, the bots spread over the fronts.
+	Distributed bool
+	Shards      int
+	Fronts      int
+	ShardArgs   []string
+	KubeAssets  string
 	// Command is the command line, recorded in the result.
 	Command string
 	// Progress receives what the bench is doing and loadgen's progress lines; nil: nothing.
@@ -74,12 +82,19 @@ type Result struct {
 	Command         string      `json:"command"`
 	PMX             string      `json:"pmx"`
 	Machine         Machine     `json:"machine"`
+	Distributed     *Topology   `json:"distributed,omitempty"`
 	Bots            int         `json:"bots"`
 	Markets         int         `json:"markets"`
 	DurationSeconds float64     `json:"durationSeconds"` // asked for, per run
 	Seed            uint64      `json:"seed"`
 	Mix             loadgen.Mix `json:"mix"`
 	Runs            []RunResult `json:"runs"`
+}
+
+// Topology is the distributed exchange a bench ran: its shard and front processes.
+type Topology struct {
+	Shards int `json:"shards"`
+	Fronts int `json:"fronts"`
 }
 
 // Machine describes where the bench ran.
@@ -171,6 +186,12 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Distributed {
+		o.Shards, o.Fronts = max(o.Shards, 1), max(o.Fronts, 1)
+		if o.FeedSubscribers > 0 {
+			return o, errors.New("bench: --feed-subscribers measures pmx dev's feed; it does not combine with --distributed")
+		}
+	}
 	switch {
 	case o.PMX == "":
 		return o, errors.New("bench: no pmx binary to start")
@@ -207,6 +228,9 @@ func Run(ctx context.Context, o Options) (_ *Result, err error) {
 	}
 	res := &Result{Command: o.Command, PMX: o.PMX, Machine: machineInfo(), Bots: o.Bots, Markets: o.Markets,
 		DurationSeconds: o.Duration.Seconds(), Seed: o.Seed, Mix: o.Mix}
+	if o.Distributed {
+		res.Distributed = &Topology{Shards: o.Shards, Fronts: o.Fronts}
+	}
 	b := &bench{o: o, dir: o.DataDir, proc: newProcFS(), token: rand.Text(), id: strconv.FormatInt(time.Now().Unix(), 36)}
 	if b.dir == "" {
 		if b.dir, err = os.MkdirTemp("", "pmx-bench-"); err != nil {
@@ -272,25 +296,43 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 		return nil, err
 	}
 
-	b.progressf("run %d/%d: starting pmx dev (%s)", i+1, len(o.Rates), o.PMX)
-	dev, err := startDev(ctx, o.PMX, cluster.URL(), dir, b.token, o.DevArgs, filepath.Join(dir, "pmx-dev.log"))
-	if err != nil {
-		return nil, err
-	}
+	var pids []int
+	var fronts []string
+	var ids []string
+	stopExchange := func() error { return nil }
 	running := true
 	defer func() {
 		if running {
-			_ = dev.stop()
+			_ = stopExchange()
 		}
 	}()
-	ids, err := createMarkets(ctx, dev.url, b.token, o.Markets, fmt.Sprintf("bench %s, run %d", b.id, i+1))
-	if err != nil {
-		return nil, err
+	if o.Distributed {
+		b.progressf("run %d/%d: starting kube-apiserver, etcd, pmx operator, %d pmx shard and %d pmx api (%s)", i+1, len(o.Rates), o.Shards, o.Fronts, o.PMX)
+		d, err := startDistributed(ctx, o, dir, cluster.URL(), b.token)
+		stopExchange = d.stop
+		if err != nil {
+			return nil, err
+		}
+		if ids, err = d.createMarkets(ctx, stats, o.Markets, fmt.Sprintf("bench %s, run %d", b.id, i+1)); err != nil {
+			return nil, err
+		}
+		fronts, pids = d.fronts, d.pids()
+	} else {
+		b.progressf("run %d/%d: starting pmx dev (%s)", i+1, len(o.Rates), o.PMX)
+		dev, err := startDev(ctx, o.PMX, cluster.URL(), dir, b.token, o.DevArgs, filepath.Join(dir, "pmx-dev.log"))
+		if err != nil {
+			return nil, err
+		}
+		stopExchange = dev.stop
+		if ids, err = createMarkets(ctx, dev.url, b.token, o.Markets, fmt.Sprintf("bench %s, run %d", b.id, i+1)); err != nil {
+			return nil, err
+		}
+		fronts, pids = []string{dev.url}, []int{dev.pid()}
 	}
 	var watch *feedWatch
 	if o.FeedSubscribers > 0 {
 		b.progressf("run %d/%d: %d feed subscribers on the book of every market", i+1, len(o.Rates), o.FeedSubscribers)
-		if watch, err = watchFeed(ctx, dev.url, b.token, ids, o.FeedSubscribers); err != nil {
+		if watch, err = watchFeed(ctx, fronts[0], b.token, ids, o.FeedSubscribers); err != nil {
 			return nil, err
 		}
 		defer watch.stop()
@@ -300,11 +342,11 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 	if err != nil {
 		return nil, err
 	}
-	c0, err := b.proc.sample(dev.pid(), cluster.Pid())
+	c0, err := b.proc.sample(pids, cluster.Pid())
 	if err != nil {
 		return nil, err
 	}
-	rep, err := loadgen.Run(ctx, loadgen.Config{URL: dev.url, AdminToken: b.token, Bots: o.Bots, Rate: rate,
+	rep, err := loadgen.Run(ctx, loadgen.Config{URL: fronts[0], Fronts: fronts[1:], AdminToken: b.token, Bots: o.Bots, Rate: rate,
 		Duration: o.Duration, Markets: o.Markets, Seed: o.Seed, Mix: o.Mix}, o.Progress)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -312,7 +354,7 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 		}
 		return nil, err
 	}
-	c1, err := b.proc.sample(dev.pid(), cluster.Pid())
+	c1, err := b.proc.sample(pids, cluster.Pid())
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +363,7 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 		feedResult = watch.result()
 	}
 	running = false
-	if err := dev.stop(); err != nil {
+	if err := stopExchange(); err != nil {
 		return nil, err
 	}
 	tail := context.WithoutCancel(ctx) // an interrupted run still gets its figures

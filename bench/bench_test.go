@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -23,13 +24,60 @@ func (w testWriter) Write(p []byte) (int, error) {
 // TestRunSmoke builds pmx and benches it for a moment with each mix: a real pmx dev on a real
 // durable cluster. It checks that the figures are sane, never how fast anything is.
 func TestRunSmoke(t *testing.T) {
+	bin := buildPMX(t)
+	for _, mix := range loadgen.Mixes {
+		t.Run(string(mix), func(t *testing.T) { smoke(t, bin, mix) })
+	}
+	t.Run("distributed", func(t *testing.T) { smokeDistributed(t, bin) })
+}
+
+// buildPMX builds pmx into the test's temporary folder.
+func buildPMX(t *testing.T) string {
 	bin := filepath.Join(t.TempDir(), "pmx")
 	// Without symbols the (large) binary links in half the time.
 	if out, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "github.com/pmx-dev/pmx/cmd/pmx").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	for _, mix := range loadgen.Mixes {
-		t.Run(string(mix), func(t *testing.T) { smoke(t, bin, mix) })
+	return bin
+}
+
+// smokeDistributed runs a short distributed bench: a kube-apiserver and etcd (from `make
+// k8s-bins`, as the tests' control planes), the operator, two shards and two fronts.
+func smokeDistributed(t *testing.T, bin string) {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		found, _ := filepath.Glob(filepath.Join("..", "bin", "k8s", "*"))
+		if len(found) == 0 {
+			t.Fatal("no kube-apiserver and etcd: run make k8s-bins (make test does)")
+		}
+		assets = found[len(found)-1]
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, Options{PMX: bin, Bots: 4, Markets: 2, Duration: time.Second, Command: "test",
+		Distributed: true, Shards: 2, Fronts: 2, KubeAssets: assets, ShardArgs: []string{"--shards=1"}, Progress: testWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	if err := res.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + text.String())
+	if !strings.Contains(text.String(), "2 pmx shard, 2 pmx api") || res.Distributed == nil {
+		t.Errorf("the report does not describe the distributed exchange: %+v", res.Distributed)
+	}
+	if len(res.Runs) != 1 {
+		t.Fatalf("%d runs, want 1", len(res.Runs))
+	}
+	r := res.Runs[0]
+	switch {
+	case r.Loadgen == nil || r.Loadgen.Markets != 2 || r.Loadgen.Bots != 4:
+		t.Errorf("the run is not the one asked for: %+v", r)
+	case r.Orders <= 0 || r.Failed != 0:
+		t.Errorf("orders %d, failed requests %d", r.Orders, r.Failed)
+	case !(r.CPU.PMX > 0 && r.CPU.Postgres > 0):
+		t.Errorf("CPU %+v", r.CPU)
 	}
 }
 

@@ -30,10 +30,12 @@ const (
 // to take a port picked in advance.
 var apiLine = regexp.MustCompile(`^\s*API:\s+(https?://\S+)/api/v1\s*$`)
 
-// devProcess is a `pmx dev` child process.
+// devProcess is a pmx child process: `pmx dev`, or in a distributed bench `pmx operator`,
+// `pmx shard` or `pmx api`.
 type devProcess struct {
+	name    string // what it runs, for messages: "pmx dev", "pmx shard", ...
 	cmd     *exec.Cmd
-	url     string // base address, e.g. http://127.0.0.1:41234
+	url     string // base address, e.g. http://127.0.0.1:41234 (none for the operator)
 	log     *os.File
 	logPath string
 	done    chan struct{} // closed when the process has exited
@@ -41,40 +43,51 @@ type devProcess struct {
 }
 
 // startDev starts `pmx dev` on a free loopback port against databaseURL, with no sample markets
-// and admin token token, and returns once its /readyz answers 200. The child runs in its own
-// process group, so a Ctrl-C on the terminal reaches only the bench, which then stops it cleanly;
-// if the bench dies, the kernel sends it SIGTERM.
+// and admin token token, and returns once its /readyz answers 200.
 func startDev(ctx context.Context, pmx, databaseURL, dataDir, token string, extra []string, logPath string) (*devProcess, error) {
+	args := append([]string{"dev", "--addr", "127.0.0.1:0", "--data-dir", dataDir,
+		"--database-url", databaseURL, "--markets", ""}, extra...)
+	return startChild(ctx, "pmx dev", pmx, args, []string{"PMX_ADMIN_TOKEN=" + token}, logPath, apiLine, "")
+}
+
+// startChild starts pmx with args and waits for the first line of its output that ready
+// matches; the line's first group, if any, is its base address (with scheme, or prefixed with
+// scheme when it has none), and then it also waits for /readyz there to answer 200. The child
+// runs in its own process group, so a Ctrl-C on the terminal reaches only the bench, which then
+// stops it cleanly; if the bench dies, the kernel sends it SIGTERM.
+func startChild(ctx context.Context, name, pmx string, args, env []string, logPath string, ready *regexp.Regexp, scheme string) (*devProcess, error) {
 	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"dev", "--addr", "127.0.0.1:0", "--data-dir", dataDir,
-		"--database-url", databaseURL, "--markets", ""}, extra...)
-	d := &devProcess{cmd: exec.Command(pmx, args...), log: logFile, logPath: logPath, done: make(chan struct{})}
-	// The token goes through the environment, not the command line that ps shows.
+	d := &devProcess{name: name, cmd: exec.Command(pmx, args...), log: logFile, logPath: logPath, done: make(chan struct{})}
+	// Secrets go through the environment, not the command line that ps shows.
 	// The load generator is one client with many connections: lift the per-client limit (an
 	// environment variable, which a build from before the limit ignores). The metrics listener
 	// takes a free port, as the API does, so that it never collides with another program's
 	// (its address is in the log's banner; again a variable that older builds ignore). The rate
 	// limits are lifted for measurement (variables too), and the report says so.
-	d.cmd.Env = append(cleanEnv(), "PMX_ADMIN_TOKEN="+token, "PMX_MAX_CONNS_PER_CLIENT=-1", "PMX_METRICS_ADDR=127.0.0.1:0",
-		"PMX_READ_RATE=0", "PMX_WRITE_RATE=0")
+	d.cmd.Env = append(append(cleanEnv(), "PMX_MAX_CONNS_PER_CLIENT=-1", "PMX_METRICS_ADDR=127.0.0.1:0",
+		"PMX_READ_RATE=0", "PMX_WRITE_RATE=0"), env...)
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	pgcluster.SetParentDeathSignal(d.cmd.SysProcAttr, syscall.SIGTERM)
 	found := make(chan string, 1)
-	d.cmd.Stdout = &lineWatcher{w: logFile, match: func(line string) {
-		if m := apiLine.FindStringSubmatch(line); m != nil {
+	watch := &lineWatcher{w: logFile, match: func(line string) {
+		if m := ready.FindStringSubmatch(line); m != nil {
+			addr := ""
+			if len(m) > 1 {
+				addr = scheme + m[1]
+			}
 			select {
-			case found <- m[1]:
+			case found <- addr:
 			default:
 			}
 		}
 	}}
-	d.cmd.Stderr = logFile
+	d.cmd.Stdout, d.cmd.Stderr = watch, watch
 	if err := d.cmd.Start(); err != nil {
 		logFile.Close()
-		return nil, fmt.Errorf("while starting %s dev: %w", pmx, err)
+		return nil, fmt.Errorf("while starting %s: %w", name, err)
 	}
 	go func() {
 		d.waitErr = d.cmd.Wait()
@@ -85,17 +98,19 @@ func startDev(ctx context.Context, pmx, databaseURL, dataDir, token string, extr
 	defer cancel()
 	fail := func(err error) (*devProcess, error) {
 		_ = d.stop()
-		return nil, fmt.Errorf("pmx dev did not start: %w%s", err, logTail(logPath))
+		return nil, fmt.Errorf("%s did not start: %w%s", name, err, logTail(logPath))
 	}
 	select {
 	case d.url = <-found:
 	case <-d.done:
 		return fail(fmt.Errorf("it exited (%v)", d.waitErr))
 	case <-ctx.Done():
-		return fail(fmt.Errorf("no address printed: %w", ctx.Err()))
+		return fail(fmt.Errorf("it never printed a line matching %s: %w", ready, ctx.Err()))
 	}
-	if err := d.waitReady(ctx); err != nil {
-		return fail(err)
+	if d.url != "" {
+		if err := d.waitReady(ctx); err != nil {
+			return fail(err)
+		}
 	}
 	return d, nil
 }
@@ -130,8 +145,8 @@ func (d *devProcess) waitReady(ctx context.Context) error {
 
 func (d *devProcess) pid() int { return d.cmd.Process.Pid }
 
-// stop asks pmx dev to shut down (SIGINT, as Ctrl-C would), waits for it and kills it if it takes
-// longer than devStopTimeout. It fails if the process did not exit cleanly.
+// stop asks the process to shut down (SIGINT, as Ctrl-C would), waits for it and kills it if it
+// takes longer than devStopTimeout. It fails if the process did not exit cleanly.
 func (d *devProcess) stop() error {
 	defer d.log.Close()
 	select {
@@ -143,11 +158,11 @@ func (d *devProcess) stop() error {
 		case <-time.After(devStopTimeout):
 			_ = d.cmd.Process.Kill()
 			<-d.done
-			return fmt.Errorf("pmx dev did not stop within %v of SIGINT and was killed%s", devStopTimeout, logTail(d.logPath))
+			return fmt.Errorf("%s did not stop within %v of SIGINT and was killed%s", d.name, devStopTimeout, logTail(d.logPath))
 		}
 	}
 	if d.waitErr != nil {
-		return fmt.Errorf("pmx dev exited with %v%s", d.waitErr, logTail(d.logPath))
+		return fmt.Errorf("%s exited with %v%s", d.name, d.waitErr, logTail(d.logPath))
 	}
 	return nil
 }

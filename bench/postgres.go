@@ -63,6 +63,15 @@ func (p *pgStats) waitClientsGone(ctx context.Context) error {
 	}
 }
 
+// scheduledMarkets lists the OPEN markets placed on a shard (distributed mode).
+func (p *pgStats) scheduledMarkets(ctx context.Context) ([]string, error) {
+	rows, err := p.conn.Query(ctx, `select id::text from markets where status = 'OPEN' and shard is not null`)
+	if err != nil {
+		return nil, fmt.Errorf("while reading the markets: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
 // settings reads the server's version and durability settings, for the report.
 func (p *pgStats) settings(ctx context.Context) (PostgresInfo, error) {
 	var info PostgresInfo

@@ -182,14 +182,24 @@ type cpuSample struct {
 	machine  time.Duration // every processor, busy with anything
 }
 
-func (p procFS) sample(pmxPID, postmasterPID int) (cpuSample, error) {
+// sample reads the CPU time of the pmx processes (pmx dev, or every pmx process of a distributed
+// exchange), of Postgres, of the load generator and of the machine.
+func (p procFS) sample(pmxPIDs []int, postmasterPID int) (cpuSample, error) {
 	var s cpuSample
-	var err1, err2, err3, err4 error
-	s.machine, err4 = p.machineBusy()
-	s.pmx, err1 = p.processCPU(pmxPID)
-	s.postgres, err2 = p.treeCPU(postmasterPID)
-	s.loadgen, err3 = p.ownCPU(os.Getpid())
-	return s, errors.Join(err1, err2, err3, err4)
+	errs := make([]error, 0, 3+len(pmxPIDs))
+	var err error
+	s.machine, err = p.machineBusy()
+	errs = append(errs, err)
+	for _, pid := range pmxPIDs {
+		cpu, err := p.processCPU(pid)
+		s.pmx += cpu
+		errs = append(errs, err)
+	}
+	s.postgres, err = p.treeCPU(postmasterPID)
+	errs = append(errs, err)
+	s.loadgen, err = p.ownCPU(os.Getpid())
+	errs = append(errs, err)
+	return s, errors.Join(errs...)
 }
 
 func (s cpuSample) sub(before cpuSample) cpuSample {

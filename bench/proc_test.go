@@ -155,7 +155,7 @@ func TestProcFSOnThisMachine(t *testing.T) {
 	if p.tick <= 0 || p.tick > time.Second {
 		t.Fatalf("clock tick %v", p.tick)
 	}
-	s, err := p.sample(os.Getpid(), os.Getpid())
+	s, err := p.sample([]int{os.Getpid()}, os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,8 +25,12 @@ func (r *Result) WriteJSON(w io.Writer) error {
 func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
 	m, pg := r.Machine, r.Machine.Postgres
-	fmt.Fprintf(&b, "pmx bench: pmx dev on a private PostgreSQL %s, fresh for each run (fsync %s, synchronous_commit %s, full_page_writes %s), driven by pmx loadgen\n",
-		pg.Version, pg.Fsync, pg.SynchronousCommit, pg.FullPageWrites)
+	exchange := "pmx dev"
+	if d := r.Distributed; d != nil {
+		exchange = fmt.Sprintf("the distributed exchange (pmx operator on a kube-apiserver, %d pmx shard, %d pmx api; the bots spread over the api)", d.Shards, d.Fronts)
+	}
+	fmt.Fprintf(&b, "pmx bench: %s on a private PostgreSQL %s, fresh for each run (fsync %s, synchronous_commit %s, full_page_writes %s), driven by pmx loadgen\n",
+		exchange, pg.Version, pg.Fsync, pg.SynchronousCommit, pg.FullPageWrites)
 	cpu := ""
 	if m.CPU != "" {
 		cpu = " (" + m.CPU + ")"
@@ -71,9 +75,10 @@ p50..p99.9  latency of single placements (POST /order) to the last response byte
             (closed loop) or from the scheduled send time (open loop, so queueing behind a stall
             counts); -v or --json gives every request kind's
 xact/order  Postgres transactions (pg_stat_database xact_commit + xact_rollback) per order
-CPU/order   CPU time (user + system, from /proc) of pmx dev and every Postgres process per order,
-            then split into pmx and postgres; the load generator's own CPU is not in it
-cores       CPU seconds per second of pmx dev, Postgres and the load generator together
+CPU/order   CPU time (user + system, from /proc) of pmx (pmx dev, or every pmx process of the
+            distributed exchange) and every Postgres process per order, then split into pmx and
+            postgres; the load generator's own CPU is not in it
+cores       CPU seconds per second of pmx, Postgres and the load generator together
 other       CPU seconds per second of every other process (/proc/stat): well above 0, the run was disturbed
 `)
 	_, err := io.WriteString(w, b.String())

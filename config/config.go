@@ -1,6 +1,7 @@
 // Package config holds the manifests of config/ that pmx itself needs at run time: the sample
 // Market resources (config/samples), built into the binary so that `pmx dev` has markets to show
-// wherever it is started from. The folder stays what `kubectl apply -f config/samples/` takes.
+// wherever it is started from, and the CRDs (config/crd/bases), which `pmx bench --distributed`
+// installs into the control plane it starts. The folders stay what `kubectl apply -f` takes.
 package config
 
 import (
@@ -11,11 +12,23 @@ import (
 //go:embed samples/*.yaml
 var samples embed.FS
 
+//go:embed crd/bases/*.yaml
+var crds embed.FS
+
 // Samples is config/samples as built into pmx: the sample Market manifests, at its top.
 func Samples() fs.FS {
 	sub, err := fs.Sub(samples, "samples")
 	if err != nil {
 		panic(err) // "samples" is a valid path: fs.Sub cannot fail on it
+	}
+	return sub
+}
+
+// CRDs is config/crd/bases as built into pmx: the CustomResourceDefinitions, at its top.
+func CRDs() fs.FS {
+	sub, err := fs.Sub(crds, "crd/bases")
+	if err != nil {
+		panic(err) // a valid path: fs.Sub cannot fail on it
 	}
 	return sub
 }

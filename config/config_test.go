@@ -1,6 +1,10 @@
 package config
 
 import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -20,5 +24,27 @@ func TestSamplesBuiltIn(t *testing.T) {
 	}
 	if len(builtIn) == 0 || !reflect.DeepEqual(builtIn, onDisk) {
 		t.Fatalf("built in: %d markets %v; on disk: %d", len(builtIn), builtIn, len(onDisk))
+	}
+}
+
+// TestCRDsBuiltIn checks that the CRDs built into pmx are config/crd/bases as it is on disk.
+func TestCRDsBuiltIn(t *testing.T) {
+	onDisk, err := filepath.Glob(filepath.Join("crd", "bases", "*.yaml"))
+	if err != nil || len(onDisk) == 0 {
+		t.Fatalf("no CRDs on disk: %v", err)
+	}
+	builtIn, err := fs.Glob(CRDs(), "*.yaml")
+	if err != nil || len(builtIn) != len(onDisk) {
+		t.Fatalf("%d CRDs built in (%v), %d on disk", len(builtIn), err, len(onDisk))
+	}
+	for _, path := range onDisk {
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := fs.ReadFile(CRDs(), filepath.Base(path))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s built in differs from the file (%v)", filepath.Base(path), err)
+		}
 	}
 }

@@ -46,6 +46,12 @@ Postgres transactions per order (pg_stat_database, read before and after) and CP
 the user + system time of pmx dev and of every Postgres process (the postmaster, its live
 children and the children it reaped, from /proc), divided by the acknowledged orders.
 
+--distributed runs the distributed exchange instead of pmx dev, as processes on this machine:
+a kube-apiserver and etcd with pmx's CRDs (the binaries ` + "`make k8s-bins`" + ` builds into bin/k8s/,
+or --kube-assets), pmx operator on it, --shards pmx shard and --fronts pmx api processes; the
+markets are Market resources the operator places on the shards, and the bots are spread over
+the fronts. CPU per order then counts every pmx process; the control plane counts as other.
+
 --sweep R1,R2,... runs open loop at each offered rate in turn; --chart FILE draws their
 placement latency against the offered load (PNG, SVG or PDF, from the extension).
 
@@ -56,7 +62,8 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
   pmx bench --sweep 500,1000,1500,2000,3000 --chart docs/latency.png
   pmx bench --pmx /tmp/pmx-before/bin/pmx     # measure another build
   pmx bench --dev-arg=--pprof-addr=127.0.0.1:6060   # then: go tool pprof http://127.0.0.1:6060/debug/pprof/profile
-  pmx bench --dev-arg=--metrics-addr=127.0.0.1:9090 # then: curl 127.0.0.1:9090/metrics (by default a free port)`,
+  pmx bench --dev-arg=--metrics-addr=127.0.0.1:9090 # then: curl 127.0.0.1:9090/metrics (by default a free port)
+  pmx bench --distributed --shards 4 --fronts 2 # operator, 4 pmx shard and 2 pmx api processes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
@@ -129,6 +136,11 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
 	f.IntVar(&o.FeedSubscribers, "feed-subscribers", 0, "WebSocket clients following the book of every market during each run (0: none); the feed's figures are reported")
 	f.StringVar(&o.DataDir, "data-dir", "", "folder for each run's Postgres cluster and pmx dev log (run-N/), kept and reused (default: a temporary folder, removed)")
 	f.StringArrayVar(&o.DevArgs, "dev-arg", nil, "extra argument for pmx dev, repeatable (e.g. --dev-arg=--pprof-addr=127.0.0.1:6060)")
+	f.BoolVar(&o.Distributed, "distributed", false, "run the distributed exchange (operator, pmx shard and pmx api processes) instead of pmx dev")
+	f.IntVar(&o.Shards, "shards", 2, "with --distributed: pmx shard processes")
+	f.IntVar(&o.Fronts, "fronts", 1, "with --distributed: pmx api processes")
+	f.StringArrayVar(&o.ShardArgs, "shard-arg", nil, "with --distributed: extra argument for every pmx shard, repeatable (e.g. --shard-arg=--shards=1)")
+	f.StringVar(&o.KubeAssets, "kube-assets", "", "with --distributed: folder of kube-apiserver and etcd (default $KUBEBUILDER_ASSETS, else ./bin/k8s/<version>)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON, with each run's full loadgen report")
 	f.BoolVarP(&verbose, "verbose", "v", false, "also print each run's full loadgen report (per request kind) on stderr")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
