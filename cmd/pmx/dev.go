@@ -211,7 +211,8 @@ func adminToken(o devOptions) (token, source string, err error) {
 	return token, "in " + path, nil
 }
 
-// defaultShards is one shard per two cores the process may run on (at least one): each order
+// defaultShards is one shard per two cores the process may use (GOMAXPROCS: the CPUs it may run
+// on, or a container's CPU limit), at least one: each order
 // costs Postgres about as much CPU as it costs pmx, so a shard keeps about two cores busy, and more
 // shards than that only add transactions (measured in docs/performance.md, "Several shards").
-func defaultShards() int { return max(1, runtime.NumCPU()/2) }
+func defaultShards() int { return max(1, runtime.GOMAXPROCS(0)/2) }

@@ -55,7 +55,7 @@ fronts the process is one shard.`,
 	f.StringVar(&o.internalToken, "internal-token", envOr("PMX_INTERNAL_TOKEN", ""), "secret shared with the front API (default $PMX_INTERNAL_TOKEN)")
 	f.IntVar(&o.maxOpenOrders, "max-open-orders", shard.DefaultMaxOpenOrders, "most open orders one account may have in one market")
 	f.DurationVar(&o.eventRetention, "event-retention", shard.DefaultEventRetention, "how long the markets' feed events are kept")
-	f.IntVar(&o.shards, "shards", runtime.NumCPU(), "matching loops to spread this process's markets over, each with its own Postgres connection (default: one per core)")
+	f.IntVar(&o.shards, "shards", runtime.GOMAXPROCS(0), "matching loops to spread this process's markets over, each with its own Postgres connection (default: one per core it may use, GOMAXPROCS: the container's CPU limit)")
 	addProcessFlags(cmd, &o.process, true)
 	addMetricsFlag(cmd, &o.process, ":9090")
 	return cmd
