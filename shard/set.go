@@ -36,7 +36,7 @@ type Set struct {
 }
 
 // NewSet starts n shards (at least one) configured alike; each registers its metrics with a
-// "shard" label of its index and logs it. Call Stop to drain and stop them.
+// "shard" label of its index, and logs it as "slot". Call Stop to drain and stop them.
 //
 // With a Name, the set is one named shard process (pmx shard): its shards share the name, so
 // Postgres and the operator see one shard; each serves the markets assigned to the process that
@@ -68,9 +68,6 @@ func (set *Set) Run(ctx context.Context, reg Registration) {
 	}
 	register(ctx, set.cfg.Store, set.cfg.Name, log.With("component", "shard"), reg, set.shards)
 }
-
-// Len is how many shards the set runs.
-func (set *Set) Len() int { return len(set.shards) }
 
 // Stop stops every shard, each after finishing the commands it accepted.
 func (set *Set) Stop() {

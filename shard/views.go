@@ -122,11 +122,11 @@ func (s *Shard) needs(cmds []*command) (map[int64]int64, map[store.ShareKey]int6
 		default:
 			continue
 		}
-		c, n := o.Lock()
+		lockCash, lockShares := o.Lock()
 		if o.Side == engine.Buy {
-			cash[account] += c
+			cash[account] += lockCash
 		} else {
-			shares[store.ShareKey{Account: account, Market: market, Outcome: o.Outcome.String()}] += n
+			shares[store.ShareKey{Account: account, Market: market, Outcome: o.Outcome.String()}] += lockShares
 		}
 	}
 	return cash, shares
