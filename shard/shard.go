@@ -2,17 +2,19 @@
 // executes every order, cancel and lifecycle change of its markets on one goroutine, and commits
 // them to Postgres in batches before it answers (group commit).
 //
-// A batch is the commands queued while the previous batch ran (at most MaxBatch). The shard
-// reserves and matches it in memory, then one round trip writes every effect — netted per order,
-// account and position — in one statement and commits (store.CommitBatch). What its placements
-// reserve from comes from the shard's views of the accounts and holdings, checked by the
-// database's own guards at commit (views.go); when the views cannot pay for the batch, its
-// transaction first locks and reads them (store.BeginBatch; a named shard always does, and also
-// locks its markets' ownership rows) — in a standalone shard, in the same round trip as the
-// previous batch's commit when it was queued by then. Only then are
-// the callers answered and the books' read snapshots published. If the transaction fails, every
-// book it touched is rebuilt from Postgres, so memory never runs ahead of what was committed; a
-// batch that only raced another transaction runs once more.
+// A batch is the commands queued while the previous batch was being built (at most MaxBatch). The
+// shard reserves and matches it in memory, then one round trip writes every effect — netted per
+// order, account and position — in one statement and commits (store.CommitBatch); only then are
+// the callers answered and the books' read snapshots published. What its placements reserve from
+// comes from the shard's views of the accounts and holdings, checked by the database's own guards
+// at commit (views.go); when the views cannot pay for the batch, its transaction first reads them
+// (store.BeginBatch; a named shard always does, with its markets' ownership rows, for fencing).
+// While a batch commits, the next is matched on the state it leaves (batch.go). If a transaction
+// fails, every book it touched, and every book the batch built on it touched, is rebuilt from
+// Postgres, so memory never runs ahead of what was committed; a batch that only raced another
+// transaction runs once more.
+//
+// A Set runs several shards in one process, the markets spread across them (set.go).
 package shard
 
 import (
