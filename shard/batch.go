@@ -268,7 +268,7 @@ func (s *Shard) modeOf(b batch) reserveMode {
 // (at most twice: what refuses a locked batch is final); one that only raced another transaction
 // (a deadlock) runs once more; any other failure is final.
 func (s *Shard) again(b *batch, mode reserveMode, err error, retried *bool) bool {
-	if mode < fromLocks && (errors.Is(err, errDoubted) || store.Refused(err)) {
+	if mode < fromLocks && (errors.Is(err, errDoubted) || store.Refused(err) || store.Fenced(err)) {
 		s.metrics.rerun.Inc()
 		s.log.Debug("a batch runs again, reading what it reserves from more surely", "reason", err, "commands", len(b.cmds), "was", mode)
 		b.floor = mode + 1
@@ -474,7 +474,7 @@ func (s *Shard) open(b batch, mode reserveMode) (*flight, error) {
 	fl.conn = conn
 	var locked store.Locked
 	if mode == fromViews {
-		locked = s.viewed(b.cmds)
+		locked = s.viewed(b.cmds) // a named shard's fence is checked at commit (seal)
 	} else {
 		asked := s.begin(b.cmds)
 		asked.LockAccounts = mode == fromLocks
@@ -482,9 +482,9 @@ func (s *Shard) open(b batch, mode reserveMode) (*flight, error) {
 			return fl, err
 		}
 		s.learn(asked, locked)
-	}
-	if s.cfg.Name != "" {
-		s.fence(locked.Owners, b.cmds)
+		if s.cfg.Name != "" {
+			s.fence(locked.Owners, b.cmds)
+		}
 	}
 	s.acc.track(locked)
 	s.acc.unlocked = mode == fromViews
@@ -541,6 +541,9 @@ func (s *Shard) seal(fl *flight) error {
 	}
 	s.acc.finish()
 	s.acc.batch.Unlocked = fl.mode == fromViews
+	if fl.mode == fromViews && s.cfg.Name != "" {
+		s.acc.batch.Fence = s.fenceOf(s.acc.touched)
+	}
 	s.advance(&s.acc.batch) // the next batch reserves from what this one leaves
 	for _, m := range s.acc.touched {
 		s.acc.snaps = append(s.acc.snaps, pendingSnapshot{m.id, s.snapshotOf(m)})

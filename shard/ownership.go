@@ -1,9 +1,12 @@
 package shard
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -33,6 +36,18 @@ func (s *Shard) fence(owners map[uuid.UUID]store.Ownership, cmds []*command) {
 			c.err = ErrNotOwner
 		}
 	}
+}
+
+// fenceOf is what a batch that did not read ownership when it began claims at its commit: the
+// markets it touched, each under the epoch the shard loaded it with (store.Batch.Fence). A batch
+// whose claim fails runs again, reading ownership first, and fence then fails the commands of the
+// markets the shard lost.
+func (s *Shard) fenceOf(touched map[uuid.UUID]*marketState) *store.Fence {
+	f := &store.Fence{Shard: s.cfg.Name, Markets: slices.SortedFunc(maps.Keys(touched), func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })}
+	for _, id := range f.Markets {
+		f.Epochs = append(f.Epochs, touched[id].epoch)
+	}
+	return f
 }
 
 // sync makes the set of markets held match the ownership recorded in Postgres: it loads markets

@@ -72,7 +72,7 @@ func orderCount(t *testing.T, st *store.Store) int {
 }
 
 // TestFencing moves a market from shard A to shard B and checks that A can commit nothing more for
-// it: the old epoch is refused in A's own transaction.
+// it: the old epoch is refused in A's own transaction, by the fence its commit checks.
 func TestFencing(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -94,6 +94,11 @@ func TestFencing(t *testing.T) {
 	// A still holds the market in memory under epoch 1: its commit must be refused.
 	if _, err := a.Place(ctx, f.buy(f.alice, engine.Yes, 41, 1)); !errors.Is(err, ErrNotOwner) {
 		t.Fatalf("the old owner placed an order after losing the market: %v", err)
+	}
+	// It ran from its views (the first placement taught it alice's cash), so its commit checked
+	// the fence and failed; run again reading ownership first, the placement was refused.
+	if n := rerun(t, a); n != 1 {
+		t.Errorf("%v batches ran again, want 1: the fence at commit", n)
 	}
 	if _, err := a.Cancel(ctx, CancelRequest{Account: f.alice, Market: f.market, Seq: 1}); !errors.Is(err, ErrNotOwner) {
 		t.Fatalf("the old owner cancelled an order after losing the market: %v", err)

@@ -66,12 +66,11 @@ type holding struct {
 	outcome engine.Outcome
 }
 
-// unlockable reports whether a batch may run from the views: the shard is standalone (a named
-// shard reads its markets' ownership in every batch, for fencing), and the views know every
-// account and holding the batch's placements and amends reserve from and show enough for all of
-// them together.
+// unlockable reports whether a batch may run from the views: they know every account and holding
+// the batch's placements and amends reserve from and show enough for all of them together. (A
+// named shard's batch that runs from the views checks its ownership at commit: fenceOf.)
 func (s *Shard) unlockable(cmds []*command) bool {
-	return s.cfg.Name == "" && s.payable(cmds, s.cashView, s.sharesView)
+	return s.payable(cmds, s.cashView, s.sharesView)
 }
 
 // payable reports whether what cash and shares show pays for everything the commands could
@@ -172,7 +171,7 @@ func (s *Shard) topUp(cmds []*command) bool {
 		v, ok := s.sharesView(k)
 		return v + a.freeShares[k], ok // freeShares holds the shares fills brought meanwhile
 	}
-	if s.cfg.Name != "" || !s.payable(cmds, cash, shares) {
+	if !s.payable(cmds, cash, shares) {
 		return false
 	}
 	accounts, holdings := reservedFrom(cmds)

@@ -257,3 +257,50 @@ func TestPipelinedBatchUndone(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPipelinedFencingLoss moves a named shard's market while a batch's commit waits at its fence
+// and the next batch is built on it: the fence fails the first, the next is undone with it, and
+// both are refused as no longer the shard's, with nothing written.
+func TestPipelinedFencingLoss(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.st.Assign(ctx, f.market, "shard-a"); err != nil {
+		t.Fatal(err)
+	}
+	s := f.shard(t, "shard-a")
+	for _, account := range []int64{f.alice, f.bob} { // the shard learns their cash
+		if _, err := s.Place(ctx, f.buy(account, engine.Yes, 10, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := orderCount(t, f.st)
+	// The move, uncommitted: the next commit's fence waits for it.
+	tx, err := f.st.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) }) // before the shard stops, if the test fails
+	if _, err := tx.Exec(ctx, `update markets set shard = 'shard-b', epoch = epoch + 1 where id = $1`, f.market); err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan error, 1)
+	go func() { _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 20, 1)); first <- err }()
+	waitBlocked(t, f.st)
+	next := make(chan error, 1)
+	go func() { _, err := s.Place(ctx, f.buy(f.bob, engine.No, 80, 1)); next <- err }() // crosses the first
+	poll.Wait(t, 10*time.Second, "the next batch built on the one in flight", func() bool { return counter(t, s.metrics.ahead) == 1 })
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []chan error{first, next} {
+		if err := <-c; !errors.Is(err, ErrNotOwner) {
+			t.Fatalf("a placement after the move: %v, want %v", err, ErrNotOwner)
+		}
+	}
+	if got := orderCount(t, f.st); got != before {
+		t.Errorf("%d orders after the move, %d before", got, before)
+	}
+	if n := rerun(t, s); n < 1 {
+		t.Errorf("%v batches ran again, want the fenced one", n)
+	}
+}

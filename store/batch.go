@@ -205,6 +205,9 @@ func CommitBatch(ctx context.Context, conn *pgx.Conn, b *Batch) (Committed, erro
 	var c Committed
 	if b.Unlocked {
 		queueTxStart(&q)
+		if f := b.Fence; f != nil {
+			q.Queue(`select fence_markets($1, $2, $3)`, f.Shard, uuidArray(f.Markets), f.Epochs)
+		}
 	}
 	settled := queueApply(&q, b, &c.Updated, &c.Accounts)
 	if len(b.Settlements) > 0 {
@@ -251,6 +254,13 @@ func rollbackBatch(ctx context.Context, conn *pgx.Conn) {
 func Refused(err error) bool {
 	var pg *pgconn.PgError
 	return errors.As(err, &pg) && (pg.Code == "23514" || pg.Code == "23505") // check_violation, unique_violation
+}
+
+// Fenced reports whether an unlocked batch of a named shard failed its fence (Batch.Fence): the
+// shard no longer owns a market it wrote for, under the epoch it loaded it with.
+func Fenced(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && pg.Code == "PX001"
 }
 
 // Retryable reports whether a batch failed only because it raced another transaction (a

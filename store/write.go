@@ -99,6 +99,17 @@ type Batch struct {
 	// and its shard runs it again. The rows it writes are locked in key order (Cash and Shares are
 	// sorted) by its one statement, so that batches of several shards do not deadlock on them.
 	Unlocked bool
+	// Fence, for an unlocked batch of a named shard, is the ownership its markets must still have
+	// when it commits: CommitBatch checks it in the batch's transaction, before the writes
+	// (fence_markets, migration 018), and the batch fails as Fenced otherwise.
+	Fence *Fence
+}
+
+// Fence is a shard's claim on the markets a batch wrote for: each owned by Shard under its epoch.
+type Fence struct {
+	Shard   string
+	Markets []uuid.UUID // sorted, the order their rows are locked in
+	Epochs  []int64
 }
 
 // Reset empties the batch, keeping its storage.
