@@ -8,7 +8,8 @@
 // the callers answered and the books' read snapshots published. What its placements reserve from
 // comes from the shard's views of the accounts and holdings, checked by the database's own guards
 // at commit (views.go); when the views cannot pay for the batch, its transaction first reads them
-// (store.BeginBatch; a named shard always does, with its markets' ownership rows, for fencing).
+// (store.BeginBatch). A named shard's batch also checks that the shard still owns its markets
+// (fencing): with the reads when it reads, else in its commit (store.Batch.Fence).
 // While a batch commits, the next is matched on the state it leaves (batch.go). If a transaction
 // fails, every book it touched, and every book the batch built on it touched, is rebuilt from
 // Postgres, so memory never runs ahead of what was committed; a batch that only raced another
