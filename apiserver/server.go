@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pmx-dev/pmx/feed"
@@ -26,20 +25,9 @@ import (
 	"github.com/pmx-dev/pmx/store"
 )
 
-// Exchange executes market writes and serves books; the standalone exchange's is its in-process
-// shard.
-type Exchange interface {
-	Place(ctx context.Context, r shard.PlaceRequest) (store.PlacedOrder, error)
-	Cancel(ctx context.Context, r shard.CancelRequest) (store.Order, error)
-	Amend(ctx context.Context, r shard.AmendRequest) (store.PlacedOrder, error)
-	// PlaceMany and CancelMany run each market's requests together, in order, in one batch; each
-	// request is answered on its own.
-	PlaceMany(ctx context.Context, rs []shard.PlaceRequest) []shard.PlaceResult
-	CancelMany(ctx context.Context, rs []shard.CancelRequest) []shard.CancelResult
-	CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]store.Order, error)
-	Transition(ctx context.Context, market uuid.UUID, action market.Action) error
-	OrderBook(ctx context.Context, market uuid.UUID) (*shard.Snapshot, error)
-}
+// Exchange executes market writes and serves books (shard.Exchange): the standalone exchange's
+// shards, or the distributed front's router to them.
+type Exchange = shard.Exchange
 
 // Config configures the server.
 type Config struct {

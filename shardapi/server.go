@@ -1,7 +1,6 @@
 package shardapi
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -17,22 +16,11 @@ import (
 	"github.com/pmx-dev/pmx/store"
 )
 
-// Shard is what the server serves: a *shard.Shard, or a *shard.Set of them (pmx shard).
-type Shard interface {
-	Place(ctx context.Context, r shard.PlaceRequest) (store.PlacedOrder, error)
-	Cancel(ctx context.Context, r shard.CancelRequest) (store.Order, error)
-	Amend(ctx context.Context, r shard.AmendRequest) (store.PlacedOrder, error)
-	PlaceMany(ctx context.Context, rs []shard.PlaceRequest) []shard.PlaceResult
-	CancelMany(ctx context.Context, rs []shard.CancelRequest) []shard.CancelResult
-	CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]store.Order, error)
-	OrderBook(ctx context.Context, market uuid.UUID) (*shard.Snapshot, error)
-}
-
 // Server serves one shard's internal API and its health endpoints. Its metrics are served by the
 // process, on a listener of its own (httpkit.MetricsHandler), not here.
 type Server struct {
-	Shard Shard
-	Store *store.Store // for readiness
+	Shard shard.Exchange // a *shard.Shard, or the *shard.Set of pmx shard
+	Store *store.Store   // for readiness
 	// Token is what callers must send as their bearer token.
 	Token  string
 	Logger *slog.Logger
