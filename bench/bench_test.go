@@ -52,10 +52,20 @@ func smokeDistributed(t *testing.T, bin string) {
 		}
 		assets = found[len(found)-1]
 	}
+	res, text := run(t, Options{PMX: bin, Bots: 4, Markets: 2, Duration: time.Second, Command: "test",
+		Distributed: true, Shards: 2, Fronts: 2, KubeAssets: assets, ShardArgs: []string{"--shards=1"}})
+	if !strings.Contains(text, "2 pmx shard, 2 pmx api") || res.Distributed == nil {
+		t.Errorf("the report does not describe the distributed exchange: %+v", res.Distributed)
+	}
+	checkRun(t, res, loadgen.MixBasic)
+}
+
+// run runs a bench (with at most 3 minutes for it) and returns its result and report.
+func run(t *testing.T, o Options) (*Result, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := Run(ctx, Options{PMX: bin, Bots: 4, Markets: 2, Duration: time.Second, Command: "test",
-		Distributed: true, Shards: 2, Fronts: 2, KubeAssets: assets, ShardArgs: []string{"--shards=1"}, Progress: testWriter{t}})
+	o.Progress = testWriter{t}
+	res, err := Run(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,36 +74,17 @@ func smokeDistributed(t *testing.T, bin string) {
 		t.Fatal(err)
 	}
 	t.Log("\n" + text.String())
-	if !strings.Contains(text.String(), "2 pmx shard, 2 pmx api") || res.Distributed == nil {
-		t.Errorf("the report does not describe the distributed exchange: %+v", res.Distributed)
-	}
-	if len(res.Runs) != 1 {
-		t.Fatalf("%d runs, want 1", len(res.Runs))
-	}
-	r := res.Runs[0]
-	switch {
-	case r.Loadgen == nil || r.Loadgen.Markets != 2 || r.Loadgen.Bots != 4:
-		t.Errorf("the run is not the one asked for: %+v", r)
-	case r.Orders <= 0 || r.Failed != 0:
-		t.Errorf("orders %d, failed requests %d", r.Orders, r.Failed)
-	case !(r.CPU.PMX > 0 && r.CPU.Postgres > 0):
-		t.Errorf("CPU %+v", r.CPU)
-	}
+	return res, text.String()
 }
 
 func smoke(t *testing.T, bin string, mix loadgen.Mix) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	res, err := Run(ctx, Options{PMX: bin, Bots: 4, Markets: 2, Duration: time.Second, Mix: mix, Command: "test",
-		Progress: testWriter{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var text bytes.Buffer
-	if err := res.WriteText(&text); err != nil {
-		t.Fatal(err)
-	}
-	t.Log("\n" + text.String())
+	res, _ := run(t, Options{PMX: bin, Bots: 4, Markets: 2, Duration: time.Second, Mix: mix, Command: "test"})
+	checkRun(t, res, mix)
+}
+
+// checkRun checks the one closed-loop run of a smoke bench of 4 bots on 2 markets.
+func checkRun(t *testing.T, res *Result, mix loadgen.Mix) {
+	t.Helper()
 	if len(res.Runs) != 1 || res.Mix != mix {
 		t.Fatalf("%d runs of the %s mix, want 1 of %s", len(res.Runs), res.Mix, mix)
 	}

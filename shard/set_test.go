@@ -168,17 +168,7 @@ func TestSetSharedAccounts(t *testing.T) {
 	if cash+100*pairs != 2*grant {
 		t.Errorf("%d cents in accounts and %d share pairs (worth %d): %d in all, want the %d granted", cash, pairs, 100*pairs, cash+100*pairs, 2*grant)
 	}
-	for _, account := range []int64{f.alice, f.bob} {
-		var locked, need int64
-		if err := f.st.Pool.QueryRow(ctx, `select (select locked from accounts where id = $1),
-			(select coalesce(sum(price * (quantity - filled_quantity)), 0) from orders where account_id = $1 and status in ('OPEN', 'PARTIALLY_FILLED'))`,
-			account).Scan(&locked, &need); err != nil {
-			t.Fatal(err)
-		}
-		if locked != need {
-			t.Errorf("account %d has %d cents locked, its open orders need %d", account, locked, need)
-		}
-	}
+	f.checkLocked(t, f.alice, f.bob)
 	var refused float64
 	for _, s := range set.shards {
 		refused += rerun(t, s)

@@ -63,6 +63,22 @@ func (f *fixture) buy(account int64, outcome engine.Outcome, price int, qty int6
 	return PlaceRequest{Account: account, Market: f.market, Side: engine.Buy, Outcome: outcome, Price: price, Quantity: qty}
 }
 
+// checkLocked checks that each account's locked cash is what its open orders need.
+func (f *fixture) checkLocked(t *testing.T, accounts ...int64) {
+	t.Helper()
+	for _, account := range accounts {
+		var locked, need int64
+		if err := f.st.Pool.QueryRow(context.Background(), `select (select locked from accounts where id = $1),
+			(select coalesce(sum(price * (quantity - filled_quantity)), 0) from orders where account_id = $1 and status in ('OPEN', 'PARTIALLY_FILLED'))`,
+			account).Scan(&locked, &need); err != nil {
+			t.Fatal(err)
+		}
+		if locked != need {
+			t.Errorf("account %d has %d cents locked, its open orders need %d", account, locked, need)
+		}
+	}
+}
+
 func orderCount(t *testing.T, st *store.Store) int {
 	var n int
 	if err := st.Pool.QueryRow(context.Background(), `select count(*) from orders`).Scan(&n); err != nil {
@@ -268,17 +284,7 @@ func TestTwoShardsOneMarket(t *testing.T) {
 	if n != placed.Load() || distinct != n {
 		t.Errorf("got %d orders with %d distinct sequence numbers; want %d of each", n, distinct, placed.Load())
 	}
-	for _, account := range []int64{f.alice, f.bob} {
-		var locked, need int64
-		if err := f.st.Pool.QueryRow(ctx, `select (select locked from accounts where id = $1),
-			(select coalesce(sum(price * (quantity - filled_quantity)), 0) from orders where account_id = $1 and status in ('OPEN', 'PARTIALLY_FILLED'))`,
-			account).Scan(&locked, &need); err != nil {
-			t.Fatal(err)
-		}
-		if locked != need {
-			t.Errorf("account %d has %d cents locked, its open orders need %d", account, locked, need)
-		}
-	}
+	f.checkLocked(t, f.alice, f.bob)
 }
 
 // TestCancelRefusals cancels orders that are another account's or have left the book. The shard

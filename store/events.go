@@ -8,13 +8,24 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// The event batches of one market or account ($1) that hold events after seq $2, oldest first,
+// until they hold at least $3 of them: each row counts the events after $2 in the rows before it.
+var (
+	marketEventsAfter  = eventsAfterSQL("market_events", "market_id")
+	accountEventsAfter = eventsAfterSQL("account_events", "account_id")
+)
+
+func eventsAfterSQL(table, key string) string {
+	return `select ` + key + `, first_seq, last_seq, events from (
+		  select *, sum(last_seq - greatest(first_seq, $2 + 1) + 1) over (order by first_seq) - (last_seq - greatest(first_seq, $2 + 1) + 1) as before
+		  from ` + table + ` where ` + key + ` = $1 and last_seq > $2) e
+		where before < $3 order by first_seq`
+}
+
 // EventsAfter returns a market's event batches that hold events after seq, oldest first, until
 // they hold at least limit of them.
 func (s *Store) EventsAfter(ctx context.Context, market uuid.UUID, after int64, limit int) ([]EventBatch, error) {
-	rows, err := s.Pool.Query(ctx, `select market_id, first_seq, last_seq, events from (
-		  select *, sum(last_seq - greatest(first_seq, $2 + 1) + 1) over (order by first_seq) - (last_seq - greatest(first_seq, $2 + 1) + 1) as before
-		  from market_events where market_id = $1 and last_seq > $2) e
-		where before < $3 order by first_seq`, market, after, limit)
+	rows, err := s.Pool.Query(ctx, marketEventsAfter, market, after, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -49,10 +60,7 @@ func (s *Store) PruneEvents(ctx context.Context, cutoff time.Time) (int64, error
 // AccountEventsAfter returns an account's event batches that hold events after seq, oldest first,
 // until they hold at least limit of them.
 func (s *Store) AccountEventsAfter(ctx context.Context, account int64, after int64, limit int) ([]AccountEvents, error) {
-	rows, err := s.Pool.Query(ctx, `select account_id, first_seq, last_seq, events from (
-		  select *, sum(last_seq - greatest(first_seq, $2 + 1) + 1) over (order by first_seq) - (last_seq - greatest(first_seq, $2 + 1) + 1) as before
-		  from account_events where account_id = $1 and last_seq > $2) e
-		where before < $3 order by first_seq`, account, after, limit)
+	rows, err := s.Pool.Query(ctx, accountEventsAfter, account, after, limit)
 	if err != nil {
 		return nil, err
 	}
