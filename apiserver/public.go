@@ -43,11 +43,11 @@ func (s *Server) listMarkets(c *gin.Context) error {
 	_, paged := c.GetQuery("limit")
 	v, hasCursor := c.GetQuery("cursor")
 	if !paged && !hasCursor { // every market in one answer, as the contract has it
-		markets, err := s.cfg.Store.Markets(c.Request.Context(), status)
+		markets, err := s.ReadMarkets(c.Request.Context(), status)
 		if err != nil {
 			return err
 		}
-		c.JSON(http.StatusOK, gin.H{"markets": listOf(markets, MarketOf)})
+		c.JSON(http.StatusOK, gin.H{"markets": markets})
 		return nil
 	}
 	var after *store.Cursor
@@ -99,37 +99,15 @@ func (s *Server) getMarket(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := s.cfg.Store.Market(c.Request.Context(), id)
+	m, _, err := s.ReadMarket(c.Request.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
 		return &httpkit.Error{Status: http.StatusNotFound, Code: "market_not_found", Field: "marketId", Message: "no market has this id"}
 	}
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusCreated, MarketOf(&m))
+	c.JSON(http.StatusCreated, m)
 	return nil
-}
-
-type bookView struct {
-	Bids           []engine.Level `json:"bids"`
-	Asks           []engine.Level `json:"asks"`
-	LastTradePrice *int           `json:"lastTradePrice"`
-}
-
-// viewOf shows a view's best shard.DepthLevels levels a side.
-func viewOf(v *engine.View) bookView {
-	b := bookView{Bids: v.Bids[:min(len(v.Bids), shard.DepthLevels)], Asks: v.Asks[:min(len(v.Asks), shard.DepthLevels)]}
-	if b.Bids == nil {
-		b.Bids = []engine.Level{}
-	}
-	if b.Asks == nil {
-		b.Asks = []engine.Level{}
-	}
-	if v.LastTradePrice != 0 {
-		p := v.LastTradePrice
-		b.LastTradePrice = &p
-	}
-	return b
 }
 
 func (s *Server) orderBook(c *gin.Context) error {
@@ -137,11 +115,11 @@ func (s *Server) orderBook(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	snap, err := s.cfg.Exchange.OrderBook(c.Request.Context(), id)
+	book, err := s.ReadOrderBook(c.Request.Context(), id)
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, gin.H{"orderBookYes": viewOf(&snap.Depth.Yes), "orderBookNo": viewOf(&snap.Depth.No), "seq": snap.Seq})
+	c.JSON(http.StatusOK, book)
 	return nil
 }
 
@@ -154,20 +132,11 @@ func (s *Server) trades(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request.Context()
-	trades, err := s.cfg.Store.Trades(ctx, id, limit)
+	trades, err := s.ReadTrades(c.Request.Context(), id, limit)
 	if err != nil {
 		return err
 	}
-	if len(trades) == 0 {
-		// A market with trades exists; only an empty answer needs telling apart from no market.
-		if _, err := s.cfg.Store.Market(ctx, id); errors.Is(err, store.ErrNotFound) {
-			return domain.ErrUnknownMarket
-		} else if err != nil {
-			return err
-		}
-	}
-	c.JSON(http.StatusOK, listOf(trades, tradeOf))
+	c.JSON(http.StatusOK, trades)
 	return nil
 }
 

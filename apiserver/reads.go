@@ -1,14 +1,12 @@
 package apiserver
 
 import (
-	"errors"
 	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
-	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/store"
 	"github.com/pmx-dev/pmx/wire"
@@ -55,21 +53,7 @@ const (
 	defaultCandles = 100
 )
 
-// Candle is one interval of a market's trades: the YES price's open, high, low and close, and
-// the shares traded.
-type Candle struct {
-	Start  time.Time `json:"start"`
-	Open   int       `json:"open"`
-	High   int       `json:"high"`
-	Low    int       `json:"low"`
-	Close  int       `json:"close"`
-	Volume int64     `json:"volume"`
-	Trades int64     `json:"trades"`
-}
-
-func candleOf(c *store.Candle) Candle {
-	return Candle{Start: c.Start.UTC(), Open: c.Open, High: c.High, Low: c.Low, Close: c.Close, Volume: c.Volume, Trades: c.Trades}
-}
+func candleOf(c *store.Candle) Candle { return wire.CandleOf(c) }
 
 // candles sums a market's trades up per interval, over a window of at most maxCandles intervals,
 // from the minute and hour candles each batch keeps (store.Candles): a call never reads trades.
@@ -108,16 +92,10 @@ func (s *Server) candles(c *gin.Context) error {
 	if to.Sub(from) > maxCandles*every {
 		return httpkit.FieldError("from", "out_of_range", "a call spans at most %d intervals (%s of %s candles): narrow from and to, or take a longer interval", maxCandles, maxCandles*every, name)
 	}
-	ctx := c.Request.Context()
-	if _, err := s.cfg.Store.Market(ctx, id); errors.Is(err, store.ErrNotFound) {
-		return domain.ErrUnknownMarket
-	} else if err != nil {
-		return err
-	}
-	rows, err := s.cfg.Store.Candles(ctx, id, every, from, to)
+	candles, err := s.ReadCandles(c.Request.Context(), id, every, from, to)
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, gin.H{"marketId": id, "interval": name, "from": from, "to": to, "candles": listOf(rows, candleOf)})
+	c.JSON(http.StatusOK, gin.H{"marketId": id, "interval": name, "from": from, "to": to, "candles": candles})
 	return nil
 }

@@ -13,29 +13,17 @@ import (
 // carry more (sequence numbers, internal ids) and no JSON; these say exactly what a client sees.
 // They are exported for Go clients and tests that read the API.
 
-// Market is a YES/NO market.
-type Market struct {
-	ID          uuid.UUID  `json:"id"`
-	URL         *string    `json:"url"`
-	Question    string     `json:"question"`
-	Description *string    `json:"description"`
-	Category    string     `json:"category"`
-	Status      string     `json:"status"`
-	ClosesAt    *time.Time `json:"closesAt"`
-	ResolvesAt  *time.Time `json:"resolvesAt"`
-	Resolved    bool       `json:"resolved"`
-	Outcome     *string    `json:"outcome"` // the resolution, YES or NO; null until resolved
-	LabelA      string     `json:"labelA"`
-	LabelB      string     `json:"labelB"`
-	CreatedAt   time.Time  `json:"createdAt"`
-	UpdatedAt   time.Time  `json:"updatedAt"`
-}
-
-// Order, Fill and Settlement are in package wire, which the shards' account feeds share.
+// Order, Fill and Settlement are in package wire, which the shards' account feeds share; Market,
+// Trade, Candle and the order book's shapes too, which the market pages share.
 type (
 	Order      = wire.Order
 	Fill       = wire.Fill
 	Settlement = wire.Settlement
+	Market     = wire.Market
+	Trade      = wire.Trade
+	Candle     = wire.Candle
+	BookView   = wire.BookView
+	OrderBook  = wire.OrderBook
 )
 
 // Heartbeat is the state of the account's dead-man switch.
@@ -48,18 +36,6 @@ type Heartbeat struct {
 type PlacedOrder struct {
 	Order
 	Trades []Trade `json:"trades"`
-}
-
-// Trade is an execution, seen from the taker's side.
-type Trade struct {
-	ID        uuid.UUID `json:"id"`
-	MarketID  uuid.UUID `json:"marketId"`
-	Outcome   string    `json:"outcome"`
-	Side      string    `json:"side"`
-	Price     int       `json:"price"`
-	Quantity  int64     `json:"quantity"`
-	YesPrice  int       `json:"yesPrice"`
-	CreatedAt time.Time `json:"createdAt"`
 }
 
 // Position is an account's holding of one outcome of one market.
@@ -85,11 +61,7 @@ type Account struct {
 }
 
 // MarketOf is the API's shape of a market's row.
-func MarketOf(m *store.Market) Market {
-	return Market{ID: m.ID, URL: m.URL, Question: m.Question, Description: m.Description, Category: m.Category,
-		Status: string(m.Status), ClosesAt: m.ClosesAt, ResolvesAt: m.ResolvesAt, Resolved: m.Resolved, Outcome: m.Outcome,
-		LabelA: m.LabelA, LabelB: m.LabelB, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
-}
+func MarketOf(m *store.Market) Market { return wire.MarketOf(m) }
 
 func orderOf(o *store.Order) Order { return wire.OrderOf(o) }
 
@@ -97,10 +69,7 @@ func placedOf(p *store.PlacedOrder) PlacedOrder {
 	return PlacedOrder{Order: orderOf(&p.Order), Trades: listOf(p.Trades, tradeOf)}
 }
 
-func tradeOf(t *store.Trade) Trade {
-	return Trade{ID: t.ID, MarketID: t.MarketID, Outcome: t.Outcome, Side: t.Side, Price: t.Price,
-		Quantity: t.Quantity, YesPrice: t.YesPrice, CreatedAt: t.CreatedAt}
-}
+func tradeOf(t *store.Trade) Trade { return wire.TradeOf(t) }
 
 func positionOf(p *store.Position) Position {
 	return Position{ID: p.ID, MarketID: p.MarketID, MarketQuestion: p.MarketQuestion, MarketStatus: string(p.MarketStatus),

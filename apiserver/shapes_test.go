@@ -5,12 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gin-gonic/gin"
 	ginjson "github.com/gin-gonic/gin/codec/json"
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/wire"
 )
 
 // shapeRows are rows with every field set, awkward text included, and the JSON the API answers
@@ -53,9 +53,9 @@ func shapeRows() map[string]struct {
 		"position": {positionOf(&store.Position{ID: id, MarketID: mk, MarketQuestion: txt, MarketStatus: "OPEN", Outcome: "YES",
 			Quantity: 5, LockedQuantity: 2, CreatedAt: t1, UpdatedAt: t2}),
 			`{"id":"0190f6a4-7a55-7c3e-9b1d-2f0e8c4b5a6f","marketId":"123e4567-e89b-12d3-a456-426614174000","marketQuestion":"Rain? \u003cb\u003e\"yes\"\u003c/b\u003e \u0026 \u2028 é","marketStatus":"OPEN","outcome":"YES","quantity":5,"lockedQuantity":2,"createdAt":"2027-01-31T18:00:00.123456Z","updatedAt":"2027-06-01T00:00:00Z"}`},
-		"book": {gin.H{"orderBookYes": viewOf(&engine.View{Bids: []engine.Level{{Price: 55, Quantity: 10, Total: 10}}, LastTradePrice: 55}),
-			"orderBookNo": viewOf(&engine.View{})},
-			`{"orderBookNo":{"bids":[],"asks":[],"lastTradePrice":null},"orderBookYes":{"bids":[{"price":55,"quantity":10,"total":10}],"asks":[],"lastTradePrice":55}}`},
+		"book": {OrderBook{Yes: wire.ViewOf(&engine.View{Bids: []engine.Level{{Price: 55, Quantity: 10, Total: 10}}, LastTradePrice: 55}, 10),
+			No: wire.ViewOf(&engine.View{}, 10), Seq: 7},
+			`{"orderBookYes":{"bids":[{"price":55,"quantity":10,"total":10}],"asks":[],"lastTradePrice":55},"orderBookNo":{"bids":[],"asks":[],"lastTradePrice":null},"seq":7}`},
 		"heartbeat":           {Heartbeat{Armed: true, Deadline: &t1}, `{"armed":true,"deadline":"2027-01-31T18:00:00.123456Z"}`},
 		"heartbeat, disarmed": {Heartbeat{}, `{"armed":false,"deadline":null}`},
 		"account": {accountOfRow(&store.Account{UID: id, Name: "ada", Available: 999_000, Locked: 1_000, CreatedAt: t1, ID: 7}),

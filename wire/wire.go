@@ -1,7 +1,8 @@
 // Package wire holds the public API's JSON shapes that more than the API server writes: orders,
 // fills and settlements, which the shards also write into accounts' feeds (package feed), so that
-// an event carries an order exactly as GET /orders shows it. The API server's other shapes are in
-// package apiserver.
+// an event carries an order exactly as GET /orders shows it; and markets, books, trades and candles,
+// which the market pages (package marketpages) also write (market.go). The API server's other
+// shapes are in package apiserver.
 package wire
 
 import (
