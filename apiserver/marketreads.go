@@ -13,19 +13,10 @@ import (
 	"github.com/pmx-dev/pmx/wire"
 )
 
-// The public reads of markets, books, trades and candles, in the API's shapes: the handlers of
-// GET /markets, /market, /market/order-book, /market/trades and /market/candles answer with them,
+// The public reads of a market, its book, trades and candles, in the API's shapes: the handlers
+// of GET /market, /market/order-book, /market/trades and /market/candles answer with them,
 // and the market pages (package marketpages, which reaches them through its Reads interface)
 // show them, so that a page and the API can never disagree on what a market holds.
-
-// ReadMarkets lists the markets, newest first, all of them or those in one status ("" for all).
-func (s *Server) ReadMarkets(ctx context.Context, status domain.MarketStatus) ([]Market, error) {
-	rows, err := s.cfg.Store.Markets(ctx, status)
-	if err != nil {
-		return nil, err
-	}
-	return listOf(rows, MarketOf), nil
-}
 
 // ReadMarket reads one market, with its row (for what the API does not show: the last trade
 // price, the feed's seq); store.ErrNotFound when there is none.

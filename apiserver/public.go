@@ -43,11 +43,11 @@ func (s *Server) listMarkets(c *gin.Context) error {
 	_, paged := c.GetQuery("limit")
 	v, hasCursor := c.GetQuery("cursor")
 	if !paged && !hasCursor { // every market in one answer, as the contract has it
-		markets, err := s.ReadMarkets(c.Request.Context(), status)
+		markets, err := s.cfg.Store.Markets(c.Request.Context(), status)
 		if err != nil {
 			return err
 		}
-		c.JSON(http.StatusOK, gin.H{"markets": markets})
+		c.JSON(http.StatusOK, gin.H{"markets": listOf(markets, MarketOf)})
 		return nil
 	}
 	var after *store.Cursor

@@ -1,6 +1,6 @@
 // Package apiserver is pmx's HTTP front: the public API (/api/v1) bots trade through, the admin
 // API (/admin/v1), health endpoints and the OpenAPI document, with the developer settings pages
-// (package settings) mounted beside them. It counts its requests in a metrics registry but does
+// (package settings) and the public market pages (package marketpages) mounted beside them. It counts its requests in a metrics registry but does
 // not serve it: the process serves /metrics on a listener of its own (httpkit.MetricsHandler). Handlers are thin: they decode and validate, call
 // the Exchange (the in-process shard, or in distributed mode shardapi.Router) or the store, and
 // encode. Every error answer is mapped in one place (errors.go).
@@ -19,6 +19,7 @@ import (
 	"github.com/pmx-dev/pmx/feed"
 	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/market"
+	"github.com/pmx-dev/pmx/marketpages"
 	"github.com/pmx-dev/pmx/ratelimit"
 	"github.com/pmx-dev/pmx/settings"
 	"github.com/pmx-dev/pmx/shard"
@@ -152,6 +153,7 @@ func New(cfg Config) *Server {
 	v1.GET("/openapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, "application/yaml", OpenAPIDocument) })
 	v1.GET("/asyncapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, "application/yaml", AsyncAPIDocument) })
 	v1.GET("/ws", s.authenticateWS, s.rateLimit, s.serveWS)
+	v1.GET("/ws/public", s.servePublicWS) // the market channels, without a key (ws.go)
 	v1.Use(s.authenticate, s.rateLimit)
 	v1.GET("/account/limits", handler(s.accountLimits))
 	v1.POST("/ws-token", handler(s.wsToken))
@@ -186,6 +188,7 @@ func New(cfg Config) *Server {
 		admin.POST("/markets/:id/resolve", handler(s.resolve))
 	}
 	settings.Register(s.engine, settings.Config{Store: cfg.Store, Accounts: s, Grant: cfg.Grant, Now: cfg.Now})
+	marketpages.Register(s.engine, marketpages.Config{Store: cfg.Store, Reads: s, Now: cfg.Now})
 	return s
 }
 

@@ -27,7 +27,10 @@ import (
 )
 
 // The live feed over WebSocket, GET /api/v1/ws: documented message by message in asyncapi.yaml.
-// A connection's reader takes the client's messages (subscribe, unsubscribe, ping) and its
+// GET /api/v1/ws/public is the same feed without a key, for the market pages (package
+// marketpages) and anyone who only watches: the same connections, protocol and hub, less the
+// account's channels (orders, fills) and cancelOnDisconnect, with fewer subscriptions a
+// connection and a bound on how often it may subscribe. A connection's reader takes the client's messages (subscribe, unsubscribe, ping) and its
 // writer sends from one bounded queue, which the hub's fan-out fills without waiting; a client
 // that lets the queue fill is disconnected with close code wsSlowConsumer and resumes.
 
@@ -46,6 +49,13 @@ const (
 	wsWriteTimeout         = 10 * time.Second
 	wsMaxSubscriptions     = 1000
 	wsMaxClientMessage     = 4096
+	// A public connection (no key) may hold wsMaxPublicSubscriptions subscriptions and subscribe
+	// at most wsPublicSubscribeRate times a second beyond a first burst of as many as it may
+	// hold: the market pages subscribe to a few channels of one market, or to the lifecycle and
+	// the trades of a list's newest markets, once; what a subscription may cost Postgres (a
+	// market's book, a replay) is bounded without an account to count it against.
+	wsMaxPublicSubscriptions = 100
+	wsPublicSubscribeRate    = 10
 )
 
 // FeedConfig configures the WebSocket feed.
@@ -131,8 +141,14 @@ type wsHeartbeat struct {
 type wsConn struct {
 	s       *Server
 	ws      *websocket.Conn
-	account int64
+	account int64 // 0 on a public connection
+	public  bool  // a connection without a key (GET /api/v1/ws/public): market channels only
 	q       chan []byte
+
+	// A public connection's subscribe allowance: tokens, refilled at wsPublicSubscribeRate a
+	// second up to wsMaxPublicSubscriptions, as of when.
+	tokens float64
+	when   time.Time
 
 	closeOnce sync.Once
 	closing   chan struct{}
@@ -196,6 +212,21 @@ func (s *Server) serveWS(c *gin.Context) {
 		}
 		cancelOnDisconnect = v == "true"
 	}
+	s.serveFeed(c, accountOf(c), cancelOnDisconnect)
+}
+
+// servePublicWS upgrades a request without a key to the public feed: the market channels only.
+func (s *Server) servePublicWS(c *gin.Context) {
+	if _, ok := c.GetQuery("cancelOnDisconnect"); ok {
+		httpkit.AbortUnread(c, httpkit.FieldError("cancelOnDisconnect", "invalid_value",
+			"cancelOnDisconnect cancels an account's orders: connect to /api/v1/ws with an API key for it"))
+		return
+	}
+	s.serveFeed(c, 0, false)
+}
+
+// serveFeed runs a feed connection: an account's (account > 0), or a public one (account 0).
+func (s *Server) serveFeed(c *gin.Context, account int64, cancelOnDisconnect bool) {
 	// Cross-origin pages may connect: the feed never authenticates by cookie (a bearer key or a
 	// token the page fetched with one), so another site gains nothing from a visitor's browser.
 	ws, err := websocket.Accept(sizedHijacker{c.Writer}, c.Request, &websocket.AcceptOptions{InsecureSkipVerify: true})
@@ -207,8 +238,9 @@ func (s *Server) serveWS(c *gin.Context) {
 	_ = rc.SetReadDeadline(time.Time{})
 	_ = rc.SetWriteDeadline(time.Time{})
 	ws.SetReadLimit(wsMaxClientMessage)
-	conn := &wsConn{s: s, ws: ws, account: accountOf(c), q: make(chan []byte, s.cfg.Feed.Queue),
-		closing: make(chan struct{}), subs: map[subKey]*feed.Subscription{}}
+	conn := &wsConn{s: s, ws: ws, account: account, public: account == 0, q: make(chan []byte, s.cfg.Feed.Queue),
+		closing: make(chan struct{}), subs: map[subKey]*feed.Subscription{},
+		tokens: wsMaxPublicSubscriptions, when: time.Now()}
 	s.feedMu.Lock()
 	if s.feedClosed {
 		s.feedMu.Unlock()
@@ -222,11 +254,11 @@ func (s *Server) serveWS(c *gin.Context) {
 	defer s.feedMetrics.conns.Dec()
 	// Counted out before the gauge drops, for the orders to be cancelled by the time it has.
 	if cancelOnDisconnect {
-		if err := s.presence.join(s.feedCtx, accountOf(c)); err != nil {
+		if err := s.presence.join(s.feedCtx, account); err != nil {
 			_ = ws.Close(websocket.StatusTryAgainLater, "could not record the connection for cancelOnDisconnect: try again")
 			return
 		}
-		defer s.presence.leave(accountOf(c))
+		defer s.presence.leave(account)
 	}
 	ctx, cancel := context.WithCancel(s.feedCtx)
 	defer cancel()
@@ -376,6 +408,10 @@ func (c *wsConn) handle(ctx context.Context, req wsRequest) {
 			return
 		}
 	case feed.ChannelOrders, feed.ChannelFills:
+		if c.public {
+			c.fail(req, "key_required", "the orders and fills channels are an account's own: connect to /api/v1/ws with the account's API key")
+			return
+		}
 		if req.MarketID != "" {
 			c.fail(req, "invalid_message", "the orders and fills channels are your account's, in every market: send no marketId")
 			return
@@ -405,7 +441,16 @@ func (c *wsConn) handle(ctx context.Context, req wsRequest) {
 		c.fail(req, "already_subscribed", "this connection is already subscribed to that channel (of that market)")
 		return
 	}
-	if len(c.subs) >= wsMaxSubscriptions {
+	if c.public {
+		if len(c.subs) >= wsMaxPublicSubscriptions {
+			c.fail(req, "too_many_subscriptions", fmt.Sprintf("a connection without a key may hold %d subscriptions: unsubscribe from one first, or connect to /api/v1/ws with an API key", wsMaxPublicSubscriptions))
+			return
+		}
+		if !c.allowSubscribe(time.Now()) {
+			c.fail(req, "rate_limited", fmt.Sprintf("a connection without a key may subscribe %d times a second after its first %d: wait a moment and subscribe again", wsPublicSubscribeRate, wsMaxPublicSubscriptions))
+			return
+		}
+	} else if len(c.subs) >= wsMaxSubscriptions {
 		c.fail(req, "too_many_subscriptions", fmt.Sprintf("a connection may hold %d subscriptions: open another connection", wsMaxSubscriptions))
 		return
 	}
@@ -440,6 +485,18 @@ func (c *wsConn) handle(ctx context.Context, req wsRequest) {
 		c.s.log.Warn("could not start a feed subscription", "channel", req.Channel, "market", req.MarketID, "err", err)
 		c.fail(req, "unavailable", "the subscription could not start; try again")
 	}
+}
+
+// allowSubscribe spends a public connection's token for a subscription, if it has one. The
+// reader's own.
+func (c *wsConn) allowSubscribe(now time.Time) bool {
+	c.tokens = min(wsMaxPublicSubscriptions, c.tokens+now.Sub(c.when).Seconds()*wsPublicSubscribeRate)
+	c.when = now
+	if c.tokens < 1 {
+		return false
+	}
+	c.tokens--
+	return true
 }
 
 func (c *wsConn) unsubscribe(sub *feed.Subscription) {

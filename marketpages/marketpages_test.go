@@ -1,0 +1,154 @@
+package marketpages_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/internal/exchangetest"
+	"github.com/pmx-dev/pmx/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// get fetches a page without credentials and returns its status, headers and body.
+func get(t *testing.T, tg *exchangetest.Target, path string) (int, http.Header, string) {
+	t.Helper()
+	resp, err := tg.HTTP.Get(tg.URL + path)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, string(body)
+}
+
+// TestPages serves the list, a market and the refusals over real HTTP, without a key.
+func TestPages(t *testing.T) {
+	tg := exchangetest.StartDev(t)
+	m := tg.NewMarket(t, map[string]any{"question": "Will <b>tags</b> & quotes \" stay text?", "category": "meta"})
+	alice, bob := tg.NewAccount(t, "alice"), tg.NewAccount(t, "bob")
+	alice.Place(t, m.ID, "BUY", "YES", 40, 10)
+	bob.Place(t, m.ID, "BUY", "NO", 60, 4) // a YES ask at 40: 4 shares trade at 40
+
+	status, h, body := get(t, tg, "/markets")
+	if status != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "text/html") {
+		t.Fatalf("GET /markets: %d %s", status, h.Get("Content-Type"))
+	}
+	if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "connect-src 'self'") {
+		t.Fatalf("GET /markets: Content-Security-Policy %q", csp)
+	}
+	for _, want := range []string{`data-market="` + m.ID.String() + `"`, "Will &lt;b&gt;tags&lt;/b&gt; &amp; quotes &#34; stay text?",
+		`data-price="40"`, `data-volume="4"`} {
+		if !strings.Contains(body, want) {
+			t.Fatalf("GET /markets does not hold %s:\n%s", want, body)
+		}
+	}
+
+	status, _, body = get(t, tg, "/markets/"+m.ID.String())
+	if status != http.StatusOK {
+		t.Fatalf("GET /markets/{id}: %d", status)
+	}
+	for _, want := range []string{`id="page-data"`, `"orderBookYes"`, `id="ladder"`, `data-interval="1m"`, "Will &lt;b&gt;tags&lt;/b&gt;"} {
+		if !strings.Contains(body, want) {
+			t.Fatalf("the market page does not hold %s:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "<b>tags</b>") {
+		t.Fatal("the market page shows the question's markup unescaped")
+	}
+
+	for _, id := range []string{"not-a-market", uuid.NewString()} {
+		status, _, body := get(t, tg, "/markets/"+id)
+		if status != http.StatusNotFound || !strings.Contains(body, "No market has the id") || !strings.Contains(body, `href="/markets"`) {
+			t.Fatalf("GET /markets/%s: %d\n%s", id, status, body)
+		}
+	}
+	if status, _, _ := get(t, tg, "/markets?before=yesterday"); status != http.StatusBadRequest {
+		t.Fatalf("GET /markets with a broken page address: %d, want 400", status)
+	}
+	for _, f := range []string{"feed.js", "list.js", "market.js", "pages.css"} {
+		if status, _, _ := get(t, tg, "/market-pages/"+f); status != http.StatusOK {
+			t.Fatalf("GET /market-pages/%s: %d", f, status)
+		}
+	}
+	if status, _, _ := get(t, tg, "/market-pages/nothing.js"); status != http.StatusNotFound {
+		t.Fatalf("GET /market-pages/nothing.js: %d, want 404", status)
+	}
+}
+
+// TestPublicFeed follows a market without a key, and is refused the account's channels and
+// cancelOnDisconnect; the keyed feed is unchanged.
+func TestPublicFeed(t *testing.T) {
+	tg := exchangetest.StartDev(t)
+	m := tg.NewMarket(t, map[string]any{"question": "Public feed?"})
+	f := tg.DialPublicFeed(t)
+	f.Send(t, map[string]any{"op": "subscribe", "id": 1, "channel": "book", "marketId": m.ID})
+	f.Expect(t, "subscribed", "")
+	snap := f.Expect(t, "snapshot", "")
+	f.Send(t, map[string]any{"op": "subscribe", "id": 2, "channel": "lifecycle"})
+	f.Expect(t, "subscribed", "")
+	for i, ch := range []string{"orders", "fills"} {
+		f.Send(t, map[string]any{"op": "subscribe", "id": 3 + i, "channel": ch})
+		if e := f.Expect(t, "error", "key_required"); !strings.Contains(e.Message, "/api/v1/ws") {
+			t.Fatalf("refusing %s: %q does not say where to go", ch, e.Message)
+		}
+	}
+	tg.NewAccount(t, "carol").Place(t, m.ID, "BUY", "NO", 30, 5)
+	ev := f.Expect(t, "events", "")
+	if ev.Events[0].Seq != snap.Seq+1 || ev.Events[0].Side != "ask" || ev.Events[0].Price != 70 {
+		t.Fatalf("after the snapshot at %d, the events %s", snap.Seq, ev.Raw)
+	}
+
+	resp, err := tg.HTTP.Get(tg.URL + "/api/v1/ws/public?cancelOnDisconnect=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("the public feed with cancelOnDisconnect: %d, want 400", resp.StatusCode)
+	}
+}
+
+// TestPublicFeedLimits holds a public connection to its subscribe rate: after a first burst of
+// 100, 10 a second.
+func TestPublicFeedLimits(t *testing.T) {
+	tg := exchangetest.StartDev(t)
+	f := tg.DialPublicFeed(t)
+	// Subscriptions to markets that do not exist are refused and hold nothing, but spend the
+	// allowance; sent at once, most of those beyond 100 are refused as too frequent.
+	const sent = 150
+	start := time.Now()
+	for i := range sent {
+		f.Send(t, map[string]any{"op": "subscribe", "id": i + 1, "channel": "ticker", "marketId": uuid.New()})
+	}
+	allowed, limited := 0, 0
+	for range sent {
+		m := f.Next(t, 30*time.Second)
+		switch {
+		case m.Type == "error" && m.Code == "unknown_market":
+			allowed++
+		case m.Type == "error" && m.Code == "rate_limited":
+			limited++
+			if !strings.Contains(m.Message, "wait") {
+				t.Fatalf("rate_limited says %q: not what to do", m.Message)
+			}
+		default:
+			t.Fatalf("got %s", m.Raw)
+		}
+	}
+	elapsed := time.Since(start)
+	if most := 100 + int(elapsed.Seconds()*10) + 1; allowed > most || allowed < 100 {
+		t.Fatalf("%d of %d subscribes in %s were let through, want 100 to %d", allowed, sent, elapsed, most)
+	}
+	if allowed+limited != sent {
+		t.Fatalf("%d let through and %d refused of %d", allowed, limited, sent)
+	}
+}
