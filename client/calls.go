@@ -1,0 +1,343 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Names for the generated answers' shapes, as the methods below return them.
+type (
+	// OrderBookAnswer is a market's book in both views and the seq it reflects.
+	OrderBookAnswer = GetOrderBook200JSONResponseBody
+	// MarketsPage is a page of markets; NextCursor is set only when the request asked for pages.
+	MarketsPage = ListMarkets200JSONResponseBody
+	// OrdersPage is a page of the account's orders, newest first.
+	OrdersPage = ListOrders200JSONResponseBody
+	// FillsPage is a page of the account's fills, newest first.
+	FillsPage = ListFills200JSONResponseBody
+	// SettlementsPage is a page of what settled markets paid the account.
+	SettlementsPage = ListSettlements200JSONResponseBody
+	// MarketEventsPage is a market's events after a seq.
+	MarketEventsPage = GetMarketEvents200JSONResponseBody
+	// AccountEventsPage is the account's events after a seq, and its last seq.
+	AccountEventsPage = GetAccountEvents200JSONResponseBody
+	// Candles is a market's OHLC per interval.
+	Candles = GetCandles200JSONResponseBody
+	// Limits is the account's rate limits and what is left of them.
+	Limits = GetAccountLimits200JSONResponseBody
+	// CancelOrdersAnswer is what a batch cancel cancelled, and why it left the others.
+	CancelOrdersAnswer = CancelOrders200JSONResponseBody
+)
+
+// Markets lists markets (params may be nil: every market, as the contract has it).
+func (c *Client) Markets(ctx context.Context, params *ListMarketsParams) (*MarketsPage, error) {
+	r, err := c.ListMarketsWithResponse(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// Market returns one market.
+func (c *Client) Market(ctx context.Context, id uuid.UUID) (*Market, error) {
+	r, err := c.GetMarketWithResponse(ctx, &GetMarketParams{MarketID: id})
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON201) // the contract answers 201 here
+}
+
+// OrderBook returns a market's book in both views.
+func (c *Client) OrderBook(ctx context.Context, market uuid.UUID) (*OrderBookAnswer, error) {
+	r, err := c.GetOrderBookWithResponse(ctx, &GetOrderBookParams{MarketID: market})
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// Trades returns a market's latest trades, newest first; limit 0 takes the server's default.
+func (c *Client) Trades(ctx context.Context, market uuid.UUID, limit int) ([]Trade, error) {
+	r, err := c.ListMarketTradesWithResponse(ctx, &ListMarketTradesParams{MarketID: market, Limit: optional(limit)})
+	if err != nil {
+		return nil, err
+	}
+	t, err := value(r.HTTPResponse, r.Body, r.JSON200)
+	if err != nil {
+		return nil, err
+	}
+	return *t, nil
+}
+
+// MarketEvents returns a market's events after seq after, at most limit (0: the server's default).
+func (c *Client) MarketEvents(ctx context.Context, market uuid.UUID, after int, limit int) (*MarketEventsPage, error) {
+	r, err := c.GetMarketEventsWithResponse(ctx, &GetMarketEventsParams{MarketID: market, After: &after, Limit: optional(limit)})
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// Candles returns a market's candles.
+func (c *Client) Candles(ctx context.Context, params GetCandlesParams) (*Candles, error) {
+	r, err := c.GetCandlesWithResponse(ctx, &params)
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// Account returns the account's cash, available and locked.
+func (c *Client) Account(ctx context.Context) (*Account, error) {
+	r, err := c.GetAccountWithResponse(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// AccountEvents returns the account's events after seq after, at most limit (0: the server's
+// default).
+func (c *Client) AccountEvents(ctx context.Context, after int, limit int) (*AccountEventsPage, error) {
+	r, err := c.GetAccountEventsWithResponse(ctx, &GetAccountEventsParams{After: &after, Limit: optional(limit)})
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// Limits returns the account's rate limits and what is left of them.
+func (c *Client) Limits(ctx context.Context) (*Limits, error) {
+	r, err := c.GetAccountLimitsWithResponse(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// Positions returns the account's holdings.
+func (c *Client) Positions(ctx context.Context) ([]Position, error) {
+	r, err := c.ListPositionsWithResponse(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p, err := value(r.HTTPResponse, r.Body, r.JSON200)
+	if err != nil {
+		return nil, err
+	}
+	return p.Positions, nil
+}
+
+// Orders lists the account's orders (params may be nil).
+func (c *Client) Orders(ctx context.Context, params *ListOrdersParams) (*OrdersPage, error) {
+	r, err := c.ListOrdersWithResponse(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// Order returns one of the account's orders by its id.
+func (c *Client) Order(ctx context.Context, id uuid.UUID) (*Order, error) {
+	return c.getOrder(ctx, &GetOrderParams{OrderID: &id})
+}
+
+// OrderByClientOrderID returns one of the account's orders by the client order id it was placed
+// with.
+func (c *Client) OrderByClientOrderID(ctx context.Context, clientOrderID string) (*Order, error) {
+	return c.getOrder(ctx, &GetOrderParams{ClientOrderID: &clientOrderID})
+}
+
+func (c *Client) getOrder(ctx context.Context, params *GetOrderParams) (*Order, error) {
+	r, err := c.GetOrderWithResponse(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// Fills lists the account's fills (params may be nil).
+func (c *Client) Fills(ctx context.Context, params *ListFillsParams) (*FillsPage, error) {
+	r, err := c.ListFillsWithResponse(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// Settlements lists what settled markets paid the account (params may be nil).
+func (c *Client) Settlements(ctx context.Context, params *ListSettlementsParams) (*SettlementsPage, error) {
+	r, err := c.ListSettlementsWithResponse(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// Placed is a placement's answer: the order as it stands after it, with the fills it made. A
+// placement sent again with its clientOrderId (by the Client's retries, or by the caller) is
+// answered by the order as it stands then, without fills (Replayed): the account's feed and
+// GET /fills have them.
+type Placed struct {
+	PlacedOrder
+	Replayed bool
+}
+
+// PlaceOrder places one order. It gets a fresh clientOrderId when it has none, so that the
+// Client's retries cannot place it twice.
+func (c *Client) PlaceOrder(ctx context.Context, o PlaceOrderRequest) (*Placed, error) {
+	r, err := c.PlaceOrderWithResponse(ctx, withClientOrderID(o))
+	if err != nil {
+		return nil, err
+	}
+	if r.StatusCode() == http.StatusOK && r.JSON200 != nil {
+		return &Placed{PlacedOrder: placedOf(*r.JSON200), Replayed: true}, nil
+	}
+	p, err := value(r.HTTPResponse, r.Body, r.JSON201)
+	if err != nil {
+		return nil, err
+	}
+	return &Placed{PlacedOrder: *p}, nil
+}
+
+func placedOf(o Order) PlacedOrder {
+	return PlacedOrder{ID: o.ID, MarketID: o.MarketID, Side: o.Side, Outcome: o.Outcome, Price: o.Price,
+		Quantity: o.Quantity, FilledQuantity: o.FilledQuantity, Status: o.Status, CreatedAt: o.CreatedAt,
+		UpdatedAt: o.UpdatedAt, TimeInForce: o.TimeInForce, ExpiresAt: o.ExpiresAt, PostOnly: o.PostOnly,
+		ClientOrderID: o.ClientOrderID, CancelReason: (*PlacedOrderCancelReason)(o.CancelReason)}
+}
+
+// BatchPlacement is one placement of a batch: Placed, or refused with Err.
+type BatchPlacement struct {
+	Placed *Placed
+	Err    *APIError
+}
+
+// PlaceOrders places 1 to 20 orders in one request, each answered on its own, in order. Each gets
+// a fresh clientOrderId when it has none.
+func (c *Client) PlaceOrders(ctx context.Context, orders []PlaceOrderRequest) ([]BatchPlacement, error) {
+	body := PlaceOrdersJSONRequestBody{Orders: make([]PlaceOrderRequest, len(orders))}
+	for i, o := range orders {
+		body.Orders[i] = withClientOrderID(o)
+	}
+	r, err := c.PlaceOrdersWithResponse(ctx, body)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := value(r.HTTPResponse, r.Body, r.JSON201); err != nil {
+		return nil, err
+	}
+	// The generated BatchResult leaves order untyped (a PlacedOrder or, replayed, an Order).
+	var results struct {
+		Results []struct {
+			Status  int             `json:"status"`
+			Order   json.RawMessage `json:"order"`
+			Error   string          `json:"error"`
+			Details ErrorDetails    `json:"details"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(r.Body, &results); err != nil {
+		return nil, fmt.Errorf("reading the batch's answer: %w", err)
+	}
+	if len(results.Results) != len(orders) {
+		return nil, fmt.Errorf("the batch's answer has %d results for %d orders", len(results.Results), len(orders))
+	}
+	out := make([]BatchPlacement, len(orders))
+	for i, res := range results.Results {
+		if res.Status != http.StatusCreated && res.Status != http.StatusOK {
+			e := &APIError{Status: res.Status, Code: res.Details.Code, Message: res.Error}
+			if res.Details.Field != nil {
+				e.Field = *res.Details.Field
+			}
+			out[i].Err = e
+			continue
+		}
+		p := &Placed{Replayed: res.Status == http.StatusOK}
+		if err := json.Unmarshal(res.Order, &p.PlacedOrder); err != nil {
+			return nil, fmt.Errorf("reading the batch's order %d: %w", i, err)
+		}
+		out[i].Placed = p
+	}
+	return out, nil
+}
+
+// AmendOrder changes an order's price and/or remaining quantity at once.
+func (c *Client) AmendOrder(ctx context.Context, a AmendOrderJSONRequestBody) (*PlacedOrder, error) {
+	r, err := c.AmendOrderWithResponse(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// CancelOrder cancels one of the account's orders by its id.
+func (c *Client) CancelOrder(ctx context.Context, id uuid.UUID) (*CancelledOrder, error) {
+	return c.cancelOrder(ctx, CancelOrderJSONRequestBody{OrderID: &id})
+}
+
+// CancelByClientOrderID cancels one of the account's orders by its client order id.
+func (c *Client) CancelByClientOrderID(ctx context.Context, clientOrderID string) (*CancelledOrder, error) {
+	return c.cancelOrder(ctx, CancelOrderJSONRequestBody{ClientOrderID: &clientOrderID})
+}
+
+func (c *Client) cancelOrder(ctx context.Context, body CancelOrderJSONRequestBody) (*CancelledOrder, error) {
+	r, err := c.CancelOrderWithResponse(ctx, body)
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// CancelOrders cancels up to 100 orders by id, or a market's (optionally one side and outcome).
+func (c *Client) CancelOrders(ctx context.Context, body CancelOrdersJSONRequestBody) (*CancelOrdersAnswer, error) {
+	r, err := c.CancelOrdersWithResponse(ctx, body)
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// CancelEverything cancels every open order of the account.
+func (c *Client) CancelEverything(ctx context.Context) ([]CancelledOrder, error) {
+	r, err := c.CancelEverythingWithResponse(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := value(r.HTTPResponse, r.Body, r.JSON200)
+	if err != nil {
+		return nil, err
+	}
+	return *v, nil
+}
+
+// Heartbeat arms (or renews) the dead-man switch: unless renewed within timeout (5 s to 300 s),
+// every open order the account placed before the deadline is cancelled. 0 disarms it.
+func (c *Client) Heartbeat(ctx context.Context, timeout time.Duration) (*Heartbeat, error) {
+	r, err := c.HeartbeatWithResponse(ctx, HeartbeatJSONRequestBody{TimeoutSeconds: int(timeout / time.Second)})
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// WSToken returns a single-use token that opens the feed without the API key (for browsers).
+func (c *Client) WSToken(ctx context.Context) (*WsToken, error) {
+	r, err := c.CreateWsTokenWithResponse(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON201)
+}
+
+// optional is nil for 0 (the server's default), else &n.
+func optional(n int) *int {
+	if n == 0 {
+		return nil
+	}
+	return &n
+}

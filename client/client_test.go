@@ -1,0 +1,306 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/apiserver"
+	"github.com/pmx-dev/pmx/client"
+	"github.com/pmx-dev/pmx/internal/exchangetest"
+	"github.com/pmx-dev/pmx/internal/pgtest"
+	"github.com/pmx-dev/pmx/ratelimit"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// newClient opens an account on tg and returns an SDK client of it at url (tg's own by default).
+func newClient(t *testing.T, tg *exchangetest.Target, url string, opts ...client.Option) *client.Client {
+	t.Helper()
+	if url == "" {
+		url = tg.URL
+	}
+	acct := tg.NewAccount(t, "sdk")
+	c, err := client.New(url+"/api/v1", acct.Key, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func order(market uuid.UUID, side client.Side, outcome client.Outcome, price, quantity int) client.PlaceOrderRequest {
+	return client.PlaceOrderRequest{MarketID: market, Side: side, Outcome: outcome, Price: price, Quantity: quantity}
+}
+
+// TestEveryOperation calls each of the Client's operations against a real exchange and checks
+// what it answers against what the exchange did.
+func TestEveryOperation(t *testing.T) {
+	ctx := context.Background()
+	tg := exchangetest.StartDev(t)
+	m := tg.NewMarket(t, nil).ID
+	alice, bob := newClient(t, tg, ""), newClient(t, tg, "")
+
+	markets, err := alice.Markets(ctx, nil)
+	if err != nil || !containsMarket(markets.Markets, m) {
+		t.Fatalf("Markets: %v, %+v: want market %s", err, markets, m)
+	}
+	page, err := alice.Markets(ctx, &client.ListMarketsParams{Limit: ptr(1)})
+	if err != nil || len(page.Markets) != 1 {
+		t.Fatalf("Markets in pages of 1: %v, %+v", err, page)
+	}
+	got, err := alice.Market(ctx, m)
+	if err != nil || got.ID != m || got.Status != client.MarketStatusOPEN {
+		t.Fatalf("Market: %v, %+v", err, got)
+	}
+
+	// alice rests a YES bid; its client order id is the SDK's.
+	bid, err := alice.PlaceOrder(ctx, order(m, client.BUY, client.OutcomeYES, 60, 10))
+	if err != nil || bid.Status != client.OrderStatusOPEN || bid.Replayed || bid.ClientOrderID == nil {
+		t.Fatalf("PlaceOrder: %v, %+v", err, bid)
+	}
+	// Sent again with its client order id: a replay, not a second order.
+	again := order(m, client.BUY, client.OutcomeYES, 60, 10)
+	again.ClientOrderID = bid.ClientOrderID
+	replay, err := alice.PlaceOrder(ctx, again)
+	if err != nil || !replay.Replayed || replay.ID != bid.ID {
+		t.Fatalf("PlaceOrder again: %v, %+v: want a replay of %s", err, replay, bid.ID)
+	}
+	byClientID, err := alice.OrderByClientOrderID(ctx, *bid.ClientOrderID)
+	if err != nil || byClientID.ID != bid.ID {
+		t.Fatalf("OrderByClientOrderID: %v, %+v", err, byClientID)
+	}
+
+	// bob takes 4 of it by buying NO at 40 (a YES ask at 60), then rests two NO bids in a batch.
+	take, err := bob.PlaceOrder(ctx, order(m, client.BUY, client.OutcomeNO, 40, 4))
+	if err != nil || take.Status != client.OrderStatusFILLED || len(take.Trades) != 1 || take.Trades[0].Quantity != 4 {
+		t.Fatalf("taking order: %v, %+v", err, take)
+	}
+	batch, err := bob.PlaceOrders(ctx, []client.PlaceOrderRequest{
+		order(m, client.BUY, client.OutcomeNO, 30, 5),
+		order(m, client.BUY, client.OutcomeNO, 0, 5), // refused: no such price
+		order(m, client.BUY, client.OutcomeNO, 25, 5),
+	})
+	if err != nil || len(batch) != 3 || batch[0].Placed == nil || batch[2].Placed == nil || batch[1].Err == nil {
+		t.Fatalf("PlaceOrders: %v, %+v", err, batch)
+	}
+	if e := batch[1].Err; e.Status != http.StatusBadRequest || e.Field != "price" {
+		t.Fatalf("the batch's refused placement: %+v, want a 400 naming price", e)
+	}
+	amended, err := bob.AmendOrder(ctx, client.AmendOrderJSONRequestBody{OrderID: &batch[0].Placed.ID, Price: ptr(31)})
+	if err != nil || amended.Price != 31 || amended.ID != batch[0].Placed.ID {
+		t.Fatalf("AmendOrder: %v, %+v", err, amended)
+	}
+
+	book, err := alice.OrderBook(ctx, m)
+	if err != nil || len(book.OrderBookYes.Bids) != 1 || book.OrderBookYes.Bids[0].Price != 60 || book.OrderBookYes.Bids[0].Quantity != 6 ||
+		len(book.OrderBookYes.Asks) != 2 || book.OrderBookYes.Asks[0].Price != 69 || book.Seq == 0 {
+		t.Fatalf("OrderBook: %v, %+v", err, book)
+	}
+	trades, err := alice.Trades(ctx, m, 10)
+	if err != nil || len(trades) != 1 || trades[0].Quantity != 4 {
+		t.Fatalf("Trades: %v, %+v", err, trades)
+	}
+	events, err := alice.MarketEvents(ctx, m, 0, 0)
+	if err != nil || len(events.Events) == 0 || events.Events[len(events.Events)-1].Seq != book.Seq {
+		t.Fatalf("MarketEvents: %v, %+v: want events up to the book's seq %d", err, events, book.Seq)
+	}
+	candles, err := alice.Candles(ctx, client.GetCandlesParams{MarketID: m, Interval: "1m"})
+	if err != nil || len(candles.Candles) != 1 || candles.Candles[0].Volume != 4 {
+		t.Fatalf("Candles: %v, %+v", err, candles)
+	}
+
+	orders, err := bob.Orders(ctx, &client.ListOrdersParams{MarketID: &m})
+	if err != nil || len(orders.Orders) != 3 {
+		t.Fatalf("Orders: %v, %+v: want bob's 3", err, orders)
+	}
+	one, err := bob.Order(ctx, take.ID)
+	if err != nil || one.Status != client.OrderStatusFILLED {
+		t.Fatalf("Order: %v, %+v", err, one)
+	}
+	fills, err := alice.Fills(ctx, nil)
+	if err != nil || len(fills.Fills) != 1 || fills.Fills[0].Role != client.MAKER || fills.Fills[0].OrderID != bid.ID {
+		t.Fatalf("Fills: %v, %+v", err, fills)
+	}
+	positions, err := alice.Positions(ctx)
+	if err != nil || len(positions) != 1 {
+		t.Fatalf("Positions: %v, %+v", err, positions)
+	}
+	account, err := alice.Account(ctx)
+	if err != nil || account.Locked != 6*60 {
+		t.Fatalf("Account: %v, %+v: want 360 locked for the rest of the bid", err, account)
+	}
+	accountEvents, err := alice.AccountEvents(ctx, 0, 0)
+	if err != nil || len(accountEvents.Events) != 2 || accountEvents.Seq != 2 { // accepted, fill
+		t.Fatalf("AccountEvents: %v, %+v", err, accountEvents)
+	}
+	if _, err := alice.Limits(ctx); err != nil {
+		t.Fatalf("Limits: %v", err)
+	}
+	hb, err := bob.Heartbeat(ctx, 30*time.Second)
+	if err != nil || !hb.Armed || hb.Deadline == nil {
+		t.Fatalf("Heartbeat: %v, %+v", err, hb)
+	}
+	if hb, err := bob.Heartbeat(ctx, 0); err != nil || hb.Armed {
+		t.Fatalf("Heartbeat(0): %v, %+v: want it disarmed", err, hb)
+	}
+	if tok, err := alice.WSToken(ctx); err != nil || tok.Token == "" {
+		t.Fatalf("WSToken: %v, %+v", err, tok)
+	}
+
+	// Cancels, each way.
+	if c, err := bob.CancelOrder(ctx, batch[0].Placed.ID); err != nil || c.ID != batch[0].Placed.ID {
+		t.Fatalf("CancelOrder: %v, %+v", err, c)
+	}
+	if c, err := bob.CancelByClientOrderID(ctx, *batch[2].Placed.ClientOrderID); err != nil || c.ID != batch[2].Placed.ID {
+		t.Fatalf("CancelByClientOrderID: %v, %+v", err, c)
+	}
+	rest, err := bob.PlaceOrder(ctx, order(m, client.SELL, client.OutcomeNO, 50, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled, err := bob.CancelOrders(ctx, client.CancelOrdersJSONRequestBody{MarketID: &m})
+	if err != nil || len(cancelled.Cancelled) != 1 || cancelled.Cancelled[0].ID != rest.ID {
+		t.Fatalf("CancelOrders: %v, %+v", err, cancelled)
+	}
+	all, err := alice.CancelEverything(ctx)
+	if err != nil || len(all) != 1 || all[0].ID != bid.ID {
+		t.Fatalf("CancelEverything: %v, %+v", err, all)
+	}
+
+	tg.Markets.Resolve(t, m, "YES")
+	settled, err := alice.Settlements(ctx, nil)
+	if err != nil || len(settled.Settlements) != 1 || settled.Settlements[0].Payout != 400 {
+		t.Fatalf("Settlements: %v, %+v: want 4 YES paid 400", err, settled)
+	}
+}
+
+func containsMarket(ms []client.Market, id uuid.UUID) bool {
+	for _, m := range ms {
+		if m.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// TestErrors checks that the API's refusals come back as *APIError with their status, code and
+// field, and that a wrong key or server says so.
+func TestErrors(t *testing.T) {
+	ctx := context.Background()
+	tg := exchangetest.StartDev(t)
+	m := tg.NewMarket(t, nil).ID
+	c := newClient(t, tg, "")
+
+	_, err := c.PlaceOrder(ctx, order(m, client.BUY, client.OutcomeYES, 100, 1))
+	var e *client.APIError
+	if !errors.As(err, &e) || e.Status != http.StatusBadRequest || e.Field != "price" || e.Code == "" || e.Message == "" {
+		t.Fatalf("a price of 100: %v, want a 400 naming price", err)
+	}
+	if _, err := c.Market(ctx, uuid.New()); !client.IsCode(err, "market_not_found") {
+		t.Fatalf("an unknown market: %v, want market_not_found", err)
+	}
+	stranger, err := client.New(tg.URL+"/api/v1", "pmx_not-a-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stranger.Account(ctx); !errors.As(err, &e) || e.Status != http.StatusUnauthorized {
+		t.Fatalf("a wrong key: %v, want a 401", err)
+	}
+	if _, err := client.New("127.0.0.1:8080", "key"); err == nil {
+		t.Fatal("a server without a scheme was taken")
+	}
+	if _, err := client.New(tg.URL+"/api/v1", ""); err == nil {
+		t.Fatal("an empty key was taken")
+	}
+	wrongPath, err := client.New(tg.URL, "pmx_key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wrongPath.Account(ctx); !errors.As(err, &e) || e.Status != http.StatusNotFound {
+		t.Fatalf("a server URL without /api/v1: %v, want a 404", err)
+	}
+}
+
+// TestPlacementRetriedAfterLostAnswer loses the answer of a placement that pmx carried out: the
+// Client sends it again with the same client order id and is answered by the order it made, and
+// the account has that one order. A placement without a client order id, sent by the generated
+// client, is not sent again: its error is returned.
+func TestPlacementRetriedAfterLostAnswer(t *testing.T) {
+	ctx := context.Background()
+	tg := exchangetest.StartDev(t)
+	m := tg.NewMarket(t, nil).ID
+	px := startProxy(t, strings.TrimPrefix(tg.URL, "http://"))
+	// A connection per request, so that the proxy loses exactly the answers it is told to.
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	c := newClient(t, tg, px.URL(), client.WithHTTP(hc))
+
+	px.loseAnswers.Store(2)
+	placed, err := c.PlaceOrder(ctx, order(m, client.BUY, client.OutcomeYES, 40, 3))
+	if err != nil || !placed.Replayed {
+		t.Fatalf("PlaceOrder through two lost answers: %v, %+v: want the replay of the order placed", err, placed)
+	}
+	orders, err := c.Orders(ctx, nil)
+	if err != nil || len(orders.Orders) != 1 || orders.Orders[0].ID != placed.ID {
+		t.Fatalf("orders after the retries: %v, %+v: want exactly %s", err, orders, placed.ID)
+	}
+
+	px.loseAnswers.Store(1)
+	resp, err := c.ClientWithResponses.PlaceOrderWithResponse(ctx, order(m, client.BUY, client.OutcomeYES, 41, 3))
+	if err == nil {
+		t.Fatalf("a placement without a client order id was sent again after its answer was lost: %d", resp.StatusCode())
+	}
+	orders, err = c.Orders(ctx, nil)
+	if err != nil || len(orders.Orders) != 2 {
+		t.Fatalf("orders: %v, %+v: want the second placement once", err, orders)
+	}
+}
+
+// countingTransport counts the answers of each status that pass through it.
+type countingTransport struct {
+	http.RoundTripper
+	tooMany atomic.Int32
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.RoundTripper.RoundTrip(r)
+	if err == nil && resp.StatusCode == http.StatusTooManyRequests {
+		c.tooMany.Add(1)
+	}
+	return resp, err
+}
+
+// TestRateLimitBackOff checks that a Client waits out a 429 for its Retry-After and then
+// succeeds, and that with no retries the 429 comes back as an APIError saying how long to wait.
+func TestRateLimitBackOff(t *testing.T) {
+	ctx := context.Background()
+	tg := exchangetest.StartDev(t, func(c *apiserver.Config) { c.WriteLimit = ratelimit.Limit{Rate: 2, Burst: 2} })
+	m := tg.NewMarket(t, nil).ID
+	tr := &countingTransport{RoundTripper: http.DefaultTransport}
+	c := newClient(t, tg, "", client.WithHTTP(&http.Client{Transport: tr, Timeout: 10 * time.Second}))
+	for i := range 5 {
+		if _, err := c.PlaceOrder(ctx, order(m, client.BUY, client.OutcomeYES, 10+i, 1)); err != nil {
+			t.Fatalf("placement %d: %v", i, err)
+		}
+	}
+	if tr.tooMany.Load() == 0 {
+		t.Fatal("5 placements at a limit of 2 a second met no 429: the test tests nothing")
+	}
+
+	impatient := newClient(t, tg, "", client.WithRetries(client.Retry{Attempts: 1}))
+	var err error
+	for i := 0; i < 10 && err == nil; i++ {
+		_, err = impatient.PlaceOrder(ctx, order(m, client.BUY, client.OutcomeYES, 10+i, 1))
+	}
+	var e *client.APIError
+	if !errors.As(err, &e) || e.Status != http.StatusTooManyRequests || e.RetryAfter <= 0 {
+		t.Fatalf("placing without retries past the limit: %v, want a 429 with its Retry-After", err)
+	}
+}
