@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-		"net/http"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
