@@ -21,6 +21,7 @@
     tr.classList.remove("fresh");
     void tr.offsetWidth; // restarts the animation
     tr.classList.add("fresh");
+    tr.addEventListener("animationend", function () { tr.classList.remove("fresh"); }, { once: true });
   }
 
   function applyTrades(message) {
@@ -30,6 +31,7 @@
     for (const e of message.events) {
       if (e.seq <= row.seq) continue; // already counted
       row.seq = e.seq;
+      row.tr.dataset.seq = String(e.seq);
       row.volume += e.quantity;
       const price = row.tr.querySelector(".last-price");
       price.dataset.price = String(e.price);

@@ -66,7 +66,7 @@
   }
 
   // The depth chart: cumulative shares against price (1–99¢), bids left of the spread, asks right.
-  const W = 600, H = 220, L = 44, R = 12, T = 12, B = 28;
+  const W = 600, H = 220, L = 48, R = 12, T = 12, B = 28;
   function x(p) { return L + (p / 100) * (W - L - R); }
 
   function renderDepth() {
@@ -75,7 +75,7 @@
     const askLevels = levels("ask", 0);
     const max = Math.max(1, bidLevels.length ? bidLevels[bidLevels.length - 1].total : 0, askLevels.length ? askLevels[askLevels.length - 1].total : 0);
     const y = function (q) { return H - B - (q / max) * (H - T - B); };
-    const nodes = axes(y, max, function (p) { return p + "¢"; }, [0, 25, 50, 75, 100].map(function (p) { return [x(p), p + "¢"]; }));
+    const nodes = axes(y, max, dom.shares, [0, 25, 50, 75, 100].map(function (p) { return [x(p), p + "¢"]; }));
     const area = function (ls, cls, edge) {
       if (!ls.length) return;
       let d = "M" + x(ls[0].price) + "," + y(0) + " L" + x(ls[0].price) + "," + y(ls[0].total);
@@ -95,8 +95,9 @@
     [0, max / 2, max].forEach(function (q) {
       nodes.push(dom.svg("text", { class: "tick", x: L - 6, y: y(q) + 4, "text-anchor": "end" }, fmt(Math.round(q))));
     });
-    xticks.forEach(function (t) {
-      nodes.push(dom.svg("text", { class: "tick", x: t[0], y: H - B + 16, "text-anchor": "middle" }, t[1]));
+    xticks.forEach(function (t, i) {
+      const anchor = i === 0 ? "start" : i === xticks.length - 1 ? "end" : "middle";
+      nodes.push(dom.svg("text", { class: "tick", x: t[0], y: H - B + 16, "text-anchor": anchor }, t[1]));
     });
     return nodes;
   }
@@ -176,6 +177,11 @@
   function renderBook() {
     renderLadder();
     renderDepth();
+    // For whoever checks the page (the browser test): the seq the ladder shows, and whether it
+    // follows the feed yet.
+    const ladder = document.getElementById("ladder");
+    ladder.dataset.seq = String(seq);
+    ladder.dataset.live = String(whole);
   }
 
   function applyBook(message) {
