@@ -16,6 +16,11 @@ STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
 RUN_FLAGS ?=
 # `make test` runs every test, under the race detector; TEST_FLAGS adds more (e.g. -run Engine).
 TEST_FLAGS ?=
+# `make test-python` (and `make test`) runs the Python SDK's tests under Debian's python3 (not a
+# pyenv or virtualenv python3 on PATH, which lacks Debian's packages); PYTEST_FLAGS adds more (e.g. -k feed).
+PYTHON ?= /usr/bin/python3
+PYTHON_DEBS := python3 python3-httpx python3-websockets python3-pytest python3-yaml
+PYTEST_FLAGS ?=
 # `make bench` runs the engine benchmarks on one core; BENCH_FLAGS adds more (e.g. -count 6).
 BENCH_FLAGS ?= -benchtime 2s
 # ...then the end-to-end benchmark, pmx bench, once with each mix of requests (basic: single
@@ -41,8 +46,13 @@ run: build postgres ## Run the whole exchange on this machine (pmx dev) on a pri
 	$(PMX) dev $(RUN_FLAGS)
 
 .PHONY: test
-test: postgres chromium helm k8s-bins ## Run all tests, with the race detector.
+test: postgres chromium helm k8s-bins ## Run all tests, with the race detector; then the Python SDK's.
 	$(GO) test -race -count=1 $(TEST_FLAGS) ./...
+	@$(MAKE) --no-print-directory test-python
+
+.PHONY: test-python
+test-python: build postgres python-deps ## Run the Python SDK's tests (clients/python) against a real pmx dev.
+	$(PYTHON) -m pytest -q -p no:cacheprovider clients/python/tests $(PYTEST_FLAGS)
 
 .PHONY: bench
 bench: build postgres ## Run the engine benchmarks (one core), then the whole exchange end to end (pmx bench), with each mix.
@@ -80,6 +90,16 @@ postgres:
 	echo "PostgreSQL server binaries not found: installing them with apt-get"; \
 	SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
 	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq postgresql
+
+# Debian's python3 and the Python SDK's dependencies (clients/python: httpx, websockets; pytest and
+# PyYAML for its tests) as Debian packages, since PyPI is not reachable here. Installed with apt
+# when missing.
+.PHONY: python-deps
+python-deps:
+	@if $(PYTHON) -c 'import httpx, websockets, pytest, yaml' >/dev/null 2>&1; then exit 0; fi; \
+	echo "The Python SDK's test dependencies are missing: installing $(PYTHON_DEBS) with apt-get"; \
+	SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
+	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(PYTHON_DEBS)
 
 # Debian's chromium, which the browser tests (internal/browsertest) drive headless through chromedp.
 # Installed with apt when missing.

@@ -1,0 +1,604 @@
+"""What the sync and the async client share: every endpoint, the retry policy, the answers.
+
+Each endpoint of the API is one function here that builds a :class:`Call` (method, path, query,
+body, how to read the answer, whether it is safe to send again) without doing any I/O. The two
+clients (:mod:`pmx.client`, :mod:`pmx.aio`) only carry calls over HTTP, one with ``httpx.Client``
+and one with ``httpx.AsyncClient``, and ask :class:`RetryPolicy` what to do after each attempt.
+:data:`ENDPOINTS` lists every endpoint by ``(method, path)``; a test checks it against the
+OpenAPI document, so the SDK cannot fall behind the API unnoticed.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import inspect
+import random
+import uuid
+from dataclasses import dataclass
+import json
+from typing import Any, Callable, Generic, Mapping, Optional, Sequence, TypeVar, Union
+
+import httpx
+
+
+
+from . import errors
+from .models import (
+    AUTO, Account, AccountEventPage, AccountLimits, Auto, BatchResult, CancelFailure, CancelResult,
+    CandleInterval, Candles, FillPage, HeartbeatState, Market, MarketEventPage, MarketPage,
+    MarketStatus, Order, OrderBookSnapshot, OrderPage, OrderRequest, OrderStatus, Outcome,
+    PlacedOrder, Position, SelfTradePrevention, SettlementPage, Side, TimeInForce, Trade, WsToken,
+    decode, format_time,
+)
+
+T = TypeVar("T")
+
+#: What the exchange answers when a request reached it but its answer is unknown: the body as
+#: parsed JSON (None when empty), the status and the headers.
+Parser = Callable[[int, Any, Mapping[str, str]], T]
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One request of the API, ready to send, and how to read its answer."""
+
+    method: str
+    path: str  # below /api/v1
+    parse: Parser[T]
+    params: Optional[dict[str, str]] = None
+    body: Any = None
+    has_body: bool = False
+    #: True when sending it again after it may have reached the exchange changes nothing more:
+    #: reads, the heartbeat, and placements whose every order has a client order id.
+    resend_safe: bool = False
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    method: str
+    path: str
+    build: Callable[..., Call[Any]]
+
+
+#: Every endpoint of the API, by (method, path below /api/v1).
+ENDPOINTS: dict[tuple[str, str], Endpoint] = {}
+
+F = TypeVar("F", bound=Callable[..., Call[Any]])
+
+
+def endpoint(method: str, path: str) -> Callable[[F], F]:
+    """Registers a call builder as the SDK's method for ``method path``."""
+
+    def register(build: F) -> F:
+        @functools.wraps(build)
+        def checked(*args: Any, **kwargs: Any) -> Call[Any]:
+            call = build(*args, **kwargs)
+            assert (call.method, call.path) == (method, path), f"{build.__name__} builds {call.method} {call.path}"
+            return call
+
+        key = (method, path)
+        if key in ENDPOINTS:
+            raise RuntimeError(f"two builders for {method} {path}")
+        ENDPOINTS[key] = Endpoint(method, path, checked)
+        return checked  # type: ignore[return-value]
+
+    return register
+
+
+# --- Answers --------------------------------------------------------------------------------
+
+
+def _one(cls: type[T], *ok: int) -> Parser[T]:
+    def parse(status: int, body: Any, headers: Mapping[str, str]) -> T:
+        _expect(status, ok)
+        return decode(cls, body)
+
+    return parse
+
+
+def _list_of(cls: type[T], key: Optional[str], *ok: int) -> Parser[list[T]]:
+    def parse(status: int, body: Any, headers: Mapping[str, str]) -> list[T]:
+        _expect(status, ok)
+        items = body[key] if key is not None and isinstance(body, dict) and key in body else body
+        if body is None and key is None:
+            items = []  # the contract: an empty body is an empty array
+        if not isinstance(items, list):
+            raise errors.ProtocolError(f"expected an array{' in ' + repr(key) if key else ''}, got {type(items).__name__}")
+        return [decode(cls, item, f"$[{i}]") for i, item in enumerate(items)]
+
+    return parse
+
+
+def _expect(status: int, ok: Sequence[int]) -> None:
+    if status not in ok:
+        raise errors.ProtocolError(f"the exchange answered HTTP {status}, where the API documents {list(ok)}")
+
+
+def _placed(status: int, body: Any, headers: Mapping[str, str]) -> PlacedOrder:
+    # 201: placed, with its trades. 200: a replay of the same client order id: the Order as it
+    # stands, without trades (the header says so; pmx sends 200 for nothing else here).
+    _expect(status, (200, 201))
+    if status == 200:
+        return decode(PlacedOrder, {**body, "trades": []} if isinstance(body, dict) else body, replayed=True)
+    return decode(PlacedOrder, body)
+
+
+def _amended(status: int, body: Any, headers: Mapping[str, str]) -> PlacedOrder:
+    _expect(status, (200,))
+    return decode(PlacedOrder, body)
+
+
+def _batch(status: int, body: Any, headers: Mapping[str, str]) -> list[BatchResult]:
+    _expect(status, (201,))
+    results = body.get("results") if isinstance(body, dict) else None
+    if not isinstance(results, list):
+        raise errors.ProtocolError("the batch's answer has no 'results' array")
+    out = []
+    for i, r in enumerate(results):
+        if not isinstance(r, dict) or not isinstance(r.get("status"), int):
+            raise errors.ProtocolError(f"$.results[{i}] has no integer 'status'")
+        st = r["status"]
+        if st in (200, 201):
+            out.append(BatchResult(st, _placed(st, r.get("order"), headers)))
+        else:
+            out.append(BatchResult(st, None, errors.error_from_response(st, r, {})))
+    return out
+
+
+def _cancelled_many(status: int, body: Any, headers: Mapping[str, str]) -> CancelResult:
+    _expect(status, (200,))
+    if not isinstance(body, dict):
+        raise errors.ProtocolError("the answer to POST /orders/cancel is not an object")
+    cancelled = _list_of(Order, "cancelled", 200)(status, body, headers)
+    failures = []
+    for i, e in enumerate(body.get("errors") or []):
+        if not isinstance(e, dict) or not isinstance(e.get("orderId"), str):
+            raise errors.ProtocolError(f"$.errors[{i}] has no 'orderId'")
+        failures.append(CancelFailure(e["orderId"], errors.error_from_response(_status_of(e), e, {})))
+    return CancelResult(cancelled, failures)
+
+
+def _status_of(err: Mapping[str, Any]) -> int:
+    # The refusals of a bulk cancel carry no status; give each the one POST /cancel-order would.
+    code = (err.get("details") or {}).get("code")
+    return {"not_your_order": 403, "order_not_found": 404}.get(code, 400)
+
+
+# --- Query and body helpers -----------------------------------------------------------------
+
+
+def _query(**params: Any) -> Optional[dict[str, str]]:
+    out = {}
+    for name, value in params.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        elif isinstance(value, _dt.datetime):
+            value = format_time(value)
+        out[name] = str(value)
+    return out or None
+
+
+def _object(**fields: Any) -> dict[str, Any]:
+    """A JSON body of the fields that are not None (date-times as RFC 3339)."""
+    return {k: format_time(v) if isinstance(v, _dt.datetime) else v for k, v in fields.items() if v is not None}
+
+
+def new_client_order_id() -> str:
+    """A fresh client order id: 32 hex digits, within the API's ``[A-Za-z0-9._:-]{1,64}``."""
+    return "py-" + uuid.uuid4().hex
+
+
+def _client_order_id(value: Union[str, None, Auto]) -> Optional[str]:
+    return new_client_order_id() if isinstance(value, Auto) else value
+
+
+def _order_body(o: OrderRequest) -> dict[str, Any]:
+    return _object(marketId=o.market_id, side=o.side, outcome=o.outcome, price=o.price, quantity=o.quantity,
+                   timeInForce=o.time_in_force, expiresAt=o.expires_at, postOnly=o.post_only,
+                   clientOrderId=_client_order_id(o.client_order_id), selfTradePrevention=o.self_trade_prevention)
+
+
+def _order_ref(order_id: Optional[str], client_order_id: Optional[str]) -> dict[str, Any]:
+    if (order_id is None) == (client_order_id is None):
+        raise ValueError("name the order by order_id or by client_order_id (one of the two)")
+    return _object(orderId=order_id, clientOrderId=client_order_id)
+
+
+# --- Endpoints: markets ---------------------------------------------------------------------
+
+
+@endpoint("GET", "/markets")
+def list_markets(*, status: Optional[MarketStatus] = None, limit: Optional[int] = None,
+                 cursor: Optional[str] = None) -> Call[MarketPage]:
+    """Markets, newest first, optionally of one status. Without ``limit`` or ``cursor``, all of
+    them at once; with either, a page (``next_cursor`` continues it)."""
+    return Call("GET", "/markets", _one(MarketPage, 200), _query(status=status, limit=limit, cursor=cursor),
+                resend_safe=True)
+
+
+@endpoint("GET", "/market")
+def get_market(market_id: str) -> Call[Market]:
+    """One market (``NotFoundError`` if there is none with this id)."""
+    return Call("GET", "/market", _one(Market, 201), _query(marketId=market_id), resend_safe=True)
+
+
+@endpoint("GET", "/market/order-book")
+def get_order_book(market_id: str) -> Call[OrderBookSnapshot]:
+    """The market's book in its YES and NO views (best 10 levels a side) and the ``seq`` it reflects."""
+    return Call("GET", "/market/order-book", _one(OrderBookSnapshot, 200), _query(marketId=market_id),
+                resend_safe=True)
+
+
+@endpoint("GET", "/market/trades")
+def list_market_trades(market_id: str, *, limit: Optional[int] = None) -> Call[list[Trade]]:
+    """The market's recent trades, newest first (50 by default, ``limit`` up to 500)."""
+    return Call("GET", "/market/trades", _list_of(Trade, None, 200), _query(marketId=market_id, limit=limit),
+                resend_safe=True)
+
+
+@endpoint("GET", "/market/events")
+def get_market_events(market_id: str, *, after: Optional[int] = None,
+                      limit: Optional[int] = None) -> Call[MarketEventPage]:
+    """The market's feed events after ``after``, oldest first (``ResyncRequiredError`` past retention)."""
+    return Call("GET", "/market/events", _one(MarketEventPage, 200),
+                _query(marketId=market_id, after=after, limit=limit), resend_safe=True)
+
+
+@endpoint("GET", "/market/candles")
+def get_candles(market_id: str, interval: CandleInterval, *, from_: Optional[_dt.datetime] = None,
+                to: Optional[_dt.datetime] = None) -> Call[Candles]:
+    """OHLC of the YES price, volume and trade count per ``interval`` (intervals without trades left out)."""
+    params = _query(marketId=market_id, interval=interval, to=to)
+    if from_ is not None:
+        assert params is not None
+        params["from"] = format_time(from_)
+    return Call("GET", "/market/candles", _one(Candles, 200), params, resend_safe=True)
+
+
+# --- Endpoints: trading ---------------------------------------------------------------------
+
+
+@endpoint("POST", "/order")
+def place_order(market_id: str, side: Side, outcome: Outcome, price: int, quantity: int, *,
+                time_in_force: Optional[TimeInForce] = None, expires_at: Optional[_dt.datetime] = None,
+                post_only: Optional[bool] = None, client_order_id: Union[str, None, Auto] = AUTO,
+                self_trade_prevention: Optional[SelfTradePrevention] = None) -> Call[PlacedOrder]:
+    """Places a limit order. By default it gets a fresh ``client_order_id``, so that a placement
+    whose answer was lost is sent again safely (the exchange answers the order it already has,
+    ``replayed=True``). ``client_order_id=None`` sends none."""
+    body = _order_body(OrderRequest(market_id, side, outcome, price, quantity, time_in_force, expires_at,
+                                    post_only, client_order_id, self_trade_prevention))
+    return Call("POST", "/order", _placed, body=body, has_body=True, resend_safe="clientOrderId" in body)
+
+
+@endpoint("POST", "/orders/batch")
+def place_orders(orders: Sequence[OrderRequest]) -> Call[list[BatchResult]]:
+    """Places 1 to 20 orders, each answered on its own, in order. Each gets a fresh client order
+    id unless it has one (or ``client_order_id=None``)."""
+    bodies = [_order_body(o) for o in orders]
+    return Call("POST", "/orders/batch", _batch, body={"orders": bodies}, has_body=True,
+                resend_safe=all("clientOrderId" in b for b in bodies))
+
+
+@endpoint("POST", "/order/amend")
+def amend_order(order_id: Optional[str] = None, *, client_order_id: Optional[str] = None,
+                price: Optional[int] = None, quantity: Optional[int] = None) -> Call[PlacedOrder]:
+    """Changes a resting order's price and/or remaining ``quantity``, atomically; the answer lists
+    the trades a crossing price made."""
+    body = {**_order_ref(order_id, client_order_id), **_object(price=price, quantity=quantity)}
+    return Call("POST", "/order/amend", _amended, body=body, has_body=True)
+
+
+@endpoint("POST", "/cancel-order")
+def cancel_order(order_id: Optional[str] = None, *, client_order_id: Optional[str] = None) -> Call[Order]:
+    """Cancels one of your open orders, by id or by client order id; answers it as cancelled."""
+    return Call("POST", "/cancel-order", _one(Order, 200), body=_order_ref(order_id, client_order_id),
+                has_body=True)
+
+
+@endpoint("POST", "/orders/cancel")
+def cancel_orders(order_ids: Optional[Sequence[str]] = None, *, market_id: Optional[str] = None,
+                  side: Optional[Side] = None, outcome: Optional[Outcome] = None) -> Call[CancelResult]:
+    """Cancels the orders named (1 to 100), or every resting order of yours in ``market_id``
+    (optionally of one side and outcome); each is cancelled or refused on its own."""
+    if (order_ids is None) == (market_id is None):
+        raise ValueError("give order_ids or market_id (one of the two)")
+    body = _object(orderIds=list(order_ids) if order_ids is not None else None, marketId=market_id,
+                   side=side, outcome=outcome)
+    return Call("POST", "/orders/cancel", _cancelled_many, body=body, has_body=True)
+
+
+@endpoint("POST", "/cancel-everything")
+def cancel_everything() -> Call[list[Order]]:
+    """Cancels every open order of yours in every market; answers them (maybe none)."""
+    return Call("POST", "/cancel-everything", _list_of(Order, None, 200))
+
+
+@endpoint("POST", "/heartbeat")
+def heartbeat(timeout_seconds: int) -> Call[HeartbeatState]:
+    """Arms the dead-man switch for ``timeout_seconds`` (5 to 300) from now, or disarms it with 0:
+    unless renewed in time, your open orders are cancelled."""
+    return Call("POST", "/heartbeat", _one(HeartbeatState, 200), body={"timeoutSeconds": timeout_seconds},
+                has_body=True, resend_safe=True)
+
+
+@endpoint("GET", "/order")
+def get_order(order_id: Optional[str] = None, *, client_order_id: Optional[str] = None) -> Call[Order]:
+    """One of your orders, by id or by client order id."""
+    return Call("GET", "/order", _one(Order, 200), _query(**_order_ref(order_id, client_order_id)),
+                resend_safe=True)
+
+
+@endpoint("GET", "/orders")
+def list_orders(*, market_id: Optional[str] = None, status: Optional[OrderStatus] = None,
+                limit: Optional[int] = None, cursor: Optional[str] = None) -> Call[OrderPage]:
+    """A page of your orders, newest first (``next_cursor`` continues it)."""
+    return Call("GET", "/orders", _one(OrderPage, 200),
+                _query(marketId=market_id, status=status, limit=limit, cursor=cursor), resend_safe=True)
+
+
+@endpoint("GET", "/fills")
+def list_fills(*, market_id: Optional[str] = None, limit: Optional[int] = None,
+               cursor: Optional[str] = None) -> Call[FillPage]:
+    """A page of your fills as maker and taker, newest first."""
+    return Call("GET", "/fills", _one(FillPage, 200), _query(marketId=market_id, limit=limit, cursor=cursor),
+                resend_safe=True)
+
+
+# --- Endpoints: account ---------------------------------------------------------------------
+
+
+@endpoint("GET", "/account")
+def get_account() -> Call[Account]:
+    """Your account and its cash, available and locked (cents)."""
+    return Call("GET", "/account", _one(Account, 200), resend_safe=True)
+
+
+@endpoint("GET", "/positions")
+def list_positions() -> Call[list[Position]]:
+    """Your holdings with a positive quantity, one per market and outcome."""
+    return Call("GET", "/positions", _list_of(Position, "positions", 200), resend_safe=True)
+
+
+@endpoint("GET", "/settlements")
+def list_settlements(*, limit: Optional[int] = None, cursor: Optional[str] = None) -> Call[SettlementPage]:
+    """A page of what settled markets paid you, per outcome held, newest first."""
+    return Call("GET", "/settlements", _one(SettlementPage, 200), _query(limit=limit, cursor=cursor),
+                resend_safe=True)
+
+
+@endpoint("GET", "/account/events")
+def get_account_events(*, after: Optional[int] = None, limit: Optional[int] = None) -> Call[AccountEventPage]:
+    """Your account's feed events after ``after``, oldest first, and its last ``seq``."""
+    return Call("GET", "/account/events", _one(AccountEventPage, 200), _query(after=after, limit=limit),
+                resend_safe=True)
+
+
+@endpoint("GET", "/account/limits")
+def get_account_limits() -> Call[AccountLimits]:
+    """Your read and write rate limits and what is left of them."""
+    return Call("GET", "/account/limits", _one(AccountLimits, 200), resend_safe=True)
+
+
+@endpoint("POST", "/ws-token")
+def create_ws_token() -> Call[WsToken]:
+    """A one-minute, single-use token for a browser to connect to the feed (``/ws?token=``)."""
+    return Call("POST", "/ws-token", _one(WsToken, 201))
+
+
+# --- Retries --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RetryInfo:
+    """What an ``on_retry`` hook is told before the SDK waits and sends a request again."""
+
+    method: str
+    path: str
+    #: The attempt that just failed (1 for the first).
+    attempt: int
+    #: Seconds the SDK waits before the next attempt.
+    delay: float
+    #: The answer's status (429, 503, ...), or None when no answer came.
+    status: Optional[int]
+    #: The failure: an ``ApiError`` for an answer, else the transport's exception.
+    error: BaseException
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """When the SDK sends a request again, and how long it waits first.
+
+    - ``429``: always (the exchange changed nothing), after ``Retry-After`` seconds.
+    - no connection made (refused, connect timeout): always, after a back-off.
+    - an answer lost after the request may have arrived (connection cut, read timeout), or a
+      ``500``/``502``/``503``/``504``: only for calls safe to resend: reads, the heartbeat,
+      and placements with client order ids (which the exchange answers as replays).
+    - anything else (4xx): never.
+
+    Back-off: ``backoff_base × 2^(attempt−1)`` seconds, at most ``backoff_max``, with full
+    jitter; a ``Retry-After`` longer than ``max_retry_after`` is not waited for (the error is
+    raised). ``max_attempts`` counts the first try (1 disables retries).
+    """
+
+    max_attempts: int = 4
+    backoff_base: float = 0.1
+    backoff_max: float = 5.0
+    max_retry_after: float = 60.0
+
+    def backoff(self, attempt: int) -> float:
+        return random.uniform(0, min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1)))
+
+    def after_answer(self, call: Call[Any], attempt: int, error: errors.ApiError) -> Optional[float]:
+        """Seconds to wait before sending ``call`` again after an error answer; None: give up."""
+        if attempt >= self.max_attempts:
+            return None
+        if isinstance(error, errors.RateLimitedError):
+            wait = error.retry_after if error.retry_after is not None else self.backoff(attempt)
+            return wait if wait <= self.max_retry_after else None
+        if error.status in (500, 502, 503, 504) and call.resend_safe:
+            wait = errors.parse_retry_after(error.headers.get("retry-after"))
+            if wait is None:
+                return self.backoff(attempt)
+            return wait if wait <= self.max_retry_after else None
+        return None
+
+    def after_transport_error(self, call: Call[Any], attempt: int, maybe_sent: bool) -> Optional[float]:
+        """Seconds to wait before sending ``call`` again after no answer came; None: give up."""
+        if attempt >= self.max_attempts or (maybe_sent and not call.resend_safe):
+            return None
+        return self.backoff(attempt)
+
+
+NO_RETRIES = RetryPolicy(max_attempts=1)
+
+
+# --- Configuration shared by both clients ---------------------------------------------------
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+USER_AGENT = "pmx-python/0.1.0"
+
+
+def api_base(url: str) -> str:
+    """The API's base URL, ending in /api/v1, from the exchange's address or the API's URL."""
+    url = url.rstrip("/")
+    if not (url.startswith("http://") or url.startswith("https://")):
+        raise ValueError(f"the exchange's URL must start with http:// or https://, got {url!r}")
+    return url if url.endswith("/api/v1") else url + "/api/v1"
+
+
+def feed_url(base: str) -> str:
+    """The live feed's WebSocket URL for the API's base URL."""
+    return "ws" + base[len("http"):] + "/ws"
+
+
+def resolve_key(api_key: Optional[str], env: Mapping[str, str]) -> str:
+    key = api_key if api_key is not None else env.get("PMX_API_KEY")
+    if not key:
+        raise ValueError("no API key: pass api_key=... or set PMX_API_KEY (create a key on the exchange's /settings page)")
+    return key
+
+
+def describe(call: Call[Any]) -> str:
+    return f"{call.method} /api/v1{call.path}"
+
+
+def read_json(content: bytes, status: int) -> Any:
+    """The answer's body as JSON: None when empty. A success that is not JSON is a
+    ProtocolError; an error that is not JSON (a proxy's page) becomes an error body naming it."""
+    if not content.strip():
+        return None
+    try:
+        return json.loads(content)
+    except ValueError:
+        text = content[:200].decode("utf-8", "replace")
+        if 200 <= status < 300:
+            raise errors.ProtocolError(f"the exchange answered HTTP {status} with a body that is not JSON: {text!r}") from None
+        return {"error": f"HTTP {status} with a body that is not pmx's JSON error (a proxy in the way?): {text!r}"}
+
+
+def maybe_sent(e: httpx.TransportError) -> bool:
+    """Whether a request that failed with ``e`` may have reached the exchange: only a failure to
+    connect (or to get a connection from the pool) proves it did not."""
+    return not isinstance(e, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout))
+
+
+def transport_error(call: Call[Any], e: BaseException, sent: bool, attempts: int, base_url: str) -> errors.TransportError:
+    what = f"{describe(call)} got no answer after {attempts} attempt{'s' if attempts > 1 else ''} ({type(e).__name__}: {e})"
+    if not sent:
+        hint = f"could not connect: check that the exchange is running at {base_url}"
+    elif call.resend_safe:
+        hint = "it is safe to send it again"
+    else:
+        hint = ("it may have reached the exchange and taken effect, so it was not sent again: check "
+                "(e.g. get_order, list_orders) before repeating it; placements with a client_order_id "
+                "are safe to repeat with the same id")
+    return errors.TransportError(f"{what}: {hint}", maybe_sent=sent)
+
+
+@dataclass
+class Step(Generic[T]):
+    """What to do after one attempt: return ``value`` (done) or wait ``delay`` and try again."""
+
+    done: bool
+    value: Optional[T] = None
+    delay: float = 0.0
+
+
+class Session:
+    """The transport-independent half of a client: the base URL, the headers, the retry policy
+    and what each attempt's outcome means. The sync and async clients hold one each."""
+
+    def __init__(self, url: Optional[str], api_key: Optional[str], retry: RetryPolicy,
+                 on_retry: Optional[Callable[[RetryInfo], None]], env: Mapping[str, str]) -> None:
+        self.base_url = api_base(url or env.get("PMX_URL") or DEFAULT_URL)
+        self.api_key = resolve_key(api_key, env)
+        self.retry = retry
+        self.on_retry = on_retry
+        self.headers = {"Authorization": f"Bearer {self.api_key}", "User-Agent": USER_AGENT,
+                        "Accept": "application/json"}
+
+    def request(self, call: Call[Any]) -> dict[str, Any]:
+        """The arguments of ``httpx.Client.request`` (or the async one's) for ``call``."""
+        headers = self.headers
+        content = None
+        if call.has_body:
+            headers = {**headers, "Content-Type": "application/json"}
+            content = json.dumps(call.body, separators=(",", ":"))
+        return {"method": call.method, "url": self.base_url + call.path, "params": call.params,
+                "content": content, "headers": headers}
+
+    def answered(self, call: Call[T], attempt: int, resp: httpx.Response) -> Step[T]:
+        body = read_json(resp.content, resp.status_code)
+        if resp.is_success:
+            return Step(True, call.parse(resp.status_code, body, resp.headers))
+        err = errors.error_from_response(resp.status_code, body, resp.headers)
+        delay = self.retry.after_answer(call, attempt, err)
+        if delay is None:
+            raise err
+        self._notify(call, attempt, delay, resp.status_code, err)
+        return Step(False, delay=delay)
+
+    def failed(self, call: Call[T], attempt: int, e: httpx.TransportError) -> Step[T]:
+        sent = maybe_sent(e)
+        delay = self.retry.after_transport_error(call, attempt, sent)
+        if delay is None:
+            raise transport_error(call, e, sent, attempt, self.base_url) from e
+        self._notify(call, attempt, delay, None, e)
+        return Step(False, delay=delay)
+
+    def _notify(self, call: Call[Any], attempt: int, delay: float, status: Optional[int], err: BaseException) -> None:
+        if self.on_retry is not None:
+            self.on_retry(RetryInfo(call.method, call.path, attempt, delay, status, err))
+
+
+def client_method(build: Callable[..., Call[Any]], run: Callable[..., Any], awaitable: bool = False) -> Callable[..., Any]:
+    """The client's method for an endpoint: builds the call and hands it to ``run(self, call)``.
+    It carries the builder's name, documentation and signature (with ``self``, and returning
+    what the call's answer is: ``T`` for ``Call[T]``, or ``Awaitable[T]``)."""
+
+    @functools.wraps(build)
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return run(self, build(*args, **kwargs))
+
+    sig = inspect.signature(build)
+    self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ret = sig.return_annotation
+    if isinstance(ret, str) and ret.startswith("Call[") and ret.endswith("]"):
+        ret = ret[len("Call["):-1]
+        if awaitable:
+            ret = f"Awaitable[{ret}]"
+    method.__signature__ = sig.replace(parameters=[self_param, *sig.parameters.values()],  # type: ignore[attr-defined]
+                                       return_annotation=ret)
+    return method
+
+
+def endpoint_of(method: Callable[..., Any]) -> Optional[Callable[..., Call[Any]]]:
+    """The builder a client method wraps (for the tests that check every endpoint has one)."""
+    return getattr(method, "__wrapped__", None)
+
+
+__all__ = ["Call", "ENDPOINTS", "RetryPolicy", "RetryInfo", "NO_RETRIES", "new_client_order_id"]

@@ -1,0 +1,500 @@
+"""The shapes of the pmx API: what requests take and what responses and feed messages hold.
+
+One definition serves the sync and the async client and the feed. Every response shape is a
+frozen dataclass decoded from the server's JSON by :func:`decode`, which maps each snake_case
+field to its camelCase JSON property, parses date-times and nested shapes, and ignores
+properties it does not know (the API may add some at any time). A property the API documents as
+required but that is missing is a :class:`~pmx.errors.ProtocolError`, never a silent ``None``.
+
+Prices are integer cents (1 to 99), quantities and cash integers; enumerations are plain strings
+typed with ``Literal`` so that a value added later by the server still decodes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import re
+import sys
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Literal, Optional, Union
+
+from .errors import ProtocolError
+
+__all__ = [
+    "Side", "Outcome", "MarketStatus", "OrderStatus", "TimeInForce", "SelfTradePrevention",
+    "CancelReason", "CandleInterval", "Channel", "AUTO", "Auto",
+    "Market", "MarketPage", "Level", "OrderBook", "OrderBookSnapshot", "MarketEvent",
+    "MarketEventPage", "Trade", "Order", "PlacedOrder", "OrderPage", "OrderRequest", "BatchResult",
+    "CancelFailure", "CancelResult", "Position", "Settlement", "SettlementPage", "Fill", "FillPage",
+    "Candle", "Candles", "HeartbeatState", "WsToken", "RateLimit", "AccountLimits", "Account",
+    "AccountEvent", "AccountEventPage", "decode", "format_time",
+]
+
+Side = Literal["BUY", "SELL"]
+Outcome = Literal["YES", "NO"]
+MarketStatus = Literal["OPEN", "CLOSED", "RESOLVED", "CANCELED"]
+OrderStatus = Literal["OPEN", "PARTIALLY_FILLED", "FILLED", "CANCELLED", "PARTIALLY_FILLED_CANCELLED"]
+TimeInForce = Literal["GTC", "IOC", "FOK", "GTD"]
+SelfTradePrevention = Literal["CANCEL_RESTING", "CANCEL_INCOMING"]
+CancelReason = Literal["USER", "IOC", "FOK", "EXPIRED", "SELF_TRADE", "MARKET_CLOSED", "HEARTBEAT"]
+CandleInterval = Literal["1m", "5m", "1h", "1d"]
+Channel = Literal["book", "trades", "ticker", "lifecycle", "orders", "fills"]
+
+
+class Auto:
+    """The type of :data:`AUTO`."""
+
+    _instance: Optional["Auto"] = None
+
+    def __new__(cls) -> "Auto":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "AUTO"
+
+
+#: The default ``client_order_id`` of a placement: the SDK gives the order a fresh random id, so
+#: that the placement can be retried safely (a repeat answers the same order, placing nothing).
+#: Pass ``None`` to send no id (the placement is then never resent once it may have arrived).
+AUTO = Auto()
+
+
+# --- Markets --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Market:
+    id: str
+    url: Optional[str]
+    question: str
+    description: Optional[str]
+    category: str
+    status: MarketStatus
+    closes_at: Optional[_dt.datetime]
+    resolves_at: Optional[_dt.datetime]
+    resolved: bool
+    #: The resolution, ``YES`` or ``NO``; ``None`` unless the market is RESOLVED.
+    outcome: Optional[Outcome]
+    label_a: str
+    label_b: str
+    created_at: _dt.datetime
+    updated_at: _dt.datetime
+
+
+@dataclass(frozen=True)
+class MarketPage:
+    markets: list[Market]
+    #: Pass as ``cursor`` for the next page; ``None`` on the last page (and without paging).
+    next_cursor: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Level:
+    price: int
+    quantity: int
+    total: int
+
+
+@dataclass(frozen=True)
+class OrderBook:
+    """One view (YES or NO) of a market's book: the best 10 levels of each side."""
+
+    bids: list[Level]
+    asks: list[Level]
+    last_trade_price: Optional[int]
+
+
+@dataclass(frozen=True)
+class OrderBookSnapshot:
+    order_book_yes: OrderBook
+    order_book_no: OrderBook
+    #: The market's last feed event this book reflects (follow the feed from here).
+    seq: int
+
+
+@dataclass(frozen=True)
+class MarketEvent:
+    """One change to a market, numbered by the market's gapless sequence. Prices in YES terms."""
+
+    seq: int
+    type: Literal["level", "trade", "status"]
+    quantity: int
+    at: _dt.datetime
+    side: Optional[Literal["bid", "ask"]] = None
+    price: Optional[int] = None
+    trade_id: Optional[str] = None
+    taker_side: Optional[Side] = None
+    taker_outcome: Optional[Outcome] = None
+    status: Optional[MarketStatus] = None
+
+
+@dataclass(frozen=True)
+class MarketEventPage:
+    market_id: str
+    events: list[MarketEvent]
+
+
+@dataclass(frozen=True)
+class Trade:
+    """One execution, from its taker's view; ``yes_price`` is the price in YES terms."""
+
+    id: str
+    market_id: str
+    outcome: Outcome
+    side: Side
+    price: int
+    quantity: int
+    yes_price: int
+    created_at: _dt.datetime
+
+
+# --- Orders ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Order:
+    id: str
+    market_id: str
+    side: Side
+    outcome: Outcome
+    price: int
+    quantity: int
+    filled_quantity: int
+    status: OrderStatus
+    created_at: _dt.datetime
+    updated_at: _dt.datetime
+    time_in_force: TimeInForce
+    expires_at: Optional[_dt.datetime]
+    post_only: bool
+    client_order_id: Optional[str]
+    cancel_reason: Optional[CancelReason]
+
+
+@dataclass(frozen=True)
+class PlacedOrder(Order):
+    """An order right after its placement (or amend), with the fills that made.
+
+    ``replayed`` is true when the exchange answered a repeat of an earlier placement with the same
+    ``client_order_id`` (status 200, ``Idempotent-Replayed: true``): nothing new was placed, the
+    order is as it stands now, and ``trades`` is empty (its fills are in ``list_fills``).
+    """
+
+    trades: list[Trade] = field(default_factory=list)
+    replayed: bool = field(default=False, metadata={"json": None})
+
+
+@dataclass(frozen=True)
+class OrderPage:
+    orders: list[Order]
+    next_cursor: Optional[str]
+
+
+@dataclass(frozen=True)
+class OrderRequest:
+    """One placement of :meth:`~pmx.Client.place_orders` (the fields of ``place_order``)."""
+
+    market_id: str
+    side: Side
+    outcome: Outcome
+    price: int
+    quantity: int
+    time_in_force: Optional[TimeInForce] = None
+    expires_at: Optional[_dt.datetime] = None
+    post_only: Optional[bool] = None
+    client_order_id: Union[str, None, Auto] = AUTO
+    self_trade_prevention: Optional[SelfTradePrevention] = None
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """One placement of a batch: ``order`` when it was placed (or replayed), else ``error``."""
+
+    #: What ``POST /order`` would have answered alone: 201 placed, 200 replayed, 4xx refused.
+    status: int
+    order: Optional[PlacedOrder]
+    #: The refusal, as the exception ``place_order`` would have raised (not raised here).
+    error: Optional[Any] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.order is not None
+
+
+@dataclass(frozen=True)
+class CancelFailure:
+    """An order of ``cancel_orders`` that was not cancelled, and why (as ``cancel_order`` says)."""
+
+    order_id: str
+    error: Any  # an ApiError subclass instance, not raised
+
+
+@dataclass(frozen=True)
+class CancelResult:
+    cancelled: list[Order]
+    errors: list[CancelFailure]
+
+
+# --- Account --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Position:
+    id: str
+    market_id: str
+    market_question: str
+    market_status: MarketStatus
+    outcome: Outcome
+    #: All shares held, including ``locked_quantity`` locked by open SELL orders.
+    quantity: int
+    locked_quantity: int
+    created_at: _dt.datetime
+    updated_at: _dt.datetime
+
+
+@dataclass(frozen=True)
+class Settlement:
+    market_id: str
+    market_status: Literal["RESOLVED", "CANCELED"]
+    outcome: Outcome
+    quantity: int
+    #: Cents paid for these shares.
+    payout: int
+    settled_at: _dt.datetime
+
+
+@dataclass(frozen=True)
+class SettlementPage:
+    settlements: list[Settlement]
+    next_cursor: Optional[str]
+
+
+@dataclass(frozen=True)
+class Fill:
+    """A fill of one of your orders; ``price`` is in the order's own outcome's terms."""
+
+    id: str
+    trade_id: str
+    order_id: str
+    client_order_id: Optional[str]
+    market_id: str
+    side: Side
+    outcome: Outcome
+    price: int
+    quantity: int
+    role: Literal["MAKER", "TAKER"]
+    created_at: _dt.datetime
+
+
+@dataclass(frozen=True)
+class FillPage:
+    fills: list[Fill]
+    next_cursor: Optional[str]
+
+
+@dataclass(frozen=True)
+class Candle:
+    """OHLC of the YES price over one interval, the shares traded and the number of trades."""
+
+    start: _dt.datetime
+    open: int
+    high: int
+    low: int
+    close: int
+    volume: int
+    trades: int
+
+
+@dataclass(frozen=True)
+class Candles:
+    market_id: str
+    interval: CandleInterval
+    from_: _dt.datetime = field(metadata={"json": "from"})
+    to: _dt.datetime
+    candles: list[Candle]
+
+
+@dataclass(frozen=True)
+class HeartbeatState:
+    """The dead-man switch: when it fires unless renewed (``None`` when disarmed)."""
+
+    armed: bool
+    deadline: Optional[_dt.datetime]
+
+
+@dataclass(frozen=True)
+class WsToken:
+    token: str
+    expires_at: _dt.datetime
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    limited: bool
+    per_second: float
+    burst: float
+    remaining: float
+    reset_seconds: float
+
+
+@dataclass(frozen=True)
+class AccountLimits:
+    reads: RateLimit
+    writes: RateLimit
+
+
+@dataclass(frozen=True)
+class Account:
+    id: str
+    name: str
+    #: Cash free to lock, in cents.
+    available: int
+    #: Cash locked by open BUY orders, in cents.
+    locked: int
+    created_at: _dt.datetime
+
+
+@dataclass(frozen=True)
+class AccountEvent:
+    """One change to your account, numbered by its gapless sequence.
+
+    ``accepted``, ``amended``, ``cancelled``: ``order`` is the order's whole state after it.
+    ``fill``: ``fill``, and the order's ``filled_quantity`` and ``status`` after it.
+    ``settled``: ``settlement``.
+    """
+
+    seq: int
+    type: Literal["accepted", "amended", "fill", "cancelled", "settled"]
+    at: _dt.datetime
+    order: Optional[Order] = None
+    fill: Optional[Fill] = None
+    settlement: Optional[Settlement] = None
+    filled_quantity: Optional[int] = None
+    status: Optional[OrderStatus] = None
+
+
+@dataclass(frozen=True)
+class AccountEventPage:
+    #: The account's last seq when read.
+    seq: int
+    events: list[AccountEvent]
+
+
+# --- Decoding -------------------------------------------------------------------------------
+
+_TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$", re.IGNORECASE)
+
+
+def parse_time(value: str) -> _dt.datetime:
+    """Reads an RFC 3339 date-time (nanoseconds are cut to microseconds) as an aware datetime."""
+    m = _TIME.match(value)
+    if m is None:
+        raise ValueError(f"not an RFC 3339 date-time: {value!r}")
+    base, frac, zone = m.groups()
+    frac = (frac or "")[:7]  # the dot and up to six digits
+    zone = "+00:00" if zone in ("Z", "z") else zone
+    return _dt.datetime.fromisoformat(base + frac + zone)
+
+
+def format_time(value: _dt.datetime) -> str:
+    """Writes a datetime as RFC 3339; a naive one is taken to be UTC."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=_dt.timezone.utc)
+    return value.isoformat()
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+class _Field:
+    __slots__ = ("name", "json", "tp", "required")
+
+    def __init__(self, name: str, json: str, tp: Any, required: bool) -> None:
+        self.name, self.json, self.tp, self.required = name, json, tp, required
+
+
+_fields_cache: dict[type, list[_Field]] = {}
+
+
+def _fields_of(cls: type) -> list[_Field]:
+    cached = _fields_cache.get(cls)
+    if cached is not None:
+        return cached
+    hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+    out = []
+    for f in dataclasses.fields(cls):
+        json = f.metadata.get("json", _camel(f.name))
+        if json is None:
+            continue  # not from the JSON (e.g. PlacedOrder.replayed)
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        out.append(_Field(f.name, json, hints[f.name], required))
+    _fields_cache[cls] = out
+    return out
+
+
+def _decode(tp: Any, value: Any, path: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin is Union or origin is types.UnionType:
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if value is None:
+            return None
+        return _decode(args[0], value, path) if len(args) == 1 else value
+    if origin is list:
+        if not isinstance(value, list):
+            raise ProtocolError(f"{path}: expected an array, got {type(value).__name__}")
+        (item,) = typing.get_args(tp)
+        return [_decode(item, v, f"{path}[{i}]") for i, v in enumerate(value)]
+    if origin is Literal:
+        if not isinstance(value, str):
+            raise ProtocolError(f"{path}: expected a string, got {value!r}")
+        return value
+    if tp is Any:
+        return value
+    if dataclasses.is_dataclass(tp):
+        return decode(tp, value, path)  # type: ignore[arg-type]
+    if tp is _dt.datetime:
+        if not isinstance(value, str):
+            raise ProtocolError(f"{path}: expected a date-time string, got {value!r}")
+        try:
+            return parse_time(value)
+        except ValueError as e:
+            raise ProtocolError(f"{path}: {e}") from None
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ProtocolError(f"{path}: expected a boolean, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ProtocolError(f"{path}: expected an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ProtocolError(f"{path}: expected a number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ProtocolError(f"{path}: expected a string, got {value!r}")
+        return value
+    raise TypeError(f"pmx.models: cannot decode {tp!r}")  # a bug in this package
+
+
+T = typing.TypeVar("T")
+
+
+def decode(cls: type[T], data: Any, path: str = "$", **extra: Any) -> T:
+    """Builds the dataclass ``cls`` from the JSON object ``data`` (``extra`` sets more fields)."""
+    if not isinstance(data, dict):
+        raise ProtocolError(f"{path}: expected a JSON object for {cls.__name__}, got {type(data).__name__}")
+    kwargs: dict[str, Any] = dict(extra)
+    for f in _fields_of(cls):
+        if f.json in data:
+            kwargs[f.name] = _decode(f.tp, data[f.json], f"{path}.{f.json}")
+        elif f.required:
+            raise ProtocolError(f"{path}: the {cls.__name__} has no {f.json!r}, which the API documents as required")
+    return cls(**kwargs)

@@ -1,0 +1,189 @@
+"""Every endpoint of the API through the SDK, against a real exchange, with the sync client and
+with the async client (one scenario, run with each)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Any
+
+import pytest
+
+import pmx
+from conftest import ready, run_with
+from pmxdev import PmxDev
+
+GRANT = 1_000_000  # pmx dev's default play-money grant, in cents
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_every_endpoint(exchange: PmxDev, flavour: str) -> None:
+    alice_key, alice_id = exchange.new_account()
+    bob_key, _ = exchange.new_account()
+    market = exchange.new_market(f"Endpoints ({flavour})?")
+
+    async def scenario(alice: Any) -> None:
+        bob = pmx.Client(exchange.url, bob_key) if flavour == "sync" else pmx.AsyncClient(exchange.url, bob_key)
+        try:
+            await with_two(alice, bob)
+        finally:
+            await ready(bob.close())
+
+    async def with_two(alice: Any, bob: Any) -> None:
+        # GET /account
+        account = await ready(alice.get_account())
+        assert isinstance(account, pmx.Account)
+        assert (account.id, account.available, account.locked) == (alice_id, GRANT, 0)
+
+        # GET /markets (all, by status, a page), GET /market
+        everything = await ready(alice.list_markets())
+        assert market in [m.id for m in everything.markets] and everything.next_cursor is None
+        page = await ready(alice.list_markets(status="OPEN", limit=1))
+        assert len(page.markets) == 1 and page.markets[0].status == "OPEN"
+        m = await ready(alice.get_market(market))
+        assert isinstance(m, pmx.Market)
+        assert (m.id, m.status, m.resolved, m.outcome) == (market, "OPEN", False, None)
+        assert m.created_at.tzinfo is not None
+
+        # POST /order: a resting bid. It gets a client order id of its own, for safe retries.
+        bid = await ready(alice.place_order(market, "BUY", "YES", 40, 10))
+        assert isinstance(bid, pmx.PlacedOrder)
+        assert (bid.status, bid.filled_quantity, bid.trades, bid.replayed) == ("OPEN", 0, [], False)
+        assert bid.client_order_id is not None and bid.client_order_id.startswith("py-")
+        assert (await ready(alice.get_account())).locked == 400
+
+        # GET /market/order-book: one book, two mirrored views.
+        book = await ready(alice.get_order_book(market))
+        assert book.order_book_yes.bids == [pmx.Level(40, 10, 10)] and book.order_book_yes.asks == []
+        assert book.order_book_no.asks == [pmx.Level(60, 10, 10)] and book.order_book_no.bids == []
+        assert book.seq >= 1
+
+        # Bob buys NO at 60: it meets Alice's YES bid at 40, and a pair is minted.
+        taker = await ready(bob.place_order(market, "BUY", "NO", 60, 4, client_order_id=None))
+        assert taker.client_order_id is None
+        assert (taker.status, taker.filled_quantity) == ("FILLED", 4)
+        assert [(t.outcome, t.side, t.price, t.yes_price, t.quantity) for t in taker.trades] == [("NO", "BUY", 60, 40, 4)]
+
+        # GET /market/trades, GET /fills
+        trades = await ready(alice.list_market_trades(market, limit=10))
+        assert [(t.id, t.yes_price) for t in trades] == [(taker.trades[0].id, 40)]
+        fills = await ready(alice.list_fills(market_id=market))
+        assert [(f.role, f.side, f.outcome, f.price, f.quantity, f.order_id) for f in fills.fills] == [
+            ("MAKER", "BUY", "YES", 40, 4, bid.id)]
+        bob_fills = await ready(bob.list_fills())
+        assert [(f.role, f.price, f.trade_id) for f in bob_fills.fills] == [("TAKER", 60, taker.trades[0].id)]
+
+        # GET /positions
+        positions = await ready(alice.list_positions())
+        assert [(p.market_id, p.outcome, p.quantity, p.locked_quantity) for p in positions] == [(market, "YES", 4, 0)]
+
+        # POST /order/amend: a new price, then less remaining at that price.
+        amended = await ready(alice.amend_order(bid.id, price=41))
+        assert (amended.id, amended.price, amended.quantity, amended.filled_quantity) == (bid.id, 41, 10, 4)
+        amended = await ready(alice.amend_order(client_order_id=bid.client_order_id, quantity=3))
+        assert (amended.price, amended.quantity, amended.status) == (41, 7, "PARTIALLY_FILLED")
+
+        # POST /orders/batch: each placement answered on its own.
+        results = await ready(alice.place_orders([
+            pmx.OrderRequest(market, "BUY", "YES", 30, 1),
+            pmx.OrderRequest(market, "BUY", "YES", 31, 1, client_order_id="batch-" + uuid.uuid4().hex),
+            pmx.OrderRequest(market, "BUY", "YES", 0, 1),
+        ]))
+        assert [r.status for r in results] == [201, 201, 400]
+        assert results[0].ok and results[0].order is not None and results[0].order.price == 30
+        refused = results[2].error
+        assert isinstance(refused, pmx.BadRequestError) and (refused.code, refused.field) == ("out_of_range", "price")
+        first, second = results[0].order, results[1].order
+        assert first is not None and second is not None
+
+        # POST /cancel-order
+        cancelled = await ready(alice.cancel_order(first.id))
+        assert (cancelled.id, cancelled.status, cancelled.cancel_reason) == (first.id, "CANCELLED", "USER")
+
+        # POST /orders/cancel: one cancelled, one refused.
+        unknown = str(uuid.uuid4())
+        bulk = await ready(alice.cancel_orders([second.id, unknown]))
+        assert [o.id for o in bulk.cancelled] == [second.id]
+        assert [(e.order_id, type(e.error), e.error.code) for e in bulk.errors] == [
+            (unknown, pmx.NotFoundError, "order_not_found")]
+
+        # GET /order, by id and by client order id
+        got = await ready(alice.get_order(second.id))
+        assert (got.id, got.status, got.client_order_id) == (second.id, "CANCELLED", second.client_order_id)
+        got = await ready(alice.get_order(client_order_id=bid.client_order_id))
+        assert got.id == bid.id
+
+        # GET /orders, one page and every page
+        orders = await ready(alice.list_orders(market_id=market))
+        assert {o.id for o in orders.orders} == {bid.id, first.id, second.id} and orders.next_cursor is None
+        seen = []
+        if flavour == "sync":
+            for p in alice.pages(alice.list_orders, market_id=market, limit=2):
+                seen += [o.id for o in p.orders]
+        else:
+            async for p in alice.pages(alice.list_orders, market_id=market, limit=2):
+                seen += [o.id for o in p.orders]
+        assert sorted(seen) == sorted(o.id for o in orders.orders)
+        open_only = await ready(alice.list_orders(status="PARTIALLY_FILLED"))
+        assert [o.id for o in open_only.orders] == [bid.id]
+
+        # POST /heartbeat: arm, then disarm.
+        before = dt.datetime.now(dt.timezone.utc)
+        armed = await ready(alice.heartbeat(30))
+        assert armed.armed and armed.deadline is not None
+        assert before + dt.timedelta(seconds=25) < armed.deadline < before + dt.timedelta(seconds=60)
+        disarmed = await ready(alice.heartbeat(0))
+        assert (disarmed.armed, disarmed.deadline) == (False, None)
+
+        # GET /market/events: gapless from 1 to the book's seq.
+        book = await ready(alice.get_order_book(market))
+        events = await ready(alice.get_market_events(market, after=0, limit=1000))
+        assert events.market_id == market
+        assert [e.seq for e in events.events] == list(range(1, book.seq + 1))
+        assert [e.trade_id for e in events.events if e.type == "trade"] == [taker.trades[0].id]
+        later = await ready(alice.get_market_events(market, after=book.seq))
+        assert later.events == []
+
+        # GET /account/events: the account's gapless sequence.
+        acct = await ready(alice.get_account_events())
+        assert [e.seq for e in acct.events] == list(range(1, acct.seq + 1))
+        assert acct.events[0].type == "accepted" and acct.events[0].order is not None
+        assert acct.events[0].order.id == bid.id
+        assert any(e.type == "fill" and e.fill is not None and e.fill.order_id == bid.id for e in acct.events)
+
+        # GET /market/candles
+        candles = await ready(alice.get_candles(market, "1m"))
+        assert (candles.market_id, candles.interval) == (market, "1m") and candles.from_ < candles.to
+        assert [(c.open, c.high, c.low, c.close, c.volume, c.trades) for c in candles.candles] == [(40, 40, 40, 40, 4, 1)]
+        ranged = await ready(alice.get_candles(market, "1h", from_=candles.candles[0].start - dt.timedelta(hours=1),
+                                               to=dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=1)))
+        assert [c.volume for c in ranged.candles] == [4]
+
+        # GET /account/limits
+        limits = await ready(alice.get_account_limits())
+        assert limits.reads.limited and limits.reads.per_second > 0 and limits.writes.burst > 0
+
+        # POST /ws-token
+        token = await ready(alice.create_ws_token())
+        assert token.token and token.expires_at > dt.datetime.now(dt.timezone.utc)
+
+        # POST /cancel-everything: the amended bid is the last open order.
+        everything_cancelled = await ready(alice.cancel_everything())
+        assert [(o.id, o.status) for o in everything_cancelled] == [(bid.id, "PARTIALLY_FILLED_CANCELLED")]
+        assert await ready(alice.cancel_everything()) == []
+        assert (await ready(alice.get_account())).locked == 0
+
+        # GET /settlements, after the market resolves YES.
+        exchange.resolve(market, "YES")
+        settled = await ready(alice.list_settlements())
+        assert [(s.market_id, s.market_status, s.outcome, s.quantity, s.payout) for s in settled.settlements] == [
+            (market, "RESOLVED", "YES", 4, 400)]
+        bob_settled = await ready(bob.list_settlements(limit=5))
+        assert [(s.outcome, s.payout) for s in bob_settled.settlements] == [("NO", 0)]
+        assert await ready(alice.list_positions()) == []
+        m = await ready(alice.get_market(market))
+        assert (m.status, m.resolved, m.outcome) == ("RESOLVED", True, "YES")
+        final = await ready(alice.get_account())
+        assert final.available == GRANT - 4 * 40 + 400 and final.locked == 0
+
+    run_with(flavour, exchange.url, alice_key, scenario)
