@@ -162,7 +162,7 @@ def _cancelled_many(status: int, body: Any, headers: Mapping[str, str]) -> Cance
 def _status_of(err: Mapping[str, Any]) -> int:
     # The refusals of a bulk cancel carry no status; give each the one POST /cancel-order would.
     code = (err.get("details") or {}).get("code")
-    return {"not_your_order": 403, "order_not_found": 404}.get(code, 400)
+    return {"not_your_order": 403, "order_not_found": 404}.get(str(code), 400)
 
 
 # --- Query and body helpers -----------------------------------------------------------------
@@ -440,10 +440,10 @@ class RetryPolicy:
             wait = error.retry_after if error.retry_after is not None else self.backoff(attempt)
             return wait if wait <= self.max_retry_after else None
         if error.status in (500, 502, 503, 504) and call.resend_safe:
-            wait = errors.parse_retry_after(error.headers.get("retry-after"))
-            if wait is None:
+            asked = errors.parse_retry_after(error.headers.get("retry-after"))
+            if asked is None:
                 return self.backoff(attempt)
-            return wait if wait <= self.max_retry_after else None
+            return asked if asked <= self.max_retry_after else None
         return None
 
     def after_transport_error(self, call: Call[Any], attempt: int, maybe_sent: bool) -> Optional[float]:

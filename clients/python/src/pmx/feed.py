@@ -29,24 +29,30 @@ from __future__ import annotations
 
 import asyncio
 import datetime as _dt
+import importlib
 import json
 import random
 import threading
 from dataclasses import dataclass
-from typing import Any, Iterator, Literal, Optional, Union
+from typing import Any, Callable, Iterator, Literal, Optional, Union
+
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from . import errors
 from .models import AccountEvent, Channel, MarketEvent, MarketStatus, decode
 
-try:  # websockets 13 and later
-    from websockets.asyncio.client import connect as _ws_connect  # type: ignore[import-not-found]
 
-    _HEADERS = "additional_headers"
-except ImportError:  # websockets 10 to 12 (Debian bookworm has 10.4)
-    from websockets.client import connect as _ws_connect  # type: ignore[no-redef]
+def _connector() -> tuple[Callable[..., Any], str]:
+    """websockets' asyncio connect and the name of its headers argument: the implementation of
+    websockets 13 and later, else the one before (Debian bookworm has 10.4)."""
+    try:
+        return importlib.import_module("websockets.asyncio.client").connect, "additional_headers"
+    except ImportError:
+        return importlib.import_module("websockets.client").connect, "extra_headers"
 
-    _HEADERS = "extra_headers"
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+
+_ws_connect, _HEADERS = _connector()
+
 
 __all__ = [
     "FeedOptions", "AsyncFeed", "Feed", "FeedMessage", "Subscribed", "FeedLevel", "BookSnapshot",
@@ -603,7 +609,7 @@ class AsyncFeed:
 
     def _admit(self, stream: _Stream, events: list[Any]) -> tuple[list[Any], Optional[GapDetected]]:
         """The events that follow on from the stream's last seq; the gap, if one is missing."""
-        kept = []
+        kept: list[Any] = []
         for ev in events:
             if stream.last is not None and ev.seq <= stream.last:
                 continue  # seen already (a resume's replay)
@@ -625,7 +631,7 @@ class AsyncFeed:
         sid = msg.get("id")
         code, text = str(msg.get("code", "")), str(msg.get("message", ""))
         if sid in self._unsubs:
-            fut = self._unsubs[sid]  # type: ignore[index]
+            fut = self._unsubs[sid]
             if not fut.done():
                 fut.set_exception(errors.SubscriptionError(code, text, msg.get("channel"), msg.get("marketId")))
             return None

@@ -457,7 +457,7 @@ def _decode(tp: Any, value: Any, path: str) -> Any:
     if tp is Any:
         return value
     if dataclasses.is_dataclass(tp):
-        return decode(tp, value, path)  # type: ignore[arg-type]
+        return decode(tp, value, path)
     if tp is _dt.datetime:
         if not isinstance(value, str):
             raise ProtocolError(f"{path}: expected a date-time string, got {value!r}")
