@@ -273,3 +273,25 @@ def test_refusals(exchange: PmxDev, key: str, market: str) -> None:
                     pass
 
     asyncio.run(main())
+
+
+def test_pings_keep_a_quiet_feed_alive_and_silence_replaces_it(exchange: PmxDev, key: str, market: str) -> None:
+    # The exchange's heartbeats come every 10 s: on a quiet market, only the answers to the
+    # feed's own pings arrive within a shorter silence_timeout.
+    with pmx.Client(exchange.url, key) as c:
+        with c.feed(pmx.FeedOptions(ping_interval=0.2, silence_timeout=2.0)) as feed:
+            feed.subscribe("book", market)
+            assert isinstance(feed.recv(timeout=WAIT), pmx.BookSnapshot)
+            with pytest.raises(TimeoutError):
+                msg = feed.recv(timeout=3.0)  # nothing, and above all no Reconnected
+                pytest.fail(f"a quiet feed with pings delivered {msg!r}")
+            assert feed.reconnects == 0
+        with c.feed(pmx.FeedOptions(ping_interval=60, silence_timeout=1.0)) as feed:
+            feed.subscribe("book", market)
+            assert isinstance(feed.recv(timeout=WAIT), pmx.BookSnapshot)
+            msg = feed.recv(timeout=WAIT)
+            assert isinstance(msg, pmx.Reconnected) and "no message from the exchange in 1.0 s" in msg.reason
+            c.place_order(market, "BUY", "YES", 15, 1)
+            seq = c.get_order_book(market).seq
+            msgs = collect(feed, lambda ms: last_book(ms, market) == seq)
+            assert not any(isinstance(m, pmx.BookSnapshot) for m in msgs)  # resumed
