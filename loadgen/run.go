@@ -7,7 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"net/url"
+	"net/http"
 	"os"
 	"strconv"
 	"sync"
@@ -15,6 +15,9 @@ import (
 	"time"
 
 	json "github.com/goccy/go-json"
+	"github.com/google/uuid"
+
+	sdk "github.com/pmx-dev/pmx/client"
 )
 
 const (
@@ -25,21 +28,13 @@ const (
 	setupWorkers = 8
 )
 
-// market is one market the bots trade, with its read paths prepared.
+// market is one market the bots trade: its id as the request bodies and the SDK take it.
 type market struct {
-	id         string
-	bookPath   string
-	tradesPath string
+	id   string
+	uuid uuid.UUID
 }
 
-func newMarket(id string) market {
-	q := url.QueryEscape(id)
-	return market{
-		id:         id,
-		bookPath:   apiPrefix + "/market/order-book?marketId=" + q,
-		tradesPath: apiPrefix + "/market/trades?marketId=" + q,
-	}
-}
+func newMarket(id uuid.UUID) market { return market{id: id.String(), uuid: id} }
 
 // runner is the state shared by the bots of one run.
 type runner struct {
@@ -100,7 +95,10 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := newClient(cfg.URL, cfg.Bots, cfg.RequestTimeout)
+	c, err := newClient(cfg.URL, cfg.Bots, cfg.RequestTimeout)
+	if err != nil {
+		return nil, err
+	}
 	defer c.close()
 
 	setupStart := time.Now()
@@ -108,7 +106,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	markets, initial, err := loadMarkets(ctx, c, "Bearer "+keys[0], cfg.Markets)
+	markets, initial, err := loadMarkets(ctx, c, authorization(keys[0]), cfg.Markets)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +137,10 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	// Each bot keeps to one front: URL's, or, with Fronts, the next in turn.
 	fronts := []*client{c}
 	for _, u := range cfg.Fronts {
-		fc := newClient(u, cfg.Bots, cfg.RequestTimeout)
+		fc, err := newClient(u, cfg.Bots, cfg.RequestTimeout)
+		if err != nil {
+			return nil, err
+		}
 		defer fc.close()
 		fronts = append(fronts, fc)
 	}
@@ -151,7 +152,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 			r:     r,
 			c:     fronts[i%len(fronts)],
 			idx:   i,
-			auth:  "Bearer " + keys[i],
+			auth:  authorization(keys[i]),
 			gen:   newGenerator(cfg.Seed, uint64(i)+1, r.mids, cfg.Mix),
 			state: newBotState(r.marketIndex),
 			rec:   recs[i],
@@ -260,9 +261,11 @@ func createAccount(ctx context.Context, c *client, auth, name string, buf *bytes
 
 // loadMarkets lists the OPEN markets (at most limit of them, newest first, when limit > 0) and
 // a starting mid for each, taken from its order book.
-func loadMarkets(ctx context.Context, c *client, auth string, limit int) ([]market, []int, error) {
+func loadMarkets(ctx context.Context, c *client, auth sdk.RequestEditorFn, limit int) ([]market, []int, error) {
 	var buf bytes.Buffer
-	res := c.do(ctx, "GET", apiPrefix+"/markets?status=OPEN", auth, nil, &buf)
+	open := sdk.MarketStatusOPEN
+	resp, err := c.api.ListMarkets(ctx, &sdk.ListMarketsParams{Status: &open}, auth)
+	res := read(resp, err, &buf)
 	if res.transport && ctx.Err() != nil {
 		return nil, nil, ctx.Err()
 	}
@@ -271,8 +274,8 @@ func loadMarkets(ctx context.Context, c *client, auth string, limit int) ([]mark
 	}
 	var r struct {
 		Markets []struct {
-			ID     string `json:"id"`
-			Status string `json:"status"`
+			ID     uuid.UUID `json:"id"`
+			Status string    `json:"status"`
 		} `json:"markets"`
 	}
 	if err := json.Unmarshal(buf.Bytes(), &r); err != nil {
@@ -280,7 +283,7 @@ func loadMarkets(ctx context.Context, c *client, auth string, limit int) ([]mark
 	}
 	var markets []market
 	for _, m := range r.Markets {
-		if m.ID != "" && m.Status == "OPEN" && (limit <= 0 || len(markets) < limit) {
+		if m.ID != (uuid.UUID{}) && m.Status == "OPEN" && (limit <= 0 || len(markets) < limit) {
 			markets = append(markets, newMarket(m.ID))
 		}
 	}
@@ -312,8 +315,9 @@ type bookAnswer struct {
 
 // initialMid estimates a market's YES mid from its order book: the middle of the best bid and
 // ask, else the last trade, else next to the one side there is, else 50.
-func initialMid(ctx context.Context, c *client, auth string, m market, buf *bytes.Buffer) int {
-	res := c.do(ctx, "GET", m.bookPath, auth, nil, buf)
+func initialMid(ctx context.Context, c *client, auth sdk.RequestEditorFn, m market, buf *bytes.Buffer) int {
+	resp, err := c.api.GetOrderBook(ctx, &sdk.GetOrderBookParams{MarketID: m.uuid}, auth)
+	res := read(resp, err, buf)
 	if !res.ok() {
 		return 50
 	}
@@ -340,13 +344,16 @@ type bot struct {
 	r     *runner
 	c     *client // the front it sends to
 	idx   int
-	auth  string
+	auth  sdk.RequestEditorFn
 	gen   *generator
 	state *botState
 	rec   *recorder
 	buf   bytes.Buffer
 	taken []openOrder // scratch: the orders of a batch cancel
 }
+
+// read reads the answer to one of the bot's requests into its buffer.
+func (b *bot) read(resp *http.Response, err error) result { return read(resp, err, &b.buf) }
 
 // run steps until the run is over. Closed loop: each request is sent as soon as the previous one
 // is answered, and timed from its send. Open loop: requests are due on a fixed schedule (the
@@ -412,7 +419,7 @@ func (b *bot) exec(ctx context.Context, s step, start time.Time) {
 	switch s.kind {
 	case stepPlace:
 		o := s.order
-		res = b.c.do(ctx, "POST", apiPrefix+"/order", b.auth, appendOrderBody(make([]byte, 0, 128), r.markets[o.market].id, o), &b.buf)
+		res = b.read(b.c.api.PlaceOrderWithBody(ctx, jsonType, bytes.NewReader(appendOrderBody(make([]byte, 0, 128), r.markets[o.market].id, o)), b.auth))
 		switch {
 		case res.ok():
 			var resp orderResp
@@ -431,7 +438,7 @@ func (b *bot) exec(ctx context.Context, s step, start time.Time) {
 
 	case stepCancel:
 		oo := b.state.takeOpen(s.cancel)
-		res = b.c.do(ctx, "POST", apiPrefix+"/cancel-order", b.auth, appendObject1(make([]byte, 0, 64), "orderId", oo.id), &b.buf)
+		res = b.read(b.c.api.CancelOrderWithBody(ctx, jsonType, bytes.NewReader(appendObject1(make([]byte, 0, 64), "orderId", oo.id)), b.auth))
 		if res.ok() {
 			var resp orderResp
 			if json.Unmarshal(b.buf.Bytes(), &resp) != nil {
@@ -442,7 +449,7 @@ func (b *bot) exec(ctx context.Context, s step, start time.Time) {
 		}
 
 	case stepCancelAll:
-		res = b.c.do(ctx, "POST", apiPrefix+"/cancel-everything", b.auth, nil, &b.buf)
+		res = b.read(b.c.api.CancelEverything(ctx, b.auth))
 		if res.ok() {
 			var resp []orderResp
 			if data := bytes.TrimSpace(b.buf.Bytes()); len(data) > 0 && json.Unmarshal(data, &resp) != nil {
@@ -460,24 +467,24 @@ func (b *bot) exec(ctx context.Context, s step, start time.Time) {
 
 	case stepCancelBatch:
 		b.taken = b.state.takeOldest(s.cancel, b.taken[:0])
-		res = b.c.do(ctx, "POST", apiPrefix+"/orders/cancel", b.auth, appendCancelIDsBody(make([]byte, 0, 16+40*len(b.taken)), b.taken), &b.buf)
+		res = b.read(b.c.api.CancelOrdersWithBody(ctx, jsonType, bytes.NewReader(appendCancelIDsBody(make([]byte, 0, 16+40*len(b.taken)), b.taken)), b.auth))
 		b.cancelledMany(stepCancelBatch, &res)
 
 	case stepCancelMarket:
-		res = b.c.do(ctx, "POST", apiPrefix+"/orders/cancel", b.auth, appendObject1(make([]byte, 0, 64), "marketId", r.markets[s.market].id), &b.buf)
+		res = b.read(b.c.api.CancelOrdersWithBody(ctx, jsonType, bytes.NewReader(appendObject1(make([]byte, 0, 64), "marketId", r.markets[s.market].id)), b.auth))
 		if res.ok() {
 			b.state.forgetMarket(s.market)
 		}
 		b.cancelledMany(stepCancelMarket, &res)
 
 	case stepBook:
-		res = b.c.do(ctx, "GET", r.markets[s.market].bookPath, b.auth, nil, &b.buf)
+		res = b.read(b.c.api.GetOrderBook(ctx, &sdk.GetOrderBookParams{MarketID: r.markets[s.market].uuid}, b.auth))
 
 	case stepTrades:
-		res = b.c.do(ctx, "GET", r.markets[s.market].tradesPath, b.auth, nil, &b.buf)
+		res = b.read(b.c.api.ListMarketTrades(ctx, &sdk.ListMarketTradesParams{MarketID: r.markets[s.market].uuid}, b.auth))
 
 	case stepPositions:
-		res = b.c.do(ctx, "GET", apiPrefix+"/positions", b.auth, nil, &b.buf)
+		res = b.read(b.c.api.ListPositions(ctx, b.auth))
 		if res.ok() {
 			var resp positionsResp
 			if json.Unmarshal(b.buf.Bytes(), &resp) != nil {
@@ -498,7 +505,7 @@ func (b *bot) exec(ctx context.Context, s step, start time.Time) {
 // unaccounted: an answer that cannot be matched to the placements counts as unknown for all.
 func (b *bot) placeBatch(ctx context.Context, m int, os []order) result {
 	body := make([]byte, 0, 16+128*len(os))
-	res := b.c.do(ctx, "POST", apiPrefix+"/orders/batch", b.auth, appendBatchBody(body, b.r.markets[m].id, os), &b.buf)
+	res := b.read(b.c.api.PlaceOrdersWithBody(ctx, jsonType, bytes.NewReader(appendBatchBody(body, b.r.markets[m].id, os)), b.auth))
 	switch {
 	case res.ok():
 		var resp batchResp
@@ -536,7 +543,7 @@ func (b *bot) placeBatch(ctx context.Context, m int, os []order) result {
 // amend sends POST /order/amend for one of the bot's open orders and applies the answer.
 func (b *bot) amend(ctx context.Context, a amendStep) result {
 	oo := b.state.takeOpen(a.open)
-	res := b.c.do(ctx, "POST", apiPrefix+"/order/amend", b.auth, appendAmendBody(make([]byte, 0, 96), oo.id, a.price, a.qty), &b.buf)
+	res := b.read(b.c.api.AmendOrderWithBody(ctx, jsonType, bytes.NewReader(appendAmendBody(make([]byte, 0, 96), oo.id, a.price, a.qty)), b.auth))
 	switch {
 	case res.ok():
 		var resp orderResp
