@@ -341,3 +341,24 @@ func optional(n int) *int {
 	}
 	return &n
 }
+
+// ChooseMarket returns the market a bot was told to trade: the id given, if it is one, or with
+// none given, the first open market.
+func ChooseMarket(ctx context.Context, c *Client, given string) (uuid.UUID, error) {
+	if given != "" {
+		id, err := uuid.Parse(given)
+		if err != nil {
+			return uuid.UUID{}, fmt.Errorf("%q is not a market id: list them with GET /api/v1/markets", given)
+		}
+		return id, nil
+	}
+	open := MarketStatusOPEN
+	page, err := c.Markets(ctx, &ListMarketsParams{Status: &open, Limit: optional(1)})
+	if err != nil {
+		return uuid.UUID{}, fmt.Errorf("listing the open markets: %w", err)
+	}
+	if len(page.Markets) == 0 {
+		return uuid.UUID{}, fmt.Errorf("no open market at %s: create one, or give a market id", c.server)
+	}
+	return page.Markets[0].ID, nil
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pmx-dev/pmx/client"
+	"github.com/pmx-dev/pmx/internal/exchangetest"
+	"github.com/pmx-dev/pmx/internal/pgtest"
+	"github.com/pmx-dev/pmx/internal/poll"
+)
+
+// lockedBuffer is the demo's output, written by its processes and read by the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestDemo runs `make demo`'s script, hack/demo.sh, as a newcomer would: the market maker quotes
+// the first open market and the noise traders trade with it; Ctrl-C (SIGINT to the script) stops
+// every process, the market maker cancelling its quotes before pmx stops.
+func TestDemo(t *testing.T) {
+	bin := t.TempDir()
+	pmx := exchangetest.BuildPMX(t)
+	if err := os.Symlink(pmx, filepath.Join(bin, "pmx")); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"marketmaker", "noisetrader"} {
+		build := exec.Command("go", "build", "-o", filepath.Join(bin, name), "../"+name)
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", build, err, out)
+		}
+	}
+	addr := freeAddr(t)
+	const token = "demo-test-token"
+	script := exec.Command("bash", "../../hack/demo.sh")
+	script.Env = append(os.Environ(), "BIN="+bin, "DEMO_ADDR="+addr, "DEMO_METRICS_ADDR=127.0.0.1:0",
+		"DEMO_DATA_DIR="+t.TempDir(), "PMX_ADMIN_TOKEN="+token,
+		"DEMO_PMX_FLAGS=--database-url "+pgtest.NewDatabase(t, pgtest.Shared(t))+" --log-level warn")
+	out := &lockedBuffer{}
+	script.Stdout, script.Stderr = out, out
+	if err := script.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- script.Wait() }()
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			script.Process.Signal(syscall.SIGINT)
+			<-exited
+		}
+	})
+
+	poll.Wait(t, 60*time.Second, "the demo running", func() bool { return strings.Contains(out.String(), "The demo is running") })
+	tg := &exchangetest.Target{URL: "http://" + addr, AdminToken: token, HTTP: &http.Client{Timeout: 10 * time.Second}}
+	watcher, err := client.New(tg.URL+"/api/v1", tg.NewAccount(t, "watcher").Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	market, err := client.ChooseMarket(ctx, watcher, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll.Wait(t, 60*time.Second, "trades in the demo's market", func() bool {
+		trades, err := watcher.Trades(ctx, market, 10)
+		return err == nil && len(trades) >= 3
+	})
+
+	if err := script.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		stopped = true
+		if err != nil {
+			t.Fatalf("the demo ended with %v:\n%s", err, out)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the demo did not stop within a minute of Ctrl-C:\n%s", out)
+	}
+	log := out.String()
+	if !strings.Contains(log, "msg=stopped cancelled=") {
+		t.Errorf("the market maker did not say it cancelled its quotes:\n%s", log)
+	}
+	if _, err := http.Get(tg.URL + "/readyz"); err == nil {
+		t.Errorf("pmx still answers after the demo stopped")
+	}
+}

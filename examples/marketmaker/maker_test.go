@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pmx-dev/pmx/client"
+	"github.com/pmx-dev/pmx/internal/exchangetest"
+	"github.com/pmx-dev/pmx/internal/pgtest"
+	"github.com/pmx-dev/pmx/internal/poll"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func sdkClient(t *testing.T, tg *exchangetest.Target) *client.Client {
+	t.Helper()
+	c, err := client.New(tg.URL+"/api/v1", tg.NewAccount(t, "mm").Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestMakerQuotesSkewsAndStops runs the Maker against a real exchange: it quotes both sides
+// around its fair value; after a taker hits its bid it holds YES and both quotes move down by the
+// skew; when stopped it leaves no open order and its dead-man switch disarmed.
+func TestMakerQuotesSkewsAndStops(t *testing.T) {
+	tg := exchangetest.StartDev(t)
+	market := tg.NewMarket(t, nil).ID
+	mmClient, taker := sdkClient(t, tg), sdkClient(t, tg)
+	var mu sync.Mutex
+	var bid, ask, inventory int
+	m := &Maker{C: mmClient, Market: market, Fair: 50, Alpha: 0, Spread: 4, Size: 10, Skew: 0.5, MaxPosition: 100,
+		Heartbeat: 10 * time.Second, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	m.changed = func(m *Maker) {
+		mu.Lock()
+		defer mu.Unlock()
+		bid, ask, inventory = 0, 0, m.inventory
+		if m.bid != nil {
+			bid = m.bid.price
+		}
+		if m.ask != nil {
+			ask = m.ask.price
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var runErr error
+	finished := make(chan struct{})
+	go func() { runErr = m.Run(ctx); close(finished) }()
+	t.Cleanup(func() { cancel(); <-finished })
+
+	waitBook := func(wantBid, wantAsk int) {
+		t.Helper()
+		poll.Wait(t, 15*time.Second, fmt.Sprintf("the maker's quotes at %d / %d", wantBid, wantAsk), func() bool {
+			b, err := taker.OrderBook(context.Background(), market)
+			if err != nil {
+				t.Fatal(err)
+			}
+			y := b.OrderBookYes
+			return len(y.Bids) == 1 && len(y.Asks) == 1 && y.Bids[0].Price == wantBid && y.Asks[0].Price == wantAsk &&
+				y.Bids[0].Quantity == 10 && y.Asks[0].Quantity == 10
+		})
+	}
+	waitBook(48, 52)
+
+	// A taker sells 10 YES into the bid (buying NO at 52 is a YES ask at 48): the maker holds 10
+	// YES and leans 5 cents down: 43 / 47.
+	if _, err := taker.PlaceOrder(context.Background(), client.PlaceOrderRequest{MarketID: market, Side: client.BUY,
+		Outcome: client.OutcomeNO, Price: 52, Quantity: 10}); err != nil {
+		t.Fatal(err)
+	}
+	waitBook(43, 47)
+	mu.Lock()
+	if inventory != 10 || bid != 43 || ask != 47 {
+		t.Errorf("after the fill the maker holds %d and quotes %d / %d, want 10 at 43 / 47", inventory, bid, ask)
+	}
+	mu.Unlock()
+
+	cancel()
+	<-finished
+	if runErr != nil {
+		t.Fatalf("Run: %v", runErr)
+	}
+	open, err := mmClient.Orders(context.Background(), &client.ListOrdersParams{Status: ptr(client.OrderStatusOPEN)})
+	if err != nil || len(open.Orders) != 0 {
+		t.Fatalf("after stopping the maker has open orders: %v, %+v", err, open)
+	}
+	hb, err := mmClient.Heartbeat(context.Background(), 0)
+	if err != nil || hb.Armed {
+		t.Fatalf("the dead-man switch after stopping: %v, %+v", err, hb)
+	}
+}
+
+// TestTargets is the quoting rule: around the fair value less the skew, clamped to the price
+// range, a side dropped at the position limit.
+func TestTargets(t *testing.T) {
+	tests := []struct {
+		fair, skew          float64
+		spread, inv, maxPos int
+		bid, ask            int
+	}{
+		{50, 0.5, 4, 0, 100, 48, 52},
+		{50, 0.5, 4, 10, 100, 43, 47},
+		{50, 0.5, 4, -10, 100, 53, 57},
+		{50, 0.5, 3, 0, 100, 48, 52},
+		{2, 0, 4, 0, 100, 1, 4},
+		{99, 0, 4, 0, 100, 97, 99},
+		{50, 0, 4, 100, 100, 0, 52},
+		{50, 0, 4, -100, 100, 48, 0},
+	}
+	for _, tt := range tests {
+		m := &Maker{Fair: tt.fair, Skew: tt.skew, Spread: tt.spread, inventory: tt.inv, MaxPosition: tt.maxPos}
+		if bid, ask := m.targets(); bid != tt.bid || ask != tt.ask {
+			t.Errorf("fair %v skew %v spread %d inventory %d: %d / %d, want %d / %d", tt.fair, tt.skew, tt.spread, tt.inv, bid, ask, tt.bid, tt.ask)
+		}
+	}
+}
