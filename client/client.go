@@ -173,7 +173,7 @@ func (r retrying) Do(req *http.Request) (*http.Response, error) {
 		var pause time.Duration
 		switch {
 		case err == nil && resp.StatusCode == http.StatusTooManyRequests:
-			pause = retryAfter(resp.Header)
+			pause = max(wait, retryAfter(resp.Header))
 		case safe && err != nil && req.Context().Err() == nil: // no answer: it may not have arrived
 			pause = wait
 		case safe && err == nil && (resp.StatusCode == http.StatusBadGateway ||
