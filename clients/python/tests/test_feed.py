@@ -192,15 +192,16 @@ def test_every_channel(exchange: PmxDev, key: str, other_key: str, market: str) 
                 await other.place_order(market, "BUY", "YES", 45, 3)  # a YES bid at 45
                 placed = await c.place_order(market, "BUY", "NO", 55, 2)  # a YES ask at 45: it trades
                 assert [t.quantity for t in placed.trades] == [2]
-                exchange.close_market(market)
 
                 def seen(ms: list[Any]) -> bool:
                     return (any(isinstance(m, pmx.MarketEvents) and m.channel == "trades" for m in ms)
                             and any(isinstance(m, pmx.AccountEvents) and m.channel == "fills" for m in ms)
-                            and any(isinstance(m, pmx.Ticker) and m.last_price == 45 for m in ms)
-                            and any(isinstance(m, pmx.MarketChange) and m.market_id == market for m in ms))
+                            and any(isinstance(m, pmx.Ticker) and m.last_price == 45 for m in ms))
 
                 msgs += await acollect(feed, seen)
+                exchange.close_market(market)
+                msgs += await acollect(feed, lambda ms: any(isinstance(m, pmx.MarketChange) and m.market_id == market
+                                                            for m in ms))
                 trades = [e for m in msgs if isinstance(m, pmx.MarketEvents) for e in m.events]
                 assert [(e.type, e.trade_id, e.price, e.quantity, e.taker_side, e.taker_outcome) for e in trades] == [
                     ("trade", placed.trades[0].id, 45, 2, "BUY", "NO")]

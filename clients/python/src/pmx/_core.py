@@ -3,7 +3,8 @@
 Each endpoint of the API is one function here that builds a :class:`Call` (method, path, query,
 body, how to read the answer, whether it is safe to send again) without doing any I/O. The two
 clients (:mod:`pmx.client`, :mod:`pmx.aio`) only carry calls over HTTP, one with ``httpx.Client``
-and one with ``httpx.AsyncClient``, and ask :class:`RetryPolicy` what to do after each attempt.
+and one with ``httpx.AsyncClient``, and ask their :class:`Session` what each attempt's outcome
+means: a result, an error to raise, or a wait before the next attempt (:class:`RetryPolicy`).
 :data:`ENDPOINTS` lists every endpoint by ``(method, path)``; a test checks it against the
 OpenAPI document, so the SDK cannot fall behind the API unnoticed.
 """
@@ -13,15 +14,13 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import inspect
+import json
 import random
 import uuid
 from dataclasses import dataclass
-import json
 from typing import Any, Callable, Generic, Mapping, Optional, Sequence, TypeVar, Union
 
 import httpx
-
-
 
 from . import errors
 from .models import (
@@ -34,8 +33,8 @@ from .models import (
 
 T = TypeVar("T")
 
-#: What the exchange answers when a request reached it but its answer is unknown: the body as
-#: parsed JSON (None when empty), the status and the headers.
+#: Reads a success answer (its status, its body as parsed JSON or None when empty, its headers)
+#: into the call's result; a status the API does not document for the call is a ProtocolError.
 Parser = Callable[[int, Any, Mapping[str, str]], T]
 
 

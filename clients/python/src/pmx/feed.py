@@ -298,7 +298,7 @@ class AsyncFeed:
                     raise errors.FeedError("the feed's connection was rate limited (HTTP 429) 5 times: "
                                            "see GET /api/v1/account/limits") from None
                 await asyncio.sleep(e.retry_after if e.retry_after is not None else 1.0)
-            except (OSError, InvalidHandshake, asyncio.TimeoutError) as e:
+            except Exception as e:
                 raise errors.FeedError(f"could not connect the feed to {self.url} ({e!r}): is the exchange running there?") from None
         self._runner = asyncio.create_task(self._run(), name="pmx-feed")
 
@@ -523,7 +523,7 @@ class AsyncFeed:
                 continue
             except _Fatal as e:
                 raise errors.FeedError(f"could not reconnect the feed after {reason}: {e}") from None
-            except (OSError, EOFError, InvalidHandshake, asyncio.TimeoutError) as e:
+            except Exception as e:  # refused, reset, timed out, a bad handshake: try again
                 limit = self.options.max_reconnect_attempts
                 if limit is not None and attempt >= limit:
                     raise errors.FeedError(f"could not reconnect the feed after {reason}: {attempt} attempts, "
