@@ -725,7 +725,12 @@ class Feed:
         if self._stopped:
             coro.close()
             raise errors.FeedError("the feed was closed")
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+        fut = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return fut.result()
+        except BaseException:
+            fut.cancel()  # e.g. Ctrl-C while waiting: leave no recv() behind to eat a message
+            raise
 
     def __enter__(self) -> "Feed":
         self.connect()
