@@ -32,32 +32,24 @@
 package marketpages
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"fmt"
 	"html/template"
-	"io/fs"
-	"mime"
 	"net/http"
-	"path"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/httpkit"
+	"github.com/pmx-dev/pmx/pagekit"
 	"github.com/pmx-dev/pmx/store"
 	"github.com/pmx-dev/pmx/wire"
 )
 
-//go:embed templates/*.html
-var templateFiles embed.FS
-
-//go:embed static/*
-var staticFiles embed.FS
+//go:embed templates/*.html static/*
+var files embed.FS
 
 // Reads is what the pages read of the front API: the reads its handlers answer with (package
 // apiserver, Server.ReadMarket and the others), so that the pages show what the API shows.
@@ -81,15 +73,8 @@ type Config struct {
 }
 
 type pages struct {
-	cfg       Config
-	templates map[string]*template.Template
-	static    map[string]staticFile
-}
-
-type staticFile struct {
-	body        []byte
-	contentType string
-	url         string // with a content hash, so that it can be cached for long
+	cfg Config
+	kit *pagekit.Pages
 }
 
 // Register adds the pages to r: /markets, /markets/{id} and their static files.
@@ -101,50 +86,15 @@ func Register(r gin.IRouter, cfg Config) {
 	g := r.Group("/markets", p.headers)
 	g.GET("", p.list)
 	g.GET("/:id", p.market)
-	r.GET("/market-pages/:file", p.serveStatic)
+	r.GET("/market-pages/:file", p.kit.ServeStatic)
 }
 
 func newPages(cfg Config) *pages {
-	p := &pages{cfg: cfg, templates: map[string]*template.Template{}, static: map[string]staticFile{}}
-	files, err := fs.Glob(staticFiles, "static/*")
+	kit, err := pagekit.New(files, "/market-pages/", template.FuncMap{"iso": iso, "price": price, "quantity": quantity})
 	if err != nil {
-		panic(err)
+		panic(err) // the files are embedded: only a broken build gets here
 	}
-	for _, f := range files {
-		body, err := staticFiles.ReadFile(f)
-		if err != nil {
-			panic(err)
-		}
-		sum := sha256.Sum256(body)
-		name := path.Base(f)
-		p.static[name] = staticFile{body: body, contentType: mime.TypeByExtension(path.Ext(name)),
-			url: "/market-pages/" + name + "?v=" + hex.EncodeToString(sum[:6])}
-	}
-	funcs := template.FuncMap{
-		"static": func(name string) (string, error) {
-			f, ok := p.static[name]
-			if !ok {
-				return "", fmt.Errorf("no static file %q", name)
-			}
-			return f.url, nil
-		},
-		"when":     when,
-		"iso":      iso,
-		"price":    price,
-		"quantity": quantity,
-	}
-	names, err := fs.Glob(templateFiles, "templates/*.html")
-	if err != nil {
-		panic(err)
-	}
-	for _, n := range names {
-		name := path.Base(n)
-		if name == "layout.html" {
-			continue
-		}
-		p.templates[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", n))
-	}
-	return p
+	return &pages{cfg: cfg, kit: kit}
 }
 
 // now is the pages' clock at the database's precision.
@@ -160,15 +110,12 @@ type view struct {
 	Market *marketData
 }
 
-// render writes a page, fully rendered first so that a template error cannot send half of one.
+// render writes a page, whole, or none of it and a 500.
 func (p *pages) render(c *gin.Context, status int, name string, v *view) {
-	var buf bytes.Buffer
-	if err := p.templates[name].ExecuteTemplate(&buf, "layout", v); err != nil {
+	if err := p.kit.Render(c, status, name, v); err != nil {
 		httpkit.Logger(c).Error("could not render a market page", "page", name, "err", err)
 		c.String(http.StatusInternalServerError, "pmx could not show this page; try again in a moment\n")
-		return
 	}
-	c.Data(status, "text/html; charset=utf-8", buf.Bytes())
 }
 
 // fail answers an unexpected error with a page that says so, and logs it.
@@ -190,31 +137,6 @@ func (p *pages) headers(c *gin.Context) {
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-cache")
 	c.Next()
-}
-
-func (p *pages) serveStatic(c *gin.Context) {
-	f, ok := p.static[c.Param("file")]
-	if !ok {
-		c.String(http.StatusNotFound, "not found\n")
-		return
-	}
-	c.Header("X-Content-Type-Options", "nosniff")
-	c.Header("Cache-Control", "public, max-age=86400")
-	c.Data(http.StatusOK, f.contentType, f.body)
-}
-
-// when shows a time in UTC, to the minute; "—" for none.
-func when(t any) string {
-	switch t := t.(type) {
-	case time.Time:
-		return t.UTC().Format("2 Jan 2006 15:04 UTC")
-	case *time.Time:
-		if t == nil {
-			return "—"
-		}
-		return t.UTC().Format("2 Jan 2006 15:04 UTC")
-	}
-	return fmt.Sprint(t)
 }
 
 // iso is a time as the API writes it (RFC 3339, UTC), for a <time datetime>; "" for none.

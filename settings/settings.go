@@ -23,17 +23,11 @@
 package settings
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"fmt"
 	"html/template"
-	"io/fs"
-	"mime"
 	"net/http"
-	"path"
 	"strings"
 	"time"
 	"unicode"
@@ -42,14 +36,12 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/pmx-dev/pmx/httpkit"
+	"github.com/pmx-dev/pmx/pagekit"
 	"github.com/pmx-dev/pmx/store"
 )
 
-//go:embed templates/*.html
-var templateFiles embed.FS
-
-//go:embed static/*
-var staticFiles embed.FS
+//go:embed templates/*.html static/*
+var files embed.FS
 
 // Settings limits and lifetimes.
 const (
@@ -91,20 +83,13 @@ type Config struct {
 	Now func() time.Time
 }
 
-// settings holds what the settings pages need: their configuration, templates, static files, the
-// cross-origin check and the form key.
+// settings holds what the settings pages need: their configuration, templates and static files,
+// the cross-origin check and the form key.
 type settings struct {
 	cfg     Config
-	pages   map[string]*template.Template
-	static  map[string]staticFile
+	kit     *pagekit.Pages
 	cop     *http.CrossOriginProtection
 	formKey formKeyCache
-}
-
-type staticFile struct {
-	body        []byte
-	contentType string
-	url         string // with a content hash, so that it can be cached for long
 }
 
 // Register adds the settings pages to r, under /settings.
@@ -122,49 +107,15 @@ func Register(r gin.IRouter, cfg Config) {
 	g.POST("/sign-out", st.signOut)
 	g.POST("/keys", st.signedIn(st.createKey))
 	g.POST("/keys/:id/revoke", st.signedIn(st.revokeKey))
-	g.GET("/static/:file", st.serveStatic)
+	g.GET("/static/:file", st.kit.ServeStatic)
 }
 
 func newSettings(cfg Config) *settings {
-	st := &settings{cfg: cfg, pages: map[string]*template.Template{}, static: map[string]staticFile{},
-		cop: http.NewCrossOriginProtection()}
-	files, err := fs.Glob(staticFiles, "static/*")
+	kit, err := pagekit.New(files, "/settings/static/", template.FuncMap{"dollars": dollars})
 	if err != nil {
-		panic(err)
+		panic(err) // the files are embedded: only a broken build gets here
 	}
-	for _, f := range files {
-		body, err := staticFiles.ReadFile(f)
-		if err != nil {
-			panic(err)
-		}
-		sum := sha256.Sum256(body)
-		name := path.Base(f)
-		st.static[name] = staticFile{body: body, contentType: mime.TypeByExtension(path.Ext(name)),
-			url: "/settings/static/" + name + "?v=" + hex.EncodeToString(sum[:6])}
-	}
-	funcs := template.FuncMap{
-		"static": func(name string) (string, error) {
-			f, ok := st.static[name]
-			if !ok {
-				return "", fmt.Errorf("no static file %q", name)
-			}
-			return f.url, nil
-		},
-		"dollars": dollars,
-		"when":    when,
-	}
-	pages, err := fs.Glob(templateFiles, "templates/*.html")
-	if err != nil {
-		panic(err)
-	}
-	for _, p := range pages {
-		name := path.Base(p)
-		if name == "layout.html" {
-			continue
-		}
-		st.pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", p))
-	}
-	return st
+	return &settings{cfg: cfg, kit: kit, cop: http.NewCrossOriginProtection()}
 }
 
 // now is the pages' clock at the database's precision.
@@ -192,16 +143,12 @@ type page struct {
 	Grant       int64
 }
 
-// render writes a page, fully rendered first so that a template error cannot send half of one.
+// render writes a page (whole, or none of it and a 500), and ends the request.
 func (st *settings) render(c *gin.Context, status int, name string, p *page) {
-	var buf bytes.Buffer
-	if err := st.pages[name].ExecuteTemplate(&buf, "layout", p); err != nil {
+	if err := st.kit.Render(c, status, name, p); err != nil {
 		httpkit.Logger(c).Error("could not render a settings page", "page", name, "err", err)
 		c.String(http.StatusInternalServerError, "pmx could not show this page; try again later\n")
-		c.Abort()
-		return
 	}
-	c.Data(status, "text/html; charset=utf-8", buf.Bytes())
 	c.Abort()
 }
 
@@ -236,16 +183,6 @@ func (st *settings) crossOrigin(c *gin.Context) {
 	c.Next()
 }
 
-func (st *settings) serveStatic(c *gin.Context) {
-	f, ok := st.static[c.Param("file")]
-	if !ok {
-		c.String(http.StatusNotFound, "not found\n")
-		return
-	}
-	c.Header("Cache-Control", "public, max-age=86400")
-	c.Data(http.StatusOK, f.contentType, f.body)
-}
-
 // dollars shows cents as dollars: 123456789 is "$1,234,567.89".
 func dollars(cents int64) string {
 	sign := ""
@@ -261,20 +198,6 @@ func dollars(cents int64) string {
 		b.WriteRune(r)
 	}
 	return fmt.Sprintf("%s$%s.%02d", sign, b.String(), cents%100)
-}
-
-// when shows a time in UTC, to the minute.
-func when(t any) string {
-	switch t := t.(type) {
-	case time.Time:
-		return t.UTC().Format("2 Jan 2006 15:04 UTC")
-	case *time.Time:
-		if t == nil {
-			return ""
-		}
-		return t.UTC().Format("2 Jan 2006 15:04 UTC")
-	}
-	return fmt.Sprint(t)
 }
 
 // sentence turns an API error message ("name must be ...") into a sentence for a page.
