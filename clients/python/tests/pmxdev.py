@@ -3,6 +3,7 @@ private Postgres in a temporary folder, and stopped (SIGINT, then SIGKILL) when 
 
 from __future__ import annotations
 
+import ctypes
 import os
 import secrets
 import shutil
@@ -36,6 +37,16 @@ def pmx_binary() -> Path:
     return path
 
 
+def _stop_with_parent() -> None:
+    """In the child, before pmx starts: SIGINT it if the test process dies without stopping it
+    (killed by a timeout, say), so that no pmx dev or Postgres outlives the tests. Linux only."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGINT)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
 class PmxDev:
     """One `pmx dev` process and an admin client for it."""
 
@@ -50,7 +61,8 @@ class PmxDev:
         cmd = [str(pmx_binary()), "dev", "--addr", "127.0.0.1:0", "--metrics-addr", "0",
                "--data-dir", str(self.tmp / "data"), "--admin-token", self.admin_token,
                "--markets", "", "--log-level", "warn", *args]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._log, stdin=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._log, stdin=subprocess.DEVNULL,
+                                     preexec_fn=_stop_with_parent)
         self._stdout: list[str] = []
         self._found = threading.Event()
         self.url = ""
