@@ -280,12 +280,12 @@ def test_pings_keep_a_quiet_feed_alive_and_silence_replaces_it(exchange: PmxDev,
     # The exchange's heartbeats come every 10 s: on a quiet market, only the answers to the
     # feed's own pings arrive within a shorter silence_timeout.
     with pmx.Client(exchange.url, key) as c:
-        with c.feed(pmx.FeedOptions(ping_interval=0.2, silence_timeout=2.0)) as feed:
+        with c.feed(pmx.FeedOptions(ping_interval=0.2, silence_timeout=2.0, heartbeats=True)) as feed:
             feed.subscribe("book", market)
             assert isinstance(feed.recv(timeout=WAIT), pmx.BookSnapshot)
-            with pytest.raises(TimeoutError):
-                msg = feed.recv(timeout=3.0)  # nothing, and above all no Reconnected
-                pytest.fail(f"a quiet feed with pings delivered {msg!r}")
+            # Nothing but the exchange's heartbeat (within 10 s), and above all no Reconnected.
+            msg = feed.recv(timeout=WAIT)
+            assert isinstance(msg, pmx.Heartbeat) and msg.at.tzinfo is not None, msg
             assert feed.reconnects == 0
         with c.feed(pmx.FeedOptions(ping_interval=60, silence_timeout=1.0)) as feed:
             feed.subscribe("book", market)
@@ -296,3 +296,16 @@ def test_pings_keep_a_quiet_feed_alive_and_silence_replaces_it(exchange: PmxDev,
             seq = c.get_order_book(market).seq
             msgs = collect(feed, lambda ms: last_book(ms, market) == seq)
             assert not any(isinstance(m, pmx.BookSnapshot) for m in msgs)  # resumed
+
+
+def test_cancel_on_disconnect(exchange: PmxDev, key: str, market: str) -> None:
+    with pmx.Client(exchange.url, key) as c:
+        with c.feed(pmx.FeedOptions(cancel_on_disconnect=True)) as feed:
+            feed.subscribe("orders")
+            order = c.place_order(market, "BUY", "YES", 5, 1)
+            assert c.get_order(order.id).status == "OPEN"
+        deadline = time.monotonic() + WAIT
+        while (got := c.get_order(order.id)).status == "OPEN":
+            assert time.monotonic() < deadline, "the order outlived its feed connection"
+            time.sleep(0.05)
+        assert (got.status, got.cancel_reason) == ("CANCELLED", "HEARTBEAT")
