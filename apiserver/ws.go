@@ -30,8 +30,8 @@ import (
 // GET /api/v1/ws/public is the same feed without a key, for the market pages (package
 // marketpages) and anyone who only watches: the same connections, protocol and hub, less the
 // account's channels (orders, fills) and cancelOnDisconnect, with fewer subscriptions a
-// connection and a bound on how often it may subscribe. A connection's reader takes the client's messages (subscribe, unsubscribe, ping) and its
-// writer sends from one bounded queue, which the hub's fan-out fills without waiting; a client
+// connection and a bound on how often it may subscribe. A connection's reader takes the client's
+// messages (subscribe, unsubscribe, ping) and its writer sends from one bounded queue, which the hub's fan-out fills without waiting; a client
 // that lets the queue fill is disconnected with close code wsSlowConsumer and resumes.
 
 // Close codes of the feed, beside the standard ones (1001 when the server stops).
