@@ -199,8 +199,8 @@ $(K8S_BINS)/etcd:
 
 ##@ Packaging
 
-# The container image (Dockerfile: a static pmx on distroless, non-root) and the Helm chart
-# charts/pmx. `kind load docker-image $(IMG)` puts a built image on a kind cluster (README, "Run on
+# The container image (Dockerfile: a static pmx on distroless, non-root; `make image` builds the
+# same Dockerfile where no registry is reachable) and the Helm chart charts/pmx. `kind load docker-image $(IMG)` puts a built image on a kind cluster (README, "Run on
 # Kubernetes"). helm is pinned and built from source through the Go module proxy into bin/, like the
 # other tools; internal/charttest reads HELM_VERSION from here, so the tests run this same helm.
 IMG ?= pmx:dev
@@ -210,6 +210,23 @@ HELM := $(BIN)/helm-$(HELM_VERSION)
 .PHONY: docker-build
 docker-build: ## Build the container image IMG (default pmx:dev) with Docker.
 	docker build -t $(IMG) .
+
+.PHONY: image
+image: image-deps ## Build the image IMG from the Dockerfile with no registry (local bases, a private dockerd; saved to bin/images/).
+	IMG=$(IMG) hack/image/build.sh
+
+.PHONY: test-image
+test-image: image-deps ## Build the image IMG as `make image` does, then check it: pmx answers, as 65532, read-only, no shell.
+	IMG=$(IMG) hack/image/build.sh --test
+
+# Debian's docker.io (`make image` runs a dockerd of its own for the build, then stops it) and
+# busybox-static (the shell of its local Go base). Installed with apt when missing.
+.PHONY: image-deps
+image-deps:
+	@if [ -x /usr/sbin/dockerd ] && [ -x /usr/bin/docker ] && dpkg -s busybox-static >/dev/null 2>&1; then exit 0; fi; \
+	echo "docker.io or busybox-static not found: installing them with apt-get"; \
+	SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
+	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq docker.io busybox-static
 
 .PHONY: helm
 helm: $(HELM) ## Install the pinned helm into bin/ (once).
