@@ -212,21 +212,22 @@ docker-build: ## Build the container image IMG (default pmx:dev) with Docker.
 	docker build -t $(IMG) .
 
 .PHONY: image
-image: image-deps ## Build the image IMG from the Dockerfile with no registry (local bases, a private dockerd; saved to bin/images/).
+image: image-deps ## Build the image IMG from the Dockerfile with no registry (local bases, a private dockerd), and a test node's Postgres and pause images; saved to bin/images/.
 	IMG=$(IMG) hack/image/build.sh
 
 .PHONY: test-image
-test-image: image-deps ## Build the image IMG as `make image` does, then check it: pmx answers, as 65532, read-only, no shell.
+test-image: image-deps ## Build the images as `make image` does, then run each: pmx as 65532 read-only with no shell, Postgres, pause.
 	IMG=$(IMG) hack/image/build.sh --test
 
-# Debian's docker.io (`make image` runs a dockerd of its own for the build, then stops it) and
-# busybox-static (the shell of its local Go base). Installed with apt when missing.
+# Debian's docker.io (`make image` runs a dockerd of its own for the build, then stops it),
+# mmdebstrap (the root of its Postgres image) and busybox-static (the shell of its local Go base).
+# Installed with apt when missing.
 .PHONY: image-deps
 image-deps:
-	@if [ -x /usr/sbin/dockerd ] && [ -x /usr/bin/docker ] && dpkg -s busybox-static >/dev/null 2>&1; then exit 0; fi; \
-	echo "docker.io or busybox-static not found: installing them with apt-get"; \
+	@if [ -x /usr/sbin/dockerd ] && [ -x /usr/bin/docker ] && [ -x /usr/bin/mmdebstrap ] && dpkg -s busybox-static >/dev/null 2>&1; then exit 0; fi; \
+	echo "docker.io, mmdebstrap or busybox-static not found: installing them with apt-get"; \
 	SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
-	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq docker.io busybox-static
+	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq docker.io mmdebstrap busybox-static
 
 .PHONY: helm
 helm: $(HELM) ## Install the pinned helm into bin/ (once).

@@ -11,8 +11,16 @@
 #   pmx-local/static:nonroot       CA certificates, tzdata and the nonroot user (65532), as
 #                                  distroless/static has them
 #
-# The image is then saved to OUT (bin/images/<name>.tar), for `ctr images import` on a node.
-# With --test it is also run: as 65532, with no shell, and pmx answers.
+# Beside it, the two other images a test cluster's node needs and no registry can give here:
+#
+#   pmx-local/postgres:15          Debian's postgresql (a root made by mmdebstrap once, kept as
+#                                  pmx-local/debian-postgresql:15) with postgres-entrypoint.sh,
+#                                  run as uid 70 like the official image the chart names
+#   pmx-local/pause:1              the pods' sandbox: hack/image/pause, alone
+#
+# The images are then saved to OUT (bin/images/<name>.tar), for `ctr images import` on a node.
+# With --test they are also run: pmx as 65532 with no shell; Postgres initialized as the chart runs
+# it, taking its password over TCP; pause stopping with 0 on SIGTERM.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 img=${IMG:-pmx:dev}
@@ -28,9 +36,11 @@ export DOCKER_HOST=unix://$run/docker.sock
 docker=/usr/bin/docker # Debian's client; /usr/local/bin/docker may be another one, without BuildKit
 
 dockerd_pid=
+containers=()
 stop() {
 	local status=$?
 	set +e
+	for c in "${containers[@]}"; do $docker rm -f "$c" >/dev/null 2>&1; done
 	if [ -n "$dockerd_pid" ]; then
 		kill "$dockerd_pid" 2>/dev/null || true
 		for _ in $(seq 1 100); do kill -0 "$dockerd_pid" 2>/dev/null || break; sleep 0.1; done
@@ -91,13 +101,44 @@ if ! $docker image inspect "$baseimage" >/dev/null 2>&1; then
 	rm -rf "$root"
 fi
 
+pgbase=pmx-local/debian-postgresql:15
+if ! $docker image inspect "$pgbase" >/dev/null 2>&1; then
+	echo "image: making $pgbase with mmdebstrap (Debian's postgresql-15; about two minutes)"
+	mirror=http://deb.debian.org/debian
+	[ -f /etc/apt/sources.list.d/debian.sources ] && mirror=/etc/apt/sources.list.d/debian.sources
+	# The chart runs Postgres as uid 70, the official image's postgres user.
+	mmdebstrap --quiet --variant=apt --include=postgresql-15 --format=tar \
+		--customize-hook='chroot "$1" sh -c "groupmod -g 70 postgres && usermod -u 70 -g 70 postgres && chown -R 70:70 /var/lib/postgresql /var/run/postgresql /etc/postgresql"' \
+		--customize-hook='rm -rf "$1"/var/cache/apt/archives/*.deb "$1"/var/lib/apt/lists/*' \
+		bookworm - "$mirror" | $docker import - "$pgbase" >/dev/null
+fi
+pgimage=pmx-local/postgres:15
+echo "image: building $pgimage"
+DOCKER_BUILDKIT=1 $docker build --quiet -t "$pgimage" -f - hack/image >/dev/null <<DOCKERFILE
+FROM $pgbase
+COPY postgres-entrypoint.sh /usr/local/bin/pmx-postgres-entrypoint
+ENV PATH=/usr/lib/postgresql/15/bin:/usr/local/bin:/usr/bin:/bin PGDATA=/var/lib/postgresql/data
+USER 70:70
+EXPOSE 5432
+ENTRYPOINT ["/usr/local/bin/pmx-postgres-entrypoint"]
+DOCKERFILE
+
+pauseimage=pmx-local/pause:1
+echo "image: building $pauseimage"
+root=$(mktemp -d "$state/root.XXXXXX")
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$root/pause" ./hack/image/pause
+tar -C "$root" -c . | $docker import --change 'ENTRYPOINT ["/pause"]' --change 'USER 65535:65535' - "$pauseimage" >/dev/null
+rm -rf "$root"
+
 echo "image: building $img from Dockerfile (GO_IMAGE=$goimage BASE_IMAGE=$baseimage)"
 DOCKER_BUILDKIT=1 $docker build --network host --build-arg GO_IMAGE="$goimage" --build-arg BASE_IMAGE="$baseimage" \
 	--progress plain -t "$img" . 2>&1 | grep -E '^#[0-9]+ (\[|DONE|ERROR|CACHED)|error' || true
 $docker image inspect "$img" >/dev/null || { echo "image: the build of $img failed: run DOCKER_HOST=... docker build to see why" >&2; exit 1; }
-tarball=$out/$(echo "$img" | tr ':/' '--').tar
-$docker save -o "$tarball" "$img"
-echo "image: $img ($($docker image inspect "$img" --format '{{.Size}}') bytes) saved to $tarball"
+for i in "$img" "$pgimage" "$pauseimage"; do
+	tarball=$out/$(echo "$i" | tr ':/' '--').tar
+	$docker save -o "$tarball" "$i"
+	echo "image: $i ($($docker image inspect "$i" --format '{{.Size}}') bytes) saved to $tarball"
+done
 
 if $test; then
 	fail() { echo "image test: $*" >&2; exit 1; }
@@ -111,4 +152,34 @@ if $test; then
 		fail "$img has a shell: its base should be the static one"
 	fi
 	echo "image test: $img runs pmx as 65532 on a read-only root (with a writable /tmp), with no shell"
+
+	# Postgres as the chart runs it: uid 70, a read-only root, the data below the volume's root.
+	c=$($docker run -d --network none --read-only --tmpfs /tmp \
+		--tmpfs /var/run/postgresql:uid=70,gid=70,mode=0775 --tmpfs /var/lib/postgresql/data:uid=70,gid=70,mode=0700 \
+		-e POSTGRES_USER=pmx -e POSTGRES_DB=pmx -e POSTGRES_PASSWORD=image-test -e PGDATA=/var/lib/postgresql/data/pgdata "$pgimage")
+	containers+=("$c")
+	for _ in $(seq 1 300); do
+		$docker exec "$c" pg_isready --quiet --host=127.0.0.1 --port=5432 --username=pmx --dbname=pmx && break
+		[ "$($docker inspect "$c" --format '{{.State.Running}}')" = true ] || break
+		sleep 0.2
+	done
+	$docker exec "$c" pg_isready --quiet --host=127.0.0.1 --port=5432 --username=pmx --dbname=pmx ||
+		fail "$pgimage did not start: $($docker logs "$c" 2>&1 | tail -5)"
+	[ "$($docker exec -e PGPASSWORD=image-test "$c" psql --host=127.0.0.1 --username=pmx --dbname=pmx -tAc 'select current_user')" = pmx ] ||
+		fail "$pgimage refused pmx's password over TCP"
+	if $docker exec -e PGPASSWORD=wrong "$c" psql --host=127.0.0.1 --username=pmx --dbname=pmx -tAc 'select 1' >/dev/null 2>&1; then
+		fail "$pgimage took a wrong password"
+	fi
+	echo "image test: $pgimage initializes pmx's database as uid 70 on a read-only root and takes only its password"
+
+	# pause: up until SIGTERM, then exit 0.
+	c=$($docker run -d --network none "$pauseimage")
+	containers+=("$c")
+	for _ in $(seq 1 100); do
+		$docker logs "$c" 2>&1 | grep -q 'pause: waiting for SIGTERM' && break
+		sleep 0.1
+	done
+	$docker stop --time 10 "$c" >/dev/null
+	[ "$($docker inspect "$c" --format '{{.State.ExitCode}}')" = 0 ] || fail "$pauseimage did not exit 0 on SIGTERM"
+	echo "image test: $pauseimage stops with 0 on SIGTERM"
 fi
