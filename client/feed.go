@@ -302,6 +302,9 @@ func (f *Feed) session(ctx context.Context, handle func(FeedMessage) error) (del
 		if err != nil {
 			return delivered, err
 		}
+		if (out.Type == "events" && len(out.Events) == 0) || (out.Type == "accountEvents" && len(out.AccountEvents) == 0) {
+			continue // everything in it had been delivered before a resume
+		}
 		k := subKey{channel: out.Channel, market: out.MarketID}
 		if resync[k] {
 			out.Resynced = true
@@ -354,41 +357,42 @@ func (f *Feed) accept(m wireMessage) (FeedMessage, error) {
 		if err := json.Unmarshal(m.Events, &out.Events); err != nil {
 			return out, fmt.Errorf("reading the feed's events: %w", err)
 		}
-		kept := out.Events[:0]
-		for _, e := range out.Events {
-			if known && e.Seq <= last {
-				continue // sent again across a resume
-			}
-			if known && gapless(m.Channel) && e.Seq != last+1 {
-				return out, fmt.Errorf("%w: %s of market %s went from %d to %d", ErrGap, m.Channel, out.MarketID, last, e.Seq)
-			}
-			last, known = e.Seq, true
-			kept = append(kept, e)
+		var err error
+		if out.Events, out.Seq, err = sequenced(out.Events, func(e MarketEvent) int { return e.Seq }, last, known, m.Channel); err != nil {
+			return out, fmt.Errorf("%w (market %s)", err, out.MarketID)
 		}
-		out.Events = kept
-		out.Seq = last
 	case "accountEvents":
 		if err := json.Unmarshal(m.Events, &out.AccountEvents); err != nil {
 			return out, fmt.Errorf("reading the feed's account events: %w", err)
 		}
-		kept := out.AccountEvents[:0]
-		for _, e := range out.AccountEvents {
-			if known && e.Seq <= last {
-				continue
-			}
-			if known && gapless(m.Channel) && e.Seq != last+1 {
-				return out, fmt.Errorf("%w: %s went from %d to %d", ErrGap, m.Channel, last, e.Seq)
-			}
-			last, known = e.Seq, true
-			kept = append(kept, e)
+		var err error
+		if out.AccountEvents, out.Seq, err = sequenced(out.AccountEvents, func(e AccountEvent) int { return e.Seq }, last, known, m.Channel); err != nil {
+			return out, err
 		}
-		out.AccountEvents = kept
-		out.Seq = last
 	default:
 		return out, fmt.Errorf("the feed sent a message of unknown type %q", m.Type)
 	}
 	f.last[k] = out.Seq
 	return out, nil
+}
+
+// sequenced keeps the events after last (those at or before it were sent again across a resume)
+// and, on a gapless channel, fails with ErrGap unless each is the one after the one before. It
+// returns them and the seq they bring the subscription to.
+func sequenced[E any](events []E, seqOf func(E) int, last int, known bool, channel string) ([]E, int, error) {
+	kept := events[:0]
+	for _, e := range events {
+		seq := seqOf(e)
+		if known && seq <= last {
+			continue
+		}
+		if known && gapless(channel) && seq != last+1 {
+			return nil, last, fmt.Errorf("%w: %s went from %d to %d", ErrGap, channel, last, seq)
+		}
+		last, known = seq, true
+		kept = append(kept, e)
+	}
+	return kept, last, nil
 }
 
 func (f *Feed) advance(k subKey, seq int) {
