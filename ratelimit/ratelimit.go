@@ -142,13 +142,20 @@ func (l *Limiter) Take(ctx context.Context, account int64, kind string, cost flo
 		b.leased += taken
 		b.left, b.at = left, now
 		if taken == 0 {
-			wait := time.Duration((need - left) / lim.Rate * float64(time.Second))
+			wait := refillTime(need-left, lim.Rate)
 			b.blocked = now.Add(wait)
 			return b.decision(lim, now, false, wait), nil
 		}
 	}
 	b.leased -= cost
 	return b.decision(lim, now, true, 0), nil
+}
+
+// refillTime is how long a bucket takes to refill missing tokens at rate a second, rounded up: a
+// refusal always names a wait, however little is missing (truncated, a shortfall of a
+// billionth of a token made a Retry-After of 0).
+func refillTime(missing, rate float64) time.Duration {
+	return time.Duration(math.Ceil(missing / rate * float64(time.Second)))
 }
 
 // decision says what the account has left, as this front knows it.

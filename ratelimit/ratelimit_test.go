@@ -105,3 +105,21 @@ func TestRules(t *testing.T) {
 		t.Fatalf("peek: %+v %v", p, err)
 	}
 }
+
+// TestRefillTime: the wait a refusal names is rounded up, never 0 for a shortfall above 0.
+func TestRefillTime(t *testing.T) {
+	tests := []struct {
+		missing, rate float64
+		want          time.Duration
+	}{
+		{1, 40, 25 * time.Millisecond},
+		{0.5, 1, 500 * time.Millisecond},
+		{1e-12, 40, 1}, // less than a nanosecond: one
+		{1e-9, 0.5, 2}, // two nanoseconds exactly
+	}
+	for _, tt := range tests {
+		if got := refillTime(tt.missing, tt.rate); got != tt.want {
+			t.Errorf("refillTime(%g, %g) = %v, want %v", tt.missing, tt.rate, got, tt.want)
+		}
+	}
+}
