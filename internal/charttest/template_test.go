@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -35,6 +36,7 @@ func TestTemplateDefault(t *testing.T) {
 	wantKinds := map[string]int{
 		"ServiceAccount": 1, "Secret": 2, "ClusterRole": 3, "ClusterRoleBinding": 1, "Role": 1,
 		"RoleBinding": 1, "Service": 7, "Deployment": 2, "StatefulSet": 2, "PodDisruptionBudget": 2,
+		"Lease": 1,
 	}
 	if got := kindCounts(r); !maps.Equal(got, wantKinds) {
 		t.Errorf("rendered kinds %v, want %v", got, wantKinds)
@@ -109,7 +111,7 @@ func TestTemplateProduction(t *testing.T) {
 	wantKinds := map[string]int{
 		"ServiceAccount": 1, "Secret": 1, "ClusterRole": 3, "ClusterRoleBinding": 1, "Role": 1,
 		"RoleBinding": 1, "Service": 5, "Deployment": 2, "StatefulSet": 1, "PodDisruptionBudget": 2,
-		"HorizontalPodAutoscaler": 1, "Ingress": 1, "ServiceMonitor": 3,
+		"HorizontalPodAutoscaler": 1, "Ingress": 1, "ServiceMonitor": 3, "Lease": 1,
 	}
 	if got := kindCounts(r); !maps.Equal(got, wantKinds) {
 		t.Errorf("rendered kinds %v, want %v", got, wantKinds)
@@ -199,6 +201,44 @@ func TestTemplateProduction(t *testing.T) {
 }
 
 // An external database by URL, tokens and operator ServiceAccount managed outside the chart.
+// TestUpgradeKeepsPostgres renders the chart for two pmx versions, as `helm upgrade` to a new
+// image tag does: the bundled Postgres's pod template must not change, or the upgrade restarts
+// the database under the exchange.
+func TestUpgradeKeepsPostgres(t *testing.T) {
+	t.Parallel()
+	var templates []any
+	for _, tag := range []string{"1.4.2", "1.5.0"} {
+		r := renderChart(t, "pmx", "exchange", "--set", "image.tag="+tag)
+		m := r.find("StatefulSet", "pmx-postgres")
+		if m == nil {
+			t.Fatal("no StatefulSet pmx-postgres")
+		}
+		templates = append(templates, m.obj.Object["spec"].(map[string]any)["template"])
+	}
+	if !reflect.DeepEqual(templates[0], templates[1]) {
+		t.Errorf("Postgres's pod template changes with pmx's image tag:\n%v\n%v", templates[0], templates[1])
+	}
+}
+
+// The operator's leader-election Lease is the chart's, so that `helm uninstall` removes it; its
+// name and namespace are those pmx operator elects with.
+func TestTemplateLease(t *testing.T) {
+	t.Parallel()
+	r := renderChart(t, "pmx", "exchange")
+	m := r.find("Lease", "pmx-operator.pmx.dev")
+	if m == nil || m.obj.GetNamespace() != "exchange" {
+		t.Fatalf("no Lease pmx-operator.pmx.dev in the release's namespace")
+	}
+	dep := decode[appsv1.Deployment](t, r, "Deployment", "pmx-operator")
+	args := strings.Join(dep.Spec.Template.Spec.Containers[0].Args, " ")
+	if !strings.Contains(args, "--leader-elect=true") || !strings.Contains(args, "--leader-election-namespace=exchange") {
+		t.Errorf("the operator does not elect in the release's namespace: %s", args)
+	}
+	if r := renderChart(t, "pmx", "exchange", "--set", "operator.leaderElect=false"); r.find("Lease", "pmx-operator.pmx.dev") != nil {
+		t.Errorf("a Lease rendered with leaderElect=false")
+	}
+}
+
 func TestTemplateExternalURL(t *testing.T) {
 	t.Parallel()
 	r := renderChart(t, "exchange", "markets", "-f", valuesFile("values-external-url.yaml"))
@@ -527,6 +567,15 @@ func checkPod(t *testing.T, w workload, image string, secrets map[string][]strin
 		}
 		if sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) > 0 {
 			t.Errorf("%s: capabilities %v, want drop ALL and add none", what, sc.Capabilities)
+		}
+		// pg_isready, like any libpq client, needs a user name: without --username it asks the
+		// system for the current user's, and a uid the image's passwd lacks (65532 in the Postgres
+		// image) makes it give up with "no attempt" — a wait that never ends.
+		for _, p := range []*corev1.Probe{c.StartupProbe, c.LivenessProbe, c.ReadinessProbe, {ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: c.Command}}}} {
+			if p != nil && p.Exec != nil && strings.Contains(strings.Join(p.Exec.Command, " "), "pg_isready") &&
+				!strings.Contains(strings.Join(p.Exec.Command, " "), "--username=") {
+				t.Errorf("%s: pg_isready without --username: %q", what, p.Exec.Command)
+			}
 		}
 		req, lim := c.Resources.Requests, c.Resources.Limits
 		if req.Cpu().IsZero() || req.Memory().IsZero() || lim.Memory().IsZero() {

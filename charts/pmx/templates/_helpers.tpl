@@ -195,7 +195,8 @@ The environment every pmx process reads its database from. Call with the root co
 {{/*
 With the bundled Postgres, an init container that waits until it accepts connections, so that the
 pmx processes (which fail fast when the database is unreachable) start once instead of crash-looping
-while Postgres initializes. It runs the Postgres image's pg_isready.
+while Postgres initializes. It runs the Postgres image's pg_isready, which needs a user name: it runs
+as 65532, which that image has no passwd entry for.
 */}}
 {{- define "pmx.waitForPostgres" -}}
 {{- if .Values.postgres.enabled }}
@@ -205,7 +206,7 @@ while Postgres initializes. It runs the Postgres image's pg_isready.
   command:
     - sh
     - -c
-    - until pg_isready --quiet --host={{ include "pmx.postgresName" . }} --port=5432 --timeout=2; do echo "waiting for {{ include "pmx.postgresName" . }}"; sleep 2; done
+    - until pg_isready --quiet --host={{ include "pmx.postgresName" . }} --port=5432 --username={{ .Values.postgres.username }} --dbname={{ .Values.postgres.database }} --timeout=2; do echo "waiting for {{ include "pmx.postgresName" . }}"; sleep 2; done
   securityContext:
     {{- toYaml .Values.securityContext | nindent 4 }}
   resources:
