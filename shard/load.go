@@ -48,6 +48,14 @@ func (s *Shard) load(ctx context.Context, id uuid.UUID) (*marketState, error) {
 	if s.cfg.Name != "" && (row.Shard == nil || *row.Shard != s.cfg.Name) {
 		return nil, ErrNotOwner
 	}
+	if mine := s.incarnation.Load(); mine != nil {
+		// Another process registered under this name since (store.Register) owns it now.
+		if current, err := s.cfg.Store.Incarnation(ctx, s.cfg.Name); err != nil {
+			return nil, err
+		} else if current != *mine {
+			return nil, ErrNotOwner
+		}
+	}
 	if row.LastTradePrice != nil {
 		m.lastPrice = *row.LastTradePrice
 	}

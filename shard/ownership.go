@@ -80,52 +80,87 @@ type Registration struct {
 	Interval time.Duration // default 1s
 }
 
-// Run heartbeats until ctx ends, then unregisters the shard so that its markets move at once.
-func (s *Shard) Run(ctx context.Context, reg Registration) {
-	register(ctx, s.cfg.Store, s.cfg.Name, s.log, reg, []*Shard{s})
+// Run registers the shard (store.Register) and heartbeats until ctx ends, then unregisters it so
+// that its markets move at once. It returns store.ErrSuperseded, having dropped every market,
+// when another process registers under the shard's name meanwhile.
+func (s *Shard) Run(ctx context.Context, reg Registration) error {
+	return register(ctx, s.cfg.Store, s.cfg.Name, s.log, reg, []*Shard{s})
 }
 
 // register keeps a named shard process registered until ctx ends, bringing the markets each of
 // its shards holds in line with those Postgres records as the process's after every heartbeat.
-func register(ctx context.Context, st *store.Store, name string, log *slog.Logger, reg Registration, shards []*Shard) {
+func register(ctx context.Context, st *store.Store, name string, log *slog.Logger, reg Registration, shards []*Shard) error {
 	interval := reg.Interval
 	if interval <= 0 {
 		interval = time.Second
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	var incarnation uuid.UUID // none until the first registration succeeds
 	for {
-		beat(ctx, st, name, log, reg.Address, shards)
+		var err error
+		incarnation, err = beat(ctx, st, name, log, reg.Address, shards, incarnation)
+		if errors.Is(err, store.ErrSuperseded) {
+			log.Error("another process has registered under this shard's name: this one stops serving its markets", "name", name)
+			for _, s := range shards {
+				if err := s.do(context.WithoutCancel(ctx), &command{kind: cmdSync}); err != nil {
+					s.log.Warn("could not drop the markets", "err", err)
+				}
+			}
+			return err
+		}
 		select {
 		case <-ctx.Done():
+			if incarnation == uuid.Nil {
+				return nil
+			}
 			stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			if err := st.Unregister(stopCtx, name); err != nil {
+			if err := st.Unregister(stopCtx, name, incarnation); err != nil {
 				log.Warn("could not unregister", "err", err)
 			}
-			return
+			return nil
 		case <-t.C:
 		}
 	}
 }
 
-func beat(ctx context.Context, st *store.Store, name string, log *slog.Logger, address string, shards []*Shard) {
-	if err := st.Heartbeat(ctx, name, address); err != nil {
+// beat registers the process (store.Register), or heartbeats once it is registered, then syncs
+// its shards' markets. It returns the process's incarnation, and store.ErrSuperseded when
+// another process has registered under the name.
+func beat(ctx context.Context, st *store.Store, name string, log *slog.Logger, address string, shards []*Shard, incarnation uuid.UUID) (uuid.UUID, error) {
+	if incarnation == uuid.Nil {
+		id, err := st.Register(ctx, name, address)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Warn("registration failed", "err", err)
+			}
+			return uuid.Nil, nil
+		}
+		incarnation = id
+		for _, s := range shards {
+			s.incarnation.Store(&id)
+		}
+	} else if err := st.Beat(ctx, name, address, incarnation); err != nil {
+		if errors.Is(err, store.ErrSuperseded) {
+			return incarnation, err
+		}
 		if ctx.Err() == nil {
 			log.Warn("heartbeat failed", "err", err)
 		}
-		return
+		return incarnation, nil
 	}
 	owned, err := st.OwnedMarkets(ctx, name)
 	if err != nil {
 		if ctx.Err() == nil {
 			log.Warn("could not read the markets assigned here", "err", err)
 		}
-		return
+		return incarnation, nil
 	}
 	for _, s := range shards { // each loads those of them it serves (Config.owns)
 		if err := s.do(ctx, &command{kind: cmdSync, owned: owned}); err != nil && ctx.Err() == nil {
 			s.log.Warn("could not load the markets assigned here", "err", err)
 		}
 	}
+	return incarnation, nil
 }

@@ -59,14 +59,15 @@ func NewSet(cfg Config, n int) *Set {
 	return set
 }
 
-// Run keeps a named set registered until ctx ends (Shard.Run), each of its shards holding the
-// markets assigned to the process that are its own.
-func (set *Set) Run(ctx context.Context, reg Registration) {
+// Run keeps a named set registered until ctx ends (Shard.Run: it returns store.ErrSuperseded when
+// another process registers under the name), each of its shards holding the markets assigned to
+// the process that are its own.
+func (set *Set) Run(ctx context.Context, reg Registration) error {
 	log := set.cfg.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	register(ctx, set.cfg.Store, set.cfg.Name, log.With("component", "shard"), reg, set.shards)
+	return register(ctx, set.cfg.Store, set.cfg.Name, log.With("component", "shard"), reg, set.shards)
 }
 
 // Stop stops every shard, each after finishing the commands it accepted.

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -92,6 +93,9 @@ type Shard struct {
 	snaps sync.Map // uuid.UUID → *Snapshot, the committed state of each book
 	// sweepers are the goroutines that expire GTD orders and fire dead-man switches.
 	sweepers sync.WaitGroup
+	// incarnation is the process's registration (store.Register) once it has one: a market is
+	// loaded only while the shard's name is still registered to it.
+	incarnation atomic.Pointer[uuid.UUID]
 
 	// Owned by the loop goroutine.
 	conn    *pgxpool.Conn // the batches' own connection

@@ -132,6 +132,74 @@ func TestFencing(t *testing.T) {
 	}
 }
 
+// TestRestartUnderOwnName starts a second process under a shard's name while the first still
+// runs, as a StatefulSet does after its pod is deleted by force: the new one's registration moves
+// the market to a new epoch, the old process can neither commit for it nor load it again, its
+// heartbeat tells it to stop, and stopping it does not unregister the new one.
+func TestRestartUnderOwnName(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.st.Assign(ctx, f.market, "shard-a"); err != nil {
+		t.Fatal(err)
+	}
+	run := func(s *Shard) (stop func(), done chan error) {
+		runCtx, cancel := context.WithCancel(ctx)
+		done = make(chan error, 1)
+		go func() { done <- s.Run(runCtx, Registration{Address: "127.0.0.1:1", Interval: 20 * time.Millisecond}) }()
+		return cancel, done
+	}
+	epochIs := func(want int64) func() bool {
+		return func() bool {
+			o, err := f.st.Owner(ctx, f.market)
+			return err == nil && o.Shard == "shard-a" && o.Epoch == want
+		}
+	}
+	old := f.shard(t, "shard-a")
+	stopOld, oldDone := run(old)
+	defer stopOld()
+	poll.Wait(t, 10*time.Second, "the first process's registration (epoch 2)", epochIs(2))
+	if _, err := old.Place(ctx, f.buy(f.alice, engine.Yes, 40, 1)); err != nil {
+		t.Fatalf("the owner could not place: %v", err)
+	}
+
+	renewed := f.shard(t, "shard-a")
+	stopNew, newDone := run(renewed)
+	poll.Wait(t, 10*time.Second, "the second process's registration (epoch 3)", epochIs(3))
+	before := orderCount(t, f.st)
+	if _, err := old.Place(ctx, f.buy(f.alice, engine.Yes, 41, 1)); !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("the old process placed an order after a new one registered under its name: %v", err)
+	}
+	if got := orderCount(t, f.st); got != before {
+		t.Fatalf("%d orders after the refused commit, %d before", got, before)
+	}
+	select {
+	case err := <-oldDone:
+		if !errors.Is(err, store.ErrSuperseded) {
+			t.Fatalf("the old process's registration ended with %v, want %v", err, store.ErrSuperseded)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the old process kept running after another registered under its name")
+	}
+	if !epochIs(3)() {
+		t.Fatal("the old process, stopping, unregistered the new one")
+	}
+	placed, err := renewed.Place(ctx, f.buy(f.bob, engine.No, 60, 1))
+	if err != nil || placed.FilledQuantity != 1 {
+		t.Fatalf("the new process's crossing order: %+v, %v", placed, err)
+	}
+	if err := renewed.CheckBooks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The new process, stopping, hands the market back.
+	stopNew()
+	if err := <-newDone; err != nil {
+		t.Fatal(err)
+	}
+	if o, err := f.st.Owner(ctx, f.market); err != nil || o.Shard != "" || o.Epoch != 4 {
+		t.Errorf("after the new process stopped: %+v, %v; want no owner at epoch 4", o, err)
+	}
+}
+
 // TestFailedCommitRebuildsTheBook makes a batch's transaction fail and checks that the book in
 // memory did not keep what was never committed.
 func TestFailedCommitRebuildsTheBook(t *testing.T) {

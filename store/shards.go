@@ -29,11 +29,64 @@ func (s *Store) Heartbeat(ctx context.Context, name, address string) error {
 	return err
 }
 
-// Unregister removes a stopping shard and hands its markets back (owner none, epoch + 1), so that
-// the operator moves them at once rather than when the heartbeat lapses.
-func (s *Store) Unregister(ctx context.Context, name string) error {
-	_, err := s.Pool.Exec(ctx, `with gone as (delete from shards where name = $1)
-		update markets set shard = null, epoch = epoch + 1 where shard = $1`, name)
+// ErrSuperseded is the answer to a shard process whose name another process has registered
+// since: it must stop serving.
+var ErrSuperseded = errors.New("another process has registered under this shard's name")
+
+// Register records that a shard process has started under name, with a new incarnation that it
+// returns: the process is alive now, and every market recorded as name's moves to a new epoch
+// under the same name. A process that comes back under its own name — a StatefulSet's pod deleted
+// by force, whose old container may still be running — so fences its old incarnation: that one's
+// commits fail on the epoch, it can load no market (Incarnation no longer names it), and its next
+// heartbeat (Beat) tells it to stop.
+func (s *Store) Register(ctx context.Context, name, address string) (uuid.UUID, error) {
+	incarnation := uuid.New()
+	_, err := s.Pool.Exec(ctx, `with fenced as (update markets set epoch = epoch + 1 where shard = $1)
+		insert into shards (name, address, started_at, heartbeat_at, incarnation)
+		values ($1, $2, now(), now(), $3)
+		on conflict (name) do update set address = excluded.address, started_at = now(), heartbeat_at = now(),
+			incarnation = excluded.incarnation`, name, address, incarnation)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	return incarnation, nil
+}
+
+// Beat records that the registered incarnation of a shard is alive, by the database's clock; it
+// fails with ErrSuperseded when another process has registered under the name since.
+func (s *Store) Beat(ctx context.Context, name, address string, incarnation uuid.UUID) error {
+	tag, err := s.Pool.Exec(ctx, `update shards set address = $2, heartbeat_at = now()
+		where name = $1 and incarnation = $3`, name, address, incarnation)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrSuperseded
+	}
+	return nil
+}
+
+// Incarnation returns the incarnation registered under a shard's name (uuid.Nil for none).
+func (s *Store) Incarnation(ctx context.Context, name string) (uuid.UUID, error) {
+	var id *uuid.UUID
+	err := s.Pool.QueryRow(ctx, `select incarnation from shards where name = $1`, name).Scan(&id)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return uuid.Nil, nil
+	case err != nil:
+		return uuid.Nil, err
+	case id == nil:
+		return uuid.Nil, nil
+	}
+	return *id, nil
+}
+
+// Unregister removes a stopping shard process and hands its markets back (owner none, epoch + 1),
+// so that the operator moves them at once rather than when the heartbeat lapses. It does nothing
+// when another process has registered under the name since (Register).
+func (s *Store) Unregister(ctx context.Context, name string, incarnation uuid.UUID) error {
+	_, err := s.Pool.Exec(ctx, `with gone as (delete from shards where name = $1 and incarnation = $2 returning name)
+		update markets set shard = null, epoch = epoch + 1 where shard = (select name from gone)`, name, incarnation)
 	return err
 }
 

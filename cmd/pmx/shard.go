@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/shard"
 	"github.com/pmx-dev/pmx/shardapi"
+	"github.com/pmx-dev/pmx/store"
 )
 
 type shardOptions struct {
@@ -103,9 +105,14 @@ func runShard(ctx context.Context, o shardOptions) error {
 		EventRetention: o.eventRetention, Feed: bus}, o.shards)
 	beatCtx, stopBeat := context.WithCancel(context.Background())
 	beatDone := make(chan struct{})
+	// A process superseded by another under its name (store.Register) stops, with an error.
+	ctx, supersede := context.WithCancelCause(ctx)
+	defer supersede(nil)
 	go func() {
 		defer close(beatDone)
-		sh.Run(beatCtx, shard.Registration{Address: advertise})
+		if err := sh.Run(beatCtx, shard.Registration{Address: advertise}); err != nil {
+			supersede(fmt.Errorf("shard %s: %w", o.name, err))
+		}
 	}()
 	log.Info("shard serving", "addr", ln.Addr().String(), "advertise", advertise)
 	fmt.Printf("pmx shard %s is running on %s (advertised as %s)\n%s", o.name, ln.Addr(), advertise, metricsLine(metricsAddr))
@@ -119,5 +126,8 @@ func runShard(ctx context.Context, o shardOptions) error {
 	stopBeat()
 	<-beatDone
 	sh.Stop()
+	if cause := context.Cause(ctx); errors.Is(cause, store.ErrSuperseded) {
+		return cause
+	}
 	return err
 }
