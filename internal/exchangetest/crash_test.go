@@ -1,12 +1,10 @@
 package exchangetest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"regexp"
@@ -365,38 +363,6 @@ func (b *crashBot) amend(t *testing.T, tg *Target) bool {
 	}
 	b.resting = slices.Delete(b.resting, i, i+1)
 	return true
-}
-
-// post places an order without failing the test on a transport error, which is expected while the
-// process is killed.
-func post(tg *Target, c *Client, body map[string]any) (int, []byte, error) {
-	resp, raw, err := call(tg, c, "/order", body)
-	if resp == nil {
-		return 0, nil, err
-	}
-	return resp.StatusCode, raw, err
-}
-
-// call sends a request to the public API without failing the test on a transport error, which is
-// expected while the process is killed. The answer's body is read and closed.
-func call(tg *Target, c *Client, path string, body any) (*http.Response, []byte, error) {
-	raw, err := json.Marshal(body)
-	if err != nil {
-		return nil, nil, err
-	}
-	req, err := http.NewRequest("POST", tg.URL+"/api/v1"+path, bytes.NewReader(raw))
-	if err != nil {
-		return nil, nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.Key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := tg.HTTP.Do(req)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer resp.Body.Close()
-	buf, err := io.ReadAll(resp.Body)
-	return resp, buf, err
 }
 
 // storedOrder is what the checks read of an order's row.
