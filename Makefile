@@ -166,6 +166,8 @@ $(CONTROLLER_GEN):
 K8S_VERSION  := $(shell awk '$$1 == "k8s.io/kubernetes" { print $$2 }' hack/k8s/go.mod)
 ETCD_VERSION := $(shell awk '$$1 == "go.etcd.io/etcd/server/v3" { print $$2 }' hack/etcd/go.mod)
 K8S_BINS     := $(BIN)/k8s/$(K8S_VERSION)
+# The node's binaries of `make cluster-bins`, built from the same module (below).
+K8S_NODE_BINS := kubelet kube-scheduler kube-controller-manager kube-proxy
 # What `kube-apiserver --version` and `kubectl version` report, as kubernetes' hack/lib/version.sh
 # stamps it; the build date is the release's, so that the build is reproducible.
 K8S_VERSION_VARS = gitVersion=$(K8S_VERSION) gitMajor=$(word 1,$(subst ., ,$(K8S_VERSION:v%=%))) \
@@ -184,8 +186,8 @@ k8s-bins:
 	@echo "KUBEBUILDER_ASSETS is set: the tests use the binaries in $(KUBEBUILDER_ASSETS)"
 endif
 
-$(K8S_BINS)/kube-apiserver $(K8S_BINS)/kubectl:
-	@echo "building $(@F) $(K8S_VERSION) from source into $(@D), $(if $(filter kubectl,$(@F)),about a minute after kube-apiserver,about 5 minutes of 2 cores) the first time"
+$(K8S_BINS)/kube-apiserver $(K8S_BINS)/kubectl $(addprefix $(K8S_BINS)/,$(K8S_NODE_BINS)):
+	@echo "building $(@F) $(K8S_VERSION) from source into $(@D), $(if $(filter kube-apiserver,$(@F)),about 5 minutes of 2 cores,about a minute after kube-apiserver) the first time"
 	@mkdir -p $(@D)
 	@date=$$(cd hack/k8s && $(GO) list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes); \
 	cd hack/k8s && $(K8S_GO_BUILD) -ldflags "$(K8S_LDFLAGS)" -o $@.tmp k8s.io/kubernetes/cmd/$(@F)
@@ -195,6 +197,20 @@ $(K8S_BINS)/etcd:
 	@echo "building etcd $(ETCD_VERSION) from source into $(@D), about a minute the first time"
 	@mkdir -p $(@D)
 	@cd hack/etcd && $(K8S_GO_BUILD) -ldflags "-s -w" -o $@.tmp go.etcd.io/etcd/server/v3
+	@mv $@.tmp $@
+
+# The one-node cluster of `make test-cluster` (hack/cluster) also needs the node's binaries — from the
+# same pinned module as kube-apiserver — and CoreDNS, from its own throwaway module hack/coredns.
+COREDNS_VERSION := $(shell awk '$$1 == "github.com/coredns/coredns" { print $$2 }' hack/coredns/go.mod)
+CLUSTER_BINS    := $(addprefix $(K8S_BINS)/,kube-apiserver etcd kubectl $(K8S_NODE_BINS) coredns)
+
+.PHONY: cluster-bins
+cluster-bins: $(CLUSTER_BINS) ## Build the one-node test cluster's Kubernetes binaries and CoreDNS into bin/k8s/ (once).
+
+$(K8S_BINS)/coredns:
+	@echo "building CoreDNS $(COREDNS_VERSION) from source into $(@D), about 5 minutes of 2 cores the first time"
+	@mkdir -p $(@D)
+	@cd hack/coredns && $(K8S_GO_BUILD) -ldflags "-s -w" -o $@.tmp github.com/coredns/coredns
 	@mv $@.tmp $@
 
 ##@ Packaging
@@ -246,3 +262,34 @@ $(HELM):
 	GOBIN=$(BIN) $(GO) install -ldflags "-s -w -X helm.sh/helm/$(firstword $(subst ., ,$(HELM_VERSION)))/internal/version.version=$(HELM_VERSION)" \
 		helm.sh/helm/$(firstword $(subst ., ,$(HELM_VERSION)))/cmd/helm@$(HELM_VERSION)
 	mv $(BIN)/helm $@
+
+##@ Test cluster
+
+# A one-node Kubernetes cluster with real pods, from host processes (hack/cluster/cluster.sh): the
+# binaries of `make cluster-bins`, Debian's containerd, runc and CNI plugins, the images of
+# `make image`. All its state is under CLUSTER_DIR; `cluster-down` (and test-cluster, also after a
+# failure) stops every process and undoes every change to the machine. It needs root.
+CLUSTER_DIR ?= $(BIN)/.cluster
+CLUSTER_DEBS := containerd runc containernetworking-plugins conntrack iptables nftables openssl
+export CLUSTER_DIR
+
+.PHONY: test-cluster
+test-cluster: cluster-deps cluster-bins image helm ## Bring up the one-node cluster, run the chart's tests on real pods (internal/clustertest), take it down.
+	HELM=$(HELM) hack/cluster/test.sh
+
+.PHONY: cluster-up
+cluster-up: cluster-deps cluster-bins image helm ## Bring up the one-node cluster and leave it running (kubeconfig in CLUSTER_DIR/kubeconfig).
+	hack/cluster/cluster.sh up
+
+.PHONY: cluster-down
+cluster-down: ## Stop the one-node cluster and undo every change it made to the machine.
+	hack/cluster/cluster.sh down
+
+# Installed with apt when missing.
+.PHONY: cluster-deps
+cluster-deps:
+	@missing=$$(for p in $(CLUSTER_DEBS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	[ -z "$$missing" ] && exit 0; \
+	echo "installing the test cluster's packages with apt-get:" $$missing; \
+	SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
+	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing

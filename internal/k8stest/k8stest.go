@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -225,6 +226,30 @@ func Start(t testing.TB) *Env {
 		Kubeconfig:   kubeconfig,
 		KubectlPath:  filepath.Join(bins, "kubectl"),
 		kubectlCache: filepath.Join(dir, "kubectl-cache"),
+	}
+}
+
+// Attach connects to a running cluster through kubeconfig — the one-node cluster of hack/cluster,
+// where the tests run pmx's chart on real pods — with the kubectl of Assets. Nothing is started
+// or installed.
+func Attach(t testing.TB, kubeconfig string) *Env {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatalf("k8stest: reading %s: %v", kubeconfig, err)
+	}
+	scheme := NewScheme()
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Env{
+		Config:       cfg,
+		Scheme:       scheme,
+		Client:       c,
+		Kubeconfig:   kubeconfig,
+		KubectlPath:  filepath.Join(Assets(t), "kubectl"),
+		kubectlCache: filepath.Join(t.TempDir(), "kubectl-cache"),
 	}
 }
 

@@ -1,0 +1,297 @@
+package clustertest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pmx-dev/pmx/internal/apitest"
+	"github.com/pmx-dev/pmx/internal/exchangetest"
+	"github.com/pmx-dev/pmx/internal/k8stest"
+	"github.com/pmx-dev/pmx/internal/poll"
+	"github.com/pmx-dev/pmx/store"
+)
+
+const (
+	release   = "pmx"
+	namespace = "pmx"
+	// fullname is the chart's <release>-pmx prefix, which a release named pmx shortens to pmx.
+	fullname = "pmx"
+
+	adminToken    = "cluster-test-admin-token"
+	internalToken = "cluster-test-internal-token"
+	// upgradeTag is the image tag `helm upgrade` rolls the release to: pmx:dev tagged anew in the
+	// node's containerd.
+	upgradeTag = "dev-upgrade"
+)
+
+// cluster is the one-node cluster hack/cluster brought up, with pmx's release on it.
+type cluster struct {
+	*k8stest.Env
+	dir  string // the cluster's folder (CLUSTER_DIR)
+	helm string
+	repo string
+}
+
+// attach finds the cluster that `make test-cluster` brought up; without one the test is
+// skipped, saying how to run it.
+func attach(t *testing.T) *cluster {
+	dir := os.Getenv("PMX_TEST_CLUSTER")
+	if dir == "" {
+		t.Skip("no cluster: `make test-cluster` brings one up (hack/cluster) and runs this test on it")
+	}
+	helm := os.Getenv("PMX_TEST_HELM")
+	if helm == "" {
+		t.Fatal("PMX_TEST_CLUSTER is set but PMX_TEST_HELM, the helm binary, is not")
+	}
+	return &cluster{Env: k8stest.Attach(t, filepath.Join(dir, "kubeconfig")), dir: dir, helm: helm, repo: k8stest.RepoRoot(t)}
+}
+
+// run runs a command against the cluster and returns its output; it fails t when the command
+// fails or runs past timeout.
+func (c *cluster) run(t testing.TB, timeout time.Duration, name string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "HELM_CACHE_HOME="+filepath.Join(c.dir, "helm", "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(c.dir, "helm", "config"), "HELM_DATA_HOME="+filepath.Join(c.dir, "helm", "data"))
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func (c *cluster) helmRun(t testing.TB, args ...string) string {
+	t.Helper()
+	return c.run(t, 6*time.Minute, c.helm, args...)
+}
+
+// TestCluster installs the chart with the images `make image` built and checks the exchange on
+// real pods: every pod Ready; the samples applied with kubectl scheduled onto the shards; the
+// contract suite through the API Service; a shard pod deleted by force under load; a rolling
+// upgrade under load; a resolution patched with kubectl; and an uninstall that leaves only what
+// the chart keeps on purpose.
+func TestCluster(t *testing.T) {
+	c := attach(t)
+	started := time.Now()
+	c.install(t)
+	installed := time.Since(started)
+	t.Logf("helm install to every pod Ready: %v", installed.Round(time.Second))
+	fmt.Fprintf(os.Stderr, "cluster: helm install to every pod Ready in %v\n", installed.Round(time.Second))
+	c.checkPods(t, "pmx:dev")
+
+	st := c.store(t)
+	api := c.serviceURL(t, fullname+"-api", "http")
+	metrics := c.serviceURL(t, fullname+"-api-metrics", "metrics")
+	exchangetest.WaitReady(t, api+"/readyz")
+	target := func(url string) *exchangetest.Target {
+		tg := &exchangetest.Target{URL: url, MetricsURL: metrics, AdminToken: adminToken, Store: st,
+			Validator: apitest.NewValidator(t), Feed: apitest.NewAsyncValidator(t), HTTP: &http.Client{Timeout: time.Minute}}
+		tg.Markets = &exchangetest.KubeMarkets{Client: c.Client, Store: st, Namespace: "default",
+			Scheduled: func(_ context.Context, m store.Market) bool { return m.Shard != nil && isShard(*m.Shard) }}
+		return tg
+	}
+
+	t.Run("Suite", func(t *testing.T) {
+		// A connection per request, so that the Service spreads the suite over both fronts, as it
+		// spreads many clients: each front's metrics then show placements, whichever one the
+		// metrics Service picks.
+		tg := target(api)
+		tg.HTTP = &http.Client{Timeout: time.Minute, Transport: &http.Transport{DisableKeepAlives: true}}
+		exchangetest.RunSuite(t, tg)
+	})
+	// The failover's feed clients each follow one front: through the pods' own addresses, which
+	// the node reaches on its bridge.
+	var fronts []*exchangetest.Target
+	for _, ip := range c.podIPs(t, "api") {
+		fronts = append(fronts, target("http://"+ip+":8080"))
+	}
+	t.Run("Failover", func(t *testing.T) {
+		exchangetest.RunFailover(t, exchangetest.Distributed{
+			Fronts:  fronts,
+			Kubectl: c.Kubectl,
+			IsShard: isShard,
+			Shards:  2,
+			Kill: func(t testing.TB, name string) {
+				c.Kubectl(t, "delete", "pod", "-n", namespace, name, "--grace-period=0", "--force", "--wait=false")
+			},
+			Returns: true,
+		}, filepath.Join(c.repo, "config", "samples"))
+	})
+	t.Run("RollingUpgrade", func(t *testing.T) { c.testUpgrade(t, target(api)) })
+	t.Run("Uninstall", func(t *testing.T) { c.testUninstall(t) })
+}
+
+func isShard(name string) bool { return strings.HasPrefix(name, fullname+"-shard-") }
+
+// install gives Postgres a volume (the cluster has no StorageClass: a hostPath PersistentVolume,
+// bound in advance to the claim the chart's StatefulSet makes) and installs the chart with the
+// suite's limits, waiting until every pod is Ready.
+func (c *cluster) install(t *testing.T) {
+	data := filepath.Join(c.dir, "volumes", "postgres")
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(data, 70, 70); err != nil { // the chart runs Postgres as uid 70; hostPath ignores fsGroup
+		t.Fatal(err)
+	}
+	pv := fmt.Sprintf(`{"apiVersion": "v1", "kind": "PersistentVolume",
+		"metadata": {"name": "pmx-test-postgres"},
+		"spec": {"capacity": {"storage": "2Gi"}, "accessModes": ["ReadWriteOnce"], "persistentVolumeReclaimPolicy": "Retain",
+			"hostPath": {"path": %q, "type": "Directory"},
+			"claimRef": {"namespace": %q, "name": "data-%s-postgres-0"}}}`, data, namespace, fullname)
+	c.applyJSON(t, pv)
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	c.helmRun(t, "install", release, filepath.Join(c.repo, "charts", "pmx"), "--namespace", namespace, "--create-namespace",
+		"-f", filepath.Join(c.repo, "hack", "cluster", "values.yaml"),
+		"--set", "secrets.adminToken="+adminToken, "--set", "secrets.internalToken="+internalToken,
+		"--set", "api.rateLimits.read.perSecond="+f(exchangetest.SuiteReadLimit.Rate),
+		"--set", "api.rateLimits.read.burst="+f(exchangetest.SuiteReadLimit.Burst),
+		"--set", "api.rateLimits.write.perSecond="+f(exchangetest.SuiteWriteLimit.Rate),
+		"--set", "api.rateLimits.write.burst="+f(exchangetest.SuiteWriteLimit.Burst),
+		"--set", "shard.extraArgs={--max-open-orders="+strconv.Itoa(exchangetest.SuiteMaxOpenOrders)+"}",
+		"--wait", "--timeout", "5m")
+}
+
+func (c *cluster) applyJSON(t testing.TB, doc string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := c.KubectlCmd(ctx, "apply", "-f", "-")
+	cmd.Stdin = strings.NewReader(doc)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+}
+
+// pod is what the checks read of a pod.
+type pod struct {
+	Metadata struct {
+		Name   string
+		UID    string
+		Labels map[string]string
+	}
+	Spec struct {
+		Containers []struct{ Name, Image string }
+	}
+	Status struct {
+		PodIP             string
+		Conditions        []struct{ Type, Status string }
+		ContainerStatuses []struct {
+			Name         string
+			Ready        bool
+			RestartCount int
+		}
+	}
+}
+
+func (c *cluster) pods(t testing.TB) []pod {
+	t.Helper()
+	var list struct{ Items []pod }
+	if err := json.Unmarshal([]byte(c.Kubectl(t, "get", "pods", "-n", namespace, "-o", "json")), &list); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+func component(p pod) string { return p.Metadata.Labels["app.kubernetes.io/component"] }
+
+// checkPods checks that the release's pods are the chart's — Postgres, the operator, two fronts
+// and two shards — every one Ready without a restart, and the pmx ones running image.
+func (c *cluster) checkPods(t *testing.T, image string) {
+	t.Helper()
+	counts := map[string]int{}
+	for _, p := range c.pods(t) {
+		counts[component(p)]++
+		ready := slices.ContainsFunc(p.Status.Conditions, func(c struct{ Type, Status string }) bool {
+			return c.Type == "Ready" && c.Status == "True"
+		})
+		if !ready {
+			t.Errorf("pod %s is not Ready: %+v", p.Metadata.Name, p.Status)
+		}
+		for _, s := range p.Status.ContainerStatuses {
+			if s.RestartCount > 0 {
+				t.Errorf("pod %s: container %s restarted %d times", p.Metadata.Name, s.Name, s.RestartCount)
+			}
+		}
+		for _, ct := range p.Spec.Containers {
+			if component(p) != "postgres" && ct.Image != image {
+				t.Errorf("pod %s: container %s runs %s, want %s", p.Metadata.Name, ct.Name, ct.Image, image)
+			}
+		}
+	}
+	if want := map[string]int{"postgres": 1, "operator": 1, "api": 2, "shard": 2}; !equalCounts(counts, want) {
+		t.Errorf("pods by component %v, want %v", counts, want)
+	}
+	t.Logf("kubectl get pods:\n%s", c.Kubectl(t, "get", "pods", "-n", namespace, "-o", "wide"))
+}
+
+func equalCounts(a, b map[string]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// podIPs lists the addresses of the Ready pods of a component.
+func (c *cluster) podIPs(t testing.TB, comp string) []string {
+	t.Helper()
+	var ips []string
+	for _, p := range c.pods(t) {
+		if component(p) == comp && p.Status.PodIP != "" {
+			ips = append(ips, p.Status.PodIP)
+		}
+	}
+	slices.Sort(ips)
+	return ips
+}
+
+// serviceURL is http://<ClusterIP>:<port> of a Service's named port: kube-proxy's rules take the
+// node's own connections there too.
+func (c *cluster) serviceURL(t testing.TB, service, port string) string {
+	t.Helper()
+	out := c.Kubectl(t, "get", "service", "-n", namespace, service, "-o",
+		fmt.Sprintf(`jsonpath={.spec.clusterIP}:{.spec.ports[?(@.name=="%s")].port}`, port))
+	if strings.HasPrefix(out, ":") || strings.HasSuffix(out, ":") {
+		t.Fatalf("service %s has no port %s: %q", service, port, out)
+	}
+	return "http://" + out
+}
+
+// store connects to the release's Postgres through its Service, with the password the chart
+// generated, for the checks in SQL.
+func (c *cluster) store(t *testing.T) *store.Store {
+	t.Helper()
+	password := c.Kubectl(t, "get", "secret", "-n", namespace, fullname+"-postgres", "-o", "jsonpath={.data.password}")
+	raw, err := decodeBase64(password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimPrefix(c.serviceURL(t, fullname+"-postgres", "postgres"), "http://")
+	url := fmt.Sprintf("postgres://pmx:%s@%s/pmx?sslmode=disable", raw, host)
+	var st *store.Store
+	// A Service's rules reach the node a moment after `helm --wait` returns.
+	poll.Wait(t, time.Minute, "Postgres through its Service", func() bool {
+		st, err = store.Open(t.Context(), url)
+		return err == nil
+	})
+	t.Cleanup(st.Close)
+	return st
+}

@@ -1,0 +1,163 @@
+package clustertest
+
+import (
+	"context"
+	"encoding/base64"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/internal/exchangetest"
+	"github.com/pmx-dev/pmx/internal/poll"
+)
+
+func decodeBase64(s string) (string, error) {
+	raw, err := base64.StdEncoding.DecodeString(s)
+	return string(raw), err
+}
+
+// testUpgrade rolls the release to a new image tag with `helm upgrade` while bots trade through
+// the API Service: orders are acknowledged while the pods roll (the fronts one at a time behind
+// the Service, each shard handing its markets over as it stops), none acknowledged is lost, the
+// invariants hold, every pmx pod ends on the new tag, and Postgres is left alone.
+func (c *cluster) testUpgrade(t *testing.T, tg *exchangetest.Target) {
+	sock := filepath.Join(c.dir, "run", "containerd", "containerd.sock")
+	c.run(t, time.Minute, "ctr", "--address", sock, "-n", "k8s.io", "images", "tag", "--force",
+		"docker.io/library/pmx:dev", "docker.io/library/pmx:"+upgradeTag)
+	postgres := c.podUID(t, "postgres")
+	markets := []uuid.UUID{tg.NewMarket(t, nil).ID, tg.NewMarket(t, nil).ID, tg.NewMarket(t, nil).ID}
+	bots := make([]*exchangetest.Client, 8)
+	for i := range bots {
+		bots[i] = tg.NewAccount(t, "upgrade")
+	}
+	load := exchangetest.StartLoad(bots, markets)
+	stopped := false
+	defer func() {
+		if !stopped {
+			load.Stop()
+		}
+	}()
+	poll.Wait(t, time.Minute, "200 acknowledged orders", func() bool { return load.Acked() >= 200 })
+	began := time.Now()
+	c.helmRun(t, "upgrade", release, filepath.Join(c.repo, "charts", "pmx"), "--namespace", namespace,
+		"--reuse-values", "--set", "image.tag="+upgradeTag, "--wait", "--timeout", "5m")
+	ended := time.Now()
+	poll.Wait(t, 2*time.Minute, "an order sent after the upgrade to be acknowledged", func() bool {
+		return load.Sent(ended, time.Now().Add(time.Hour)) > 0
+	})
+	load.Stop()
+	stopped = true
+	during := load.Sent(began, ended)
+	t.Logf("helm upgrade to %s under load took %v; %d orders sent meanwhile were acknowledged, %d in all",
+		upgradeTag, ended.Sub(began).Round(time.Second), during, load.Acked())
+	if during == 0 {
+		t.Errorf("no order sent during the upgrade was acknowledged: the release did not roll")
+	}
+	load.CheckKept(t, tg)
+	c.waitPods(t, "pmx:"+upgradeTag)
+	if got := c.podUID(t, "postgres"); got != postgres {
+		t.Errorf("the upgrade, which changed only pmx's image, restarted Postgres")
+	}
+	exchangetest.CheckInvariants(t, tg)
+	exchangetest.CheckBooksOverAPI(t, tg, bots[0], markets)
+}
+
+func (c *cluster) podUID(t testing.TB, comp string) string {
+	t.Helper()
+	for _, p := range c.pods(t) {
+		if component(p) == comp {
+			return p.Metadata.UID
+		}
+	}
+	t.Fatalf("no %s pod", comp)
+	return ""
+}
+
+// waitPods waits until the release's pods are the chart's set, all Ready and the pmx ones on
+// image — the old ones of a rollout gone — then checks them.
+func (c *cluster) waitPods(t *testing.T, image string) {
+	t.Helper()
+	want := map[string]int{"postgres": 1, "operator": 1, "api": 2, "shard": 2}
+	settled := func() bool {
+		counts := map[string]int{}
+		for _, p := range c.pods(t) {
+			counts[component(p)]++
+			for _, s := range p.Status.ContainerStatuses {
+				if !s.Ready {
+					return false
+				}
+			}
+			for _, ct := range p.Spec.Containers {
+				if component(p) != "postgres" && ct.Image != image {
+					return false
+				}
+			}
+		}
+		return equalCounts(counts, want)
+	}
+	if err := poll.Until(t.Context(), 2*time.Minute, func(context.Context) (bool, error) { return settled(), nil }); err != nil {
+		t.Logf("the pods did not settle: %s", c.Kubectl(t, "get", "pods", "-n", namespace, "-o", "wide"))
+	}
+	c.checkPods(t, image)
+}
+
+// testUninstall deletes the Markets while the operator still runs (it voids what is unsettled),
+// then uninstalls the release: nothing of pmx's is left but the CRD, with the Markets it
+// serves, and the Postgres data the chart keeps on purpose (the StatefulSet's claim and the
+// Secret with its password, which a reinstall reuses), besides the test's own volume.
+func (c *cluster) testUninstall(t *testing.T) {
+	c.Kubectl(t, "delete", "mkt", "--all", "--all-namespaces", "--timeout", "2m")
+	c.helmRun(t, "uninstall", release, "--namespace", namespace, "--wait", "--timeout", "3m")
+	want := []string{
+		"customresourcedefinition.apiextensions.k8s.io/markets.pmx.dev",
+		"persistentvolume/pmx-test-postgres",
+		"persistentvolumeclaim/data-" + fullname + "-postgres-0",
+		"secret/" + fullname + "-postgres",
+	}
+	var left []string
+	gone := func(context.Context) (bool, error) {
+		left = c.leftovers(t)
+		return slices.Equal(left, want), nil
+	}
+	if err := poll.Until(t.Context(), time.Minute, gone); err != nil {
+		t.Fatalf("after helm uninstall:\n  %s\nwant only:\n  %s", strings.Join(left, "\n  "), strings.Join(want, "\n  "))
+	}
+	t.Logf("left after helm uninstall, as intended: %s", strings.Join(left, ", "))
+}
+
+// leftovers lists, sorted, every object in the release's namespace but those Kubernetes puts
+// in every namespace, and every cluster-scoped object whose name says pmx.
+func (c *cluster) leftovers(t testing.TB) []string {
+	t.Helper()
+	kinds := func(namespaced bool) string {
+		out := c.Kubectl(t, "api-resources", "--verbs=list", "--namespaced="+strconv.FormatBool(namespaced), "-o", "name")
+		var ks []string
+		for _, k := range strings.Fields(out) {
+			if k != "events" && k != "events.events.k8s.io" {
+				ks = append(ks, k)
+			}
+		}
+		return strings.Join(ks, ",")
+	}
+	var left []string
+	for _, o := range strings.Fields(c.Kubectl(t, "get", kinds(true), "-n", namespace, "-o", "name", "--ignore-not-found")) {
+		if o != "serviceaccount/default" && o != "configmap/kube-root-ca.crt" {
+			left = append(left, o)
+		}
+	}
+	for _, o := range strings.Fields(c.Kubectl(t, "get", kinds(false), "-o", "name", "--ignore-not-found")) {
+		switch {
+		case o == "namespace/"+namespace: // helm install --create-namespace's, which helm never deletes
+		case o == "apiservice.apiregistration.k8s.io/v1alpha1.pmx.dev": // the CRD's group, served while it is
+		case strings.Contains(o, "pmx"):
+			left = append(left, o)
+		}
+	}
+	slices.Sort(left)
+	return left
+}
