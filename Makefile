@@ -270,7 +270,7 @@ $(HELM):
 # `make image`. All its state is under CLUSTER_DIR; `cluster-down` (and test-cluster, also after a
 # failure) stops every process and undoes every change to the machine. It needs root.
 CLUSTER_DIR ?= $(BIN)/.cluster
-CLUSTER_DEBS := containerd runc containernetworking-plugins conntrack iptables nftables openssl
+CLUSTER_DEBS := containerd runc containernetworking-plugins conntrack iptables nftables openssl curl python3
 export CLUSTER_DIR
 
 .PHONY: test-cluster

@@ -35,7 +35,6 @@
 # as root (as the kubelet must).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-repo=$PWD
 
 dir=$(realpath -m "${CLUSTER_DIR:-bin/.cluster}")
 k8s_version=$(awk '$1 == "k8s.io/kubernetes" { print $2 }' hack/k8s/go.mod)
@@ -151,7 +150,7 @@ preflight() {
 	for b in kube-apiserver etcd kubectl kubelet kube-scheduler kube-controller-manager kube-proxy coredns; do
 		[ -x "$bins/$b" ] || die "no $bins/$b: run make cluster-bins"
 	done
-	for t in containerd containerd-shim-runc-v2 runc ctr iptables conntrack openssl; do
+	for t in containerd containerd-shim-runc-v2 runc ctr iptables nft conntrack openssl curl /usr/bin/python3; do
 		command -v "$t" >/dev/null || die "no $t: run make cluster-deps"
 	done
 	[ -x /usr/lib/cni/bridge ] || die "no CNI plugins in /usr/lib/cni: run make cluster-deps"
@@ -313,6 +312,7 @@ EOF
         fallthrough in-addr.arpa ip6.arpa
     }
     cache 30
+    ready $node_ip:8181
 }
 EOF
 	start coredns "$bins/coredns" -conf "$dir/Corefile"
@@ -336,6 +336,8 @@ addressType: IPv4
 endpoints: [{addresses: [$node_ip]}]
 ports: [{name: dns, port: 53, protocol: UDP}, {name: dns-tcp, port: 53, protocol: TCP}]
 EOF
+	# CoreDNS is ready once its kubernetes plugin has synced with the API server.
+	wait_for "CoreDNS ready" 60 curl -sf "http://$node_ip:8181/ready"
 	log "up: kubectl --kubeconfig $kubeconfig get pods -A; take it down with hack/cluster/cluster.sh down"
 }
 
