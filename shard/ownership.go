@@ -101,7 +101,7 @@ func register(ctx context.Context, st *store.Store, name string, log *slog.Logge
 		var err error
 		incarnation, err = beat(ctx, st, name, log, reg.Address, shards, incarnation)
 		if errors.Is(err, store.ErrSuperseded) {
-			log.Error("another process has registered under this shard's name: this one stops serving its markets", "name", name)
+			log.Error("this process stops serving its markets", "name", name, "err", err)
 			for _, s := range shards {
 				if err := s.do(context.WithoutCancel(ctx), &command{kind: cmdSync}); err != nil {
 					s.log.Warn("could not drop the markets", "err", err)

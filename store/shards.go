@@ -30,8 +30,8 @@ func (s *Store) Heartbeat(ctx context.Context, name, address string) error {
 }
 
 // ErrSuperseded is the answer to a shard process whose name another process has registered
-// since: it must stop serving.
-var ErrSuperseded = errors.New("another process has registered under this shard's name")
+// since (or whose registration is gone): it must stop serving.
+var ErrSuperseded = errors.New("another process has registered under this shard's name, or its registration is gone")
 
 // Register records that a shard process has started under name, with a new incarnation that it
 // returns: the process is alive now, and every market recorded as name's moves to a new epoch

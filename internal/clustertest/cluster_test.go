@@ -2,6 +2,7 @@ package clustertest
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -280,7 +281,7 @@ func (c *cluster) serviceURL(t testing.TB, service, port string) string {
 func (c *cluster) store(t *testing.T) *store.Store {
 	t.Helper()
 	password := c.Kubectl(t, "get", "secret", "-n", namespace, fullname+"-postgres", "-o", "jsonpath={.data.password}")
-	raw, err := decodeBase64(password)
+	raw, err := base64.StdEncoding.DecodeString(password)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package clustertest
 
 import (
 	"context"
-	"encoding/base64"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,11 +14,6 @@ import (
 	"github.com/pmx-dev/pmx/internal/exchangetest"
 	"github.com/pmx-dev/pmx/internal/poll"
 )
-
-func decodeBase64(s string) (string, error) {
-	raw, err := base64.StdEncoding.DecodeString(s)
-	return string(raw), err
-}
 
 // testUpgrade rolls the release to a new image tag with `helm upgrade` while bots trade through
 // the API Service: orders are acknowledged while the pods roll (the fronts one at a time behind
