@@ -106,11 +106,13 @@ func TestCluster(t *testing.T) {
 	}
 
 	t.Run("Suite", func(t *testing.T) {
-		// A connection per request, so that the Service spreads the suite over both fronts, as it
-		// spreads many clients: each front's metrics then show placements, whichever one the
-		// metrics Service picks.
+		// The suite's requests reach one front or the other through the Service: its metrics check
+		// reads both fronts' listeners.
 		tg := target(api)
-		tg.HTTP = &http.Client{Timeout: time.Minute, Transport: &http.Transport{DisableKeepAlives: true}}
+		tg.MetricsURL = ""
+		for _, ip := range c.podIPs(t, "api") {
+			tg.MetricsURLs = append(tg.MetricsURLs, "http://"+ip+":9090")
+		}
 		exchangetest.RunSuite(t, tg)
 	})
 	// The failover's feed clients each follow one front: through the pods' own addresses, which

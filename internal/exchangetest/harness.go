@@ -35,6 +35,9 @@ type Target struct {
 	// MetricsURL is where the exchange serves /metrics (scheme://host:port): a listener of its
 	// own, apart from the API.
 	MetricsURL string
+	// MetricsURLs are more such listeners, one per front, when the target is several fronts behind
+	// one address (a Service): the suite's requests reach one of them.
+	MetricsURLs []string
 	AdminToken string
 	Store      *store.Store // the exchange's database, for checks in SQL
 	// CheckBooks compares the books in memory with Postgres, when the target can.
@@ -97,6 +100,13 @@ func StartDev(t testing.TB, options ...func(*apiserver.Config)) *Target {
 		AdminMarkets: true, Validator: apitest.NewValidator(t), Feed: apitest.NewAsyncValidator(t), HTTP: &http.Client{Timeout: time.Minute}}
 	tg.Markets = AdminMarkets{tg}
 	return tg
+}
+
+// over returns a copy of tg whose requests go through h.
+func (tg *Target) over(h *http.Client) *Target {
+	return &Target{URL: tg.URL, MetricsURL: tg.MetricsURL, MetricsURLs: tg.MetricsURLs, AdminToken: tg.AdminToken,
+		Store: tg.Store, CheckBooks: tg.CheckBooks, Markets: tg.Markets, AdminMarkets: tg.AdminMarkets,
+		Validator: tg.Validator, Feed: tg.Feed, HTTP: h}
 }
 
 // Client is one account's API key, or none.

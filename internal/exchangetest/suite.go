@@ -278,16 +278,25 @@ func testMetricsServed(t *testing.T, tg *Target) {
 	if status, raw := tg.do(t, "GET", "/metrics", "", nil, false); status != http.StatusNotFound {
 		t.Errorf("GET /metrics on the API's port: %d %.300s, want 404 (metrics have a listener of their own)", status, raw)
 	}
-	if tg.MetricsURL == "" {
+	urls := slices.DeleteFunc(append([]string{tg.MetricsURL}, tg.MetricsURLs...), func(u string) bool { return u == "" })
+	if len(urls) == 0 {
 		t.Fatal("the target has no MetricsURL")
 	}
-	resp, err := tg.HTTP.Get(tg.MetricsURL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	const placed = `pmx_http_requests_total{code="201",method="POST",route="/api/v1/order"}`
+	counted := false
+	for _, url := range urls {
+		resp, err := tg.HTTP.Get(url + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(raw), "# TYPE ") {
+			t.Fatalf("GET %s/metrics: %d %.300s (%v)", url, resp.StatusCode, raw, err)
+		}
+		counted = counted || strings.Contains(string(raw), placed)
 	}
-	raw, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(raw), `pmx_http_requests_total{code="201",method="POST",route="/api/v1/order"}`) {
-		t.Fatalf("GET %s/metrics: %d %.300s (%v)", tg.MetricsURL, resp.StatusCode, raw, err)
+	if !counted {
+		t.Errorf("no metrics listener of %v counted the suite's placements (%s)", urls, placed)
 	}
 }
