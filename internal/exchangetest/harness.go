@@ -38,8 +38,8 @@ type Target struct {
 	// MetricsURLs are more such listeners, one per front, when the target is several fronts behind
 	// one address (a Service): the suite's requests reach one of them.
 	MetricsURLs []string
-	AdminToken string
-	Store      *store.Store // the exchange's database, for checks in SQL
+	AdminToken  string
+	Store       *store.Store // the exchange's database, for checks in SQL
 	// CheckBooks compares the books in memory with Postgres, when the target can.
 	CheckBooks func(context.Context) error
 	// Markets creates markets and drives their lifecycle.
