@@ -100,8 +100,13 @@ func (w *world) beat(name, addr string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
+		incarnation, err := w.st.Register(ctx, name, addr)
+		if err != nil {
+			w.t.Errorf("registration: %v", err)
+			return
+		}
 		for {
-			if err := w.st.Heartbeat(ctx, name, addr); err != nil && ctx.Err() == nil {
+			if err := w.st.Beat(ctx, name, addr, incarnation); err != nil && ctx.Err() == nil {
 				w.t.Errorf("heartbeat: %v", err)
 			}
 			select {

@@ -21,14 +21,6 @@ type Shard struct {
 	Markets     int // OPEN markets it owns
 }
 
-// Heartbeat registers a shard or records that it is alive, by the database's clock.
-func (s *Store) Heartbeat(ctx context.Context, name, address string) error {
-	_, err := s.Pool.Exec(ctx, `insert into shards (name, address, started_at, heartbeat_at)
-		values ($1, $2, now(), now())
-		on conflict (name) do update set address = excluded.address, heartbeat_at = now()`, name, address)
-	return err
-}
-
 // ErrSuperseded is the answer to a shard process whose name another process has registered
 // since (or whose registration is gone): it must stop serving.
 var ErrSuperseded = errors.New("another process has registered under this shard's name, or its registration is gone")
