@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -211,49 +212,53 @@ func (c *cluster) pods(t testing.TB) []pod {
 
 func component(p pod) string { return p.Metadata.Labels["app.kubernetes.io/component"] }
 
-// checkPods checks that the release's pods are the chart's — Postgres, the operator, two fronts
-// and two shards — every one Ready without a restart, and the pmx ones running image.
+// checkPods waits until the release's pods are the chart's — Postgres, the operator, two fronts
+// and two shards, the old ones of a rollout gone — every one Ready without a restart and the pmx
+// ones running image; after two minutes it fails t with what is still wrong.
 func (c *cluster) checkPods(t *testing.T, image string) {
 	t.Helper()
-	counts := map[string]int{}
-	for _, p := range c.pods(t) {
-		counts[component(p)]++
-		ready := slices.ContainsFunc(p.Status.Conditions, func(c struct{ Type, Status string }) bool {
-			return c.Type == "Ready" && c.Status == "True"
-		})
-		if !ready {
-			t.Errorf("pod %s is not Ready: %+v", p.Metadata.Name, p.Status)
-		}
-		for _, s := range p.Status.ContainerStatuses {
-			if s.RestartCount > 0 {
-				t.Errorf("pod %s: container %s restarted %d times", p.Metadata.Name, s.Name, s.RestartCount)
-			}
-		}
-		for _, ct := range p.Spec.Containers {
-			if component(p) != "postgres" && ct.Image != image {
-				t.Errorf("pod %s: container %s runs %s, want %s", p.Metadata.Name, ct.Name, ct.Image, image)
-			}
-		}
+	var problems []string
+	settled := func(context.Context) (bool, error) {
+		problems = podProblems(c.pods(t), image)
+		return len(problems) == 0, nil
 	}
-	if want := map[string]int{"postgres": 1, "operator": 1, "api": 2, "shard": 2}; !equalCounts(counts, want) {
-		t.Errorf("pods by component %v, want %v", counts, want)
+	if err := poll.Until(t.Context(), 2*time.Minute, settled); err != nil {
+		t.Errorf("the release's pods:\n  %s", strings.Join(problems, "\n  "))
 	}
 	t.Logf("kubectl get pods:\n%s", c.Kubectl(t, "get", "pods", "-n", namespace, "-o", "wide"))
 }
 
-func equalCounts(a, b map[string]int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
+// podProblems says what keeps pods from being the chart's set, Ready, never restarted and on
+// image (Postgres apart); nothing when they are.
+func podProblems(pods []pod, image string) []string {
+	var problems []string
+	counts := map[string]int{}
+	for _, p := range pods {
+		counts[component(p)]++
+		ready := slices.ContainsFunc(p.Status.Conditions, func(cond struct{ Type, Status string }) bool {
+			return cond.Type == "Ready" && cond.Status == "True"
+		})
+		if !ready {
+			problems = append(problems, fmt.Sprintf("pod %s is not Ready", p.Metadata.Name))
+		}
+		for _, s := range p.Status.ContainerStatuses {
+			if s.RestartCount > 0 {
+				problems = append(problems, fmt.Sprintf("pod %s: container %s restarted %d times", p.Metadata.Name, s.Name, s.RestartCount))
+			}
+		}
+		for _, ct := range p.Spec.Containers {
+			if component(p) != "postgres" && ct.Image != image {
+				problems = append(problems, fmt.Sprintf("pod %s: container %s runs %s, want %s", p.Metadata.Name, ct.Name, ct.Image, image))
+			}
 		}
 	}
-	return true
+	if want := map[string]int{"postgres": 1, "operator": 1, "api": 2, "shard": 2}; !maps.Equal(counts, want) {
+		problems = append(problems, fmt.Sprintf("pods by component %v, want %v", counts, want))
+	}
+	return problems
 }
 
-// podIPs lists the addresses of the Ready pods of a component.
+// podIPs lists the addresses of a component's pods.
 func (c *cluster) podIPs(t testing.TB, comp string) []string {
 	t.Helper()
 	var ips []string

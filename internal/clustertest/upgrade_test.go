@@ -53,7 +53,7 @@ func (c *cluster) testUpgrade(t *testing.T, tg *exchangetest.Target) {
 		t.Errorf("no order sent during the upgrade was acknowledged: the release did not roll")
 	}
 	load.CheckKept(t, tg)
-	c.waitPods(t, "pmx:"+upgradeTag)
+	c.checkPods(t, "pmx:"+upgradeTag)
 	if got := c.podUID(t, "postgres"); got != postgres {
 		t.Errorf("the upgrade, which changed only pmx's image, restarted Postgres")
 	}
@@ -70,34 +70,6 @@ func (c *cluster) podUID(t testing.TB, comp string) string {
 	}
 	t.Fatalf("no %s pod", comp)
 	return ""
-}
-
-// waitPods waits until the release's pods are the chart's set, all Ready and the pmx ones on
-// image — the old ones of a rollout gone — then checks them.
-func (c *cluster) waitPods(t *testing.T, image string) {
-	t.Helper()
-	want := map[string]int{"postgres": 1, "operator": 1, "api": 2, "shard": 2}
-	settled := func() bool {
-		counts := map[string]int{}
-		for _, p := range c.pods(t) {
-			counts[component(p)]++
-			for _, s := range p.Status.ContainerStatuses {
-				if !s.Ready {
-					return false
-				}
-			}
-			for _, ct := range p.Spec.Containers {
-				if component(p) != "postgres" && ct.Image != image {
-					return false
-				}
-			}
-		}
-		return equalCounts(counts, want)
-	}
-	if err := poll.Until(t.Context(), 2*time.Minute, func(context.Context) (bool, error) { return settled(), nil }); err != nil {
-		t.Logf("the pods did not settle: %s", c.Kubectl(t, "get", "pods", "-n", namespace, "-o", "wide"))
-	}
-	c.checkPods(t, image)
 }
 
 // testUninstall deletes the Markets while the operator still runs (it voids what is unsettled),
