@@ -255,7 +255,7 @@ func newCancelBench(t *testing.T, distributed bool) *cancelBench {
 	if distributed {
 		srv := httptest.NewServer(shardapi.Server{Shard: b.shard, Store: b.store, Token: "internal-token", Logger: log}.Handler())
 		t.Cleanup(srv.Close)
-		if err := b.store.Heartbeat(ctx, b.name, strings.TrimPrefix(srv.URL, "http://")); err != nil {
+		if _, err := b.store.Register(ctx, b.name, strings.TrimPrefix(srv.URL, "http://")); err != nil {
 			t.Fatal(err)
 		}
 		exchange = &shardapi.Router{Store: b.store, Token: "internal-token"}
