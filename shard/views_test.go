@@ -16,8 +16,8 @@ import (
 	"github.com/pmx-dev/pmx/store"
 )
 
-// relocked reads how many of the shard's batches ran unlocked, were found out of date and ran
-// again with locks.
+// rerun reads how many of the shard's batches found what they reserved from out of date and ran
+// again, learning it more surely.
 func rerun(t *testing.T, s *Shard) float64 { return counter(t, s.metrics.rerun) }
 
 // counter reads one of the shard's counters.
