@@ -63,10 +63,13 @@ func TestCheckDomains(t *testing.T) {
 			outcome, price, quantity, filled_quantity, status, created_at, updated_at)
 			select gen_random_uuid(), '00000000-0000-0000-0000-0000000000aa', 3, 1, s, 'YES', 40, 1, 0, 'OPEN', now(), now()
 			from unnest(array['SELL', 'SHORT']::text[]) as s`, "side_check"},
-		// The checks that stayed on their tables.
+		{"a negative balance", `update accounts set available = -1 where id = 1`, "nonnegative_check"},
+		{"negative locked cash", `update accounts set locked = -1 where id = 1`, "nonnegative_check"},
+		{"a negative grant", `update accounts set granted = -1 where id = 1`, "nonnegative_check"},
+		{"a negative holding", `update positions set quantity = -1 where account_id = 1`, "nonnegative_check"},
+		// The checks that compare columns, which stayed on their tables.
 		{"an order filled beyond its quantity", `update orders set filled_quantity = 3 where seq = 1`, "orders_check"},
 		{"a resolved market without an outcome", `update markets set status = 'RESOLVED', settled_at = now()`, "markets_check"},
-		{"a negative balance", `update accounts set available = -1 where id = 1`, "accounts_available_check"},
 		{"more shares locked than held", `update positions set locked_quantity = 3 where account_id = 1`, "positions_check"},
 	}
 	for _, c := range cases {
@@ -122,7 +125,7 @@ func TestCheckDomainsMigration(t *testing.T) {
 	type state struct{ files, rows map[string]int64 }
 	read := func() state {
 		s := state{files: map[string]int64{}, rows: map[string]int64{}}
-		for _, table := range []string{"orders", "trades", "markets", "positions"} {
+		for _, table := range []string{"orders", "trades", "markets", "positions", "accounts"} {
 			var file, rows int64
 			if err := conn.QueryRow(ctx, `select pg_relation_filenode($1::regclass)::bigint, (select count(*) from `+
 				pgx.Identifier{table}.Sanitize()+`)`, table).Scan(&file, &rows); err != nil {
@@ -155,11 +158,12 @@ func TestCheckDomainsMigration(t *testing.T) {
 	}
 	var domains int
 	if err := conn.QueryRow(ctx, `select count(*) from pg_attribute a join pg_type t on t.oid = a.atttypid
-		where t.typtype = 'd' and a.attrelid in ('orders'::regclass, 'trades'::regclass, 'markets'::regclass, 'positions'::regclass)
+		where t.typtype = 'd' and a.attrelid in ('orders'::regclass, 'trades'::regclass, 'markets'::regclass, 'positions'::regclass,
+		                                         'accounts'::regclass)
 		  and not a.attisdropped`).Scan(&domains); err != nil {
 		t.Fatal(err)
 	}
-	if domains != 15 {
-		t.Errorf("%d columns of orders, trades, markets and positions have a domain type, want 15", domains)
+	if domains != 19 {
+		t.Errorf("%d columns of orders, trades, markets, positions and accounts have a domain type, want 19", domains)
 	}
 }

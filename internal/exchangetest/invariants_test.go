@@ -53,7 +53,7 @@ func TestInvariantsCatchViolations(t *testing.T) {
 		{"YES shares outstanding = NO shares outstanding", `update positions set quantity = 3 where outcome = 'YES'`},
 		{"locked cash = what open BUY orders need", `update accounts set locked = locked + 1, available = available - 1 where id = 1`},
 		{"locked shares = what open SELL orders need", `update positions set locked_quantity = 1 where account_id = 1`},
-		{"no negative balance", `alter table accounts drop constraint accounts_available_check;
+		{"no negative balance", `alter domain nonnegative drop constraint nonnegative_check;
 			update accounts set available = -1 where id = 2`},
 		{"orders are consistent with their status", `update orders set status = 'FILLED' where seq = 3`},
 		{"only OPEN markets have resting orders", `update markets set status = 'CLOSED' where id = ` + market},

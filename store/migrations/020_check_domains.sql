@@ -1,12 +1,13 @@
 -- The single-column checks of the tables every batch writes become domains.
 --
 -- Postgres parses a table's check constraints from their stored text again for every statement
--- that writes the table, and plans each one: with 24 of them on orders, trades, markets and
--- positions, that was a third of the batch statement's time (1.34 ms against 0.89 ms a call at
+-- that writes the table, and plans each one: with 28 of them on orders, trades, markets,
+-- positions and accounts, that was a third of the batch statement's time (1.34 ms against 0.89 ms a call at
 -- 1,000 orders/s, pg_stat_statements; docs/performance.md). A domain's check is parsed and planned
 -- once per connection and kept in its type cache, so the same rules now cost next to nothing.
--- The checks that compare two columns, and those the shards rely on to refuse a batch that
--- reserved too much (accounts' balances, positions' quantities), stay as they are.
+-- A domain's check fails as a table's did (check_violation), so the balances and holdings that
+-- refuse a batch which reserved too much (store.Refused) refuse it as before. The checks that
+-- compare two columns stay on their tables.
 --
 -- Nothing is rewritten: each column first becomes a domain without a check, which is binary
 -- compatible with its type, and the old table check that guaranteed the same rule is dropped;
@@ -16,6 +17,7 @@ create domain side as text;
 create domain outcome as text;
 create domain price_cents as smallint;
 create domain positive_quantity as bigint;
+create domain nonnegative as bigint;
 create domain order_status as text;
 create domain time_in_force as text;
 create domain self_trade as text;
@@ -56,12 +58,22 @@ alter table markets
     drop constraint markets_last_trade_price_check;
 alter table positions
     alter column outcome type outcome,
-    drop constraint positions_outcome_check;
+    alter column quantity type nonnegative,
+    drop constraint positions_outcome_check,
+    drop constraint positions_quantity_check;
+alter table accounts
+    alter column available type nonnegative,
+    alter column locked type nonnegative,
+    alter column granted type nonnegative,
+    drop constraint accounts_available_check,
+    drop constraint accounts_locked_check,
+    drop constraint accounts_granted_check;
 
 alter domain side add constraint side_check check (value in ('BUY', 'SELL')) not valid;
 alter domain outcome add constraint outcome_check check (value in ('YES', 'NO')) not valid;
 alter domain price_cents add constraint price_cents_check check (value between 1 and 99) not valid;
 alter domain positive_quantity add constraint positive_quantity_check check (value > 0) not valid;
+alter domain nonnegative add constraint nonnegative_check check (value >= 0) not valid;
 alter domain order_status add constraint order_status_check
     check (value in ('OPEN', 'PARTIALLY_FILLED', 'FILLED', 'CANCELLED', 'PARTIALLY_FILLED_CANCELLED')) not valid;
 alter domain time_in_force add constraint time_in_force_check check (value in ('GTC', 'IOC', 'FOK', 'GTD')) not valid;
@@ -75,6 +87,7 @@ alter domain side validate constraint side_check;
 alter domain outcome validate constraint outcome_check;
 alter domain price_cents validate constraint price_cents_check;
 alter domain positive_quantity validate constraint positive_quantity_check;
+alter domain nonnegative validate constraint nonnegative_check;
 alter domain order_status validate constraint order_status_check;
 alter domain time_in_force validate constraint time_in_force_check;
 alter domain self_trade validate constraint self_trade_check;
