@@ -97,3 +97,52 @@ func TestHeartbeat(t *testing.T) {
 		t.Errorf("after the cancel: %v covered", got)
 	}
 }
+
+// TestTrippedOrdersReadsNoOrderUntilTripped checks the sweep every shard runs five times a second:
+// while no deadline has passed, it reads no order at all, however many rest. It once hashed every
+// resting order of every account in each sweep.
+func TestTrippedOrdersReadsNoOrderUntilTripped(t *testing.T) {
+	ctx := context.Background()
+	st, alice, m := newTestTrader(t)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	b := &Batch{Now: now}
+	for seq := range int64(500) {
+		b.NewOrders = append(b.NewOrders, Order{ID: NewID(), MarketID: m.ID, Side: "SELL", Outcome: "YES", Price: 40,
+			Quantity: 1, Status: engine.StatusOpen, Seq: seq + 1, AccountID: alice.ID})
+	}
+	pc, err := st.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Release()
+	if _, err := BeginBatch(ctx, pc.Conn(), Begin{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CommitBatch(ctx, pc.Conn(), b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool.Exec(ctx, `analyze orders`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ArmHeartbeat(ctx, alice.ID, time.Minute); err != nil { // armed, not passed
+		t.Fatal(err)
+	}
+	for _, shard := range []string{"", "shard-0"} {
+		var plan []struct{ Plan map[string]any }
+		if err := st.Pool.QueryRow(ctx, `explain (analyze, format json) `+trippedOrdersSQL, shard).Scan(&plan); err != nil {
+			t.Fatal(err)
+		}
+		var walk func(n map[string]any)
+		walk = func(n map[string]any) {
+			if n["Relation Name"] == "orders" && n["Actual Loops"].(float64) != 0 {
+				t.Errorf("shard %q: with no deadline passed, the sweep read orders (%s, %v rows in %v loops)",
+					shard, n["Node Type"], n["Actual Rows"], n["Actual Loops"])
+			}
+			children, _ := n["Plans"].([]any)
+			for _, c := range children {
+				walk(c.(map[string]any))
+			}
+		}
+		walk(plan[0].Plan)
+	}
+}
