@@ -1,10 +1,10 @@
 -- The single-column checks of the tables every batch writes become domains.
 --
 -- Postgres parses a table's check constraints from their stored text again for every statement
--- that writes the table, and plans each one: with 28 of them on orders, trades, markets,
--- positions and accounts, that was a third of the batch statement's time (1.34 ms against 0.89 ms a call at
--- 1,000 orders/s, pg_stat_statements; docs/performance.md). A domain's check is parsed and planned
--- once per connection and kept in its type cache, so the same rules now cost next to nothing.
+-- that writes the table, and plans each one: with 25 of them on orders, trades, markets, positions
+-- and accounts, that was 11.6% of the Postgres backends' CPU at 1,000 orders/s (perf; see
+-- docs/performance.md, "What Postgres spends on a small batch"). A domain's check is parsed and
+-- planned once per connection and kept in its type cache: 5.4-6.3% after, for the checks that stay.
 -- A domain's check fails as a table's did (check_violation), so the balances and holdings that
 -- refuse a batch which reserved too much (store.Refused) refuse it as before. The checks that
 -- compare two columns stay on their tables.
