@@ -266,7 +266,8 @@ func (s *Shard) modeOf(b batch) reserveMode {
 // again decides what follows a failed attempt of a batch, whose books undo has already rebuilt:
 // an attempt that found what it reserved from out of date runs again, learning it more surely
 // (at most twice: what refuses a locked batch is final); one that only raced another transaction
-// (a deadlock) runs once more; any other failure is final.
+// (a deadlock), or met a schema a migration changed under it (store.Retryable), runs once more;
+// any other failure is final.
 func (s *Shard) again(b *batch, mode reserveMode, err error, retried *bool) bool {
 	if mode < fromLocks && (errors.Is(err, errDoubted) || store.Refused(err) || store.Fenced(err)) {
 		s.metrics.rerun.Inc()

@@ -267,10 +267,14 @@ func Fenced(err error) bool {
 }
 
 // Retryable reports whether a batch failed only because it raced another transaction (a
-// deadlock or a serialization failure), so that running it again can succeed.
+// deadlock or a serialization failure), or because a migration changed the type of a column one
+// of its prepared statements returns (a process still running while a newer one upgrades the
+// schema: pgx drops the failed batch's statements and prepares them anew), so that running it
+// again can succeed.
 func Retryable(err error) bool {
 	var pg *pgconn.PgError
-	return errors.As(err, &pg) && (pg.Code == "40P01" || pg.Code == "40001")
+	return errors.As(err, &pg) && (pg.Code == "40P01" || pg.Code == "40001" ||
+		pg.Code == "0A000" && strings.Contains(pg.Message, "cached plan must not change result type"))
 }
 
 // queueApply queues every write of a batch: one statement for all of them (see applyStatement),

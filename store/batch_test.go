@@ -316,3 +316,50 @@ func TestBatchGenericPlans(t *testing.T) {
 		t.Errorf("%d of the batch's statements are prepared, want 2 (its settings, its writes)", seen)
 	}
 }
+
+// TestBatchRetryableAfterMigration checks what a shard still running meets while a newer process
+// migrates the schema under it: a batch whose prepared statement returns a column whose type
+// changed fails once, as Retryable, and runs again successfully, prepared anew.
+func TestBatchRetryableAfterMigration(t *testing.T) {
+	ctx := context.Background()
+	st, alice, m := newTestTrader(t)
+	pc, err := st.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Release()
+	conn := pc.Conn()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	var orders []Order
+	for seq := range int64(3) {
+		orders = append(orders, Order{ID: NewID(), MarketID: m.ID, Seq: seq + 1, AccountID: alice.ID, Side: "BUY", Outcome: "YES",
+			Price: 10, Quantity: 1, Status: engine.StatusOpen})
+	}
+	if _, err := CommitBatch(ctx, conn, &Batch{Now: now, Unlocked: true, NewOrders: orders}); err != nil {
+		t.Fatal(err)
+	}
+	cancel := func(i int) error {
+		o := orders[i]
+		reason := "USER"
+		o.Status, o.CancelReason = engine.StatusCancelled, &reason
+		_, err := CommitBatch(ctx, conn, &Batch{Now: now, Unlocked: true, OrderUpdates: []Order{o}})
+		return err
+	}
+	if err := cancel(0); err != nil {
+		t.Fatal(err)
+	}
+	// The migration, as another process runs it: a returned column changes type.
+	if _, err := st.Pool.Exec(ctx, `alter table orders alter column cancel_reason type text`); err != nil {
+		t.Fatal(err)
+	}
+	err = cancel(1)
+	if err == nil {
+		t.Fatal("a batch prepared before the column changed type did not fail: the test changes nothing")
+	}
+	if !Retryable(err) {
+		t.Fatalf("the batch failed with %v, not Retryable", err)
+	}
+	if err := cancel(1); err != nil {
+		t.Fatalf("run again: %v", err)
+	}
+}
