@@ -330,8 +330,8 @@ func TestBatchRetryableAfterMigration(t *testing.T) {
 	defer pc.Release()
 	conn := pc.Conn()
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	var orders []Order
-	for seq := range int64(3) {
+	var orders []Order // one cancelled before the migration, one after
+	for seq := range int64(2) {
 		orders = append(orders, Order{ID: NewID(), MarketID: m.ID, Seq: seq + 1, AccountID: alice.ID, Side: "BUY", Outcome: "YES",
 			Price: 10, Quantity: 1, Status: engine.StatusOpen})
 	}
