@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,7 +22,10 @@ const helperEnv = "PMX_K8STEST_HELPER"
 func TestKilledTestLeavesNoProcesses(t *testing.T) {
 	Assets(t)
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperKilledControlPlane$", "-test.v")
-	cmd.Env = append(os.Environ(), helperEnv+"=1")
+	// The killed test cannot remove its temporary files (not the control plane's doing): its own
+	// and those envtest makes in the temporary folder (the webhooks' serving certificates). They
+	// all go into a folder of this test's, removed once the helper is gone.
+	cmd.Env = append(os.Environ(), helperEnv+"=1", "TMPDIR="+t.TempDir())
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -35,14 +37,10 @@ func TestKilledTestLeavesNoProcesses(t *testing.T) {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 
 	var pids []int
-	var tempDir string
 	var output strings.Builder
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		output.WriteString(sc.Text() + "\n")
-		if rest, ok := strings.CutPrefix(sc.Text(), "CONTROL PLANE DIR "); ok {
-			tempDir = rest
-		}
 		if rest, ok := strings.CutPrefix(sc.Text(), "CONTROL PLANE PIDS"); ok {
 			for _, f := range strings.Fields(rest) {
 				pid, err := strconv.Atoi(f)
@@ -66,10 +64,6 @@ func TestKilledTestLeavesNoProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	if tempDir != "" {
-		// The killed test could not remove its temporary files (not the control plane's doing).
-		defer os.RemoveAll(tempDir)
-	}
 	allGone := func(context.Context) (bool, error) {
 		for _, pid := range pids {
 			if alive(pid) {
@@ -95,9 +89,7 @@ func TestHelperKilledControlPlane(t *testing.T) {
 	if os.Getenv(helperEnv) != "1" {
 		t.Skip("run by TestKilledTestLeavesNoProcesses")
 	}
-	env := Start(t)
-	// The test's temporary folder: the parent of the one Start made.
-	fmt.Println("CONTROL PLANE DIR", filepath.Dir(filepath.Dir(env.Kubeconfig)))
+	Start(t)
 	var pids []string
 	for _, pid := range children(t) {
 		if c := comm(pid); c == "kube-apiserver" || c == "etcd" {
