@@ -52,13 +52,9 @@ func freeAddr(t *testing.T) string {
 // the first open market and the noise traders trade with it; Ctrl-C (SIGINT to the script) stops
 // every process, the market maker cancelling its quotes before pmx stops.
 func TestDemo(t *testing.T) {
-	bin := t.TempDir()
-	pmx := exchangetest.BuildPMX(t)
-	if err := os.Symlink(pmx, filepath.Join(bin, "pmx")); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"marketmaker", "noisetrader"} {
-		build := exec.Command("go", "build", "-o", filepath.Join(bin, name), "../"+name)
+	bin := t.TempDir() // pmx and the two bots, removed with the test
+	for name, pkg := range map[string]string{"pmx": "../../cmd/pmx", "marketmaker": "../marketmaker", "noisetrader": "../noisetrader"} {
+		build := exec.Command("go", "build", "-o", filepath.Join(bin, name), pkg)
 		if out, err := build.CombinedOutput(); err != nil {
 			t.Fatalf("%v: %v\n%s", build, err, out)
 		}
