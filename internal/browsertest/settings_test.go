@@ -31,7 +31,8 @@ const (
 )
 
 // startBrowser starts a headless Chromium for t and stops it, and every process it started, when t
-// ends. chromedp gives it a fresh --user-data-dir, which it deletes afterwards.
+// ends. chromedp gives it a fresh --user-data-dir, which it deletes afterwards; its other temporary
+// files go into the test's temporary folder.
 func startBrowser(t *testing.T) context.Context {
 	t.Helper()
 	path := chromiumPath
@@ -57,6 +58,9 @@ func startBrowser(t *testing.T) context.Context {
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.WindowSize(laptopWidth, laptopHeight),
+		// Chromium makes a folder for its singleton socket in the temporary folder and leaves it
+		// behind when it is stopped; this one is the test's, removed after the browser exits.
+		chromedp.Env("TMPDIR="+t.TempDir()),
 	)
 	ctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithErrorf(t.Logf))
 	// The first action starts the browser; it lives as long as ctx, not as a timeout.
