@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/tern/v2/migrate"
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/pgtest"
@@ -33,6 +35,42 @@ func newTestStore(t *testing.T) *Store {
 	return st
 }
 
+// testConn holds one of st's connections for the rest of the test.
+func testConn(t *testing.T, st *Store) *pgx.Conn {
+	t.Helper()
+	pc, err := st.Pool.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pc.Release)
+	return pc.Conn()
+}
+
+// testMigrator opens a store on a new, empty database, with a migrator of its schema on one of
+// its connections, for tests that migrate step by step.
+func testMigrator(t *testing.T) (*Store, *pgx.Conn, *migrate.Migrator) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := Open(ctx, pgtest.NewDatabase(t, pgtest.Shared(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	conn := testConn(t, st)
+	m, err := migrate.NewMigrator(ctx, conn, versionTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.LoadMigrations(sub); err != nil {
+		t.Fatal(err)
+	}
+	return st, conn, m
+}
+
 // newTestTrader opens a migrated store holding one account, alice, and one open market.
 func newTestTrader(t *testing.T) (*Store, Account, Market) {
 	t.Helper()
@@ -55,11 +93,7 @@ func newTestTrader(t *testing.T) (*Store, Account, Market) {
 func TestApplyStatements(t *testing.T) {
 	ctx := context.Background()
 	st := newTestStore(t)
-	conn, err := st.Pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
+	conn := testConn(t, st)
 	if applySQL[0] != "" {
 		t.Errorf("an empty batch has a statement: %q", applySQL[0])
 	}
@@ -70,7 +104,7 @@ func TestApplyStatements(t *testing.T) {
 			}
 			continue // the cash part numbers the events: never one without the other
 		}
-		sd, err := conn.Conn().Prepare(ctx, fmt.Sprintf("apply_%d", mask), applySQL[mask])
+		sd, err := conn.Prepare(ctx, fmt.Sprintf("apply_%d", mask), applySQL[mask])
 		if err != nil {
 			t.Fatalf("parts %08b: %v\n%s", mask, err, applySQL[mask])
 		}
@@ -115,12 +149,7 @@ func TestCommitBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc, err := st.Pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Release()
-	conn := pc.Conn()
+	conn := testConn(t, st)
 	if _, err := conn.Exec(ctx, "set lock_timeout = '200ms'"); err != nil {
 		t.Fatal(err)
 	}
@@ -214,12 +243,7 @@ func TestClientOrderIDs(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	conns := make([]*pgx.Conn, 2)
 	for i := range conns {
-		pc, err := st.Pool.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pc.Release()
-		conns[i] = pc.Conn()
+		conns[i] = testConn(t, st)
 	}
 	key := ClientOrderKey{Account: alice.ID, ID: "quote-1"}
 	claim := Begin{ClientOrderIDs: []ClientOrderKey{key, {Account: alice.ID, ID: "quote-2"}}}
@@ -275,12 +299,7 @@ func TestClientOrderIDs(t *testing.T) {
 func TestBatchGenericPlans(t *testing.T) {
 	ctx := context.Background()
 	st, alice, m := newTestTrader(t)
-	pc, err := st.Pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Release()
-	conn := pc.Conn()
+	conn := testConn(t, st)
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	for i := range 8 {
 		b := &Batch{Now: now, Unlocked: true,
@@ -323,12 +342,7 @@ func TestBatchGenericPlans(t *testing.T) {
 func TestBatchRetryableAfterMigration(t *testing.T) {
 	ctx := context.Background()
 	st, alice, m := newTestTrader(t)
-	pc, err := st.Pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Release()
-	conn := pc.Conn()
+	conn := testConn(t, st)
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	var orders []Order // one cancelled before the migration, one after
 	for seq := range int64(2) {
@@ -352,7 +366,7 @@ func TestBatchRetryableAfterMigration(t *testing.T) {
 	if _, err := st.Pool.Exec(ctx, `alter table orders alter column cancel_reason type text`); err != nil {
 		t.Fatal(err)
 	}
-	err = cancel(1)
+	err := cancel(1)
 	if err == nil {
 		t.Fatal("a batch prepared before the column changed type did not fail: the test changes nothing")
 	}

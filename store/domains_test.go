@@ -3,14 +3,10 @@ package store
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/tern/v2/migrate"
-
-	"github.com/pmx-dev/pmx/internal/pgtest"
 )
 
 // domainsSeed is a consistent little exchange in the tables whose checks migration 020 moved to
@@ -95,27 +91,7 @@ func TestCheckDomains(t *testing.T) {
 // keeps its file), so that it is quick on a large orders table.
 func TestCheckDomainsMigration(t *testing.T) {
 	ctx := context.Background()
-	st, err := Open(ctx, pgtest.NewDatabase(t, pgtest.Shared(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	conn, err := st.Pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	m, err := migrate.NewMigrator(ctx, conn.Conn(), versionTable)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.LoadMigrations(sub); err != nil {
-		t.Fatal(err)
-	}
+	_, conn, m := testMigrator(t)
 	if err := m.MigrateTo(ctx, 19); err != nil {
 		t.Fatal(err)
 	}

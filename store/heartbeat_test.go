@@ -17,20 +17,13 @@ func TestHeartbeat(t *testing.T) {
 	ctx := context.Background()
 	st, alice, m := newTestTrader(t)
 	now := time.Now().UTC().Truncate(time.Microsecond)
+	conn := testConn(t, st)
 	seq := int64(0)
 	place := func(at time.Time, status engine.Status) int64 {
 		seq++
-		b := &Batch{Now: at, NewOrders: []Order{{ID: NewID(), MarketID: m.ID, Side: "SELL", Outcome: "YES", Price: 40,
+		b := &Batch{Now: at, Unlocked: true, NewOrders: []Order{{ID: NewID(), MarketID: m.ID, Side: "SELL", Outcome: "YES", Price: 40,
 			Quantity: 1, Status: status, Seq: seq, AccountID: alice.ID}}}
-		pc, err := st.Pool.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pc.Release()
-		if _, err := BeginBatch(ctx, pc.Conn(), Begin{}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := CommitBatch(ctx, pc.Conn(), b); err != nil {
+		if _, err := CommitBatch(ctx, conn, b); err != nil {
 			t.Fatal(err)
 		}
 		return seq
@@ -105,20 +98,12 @@ func TestTrippedOrdersReadsNoOrderUntilTripped(t *testing.T) {
 	ctx := context.Background()
 	st, alice, m := newTestTrader(t)
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	b := &Batch{Now: now}
+	b := &Batch{Now: now, Unlocked: true}
 	for seq := range int64(500) {
 		b.NewOrders = append(b.NewOrders, Order{ID: NewID(), MarketID: m.ID, Side: "SELL", Outcome: "YES", Price: 40,
 			Quantity: 1, Status: engine.StatusOpen, Seq: seq + 1, AccountID: alice.ID})
 	}
-	pc, err := st.Pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Release()
-	if _, err := BeginBatch(ctx, pc.Conn(), Begin{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := CommitBatch(ctx, pc.Conn(), b); err != nil {
+	if _, err := CommitBatch(ctx, testConn(t, st), b); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.Pool.Exec(ctx, `analyze orders`); err != nil {

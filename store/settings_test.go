@@ -3,14 +3,9 @@ package store
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/tern/v2/migrate"
-
-	"github.com/pmx-dev/pmx/internal/pgtest"
 )
 
 // TestAccountNamesAnyCase checks that names are unique whatever their case, through both ways of
@@ -42,27 +37,7 @@ func TestAccountNamesAnyCase(t *testing.T) {
 // and migrate again.
 func TestAccountNamesMigrationClashes(t *testing.T) {
 	ctx := context.Background()
-	st, err := Open(ctx, pgtest.NewDatabase(t, pgtest.Shared(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	conn, err := st.Pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	m, err := migrate.NewMigrator(ctx, conn.Conn(), versionTable)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.LoadMigrations(sub); err != nil {
-		t.Fatal(err)
-	}
+	_, conn, m := testMigrator(t)
 	if err := m.MigrateTo(ctx, 7); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +45,7 @@ func TestAccountNamesMigrationClashes(t *testing.T) {
 		select gen_random_uuid(), n, 0, 0, 0, now(), now() from unnest(array['bob', 'BOB', 'carol']) n`); err != nil {
 		t.Fatal(err)
 	}
-	err = m.MigrateTo(ctx, 8)
+	err := m.MigrateTo(ctx, 8)
 	if err == nil || !strings.Contains(err.Error(), "account names differ only in case: bob (id 1), BOB (id 2)") {
 		t.Fatalf("migrating with bob and BOB: %v, want an error naming them", err)
 	}
@@ -80,7 +55,7 @@ func TestAccountNamesMigrationClashes(t *testing.T) {
 	if _, err := conn.Exec(ctx, `update accounts set name = 'bob-2' where name = 'BOB'`); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := migrateConn(ctx, conn.Conn()); err != nil {
+	if _, _, err := migrateConn(ctx, conn); err != nil {
 		t.Fatalf("migrating after the rename: %v", err)
 	}
 }
