@@ -75,11 +75,13 @@ func TestMakerQuotesSkewsAndStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitBook(43, 47)
-	mu.Lock()
-	if inventory != 10 || bid != 43 || ask != 47 {
-		t.Errorf("after the fill the maker holds %d and quotes %d / %d, want 10 at 43 / 47", inventory, bid, ask)
-	}
-	mu.Unlock()
+	// The book shows the new quotes once they commit; the maker learns it, and calls changed, when
+	// their answers reach it, a moment later.
+	poll.Wait(t, 15*time.Second, "the maker to hold 10 and quote 43 / 47", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return inventory == 10 && bid == 43 && ask == 47
+	})
 
 	cancel()
 	<-finished
