@@ -47,6 +47,18 @@ type Report struct {
 	Errors   []ErrorCount `json:"errors"`
 
 	Setup SetupStats `json:"setup"`
+
+	// SendLag (open loop only) is how late the requests left after they were due: the load
+	// generator's own delay, counted in every latency above, since those are timed from when each
+	// request was due. Well above a fraction of the latencies, the figures measure the generator.
+	SendLag *LagStats `json:"sendLag,omitempty"`
+}
+
+// LagStats are quantiles of the open loop's send lag.
+type LagStats struct {
+	P50Us int64 `json:"p50Us"`
+	P99Us int64 `json:"p99Us"`
+	MaxUs int64 `json:"maxUs"`
 }
 
 // KindStats are the counts and latencies of one kind of request.
@@ -156,6 +168,15 @@ func (r *Report) build(recs []*recorder, kinds []stepKind) {
 		r.Total.ItemsFailed += ks.ItemsFailed
 	}
 	r.Total.fill(total, r.Seconds)
+	if r.Mode == "open" {
+		lag := newHist()
+		for _, rec := range recs {
+			lag.Merge(rec.lag)
+		}
+		if lag.TotalCount() > 0 {
+			r.SendLag = &LagStats{P50Us: lag.ValueAtQuantile(50), P99Us: lag.ValueAtQuantile(99), MaxUs: lag.Max()}
+		}
+	}
 	r.Rejected = r.Total.Rejected + r.Total.ItemsRejected
 	r.Failed = r.Total.Failed + r.Total.ItemsFailed
 	if r.Seconds > 0 {
@@ -278,6 +299,11 @@ func (r *Report) WriteText(w io.Writer) error {
 			}
 			fmt.Fprintf(&b, erow, e.Class, kind, status, code, FormatInt(e.Count))
 		}
+	}
+	if l := r.SendLag; l != nil {
+		us := func(v int64) string { return FormatLatency(time.Duration(v) * time.Microsecond) }
+		fmt.Fprintf(&b, "%-16s p50 %s  p99 %s  max %s  (how late requests left after they were due: counted in the latencies above)\n",
+			"send lag", us(l.P50Us), us(l.P99Us), us(l.MaxUs))
 	}
 	fmt.Fprintf(&b, "\nlatency: %s; setup: %d accounts in %.1fs\n", latencyNote(r.Mode), r.Setup.Accounts, r.Setup.Seconds)
 	_, err := io.WriteString(w, b.String())

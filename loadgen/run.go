@@ -46,6 +46,7 @@ type runner struct {
 
 	start    time.Time
 	deadline time.Time // zero: none
+	pacer    *pacer    // open loop: releases the bots on their schedule
 
 	attempted  atomic.Int64 // placements sent or about to be
 	stopOnce   sync.Once
@@ -169,12 +170,19 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	if progress != nil {
 		progressWG.Go(func() { reportProgress(progress, recs, r.start, progressDone) })
 	}
-	var wg sync.WaitGroup
+	var wg, pacerWG sync.WaitGroup
+	pacerStop := make(chan struct{})
+	if cfg.Rate > 0 {
+		r.pacer = newPacer(r.start, cfg.Rate, r.mix.placementsPer100, cfg.Bots)
+		pacerWG.Go(func() { r.pacer.run(pacerStop, r.deadline) })
+	}
 	for _, b := range bots {
 		wg.Go(func() { b.run(ctx) })
 	}
 	wg.Wait()
 	end := time.Now()
+	close(pacerStop)
+	pacerWG.Wait()
 	close(progressDone)
 	progressWG.Wait()
 
@@ -361,31 +369,21 @@ func (b *bot) read(resp *http.Response, err error) result { return read(resp, er
 // for the requests that queue behind a slow one.
 func (b *bot) run(ctx context.Context) {
 	r := b.r
-	var interval time.Duration
-	var due time.Time
-	var timer *time.Timer
-	if r.cfg.Rate > 0 {
-		due, interval = openLoopSchedule(r.cfg.Rate, r.mix.placementsPer100, r.cfg.Bots, b.idx, r.start)
-		timer = time.NewTimer(time.Hour)
-		defer timer.Stop()
-	}
+	var n int64 // open loop: the number of the bot's next step
 	for !r.stopped(ctx) {
 		start := time.Now()
-		if timer != nil {
+		if p := r.pacer; p != nil {
+			at := p.due(b.idx, n)
+			due := r.start.Add(at)
 			if !r.deadline.IsZero() && !due.Before(r.deadline) {
 				return
 			}
-			if d := due.Sub(start); d > 0 {
-				timer.Reset(d)
-				select {
-				case <-ctx.Done():
-					return
-				case <-r.stopCh:
-					return
-				case <-timer.C:
-				}
+			if due.After(start) && !p.wait(b.idx, at, r.stopCh, ctx.Done()) {
+				return
 			}
-			start, due = due, due.Add(interval)
+			b.rec.lagged(time.Since(due))
+			start = due
+			n++
 		}
 		s := b.gen.next(b.state)
 		switch s.kind {
@@ -400,16 +398,6 @@ func (b *bot) run(ctx context.Context) {
 		}
 		b.exec(ctx, s, start)
 	}
-}
-
-// openLoopSchedule returns when bot idx of bots is first due and its interval, for rate order
-// placements per second in all. A hundred steps make per100 placements on average (the mix's
-// placementsPer100), so the bots together take rate*100/per100 steps per second; their schedules
-// are interleaved evenly.
-func openLoopSchedule(rate, per100 float64, bots, idx int, start time.Time) (first time.Time, interval time.Duration) {
-	stepsPerSec := rate * 100 / per100
-	interval = max(1, time.Duration(float64(bots)/stepsPerSec*float64(time.Second)))
-	return start.Add(time.Duration(float64(interval) * float64(idx) / float64(bots))), interval
 }
 
 // exec sends one step's request, applies its answer to the bot's state and records it.

@@ -31,15 +31,16 @@ func TestRunNamesAnUnreachableServer(t *testing.T) {
 func TestOpenLoopScheduleMatchesTheRate(t *testing.T) {
 	// 4 bots at 700 placements/s: 1000 steps/s in all (70% placements), each bot one every 4ms,
 	// the bots' schedules interleaved 1ms apart.
-	start := time.Unix(100, 0)
+	p := newPacer(time.Unix(100, 0), 700, mixSpecs[MixBasic].placementsPer100, 4)
 	for i := range 4 {
-		first, interval := openLoopSchedule(700, mixSpecs[MixBasic].placementsPer100, 4, i, start)
-		if interval != 4*time.Millisecond || first.Sub(start) != time.Duration(i)*time.Millisecond {
-			t.Errorf("bot %d: first due at +%v every %v, want +%dms every 4ms", i, first.Sub(start), interval, i)
+		for n := range int64(3) {
+			if got, want := p.due(i, n), time.Duration(i+4*int(n))*time.Millisecond; got != want {
+				t.Errorf("bot %d step %d: due at +%v, want +%v", i, n, got, want)
+			}
 		}
 	}
-	if _, interval := openLoopSchedule(1e12, 70, 1, 0, start); interval <= 0 {
-		t.Errorf("interval %v at an absurd rate, want positive", interval)
+	if p := newPacer(time.Unix(100, 0), 1e12, 70, 1); p.interval <= 0 {
+		t.Errorf("interval %v at an absurd rate, want positive", p.interval)
 	}
 }
 
@@ -61,8 +62,7 @@ func TestOrderBudgetTrimsTheLastBatch(t *testing.T) {
 
 func TestOpenLoopScheduleOfTheMarketMakerMix(t *testing.T) {
 	// 2 bots at 1,025 placements/s: 102.5 placements per hundred steps, so 1,000 steps/s in all.
-	_, interval := openLoopSchedule(1025, mixSpecs[MixMarketMaker].placementsPer100, 2, 0, time.Unix(0, 0))
-	if interval != 2*time.Millisecond {
-		t.Errorf("interval %v, want 2ms", interval)
+	if p := newPacer(time.Unix(0, 0), 1025, mixSpecs[MixMarketMaker].placementsPer100, 2); p.interval != 2*time.Millisecond {
+		t.Errorf("interval %v, want 2ms", p.interval)
 	}
 }

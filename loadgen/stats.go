@@ -46,10 +46,11 @@ type recorder struct {
 	mu    sync.Mutex
 	kinds [numStepKinds]kindCounts
 	errs  map[errKey]int64
+	lag   *hdrhistogram.Histogram // open loop: how late each request left after it was due
 }
 
 func newRecorder() *recorder {
-	r := &recorder{errs: make(map[errKey]int64)}
+	r := &recorder{errs: make(map[errKey]int64), lag: newHist()}
 	for i := range r.kinds {
 		r.kinds[i].hist = newHist()
 	}
@@ -77,6 +78,13 @@ func (r *recorder) record(k stepKind, start time.Time, res *result) {
 		kc.failed++
 		r.errs[errKey{class: "failed", kind: k, status: res.status, code: res.code}]++
 	}
+}
+
+// lagged records how late an open-loop request left after it was due.
+func (r *recorder) lagged(d time.Duration) {
+	r.mu.Lock()
+	recordLatency(r.lag, d)
+	r.mu.Unlock()
 }
 
 // placed counts an acknowledged placement, alone (stepPlace) or in a batch (stepPlaceBatch), and
