@@ -144,7 +144,7 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON, with each run's full loadgen report")
 	f.BoolVarP(&verbose, "verbose", "v", false, "also print each run's full loadgen report (per request kind) on stderr")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
-	cmd.AddCommand(newBenchHTTPCommand())
+	cmd.AddCommand(newBenchHTTPCommand(), newBenchCommitCommand())
 	return cmd
 }
 
@@ -197,5 +197,49 @@ process) and of the server (from /proc), and the cores both used together.`,
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	f.StringVar(&serve, "serve", "", "run the floor server on this address instead (what bench http starts)")
 	_ = f.MarkHidden("serve")
+	return cmd
+}
+
+func newBenchCommitCommand() *cobra.Command {
+	var (
+		o      bench.CommitFloorOptions
+		gaps   []time.Duration
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "commit",
+		Short: "Measure this machine's commit floor: what one durable Postgres transaction costs, back to back and after idle gaps",
+		Long: `bench commit measures what a durable commit alone costs on this machine, as a bound on how fast
+the exchange can answer a placement here. It starts a fresh private PostgreSQL cluster with the
+durable settings pmx bench uses (fsync, synchronous_commit and full_page_writes on) and, on one
+connection, times --count transactions in the shape of a shard's smallest batch (begin, an insert
+of one row and commit, in one round trip) and as many bare round trips (select 1), each after an
+idle gap, at each of --gaps. On a virtual machine both can cost several times more after a pause
+than back to back, and at a low rate every placement comes after one.`,
+		Example: `  pmx bench commit                          # 300 of each at gaps 0, 1ms and 10ms
+  pmx bench commit --gaps 0,100us,1ms,5ms --count 1000 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signalContext(cmd)
+			defer stop()
+			o.Gaps = gaps
+			o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			res, err := bench.CommitFloor(ctx, o)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(res)
+			}
+			return res.WriteText(cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.Count, "count", 300, "round trips and transactions timed at each gap")
+	f.DurationSliceVar(&gaps, "gaps", bench.DefaultCommitGaps, "idle gaps to time them after, comma-separated")
+	f.StringVar(&o.Dir, "data-dir", "", "keep the cluster in this folder (default: a temporary one, removed)")
+	f.BoolVar(&asJSON, "json", false, "print the result as JSON (durations in nanoseconds)")
 	return cmd
 }
