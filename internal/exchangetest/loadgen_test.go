@@ -15,13 +15,18 @@ import (
 // trades happened and that the invariants hold; the books in memory are compared with a rebuild
 // from Postgres.
 func runLoadgen(t *testing.T, mix loadgen.Mix) *loadgen.Report {
+	return runLoadgenAt(t, mix, 0)
+}
+
+// runLoadgenAt is runLoadgen in open loop at rate placements per second (0: closed loop).
+func runLoadgenAt(t *testing.T, mix loadgen.Mix, rate float64) *loadgen.Report {
 	t.Helper()
 	tg := StartDev(t)
 	tg.NewMarket(t, nil)
 	tg.NewMarket(t, nil)
 	var progress bytes.Buffer
 	rep, err := loadgen.Run(context.Background(), loadgen.Config{URL: tg.URL, AdminToken: tg.AdminToken, Bots: 6,
-		Orders: 600, Duration: time.Minute, Seed: 7, Mix: mix}, &progress)
+		Orders: 600, Duration: time.Minute, Seed: 7, Mix: mix, Rate: rate}, &progress)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,6 +69,24 @@ func TestLoadgen(t *testing.T) {
 	if rep.Orders+limited < 600 || rep.Requests[0].Kind != "place" || rep.Requests[0].Count != 600 {
 		t.Fatalf("%d placements sent, %d acknowledged and %d refused at the limit of open orders: some unaccounted for",
 			rep.Requests[0].Count, rep.Orders, limited)
+	}
+	if rep.SendLag != nil {
+		t.Errorf("a closed-loop report gives a send lag: %+v", rep.SendLag)
+	}
+}
+
+// TestLoadgenOpenLoop drives the standalone exchange in open loop, the bots released on their
+// schedule by the pacer, and checks that every placement of the budget was sent and answered, and
+// that the report gives how late the requests left.
+func TestLoadgenOpenLoop(t *testing.T) {
+	rep := runLoadgenAt(t, loadgen.MixBasic, 1000)
+	limited := placementsRefused(rep, "too_many_open_orders")
+	if rep.Mode != "open" || rep.TargetRate != 1000 || rep.Requests[0].Count != 600 || rep.Orders+limited < 600 {
+		t.Fatalf("mode %s at %v/s: %d placements sent, %d acknowledged, %d refused at the limit",
+			rep.Mode, rep.TargetRate, rep.Requests[0].Count, rep.Orders, limited)
+	}
+	if l := rep.SendLag; l == nil || l.P50Us > l.P99Us || l.P99Us > l.MaxUs {
+		t.Errorf("send lag %+v", l)
 	}
 }
 
