@@ -61,8 +61,14 @@ type CommitFloorResult struct {
 // CommitFloor starts a private cluster and times, at each gap, o.Count round trips and o.Count
 // durable transactions on one connection, alternating them, each after the gap.
 func CommitFloor(ctx context.Context, o CommitFloorOptions) (_ *CommitFloorResult, err error) {
-	if o.Count < 1 || len(o.Gaps) == 0 || slices.ContainsFunc(o.Gaps, func(g time.Duration) bool { return g < 0 }) {
-		return nil, errors.New("bench commit: needs a positive count and gaps of zero or more")
+	switch {
+	case o.Count < 1:
+		return nil, fmt.Errorf("bench commit: %d transactions per gap: give at least 1 (--count)", o.Count)
+	case len(o.Gaps) == 0:
+		return nil, errors.New("bench commit: no gap to time after: give at least one (--gaps 0,1ms)")
+	}
+	if i := slices.IndexFunc(o.Gaps, func(g time.Duration) bool { return g < 0 }); i >= 0 {
+		return nil, fmt.Errorf("bench commit: gap %v is negative: give pauses of 0 or more (--gaps)", o.Gaps[i])
 	}
 	dir := o.Dir
 	if dir == "" {
@@ -98,7 +104,8 @@ func CommitFloor(ctx context.Context, o CommitFloorOptions) (_ *CommitFloorResul
 	conn := stats.conn
 	sleeper := clock.NewSleeper()
 	defer sleeper.Close()
-	if _, err := conn.Exec(ctx, `create table commit_floor (
+	// A cluster kept in --data-dir from an earlier run has the table already: start it afresh.
+	if _, err := conn.Exec(ctx, `drop table if exists commit_floor; create table commit_floor (
 		id bigint generated always as identity primary key,
 		value bigint not null,
 		created_at timestamptz not null default now())`); err != nil {
@@ -138,9 +145,15 @@ func timeAfter(ctx context.Context, sleeper *clock.Sleeper, gap time.Duration, c
 	var q pgx.Batch
 	queue(&q)
 	idleFrom := time.Now()
-	sleeper.Sleep(gap)
-	if err := ctx.Err(); err != nil {
-		return 0, 0, err
+	for {
+		if err := ctx.Err(); err != nil {
+			return 0, 0, err
+		}
+		left := gap - time.Since(idleFrom)
+		if left <= 0 {
+			break
+		}
+		sleeper.Sleep(min(left, 100*time.Millisecond)) // a long gap still sees Ctrl-C
 	}
 	start := time.Now()
 	if err := conn.SendBatch(ctx, &q).Close(); err != nil {

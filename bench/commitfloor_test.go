@@ -3,6 +3,8 @@ package bench
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -45,15 +47,20 @@ func TestCommitFloor(t *testing.T) {
 	}
 }
 
-// TestCommitFloorRefusesBadOptions checks that nothing starts for a run that cannot measure.
+// TestCommitFloorRefusesBadOptions checks that nothing starts for a run that cannot measure, and
+// that the error names the flag to mend.
 func TestCommitFloorRefusesBadOptions(t *testing.T) {
-	for _, o := range []CommitFloorOptions{
-		{Gaps: DefaultCommitGaps},
-		{Gaps: nil, Count: 5},
-		{Gaps: []time.Duration{-time.Millisecond}, Count: 5},
+	for _, c := range []struct {
+		o    CommitFloorOptions
+		want string
+	}{
+		{CommitFloorOptions{Gaps: DefaultCommitGaps}, "--count"},
+		{CommitFloorOptions{Gaps: nil, Count: 5}, "--gaps"},
+		{CommitFloorOptions{Gaps: []time.Duration{0, -time.Millisecond}, Count: 5}, "gap -1ms is negative"},
 	} {
-		if _, err := CommitFloor(context.Background(), o); err == nil {
-			t.Errorf("%+v: no error", o)
+		_, err := CommitFloor(context.Background(), c.o)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want one that says %q", c.o, err, c.want)
 		}
 	}
 }
@@ -70,5 +77,32 @@ func TestQuantile(t *testing.T) {
 	}
 	if got := quantile([]time.Duration{7}, 0.99); got != 7 {
 		t.Errorf("quantile of one = %v", got)
+	}
+}
+
+// TestCommitFloorKeepsItsCluster runs the commit floor twice on a cluster kept in a folder of the
+// caller's (--data-dir): the second run starts its table afresh.
+func TestCommitFloorKeepsItsCluster(t *testing.T) {
+	dir, err := os.MkdirTemp("", "pmx-commit-floor-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o711); err != nil { // Postgres's own user must enter it when tests run as root
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for run := range 2 {
+		res, err := CommitFloor(ctx, CommitFloorOptions{Gaps: []time.Duration{0}, Count: 2, Dir: dir})
+		if err != nil {
+			t.Fatalf("run %d: %v", run+1, err)
+		}
+		if len(res.Rows) != 1 || res.Rows[0].CommitP50 <= 0 {
+			t.Fatalf("run %d: %+v", run+1, res.Rows)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "postgres")); err != nil {
+		t.Errorf("the cluster is not kept in the folder: %v", err)
 	}
 }
