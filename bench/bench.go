@@ -25,7 +25,6 @@ import (
 	"time"
 
 	"github.com/pmx-dev/pmx/loadgen"
-	"github.com/pmx-dev/pmx/pgcluster"
 )
 
 // Defaults for Options fields left at their zero value.
@@ -276,25 +275,16 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return nil, err
 	}
-	cluster, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: filepath.Join(dir, "postgres"), Logger: o.Logger})
-	if err != nil {
-		return nil, err
-	}
+	cluster, stats, info, stopPostgres, err := startPostgres(ctx, dir, o.Logger)
 	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if stopErr := cluster.Stop(stopCtx); stopErr != nil && err == nil {
+		if stopErr := stopPostgres(); stopErr != nil && err == nil {
 			err = stopErr
 		}
 	}()
-	stats, err := connectStats(ctx, cluster.URL())
 	if err != nil {
 		return nil, err
 	}
-	defer stats.close()
-	if *pg, err = stats.settings(ctx); err != nil {
-		return nil, err
-	}
+	*pg = info
 
 	var pids []int
 	var fronts []string

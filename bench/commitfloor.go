@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/pmx-dev/pmx/internal/clock"
 	"github.com/pmx-dev/pmx/loadgen"
-	"github.com/pmx-dev/pmx/pgcluster"
 )
 
 // The commit floor: what one durable Postgres transaction costs on this machine, in the shape of
@@ -81,26 +79,17 @@ func CommitFloor(ctx context.Context, o CommitFloorOptions) (_ *CommitFloorResul
 			return nil, err
 		}
 	}
-	cluster, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: filepath.Join(dir, "postgres"), Logger: o.Logger})
-	if err != nil {
-		return nil, err
-	}
+	_, stats, info, stopPostgres, err := startPostgres(ctx, dir, o.Logger)
 	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if stopErr := cluster.Stop(stopCtx); stopErr != nil && err == nil {
+		if stopErr := stopPostgres(); stopErr != nil && err == nil {
 			err = stopErr
 		}
 	}()
-	stats, err := connectStats(ctx, cluster.URL())
 	if err != nil {
 		return nil, err
 	}
-	defer stats.close()
 	res := &CommitFloorResult{Machine: machineInfo(), Count: o.Count}
-	if res.Machine.Postgres, err = stats.settings(ctx); err != nil {
-		return nil, err
-	}
+	res.Machine.Postgres = info
 	conn := stats.conn
 	sleeper := clock.NewSleeper()
 	defer sleeper.Close()

@@ -3,10 +3,43 @@ package bench
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"path/filepath"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pmx-dev/pmx/pgcluster"
 )
+
+// startPostgres starts a fresh private cluster in dir/postgres with pmx dev's durable settings and
+// connects to it for its counters. stop closes the connection and stops the cluster; it must be
+// called, also after an error (then it has nothing to do).
+func startPostgres(ctx context.Context, dir string, logger *slog.Logger) (_ *pgcluster.Cluster, _ *pgStats, info PostgresInfo, stop func() error, err error) {
+	stop = func() error { return nil }
+	cluster, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: filepath.Join(dir, "postgres"), Logger: logger})
+	if err != nil {
+		return nil, nil, info, stop, err
+	}
+	stop = func() error {
+		stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		return cluster.Stop(stopCtx)
+	}
+	stats, err := connectStats(ctx, cluster.URL())
+	if err != nil {
+		return nil, nil, info, stop, err
+	}
+	stopCluster := stop
+	stop = func() error {
+		stats.close()
+		return stopCluster()
+	}
+	if info, err = stats.settings(ctx); err != nil {
+		return nil, nil, info, stop, err
+	}
+	return cluster, stats, info, stop, nil
+}
 
 // pgStats reads the counters of the bench's Postgres cluster over one connection of its own.
 type pgStats struct {

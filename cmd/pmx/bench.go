@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"time"
@@ -183,12 +184,7 @@ process) and of the server (from /proc), and the cores both used together.`,
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(res)
-			}
-			return res.WriteText(cmd.OutOrStdout())
+			return printResult(cmd, asJSON, res)
 		},
 	}
 	f := cmd.Flags()
@@ -228,12 +224,7 @@ than back to back, and at a low rate every placement comes after one.`,
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(res)
-			}
-			return res.WriteText(cmd.OutOrStdout())
+			return printResult(cmd, asJSON, res)
 		},
 	}
 	f := cmd.Flags()
@@ -242,4 +233,14 @@ than back to back, and at a low rate every placement comes after one.`,
 	f.StringVar(&o.Dir, "data-dir", "", "keep the cluster in this folder (default: a temporary one, removed)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON (durations in nanoseconds)")
 	return cmd
+}
+
+// printResult writes a floor's result to the command's output: as indented JSON, or as its table.
+func printResult(cmd *cobra.Command, asJSON bool, res interface{ WriteText(io.Writer) error }) error {
+	if asJSON {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	return res.WriteText(cmd.OutOrStdout())
 }
