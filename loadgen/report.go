@@ -50,7 +50,8 @@ type Report struct {
 
 	// SendLag (open loop only) is how late the requests left after they were due: the load
 	// generator's own delay, counted in every latency above, since those are timed from when each
-	// request was due. Well above a fraction of the latencies, the figures measure the generator.
+	// request was due. Where it is more than a small part of them, they measure the load generator
+	// rather than the exchange.
 	SendLag *LagStats `json:"sendLag,omitempty"`
 }
 
