@@ -12,7 +12,7 @@ import (
 // clock says why): with a timer per bot, at 100 placements/s on the 2-core machine, the open
 // loop's p50 was 0.5–0.8 ms higher than with the pacer. So a pacer releases the bots instead: one
 // goroutine walks their merged schedule, sleeps on a clock.Sleeper until each step is due, and
-// wakes the step's bot. Report.SendLag says how late the requests left all the same.
+// wakes the step's bot. Report.SendLag says how well the schedule was kept all the same.
 
 // maxPacerSleep bounds one sleep of the pacer, so that it sees the run stop.
 const maxPacerSleep = 100 * time.Millisecond

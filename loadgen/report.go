@@ -48,18 +48,22 @@ type Report struct {
 
 	Setup SetupStats `json:"setup"`
 
-	// SendLag (open loop only) is how late the requests left after they were due: the load
-	// generator's own delay, counted in every latency above, since those are timed from when each
-	// request was due. Where it is more than a small part of them, they measure the load generator
-	// rather than the exchange.
+	// SendLag (open loop only) is how late the requests left after they were due, as the load
+	// generator kept its schedule; every latency above is timed from when its request was due.
 	SendLag *LagStats `json:"sendLag,omitempty"`
 }
 
-// LagStats are quantiles of the open loop's send lag.
+// LagStats describe how well an open loop kept its schedule. Each bot sends one request at a
+// time, so a request comes due either while its bot is idle, and then leaves when the pacer wakes
+// the bot (OnTime, with the quantiles of how late it left: the load generator's own delay), or
+// while the bot still waits for its last answer, and then leaves when that answer comes (Behind:
+// the exchange fell behind the offered rate, and the latency of such a request counts the wait).
 type LagStats struct {
-	P50Us int64 `json:"p50Us"`
-	P99Us int64 `json:"p99Us"`
-	MaxUs int64 `json:"maxUs"`
+	OnTime int64 `json:"onTime"`
+	P50Us  int64 `json:"p50Us"`
+	P99Us  int64 `json:"p99Us"`
+	MaxUs  int64 `json:"maxUs"`
+	Behind int64 `json:"behind"`
 }
 
 // KindStats are the counts and latencies of one kind of request.
@@ -170,12 +174,17 @@ func (r *Report) build(recs []*recorder, kinds []stepKind) {
 	}
 	r.Total.fill(total, r.Seconds)
 	if r.Mode == "open" {
-		lag := newHist()
+		lag, l := newHist(), &LagStats{}
 		for _, rec := range recs {
 			lag.Merge(rec.lag)
+			l.Behind += rec.lagBehind
 		}
-		if lag.TotalCount() > 0 {
-			r.SendLag = &LagStats{P50Us: lag.ValueAtQuantile(50), P99Us: lag.ValueAtQuantile(99), MaxUs: lag.Max()}
+		l.OnTime = lag.TotalCount()
+		if l.OnTime > 0 {
+			l.P50Us, l.P99Us, l.MaxUs = lag.ValueAtQuantile(50), lag.ValueAtQuantile(99), lag.Max()
+		}
+		if l.OnTime+l.Behind > 0 {
+			r.SendLag = l
 		}
 	}
 	r.Rejected = r.Total.Rejected + r.Total.ItemsRejected
@@ -303,8 +312,14 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	if l := r.SendLag; l != nil {
 		us := func(v int64) string { return FormatLatency(time.Duration(v) * time.Microsecond) }
-		fmt.Fprintf(&b, "%-16s p50 %s  p99 %s  max %s  (how late requests left after they were due: counted in the latencies above)\n",
-			"send lag", us(l.P50Us), us(l.P99Us), us(l.MaxUs))
+		if l.OnTime > 0 {
+			fmt.Fprintf(&b, "%-16s p50 %s  p99 %s  max %s  (how late the load generator sent the %s requests due while their bot was idle)\n",
+				"send lag", us(l.P50Us), us(l.P99Us), us(l.MaxUs), FormatInt(l.OnTime))
+		}
+		if l.Behind > 0 {
+			fmt.Fprintf(&b, "%-16s %s requests came due while their bot still awaited its last answer: the exchange fell behind\n%-16s the offered rate, and their latencies count the wait\n",
+				"behind", FormatInt(l.Behind), "")
+		}
 	}
 	fmt.Fprintf(&b, "\nlatency: %s; setup: %d accounts in %.1fs\n", latencyNote(r.Mode), r.Setup.Accounts, r.Setup.Seconds)
 	_, err := io.WriteString(w, b.String())

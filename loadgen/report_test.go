@@ -373,3 +373,40 @@ func TestReportSaysRateLimited(t *testing.T) {
 		t.Fatalf("the report of a rate-limited run:\n%s", got)
 	}
 }
+
+// TestReportSendLag checks how an open-loop report tells the load generator's own lateness (steps
+// due while their bot was idle) from the exchange's (steps due while their bot still awaited an
+// answer), and that a closed-loop report gives neither.
+func TestReportSendLag(t *testing.T) {
+	a, b := newRecorder(), newRecorder()
+	for i := range 100 {
+		a.lagged(time.Duration(10+i) * time.Microsecond) // 10µs .. 109µs
+	}
+	b.lagged(5 * time.Millisecond)
+	for range 7 {
+		b.behind()
+	}
+	open := &Report{Mode: "open", TargetRate: 1000, Seconds: 1}
+	open.build([]*recorder{a, b}, mixSpecs[MixBasic].kinds)
+	want := LagStats{OnTime: 101, P50Us: 60, P99Us: 109, MaxUs: 5000, Behind: 7}
+	if l := open.SendLag; l == nil || l.OnTime != want.OnTime || l.Behind != want.Behind || l.P50Us != want.P50Us ||
+		l.P99Us != want.P99Us || !hdrhistogram.New(histMinUs, histMaxUs, histSig).ValuesAreEquivalent(l.MaxUs, want.MaxUs) {
+		t.Fatalf("send lag %+v, want %+v", open.SendLag, want)
+	}
+	var out bytes.Buffer
+	if err := open.WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"send lag         p50 60µs  p99 109µs", "the 101 requests due while their bot was idle",
+		"behind           7 requests came due while their bot still awaited its last answer"} {
+		if !strings.Contains(out.String(), line) {
+			t.Errorf("the report lacks %q:\n%s", line, out.String())
+		}
+	}
+
+	closed := &Report{Mode: "closed", Seconds: 1}
+	closed.build([]*recorder{a, b}, mixSpecs[MixBasic].kinds)
+	if closed.SendLag != nil {
+		t.Errorf("a closed-loop report gives a send lag: %+v", closed.SendLag)
+	}
+}

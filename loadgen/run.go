@@ -372,16 +372,16 @@ func (b *bot) run(ctx context.Context) {
 	var n int64 // open loop: the number of the bot's next step
 	for !r.stopped(ctx) {
 		start := time.Now()
+		idle := false // open loop: the bot was idle when its step came due
 		if p := r.pacer; p != nil {
 			at := p.due(b.idx, n)
 			due := r.start.Add(at)
 			if !r.deadline.IsZero() && !due.Before(r.deadline) {
 				return
 			}
-			if due.After(start) && !p.wait(b.idx, at, r.stopCh, ctx.Done()) {
+			if idle = due.After(start); idle && !p.wait(b.idx, at, r.stopCh, ctx.Done()) {
 				return
 			}
-			b.rec.lagged(time.Since(due))
 			start = due
 			n++
 		}
@@ -395,6 +395,13 @@ func (b *bot) run(ctx context.Context) {
 			if s.n = r.reserve(s.n); s.n == 0 {
 				return
 			}
+		}
+		switch {
+		case r.pacer == nil:
+		case idle:
+			b.rec.lagged(time.Since(start))
+		default: // it was still waiting for its last answer when this step came due
+			b.rec.behind()
 		}
 		b.exec(ctx, s, start)
 	}

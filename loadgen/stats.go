@@ -46,7 +46,10 @@ type recorder struct {
 	mu    sync.Mutex
 	kinds [numStepKinds]kindCounts
 	errs  map[errKey]int64
-	lag   *hdrhistogram.Histogram // open loop: how late each request left after it was due
+	// Open loop: how late each request whose bot was idle when it came due left, and how many
+	// came due while their bot still waited for its last answer.
+	lag       *hdrhistogram.Histogram
+	lagBehind int64
 }
 
 func newRecorder() *recorder {
@@ -80,10 +83,17 @@ func (r *recorder) record(k stepKind, start time.Time, res *result) {
 	}
 }
 
-// lagged records how late an open-loop request left after it was due.
+// lagged records how late an open-loop request left after it was due, its bot having been idle.
 func (r *recorder) lagged(d time.Duration) {
 	r.mu.Lock()
 	recordLatency(r.lag, d)
+	r.mu.Unlock()
+}
+
+// behind counts an open-loop request that came due while its bot still waited for its last answer.
+func (r *recorder) behind() {
+	r.mu.Lock()
+	r.lagBehind++
 	r.mu.Unlock()
 }
 
