@@ -87,6 +87,12 @@ func newTestTrader(t *testing.T) (*Store, Account, Market) {
 	return st, alice, m
 }
 
+// openOrder is a new resting order of one share on the YES outcome, the seq-th of market m, for a.
+func openOrder(a Account, m Market, seq int64, side string, price int) Order {
+	return Order{ID: NewID(), MarketID: m.ID, Seq: seq, AccountID: a.ID, Side: side, Outcome: "YES",
+		Price: price, Quantity: 1, Status: engine.StatusOpen}
+}
+
 // TestApplyStatements prepares every combination of a batch's write statement on a migrated
 // database: each must be valid SQL whose parameters Postgres types as the parts expect, and each
 // returns the updated orders exactly when it updates orders.
@@ -303,8 +309,7 @@ func TestBatchGenericPlans(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	for i := range 8 {
 		b := &Batch{Now: now, Unlocked: true,
-			NewOrders: []Order{{ID: NewID(), MarketID: m.ID, Seq: int64(i + 1), AccountID: alice.ID, Side: "BUY", Outcome: "YES",
-				Price: 10, Quantity: 1, Status: engine.StatusOpen}},
+			NewOrders: []Order{openOrder(alice, m, int64(i+1), "BUY", 10)},
 			Cash: []CashDelta{{Account: alice.ID, Available: -10, Locked: 10}}}
 		if _, err := CommitBatch(ctx, conn, b); err != nil {
 			t.Fatal(err)
@@ -346,8 +351,7 @@ func TestBatchRetryableAfterMigration(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	var orders []Order // one cancelled before the migration, one after
 	for seq := range int64(2) {
-		orders = append(orders, Order{ID: NewID(), MarketID: m.ID, Seq: seq + 1, AccountID: alice.ID, Side: "BUY", Outcome: "YES",
-			Price: 10, Quantity: 1, Status: engine.StatusOpen})
+		orders = append(orders, openOrder(alice, m, seq+1, "BUY", 10))
 	}
 	if _, err := CommitBatch(ctx, conn, &Batch{Now: now, Unlocked: true, NewOrders: orders}); err != nil {
 		t.Fatal(err)

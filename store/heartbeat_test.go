@@ -100,8 +100,7 @@ func TestTrippedOrdersReadsNoOrderUntilTripped(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	b := &Batch{Now: now, Unlocked: true}
 	for seq := range int64(500) {
-		b.NewOrders = append(b.NewOrders, Order{ID: NewID(), MarketID: m.ID, Side: "SELL", Outcome: "YES", Price: 40,
-			Quantity: 1, Status: engine.StatusOpen, Seq: seq + 1, AccountID: alice.ID})
+		b.NewOrders = append(b.NewOrders, openOrder(alice, m, seq+1, "SELL", 40))
 	}
 	if _, err := CommitBatch(ctx, testConn(t, st), b); err != nil {
 		t.Fatal(err)
