@@ -310,7 +310,7 @@ func TestBatchGenericPlans(t *testing.T) {
 	for i := range 8 {
 		b := &Batch{Now: now, Unlocked: true,
 			NewOrders: []Order{openOrder(alice, m, int64(i+1), "BUY", 10)},
-			Cash: []CashDelta{{Account: alice.ID, Available: -10, Locked: 10}}}
+			Cash:      []CashDelta{{Account: alice.ID, Available: -10, Locked: 10}}}
 		if _, err := CommitBatch(ctx, conn, b); err != nil {
 			t.Fatal(err)
 		}
