@@ -17,13 +17,14 @@ import (
 
 func newBenchCommand() *cobra.Command {
 	var (
-		o       bench.Options
-		rate    float64
-		sweep   string
-		chart   string
-		asJSON  bool
-		verbose bool
-		quiet   bool
+		o        bench.Options
+		rate     float64
+		sweep    string
+		chart    string
+		asJSON   bool
+		jsonFile string
+		verbose  bool
+		quiet    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -116,6 +117,9 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
 				fmt.Fprintln(cmd.OutOrStdout())
 				err = res.WriteText(cmd.OutOrStdout())
 			}
+			if jsonFile != "" {
+				err = errors.Join(err, writeJSONFile(jsonFile, res.WriteJSON))
+			}
 			if chart != "" && runErr == nil && err == nil {
 				if err = res.WriteChart(chart); err == nil && !quiet {
 					fmt.Fprintf(cmd.ErrOrStderr(), "chart written to %s\n", chart)
@@ -143,6 +147,7 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
 	f.StringArrayVar(&o.ShardArgs, "shard-arg", nil, "with --distributed: extra argument for every pmx shard, repeatable (e.g. --shard-arg=--shards=1)")
 	f.StringVar(&o.KubeAssets, "kube-assets", "", "with --distributed: folder of kube-apiserver and etcd (default $KUBEBUILDER_ASSETS, else ./bin/k8s/<version>)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON, with each run's full loadgen report")
+	f.StringVar(&jsonFile, "json-file", "", "also write the result as JSON, as --json prints it, into this file")
 	f.BoolVarP(&verbose, "verbose", "v", false, "also print each run's full loadgen report (per request kind) on stderr")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
 	cmd.AddCommand(newBenchHTTPCommand(), newBenchCommitCommand())
@@ -151,9 +156,10 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
 
 func newBenchHTTPCommand() *cobra.Command {
 	var (
-		o      bench.FloorOptions
-		serve  string
-		asJSON bool
+		o        bench.FloorOptions
+		serve    string
+		asJSON   bool
+		jsonFile string
 	)
 	cmd := &cobra.Command{
 		Use:   "http",
@@ -184,13 +190,14 @@ process) and of the server (from /proc), and the cores both used together.`,
 			if err != nil {
 				return err
 			}
-			return printResult(cmd, asJSON, res)
+			return printResult(cmd, asJSON, jsonFile, res)
 		},
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.Bots, "bots", bench.DefaultBots, "concurrent connections, each sending as soon as it is answered")
 	f.DurationVar(&o.Duration, "duration", 10*time.Second, "length of the run")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	f.StringVar(&jsonFile, "json-file", "", "also write the result as JSON, as --json prints it, into this file")
 	f.StringVar(&serve, "serve", "", "run the floor server on this address instead (what bench http starts)")
 	_ = f.MarkHidden("serve")
 	return cmd
@@ -198,9 +205,10 @@ process) and of the server (from /proc), and the cores both used together.`,
 
 func newBenchCommitCommand() *cobra.Command {
 	var (
-		o      bench.CommitFloorOptions
-		gaps   []time.Duration
-		asJSON bool
+		o        bench.CommitFloorOptions
+		gaps     []time.Duration
+		asJSON   bool
+		jsonFile string
 	)
 	cmd := &cobra.Command{
 		Use:   "commit",
@@ -224,7 +232,7 @@ than back to back, and at a low rate every placement comes after one.`,
 			if err != nil {
 				return err
 			}
-			return printResult(cmd, asJSON, res)
+			return printResult(cmd, asJSON, jsonFile, res)
 		},
 	}
 	f := cmd.Flags()
@@ -232,15 +240,42 @@ than back to back, and at a low rate every placement comes after one.`,
 	f.DurationSliceVar(&gaps, "gaps", bench.DefaultCommitGaps, "idle gaps to time them after, comma-separated")
 	f.StringVar(&o.Dir, "data-dir", "", "keep the cluster in this folder (default: a temporary one, removed)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON (durations in nanoseconds)")
+	f.StringVar(&jsonFile, "json-file", "", "also write the result as JSON, as --json prints it, into this file")
 	return cmd
 }
 
-// printResult writes a floor's result to the command's output: as indented JSON, or as its table.
-func printResult(cmd *cobra.Command, asJSON bool, res interface{ WriteText(io.Writer) error }) error {
-	if asJSON {
-		enc := json.NewEncoder(cmd.OutOrStdout())
+// printResult writes a floor's result to the command's output, as indented JSON or as its table,
+// and also as JSON into jsonFile unless that is "".
+func printResult(cmd *cobra.Command, asJSON bool, jsonFile string, res interface{ WriteText(io.Writer) error }) error {
+	writeJSON := func(w io.Writer) error {
+		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	return res.WriteText(cmd.OutOrStdout())
+	var err error
+	if asJSON {
+		err = writeJSON(cmd.OutOrStdout())
+	} else {
+		err = res.WriteText(cmd.OutOrStdout())
+	}
+	if jsonFile != "" {
+		err = errors.Join(err, writeJSONFile(jsonFile, writeJSON))
+	}
+	return err
+}
+
+// writeJSONFile creates (or truncates) path and writes a result into it with write.
+func writeJSONFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--json-file: %w", err)
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("--json-file: while writing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("--json-file: while writing %s: %w", path, err)
+	}
+	return nil
 }

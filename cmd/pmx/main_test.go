@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -36,5 +39,41 @@ func TestBenchHTTP(t *testing.T) {
 	var out bytes.Buffer
 	if err := res.WriteText(&out); err != nil || !strings.Contains(out.String(), "requests/s") {
 		t.Errorf("WriteText: %v\n%s", err, out.String())
+	}
+}
+
+// TestBenchJSONFile runs pmx bench http with --json-file: the table still goes to the output, and
+// the file holds the same result as JSON. A file that cannot be written fails the command, naming
+// the flag.
+func TestBenchJSONFile(t *testing.T) {
+	t.Setenv("PMXTEST_MAIN", "1") // bench http starts this binary as its server
+	path := filepath.Join(t.TempDir(), "floor.json")
+	var out bytes.Buffer
+	cmd := newRootCommand()
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"bench", "http", "--bots", "2", "--duration", "300ms", "--json-file", path})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "requests/s") {
+		t.Errorf("the table is missing from the output:\n%s", out.String())
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res bench.FloorResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatalf("%s is not a result: %v\n%s", path, err, raw)
+	}
+	if res.Bots != 2 || res.Duration < 300*time.Millisecond || res.Requests == 0 {
+		t.Errorf("the file's result is not the run's: %+v", res)
+	}
+
+	cmd = newRootCommand()
+	cmd.SetOut(io.Discard)
+	cmd.SetArgs([]string{"bench", "http", "--bots", "1", "--duration", "100ms", "--json-file", filepath.Join(t.TempDir(), "missing", "floor.json")})
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--json-file") {
+		t.Errorf("writing into a missing folder: %v, want an error naming --json-file", err)
 	}
 }
