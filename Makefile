@@ -71,11 +71,9 @@ bench: build postgres ## Run the engine benchmarks (one core), then the whole ex
 bench-sweep: build postgres ## Chart placement latency against offered load (SWEEP_RATES) into docs/latency.png.
 	$(PMX) bench --sweep $(SWEEP_RATES) --chart docs/latency.png $(E2E_FLAGS)
 
-.PHONY: devbench-k8s
-devbench-k8s: k8s-bins ## Pack kube-apiserver and etcd for pmx bench --distributed on a bare device machine (bin/devbench-k8s).
-	mkdir -p $(BIN)/devbench-k8s
-	tar -C $(KUBEBUILDER_ASSETS) -cf - kube-apiserver etcd | xz -T0 -6 > $(BIN)/devbench-k8s/k8s.tar.xz
-	@ls -l $(BIN)/devbench-k8s/k8s.tar.xz
+.PHONY: devbench
+devbench: k8s-bins ## Pack pmx, Postgres, kube-apiserver and etcd for a bare 16-core device machine, one carry (bin/devbench; then hack/devbench/issue17.sh there).
+	hack/devbench/pack.sh $(KUBEBUILDER_ASSETS)
 
 .PHONY: fuzz
 fuzz: ## Fuzz the engine's submission path and the request decoders, FUZZTIME each (default 60s).

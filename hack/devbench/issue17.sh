@@ -2,17 +2,19 @@
 # Every figure issue 17 asks of a 16-core machine, in one call of the device's `run` (well under
 # its 10-minute limit), most wanted first. Here, in the project root:
 #
-#   ../shared/devbench/pack && make devbench-k8s
+#   make devbench     # bin/devbench: pmx, Postgres, kube-apiserver and etcd, within the carry
 #
-# then on the device machine, while it is warm (the two packs together pass the 64 MiB carry):
+# then on the device machine, with carry ["bin/devbench"]:
 #
-#   run, carry ["bin/devbench-k8s"]:  bash hack/devbench/issue17.sh k8s       # kube-apiserver and etcd into /opt/k8s
-#   run, carry ["bin/devbench"]:      bash hack/devbench/issue17.sh measure   # every figure, into $OUT
+#   bash hack/devbench/issue17.sh measure   # every figure, into $OUT
 #
-# measure writes each step's table and log (NAME.txt) and its full result (NAME.json) into $OUT
-# (default ./devbench-out), and one line per step into $OUT/steps.txt. A failed step is logged and
+# measure keeps each step's table and log (NAME.txt), its full result (NAME.json) and one line per
+# step (steps.txt) in $OUT/issue17.tar (default OUT: ./devbench-out), rewritten after every step:
+# the device gives back at most 8 files, and what is there if the call is cut short, so the tar
+# and a copy of steps.txt are all $OUT holds. A failed step is logged and
 # the next one runs; a step that would start past BUDGET seconds (default 480) is skipped, so the
-# call returns with what it has. Without /opt/k8s (or K8S_ASSETS), the distributed step is skipped.
+# call returns with what it has. Without kube-apiserver and etcd in the pack (K8S_ASSETS names
+# another folder), the distributed step is skipped.
 #
 # SMOKE=1 shortens every run (3 s, 16 bots, 4 markets, 300 offered/s) to check the script on any
 # machine; PMXBENCH_RUN names the pack's runner (default bin/devbench/run).
@@ -20,21 +22,14 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 runner=${PMXBENCH_RUN:-$root/bin/devbench/run}
 out=${OUT:-$root/devbench-out}
-k8s=${K8S_ASSETS:-/opt/k8s}
+work=$(mktemp -d) # every file of the results, packed into $out/issue17.tar after each step
+trap 'rm -rf "$work"' EXIT
+k8s=${K8S_ASSETS:-/opt/pmxbench/k8s} # where bin/devbench/run unpacks the pack's k8s/
 budget=${BUDGET:-480}
 
 usage() {
 	awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2
 	exit 2
-}
-
-unpack_k8s() {
-	local pack=$root/bin/devbench-k8s/k8s.tar.xz
-	[ -f "$pack" ] || { echo "no $pack: run make devbench-k8s here, then carry bin/devbench-k8s" >&2; exit 1; }
-	mkdir -p "$k8s"
-	xz -dc "$pack" | tar -C "$k8s" -xf -
-	"$k8s/kube-apiserver" --version
-	"$k8s/etcd" --version | head -1
 }
 
 # step NAME ARGS...: runs pmx ARGS through the pack's runner (which may be prefixed by taskset:
@@ -45,24 +40,33 @@ step() {
 	shift
 	local elapsed=$((SECONDS - started))
 	if [ "$elapsed" -ge "$budget" ]; then
-		echo "$name: skipped, ${elapsed}s of the ${budget}s budget spent" | tee -a "$out/steps.txt"
+		note "$name: skipped, ${elapsed}s of the ${budget}s budget spent"
 		return 0
 	fi
 	local pin=()
 	[ -n "${TASKSET:-}" ] && pin=(taskset -c "$TASKSET")
 	echo "== $name: ${pin[*]} pmx $*"
 	local t0=$SECONDS rc=0
-	bash "$runner" "${pin[@]}" pmx "$@" --json-file "$out/$name.json" >"$out/$name.txt" 2>&1 || rc=$?
+	bash "$runner" "${pin[@]}" pmx "$@" --json-file "$work/$name.json" >"$work/$name.txt" 2>&1 || rc=$?
 	# The command and the table's rows (the file has the progress and the legend of the columns too).
-	awk '/^command / { print } /^(load  |gap  |  requests\/s)/ { rows = 1 } /^$/ { rows = 0 } rows' "$out/$name.txt"
-	[ "$rc" = 0 ] || tail -n 5 "$out/$name.txt"
-	echo "$name: rc=$rc, $((SECONDS - t0))s" | tee -a "$out/steps.txt"
+	awk '/^command / { print } /^(load  |gap  |  requests\/s)/ { rows = 1 } /^$/ { rows = 0 } rows' "$work/$name.txt"
+	[ "$rc" = 0 ] || tail -n 5 "$work/$name.txt"
+	note "$name: rc=$rc, $((SECONDS - t0))s"
+}
+
+# note adds a line to steps.txt and brings $out up to date.
+note() {
+	echo "$1" | tee -a "$work/steps.txt"
+	cp "$work/steps.txt" "$out/steps.txt"
+	tar -C "$work" -cf "$out/issue17.tar.part" . && mv "$out/issue17.tar.part" "$out/issue17.tar"
 }
 
 measure() {
-	[ -x "$runner" ] || { echo "no runner at $runner: run ../shared/devbench/pack here, then carry bin/devbench" >&2; exit 1; }
+	[ -x "$runner" ] || { echo "no runner at $runner: run make devbench here, then carry bin/devbench" >&2; exit 1; }
 	mkdir -p "$out"
-	: >"$out/steps.txt"
+	local t0=$SECONDS
+	bash "$runner" true # unpacks the pack, once
+	echo "pack unpacked in $((SECONDS - t0))s"
 	local cores dur=15s bots=512 markets=32 rate=10000 few=16 base_bots=64 base_markets=8
 	cores=$(nproc)
 	if [ "${SMOKE:-}" = 1 ]; then
@@ -75,7 +79,7 @@ measure() {
 		grep -m1 'model name' /proc/cpuinfo || true
 		grep MemTotal /proc/meminfo || true
 		uname -r
-	} | tee "$out/machine.txt"
+	} | tee "$work/machine.txt"
 
 	# The targets: one pmx dev on one Postgres, the whole machine, closed loop and 10,000/s offered.
 	TASKSET=$all step closed-all bench --duration "$dur" --bots "$bots" --markets "$markets"
@@ -85,7 +89,7 @@ measure() {
 		TASKSET=$all step distributed-4 bench --distributed --kube-assets "$k8s" --shards 4 --fronts 4 \
 			--duration "$dur" --bots "$bots" --markets "$markets"
 	else
-		echo "distributed-4: skipped, no kube-apiserver in $k8s (run: bash hack/devbench/issue17.sh k8s)" | tee -a "$out/steps.txt"
+		note "distributed-4: skipped, no kube-apiserver in $k8s (make devbench packs it)"
 	fi
 	# The issue's table redone: 64 bots, 8 markets, pinned to 2, 4, 8 and 16 cores.
 	local n=2
@@ -101,12 +105,11 @@ measure() {
 	# One shard per core instead of one per two.
 	TASKSET=$all step closed-all-shards-per-core bench --duration "$dur" --bots "$bots" --markets "$markets" \
 		--dev-arg=--shards="$cores"
-	echo "== done in $((SECONDS - started))s; results in $out"
-	cat "$out/steps.txt"
+	echo "== done in $((SECONDS - started))s; results in $out/issue17.tar"
+	cat "$work/steps.txt"
 }
 
 case "${1:-}" in
-k8s) unpack_k8s ;;
 measure) measure ;;
 *) usage ;;
 esac
