@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -68,6 +69,9 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
   pmx bench --distributed --shards 4 --fronts 2 # operator, 4 pmx shard and 2 pmx api processes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkJSONFile(jsonFile); err != nil {
+				return err
+			}
 			switch {
 			case sweep != "" && rate != 0:
 				return errors.New("--rate and --sweep exclude each other")
@@ -181,6 +185,9 @@ process) and of the server (from /proc), and the cores both used together.`,
 			if o.Bots < 1 || o.Duration <= 0 {
 				return errors.New("--bots and --duration must be positive")
 			}
+			if err := checkJSONFile(jsonFile); err != nil {
+				return err
+			}
 			exe, err := os.Executable()
 			if err != nil {
 				return fmt.Errorf("cannot find this binary to start the server from: %w", err)
@@ -224,6 +231,9 @@ than back to back, and at a low rate every placement comes after one.`,
   pmx bench commit --gaps 0,100us,1ms,5ms --count 1000 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkJSONFile(jsonFile); err != nil {
+				return err
+			}
 			ctx, stop := signalContext(cmd)
 			defer stop()
 			o.Gaps = gaps
@@ -262,6 +272,19 @@ func printResult(cmd *cobra.Command, asJSON bool, jsonFile string, res interface
 		err = errors.Join(err, writeJSONFile(jsonFile, writeJSON))
 	}
 	return err
+}
+
+// checkJSONFile refuses, before anything runs, a --json-file that could not be written at the end
+// ("" is none): its folder must exist.
+func checkJSONFile(path string) error {
+	if path == "" {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("--json-file: no folder %s to write %s into: create it, or give a path in one that exists", dir, filepath.Base(path))
+	}
+	return nil
 }
 
 // writeJSONFile creates (or truncates) path and writes a result into it with write.

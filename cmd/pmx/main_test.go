@@ -43,8 +43,8 @@ func TestBenchHTTP(t *testing.T) {
 }
 
 // TestBenchJSONFile runs pmx bench http with --json-file: the table still goes to the output, and
-// the file holds the same result as JSON. A file that cannot be written fails the command, naming
-// the flag.
+// the file holds the same result as JSON. A file in a folder that does not exist fails the command
+// before it runs, naming the flag.
 func TestBenchJSONFile(t *testing.T) {
 	t.Setenv("PMXTEST_MAIN", "1") // bench http starts this binary as its server
 	path := filepath.Join(t.TempDir(), "floor.json")
@@ -70,10 +70,18 @@ func TestBenchJSONFile(t *testing.T) {
 		t.Errorf("the file's result is not the run's: %+v", res)
 	}
 
-	cmd = newRootCommand()
-	cmd.SetOut(io.Discard)
-	cmd.SetArgs([]string{"bench", "http", "--bots", "1", "--duration", "100ms", "--json-file", filepath.Join(t.TempDir(), "missing", "floor.json")})
-	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--json-file") {
-		t.Errorf("writing into a missing folder: %v, want an error naming --json-file", err)
+	for _, args := range [][]string{{"bench"}, {"bench", "http"}, {"bench", "commit"}} {
+		cmd = newRootCommand()
+		out.Reset()
+		cmd.SetOut(&out)
+		cmd.SetErr(io.Discard)
+		cmd.SetArgs(append(args, "--json-file", filepath.Join(t.TempDir(), "missing", "result.json")))
+		err := cmd.Execute()
+		if err == nil || !strings.Contains(err.Error(), "--json-file: no folder") {
+			t.Errorf("%v into a missing folder: %v, want the flag refused before the run", args, err)
+		}
+		if out.Len() > 0 {
+			t.Errorf("%v into a missing folder printed a result:\n%s", args, out.String())
+		}
 	}
 }
