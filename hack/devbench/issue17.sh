@@ -11,10 +11,10 @@
 # measure keeps each step's table and log (NAME.txt), its full result (NAME.json) and one line per
 # step (steps.txt) in $OUT/issue17.tar (default OUT: ./devbench-out), rewritten after every step:
 # the device gives back at most 8 files, and what is there if the call is cut short, so the tar
-# and a copy of steps.txt are all $OUT holds. A failed step is logged and
-# the next one runs; a step that would start past BUDGET seconds (default 480) is skipped, so the
-# call returns with what it has. Without kube-apiserver and etcd in the pack (K8S_ASSETS names
-# another folder), the distributed step is skipped.
+# and a copy of steps.txt are all $OUT holds. A failed step is logged and the next one runs; a
+# step that would start past BUDGET seconds (default 480) is skipped, so the call returns with
+# what it has. Without kube-apiserver and etcd in the pack (K8S_ASSETS names another folder), the
+# distributed step is skipped.
 #
 # SMOKE=1 shortens every run (3 s, 16 bots, 4 markets, 300 offered/s) to check the script on any
 # machine; PMXBENCH_RUN names the pack's runner (default bin/devbench/run).

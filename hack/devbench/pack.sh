@@ -28,7 +28,9 @@ mv "$tmp/bundle.tar.xz" bin/devbench/bundle.tar.xz
 
 # What travels: the working tree (tracked and untracked files git does not ignore) and the pack.
 limit=$((64 * 1024 * 1024))
-tree=$(git ls-files -z --cached --others --exclude-standard | xargs -0 stat -c %s 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
+# (A tracked file deleted from the tree does not travel: stat skips it.)
+tree=$({ git ls-files -z --cached --others --exclude-standard | xargs -0 stat -c %s 2>/dev/null || true; } |
+	awk '{ s += $1 } END { print s + 0 }')
 pack=$(du -sb bin/devbench | cut -f1)
 echo "pack: bin/devbench $((pack / 1024)) KiB + working tree $((tree / 1024)) KiB of the carry's $((limit / 1024)) KiB"
 if [ $((pack + tree)) -gt "$limit" ]; then
