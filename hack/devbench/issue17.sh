@@ -105,6 +105,9 @@ measure() {
 	# One shard per core instead of one per two.
 	TASKSET=$all step closed-all-shards-per-core bench --duration "$dur" --bots "$bots" --markets "$markets" \
 		--dev-arg=--shards="$cores"
+	# What the market and account feeds cost on the whole machine: the first step again, without them.
+	TASKSET=$all step closed-all-no-event-log bench --duration "$dur" --bots "$bots" --markets "$markets" \
+		--dev-arg=--no-event-log
 	echo "== done in $((SECONDS - started))s; results in $out/issue17.tar"
 	cat "$work/steps.txt"
 }
