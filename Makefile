@@ -24,9 +24,10 @@ PYTEST_FLAGS ?=
 # `make bench` runs the engine benchmarks on one core; BENCH_FLAGS adds more (e.g. -count 6).
 BENCH_FLAGS ?= -benchtime 2s
 # ...then the end-to-end benchmark, pmx bench, once with each mix of requests (basic: single
-# placements and cancels; market-maker: batches, amends, cancels of several orders), and once with
-# 8 WebSocket clients following every market's book (the live feed's figures); E2E_FLAGS adds to
-# each (e.g. --bots 16 --duration 60s).
+# placements and cancels; market-maker: batches, amends, cancels of several orders), the basic mix
+# once more with the feeds' event log off (what the feeds cost), and once with 8 WebSocket clients
+# following every market's book (the live feed's figures); E2E_FLAGS adds to each (e.g. --bots 16
+# --duration 60s).
 E2E_FLAGS ?=
 # `make bench-sweep` offers these loads (orders/s, open loop) and charts the latency.
 SWEEP_RATES ?= 250,500,1000,1500,2000,2500,3000,3500,4000,4500,5000
@@ -61,9 +62,10 @@ test-python: build postgres python-deps ## Run the Python SDK's tests (clients/p
 	$(PYTHON) -m pytest -q -p no:cacheprovider clients/python/tests $(PYTEST_FLAGS)
 
 .PHONY: bench
-bench: build postgres ## Run the engine benchmarks (one core), then the whole exchange end to end (pmx bench), with each mix.
+bench: build postgres ## Run the engine benchmarks (one core), then the whole exchange end to end (pmx bench): each mix, the feeds off, feed subscribers.
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 $(BENCH_FLAGS) ./engine/...
 	$(PMX) bench --mix basic $(E2E_FLAGS)
+	$(PMX) bench --mix basic --dev-arg=--no-event-log $(E2E_FLAGS)
 	$(PMX) bench --mix market-maker $(E2E_FLAGS)
 	$(PMX) bench --feed-subscribers 8 $(E2E_FLAGS)
 
