@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -55,10 +56,18 @@ func startDevProcess(t *testing.T, bin, dbURL, token string) (*Process, string) 
 	return p, base
 }
 
+// checkerName is the application_name of the tests' own sessions on a process's database, which
+// tells them from the process's.
+const checkerName = "pmx-test-checks"
+
 // processTarget is the target of a `pmx dev` at base, with a store of its own on the process's
-// database for the checks in SQL.
+// database for the checks in SQL (its sessions named checkerName).
 func processTarget(t *testing.T, base, dbURL, token string) *Target {
-	st, err := store.Open(context.Background(), dbURL)
+	sep := "?"
+	if strings.Contains(dbURL, "?") {
+		sep = "&"
+	}
+	st, err := store.Open(context.Background(), dbURL+sep+"application_name="+checkerName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +145,9 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	t.Logf("killed pmx dev after %v of trading: %d acknowledged orders, %d amended", killed.Sub(started).Round(time.Millisecond), acked, amended)
 
-	// Nothing writes to Postgres until the restart: what it holds is what the crash left.
+	// Nothing writes to Postgres until the restart, once the killed process's sessions are gone:
+	// what it holds is then what the crash left.
+	waitSessionsGone(t, tg)
 	checkAcknowledged(t, tg, bots)
 	checkNeverRest(t, tg)
 	due := restingGTD(t, tg, killed.Add(time.Minute)) // not those an hour away
@@ -462,6 +473,25 @@ func checkNeverRest(t *testing.T, tg *Target) {
 	}
 	if len(ids) > 0 {
 		t.Errorf("%d IOC or FOK orders rest: %v", len(ids), ids)
+	}
+}
+
+// waitSessionsGone waits until the database has no session left but the checks' own. A killed
+// process's sessions outlive it for a moment, and one may still commit: a batch's begin,
+// statement and commit reach Postgres together, which runs them to the end whether or not the
+// client is there to hear the answer. A check that read before that commit would see an order
+// as open that the batch then filled.
+func waitSessionsGone(t *testing.T, tg *Target) {
+	t.Helper()
+	gone := func(ctx context.Context) (bool, error) {
+		var n int
+		err := tg.Store.Pool.QueryRow(ctx, `select count(*) from pg_stat_activity
+			where datname = current_database() and backend_type = 'client backend' and application_name <> $1`,
+			checkerName).Scan(&n)
+		return n == 0, err
+	}
+	if err := poll.Until(t.Context(), 30*time.Second, gone); err != nil {
+		t.Fatalf("the killed process's Postgres sessions did not end: %v", err)
 	}
 }
 
