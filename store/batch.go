@@ -46,6 +46,9 @@ type Begin struct {
 	// takes a lock on each (so that a placement with the same id in another shard's batch waits
 	// for this one to end) and finds those an order already has.
 	ClientOrderIDs []ClientOrderKey
+	// Standalone marks the batch as a standalone exchange's (standalone.go): its transaction takes
+	// the shared lock that a new pmx dev waits on before it loads its books.
+	Standalone bool
 }
 
 // ClientOrderKey is an account's client order id.
@@ -79,7 +82,7 @@ func BeginBatch(ctx context.Context, conn *pgx.Conn, b Begin) (Locked, error) {
 func queueBegin(q *pgx.Batch, b Begin) Locked {
 	l := Locked{Owners: map[uuid.UUID]Ownership{}, Cash: map[int64]int64{}, Shares: map[ShareKey]int64{},
 		Taken: map[ClientOrderKey]bool{}}
-	queueTxStart(q)
+	queueTxStart(q, b.Standalone)
 	if len(b.Markets) > 0 {
 		q.Queue(`select id, shard, epoch, status from markets where id = any($1) order by id for share`, uuidArray(b.Markets)).
 			Query(func(rows pgx.Rows) error {
@@ -141,8 +144,9 @@ func queueBegin(q *pgx.Batch, b Begin) Locked {
 	return l
 }
 
-// queueTxStart begins a batch's transaction and sets the planner for its statements.
-func queueTxStart(q *pgx.Batch) {
+// queueTxStart begins a batch's transaction and sets the planner for its statements; a standalone
+// batch also takes its shared mark (standalone.go).
+func queueTxStart(q *pgx.Batch, standalone bool) {
 	q.Queue("begin")
 	// Every statement of a batch joins a few rows of parameters to large tables by an indexed key:
 	// a nested loop over the index is always the right plan. Without this, a planner working from
@@ -154,8 +158,15 @@ func queueTxStart(q *pgx.Batch) {
 	// And every statement keeps one generic plan: with those choices made, a plan for the batch's
 	// own parameters is no better, and Postgres planned one anew for every execution of a third of
 	// the batch statements, 0.3–0.7 ms each, a fifth of its CPU at 1,000 orders/s.
-	q.Queue("select set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true), set_config('enable_seqscan', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)")
+	if standalone {
+		q.Queue(txStartSQL + fmt.Sprintf(", pg_advisory_xact_lock_shared(%d, %d)", lockSpace, batchKey))
+	} else {
+		q.Queue(txStartSQL)
+	}
 }
+
+// txStartSQL sets the planner for a batch's statements (queueTxStart).
+const txStartSQL = "select set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true), set_config('enable_seqscan', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)"
 
 // queueClientOrderIDs queues the claim of client order ids. The unique index on (account_id,
 // client_order_id) is the guarantee, but meeting it at commit would fail the whole batch; so a
@@ -207,7 +218,7 @@ func CommitBatch(ctx context.Context, conn *pgx.Conn, b *Batch) (Committed, erro
 	var q pgx.Batch
 	var c Committed
 	if b.Unlocked {
-		queueTxStart(&q)
+		queueTxStart(&q, b.Standalone)
 		if f := b.Fence; f != nil {
 			q.Queue(`select fence_markets($1, $2, $3)`, f.Shard, uuidArray(f.Markets), f.Epochs)
 		}
