@@ -421,7 +421,7 @@ func pipelinable(cmds []*command) bool {
 // begin names what a batch locks when it begins: the ownership of the shard's markets (in
 // distributed mode) and the accounts and holdings its placements reserve from.
 func (s *Shard) begin(cmds []*command) store.Begin {
-	var b store.Begin
+	b := store.Begin{Standalone: s.cfg.Name == ""}
 	if s.cfg.Name != "" {
 		b.Markets = slices.SortedFunc(maps.Keys(s.markets), func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
 	}
@@ -542,6 +542,7 @@ func (s *Shard) seal(fl *flight) error {
 	}
 	s.acc.finish()
 	s.acc.batch.Unlocked = fl.mode == fromViews
+	s.acc.batch.Standalone = s.cfg.Name == ""
 	if fl.mode == fromViews && s.cfg.Name != "" {
 		s.acc.batch.Fence = s.fenceOf(s.acc.touched)
 	}

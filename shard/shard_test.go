@@ -477,3 +477,36 @@ func TestAbandonedPlacementIsLogged(t *testing.T) {
 		t.Fatalf("resting %v (%v); log:\n%s", orders, err, logs.String())
 	}
 }
+
+// TestStandaloneBatchesTakeTheMark checks that every batch of a standalone shard, locked or
+// unlocked, holds the standalone batches' shared lock (store.ClaimStandalone): a trigger records,
+// for each order row a batch writes, whether its transaction holds a shared advisory lock. Placing
+// for a new account reads it first (a locked batch); placing again reserves from the views (an
+// unlocked one).
+func TestStandaloneBatchesTakeTheMark(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.st.Pool.Exec(ctx, `create table mark_probe (marked boolean);
+		create function mark_probe() returns trigger language plpgsql as $$
+		begin
+			insert into mark_probe select exists (select 1 from pg_locks
+				where locktype = 'advisory' and pid = pg_backend_pid() and mode = 'ShareLock' and granted);
+			return new;
+		end $$;
+		create trigger mark_probe after insert or update on orders for each row execute function mark_probe()`); err != nil {
+		t.Fatal(err)
+	}
+	s := f.shard(t, "")
+	for range 3 {
+		if _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 40, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rows, unmarked int
+	if err := f.st.Pool.QueryRow(ctx, `select count(*), count(*) filter (where not marked) from mark_probe`).Scan(&rows, &unmarked); err != nil {
+		t.Fatal(err)
+	}
+	if rows < 3 || unmarked > 0 {
+		t.Errorf("%d of the %d order rows the standalone shard wrote were written without the standalone mark", unmarked, rows)
+	}
+}
