@@ -22,11 +22,20 @@ import (
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/pgcluster"
 	"github.com/pmx-dev/pmx/shard"
+	"github.com/pmx-dev/pmx/store"
 )
 
 // devOptions are the flags of pmx dev.
 // builtinMarkets is the --markets value that loads the sample markets built into pmx.
 const builtinMarkets = "builtin"
+
+// How long pmx dev waits, at start, for another pmx dev on its database to let it go (one that
+// was just killed does within milliseconds), and then for the batches a killed one left running
+// in Postgres to end (store.ClaimStandalone).
+const (
+	claimWait  = 5 * time.Second
+	claimDrain = time.Minute
+)
 
 type devOptions struct {
 	addr           string
@@ -70,7 +79,7 @@ started from.`,
 	f := cmd.Flags()
 	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to serve HTTP on (port 0 picks a free one)")
 	f.StringVar(&o.dataDir, "data-dir", ".pmx", "folder for the private Postgres cluster and the admin token")
-	f.StringVar(&o.databaseURL, "database-url", "", "use this Postgres instead of a private cluster (postgres://...)")
+	f.StringVar(&o.databaseURL, "database-url", "", "use this Postgres instead of a private cluster (postgres://...); one pmx dev serves a database, a second on it is refused")
 	f.StringVar(&o.markets, "markets", builtinMarkets, `folder of Market manifests to load at start ("`+builtinMarkets+`": the sample markets built into pmx; empty: none; a folder named so: ./`+builtinMarkets+`)`)
 	f.StringVar(&o.adminToken, "admin-token", "", "admin API token (default $PMX_ADMIN_TOKEN, else generated into <data-dir>/admin-token)")
 	f.Int64Var(&o.grant, "grant", 1_000_000, "play money, in cents, that a new account starts with")
@@ -119,11 +128,22 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 		}()
 		dbURL = cluster.URL()
 	}
-	st, err := openStore(ctx, dbURL, log)
+	st, err := store.Open(ctx, dbURL)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	// This process alone serves the database's markets, from books it loads below: a second pmx dev
+	// is refused before it changes anything (the schema included), and the batches a killed one
+	// left running end before any book is loaded.
+	claim, err := st.ClaimStandalone(ctx, claimWait, claimDrain)
+	if err != nil {
+		return err
+	}
+	defer claim.Close(context.Background())
+	if err := migrateStore(ctx, st, log); err != nil {
+		return err
+	}
 
 	reg := httpkit.NewRegistry()
 	metricsAddr, stopMetrics, err := startMetrics(o.process.metricsAddr, reg, log)

@@ -134,15 +134,23 @@ func openStore(ctx context.Context, url string, log *slog.Logger) (*store.Store,
 	if err != nil {
 		return nil, err
 	}
-	from, to, err := st.Migrate(ctx)
-	if err != nil {
+	if err := migrateStore(ctx, st, log); err != nil {
 		st.Close()
 		return nil, err
+	}
+	return st, nil
+}
+
+// migrateStore brings st's schema up to date, saying so when it changed it.
+func migrateStore(ctx context.Context, st *store.Store, log *slog.Logger) error {
+	from, to, err := st.Migrate(ctx)
+	if err != nil {
+		return err
 	}
 	if from != to {
 		log.Info("migrated the database", "from", from, "to", to)
 	}
-	return st, nil
+	return nil
 }
 
 // listen listens on addr (TCP), the address a command serves on.
