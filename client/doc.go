@@ -17,7 +17,8 @@
 //     Retry-After the server names (nothing changed, so every request may be retried).
 //   - Feed (feed.go) follows the WebSocket feed: it tracks each subscription's sequence number,
 //     detects a gap, and reconnects and resumes (resumeFrom) after a disconnect or a gap, so that
-//     what it delivers is every event once, in order.
+//     what it delivers is every event once, in order; Ready says when every subscription is
+//     confirmed, from which point nothing is missed.
 package client
 
 //go:generate go tool oapi-codegen -config oapi-codegen.yaml -o api.gen.go ../apiserver/openapi.yaml

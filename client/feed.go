@@ -90,6 +90,9 @@ type Feed struct {
 
 	mu   sync.Mutex
 	last map[subKey]int // the last seq delivered per subscription, for resuming
+
+	ready     chan struct{} // closed when the server has first confirmed every subscription (Ready)
+	readyOnce sync.Once
 }
 
 type subKey struct {
@@ -99,7 +102,7 @@ type subKey struct {
 
 // Feed returns a Feed of subs.
 func (c *Client) Feed(subs ...Subscription) *Feed {
-	f := &Feed{c: c, subs: subs, last: make(map[subKey]int), Heartbeat: 30 * time.Second}
+	f := &Feed{c: c, subs: subs, last: make(map[subKey]int), Heartbeat: 30 * time.Second, ready: make(chan struct{})}
 	for _, s := range subs {
 		if s.ResumeFrom != nil {
 			f.last[s.key()] = *s.ResumeFrom
@@ -114,6 +117,12 @@ func (s Subscription) key() subKey {
 	}
 	return subKey{channel: s.Channel, market: s.MarketID}
 }
+
+// Ready is closed once the server has confirmed every subscription, the first time the feed
+// connects: from then on the handler is given every event of each. A bot that must hear of what
+// its orders do (its own fills) waits for it before it places the first: an event before it is
+// not delivered unless the subscription resumes from an earlier seq.
+func (f *Feed) Ready() <-chan struct{} { return f.ready }
 
 // Seq is the last seq the feed delivered on a subscription, if any.
 func (f *Feed) Seq(s Subscription) (int, bool) {
@@ -252,6 +261,9 @@ func (f *Feed) session(ctx context.Context, handle func(FeedMessage) error) (del
 		}
 		pending[msg.ID] = s
 	}
+	if len(pending) == 0 {
+		f.readyOnce.Do(func() { close(f.ready) }) // nothing to confirm
+	}
 
 	for {
 		readCtx, cancelRead := context.WithTimeout(ctx, f.Heartbeat)
@@ -289,6 +301,9 @@ func (f *Feed) session(ctx context.Context, handle func(FeedMessage) error) (del
 				continue
 			}
 			delete(pending, m.ID)
+			if len(pending) == 0 {
+				f.readyOnce.Do(func() { close(f.ready) })
+			}
 			// orders and fills say the account's seq the live events follow; without a resume
 			// that is where they start.
 			if m.Seq != nil && (s.Channel == ChannelOrders || s.Channel == ChannelFills) {

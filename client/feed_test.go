@@ -215,3 +215,52 @@ func TestFeedRefusals(t *testing.T) {
 		t.Fatalf("a feed of an unknown channel: %v, want unknown_channel", err)
 	}
 }
+
+// TestFeedReady checks Ready: not before the feed runs, closed once the server has confirmed the
+// subscriptions, and from then on every event is delivered, the first order's included.
+func TestFeedReady(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tg := exchangetest.StartDev(t)
+	m := tg.NewMarket(t, nil).ID
+	c := newClient(t, tg, "")
+	feed := c.Feed(client.Subscription{Channel: client.ChannelOrders})
+	select {
+	case <-feed.Ready():
+		t.Fatal("the feed was ready before it ran")
+	default:
+	}
+	accepted := make(chan string, 16)
+	runErr := make(chan error, 1)
+	go func() {
+		runErr <- feed.Run(ctx, func(msg client.FeedMessage) error {
+			for _, e := range msg.AccountEvents {
+				if e.Type == client.AccountEventTypeAccepted && e.Order != nil {
+					accepted <- e.Order.ID.String()
+				}
+			}
+			return nil
+		})
+	}()
+	select {
+	case <-feed.Ready():
+	case err := <-runErr:
+		t.Fatalf("the feed stopped before it was ready: %v", err)
+	case <-ctx.Done():
+		t.Fatal("the feed was not ready within 30 s")
+	}
+	o, err := c.PlaceOrder(ctx, order(m, client.BUY, client.OutcomeYES, 30, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case id := <-accepted:
+		if id != o.ID.String() {
+			t.Errorf("the first accepted event is of order %s, want %s", id, o.ID)
+		}
+	case <-ctx.Done():
+		t.Fatal("the first order placed after Ready was never heard of on the feed")
+	}
+	cancel()
+	<-runErr
+}
