@@ -81,6 +81,19 @@ func (m *Maker) Run(ctx context.Context) error {
 		})
 	}()
 
+	// Quote only once the feed is live: a fill of a quote before it would go unheard, and the
+	// inventory, and so the quotes, would be off from then on.
+	select {
+	case <-feed.Ready():
+	case err := <-feedErr:
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("the feed stopped before it was live: %w", err)
+	case <-ctx.Done():
+		return nil
+	}
+
 	heartbeat := time.NewTicker(m.Heartbeat / 3)
 	defer heartbeat.Stop()
 	requote := time.NewTicker(time.Second) // also retries what failed
