@@ -57,14 +57,14 @@ func (s *Store) ClaimStandalone(ctx context.Context, wait, drain time.Duration) 
 		conn.Close(context.Background())
 		return nil, err
 	}
-	if err := lockWithin(ctx, conn, "pg_advisory_lock", claimKey, wait); err != nil {
+	if err := lockWithin(ctx, conn, claimKey, wait); err != nil {
 		if lockTimedOut(err) {
 			return fail(fmt.Errorf("%w (%s): stop it, or give this one a database of its own (--database-url)",
 				ErrClaimed, holder(ctx, conn, claimKey)))
 		}
 		return fail(fmt.Errorf("while claiming the database: %w", err))
 	}
-	if err := lockWithin(ctx, conn, "pg_advisory_lock", batchKey, drain); err != nil {
+	if err := lockWithin(ctx, conn, batchKey, drain); err != nil {
 		if lockTimedOut(err) {
 			return fail(fmt.Errorf("a batch of an earlier pmx dev was still running in this database after %v (%s): "+
 				"wait for it to end, or end its session, then start again", drain, holder(ctx, conn, batchKey)))
@@ -80,12 +80,12 @@ func (s *Store) ClaimStandalone(ctx context.Context, wait, drain time.Duration) 
 // Close gives the claim up.
 func (c *Claim) Close(ctx context.Context) error { return c.conn.Close(ctx) }
 
-// lockWithin takes an advisory lock with fn (pg_advisory_lock, ...), waiting at most timeout.
-func lockWithin(ctx context.Context, conn *pgx.Conn, fn string, key int32, timeout time.Duration) error {
+// lockWithin takes one of pmx's advisory locks for the session, waiting at most timeout.
+func lockWithin(ctx context.Context, conn *pgx.Conn, key int32, timeout time.Duration) error {
 	if _, err := conn.Exec(ctx, "select set_config('lock_timeout', $1, false)", fmt.Sprintf("%dms", max(timeout.Milliseconds(), 1))); err != nil {
 		return err
 	}
-	_, err := conn.Exec(ctx, "select "+fn+"($1, $2)", lockSpace, key)
+	_, err := conn.Exec(ctx, "select pg_advisory_lock($1, $2)", lockSpace, key)
 	if _, resetErr := conn.Exec(ctx, "select set_config('lock_timeout', '0', false)"); err == nil {
 		err = resetErr
 	}
