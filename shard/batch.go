@@ -418,10 +418,18 @@ func pipelinable(cmds []*command) bool {
 	return true
 }
 
+// claim is the token a standalone shard's batches carry (Config.Claim); a named shard's carry none.
+func (s *Shard) claim() int64 {
+	if s.cfg.Name != "" {
+		return 0
+	}
+	return s.cfg.Claim
+}
+
 // begin names what a batch locks when it begins: the ownership of the shard's markets (in
 // distributed mode) and the accounts and holdings its placements reserve from.
 func (s *Shard) begin(cmds []*command) store.Begin {
-	b := store.Begin{Standalone: s.cfg.Name == ""}
+	b := store.Begin{Claim: s.claim()}
 	if s.cfg.Name != "" {
 		b.Markets = slices.SortedFunc(maps.Keys(s.markets), func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
 	}
@@ -542,7 +550,7 @@ func (s *Shard) seal(fl *flight) error {
 	}
 	s.acc.finish()
 	s.acc.batch.Unlocked = fl.mode == fromViews
-	s.acc.batch.Standalone = s.cfg.Name == ""
+	s.acc.batch.Claim = s.claim()
 	if fl.mode == fromViews && s.cfg.Name != "" {
 		s.acc.batch.Fence = s.fenceOf(s.acc.touched)
 	}

@@ -53,7 +53,11 @@ type Config struct {
 	// Name identifies the shard in distributed mode: it then serves only the markets Postgres
 	// records as its own, and every commit checks that ownership (owner and epoch) in its own
 	// transaction. Empty, as in the standalone exchange, the shard serves every market.
-	Name   string
+	Name string
+	// Claim, for a standalone shard, is the token of its process's claim on the database
+	// (store.Claim.Token): every batch carries it, and fails once another process has claimed the
+	// database. Zero, a standalone shard's batches are not fenced: only tests run one so.
+	Claim  int64
 	Logger *slog.Logger
 	// MaxBatch bounds how many commands share one transaction (default 1024).
 	MaxBatch int

@@ -478,12 +478,13 @@ func TestAbandonedPlacementIsLogged(t *testing.T) {
 	}
 }
 
-// TestStandaloneBatchesTakeTheMark checks that every batch of a standalone shard, locked or
+// TestStandaloneBatchesAreFenced checks that every batch of a claimed standalone shard, locked or
 // unlocked, holds the standalone batches' shared lock (store.ClaimStandalone): a trigger records,
 // for each order row a batch writes, whether its transaction holds a shared advisory lock. Placing
 // for a new account reads it first (a locked batch); placing again reserves from the views (an
-// unlocked one).
-func TestStandaloneBatchesTakeTheMark(t *testing.T) {
+// unlocked one). Once another process has claimed the database, the shard's batches fail and
+// write nothing.
+func TestStandaloneBatchesAreFenced(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	if _, err := f.st.Pool.Exec(ctx, `create table mark_probe (marked boolean);
@@ -496,7 +497,20 @@ func TestStandaloneBatchesTakeTheMark(t *testing.T) {
 		create trigger mark_probe after insert or update on orders for each row execute function mark_probe()`); err != nil {
 		t.Fatal(err)
 	}
-	s := f.shard(t, "")
+	claim := func() *store.Claim {
+		c, err := f.st.ClaimStandalone(ctx, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close(ctx) })
+		if err := c.Fence(ctx, time.Second); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	mine := claim()
+	s := New(Config{Store: f.st, Claim: mine.Token(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(s.Stop)
 	for range 3 {
 		if _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 40, 1)); err != nil {
 			t.Fatal(err)
@@ -508,5 +522,24 @@ func TestStandaloneBatchesTakeTheMark(t *testing.T) {
 	}
 	if rows < 3 || unmarked > 0 {
 		t.Errorf("%d of the %d order rows the standalone shard wrote were written without the standalone mark", unmarked, rows)
+	}
+
+	// The claim's session ends and another process claims the database: the shard's placements,
+	// through the views or reading first, fail and write nothing.
+	if err := mine.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	claim()
+	for _, account := range []int64{f.alice, f.bob} {
+		if o, err := s.Place(ctx, f.buy(account, engine.Yes, 40, 1)); !errors.Is(err, ErrUnavailable) {
+			t.Errorf("a placement after another process claimed the database: %+v, %v; want ErrUnavailable", o, err)
+		}
+	}
+	var orders int
+	if err := f.st.Pool.QueryRow(ctx, `select count(*) from orders`).Scan(&orders); err != nil {
+		t.Fatal(err)
+	}
+	if orders != 3 {
+		t.Errorf("%d orders in the database, want the 3 placed before the claim was lost", orders)
 	}
 }

@@ -46,9 +46,11 @@ type Begin struct {
 	// takes a lock on each (so that a placement with the same id in another shard's batch waits
 	// for this one to end) and finds those an order already has.
 	ClientOrderIDs []ClientOrderKey
-	// Standalone marks the batch as a standalone exchange's (standalone.go): its transaction takes
-	// the shared lock that a new pmx dev waits on before it loads its books.
-	Standalone bool
+	// Claim, for a batch of a standalone exchange that claimed its database, is its claim's token
+	// (Claim.Token; standalone.go): the batch's transaction takes the shared mark that a new pmx
+	// dev waits on before it loads its books, and fails as ClaimLost if another pmx dev has
+	// claimed the database since. Zero for a named shard's batch.
+	Claim int64
 }
 
 // ClientOrderKey is an account's client order id.
@@ -82,7 +84,7 @@ func BeginBatch(ctx context.Context, conn *pgx.Conn, b Begin) (Locked, error) {
 func queueBegin(q *pgx.Batch, b Begin) Locked {
 	l := Locked{Owners: map[uuid.UUID]Ownership{}, Cash: map[int64]int64{}, Shares: map[ShareKey]int64{},
 		Taken: map[ClientOrderKey]bool{}}
-	queueTxStart(q, b.Standalone)
+	queueTxStart(q, b.Claim)
 	if len(b.Markets) > 0 {
 		q.Queue(`select id, shard, epoch, status from markets where id = any($1) order by id for share`, uuidArray(b.Markets)).
 			Query(func(rows pgx.Rows) error {
@@ -144,9 +146,10 @@ func queueBegin(q *pgx.Batch, b Begin) Locked {
 	return l
 }
 
-// queueTxStart begins a batch's transaction and sets the planner for its statements; a standalone
-// batch also takes its shared mark (standalone.go).
-func queueTxStart(q *pgx.Batch, standalone bool) {
+// queueTxStart begins a batch's transaction and sets the planner for its statements; a batch of a
+// claimed standalone exchange (claim, its token) also takes its shared mark and checks its token
+// (standalone.go).
+func queueTxStart(q *pgx.Batch, claim int64) {
 	q.Queue("begin")
 	// Every statement of a batch joins a few rows of parameters to large tables by an indexed key:
 	// a nested loop over the index is always the right plan. Without this, a planner working from
@@ -158,18 +161,19 @@ func queueTxStart(q *pgx.Batch, standalone bool) {
 	// And every statement keeps one generic plan: with those choices made, a plan for the batch's
 	// own parameters is no better, and Postgres planned one anew for every execution of a third of
 	// the batch statements, 0.3–0.7 ms each, a fifth of its CPU at 1,000 orders/s.
-	if standalone {
-		q.Queue(txStartStandaloneSQL)
+	if claim != 0 {
+		q.Queue(txStartStandaloneSQL, claim)
 	} else {
 		q.Queue(txStartSQL)
 	}
 }
 
 // txStartSQL sets the planner for a batch's statements (queueTxStart); txStartStandaloneSQL also
-// takes the standalone batches' shared mark.
+// takes the standalone batches' shared mark and checks the claim's token, its one parameter
+// (standalone_batch, migration 021).
 const txStartSQL = "select set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true), set_config('enable_seqscan', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)"
 
-var txStartStandaloneSQL = txStartSQL + fmt.Sprintf(", pg_advisory_xact_lock_shared(%d, %d)", lockSpace, batchKey)
+var txStartStandaloneSQL = txStartSQL + fmt.Sprintf(", standalone_batch(%d, %d, $1)", lockSpace, batchKey)
 
 // queueClientOrderIDs queues the claim of client order ids. The unique index on (account_id,
 // client_order_id) is the guarantee, but meeting it at commit would fail the whole batch; so a
@@ -221,7 +225,7 @@ func CommitBatch(ctx context.Context, conn *pgx.Conn, b *Batch) (Committed, erro
 	var q pgx.Batch
 	var c Committed
 	if b.Unlocked {
-		queueTxStart(&q, b.Standalone)
+		queueTxStart(&q, b.Claim)
 		if f := b.Fence; f != nil {
 			q.Queue(`select fence_markets($1, $2, $3)`, f.Shard, uuidArray(f.Markets), f.Epochs)
 		}

@@ -103,9 +103,8 @@ type Batch struct {
 	// when it commits: CommitBatch checks it in the batch's transaction, before the writes
 	// (fence_markets, migration 018), and the batch fails as Fenced otherwise.
 	Fence *Fence
-	// Standalone marks an unlocked batch as a standalone exchange's, as Begin.Standalone does a
-	// locked one's.
-	Standalone bool
+	// Claim is an unlocked batch's standalone claim token, as Begin.Claim is a locked one's.
+	Claim int64
 }
 
 // Fence is a shard's claim on the markets a batch wrote for: each owned by Shard under its epoch.

@@ -31,10 +31,14 @@ const builtinMarkets = "builtin"
 
 // How long pmx dev waits, at start, for another pmx dev on its database to let it go (one that
 // was just killed does within milliseconds), and then for the batches a killed one left running
-// in Postgres to end (store.ClaimStandalone).
+// in Postgres to end (store.ClaimStandalone, Claim.Fence); and, should its claim's session end
+// while it runs, how long it waits to claim the database again (a process that took it meanwhile
+// keeps it) and how often it tries while Postgres cannot be reached (Claim.Keep).
 const (
-	claimWait  = 5 * time.Second
-	claimDrain = time.Minute
+	claimWait   = 5 * time.Second
+	claimDrain  = time.Minute
+	claimRetake = time.Second
+	claimRetry  = time.Second
 )
 
 type devOptions struct {
@@ -134,9 +138,9 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 	}
 	defer st.Close()
 	// This process alone serves the database's markets, from books it loads below: a second pmx dev
-	// is refused before it changes anything (the schema included), and the batches a killed one
-	// left running end before any book is loaded.
-	claim, err := st.ClaimStandalone(ctx, claimWait, claimDrain)
+	// is refused before it changes anything (the schema included), the batches a killed one left
+	// running end before any book is loaded, and from then on only this one's batches commit.
+	claim, err := st.ClaimStandalone(ctx, claimWait)
 	if err != nil {
 		return err
 	}
@@ -144,6 +148,23 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 	if err := migrateStore(ctx, st, log); err != nil {
 		return err
 	}
+	if err := claim.Fence(ctx, claimDrain); err != nil {
+		return err
+	}
+	// Should the claim's session end (Postgres restarted), the claim is taken again; should
+	// another pmx dev have taken it meanwhile, this one stops, its batches already refused.
+	ctx, lose := context.WithCancelCause(ctx)
+	defer lose(nil)
+	keepCtx, stopKeeping := context.WithCancel(context.Background())
+	kept := make(chan struct{})
+	go func() {
+		defer close(kept)
+		if err := claim.Keep(keepCtx, log, claimRetake, claimRetry); err != nil {
+			log.Error("this pmx dev lost its claim on the database to another; stopping", "err", err)
+			lose(err)
+		}
+	}()
+	defer func() { stopKeeping(); <-kept }()
 
 	reg := httpkit.NewRegistry()
 	metricsAddr, stopMetrics, err := startMetrics(o.process.metricsAddr, reg, log)
@@ -152,7 +173,7 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 	}
 	defer stopMetrics()
 	bus := &feed.Bus{}
-	sh := shard.NewSet(shard.Config{Store: st, Logger: log, Metrics: reg, MaxOpenOrders: o.maxOpenOrders,
+	sh := shard.NewSet(shard.Config{Store: st, Claim: claim.Token(), Logger: log, Metrics: reg, MaxOpenOrders: o.maxOpenOrders,
 		EventRetention: o.eventRetention, Feed: bus, NoEventLog: o.noEventLog}, o.shards)
 	defer sh.Stop()
 
@@ -212,6 +233,9 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 	err = serve(ctx, ln, api.Handler(), httpkit.Limits{MaxConnsPerClient: o.serve.maxConnsPerClient}, log)
 	stopCloser()
 	<-closerDone
+	if lost := context.Cause(ctx); err == nil && errors.Is(lost, store.ErrClaimed) {
+		return lost
+	}
 	return err
 }
 

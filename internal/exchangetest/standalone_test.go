@@ -3,6 +3,7 @@ package exchangetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pmx-dev/pmx/internal/pgtest"
+	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/pgcluster"
 )
 
@@ -51,4 +53,66 @@ func TestSecondDevRefused(t *testing.T) {
 	}
 	CheckInvariants(t, tg)
 	first.Stop()
+}
+
+// TestDevStopsWhenClaimLost ends the Postgres session through which a running pmx dev holds its
+// database, as a restart of Postgres would, while a second pmx dev waits for that database: the
+// second takes it and serves, and the first, finding its claim taken, exits with an error that
+// says so, instead of serving the same markets from a second book.
+func TestDevStopsWhenClaimLost(t *testing.T) {
+	bin := BuildPMX(t)
+	dbURL := pgtest.NewDatabase(t, pgtest.Shared(t))
+	const token = "claim-lost-token"
+	first, base := startDevProcess(t, bin, dbURL, token)
+	tg := processTarget(t, base, dbURL, token)
+	m := tg.NewMarket(t, nil)
+
+	// Once the second waits for the claim, end the first's hold on it.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	ended := make(chan error, 1)
+	go func() {
+		waiting := func(ctx context.Context) (bool, error) {
+			var n int
+			err := tg.Store.Pool.QueryRow(ctx, `select count(*) from pg_locks where locktype = 'advisory' and not granted
+				and database = (select oid from pg_database where datname = current_database())`).Scan(&n)
+			return n > 0, err
+		}
+		if err := poll.Until(ctx, 30*time.Second, waiting); err != nil {
+			ended <- fmt.Errorf("the second pmx dev never waited for the claim: %w", err)
+			return
+		}
+		var n int
+		ended <- tg.Store.Pool.QueryRow(ctx, `select count(pg_terminate_backend(pid)) from pg_locks
+			where locktype = 'advisory' and granted and objsubid = 2 and classid = $1::bigint::oid and objid = 1
+			  and database = (select oid from pg_database where datname = current_database())`, 0x706d7864).Scan(&n)
+	}()
+	second, secondBase := startDevProcess(t, bin, dbURL, token)
+	if err := <-ended; err != nil {
+		t.Fatal(err)
+	}
+
+	select {
+	case <-first.done:
+	case <-time.After(time.Minute):
+		t.Fatalf("the first pmx dev still runs a minute after another took its database:\n%s", first.Output())
+	}
+	if first.cmd.ProcessState.Success() {
+		t.Errorf("the first pmx dev exited successfully after losing its database; want an error")
+	}
+	for _, want := range []string{"another pmx dev is serving this database", "this one stops"} {
+		if !strings.Contains(first.Output(), want) {
+			t.Errorf("the first pmx dev's output does not say %q:\n%s", want, first.Output())
+		}
+	}
+
+	// The second serves the market, from what the first wrote.
+	tg2 := processTarget(t, secondBase, dbURL, token)
+	alice, bob := tg2.NewAccount(t, "second-a"), tg2.NewAccount(t, "second-b")
+	alice.Place(t, m.ID, "BUY", "YES", 40, 2)
+	if o := bob.Place(t, m.ID, "BUY", "NO", 60, 2); o.FilledQuantity != 2 {
+		t.Errorf("on the second pmx dev, a crossing order filled %d of 2", o.FilledQuantity)
+	}
+	CheckInvariants(t, tg2)
+	second.Stop()
 }
