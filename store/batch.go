@@ -161,6 +161,9 @@ func queueTxStart(q *pgx.Batch, claim int64) {
 	// And every statement keeps one generic plan: with those choices made, a plan for the batch's
 	// own parameters is no better, and Postgres planned one anew for every execution of a third of
 	// the batch statements, 0.3–0.7 ms each, a fifth of its CPU at 1,000 orders/s.
+	// JIT compilation goes with them: a plan that must scan a table anyway carries the disabled
+	// scan's cost (10^10), far above jit_above_cost, and was compiled again for every execution,
+	// 10 ms for a statement that needs microseconds (a one-row table's lookup, measured).
 	if claim != 0 {
 		q.Queue(txStartStandaloneSQL, claim)
 	} else {
@@ -171,7 +174,7 @@ func queueTxStart(q *pgx.Batch, claim int64) {
 // txStartSQL sets the planner for a batch's statements (queueTxStart); txStartStandaloneSQL also
 // takes the standalone batches' shared mark and checks the claim's token, its one parameter
 // (standalone_batch, migration 021).
-const txStartSQL = "select set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true), set_config('enable_seqscan', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)"
+const txStartSQL = "select set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true), set_config('enable_seqscan', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true)"
 
 var txStartStandaloneSQL = txStartSQL + fmt.Sprintf(", standalone_batch(%d, %d, $1)", lockSpace, batchKey)
 
