@@ -175,7 +175,7 @@ func (c *Claim) Keep(ctx context.Context, log *slog.Logger, wait, retry time.Dur
 		case err != nil:
 			log.Warn("cannot read the database's fencing token; claiming it again", "err", err)
 			conn.Close(context.Background())
-			continue // the session that reads it is gone too: the loop waits on a closed one and claims again
+			continue // closed, the claim's session is waited on in vain: the loop claims again at once
 		case token != mine:
 			return fmt.Errorf("%w: it claimed the database while this one's hold on it was lost (fencing token %d, this one's %d), and this one stops",
 				ErrClaimed, token, mine)
