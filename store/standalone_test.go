@@ -296,6 +296,26 @@ func endClaimSession(t *testing.T, st *Store) int32 {
 	return pid
 }
 
+// takeOver claims st's database from another process: a claim waits for it, and the holder's
+// session is then ended under it, so that the waiting claim gets it before the holder can claim it
+// again.
+func takeOver(t *testing.T, st *Store) *Claim {
+	t.Helper()
+	var c *Claim
+	claimed := make(chan error, 1)
+	go func() {
+		var err error
+		c, err = st.ClaimStandalone(context.Background(), 10*time.Second)
+		claimed <- err
+	}()
+	waitForWaiters(t, st, 1, "the other claim did not wait")
+	endClaimSession(t, st)
+	if err := <-claimed; err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // TestClaimKeep checks what a claim does when its session ends under it: it claims the database
 // again, and its batches go on; or, when another process claimed the database meanwhile, Keep
 // returns ErrClaimed, whether that process still holds the claim or has raised the token and let
@@ -354,18 +374,7 @@ func TestClaimKeep(t *testing.T) {
 	b := fencedClaim(t, st)
 	defer b.Close(ctx)
 	_, endedB := keep(b, 100*time.Millisecond)
-	var c *Claim
-	claimed := make(chan error, 1)
-	go func() {
-		var err error
-		c, err = st.ClaimStandalone(ctx, 10*time.Second)
-		claimed <- err
-	}()
-	waitForWaiters(t, st, 1, "the other claim did not wait")
-	endClaimSession(t, st)
-	if err := <-claimed; err != nil {
-		t.Fatal(err)
-	}
+	c := takeOver(t, st)
 	defer c.Close(ctx)
 	if err := c.Fence(ctx, time.Second); err != nil {
 		t.Fatal(err)
@@ -377,17 +386,7 @@ func TestClaimKeep(t *testing.T) {
 	// Taken by another, which raised the token and let it go before Keep claimed it again: Keep
 	// finds the token changed.
 	_, endedC := keep(c, 10*time.Second)
-	var d *Claim
-	go func() {
-		var err error
-		d, err = st.ClaimStandalone(ctx, 10*time.Second)
-		claimed <- err
-	}()
-	waitForWaiters(t, st, 1, "the other claim did not wait")
-	endClaimSession(t, st)
-	if err := <-claimed; err != nil {
-		t.Fatal(err)
-	}
+	d := takeOver(t, st)
 	if err := d.Fence(ctx, time.Second); err != nil {
 		t.Fatal(err)
 	}

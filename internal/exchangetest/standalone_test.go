@@ -16,15 +16,20 @@ import (
 	"github.com/pmx-dev/pmx/pgcluster"
 )
 
+// devOnItsDatabase starts a pmx dev process on a database of its own, with the admin token token.
+func devOnItsDatabase(t *testing.T, token string) (bin, dbURL string, p *Process, tg *Target) {
+	bin = BuildPMX(t)
+	dbURL = pgtest.NewDatabase(t, pgtest.Shared(t))
+	p, base := startDevProcess(t, bin, dbURL, token)
+	return bin, dbURL, p, processTarget(t, base, dbURL, token)
+}
+
 // TestSecondDevRefused starts a second pmx dev on a database that one already serves: two would
 // serve the same markets from two books, so the second must exit with an error that says so and
 // how to mend it, having changed nothing; the first goes on serving.
 func TestSecondDevRefused(t *testing.T) {
-	bin := BuildPMX(t)
-	dbURL := pgtest.NewDatabase(t, pgtest.Shared(t))
 	const token = "second-dev-token"
-	first, base := startDevProcess(t, bin, dbURL, token)
-	tg := processTarget(t, base, dbURL, token)
+	bin, dbURL, first, tg := devOnItsDatabase(t, token)
 	m := tg.NewMarket(t, nil)
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
@@ -60,11 +65,8 @@ func TestSecondDevRefused(t *testing.T) {
 // second takes it and serves, and the first, finding its claim taken, exits with an error that
 // says so, instead of serving the same markets from a second book.
 func TestDevStopsWhenClaimLost(t *testing.T) {
-	bin := BuildPMX(t)
-	dbURL := pgtest.NewDatabase(t, pgtest.Shared(t))
 	const token = "claim-lost-token"
-	first, base := startDevProcess(t, bin, dbURL, token)
-	tg := processTarget(t, base, dbURL, token)
+	bin, dbURL, first, tg := devOnItsDatabase(t, token)
 	m := tg.NewMarket(t, nil)
 
 	// Once the second waits for the claim, end the first's hold on it.
