@@ -56,7 +56,8 @@ type Config struct {
 	Name string
 	// Claim, for a standalone shard, is the token of its process's claim on the database
 	// (store.Claim.Token): every batch carries it, and fails once another process has claimed the
-	// database. Zero, a standalone shard's batches are not fenced: only tests run one so.
+	// database. Zero, a standalone shard's batches are neither marked nor fenced
+	// (store.ClaimStandalone): only tests run one so.
 	Claim  int64
 	Logger *slog.Logger
 	// MaxBatch bounds how many commands share one transaction (default 1024).
