@@ -497,18 +497,7 @@ func TestStandaloneBatchesAreFenced(t *testing.T) {
 		create trigger mark_probe after insert or update on orders for each row execute function mark_probe()`); err != nil {
 		t.Fatal(err)
 	}
-	claim := func() *store.Claim {
-		c, err := f.st.ClaimStandalone(ctx, time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close(ctx) })
-		if err := c.Fence(ctx, time.Second); err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	mine := claim()
+	mine := storetest.Claim(t, f.st)
 	s := New(Config{Store: f.st, Claim: mine.Token(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	t.Cleanup(s.Stop)
 	for range 3 {
@@ -529,7 +518,7 @@ func TestStandaloneBatchesAreFenced(t *testing.T) {
 	if err := mine.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	claim()
+	storetest.Claim(t, f.st)
 	for _, account := range []int64{f.alice, f.bob} {
 		if o, err := s.Place(ctx, f.buy(account, engine.Yes, 40, 1)); !errors.Is(err, ErrUnavailable) {
 			t.Errorf("a placement after another process claimed the database: %+v, %v; want ErrUnavailable", o, err)

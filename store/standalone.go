@@ -146,41 +146,48 @@ func (c *Claim) Keep(ctx context.Context, log *slog.Logger, wait, retry time.Dur
 		}
 		log.Warn("the session holding this pmx dev's claim on its database ended; claiming it again", "err", err)
 		conn.Close(context.Background())
-		for attempt := 1; ; attempt++ {
-			conn, err = claimOn(ctx, c.cfg, wait)
-			if err == nil {
-				break
-			}
-			if errors.Is(err, ErrClaimed) {
-				return fmt.Errorf("%w: it claimed the database while this one's hold on it was lost, and this one stops", err)
-			}
-			if attempt == 1 || attempt%30 == 0 {
-				log.Warn("cannot claim the database again yet; retrying", "err", err, "attempts", attempt)
-			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(retry):
-			}
+		if conn, err = c.reclaim(ctx, log, wait, retry); conn == nil {
+			return err
 		}
-		var token int64
-		err = conn.QueryRow(ctx, "select coalesce((select token from standalone_claim), 0)").Scan(&token)
 		c.mu.Lock()
 		c.conn = conn
-		mine := c.token
 		c.mu.Unlock()
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case err != nil:
-			log.Warn("cannot read the database's fencing token; claiming it again", "err", err)
-			conn.Close(context.Background())
-			continue // closed, the claim's session is waited on in vain: the loop claims again at once
-		case token != mine:
-			return fmt.Errorf("%w: it claimed the database while this one's hold on it was lost (fencing token %d, this one's %d), and this one stops",
-				ErrClaimed, token, mine)
+		log.Info("claimed the database again", "token", c.Token())
+	}
+}
+
+// reclaim claims the database again for Keep, trying every retry until it can, and checks that
+// the token is still the claim's. It returns the claim's new session; or none, with the error that
+// ends Keep: nil when ctx ended, one wrapping ErrClaimed when another process took the database.
+func (c *Claim) reclaim(ctx context.Context, log *slog.Logger, wait, retry time.Duration) (*pgx.Conn, error) {
+	for attempt := 1; ; attempt++ {
+		conn, err := claimOn(ctx, c.cfg, wait)
+		if errors.Is(err, ErrClaimed) {
+			return nil, fmt.Errorf("%w: it claimed the database while this one's hold on it was lost, and this one stops", err)
 		}
-		log.Info("claimed the database again", "token", token)
+		if err == nil {
+			var token int64
+			if err = conn.QueryRow(ctx, "select coalesce((select token from standalone_claim), 0)").Scan(&token); err == nil {
+				if mine := c.Token(); token != mine {
+					conn.Close(context.Background())
+					return nil, fmt.Errorf("%w: it claimed the database while this one's hold on it was lost (fencing token %d, this one's %d), and this one stops",
+						ErrClaimed, token, mine)
+				}
+				return conn, nil
+			}
+			conn.Close(context.Background())
+		}
+		if ctx.Err() != nil {
+			return nil, nil
+		}
+		if attempt == 1 || attempt%30 == 0 {
+			log.Warn("cannot claim the database again yet; retrying", "err", err, "attempts", attempt)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-time.After(retry):
+		}
 	}
 }
 

@@ -81,6 +81,23 @@ func waitForWaiters(t *testing.T, st *Store, n int, what string) {
 	}
 }
 
+// fenceBehind claims st's database and starts its Fence, which must wait for a batch under way
+// (what says so if it does not): it returns the claim, given up when t ends, and the Fence's result
+// to come.
+func fenceBehind(t *testing.T, st *Store, what string) (*Claim, <-chan error) {
+	t.Helper()
+	ctx := context.Background()
+	claim, err := st.ClaimStandalone(ctx, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { claim.Close(ctx) })
+	fenced := make(chan error, 1)
+	go func() { fenced <- claim.Fence(ctx, time.Minute) }()
+	waitForWaiters(t, st, 1, what)
+	return claim, fenced
+}
+
 // available is an account's available cash, as committed.
 func available(t *testing.T, st *Store, account int64) int64 {
 	t.Helper()
@@ -113,14 +130,7 @@ func TestClaimWaitsForStandaloneBatches(t *testing.T) {
 	if _, err := BeginBatch(ctx, conn, Begin{Accounts: []int64{alice.ID}, LockAccounts: true, Claim: token}); err != nil {
 		t.Fatal(err)
 	}
-	claim, err := st.ClaimStandalone(ctx, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer claim.Close(ctx)
-	fenced := make(chan error, 1)
-	go func() { fenced <- claim.Fence(ctx, time.Minute) }()
-	waitForWaiters(t, st, 1, "the claim never waited for the batch under way")
+	claim, fenced := fenceBehind(t, st, "the claim never waited for the batch under way")
 	select {
 	case err := <-fenced:
 		t.Fatalf("Fence returned (%v) while a standalone batch was under way", err)
@@ -213,14 +223,7 @@ func TestClaimFencesEarlierBatches(t *testing.T) {
 	if err := second.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	third, err := st.ClaimStandalone(ctx, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer third.Close(ctx)
-	fenced := make(chan error, 1)
-	go func() { fenced <- third.Fence(ctx, time.Minute) }()
-	waitForWaiters(t, st, 1, "the third claim's Fence did not wait for the batch under way")
+	_, fenced := fenceBehind(t, st, "the third claim's Fence did not wait for the batch under way")
 	late := testConn(t, st)
 	lateDone := make(chan error, 1)
 	go func() {

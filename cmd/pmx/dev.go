@@ -98,7 +98,7 @@ started from.`,
 	return cmd
 }
 
-func runDev(ctx context.Context, o devOptions, out io.Writer) error {
+func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 	if err := o.serve.limits(); err != nil {
 		return err
 	}
@@ -155,6 +155,11 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 	// another pmx dev have taken it meanwhile, this one stops, its batches already refused.
 	ctx, lose := context.WithCancelCause(ctx)
 	defer lose(nil)
+	defer func() { // whatever the lost claim's end cut short, the loss is what stopped it
+		if lost := context.Cause(ctx); errors.Is(lost, store.ErrClaimed) {
+			err = lost
+		}
+	}()
 	keepCtx, stopKeeping := context.WithCancel(context.Background())
 	kept := make(chan struct{})
 	go func() {
@@ -233,9 +238,6 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) error {
 	err = serve(ctx, ln, api.Handler(), httpkit.Limits{MaxConnsPerClient: o.serve.maxConnsPerClient}, log)
 	stopCloser()
 	<-closerDone
-	if lost := context.Cause(ctx); err == nil && errors.Is(lost, store.ErrClaimed) {
-		return lost
-	}
 	return err
 }
 

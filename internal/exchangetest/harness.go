@@ -69,15 +69,7 @@ func StartDev(t testing.TB, options ...func(*apiserver.Config)) *Target {
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	reg := httpkit.NewRegistry()
 	bus := &feed.Bus{}
-	claim, err := st.ClaimStandalone(ctx, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { claim.Close(ctx) })
-	if err := claim.Fence(ctx, time.Second); err != nil {
-		t.Fatal(err)
-	}
-	sh := shard.NewSet(shard.Config{Store: st, Claim: claim.Token(), Logger: log, Metrics: reg, MaxOpenOrders: SuiteMaxOpenOrders, Feed: bus}, DevShards)
+	sh := shard.NewSet(shard.Config{Store: st, Claim: storetest.Claim(t, st).Token(), Logger: log, Metrics: reg, MaxOpenOrders: SuiteMaxOpenOrders, Feed: bus}, DevShards)
 	t.Cleanup(sh.Stop)
 	closerCtx, stopCloser := context.WithCancel(ctx)
 	closerDone := make(chan struct{})

@@ -5,6 +5,7 @@ package storetest
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/store"
@@ -23,4 +24,20 @@ func New(t testing.TB) *store.Store {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// Claim claims st's database for a standalone exchange and fences it, as pmx dev does before it
+// loads its books (store.ClaimStandalone, Claim.Fence); the claim is given up when t ends.
+func Claim(t testing.TB, st *store.Store) *store.Claim {
+	t.Helper()
+	ctx := context.Background()
+	claim, err := st.ClaimStandalone(ctx, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { claim.Close(ctx) })
+	if err := claim.Fence(ctx, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return claim
 }
