@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -109,15 +108,6 @@ func newFeedMetrics(reg prometheus.Registerer) *feedMetrics {
 var closeReasons = map[websocket.StatusCode]string{
 	wsSlowConsumer: "slow_consumer", wsHeartbeatTimeout: "heartbeat_timeout", wsFeedInterrupted: "feed_interrupted",
 	websocket.StatusGoingAway: "going_away", websocket.StatusMessageTooBig: "message_too_big",
-}
-
-// wsRequest is a client's message.
-type wsRequest struct {
-	Op         string `json:"op"`
-	ID         int64  `json:"id"`
-	Channel    string `json:"channel"`
-	MarketID   string `json:"marketId"`
-	ResumeFrom *int64 `json:"resumeFrom"`
 }
 
 // wsReply answers a client's message.
@@ -364,11 +354,8 @@ func (c *wsConn) read(ctx context.Context) {
 			return
 		}
 		idle.Stop() // a subscription's replay may take a while: the client's silence counts from its end
-		var req wsRequest
-		if typ != websocket.MessageText || decodeStrict(raw, &req) != nil {
-			_ = json.Unmarshal(raw, &req) // for the id to answer, if there is one
-			c.reply(wsReply{Type: "error", ID: req.ID, Code: "invalid_message",
-				Message: `send JSON text messages like {"op":"subscribe","id":1,"channel":"book","marketId":"..."}`})
+		if req, refused := parseRequest(typ == websocket.MessageText, raw, c.public); refused != nil {
+			c.reply(*refused)
 		} else {
 			c.handle(ctx, req)
 		}
@@ -382,48 +369,13 @@ func (c *wsConn) fail(req wsRequest, code, message string) {
 	c.reply(wsReply{Type: "error", ID: req.ID, Channel: req.Channel, MarketID: req.MarketID, Code: code, Message: message})
 }
 
-// handle runs one client message.
+// handle runs one client message, which parseRequest has read and checked.
 func (c *wsConn) handle(ctx context.Context, req wsRequest) {
-	switch req.Op {
-	case "ping":
+	if req.Op == "ping" {
 		c.reply(wsReply{Type: "pong", ID: req.ID})
 		return
-	case "subscribe", "unsubscribe":
-	default:
-		c.fail(req, "invalid_message", `op must be subscribe, unsubscribe or ping`)
-		return
 	}
-	key := subKey{channel: req.Channel}
-	switch req.Channel {
-	case feed.ChannelBook, feed.ChannelTrades, feed.ChannelTicker:
-		id, err := uuid.Parse(req.MarketID)
-		if err != nil {
-			c.fail(req, "invalid_market_id", "marketId must be a market's id (a UUID)")
-			return
-		}
-		key.market = id
-	case feed.ChannelLifecycle:
-		if req.MarketID != "" || req.ResumeFrom != nil {
-			c.fail(req, "invalid_message", "the lifecycle channel covers every market and is live only: send no marketId and no resumeFrom")
-			return
-		}
-	case feed.ChannelOrders, feed.ChannelFills:
-		if c.public {
-			c.fail(req, "key_required", "the orders and fills channels are an account's own: connect to /api/v1/ws with the account's API key")
-			return
-		}
-		if req.MarketID != "" {
-			c.fail(req, "invalid_message", "the orders and fills channels are your account's, in every market: send no marketId")
-			return
-		}
-	default:
-		c.fail(req, "unknown_channel", "channel must be book, trades, ticker, lifecycle, orders or fills")
-		return
-	}
-	if req.ResumeFrom != nil && (*req.ResumeFrom < 0 || req.Channel == feed.ChannelTicker) {
-		c.fail(req, "invalid_resume_from", "resumeFrom is a seq you have seen (0 or more), on the book, trades, orders and fills channels")
-		return
-	}
+	key := subKey{channel: req.Channel, market: req.Market}
 	ack := wsReply{ID: req.ID, Channel: req.Channel, MarketID: req.MarketID}
 	if req.Op == "unsubscribe" {
 		sub, ok := c.subs[key]
@@ -516,11 +468,4 @@ func encodeJSON(v any) []byte {
 		panic(fmt.Sprintf("apiserver: encoding %T: %v", v, err))
 	}
 	return raw
-}
-
-// decodeStrict reads one JSON object with no unknown fields.
-func decodeStrict(raw []byte, v any) error {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.DisallowUnknownFields()
-	return d.Decode(v)
 }

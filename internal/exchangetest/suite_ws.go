@@ -358,6 +358,9 @@ func testFeedChannels(t *testing.T, tg *Target) {
 		{`{"op":"dance","id":19}`, "invalid_message"},
 		{`{"op":"ping","id":20,"extra":true}`, "invalid_message"},
 		{`not json`, "invalid_message"},
+		{`{"op":"subscribe","id":21,"channel":"book","marketId":"{` + id + `}"}`, "invalid_market_id"},
+		{`{"op":"ping","id":22,"channel":"book"}`, "invalid_message"},
+		{`{"OP":"ping","id":23}`, "invalid_message"},
 	} {
 		f.SendRaw(t, []byte(bad.msg))
 		e := f.ExpectReply(t, "error", bad.code)
@@ -365,6 +368,13 @@ func testFeedChannels(t *testing.T, tg *Target) {
 		_ = json.Unmarshal([]byte(bad.msg), &want)
 		if e.ID != want.ID {
 			t.Errorf("error %s answers id %d, want %d", e.Raw, e.ID, want.ID)
+		}
+	}
+	// A message that is not one object with each key once cannot be read: answered with id 0.
+	for _, bad := range []string{`{"op":"ping","id":24,"op":"subscribe"}`, `{"op":"ping","id":25}{"op":"ping","id":26}`} {
+		f.SendRaw(t, []byte(bad))
+		if e := f.ExpectReply(t, "error", "invalid_message"); e.ID != 0 {
+			t.Errorf("error %s answers id %d, want 0", e.Raw, e.ID)
 		}
 	}
 
