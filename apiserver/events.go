@@ -46,6 +46,9 @@ func (s *Server) marketEvents(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	if after > m.EventSeq {
+		return errAfterLast(after, m.EventSeq, "the market's")
+	}
 	events := []feed.Event{}
 	if after < m.EventSeq {
 		first, err := s.cfg.Store.FirstEvent(ctx, id)
@@ -84,6 +87,9 @@ func (s *Server) accountEvents(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	if after > last {
+		return errAfterLast(after, last, "your account's")
+	}
 	events := []feed.AccountEvent{}
 	if after < last {
 		if first == 0 || after+1 < first {
@@ -103,6 +109,13 @@ func (s *Server) accountEvents(c *gin.Context) error {
 
 var errAccountResyncRequired = &httpkit.Error{Status: http.StatusGone, Code: "resync_required", Field: "after",
 	Message: "the events after this number are no longer kept: read your orders, positions and account (GET /orders, /positions, /account), then follow the events after the seq GET /account/events gives"}
+
+// errAfterLast refuses an after past a feed's last seq. Events reach clients only once
+// committed, and the last seq is read from Postgres, so no client has seen such a number (it may
+// hold one of another market, account or database).
+func errAfterLast(after, last int64, whose string) error {
+	return httpkit.FieldError("after", "out_of_range", "after %d is past %s last event, seq %d: give a seq you have seen", after, whose, last)
+}
 
 // queryAfter reads the optional after parameter of an event listing: a seq the client has seen.
 func queryAfter(c *gin.Context) (int64, error) {

@@ -178,6 +178,7 @@ func testAccountEvents(t *testing.T, tg *Target) {
 	if page := maker.accountEvents(t, 6, 10); len(page.Events) != 0 || page.Seq != 6 {
 		t.Errorf("after the last event: %+v", page)
 	}
+	maker.ExpectError(t, "GET", "/account/events?after=7", nil, http.StatusBadRequest, "out_of_range")
 	var account apiserver.Account
 	maker.Expect(t, "GET", "/account", nil, http.StatusOK, &account)
 	if _, err := tg.Store.Pool.Exec(context.Background(),

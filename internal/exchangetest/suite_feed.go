@@ -92,6 +92,16 @@ func testMarketEvents(t *testing.T, tg *Target) {
 	c := traders[0]
 	c.ExpectError(t, "GET", "/market/events?marketId="+id+"&after=-1", nil, http.StatusBadRequest, "out_of_range")
 	c.ExpectError(t, "GET", "/market/events?marketId="+id+"&limit=1001", nil, http.StatusBadRequest, "out_of_range")
+	closedMarket, err := tg.Store.Market(context.Background(), m.ID) // the market is closed: its last seq stays
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := closedMarket.EventSeq
+	c.ExpectError(t, "GET", fmt.Sprintf("/market/events?marketId=%s&after=%d", id, last+1), nil, http.StatusBadRequest, "out_of_range")
+	c.Expect(t, "GET", fmt.Sprintf("/market/events?marketId=%s&after=%d", id, last), nil, http.StatusOK, &page)
+	if len(page.Events) != 0 {
+		t.Errorf("events after the last seq %d: %+v", last, page.Events)
+	}
 	c.ExpectError(t, "GET", "/market/events", nil, http.StatusBadRequest, "missing_field")
 	c.ExpectError(t, "GET", "/market/events?marketId=00000000-0000-4000-8000-000000000000", nil, http.StatusBadRequest, "market_not_found")
 	if _, err := tg.Store.Pool.Exec(context.Background(), `delete from market_events where market_id = $1 and first_seq = 1`, m.ID); err != nil {
