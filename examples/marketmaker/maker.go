@@ -81,21 +81,26 @@ func (m *Maker) Run(ctx context.Context) error {
 		})
 	}()
 
-	// Quote only once the feed is live: a fill of a quote before it would go unheard, and the
-	// inventory, and so the quotes, would be off from then on.
-	select {
-	case <-feed.Ready():
-	case err := <-feedErr:
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("the feed stopped before it was live: %w", err)
-	case <-ctx.Done():
-		return nil
-	}
-
 	heartbeat := time.NewTicker(m.Heartbeat / 3)
 	defer heartbeat.Stop()
+	// Quote only once the feed is live: a fill of a quote before it would go unheard, and the
+	// inventory, and so the quotes, would be off from then on. The switch is kept armed meanwhile.
+	for live := false; !live; {
+		select {
+		case <-feed.Ready():
+			live = true
+		case err := <-feedErr:
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("the feed stopped before it was live: %w", err)
+		case <-heartbeat.C:
+			m.renew(ctx)
+		case <-ctx.Done():
+			return nil
+		}
+	}
+
 	requote := time.NewTicker(time.Second) // also retries what failed
 	defer requote.Stop()
 	m.requote(ctx)
@@ -109,9 +114,7 @@ func (m *Maker) Run(ctx context.Context) error {
 			}
 			return fmt.Errorf("the feed stopped: %w", err)
 		case <-heartbeat.C:
-			if _, err := m.C.Heartbeat(ctx, m.Heartbeat); err != nil && ctx.Err() == nil {
-				m.Log.Warn("renewing the dead-man switch", "err", err)
-			}
+			m.renew(ctx)
 		case msg := <-msgs:
 			if m.apply(ctx, msg) {
 				m.requote(ctx)
@@ -119,6 +122,14 @@ func (m *Maker) Run(ctx context.Context) error {
 		case <-requote.C:
 			m.requote(ctx)
 		}
+	}
+}
+
+// renew renews the dead-man switch; a failure is logged, and the next renewal tries again
+// (three come within the switch's timeout).
+func (m *Maker) renew(ctx context.Context) {
+	if _, err := m.C.Heartbeat(ctx, m.Heartbeat); err != nil && ctx.Err() == nil {
+		m.Log.Warn("renewing the dead-man switch", "err", err)
 	}
 }
 
