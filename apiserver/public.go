@@ -41,7 +41,7 @@ func (s *Server) listMarkets(c *gin.Context) error {
 		}
 	}
 	_, paged := c.GetQuery("limit")
-	v, hasCursor := c.GetQuery("cursor")
+	_, hasCursor := c.GetQuery("cursor")
 	if !paged && !hasCursor { // every market in one answer, as the contract has it
 		markets, err := s.cfg.Store.Markets(c.Request.Context(), status)
 		if err != nil {
@@ -50,15 +50,7 @@ func (s *Server) listMarkets(c *gin.Context) error {
 		c.JSON(http.StatusOK, gin.H{"markets": listOf(markets, MarketOf)})
 		return nil
 	}
-	var after *store.Cursor
-	if hasCursor {
-		cur, err := decodeCursor(v, "GET /markets")
-		if err != nil {
-			return err
-		}
-		after = &cur
-	}
-	limit, err := queryLimit(c, defaultMarkets, maxMarkets)
+	after, limit, err := queryPage(c, "GET /markets", defaultMarkets, maxMarkets)
 	if err != nil {
 		return err
 	}
@@ -81,6 +73,24 @@ func queryUUID(c *gin.Context, name string) (uuid.UUID, error) {
 }
 
 // queryLimit reads an optional limit in 1..hi.
+// queryPage reads the cursor and limit of a list in cursor pages (list names it, for the cursor's
+// error): where the page starts (nil: at the start) and how many rows it may hold.
+func queryPage(c *gin.Context, list string, def, hi int) (*store.Cursor, int, error) {
+	var after *store.Cursor
+	if v, ok := c.GetQuery("cursor"); ok {
+		cur, err := decodeCursor(v, list)
+		if err != nil {
+			return nil, 0, err
+		}
+		after = &cur
+	}
+	limit, err := queryLimit(c, def, hi)
+	if err != nil {
+		return nil, 0, err
+	}
+	return after, limit, nil
+}
+
 func queryLimit(c *gin.Context, def, hi int) (int, error) {
 	v, ok := c.GetQuery("limit")
 	if !ok {
@@ -371,15 +381,8 @@ func (s *Server) listOrders(c *gin.Context) error {
 		}
 		f.Status = st
 	}
-	if v, ok := c.GetQuery("cursor"); ok {
-		cur, err := decodeCursor(v, "GET /orders")
-		if err != nil {
-			return err
-		}
-		f.After = &cur
-	}
 	var err error
-	if f.Limit, err = queryLimit(c, defaultOrders, maxOrders); err != nil {
+	if f.After, f.Limit, err = queryPage(c, "GET /orders", defaultOrders, maxOrders); err != nil {
 		return err
 	}
 	orders, err := s.cfg.Store.Orders(c.Request.Context(), f)
@@ -439,15 +442,7 @@ const listSettlements = "GET /settlements"
 // settlements lists what the account was paid when markets it held settled, newest first, in
 // cursor pages: per market and outcome held, the quantity and the payout.
 func (s *Server) settlements(c *gin.Context) error {
-	var after *store.Cursor
-	if v, ok := c.GetQuery("cursor"); ok {
-		cur, err := decodeCursor(v, listSettlements)
-		if err != nil {
-			return err
-		}
-		after = &cur
-	}
-	limit, err := queryLimit(c, defaultOrders, maxOrders)
+	after, limit, err := queryPage(c, listSettlements, defaultOrders, maxOrders)
 	if err != nil {
 		return err
 	}

@@ -24,15 +24,7 @@ func (s *Server) fills(c *gin.Context) error {
 		}
 		market = &id
 	}
-	var after *store.Cursor
-	if v, ok := c.GetQuery("cursor"); ok {
-		cur, err := decodeCursor(v, "GET /fills")
-		if err != nil {
-			return err
-		}
-		after = &cur
-	}
-	limit, err := queryLimit(c, defaultOrders, maxOrders)
+	after, limit, err := queryPage(c, "GET /fills", defaultOrders, maxOrders)
 	if err != nil {
 		return err
 	}
