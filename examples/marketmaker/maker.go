@@ -83,27 +83,11 @@ func (m *Maker) Run(ctx context.Context) error {
 
 	heartbeat := time.NewTicker(m.Heartbeat / 3)
 	defer heartbeat.Stop()
-	// Quote only once the feed is live: a fill of a quote before it would go unheard, and the
-	// inventory, and so the quotes, would be off from then on. The switch is kept armed meanwhile.
-	for live := false; !live; {
-		select {
-		case <-feed.Ready():
-			live = true
-		case err := <-feedErr:
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("the feed stopped before it was live: %w", err)
-		case <-heartbeat.C:
-			m.renew(ctx)
-		case <-ctx.Done():
-			return nil
-		}
-	}
-
 	requote := time.NewTicker(time.Second) // also retries what failed
 	defer requote.Stop()
-	m.requote(ctx)
+	// Quote only once the feed is live: a fill of a quote before it would go unheard, and the
+	// inventory, and so the quotes, would be off from then on. The switch is kept armed meanwhile.
+	ready, live := feed.Ready(), false
 	for {
 		select {
 		case <-ctx.Done():
@@ -112,15 +96,20 @@ func (m *Maker) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("the feed stopped: %w", err)
+			return fmt.Errorf("the feed stopped (live: %v): %w", live, err)
 		case <-heartbeat.C:
 			m.renew(ctx)
+		case <-ready:
+			ready, live = nil, true
+			m.requote(ctx)
 		case msg := <-msgs:
-			if m.apply(ctx, msg) {
+			if m.apply(ctx, msg) && live {
 				m.requote(ctx)
 			}
 		case <-requote.C:
-			m.requote(ctx)
+			if live {
+				m.requote(ctx)
+			}
 		}
 	}
 }
