@@ -7,16 +7,11 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/pmx-dev/pmx/internal/apitest"
-	"github.com/pmx-dev/pmx/internal/pgtest"
-	"github.com/pmx-dev/pmx/store"
 )
 
 // Bounds the abuse suite holds pmx dev to while it is abused.
@@ -46,34 +41,9 @@ const (
 // /metrics must stay bounded, the slow connections must be cut off, and the invariants must hold
 // afterwards. Everything is bounded in count and time and stays on loopback.
 func TestAbuse(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("needs Linux: other loopback addresses and /proc")
-	}
-	bin := BuildPMX(t)
-	dbURL := pgtest.NewDatabase(t, pgtest.Shared(t))
-	const token = "abuse-test-token"
-	// The Go memory limit the api pod's 512 MiB sets (cmd/pmx/memlimit.go: 75% of the cgroup's
-	// limit). A test process has no such cgroup, so it gets the environment variable that overrides it.
-	proc, base := StartProcessEnv(t, apiLine, []string{"GOMEMLIMIT=384MiB"}, bin, "dev", "--database-url", dbURL,
-		"--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--markets", "", "--admin-token", token,
-		"--data-dir", t.TempDir(), "--log-level", "warn")
-	metricsURL := proc.Line(metricsLine)
-	WaitReady(t, base+"/readyz")
-	st, err := store.Open(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	tg := &Target{URL: base, MetricsURL: metricsURL, AdminToken: token, Store: st, Validator: apitest.NewValidator(t),
-		HTTP: &http.Client{Timeout: time.Minute}}
-	tg.Markets = AdminMarkets{tg}
-	market := tg.NewMarket(t, nil).ID
-	good, abuser := tg.NewAccount(t, "good"), tg.NewAccount(t, "abuser")
-	addr := strings.TrimPrefix(base, "http://")
-	dialFrom := func(ip string) (net.Conn, error) {
-		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second}
-		return d.Dial("tcp", addr)
-	}
+	r := newAbuseRig(t)
+	proc, base, metricsURL, tg, market, good, abuser := r.proc, r.base, r.metricsURL, r.tg, r.market, r.good, r.abuser
+	dialFrom := r.dialFrom
 	dial := func() (net.Conn, error) { return dialFrom(abuseAttacker) }
 	attacker := &http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) { return dial() }}
 	defer attacker.CloseIdleConnections()
