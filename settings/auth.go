@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/pmx-dev/pmx/auth"
 	"github.com/pmx-dev/pmx/httpkit"
+	"github.com/pmx-dev/pmx/internal/kit/addrlimit"
 	"github.com/pmx-dev/pmx/store"
 )
 
@@ -46,10 +45,8 @@ import (
 // in the same way): each costs a 64 MiB hash and opens an account with play money, and a flood of
 // them once took a process past 1 GB. A sign-up is counted whether or not its name turns out taken.
 //
-// The client address is the TCP peer's, never X-Forwarded-For: that header is the client's to
-// write unless a trusted proxy rewrites it, and a limit keyed on it could be dodged by sending a
-// new value each time. (Behind a proxy every client shares the proxy's address, hence the higher
-// per-client limit.) An IPv6 client is counted by its /64, which one host usually controls whole.
+// The client address is addrlimit.Key's: the TCP peer's, never X-Forwarded-For. (Behind a proxy
+// every client shares the proxy's address, hence the higher per-client limit.)
 
 // signInMessages are the notes the sign-in page shows, chosen by the m query parameter (a fixed
 // set, so that a link cannot put words on the page).
@@ -123,7 +120,7 @@ func (st *settings) signUp(c *gin.Context) {
 	}
 	// Counted once the form is valid (a typo costs nothing) and before the hash, the expensive part.
 	ctx, now := c.Request.Context(), st.now()
-	signUp, err := st.cfg.Store.RecordSignUp(ctx, clientKey(c.Request), now, now.Add(-signUpWindow))
+	signUp, err := st.cfg.Store.RecordSignUp(ctx, addrlimit.Key(c.Request), now, now.Add(-signUpWindow))
 	if err != nil {
 		st.fail(c, err)
 		return
@@ -193,7 +190,7 @@ func (st *settings) signIn(c *gin.Context) {
 	ctx := c.Request.Context()
 	cfg := st.cfg
 	now := st.now()
-	attempt, err := cfg.Store.RecordSignInAttempt(ctx, nameKey(name), clientKey(c.Request), now, now.Add(-signInWindow))
+	attempt, err := cfg.Store.RecordSignInAttempt(ctx, nameKey(name), addrlimit.Key(c.Request), now, now.Add(-signInWindow))
 	if err != nil {
 		st.fail(c, err)
 		return
@@ -246,7 +243,7 @@ func (st *settings) signIn(c *gin.Context) {
 		st.anonymous(c, http.StatusUnauthorized, "sign-in.html", p)
 		return
 	}
-	if err := cfg.Store.ClearSignInFailures(ctx, nameKey(name), clientKey(c.Request)); err != nil {
+	if err := cfg.Store.ClearSignInFailures(ctx, nameKey(name), addrlimit.Key(c.Request)); err != nil {
 		st.fail(c, err)
 		return
 	}
@@ -334,24 +331,6 @@ func (st *settings) busy(c *gin.Context, name string, p *page) {
 	p.Error = "pmx is busy checking other passwords. Nothing was changed; try again in a moment."
 	c.Header("Retry-After", strconv.Itoa(int(math.Ceil(hashWait.Seconds()))))
 	st.anonymous(c, http.StatusServiceUnavailable, name, p)
-}
-
-// clientKey is the address a sign-in attempt is counted against: the TCP peer's IP, or its /64 for
-// IPv6.
-func clientKey(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	addr, err := netip.ParseAddr(host)
-	if err != nil {
-		return host
-	}
-	addr = addr.Unmap().WithZone("")
-	if addr.Is6() {
-		return netip.PrefixFrom(addr, 64).Masked().String()
-	}
-	return addr.String()
 }
 
 // nameKey is the name a sign-in attempt is counted against: a valid account name (at most 64

@@ -17,24 +17,6 @@ func TestDollars(t *testing.T) {
 	}
 }
 
-func TestClientKey(t *testing.T) {
-	for addr, want := range map[string]string{
-		"127.0.0.1:5000":                "127.0.0.1",
-		"[::ffff:192.0.2.7]:80":         "192.0.2.7",
-		"[2001:db8:1:2:3:4:5:6]:443":    "2001:db8:1:2::/64",
-		"[2001:db8:1:2:ffff::1]:443":    "2001:db8:1:2::/64",
-		"[fe80::1%eth0]:80":             "fe80::/64",
-		"not an address":                "not an address",
-		"[2001:db8:1:3:3:4:5:6]:443":    "2001:db8:1:3::/64",
-		"198.51.100.20:1":               "198.51.100.20",
-		"[2001:db8:ffff:ffff::9]:65535": "2001:db8:ffff:ffff::/64",
-	} {
-		if got := clientKey(&http.Request{RemoteAddr: addr}); got != want {
-			t.Errorf("clientKey(%q) = %q, want %q", addr, got, want)
-		}
-	}
-}
-
 func TestIsSecure(t *testing.T) {
 	for _, tc := range []struct {
 		tls   bool
