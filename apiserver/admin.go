@@ -106,7 +106,7 @@ func (s *Server) createMarket(c *gin.Context) error {
 	m, err := market.Create(c.Request.Context(), s.cfg.Store, spec, nil, s.now())
 	var se *market.SpecError
 	if errors.As(err, &se) {
-		return httpkit.FieldError(se.Field, "invalid_value", "%v", se.Err)
+		return httpkit.FieldError(se.Field, se.Code, "%v", se.Err)
 	}
 	if err != nil {
 		return err

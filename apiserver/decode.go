@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/shard"
@@ -277,17 +278,33 @@ func (o object) boolean(field string) (bool, error) {
 	return false, httpkit.FieldError(field, "invalid_type", "%s must be true or false", field)
 }
 
-// time reads an RFC 3339 time, at the microsecond precision Postgres keeps.
+// time reads an RFC 3339 time (parseTime), at the microsecond precision Postgres keeps.
 func (o object) time(field string) (time.Time, error) {
 	s, err := o.string(field)
 	if err != nil {
 		return time.Time{}, err
 	}
+	t, err := parseTime(field, s)
+	return t.Truncate(time.Microsecond), err
+}
+
+// parseTime reads a time the API takes, in a body or a query: RFC 3339, within the exchange's
+// range once in UTC (domain.CheckTime), which it is returned in.
+func parseTime(field, s string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return time.Time{}, httpkit.FieldError(field, "invalid_value", "%s must be an RFC 3339 time like 2030-01-31T18:00:00Z", field)
 	}
-	return t.UTC().Truncate(time.Microsecond), nil
+	return t.UTC(), apiTimeError(domain.CheckTime(field, t))
+}
+
+// apiTimeError is a refusal of domain.CheckTime as the API's error, nil if there is none.
+func apiTimeError(err error) error {
+	var e *domain.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	return httpkit.FieldError(e.Field, e.Code, "%s", e.Message)
 }
 
 func (o object) uuid(field string) (uuid.UUID, error) {

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -47,6 +48,43 @@ const (
 
 func candleOf(c *store.Candle) Candle { return wire.CandleOf(c) }
 
+// candleWindow is what a candles query asks for: the interval and the window, from before to.
+type candleWindow struct {
+	Interval string
+	Every    time.Duration
+	From, To time.Time
+}
+
+// candleWindowOf reads a candles query's interval, from and to (to defaults to now, from to
+// defaultCandles intervals before to), and checks the window.
+func candleWindowOf(q url.Values, now time.Time) (candleWindow, error) {
+	w := candleWindow{Interval: q.Get("interval")}
+	var ok bool
+	if w.Every, ok = candleIntervals[w.Interval]; !ok {
+		return w, httpkit.FieldError("interval", "invalid_value", "interval must be one of 1m, 5m, 1h, 1d")
+	}
+	at := func(field string, def time.Time) (time.Time, error) {
+		if !q.Has(field) {
+			return def, nil
+		}
+		return parseTime(field, q.Get(field))
+	}
+	var err error
+	if w.To, err = at("to", now); err != nil {
+		return w, err
+	}
+	if w.From, err = at("from", w.To.Add(-defaultCandles*w.Every)); err != nil {
+		return w, err
+	}
+	if !w.From.Before(w.To) {
+		return w, httpkit.FieldError("from", "out_of_range", "from must be before to")
+	}
+	if w.To.Sub(w.From) > maxCandles*w.Every {
+		return w, httpkit.FieldError("from", "out_of_range", "a call spans at most %d intervals (%s of %s candles): narrow from and to, or take a longer interval", maxCandles, maxCandles*w.Every, w.Interval)
+	}
+	return w, nil
+}
+
 // candles sums a market's trades up per interval, over a window of at most maxCandles intervals,
 // from the minute and hour candles each batch keeps (store.Candles): a call never reads trades.
 func (s *Server) candles(c *gin.Context) error {
@@ -54,40 +92,14 @@ func (s *Server) candles(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	name := c.Query("interval")
-	every, ok := candleIntervals[name]
-	if !ok {
-		return httpkit.FieldError("interval", "invalid_value", "interval must be one of 1m, 5m, 1h, 1d")
-	}
-	at := func(field string, def time.Time) (time.Time, error) {
-		v, ok := c.GetQuery(field)
-		if !ok {
-			return def, nil
-		}
-		t, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
-			return t, httpkit.FieldError(field, "invalid_value", "%s must be a time in RFC 3339 form, e.g. 2030-01-02T15:04:05Z", field)
-		}
-		return t.UTC(), nil
-	}
-	to, err := at("to", s.now())
+	w, err := candleWindowOf(c.Request.URL.Query(), s.now())
 	if err != nil {
 		return err
 	}
-	from, err := at("from", to.Add(-defaultCandles*every))
+	candles, err := s.ReadCandles(c.Request.Context(), id, w.Every, w.From, w.To)
 	if err != nil {
 		return err
 	}
-	if !from.Before(to) {
-		return httpkit.FieldError("from", "out_of_range", "from must be before to")
-	}
-	if to.Sub(from) > maxCandles*every {
-		return httpkit.FieldError("from", "out_of_range", "a call spans at most %d intervals (%s of %s candles): narrow from and to, or take a longer interval", maxCandles, maxCandles*every, name)
-	}
-	candles, err := s.ReadCandles(c.Request.Context(), id, every, from, to)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, gin.H{"marketId": id, "interval": name, "from": from, "to": to, "candles": candles})
+	c.JSON(http.StatusOK, gin.H{"marketId": id, "interval": w.Interval, "from": w.From, "to": w.To, "candles": candles})
 	return nil
 }

@@ -9,12 +9,15 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/store"
 )
 
-// SpecError is a market spec that the Market CRD would refuse; Field is the first field at fault.
+// SpecError is a market spec that the Market CRD would refuse; Field is the first field at fault,
+// and Code the API's code for what is wrong with it.
 type SpecError struct {
 	Field string
+	Code  string
 	Err   error
 }
 
@@ -28,12 +31,20 @@ func Validate(spec *v1alpha1.MarketSpec) error {
 	m.Name = "market" // the rules need a name; an admin-created market has none
 	m.Default()
 	if err := m.Validate(); err != nil {
+		first := err
+		if joined, ok := err.(interface{ Unwrap() []error }); ok {
+			first = joined.Unwrap()[0]
+		}
+		var refusal *domain.Error // a time out of range
+		if errors.As(first, &refusal) {
+			return &SpecError{Field: refusal.Field, Code: refusal.Code, Err: refusal}
+		}
 		field, _, _ := strings.Cut(err.Error(), ":")
 		field = strings.TrimPrefix(strings.TrimPrefix(field, "spec"), ".")
 		if field == "" {
 			field = "resolvesAt" // the rule spanning closesAt and resolvesAt
 		}
-		return &SpecError{Field: field, Err: errors.New(strings.ReplaceAll(err.Error(), "spec.", ""))}
+		return &SpecError{Field: field, Code: "invalid_value", Err: errors.New(strings.ReplaceAll(err.Error(), "spec.", ""))}
 	}
 	*spec = m.Spec
 	return nil

@@ -99,14 +99,17 @@ type MarketSpec struct {
 
 	// ClosesAt is when trading stops by itself: at this time an OPEN market becomes CLOSED and its
 	// resting orders are cancelled. Unset, the market trades until it is closed or resolved.
-	// A market whose closesAt has passed stays CLOSED; move closesAt later to reopen it.
+	// A market whose closesAt has passed stays CLOSED; move closesAt later to reopen it. From
+	// 1970-01-01 to the end of year 9999 in UTC.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="self >= timestamp('1970-01-01T00:00:00Z') && self <= timestamp('9999-12-31T23:59:59.999999999Z')",message="closesAt must be from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z (in UTC, after its offset)"
 	ClosesAt *metav1.Time `json:"closesAt,omitempty"`
 
 	// ResolvesAt is when the question is expected to be decided and the market resolved. It tells
 	// traders when to expect the payout; resolving still takes setting resolution. Must be after
-	// closesAt when both are set.
+	// closesAt when both are set. From 1970-01-01 to the end of year 9999 in UTC.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="self >= timestamp('1970-01-01T00:00:00Z') && self <= timestamp('9999-12-31T23:59:59.999999999Z')",message="resolvesAt must be from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z (in UTC, after its offset)"
 	ResolvesAt *metav1.Time `json:"resolvesAt,omitempty"`
 
 	// Closed stops trading when set to true: the market becomes CLOSED and its resting orders are

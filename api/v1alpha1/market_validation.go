@@ -7,7 +7,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/pmx-dev/pmx/domain"
 )
 
 // The defaults the CRD applies to a Market's spec.
@@ -38,7 +41,8 @@ func (m *Market) Default() {
 
 // Validate checks a new Market, after Default, against what the apiserver checks on create and
 // can be checked without one: metadata.name and namespace, the required fields, lengths, the
-// resolution enum, the url rule and closesAt before resolvesAt. Beyond the CRD, which cannot say
+// resolution enum, the url rule, times within the exchange's range (domain.CheckTime) and
+// closesAt before resolvesAt. Beyond the CRD, which cannot say
 // it, every text field must be what Postgres text can hold: valid UTF-8 without NUL. Transition
 // rules (a resolution cannot change) need the old object and are left to the apiserver or the
 // caller. The error, if any, joins one error per problem, each starting with the field's path.
@@ -95,6 +99,17 @@ func (m *Market) problems() []error {
 	case "", ResolutionYes, ResolutionNo, ResolutionCanceled:
 	default:
 		add("spec.resolution", "%q: must be one of %s, %s, %s", s.Resolution, ResolutionYes, ResolutionNo, ResolutionCanceled)
+	}
+	// The CRD's rule on each time (XValidation on ClosesAt and ResolvesAt) says the same bound.
+	for _, t := range []struct {
+		name string
+		at   *metav1.Time
+	}{{"closesAt", s.ClosesAt}, {"resolvesAt", s.ResolvesAt}} {
+		if t.at != nil {
+			if err := domain.CheckTime(t.name, t.at.Time); err != nil {
+				errs = append(errs, fmt.Errorf("spec.%s: %w", t.name, err))
+			}
+		}
 	}
 	if s.ClosesAt != nil && s.ResolvesAt != nil && !s.ClosesAt.Before(s.ResolvesAt) {
 		add("spec", "closesAt must be before resolvesAt")
