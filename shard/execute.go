@@ -20,6 +20,15 @@ import (
 // command of the batch, as if each had committed on its own.
 func (s *Shard) place(c *command, now time.Time) {
 	p := &c.place
+	if p.TimeInForce == engine.GTD {
+		// The order's feed events carry its expiry, and an event that cannot be encoded (a time
+		// past year 9999) would fail the whole batch with it (recordAccountEvents): the one value
+		// of a placement that can is refused here, for this order alone, whoever sent it.
+		if err := domain.CheckTime("expiresAt", p.ExpiresAt); err != nil {
+			c.err = err
+			return
+		}
+	}
 	m := s.markets[p.Market]
 	if m.status != domain.MarketOpen {
 		c.err = domain.ErrMarketNotOpen
