@@ -86,6 +86,19 @@ func CloseUnread(c *gin.Context) {
 	}
 }
 
+// answerUnwritten answers a request whose handler chose its answer but gin could not write it (a
+// body that cannot be encoded as JSON, such as a time past year 9999: gin records the error and
+// writes nothing) with a 500 and an error body, and logs it. Without it the request would end as
+// a 200 with an empty body, which a client cannot tell from an empty answer.
+func answerUnwritten(c *gin.Context) {
+	if c.Writer.Written() || len(c.Errors) == 0 {
+		return
+	}
+	Logger(c).Error("the answer could not be written", "method", c.Request.Method, "path", c.Request.URL.Path,
+		"status", c.Writer.Status(), "err", c.Errors.Last().Err)
+	Abort(c, NewError(http.StatusInternalServerError, "internal", "the exchange failed to answer; try again later"))
+}
+
 // loggerKey is where WithLogger leaves the request's logger in the gin context.
 const loggerKey = "logger"
 

@@ -18,7 +18,8 @@ type httpMetrics struct {
 }
 
 // HTTPMetrics is middleware that counts and times every request by route, method and status, in
-// reg.
+// reg. Every gin engine of the exchange runs it, innermost: it first turns an answer gin failed to
+// write into a 500 (answerUnwritten), so that what it counts is what the client got.
 func HTTPMetrics(reg prometheus.Registerer) gin.HandlerFunc {
 	return newHTTPMetrics(reg).middleware
 }
@@ -45,6 +46,7 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 func (m *httpMetrics) middleware(c *gin.Context) {
 	start := time.Now()
 	c.Next()
+	answerUnwritten(c)
 	route := c.FullPath()
 	if route == "" {
 		route = "unmatched"

@@ -1,11 +1,13 @@
 package httpkit
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
@@ -81,5 +83,53 @@ func TestMetricsHandlerServesOnlyMetrics(t *testing.T) {
 		if tc.method == http.MethodGet && tc.want == http.StatusOK && !strings.Contains(rec.Body.String(), "pmx_test_total 1") {
 			t.Errorf("GET /metrics does not serve the registry:\n%.300s", rec.Body.String())
 		}
+	}
+}
+
+// TestUnwritableAnswerIs500 answers with a body JSON cannot encode (a time past year 9999): the
+// client must get a 500 with an error body, not a 200 with an empty one, and the metrics count
+// the 500.
+func TestUnwritableAnswerIs500(t *testing.T) {
+	gin.SetMode(gin.ReleaseMode)
+	reg := prometheus.NewRegistry()
+	e := gin.New()
+	e.Use(HTTPMetrics(reg))
+	far := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	e.GET("/far", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"at": far}) })
+	e.GET("/near", func(c *gin.Context) { c.JSON(http.StatusCreated, gin.H{"at": far.AddDate(-1, 0, 0)}) })
+	for _, tc := range []struct {
+		path   string
+		status int
+		code   string
+	}{{"/far", http.StatusInternalServerError, "internal"}, {"/near", http.StatusCreated, ""}} {
+		w := httptest.NewRecorder()
+		e.ServeHTTP(w, httptest.NewRequest(http.MethodGet, tc.path, nil))
+		var body struct {
+			Error   string       `json:"error"`
+			Details ErrorDetails `json:"details"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+			t.Fatalf("%s: %d answered %q, not JSON: %v", tc.path, w.Code, w.Body, err)
+		}
+		if w.Code != tc.status || body.Details.Code != tc.code || tc.code != "" && body.Error == "" {
+			t.Errorf("%s: %d %s, want %d with code %q", tc.path, w.Code, w.Body, tc.status, tc.code)
+		}
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := map[string]bool{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "code" {
+					counted[l.GetValue()] = true
+				}
+			}
+		}
+	}
+	if !counted["500"] || counted["200"] {
+		t.Errorf("the metrics counted codes %v, want the 500 and no 200", counted)
 	}
 }
