@@ -78,11 +78,13 @@ devbench: k8s-bins ## Pack pmx, Postgres, kube-apiserver and etcd for a bare 16-
 	hack/devbench/pack.sh $(KUBEBUILDER_ASSETS)
 
 .PHONY: fuzz
-fuzz: ## Fuzz the engine's submission path, the request decoders and the feed's reader of client messages, FUZZTIME each (default 60s).
+fuzz: ## Fuzz the engine's submission path, the request decoders (every one that takes a time among them) and the feed's reader of client messages, FUZZTIME each (default 60s).
 	$(GO) test -run '^$$' -timeout 0 -fuzz FuzzSubmit -fuzztime $${FUZZTIME:-60s} ./engine
 	$(GO) test -run '^$$' -timeout 0 -fuzz FuzzDecodeOrder -fuzztime $${FUZZTIME:-60s} ./apiserver
 	$(GO) test -run '^$$' -timeout 0 -fuzz FuzzObjectString -fuzztime $${FUZZTIME:-60s} ./apiserver
 	$(GO) test -run '^$$' -timeout 0 -fuzz FuzzParseRequest -fuzztime $${FUZZTIME:-60s} ./apiserver
+	$(GO) test -run '^$$' -timeout 0 -fuzz FuzzCandleWindow -fuzztime $${FUZZTIME:-60s} ./apiserver
+	$(GO) test -run '^$$' -timeout 0 -fuzz FuzzDecodeMarket -fuzztime $${FUZZTIME:-60s} ./apiserver
 
 .PHONY: lint
 lint: $(STATICCHECK) ## Check formatting, go vet and staticcheck.

@@ -86,33 +86,49 @@ func (s *Server) createMarket(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	o, err := decodeObject(body)
+	spec, err := decodeMarket(body)
 	if err != nil {
 		return err
 	}
+	m, err := market.Create(c.Request.Context(), s.cfg.Store, spec, nil, s.now())
+	if err != nil {
+		return marketSpecError(err)
+	}
+	c.JSON(http.StatusCreated, MarketOf(&m))
+	return nil
+}
+
+// decodeMarket decodes a market body and checks it by the Market resource's rules
+// (market.Validate), defaulted as the CRD defaults it.
+func decodeMarket(body []byte) (v1alpha1.MarketSpec, error) {
+	o, err := decodeObject(body)
+	if err != nil {
+		return v1alpha1.MarketSpec{}, err
+	}
 	if err := o.oneKeyPerField(marketFields); err != nil {
-		return err
+		return v1alpha1.MarketSpec{}, err
 	}
 	var b marketBody
 	if err := json.Unmarshal(body, &b); err != nil {
 		var typ *json.UnmarshalTypeError
 		if errors.As(err, &typ) {
-			return httpkit.FieldError(typ.Field, "invalid_type", "%s must be a %s", typ.Field, typ.Type.String())
+			return v1alpha1.MarketSpec{}, httpkit.FieldError(typ.Field, "invalid_type", "%s must be a %s", typ.Field, typ.Type.String())
 		}
-		return httpkit.FieldError("", "invalid_value", "%v (times are RFC 3339, like 2027-01-31T18:00:00Z)", err)
+		return v1alpha1.MarketSpec{}, httpkit.FieldError("", "invalid_value", "%v (times are RFC 3339, like 2027-01-31T18:00:00Z)", err)
 	}
 	spec := v1alpha1.MarketSpec{Question: b.Question, Description: b.Description, Category: b.Category,
 		URL: b.URL, LabelA: b.LabelA, LabelB: b.LabelB, ClosesAt: metaTime(b.ClosesAt), ResolvesAt: metaTime(b.ResolvesAt)}
-	m, err := market.Create(c.Request.Context(), s.cfg.Store, spec, nil, s.now())
+	return spec, marketSpecError(market.Validate(&spec))
+}
+
+// marketSpecError is a spec the Market's rules refuse (*market.SpecError) as the API's error; any
+// other error as it is.
+func marketSpecError(err error) error {
 	var se *market.SpecError
 	if errors.As(err, &se) {
 		return httpkit.FieldError(se.Field, se.Code, "%v", se.Err)
 	}
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusCreated, MarketOf(&m))
-	return nil
+	return err
 }
 
 func metaTime(t *time.Time) *metav1.Time {

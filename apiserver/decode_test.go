@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/httpkit"
 )
@@ -200,6 +202,9 @@ func FuzzDecodeOrder(f *testing.F) {
 	f.Add([]byte(with(`"timeInForce":"GTD","expiresAt":"2030-01-01T13:00:00.0000015+01:00","postOnly":true,"clientOrderId":"a.B_9:-z"`)))
 	f.Add([]byte(with(`"timeInForce":"FOK","selfTradePrevention":"CANCEL_INCOMING","postOnly":false`)))
 	f.Add([]byte(with(`"timeInForce":"IOC","expiresAt":null,"clientOrderId":"A"`)))
+	f.Add([]byte(with(`"timeInForce":"GTD","expiresAt":"9999-12-31T23:59:59.999999999Z"`)))
+	f.Add([]byte(with(`"timeInForce":"GTD","expiresAt":"9999-12-31T23:59:59-23:59"`)))
+	f.Add([]byte(with(`"timeInForce":"GTD","expiresAt":"0000-01-01T00:00:00+23:59","clientOrderId":"old"`)))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := decodeOrder(body, 1_000_000, testNow)
 		var e *httpkit.Error
@@ -219,8 +224,11 @@ func FuzzDecodeOrder(f *testing.F) {
 			}
 			return
 		}
+		if err != nil && e.Field == "expiresAt" && !slices.Contains([]string{"missing_field", "invalid_type", "invalid_value", "out_of_range"}, e.Code) {
+			t.Fatalf("expiresAt %s refused with an undocumented code: %v", fields["expiresAt"], err)
+		}
 		if err != nil {
-			if e.Code == "not_an_integer" || e.Code == "out_of_range" {
+			if e.Code == "not_an_integer" || e.Code == "out_of_range" && e.Field != "expiresAt" {
 				lo, hi := int64(1), int64(99)
 				if e.Field == "quantity" {
 					hi = 1_000_000
@@ -235,6 +243,12 @@ func FuzzDecodeOrder(f *testing.F) {
 			PostOnly: r.PostOnly, SelfTrade: r.SelfTrade}
 		if o.Validate() != nil || r.Quantity > 1_000_000 {
 			t.Fatalf("decoded an invalid order %+v", r)
+		}
+		if r.TimeInForce == engine.GTD {
+			// Its placement's events carry it: it must be one JSON can write.
+			if _, err := json.Marshal(r.ExpiresAt); err != nil || !domain.TimeInRange(r.ExpiresAt) {
+				t.Fatalf("decoded expiry %v from %s, out of range (%v)", r.ExpiresAt, fields["expiresAt"], err)
+			}
 		}
 		past := !r.ExpiresAt.IsZero() && !r.ExpiresAt.After(testNow)
 		if (r.TimeInForce == engine.GTD) != !r.ExpiresAt.IsZero() || past != (r.pastExpiry != nil) || past && r.ClientOrderID == "" {
