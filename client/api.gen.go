@@ -751,7 +751,7 @@ type PlaceOrderRequest struct {
 	// ClientOrderID Your id for the order, unique in your account for ever; makes retries safe.
 	ClientOrderID *string `json:"clientOrderId,omitempty"`
 
-	// ExpiresAt RFC 3339. Required with `GTD` and only then; must be in the future.
+	// ExpiresAt RFC 3339, from 1970 to the end of year 9999 in UTC (else `out_of_range`). Required with `GTD` and only then; must be in the future.
 	ExpiresAt *time.Time         `json:"expiresAt,omitempty"`
 	MarketID  openapi_types.UUID `json:"marketId"`
 	Outcome   Outcome            `json:"outcome"`
