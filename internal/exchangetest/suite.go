@@ -41,6 +41,7 @@ func RunSuite(t *testing.T, tg *Target) {
 		{"TimeInForce", testTimeInForce},
 		{"SelfTradeModes", testSelfTradeModes},
 		{"GoodTillDate", testGoodTillDate},
+		{"FarTimes", testFarTimes},
 		{"ClientOrderIDs", testClientOrderIDs},
 		{"OpenOrderLimit", testOpenOrderLimit},
 		{"Heartbeat", testHeartbeat},
