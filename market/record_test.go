@@ -3,10 +3,12 @@ package market
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/domain"
@@ -30,6 +32,18 @@ func TestRecord(t *testing.T) {
 		t.Fatalf("Record(new) = %+v, created %v, %v", first, created, err)
 	}
 
+	// A time past year 9999 in UTC, which Postgres would store but no answer could carry.
+	far := metav1.NewTime(time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC))
+	farSpec := func(q string, closes bool) v1alpha1.MarketSpec {
+		s := spec(q)
+		if closes {
+			s.ClosesAt = &far
+		} else {
+			s.ResolvesAt = &far
+		}
+		return s
+	}
+
 	tests := []struct {
 		name     string
 		id       uuid.UUID
@@ -48,6 +62,8 @@ func TestRecord(t *testing.T) {
 		{"NUL changes nothing", first.ID, "default/rain", spec("Will it\x00 pour?"), false, true, "Will it pour?", "question"},
 		{"NUL creates nothing", uuid.Nil, "default/sleet", spec("Will it\x00 sleet?"), false, false, "", "question"},
 		{"invalid UTF-8 creates nothing", uuid.Nil, "default/fog", spec("Will it \xff fog?"), false, false, "", "question"},
+		{"closesAt past year 9999 changes nothing", first.ID, "default/rain", farSpec("Will it pour later?", true), false, true, "Will it pour?", "closesAt"},
+		{"resolvesAt past year 9999 creates nothing", uuid.Nil, "default/mist", farSpec("Will it mist?", false), false, false, "", "resolvesAt"},
 	}
 	for _, tt := range tests {
 		m, created, err := Record(ctx, st, tt.id, tt.market, tt.spec, now.Add(time.Minute))
@@ -55,6 +71,8 @@ func TestRecord(t *testing.T) {
 		if tt.field != "" {
 			if !errors.As(err, &se) || se.Field != tt.field || created {
 				t.Errorf("%s: Record() = created %v, %v; want a *SpecError on %s", tt.name, created, err, tt.field)
+			} else if strings.HasSuffix(tt.field, "At") && se.Code != "out_of_range" {
+				t.Errorf("%s: a time out of range refused with code %q", tt.name, se.Code)
 			}
 		} else if err != nil || created != tt.created {
 			t.Errorf("%s: Record() = created %v, %v; want created %v", tt.name, created, err, tt.created)
