@@ -54,9 +54,10 @@ func TestAbuseTimes(t *testing.T) {
 
 	g := r.tradeDuring(t)
 	tick := time.NewTicker(abuseFarPace)
-	for i := 0; i < int(abuseFarTime/abuseFarPace); i++ {
+	n := 0
+	hammer(1, abuseFarTime, func(int) bool {
 		<-tick.C
-		switch i % 10 {
+		switch n++; n % 10 {
 		case 3:
 			send("market", "POST", "/admin/v1/markets", abuseAdminToken, farMarket)
 		case 7:
@@ -64,7 +65,8 @@ func TestAbuseTimes(t *testing.T) {
 		default:
 			send("order", "POST", "/api/v1/order", r.abuser.Key, farOrder)
 		}
-	}
+		return true
+	})
 	tick.Stop()
 	g.finish(t, "far times", abuseMaxPlacement)
 
