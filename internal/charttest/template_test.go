@@ -119,7 +119,7 @@ func TestTemplateProduction(t *testing.T) {
 
 	// Tokens as given; the database URL from the platform's Secret; no wait for a bundled Postgres.
 	tokens := decode[corev1.Secret](t, r, "Secret", "ex-pmx-tokens")
-	if a, i := secretData(t, tokens, "admin-token"), secretData(t, tokens, "internal-token"); a != "admin-0123456789abcdef" || i != "internal-0123456789abcdef" {
+	if a, i := secretData(t, tokens, "admin-token"), secretData(t, tokens, "internal-token"); a != "admin-0123456789abcdef0123456789abcdef" || i != "internal-0123456789abcdef" {
 		t.Errorf("tokens %q and %q, want the values given", a, i)
 	}
 	for _, w := range workloads(t, r) {
