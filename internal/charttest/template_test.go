@@ -36,7 +36,7 @@ func TestTemplateDefault(t *testing.T) {
 	wantKinds := map[string]int{
 		"ServiceAccount": 1, "Secret": 2, "ClusterRole": 3, "ClusterRoleBinding": 1, "Role": 1,
 		"RoleBinding": 1, "Service": 7, "Deployment": 2, "StatefulSet": 2, "PodDisruptionBudget": 2,
-		"Lease": 1,
+		"Lease": 1, "NetworkPolicy": 2,
 	}
 	if got := kindCounts(r); !maps.Equal(got, wantKinds) {
 		t.Errorf("rendered kinds %v, want %v", got, wantKinds)
@@ -111,7 +111,7 @@ func TestTemplateProduction(t *testing.T) {
 	wantKinds := map[string]int{
 		"ServiceAccount": 1, "Secret": 1, "ClusterRole": 3, "ClusterRoleBinding": 1, "Role": 1,
 		"RoleBinding": 1, "Service": 5, "Deployment": 2, "StatefulSet": 1, "PodDisruptionBudget": 2,
-		"HorizontalPodAutoscaler": 1, "Ingress": 1, "ServiceMonitor": 3, "Lease": 1,
+		"HorizontalPodAutoscaler": 1, "Ingress": 1, "ServiceMonitor": 3, "Lease": 1, "NetworkPolicy": 1,
 	}
 	if got := kindCounts(r); !maps.Equal(got, wantKinds) {
 		t.Errorf("rendered kinds %v, want %v", got, wantKinds)
@@ -246,7 +246,7 @@ func TestTemplateExternalURL(t *testing.T) {
 
 	wantKinds := map[string]int{
 		"Secret": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
-		"Service": 5, "Deployment": 2, "StatefulSet": 1,
+		"Service": 5, "Deployment": 2, "StatefulSet": 1, "NetworkPolicy": 1,
 	}
 	if got := kindCounts(r); !maps.Equal(got, wantKinds) {
 		t.Errorf("rendered kinds %v, want %v", got, wantKinds)
