@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/storetest"
 	"github.com/pmx-dev/pmx/shard"
@@ -244,5 +245,71 @@ func TestInternalBatchKeepsTheGood(t *testing.T) {
 	}
 	if err := r.sh.CheckBooks(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRouterRequestsPass checks that what a front sends through the Router, shaped as the public
+// API's handlers shape it, passes the internal API's checks: every call of the Exchange, with the
+// optional fields set.
+func TestRouterRequestsPass(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.New(t)
+	now := time.Now()
+	m, err := st.CreateMarket(ctx, store.Market{ID: uuid.New(), Question: "q", Category: "c", LabelA: "Yes", LabelB: "No", CreatedAt: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := st.CreateAccount(ctx, "alice", 1_000_000, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sh := shard.New(shard.Config{Store: st, Name: "shard-1", Logger: log})
+	t.Cleanup(sh.Stop)
+	srv := httptest.NewServer(Server{Shard: sh, Store: st, Token: validateToken, Logger: log}.Handler())
+	t.Cleanup(srv.Close)
+	if _, err := st.Register(ctx, "shard-1", strings.TrimPrefix(srv.URL, "http://")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Assign(ctx, m.ID, "shard-1"); err != nil {
+		t.Fatal(err)
+	}
+	rt := &Router{Store: st, Token: validateToken}
+	expires := now.Add(time.Hour).UTC().Truncate(time.Microsecond)
+	place := func(price int, coid string) shard.PlaceRequest {
+		return shard.PlaceRequest{Account: a.ID, Market: m.ID, Side: engine.Buy, Outcome: engine.Yes, Price: price, Quantity: 3,
+			TimeInForce: engine.GTD, ExpiresAt: expires, PostOnly: true, SelfTrade: engine.CancelIncoming, ClientOrderID: coid,
+			Placement: fmt.Sprintf("%s BUY YES %d 3 GTD %s true CANCEL_INCOMING", m.ID, price, expires.Format(time.RFC3339Nano))}
+	}
+	first, err := rt.Place(ctx, place(10, "router-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	many := rt.PlaceMany(ctx, []shard.PlaceRequest{place(11, "router-2"), place(12, ""),
+		{Account: a.ID, Market: m.ID, Side: engine.Buy, Outcome: engine.No, Price: 5, Quantity: 1, TimeInForce: engine.IOC, Placement: "p"}})
+	for i, res := range many {
+		if res.Err != nil {
+			t.Fatalf("PlaceMany %d: %v", i, res.Err)
+		}
+	}
+	if _, err := rt.Amend(ctx, shard.AmendRequest{Account: a.ID, Market: m.ID, Seq: first.Seq, Side: engine.Buy, Outcome: engine.Yes, Price: 9}); err != nil {
+		t.Fatalf("Amend the price: %v", err)
+	}
+	if _, err := rt.Amend(ctx, shard.AmendRequest{Account: a.ID, Market: m.ID, Seq: first.Seq, Side: engine.Buy, Outcome: engine.Yes, Remaining: 2}); err != nil {
+		t.Fatalf("Amend the quantity: %v", err)
+	}
+	if _, err := rt.Cancel(ctx, shard.CancelRequest{Account: a.ID, Market: m.ID, Seq: first.Seq}); err != nil {
+		t.Fatalf("Cancel: %v", err)
+	}
+	for i, res := range rt.CancelMany(ctx, []shard.CancelRequest{{Account: a.ID, Market: m.ID, Seq: many[0].Placed.Seq}}) {
+		if res.Err != nil {
+			t.Fatalf("CancelMany %d: %v", i, res.Err)
+		}
+	}
+	if _, err := rt.OrderBook(ctx, m.ID); err != nil {
+		t.Fatalf("OrderBook: %v", err)
+	}
+	if cancelled, err := rt.CancelAll(ctx, a.ID, []uuid.UUID{m.ID}); err != nil || len(cancelled) != 1 {
+		t.Fatalf("CancelAll: %d orders, %v; want the one left", len(cancelled), err)
 	}
 }
