@@ -35,8 +35,12 @@ var (
 // refused unchecked with 429 too_many_failures and Retry-After, before any Postgres work (an
 // unknown key prefix costs a read, a ws-token a DELETE), until the bucket refills: at most
 // (authFailureBurst+1)/authFailureRate, about 3 s, after a flood, because failures already let in
-// are counted too. That refuses a good credential from the guessing address as well, which is the
-// price of not checking it; another address, the real holder's, is never refused for it.
+// are counted too. A ws-token or the admin token from the guessing address is refused unchecked
+// even when it is right, which is the price of not checking it; another address, the real
+// holder's, is never refused for it. An API key this replica has in its cache (keyCache: every key
+// used here since the cache last started) is checked all the same, since that costs no Postgres
+// work: the clients behind an address that also guesses (a NAT, a proxy all clients share) keep
+// trading, and only a key the replica would have to read is refused unchecked.
 //
 // Every credential pmx issues is random (API keys and ws-tokens carry 192 and 256 bits, the admin
 // token at least 32 characters), so the limit is not what keeps them from being guessed; it bounds
@@ -85,7 +89,8 @@ func (s *Server) refuse(c *gin.Context, credential string, e *httpkit.Error) {
 
 // authenticate resolves the bearer API key to its account; every /api/v1 call needs one. A
 // missing or malformed key costs nothing to refuse and guesses nothing, so only a well-formed key
-// is limited by its address's failures (authFailureRate).
+// counts as a failure, and only one that must be read from Postgres is refused unchecked when its
+// address has failed too often (authFailureRate).
 func (s *Server) authenticate(c *gin.Context) {
 	key, ok := httpkit.Bearer(c.Request)
 	if !ok {
@@ -97,11 +102,11 @@ func (s *Server) authenticate(c *gin.Context) {
 		httpkit.AbortUnread(c, errInvalidKey)
 		return
 	}
-	if s.authThrottled(c, "api_key") {
-		return
-	}
 	rec, cached, gen := s.keys.get(prefix)
 	if !cached {
+		if s.authThrottled(c, "api_key") {
+			return
+		}
 		var err error
 		rec, err = s.cfg.Store.KeyByPrefix(c.Request.Context(), prefix)
 		if errors.Is(err, store.ErrNotFound) {
