@@ -1,7 +1,8 @@
 // Package shardapi is both ends of the internal protocol between the front API and the shards in
 // distributed mode: the wire types and the one table of error codes (wire.go), the shard's HTTP
-// server (server.go), the client that calls it (client.go), and the Router, the front's Exchange,
-// which sends each market's writes and book reads to the shard that owns it (router.go).
+// server (server.go) and its checks of every request (validate.go), the client that calls it
+// (client.go), and the Router, the front's Exchange, which sends each market's writes and book
+// reads to the shard that owns it (router.go).
 //
 // The protocol is a shard's Exchange methods over HTTP, guarded by a token the processes share.
 // Requests and answers are the shard's own types as they are (shard.PlaceRequest and
