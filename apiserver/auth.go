@@ -2,13 +2,17 @@ package apiserver
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pmx-dev/pmx/auth"
 	"github.com/pmx-dev/pmx/httpkit"
+	"github.com/pmx-dev/pmx/internal/kit/addrlimit"
 	"github.com/pmx-dev/pmx/store"
 )
 
@@ -25,7 +29,68 @@ var (
 		Message: "the API key is malformed, unknown or revoked; create a new one on the developer settings page (/settings)"}
 )
 
-// authenticate resolves the bearer API key to its account; every /api/v1 call needs one.
+// Failed authentications are limited per client address (addrlimit's Ready and Spend): an address
+// may fail authFailureBurst times at once and authFailureRate times a second after that, with an
+// API key, a ws-token or the admin token alike. Past that, a credential from that address is
+// refused unchecked with 429 too_many_failures and Retry-After, before any Postgres work (an
+// unknown key prefix costs a read, a ws-token a DELETE), until the bucket refills: at most
+// (authFailureBurst+1)/authFailureRate, about 3 s, after a flood, because failures already let in
+// are counted too. A ws-token or the admin token from the guessing address is refused unchecked
+// even when it is right, which is the price of not checking it; another address, the real
+// holder's, is never refused for it. An API key this replica has in its cache (keyCache: every key
+// used here since the cache last started) is checked all the same, since that costs no Postgres
+// work: the clients behind an address that also guesses (a NAT, a proxy all clients share) keep
+// trading, and only a key the replica would have to read is refused unchecked.
+//
+// Every credential pmx issues is random (API keys and ws-tokens carry 192 and 256 bits, the admin
+// token at least 32 characters), so the limit is not what keeps them from being guessed; it bounds
+// what a guesser costs (10 Postgres point reads a second instead of thousands) and keeps the noise
+// out of the logs. No real client fails ten times a second: one with a revoked key or an expired
+// ws-token fails once and gets a new one, and a fleet restarted with a bad key still sees its
+// failures, only as 429 instead of 401 past the burst.
+const (
+	authFailureRate  = 10 // a second
+	authFailureBurst = 30
+)
+
+// authMetrics counts the credentials refused, by kind (api_key, ws_token, admin_token) and how:
+// "invalid" were checked and wrong, "throttled" refused unchecked (authThrottled).
+func newAuthMetrics(reg prometheus.Registerer) *prometheus.CounterVec {
+	m := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pmx_api_auth_failures_total",
+		Help: "Credentials refused, by kind (api_key, ws_token, admin_token) and how: invalid (checked and wrong) or throttled (refused unchecked: the client address failed too often)."},
+		[]string{"credential", "outcome"})
+	reg.MustRegister(m)
+	return m
+}
+
+// authThrottled answers 429 and reports true when the client's address has failed to authenticate
+// too often; it is asked before a credential is checked. The clock is the wall's, not the
+// server's: the bucket must refill in real time even where a test holds the server's clock.
+func (s *Server) authThrottled(c *gin.Context, credential string) bool {
+	ok, wait := s.authFailures.Ready(addrlimit.Key(c.Request), time.Now())
+	if ok {
+		return false
+	}
+	s.authFailed.WithLabelValues(credential, "throttled").Inc()
+	retry := addrlimit.RetryAfter(wait)
+	c.Header("Retry-After", strconv.Itoa(retry))
+	httpkit.AbortUnread(c, &httpkit.Error{Status: http.StatusTooManyRequests, Code: "too_many_failures",
+		Message: fmt.Sprintf("too many failed authentications from this address (%d at once, %d a second after that): "+
+			"nothing was checked; retry after %d s with a valid credential", authFailureBurst, authFailureRate, retry)})
+	return true
+}
+
+// refuse answers a wrong credential and counts it against the client's address.
+func (s *Server) refuse(c *gin.Context, credential string, e *httpkit.Error) {
+	s.authFailures.Spend(addrlimit.Key(c.Request), time.Now())
+	s.authFailed.WithLabelValues(credential, "invalid").Inc()
+	httpkit.AbortUnread(c, e)
+}
+
+// authenticate resolves the bearer API key to its account; every /api/v1 call needs one. A
+// missing or malformed key costs nothing to refuse and guesses nothing, so only a well-formed key
+// counts as a failure, and only one that must be read from Postgres is refused unchecked when its
+// address has failed too often (authFailureRate).
 func (s *Server) authenticate(c *gin.Context) {
 	key, ok := httpkit.Bearer(c.Request)
 	if !ok {
@@ -39,10 +104,13 @@ func (s *Server) authenticate(c *gin.Context) {
 	}
 	rec, cached, gen := s.keys.get(prefix)
 	if !cached {
+		if s.authThrottled(c, "api_key") {
+			return
+		}
 		var err error
 		rec, err = s.cfg.Store.KeyByPrefix(c.Request.Context(), prefix)
 		if errors.Is(err, store.ErrNotFound) {
-			httpkit.AbortUnread(c, errInvalidKey)
+			s.refuse(c, "api_key", errInvalidKey)
 			return
 		}
 		if err != nil {
@@ -52,7 +120,7 @@ func (s *Server) authenticate(c *gin.Context) {
 		s.keys.put(prefix, rec, gen)
 	}
 	if rec.Revoked || !auth.KeyMatches(key, rec.Hash) {
-		httpkit.AbortUnread(c, errInvalidKey)
+		s.refuse(c, "api_key", errInvalidKey)
 		return
 	}
 	if now := s.now(); s.keys.due(rec.ID, now) {
@@ -66,12 +134,21 @@ func (s *Server) authenticate(c *gin.Context) {
 
 func accountOf(c *gin.Context) int64 { return c.GetInt64(accountKey) }
 
-// authenticateAdmin checks the admin token.
+var errInvalidAdminToken = &httpkit.Error{Status: http.StatusUnauthorized, Code: "invalid_admin_token",
+	Message: "send the admin token as Authorization: Bearer <token>; pmx dev prints where it is"}
+
+// authenticateAdmin checks the admin token, limited by its address's failures (authFailureRate).
 func (s *Server) authenticateAdmin(c *gin.Context) {
 	token, ok := httpkit.Bearer(c.Request)
-	if !ok || !auth.TokenMatches(token, s.cfg.AdminToken) {
-		httpkit.AbortUnread(c, &httpkit.Error{Status: http.StatusUnauthorized, Code: "invalid_admin_token",
-			Message: "send the admin token as Authorization: Bearer <token>; pmx dev prints where it is"})
+	if !ok {
+		httpkit.AbortUnread(c, errInvalidAdminToken)
+		return
+	}
+	if s.authThrottled(c, "admin_token") {
+		return
+	}
+	if !auth.TokenMatches(token, s.cfg.AdminToken) {
+		s.refuse(c, "admin_token", errInvalidAdminToken)
 		return
 	}
 	c.Next()

@@ -443,24 +443,6 @@ func (r *orderRequest) request(account int64) shard.PlaceRequest {
 		SelfTrade: r.SelfTrade, ClientOrderID: r.ClientOrderID, Placement: r.placement()}
 }
 
-// maxClientOrderID bounds a client order id.
-const maxClientOrderID = 64
-
-// validClientOrderID is true of 1 to 64 characters of A-Za-z0-9._:- .
-func validClientOrderID(s string) bool {
-	if s == "" || len(s) > maxClientOrderID {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == ':', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 // decodeOrder decodes and validates a placement; now is the time an expiry must be after.
 func decodeOrder(body []byte, maxQuantity int64, now time.Time) (orderRequest, error) {
 	o, err := decodeObject(body)
@@ -544,8 +526,8 @@ func (o object) order(maxQuantity int64, now time.Time) (orderRequest, error) {
 		if r.ClientOrderID, err = o.string("clientOrderId"); err != nil {
 			return r, err
 		}
-		if !validClientOrderID(r.ClientOrderID) {
-			return r, httpkit.FieldError("clientOrderId", "invalid_value", "clientOrderId must be 1 to %d characters of A-Z, a-z, 0-9 and . _ : -", maxClientOrderID)
+		if !domain.ValidClientOrderID(r.ClientOrderID) {
+			return r, httpkit.FieldError("clientOrderId", "invalid_value", "clientOrderId must be %s", domain.ClientOrderIDRule)
 		}
 	}
 	if r.pastExpiry != nil && r.ClientOrderID == "" {

@@ -254,7 +254,7 @@ func FuzzDecodeOrder(f *testing.F) {
 		if (r.TimeInForce == engine.GTD) != !r.ExpiresAt.IsZero() || past != (r.pastExpiry != nil) || past && r.ClientOrderID == "" {
 			t.Fatalf("decoded an order with time in force %s, expiry %v, client order id %q (%v)", r.TimeInForce, r.ExpiresAt, r.ClientOrderID, r.pastExpiry)
 		}
-		if _, given := fields["clientOrderId"]; r.ClientOrderID != "" && !validClientOrderID(r.ClientOrderID) || r.ClientOrderID == "" && given && string(fields["clientOrderId"]) != "null" {
+		if _, given := fields["clientOrderId"]; r.ClientOrderID != "" && !domain.ValidClientOrderID(r.ClientOrderID) || r.ClientOrderID == "" && given && string(fields["clientOrderId"]) != "null" {
 			t.Fatalf("decoded client order id %q from %s", r.ClientOrderID, fields["clientOrderId"])
 		}
 		if n, code := refInteger(fields["price"], 1, 99); code != "" || n != int64(r.Price) {

@@ -53,10 +53,15 @@ func (s *Server) authenticateWS(c *gin.Context) {
 		s.authenticate(c)
 		return
 	}
+	// Each try spends a token in Postgres (a DELETE), so it is limited by its address's failures
+	// (authFailureRate) before that.
+	if s.authThrottled(c, "ws_token") {
+		return
+	}
 	hash := sha256.Sum256([]byte(token))
 	account, err := s.cfg.Store.UseWSToken(c.Request.Context(), hash[:])
 	if errors.Is(err, store.ErrNotFound) {
-		httpkit.AbortUnread(c, errInvalidWSToken)
+		s.refuse(c, "ws_token", errInvalidWSToken)
 		return
 	}
 	if err != nil {

@@ -488,8 +488,8 @@ var errOrderIDAndClientID = httpkit.FieldError("clientOrderId", "invalid_value",
 
 // orderByClientID finds the caller's order with a client order id: 404 when it has none.
 func (s *Server) orderByClientID(c *gin.Context, clientID string) (store.Order, error) {
-	if !validClientOrderID(clientID) {
-		return store.Order{}, httpkit.FieldError("clientOrderId", "invalid_value", "clientOrderId must be 1 to %d characters of A-Z, a-z, 0-9 and . _ : -", maxClientOrderID)
+	if !domain.ValidClientOrderID(clientID) {
+		return store.Order{}, httpkit.FieldError("clientOrderId", "invalid_value", "clientOrderId must be %s", domain.ClientOrderIDRule)
 	}
 	o, err := s.cfg.Store.OrderByClientID(c.Request.Context(), accountOf(c), clientID)
 	if errors.Is(err, store.ErrNotFound) {

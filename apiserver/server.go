@@ -18,6 +18,7 @@ import (
 
 	"github.com/pmx-dev/pmx/feed"
 	"github.com/pmx-dev/pmx/httpkit"
+	"github.com/pmx-dev/pmx/internal/kit/addrlimit"
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/marketpages"
 	"github.com/pmx-dev/pmx/ratelimit"
@@ -66,6 +67,10 @@ type Server struct {
 	keys    keyCache
 	orders  *orderCache // nil when disabled
 	limiter *ratelimit.Limiter
+	// authFailures counts failed authentications per client address, authFailed all of them
+	// (auth.go).
+	authFailures *addrlimit.Limiter
+	authFailed   *prometheus.CounterVec
 
 	stopListen context.CancelFunc
 	listening  chan struct{}
@@ -123,6 +128,8 @@ func New(cfg Config) *Server {
 		orders: newOrderCache(cfg.OrderCacheSize)}
 	s.keys.init()
 	s.limiter = ratelimit.New(cfg.Store, cfg.ReadLimit, cfg.WriteLimit)
+	s.authFailures = addrlimit.New(authFailureRate, authFailureBurst)
+	s.authFailed = newAuthMetrics(cfg.Metrics)
 	ctx, stop := context.WithCancel(context.Background())
 	s.stopListen = stop
 	s.listening = make(chan struct{})

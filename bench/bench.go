@@ -10,7 +10,6 @@ package bench
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pmx-dev/pmx/auth"
 	"github.com/pmx-dev/pmx/loadgen"
 )
 
@@ -230,7 +230,7 @@ func Run(ctx context.Context, o Options) (_ *Result, err error) {
 	if o.Distributed {
 		res.Distributed = &Topology{Shards: o.Shards, Fronts: o.Fronts}
 	}
-	b := &bench{o: o, dir: o.DataDir, proc: newProcFS(), token: rand.Text(), id: strconv.FormatInt(time.Now().Unix(), 36)}
+	b := &bench{o: o, dir: o.DataDir, proc: newProcFS(), token: auth.NewToken(), id: strconv.FormatInt(time.Now().Unix(), 36)}
 	if b.dir == "" {
 		if b.dir, err = os.MkdirTemp("", "pmx-bench-"); err != nil {
 			return nil, err

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pmx-dev/pmx/auth"
+	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/feed"
 	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/shard"
@@ -51,7 +52,8 @@ func (s Server) Handler() http.Handler {
 	in := e.Group("/internal/v1", func(c *gin.Context) {
 		if t, ok := httpkit.Bearer(c.Request); !ok || !auth.TokenMatches(t, s.Token) {
 			httpkit.CloseUnread(c)
-			c.AbortWithStatusJSON(http.StatusUnauthorized, errorWire{Code: "unauthorized"})
+			c.AbortWithStatusJSON(http.StatusUnauthorized, apiShape(errorWire{Code: "unauthorized"},
+				"send the internal token (pmx's --internal-token) as Authorization: Bearer <token>"))
 			return
 		}
 		c.Next()
@@ -78,10 +80,15 @@ func (s Server) Handler() http.Handler {
 		}
 		return &w
 	}
+	// Every request is checked (validate.go) before the shard sees it; in the many-at-once calls
+	// only the requests that pass go to the shard, each refused one is its own result's error.
 	in.POST("/place", func(c *gin.Context) {
 		var r shard.PlaceRequest
-		if err := c.ShouldBindJSON(&r); err != nil {
-			c.JSON(http.StatusBadRequest, errorWire{Code: "bad_request"})
+		if !bind(c, &r) {
+			return
+		}
+		if e := checkPlace(&r); e != nil {
+			refuse(c, e)
 			return
 		}
 		placed, err := sh.Place(c.Request.Context(), r)
@@ -89,8 +96,11 @@ func (s Server) Handler() http.Handler {
 	})
 	in.POST("/cancel", func(c *gin.Context) {
 		var r shard.CancelRequest
-		if err := c.ShouldBindJSON(&r); err != nil {
-			c.JSON(http.StatusBadRequest, errorWire{Code: "bad_request"})
+		if !bind(c, &r) {
+			return
+		}
+		if e := checkCancel(&r); e != nil {
+			refuse(c, e)
 			return
 		}
 		o, err := sh.Cancel(c.Request.Context(), r)
@@ -98,8 +108,11 @@ func (s Server) Handler() http.Handler {
 	})
 	in.POST("/amend", func(c *gin.Context) {
 		var r shard.AmendRequest
-		if err := c.ShouldBindJSON(&r); err != nil {
-			c.JSON(http.StatusBadRequest, errorWire{Code: "bad_request"})
+		if !bind(c, &r) {
+			return
+		}
+		if e := checkAmend(&r); e != nil {
+			refuse(c, e)
 			return
 		}
 		amended, err := sh.Amend(c.Request.Context(), r)
@@ -107,38 +120,47 @@ func (s Server) Handler() http.Handler {
 	})
 	in.POST("/place-many", func(c *gin.Context) {
 		var rs []shard.PlaceRequest
-		if err := c.ShouldBindJSON(&rs); err != nil {
-			c.JSON(http.StatusBadRequest, errorWire{Code: "bad_request"})
+		if !bindMany(c, &rs) {
 			return
 		}
-		results := sh.PlaceMany(c.Request.Context(), rs)
-		out := make([]placeResultWire, len(results))
-		for i := range results {
-			if out[i].Error = resultError(c, results[i].Err); out[i].Error == nil {
-				out[i].Placed = &results[i].Placed
+		out := make([]placeResultWire, len(rs))
+		ok, idx := splitValid(rs, checkPlace, func(i int, e *domain.Error) { out[i].Error = refusalWire(e) })
+		var results []shard.PlaceResult
+		if len(ok) > 0 {
+			results = sh.PlaceMany(c.Request.Context(), ok)
+		}
+		for j, i := range idx {
+			if out[i].Error = resultError(c, results[j].Err); out[i].Error == nil {
+				out[i].Placed = &results[j].Placed
 			}
 		}
 		c.JSON(http.StatusOK, out)
 	})
 	in.POST("/cancel-many", func(c *gin.Context) {
 		var rs []shard.CancelRequest
-		if err := c.ShouldBindJSON(&rs); err != nil {
-			c.JSON(http.StatusBadRequest, errorWire{Code: "bad_request"})
+		if !bindMany(c, &rs) {
 			return
 		}
-		results := sh.CancelMany(c.Request.Context(), rs)
-		out := make([]cancelResultWire, len(results))
-		for i := range results {
-			if out[i].Error = resultError(c, results[i].Err); out[i].Error == nil {
-				out[i].Order = &results[i].Order
+		out := make([]cancelResultWire, len(rs))
+		ok, idx := splitValid(rs, checkCancel, func(i int, e *domain.Error) { out[i].Error = refusalWire(e) })
+		var results []shard.CancelResult
+		if len(ok) > 0 {
+			results = sh.CancelMany(c.Request.Context(), ok)
+		}
+		for j, i := range idx {
+			if out[i].Error = resultError(c, results[j].Err); out[i].Error == nil {
+				out[i].Order = &results[j].Order
 			}
 		}
 		c.JSON(http.StatusOK, out)
 	})
 	in.POST("/cancel-all", func(c *gin.Context) {
 		var w cancelAllWire
-		if err := c.ShouldBindJSON(&w); err != nil || w.Markets == nil {
-			c.JSON(http.StatusBadRequest, errorWire{Code: "bad_request"})
+		if !bind(c, &w) {
+			return
+		}
+		if e := checkCancelAll(&w); e != nil {
+			refuse(c, e)
 			return
 		}
 		orders, err := sh.CancelAll(c.Request.Context(), w.Account, w.Markets)
@@ -146,15 +168,22 @@ func (s Server) Handler() http.Handler {
 	})
 	in.GET("/feed", streamFeed(s.Feed, s.Stopping))
 	in.GET("/book", func(c *gin.Context) {
-		id, err := uuid.Parse(c.Query("market"))
-		if err != nil {
-			c.JSON(http.StatusBadRequest, errorWire{Code: "bad_request"})
+		market := c.Query("market")
+		id, err := uuid.Parse(market)
+		if err != nil || len(market) != 36 || id == uuid.Nil {
+			refuse(c, invalid("market", "market must be a market's id, a UUID like 123e4567-e89b-12d3-a456-426614174000"))
+			return
+		}
+		epoch, hasEpoch := c.GetQuery("epoch")
+		want, err := strconv.ParseInt(epoch, 10, 64)
+		if hasEpoch && (err != nil || want < 0) {
+			refuse(c, invalid("epoch", "epoch must be the market's epoch, a whole number from 0"))
 			return
 		}
 		snap, err := sh.OrderBook(c.Request.Context(), id)
 		// The front routed here because Postgres names this shard the owner at this epoch; a shard
 		// that holds the market under another epoch has not yet noticed a move.
-		if epoch := c.Query("epoch"); err == nil && epoch != "" && epoch != strconv.FormatInt(snap.Epoch, 10) {
+		if err == nil && hasEpoch && want != snap.Epoch {
 			err = shard.ErrNotOwner
 		}
 		answer(c, http.StatusOK, snap, err)

@@ -1,7 +1,8 @@
 // Package shardapi is both ends of the internal protocol between the front API and the shards in
 // distributed mode: the wire types and the one table of error codes (wire.go), the shard's HTTP
-// server (server.go), the client that calls it (client.go), and the Router, the front's Exchange,
-// which sends each market's writes and book reads to the shard that owns it (router.go).
+// server (server.go) and its checks of every request (validate.go), the client that calls it
+// (client.go), and the Router, the front's Exchange, which sends each market's writes and book
+// reads to the shard that owns it (router.go).
 //
 // The protocol is a shard's Exchange methods over HTTP, guarded by a token the processes share.
 // Requests and answers are the shard's own types as they are (shard.PlaceRequest and
@@ -20,6 +21,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/domain"
+	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/market"
 	"github.com/pmx-dev/pmx/shard"
 	"github.com/pmx-dev/pmx/store"
@@ -44,10 +46,24 @@ type cancelAllWire struct {
 }
 
 // errorWire is every error answer of the internal API: a refusal by the exchange's rules travels
-// whole, as the shard decided it; any other error as its code in wireErrors.
+// whole, as the shard decided it; any other error as its code in wireErrors. Error and Details are
+// the same answer in the API's error shape, for whoever reads it (a front decodes Code and
+// Refusal).
 type errorWire struct {
-	Code    string        `json:"code"`
-	Refusal *domain.Error `json:"refusal,omitempty"`
+	Code    string                `json:"code"`
+	Refusal *domain.Error         `json:"refusal,omitempty"`
+	Error   string                `json:"error,omitempty"`
+	Details *httpkit.ErrorDetails `json:"details,omitempty"`
+}
+
+// apiShape is an errorWire with the API's error shape filled in: code and field of a refusal, or
+// code alone.
+func apiShape(w errorWire, message string) errorWire {
+	w.Error, w.Details = message, &httpkit.ErrorDetails{Code: w.Code}
+	if w.Refusal != nil {
+		w.Error, w.Details = w.Refusal.Message, &httpkit.ErrorDetails{Code: w.Refusal.Code, Field: w.Refusal.Field}
+	}
+	return w
 }
 
 // refused is the code of an answer that carries a refusal.
@@ -69,14 +85,14 @@ var wireErrors = []struct {
 // code; ok is false for any other error, which travels as "internal".
 func wireErrorOf(err error) (status int, w errorWire, ok bool) {
 	if refusal := (*domain.Error)(nil); errors.As(err, &refusal) {
-		return http.StatusConflict, errorWire{Code: refused, Refusal: refusal}, true
+		return http.StatusConflict, apiShape(errorWire{Code: refused, Refusal: refusal}, ""), true
 	}
 	for _, we := range wireErrors {
 		if errors.Is(err, we.err) {
-			return we.status, errorWire{Code: we.code}, true
+			return we.status, apiShape(errorWire{Code: we.code}, we.err.Error()), true
 		}
 	}
-	return http.StatusInternalServerError, errorWire{Code: "internal"}, false
+	return http.StatusInternalServerError, apiShape(errorWire{Code: "internal"}, "the shard failed to carry out the request; see its log"), false
 }
 
 // err is the error an answer's errorWire stands for, as wireErrorOf sent it.

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pmx-dev/pmx/apiserver"
+	"github.com/pmx-dev/pmx/auth"
 	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/shardapi"
 )
@@ -56,6 +57,9 @@ func runAPI(ctx context.Context, o apiOptions) error {
 	}
 	if o.databaseURL == "" || o.internalToken == "" {
 		return fmt.Errorf("--database-url and --internal-token are required (or $PMX_DATABASE_URL, $PMX_INTERNAL_TOKEN)")
+	}
+	if err := auth.CheckAdminToken(o.adminToken, "from --admin-token (or $PMX_ADMIN_TOKEN)"); err != nil {
+		return err
 	}
 	log, err := startProcess(o.process)
 	if err != nil {

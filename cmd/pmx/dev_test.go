@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,8 +27,38 @@ func TestDevAdminTokenCreatedOnce(t *testing.T) {
 	if err != nil || again != first || source != "in "+path {
 		t.Fatalf("second start: %q %q (%v), want %q", again, source, err, first)
 	}
-	o.adminToken = "chosen"
-	if tok, source, err := adminToken(o); err != nil || tok != "chosen" || source != "from --admin-token" {
+	o.adminToken = "chosen-0123456789abcdef0123456789"
+	if tok, source, err := adminToken(o); err != nil || tok != o.adminToken || source != "from --admin-token" {
 		t.Fatalf("with the flag: %q %q (%v)", tok, source, err)
+	}
+}
+
+// TestDevShortAdminTokenRefused checks that pmx dev refuses to start with an admin token shorter
+// than 32 characters, and does not replace it with one of its own.
+func TestDevShortAdminTokenRefused(t *testing.T) {
+	t.Setenv(auth.AdminTokenEnv, "")
+	o := devOptions{dataDir: t.TempDir(), adminToken: "short-token"}
+	if tok, _, err := adminToken(o); !errors.Is(err, auth.ErrShortAdminToken) || tok != "" {
+		t.Fatalf("with --admin-token short-token: %q (%v), want ErrShortAdminToken", tok, err)
+	}
+	o.adminToken = ""
+	path := filepath.Join(o.dataDir, auth.AdminTokenFile)
+	if err := os.WriteFile(path, []byte("short-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if tok, _, err := adminToken(o); !errors.Is(err, auth.ErrShortAdminToken) || tok != "" {
+		t.Fatalf("with a short token in %s: %q (%v), want ErrShortAdminToken", path, tok, err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "short-token\n" {
+		t.Fatalf("pmx dev replaced the short token with %q", b)
+	}
+}
+
+// TestAPIShortAdminTokenRefused checks that pmx api refuses an admin token shorter than 32
+// characters before it does anything else.
+func TestAPIShortAdminTokenRefused(t *testing.T) {
+	o := apiOptions{databaseURL: "postgres://127.0.0.1:1/none", internalToken: "internal", adminToken: "short-token"}
+	if err := runAPI(t.Context(), o); !errors.Is(err, auth.ErrShortAdminToken) || !strings.Contains(err.Error(), "openssl rand -hex 32") {
+		t.Fatalf("pmx api --admin-token short-token: %v, want ErrShortAdminToken saying how to make one", err)
 	}
 }

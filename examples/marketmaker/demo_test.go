@@ -60,7 +60,7 @@ func TestDemo(t *testing.T) {
 		}
 	}
 	addr := freeAddr(t)
-	const token = "demo-test-token"
+	const token = "demo-test-admin-token-0123456789abcdef"
 	script := exec.Command("bash", "../../hack/demo.sh")
 	script.Env = append(os.Environ(), "BIN="+bin, "DEMO_ADDR="+addr, "DEMO_METRICS_ADDR=127.0.0.1:0",
 		"DEMO_DATA_DIR="+t.TempDir(), "PMX_ADMIN_TOKEN="+token,

@@ -129,8 +129,8 @@ func TestChartOnAPIServer(t *testing.T) {
 		sameSecret(t, "after an upgrade", "pmx-postgres", secret(t, env, ns, "pmx-postgres"), postgres)
 
 		// A value given replaces its generated one and leaves the others alone.
-		helm("upgrade", "pmx", chartDir, "--set", "secrets.adminToken=chosen-admin-token")
-		want := map[string]string{"admin-token": "chosen-admin-token", "internal-token": tokens["internal-token"]}
+		helm("upgrade", "pmx", chartDir, "--set", "secrets.adminToken=chosen-admin-token-0123456789abcdef")
+		want := map[string]string{"admin-token": "chosen-admin-token-0123456789abcdef", "internal-token": tokens["internal-token"]}
 		sameSecret(t, "after setting secrets.adminToken", "pmx-tokens", secret(t, env, ns, "pmx-tokens"), want)
 		sameSecret(t, "after setting secrets.adminToken", "pmx-postgres", secret(t, env, ns, "pmx-postgres"), postgres)
 

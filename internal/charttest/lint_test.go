@@ -60,6 +60,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"database URL scheme", `{postgres: {enabled: false}, database: {url: "mysql://db/pmx"}}`, []string{"at '/database/url'"}},
 		{"env without a name", `api: {extraEnv: [{value: x}]}`, []string{"at '/api/extraEnv/0'", "missing property 'name'"}},
 		{"boolean as a string", `serviceMonitor: {enabled: "yes"}`, []string{"at '/serviceMonitor/enabled'", "want boolean"}},
+		{"short admin token", `secrets: {adminToken: "admin-token-of-31-characters-xx"}`, []string{"at '/secrets/adminToken'"}},
+		{"network policy as a string", `networkPolicy: {enabled: "no"}`, []string{"at '/networkPolicy/enabled'", "want boolean"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -36,7 +36,7 @@ func TestTemplateDefault(t *testing.T) {
 	wantKinds := map[string]int{
 		"ServiceAccount": 1, "Secret": 2, "ClusterRole": 3, "ClusterRoleBinding": 1, "Role": 1,
 		"RoleBinding": 1, "Service": 7, "Deployment": 2, "StatefulSet": 2, "PodDisruptionBudget": 2,
-		"Lease": 1,
+		"Lease": 1, "NetworkPolicy": 2,
 	}
 	if got := kindCounts(r); !maps.Equal(got, wantKinds) {
 		t.Errorf("rendered kinds %v, want %v", got, wantKinds)
@@ -111,7 +111,7 @@ func TestTemplateProduction(t *testing.T) {
 	wantKinds := map[string]int{
 		"ServiceAccount": 1, "Secret": 1, "ClusterRole": 3, "ClusterRoleBinding": 1, "Role": 1,
 		"RoleBinding": 1, "Service": 5, "Deployment": 2, "StatefulSet": 1, "PodDisruptionBudget": 2,
-		"HorizontalPodAutoscaler": 1, "Ingress": 1, "ServiceMonitor": 3, "Lease": 1,
+		"HorizontalPodAutoscaler": 1, "Ingress": 1, "ServiceMonitor": 3, "Lease": 1, "NetworkPolicy": 1,
 	}
 	if got := kindCounts(r); !maps.Equal(got, wantKinds) {
 		t.Errorf("rendered kinds %v, want %v", got, wantKinds)
@@ -119,7 +119,7 @@ func TestTemplateProduction(t *testing.T) {
 
 	// Tokens as given; the database URL from the platform's Secret; no wait for a bundled Postgres.
 	tokens := decode[corev1.Secret](t, r, "Secret", "ex-pmx-tokens")
-	if a, i := secretData(t, tokens, "admin-token"), secretData(t, tokens, "internal-token"); a != "admin-0123456789abcdef" || i != "internal-0123456789abcdef" {
+	if a, i := secretData(t, tokens, "admin-token"), secretData(t, tokens, "internal-token"); a != "admin-0123456789abcdef0123456789abcdef" || i != "internal-0123456789abcdef" {
 		t.Errorf("tokens %q and %q, want the values given", a, i)
 	}
 	for _, w := range workloads(t, r) {
@@ -246,7 +246,7 @@ func TestTemplateExternalURL(t *testing.T) {
 
 	wantKinds := map[string]int{
 		"Secret": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
-		"Service": 5, "Deployment": 2, "StatefulSet": 1,
+		"Service": 5, "Deployment": 2, "StatefulSet": 1, "NetworkPolicy": 1,
 	}
 	if got := kindCounts(r); !maps.Equal(got, wantKinds) {
 		t.Errorf("rendered kinds %v, want %v", got, wantKinds)

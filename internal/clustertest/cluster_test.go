@@ -29,7 +29,7 @@ const (
 	// fullname is the chart's <release>-pmx prefix, which a release named pmx shortens to pmx.
 	fullname = "pmx"
 
-	adminToken    = "cluster-test-admin-token"
+	adminToken    = "cluster-test-admin-token-0123456789abcdef"
 	internalToken = "cluster-test-internal-token"
 	// upgradeTag is the image tag `helm upgrade` rolls the release to: pmx:dev tagged anew in the
 	// node's containerd.

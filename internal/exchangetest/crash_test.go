@@ -92,7 +92,7 @@ func TestCrashRecovery(t *testing.T) {
 	seed := testSeed(t)
 	bin := BuildPMX(t)
 	dbURL := pgtest.NewDatabase(t, pgtest.Shared(t))
-	const token = "crash-test-token"
+	const token = "crash-test-admin-token-0123456789abcdef"
 	proc, base := startDevProcess(t, bin, dbURL, token)
 	tg := processTarget(t, base, dbURL, token)
 

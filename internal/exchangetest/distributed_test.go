@@ -31,7 +31,7 @@ type cluster struct {
 }
 
 const (
-	clusterAdminToken    = "distributed-admin-token"
+	clusterAdminToken    = "distributed-admin-token-0123456789abcdef"
 	clusterInternalToken = "distributed-internal-token"
 )
 

@@ -78,7 +78,7 @@ func StartDev(t testing.TB, options ...func(*apiserver.Config)) *Target {
 		(&market.Closer{Store: st, Target: sh, Logger: log, Poll: 100 * time.Millisecond}).Run(closerCtx)
 	}()
 	t.Cleanup(func() { stopCloser(); <-closerDone })
-	token := "test-admin-token"
+	token := "test-admin-token-0123456789abcdef0123"
 	cfg := apiserver.Config{Store: st, Exchange: sh, Logger: log, AdminToken: token, Metrics: reg}
 	for _, o := range options {
 		o(&cfg)

@@ -37,7 +37,7 @@ func TestRetriesThroughCutConnections(t *testing.T) {
 	seed := testSeed(t)
 	bin := BuildPMX(t)
 	dbURL := pgtest.NewDatabase(t, pgtest.Shared(t))
-	const token = "retry-test-token"
+	const token = "retry-test-admin-token-0123456789abcdef"
 	proc, base := startDevProcess(t, bin, dbURL, token)
 	tg := processTarget(t, base, dbURL, token)
 	markets := []uuid.UUID{tg.NewMarket(t, nil).ID, tg.NewMarket(t, nil).ID}

@@ -28,7 +28,7 @@ func devOnItsDatabase(t *testing.T, token string) (bin, dbURL string, p *Process
 // serve the same markets from two books, so the second must exit with an error that says so and
 // how to mend it, having changed nothing; the first goes on serving.
 func TestSecondDevRefused(t *testing.T) {
-	const token = "second-dev-token"
+	const token = "second-dev-admin-token-0123456789abcdef"
 	bin, dbURL, first, tg := devOnItsDatabase(t, token)
 	m := tg.NewMarket(t, nil)
 
@@ -65,7 +65,7 @@ func TestSecondDevRefused(t *testing.T) {
 // second takes it and serves, and the first, finding its claim taken, exits with an error that
 // says so, instead of serving the same markets from a second book.
 func TestDevStopsWhenClaimLost(t *testing.T) {
-	const token = "claim-lost-token"
+	const token = "claim-lost-admin-token-0123456789abcdef"
 	bin, dbURL, first, tg := devOnItsDatabase(t, token)
 	m := tg.NewMarket(t, nil)
 
