@@ -11,10 +11,16 @@
 //   - One truth. The pages read through the API server's own reads (Reads: the very methods
 //     behind GET /market, /market/order-book, /market/trades and /market/candles) and its JSON
 //     shapes (package wire), and embed that JSON for their script to start from; so a page can
-//     never show a market otherwise than the API does. The list reads the markets' rows as GET
-//     /markets does (store.Markets, wire.MarketOf); a market's last price is its last trade's YES
-//     price (what GET /market/order-book calls lastTradePrice), its volume the shares traded in
-//     it since it opened, the sum of the volumes of GET /market/candles?interval=1d over its life.
+//     never show a market otherwise than the API does. The list shows the markets' rows as GET
+//     /markets does (wire.MarketOf); a market's last price is its last trade's
+//     YES price (what GET /market/order-book calls lastTradePrice), its volume the shares traded
+//     in it since it opened, the sum of the volumes of GET /market/candles?interval=1d over its
+//     life, read with its row in one statement (store.MarketList).
+//   - Bounded cost. The pages need no account, so nothing else limits who asks: each page of the
+//     list is read from Postgres at most once a second, however many ask for it (snapshot.go),
+//     and each client address may load pagesPerSecond pages (429 with Retry-After, on a page
+//     that says when to come back). A market's page reads one market's row, book, last trades
+//     and at most a chart's candles.
 //   - Live from the same feed. The browser has no key, so it follows GET /api/v1/ws/public: the
 //     same WebSocket, protocol, hub and limits as /api/v1/ws, with the market channels only (book,
 //     trades, ticker, lifecycle; apiserver/ws.go). A market page follows its market's book channel
@@ -37,12 +43,14 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/httpkit"
+	"github.com/pmx-dev/pmx/internal/kit/addrlimit"
 	"github.com/pmx-dev/pmx/pagekit"
 	"github.com/pmx-dev/pmx/store"
 	"github.com/pmx-dev/pmx/wire"
@@ -73,9 +81,21 @@ type Config struct {
 }
 
 type pages struct {
-	cfg Config
-	kit *pagekit.Pages
+	cfg   Config
+	kit   *pagekit.Pages
+	lists *snapshots
+	limit *addrlimit.Limiter
 }
+
+// Each client address may load pagesPerSecond pages (the list's and markets'), in bursts of
+// pagesBurst: a person reading them, even one opening a dozen markets in tabs at once, never
+// meets it (a page follows the feed and is not reloaded to stay current), while a flood from one
+// address costs at most that many reads of Postgres a second (issue 34). Their static files are
+// not counted: they read nothing, and a page loads several.
+const (
+	pagesPerSecond = 10
+	pagesBurst     = 20
+)
 
 // Register adds the pages to r: /markets, /markets/{id} and their static files.
 func Register(r gin.IRouter, cfg Config) {
@@ -83,7 +103,7 @@ func Register(r gin.IRouter, cfg Config) {
 		cfg.Now = time.Now
 	}
 	p := newPages(cfg)
-	g := r.Group("/markets", p.headers)
+	g := r.Group("/markets", p.headers, p.limited)
 	g.GET("", p.list)
 	g.GET("/:id", p.market)
 	r.GET("/market-pages/:file", p.kit.ServeStatic)
@@ -94,7 +114,9 @@ func newPages(cfg Config) *pages {
 	if err != nil {
 		panic(err) // the files are embedded: only a broken build gets here
 	}
-	return &pages{cfg: cfg, kit: kit}
+	p := &pages{cfg: cfg, kit: kit, limit: addrlimit.New(pagesPerSecond, pagesBurst)}
+	p.lists = newSnapshots(p.listing)
+	return p
 }
 
 // now is the pages' clock at the database's precision.
@@ -137,6 +159,30 @@ func (p *pages) headers(c *gin.Context) {
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-cache")
 	c.Next()
+}
+
+// limited refuses a page to an address that asked for more than pagesPerSecond, with a page that
+// says when to come back.
+func (p *pages) limited(c *gin.Context) {
+	ok, wait := p.limit.Allow(addrlimit.Key(c.Request), 1, time.Now())
+	if ok {
+		c.Next()
+		return
+	}
+	after := addrlimit.RetryAfter(wait)
+	c.Header("Retry-After", strconv.Itoa(after))
+	p.render(c, http.StatusTooManyRequests, "message.html", &view{Title: "Too many pages at once",
+		Error: fmt.Sprintf("This address asked for more pages in a few seconds than anyone reads. "+
+			"Wait %s, then reload; pages you have open stay live meanwhile.", seconds(after))})
+	c.Abort()
+}
+
+// seconds says a number of seconds in words.
+func seconds(n int) string {
+	if n == 1 {
+		return "a second"
+	}
+	return fmt.Sprintf("%d seconds", n)
 }
 
 // iso is a time as the API writes it (RFC 3339, UTC), for a <time datetime>; "" for none.

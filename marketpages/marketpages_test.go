@@ -1,16 +1,25 @@
 package marketpages_test
 
 import (
+	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/internal/exchangetest"
 	"github.com/pmx-dev/pmx/internal/pgtest"
+	"github.com/pmx-dev/pmx/store"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -150,5 +159,111 @@ func TestPublicFeedLimits(t *testing.T) {
 	}
 	if allowed+limited != sent {
 		t.Fatalf("%d let through and %d refused of %d", allowed, limited, sent)
+	}
+}
+
+// queryCounter counts the statements a pool sends that mention a table.
+type queryCounter struct {
+	table string
+	n     atomic.Int64
+}
+
+func (q *queryCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if strings.Contains(d.SQL, q.table) {
+		q.n.Add(1)
+	}
+	return ctx
+}
+
+func (q *queryCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// TestListReadsShared loads the list many times at once and counts the statements the exchange
+// sent for the markets' volumes (the candles table; issue 34: one per market per request, and
+// more while markets traded): the requests share one read of the page, or two where they span
+// the second a read is reused.
+func TestListReadsShared(t *testing.T) {
+	volumes := &queryCounter{table: "candles_1h"}
+	tg := exchangetest.StartDev(t, func(c *apiserver.Config) {
+		cfg := c.Store.Pool.Config()
+		cfg.ConnConfig.Tracer = volumes
+		pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		c.Store = &store.Store{Pool: pool}
+	})
+	alice, bob := tg.NewAccount(t, "alice"), tg.NewAccount(t, "bob")
+	for i := range 5 {
+		m := tg.NewMarket(t, map[string]any{"question": fmt.Sprintf("Shared %d?", i)})
+		alice.Place(t, m.ID, "BUY", "YES", 40, 10)
+		bob.Place(t, m.ID, "BUY", "NO", 60, 1+i)
+	}
+	const requests = 16 // within one address's burst
+	before := volumes.n.Load()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range requests {
+		wg.Go(func() {
+			if status, _, body := get(t, tg, "/markets"); status != http.StatusOK || !strings.Contains(body, `data-volume="5"`) {
+				t.Errorf("GET /markets: %d\n%s", status, body)
+			}
+		})
+	}
+	wg.Wait()
+	read, took := volumes.n.Load()-before, time.Since(start)
+	if most := int64(took/time.Second) + 1; read < 1 || read > most {
+		t.Fatalf("%d lists at once in %v sent %d statements for volumes, want 1 to %d", requests, took, read, most)
+	}
+}
+
+// TestPagesLimitedPerAddress floods the pages from one address until it is refused, with a page
+// that says when to come back and a Retry-After, while another address is still served.
+func TestPagesLimitedPerAddress(t *testing.T) {
+	tg := exchangetest.StartDev(t)
+	m := tg.NewMarket(t, map[string]any{"question": "Flooded?"})
+	host := strings.TrimPrefix(tg.URL, "http://")
+	from := func(ip string) *http.Client {
+		tr := &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+			return d.DialContext(ctx, network, host)
+		}}
+		t.Cleanup(tr.CloseIdleConnections)
+		return &http.Client{Transport: tr, Timeout: time.Minute}
+	}
+	flood := from("127.0.0.2")
+	refused := 0
+	for i := range 200 {
+		path := "/markets"
+		if i%2 == 1 {
+			path = "/markets/" + m.ID.String()
+		}
+		resp, err := flood.Get(tg.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			continue
+		}
+		if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" ||
+			!strings.Contains(string(body), "Wait") || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+			t.Fatalf("GET %s, flooded: %d, Retry-After %q\n%s", path, resp.StatusCode, resp.Header.Get("Retry-After"), body)
+		}
+		refused++
+	}
+	if refused < 200-2*20 {
+		t.Fatalf("%d of 200 pages asked for at once from one address were refused, want most", refused)
+	}
+	for _, path := range []string{"/markets", "/markets/" + m.ID.String()} {
+		resp, err := from("127.0.0.3").Get(tg.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s from another address during the flood: %d", path, resp.StatusCode)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -9,23 +10,60 @@ import (
 )
 
 // The event batches of one market or account ($1) that hold events after seq $2, oldest first,
-// until they hold at least $3 of them: each row counts the events after $2 in the rows before it.
+// until they hold at least $3 of them. A key's batches hold contiguous, non-overlapping ranges of
+// seqs, so these are the one that began at or before $2 if it holds $2 + 1, then those that begin
+// after it, of which the ones beginning by $4 = $2 + $3 (the head) are all needed when there is
+// no gap, and those beyond only when the head holds fewer than $3 events (a gap: never in a kept
+// feed, but a page must not depend on it). Each part is a range of the primary key bounded by $3
+// rows, so a page costs the same whether the feed keeps a hundred batches or a million; a filter
+// on last_seq, which no index orders, would read every batch after $2 (issue 34). The running
+// count then keeps the batches up to the one that brings the count to $3, as before.
 var (
 	marketEventsAfter  = eventsAfterSQL("market_events", "market_id")
 	accountEventsAfter = eventsAfterSQL("account_events", "account_id")
 )
 
 func eventsAfterSQL(table, key string) string {
-	return `select ` + key + `, first_seq, last_seq, events from (
-		  select *, sum(last_seq - greatest(first_seq, $2 + 1) + 1) over (order by first_seq) - (last_seq - greatest(first_seq, $2 + 1) + 1) as before
-		  from ` + table + ` where ` + key + ` = $1 and last_seq > $2) e
+	cols := key + `, first_seq, last_seq, events`
+	// n: how many of a batch's events are after $2; written so that no seq near 2^63 overflows.
+	const n = `last_seq - greatest(first_seq - 1, $2)`
+	return `with head as (
+		  (select ` + cols + ` from ` + table + ` where ` + key + ` = $1 and first_seq <= $2
+		   order by first_seq desc limit 1)
+		  union all
+		  (select ` + cols + ` from ` + table + ` where ` + key + ` = $1 and first_seq > $2 and first_seq <= $4
+		   order by first_seq)
+		), kept as (
+		  select * from head where last_seq > $2
+		  union all
+		  (select ` + cols + ` from ` + table + ` where ` + key + ` = $1 and first_seq > $4
+		     and (select coalesce(sum(` + n + `), 0) from head where last_seq > $2) < $3
+		   order by first_seq limit $3)
+		)
+		select ` + cols + ` from (
+		  select *, sum(` + n + `) over (order by first_seq) - (` + n + `) as before from kept) e
 		where before < $3 order by first_seq`
+}
+
+// eventsAfter runs one of the queries above.
+func (s *Store) eventsAfter(ctx context.Context, query string, key any, after int64, limit int) (pgx.Rows, error) {
+	return s.Pool.Query(ctx, query, eventsAfterArgs(key, after, limit)...)
+}
+
+// eventsAfterArgs are the queries' parameters: a limit below 1 reads as 0, which needs no batch.
+func eventsAfterArgs(key any, after int64, limit int) []any {
+	limit = max(limit, 0)
+	head := after + int64(limit)
+	if head < after { // past the last seq there can be
+		head = math.MaxInt64
+	}
+	return []any{key, after, limit, head}
 }
 
 // EventsAfter returns a market's event batches that hold events after seq, oldest first, until
 // they hold at least limit of them.
 func (s *Store) EventsAfter(ctx context.Context, market uuid.UUID, after int64, limit int) ([]EventBatch, error) {
-	rows, err := s.Pool.Query(ctx, marketEventsAfter, market, after, limit)
+	rows, err := s.eventsAfter(ctx, marketEventsAfter, market, after, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -36,10 +74,18 @@ func (s *Store) EventsAfter(ctx context.Context, market uuid.UUID, after int64, 
 	})
 }
 
+// Where a feed starts: the first key of the primary key's range, one index entry however many
+// batches the feed keeps.
+const (
+	firstEventSQL  = `select min(first_seq) from market_events where market_id = $1`
+	accountFeedSQL = `select coalesce((select min(first_seq) from account_events where account_id = $1), 0),
+		(select event_seq from accounts where id = $1)`
+)
+
 // FirstEvent returns the first sequence number of a market's feed still kept: 0 when none is.
 func (s *Store) FirstEvent(ctx context.Context, market uuid.UUID) (int64, error) {
 	var first *int64
-	err := s.Pool.QueryRow(ctx, `select min(first_seq) from market_events where market_id = $1`, market).Scan(&first)
+	err := s.Pool.QueryRow(ctx, firstEventSQL, market).Scan(&first)
 	if err != nil || first == nil {
 		return 0, err
 	}
@@ -60,7 +106,7 @@ func (s *Store) PruneEvents(ctx context.Context, cutoff time.Time) (int64, error
 // AccountEventsAfter returns an account's event batches that hold events after seq, oldest first,
 // until they hold at least limit of them.
 func (s *Store) AccountEventsAfter(ctx context.Context, account int64, after int64, limit int) ([]AccountEvents, error) {
-	rows, err := s.Pool.Query(ctx, accountEventsAfter, account, after, limit)
+	rows, err := s.eventsAfter(ctx, accountEventsAfter, account, after, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -74,8 +120,7 @@ func (s *Store) AccountEventsAfter(ctx context.Context, account int64, after int
 // AccountFeed is where an account's feed stands: the first number still kept (0 when none is) and
 // the last number used.
 func (s *Store) AccountFeed(ctx context.Context, account int64) (first, last int64, err error) {
-	err = s.Pool.QueryRow(ctx, `select coalesce((select min(first_seq) from account_events where account_id = $1), 0),
-		(select event_seq from accounts where id = $1)`, account).Scan(&first, &last)
+	err = s.Pool.QueryRow(ctx, accountFeedSQL, account).Scan(&first, &last)
 	return first, last, err
 }
 
