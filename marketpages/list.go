@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/store"
 	"github.com/pmx-dev/pmx/wire"
 )
@@ -42,7 +43,7 @@ func (p *pages) list(c *gin.Context) {
 	if v := c.Query("before"); v != "" {
 		at, terr := time.Parse(time.RFC3339Nano, v)
 		id, ierr := uuid.Parse(c.Query("beforeId"))
-		if terr != nil || ierr != nil {
+		if terr != nil || ierr != nil || !domain.TimeInRange(at) { // the API's bound on times: domain.CheckTime
 			p.render(c, http.StatusBadRequest, "message.html", &view{Title: "No such page",
 				Error: "This page of the list has a broken address. Start again from the newest markets."})
 			return

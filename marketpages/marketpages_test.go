@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -80,8 +81,12 @@ func TestPages(t *testing.T) {
 			t.Fatalf("GET /markets/%s: %d\n%s", id, status, body)
 		}
 	}
-	if status, _, _ := get(t, tg, "/markets?before=yesterday"); status != http.StatusBadRequest {
-		t.Fatalf("GET /markets with a broken page address: %d, want 400", status)
+	for _, before := range []string{"yesterday", "9999-12-31T23:59:59-23:59", "1969-12-31T23:59:59Z"} {
+		// The last two are valid RFC 3339, out of the range of times pmx takes (domain.CheckTime).
+		q := url.Values{"before": {before}, "beforeId": {uuid.NewString()}}.Encode()
+		if status, _, _ := get(t, tg, "/markets?"+q); status != http.StatusBadRequest {
+			t.Fatalf("GET /markets with a broken page address (before=%s): %d, want 400", before, status)
+		}
 	}
 	for _, f := range []string{"feed.js", "list.js", "market.js", "pages.css"} {
 		if status, _, _ := get(t, tg, "/market-pages/"+f); status != http.StatusOK {

@@ -113,9 +113,13 @@ func checkPlace(r *shard.PlaceRequest) *domain.Error {
 		return invalid("ExpiresAt", "an expiry is only for GTD orders")
 	}
 	// The account event that records the order carries its expiry in JSON, and a time JSON cannot
-	// carry (a year past 9999 in UTC) would fail the whole batch.
-	if _, err := r.ExpiresAt.UTC().MarshalJSON(); err != nil {
-		return invalid("ExpiresAt", "the expiry must be a time of year 0 to 9999 in UTC")
+	// carry (a year past 9999 in UTC) would fail the whole batch: the API's bound, domain.CheckTime.
+	if r.TimeInForce == engine.GTD {
+		if err := domain.CheckTime("ExpiresAt", r.ExpiresAt); err != nil {
+			var e *domain.Error
+			errors.As(err, &e)
+			return e
+		}
 	}
 	if r.ClientOrderID != "" && !domain.ValidClientOrderID(r.ClientOrderID) {
 		return invalid("ClientOrderID", "a client order id must be %s", domain.ClientOrderIDRule)

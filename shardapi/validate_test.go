@@ -141,6 +141,7 @@ func TestInternalRequestsValidated(t *testing.T) {
 		{"GTD without expiry", internalPlace, r.place(`"TimeInForce":1`), "ExpiresAt"},
 		{"expiry without GTD", internalPlace, r.place(`"ExpiresAt":"2099-01-01T00:00:00Z"`), "ExpiresAt"},
 		{"expiry past year 9999 in UTC", internalPlace, r.place(`"TimeInForce":1,"ExpiresAt":"9999-12-31T23:59:59-23:59"`), "ExpiresAt"},
+		{"expiry before 1970", internalPlace, r.place(`"TimeInForce":1,"ExpiresAt":"1969-12-31T23:59:59Z"`), "ExpiresAt"},
 		{"NUL in a client order id", internalPlace, r.place(`"ClientOrderID":"a\u0000b"`), "ClientOrderID"},
 		{"space in a client order id", internalPlace, r.place(`"ClientOrderID":"a b"`), "ClientOrderID"},
 		{"client order id of 65", internalPlace, r.place(`"ClientOrderID":"` + strings.Repeat("x", 65) + `"`), "ClientOrderID"},
