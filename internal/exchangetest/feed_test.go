@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/apiserver"
@@ -307,20 +308,20 @@ func TestFeedTokenCancelOnDisconnect(t *testing.T) {
 	a := tg.NewAccount(t, "token")
 	var tok struct{ Token string }
 	a.Expect(t, "POST", "/ws-token", nil, http.StatusCreated, &tok)
-	resp, err := tg.HTTP.Get(tg.URL + "/api/v1/ws?cancelOnDisconnect=true&token=" + tok.Token)
-	if err != nil {
-		t.Fatal(err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ws, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(tg.URL, "http")+"/api/v1/ws?cancelOnDisconnect=true&token="+tok.Token, nil)
+	if err == nil {
+		ws.CloseNow()
+		t.Fatal("connected by ws-token with cancelOnDisconnect")
 	}
 	var e struct {
 		Error   string
 		Details struct{ Code, Field string }
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest || e.Details.Field != "cancelOnDisconnect" || !strings.Contains(e.Error, "Authorization") {
-		t.Fatalf("a token with cancelOnDisconnect: %d %+v, want a 400 naming cancelOnDisconnect and saying to use the key", resp.StatusCode, e)
+	if resp == nil || resp.StatusCode != http.StatusBadRequest || json.NewDecoder(resp.Body).Decode(&e) != nil ||
+		e.Details.Field != "cancelOnDisconnect" || !strings.Contains(e.Error, "Authorization") {
+		t.Fatalf("a token with cancelOnDisconnect: %v %+v, want a 400 naming cancelOnDisconnect and saying to use the key", err, e)
 	}
 	// The token was not spent, and connects without cancelOnDisconnect.
 	g, err := a.DialFeedQuery(context.Background(), "cancelOnDisconnect=false&token="+tok.Token)
