@@ -582,7 +582,7 @@ func (c *wsConn) refuse(req wsRequest, err error) {
 	// To the millisecond, at least one: a client that waits as long will be let in.
 	wait := max(0.001, math.Ceil(limited.wait.Seconds()*1000)/1000)
 	c.reply(wsReply{Type: "error", ID: req.ID, Channel: req.Channel, MarketID: req.MarketID, Code: "rate_limited",
-		Message: fmt.Sprintf("%s: retry after %g s", limited.message, wait), RetryAfterSeconds: wait})
+		Message: fmt.Sprintf("%s: wait %g s and subscribe again", limited.message, wait), RetryAfterSeconds: wait})
 }
 
 // allowSubscribe charges a subscription to the connection's limits: the account's read bucket,
