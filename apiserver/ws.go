@@ -78,10 +78,12 @@ const (
 	wsPublicSubscribeRate    = 10
 	// Pages of a public resume older than the front's ring (DefaultRing events a market), read
 	// from Postgres, an address may have read: wsPublicReplayRate a second in bursts of
-	// wsPublicReplayBurst. A page is up to 1,000 events, so a burst replays 10,000 events, minutes
-	// of a busy market, at once; a client that follows the feed resumes from the ring, which costs
-	// nothing, and one further behind than 10,000 events would do better with a snapshot. Two a
-	// second is a tenth of what one attacker's address drove Postgres to with 40 connections.
+	// wsPublicReplayBurst, apart from and tighter than the subscribes, as a page is the feed's
+	// costliest read. A page is up to 1,000 events, so a burst replays 10,000 events at once: a
+	// market page's few channels resuming after a dropped connection, with room to spare. A client
+	// that follows the feed resumes from the ring, which is free; one further behind than a
+	// burst is better served by a snapshot (a subscription without resumeFrom). Two pages a second
+	// is what a browser tab needs, and a few milliseconds of Postgres a second per address.
 	wsPublicReplayRate  = 2
 	wsPublicReplayBurst = 10
 )
