@@ -208,6 +208,8 @@ type wsConn struct {
 	queued   atomic.Int64
 	maxBytes int64
 	room     chan struct{}
+	// The context of the write under way (nil between writes), whose deadline is the write timeout.
+	writing atomic.Pointer[context.Context]
 
 	closeOnce sync.Once
 	closing   chan struct{}
@@ -369,7 +371,7 @@ func (s *Server) serveFeed(c *gin.Context, account int64, cancelOnDisconnect boo
 		cancel() // ends the reader
 	}()
 	conn.read(ctx)
-	conn.close(websocket.StatusNormalClosure, "")
+	conn.close(conn.readEnded(), "")
 	<-writerDone
 	for _, sub := range conn.subs {
 		conn.unsubscribe(sub)
@@ -384,6 +386,8 @@ func (c *wsConn) write(ctx context.Context) {
 	send := func(msg []byte) bool {
 		wctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
+		c.writing.Store(&wctx)
+		defer c.writing.Store(nil)
 		if err := c.ws.Write(wctx, websocket.MessageText, msg); err != nil {
 			if ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded) {
 				// A slow consumer too, though no close frame can follow a write cut short
@@ -431,6 +435,16 @@ func (c *wsConn) write(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// readEnded is the close code when the reader stops: the client's close, or a slow consumer's
+// when a write timed out. A write that times out drops the connection, which ends the reader
+// too, maybe before the writer has said why.
+func (c *wsConn) readEnded() websocket.StatusCode {
+	if w := c.writing.Load(); w != nil && errors.Is((*w).Err(), context.DeadlineExceeded) {
+		return wsSlowConsumer
+	}
+	return websocket.StatusNormalClosure
 }
 
 // closeWS closes the connection with the code and reason close recorded.
