@@ -17,15 +17,14 @@ import (
 // defaults, and the read limit the test sets: low, for the keyed abuser to exceed it however slowly
 // the test runs, under the race detector say).
 const (
-	abuseFeedTime      = 10 * time.Second
-	abuseFeedConns     = 8  // the attacker's goroutines reconnecting to the public feed
-	abuseFeedEach      = 5  // resumes each public connection asks for before it reconnects
-	abuseFeedKeyed     = 4  // the keyed abuser's connections
-	abuseReplayRate    = 2  // pages of public resumes from Postgres an address may read a second ...
-	abuseReplayBurst   = 10 // ... after a first burst
-	abuseReadRate      = 20 // the abuser's reads a second ...
-	abuseReadBurst     = 40 // ... after a first burst
-	abuseReadLeaseSlop = 2  // tokens a front may hold leased beyond what it spent (a tenth of the rate)
+	abuseFeedTime    = 10 * time.Second
+	abuseFeedConns   = 8  // the attacker's goroutines reconnecting to the public feed
+	abuseFeedEach    = 5  // resumes each public connection asks for before it reconnects
+	abuseFeedKeyed   = 4  // the keyed abuser's connections
+	abuseReplayRate  = 2  // pages of public resumes from Postgres an address may read a second ...
+	abuseReplayBurst = 10 // ... after a first burst
+	abuseReadRate    = 20 // the abuser's reads a second ...
+	abuseReadBurst   = 40 // ... after a first burst
 )
 
 // abuseFeedConn is a bare feed connection for the attackers, which run in goroutines and so
@@ -209,7 +208,8 @@ func TestAbuseFeed(t *testing.T) {
 	if reconnects < 2*abuseFeedConns {
 		t.Errorf("the public attacker reconnected only %d times: the attack did not run", reconnects)
 	}
-	if most := abuseReadBurst + int(elapsed.Seconds()*abuseReadRate) + 1 + abuseReadLeaseSlop; keyedLet > most || keyedRefused == 0 {
+	// (Every token spent was taken from the shared bucket: a front's leases never add to it.)
+	if most := abuseReadBurst + int(elapsed.Seconds()*abuseReadRate) + 1; keyedLet > most || keyedRefused == 0 {
 		t.Errorf("keyed resumes of the orders channel: %d let in and %d refused in %v, want at most %d let in",
 			keyedLet, keyedRefused, elapsed, most)
 	}
