@@ -79,6 +79,7 @@ type Server struct {
 	// hub's sweep, which Close ends.
 	hub         *feed.Hub
 	feedMetrics *feedMetrics
+	wsLimits    *wsLimits // the public feed's, per client address
 	presence    *presence
 	feedCtx     context.Context
 	stopFeed    context.CancelFunc
@@ -139,7 +140,8 @@ func New(cfg Config) *Server {
 	}()
 	s.cfg.Feed.defaults()
 	s.hub = feed.NewHub(s.feedLog(), s.log, cfg.Feed.Ring)
-	s.feedMetrics = newFeedMetrics(cfg.Metrics)
+	s.feedMetrics = newFeedMetrics(cfg.Metrics, s.hub)
+	s.wsLimits = newWSLimits()
 	s.feedCtx, s.stopFeed = context.WithCancel(context.Background())
 	s.feedConns.Go(func() { s.hub.Run(s.feedCtx) })
 	s.presence = newPresence(cfg.Store, s.log)
@@ -159,7 +161,7 @@ func New(cfg Config) *Server {
 	v1 := s.engine.Group("/api/v1")
 	v1.GET("/openapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, "application/yaml", OpenAPIDocument) })
 	v1.GET("/asyncapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, "application/yaml", AsyncAPIDocument) })
-	v1.GET("/ws", s.authenticateWS, s.rateLimit, s.serveWS)
+	v1.GET("/ws", s.refuseTokenCancel, s.authenticateWS, s.rateLimit, s.serveWS)
 	v1.GET("/ws/public", s.servePublicWS) // the market channels, without a key (ws.go)
 	v1.Use(s.authenticate, s.rateLimit)
 	v1.GET("/account/limits", handler(s.accountLimits))

@@ -225,7 +225,7 @@ func (t *accountTopic) subscribe(ctx context.Context, s *Subscription, resume *i
 	t.mu.Unlock()
 	after := *resume
 	acked := false
-	for {
+	for page := 0; ; page++ {
 		t.mu.Lock()
 		if t.err != nil {
 			t.mu.Unlock()
@@ -249,6 +249,11 @@ func (t *accountTopic) subscribe(ctx context.Context, s *Subscription, resume *i
 		}
 		t.mu.Unlock()
 		// Behind the topic: read a page from Postgres, without the lock.
+		if s.ReadPage != nil {
+			if err := s.ReadPage(ctx, page); err != nil {
+				return err
+			}
+		}
 		first, _, err := t.hub.log.AccountFeed(ctx, t.id)
 		if err != nil {
 			return err

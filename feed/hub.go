@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	json "github.com/goccy/go-json"
@@ -27,6 +29,13 @@ import (
 //
 // A subscription that resumes from a seq is replayed from the ring, or from Postgres when the ring
 // no longer holds it, then joins the live fan-out under the topic's lock: no gap, no duplicate.
+//
+// A topic outlives its last subscription by keepFor (at most keepIdle such topics, the longest
+// idle dropped first): a client that unsubscribes and subscribes again, or a page that reloads,
+// finds the book already loaded instead of costing a Log.Book (in a distributed exchange, a call
+// to the owning shard) each time. A kept topic goes on following its market as a held one does
+// (Ingest, the sweep's fills), so it is as gapless when it is taken up again; one that fails is
+// dropped like any other.
 
 // Levels is a book's resting quantity at each YES price: bids [0], asks [1].
 type Levels [2][100]int64
@@ -79,6 +88,11 @@ type Subscription struct {
 	Market  uuid.UUID // the market of a market channel
 	Account int64     // the account of an account channel (orders, fills)
 	Out     Outbox
+	// ReadPage, when set, is called before each page a resume reads from Postgres (page 0 the
+	// first, before anything of the subscription is queued); an error ends the subscription
+	// with it. The front charges a client's limits with it: what a replay costs Postgres grows
+	// with its pages, not with the subscribe message.
+	ReadPage func(ctx context.Context, page int) error
 }
 
 // ErrResyncRequired says a subscription asked to resume from events no longer kept.
@@ -93,6 +107,11 @@ const (
 	pageEvents   = 1000 // events per message of a replay, and per read of Postgres
 	sweepEvery   = time.Second
 	changedSlack = 5 * time.Second // how far back each sweep looks again, for clocks and late commits
+	// A topic without subscriptions is kept keepFor (give or take a sweep), at most keepIdle of
+	// them: enough for the markets a page lists and a client's reconnects, a bounded cost (a
+	// book and a ring each) whatever a client churns through.
+	keepFor  = 10 * time.Second
+	keepIdle = 256
 )
 
 // Hub fans committed batches out to subscriptions. Create one with NewHub and run its sweep with
@@ -102,8 +121,11 @@ type Hub struct {
 	logger *slog.Logger
 	ring   int
 
+	bookLoads atomic.Int64 // Log.Book calls
+
 	mu        sync.Mutex
 	topics    map[uuid.UUID]*topic
+	kept      map[*topic]struct{} // topics without subscriptions, kept for a while
 	accounts  map[int64]*accountTopic
 	lifecycle map[*Subscription]struct{}
 	statuses  map[uuid.UUID]string // each market's status as the lifecycle channel last told it
@@ -120,14 +142,15 @@ func NewHub(log Log, logger *slog.Logger, ring int) *Hub {
 		ring = DefaultRing
 	}
 	return &Hub{log: log, logger: logger.With("component", "feed"), ring: ring,
-		topics: map[uuid.UUID]*topic{}, accounts: map[int64]*accountTopic{}, lifecycle: map[*Subscription]struct{}{}, statuses: map[uuid.UUID]string{}}
+		topics: map[uuid.UUID]*topic{}, kept: map[*topic]struct{}{}, accounts: map[int64]*accountTopic{}, lifecycle: map[*Subscription]struct{}{}, statuses: map[uuid.UUID]string{}}
 }
 
 // topic is one market someone follows.
 type topic struct {
 	hub  *Hub
 	id   uuid.UUID
-	refs int // subscriptions and subscriptions being made; under hub.mu
+	refs int       // subscriptions and subscriptions being made; under hub.mu
+	idle time.Time // when refs last fell to 0, while kept; under hub.mu
 
 	mu     sync.Mutex
 	err    error // set when loading failed
@@ -143,6 +166,7 @@ func (h *Hub) acquire(ctx context.Context, id uuid.UUID) (*topic, error) {
 	t, ok := h.topics[id]
 	if ok {
 		t.refs++
+		delete(h.kept, t)
 		h.mu.Unlock()
 		t.mu.Lock() // waits for the topic to load
 		err := t.err
@@ -158,24 +182,74 @@ func (h *Hub) acquire(ctx context.Context, id uuid.UUID) (*topic, error) {
 	h.topics[id] = t
 	h.mu.Unlock()
 	defer t.mu.Unlock()
+	h.bookLoads.Add(1)
 	t.book, t.err = h.log.Book(ctx, id)
 	if t.err != nil {
-		err := t.err
-		h.release(t)
-		return nil, err
+		// Forgotten at once, not kept: the next subscription tries again.
+		h.mu.Lock()
+		t.refs--
+		if h.topics[id] == t {
+			delete(h.topics, id)
+		}
+		h.mu.Unlock()
+		return nil, t.err
 	}
 	t.ticker = t.tick()
 	return t, nil
 }
 
-// release gives a topic up; the last one out forgets it.
+// release gives a topic up; the last one out leaves it kept for keepFor.
 func (h *Hub) release(t *topic) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t.refs--
+	if t.refs > 0 || h.topics[t.id] != t {
+		return
+	}
+	if _, kept := h.kept[t]; kept {
+		return // the sweep's own hold ended: still idle since it was
+	}
+	t.idle = time.Now()
+	h.kept[t] = struct{}{}
+	if len(h.kept) > keepIdle {
+		var oldest *topic
+		for k := range h.kept {
+			if oldest == nil || k.idle.Before(oldest.idle) {
+				oldest = k
+			}
+		}
+		h.forget(oldest)
+	}
+}
+
+// forget drops a kept topic. Under h.mu.
+func (h *Hub) forget(t *topic) {
+	delete(h.kept, t)
 	if t.refs == 0 && h.topics[t.id] == t {
 		delete(h.topics, t.id)
 	}
+}
+
+// dropIdle forgets the topics kept longer than keepFor.
+func (h *Hub) dropIdle(now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for t := range h.kept {
+		if t.refs == 0 && now.Sub(t.idle) >= keepFor {
+			h.forget(t)
+		}
+	}
+}
+
+// BookLoads is how many times the hub has read a market's whole book (Log.Book): once for each
+// topic it starts following.
+func (h *Hub) BookLoads() int64 { return h.bookLoads.Load() }
+
+// Topics is how many markets the hub follows, those kept without subscriptions included.
+func (h *Hub) Topics() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.topics)
 }
 
 // Ingest takes a committed batch, from whichever shard committed it.
@@ -248,6 +322,7 @@ func (t *topic) fail(err error) {
 	if t.hub.topics[t.id] == t {
 		delete(t.hub.topics, t.id)
 	}
+	delete(t.hub.kept, t)
 	t.hub.mu.Unlock()
 }
 
@@ -427,7 +502,8 @@ func (t *topic) subscribe(ctx context.Context, s *Subscription, resume *int64, a
 	}
 	after := *resume
 	acked := false
-	for {
+	sendWait := func(m []byte) error { return s.Out.SendWait(ctx, m) }
+	for page := 0; ; {
 		t.mu.Lock()
 		if t.err != nil {
 			t.mu.Unlock()
@@ -443,19 +519,44 @@ func (t *topic) subscribe(ctx context.Context, s *Subscription, resume *int64, a
 		}
 		oldest := t.book.Seq - int64(len(t.ring)) // the ring holds the events after it
 		if after >= oldest {
-			if !acked {
-				s.Out.Send(ack)
-			}
-			t.replay(s, t.ring[after-oldest:], func(m []byte) error {
-				s.Out.Send(m)
+			rest := t.ring[after-oldest:]
+			if len(rest) <= pageEvents {
+				// The last page, queued and joined to the live events under the lock.
+				if !acked {
+					s.Out.Send(ack)
+				}
+				t.replay(s, rest, func(m []byte) error {
+					s.Out.Send(m)
+					return nil
+				})
+				t.subs[s] = struct{}{}
+				t.mu.Unlock()
 				return nil
-			})
-			t.subs[s] = struct{}{}
+			}
+			// More than a page behind: a page at a time, each waiting for room in the
+			// connection's queue without the lock, as from Postgres.
+			events := slices.Clone(rest[:pageEvents])
 			t.mu.Unlock()
-			return nil
+			if !acked {
+				if err := s.Out.SendWait(ctx, ack); err != nil {
+					return err
+				}
+				acked = true
+			}
+			if err := t.replay(s, events, sendWait); err != nil {
+				return err
+			}
+			after = events[len(events)-1].Seq
+			continue
 		}
 		t.mu.Unlock()
 		// Too far behind for the ring: read a page from Postgres, without the lock.
+		if s.ReadPage != nil {
+			if err := s.ReadPage(ctx, page); err != nil {
+				return err
+			}
+		}
+		page++
 		first, err := t.hub.log.FirstEvent(ctx, t.id)
 		if err != nil {
 			return err
@@ -480,7 +581,7 @@ func (t *topic) subscribe(ctx context.Context, s *Subscription, resume *int64, a
 			}
 			acked = true
 		}
-		if err := t.replay(s, events, func(m []byte) error { return s.Out.SendWait(ctx, m) }); err != nil {
+		if err := t.replay(s, events, sendWait); err != nil {
 			return err
 		}
 		after = events[len(events)-1].Seq
@@ -607,6 +708,7 @@ func (h *Hub) sweep(ctx context.Context, since time.Time) (time.Time, error) {
 	}
 	h.swept = true
 	h.mu.Unlock()
+	h.dropIdle(time.Now())
 	for i, t := range behind {
 		t.mu.Lock()
 		if t.err == nil && t.book.Seq < seqs[i] {

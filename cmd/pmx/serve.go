@@ -50,7 +50,7 @@ func addServeFlags(cmd *cobra.Command, o *serveOptions) {
 		return def
 	}
 	f.Float64Var(&o.read.Rate, "read-rate", envFloat("PMX_READ_RATE", ratelimit.DefaultRead.Rate),
-		"reads (GET requests, WebSocket connections) each account may make per second, across every front replica (0: no limit; default $PMX_READ_RATE or 100)")
+		"reads (GET requests, WebSocket connections and their subscriptions) each account may make per second, across every front replica (0: no limit; default $PMX_READ_RATE or 100)")
 	f.Float64Var(&o.read.Burst, "read-burst", envFloat("PMX_READ_BURST", ratelimit.DefaultRead.Burst),
 		"reads an account may make at once, after a quiet spell (default $PMX_READ_BURST or 200)")
 	f.Float64Var(&o.write.Rate, "write-rate", envFloat("PMX_WRITE_RATE", ratelimit.DefaultWrite.Rate),

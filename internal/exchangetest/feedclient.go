@@ -41,6 +41,8 @@ type FeedMessage struct {
 	BestBid   *int         `json:"bestBid"`
 	BestAsk   *int         `json:"bestAsk"`
 	Events    []feed.Event `json:"events"`
+	// RetryAfterSeconds is a rate_limited error's wait.
+	RetryAfterSeconds float64 `json:"retryAfterSeconds"`
 	// AccountEvents are the events of an accountEvents message (orders and fills channels).
 	AccountEvents []feed.AccountEvent `json:"-"`
 	Raw           []byte              `json:"-"`

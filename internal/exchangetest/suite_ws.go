@@ -378,17 +378,21 @@ func testFeedChannels(t *testing.T, tg *Target) {
 		}
 	}
 
-	// Events no longer kept cannot be resumed from, once the front holds none of the market's
-	// events in memory either (no subscription of it is left).
+	// Events no longer kept cannot be resumed from, where the front holds none of the market's
+	// events in memory either: a market no one has followed (the front keeps a followed market's
+	// last events for a while after its last subscription ends).
 	for i, ch := range []string{"ticker", "trades"} {
 		f.Send(t, map[string]any{"op": "unsubscribe", "id": 30 + i, "channel": ch, "marketId": id})
 		f.ExpectReply(t, "unsubscribed", "")
 	}
-	if _, err := tg.Store.Pool.Exec(context.Background(), `delete from market_events where market_id = $1 and first_seq = 1`, m.ID); err != nil {
+	unfollowed := tg.NewMarket(t, nil)
+	a.Place(t, unfollowed.ID, "BUY", "YES", 40, 1)
+	a.Place(t, unfollowed.ID, "BUY", "YES", 41, 1)
+	if _, err := tg.Store.Pool.Exec(context.Background(), `delete from market_events where market_id = $1 and first_seq = 1`, unfollowed.ID); err != nil {
 		t.Fatal(err)
 	}
 	h := a.DialFeed(t)
-	h.Send(t, map[string]any{"op": "subscribe", "id": 1, "channel": "book", "marketId": id, "resumeFrom": 0})
+	h.Send(t, map[string]any{"op": "subscribe", "id": 1, "channel": "book", "marketId": unfollowed.ID, "resumeFrom": 0})
 	h.Expect(t, "error", "resync_required")
 	f.Close()
 	h.Close()
