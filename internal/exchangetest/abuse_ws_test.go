@@ -17,14 +17,14 @@ import (
 // defaults, and the read limit the test sets: low, for the keyed abuser to exceed it however slowly
 // the test runs, under the race detector say).
 const (
-	abuseFeedTime    = 10 * time.Second
-	abuseFeedConns   = 8  // the attacker's goroutines reconnecting to the public feed
-	abuseFeedEach    = 5  // resumes each public connection asks for before it reconnects
-	abuseFeedKeyed   = 4  // the keyed abuser's connections
-	abuseReplayRate  = 2  // pages of public resumes from Postgres an address may read a second ...
-	abuseReplayBurst = 10 // ... after a first burst
-	abuseReadRate    = 20 // the abuser's reads a second ...
-	abuseReadBurst   = 40 // ... after a first burst
+	abuseFeedTime      = 10 * time.Second
+	abuseFeedConns     = 8  // the attacker's goroutines reconnecting to the public feed
+	abuseFeedEach      = 5  // resumes each public connection asks for before it reconnects
+	abuseFeedKeyed     = 4  // the keyed abuser's connections
+	abuseReplayRate    = 2  // pages of public resumes from Postgres an address may read a second ...
+	abuseReplayBurst   = 10 // ... after a first burst
+	abuseFeedReadRate  = 20 // the abuser's reads a second ...
+	abuseFeedReadBurst = 40 // ... after a first burst
 )
 
 // abuseFeedConn is a bare feed connection for the attackers, which run in goroutines and so
@@ -108,7 +108,7 @@ func (c *abuseFeedConn) resumeAttempt(sub map[string]any) (bool, error) {
 // are held to the address's allowance however often it reconnects, the keyed ones to the
 // account's read rate, and the well-behaved client's placements stay within the bound.
 func TestAbuseFeed(t *testing.T) {
-	r := newAbuseRig(t, "--read-rate", fmt.Sprint(abuseReadRate), "--read-burst", fmt.Sprint(abuseReadBurst))
+	r := newAbuseRig(t, "--read-rate", fmt.Sprint(abuseFeedReadRate), "--read-burst", fmt.Sprint(abuseFeedReadBurst))
 	// History: trades between a maker and the abuser, for the market's and the abuser's feeds.
 	maker := r.tg.NewAccount(t, "maker")
 	for range 5 {
@@ -209,7 +209,7 @@ func TestAbuseFeed(t *testing.T) {
 		t.Errorf("the public attacker reconnected only %d times: the attack did not run", reconnects)
 	}
 	// (Every token spent was taken from the shared bucket: a front's leases never add to it.)
-	if most := abuseReadBurst + int(elapsed.Seconds()*abuseReadRate) + 1; keyedLet > most || keyedRefused == 0 {
+	if most := abuseFeedReadBurst + int(elapsed.Seconds()*abuseFeedReadRate) + 1; keyedLet > most || keyedRefused == 0 {
 		t.Errorf("keyed resumes of the orders channel: %d let in and %d refused in %v, want at most %d let in",
 			keyedLet, keyedRefused, elapsed, most)
 	}
