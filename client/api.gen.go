@@ -1654,9 +1654,11 @@ type ClientInterface interface {
 	// `Authorization` header; a browser, which cannot set that header on a WebSocket, first
 	// gets a token here and connects to `/api/v1/ws?token=TOKEN`. A token connects once,
 	// within a minute; an unknown, used or expired one is refused with 401 `invalid_ws_token`.
-	// Either way, `?cancelOnDisconnect=true` makes the connection cancel the account's open
+	// With the key, `?cancelOnDisconnect=true` makes the connection cancel the account's open
 	// orders (`cancelReason: HEARTBEAT`) when the account's last such connection closes, on
-	// whichever front replica, or within 15 s if the replica holding it stops.
+	// whichever front replica, or within 15 s if the replica holding it stops. With a token it
+	// is refused with 400 `invalid_value` before the token is spent: a URL may be read by
+	// others, and whoever connected with it first could cancel the account's orders.
 	//
 	// Corresponds with POST /ws-token (the `CreateWsToken` operationId).
 	CreateWsToken(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2354,9 +2356,11 @@ func (c *RawClient) ListSettlements(ctx context.Context, params *ListSettlements
 // `Authorization` header; a browser, which cannot set that header on a WebSocket, first
 // gets a token here and connects to `/api/v1/ws?token=TOKEN`. A token connects once,
 // within a minute; an unknown, used or expired one is refused with 401 `invalid_ws_token`.
-// Either way, `?cancelOnDisconnect=true` makes the connection cancel the account's open
+// With the key, `?cancelOnDisconnect=true` makes the connection cancel the account's open
 // orders (`cancelReason: HEARTBEAT`) when the account's last such connection closes, on
-// whichever front replica, or within 15 s if the replica holding it stops.
+// whichever front replica, or within 15 s if the replica holding it stops. With a token it
+// is refused with 400 `invalid_value` before the token is spent: a URL may be read by
+// others, and whoever connected with it first could cancel the account's orders.
 //
 // Corresponds with POST /ws-token (the `CreateWsToken` operationId).
 func (c *RawClient) CreateWsToken(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4004,9 +4008,11 @@ type ClientWithResponsesInterface interface {
 	// `Authorization` header; a browser, which cannot set that header on a WebSocket, first
 	// gets a token here and connects to `/api/v1/ws?token=TOKEN`. A token connects once,
 	// within a minute; an unknown, used or expired one is refused with 401 `invalid_ws_token`.
-	// Either way, `?cancelOnDisconnect=true` makes the connection cancel the account's open
+	// With the key, `?cancelOnDisconnect=true` makes the connection cancel the account's open
 	// orders (`cancelReason: HEARTBEAT`) when the account's last such connection closes, on
-	// whichever front replica, or within 15 s if the replica holding it stops.
+	// whichever front replica, or within 15 s if the replica holding it stops. With a token it
+	// is refused with 400 `invalid_value` before the token is spent: a URL may be read by
+	// others, and whoever connected with it first could cancel the account's orders.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6422,9 +6428,11 @@ func (c *ClientWithResponses) ListSettlementsWithResponse(ctx context.Context, p
 // `Authorization` header; a browser, which cannot set that header on a WebSocket, first
 // gets a token here and connects to `/api/v1/ws?token=TOKEN`. A token connects once,
 // within a minute; an unknown, used or expired one is refused with 401 `invalid_ws_token`.
-// Either way, `?cancelOnDisconnect=true` makes the connection cancel the account's open
+// With the key, `?cancelOnDisconnect=true` makes the connection cancel the account's open
 // orders (`cancelReason: HEARTBEAT`) when the account's last such connection closes, on
-// whichever front replica, or within 15 s if the replica holding it stops.
+// whichever front replica, or within 15 s if the replica holding it stops. With a token it
+// is refused with 400 `invalid_value` before the token is spent: a URL may be read by
+// others, and whoever connected with it first could cancel the account's orders.
 //
 // Returns a wrapper object for the known response body format(s).
 //
