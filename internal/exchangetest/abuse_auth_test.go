@@ -134,8 +134,10 @@ func TestAbuseCredentials(t *testing.T) {
 			neighbour++
 		}
 	})
-	for _, k := range kinds {
+	for _, k := range kinds { // before the guessers start, which read answers
 		answers[k.name] = map[int]int{}
+	}
+	for _, k := range kinds {
 		wg.Go(func() {
 			hammer(abuseGuessers, abuseGuessing, func(int) bool {
 				resp, err := r.attacker.Do(k.request())
