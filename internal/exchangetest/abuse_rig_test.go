@@ -98,8 +98,14 @@ const abuseGoodPace = 50 * time.Millisecond
 // rest, each a whole batch of the shard like any order. Stop it with finish.
 func (r *abuseRig) tradeDuring(t *testing.T) *goodTrading {
 	t.Helper()
+	return tradeDuring(r.base, r.good.Key, r.market)
+}
+
+// tradeDuring starts a well-behaved client trading with key in market, through the API at base
+// (scheme://host:port), as abuseRig.tradeDuring does.
+func tradeDuring(base, key string, market uuid.UUID) *goodTrading {
 	g := &goodTrading{stop: make(chan struct{}), done: make(chan struct{})}
-	body := fmt.Sprintf(`{"marketId":%q,"side":"BUY","outcome":"YES","price":5,"quantity":1,"timeInForce":"IOC"}`, r.market)
+	body := fmt.Sprintf(`{"marketId":%q,"side":"BUY","outcome":"YES","price":5,"quantity":1,"timeInForce":"IOC"}`, market)
 	hc := &http.Client{Timeout: time.Minute}
 	go func() {
 		defer close(g.done)
@@ -111,8 +117,8 @@ func (r *abuseRig) tradeDuring(t *testing.T) *goodTrading {
 				return
 			case <-tick.C:
 			}
-			req, _ := http.NewRequest("POST", r.base+"/api/v1/order", strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+r.good.Key)
+			req, _ := http.NewRequest("POST", base+"/api/v1/order", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+key)
 			req.Header.Set("Content-Type", "application/json")
 			start := time.Now()
 			resp, err := hc.Do(req)

@@ -23,7 +23,9 @@ type cluster struct {
 	env    *k8stest.Env
 	store  *store.Store
 	shards map[string]*Process
-	apis   []string // base URLs of the api replicas
+	// shardURLs are where each shard serves its internal API (http://host:port).
+	shardURLs map[string]string
+	apis      []string // base URLs of the api replicas
 	// apiMetrics and shardMetrics are where the api replicas (in the order of apis) and the
 	// shards serve /metrics.
 	apiMetrics   []string
@@ -49,17 +51,18 @@ func startCluster(t *testing.T) *cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	c := &cluster{env: env, store: st, shards: map[string]*Process{}, shardMetrics: map[string]string{}}
+	c := &cluster{env: env, store: st, shards: map[string]*Process{}, shardURLs: map[string]string{}, shardMetrics: map[string]string{}}
 
 	kubeconfig := "KUBECONFIG=" + env.Kubeconfig
 	StartProcessEnv(t, operatorLine, []string{kubeconfig}, bin, "operator", "--database-url", dbURL,
 		"--leader-elect=false", "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
 		"--name", "operator-test", "--shard-ttl", "2s", "--resync", "250ms", "--log-level", "info")
 	for _, name := range []string{"shard-a", "shard-b"} {
-		p, _ := StartProcess(t, shardLine, bin, "shard", "--name", name, "--addr", "127.0.0.1:0",
+		p, addr := StartProcess(t, shardLine, bin, "shard", "--name", name, "--addr", "127.0.0.1:0",
 			"--metrics-addr", "127.0.0.1:0", "--database-url", dbURL, "--internal-token", clusterInternalToken,
 			"--log-level", "warn", "--max-open-orders", strconv.Itoa(SuiteMaxOpenOrders))
 		c.shards[name] = p
+		c.shardURLs[name] = "http://" + addr
 		c.shardMetrics[name] = p.Line(metricsLine)
 	}
 	for range 2 {
@@ -92,6 +95,7 @@ func TestDistributed(t *testing.T) {
 	t.Run("Suite", func(t *testing.T) { RunSuite(t, c.target(t, 0)) })
 	t.Run("RateLimitAcrossReplicas", func(t *testing.T) { CheckRateAcrossReplicas(t, []*Target{c.target(t, 0), c.target(t, 1)}) })
 	t.Run("ShardMetrics", func(t *testing.T) { testShardMetrics(t, c) })
+	t.Run("InternalAPIAbuse", func(t *testing.T) { testInternalAPIAbuse(t, c) })
 	t.Run("Failover", func(t *testing.T) { testFailover(t, c) })
 }
 
