@@ -503,6 +503,20 @@ func (t *topic) subscribe(ctx context.Context, s *Subscription, resume *int64, a
 	after := *resume
 	acked := false
 	sendWait := func(m []byte) error { return s.Out.SendWait(ctx, m) }
+	// sendPage queues a page of the replay, each message waiting for room, after the
+	// confirmation if it has not gone yet; it returns the seq the replay has reached.
+	sendPage := func(events []Event) (int64, error) {
+		if !acked {
+			if err := s.Out.SendWait(ctx, ack); err != nil {
+				return 0, err
+			}
+			acked = true
+		}
+		if err := t.replay(s, events, sendWait); err != nil {
+			return 0, err
+		}
+		return events[len(events)-1].Seq, nil
+	}
 	for page := 0; ; {
 		t.mu.Lock()
 		if t.err != nil {
@@ -537,16 +551,10 @@ func (t *topic) subscribe(ctx context.Context, s *Subscription, resume *int64, a
 			// connection's queue without the lock, as from Postgres.
 			events := slices.Clone(rest[:pageEvents])
 			t.mu.Unlock()
-			if !acked {
-				if err := s.Out.SendWait(ctx, ack); err != nil {
-					return err
-				}
-				acked = true
-			}
-			if err := t.replay(s, events, sendWait); err != nil {
+			var err error
+			if after, err = sendPage(events); err != nil {
 				return err
 			}
-			after = events[len(events)-1].Seq
 			continue
 		}
 		t.mu.Unlock()
@@ -575,16 +583,9 @@ func (t *topic) subscribe(ctx context.Context, s *Subscription, resume *int64, a
 		if len(events) == 0 || events[0].Seq != after+1 {
 			return ErrResyncRequired
 		}
-		if !acked {
-			if err := s.Out.SendWait(ctx, ack); err != nil {
-				return err
-			}
-			acked = true
-		}
-		if err := t.replay(s, events, sendWait); err != nil {
+		if after, err = sendPage(events); err != nil {
 			return err
 		}
-		after = events[len(events)-1].Seq
 	}
 }
 

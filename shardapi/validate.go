@@ -94,6 +94,17 @@ func checkSeq(seq int64) *domain.Error {
 	return nil
 }
 
+// checkOrderRef checks what names an order: its account, its market and its sequence number.
+func checkOrderRef(account int64, market uuid.UUID, seq int64) *domain.Error {
+	if e := checkAccount(account); e != nil {
+		return e
+	}
+	if e := checkMarket("Market", market); e != nil {
+		return e
+	}
+	return checkSeq(seq)
+}
+
 // checkPlace checks a placement.
 func checkPlace(r *shard.PlaceRequest) *domain.Error {
 	if e := checkAccount(r.Account); e != nil {
@@ -135,13 +146,7 @@ func checkPlace(r *shard.PlaceRequest) *domain.Error {
 // checkCancel checks a cancel. A front cancels for its user only; the other reasons are the
 // shard's own (expiry, heartbeat, the market's close).
 func checkCancel(r *shard.CancelRequest) *domain.Error {
-	if e := checkAccount(r.Account); e != nil {
-		return e
-	}
-	if e := checkMarket("Market", r.Market); e != nil {
-		return e
-	}
-	if e := checkSeq(r.Seq); e != nil {
+	if e := checkOrderRef(r.Account, r.Market, r.Seq); e != nil {
 		return e
 	}
 	if r.Reason != engine.ReasonNone && r.Reason != engine.ReasonUser {
@@ -153,13 +158,7 @@ func checkCancel(r *shard.CancelRequest) *domain.Error {
 // checkAmend checks an amend as the public API does: a new price, a new remaining quantity, or
 // both (0 keeps one), with the order's side and outcome.
 func checkAmend(r *shard.AmendRequest) *domain.Error {
-	if e := checkAccount(r.Account); e != nil {
-		return e
-	}
-	if e := checkMarket("Market", r.Market); e != nil {
-		return e
-	}
-	if e := checkSeq(r.Seq); e != nil {
+	if e := checkOrderRef(r.Account, r.Market, r.Seq); e != nil {
 		return e
 	}
 	if r.Price == 0 && r.Remaining == 0 {
