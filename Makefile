@@ -34,11 +34,15 @@ SWEEP_RATES ?= 250,500,1000,1500,2000,2500,3000,3500,4000,4500,5000
 
 ##@ General
 
+# A heading prints with its first described target, so that a section of file targets only (Tools)
+# does not show as an empty heading.
 .PHONY: help
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} \
-		/^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2 } \
-		/^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+		/^##@/ { heading = substr($$0, 5) } \
+		/^[a-zA-Z_0-9-]+:.*?##/ { \
+			if (heading != "") printf "\n\033[1m%s\033[0m\n", heading; \
+			heading = ""; printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
 ##@ Development
 
