@@ -507,7 +507,7 @@ const (
 
 // heartbeat arms, re-arms or (with 0) disarms the account's dead-man switch. The deadline is
 // kept in Postgres, so whichever front a heartbeat reaches, every shard sees it; each shard
-// cancels the orders it holds once it passes (shard/heartbeat.go).
+// cancels the orders it holds once it passes (internal/shard/heartbeat.go).
 func (s *Server) heartbeat(c *gin.Context) error {
 	obj, err := readObject(c.Request)
 	if err != nil {

@@ -32,7 +32,7 @@ func eventsAfter14b4c8f(table, key string) string {
 // backend's CPU per call (/proc). It is skipped unless PMX_PGCOST is set (docs/performance.md,
 // issue 34):
 //
-//	PMX_PGCOST=1 go test -run TestPostgresCostPerCall -v -timeout 20m ./store
+//	PMX_PGCOST=1 go test -run TestPostgresCostPerCall -v -timeout 20m ./internal/store
 func TestPostgresCostPerCall(t *testing.T) {
 	if os.Getenv("PMX_PGCOST") == "" {
 		t.Skip("set PMX_PGCOST to measure")

@@ -20,7 +20,7 @@ import (
 // $PMX_SCALE_TRADES trades (10,000,000 for docs/performance.md) over 100 markets, 1,000 accounts
 // and 100 days; it is skipped unless the variable is set, as loading takes minutes:
 //
-//	PMX_SCALE_TRADES=10000000 go test -run TestReadsAtScale -v -timeout 60m ./store
+//	PMX_SCALE_TRADES=10000000 go test -run TestReadsAtScale -v -timeout 60m ./internal/store
 func TestReadsAtScale(t *testing.T) {
 	n, err := strconv.Atoi(os.Getenv("PMX_SCALE_TRADES"))
 	if err != nil || n <= 0 {

@@ -16,7 +16,7 @@ begin
           from accounts group by lower(name) having count(*) > 1) c;
     if clashes is not null then
         raise exception 'account names differ only in case: %', clashes
-            using hint = 'rename all but one account of each group, then migrate again (see store/migrations/008_account_names_any_case.sql)';
+            using hint = 'rename all but one account of each group, then migrate again (see internal/store/migrations/008_account_names_any_case.sql)';
     end if;
 end
 $$;

@@ -1,4 +1,4 @@
--- The standalone exchange's fencing token (store/standalone.go). A pmx dev that claims the
+-- The standalone exchange's fencing token (internal/store/standalone.go). A pmx dev that claims the
 -- database raises token by one, while it holds the standalone batches' mark exclusively, and its
 -- batches carry the token it got: standalone_batch, the first thing each runs, takes the mark
 -- shared and fails the batch, with SQLSTATE PX002, unless the token is still the database's.
