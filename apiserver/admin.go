@@ -14,11 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/pmx-dev/pmx/api/v1alpha1"
-	"github.com/pmx-dev/pmx/auth"
-	"github.com/pmx-dev/pmx/domain"
-	"github.com/pmx-dev/pmx/httpkit"
-	"github.com/pmx-dev/pmx/market"
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/kit/auth"
+	"github.com/pmx-dev/pmx/internal/kit/httpkit"
+	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // OpenAccount is the one way an account is opened, for the admin API and the settings pages'

@@ -10,10 +10,10 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/pmx-dev/pmx/auth"
-	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/internal/kit/addrlimit"
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/internal/kit/auth"
+	"github.com/pmx-dev/pmx/internal/kit/httpkit"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // accountKey is where authenticate leaves the caller's account id in the gin context.

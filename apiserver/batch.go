@@ -9,10 +9,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/engine"
-	"github.com/pmx-dev/pmx/httpkit"
-	"github.com/pmx-dev/pmx/ratelimit"
-	"github.com/pmx-dev/pmx/shard"
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/internal/kit/httpkit"
+	"github.com/pmx-dev/pmx/internal/kit/ratelimit"
+	"github.com/pmx-dev/pmx/internal/shard"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // The batch calls: placements and cancels many at once, each answered on its own.

@@ -15,10 +15,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/engine"
-	"github.com/pmx-dev/pmx/httpkit"
-	"github.com/pmx-dev/pmx/shard"
+	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/kit/httpkit"
+	"github.com/pmx-dev/pmx/internal/shard"
 )
 
 // maxBody bounds every request body.

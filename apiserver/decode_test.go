@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/engine"
-	"github.com/pmx-dev/pmx/httpkit"
+	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 )
 
 const testMarket = "123e4567-e89b-12d3-a456-426614174000"

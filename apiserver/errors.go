@@ -7,12 +7,12 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/pmx-dev/pmx/domain"
-	"github.com/pmx-dev/pmx/httpkit"
-	"github.com/pmx-dev/pmx/market"
-	"github.com/pmx-dev/pmx/shard"
-	"github.com/pmx-dev/pmx/shardapi"
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/kit/httpkit"
+	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/shard"
+	"github.com/pmx-dev/pmx/internal/shardapi"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // Errors shared by several handlers.

@@ -6,8 +6,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/pmx-dev/pmx/feed"
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/internal/feed"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // feedLog is where the feed's hub reads what it did not see live: books from the Exchange (the

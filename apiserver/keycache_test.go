@@ -10,7 +10,7 @@ import (
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/internal/exchangetest"
 	"github.com/pmx-dev/pmx/internal/poll"
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // TestRevokedKeyRefusedOnEveryReplica warms two replicas' key caches, revokes the key directly in

@@ -7,10 +7,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/pmx-dev/pmx/domain"
-	"github.com/pmx-dev/pmx/shard"
-	"github.com/pmx-dev/pmx/store"
-	"github.com/pmx-dev/pmx/wire"
+	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/kit/wire"
+	"github.com/pmx-dev/pmx/internal/shard"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // The public reads of a market, its book, trades and candles, in the API's shapes: the handlers

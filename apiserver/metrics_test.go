@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/internal/exchangetest"
+	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 )
 
 // TestMetricsNotOnAPIPort checks that the API does not serve /metrics, whatever the method or

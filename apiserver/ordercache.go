@@ -5,8 +5,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/pmx-dev/pmx/boundedmap"
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/kit/boundedmap"
 )
 
 // defaultOrderCacheSize is how many placed orders a server remembers unless told otherwise:

@@ -15,12 +15,12 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/internal/market"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/poll"
-	"github.com/pmx-dev/pmx/market"
-	"github.com/pmx-dev/pmx/shard"
-	"github.com/pmx-dev/pmx/shardapi"
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/internal/shard"
+	"github.com/pmx-dev/pmx/internal/shardapi"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 func facts(i int) orderFacts {

@@ -14,8 +14,8 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
-	"github.com/pmx-dev/pmx/httpkit"
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/internal/kit/httpkit"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // Feed sessions: connection tokens for browsers (POST /api/v1/ws-token) and cancel-on-disconnect.

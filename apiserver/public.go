@@ -13,12 +13,12 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
-	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/engine"
-	"github.com/pmx-dev/pmx/httpkit"
-	"github.com/pmx-dev/pmx/shard"
-	"github.com/pmx-dev/pmx/store"
-	"github.com/pmx-dev/pmx/wire"
+	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/kit/httpkit"
+	"github.com/pmx-dev/pmx/internal/kit/wire"
+	"github.com/pmx-dev/pmx/internal/shard"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // Listing limits.
@@ -507,7 +507,7 @@ const (
 
 // heartbeat arms, re-arms or (with 0) disarms the account's dead-man switch. The deadline is
 // kept in Postgres, so whichever front a heartbeat reaches, every shard sees it; each shard
-// cancels the orders it holds once it passes (shard/heartbeat.go).
+// cancels the orders it holds once it passes (internal/shard/heartbeat.go).
 func (s *Server) heartbeat(c *gin.Context) error {
 	obj, err := readObject(c.Request)
 	if err != nil {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/pmx-dev/pmx/httpkit"
-	"github.com/pmx-dev/pmx/ratelimit"
+	"github.com/pmx-dev/pmx/internal/kit/httpkit"
+	"github.com/pmx-dev/pmx/internal/kit/ratelimit"
 )
 
 // Rate limits (package ratelimit): every authenticated /api/v1 request spends a token of its

@@ -8,9 +8,9 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
-	"github.com/pmx-dev/pmx/httpkit"
-	"github.com/pmx-dev/pmx/store"
-	"github.com/pmx-dev/pmx/wire"
+	"github.com/pmx-dev/pmx/internal/kit/httpkit"
+	"github.com/pmx-dev/pmx/internal/kit/wire"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 func fillOf(f *store.Fill) Fill { return wire.FillOf(f) }

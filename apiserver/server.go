@@ -16,15 +16,15 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/pmx-dev/pmx/feed"
-	"github.com/pmx-dev/pmx/httpkit"
+	"github.com/pmx-dev/pmx/internal/feed"
 	"github.com/pmx-dev/pmx/internal/kit/addrlimit"
-	"github.com/pmx-dev/pmx/market"
-	"github.com/pmx-dev/pmx/marketpages"
-	"github.com/pmx-dev/pmx/ratelimit"
-	"github.com/pmx-dev/pmx/settings"
-	"github.com/pmx-dev/pmx/shard"
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/internal/kit/httpkit"
+	"github.com/pmx-dev/pmx/internal/kit/ratelimit"
+	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/pages/marketpages"
+	"github.com/pmx-dev/pmx/internal/pages/settings"
+	"github.com/pmx-dev/pmx/internal/shard"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // Exchange executes market writes and serves books (shard.Exchange): the standalone exchange's

@@ -5,8 +5,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/pmx-dev/pmx/store"
-	"github.com/pmx-dev/pmx/wire"
+	"github.com/pmx-dev/pmx/internal/kit/wire"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // The public API's JSON shapes, as API-SPEC.md and openapi.yaml define them. The store's rows

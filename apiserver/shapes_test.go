@@ -9,8 +9,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/engine"
-	"github.com/pmx-dev/pmx/store"
-	"github.com/pmx-dev/pmx/wire"
+	"github.com/pmx-dev/pmx/internal/kit/wire"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // shapeRows are rows with every field set, awkward text included, and the JSON the API answers

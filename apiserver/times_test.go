@@ -11,10 +11,10 @@ import (
 	"github.com/google/uuid"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/pmx-dev/pmx/domain"
-	"github.com/pmx-dev/pmx/httpkit"
-	"github.com/pmx-dev/pmx/market"
-	"github.com/pmx-dev/pmx/wire"
+	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/kit/httpkit"
+	"github.com/pmx-dev/pmx/internal/kit/wire"
+	"github.com/pmx-dev/pmx/internal/market"
 )
 
 // The times the API takes must lie within domain.CheckTime's range once in UTC: RFC 3339 allows

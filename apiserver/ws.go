@@ -21,12 +21,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/pmx-dev/pmx/domain"
-	"github.com/pmx-dev/pmx/feed"
-	"github.com/pmx-dev/pmx/httpkit"
+	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/feed"
 	"github.com/pmx-dev/pmx/internal/kit/addrlimit"
-	"github.com/pmx-dev/pmx/ratelimit"
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/internal/kit/httpkit"
+	"github.com/pmx-dev/pmx/internal/kit/ratelimit"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // The live feed over WebSocket, GET /api/v1/ws: documented message by message in asyncapi.yaml.

@@ -14,8 +14,8 @@ import (
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/client"
 	"github.com/pmx-dev/pmx/internal/exchangetest"
+	"github.com/pmx-dev/pmx/internal/kit/ratelimit"
 	"github.com/pmx-dev/pmx/internal/pgtest"
-	"github.com/pmx-dev/pmx/ratelimit"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -15,10 +15,10 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
-	"github.com/pmx-dev/pmx/domain"
-	"github.com/pmx-dev/pmx/market"
-	"github.com/pmx-dev/pmx/shard"
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/shard"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // finalizer keeps a Market until its market is settled: deleting an unsettled market voids it.

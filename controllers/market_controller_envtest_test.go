@@ -21,15 +21,15 @@ import (
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/apiserver"
-	"github.com/pmx-dev/pmx/domain"
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/k8stest"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/poll"
+	"github.com/pmx-dev/pmx/internal/shard"
+	"github.com/pmx-dev/pmx/internal/shardapi"
+	"github.com/pmx-dev/pmx/internal/store"
 	"github.com/pmx-dev/pmx/internal/storetest"
-	"github.com/pmx-dev/pmx/shard"
-	"github.com/pmx-dev/pmx/shardapi"
-	"github.com/pmx-dev/pmx/store"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
-	"github.com/pmx-dev/pmx/market"
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 func TestPick(t *testing.T) {

@@ -3,7 +3,7 @@ package controllers
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/pmx-dev/pmx/market"
+	"github.com/pmx-dev/pmx/internal/market"
 )
 
 // eventReason is the reason of an event the operator records on a Market: one CamelCase word, what

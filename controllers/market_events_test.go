@@ -4,7 +4,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/pmx-dev/pmx/market"
+	"github.com/pmx-dev/pmx/internal/market"
 )
 
 func TestEventReasons(t *testing.T) {

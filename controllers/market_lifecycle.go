@@ -10,10 +10,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
-	"github.com/pmx-dev/pmx/domain"
-	"github.com/pmx-dev/pmx/market"
-	"github.com/pmx-dev/pmx/shard"
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/shard"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // carryOut performs the action the spec's intent asks of the market: close (also at closesAt),

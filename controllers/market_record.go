@@ -8,8 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
-	"github.com/pmx-dev/pmx/market"
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // marketName is the name a Market resource's market is recorded under in Postgres: its namespace

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // schedule keeps an OPEN market on a live shard: one without a live owner goes to the least

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/internal/market"
 	"github.com/pmx-dev/pmx/internal/storetest"
-	"github.com/pmx-dev/pmx/market"
 )
 
 // TestScheduleLostShard schedules OPEN markets against a real store: a market whose shard stopped

@@ -10,9 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
-	"github.com/pmx-dev/pmx/domain"
+	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/k8stest"
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // TestUpdateStatusConflict writes a status computed from generation 1 of a Market whose spec

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/pmx-dev/pmx/domain"
+	"github.com/pmx-dev/pmx/internal/domain"
 )
 
 // The defaults the CRD applies to a Market's spec.

@@ -7,9 +7,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pmx-dev/pmx/apiserver"
-	"github.com/pmx-dev/pmx/auth"
-	"github.com/pmx-dev/pmx/httpkit"
-	"github.com/pmx-dev/pmx/shardapi"
+	"github.com/pmx-dev/pmx/internal/kit/auth"
+	"github.com/pmx-dev/pmx/internal/kit/httpkit"
+	"github.com/pmx-dev/pmx/internal/shardapi"
 )
 
 type apiOptions struct {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pmx-dev/pmx/bench"
-	"github.com/pmx-dev/pmx/loadgen"
+	"github.com/pmx-dev/pmx/internal/tools/bench"
+	"github.com/pmx-dev/pmx/internal/tools/loadgen"
 )
 
 func newBenchCommand() *cobra.Command {

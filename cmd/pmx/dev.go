@@ -14,15 +14,15 @@ import (
 
 	"github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/apiserver"
-	"github.com/pmx-dev/pmx/auth"
 	"github.com/pmx-dev/pmx/config"
-	"github.com/pmx-dev/pmx/domain"
-	"github.com/pmx-dev/pmx/feed"
-	"github.com/pmx-dev/pmx/httpkit"
-	"github.com/pmx-dev/pmx/market"
-	"github.com/pmx-dev/pmx/pgcluster"
-	"github.com/pmx-dev/pmx/shard"
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/feed"
+	"github.com/pmx-dev/pmx/internal/kit/auth"
+	"github.com/pmx-dev/pmx/internal/kit/httpkit"
+	"github.com/pmx-dev/pmx/internal/kit/pgcluster"
+	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/shard"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // devOptions are the flags of pmx dev.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pmx-dev/pmx/auth"
+	"github.com/pmx-dev/pmx/internal/kit/auth"
 )
 
 // TestDevAdminTokenCreatedOnce checks that pmx dev writes a fresh token into the data dir when it

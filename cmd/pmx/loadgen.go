@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pmx-dev/pmx/auth"
-	"github.com/pmx-dev/pmx/loadgen"
+	"github.com/pmx-dev/pmx/internal/kit/auth"
+	"github.com/pmx-dev/pmx/internal/tools/loadgen"
 )
 
 func newLoadgenCommand() *cobra.Command {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pmx-dev/pmx/bench"
+	"github.com/pmx-dev/pmx/internal/tools/bench"
 )
 
 // TestMain lets a test run this test binary as the pmx command, for commands that start pmx as a

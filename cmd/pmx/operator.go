@@ -17,7 +17,7 @@ import (
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/controllers"
-	"github.com/pmx-dev/pmx/shard"
+	"github.com/pmx-dev/pmx/internal/shard"
 )
 
 type operatorOptions struct {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pmx-dev/pmx/httpkit"
-	"github.com/pmx-dev/pmx/ratelimit"
+	"github.com/pmx-dev/pmx/internal/kit/httpkit"
+	"github.com/pmx-dev/pmx/internal/kit/ratelimit"
 )
 
 // serverGCPercent is the garbage collector's target for the servers (GOGC, default 100 in Go),

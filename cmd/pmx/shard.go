@@ -11,11 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pmx-dev/pmx/feed"
-	"github.com/pmx-dev/pmx/httpkit"
-	"github.com/pmx-dev/pmx/shard"
-	"github.com/pmx-dev/pmx/shardapi"
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/internal/feed"
+	"github.com/pmx-dev/pmx/internal/kit/httpkit"
+	"github.com/pmx-dev/pmx/internal/shard"
+	"github.com/pmx-dev/pmx/internal/shardapi"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 type shardOptions struct {

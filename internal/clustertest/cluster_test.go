@@ -20,7 +20,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/exchangetest"
 	"github.com/pmx-dev/pmx/internal/k8stest"
 	"github.com/pmx-dev/pmx/internal/poll"
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 const (

@@ -17,7 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // The limits these attacks meet (package marketpages and ratelimit.DefaultRead), and how long

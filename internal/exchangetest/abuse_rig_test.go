@@ -16,7 +16,7 @@ import (
 
 	"github.com/pmx-dev/pmx/internal/apitest"
 	"github.com/pmx-dev/pmx/internal/pgtest"
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // abuseAdminToken is the abused exchanges' admin token: as long as pmx requires one to be.

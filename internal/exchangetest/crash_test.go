@@ -21,7 +21,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/apitest"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/poll"
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // The lines of a pmx process's banner that say where its API and its metrics listen.

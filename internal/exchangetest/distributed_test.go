@@ -14,7 +14,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/apitest"
 	"github.com/pmx-dev/pmx/internal/k8stest"
 	"github.com/pmx-dev/pmx/internal/pgtest"
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // cluster is the distributed exchange as separate processes on loopback: a real kube-apiserver

@@ -16,9 +16,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/apiserver"
-	"github.com/pmx-dev/pmx/domain"
+	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/poll"
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // A distributed exchange disrupted under load: the scenarios that TestDistributed runs on

@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/apiserver"
-	"github.com/pmx-dev/pmx/ratelimit"
+	"github.com/pmx-dev/pmx/internal/kit/ratelimit"
 )
 
 // TestFeedFollow follows a market through more than 10,000 events of random trading, reconnecting

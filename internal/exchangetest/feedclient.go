@@ -14,7 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/pmx-dev/pmx/feed"
+	"github.com/pmx-dev/pmx/internal/feed"
 )
 
 // FeedConn is a WebSocket connection to the live feed, as a bot holds one: every message it

@@ -20,13 +20,13 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/apiserver"
-	"github.com/pmx-dev/pmx/feed"
-	"github.com/pmx-dev/pmx/httpkit"
 	"github.com/pmx-dev/pmx/internal/apitest"
+	"github.com/pmx-dev/pmx/internal/feed"
+	"github.com/pmx-dev/pmx/internal/kit/httpkit"
+	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/shard"
+	"github.com/pmx-dev/pmx/internal/store"
 	"github.com/pmx-dev/pmx/internal/storetest"
-	"github.com/pmx-dev/pmx/market"
-	"github.com/pmx-dev/pmx/shard"
-	"github.com/pmx-dev/pmx/store"
 )
 
 // Target is an exchange under test.

@@ -12,9 +12,9 @@ import (
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/apiserver"
-	"github.com/pmx-dev/pmx/domain"
+	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/poll"
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // KubeMarkets drives markets through Market resources, as a platform team does with kubectl: the

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/pmx-dev/pmx/apiserver"
-	"github.com/pmx-dev/pmx/ratelimit"
+	"github.com/pmx-dev/pmx/internal/kit/ratelimit"
 )
 
 // TestRateLimitCountsBatchOrders checks that a batch spends a write per order: with a burst of 20

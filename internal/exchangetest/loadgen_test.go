@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pmx-dev/pmx/loadgen"
+	"github.com/pmx-dev/pmx/internal/tools/loadgen"
 )
 
 // runLoadgen drives a fresh standalone exchange with two markets with the load generator's mix

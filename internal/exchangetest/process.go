@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pmx-dev/pmx/internal/kit/pgcluster"
 	"github.com/pmx-dev/pmx/internal/poll"
-	"github.com/pmx-dev/pmx/pgcluster"
 )
 
 var (

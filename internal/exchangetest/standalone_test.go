@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pmx-dev/pmx/internal/kit/pgcluster"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/poll"
-	"github.com/pmx-dev/pmx/pgcluster"
 )
 
 // devOnItsDatabase starts a pmx dev process on a database of its own, with the admin token token.

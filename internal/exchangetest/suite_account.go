@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/apiserver"
-	"github.com/pmx-dev/pmx/feed"
+	"github.com/pmx-dev/pmx/internal/feed"
 )
 
 // accountEventsPage is GET /account/events's answer.

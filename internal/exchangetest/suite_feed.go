@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/pmx-dev/pmx/feed"
+	"github.com/pmx-dev/pmx/internal/feed"
 )
 
 // eventsPage is GET /market/events's answer.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/pmx-dev/pmx/apiserver"
-	"github.com/pmx-dev/pmx/ratelimit"
+	"github.com/pmx-dev/pmx/internal/kit/ratelimit"
 )
 
 // The suite's rate limits, in both modes: reads low enough for a test to exceed them, writes

@@ -15,7 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/pmx-dev/pmx/feed"
+	"github.com/pmx-dev/pmx/internal/feed"
 	"github.com/pmx-dev/pmx/internal/poll"
 )
 

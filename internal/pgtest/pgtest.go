@@ -30,7 +30,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pmx-dev/pmx/pgcluster"
+	"github.com/pmx-dev/pmx/internal/kit/pgcluster"
 )
 
 // startTimeout bounds initdb plus startup, generous for loaded CI machines.

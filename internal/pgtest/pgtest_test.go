@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pmx-dev/pmx/internal/kit/pgcluster"
 	"github.com/pmx-dev/pmx/internal/pgtest"
-	"github.com/pmx-dev/pmx/pgcluster"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

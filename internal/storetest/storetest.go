@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/pmx-dev/pmx/internal/pgtest"
-	"github.com/pmx-dev/pmx/store"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // New opens a store on a new, migrated database, closed and dropped when t ends.

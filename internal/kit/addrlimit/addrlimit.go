@@ -20,7 +20,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/pmx-dev/pmx/boundedmap"
+	"github.com/pmx-dev/pmx/internal/kit/boundedmap"
 )
 
 // Key is the address a request is counted against: the TCP peer's IP, or its /64 for IPv6.

@@ -1,0 +1,76 @@
+package feed
+
+import (
+	"fmt"
+	"time"
+
+	json "github.com/goccy/go-json"
+
+	"github.com/pmx-dev/pmx/internal/kit/wire"
+)
+
+// Each account has a feed of its own beside the markets': its private events, numbered by the
+// account's gapless sequence in commit order, whichever shard committed them (the number is kept
+// on the account's row, which every batch that changes the account locks). A batch writes an
+// account's events as one row, a JSON array of AccountEvent without their numbers, which are the
+// row's first to last (store.AccountEvents); they are read with GET /account/events and followed
+// live on the WebSocket's orders and fills channels.
+
+// Account event types.
+const (
+	AccountAccepted  = "accepted"  // an order was accepted (Order: as it stood then, before any fill)
+	AccountAmended   = "amended"   // an order's price or quantity changed (Order: its new terms, before any fill they made)
+	AccountFill      = "fill"      // an order of the account traded (Fill, and the order's FilledQuantity and Status after it)
+	AccountCancelled = "cancelled" // an order left the book unfilled in part or whole (Order: with its cancelReason)
+	AccountSettled   = "settled"   // a market settled and paid a holding (Settlement)
+)
+
+// Private channels, of the connection's account.
+const (
+	ChannelOrders = "orders" // every event of the account's feed, gapless
+	ChannelFills  = "fills"  // its fill events
+)
+
+// AccountEvent is one event of an account's feed. Every order event (accepted, amended,
+// cancelled) carries the order's whole state right after the event, so a client keeps its orders
+// by replacing each with the latest; a fill event carries the fill and what it changed of its
+// order, its filled quantity and status (and its updatedAt, the event's at): kept small, as
+// fills are most of the events.
+type AccountEvent struct {
+	Seq        int64            `json:"seq,omitempty"` // left out where kept: the row's numbers give it
+	Type       string           `json:"type"`
+	Order      *wire.Order      `json:"order,omitempty"`
+	Fill       *wire.Fill       `json:"fill,omitempty"`
+	Settlement *wire.Settlement `json:"settlement,omitempty"`
+	// Fill events: the order's filled quantity and status after the fill.
+	FilledQuantity int64     `json:"filledQuantity,omitempty"`
+	Status         string    `json:"status,omitempty"`
+	At             time.Time `json:"at"` // when the change committed (the batch's time)
+}
+
+// EncodeAccount writes an account's events, without their numbers, as a JSON array.
+func EncodeAccount(events []AccountEvent) ([]byte, error) { return json.Marshal(events) }
+
+// DecodeAccount reads the events of an account's batch and numbers them first to last.
+func DecodeAccount(raw []byte, first, last int64) ([]AccountEvent, error) {
+	var events []AccountEvent
+	if err := json.Unmarshal(raw, &events); err != nil {
+		return nil, err
+	}
+	if int64(len(events)) != last-first+1 {
+		return nil, fmt.Errorf("%d events numbered %d to %d", len(events), first, last)
+	}
+	for i := range events {
+		events[i].Seq = first + int64(i)
+	}
+	return events, nil
+}
+
+// AccountEventsMessage carries events of the connection's account in sequence order: on the
+// orders channel every event (gapless: each seq is the one after the last), on the fills channel
+// its fills.
+type AccountEventsMessage struct {
+	Type    string         `json:"type"` // "accountEvents"
+	Channel string         `json:"channel"`
+	Events  []AccountEvent `json:"events"`
+}

@@ -1,0 +1,84 @@
+// Package wire holds the public API's JSON shapes that more than the API server writes: orders,
+// fills and settlements, which the shards also write into accounts' feeds (package feed), so that
+// an event carries an order exactly as GET /orders shows it; and markets, books, trades and candles,
+// which the market pages (package marketpages) also write (market.go). The API server's other
+// shapes are in package apiserver.
+package wire
+
+import (
+	"cmp"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/internal/store"
+)
+
+// Order is an account's order.
+type Order struct {
+	ID             uuid.UUID  `json:"id"`
+	MarketID       uuid.UUID  `json:"marketId"`
+	Side           string     `json:"side"`
+	Outcome        string     `json:"outcome"`
+	Price          int        `json:"price"`
+	Quantity       int64      `json:"quantity"`
+	FilledQuantity int64      `json:"filledQuantity"`
+	Status         string     `json:"status"`
+	CreatedAt      time.Time  `json:"createdAt"`
+	UpdatedAt      time.Time  `json:"updatedAt"`
+	TimeInForce    string     `json:"timeInForce"`
+	ExpiresAt      *time.Time `json:"expiresAt"`
+	PostOnly       bool       `json:"postOnly"`
+	ClientOrderID  *string    `json:"clientOrderId"`
+	CancelReason   *string    `json:"cancelReason"`
+}
+
+// OrderOf is the API's shape of an order's row.
+func OrderOf(o *store.Order) Order {
+	return Order{ID: o.ID, MarketID: o.MarketID, Side: o.Side, Outcome: o.Outcome, Price: o.Price, Quantity: o.Quantity,
+		FilledQuantity: o.FilledQuantity, Status: o.Status.String(), CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt,
+		TimeInForce: cmp.Or(o.TimeInForce, "GTC"), ExpiresAt: o.ExpiresAt, PostOnly: o.PostOnly, ClientOrderID: o.ClientOrderID,
+		CancelReason: o.CancelReason}
+}
+
+// Fill is one of the account's fills, as maker or taker: the price in its own order's outcome's
+// terms. Its id is the trade's id and the role together (a trade's two fills belong to two
+// accounts, so the trade id alone is unique within an account's fills too).
+type Fill struct {
+	ID            uuid.UUID `json:"id"`
+	TradeID       uuid.UUID `json:"tradeId"`
+	OrderID       uuid.UUID `json:"orderId"`
+	ClientOrderID *string   `json:"clientOrderId"`
+	MarketID      uuid.UUID `json:"marketId"`
+	Side          string    `json:"side"`
+	Outcome       string    `json:"outcome"`
+	Price         int       `json:"price"`
+	Quantity      int64     `json:"quantity"`
+	Role          string    `json:"role"`
+	CreatedAt     time.Time `json:"createdAt"`
+}
+
+// FillOf is the API's shape of a fill's row.
+func FillOf(f *store.Fill) Fill {
+	return Fill{ID: FillID(f.TradeID, f.Role), TradeID: f.TradeID, OrderID: f.OrderID, ClientOrderID: f.ClientOrderID,
+		MarketID: f.MarketID, Side: f.Side, Outcome: f.Outcome, Price: f.Price, Quantity: f.Quantity, Role: f.Role, CreatedAt: f.CreatedAt.UTC()}
+}
+
+// FillID is the id of a trade's fill in one role (MAKER or TAKER): a UUIDv5 of the two.
+func FillID(trade uuid.UUID, role string) uuid.UUID { return uuid.NewSHA1(trade, []byte(role)) }
+
+// Settlement is what an account was paid for one outcome it held when a market settled.
+type Settlement struct {
+	MarketID     uuid.UUID `json:"marketId"`
+	MarketStatus string    `json:"marketStatus"`
+	Outcome      string    `json:"outcome"`
+	Quantity     int64     `json:"quantity"`
+	Payout       int64     `json:"payout"`
+	SettledAt    time.Time `json:"settledAt"`
+}
+
+// SettlementOf is the API's shape of a settlement's row.
+func SettlementOf(a *store.AccountSettlement) Settlement {
+	return Settlement{MarketID: a.MarketID, MarketStatus: string(a.MarketStatus), Outcome: a.Outcome, Quantity: a.Quantity,
+		Payout: a.Payout, SettledAt: a.SettledAt}
+}

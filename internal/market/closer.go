@@ -1,0 +1,81 @@
+package market
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/internal/store"
+)
+
+// Transitioner applies lifecycle actions; in the standalone exchange it is the shard.
+type Transitioner interface {
+	Transition(ctx context.Context, market uuid.UUID, action Action) error
+}
+
+// Closer closes every OPEN market when its closesAt arrives.
+type Closer struct {
+	Store  *store.Store
+	Target Transitioner
+	Logger *slog.Logger
+	Now    func() time.Time // default time.Now
+	// Poll is the longest it sleeps between looks (default 1s), so that markets created or
+	// rescheduled meanwhile close on time too.
+	Poll time.Duration
+}
+
+// Run closes due markets until ctx ends.
+func (c *Closer) Run(ctx context.Context) {
+	now, poll := c.Now, c.Poll
+	if now == nil {
+		now = time.Now
+	}
+	if poll <= 0 {
+		poll = time.Second
+	}
+	log := c.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		wait := poll
+		if err := c.CloseDue(ctx, now()); err != nil && ctx.Err() == nil {
+			log.Error("could not close due markets", "err", err)
+		} else if next, err := c.Store.NextClosing(ctx); err == nil && next != nil {
+			wait = min(poll, max(next.Sub(now()), time.Millisecond))
+		}
+		timer.Reset(wait)
+	}
+}
+
+// CloseDue closes the OPEN markets whose closesAt is at or before now.
+func (c *Closer) CloseDue(ctx context.Context, now time.Time) error {
+	ids, err := c.Store.MarketsClosingBy(ctx, now)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		// Another path (an admin request) may have moved it meanwhile: that is fine.
+		err := c.Target.Transition(ctx, id, Close)
+		if errors.Is(err, ErrIllegalTransition) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if c.Logger != nil {
+			c.Logger.Info("closed market at its closing time", "market", id)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+// Package market holds the rules of a market's lifecycle (DESIGN §4) that the standalone exchange
+// and the operator share: checking a spec by the Market CRD's rules and recording it (Validate,
+// Create, Record, Sync), what a spec asks for (Intent), which status transitions are legal and
+// what each one entails (Transition, whose Plan the shard carries out and the store settles), and
+// closing markets when their closesAt arrives (Closer). It does no settlement itself.
+package market
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/pmx-dev/pmx/internal/domain"
+)
+
+// Action is a requested lifecycle change.
+type Action string
+
+// Actions.
+const (
+	Close      Action = "close"
+	Reopen     Action = "reopen"
+	ResolveYes Action = "resolve YES"
+	ResolveNo  Action = "resolve NO"
+	Cancel     Action = "cancel"
+)
+
+// ErrIllegalTransition is returned for an action the market's status does not allow.
+var ErrIllegalTransition = errors.New("illegal market transition")
+
+// Resolve is the action that resolves a market to outcome YES or NO.
+func Resolve(outcome string) (Action, error) {
+	switch outcome {
+	case "YES":
+		return ResolveYes, nil
+	case "NO":
+		return ResolveNo, nil
+	}
+	return "", fmt.Errorf("outcome must be YES or NO, not %q", outcome)
+}
+
+// Plan is what an action does to a market in a given status.
+type Plan struct {
+	To domain.MarketStatus // the status afterwards
+	// CancelOrders: the market leaves OPEN, so every resting order is cancelled and its lock
+	// released.
+	CancelOrders bool
+	// Settle: the market is settled (store.Settlement) with this outcome — YES or NO, or "" for a
+	// cancelled (void) market paying 50 per share.
+	Settle  bool
+	Outcome string
+}
+
+// Transition says what action does to a market in status from, or ErrIllegalTransition:
+// OPEN → CLOSED on close, CLOSED → OPEN on reopen, OPEN|CLOSED → RESOLVED on resolve,
+// OPEN|CLOSED → CANCELED on cancel. RESOLVED and CANCELED are final.
+func Transition(from domain.MarketStatus, action Action) (Plan, error) {
+	open := from == domain.MarketOpen
+	live := open || from == domain.MarketClosed
+	var p Plan
+	switch {
+	case action == Close && open:
+		p = Plan{To: domain.MarketClosed}
+	case action == Reopen && from == domain.MarketClosed:
+		p = Plan{To: domain.MarketOpen}
+	case action == ResolveYes && live:
+		p = Plan{To: domain.MarketResolved, Settle: true, Outcome: "YES"}
+	case action == ResolveNo && live:
+		p = Plan{To: domain.MarketResolved, Settle: true, Outcome: "NO"}
+	case action == Cancel && live:
+		p = Plan{To: domain.MarketCanceled, Settle: true}
+	default:
+		return p, fmt.Errorf("cannot %s a market that is %s: %w", action, from, ErrIllegalTransition)
+	}
+	p.CancelOrders = open
+	return p, nil
+}

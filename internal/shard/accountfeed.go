@@ -1,0 +1,126 @@
+package shard
+
+import (
+	"fmt"
+
+	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/feed"
+	"github.com/pmx-dev/pmx/internal/kit/wire"
+	"github.com/pmx-dev/pmx/internal/store"
+)
+
+// The account feeds (package feed): as a batch's commands run, each change to an order gets an
+// event in its account's feed, in the order the changes happen: accepted, amended, each fill, and
+// cancelled. Every event carries the order's whole state after it, as GET /orders would show it:
+// the shard keeps that state for every resting order of its markets (marketState.resting, loaded
+// with the book), the base of the events of orders that rest. Before the batch commits, each
+// account's events become one JSON array on its cash delta; the batch's statement numbers them
+// with the account's sequence (store.CommitBatch) and the shard hands them, numbered, to the
+// feed's followers once the batch has committed. Settlements are numbered by Postgres's settle()
+// and encoded by settledEvents.
+
+// accountEvent records an event in an account's feed.
+func (s *Shard) accountEvent(account int64, e feed.AccountEvent) {
+	if s.cfg.NoEventLog {
+		return
+	}
+	e.At = s.acc.batch.Now
+	s.acc.accountEvents[account] = append(s.acc.accountEvents[account], e)
+}
+
+// orderEvent records an event of an order, with a copy of its state.
+func (s *Shard) orderEvent(account int64, typ string, o wire.Order) {
+	s.accountEvent(account, feed.AccountEvent{Type: typ, Order: &o})
+}
+
+// fillEvent records a fill of an order whose state after the fill is o.
+func (s *Shard) fillEvent(account int64, o *wire.Order, l *engine.Leg, t *store.Trade, role string) {
+	s.accountEvent(account, feed.AccountEvent{Type: feed.AccountFill, FilledQuantity: o.FilledQuantity, Status: o.Status, Fill: &wire.Fill{
+		ID: wire.FillID(t.ID, role), TradeID: t.ID, OrderID: o.ID, ClientOrderID: o.ClientOrderID, MarketID: o.MarketID,
+		Side: o.Side, Outcome: o.Outcome, Price: l.Price, Quantity: t.Quantity, Role: role, CreatedAt: t.CreatedAt}})
+}
+
+// restingOrder returns the state of a resting order of a market as its last event left it.
+func (s *Shard) restingOrder(m *marketState, id engine.OrderID) (*wire.Order, bool) {
+	o, ok := m.resting[int64(id)]
+	if !ok {
+		s.log.Error("an order left its book that the shard did not know to rest there; its account's feed lacks its state",
+			"market", m.id, "seq", id)
+	}
+	return o, ok
+}
+
+// makerFilled records a fill of a resting order, which leaves the book if it is filled.
+func (s *Shard) makerFilled(m *marketState, l *engine.Leg, t *store.Trade) {
+	o, ok := s.restingOrder(m, l.Order)
+	if !ok {
+		return
+	}
+	o.FilledQuantity, o.Status, o.UpdatedAt = l.Filled, l.Status.String(), t.CreatedAt
+	s.fillEvent(int64(l.Account), o, l, t, "MAKER")
+	if !l.Status.Resting() {
+		delete(m.resting, int64(l.Order))
+	}
+}
+
+// release takes a resting order out of its account's reservations and records it cancelled for
+// reason: accumulator.release, and its event.
+func (s *Shard) release(m *marketState, st *engine.OrderState, reason engine.CancelReason) {
+	s.acc.release(m.id, st, reason)
+	o, ok := s.restingOrder(m, st.ID)
+	if !ok {
+		return
+	}
+	delete(m.resting, int64(st.ID))
+	o.FilledQuantity, o.Status, o.CancelReason, o.UpdatedAt = st.Filled, st.Status.String(), reasonText(reason), s.acc.batch.Now
+	s.orderEvent(int64(st.Account), feed.AccountCancelled, *o)
+}
+
+// restOrLeave ends the events of an order that took liquidity (a placement, or an amend that
+// crossed): final is its state after the command. A resting order is kept as the base of its next
+// events; one cancelled in the command (what an IOC or FOK left, a self-trade) gets its event.
+func (s *Shard) restOrLeave(m *marketState, seq, account int64, final wire.Order, status engine.Status) {
+	if status.Resting() {
+		m.resting[seq] = &final
+		return
+	}
+	delete(m.resting, seq)
+	if status != engine.StatusFilled {
+		s.orderEvent(account, feed.AccountCancelled, final)
+	}
+}
+
+// recordAccountEvents puts each account's events on its cash delta, for the batch's statement to
+// number and write. Under the loop, after the commands ran.
+func (s *Shard) recordAccountEvents() error {
+	for account, events := range s.acc.accountEvents { // the deltas are sorted by account later (finish)
+		raw, err := feed.EncodeAccount(events)
+		if err != nil {
+			return fmt.Errorf("while encoding the events of account %d: %w", account, err)
+		}
+		d := s.acc.cashDelta(account)
+		d.EventCount, d.Events = int64(len(events)), raw
+	}
+	return nil
+}
+
+// settledEvents encodes the events of the holdings a settlement paid an account
+// (store.Batch.SettledEvents).
+func settledEvents(account int64, holdings []store.SettledHolding) ([]byte, error) {
+	events := make([]feed.AccountEvent, len(holdings))
+	for i, h := range holdings {
+		events[i] = feed.AccountEvent{Type: feed.AccountSettled, Settlement: &wire.Settlement{MarketID: h.Market,
+			MarketStatus: h.Status, Outcome: h.Outcome, Quantity: h.Quantity, Payout: h.Payout, SettledAt: h.SettledAt}, At: h.SettledAt}
+	}
+	return feed.EncodeAccount(events)
+}
+
+// restingOf is the public state of a market's resting orders, loaded with its book.
+func restingOf(rows []store.Order) map[int64]*wire.Order {
+	out := make(map[int64]*wire.Order, len(rows))
+	for i := range rows {
+		o := wire.OrderOf(&rows[i])
+		out[rows[i].Seq] = &o
+	}
+	return out
+}

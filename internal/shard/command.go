@@ -1,0 +1,78 @@
+package shard
+
+import (
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/store"
+)
+
+type commandKind uint8
+
+const (
+	cmdPlace commandKind = iota + 1
+	cmdCancel
+	cmdCancelAll
+	cmdTransition
+	cmdLoad   // only loads the market
+	cmdCheck  // compares the books with Postgres
+	cmdSync   // loads and drops markets to match their recorded owners
+	cmdExpire // cancels the GTD orders whose time has come
+	cmdAmend
+	cmdGroup // commands that join one batch together, in order (command.group)
+)
+
+func (k commandKind) String() string {
+	switch k {
+	case cmdPlace:
+		return "place"
+	case cmdCancel:
+		return "cancel"
+	case cmdCancelAll:
+		return "cancel-all"
+	case cmdTransition:
+		return "transition"
+	case cmdLoad:
+		return "load"
+	case cmdCheck:
+		return "check"
+	case cmdSync:
+		return "sync"
+	case cmdExpire:
+		return "expire"
+	case cmdAmend:
+		return "amend"
+	case cmdGroup:
+		return "group"
+	}
+	return "unknown"
+}
+
+// command is one request to the shard's loop. The loop fills in the answer fields, then sends on
+// reply (nil or the error) once the batch holding it has committed.
+type command struct {
+	kind    commandKind
+	market  uuid.UUID
+	place   PlaceRequest
+	cancel  CancelRequest // cmdCancel
+	amend   AmendRequest  // cmdAmend
+	group   []*command    // cmdGroup: joins the batch in its place, each answered on its own
+	account int64         // cmdCancelAll
+	markets []uuid.UUID   // cmdCancelAll
+	action  market.Action // cmdTransition
+	reply   chan error
+
+	err      error             // set while the batch runs; sent once it commits
+	placed   store.PlacedOrder // cmdPlace; cmdAmend: only its trades
+	keys     []orderKey        // cmdCancel, cmdCancelAll: orders to answer with once written
+	orders   []store.Order
+	checkErr error             // cmdCheck
+	owned    []store.Ownership // cmdSync
+}
+
+// reset clears what a previous attempt at the command's batch left in it.
+func (c *command) reset() {
+	c.err, c.checkErr = nil, nil
+	c.placed = store.PlacedOrder{}
+	c.keys, c.orders = c.keys[:0], nil
+}

@@ -1,0 +1,152 @@
+package shard
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/kit/wire"
+	"github.com/pmx-dev/pmx/internal/store"
+)
+
+// ensure returns a market, loading it and rebuilding its book from Postgres on first use.
+func (s *Shard) ensure(ctx context.Context, id uuid.UUID) (*marketState, error) {
+	if m, ok := s.markets[id]; ok {
+		return m, nil
+	}
+	m, err := s.load(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, domain.ErrUnknownMarket
+	}
+	if errors.Is(err, ErrNotOwner) {
+		return nil, err
+	}
+	if err != nil {
+		s.log.Error("could not load market", "market", id, "err", err)
+		return nil, ErrUnavailable
+	}
+	s.markets[id] = m
+	s.publish(m)
+	return m, nil
+}
+
+func (s *Shard) load(ctx context.Context, id uuid.UUID) (*marketState, error) {
+	row, err := s.cfg.Store.Market(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if s.cfg.owns != nil && !s.cfg.owns(id) {
+		return nil, ErrNotOwner // another shard of its Set serves it
+	}
+	m := &marketState{id: id, status: row.Status, epoch: row.Epoch, resting: map[int64]*wire.Order{},
+		free: map[holding]int64{}}
+	if s.cfg.Name != "" && (row.Shard == nil || *row.Shard != s.cfg.Name) {
+		return nil, ErrNotOwner
+	}
+	if mine := s.incarnation.Load(); mine != nil {
+		// Another process registered under this name since (store.Register) owns it now.
+		if current, err := s.cfg.Store.Incarnation(ctx, s.cfg.Name); err != nil {
+			return nil, err
+		} else if current != *mine {
+			return nil, ErrNotOwner
+		}
+	}
+	if row.LastTradePrice != nil {
+		m.lastPrice = *row.LastTradePrice
+	}
+	if m.lastOrder, m.lastTrade, err = s.cfg.Store.Sequences(ctx, id); err != nil {
+		return nil, err
+	}
+	if row.Status != domain.MarketOpen && row.Status != domain.MarketClosed {
+		m.fedFrom(row, &s.depth)
+		return m, nil
+	}
+	resting, err := s.cfg.Store.RestingOrders(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("while loading the orders of market %s: %w", id, err)
+	}
+	states := make([]engine.OrderState, len(resting))
+	for i, o := range resting {
+		if states[i], err = engineState(o); err != nil {
+			return nil, err
+		}
+		if o.ExpiresAt != nil {
+			m.expiries.add(*o.ExpiresAt, o.Seq)
+		}
+	}
+	m.resting = restingOf(resting)
+	if m.book, err = engine.Rebuild(states, m.lastPrice); err != nil {
+		return nil, fmt.Errorf("while rebuilding the book of market %s: %w", id, err)
+	}
+	m.fedFrom(row, &s.depth)
+	s.log.Info("loaded market", "market", id, "status", m.status, "resting", len(resting))
+	return m, nil
+}
+
+// engineState converts a stored resting order to the engine's terms.
+func engineState(o store.Order) (engine.OrderState, error) {
+	side, ok1 := engine.ParseSide(o.Side)
+	outcome, ok2 := engine.ParseOutcome(o.Outcome)
+	tif, ok3 := engine.ParseTimeInForce(cmp.Or(o.TimeInForce, "GTC"))
+	selfTrade, ok4 := engine.ParseSelfTrade(cmp.Or(o.SelfTrade, "CANCEL_RESTING"))
+	if !ok1 || !ok2 || !ok3 || !ok4 {
+		return engine.OrderState{}, fmt.Errorf("order %s has side %q, outcome %q, time in force %q, self-trade mode %q",
+			o.ID, o.Side, o.Outcome, o.TimeInForce, o.SelfTrade)
+	}
+	return engine.OrderState{
+		Order: engine.Order{ID: engine.OrderID(o.Seq), Account: engine.AccountID(o.AccountID), Side: side,
+			Outcome: outcome, Price: o.Price, Quantity: o.Quantity, TimeInForce: tif, PostOnly: o.PostOnly, SelfTrade: selfTrade},
+		Filled: o.FilledQuantity,
+		Status: o.Status,
+	}, nil
+}
+
+// drop forgets a market the shard no longer owns.
+func (s *Shard) drop(id uuid.UUID) {
+	if _, ok := s.markets[id]; ok {
+		s.log.Info("market no longer owned here; dropped", "market", id)
+	}
+	delete(s.markets, id)
+	s.snaps.Delete(id)
+}
+
+// publish makes a market's committed book visible to readers.
+func (s *Shard) publish(m *marketState) { s.snaps.Store(m.id, s.snapshotOf(m)) }
+
+// pendingSnapshot is a book as a batch leaves it, to publish once the batch commits.
+type pendingSnapshot struct {
+	market uuid.UUID
+	snap   *Snapshot
+}
+
+// snapshotOf takes a snapshot of a market's book as it stands in memory.
+func (s *Shard) snapshotOf(m *marketState) *Snapshot {
+	snap := &Snapshot{Status: m.status, Epoch: m.epoch, Seq: m.eventSeq}
+	if m.book != nil {
+		m.book.Depth(engine.Payout, &snap.Depth)
+	} else if m.lastPrice != 0 {
+		snap.Depth.Yes.LastTradePrice = m.lastPrice
+		snap.Depth.No.LastTradePrice = engine.Payout - m.lastPrice
+	}
+	return snap
+}
+
+// OrderBook returns a market's committed book, loading the market on first use.
+func (s *Shard) OrderBook(ctx context.Context, id uuid.UUID) (*Snapshot, error) {
+	if snap, ok := s.snapshot(id); ok {
+		return snap, nil
+	}
+	if err := s.do(ctx, &command{kind: cmdLoad, market: id}); err != nil {
+		return nil, err
+	}
+	snap, ok := s.snapshot(id)
+	if !ok {
+		return nil, ErrUnavailable
+	}
+	return snap, nil
+}

@@ -1,0 +1,166 @@
+package shard
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/store"
+)
+
+// Ownership, in distributed mode: the fence every batch checks before it commits, the sync that
+// loads and drops markets to match what Postgres records as this shard's, and the heartbeat that
+// keeps the shard registered and drives the sync.
+
+// fence checks that the shard still owns every market it holds under the epoch it loaded it with
+// — the ownership rows are locked by the batch's transaction, so no move can slip in before the
+// commit. Commands on a market it lost fail with ErrNotOwner and the market is dropped.
+func (s *Shard) fence(owners map[uuid.UUID]store.Ownership, cmds []*command) {
+	for id, m := range s.markets {
+		if o, ok := owners[id]; !ok || o.Shard != s.cfg.Name || o.Epoch != m.epoch {
+			s.drop(id)
+		}
+	}
+	for _, c := range cmds {
+		if c.err != nil || c.kind == cmdCancelAll || c.kind == cmdSync || c.kind == cmdCheck || c.kind == cmdExpire {
+			continue
+		}
+		if _, ok := s.markets[c.market]; !ok {
+			c.err = ErrNotOwner
+		}
+	}
+}
+
+// fenceOf is what a batch that did not read ownership when it began claims at its commit: the
+// markets it touched, each under the epoch the shard loaded it with (store.Batch.Fence). A batch
+// whose claim fails runs again, reading ownership first, and fence then fails the commands of the
+// markets the shard lost.
+func (s *Shard) fenceOf(touched map[uuid.UUID]*marketState) *store.Fence {
+	f := &store.Fence{Shard: s.cfg.Name, Markets: slices.SortedFunc(maps.Keys(touched), func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })}
+	for _, id := range f.Markets {
+		f.Epochs = append(f.Epochs, touched[id].epoch)
+	}
+	return f
+}
+
+// sync makes the set of markets held match the ownership recorded in Postgres: it loads markets
+// newly assigned to this shard and drops those it lost.
+func (s *Shard) sync(ctx context.Context, owned []store.Ownership) {
+	want := make(map[uuid.UUID]int64, len(owned))
+	for _, o := range owned {
+		want[o.Market] = o.Epoch
+	}
+	for id, m := range s.markets {
+		if epoch, ok := want[id]; !ok || epoch != m.epoch {
+			s.drop(id)
+		}
+	}
+	for _, o := range owned {
+		if o.Status != domain.MarketOpen {
+			continue
+		}
+		if _, err := s.ensure(ctx, o.Market); err != nil && !errors.Is(err, ErrNotOwner) {
+			s.log.Warn("could not load an assigned market", "market", o.Market, "err", err)
+		}
+	}
+}
+
+// Registration keeps a named shard registered: a heartbeat in Postgres every Interval, and after
+// each one the set of markets it holds brought in line with those recorded as its own.
+type Registration struct {
+	// Address is where the front API reaches this shard's internal HTTP API.
+	Address  string
+	Interval time.Duration // default 1s
+}
+
+// Run registers the shard (store.Register) and heartbeats until ctx ends, then unregisters it so
+// that its markets move at once. It returns store.ErrSuperseded, having dropped every market,
+// when another process registers under the shard's name meanwhile.
+func (s *Shard) Run(ctx context.Context, reg Registration) error {
+	return register(ctx, s.cfg.Store, s.cfg.Name, s.log, reg, []*Shard{s})
+}
+
+// register keeps a named shard process registered until ctx ends, bringing the markets each of
+// its shards holds in line with those Postgres records as the process's after every heartbeat.
+func register(ctx context.Context, st *store.Store, name string, log *slog.Logger, reg Registration, shards []*Shard) error {
+	interval := reg.Interval
+	if interval <= 0 {
+		interval = time.Second
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var incarnation uuid.UUID // none until the first registration succeeds
+	for {
+		var err error
+		incarnation, err = beat(ctx, st, name, log, reg.Address, shards, incarnation)
+		if errors.Is(err, store.ErrSuperseded) {
+			log.Error("this process stops serving its markets", "name", name, "err", err)
+			for _, s := range shards {
+				if err := s.do(context.WithoutCancel(ctx), &command{kind: cmdSync}); err != nil {
+					s.log.Warn("could not drop the markets", "err", err)
+				}
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			if incarnation == uuid.Nil {
+				return nil
+			}
+			stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := st.Unregister(stopCtx, name, incarnation); err != nil {
+				log.Warn("could not unregister", "err", err)
+			}
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// beat registers the process (store.Register), or heartbeats once it is registered, then syncs
+// its shards' markets. It returns the process's incarnation, and store.ErrSuperseded when
+// another process has registered under the name.
+func beat(ctx context.Context, st *store.Store, name string, log *slog.Logger, address string, shards []*Shard, incarnation uuid.UUID) (uuid.UUID, error) {
+	if incarnation == uuid.Nil {
+		id, err := st.Register(ctx, name, address)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Warn("registration failed", "err", err)
+			}
+			return uuid.Nil, nil
+		}
+		incarnation = id
+		for _, s := range shards {
+			s.incarnation.Store(&id)
+		}
+	} else if err := st.Beat(ctx, name, address, incarnation); err != nil {
+		if errors.Is(err, store.ErrSuperseded) {
+			return incarnation, err
+		}
+		if ctx.Err() == nil {
+			log.Warn("heartbeat failed", "err", err)
+		}
+		return incarnation, nil
+	}
+	owned, err := st.OwnedMarkets(ctx, name)
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Warn("could not read the markets assigned here", "err", err)
+		}
+		return incarnation, nil
+	}
+	for _, s := range shards { // each loads those of them it serves (Config.owns)
+		if err := s.do(ctx, &command{kind: cmdSync, owned: owned}); err != nil && ctx.Err() == nil {
+			s.log.Warn("could not load the markets assigned here", "err", err)
+		}
+	}
+	return incarnation, nil
+}

@@ -1,0 +1,254 @@
+package shard
+
+import (
+	"errors"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/store"
+)
+
+// Reserving without locks. A placement reserves cash (a BUY) or shares (a SELL) before it
+// matches, so a batch must know what its accounts and holdings have before it runs. Locking and
+// reading them first (store.BeginBatch with LockAccounts) costs a round trip to Postgres before
+// the batch can match, and holds the accounts' row locks while it matches and commits: with
+// several shards trading for the same accounts, the shards would take turns on those rows, and a
+// batch holding some while its commit pays a maker whose row another batch holds deadlocks.
+//
+// So a batch learns what it reserves from in the least costly of three ways that its shard can
+// trust for it (reserveMode), and runs again, learning it more surely, when that was not enough:
+//
+//   - fromViews: the shard's views — what each account had available and each holding had unlocked
+//     when the shard last learned it, kept current by its own batches' deltas — when they show
+//     enough for every placement and amend of the batch. The batch reads nothing and locks
+//     nothing: it begins, writes and commits in one round trip (store.Batch.Unlocked).
+//   - fromReads: read at the start of the batch's transaction, unlocked (the holdings, which only
+//     the market's shard changes, are locked).
+//   - fromLocks: read and locked until the commit: exact, as every batch once was.
+//
+// Other shards and the API change accounts too, so what a batch learned without locks may be out
+// of date either way:
+//
+//   - too high (another shard spent the money): the batch's write would take a balance below zero,
+//     which the database's checks refuse (store.Refused); a client order id another shard's order
+//     took is refused by its unique index the same way. The batch fails as a whole, its books are
+//     rebuilt from Postgres, and it runs again.
+//   - too low (another shard's fill paid the account): a batch never answers a refusal for want of
+//     funds or shares from the views: such a refusal makes it doubted (errDoubted), and it is
+//     dropped before it commits, its books rebuilt, and run again from reads. A refusal from a
+//     read is true of the moment of the read, which falls between the order's arrival and its
+//     answer.
+//
+// Rows are locked only by the commit's single statement, in key order (store.Batch), while it
+// runs: batches of several shards wait for each other only that long, and cannot deadlock on
+// accounts unless one of them locked at its start, the last resort.
+
+// reserveMode is how a batch learns what its placements reserve from.
+type reserveMode int
+
+const (
+	fromViews reserveMode = iota // the shard's views: nothing read, nothing locked
+	fromReads                    // read at the start of the transaction, accounts unlocked
+	fromLocks                    // read and locked at the start of the transaction
+)
+
+// errDoubted fails a batch run from the views that would refuse a placement or amend for want of
+// funds or shares: the views may be out of date, so it runs again from reads.
+var errDoubted = errors.New("a batch run from the views would refuse for want of funds or shares")
+
+// maxCashViews bounds how many accounts the shard keeps a view of; past it the views start afresh.
+const maxCashViews = 1 << 20
+
+// holding names one of an account's holdings in a market (marketState.free).
+type holding struct {
+	account int64
+	outcome engine.Outcome
+}
+
+// unlockable reports whether a batch may run from the views: they know every account and holding
+// the batch's placements and amends reserve from and show enough for all of them together. (A
+// named shard's batch that runs from the views checks its ownership at commit: fenceOf.)
+func (s *Shard) unlockable(cmds []*command) bool {
+	return s.payable(cmds, s.cashView, s.sharesView)
+}
+
+// payable reports whether what cash and shares show pays for everything the commands could
+// reserve.
+func (s *Shard) payable(cmds []*command, cash func(int64) (int64, bool), shares func(store.ShareKey) (int64, bool)) bool {
+	needCash, needShares := s.needs(cmds)
+	for account, need := range needCash {
+		if have, ok := cash(account); !ok || have < need {
+			return false
+		}
+	}
+	for k, need := range needShares {
+		if have, ok := shares(k); !ok || have < need {
+			return false
+		}
+	}
+	return true
+}
+
+// needs adds up, per account and per holding, the most the commands' placements and amends could
+// reserve. A guess that falls short only makes a batch doubted.
+func (s *Shard) needs(cmds []*command) (map[int64]int64, map[store.ShareKey]int64) {
+	cash := map[int64]int64{}
+	shares := map[store.ShareKey]int64{}
+	for _, c := range cmds {
+		if c.err != nil {
+			continue
+		}
+		var account int64
+		var market uuid.UUID
+		var o engine.Order
+		switch c.kind {
+		case cmdPlace:
+			p := &c.place
+			account, market = p.Account, p.Market
+			o = engine.Order{Side: p.Side, Outcome: p.Outcome, Price: p.Price, Quantity: p.Quantity}
+		case cmdAmend:
+			// At most the amended order's whole new lock.
+			a := &c.amend
+			account, market = a.Account, a.Market
+			o = engine.Order{Side: a.Side, Outcome: a.Outcome, Price: a.Price, Quantity: a.Remaining}
+			if m := s.markets[a.Market]; m != nil && m.book != nil {
+				if st, ok := m.book.Order(engine.OrderID(a.Seq)); ok {
+					o.Price = max(o.Price, st.Price)
+					o.Quantity = max(o.Quantity, st.Remaining())
+				}
+			}
+		default:
+			continue
+		}
+		lockCash, lockShares := o.Lock()
+		if o.Side == engine.Buy {
+			cash[account] += lockCash
+		} else {
+			shares[store.ShareKey{Account: account, Market: market, Outcome: o.Outcome.String()}] += lockShares
+		}
+	}
+	return cash, shares
+}
+
+// cashView is the view of an account's available cash, if the shard has one.
+func (s *Shard) cashView(account int64) (int64, bool) {
+	v, ok := s.cash[account]
+	return v, ok
+}
+
+// sharesView is the view of a holding's unlocked shares, if the shard has one.
+func (s *Shard) sharesView(k store.ShareKey) (int64, bool) {
+	m := s.markets[k.Market]
+	if m == nil {
+		return 0, false
+	}
+	outcome, _ := engine.ParseOutcome(k.Outcome)
+	v, ok := m.free[holding{k.Account, outcome}]
+	return v, ok
+}
+
+// topUp reports whether commands can join the batch being built from the views, and if they can,
+// starts the batch's account of what they reserve from: an account or holding the batch has
+// already reserved from counts what it has left, any other what the views show plus what the
+// batch has already done to it.
+func (s *Shard) topUp(cmds []*command) bool {
+	a := s.acc
+	cash := func(account int64) (int64, bool) {
+		if v, ok := a.freeCash[account]; ok {
+			return v, true
+		}
+		v, ok := s.cash[account]
+		if i, moved := a.cash[account]; moved {
+			v += a.batch.Cash[i].Available
+		}
+		return v, ok
+	}
+	shares := func(k store.ShareKey) (int64, bool) {
+		if a.seeded[k] {
+			return a.freeShares[k], true
+		}
+		v, ok := s.sharesView(k)
+		return v + a.freeShares[k], ok // freeShares holds the shares fills brought meanwhile
+	}
+	if !s.payable(cmds, cash, shares) {
+		return false
+	}
+	accounts, holdings := reservedFrom(cmds)
+	for _, account := range accounts {
+		if _, ok := a.freeCash[account]; !ok {
+			a.freeCash[account], _ = cash(account)
+		}
+	}
+	for _, k := range holdings {
+		if !a.seeded[k] {
+			a.freeShares[k], _ = shares(k)
+			a.seeded[k] = true
+		}
+	}
+	return true
+}
+
+// viewed returns what the views show of the accounts and holdings a batch reserves from, in the
+// form BeginBatch's locked reads take, for an unlocked batch to start from.
+func (s *Shard) viewed(cmds []*command) store.Locked {
+	accounts, holdings := reservedFrom(cmds)
+	l := store.Locked{Cash: make(map[int64]int64, len(accounts)), Shares: make(map[store.ShareKey]int64, len(holdings))}
+	for _, a := range accounts {
+		l.Cash[a] = s.cash[a]
+	}
+	for _, k := range holdings {
+		outcome, _ := engine.ParseOutcome(k.Outcome)
+		l.Shares[k] = s.markets[k.Market].free[holding{k.Account, outcome}]
+	}
+	return l
+}
+
+// learn takes what a batch read at its start into the views. A holding it asked for that does not
+// exist has no shares.
+func (s *Shard) learn(b store.Begin, l store.Locked) {
+	if len(s.cash) > maxCashViews {
+		clear(s.cash)
+	}
+	for _, a := range b.Accounts {
+		if v, ok := l.Cash[a]; ok {
+			s.cash[a] = v
+		}
+	}
+	for _, k := range b.Holdings {
+		m := s.markets[k.Market]
+		if m == nil {
+			continue
+		}
+		outcome, _ := engine.ParseOutcome(k.Outcome)
+		m.free[holding{k.Account, outcome}] = l.Shares[k]
+	}
+}
+
+// advance adds a committed batch's deltas to the views of the accounts and holdings they show.
+func (s *Shard) advance(b *store.Batch) {
+	for _, d := range b.Cash {
+		if v, ok := s.cash[d.Account]; ok {
+			s.cash[d.Account] = v + d.Available
+		}
+	}
+	for _, d := range b.Shares {
+		m := s.markets[d.Market]
+		if m == nil {
+			continue
+		}
+		outcome, _ := engine.ParseOutcome(d.Outcome)
+		k := holding{d.Account, outcome}
+		if v, ok := m.free[k]; ok {
+			m.free[k] = v + d.Quantity - d.Locked
+		}
+	}
+}
+
+// forget clears the views after a failed batch: the next batches read again.
+func (s *Shard) forget() {
+	clear(s.cash)
+	for _, m := range s.markets {
+		clear(m.free)
+	}
+}

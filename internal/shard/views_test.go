@@ -1,0 +1,306 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/poll"
+	"github.com/pmx-dev/pmx/internal/store"
+)
+
+// rerun reads how many of the shard's batches found what they reserved from out of date and ran
+// again, learning it more surely.
+func rerun(t *testing.T, s *Shard) float64 { return counter(t, s.metrics.rerun) }
+
+// counter reads one of the shard's counters.
+func counter(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+// cash reads an account's available and locked cash.
+func (f *fixture) cash(t *testing.T, account int64) (available, locked int64) {
+	t.Helper()
+	a, err := f.st.Account(context.Background(), account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.Available, a.Locked
+}
+
+// TestUnlockedBatchOverdrawn spends an account's money behind the shard's back (as another shard
+// would), so that the shard's view of it is too high: the placement the view pays for runs
+// unlocked, the database refuses its write, and it runs again with locks and is refused for want
+// of funds — with nothing of it left in the book or in Postgres.
+func TestUnlockedBatchOverdrawn(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s := f.shard(t, "")
+	if _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 10, 10)); err != nil { // learns alice's cash
+		t.Fatal(err)
+	}
+	if _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 11, 1)); err != nil || rerun(t, s) != 0 {
+		t.Fatalf("a placement the view pays for: %v, %v relocked", err, rerun(t, s))
+	}
+	if _, err := f.st.Pool.Exec(ctx, `update accounts set available = 100 where id = $1`, f.alice); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 20, 10)) // 200 cents: the view says yes, Postgres no
+	if !errors.Is(err, domain.ErrInsufficientFunds) {
+		t.Fatalf("placement beyond the account's real funds: %v, want %v", err, domain.ErrInsufficientFunds)
+	}
+	if n := rerun(t, s); n != 1 {
+		t.Errorf("%v batches ran again with locks, want 1", n)
+	}
+	if available, locked := f.cash(t, f.alice); available != 100 || locked != 10*10+11 {
+		t.Errorf("alice has %d available and %d locked, want 100 and %d", available, locked, 10*10+11)
+	}
+	if n := restingCount(t, f.st, f.market); n != 2 {
+		t.Errorf("%d resting orders, want 2", n)
+	}
+	if err := s.CheckBooks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The locked run refreshed the view: a placement within the 100 cents runs unlocked.
+	if _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 10, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if n := rerun(t, s); n != 1 {
+		t.Errorf("%v batches ran again with locks, want still 1", n)
+	}
+	if available, _ := f.cash(t, f.alice); available != 0 {
+		t.Errorf("alice has %d available, want 0", available)
+	}
+}
+
+// TestUnlockedBatchDoubted pays an account behind the shard's back (as another shard's fill
+// would), so that the shard's view of it is too low, and has the batch's first guess of what it
+// needs fall short: two amends of one order in one batch, the second pricing up the quantity the
+// first raised. The view seems to pay for both, the second is refused for want of funds in the
+// unlocked run, and the batch runs again with locks — where the real balance pays for both. An
+// unlocked batch never answers such a refusal.
+func TestUnlockedBatchDoubted(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s := f.shard(t, "")
+	if _, err := f.st.Pool.Exec(ctx, `update accounts set available = 20000 where id = $1`, f.alice); err != nil {
+		t.Fatal(err)
+	}
+	o, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 10, 10)) // the view: 20000 - 100
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.st.Pool.Exec(ctx, `update accounts set available = available + 40000 where id = $1`, f.alice); err != nil {
+		t.Fatal(err)
+	}
+
+	// Hold the loop in a batch of bob's (the shard has no view of him: it locks accounts, and
+	// waits for the test's lock) while the two amends queue behind it.
+	tx, err := f.st.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) }) // before the shard stops, if the test fails
+	if _, err := tx.Exec(ctx, `lock table accounts in access exclusive mode`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 3)
+	go func() { _, err := s.Place(ctx, f.buy(f.bob, engine.No, 40, 1)); done <- err }() // no cross at 50
+	waitBlocked(t, f.st)
+	amend := func(price int, remaining int64) AmendRequest {
+		return AmendRequest{Account: f.alice, Market: f.market, Seq: o.Seq, Side: engine.Buy, Outcome: engine.Yes, Price: price, Remaining: remaining}
+	}
+	results := make(chan store.PlacedOrder, 2)
+	go func() { r, err := s.Amend(ctx, amend(0, 1000)); results <- r; done <- err }() // +9,900 cents
+	waitQueued(t, s, 1)
+	go func() { r, err := s.Amend(ctx, amend(50, 0)); results <- r; done <- err }() // +40,000 cents
+	waitQueued(t, s, 2)
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := rerun(t, s); n != 1 {
+		t.Errorf("%v batches ran again with locks, want 1", n)
+	}
+	if available, locked := f.cash(t, f.alice); available != 60000-50*1000 || locked != 50*1000 {
+		t.Errorf("alice has %d available and %d locked, want %d and %d", available, locked, 60000-50*1000, 50*1000)
+	}
+	if err := s.CheckBooks(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUnlockedClientOrderIDTakenElsewhere places one client order id in two markets, each on its
+// own standalone shard: the second shard's unlocked batch meets the unique index, runs again with
+// locks, and refuses the placement as a repeat.
+func TestUnlockedClientOrderIDTakenElsewhere(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	other, err := f.st.CreateMarket(ctx, store.Market{ID: uuid.New(), Question: "q2", Category: "c", LabelA: "Yes", LabelB: "No", CreatedAt: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := f.shard(t, ""), f.shard(t, "")
+	if _, err := b.Place(ctx, PlaceRequest{Account: f.alice, Market: other.ID, Side: engine.Buy, Outcome: engine.Yes, Price: 10, Quantity: 1}); err != nil {
+		t.Fatal(err) // b learns alice's cash
+	}
+	withID := func(r PlaceRequest) PlaceRequest {
+		r.ClientOrderID, r.Placement = "quote-1", "fingerprint"
+		return r
+	}
+	if _, err := a.Place(ctx, withID(f.buy(f.alice, engine.Yes, 20, 1))); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Place(ctx, withID(PlaceRequest{Account: f.alice, Market: other.ID, Side: engine.Buy, Outcome: engine.Yes, Price: 20, Quantity: 1}))
+	if !errors.Is(err, domain.ErrClientOrderIDTaken) {
+		t.Fatalf("the id's second placement: %v, want %v", err, domain.ErrClientOrderIDTaken)
+	}
+	if n := rerun(t, b); n != 1 {
+		t.Errorf("%v batches ran again with locks, want 1", n)
+	}
+	if n := restingCount(t, f.st, other.ID); n != 1 {
+		t.Errorf("%d resting orders in the second market, want 1", n)
+	}
+	if err := b.CheckBooks(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPipelinedBatchUndone has a batch's commit wait (on a lock the test holds) while the next
+// batch is built on the state it leaves, and a placement queued later joins it, then fail: the batch built on it is undone with it, both
+// books are rebuilt, the failed batch is answered with ErrUnavailable and the next runs again on
+// what Postgres holds, as if the failed one had never been.
+func TestPipelinedBatchUndone(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s := f.shard(t, "")
+	other, err := f.st.CreateMarket(ctx, store.Market{ID: uuid.New(), Question: "q2", Category: "c", LabelA: "Yes", LabelB: "No", CreatedAt: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.OrderBook(ctx, other.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 50, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Place(ctx, f.buy(f.bob, engine.No, 10, 1)); err != nil { // the shard learns bob's cash
+		t.Fatal(err)
+	}
+	// Any trade of 7 shares now fails inside the transaction.
+	if _, err := f.st.Pool.Exec(ctx, `create function no_sevens() returns trigger language plpgsql as $$
+		begin if new.quantity = 7 then raise exception 'no sevens'; end if; return new; end $$;
+		create trigger no_sevens before insert on trades for each row execute function no_sevens()`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := f.st.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) }) // before the shard stops, if the test fails
+	if _, err := tx.Exec(ctx, `lock table trades in access exclusive mode`); err != nil {
+		t.Fatal(err)
+	}
+	failed := make(chan error, 1)
+	go func() { _, err := s.Place(ctx, f.buy(f.bob, engine.No, 50, 7)); failed <- err }()
+	waitBlocked(t, f.st) // its commit waits for the test's lock
+	next := make(chan []PlaceResult, 1)
+	go func() {
+		next <- s.PlaceMany(ctx, []PlaceRequest{f.buy(f.bob, engine.No, 50, 3),
+			{Account: f.bob, Market: other.ID, Side: engine.Buy, Outcome: engine.Yes, Price: 20, Quantity: 2}})
+	}()
+	poll.Wait(t, 10*time.Second, "the next batch built on the one in flight", func() bool { return counter(t, s.metrics.ahead) == 2 })
+	// A placement queued now joins the batch being built.
+	third := make(chan error, 1)
+	go func() { _, err := s.Place(ctx, f.buy(f.bob, engine.No, 50, 1)); third <- err }()
+	poll.Wait(t, 10*time.Second, "the third placement joining it", func() bool { return counter(t, s.metrics.ahead) == 3 })
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-failed; !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("the failing batch answered %v, want %v", err, ErrUnavailable)
+	}
+	a := <-next
+	if a[0].Err != nil || a[0].Placed.FilledQuantity != 3 || a[1].Err != nil {
+		t.Fatalf("the batch built on the failed one: %+v; want 3 filled, and an order in the other market", a)
+	}
+	if n := restingCount(t, f.st, other.ID); n != 1 {
+		t.Errorf("%d orders rest in the other market, want 1", n)
+	}
+	if err := <-third; err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.OrderBook(ctx, f.market)
+	if err != nil || len(snap.Depth.Yes.Bids) != 1 || snap.Depth.Yes.Bids[0].Quantity != 6 {
+		t.Fatalf("book after the failure: %+v, %v; want alice's 6 left", snap, err)
+	}
+	if available, locked := f.cash(t, f.bob); available != 100_000-10-4*50-40 || locked != 10+40 {
+		t.Errorf("bob has %d available and %d locked, want %d and 50", available, locked, 100_000-10-4*50-40)
+	}
+	if err := s.CheckBooks(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPipelinedFencingLoss moves a named shard's market while a batch's commit waits at its fence
+// and the next batch is built on it: the fence fails the first, the next is undone with it, and
+// both are refused as no longer the shard's, with nothing written.
+func TestPipelinedFencingLoss(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.st.Assign(ctx, f.market, "shard-a"); err != nil {
+		t.Fatal(err)
+	}
+	s := f.shard(t, "shard-a")
+	for _, account := range []int64{f.alice, f.bob} { // the shard learns their cash
+		if _, err := s.Place(ctx, f.buy(account, engine.Yes, 10, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := orderCount(t, f.st)
+	// The move, uncommitted: the next commit's fence waits for it.
+	tx, err := f.st.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) }) // before the shard stops, if the test fails
+	if _, err := tx.Exec(ctx, `update markets set shard = 'shard-b', epoch = epoch + 1 where id = $1`, f.market); err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan error, 1)
+	go func() { _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 20, 1)); first <- err }()
+	waitBlocked(t, f.st)
+	next := make(chan error, 1)
+	go func() { _, err := s.Place(ctx, f.buy(f.bob, engine.No, 80, 1)); next <- err }() // crosses the first
+	poll.Wait(t, 10*time.Second, "the next batch built on the one in flight", func() bool { return counter(t, s.metrics.ahead) == 1 })
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []chan error{first, next} {
+		if err := <-c; !errors.Is(err, ErrNotOwner) {
+			t.Fatalf("a placement after the move: %v, want %v", err, ErrNotOwner)
+		}
+	}
+	if got := orderCount(t, f.st); got != before {
+		t.Errorf("%d orders after the move, %d before", got, before)
+	}
+	if n := rerun(t, s); n < 1 {
+		t.Errorf("%v batches ran again, want the fenced one", n)
+	}
+}

@@ -1,0 +1,321 @@
+package shardapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/shard"
+	"github.com/pmx-dev/pmx/internal/store"
+)
+
+// ErrManagedByOperator answers market administration in distributed mode, where Market resources
+// are the one way to manage markets.
+var ErrManagedByOperator = errors.New("markets are managed by the operator here: edit the Market resource with kubectl")
+
+// Router is the front API's Exchange in distributed mode: it sends each market's writes and book
+// reads to the shard that owns the market, as Postgres records it. Owners are cached briefly; a
+// shard that answers "not owner" (or cannot be reached) sends the router back to Postgres for one
+// retry. Any number of front replicas route alike, because the owner comes from Postgres.
+type Router struct {
+	Store *store.Store
+	// Token authenticates the router to the shards' internal API.
+	Token string
+	// HTTP reaches the shards (default: one client with a 10s timeout that keeps up to 64 idle
+	// connections to each shard; Go's default transport keeps 2, so a busy front would open and
+	// close a connection for most requests).
+	HTTP *http.Client
+	// OwnerTTL bounds how long an owner is trusted without asking Postgres (default 1s).
+	OwnerTTL time.Duration
+
+	mu     sync.Mutex
+	routes map[uuid.UUID]route
+	hcOnce sync.Once
+	hc     *http.Client
+}
+
+// client returns the HTTP client that reaches the shards.
+func (r *Router) client() *http.Client {
+	r.hcOnce.Do(func() {
+		r.hc = r.HTTP
+		if r.hc == nil {
+			tr := http.DefaultTransport.(*http.Transport).Clone()
+			tr.MaxIdleConnsPerHost = 64
+			tr.MaxIdleConns = 0 // no limit over all shards
+			r.hc = &http.Client{Transport: tr, Timeout: 10 * time.Second}
+		}
+	})
+	return r.hc
+}
+
+// route is where a market's requests go, as last read.
+type route struct {
+	status domain.MarketStatus
+	epoch  int64
+	client *shardClient // nil unless OPEN and owned by a live shard
+	at     time.Time
+}
+
+func (r *Router) ttl() time.Duration {
+	if r.OwnerTTL > 0 {
+		return r.OwnerTTL
+	}
+	return time.Second
+}
+
+// lookup returns a market's route, from the cache unless it is stale or fresh is set.
+func (r *Router) lookup(ctx context.Context, id uuid.UUID, fresh bool) (route, error) {
+	r.mu.Lock()
+	if r.routes == nil {
+		r.routes = map[uuid.UUID]route{}
+	}
+	rt, ok := r.routes[id]
+	r.mu.Unlock()
+	if ok && !fresh && time.Since(rt.at) < r.ttl() {
+		return rt, nil
+	}
+	o, err := r.Store.Owner(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return rt, domain.ErrUnknownMarket
+	}
+	if err != nil {
+		return rt, err
+	}
+	rt = route{status: o.Status, epoch: o.Epoch, at: time.Now()}
+	if o.Status == domain.MarketOpen && o.Shard != "" {
+		addr, err := r.Store.ShardAddress(ctx, o.Shard)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return rt, err
+		}
+		if addr != "" {
+			rt.client = &shardClient{base: "http://" + addr, token: r.Token, http: r.client()}
+		}
+	}
+	r.mu.Lock()
+	r.routes[id] = rt
+	r.mu.Unlock()
+	return rt, nil
+}
+
+// onOwner runs call against the market's owner, re-routing once when the shard says it is not
+// the owner. A market with no live owner yet is unavailable; one that is not OPEN gets closed.
+// Writes trust a cached owner, because the shard's commit checks ownership itself; fresh asks
+// Postgres first, for reads that the owner must answer.
+func (r *Router) onOwner(ctx context.Context, id uuid.UUID, fresh bool, closed error, call func(route) error) error {
+	rt, err := r.lookup(ctx, id, fresh)
+	if err == nil && !fresh && rt.status != domain.MarketOpen {
+		rt, err = r.lookup(ctx, id, true) // the cache may not have seen the market reopen
+	}
+	for attempt := 0; ; attempt++ {
+		if err != nil {
+			return err
+		}
+		if rt.status != domain.MarketOpen {
+			return closed
+		}
+		if rt.client == nil {
+			err = shard.ErrUnavailable // being scheduled onto a shard
+		} else {
+			err = call(rt)
+		}
+		if !errors.Is(err, shard.ErrNotOwner) && !errors.Is(err, shard.ErrUnavailable) && !errors.Is(err, shard.ErrStopped) {
+			return err
+		}
+		if attempt == 1 {
+			return shard.ErrUnavailable
+		}
+		rt, err = r.lookup(ctx, id, true)
+	}
+}
+
+// Place sends a placement to the market's shard. The order it returns has its sequence number
+// and account, as the shard's own Place does.
+func (r *Router) Place(ctx context.Context, req shard.PlaceRequest) (store.PlacedOrder, error) {
+	var placed store.PlacedOrder
+	err := r.onOwner(ctx, req.Market, false, domain.ErrMarketNotOpen, func(rt route) error {
+		placed = store.PlacedOrder{}
+		return rt.client.call(ctx, http.MethodPost, internalPlace, req, &placed)
+	})
+	if err != nil {
+		return store.PlacedOrder{}, err
+	}
+	return placed, nil
+}
+
+// Cancel sends a cancel to the market's shard. A market that is not OPEN has no shard and no
+// resting orders: the order is read from Postgres to refuse the cancel as the shard would.
+func (r *Router) Cancel(ctx context.Context, req shard.CancelRequest) (store.Order, error) {
+	var o store.Order
+	err := r.onOwner(ctx, req.Market, false, errMarketNotOpen, func(rt route) error {
+		return rt.client.call(ctx, http.MethodPost, internalCancel, req, &o)
+	})
+	if errors.Is(err, errMarketNotOpen) {
+		return o, shard.RefuseStored(ctx, r.Store, req)
+	}
+	return o, err
+}
+
+// Amend sends an amend to the market's shard; a market that is not OPEN has no resting orders,
+// and the amend is refused as a cancel would be.
+func (r *Router) Amend(ctx context.Context, req shard.AmendRequest) (store.PlacedOrder, error) {
+	var amended store.PlacedOrder
+	err := r.onOwner(ctx, req.Market, false, errMarketNotOpen, func(rt route) error {
+		amended = store.PlacedOrder{}
+		return rt.client.call(ctx, http.MethodPost, internalAmend, req, &amended)
+	})
+	if errors.Is(err, errMarketNotOpen) {
+		return amended, shard.RefuseStored(ctx, r.Store, shard.CancelRequest{Account: req.Account, Market: req.Market, Seq: req.Seq})
+	}
+	return amended, err
+}
+
+// byMarket groups the indexes of requests by market, markets in order of first appearance.
+func byMarket(n int, market func(int) uuid.UUID) ([]uuid.UUID, map[uuid.UUID][]int) {
+	var order []uuid.UUID
+	groups := map[uuid.UUID][]int{}
+	for i := range n {
+		id := market(i)
+		if _, ok := groups[id]; !ok {
+			order = append(order, id)
+		}
+		groups[id] = append(groups[id], i)
+	}
+	return order, groups
+}
+
+// PlaceMany sends each market's placements, in order, to its shard in one call (they run there
+// in one batch), the markets at once.
+func (r *Router) PlaceMany(ctx context.Context, reqs []shard.PlaceRequest) []shard.PlaceResult {
+	out := make([]shard.PlaceResult, len(reqs))
+	markets, groups := byMarket(len(reqs), func(i int) uuid.UUID { return reqs[i].Market })
+	var wg sync.WaitGroup
+	for _, id := range markets {
+		idx := groups[id]
+		wg.Go(func() {
+			in := make([]shard.PlaceRequest, len(idx))
+			for j, i := range idx {
+				in[j] = reqs[i]
+			}
+			var answers []placeResultWire
+			err := r.onOwner(ctx, id, false, domain.ErrMarketNotOpen, func(rt route) error {
+				answers = nil
+				return rt.client.call(ctx, http.MethodPost, internalPlaceMany, in, &answers)
+			})
+			for j, i := range idx {
+				switch {
+				case err != nil:
+					out[i].Err = err
+				case j >= len(answers):
+					out[i].Err = errors.New("the shard answered fewer placements than it was sent")
+				case answers[j].Error != nil:
+					out[i].Err = answers[j].Error.err(http.StatusConflict)
+				case answers[j].Placed != nil:
+					out[i].Placed = *answers[j].Placed
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// CancelMany sends each market's cancels to its shard in one call, the markets at once. A
+// market that is not OPEN has no shard: its cancels are refused from Postgres, as Cancel does.
+func (r *Router) CancelMany(ctx context.Context, reqs []shard.CancelRequest) []shard.CancelResult {
+	out := make([]shard.CancelResult, len(reqs))
+	markets, groups := byMarket(len(reqs), func(i int) uuid.UUID { return reqs[i].Market })
+	var wg sync.WaitGroup
+	for _, id := range markets {
+		idx := groups[id]
+		wg.Go(func() {
+			in := make([]shard.CancelRequest, len(idx))
+			for j, i := range idx {
+				in[j] = reqs[i]
+			}
+			var answers []cancelResultWire
+			err := r.onOwner(ctx, id, false, errMarketNotOpen, func(rt route) error {
+				answers = nil
+				return rt.client.call(ctx, http.MethodPost, internalCancelMany, in, &answers)
+			})
+			for j, i := range idx {
+				switch {
+				case errors.Is(err, errMarketNotOpen):
+					out[i].Err = shard.RefuseStored(ctx, r.Store, reqs[i])
+				case err != nil:
+					out[i].Err = err
+				case j >= len(answers):
+					out[i].Err = errors.New("the shard answered fewer cancels than it was sent")
+				case answers[j].Error != nil:
+					out[i].Err = answers[j].Error.err(http.StatusConflict)
+				case answers[j].Order != nil:
+					out[i].Order = *answers[j].Order
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// CancelAll fans out to the shards owning the given markets, at once, and merges their answers
+// in the order of markets.
+func (r *Router) CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]store.Order, error) {
+	perMarket := make([][]store.Order, len(markets))
+	errs := make([]error, len(markets))
+	var wg sync.WaitGroup
+	for i, id := range markets {
+		wg.Go(func() {
+			errs[i] = r.onOwner(ctx, id, false, nil, func(rt route) error {
+				return rt.client.call(ctx, http.MethodPost, internalCancelAll, cancelAllWire{Account: account, Markets: []uuid.UUID{id}}, &perMarket[i])
+			})
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return slices.Concat(perMarket...), nil
+}
+
+// OrderBook reads the book from the market's shard; a market that is not OPEN has an empty book
+// and its last trade price, read from Postgres.
+func (r *Router) OrderBook(ctx context.Context, id uuid.UUID) (*shard.Snapshot, error) {
+	var snap shard.Snapshot
+	err := r.onOwner(ctx, id, true, errMarketNotOpen, func(rt route) error {
+		return rt.client.call(ctx, http.MethodGet, fmt.Sprintf("%s?market=%s&epoch=%d", internalBook, id, rt.epoch), nil, &snap)
+	})
+	if errors.Is(err, errMarketNotOpen) {
+		m, err := r.Store.Market(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		snap = shard.Snapshot{Status: m.Status, Seq: m.EventSeq}
+		if m.LastTradePrice != nil {
+			snap.Depth.Yes.LastTradePrice = *m.LastTradePrice
+			snap.Depth.No.LastTradePrice = engine.Payout - *m.LastTradePrice
+		}
+		return &snap, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &snap, nil
+}
+
+// errMarketNotOpen is what onOwner answers for a market that is not OPEN, for the caller to
+// answer from Postgres.
+var errMarketNotOpen = errors.New("market not open")
+
+// Transition is not offered by the front in distributed mode.
+func (r *Router) Transition(context.Context, uuid.UUID, market.Action) error {
+	return ErrManagedByOperator
+}

@@ -1,0 +1,192 @@
+package shardapi
+
+import (
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/feed"
+	"github.com/pmx-dev/pmx/internal/kit/auth"
+	"github.com/pmx-dev/pmx/internal/kit/httpkit"
+	"github.com/pmx-dev/pmx/internal/shard"
+	"github.com/pmx-dev/pmx/internal/store"
+)
+
+// Server serves one shard's internal API and its health endpoints. Its metrics are served by the
+// process, on a listener of its own (httpkit.MetricsHandler), not here.
+type Server struct {
+	Shard shard.Exchange // a *shard.Shard, or the *shard.Set of pmx shard
+	Store *store.Store   // for readiness
+	// Token is what callers must send as their bearer token.
+	Token  string
+	Logger *slog.Logger
+	// Metrics is where the server registers its metrics (default: a registry of its own), for the
+	// process to serve on its metrics listener.
+	Metrics prometheus.Registerer
+	// Feed is the shard's bus of committed batches, streamed to the fronts (GET
+	// /internal/v1/feed); Stopping, closed when the process stops, ends those streams.
+	Feed     *feed.Bus
+	Stopping <-chan struct{}
+}
+
+// Handler builds the server's routes.
+func (s Server) Handler() http.Handler {
+	reg := s.Metrics
+	if reg == nil {
+		reg = httpkit.NewRegistry()
+	}
+	log := s.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	sh := s.Shard
+	gin.SetMode(gin.ReleaseMode)
+	e := gin.New()
+	e.Use(gin.Recovery(), httpkit.HTTPMetrics(reg))
+	httpkit.Health(e, s.Store)
+	in := e.Group("/internal/v1", func(c *gin.Context) {
+		if t, ok := httpkit.Bearer(c.Request); !ok || !auth.TokenMatches(t, s.Token) {
+			httpkit.CloseUnread(c)
+			c.AbortWithStatusJSON(http.StatusUnauthorized, apiShape(errorWire{Code: "unauthorized"},
+				"send the internal token (pmx's --internal-token) as Authorization: Bearer <token>"))
+			return
+		}
+		c.Next()
+	})
+	answer := func(c *gin.Context, status int, v any, err error) {
+		if err == nil {
+			c.JSON(status, v)
+			return
+		}
+		status, w, ok := wireErrorOf(err)
+		if !ok {
+			log.Error("internal request failed", "path", c.Request.URL.Path, "err", err)
+		}
+		c.JSON(status, w)
+	}
+	// resultError is one result's error of a many-at-once call, nil for none.
+	resultError := func(c *gin.Context, err error) *errorWire {
+		if err == nil {
+			return nil
+		}
+		_, w, ok := wireErrorOf(err)
+		if !ok {
+			log.Error("internal request failed", "path", c.Request.URL.Path, "err", err)
+		}
+		return &w
+	}
+	// Every request is checked (validate.go) before the shard sees it; in the many-at-once calls
+	// only the requests that pass go to the shard, each refused one is its own result's error.
+	in.POST("/place", func(c *gin.Context) {
+		var r shard.PlaceRequest
+		if !bind(c, &r) {
+			return
+		}
+		if e := checkPlace(&r); e != nil {
+			refuse(c, e)
+			return
+		}
+		placed, err := sh.Place(c.Request.Context(), r)
+		answer(c, http.StatusCreated, placed, err)
+	})
+	in.POST("/cancel", func(c *gin.Context) {
+		var r shard.CancelRequest
+		if !bind(c, &r) {
+			return
+		}
+		if e := checkCancel(&r); e != nil {
+			refuse(c, e)
+			return
+		}
+		o, err := sh.Cancel(c.Request.Context(), r)
+		answer(c, http.StatusOK, o, err)
+	})
+	in.POST("/amend", func(c *gin.Context) {
+		var r shard.AmendRequest
+		if !bind(c, &r) {
+			return
+		}
+		if e := checkAmend(&r); e != nil {
+			refuse(c, e)
+			return
+		}
+		amended, err := sh.Amend(c.Request.Context(), r)
+		answer(c, http.StatusOK, amended, err)
+	})
+	in.POST("/place-many", func(c *gin.Context) {
+		var rs []shard.PlaceRequest
+		if !bindMany(c, &rs) {
+			return
+		}
+		out := make([]placeResultWire, len(rs))
+		ok, idx := splitValid(rs, checkPlace, func(i int, e *domain.Error) { out[i].Error = refusalWire(e) })
+		var results []shard.PlaceResult
+		if len(ok) > 0 {
+			results = sh.PlaceMany(c.Request.Context(), ok)
+		}
+		for j, i := range idx {
+			if out[i].Error = resultError(c, results[j].Err); out[i].Error == nil {
+				out[i].Placed = &results[j].Placed
+			}
+		}
+		c.JSON(http.StatusOK, out)
+	})
+	in.POST("/cancel-many", func(c *gin.Context) {
+		var rs []shard.CancelRequest
+		if !bindMany(c, &rs) {
+			return
+		}
+		out := make([]cancelResultWire, len(rs))
+		ok, idx := splitValid(rs, checkCancel, func(i int, e *domain.Error) { out[i].Error = refusalWire(e) })
+		var results []shard.CancelResult
+		if len(ok) > 0 {
+			results = sh.CancelMany(c.Request.Context(), ok)
+		}
+		for j, i := range idx {
+			if out[i].Error = resultError(c, results[j].Err); out[i].Error == nil {
+				out[i].Order = &results[j].Order
+			}
+		}
+		c.JSON(http.StatusOK, out)
+	})
+	in.POST("/cancel-all", func(c *gin.Context) {
+		var w cancelAllWire
+		if !bind(c, &w) {
+			return
+		}
+		if e := checkCancelAll(&w); e != nil {
+			refuse(c, e)
+			return
+		}
+		orders, err := sh.CancelAll(c.Request.Context(), w.Account, w.Markets)
+		answer(c, http.StatusOK, orders, err)
+	})
+	in.GET("/feed", streamFeed(s.Feed, s.Stopping))
+	in.GET("/book", func(c *gin.Context) {
+		market := c.Query("market")
+		id, err := uuid.Parse(market)
+		if err != nil || len(market) != 36 || id == uuid.Nil {
+			refuse(c, invalid("market", "market must be a market's id, a UUID like 123e4567-e89b-12d3-a456-426614174000"))
+			return
+		}
+		epoch, hasEpoch := c.GetQuery("epoch")
+		want, err := strconv.ParseInt(epoch, 10, 64)
+		if hasEpoch && (err != nil || want < 0) {
+			refuse(c, invalid("epoch", "epoch must be the market's epoch, a whole number from 0"))
+			return
+		}
+		snap, err := sh.OrderBook(c.Request.Context(), id)
+		// The front routed here because Postgres names this shard the owner at this epoch; a shard
+		// that holds the market under another epoch has not yet noticed a move.
+		if err == nil && hasEpoch && want != snap.Epoch {
+			err = shard.ErrNotOwner
+		}
+		answer(c, http.StatusOK, snap, err)
+	})
+	return e
+}

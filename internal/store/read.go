@@ -1,0 +1,305 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/domain"
+)
+
+const marketColumns = `id, url, question, description, category, status, closes_at, resolves_at, outcome,
+	label_a, label_b, created_at, updated_at, name, last_trade_price, shard, epoch, event_seq`
+
+func scanMarket(row pgx.Row) (Market, error) {
+	var m Market
+	var last *int16
+	err := row.Scan(&m.ID, &m.URL, &m.Question, &m.Description, &m.Category, &m.Status, &m.ClosesAt,
+		&m.ResolvesAt, &m.Outcome, &m.LabelA, &m.LabelB, &m.CreatedAt, &m.UpdatedAt, &m.Name, &last, &m.Shard, &m.Epoch,
+		&m.EventSeq)
+	if last != nil {
+		p := int(*last)
+		m.LastTradePrice = &p
+	}
+	m.Resolved = m.Status == domain.MarketResolved
+	return m, err
+}
+
+// Market returns one market.
+func (s *Store) Market(ctx context.Context, id uuid.UUID) (Market, error) {
+	m, err := scanMarket(s.Pool.QueryRow(ctx, `select `+marketColumns+` from markets where id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return m, ErrNotFound
+	}
+	return m, err
+}
+
+// MarketByName returns the market created from the manifest with this metadata.name.
+func (s *Store) MarketByName(ctx context.Context, name string) (Market, error) {
+	m, err := scanMarket(s.Pool.QueryRow(ctx, `select `+marketColumns+` from markets where name = $1`, name))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return m, ErrNotFound
+	}
+	return m, err
+}
+
+// Markets lists markets newest first, all of them or only those in one status.
+func (s *Store) Markets(ctx context.Context, status domain.MarketStatus) ([]Market, error) {
+	return s.MarketsPage(ctx, status, nil, 0)
+}
+
+// MarketsPage lists markets newest first, all of them or only those in one status, after a
+// position (nil: from the newest), at most limit of them (0: no limit). The index on (created_at,
+// id) serves every page alike, however deep.
+func (s *Store) MarketsPage(ctx context.Context, status domain.MarketStatus, after *Cursor, limit int) ([]Market, error) {
+	var afterTime *time.Time
+	var afterID *uuid.UUID
+	if after != nil {
+		afterTime, afterID = &after.CreatedAt, &after.ID
+	}
+	var lim *int
+	if limit > 0 {
+		lim = &limit
+	}
+	rows, err := s.Pool.Query(ctx, `select `+marketColumns+` from markets
+		where ($1 = '' or status = $1) and ($2::timestamptz is null or (created_at, id) < ($2, $3))
+		order by created_at desc, id desc limit $4`, string(status), afterTime, afterID, lim)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Market, error) { return scanMarket(r) })
+}
+
+// MarketsClosingBy lists the OPEN markets whose closesAt is at or before t.
+func (s *Store) MarketsClosingBy(ctx context.Context, t time.Time) ([]uuid.UUID, error) {
+	rows, err := s.Pool.Query(ctx, `select id from markets where status = 'OPEN' and closes_at <= $1 order by closes_at, id`, t)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+}
+
+// NextClosing is the earliest closesAt of an OPEN market, if any.
+func (s *Store) NextClosing(ctx context.Context) (*time.Time, error) {
+	var t *time.Time
+	err := s.Pool.QueryRow(ctx, `select min(closes_at) from markets where status = 'OPEN'`).Scan(&t)
+	return t, err
+}
+
+// Trades lists a market's most recent trades, newest first, from the taker's side.
+func (s *Store) Trades(ctx context.Context, market uuid.UUID, limit int) ([]Trade, error) {
+	rows, err := s.Pool.Query(ctx, `select id, market_id, taker_outcome, taker_side, taker_price, quantity,
+		yes_price, created_at from trades where market_id = $1 order by seq desc limit $2`, market, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Trade, error) {
+		var t Trade
+		var price, yes int16
+		err := r.Scan(&t.ID, &t.MarketID, &t.Outcome, &t.Side, &price, &t.Quantity, &yes, &t.CreatedAt)
+		t.Price, t.YesPrice = int(price), int(yes)
+		return t, err
+	})
+}
+
+// Positions lists an account's holdings with a positive quantity, oldest first.
+func (s *Store) Positions(ctx context.Context, account int64) ([]Position, error) {
+	rows, err := s.Pool.Query(ctx, `select p.id, p.market_id, m.question, m.status, p.outcome, p.quantity,
+		p.locked_quantity, p.created_at, p.updated_at
+		from positions p join markets m on m.id = p.market_id
+		where p.account_id = $1 and p.quantity > 0 order by p.created_at, p.id`, account)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Position, error) {
+		var p Position
+		err := r.Scan(&p.ID, &p.MarketID, &p.MarketQuestion, &p.MarketStatus, &p.Outcome, &p.Quantity,
+			&p.LockedQuantity, &p.CreatedAt, &p.UpdatedAt)
+		return p, err
+	})
+}
+
+// Account returns an account by its engine id.
+func (s *Store) Account(ctx context.Context, id int64) (Account, error) {
+	var a Account
+	err := s.Pool.QueryRow(ctx, `select id, uid, name, available, locked, created_at from accounts where id = $1`, id).
+		Scan(&a.ID, &a.UID, &a.Name, &a.Available, &a.Locked, &a.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return a, ErrNotFound
+	}
+	return a, err
+}
+
+// KeyRecord is what authentication needs to know of an API key.
+type KeyRecord struct {
+	ID         uuid.UUID
+	AccountID  int64
+	Hash       []byte
+	Revoked    bool
+	LastUsedAt *time.Time
+}
+
+// KeyByPrefix returns the API key with this public prefix.
+func (s *Store) KeyByPrefix(ctx context.Context, prefix string) (KeyRecord, error) {
+	var k KeyRecord
+	err := s.Pool.QueryRow(ctx, `select id, account_id, hash, revoked_at is not null, last_used_at
+		from api_keys where prefix = $1`, prefix).Scan(&k.ID, &k.AccountID, &k.Hash, &k.Revoked, &k.LastUsedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return k, ErrNotFound
+	}
+	return k, err
+}
+
+const orderColumns = `id, market_id, side, outcome, price, quantity, filled_quantity, status, created_at,
+	updated_at, seq, account_id, time_in_force, expires_at, post_only, self_trade, client_order_id, placement,
+	cancel_reason`
+
+func scanOrder(row pgx.Row) (Order, error) {
+	var o Order
+	var price int16
+	err := row.Scan(&o.ID, &o.MarketID, &o.Side, &o.Outcome, &price, &o.Quantity, &o.FilledQuantity,
+		statusColumn{&o.Status}, &o.CreatedAt, &o.UpdatedAt, &o.Seq, &o.AccountID, &o.TimeInForce, &o.ExpiresAt,
+		&o.PostOnly, &o.SelfTrade, &o.ClientOrderID, &o.Placement, &o.CancelReason)
+	o.Price = int(price)
+	return o, err
+}
+
+func collectOrders(rows pgx.Rows, err error) ([]Order, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Order, error) { return scanOrder(r) })
+}
+
+// Order returns one order, whoever owns it.
+func (s *Store) Order(ctx context.Context, id uuid.UUID) (Order, error) {
+	o, err := scanOrder(s.Pool.QueryRow(ctx, `select `+orderColumns+` from orders where id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return o, ErrNotFound
+	}
+	return o, err
+}
+
+// OrderBySeq reads the order with sequence number seq in a market.
+func (s *Store) OrderBySeq(ctx context.Context, market uuid.UUID, seq int64) (Order, error) {
+	o, err := scanOrder(s.Pool.QueryRow(ctx, `select `+orderColumns+` from orders where market_id = $1 and seq = $2`, market, seq))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return o, ErrNotFound
+	}
+	return o, err
+}
+
+// OrderFilter selects an account's orders.
+type OrderFilter struct {
+	Account int64
+	Market  *uuid.UUID
+	Status  engine.Status // one order status, or 0 for all
+	// After continues a listing after this order (the last of the previous page).
+	After *Cursor
+	Limit int
+}
+
+// Cursor is a position in a newest-first listing (orders, markets): the last row of a page.
+type Cursor struct {
+	CreatedAt time.Time
+	ID        uuid.UUID
+	Outcome   string // settlements only: the last row's outcome, after its market
+}
+
+// Orders lists an account's orders newest first.
+func (s *Store) Orders(ctx context.Context, f OrderFilter) ([]Order, error) {
+	var afterTime *time.Time
+	var afterID *uuid.UUID
+	if f.After != nil {
+		afterTime, afterID = &f.After.CreatedAt, &f.After.ID
+	}
+	return collectOrders(s.Pool.Query(ctx, `select `+orderColumns+` from orders
+		where account_id = $1 and ($2::uuid is null or market_id = $2) and ($3 = '' or status = $3)
+		  and ($4::timestamptz is null or (created_at, id) < ($4, $5))
+		order by created_at desc, id desc limit $6`,
+		f.Account, f.Market, statusText(f.Status), afterTime, afterID, f.Limit))
+}
+
+// RestingOrders lists a market's resting orders in time priority (migration 011), to rebuild its
+// book.
+func (s *Store) RestingOrders(ctx context.Context, market uuid.UUID) ([]Order, error) {
+	return collectOrders(s.Pool.Query(ctx, `select `+orderColumns+` from orders
+		where market_id = $1 and status in ('OPEN', 'PARTIALLY_FILLED') order by coalesce(priority, seq)`, market))
+}
+
+// RestingMarkets lists the markets where an account has resting orders.
+func (s *Store) RestingMarkets(ctx context.Context, account int64) ([]uuid.UUID, error) {
+	rows, err := s.Pool.Query(ctx, `select distinct market_id from orders
+		where account_id = $1 and status in ('OPEN', 'PARTIALLY_FILLED') order by market_id`, account)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+}
+
+// Sequences returns the last order and trade sequence numbers used in a market.
+func (s *Store) Sequences(ctx context.Context, market uuid.UUID) (orders, trades int64, err error) {
+	// An amend's new priority used a number of the order sequence too; only a resting order's
+	// still matters (it must sort before every later order), and the partial index finds those.
+	err = s.Pool.QueryRow(ctx, `select greatest(coalesce((select max(seq) from orders where market_id = $1), 0),
+		coalesce((select max(priority) from orders where market_id = $1 and status in ('OPEN', 'PARTIALLY_FILLED')), 0)),
+		coalesce((select max(seq) from trades where market_id = $1), 0)`, market).Scan(&orders, &trades)
+	if err != nil {
+		err = fmt.Errorf("while reading the sequences of market %s: %w", market, err)
+	}
+	return orders, trades, err
+}
+
+// OrderByClientID reads the account's order with the given client order id.
+func (s *Store) OrderByClientID(ctx context.Context, account int64, clientOrderID string) (Order, error) {
+	o, err := scanOrder(s.Pool.QueryRow(ctx, `select `+orderColumns+` from orders
+		where account_id = $1 and client_order_id = $2`, account, clientOrderID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return o, ErrNotFound
+	}
+	return o, err
+}
+
+// AccountRestingOrders lists an account's resting orders in one market, in time priority.
+func (s *Store) AccountRestingOrders(ctx context.Context, account int64, market uuid.UUID) ([]Order, error) {
+	return collectOrders(s.Pool.Query(ctx, `select `+orderColumns+` from orders
+		where account_id = $1 and market_id = $2 and status in ('OPEN', 'PARTIALLY_FILLED') order by seq`, account, market))
+}
+
+// AccountSettlement is what an account was paid when a market it held settled: per outcome held.
+type AccountSettlement struct {
+	MarketID     uuid.UUID
+	MarketStatus domain.MarketStatus // RESOLVED or CANCELED
+	Outcome      string
+	Quantity     int64
+	Payout       int64 // cents
+	SettledAt    time.Time
+}
+
+// Settlements lists an account's settlements newest first (then by market and outcome), after a
+// cursor (the last row of the previous page; nil for the first), at most limit.
+func (s *Store) Settlements(ctx context.Context, account int64, after *Cursor, limit int) ([]AccountSettlement, error) {
+	var afterTime *time.Time
+	var afterMarket *uuid.UUID
+	var afterOutcome string
+	if after != nil {
+		afterTime, afterMarket, afterOutcome = &after.CreatedAt, &after.ID, after.Outcome
+	}
+	rows, err := s.Pool.Query(ctx, `select s.market_id, m.status, s.outcome, s.quantity, s.amount, s.created_at
+		from settlements s join markets m on m.id = s.market_id
+		where s.account_id = $1 and ($2::timestamptz is null or (s.created_at, s.market_id, s.outcome) < ($2, $3, $4))
+		order by s.created_at desc, s.market_id desc, s.outcome desc limit $5`, account, afterTime, afterMarket, afterOutcome, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (AccountSettlement, error) {
+		var a AccountSettlement
+		err := r.Scan(&a.MarketID, &a.MarketStatus, &a.Outcome, &a.Quantity, &a.Payout, &a.SettledAt)
+		return a, err
+	})
+}

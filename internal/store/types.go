@@ -1,0 +1,112 @@
+package store
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/domain"
+)
+
+// Market is a market's row.
+type Market struct {
+	ID          uuid.UUID
+	URL         *string
+	Question    string
+	Description *string
+	Category    string
+	Status      domain.MarketStatus
+	ClosesAt    *time.Time
+	ResolvesAt  *time.Time
+	Resolved    bool
+	Outcome     *string // the resolution, YES or NO; null until resolved
+	LabelA      string
+	LabelB      string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+
+	Name           *string // the Market manifest's metadata.name, if it came from one
+	LastTradePrice *int    // YES price of the last trade
+	Shard          *string // the shard that owns the market, in distributed mode
+	Epoch          int64   // bumped at every change of owner
+	EventSeq       int64   // the last number of the market's feed sequence (package feed)
+}
+
+// Order is an order's row.
+type Order struct {
+	ID             uuid.UUID
+	MarketID       uuid.UUID
+	Side           string
+	Outcome        string
+	Price          int
+	Quantity       int64
+	FilledQuantity int64
+	Status         engine.Status
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+
+	Seq       int64 // the engine's order id within the market
+	AccountID int64
+
+	TimeInForce   string     // GTC, IOC, FOK or GTD ("" is read as GTC)
+	ExpiresAt     *time.Time // GTD only
+	PostOnly      bool
+	SelfTrade     string  // CANCEL_RESTING or CANCEL_INCOMING ("" is read as CANCEL_RESTING)
+	ClientOrderID *string // the client's id for the order, unique per account
+	// Placement fingerprints the placement's parameters (PlacementOf) when ClientOrderID is set.
+	Placement    *string
+	CancelReason *string // why a cancelled order was cancelled: USER, IOC, FOK, EXPIRED, ...
+	// Priority, written by an amend that sent the order to the back of its level (0: unchanged),
+	// is its new place in time (migration 011). Not read back: books are rebuilt in its order.
+	Priority int64
+}
+
+// PlacedOrder is an order just placed and the fills it made, in order.
+type PlacedOrder struct {
+	Order
+	Trades []Trade
+}
+
+// Trade is an execution, seen from the taker's side.
+type Trade struct {
+	ID        uuid.UUID
+	MarketID  uuid.UUID
+	Outcome   string
+	Side      string
+	Price     int
+	Quantity  int64
+	YesPrice  int
+	CreatedAt time.Time
+}
+
+// Position is an account's holding of one outcome of one market.
+type Position struct {
+	ID             uuid.UUID
+	MarketID       uuid.UUID
+	MarketQuestion string
+	MarketStatus   domain.MarketStatus
+	Outcome        string
+	Quantity       int64
+	LockedQuantity int64
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// Account is a trading account and its play-money balance in cents.
+type Account struct {
+	UID       uuid.UUID
+	Name      string
+	Available int64
+	Locked    int64
+	CreatedAt time.Time
+
+	ID int64 // the engine's account id
+}
+
+// NewID returns a new row id for the hot tables (orders, trades, positions): a time-ordered UUID
+// (version 7), so that each insert lands at the right-hand edge of the primary key's index rather
+// than on a random page of it. Ids stay opaque to clients: any UUID is a valid id.
+func NewID() uuid.UUID {
+	return uuid.Must(uuid.NewV7())
+}

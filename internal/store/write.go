@@ -1,0 +1,228 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pmx-dev/pmx/internal/domain"
+)
+
+// uniqueViolation is Postgres's SQLSTATE for a duplicate key.
+const uniqueViolation = "23505"
+
+func isUniqueViolation(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && pg.Code == uniqueViolation
+}
+
+// CreateAccount opens an account with a grant of play money and no password (no web sign-in).
+// A taken name, in any case, is ErrConflict.
+func (s *Store) CreateAccount(ctx context.Context, name string, grant int64, now time.Time) (Account, error) {
+	return s.CreateAccountWithPassword(ctx, name, grant, "", now)
+}
+
+// APIKey describes a stored key; the key itself is never stored.
+type APIKey struct {
+	ID         uuid.UUID
+	AccountID  int64
+	Prefix     string
+	Label      string
+	CreatedAt  time.Time
+	LastUsedAt *time.Time
+	RevokedAt  *time.Time
+}
+
+// InsertAPIKey stores a new key by its public prefix and the SHA-256 hash of the whole key.
+func (s *Store) InsertAPIKey(ctx context.Context, k APIKey, hash []byte) error {
+	_, err := s.Pool.Exec(ctx, `insert into api_keys (id, account_id, prefix, hash, label, created_at)
+		values ($1, $2, $3, $4, $5, $6)`, k.ID, k.AccountID, k.Prefix, hash, k.Label, k.CreatedAt)
+	return err
+}
+
+// TouchAPIKey records that a key was used.
+func (s *Store) TouchAPIKey(ctx context.Context, id uuid.UUID, now time.Time) error {
+	_, err := s.Pool.Exec(ctx, `update api_keys set last_used_at = $2 where id = $1`, id, now)
+	return err
+}
+
+// CreateMarket inserts a new OPEN market. A taken manifest name is ErrConflict.
+func (s *Store) CreateMarket(ctx context.Context, m Market) (Market, error) {
+	m.Status = domain.MarketOpen
+	_, err := s.Pool.Exec(ctx, `insert into markets (id, name, question, description, category, url, label_a,
+		label_b, status, closes_at, resolves_at, created_at, updated_at)
+		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)`,
+		m.ID, m.Name, m.Question, m.Description, m.Category, m.URL, m.LabelA, m.LabelB, m.Status,
+		m.ClosesAt, m.ResolvesAt, m.CreatedAt)
+	if isUniqueViolation(err) {
+		return m, fmt.Errorf("market %s: %w", m.ID, ErrConflict)
+	}
+	m.UpdatedAt = m.CreatedAt
+	return m, err
+}
+
+// UpdateMarketText updates a market's descriptive fields and its schedule, not its status.
+func (s *Store) UpdateMarketText(ctx context.Context, m Market, now time.Time) error {
+	_, err := s.Pool.Exec(ctx, `update markets set question = $2, description = $3, category = $4, url = $5,
+		label_a = $6, label_b = $7, closes_at = $8, resolves_at = $9, updated_at = $10 where id = $1
+		and (question, description, category, url, label_a, label_b, closes_at, resolves_at) is distinct from
+		    ($2, $3, $4, $5, $6, $7, $8, $9)`,
+		m.ID, m.Question, m.Description, m.Category, m.URL, m.LabelA, m.LabelB, m.ClosesAt, m.ResolvesAt, now)
+	return err
+}
+
+// Batch is everything one shard transaction writes: the accumulated effects of a batch of orders,
+// cancels and market transitions, already netted per order, account and position.
+type Batch struct {
+	Now          time.Time
+	NewOrders    []Order // inserted in their final state
+	OrderUpdates []Order // existing orders: FilledQuantity, Status and CancelReason are written, and Price, Quantity and Priority when not 0 (an amend)
+	Trades       []TradeRow
+	Cash         []CashDelta // sorted by account: the order its rows are locked in, and how the statement's feed numbers are matched to them
+	Shares       []ShareDelta
+	Markets      []MarketUpdate
+	Events       []EventBatch
+	Settlements  []Settlement // run last, after every other write
+	// SettledEvents encodes the events of an account's holdings that a settlement paid (its part
+	// of the account's feed), for CommitBatch to write with the batch. Needed when Settlements is
+	// not empty and the account feed is kept.
+	SettledEvents func(account int64, holdings []SettledHolding) ([]byte, error)
+	// Unlocked says the batch did not begin with BeginBatch: it reserved cash and shares from what
+	// its shard believed the accounts and holdings had, without reading them, and CommitBatch
+	// begins its transaction. The database's checks — no balance or holding below zero, one order
+	// per client order id — are then what refuses a batch whose belief was out of date (Refused),
+	// and its shard runs it again. The rows it writes are locked in key order (Cash and Shares are
+	// sorted) by its one statement, so that batches of several shards do not deadlock on them.
+	Unlocked bool
+	// Fence, for an unlocked batch of a named shard, is the ownership its markets must still have
+	// when it commits: CommitBatch checks it in the batch's transaction, before the writes
+	// (fence_markets, migration 018), and the batch fails as Fenced otherwise.
+	Fence *Fence
+	// Claim is an unlocked batch's standalone claim token, as Begin.Claim is a locked one's.
+	Claim int64
+}
+
+// Fence is a shard's claim on the markets a batch wrote for: each owned by Shard under its epoch.
+type Fence struct {
+	Shard   string
+	Markets []uuid.UUID // sorted, the order their rows are locked in
+	Epochs  []int64
+}
+
+// Reset empties the batch, keeping its storage.
+func (b *Batch) Reset(now time.Time) {
+	*b = Batch{Now: now, NewOrders: b.NewOrders[:0], OrderUpdates: b.OrderUpdates[:0], Trades: b.Trades[:0],
+		Cash: b.Cash[:0], Shares: b.Shares[:0], Markets: b.Markets[:0], Events: b.Events[:0], Settlements: b.Settlements[:0]}
+}
+
+// TradeRow is one fill as stored.
+type TradeRow struct {
+	Trade
+	Seq           int64
+	Kind          string
+	TakerOrderSeq int64
+	MakerOrderSeq int64
+	TakerAccount  int64
+	MakerAccount  int64
+}
+
+// CashDelta changes one account's available and locked cash, and adds the batch's events of the
+// account, if any, to its feed.
+type CashDelta struct {
+	Account   int64
+	Available int64
+	Locked    int64
+	// EventCount events, as a JSON array without their numbers (migration 017); nil for none.
+	EventCount int64
+	Events     []byte
+}
+
+// AccountEvents is what a committed batch added to one account's feed: its events, numbered
+// First to Last, as a JSON array without their numbers.
+type AccountEvents struct {
+	Account     int64
+	First, Last int64
+	Events      []byte
+}
+
+// SettledHolding is one holding a settlement paid, as settle() reports it.
+type SettledHolding struct {
+	Market    uuid.UUID
+	Account   int64
+	Outcome   string
+	Quantity  int64
+	Payout    int64
+	Status    string // the market's new status: RESOLVED or CANCELED
+	SettledAt time.Time
+	LastSeq   int64 // the account's last feed number once the settlement is numbered
+}
+
+// ShareDelta changes one account's holding of one outcome of one market.
+type ShareDelta struct {
+	Account  int64
+	Market   uuid.UUID
+	Outcome  string
+	Quantity int64
+	Locked   int64
+}
+
+// MarketUpdate records a market's last trade price and, when Status is set, a move between OPEN
+// and CLOSED.
+type MarketUpdate struct {
+	ID             uuid.UUID
+	LastTradePrice *int
+	Status         domain.MarketStatus // "" leaves it
+	EventSeq       int64               // the feed's last number after the batch; 0 leaves it
+}
+
+// EventBatch is what one batch changed in one market: its feed events numbered First to Last, as a
+// JSON array (feed.Encode).
+type EventBatch struct {
+	Market      uuid.UUID
+	First, Last int64
+	Events      []byte
+}
+
+// Settlement resolves a market (Outcome YES or NO) or cancels it (Outcome empty).
+type Settlement struct {
+	Market  uuid.UUID
+	Outcome string
+}
+
+// orderColumnsOf lays orders out as newOrdersPart's parameters, one array per column.
+func orderColumnsOf(os []Order) []any {
+	n := len(os)
+	ids, markets, seqs, accounts := make([][16]byte, n), make([][16]byte, n), make([]int64, n), make([]int64, n)
+	sides, outcomes, prices := make([]string, n), make([]string, n), make([]int16, n)
+	qty, filled, status := make([]int64, n), make([]int64, n), make([]string, n)
+	tifs, expires, postOnly, selfTrade := make([]string, n), make([]*time.Time, n), make([]bool, n), make([]string, n)
+	clientIDs, placements, reasons, priorities := make([]*string, n), make([]*string, n), make([]*string, n), make([]int64, n)
+	for i, o := range os {
+		ids[i], markets[i], seqs[i], accounts[i] = o.ID, o.MarketID, o.Seq, o.AccountID
+		sides[i], outcomes[i], prices[i] = o.Side, o.Outcome, int16(o.Price)
+		qty[i], filled[i], status[i] = o.Quantity, o.FilledQuantity, o.Status.String()
+		tifs[i], expires[i], postOnly[i], selfTrade[i] = cmp.Or(o.TimeInForce, "GTC"), o.ExpiresAt, o.PostOnly, cmp.Or(o.SelfTrade, "CANCEL_RESTING")
+		clientIDs[i], placements[i], reasons[i], priorities[i] = o.ClientOrderID, o.Placement, o.CancelReason, o.Priority
+	}
+	return []any{ids, markets, seqs, accounts, sides, outcomes, prices, qty, filled, status, tifs, expires, postOnly,
+		selfTrade, clientIDs, placements, reasons, priorities}
+}
+
+// tradeColumnsOf lays trades out as tradesPart's parameters, one array per column.
+func tradeColumnsOf(ts []TradeRow) []any {
+	n := len(ts)
+	ids, markets, seqs, kinds := make([][16]byte, n), make([][16]byte, n), make([]int64, n), make([]string, n)
+	yes, qty, takerSeq, makerSeq := make([]int16, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	takerAcc, makerAcc, sides, outcomes, prices := make([]int64, n), make([]int64, n), make([]string, n), make([]string, n), make([]int16, n)
+	for i, t := range ts {
+		ids[i], markets[i], seqs[i], kinds[i] = t.ID, t.MarketID, t.Seq, t.Kind
+		yes[i], qty[i], takerSeq[i], makerSeq[i] = int16(t.YesPrice), t.Quantity, t.TakerOrderSeq, t.MakerOrderSeq
+		takerAcc[i], makerAcc[i], sides[i], outcomes[i], prices[i] = t.TakerAccount, t.MakerAccount, t.Side, t.Outcome, int16(t.Price)
+	}
+	return []any{ids, markets, seqs, kinds, yes, qty, takerSeq, makerSeq, takerAcc, makerAcc, sides, outcomes, prices}
+}

@@ -1,0 +1,118 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pmx-dev/pmx/internal/tools/loadgen"
+)
+
+// testWriter sends progress lines to the test log.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// TestRunSmoke builds pmx and benches it for a moment with each mix: a real pmx dev on a real
+// durable cluster. It checks that the figures are sane, never how fast anything is.
+func TestRunSmoke(t *testing.T) {
+	bin := buildPMX(t)
+	for _, mix := range loadgen.Mixes {
+		t.Run(string(mix), func(t *testing.T) { smoke(t, bin, mix) })
+	}
+	t.Run("distributed", func(t *testing.T) { smokeDistributed(t, bin) })
+}
+
+// buildPMX builds pmx into the test's temporary folder.
+func buildPMX(t *testing.T) string {
+	bin := filepath.Join(t.TempDir(), "pmx")
+	// Without symbols the (large) binary links in half the time.
+	if out, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "github.com/pmx-dev/pmx/cmd/pmx").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// smokeDistributed runs a short distributed bench: a kube-apiserver and etcd (from `make
+// k8s-bins`, as the tests' control planes), the operator, two shards and two fronts.
+func smokeDistributed(t *testing.T, bin string) {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		found, _ := filepath.Glob(filepath.Join("..", "bin", "k8s", "*"))
+		if len(found) == 0 {
+			t.Fatal("no kube-apiserver and etcd: run make k8s-bins (make test does)")
+		}
+		assets = found[len(found)-1]
+	}
+	res, text := run(t, Options{PMX: bin, Bots: 4, Markets: 2, Duration: time.Second, Command: "test",
+		Distributed: true, Shards: 2, Fronts: 2, KubeAssets: assets, ShardArgs: []string{"--shards=1"}})
+	if !strings.Contains(text, "2 pmx shard, 2 pmx api") || res.Distributed == nil {
+		t.Errorf("the report does not describe the distributed exchange: %+v", res.Distributed)
+	}
+	checkRun(t, res, loadgen.MixBasic)
+}
+
+// run runs a bench (with at most 3 minutes for it) and returns its result and report.
+func run(t *testing.T, o Options) (*Result, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	o.Progress = testWriter{t}
+	res, err := Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	if err := res.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + text.String())
+	return res, text.String()
+}
+
+func smoke(t *testing.T, bin string, mix loadgen.Mix) {
+	res, _ := run(t, Options{PMX: bin, Bots: 4, Markets: 2, Duration: time.Second, Mix: mix, Command: "test"})
+	checkRun(t, res, mix)
+}
+
+// checkRun checks the one closed-loop run of a smoke bench of 4 bots on 2 markets.
+func checkRun(t *testing.T, res *Result, mix loadgen.Mix) {
+	t.Helper()
+	if len(res.Runs) != 1 || res.Mix != mix {
+		t.Fatalf("%d runs of the %s mix, want 1 of %s", len(res.Runs), res.Mix, mix)
+	}
+	r := res.Runs[0]
+	switch {
+	case r.Mode != "closed" || r.Loadgen == nil || r.Loadgen.Markets != 2 || r.Loadgen.Bots != 4 || r.Loadgen.Mix != mix:
+		t.Errorf("the run is not the one asked for: %+v", r)
+	case r.Orders <= 0 || r.OrdersPerSec <= 0 || r.P50Us <= 0 || r.P99Us < r.P50Us:
+		t.Errorf("orders %d, %.1f/s, p50 %dµs, p99 %dµs", r.Orders, r.OrdersPerSec, r.P50Us, r.P99Us)
+	case r.Failed != 0:
+		t.Errorf("%d requests failed: %+v", r.Failed, r.Loadgen.Errors)
+	case !(r.TransactionsPerOrder > 0 && r.TransactionsPerOrder < 10):
+		t.Errorf("%.2f transactions per order (%d in all)", r.TransactionsPerOrder, r.Transactions)
+	case !(r.CPU.PMX > 0 && r.CPU.Postgres > 0 && r.CPUPerOrderUs > 0):
+		t.Errorf("CPU %+v, %.0fµs per order", r.CPU, r.CPUPerOrderUs)
+	}
+	if mix == loadgen.MixMarketMaker {
+		var batched int64
+		for _, k := range r.Loadgen.Requests {
+			if k.Kind == "place-batch" {
+				batched = k.ItemsOK
+			}
+		}
+		if batched == 0 || r.Orders <= batched {
+			t.Errorf("%d orders, %d of them in batches: want both kinds of placement", r.Orders, batched)
+		}
+	}
+	if pg := res.Machine.Postgres; pg.Fsync != "on" || pg.SynchronousCommit != "on" {
+		t.Errorf("the cluster is not durable: %+v", pg)
+	}
+}

@@ -1,0 +1,118 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pmx-dev/pmx/internal/kit/pgcluster"
+)
+
+// startPostgres starts a fresh private cluster in dir/postgres with pmx dev's durable settings and
+// connects to it for its counters. stop closes the connection and stops the cluster; it must be
+// called, also after an error (then it has nothing to do).
+func startPostgres(ctx context.Context, dir string, logger *slog.Logger) (_ *pgcluster.Cluster, _ *pgStats, info PostgresInfo, stop func() error, err error) {
+	stop = func() error { return nil }
+	cluster, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: filepath.Join(dir, "postgres"), Logger: logger})
+	if err != nil {
+		return nil, nil, info, stop, err
+	}
+	stop = func() error {
+		stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		return cluster.Stop(stopCtx)
+	}
+	stats, err := connectStats(ctx, cluster.URL())
+	if err != nil {
+		return nil, nil, info, stop, err
+	}
+	stopCluster := stop
+	stop = func() error {
+		stats.close()
+		return stopCluster()
+	}
+	if info, err = stats.settings(ctx); err != nil {
+		return nil, nil, info, stop, err
+	}
+	return cluster, stats, info, stop, nil
+}
+
+// pgStats reads the counters of the bench's Postgres cluster over one connection of its own.
+type pgStats struct {
+	conn *pgx.Conn
+}
+
+func connectStats(ctx context.Context, url string) (*pgStats, error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("while connecting to the bench's Postgres: %w", err)
+	}
+	if err := conn.Ping(ctx); err != nil {
+		conn.Close(context.Background())
+		return nil, fmt.Errorf("while connecting to the bench's Postgres: %w", err)
+	}
+	return &pgStats{conn: conn}, nil
+}
+
+func (p *pgStats) close() { _ = p.conn.Close(context.Background()) }
+
+// transactions is the number of transactions the cluster has finished, committed or rolled back,
+// in every database. A backend publishes its counts when it goes idle, at most once a second, and
+// when it exits; see waitClientsGone for reading a final figure.
+func (p *pgStats) transactions(ctx context.Context) (int64, error) {
+	var n int64
+	err := p.conn.QueryRow(ctx, `select coalesce(sum(xact_commit + xact_rollback), 0)::bigint from pg_stat_database`).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("while reading pg_stat_database: %w", err)
+	}
+	return n, nil
+}
+
+// waitClientsGone waits until no client backend but ours is connected. A backend writes out its
+// pending statistics before it leaves pg_stat_activity, so once pmx dev's connections are gone
+// pg_stat_database counts all of its transactions.
+func (p *pgStats) waitClientsGone(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for delay := 2 * time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
+		var n int
+		err := p.conn.QueryRow(ctx, `select count(*) from pg_stat_activity
+			where backend_type = 'client backend' and pid <> pg_backend_pid()`).Scan(&n)
+		if err != nil {
+			return fmt.Errorf("while waiting for pmx dev's connections to close: %w", err)
+		}
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d connections to Postgres were still open after pmx dev stopped: %w", n, ctx.Err())
+		case <-time.After(delay):
+		}
+	}
+}
+
+// scheduledMarkets lists the OPEN markets placed on a shard (distributed mode).
+func (p *pgStats) scheduledMarkets(ctx context.Context) ([]string, error) {
+	rows, err := p.conn.Query(ctx, `select id::text from markets where status = 'OPEN' and shard is not null`)
+	if err != nil {
+		return nil, fmt.Errorf("while reading the markets: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// settings reads the server's version and durability settings, for the report.
+func (p *pgStats) settings(ctx context.Context) (PostgresInfo, error) {
+	var info PostgresInfo
+	err := p.conn.QueryRow(ctx, `select current_setting('server_version'), current_setting('fsync'),
+		current_setting('synchronous_commit'), current_setting('full_page_writes')`).
+		Scan(&info.Version, &info.Fsync, &info.SynchronousCommit, &info.FullPageWrites)
+	if err != nil {
+		return info, fmt.Errorf("while reading the Postgres settings: %w", err)
+	}
+	return info, nil
+}

@@ -1,0 +1,102 @@
+package bench
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pmx-dev/pmx/internal/tools/loadgen"
+)
+
+// WriteJSON writes the result as an indented JSON object, each run with its full loadgen report.
+func (r *Result) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText writes the result for people: the setting, one table row per run and what each
+// column means.
+func (r *Result) WriteText(w io.Writer) error {
+	var b strings.Builder
+	m, pg := r.Machine, r.Machine.Postgres
+	exchange := "pmx dev"
+	if d := r.Distributed; d != nil {
+		exchange = fmt.Sprintf("the distributed exchange (pmx operator on a kube-apiserver, %d pmx shard, %d pmx api; the bots spread over the api)", d.Shards, d.Fronts)
+	}
+	fmt.Fprintf(&b, "pmx bench: %s on a private PostgreSQL %s, fresh for each run (fsync %s, synchronous_commit %s, full_page_writes %s), driven by pmx loadgen\n",
+		exchange, pg.Version, pg.Fsync, pg.SynchronousCommit, pg.FullPageWrites)
+	cpu := ""
+	if m.CPU != "" {
+		cpu = " (" + m.CPU + ")"
+	}
+	fmt.Fprintf(&b, "%-8s %d cores%s, %s/%s, %s\n", "machine", m.Cores, cpu, m.OS, m.Arch, m.GoVersion)
+	fmt.Fprintf(&b, "%-8s %s\n", "command", r.Command)
+	fmt.Fprintf(&b, "%-8s %s\n", "pmx", r.PMX)
+	fmt.Fprintf(&b, "%-8s %d bots on %d markets, %s per run, seed %d, %s mix; rate limits lifted (PMX_READ_RATE=0 PMX_WRITE_RATE=0)\n\n", "load", r.Bots, r.Markets,
+		time.Duration(r.DurationSeconds*float64(time.Second)), r.Seed, cmp.Or(r.Mix, loadgen.MixBasic))
+
+	const row = "%-14s %10s %8s %8s %8s  %10s  %9s %8s %8s  %5s %5s %7s\n"
+	fmt.Fprintf(&b, row, "load", "orders/s", "p50", "p99", "p99.9", "xact/order", "CPU/order", "pmx", "postgres", "cores", "other", "failed")
+	for i := range r.Runs {
+		x := &r.Runs[i]
+		load := "closed loop"
+		if x.Mode == "open" {
+			load = "open " + formatCount(x.OfferedRate) + "/s"
+		}
+		perOrder := func(v float64) string {
+			if x.Orders == 0 {
+				return "-"
+			}
+			return formatUs(int64(math.Round(v)))
+		}
+		xact := "-"
+		if x.Orders > 0 {
+			xact = strconv.FormatFloat(x.TransactionsPerOrder, 'f', 2, 64)
+		}
+		fmt.Fprintf(&b, row, load, formatRate(x.OrdersPerSec), latency(x, x.P50Us), latency(x, x.P99Us), latency(x, x.P999Us),
+			xact, perOrder(x.CPUPerOrderUs), perOrder(x.PMXPerOrderUs), perOrder(x.PGPerOrderUs),
+			strconv.FormatFloat(x.CoresBusy, 'f', 2, 64), strconv.FormatFloat(x.OtherCores, 'f', 2, 64), formatCount(float64(x.Failed)))
+	}
+	for i := range r.Runs {
+		if f := r.Runs[i].Feed; f != nil {
+			fmt.Fprintf(&b, "feed, run %d: %d subscribers received %s events/s together (%s events), commit to receipt p50 %s p99 %s, %d disconnects\n",
+				i+1, f.Subscribers, formatRate(f.EventsPerSec), formatCount(float64(f.Events)), formatUs(f.P50Us), formatUs(f.P99Us), f.Disconnects)
+		}
+	}
+	b.WriteString(`
+orders/s    placements acknowledged per second of the run, each placement of a batch counted
+p50..p99.9  latency of single placements (POST /order) to the last response byte, from the send
+            (closed loop) or from the scheduled send time (open loop, so queueing behind a stall
+            counts); -v or --json gives every request kind's
+xact/order  Postgres transactions (pg_stat_database xact_commit + xact_rollback) per order
+CPU/order   CPU time (user + system, from /proc) of pmx (pmx dev, or every pmx process of the
+            distributed exchange) and every Postgres process per order, then split into pmx and
+            postgres; the load generator's own CPU is not in it
+cores       CPU seconds per second of pmx, Postgres and the load generator together
+other       CPU seconds per second of every other process (/proc/stat): well above 0, the run was disturbed
+`)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func latency(x *RunResult, us int64) string {
+	if x.Orders == 0 && us == 0 {
+		return "-"
+	}
+	return formatUs(us)
+}
+
+// formatUs prints a duration given in microseconds as the load generator prints latencies.
+func formatUs(us int64) string { return loadgen.FormatLatency(time.Duration(us) * time.Microsecond) }
+
+// formatCount prints a whole number with thousands separators (fractions are rounded).
+func formatCount(f float64) string { return loadgen.FormatInt(int64(math.Round(f))) }
+
+// formatRate prints a rate with thousands separators and one decimal.
+func formatRate(f float64) string { return loadgen.FormatRate(f) }

@@ -1,0 +1,129 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pmx-dev/pmx/internal/tools/loadgen"
+)
+
+func sampleResult() *Result {
+	machine := Machine{Cores: 2, CPU: "Example CPU", OS: "linux", Arch: "amd64", GoVersion: "go1.26.8",
+		Postgres: PostgresInfo{Version: "15.18", Fsync: "on", SynchronousCommit: "on", FullPageWrites: "on"}}
+	closed := newRunResult(0, &loadgen.Report{Mode: "closed", Seconds: 20, Orders: 30_000, OrdersPerSec: 1500,
+		Requests: []loadgen.KindStats{{Kind: "place", P50Us: 38_123, P99Us: 95_040, P999Us: 140_400}, {Kind: "cancel", P50Us: 1}}},
+		36_000, cpuSample{pmx: 24 * time.Second, postgres: 12 * time.Second, loadgen: 4 * time.Second, machine: 44 * time.Second})
+	open := newRunResult(20_000, &loadgen.Report{Mode: "open", TargetRate: 20_000, Seconds: 20, Orders: 31_234, OrdersPerSec: 1561.7, Failed: 12,
+		Requests: []loadgen.KindStats{{Kind: "place", P50Us: 8_100_000, P99Us: 17_990_000, P999Us: 18_500_000}}},
+		30_000, cpuSample{pmx: 25 * time.Second, postgres: 13 * time.Second, loadgen: 2 * time.Second})
+	none := newRunResult(500, &loadgen.Report{Mode: "open", TargetRate: 500, Seconds: 1}, 3, cpuSample{})
+	return &Result{Command: "pmx bench --sweep 20000,500", PMX: "/bin/pmx", Machine: machine, Bots: 64, Markets: 8,
+		DurationSeconds: 20, Seed: 1, Mix: loadgen.MixMarketMaker, Runs: []RunResult{*closed, *open, *none}}
+}
+
+func TestNewRunResult(t *testing.T) {
+	r := sampleResult().Runs[0]
+	if r.P50Us != 38_123 || r.P99Us != 95_040 || r.P999Us != 140_400 {
+		t.Errorf("placement latencies: %+v", r)
+	}
+	if r.TransactionsPerOrder != 1.2 || r.PMXPerOrderUs != 800 || r.PGPerOrderUs != 400 || r.CPUPerOrderUs != 1200 {
+		t.Errorf("per order: %.3f xact, %.1fµs pmx, %.1fµs postgres, %.1fµs CPU", r.TransactionsPerOrder, r.PMXPerOrderUs, r.PGPerOrderUs, r.CPUPerOrderUs)
+	}
+	if r.CoresBusy != 2 || r.OtherCores != 0.2 {
+		t.Errorf("cores busy %v, others %v; want 2 and 0.2", r.CoresBusy, r.OtherCores)
+	}
+	if z := sampleResult().Runs[2]; z.TransactionsPerOrder != 0 || z.CPUPerOrderUs != 0 {
+		t.Errorf("a run without orders has per-order figures: %+v", z)
+	}
+}
+
+func TestWriteText(t *testing.T) {
+	var b bytes.Buffer
+	if err := sampleResult().WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := `pmx bench: pmx dev on a private PostgreSQL 15.18, fresh for each run (fsync on, synchronous_commit on, full_page_writes on), driven by pmx loadgen
+machine  2 cores (Example CPU), linux/amd64, go1.26.8
+command  pmx bench --sweep 20000,500
+pmx      /bin/pmx
+load     64 bots on 8 markets, 20s per run, seed 1, market-maker mix; rate limits lifted (PMX_READ_RATE=0 PMX_WRITE_RATE=0)
+
+load             orders/s      p50      p99    p99.9  xact/order  CPU/order      pmx postgres  cores other  failed
+closed loop       1,500.0   38.1ms   95.0ms    140ms        1.20     1.20ms    800µs    400µs   2.00  0.20       0
+open 20,000/s     1,561.7    8.10s   17.99s   18.50s        0.96     1.22ms    800µs    416µs   2.00  0.00      12
+open 500/s            0.0        -        -        -           -          -        -        -   0.00  0.00       0
+`
+	got := b.String()
+	if !strings.HasPrefix(got, want) {
+		t.Fatalf("WriteText:\n%s\nwant it to start with:\n%s", got, want)
+	}
+	for _, s := range []string{"xact/order  Postgres transactions", "CPU/order   CPU time", "the load generator's own CPU is not in it",
+		"each placement of a batch counted", "latency of single placements (POST /order)"} {
+		if !strings.Contains(got, s) {
+			t.Errorf("the legend lacks %q", s)
+		}
+	}
+}
+
+func TestWriteJSON(t *testing.T) {
+	var b bytes.Buffer
+	if err := sampleResult().WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		Mix     string
+		Machine struct {
+			Cores    int
+			Postgres struct{ Fsync string }
+		}
+		Runs []map[string]any
+	}
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Mix != "market-maker" || back.Machine.Cores != 2 || back.Machine.Postgres.Fsync != "on" || len(back.Runs) != 3 {
+		t.Fatalf("JSON: %s", b.String())
+	}
+	for _, k := range []string{"ordersPerSec", "p50Us", "p99Us", "p999Us", "pgTransactionsPerOrder", "cpuPerOrderUs", "cpuSeconds", "otherCores", "loadgen"} {
+		if _, ok := back.Runs[0][k]; !ok {
+			t.Errorf("run JSON lacks %q", k)
+		}
+	}
+}
+
+func TestFormatting(t *testing.T) {
+	for _, tt := range []struct{ got, want string }{
+		{formatUs(0), "0µs"}, {formatUs(999), "999µs"}, {formatUs(1234), "1.23ms"}, {formatUs(12_345), "12.3ms"},
+		{formatUs(123_456), "123ms"}, {formatUs(1_234_567), "1.23s"},
+		{formatCount(0), "0"}, {formatCount(999), "999"}, {formatCount(1000), "1,000"}, {formatCount(1_234_567.4), "1,234,567"},
+		{formatCount(-1500), "-1,500"},
+		{formatRate(0), "0.0"}, {formatRate(1523.44), "1,523.4"}, {formatRate(999.96), "1,000.0"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+}
+
+func TestParseRates(t *testing.T) {
+	got, err := ParseRates(" 500, 1_000,2500.5,")
+	if err != nil || len(got) != 3 || got[0] != 500 || got[1] != 1000 || got[2] != 2500.5 {
+		t.Fatalf("ParseRates = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", ",", "0", "-5", "1000,abc", "inf", "NaN"} {
+		if r, err := ParseRates(bad); err == nil {
+			t.Errorf("ParseRates(%q) = %v, want an error", bad, r)
+		}
+	}
+}
+
+func TestCommandLine(t *testing.T) {
+	got := CommandLine([]string{"/bin/pmx", "bench", "--sweep", "1000,2000", "--dev-arg=--log-level=warn", "it's", "", "a b"})
+	want := `/bin/pmx bench --sweep 1000,2000 --dev-arg=--log-level=warn 'it'\''s' '' 'a b'`
+	if got != want {
+		t.Fatalf("CommandLine:\n got %s\nwant %s", got, want)
+	}
+}
