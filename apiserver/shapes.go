@@ -9,7 +9,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
-// The public API's JSON shapes, as API-SPEC.md and openapi.yaml define them. The store's rows
+// The public API's JSON shapes, as the API contract (openapi.yaml) defines them. The store's rows
 // carry more (sequence numbers, internal ids) and no JSON; these say exactly what a client sees.
 // They are exported for Go clients and tests that read the API.
 

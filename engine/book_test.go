@@ -409,7 +409,7 @@ func TestBitset(t *testing.T) {
 }
 
 func TestKeys(t *testing.T) {
-	// The YES price where each kind of order sits, and which side, follow DESIGN §3.
+	// The YES price where each kind of order sits, and which side, follow docs/architecture.md §3.
 	tests := []struct {
 		side     Side
 		outcome  Outcome

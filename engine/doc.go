@@ -1,8 +1,8 @@
 // Package engine owns the order book and matching of a pmx market.
 //
 // One Book holds one market's resting orders in YES terms: a YES bid at p and a NO ask at 100−p
-// are the same thing (DESIGN §3), so there is exactly one book with 99 price levels per side.
-// Matching is price-time priority at the maker's price, with self-trade prevention.
+// are the same thing (docs/architecture.md §3), so there is exactly one book with 99 price levels
+// per side. Matching is price-time priority at the maker's price, with self-trade prevention.
 //
 // Orders are limit orders. Each has a time in force — GTC and GTD rest what does not fill, IOC
 // cancels it, FOK fills entirely or not at all — and may be post-only, refused rather than let

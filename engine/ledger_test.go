@@ -83,8 +83,8 @@ func (l *ledger) apply(r *Result) {
 	}
 }
 
-// check verifies every invariant of DESIGN §3 over the ledger and the book, returning the first
-// violation.
+// check verifies every invariant of docs/architecture.md §3 over the ledger and the book,
+// returning the first violation.
 func (l *ledger) check(b *Book) error {
 	if bid, ask := b.BestBid(), b.BestAsk(); bid >= ask {
 		return fmt.Errorf("crossed book: best bid %d >= best ask %d", bid, ask)

@@ -73,7 +73,8 @@ func (s Status) String() string {
 // Resting reports whether an order in this status sits in the book.
 func (s Status) Resting() bool { return s == StatusOpen || s == StatusPartiallyFilled }
 
-// Kind says what a match between a bid and an ask does to the shares of a market (DESIGN §3).
+// Kind says what a match between a bid and an ask does to the shares of a market
+// (docs/architecture.md §3).
 type Kind uint8
 
 // Match kinds.

@@ -298,8 +298,8 @@ func TestInvalidResponses(t *testing.T) {
 	}
 }
 
-// The document must list exactly the statuses of API-SPEC §7 plus the success status (and the
-// documented pmx additions).
+// The document must list exactly the statuses the API contract gives each operation
+// (docs/architecture.md §2) plus the success status (and the documented pmx additions).
 func TestDocumentedStatuses(t *testing.T) {
 	v := NewValidator(t)
 	want := []string{

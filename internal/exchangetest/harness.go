@@ -1,6 +1,6 @@
 // Package exchangetest drives a running pmx exchange over real HTTP and checks it: the contract
-// suite, the invariants of DESIGN §3 in SQL, and the helpers the soak and crash tests share. The
-// same suite runs against the standalone exchange and, later, the distributed one.
+// suite, the invariants of docs/architecture.md §3 in SQL, and the helpers the soak and crash
+// tests share. The same suite runs against the standalone exchange and the distributed one.
 package exchangetest
 
 import (

@@ -12,7 +12,8 @@ import (
 	"github.com/pmx-dev/pmx/engine"
 )
 
-// invariants are the rules of DESIGN §3, each a query that returns one row per violation.
+// invariants are the rules of docs/architecture.md §3 (and a few of the schema's own), each a
+// query that returns one row per violation.
 var invariants = []struct{ name, query string }{
 	{"cash is conserved: Σ available + locked + 100 × pairs outstanding = Σ grants", `
 		select a.money + 100 * p.pairs, g.granted

@@ -1,8 +1,9 @@
-// Package market holds the rules of a market's lifecycle (DESIGN §4) that the standalone exchange
-// and the operator share: checking a spec by the Market CRD's rules and recording it (Validate,
-// Create, Record, Sync), what a spec asks for (Intent), which status transitions are legal and
-// what each one entails (Transition, whose Plan the shard carries out and the store settles), and
-// closing markets when their closesAt arrives (Closer). It does no settlement itself.
+// Package market holds the rules of a market's lifecycle (docs/architecture.md §4) that the
+// standalone exchange and the operator share: checking a spec by the Market CRD's rules and
+// recording it (Validate, Create, Record, Sync), what a spec asks for (Intent), which status
+// transitions are legal and what each one entails (Transition, whose Plan the shard carries out and
+// the store settles), and closing markets when their closesAt arrives (Closer). It does no
+// settlement itself.
 package market
 
 import (

@@ -46,7 +46,7 @@ func FieldError(field, code, format string, args ...any) *Error {
 	return &Error{Status: http.StatusBadRequest, Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
-// ErrorBody is the JSON shape of every error answer (DESIGN §2).
+// ErrorBody is the JSON shape of every error answer (docs/architecture.md §2).
 type ErrorBody struct {
 	Error   string       `json:"error"`
 	Details ErrorDetails `json:"details"`
