@@ -118,7 +118,7 @@ func TestAbuseCredentials(t *testing.T) {
 
 	var mu sync.Mutex
 	answers := map[string]map[int]int{} // kind → status → count
-	var problems []string
+	var found problems
 	start := time.Now()
 	var wg sync.WaitGroup
 	neighbour := 0
@@ -127,9 +127,7 @@ func TestAbuseCredentials(t *testing.T) {
 		defer tick.Stop()
 		for ; time.Since(start) < abuseGuessing; <-tick.C {
 			if status, raw := sameAddress(); status != http.StatusOK {
-				mu.Lock()
-				problems = append(problems, fmt.Sprintf("the good key behind the attacker's address: %d %s", status, raw))
-				mu.Unlock()
+				found.add("the good key behind the attacker's address: %d %s", status, raw)
 			}
 			neighbour++
 		}
@@ -142,9 +140,7 @@ func TestAbuseCredentials(t *testing.T) {
 			hammer(abuseGuessers, abuseGuessing, func(int) bool {
 				resp, err := r.attacker.Do(k.request())
 				if err != nil {
-					mu.Lock()
-					problems = append(problems, k.name+": "+err.Error())
-					mu.Unlock()
+					found.add("%s: %v", k.name, err)
 					return false
 				}
 				raw, _ := io.ReadAll(resp.Body)
@@ -158,10 +154,10 @@ func TestAbuseCredentials(t *testing.T) {
 					var e ErrorBody
 					retry, err := strconv.Atoi(resp.Header.Get("Retry-After"))
 					if json.Unmarshal(raw, &e) != nil || e.Details.Code != "too_many_failures" || err != nil || retry < 1 || retry > 5 {
-						problems = append(problems, fmt.Sprintf("%s: 429 with Retry-After %q: %s", k.name, resp.Header.Get("Retry-After"), raw))
+						found.add("%s: 429 with Retry-After %q: %s", k.name, resp.Header.Get("Retry-After"), raw)
 					}
 				default:
-					problems = append(problems, fmt.Sprintf("%s: %d %s", k.name, resp.StatusCode, raw))
+					found.add("%s: %d %s", k.name, resp.StatusCode, raw)
 				}
 				return true
 			})
@@ -171,13 +167,7 @@ func TestAbuseCredentials(t *testing.T) {
 	elapsed := time.Since(start)
 	close(adminStop)
 	<-adminDone
-	for i, p := range problems {
-		if i == 5 {
-			t.Errorf("... %d more", len(problems)-5)
-			break
-		}
-		t.Error(p)
-	}
+	found.report(t)
 
 	// Every kind met the limit, and the credentials checked (a Postgres statement each, for feed
 	// tokens and unknown keys) stay within it: its burst, its rate over the attack, and the guesses

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -71,15 +70,8 @@ func testInternalAPIAbuse(t *testing.T, c *cluster) {
 		return resp.StatusCode, raw, err
 	}
 
-	var mu sync.Mutex
-	var problems []string
-	report := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(problems) < 10 {
-			problems = append(problems, fmt.Sprintf(format, args...))
-		}
-	}
+	var found problems
+	report := found.add
 	g := tradeDuring(tg.URL, good.Key, market)
 	sent := hammer(abuseInternalAttacker, abuseInternalFor, func(i int) bool {
 		for _, body := range bad {
@@ -102,9 +94,7 @@ func testInternalAPIAbuse(t *testing.T, c *cluster) {
 		return true
 	})
 	g.finish(t, "bad requests to the internal API", abuseMaxPlacement)
-	for _, p := range problems {
-		t.Error(p)
-	}
+	found.report(t)
 	t.Logf("%d rounds of %d bad placements and a place-many sent to %s", sent, len(bad), owner)
 	if t.Failed() {
 		return

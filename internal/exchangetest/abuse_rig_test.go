@@ -187,3 +187,37 @@ func hammer(n int, d time.Duration, attack func(i int) bool) int {
 	wg.Wait()
 	return count
 }
+
+// problems collects what an attack's goroutines found wrong, for the test to report once they
+// are done: the first abuseMaxProblems of them and how many more.
+type problems struct {
+	mu    sync.Mutex
+	found []string
+	more  int
+}
+
+const abuseMaxProblems = 10
+
+// add records a problem; safe for concurrent use.
+func (p *problems) add(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.found) == abuseMaxProblems {
+		p.more++
+		return
+	}
+	p.found = append(p.found, fmt.Sprintf(format, args...))
+}
+
+// report fails t with every problem recorded.
+func (p *problems) report(t *testing.T) {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, f := range p.found {
+		t.Error(f)
+	}
+	if p.more > 0 {
+		t.Errorf("... and %d more", p.more)
+	}
+}

@@ -51,13 +51,8 @@ func TestAbuse(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var problems []string
-	report := func(format string, args ...any) {
-		mu.Lock()
-		problems = append(problems, fmt.Sprintf(format, args...))
-		mu.Unlock()
-	}
+	var found problems
+	report := found.add
 
 	// Slow bodies: without a key, refused at once; with a key, held until the read limit.
 	slowCut := make(chan time.Duration, abuseSlowBodies)
@@ -276,9 +271,7 @@ func TestAbuse(t *testing.T) {
 	close(headerCut)
 	stop()
 
-	for _, p := range problems {
-		t.Error(p)
-	}
+	found.report(t)
 	if served > 512 || served+refused != abuseIdleConns {
 		t.Errorf("one address held %d connections open (%d refused); at most 512 may be", served, refused)
 	}

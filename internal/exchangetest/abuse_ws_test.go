@@ -121,15 +121,9 @@ func TestAbuseFeed(t *testing.T) {
 		}
 	}
 
+	var found problems
+	report := found.add
 	var mu sync.Mutex
-	var problems []string
-	report := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(problems) < 10 {
-			problems = append(problems, fmt.Sprintf(format, args...))
-		}
-	}
 	var publicLet, publicRefused, keyedLet, keyedRefused, reconnects int
 	count := func(n *int) {
 		mu.Lock()
@@ -195,9 +189,7 @@ func TestAbuseFeed(t *testing.T) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	g.finish(t, "feed resumes", abuseMaxPlacement)
-	for _, p := range problems {
-		t.Error(p)
-	}
+	found.report(t)
 
 	t.Logf("public: %d resumes from 0 let in, %d refused, over %d connections; keyed: %d let in, %d refused, in %v",
 		publicLet, publicRefused, reconnects, keyedLet, keyedRefused, elapsed)

@@ -35,22 +35,9 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	ctx := context.Background()
 	st := storetest.New(t)
-	now := time.Now()
-	m, err := st.CreateMarket(ctx, store.Market{ID: uuid.New(), Question: "q", Category: "c", LabelA: "Yes", LabelB: "No", CreatedAt: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := st.CreateAccount(ctx, "alice", 100_000, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := st.CreateAccount(ctx, "bob", 100_000, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &fixture{st: st, market: m.ID, alice: a.ID, bob: b.ID}
+	return &fixture{st: st, market: storetest.Market(t, st), alice: storetest.Account(t, st, "alice", 100_000),
+		bob: storetest.Account(t, st, "bob", 100_000)}
 }
 
 func (f *fixture) shard(t *testing.T, name string) *Shard {

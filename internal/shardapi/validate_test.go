@@ -37,25 +37,20 @@ type internalRig struct {
 	account int64
 }
 
-func newInternalRig(t *testing.T) *internalRig {
+func newInternalRig(t *testing.T) *internalRig { return newNamedInternalRig(t, "") }
+
+// newNamedInternalRig is newInternalRig with a shard of that name (unnamed when ""), as pmx shard
+// runs one.
+func newNamedInternalRig(t *testing.T, name string) *internalRig {
 	t.Helper()
-	ctx := context.Background()
 	st := storetest.New(t)
-	now := time.Now()
-	m, err := st.CreateMarket(ctx, store.Market{ID: uuid.New(), Question: "q", Category: "c", LabelA: "Yes", LabelB: "No", CreatedAt: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := st.CreateAccount(ctx, "alice", 1_000_000, now)
-	if err != nil {
-		t.Fatal(err)
-	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	sh := shard.New(shard.Config{Store: st, Logger: log})
+	sh := shard.New(shard.Config{Store: st, Name: name, Logger: log})
 	t.Cleanup(sh.Stop)
 	srv := httptest.NewServer(Server{Shard: sh, Store: st, Token: validateToken, Logger: log}.Handler())
 	t.Cleanup(srv.Close)
-	return &internalRig{t: t, url: srv.URL, st: st, sh: sh, market: m.ID, account: a.ID}
+	return &internalRig{t: t, url: srv.URL, st: st, sh: sh, market: storetest.Market(t, st),
+		account: storetest.Account(t, st, "alice", 1_000_000)}
 }
 
 // do sends body (JSON text) to path and returns the status and the answer.
@@ -254,63 +249,50 @@ func TestInternalBatchKeepsTheGood(t *testing.T) {
 // optional fields set.
 func TestRouterRequestsPass(t *testing.T) {
 	ctx := context.Background()
-	st := storetest.New(t)
-	now := time.Now()
-	m, err := st.CreateMarket(ctx, store.Market{ID: uuid.New(), Question: "q", Category: "c", LabelA: "Yes", LabelB: "No", CreatedAt: now})
-	if err != nil {
+	r := newNamedInternalRig(t, "shard-1")
+	st, now := r.st, time.Now()
+	if _, err := st.Register(ctx, "shard-1", strings.TrimPrefix(r.url, "http://")); err != nil {
 		t.Fatal(err)
 	}
-	a, err := st.CreateAccount(ctx, "alice", 1_000_000, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	sh := shard.New(shard.Config{Store: st, Name: "shard-1", Logger: log})
-	t.Cleanup(sh.Stop)
-	srv := httptest.NewServer(Server{Shard: sh, Store: st, Token: validateToken, Logger: log}.Handler())
-	t.Cleanup(srv.Close)
-	if _, err := st.Register(ctx, "shard-1", strings.TrimPrefix(srv.URL, "http://")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Assign(ctx, m.ID, "shard-1"); err != nil {
+	if _, err := st.Assign(ctx, r.market, "shard-1"); err != nil {
 		t.Fatal(err)
 	}
 	rt := &Router{Store: st, Token: validateToken}
 	expires := now.Add(time.Hour).UTC().Truncate(time.Microsecond)
 	place := func(price int, coid string) shard.PlaceRequest {
-		return shard.PlaceRequest{Account: a.ID, Market: m.ID, Side: engine.Buy, Outcome: engine.Yes, Price: price, Quantity: 3,
+		return shard.PlaceRequest{Account: r.account, Market: r.market, Side: engine.Buy, Outcome: engine.Yes, Price: price, Quantity: 3,
 			TimeInForce: engine.GTD, ExpiresAt: expires, PostOnly: true, SelfTrade: engine.CancelIncoming, ClientOrderID: coid,
-			Placement: fmt.Sprintf("%s BUY YES %d 3 GTD %s true CANCEL_INCOMING", m.ID, price, expires.Format(time.RFC3339Nano))}
+			Placement: fmt.Sprintf("%s BUY YES %d 3 GTD %s true CANCEL_INCOMING", r.market, price, expires.Format(time.RFC3339Nano))}
 	}
 	first, err := rt.Place(ctx, place(10, "router-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	many := rt.PlaceMany(ctx, []shard.PlaceRequest{place(11, "router-2"), place(12, ""),
-		{Account: a.ID, Market: m.ID, Side: engine.Buy, Outcome: engine.No, Price: 5, Quantity: 1, TimeInForce: engine.IOC, Placement: "p"}})
+		{Account: r.account, Market: r.market, Side: engine.Buy, Outcome: engine.No, Price: 5, Quantity: 1, TimeInForce: engine.IOC, Placement: "p"}})
 	for i, res := range many {
 		if res.Err != nil {
 			t.Fatalf("PlaceMany %d: %v", i, res.Err)
 		}
 	}
-	if _, err := rt.Amend(ctx, shard.AmendRequest{Account: a.ID, Market: m.ID, Seq: first.Seq, Side: engine.Buy, Outcome: engine.Yes, Price: 9}); err != nil {
+	if _, err := rt.Amend(ctx, shard.AmendRequest{Account: r.account, Market: r.market, Seq: first.Seq, Side: engine.Buy, Outcome: engine.Yes, Price: 9}); err != nil {
 		t.Fatalf("Amend the price: %v", err)
 	}
-	if _, err := rt.Amend(ctx, shard.AmendRequest{Account: a.ID, Market: m.ID, Seq: first.Seq, Side: engine.Buy, Outcome: engine.Yes, Remaining: 2}); err != nil {
+	if _, err := rt.Amend(ctx, shard.AmendRequest{Account: r.account, Market: r.market, Seq: first.Seq, Side: engine.Buy, Outcome: engine.Yes, Remaining: 2}); err != nil {
 		t.Fatalf("Amend the quantity: %v", err)
 	}
-	if _, err := rt.Cancel(ctx, shard.CancelRequest{Account: a.ID, Market: m.ID, Seq: first.Seq}); err != nil {
+	if _, err := rt.Cancel(ctx, shard.CancelRequest{Account: r.account, Market: r.market, Seq: first.Seq}); err != nil {
 		t.Fatalf("Cancel: %v", err)
 	}
-	for i, res := range rt.CancelMany(ctx, []shard.CancelRequest{{Account: a.ID, Market: m.ID, Seq: many[0].Placed.Seq}}) {
+	for i, res := range rt.CancelMany(ctx, []shard.CancelRequest{{Account: r.account, Market: r.market, Seq: many[0].Placed.Seq}}) {
 		if res.Err != nil {
 			t.Fatalf("CancelMany %d: %v", i, res.Err)
 		}
 	}
-	if _, err := rt.OrderBook(ctx, m.ID); err != nil {
+	if _, err := rt.OrderBook(ctx, r.market); err != nil {
 		t.Fatalf("OrderBook: %v", err)
 	}
-	if cancelled, err := rt.CancelAll(ctx, a.ID, []uuid.UUID{m.ID}); err != nil || len(cancelled) != 1 {
+	if cancelled, err := rt.CancelAll(ctx, r.account, []uuid.UUID{r.market}); err != nil || len(cancelled) != 1 {
 		t.Fatalf("CancelAll: %d orders, %v; want the one left", len(cancelled), err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -40,4 +42,25 @@ func Claim(t testing.TB, st *store.Store) *store.Claim {
 		t.Fatal(err)
 	}
 	return claim
+}
+
+// Market creates an OPEN market in st, with placeholder text, and returns its id.
+func Market(t testing.TB, st *store.Store) uuid.UUID {
+	t.Helper()
+	m, err := st.CreateMarket(context.Background(), store.Market{ID: uuid.New(), Question: "q", Category: "c",
+		LabelA: "Yes", LabelB: "No", CreatedAt: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.ID
+}
+
+// Account opens an account named name in st with grant cents, and returns its id.
+func Account(t testing.TB, st *store.Store, name string, grant int64) int64 {
+	t.Helper()
+	a, err := st.CreateAccount(context.Background(), name, grant, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.ID
 }
