@@ -18,6 +18,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/kit/auth"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -25,9 +26,9 @@ import (
 // sign-up alike: it checks the name and opens the account with the configured grant. passwordHash
 // (auth.HashPassword) lets the account sign in to the settings pages; accounts opened without one
 // (the admin API's) have no web sign-in.
-func (s *Server) OpenAccount(ctx context.Context, name, passwordHash string) (store.Account, error) {
+func (s *Server) OpenAccount(ctx context.Context, name, passwordHash string) (records.Account, error) {
 	if err := auth.CheckAccountName(name); err != nil {
-		return store.Account{}, httpkit.FieldError("name", "invalid_value", "%s", err.Error())
+		return records.Account{}, httpkit.FieldError("name", "invalid_value", "%s", err.Error())
 	}
 	a, err := s.cfg.Store.CreateAccountWithPassword(ctx, name, s.cfg.Grant, passwordHash, s.now())
 	if errors.Is(err, store.ErrConflict) {

@@ -11,8 +11,8 @@ import (
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/kit/ratelimit"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/shard"
-	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // The batch calls: placements and cancels many at once, each answered on its own.
@@ -123,7 +123,7 @@ func (s *Server) placeBatch(c *gin.Context) error {
 
 // replayResult is a batch placement answered with an earlier order of its client order id, or
 // with the error that replaying it met.
-func replayResult(c *gin.Context, replayed *store.Order, err error) BatchResult {
+func replayResult(c *gin.Context, replayed *records.Order, err error) BatchResult {
 	if err != nil {
 		return failed(c, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/kit/wire"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/shard"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -20,7 +21,7 @@ import (
 
 // ReadMarket reads one market, with its row (for what the API does not show: the last trade
 // price, the feed's seq); store.ErrNotFound when there is none.
-func (s *Server) ReadMarket(ctx context.Context, id uuid.UUID) (Market, store.Market, error) {
+func (s *Server) ReadMarket(ctx context.Context, id uuid.UUID) (Market, records.Market, error) {
 	m, err := s.cfg.Store.Market(ctx, id)
 	if err != nil {
 		return Market{}, m, err

@@ -26,6 +26,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/k8stest"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/poll"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/shard"
 	"github.com/pmx-dev/pmx/internal/shardapi"
 	"github.com/pmx-dev/pmx/internal/store"
@@ -252,7 +253,7 @@ func TestOperator(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := uuid.MustParse(v.Status.MarketID)
-	var row store.Market
+	var row records.Market
 	var getErr error
 	if poll.Until(t.Context(), 20*time.Second, func(ctx context.Context) (bool, error) {
 		var got pmxv1.Market

@@ -12,13 +12,14 @@ import (
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/shard"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // carryOut performs the action the spec's intent asks of the market: close (also at closesAt),
 // reopen, resolve or cancel.
-func (r *MarketReconciler) carryOut(ctx context.Context, mkt *pmxv1.Market, row store.Market, action market.Action) (store.Market, error) {
+func (r *MarketReconciler) carryOut(ctx context.Context, mkt *pmxv1.Market, row records.Market, action market.Action) (records.Market, error) {
 	if err := r.transition(ctx, row.ID, action); err != nil {
 		return row, fmt.Errorf("while carrying out %s: %w", action, err)
 	}
@@ -67,7 +68,7 @@ func (r *MarketReconciler) finalize(ctx context.Context, mkt *pmxv1.Market) erro
 }
 
 // existing finds the market of a Market, without creating it.
-func (r *MarketReconciler) existing(ctx context.Context, mkt *pmxv1.Market) (store.Market, error) {
+func (r *MarketReconciler) existing(ctx context.Context, mkt *pmxv1.Market) (records.Market, error) {
 	if mkt.Status.MarketID != "" {
 		if id, err := uuid.Parse(mkt.Status.MarketID); err == nil {
 			return r.Store.Market(ctx, id)

@@ -16,6 +16,7 @@ import (
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/feed"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -338,7 +339,7 @@ func (s *Shard) landed(fl *flight) bool {
 // recordFinished remembers, once a batch has committed, the final status of every order that
 // left its book in it.
 func (s *Shard) recordFinished(a *accumulator) {
-	for _, rows := range [][]store.Order{a.batch.NewOrders, a.batch.OrderUpdates} {
+	for _, rows := range [][]records.Order{a.batch.NewOrders, a.batch.OrderUpdates} {
 		for i := range rows {
 			o := &rows[i]
 			if o.Status.Resting() {

@@ -4,6 +4,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -62,10 +63,10 @@ type command struct {
 	action  market.Action // cmdTransition
 	reply   chan error
 
-	err      error             // set while the batch runs; sent once it commits
-	placed   store.PlacedOrder // cmdPlace; cmdAmend: only its trades
-	keys     []orderKey        // cmdCancel, cmdCancelAll: orders to answer with once written
-	orders   []store.Order
+	err      error               // set while the batch runs; sent once it commits
+	placed   records.PlacedOrder // cmdPlace; cmdAmend: only its trades
+	keys     []orderKey          // cmdCancel, cmdCancelAll: orders to answer with once written
+	orders   []records.Order
 	checkErr error             // cmdCheck
 	owned    []store.Ownership // cmdSync
 }
@@ -73,6 +74,6 @@ type command struct {
 // reset clears what a previous attempt at the command's batch left in it.
 func (c *command) reset() {
 	c.err, c.checkErr = nil, nil
-	c.placed = store.PlacedOrder{}
+	c.placed = records.PlacedOrder{}
 	c.keys, c.orders = c.keys[:0], nil
 }

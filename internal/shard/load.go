@@ -11,6 +11,7 @@ import (
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/kit/wire"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -89,7 +90,7 @@ func (s *Shard) load(ctx context.Context, id uuid.UUID) (*marketState, error) {
 }
 
 // engineState converts a stored resting order to the engine's terms.
-func engineState(o store.Order) (engine.OrderState, error) {
+func engineState(o records.Order) (engine.OrderState, error) {
 	side, ok1 := engine.ParseSide(o.Side)
 	outcome, ok2 := engine.ParseOutcome(o.Outcome)
 	tif, ok3 := engine.ParseTimeInForce(cmp.Or(o.TimeInForce, "GTC"))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -122,28 +123,28 @@ func (set *Set) of(ctx context.Context, id uuid.UUID) (int, error) {
 }
 
 // Place places an order on its market's shard.
-func (set *Set) Place(ctx context.Context, r PlaceRequest) (store.PlacedOrder, error) {
+func (set *Set) Place(ctx context.Context, r PlaceRequest) (records.PlacedOrder, error) {
 	i, err := set.of(ctx, r.Market)
 	if err != nil {
-		return store.PlacedOrder{}, err
+		return records.PlacedOrder{}, err
 	}
 	return set.shards[i].Place(ctx, r)
 }
 
 // Cancel cancels an order on its market's shard.
-func (set *Set) Cancel(ctx context.Context, r CancelRequest) (store.Order, error) {
+func (set *Set) Cancel(ctx context.Context, r CancelRequest) (records.Order, error) {
 	i, err := set.of(ctx, r.Market)
 	if err != nil {
-		return store.Order{}, err
+		return records.Order{}, err
 	}
 	return set.shards[i].Cancel(ctx, r)
 }
 
 // Amend amends an order on its market's shard.
-func (set *Set) Amend(ctx context.Context, r AmendRequest) (store.PlacedOrder, error) {
+func (set *Set) Amend(ctx context.Context, r AmendRequest) (records.PlacedOrder, error) {
 	i, err := set.of(ctx, r.Market)
 	if err != nil {
-		return store.PlacedOrder{}, err
+		return records.PlacedOrder{}, err
 	}
 	return set.shards[i].Amend(ctx, r)
 }
@@ -225,7 +226,7 @@ func (set *Set) CancelMany(ctx context.Context, rs []CancelRequest) []CancelResu
 // CancelAll cancels an account's resting orders in the markets on every shard holding one of
 // them, at once, and answers them in the order of markets. Markets that do not exist are passed
 // over, as a shard passes them over.
-func (set *Set) CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]store.Order, error) {
+func (set *Set) CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]records.Order, error) {
 	var unroutable []error
 	groups := set.split(ctx, len(markets), func(i int) uuid.UUID { return markets[i] }, func(_ int, err error) {
 		if !errors.Is(err, domain.ErrUnknownMarket) {
@@ -235,7 +236,7 @@ func (set *Set) CancelAll(ctx context.Context, account int64, markets []uuid.UUI
 	if err := errors.Join(unroutable...); err != nil {
 		return nil, err
 	}
-	results := make([][]store.Order, len(set.shards))
+	results := make([][]records.Order, len(set.shards))
 	errs := make([]error, len(set.shards))
 	var wg sync.WaitGroup
 	for s, idx := range groups {
@@ -258,7 +259,7 @@ func (set *Set) CancelAll(ctx context.Context, account int64, markets []uuid.UUI
 		}
 	}
 	all := slices.Concat(results...)
-	slices.SortStableFunc(all, func(a, b store.Order) int { return cmp.Compare(pos[a.MarketID], pos[b.MarketID]) })
+	slices.SortStableFunc(all, func(a, b records.Order) int { return cmp.Compare(pos[a.MarketID], pos[b.MarketID]) })
 	return all, nil
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/poll"
-	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/records"
 )
 
 // setFixture is the fixture's database with four more markets, served by a Set of two shards.
@@ -25,7 +25,7 @@ func setFixture(t *testing.T) (*fixture, *Set, []uuid.UUID) {
 	ctx := context.Background()
 	var markets []uuid.UUID
 	for i := range 4 {
-		m, err := f.st.CreateMarket(ctx, store.Market{ID: uuid.New(), Question: "q" + string(rune('a'+i)), Category: "c",
+		m, err := f.st.CreateMarket(ctx, records.Market{ID: uuid.New(), Question: "q" + string(rune('a'+i)), Category: "c",
 			LabelA: "Yes", LabelB: "No", CreatedAt: time.Now()})
 		if err != nil {
 			t.Fatal(err)
@@ -131,7 +131,7 @@ func TestSetSharedAccounts(t *testing.T) {
 		account := []int64{f.alice, f.bob}[g%2]
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(g), 1))
-			var open []store.PlacedOrder
+			var open []records.PlacedOrder
 			for range 40 {
 				m := markets[rng.IntN(len(markets))]
 				if len(open) > 0 && rng.IntN(3) == 0 {
@@ -187,7 +187,7 @@ func TestNamedSet(t *testing.T) {
 	ctx := context.Background()
 	var markets []uuid.UUID
 	for i := range 2 {
-		m, err := f.st.CreateMarket(ctx, store.Market{ID: uuid.New(), Question: "n" + string(rune('a'+i)), Category: "c",
+		m, err := f.st.CreateMarket(ctx, records.Market{ID: uuid.New(), Question: "n" + string(rune('a'+i)), Category: "c",
 			LabelA: "Yes", LabelB: "No", CreatedAt: time.Now()})
 		if err != nil {
 			t.Fatal(err)

@@ -35,6 +35,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/feed"
 	"github.com/pmx-dev/pmx/internal/kit/wire"
 	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -241,12 +242,12 @@ type PlaceRequest struct {
 	// ClientOrderID, when set, must be new to the account: a placement whose id an order already
 	// has is refused with domain.ErrClientOrderIDTaken (the front answers with that order).
 	ClientOrderID string
-	Placement     string // the placement's fingerprint, kept with a client order id (store.Order)
+	Placement     string // the placement's fingerprint, kept with a client order id (records.Order)
 }
 
 // PlaceResult is one placement's answer in PlaceMany: the order, or why it was refused.
 type PlaceResult struct {
-	Placed store.PlacedOrder
+	Placed records.PlacedOrder
 	Err    error
 }
 
@@ -268,10 +269,10 @@ func (s *Shard) PlaceMany(ctx context.Context, rs []PlaceRequest) []PlaceResult 
 }
 
 // Place reserves, matches and commits an order.
-func (s *Shard) Place(ctx context.Context, r PlaceRequest) (store.PlacedOrder, error) {
+func (s *Shard) Place(ctx context.Context, r PlaceRequest) (records.PlacedOrder, error) {
 	c := &command{kind: cmdPlace, place: r, market: r.Market}
 	if err := s.do(ctx, c); err != nil {
-		return store.PlacedOrder{}, err // c may still be running: leave its fields alone
+		return records.PlacedOrder{}, err // c may still be running: leave its fields alone
 	}
 	return c.placed, nil
 }
@@ -286,14 +287,14 @@ type CancelRequest struct {
 
 // Cancel cancels one resting order of the account. An order of another account is
 // domain.ErrNotYourOrder; one that is no longer resting is domain.OrderNotOpen with its status.
-func (s *Shard) Cancel(ctx context.Context, r CancelRequest) (store.Order, error) {
+func (s *Shard) Cancel(ctx context.Context, r CancelRequest) (records.Order, error) {
 	c := &command{kind: cmdCancel, market: r.Market, cancel: r}
 	err := s.do(ctx, c)
 	if errors.Is(err, errFateUnknown) {
-		return store.Order{}, s.readFate(ctx, r)
+		return records.Order{}, s.readFate(ctx, r)
 	}
 	if err != nil {
-		return store.Order{}, err
+		return records.Order{}, err
 	}
 	return c.orders[0], nil
 }
@@ -313,27 +314,27 @@ type AmendRequest struct {
 
 // Amend changes a resting order (engine.Book.Amend) and returns it as it then stands, with the
 // trades a crossing price made. An order that is not resting is refused as a cancel of it is.
-func (s *Shard) Amend(ctx context.Context, r AmendRequest) (store.PlacedOrder, error) {
+func (s *Shard) Amend(ctx context.Context, r AmendRequest) (records.PlacedOrder, error) {
 	c := &command{kind: cmdAmend, market: r.Market, amend: r}
 	cancel := CancelRequest{Account: r.Account, Market: r.Market, Seq: r.Seq}
 	err := s.do(ctx, c)
 	if errors.Is(err, errFateUnknown) {
-		return store.PlacedOrder{}, s.readFate(ctx, cancel)
+		return records.PlacedOrder{}, s.readFate(ctx, cancel)
 	}
 	if err != nil {
-		return store.PlacedOrder{}, err
+		return records.PlacedOrder{}, err
 	}
 	o, err := s.cfg.Store.OrderBySeq(ctx, r.Market, r.Seq)
 	if err != nil {
 		s.log.Warn("could not read an amended order", "market", r.Market, "seq", r.Seq, "err", err)
-		return store.PlacedOrder{}, ErrUnavailable
+		return records.PlacedOrder{}, ErrUnavailable
 	}
-	return store.PlacedOrder{Order: o, Trades: c.placed.Trades}, nil
+	return records.PlacedOrder{Order: o, Trades: c.placed.Trades}, nil
 }
 
 // CancelResult is one cancel's answer in CancelMany: the order, or why it was refused.
 type CancelResult struct {
-	Order store.Order
+	Order records.Order
 	Err   error
 }
 
@@ -359,7 +360,7 @@ func (s *Shard) CancelMany(ctx context.Context, rs []CancelRequest) []CancelResu
 }
 
 // CancelAll cancels every resting order of an account in the given markets.
-func (s *Shard) CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]store.Order, error) {
+func (s *Shard) CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]records.Order, error) {
 	c := &command{kind: cmdCancelAll, account: account, markets: markets}
 	if err := s.do(ctx, c); err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ import (
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/poll"
-	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/records"
 )
 
 // rerun reads how many of the shard's batches found what they reserved from out of date and ran
@@ -122,7 +122,7 @@ func TestUnlockedBatchDoubted(t *testing.T) {
 	amend := func(price int, remaining int64) AmendRequest {
 		return AmendRequest{Account: f.alice, Market: f.market, Seq: o.Seq, Side: engine.Buy, Outcome: engine.Yes, Price: price, Remaining: remaining}
 	}
-	results := make(chan store.PlacedOrder, 2)
+	results := make(chan records.PlacedOrder, 2)
 	go func() { r, err := s.Amend(ctx, amend(0, 1000)); results <- r; done <- err }() // +9,900 cents
 	waitQueued(t, s, 1)
 	go func() { r, err := s.Amend(ctx, amend(50, 0)); results <- r; done <- err }() // +40,000 cents
@@ -152,7 +152,7 @@ func TestUnlockedBatchDoubted(t *testing.T) {
 func TestUnlockedClientOrderIDTakenElsewhere(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	other, err := f.st.CreateMarket(ctx, store.Market{ID: uuid.New(), Question: "q2", Category: "c", LabelA: "Yes", LabelB: "No", CreatedAt: time.Now()})
+	other, err := f.st.CreateMarket(ctx, records.Market{ID: uuid.New(), Question: "q2", Category: "c", LabelA: "Yes", LabelB: "No", CreatedAt: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestPipelinedBatchUndone(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	s := f.shard(t, "")
-	other, err := f.st.CreateMarket(ctx, store.Market{ID: uuid.New(), Question: "q2", Category: "c", LabelA: "Yes", LabelB: "No", CreatedAt: time.Now()})
+	other, err := f.st.CreateMarket(ctx, records.Market{ID: uuid.New(), Question: "q2", Category: "c", LabelA: "Yes", LabelB: "No", CreatedAt: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}

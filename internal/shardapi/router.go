@@ -14,6 +14,7 @@ import (
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/shard"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -139,22 +140,22 @@ func (r *Router) onOwner(ctx context.Context, id uuid.UUID, fresh bool, closed e
 
 // Place sends a placement to the market's shard. The order it returns has its sequence number
 // and account, as the shard's own Place does.
-func (r *Router) Place(ctx context.Context, req shard.PlaceRequest) (store.PlacedOrder, error) {
-	var placed store.PlacedOrder
+func (r *Router) Place(ctx context.Context, req shard.PlaceRequest) (records.PlacedOrder, error) {
+	var placed records.PlacedOrder
 	err := r.onOwner(ctx, req.Market, false, domain.ErrMarketNotOpen, func(rt route) error {
-		placed = store.PlacedOrder{}
+		placed = records.PlacedOrder{}
 		return rt.client.call(ctx, http.MethodPost, internalPlace, req, &placed)
 	})
 	if err != nil {
-		return store.PlacedOrder{}, err
+		return records.PlacedOrder{}, err
 	}
 	return placed, nil
 }
 
 // Cancel sends a cancel to the market's shard. A market that is not OPEN has no shard and no
 // resting orders: the order is read from Postgres to refuse the cancel as the shard would.
-func (r *Router) Cancel(ctx context.Context, req shard.CancelRequest) (store.Order, error) {
-	var o store.Order
+func (r *Router) Cancel(ctx context.Context, req shard.CancelRequest) (records.Order, error) {
+	var o records.Order
 	err := r.onOwner(ctx, req.Market, false, errMarketNotOpen, func(rt route) error {
 		return rt.client.call(ctx, http.MethodPost, internalCancel, req, &o)
 	})
@@ -166,10 +167,10 @@ func (r *Router) Cancel(ctx context.Context, req shard.CancelRequest) (store.Ord
 
 // Amend sends an amend to the market's shard; a market that is not OPEN has no resting orders,
 // and the amend is refused as a cancel would be.
-func (r *Router) Amend(ctx context.Context, req shard.AmendRequest) (store.PlacedOrder, error) {
-	var amended store.PlacedOrder
+func (r *Router) Amend(ctx context.Context, req shard.AmendRequest) (records.PlacedOrder, error) {
+	var amended records.PlacedOrder
 	err := r.onOwner(ctx, req.Market, false, errMarketNotOpen, func(rt route) error {
-		amended = store.PlacedOrder{}
+		amended = records.PlacedOrder{}
 		return rt.client.call(ctx, http.MethodPost, internalAmend, req, &amended)
 	})
 	if errors.Is(err, errMarketNotOpen) {
@@ -268,8 +269,8 @@ func (r *Router) CancelMany(ctx context.Context, reqs []shard.CancelRequest) []s
 
 // CancelAll fans out to the shards owning the given markets, at once, and merges their answers
 // in the order of markets.
-func (r *Router) CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]store.Order, error) {
-	perMarket := make([][]store.Order, len(markets))
+func (r *Router) CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]records.Order, error) {
+	perMarket := make([][]records.Order, len(markets))
 	errs := make([]error, len(markets))
 	var wg sync.WaitGroup
 	for i, id := range markets {

@@ -6,7 +6,7 @@
 //
 // The protocol is a shard's Exchange methods over HTTP, guarded by a token the processes share.
 // Requests and answers are the shard's own types as they are (shard.PlaceRequest and
-// shard.CancelRequest; store.PlacedOrder and store.Order with their sequence numbers and accounts,
+// shard.CancelRequest; records.PlacedOrder and records.Order with their sequence numbers and accounts,
 // shard.Snapshot), in JSON with the Go field names, so that side, outcome and status are decoded
 // once, by the front; refusals travel whole as
 // the *domain.Error the shard decided, other errors as codes that come back as the shard package's
@@ -23,8 +23,8 @@ import (
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/shard"
-	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // Internal API paths.
@@ -111,11 +111,11 @@ func (e errorWire) err(status int) error {
 // The answers of the many-at-once calls: one result per request, in order, each the answer or
 // its error.
 type placeResultWire struct {
-	Placed *store.PlacedOrder `json:"placed,omitempty"`
-	Error  *errorWire         `json:"error,omitempty"`
+	Placed *records.PlacedOrder `json:"placed,omitempty"`
+	Error  *errorWire           `json:"error,omitempty"`
 }
 
 type cancelResultWire struct {
-	Order *store.Order `json:"order,omitempty"`
-	Error *errorWire   `json:"error,omitempty"`
+	Order *records.Order `json:"order,omitempty"`
+	Error *errorWire     `json:"error,omitempty"`
 }
