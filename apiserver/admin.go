@@ -140,7 +140,7 @@ func metaTime(t *time.Time) *metav1.Time {
 	return &m
 }
 
-func (s *Server) transition(action market.Action) func(*gin.Context) error {
+func (s *Server) transition(action domain.MarketAction) func(*gin.Context) error {
 	return func(c *gin.Context) error { return s.apply(c, action) }
 }
 
@@ -160,7 +160,7 @@ func (s *Server) resolve(c *gin.Context) error {
 	return s.apply(c, action)
 }
 
-func (s *Server) apply(c *gin.Context, action market.Action) error {
+func (s *Server) apply(c *gin.Context, action domain.MarketAction) error {
 	id, err := parseUUID("id", c.Param("id"))
 	if err != nil {
 		return err

@@ -94,7 +94,7 @@ func (r *MarketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 type observation struct {
 	row *records.Market
 	// pending is the action the spec's intent asks of the market and that is not carried out yet.
-	pending market.Action
+	pending domain.MarketAction
 	noLive  bool   // OPEN, and no shard is live to take it
 	lost    string // with noLive: the owner whose heartbeat lapsed, if a shard owned it
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/market"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
@@ -61,8 +62,8 @@ func TestDesiredStatus(t *testing.T) {
 	}{
 		{"open and served", observation{row: open}, nil, "", "OPEN", "shard-a", "True/Recorded", "True/ShardAssigned", "False/AwaitingResolution"},
 		{"open, no live shard", observation{row: &records.Market{ID: id, Status: "OPEN"}, noLive: true}, nil, "", "OPEN", "", "True/Recorded", "False/NoLiveShard", "False/AwaitingResolution"},
-		{"closing", observation{row: open, pending: market.Close}, nil, "", "OPEN", "shard-a", "False/Reconciling", "True/ShardAssigned", "False/AwaitingResolution"},
-		{"resolving", observation{row: open, pending: market.ResolveYes}, nil, "YES", "OPEN", "shard-a", "False/Reconciling", "True/ShardAssigned", "False/SettlementPending"},
+		{"closing", observation{row: open, pending: domain.CloseMarket}, nil, "", "OPEN", "shard-a", "False/Reconciling", "True/ShardAssigned", "False/AwaitingResolution"},
+		{"resolving", observation{row: open, pending: domain.ResolveYes}, nil, "YES", "OPEN", "shard-a", "False/Reconciling", "True/ShardAssigned", "False/SettlementPending"},
 		{"shard lost, none live", observation{row: open, noLive: true, lost: "shard-a"}, nil, "", "OPEN", "shard-a", "True/Recorded", "False/ShardLost", "False/AwaitingResolution"},
 		{"closed", observation{row: &records.Market{ID: id, Status: "CLOSED", Shard: &shardA, Epoch: 3}}, nil, "", "CLOSED", "", "True/Recorded", "False/NotServed", "False/AwaitingResolution"},
 		{"resolved", observation{row: resolved}, nil, "YES", "RESOLVED", "", "True/Recorded", "False/NotServed", "True/PaidOut"},
@@ -111,7 +112,7 @@ func TestRequeueAfter(t *testing.T) {
 		{&soon, open, 500 * time.Millisecond},
 		{&past, open, 10 * time.Millisecond},
 		{nil, observation{row: &records.Market{Status: "CLOSED"}}, 0},
-		{nil, observation{row: &records.Market{Status: "CLOSED"}, pending: market.Reopen}, 2 * time.Second},
+		{nil, observation{row: &records.Market{Status: "CLOSED"}, pending: domain.ReopenMarket}, 2 * time.Second},
 		{nil, observation{}, 0},
 	}
 	for _, tt := range tests {

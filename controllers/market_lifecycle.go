@@ -19,7 +19,7 @@ import (
 
 // carryOut performs the action the spec's intent asks of the market: close (also at closesAt),
 // reopen, resolve or cancel.
-func (r *MarketReconciler) carryOut(ctx context.Context, mkt *pmxv1.Market, row records.Market, action market.Action) (records.Market, error) {
+func (r *MarketReconciler) carryOut(ctx context.Context, mkt *pmxv1.Market, row records.Market, action domain.MarketAction) (records.Market, error) {
 	if err := r.transition(ctx, row.ID, action); err != nil {
 		return row, fmt.Errorf("while carrying out %s: %w", action, err)
 	}
@@ -35,7 +35,7 @@ func (r *MarketReconciler) carryOut(ctx context.Context, mkt *pmxv1.Market, row 
 // shard out, so it can commit nothing more for the market — and applies the action with the
 // operator's own shard: resting orders are cancelled and the market settled by the same code the
 // standalone exchange runs.
-func (r *MarketReconciler) transition(ctx context.Context, id uuid.UUID, action market.Action) error {
+func (r *MarketReconciler) transition(ctx context.Context, id uuid.UUID, action domain.MarketAction) error {
 	if _, err := r.Store.Assign(ctx, id, r.Name); err != nil {
 		return err
 	}
@@ -59,7 +59,7 @@ func (r *MarketReconciler) finalize(ctx context.Context, mkt *pmxv1.Market) erro
 	case err != nil:
 		return err
 	case row.Status == domain.MarketOpen || row.Status == domain.MarketClosed:
-		if err := r.transition(ctx, row.ID, market.Cancel); err != nil && !errors.Is(err, market.ErrIllegalTransition) {
+		if err := r.transition(ctx, row.ID, domain.CancelMarket); err != nil && !errors.Is(err, market.ErrIllegalTransition) {
 			return fmt.Errorf("while voiding the deleted market: %w", err)
 		}
 		r.event(mkt, corev1.EventTypeNormal, eventVoided, "Cancel", "deleted before settlement: market %s voided, each share paid 50", row.ID)

@@ -59,7 +59,8 @@ type Order struct {
 	PostOnly      bool
 	SelfTrade     string  // CANCEL_RESTING or CANCEL_INCOMING ("" is read as CANCEL_RESTING)
 	ClientOrderID *string // the client's id for the order, unique per account
-	// Placement fingerprints the placement's parameters (the front's orderRequest.placement) when ClientOrderID is set.
+	// Placement fingerprints the placement's parameters (apiserver's orderRequest.placement) when
+	// ClientOrderID is set.
 	Placement    *string
 	CancelReason *string // why a cancelled order was cancelled: USER, IOC, FOK, EXPIRED, ...
 	// Priority, written by an amend that sent the order to the back of its level (0: unchanged),

@@ -3,7 +3,7 @@ package shard
 import (
 	"github.com/google/uuid"
 
-	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -55,12 +55,12 @@ type command struct {
 	kind    commandKind
 	market  uuid.UUID
 	place   PlaceRequest
-	cancel  CancelRequest // cmdCancel
-	amend   AmendRequest  // cmdAmend
-	group   []*command    // cmdGroup: joins the batch in its place, each answered on its own
-	account int64         // cmdCancelAll
-	markets []uuid.UUID   // cmdCancelAll
-	action  market.Action // cmdTransition
+	cancel  CancelRequest       // cmdCancel
+	amend   AmendRequest        // cmdAmend
+	group   []*command          // cmdGroup: joins the batch in its place, each answered on its own
+	account int64               // cmdCancelAll
+	markets []uuid.UUID         // cmdCancelAll
+	action  domain.MarketAction // cmdTransition
 	reply   chan error
 
 	err      error               // set while the batch runs; sent once it commits

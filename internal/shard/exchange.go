@@ -5,7 +5,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/records"
 )
 
@@ -21,7 +21,7 @@ type Exchange interface {
 	PlaceMany(ctx context.Context, rs []PlaceRequest) []PlaceResult
 	CancelMany(ctx context.Context, rs []CancelRequest) []CancelResult
 	CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]records.Order, error)
-	Transition(ctx context.Context, market uuid.UUID, action market.Action) error
+	Transition(ctx context.Context, market uuid.UUID, action domain.MarketAction) error
 	OrderBook(ctx context.Context, market uuid.UUID) (*Snapshot, error)
 }
 

@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pmx-dev/pmx/internal/domain"
-	"github.com/pmx-dev/pmx/internal/market"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -150,7 +149,7 @@ func (set *Set) Amend(ctx context.Context, r AmendRequest) (records.PlacedOrder,
 }
 
 // Transition applies a lifecycle action on the market's shard.
-func (set *Set) Transition(ctx context.Context, id uuid.UUID, action market.Action) error {
+func (set *Set) Transition(ctx context.Context, id uuid.UUID, action domain.MarketAction) error {
 	i, err := set.of(ctx, id)
 	if err != nil {
 		return err

@@ -34,7 +34,6 @@ import (
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/feed"
 	"github.com/pmx-dev/pmx/internal/kit/wire"
-	"github.com/pmx-dev/pmx/internal/market"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -370,7 +369,7 @@ func (s *Shard) CancelAll(ctx context.Context, account int64, markets []uuid.UUI
 
 // Transition applies a lifecycle action to a market (see package market), cancelling its resting
 // orders when it leaves OPEN and settling it when it resolves or is cancelled.
-func (s *Shard) Transition(ctx context.Context, marketID uuid.UUID, action market.Action) error {
+func (s *Shard) Transition(ctx context.Context, marketID uuid.UUID, action domain.MarketAction) error {
 	return s.do(ctx, &command{kind: cmdTransition, market: marketID, action: action})
 }
 

@@ -16,7 +16,6 @@ import (
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
-	"github.com/pmx-dev/pmx/internal/market"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/internal/store"
@@ -244,7 +243,7 @@ func TestTransitionsInOneBatch(t *testing.T) {
 	}
 	go func() { _, err := s.Place(ctx, f.buy(f.bob, engine.No, 50, 4)); done <- err }()
 	waitBlocked(t, f.st)
-	go func() { done <- s.Transition(ctx, f.market, market.Close) }()
+	go func() { done <- s.Transition(ctx, f.market, domain.CloseMarket) }()
 	waitQueued(t, s, 1)
 	go func() { _, err := s.Place(ctx, f.buy(f.bob, engine.No, 50, 1)); done <- err }()
 	waitQueued(t, s, 2)

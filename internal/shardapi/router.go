@@ -13,7 +13,6 @@ import (
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
-	"github.com/pmx-dev/pmx/internal/market"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/shard"
 	"github.com/pmx-dev/pmx/internal/store"
@@ -317,6 +316,6 @@ func (r *Router) OrderBook(ctx context.Context, id uuid.UUID) (*shard.Snapshot, 
 var errMarketNotOpen = errors.New("market not open")
 
 // Transition is not offered by the front in distributed mode.
-func (r *Router) Transition(context.Context, uuid.UUID, market.Action) error {
+func (r *Router) Transition(context.Context, uuid.UUID, domain.MarketAction) error {
 	return ErrManagedByOperator
 }
