@@ -15,10 +15,10 @@ import (
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/kit/wire"
 	"github.com/pmx-dev/pmx/internal/records"
-	"github.com/pmx-dev/pmx/internal/shard"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -284,7 +284,7 @@ func (s *Server) cancelOrder(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	cancelled, err := s.cfg.Exchange.Cancel(c.Request.Context(), shard.CancelRequest{Account: accountOf(c), Market: f.market, Seq: f.seq})
+	cancelled, err := s.cfg.Exchange.Cancel(c.Request.Context(), exchange.CancelRequest{Account: accountOf(c), Market: f.market, Seq: f.seq})
 	if err == nil || errors.Is(err, domain.ErrOrderNotOpen) {
 		s.orders.forget(id) // it can never be cancelled again
 	}
@@ -555,7 +555,7 @@ func (s *Server) amendOrder(c *gin.Context) error {
 	if price == 0 && remaining == 0 {
 		return httpkit.FieldError("price", "missing_field", "give the new price, the new remaining quantity, or both")
 	}
-	amended, err := s.cfg.Exchange.Amend(c.Request.Context(), shard.AmendRequest{Account: accountOf(c), Market: f.market, Seq: f.seq,
+	amended, err := s.cfg.Exchange.Amend(c.Request.Context(), exchange.AmendRequest{Account: accountOf(c), Market: f.market, Seq: f.seq,
 		Side: f.side, Outcome: f.outcome, Price: int(price), Remaining: remaining})
 	if err != nil {
 		return err

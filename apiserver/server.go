@@ -17,19 +17,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/feed"
 	"github.com/pmx-dev/pmx/internal/kit/addrlimit"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/kit/ratelimit"
 	"github.com/pmx-dev/pmx/internal/pages/marketpages"
 	"github.com/pmx-dev/pmx/internal/pages/settings"
-	"github.com/pmx-dev/pmx/internal/shard"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
-// Exchange executes market writes and serves books (shard.Exchange): the standalone exchange's
+// Exchange executes market writes and serves books (exchange.Exchange): the standalone exchange's
 // shards, or the distributed front's router to them.
-type Exchange = shard.Exchange
+type Exchange = exchange.Exchange
 
 // Config configures the server.
 type Config struct {

@@ -11,9 +11,9 @@ import (
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/market"
 	"github.com/pmx-dev/pmx/internal/records"
-	"github.com/pmx-dev/pmx/internal/shard"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -40,7 +40,7 @@ func (r *MarketReconciler) transition(ctx context.Context, id uuid.UUID, action 
 		return err
 	}
 	err := r.Lifecycle.Transition(ctx, id, action)
-	if errors.Is(err, shard.ErrNotOwner) {
+	if errors.Is(err, exchange.ErrNotOwner) {
 		// The lifecycle shard held the market under an older epoch and has just dropped it; the
 		// retry loads it afresh.
 		err = r.Lifecycle.Transition(ctx, id, action)

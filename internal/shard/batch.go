@@ -15,6 +15,7 @@ import (
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/feed"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
@@ -231,7 +232,7 @@ func (s *Shard) runNow(b batch, mode reserveMode, err error) {
 		if err != nil && !s.again(&b, mode, err, &retried) {
 			s.metrics.failures.Inc()
 			for _, c := range b.cmds {
-				c.reply <- ErrUnavailable
+				c.reply <- exchange.ErrUnavailable
 			}
 			return
 		}
@@ -375,7 +376,7 @@ func (s *Shard) prepare(ctx context.Context, c *command) error {
 		return nil
 	case cmdCancelAll:
 		for _, id := range c.markets {
-			if _, err := s.ensure(ctx, id); err != nil && !errors.Is(err, domain.ErrUnknownMarket) && !errors.Is(err, ErrNotOwner) {
+			if _, err := s.ensure(ctx, id); err != nil && !errors.Is(err, domain.ErrUnknownMarket) && !errors.Is(err, exchange.ErrNotOwner) {
 				return err
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -54,13 +55,13 @@ func (k commandKind) String() string {
 type command struct {
 	kind    commandKind
 	market  uuid.UUID
-	place   PlaceRequest
-	cancel  CancelRequest       // cmdCancel
-	amend   AmendRequest        // cmdAmend
-	group   []*command          // cmdGroup: joins the batch in its place, each answered on its own
-	account int64               // cmdCancelAll
-	markets []uuid.UUID         // cmdCancelAll
-	action  domain.MarketAction // cmdTransition
+	place   exchange.PlaceRequest
+	cancel  exchange.CancelRequest // cmdCancel
+	amend   exchange.AmendRequest  // cmdAmend
+	group   []*command             // cmdGroup: joins the batch in its place, each answered on its own
+	account int64                  // cmdCancelAll
+	markets []uuid.UUID            // cmdCancelAll
+	action  domain.MarketAction    // cmdTransition
 	reply   chan error
 
 	err      error               // set while the batch runs; sent once it commits

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/feed"
 	"github.com/pmx-dev/pmx/internal/kit/wire"
 	"github.com/pmx-dev/pmx/internal/market"
@@ -153,7 +154,7 @@ func (s *Shard) amend(c *command, now time.Time) {
 	}
 	if !ok {
 		if f, known := m.finished.get(r.Seq); known {
-			c.err = refuseCancel(f.account, f.status, r.Account)
+			c.err = exchange.RefuseCancel(r.Account, &records.Order{AccountID: f.account, Status: f.status})
 		} else {
 			c.err = errFateUnknown
 		}
@@ -243,7 +244,7 @@ func (s *Shard) cancel(c *command) {
 		}
 	}
 	if f, ok := m.finished.get(r.Seq); ok {
-		c.err = refuseCancel(f.account, f.status, r.Account)
+		c.err = exchange.RefuseCancel(r.Account, &records.Order{AccountID: f.account, Status: f.status})
 		return
 	}
 	c.err = errFateUnknown

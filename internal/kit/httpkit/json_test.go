@@ -21,8 +21,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/records"
-	"github.com/pmx-dev/pmx/internal/shard"
 )
 
 // Times as the API holds them (microseconds, UTC), and the awkward cases of RFC 3339 with
@@ -154,8 +154,8 @@ func responses() map[string]any {
 		"error":                ErrorBody{Error: "not enough available cash: a BUY locks price × quantity cents", Details: ErrorDetails{Code: "insufficient_funds", Field: "quantity"}},
 		"error no field":       ErrorBody{Error: "no such endpoint: GET /api/v1/<script>&x=\"1\"", Details: ErrorDetails{Code: "not_found"}},
 		"error odd text":       ErrorBody{Error: someTxt, Details: ErrorDetails{Code: "invalid_value", Field: someTxt}},
-		"internal snapshot":    &shard.Snapshot{Status: "OPEN", Epoch: 4, Depth: depth},
-		"internal empty snap":  &shard.Snapshot{Status: "OPEN"},
+		"internal snapshot":    &exchange.Snapshot{Status: "OPEN", Epoch: 4, Depth: depth},
+		"internal empty snap":  &exchange.Snapshot{Status: "OPEN"},
 		"internal error":       codeShape{Code: "not_owner"},
 		"internal place wire":  placeShape{Account: 7, Market: uuid.MustParse(testMarket), Side: "BUY", Outcome: "NO", Price: 40, Quantity: 7},
 		"internal cancel all":  cancelAllShape{Account: 7, Markets: []uuid.UUID{uuid.MustParse(testMarket)}},
