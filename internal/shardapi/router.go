@@ -161,8 +161,8 @@ func (r *Router) Cancel(ctx context.Context, req exchange.CancelRequest) (record
 }
 
 // refuseStored refuses a cancel (or an amend), by account, of order seq of a market no shard holds,
-// reading the order from Postgres to refuse it as a shard would (exchange.RefuseCancel). An error of
-// the read itself is returned as it is.
+// reading the order from Postgres to refuse it as a shard would (exchange.RefuseCancel). An error
+// of the read itself is returned as it is.
 func (r *Router) refuseStored(ctx context.Context, account int64, market uuid.UUID, seq int64) error {
 	o, err := r.Store.OrderBySeq(ctx, market, seq)
 	if errors.Is(err, store.ErrNotFound) {

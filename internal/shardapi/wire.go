@@ -5,13 +5,13 @@
 // reads to the shard that owns it (router.go).
 //
 // The protocol is a shard's Exchange methods over HTTP, guarded by a token the processes share.
-// Requests and answers are the shard's own types as they are (exchange.PlaceRequest and
-// exchange.CancelRequest; records.PlacedOrder and records.Order with their sequence numbers and accounts,
-// exchange.Snapshot), in JSON with the Go field names, so that side, outcome and status are decoded
-// once, by the front; refusals travel whole as
-// the *domain.Error the shard decided, other errors as codes that come back as the shard package's
-// own errors, so the front answers exactly as pmx dev does. Fronts and shards of one deployment
-// run the same build.
+// Requests and answers are the contract's own types as they are (exchange.PlaceRequest and
+// exchange.CancelRequest; records.PlacedOrder and records.Order with their sequence numbers and
+// accounts, exchange.Snapshot), in JSON with the Go field names, so that side, outcome and status
+// are decoded once, by the front; refusals travel whole as the *domain.Error the shard decided,
+// other errors as codes that come back as the contract's own errors (exchange.ErrNotOwner, ...),
+// so the front answers exactly as pmx dev does. Fronts and shards of one deployment run the same
+// build.
 package shardapi
 
 import (
