@@ -18,6 +18,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/kit/auth"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -25,9 +26,9 @@ import (
 // sign-up alike: it checks the name and opens the account with the configured grant. passwordHash
 // (auth.HashPassword) lets the account sign in to the settings pages; accounts opened without one
 // (the admin API's) have no web sign-in.
-func (s *Server) OpenAccount(ctx context.Context, name, passwordHash string) (store.Account, error) {
+func (s *Server) OpenAccount(ctx context.Context, name, passwordHash string) (records.Account, error) {
 	if err := auth.CheckAccountName(name); err != nil {
-		return store.Account{}, httpkit.FieldError("name", "invalid_value", "%s", err.Error())
+		return records.Account{}, httpkit.FieldError("name", "invalid_value", "%s", err.Error())
 	}
 	a, err := s.cfg.Store.CreateAccountWithPassword(ctx, name, s.cfg.Grant, passwordHash, s.now())
 	if errors.Is(err, store.ErrConflict) {
@@ -139,7 +140,7 @@ func metaTime(t *time.Time) *metav1.Time {
 	return &m
 }
 
-func (s *Server) transition(action market.Action) func(*gin.Context) error {
+func (s *Server) transition(action domain.MarketAction) func(*gin.Context) error {
 	return func(c *gin.Context) error { return s.apply(c, action) }
 }
 
@@ -159,7 +160,7 @@ func (s *Server) resolve(c *gin.Context) error {
 	return s.apply(c, action)
 }
 
-func (s *Server) apply(c *gin.Context, action market.Action) error {
+func (s *Server) apply(c *gin.Context, action domain.MarketAction) error {
 	id, err := parseUUID("id", c.Param("id"))
 	if err != nil {
 		return err

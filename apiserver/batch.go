@@ -9,10 +9,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/kit/ratelimit"
-	"github.com/pmx-dev/pmx/internal/shard"
-	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/records"
 )
 
 // The batch calls: placements and cancels many at once, each answered on its own.
@@ -103,7 +103,7 @@ func (s *Server) placeBatch(c *gin.Context) error {
 		todo = append(todo, i)
 	}
 	if len(todo) > 0 {
-		rs := make([]shard.PlaceRequest, len(todo))
+		rs := make([]exchange.PlaceRequest, len(todo))
 		for j, i := range todo {
 			rs[j] = reqs[i].request(account)
 		}
@@ -123,7 +123,7 @@ func (s *Server) placeBatch(c *gin.Context) error {
 
 // replayResult is a batch placement answered with an earlier order of its client order id, or
 // with the error that replaying it met.
-func replayResult(c *gin.Context, replayed *store.Order, err error) BatchResult {
+func replayResult(c *gin.Context, replayed *records.Order, err error) BatchResult {
 	if err != nil {
 		return failed(c, err)
 	}
@@ -139,7 +139,7 @@ func (s *Server) cancelBatch(c *gin.Context) error {
 		return err
 	}
 	ctx, account := c.Request.Context(), accountOf(c)
-	var reqs []shard.CancelRequest
+	var reqs []exchange.CancelRequest
 	var ids []uuid.UUID
 	var errs []CancelError
 	cancelError := func(id uuid.UUID, err error) {
@@ -171,7 +171,7 @@ func (s *Server) cancelBatch(c *gin.Context) error {
 				cancelError(id, err)
 				continue
 			}
-			reqs, ids = append(reqs, shard.CancelRequest{Account: account, Market: f.market, Seq: f.seq}), append(ids, id)
+			reqs, ids = append(reqs, exchange.CancelRequest{Account: account, Market: f.market, Seq: f.seq}), append(ids, id)
 		}
 	case byMarket:
 		market, err := obj.uuid("marketId")
@@ -206,7 +206,7 @@ func (s *Server) cancelBatch(c *gin.Context) error {
 		}
 		for _, o := range resting {
 			if (side == 0 || o.Side == side.String()) && (outcome == 0 || o.Outcome == outcome.String()) {
-				reqs, ids = append(reqs, shard.CancelRequest{Account: account, Market: o.MarketID, Seq: o.Seq}), append(ids, o.ID)
+				reqs, ids = append(reqs, exchange.CancelRequest{Account: account, Market: o.MarketID, Seq: o.Seq}), append(ids, o.ID)
 			}
 		}
 	default:

@@ -17,8 +17,8 @@ import (
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
-	"github.com/pmx-dev/pmx/internal/shard"
 )
 
 // maxBody bounds every request body.
@@ -437,8 +437,8 @@ func (r *orderRequest) placement() string {
 }
 
 // request is the placement as the exchange takes it, for account.
-func (r *orderRequest) request(account int64) shard.PlaceRequest {
-	return shard.PlaceRequest{Account: account, Market: r.Market, Side: r.Side, Outcome: r.Outcome, Price: r.Price,
+func (r *orderRequest) request(account int64) exchange.PlaceRequest {
+	return exchange.PlaceRequest{Account: account, Market: r.Market, Side: r.Side, Outcome: r.Outcome, Price: r.Price,
 		Quantity: r.Quantity, TimeInForce: r.TimeInForce, ExpiresAt: r.ExpiresAt, PostOnly: r.PostOnly,
 		SelfTrade: r.SelfTrade, ClientOrderID: r.ClientOrderID, Placement: r.placement()}
 }

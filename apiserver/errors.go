@@ -8,10 +8,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/market"
-	"github.com/pmx-dev/pmx/internal/shard"
-	"github.com/pmx-dev/pmx/internal/shardapi"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -59,15 +58,15 @@ func errorAnswer(c *gin.Context, err error) *httpkit.Error {
 	case errors.As(err, &e):
 	case errors.As(err, &refusal): // the exchange's rules, decided by the shard
 		e = &httpkit.Error{Status: refusalStatus[refusal.Kind], Code: refusal.Code, Field: refusal.Field, Message: refusal.Message}
-	case errors.Is(err, shardapi.ErrManagedByOperator):
+	case errors.Is(err, exchange.ErrManagedByOperator):
 		e = httpkit.NewError(http.StatusConflict, "managed_by_operator", "%s", err.Error())
 	case errors.Is(err, market.ErrIllegalTransition):
 		e = httpkit.NewError(http.StatusConflict, "illegal_transition", "%s", err.Error())
 	case errors.Is(err, store.ErrConflict):
 		e = httpkit.NewError(http.StatusConflict, "conflict", "%s", err.Error())
-	case errors.Is(err, shardapi.ErrOutcomeUnknown):
+	case errors.Is(err, exchange.ErrOutcomeUnknown):
 		e = errOutcomeUnknown
-	case errors.Is(err, shard.ErrUnavailable), errors.Is(err, shard.ErrStopped), errors.Is(err, shard.ErrNotOwner):
+	case errors.Is(err, exchange.ErrUnavailable), errors.Is(err, exchange.ErrStopped), errors.Is(err, exchange.ErrNotOwner):
 		e = errUnavailable
 	case errors.Is(err, context.Canceled) && c.Request.Context().Err() != nil:
 		// The client went away before its answer; what became of its request is logged where it

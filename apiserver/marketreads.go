@@ -8,8 +8,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/kit/wire"
-	"github.com/pmx-dev/pmx/internal/shard"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -20,7 +21,7 @@ import (
 
 // ReadMarket reads one market, with its row (for what the API does not show: the last trade
 // price, the feed's seq); store.ErrNotFound when there is none.
-func (s *Server) ReadMarket(ctx context.Context, id uuid.UUID) (Market, store.Market, error) {
+func (s *Server) ReadMarket(ctx context.Context, id uuid.UUID) (Market, records.Market, error) {
 	m, err := s.cfg.Store.Market(ctx, id)
 	if err != nil {
 		return Market{}, m, err
@@ -29,13 +30,13 @@ func (s *Server) ReadMarket(ctx context.Context, id uuid.UUID) (Market, store.Ma
 }
 
 // ReadOrderBook reads a market's book from the shard that owns it: both views, each side's best
-// shard.DepthLevels levels, and the seq it reflects; domain.ErrUnknownMarket when there is none.
+// exchange.DepthLevels levels, and the seq it reflects; domain.ErrUnknownMarket when there is none.
 func (s *Server) ReadOrderBook(ctx context.Context, id uuid.UUID) (OrderBook, error) {
 	snap, err := s.cfg.Exchange.OrderBook(ctx, id)
 	if err != nil {
 		return OrderBook{}, err
 	}
-	return OrderBook{Yes: wire.ViewOf(&snap.Depth.Yes, shard.DepthLevels), No: wire.ViewOf(&snap.Depth.No, shard.DepthLevels), Seq: snap.Seq}, nil
+	return OrderBook{Yes: wire.ViewOf(&snap.Depth.Yes, exchange.DepthLevels), No: wire.ViewOf(&snap.Depth.No, exchange.DepthLevels), Seq: snap.Seq}, nil
 }
 
 // ReadTrades lists a market's last trades, newest first, at most limit; domain.ErrUnknownMarket

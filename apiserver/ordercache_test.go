@@ -15,7 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/internal/shard"
@@ -340,7 +340,7 @@ func (b *cancelBench) place(key string, m uuid.UUID, side, outcome string, price
 
 // transition moves a market through its lifecycle on its shard, as the admin API does standalone
 // and the operator does distributed.
-func (b *cancelBench) transition(m uuid.UUID, action market.Action) {
+func (b *cancelBench) transition(m uuid.UUID, action domain.MarketAction) {
 	if err := b.shard.Transition(b.t.Context(), m, action); err != nil {
 		b.t.Fatal(err)
 	}
@@ -447,15 +447,15 @@ func testCancelAnswersAsBefore(t *testing.T, b *cancelBench) {
 		{"market closed", http.StatusBadRequest, true, false, func() (string, uuid.UUID) {
 			a, m := b.account(), b.market()
 			id := b.place(a, m, "BUY", "YES", 30, 1)
-			b.transition(m, market.Close)
+			b.transition(m, domain.CloseMarket)
 			return a, id
 		}},
 		{"market resolved", http.StatusBadRequest, true, true, func() (string, uuid.UUID) {
 			a, o, m := b.account(), b.account(), b.market()
 			id := b.place(a, m, "BUY", "YES", 30, 5)
 			b.place(o, m, "BUY", "NO", 70, 2)
-			b.transition(m, market.Close)
-			b.transition(m, market.ResolveYes)
+			b.transition(m, domain.CloseMarket)
+			b.transition(m, domain.ResolveYes)
 			return a, id
 		}},
 		{"unknown", http.StatusNotFound, false, false, func() (string, uuid.UUID) {

@@ -15,9 +15,10 @@ import (
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/kit/wire"
-	"github.com/pmx-dev/pmx/internal/shard"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -58,7 +59,7 @@ func (s *Server) listMarkets(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	next := nextCursor(markets, limit, func(m *store.Market) store.Cursor { return store.Cursor{CreatedAt: m.CreatedAt, ID: m.ID} })
+	next := nextCursor(markets, limit, func(m *records.Market) store.Cursor { return store.Cursor{CreatedAt: m.CreatedAt, ID: m.ID} })
 	c.JSON(http.StatusOK, gin.H{"markets": listOf(markets, MarketOf), "nextCursor": next})
 	return nil
 }
@@ -180,7 +181,7 @@ func (s *Server) placeOrder(c *gin.Context) error {
 // but only the shard's batch decides (store.Begin.ClientOrderIDs): two placements of one id racing
 // each other both miss here, and the one the shard refuses (ErrClientOrderIDTaken) is answered
 // with the other's order once that has committed — which it has by the time the shard answers.
-func (s *Server) place(ctx context.Context, account int64, r *orderRequest) (placed store.PlacedOrder, replayed *store.Order, err error) {
+func (s *Server) place(ctx context.Context, account int64, r *orderRequest) (placed records.PlacedOrder, replayed *records.Order, err error) {
 	if r.ClientOrderID != "" {
 		if replayed, err = s.replay(ctx, account, r); replayed != nil || err != nil {
 			return placed, replayed, err
@@ -195,7 +196,7 @@ func (s *Server) place(ctx context.Context, account int64, r *orderRequest) (pla
 
 // placed finishes a placement once the exchange has answered it: a client order id the shard
 // found taken is answered with its order (or refused as reused); a resting order is remembered.
-func (s *Server) placed(ctx context.Context, account int64, r *orderRequest, placed store.PlacedOrder, err error) (store.PlacedOrder, *store.Order, error) {
+func (s *Server) placed(ctx context.Context, account int64, r *orderRequest, placed records.PlacedOrder, err error) (records.PlacedOrder, *records.Order, error) {
 	if errors.Is(err, domain.ErrClientOrderIDTaken) {
 		replayed, err := s.replay(ctx, account, r)
 		if replayed == nil && err == nil {
@@ -215,7 +216,7 @@ func (s *Server) placed(ctx context.Context, account int64, r *orderRequest, pla
 
 // replay returns the account's order with the placement's client order id, if there is one and
 // it was placed with the same parameters; with other parameters it is ErrClientOrderIDReused.
-func (s *Server) replay(ctx context.Context, account int64, r *orderRequest) (*store.Order, error) {
+func (s *Server) replay(ctx context.Context, account int64, r *orderRequest) (*records.Order, error) {
 	o, err := s.cfg.Store.OrderByClientID(ctx, account, r.ClientOrderID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
@@ -249,7 +250,7 @@ func (s *Server) positions(c *gin.Context) error {
 
 // ownOrder finds an order of the caller: 404 when there is none with the id, 403 when it is
 // another account's.
-func (s *Server) ownOrder(c *gin.Context, id uuid.UUID) (store.Order, error) {
+func (s *Server) ownOrder(c *gin.Context, id uuid.UUID) (records.Order, error) {
 	o, err := s.cfg.Store.Order(c.Request.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
 		return o, errOrderNotFound
@@ -264,7 +265,7 @@ func (s *Server) ownOrder(c *gin.Context, id uuid.UUID) (store.Order, error) {
 }
 
 // factsOf is what the order cache would remember of an order read from Postgres.
-func factsOf(o *store.Order) orderFacts {
+func factsOf(o *records.Order) orderFacts {
 	side, _ := engine.ParseSide(o.Side)
 	outcome, _ := engine.ParseOutcome(o.Outcome)
 	return orderFacts{market: o.MarketID, seq: o.Seq, side: side, outcome: outcome}
@@ -283,7 +284,7 @@ func (s *Server) cancelOrder(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	cancelled, err := s.cfg.Exchange.Cancel(c.Request.Context(), shard.CancelRequest{Account: accountOf(c), Market: f.market, Seq: f.seq})
+	cancelled, err := s.cfg.Exchange.Cancel(c.Request.Context(), exchange.CancelRequest{Account: accountOf(c), Market: f.market, Seq: f.seq})
 	if err == nil || errors.Is(err, domain.ErrOrderNotOpen) {
 		s.orders.forget(id) // it can never be cancelled again
 	}
@@ -343,7 +344,7 @@ func (s *Server) cancelEverything(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	var cancelled []store.Order
+	var cancelled []records.Order
 	if len(markets) > 0 {
 		if cancelled, err = s.cfg.Exchange.CancelAll(ctx, accountOf(c), markets); err != nil {
 			return err
@@ -389,7 +390,7 @@ func (s *Server) listOrders(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	next := nextCursor(orders, f.Limit, func(o *store.Order) store.Cursor { return store.Cursor{CreatedAt: o.CreatedAt, ID: o.ID} })
+	next := nextCursor(orders, f.Limit, func(o *records.Order) store.Cursor { return store.Cursor{CreatedAt: o.CreatedAt, ID: o.ID} })
 	c.JSON(http.StatusOK, gin.H{"orders": listOf(orders, orderOf), "nextCursor": next})
 	return nil
 }
@@ -462,7 +463,7 @@ func (s *Server) settlements(c *gin.Context) error {
 const minTimestamptz = -210_866_803_200_000_000
 
 func (s *Server) getOrder(c *gin.Context) error {
-	var o store.Order
+	var o records.Order
 	if clientID, ok := c.GetQuery("clientOrderId"); ok {
 		if _, both := c.GetQuery("orderId"); both {
 			return errOrderIDAndClientID
@@ -487,9 +488,9 @@ func (s *Server) getOrder(c *gin.Context) error {
 var errOrderIDAndClientID = httpkit.FieldError("clientOrderId", "invalid_value", "give orderId or clientOrderId, not both")
 
 // orderByClientID finds the caller's order with a client order id: 404 when it has none.
-func (s *Server) orderByClientID(c *gin.Context, clientID string) (store.Order, error) {
+func (s *Server) orderByClientID(c *gin.Context, clientID string) (records.Order, error) {
 	if !domain.ValidClientOrderID(clientID) {
-		return store.Order{}, httpkit.FieldError("clientOrderId", "invalid_value", "clientOrderId must be %s", domain.ClientOrderIDRule)
+		return records.Order{}, httpkit.FieldError("clientOrderId", "invalid_value", "clientOrderId must be %s", domain.ClientOrderIDRule)
 	}
 	o, err := s.cfg.Store.OrderByClientID(c.Request.Context(), accountOf(c), clientID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -554,7 +555,7 @@ func (s *Server) amendOrder(c *gin.Context) error {
 	if price == 0 && remaining == 0 {
 		return httpkit.FieldError("price", "missing_field", "give the new price, the new remaining quantity, or both")
 	}
-	amended, err := s.cfg.Exchange.Amend(c.Request.Context(), shard.AmendRequest{Account: accountOf(c), Market: f.market, Seq: f.seq,
+	amended, err := s.cfg.Exchange.Amend(c.Request.Context(), exchange.AmendRequest{Account: accountOf(c), Market: f.market, Seq: f.seq,
 		Side: f.side, Outcome: f.outcome, Price: int(price), Remaining: remaining})
 	if err != nil {
 		return err

@@ -16,20 +16,20 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/feed"
 	"github.com/pmx-dev/pmx/internal/kit/addrlimit"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/kit/ratelimit"
-	"github.com/pmx-dev/pmx/internal/market"
 	"github.com/pmx-dev/pmx/internal/pages/marketpages"
 	"github.com/pmx-dev/pmx/internal/pages/settings"
-	"github.com/pmx-dev/pmx/internal/shard"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
-// Exchange executes market writes and serves books (shard.Exchange): the standalone exchange's
+// Exchange executes market writes and serves books (exchange.Exchange): the standalone exchange's
 // shards, or the distributed front's router to them.
-type Exchange = shard.Exchange
+type Exchange = exchange.Exchange
 
 // Config configures the server.
 type Config struct {
@@ -191,9 +191,9 @@ func New(cfg Config) *Server {
 		admin := s.engine.Group("/admin/v1", s.authenticateAdmin)
 		admin.POST("/accounts", handler(s.createAccount))
 		admin.POST("/markets", handler(s.createMarket))
-		admin.POST("/markets/:id/close", handler(s.transition(market.Close)))
-		admin.POST("/markets/:id/reopen", handler(s.transition(market.Reopen)))
-		admin.POST("/markets/:id/cancel", handler(s.transition(market.Cancel)))
+		admin.POST("/markets/:id/close", handler(s.transition(domain.CloseMarket)))
+		admin.POST("/markets/:id/reopen", handler(s.transition(domain.ReopenMarket)))
+		admin.POST("/markets/:id/cancel", handler(s.transition(domain.CancelMarket)))
 		admin.POST("/markets/:id/resolve", handler(s.resolve))
 	}
 	settings.Register(s.engine, settings.Config{Store: cfg.Store, Accounts: s, Grant: cfg.Grant, Now: cfg.Now})

@@ -6,7 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/internal/kit/wire"
-	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/records"
 )
 
 // The public API's JSON shapes, as the API contract (openapi.yaml) defines them. The store's rows
@@ -61,22 +61,22 @@ type Account struct {
 }
 
 // MarketOf is the API's shape of a market's row.
-func MarketOf(m *store.Market) Market { return wire.MarketOf(m) }
+func MarketOf(m *records.Market) Market { return wire.MarketOf(m) }
 
-func orderOf(o *store.Order) Order { return wire.OrderOf(o) }
+func orderOf(o *records.Order) Order { return wire.OrderOf(o) }
 
-func placedOf(p *store.PlacedOrder) PlacedOrder {
+func placedOf(p *records.PlacedOrder) PlacedOrder {
 	return PlacedOrder{Order: orderOf(&p.Order), Trades: listOf(p.Trades, tradeOf)}
 }
 
-func tradeOf(t *store.Trade) Trade { return wire.TradeOf(t) }
+func tradeOf(t *records.Trade) Trade { return wire.TradeOf(t) }
 
-func positionOf(p *store.Position) Position {
+func positionOf(p *records.Position) Position {
 	return Position{ID: p.ID, MarketID: p.MarketID, MarketQuestion: p.MarketQuestion, MarketStatus: string(p.MarketStatus),
 		Outcome: p.Outcome, Quantity: p.Quantity, LockedQuantity: p.LockedQuantity, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 }
 
-func accountOfRow(a *store.Account) Account {
+func accountOfRow(a *records.Account) Account {
 	return Account{ID: a.UID, Name: a.Name, Available: a.Available, Locked: a.Locked, CreatedAt: a.CreatedAt}
 }
 

@@ -17,6 +17,7 @@ import (
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/shard"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -91,9 +92,9 @@ func (r *MarketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 
 // observation is what a reconcile found and did, for the status.
 type observation struct {
-	row *store.Market
+	row *records.Market
 	// pending is the action the spec's intent asks of the market and that is not carried out yet.
-	pending market.Action
+	pending domain.MarketAction
 	noLive  bool   // OPEN, and no shard is live to take it
 	lost    string // with noLive: the owner whose heartbeat lapsed, if a shard owned it
 }

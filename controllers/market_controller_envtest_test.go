@@ -23,9 +23,11 @@ import (
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/k8stest"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/poll"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/shard"
 	"github.com/pmx-dev/pmx/internal/shardapi"
 	"github.com/pmx-dev/pmx/internal/store"
@@ -252,7 +254,7 @@ func TestOperator(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := uuid.MustParse(v.Status.MarketID)
-	var row store.Market
+	var row records.Market
 	var getErr error
 	if poll.Until(t.Context(), 20*time.Second, func(ctx context.Context) (bool, error) {
 		var got pmxv1.Market
@@ -276,7 +278,7 @@ func TestOperator(t *testing.T) {
 	moved := w.eventually(f, "moved to another shard", func(m *pmxv1.Market) bool {
 		return scheduled(m) && m.Status.Shard != owner && m.Status.Epoch > f.Status.Epoch
 	})
-	_, err := w.shards[owner].Place(context.Background(), shard.PlaceRequest{Account: aliceID, Market: uuid.MustParse(f.Status.MarketID),
+	_, err := w.shards[owner].Place(context.Background(), exchange.PlaceRequest{Account: aliceID, Market: uuid.MustParse(f.Status.MarketID),
 		Side: engine.Buy, Outcome: engine.Yes, Price: 46, Quantity: 1})
 	if err == nil || !strings.Contains(err.Error(), "does not own") {
 		t.Fatalf("the shard that lost the market placed an order: %v", err)

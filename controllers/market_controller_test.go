@@ -11,7 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -40,8 +42,8 @@ func TestDesiredStatus(t *testing.T) {
 	id := uuid.New()
 	shardA, last := "shard-a", 42
 	mkt := &pmxv1.Market{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
-	open := &store.Market{ID: id, Status: "OPEN", Shard: &shardA, Epoch: 2, LastTradePrice: &last}
-	resolved := &store.Market{ID: id, Status: "RESOLVED", Shard: &shardA, Epoch: 3}
+	open := &records.Market{ID: id, Status: "OPEN", Shard: &shardA, Epoch: 2, LastTradePrice: &last}
+	resolved := &records.Market{ID: id, Status: "RESOLVED", Shard: &shardA, Epoch: 3}
 	cond := func(st pmxv1.MarketStatus, c pmxv1.MarketConditionType) string {
 		got := meta.FindStatusCondition(st.Conditions, string(c))
 		if got == nil {
@@ -59,11 +61,11 @@ func TestDesiredStatus(t *testing.T) {
 		ready, scheduled, settled string
 	}{
 		{"open and served", observation{row: open}, nil, "", "OPEN", "shard-a", "True/Recorded", "True/ShardAssigned", "False/AwaitingResolution"},
-		{"open, no live shard", observation{row: &store.Market{ID: id, Status: "OPEN"}, noLive: true}, nil, "", "OPEN", "", "True/Recorded", "False/NoLiveShard", "False/AwaitingResolution"},
-		{"closing", observation{row: open, pending: market.Close}, nil, "", "OPEN", "shard-a", "False/Reconciling", "True/ShardAssigned", "False/AwaitingResolution"},
-		{"resolving", observation{row: open, pending: market.ResolveYes}, nil, "YES", "OPEN", "shard-a", "False/Reconciling", "True/ShardAssigned", "False/SettlementPending"},
+		{"open, no live shard", observation{row: &records.Market{ID: id, Status: "OPEN"}, noLive: true}, nil, "", "OPEN", "", "True/Recorded", "False/NoLiveShard", "False/AwaitingResolution"},
+		{"closing", observation{row: open, pending: domain.CloseMarket}, nil, "", "OPEN", "shard-a", "False/Reconciling", "True/ShardAssigned", "False/AwaitingResolution"},
+		{"resolving", observation{row: open, pending: domain.ResolveYes}, nil, "YES", "OPEN", "shard-a", "False/Reconciling", "True/ShardAssigned", "False/SettlementPending"},
 		{"shard lost, none live", observation{row: open, noLive: true, lost: "shard-a"}, nil, "", "OPEN", "shard-a", "True/Recorded", "False/ShardLost", "False/AwaitingResolution"},
-		{"closed", observation{row: &store.Market{ID: id, Status: "CLOSED", Shard: &shardA, Epoch: 3}}, nil, "", "CLOSED", "", "True/Recorded", "False/NotServed", "False/AwaitingResolution"},
+		{"closed", observation{row: &records.Market{ID: id, Status: "CLOSED", Shard: &shardA, Epoch: 3}}, nil, "", "CLOSED", "", "True/Recorded", "False/NotServed", "False/AwaitingResolution"},
 		{"resolved", observation{row: resolved}, nil, "YES", "RESOLVED", "", "True/Recorded", "False/NotServed", "True/PaidOut"},
 		{"settlement failing", observation{row: open}, errors.New("db down"), "NO", "OPEN", "shard-a", "False/DatabaseError", "True/ShardAssigned", "False/SettlementFailed"},
 		{"database unreachable", observation{}, errors.New("db down"), "", "", "", "False/DatabaseError", "missing", "missing"},
@@ -96,7 +98,7 @@ func (c fixedClock) Now() time.Time { return time.Time(c) }
 func TestRequeueAfter(t *testing.T) {
 	now := time.Date(2027, 1, 1, 12, 0, 0, 0, time.UTC)
 	r := &MarketReconciler{Clock: fixedClock(now), Resync: 2 * time.Second}
-	open := observation{row: &store.Market{Status: "OPEN"}}
+	open := observation{row: &records.Market{Status: "OPEN"}}
 	soon := metav1.NewTime(now.Add(500 * time.Millisecond))
 	later := metav1.NewTime(now.Add(time.Hour))
 	past := metav1.NewTime(now.Add(-time.Minute))
@@ -109,8 +111,8 @@ func TestRequeueAfter(t *testing.T) {
 		{&later, open, 2 * time.Second},
 		{&soon, open, 500 * time.Millisecond},
 		{&past, open, 10 * time.Millisecond},
-		{nil, observation{row: &store.Market{Status: "CLOSED"}}, 0},
-		{nil, observation{row: &store.Market{Status: "CLOSED"}, pending: market.Reopen}, 2 * time.Second},
+		{nil, observation{row: &records.Market{Status: "CLOSED"}}, 0},
+		{nil, observation{row: &records.Market{Status: "CLOSED"}, pending: domain.ReopenMarket}, 2 * time.Second},
 		{nil, observation{}, 0},
 	}
 	for _, tt := range tests {

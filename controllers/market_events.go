@@ -3,7 +3,7 @@ package controllers
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/domain"
 )
 
 // eventReason is the reason of an event the operator records on a Market: one CamelCase word, what
@@ -23,13 +23,13 @@ const (
 )
 
 // transitionReason is the event reason of a market having undergone action.
-func transitionReason(a market.Action) eventReason {
+func transitionReason(a domain.MarketAction) eventReason {
 	switch a {
-	case market.Close:
+	case domain.CloseMarket:
 		return eventClosed
-	case market.Reopen:
+	case domain.ReopenMarket:
 		return eventReopened
-	case market.Cancel:
+	case domain.CancelMarket:
 		return eventCanceled
 	}
 	return eventResolved

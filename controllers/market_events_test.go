@@ -4,19 +4,19 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/domain"
 )
 
 func TestEventReasons(t *testing.T) {
 	transitions := []struct {
-		action market.Action
+		action domain.MarketAction
 		want   eventReason
 	}{
-		{market.Close, eventClosed},
-		{market.Reopen, eventReopened},
-		{market.ResolveYes, eventResolved},
-		{market.ResolveNo, eventResolved},
-		{market.Cancel, eventCanceled},
+		{domain.CloseMarket, eventClosed},
+		{domain.ReopenMarket, eventReopened},
+		{domain.ResolveYes, eventResolved},
+		{domain.ResolveNo, eventResolved},
+		{domain.CancelMarket, eventCanceled},
 	}
 	for _, tt := range transitions {
 		if got := transitionReason(tt.action); got != tt.want {

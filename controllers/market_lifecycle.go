@@ -11,14 +11,15 @@ import (
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/market"
-	"github.com/pmx-dev/pmx/internal/shard"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // carryOut performs the action the spec's intent asks of the market: close (also at closesAt),
 // reopen, resolve or cancel.
-func (r *MarketReconciler) carryOut(ctx context.Context, mkt *pmxv1.Market, row store.Market, action market.Action) (store.Market, error) {
+func (r *MarketReconciler) carryOut(ctx context.Context, mkt *pmxv1.Market, row records.Market, action domain.MarketAction) (records.Market, error) {
 	if err := r.transition(ctx, row.ID, action); err != nil {
 		return row, fmt.Errorf("while carrying out %s: %w", action, err)
 	}
@@ -34,12 +35,12 @@ func (r *MarketReconciler) carryOut(ctx context.Context, mkt *pmxv1.Market, row 
 // shard out, so it can commit nothing more for the market — and applies the action with the
 // operator's own shard: resting orders are cancelled and the market settled by the same code the
 // standalone exchange runs.
-func (r *MarketReconciler) transition(ctx context.Context, id uuid.UUID, action market.Action) error {
+func (r *MarketReconciler) transition(ctx context.Context, id uuid.UUID, action domain.MarketAction) error {
 	if _, err := r.Store.Assign(ctx, id, r.Name); err != nil {
 		return err
 	}
 	err := r.Lifecycle.Transition(ctx, id, action)
-	if errors.Is(err, shard.ErrNotOwner) {
+	if errors.Is(err, exchange.ErrNotOwner) {
 		// The lifecycle shard held the market under an older epoch and has just dropped it; the
 		// retry loads it afresh.
 		err = r.Lifecycle.Transition(ctx, id, action)
@@ -58,7 +59,7 @@ func (r *MarketReconciler) finalize(ctx context.Context, mkt *pmxv1.Market) erro
 	case err != nil:
 		return err
 	case row.Status == domain.MarketOpen || row.Status == domain.MarketClosed:
-		if err := r.transition(ctx, row.ID, market.Cancel); err != nil && !errors.Is(err, market.ErrIllegalTransition) {
+		if err := r.transition(ctx, row.ID, domain.CancelMarket); err != nil && !errors.Is(err, market.ErrIllegalTransition) {
 			return fmt.Errorf("while voiding the deleted market: %w", err)
 		}
 		r.event(mkt, corev1.EventTypeNormal, eventVoided, "Cancel", "deleted before settlement: market %s voided, each share paid 50", row.ID)
@@ -67,7 +68,7 @@ func (r *MarketReconciler) finalize(ctx context.Context, mkt *pmxv1.Market) erro
 }
 
 // existing finds the market of a Market, without creating it.
-func (r *MarketReconciler) existing(ctx context.Context, mkt *pmxv1.Market) (store.Market, error) {
+func (r *MarketReconciler) existing(ctx context.Context, mkt *pmxv1.Market) (records.Market, error) {
 	if mkt.Status.MarketID != "" {
 		if id, err := uuid.Parse(mkt.Status.MarketID); err == nil {
 			return r.Store.Market(ctx, id)

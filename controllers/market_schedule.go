@@ -7,13 +7,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // schedule keeps an OPEN market on a live shard: one without a live owner goes to the least
 // loaded live shard, with epoch + 1. When no shard is live it notes so in obs, and which shard
 // was lost if one owned the market.
-func (r *MarketReconciler) schedule(ctx context.Context, mkt *pmxv1.Market, row store.Market, obs *observation) (store.Market, error) {
+func (r *MarketReconciler) schedule(ctx context.Context, mkt *pmxv1.Market, row records.Market, obs *observation) (records.Market, error) {
 	live, err := r.Store.LiveShards(ctx, r.ShardTTL)
 	if err != nil {
 		return row, fmt.Errorf("while listing live shards: %w", err)

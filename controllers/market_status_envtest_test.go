@@ -12,7 +12,7 @@ import (
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/k8stest"
-	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/records"
 )
 
 // TestUpdateStatusConflict writes a status computed from generation 1 of a Market whose spec
@@ -40,7 +40,7 @@ func TestUpdateStatusConflict(t *testing.T) {
 		t.Fatalf("generations %d and %d, want 1 and 2", acted.Generation, m.Generation)
 	}
 
-	obs := observation{row: &store.Market{ID: uuid.New(), Status: domain.MarketOpen}, noLive: true}
+	obs := observation{row: &records.Market{ID: uuid.New(), Status: domain.MarketOpen}, noLive: true}
 	if err := r.updateStatus(ctx, acted, obs, nil); err != nil {
 		t.Fatal(err)
 	}

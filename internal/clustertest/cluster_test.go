@@ -20,6 +20,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/exchangetest"
 	"github.com/pmx-dev/pmx/internal/k8stest"
 	"github.com/pmx-dev/pmx/internal/poll"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -102,7 +103,7 @@ func TestCluster(t *testing.T) {
 		tg := &exchangetest.Target{URL: url, MetricsURL: metrics, AdminToken: adminToken, Store: st,
 			Validator: apitest.NewValidator(t), Feed: apitest.NewAsyncValidator(t), HTTP: &http.Client{Timeout: time.Minute}}
 		tg.Markets = &exchangetest.KubeMarkets{Client: c.Client, Store: st, Namespace: "default",
-			Scheduled: func(_ context.Context, m store.Market) bool { return m.Shard != nil && isShard(*m.Shard) }}
+			Scheduled: func(_ context.Context, m records.Market) bool { return m.Shard != nil && isShard(*m.Shard) }}
 		return tg
 	}
 

@@ -23,3 +23,17 @@ func ParseMarketStatus(s string) (MarketStatus, bool) {
 	}
 	return "", false
 }
+
+// MarketAction is a requested lifecycle change: what the admin API, a Market's intent and the
+// closer ask an exchange to do to a market (package market holds which status allows which, and
+// what each entails).
+type MarketAction string
+
+// Market actions.
+const (
+	CloseMarket  MarketAction = "close"
+	ReopenMarket MarketAction = "reopen"
+	ResolveYes   MarketAction = "resolve YES"
+	ResolveNo    MarketAction = "resolve NO"
+	CancelMarket MarketAction = "cancel"
+)

@@ -14,6 +14,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/apitest"
 	"github.com/pmx-dev/pmx/internal/k8stest"
 	"github.com/pmx-dev/pmx/internal/pgtest"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -81,7 +82,7 @@ func (c *cluster) target(t *testing.T, i int) *Target {
 	tg := &Target{URL: c.apis[i], MetricsURL: c.apiMetrics[i], AdminToken: clusterAdminToken, Store: c.store,
 		Validator: apitest.NewValidator(t), Feed: apitest.NewAsyncValidator(t), HTTP: &http.Client{Timeout: time.Minute}}
 	tg.Markets = &KubeMarkets{Client: c.env.Client, Store: c.store, Namespace: "default",
-		Scheduled: func(_ context.Context, m store.Market) bool {
+		Scheduled: func(_ context.Context, m records.Market) bool {
 			return m.Shard != nil && strings.HasPrefix(*m.Shard, "shard-")
 		}}
 	return tg

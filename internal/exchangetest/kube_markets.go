@@ -14,6 +14,7 @@ import (
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/poll"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -25,7 +26,7 @@ type KubeMarkets struct {
 	Namespace string
 	// Scheduled reports whether a market's owner is a live shard that serves it; Create and
 	// Reopen wait for it.
-	Scheduled func(ctx context.Context, m store.Market) bool
+	Scheduled func(ctx context.Context, m records.Market) bool
 	n         int
 }
 
@@ -62,7 +63,7 @@ func (k *KubeMarkets) Create(t testing.TB, fields map[string]any) apiserver.Mark
 		id = uuid.MustParse(got.Status.MarketID)
 		return true
 	})
-	return k.until(t, id, "OPEN and served", func(ctx context.Context, m store.Market) bool {
+	return k.until(t, id, "OPEN and served", func(ctx context.Context, m records.Market) bool {
 		return m.Status == domain.MarketOpen && k.Scheduled(ctx, m)
 	})
 }
@@ -92,13 +93,13 @@ func (k *KubeMarkets) patch(t testing.TB, id uuid.UUID, edit func(*pmxv1.MarketS
 func (k *KubeMarkets) Close(t testing.TB, id uuid.UUID) apiserver.Market {
 	t.Helper()
 	k.patch(t, id, func(s *pmxv1.MarketSpec) { s.Closed = true })
-	return k.until(t, id, "CLOSED", func(_ context.Context, m store.Market) bool { return m.Status == domain.MarketClosed })
+	return k.until(t, id, "CLOSED", func(_ context.Context, m records.Market) bool { return m.Status == domain.MarketClosed })
 }
 
 func (k *KubeMarkets) Reopen(t testing.TB, id uuid.UUID) apiserver.Market {
 	t.Helper()
 	k.patch(t, id, func(s *pmxv1.MarketSpec) { s.Closed = false })
-	return k.until(t, id, "OPEN and served", func(ctx context.Context, m store.Market) bool {
+	return k.until(t, id, "OPEN and served", func(ctx context.Context, m records.Market) bool {
 		return m.Status == domain.MarketOpen && k.Scheduled(ctx, m)
 	})
 }
@@ -106,19 +107,19 @@ func (k *KubeMarkets) Reopen(t testing.TB, id uuid.UUID) apiserver.Market {
 func (k *KubeMarkets) Resolve(t testing.TB, id uuid.UUID, outcome string) apiserver.Market {
 	t.Helper()
 	k.patch(t, id, func(s *pmxv1.MarketSpec) { s.Resolution = pmxv1.Resolution(outcome) })
-	return k.until(t, id, "RESOLVED", func(_ context.Context, m store.Market) bool { return m.Status == domain.MarketResolved })
+	return k.until(t, id, "RESOLVED", func(_ context.Context, m records.Market) bool { return m.Status == domain.MarketResolved })
 }
 
 func (k *KubeMarkets) Cancel(t testing.TB, id uuid.UUID) apiserver.Market {
 	t.Helper()
 	k.patch(t, id, func(s *pmxv1.MarketSpec) { s.Resolution = pmxv1.ResolutionCanceled })
-	return k.until(t, id, "CANCELED", func(_ context.Context, m store.Market) bool { return m.Status == domain.MarketCanceled })
+	return k.until(t, id, "CANCELED", func(_ context.Context, m records.Market) bool { return m.Status == domain.MarketCanceled })
 }
 
 // until polls the market in Postgres until ok holds.
-func (k *KubeMarkets) until(t testing.TB, id uuid.UUID, what string, ok func(context.Context, store.Market) bool) apiserver.Market {
+func (k *KubeMarkets) until(t testing.TB, id uuid.UUID, what string, ok func(context.Context, records.Market) bool) apiserver.Market {
 	t.Helper()
-	var m store.Market
+	var m records.Market
 	k.wait(t, fmt.Sprintf("market %s is %s", id, what), func(ctx context.Context) bool {
 		var err error
 		m, err = k.Store.Market(ctx, id)

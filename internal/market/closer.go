@@ -8,12 +8,13 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // Transitioner applies lifecycle actions; in the standalone exchange it is the shard.
 type Transitioner interface {
-	Transition(ctx context.Context, market uuid.UUID, action Action) error
+	Transition(ctx context.Context, market uuid.UUID, action domain.MarketAction) error
 }
 
 // Closer closes every OPEN market when its closesAt arrives.
@@ -66,7 +67,7 @@ func (c *Closer) CloseDue(ctx context.Context, now time.Time) error {
 	}
 	for _, id := range ids {
 		// Another path (an admin request) may have moved it meanwhile: that is fine.
-		err := c.Target.Transition(ctx, id, Close)
+		err := c.Target.Transition(ctx, id, domain.CloseMarket)
 		if errors.Is(err, ErrIllegalTransition) {
 			continue
 		}

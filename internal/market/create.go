@@ -10,6 +10,7 @@ import (
 
 	"github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -52,15 +53,15 @@ func Validate(spec *v1alpha1.MarketSpec) error {
 
 // Create validates a spec and stores a new OPEN market; name is the metadata.name of the manifest
 // or resource it comes from, if any.
-func Create(ctx context.Context, st *store.Store, spec v1alpha1.MarketSpec, name *string, now time.Time) (store.Market, error) {
+func Create(ctx context.Context, st *store.Store, spec v1alpha1.MarketSpec, name *string, now time.Time) (records.Market, error) {
 	if err := Validate(&spec); err != nil {
-		return store.Market{}, err
+		return records.Market{}, err
 	}
 	return st.CreateMarket(ctx, Row(uuid.New(), spec, name, now))
 }
 
 // Row is the stored form of a market defined by spec.
-func Row(id uuid.UUID, spec v1alpha1.MarketSpec, name *string, now time.Time) store.Market {
+func Row(id uuid.UUID, spec v1alpha1.MarketSpec, name *string, now time.Time) records.Market {
 	optional := func(s string) *string {
 		if s == "" {
 			return nil
@@ -76,7 +77,7 @@ func Row(id uuid.UUID, spec v1alpha1.MarketSpec, name *string, now time.Time) st
 		t := spec.ResolvesAt.UTC().Truncate(time.Microsecond)
 		resolves = &t
 	}
-	return store.Market{
+	return records.Market{
 		ID: id, Name: name, Question: spec.Question, Description: optional(spec.Description),
 		Category: spec.Category, URL: optional(spec.URL), LabelA: spec.LabelA, LabelB: spec.LabelB,
 		ClosesAt: closes, ResolvesAt: resolves, CreatedAt: now.UTC().Truncate(time.Microsecond),

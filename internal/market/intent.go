@@ -18,24 +18,24 @@ type Intent struct {
 
 // Next is the action that moves a market in status toward intent at time now, or false when it is
 // where it should be (or cannot get there: a settled market stays settled).
-func (in Intent) Next(status domain.MarketStatus, now time.Time) (Action, bool) {
+func (in Intent) Next(status domain.MarketStatus, now time.Time) (domain.MarketAction, bool) {
 	live := status == domain.MarketOpen || status == domain.MarketClosed
 	switch {
 	case in.Resolution == "YES" && live:
-		return ResolveYes, true
+		return domain.ResolveYes, true
 	case in.Resolution == "NO" && live:
-		return ResolveNo, true
+		return domain.ResolveNo, true
 	case in.Resolution == "CANCELED" && live:
-		return Cancel, true
+		return domain.CancelMarket, true
 	case in.Resolution != "":
 		return "", false
 	}
 	due := in.ClosesAt != nil && !now.Before(*in.ClosesAt)
 	switch {
 	case status == domain.MarketOpen && (in.Closed || due):
-		return Close, true
+		return domain.CloseMarket, true
 	case status == domain.MarketClosed && !in.Closed && !due:
-		return Reopen, true
+		return domain.ReopenMarket, true
 	}
 	return "", false
 }

@@ -13,28 +13,16 @@ import (
 	"github.com/pmx-dev/pmx/internal/domain"
 )
 
-// Action is a requested lifecycle change.
-type Action string
-
-// Actions.
-const (
-	Close      Action = "close"
-	Reopen     Action = "reopen"
-	ResolveYes Action = "resolve YES"
-	ResolveNo  Action = "resolve NO"
-	Cancel     Action = "cancel"
-)
-
 // ErrIllegalTransition is returned for an action the market's status does not allow.
 var ErrIllegalTransition = errors.New("illegal market transition")
 
 // Resolve is the action that resolves a market to outcome YES or NO.
-func Resolve(outcome string) (Action, error) {
+func Resolve(outcome string) (domain.MarketAction, error) {
 	switch outcome {
 	case "YES":
-		return ResolveYes, nil
+		return domain.ResolveYes, nil
 	case "NO":
-		return ResolveNo, nil
+		return domain.ResolveNo, nil
 	}
 	return "", fmt.Errorf("outcome must be YES or NO, not %q", outcome)
 }
@@ -54,20 +42,20 @@ type Plan struct {
 // Transition says what action does to a market in status from, or ErrIllegalTransition:
 // OPEN → CLOSED on close, CLOSED → OPEN on reopen, OPEN|CLOSED → RESOLVED on resolve,
 // OPEN|CLOSED → CANCELED on cancel. RESOLVED and CANCELED are final.
-func Transition(from domain.MarketStatus, action Action) (Plan, error) {
+func Transition(from domain.MarketStatus, action domain.MarketAction) (Plan, error) {
 	open := from == domain.MarketOpen
 	live := open || from == domain.MarketClosed
 	var p Plan
 	switch {
-	case action == Close && open:
+	case action == domain.CloseMarket && open:
 		p = Plan{To: domain.MarketClosed}
-	case action == Reopen && from == domain.MarketClosed:
+	case action == domain.ReopenMarket && from == domain.MarketClosed:
 		p = Plan{To: domain.MarketOpen}
-	case action == ResolveYes && live:
+	case action == domain.ResolveYes && live:
 		p = Plan{To: domain.MarketResolved, Settle: true, Outcome: "YES"}
-	case action == ResolveNo && live:
+	case action == domain.ResolveNo && live:
 		p = Plan{To: domain.MarketResolved, Settle: true, Outcome: "NO"}
-	case action == Cancel && live:
+	case action == domain.CancelMarket && live:
 		p = Plan{To: domain.MarketCanceled, Settle: true}
 	default:
 		return p, fmt.Errorf("cannot %s a market that is %s: %w", action, from, ErrIllegalTransition)

@@ -14,23 +14,23 @@ import (
 func TestTransition(t *testing.T) {
 	tests := []struct {
 		from   domain.MarketStatus
-		action Action
+		action domain.MarketAction
 		want   Plan
 		err    bool
 	}{
-		{"OPEN", Close, Plan{To: "CLOSED", CancelOrders: true}, false},
-		{"CLOSED", Close, Plan{}, true},
-		{"CLOSED", Reopen, Plan{To: "OPEN"}, false},
-		{"OPEN", Reopen, Plan{}, true},
-		{"OPEN", ResolveYes, Plan{To: "RESOLVED", CancelOrders: true, Settle: true, Outcome: "YES"}, false},
-		{"CLOSED", ResolveNo, Plan{To: "RESOLVED", Settle: true, Outcome: "NO"}, false},
-		{"OPEN", Cancel, Plan{To: "CANCELED", CancelOrders: true, Settle: true}, false},
-		{"CLOSED", Cancel, Plan{To: "CANCELED", Settle: true}, false},
-		{"RESOLVED", Cancel, Plan{}, true},
-		{"RESOLVED", ResolveYes, Plan{}, true},
-		{"RESOLVED", Reopen, Plan{}, true},
-		{"CANCELED", ResolveNo, Plan{}, true},
-		{"CANCELED", Close, Plan{}, true},
+		{"OPEN", domain.CloseMarket, Plan{To: "CLOSED", CancelOrders: true}, false},
+		{"CLOSED", domain.CloseMarket, Plan{}, true},
+		{"CLOSED", domain.ReopenMarket, Plan{To: "OPEN"}, false},
+		{"OPEN", domain.ReopenMarket, Plan{}, true},
+		{"OPEN", domain.ResolveYes, Plan{To: "RESOLVED", CancelOrders: true, Settle: true, Outcome: "YES"}, false},
+		{"CLOSED", domain.ResolveNo, Plan{To: "RESOLVED", Settle: true, Outcome: "NO"}, false},
+		{"OPEN", domain.CancelMarket, Plan{To: "CANCELED", CancelOrders: true, Settle: true}, false},
+		{"CLOSED", domain.CancelMarket, Plan{To: "CANCELED", Settle: true}, false},
+		{"RESOLVED", domain.CancelMarket, Plan{}, true},
+		{"RESOLVED", domain.ResolveYes, Plan{}, true},
+		{"RESOLVED", domain.ReopenMarket, Plan{}, true},
+		{"CANCELED", domain.ResolveNo, Plan{}, true},
+		{"CANCELED", domain.CloseMarket, Plan{}, true},
 	}
 	for _, tt := range tests {
 		got, err := Transition(tt.from, tt.action)
@@ -50,18 +50,18 @@ func TestIntentNext(t *testing.T) {
 		name   string
 		in     Intent
 		status domain.MarketStatus
-		want   Action
+		want   domain.MarketAction
 	}{
 		{"open stays open", Intent{}, "OPEN", ""},
-		{"close on request", Intent{Closed: true}, "OPEN", Close},
-		{"close when due", Intent{ClosesAt: &past}, "OPEN", Close},
+		{"close on request", Intent{Closed: true}, "OPEN", domain.CloseMarket},
+		{"close when due", Intent{ClosesAt: &past}, "OPEN", domain.CloseMarket},
 		{"not yet due", Intent{ClosesAt: &future}, "OPEN", ""},
-		{"reopen on request", Intent{ClosesAt: &future}, "CLOSED", Reopen},
+		{"reopen on request", Intent{ClosesAt: &future}, "CLOSED", domain.ReopenMarket},
 		{"no reopen after closesAt", Intent{ClosesAt: &past}, "CLOSED", ""},
 		{"stay closed", Intent{Closed: true}, "CLOSED", ""},
-		{"resolve YES from open", Intent{Resolution: "YES"}, "OPEN", ResolveYes},
-		{"resolve NO from closed", Intent{Resolution: "NO"}, "CLOSED", ResolveNo},
-		{"cancel", Intent{Resolution: "CANCELED"}, "OPEN", Cancel},
+		{"resolve YES from open", Intent{Resolution: "YES"}, "OPEN", domain.ResolveYes},
+		{"resolve NO from closed", Intent{Resolution: "NO"}, "CLOSED", domain.ResolveNo},
+		{"cancel", Intent{Resolution: "CANCELED"}, "OPEN", domain.CancelMarket},
 		{"resolved is final", Intent{Resolution: "YES"}, "RESOLVED", ""},
 		{"canceled is final", Intent{Resolution: "YES"}, "CANCELED", ""},
 		{"settled ignores closed", Intent{}, "RESOLVED", ""},

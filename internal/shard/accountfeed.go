@@ -6,6 +6,7 @@ import (
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/feed"
 	"github.com/pmx-dev/pmx/internal/kit/wire"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -34,7 +35,7 @@ func (s *Shard) orderEvent(account int64, typ string, o wire.Order) {
 }
 
 // fillEvent records a fill of an order whose state after the fill is o.
-func (s *Shard) fillEvent(account int64, o *wire.Order, l *engine.Leg, t *store.Trade, role string) {
+func (s *Shard) fillEvent(account int64, o *wire.Order, l *engine.Leg, t *records.Trade, role string) {
 	s.accountEvent(account, feed.AccountEvent{Type: feed.AccountFill, FilledQuantity: o.FilledQuantity, Status: o.Status, Fill: &wire.Fill{
 		ID: wire.FillID(t.ID, role), TradeID: t.ID, OrderID: o.ID, ClientOrderID: o.ClientOrderID, MarketID: o.MarketID,
 		Side: o.Side, Outcome: o.Outcome, Price: l.Price, Quantity: t.Quantity, Role: role, CreatedAt: t.CreatedAt}})
@@ -51,7 +52,7 @@ func (s *Shard) restingOrder(m *marketState, id engine.OrderID) (*wire.Order, bo
 }
 
 // makerFilled records a fill of a resting order, which leaves the book if it is filled.
-func (s *Shard) makerFilled(m *marketState, l *engine.Leg, t *store.Trade) {
+func (s *Shard) makerFilled(m *marketState, l *engine.Leg, t *records.Trade) {
 	o, ok := s.restingOrder(m, l.Order)
 	if !ok {
 		return
@@ -116,7 +117,7 @@ func settledEvents(account int64, holdings []store.SettledHolding) ([]byte, erro
 }
 
 // restingOf is the public state of a market's resting orders, loaded with its book.
-func restingOf(rows []store.Order) map[int64]*wire.Order {
+func restingOf(rows []records.Order) map[int64]*wire.Order {
 	out := make(map[int64]*wire.Order, len(rows))
 	for i := range rows {
 		o := wire.OrderOf(&rows[i])

@@ -15,7 +15,9 @@ import (
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/feed"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -230,7 +232,7 @@ func (s *Shard) runNow(b batch, mode reserveMode, err error) {
 		if err != nil && !s.again(&b, mode, err, &retried) {
 			s.metrics.failures.Inc()
 			for _, c := range b.cmds {
-				c.reply <- ErrUnavailable
+				c.reply <- exchange.ErrUnavailable
 			}
 			return
 		}
@@ -338,7 +340,7 @@ func (s *Shard) landed(fl *flight) bool {
 // recordFinished remembers, once a batch has committed, the final status of every order that
 // left its book in it.
 func (s *Shard) recordFinished(a *accumulator) {
-	for _, rows := range [][]store.Order{a.batch.NewOrders, a.batch.OrderUpdates} {
+	for _, rows := range [][]records.Order{a.batch.NewOrders, a.batch.OrderUpdates} {
 		for i := range rows {
 			o := &rows[i]
 			if o.Status.Resting() {
@@ -374,7 +376,7 @@ func (s *Shard) prepare(ctx context.Context, c *command) error {
 		return nil
 	case cmdCancelAll:
 		for _, id := range c.markets {
-			if _, err := s.ensure(ctx, id); err != nil && !errors.Is(err, domain.ErrUnknownMarket) && !errors.Is(err, ErrNotOwner) {
+			if _, err := s.ensure(ctx, id); err != nil && !errors.Is(err, domain.ErrUnknownMarket) && !errors.Is(err, exchange.ErrNotOwner) {
 				return err
 			}
 		}

@@ -3,7 +3,9 @@ package shard
 import (
 	"github.com/google/uuid"
 
-	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -53,19 +55,19 @@ func (k commandKind) String() string {
 type command struct {
 	kind    commandKind
 	market  uuid.UUID
-	place   PlaceRequest
-	cancel  CancelRequest // cmdCancel
-	amend   AmendRequest  // cmdAmend
-	group   []*command    // cmdGroup: joins the batch in its place, each answered on its own
-	account int64         // cmdCancelAll
-	markets []uuid.UUID   // cmdCancelAll
-	action  market.Action // cmdTransition
+	place   exchange.PlaceRequest
+	cancel  exchange.CancelRequest // cmdCancel
+	amend   exchange.AmendRequest  // cmdAmend
+	group   []*command             // cmdGroup: joins the batch in its place, each answered on its own
+	account int64                  // cmdCancelAll
+	markets []uuid.UUID            // cmdCancelAll
+	action  domain.MarketAction    // cmdTransition
 	reply   chan error
 
-	err      error             // set while the batch runs; sent once it commits
-	placed   store.PlacedOrder // cmdPlace; cmdAmend: only its trades
-	keys     []orderKey        // cmdCancel, cmdCancelAll: orders to answer with once written
-	orders   []store.Order
+	err      error               // set while the batch runs; sent once it commits
+	placed   records.PlacedOrder // cmdPlace; cmdAmend: only its trades
+	keys     []orderKey          // cmdCancel, cmdCancelAll: orders to answer with once written
+	orders   []records.Order
 	checkErr error             // cmdCheck
 	owned    []store.Ownership // cmdSync
 }
@@ -73,6 +75,6 @@ type command struct {
 // reset clears what a previous attempt at the command's batch left in it.
 func (c *command) reset() {
 	c.err, c.checkErr = nil, nil
-	c.placed = store.PlacedOrder{}
+	c.placed = records.PlacedOrder{}
 	c.keys, c.orders = c.keys[:0], nil
 }

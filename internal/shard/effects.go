@@ -11,6 +11,7 @@ import (
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/feed"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -132,7 +133,7 @@ func (a *accumulator) short(err error) error {
 }
 
 // newOrder records an order placed in this batch, in its state after placement.
-func (a *accumulator) newOrder(o store.Order) {
+func (a *accumulator) newOrder(o records.Order) {
 	a.orders[orderKey{o.MarketID, o.Seq}] = orderRef{isNew: true, i: len(a.batch.NewOrders)}
 	a.batch.NewOrders = append(a.batch.NewOrders, o)
 }
@@ -150,12 +151,12 @@ func (a *accumulator) orderState(k orderKey, account int64, filled int64, status
 
 // row returns the row the batch writes for an order of account: the new order's, or the update of
 // an existing one (a new update writes no price or quantity, which stay as they are).
-func (a *accumulator) row(k orderKey, account int64) *store.Order {
+func (a *accumulator) row(k orderKey, account int64) *records.Order {
 	ref, ok := a.orders[k]
 	if !ok {
 		ref = orderRef{i: len(a.batch.OrderUpdates)}
 		a.orders[k] = ref
-		a.batch.OrderUpdates = append(a.batch.OrderUpdates, store.Order{MarketID: k.market, Seq: k.seq, AccountID: account})
+		a.batch.OrderUpdates = append(a.batch.OrderUpdates, records.Order{MarketID: k.market, Seq: k.seq, AccountID: account})
 	}
 	if ref.isNew {
 		return &a.batch.NewOrders[ref.i]
@@ -183,10 +184,10 @@ func (a *accumulator) adjust(market uuid.UUID, st *engine.OrderState, cash, shar
 }
 
 // order returns the row of an order placed in this batch.
-func (a *accumulator) order(k orderKey) (store.Order, bool) {
+func (a *accumulator) order(k orderKey) (records.Order, bool) {
 	ref, ok := a.orders[k]
 	if !ok || !ref.isNew {
-		return store.Order{}, false
+		return records.Order{}, false
 	}
 	return a.batch.NewOrders[ref.i], true
 }

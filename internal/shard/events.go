@@ -8,6 +8,7 @@ import (
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/feed"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -91,7 +92,7 @@ func (s *Shard) recordEvents(now time.Time) error {
 }
 
 // fedFrom sets what a market's feed has described so far, as it is loaded.
-func (m *marketState) fedFrom(row store.Market, d *engine.Depth) {
+func (m *marketState) fedFrom(row records.Market, d *engine.Depth) {
 	m.eventSeq = row.EventSeq
 	m.fedStatus = domain.MarketStatus(row.Status)
 	m.levels = levelsOf(m.book, d)

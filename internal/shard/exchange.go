@@ -1,31 +1,9 @@
 package shard
 
-import (
-	"context"
+import "github.com/pmx-dev/pmx/internal/exchange"
 
-	"github.com/google/uuid"
-
-	"github.com/pmx-dev/pmx/internal/market"
-	"github.com/pmx-dev/pmx/internal/store"
-)
-
-// Exchange executes market writes and serves books: one Shard, a Set of them (pmx dev, pmx
-// shard), or in a front of the distributed exchange the router to the shard that owns each market
-// (shardapi.Router). The front API and the shard's internal API serve whichever they are given.
-type Exchange interface {
-	Place(ctx context.Context, r PlaceRequest) (store.PlacedOrder, error)
-	Cancel(ctx context.Context, r CancelRequest) (store.Order, error)
-	Amend(ctx context.Context, r AmendRequest) (store.PlacedOrder, error)
-	// PlaceMany and CancelMany run each market's requests together, in order, in one batch; each
-	// request is answered on its own.
-	PlaceMany(ctx context.Context, rs []PlaceRequest) []PlaceResult
-	CancelMany(ctx context.Context, rs []CancelRequest) []CancelResult
-	CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]store.Order, error)
-	Transition(ctx context.Context, market uuid.UUID, action market.Action) error
-	OrderBook(ctx context.Context, market uuid.UUID) (*Snapshot, error)
-}
-
+// A Shard, and a Set of them, carry out the exchange contract.
 var (
-	_ Exchange = (*Shard)(nil)
-	_ Exchange = (*Set)(nil)
+	_ exchange.Exchange = (*Shard)(nil)
+	_ exchange.Exchange = (*Set)(nil)
 )

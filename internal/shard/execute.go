@@ -8,9 +8,11 @@ import (
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/feed"
 	"github.com/pmx-dev/pmx/internal/kit/wire"
 	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -72,13 +74,13 @@ func (s *Shard) place(c *command, now time.Time) {
 	}
 	m.lastOrder++
 	s.acc.touch(m)
-	placed := store.PlacedOrder{
-		Order: store.Order{ID: store.NewID(), MarketID: m.id, Side: p.Side.String(), Outcome: p.Outcome.String(),
+	placed := records.PlacedOrder{
+		Order: records.Order{ID: store.NewID(), MarketID: m.id, Side: p.Side.String(), Outcome: p.Outcome.String(),
 			Price: p.Price, Quantity: p.Quantity, FilledQuantity: r.Order.Filled, Status: r.Order.Status,
 			CreatedAt: now, UpdatedAt: now, Seq: m.lastOrder, AccountID: p.Account,
 			TimeInForce: p.TimeInForce.String(), PostOnly: p.PostOnly, SelfTrade: p.SelfTrade.String(),
 			CancelReason: reasonText(r.Reason)},
-		Trades: make([]store.Trade, 0, len(r.Fills)),
+		Trades: make([]records.Trade, 0, len(r.Fills)),
 	}
 	if p.TimeInForce == engine.GTD {
 		at := p.ExpiresAt
@@ -106,11 +108,11 @@ func (s *Shard) place(c *command, now time.Time) {
 // and both its legs, the makers' new fills, and the self-trade cancels; it appends the trades, as
 // the taker sees them, to trades. taker is the taker's state for its account's feed, which each
 // fill moves on (nil: none).
-func (s *Shard) settle(m *marketState, r *engine.Result, now time.Time, trades []store.Trade, taker *wire.Order) []store.Trade {
+func (s *Shard) settle(m *marketState, r *engine.Result, now time.Time, trades []records.Trade, taker *wire.Order) []records.Trade {
 	for i := range r.Fills {
 		f := &r.Fills[i]
 		m.lastTrade++
-		t := store.Trade{ID: store.NewID(), MarketID: m.id, Outcome: f.Taker.Outcome.String(), Side: f.Taker.Side.String(),
+		t := records.Trade{ID: store.NewID(), MarketID: m.id, Outcome: f.Taker.Outcome.String(), Side: f.Taker.Side.String(),
 			Price: f.Taker.Price, Quantity: f.Quantity, YesPrice: f.YesPrice, CreatedAt: now}
 		trades = append(trades, t)
 		s.acc.batch.Trades = append(s.acc.batch.Trades, store.TradeRow{Trade: t, Seq: m.lastTrade, Kind: f.Kind.String(),
@@ -152,7 +154,7 @@ func (s *Shard) amend(c *command, now time.Time) {
 	}
 	if !ok {
 		if f, known := m.finished.get(r.Seq); known {
-			c.err = refuseCancel(f.account, f.status, r.Account)
+			c.err = exchange.RefuseCancel(r.Account, &records.Order{AccountID: f.account, Status: f.status})
 		} else {
 			c.err = errFateUnknown
 		}
@@ -203,7 +205,7 @@ func (s *Shard) amend(c *command, now time.Time) {
 		amended = &o
 		s.orderEvent(r.Account, feed.AccountAmended, o)
 	}
-	c.placed.Trades = s.settle(m, res, now, make([]store.Trade, 0, len(res.Fills)), amended)
+	c.placed.Trades = s.settle(m, res, now, make([]records.Trade, 0, len(res.Fills)), amended)
 	if amended != nil {
 		final := *amended
 		final.FilledQuantity, final.Status, final.CancelReason = res.Order.Filled, res.Order.Status.String(), reasonText(res.Reason)
@@ -242,7 +244,7 @@ func (s *Shard) cancel(c *command) {
 		}
 	}
 	if f, ok := m.finished.get(r.Seq); ok {
-		c.err = refuseCancel(f.account, f.status, r.Account)
+		c.err = exchange.RefuseCancel(r.Account, &records.Order{AccountID: f.account, Status: f.status})
 		return
 	}
 	c.err = errFateUnknown
@@ -294,8 +296,8 @@ func (s *Shard) transition(c *command) {
 }
 
 // answerCancels fills in the orders cancel commands answer with, from the rows just written.
-func (s *Shard) answerCancels(a *accumulator, cmds []*command, updated []store.Order) {
-	byKey := make(map[orderKey]store.Order, len(updated))
+func (s *Shard) answerCancels(a *accumulator, cmds []*command, updated []records.Order) {
+	byKey := make(map[orderKey]records.Order, len(updated))
 	for _, o := range updated {
 		byKey[orderKey{o.MarketID, o.Seq}] = o
 	}
@@ -303,7 +305,7 @@ func (s *Shard) answerCancels(a *accumulator, cmds []*command, updated []store.O
 		if c.err != nil || (c.kind != cmdCancel && c.kind != cmdCancelAll) {
 			continue
 		}
-		c.orders = make([]store.Order, 0, len(c.keys))
+		c.orders = make([]records.Order, 0, len(c.keys))
 		for _, k := range c.keys {
 			o, ok := byKey[k]
 			if !ok {

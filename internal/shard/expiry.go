@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/exchange"
 )
 
 // Good-till-date orders. The engine knows no time: a GTD order rests as a GTC one, and the shard
@@ -87,7 +88,7 @@ var errNothingDue = errors.New("shard: no order is due to expire")
 // sweepExpiries sends the expiry sweep command (every expirySweep, see New).
 func (s *Shard) sweepExpiries(ctx context.Context) {
 	err := s.do(ctx, &command{kind: cmdExpire})
-	if err != nil && !errors.Is(err, errNothingDue) && !errors.Is(err, ErrStopped) {
+	if err != nil && !errors.Is(err, errNothingDue) && !errors.Is(err, exchange.ErrStopped) {
 		s.log.Warn("the expiry sweep failed; it runs again shortly", "err", err)
 	}
 }

@@ -3,10 +3,9 @@ package shard
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/pmx-dev/pmx/engine"
-	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/kit/boundedmap"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -15,47 +14,25 @@ import (
 // another account's (domain.ErrNotYourOrder, checked first, as for an order still resting), or
 // it is no longer resting (domain.OrderNotOpen, naming its status). The shard knows this at once
 // for the orders that left the book while it held the market (finishedOrders); for older ones it
-// reads the order from Postgres, after the batch and off the loop (readFate).
+// reads the order from Postgres, after the batch and off the loop (readFate). The refusal itself is
+// the contract's (exchange.RefuseCancel), which the router gives too for a market no shard holds.
 
 // errFateUnknown is a cancel of an order the shard neither has in its book nor remembers: Cancel
 // then reads the order to say what became of it. Never returned to callers.
 var errFateUnknown = errors.New("the order is not in the book and not remembered")
 
-// refuseCancel is the refusal of a cancel, by account, of an order of owner in status that is not
-// in its book. Every path that refuses a cancel of such an order calls it: the shard's memory of
-// finished orders, and RefuseStored.
-func refuseCancel(owner int64, status engine.Status, account int64) *domain.Error {
-	if owner != account {
-		return domain.ErrNotYourOrder
-	}
-	if status.Resting() { // not in the book, yet resting in Postgres: the book has the last word
-		return domain.ErrOrderNotOpen
-	}
-	return domain.OrderNotOpen(status.String())
-}
-
-// RefuseStored refuses the cancel r of an order that is in no book, reading the order from
-// Postgres: for a shard that does not remember it, and for the router when no shard holds its
-// market. An error of the read itself is returned as it is.
-func RefuseStored(ctx context.Context, st *store.Store, r CancelRequest) error {
-	o, err := st.OrderBySeq(ctx, r.Market, r.Seq)
+// readFate refuses a cancel of an order that left the book before the shard's memory of it,
+// reading the order from Postgres.
+func (s *Shard) readFate(ctx context.Context, r exchange.CancelRequest) error {
+	o, err := s.cfg.Store.OrderBySeq(ctx, r.Market, r.Seq)
 	if errors.Is(err, store.ErrNotFound) {
-		return domain.ErrOrderNotOpen
+		return exchange.RefuseCancel(r.Account, nil)
 	}
 	if err != nil {
-		return fmt.Errorf("while reading the order to cancel: %w", err)
-	}
-	return refuseCancel(o.AccountID, o.Status, r.Account)
-}
-
-// readFate refuses a cancel of an order that left the book before the shard's memory of it.
-func (s *Shard) readFate(ctx context.Context, r CancelRequest) error {
-	err := RefuseStored(ctx, s.cfg.Store, r)
-	if refusal := (*domain.Error)(nil); !errors.As(err, &refusal) {
 		s.log.Warn("could not read an order to refuse its cancel", "market", r.Market, "seq", r.Seq, "err", err)
-		return ErrUnavailable
+		return exchange.ErrUnavailable
 	}
-	return err
+	return exchange.RefuseCancel(r.Account, &o)
 }
 
 // finished is what became of an order that left its book: its final status, and whose it was.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
 )
 
 // The dead-man switch. An account arms it through any front (POST /heartbeat), which records the
@@ -39,11 +40,11 @@ func (s *Shard) cancelTripped(ctx context.Context) {
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			_, err := s.Cancel(ctx, CancelRequest{Account: o.Account, Market: o.Market, Seq: o.Seq, Reason: engine.ReasonHeartbeat})
+			_, err := s.Cancel(ctx, exchange.CancelRequest{Account: o.Account, Market: o.Market, Seq: o.Seq, Reason: engine.ReasonHeartbeat})
 			switch {
 			case err == nil:
 				s.log.Info("dead-man switch: order cancelled", "account", o.Account, "market", o.Market, "seq", o.Seq)
-			case errors.Is(err, domain.ErrOrderNotOpen), errors.Is(err, ErrNotOwner), errors.Is(err, ErrStopped):
+			case errors.Is(err, domain.ErrOrderNotOpen), errors.Is(err, exchange.ErrNotOwner), errors.Is(err, exchange.ErrStopped):
 				// It filled or was cancelled meanwhile, or its market moved: nothing left to do here.
 			default:
 				s.log.Warn("dead-man switch: could not cancel an order; trying again shortly", "account", o.Account,

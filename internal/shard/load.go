@@ -10,7 +10,9 @@ import (
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/kit/wire"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -23,12 +25,12 @@ func (s *Shard) ensure(ctx context.Context, id uuid.UUID) (*marketState, error) 
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, domain.ErrUnknownMarket
 	}
-	if errors.Is(err, ErrNotOwner) {
+	if errors.Is(err, exchange.ErrNotOwner) {
 		return nil, err
 	}
 	if err != nil {
 		s.log.Error("could not load market", "market", id, "err", err)
-		return nil, ErrUnavailable
+		return nil, exchange.ErrUnavailable
 	}
 	s.markets[id] = m
 	s.publish(m)
@@ -41,19 +43,19 @@ func (s *Shard) load(ctx context.Context, id uuid.UUID) (*marketState, error) {
 		return nil, err
 	}
 	if s.cfg.owns != nil && !s.cfg.owns(id) {
-		return nil, ErrNotOwner // another shard of its Set serves it
+		return nil, exchange.ErrNotOwner // another shard of its Set serves it
 	}
 	m := &marketState{id: id, status: row.Status, epoch: row.Epoch, resting: map[int64]*wire.Order{},
 		free: map[holding]int64{}}
 	if s.cfg.Name != "" && (row.Shard == nil || *row.Shard != s.cfg.Name) {
-		return nil, ErrNotOwner
+		return nil, exchange.ErrNotOwner
 	}
 	if mine := s.incarnation.Load(); mine != nil {
 		// Another process registered under this name since (store.Register) owns it now.
 		if current, err := s.cfg.Store.Incarnation(ctx, s.cfg.Name); err != nil {
 			return nil, err
 		} else if current != *mine {
-			return nil, ErrNotOwner
+			return nil, exchange.ErrNotOwner
 		}
 	}
 	if row.LastTradePrice != nil {
@@ -89,7 +91,7 @@ func (s *Shard) load(ctx context.Context, id uuid.UUID) (*marketState, error) {
 }
 
 // engineState converts a stored resting order to the engine's terms.
-func engineState(o store.Order) (engine.OrderState, error) {
+func engineState(o records.Order) (engine.OrderState, error) {
 	side, ok1 := engine.ParseSide(o.Side)
 	outcome, ok2 := engine.ParseOutcome(o.Outcome)
 	tif, ok3 := engine.ParseTimeInForce(cmp.Or(o.TimeInForce, "GTC"))
@@ -121,12 +123,12 @@ func (s *Shard) publish(m *marketState) { s.snaps.Store(m.id, s.snapshotOf(m)) }
 // pendingSnapshot is a book as a batch leaves it, to publish once the batch commits.
 type pendingSnapshot struct {
 	market uuid.UUID
-	snap   *Snapshot
+	snap   *exchange.Snapshot
 }
 
 // snapshotOf takes a snapshot of a market's book as it stands in memory.
-func (s *Shard) snapshotOf(m *marketState) *Snapshot {
-	snap := &Snapshot{Status: m.status, Epoch: m.epoch, Seq: m.eventSeq}
+func (s *Shard) snapshotOf(m *marketState) *exchange.Snapshot {
+	snap := &exchange.Snapshot{Status: m.status, Epoch: m.epoch, Seq: m.eventSeq}
 	if m.book != nil {
 		m.book.Depth(engine.Payout, &snap.Depth)
 	} else if m.lastPrice != 0 {
@@ -137,7 +139,7 @@ func (s *Shard) snapshotOf(m *marketState) *Snapshot {
 }
 
 // OrderBook returns a market's committed book, loading the market on first use.
-func (s *Shard) OrderBook(ctx context.Context, id uuid.UUID) (*Snapshot, error) {
+func (s *Shard) OrderBook(ctx context.Context, id uuid.UUID) (*exchange.Snapshot, error) {
 	if snap, ok := s.snapshot(id); ok {
 		return snap, nil
 	}
@@ -146,7 +148,7 @@ func (s *Shard) OrderBook(ctx context.Context, id uuid.UUID) (*Snapshot, error) 
 	}
 	snap, ok := s.snapshot(id)
 	if !ok {
-		return nil, ErrUnavailable
+		return nil, exchange.ErrUnavailable
 	}
 	return snap, nil
 }

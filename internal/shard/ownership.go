@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -33,7 +34,7 @@ func (s *Shard) fence(owners map[uuid.UUID]store.Ownership, cmds []*command) {
 			continue
 		}
 		if _, ok := s.markets[c.market]; !ok {
-			c.err = ErrNotOwner
+			c.err = exchange.ErrNotOwner
 		}
 	}
 }
@@ -66,7 +67,7 @@ func (s *Shard) sync(ctx context.Context, owned []store.Ownership) {
 		if o.Status != domain.MarketOpen {
 			continue
 		}
-		if _, err := s.ensure(ctx, o.Market); err != nil && !errors.Is(err, ErrNotOwner) {
+		if _, err := s.ensure(ctx, o.Market); err != nil && !errors.Is(err, exchange.ErrNotOwner) {
 			s.log.Warn("could not load an assigned market", "market", o.Market, "err", err)
 		}
 	}

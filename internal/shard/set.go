@@ -13,7 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pmx-dev/pmx/internal/domain"
-	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/exchange"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -116,40 +117,40 @@ func (set *Set) of(ctx context.Context, id uuid.UUID) (int, error) {
 		return 0, domain.ErrUnknownMarket
 	} else if err != nil {
 		set.shards[0].log.Warn("could not read a market to route it", "market", id, "err", err)
-		return 0, ErrUnavailable
+		return 0, exchange.ErrUnavailable
 	}
 	return set.assign(id), nil
 }
 
 // Place places an order on its market's shard.
-func (set *Set) Place(ctx context.Context, r PlaceRequest) (store.PlacedOrder, error) {
+func (set *Set) Place(ctx context.Context, r exchange.PlaceRequest) (records.PlacedOrder, error) {
 	i, err := set.of(ctx, r.Market)
 	if err != nil {
-		return store.PlacedOrder{}, err
+		return records.PlacedOrder{}, err
 	}
 	return set.shards[i].Place(ctx, r)
 }
 
 // Cancel cancels an order on its market's shard.
-func (set *Set) Cancel(ctx context.Context, r CancelRequest) (store.Order, error) {
+func (set *Set) Cancel(ctx context.Context, r exchange.CancelRequest) (records.Order, error) {
 	i, err := set.of(ctx, r.Market)
 	if err != nil {
-		return store.Order{}, err
+		return records.Order{}, err
 	}
 	return set.shards[i].Cancel(ctx, r)
 }
 
 // Amend amends an order on its market's shard.
-func (set *Set) Amend(ctx context.Context, r AmendRequest) (store.PlacedOrder, error) {
+func (set *Set) Amend(ctx context.Context, r exchange.AmendRequest) (records.PlacedOrder, error) {
 	i, err := set.of(ctx, r.Market)
 	if err != nil {
-		return store.PlacedOrder{}, err
+		return records.PlacedOrder{}, err
 	}
 	return set.shards[i].Amend(ctx, r)
 }
 
 // Transition applies a lifecycle action on the market's shard.
-func (set *Set) Transition(ctx context.Context, id uuid.UUID, action market.Action) error {
+func (set *Set) Transition(ctx context.Context, id uuid.UUID, action domain.MarketAction) error {
 	i, err := set.of(ctx, id)
 	if err != nil {
 		return err
@@ -158,7 +159,7 @@ func (set *Set) Transition(ctx context.Context, id uuid.UUID, action market.Acti
 }
 
 // OrderBook reads a market's committed book from its shard.
-func (set *Set) OrderBook(ctx context.Context, id uuid.UUID) (*Snapshot, error) {
+func (set *Set) OrderBook(ctx context.Context, id uuid.UUID) (*exchange.Snapshot, error) {
 	i, err := set.of(ctx, id)
 	if err != nil {
 		return nil, err
@@ -183,13 +184,13 @@ func (set *Set) split(ctx context.Context, n int, market func(int) uuid.UUID, fa
 
 // PlaceMany places each shard's share of the orders in one batch there, the shards at once, and
 // answers each order in its place.
-func (set *Set) PlaceMany(ctx context.Context, rs []PlaceRequest) []PlaceResult {
-	out := make([]PlaceResult, len(rs))
+func (set *Set) PlaceMany(ctx context.Context, rs []exchange.PlaceRequest) []exchange.PlaceResult {
+	out := make([]exchange.PlaceResult, len(rs))
 	groups := set.split(ctx, len(rs), func(i int) uuid.UUID { return rs[i].Market }, func(i int, err error) { out[i].Err = err })
 	var wg sync.WaitGroup
 	for s, idx := range groups {
 		wg.Go(func() {
-			in := make([]PlaceRequest, len(idx))
+			in := make([]exchange.PlaceRequest, len(idx))
 			for j, i := range idx {
 				in[j] = rs[i]
 			}
@@ -203,13 +204,13 @@ func (set *Set) PlaceMany(ctx context.Context, rs []PlaceRequest) []PlaceResult 
 }
 
 // CancelMany cancels each shard's share of the orders in one batch there, the shards at once.
-func (set *Set) CancelMany(ctx context.Context, rs []CancelRequest) []CancelResult {
-	out := make([]CancelResult, len(rs))
+func (set *Set) CancelMany(ctx context.Context, rs []exchange.CancelRequest) []exchange.CancelResult {
+	out := make([]exchange.CancelResult, len(rs))
 	groups := set.split(ctx, len(rs), func(i int) uuid.UUID { return rs[i].Market }, func(i int, err error) { out[i].Err = err })
 	var wg sync.WaitGroup
 	for s, idx := range groups {
 		wg.Go(func() {
-			in := make([]CancelRequest, len(idx))
+			in := make([]exchange.CancelRequest, len(idx))
 			for j, i := range idx {
 				in[j] = rs[i]
 			}
@@ -225,7 +226,7 @@ func (set *Set) CancelMany(ctx context.Context, rs []CancelRequest) []CancelResu
 // CancelAll cancels an account's resting orders in the markets on every shard holding one of
 // them, at once, and answers them in the order of markets. Markets that do not exist are passed
 // over, as a shard passes them over.
-func (set *Set) CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]store.Order, error) {
+func (set *Set) CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]records.Order, error) {
 	var unroutable []error
 	groups := set.split(ctx, len(markets), func(i int) uuid.UUID { return markets[i] }, func(_ int, err error) {
 		if !errors.Is(err, domain.ErrUnknownMarket) {
@@ -235,7 +236,7 @@ func (set *Set) CancelAll(ctx context.Context, account int64, markets []uuid.UUI
 	if err := errors.Join(unroutable...); err != nil {
 		return nil, err
 	}
-	results := make([][]store.Order, len(set.shards))
+	results := make([][]records.Order, len(set.shards))
 	errs := make([]error, len(set.shards))
 	var wg sync.WaitGroup
 	for s, idx := range groups {
@@ -258,7 +259,7 @@ func (set *Set) CancelAll(ctx context.Context, account int64, markets []uuid.UUI
 		}
 	}
 	all := slices.Concat(results...)
-	slices.SortStableFunc(all, func(a, b store.Order) int { return cmp.Compare(pos[a.MarketID], pos[b.MarketID]) })
+	slices.SortStableFunc(all, func(a, b records.Order) int { return cmp.Compare(pos[a.MarketID], pos[b.MarketID]) })
 	return all, nil
 }
 

@@ -14,8 +14,9 @@ import (
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/poll"
-	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/records"
 )
 
 // setFixture is the fixture's database with four more markets, served by a Set of two shards.
@@ -25,7 +26,7 @@ func setFixture(t *testing.T) (*fixture, *Set, []uuid.UUID) {
 	ctx := context.Background()
 	var markets []uuid.UUID
 	for i := range 4 {
-		m, err := f.st.CreateMarket(ctx, store.Market{ID: uuid.New(), Question: "q" + string(rune('a'+i)), Category: "c",
+		m, err := f.st.CreateMarket(ctx, records.Market{ID: uuid.New(), Question: "q" + string(rune('a'+i)), Category: "c",
 			LabelA: "Yes", LabelB: "No", CreatedAt: time.Now()})
 		if err != nil {
 			t.Fatal(err)
@@ -57,7 +58,7 @@ func TestSetSpreadsMarkets(t *testing.T) {
 			}
 		}
 	}
-	if _, err := set.Place(t.Context(), PlaceRequest{Account: 1, Market: uuid.New(), Side: engine.Buy, Outcome: engine.Yes, Price: 1, Quantity: 1}); !errors.Is(err, domain.ErrUnknownMarket) {
+	if _, err := set.Place(t.Context(), exchange.PlaceRequest{Account: 1, Market: uuid.New(), Side: engine.Buy, Outcome: engine.Yes, Price: 1, Quantity: 1}); !errors.Is(err, domain.ErrUnknownMarket) {
 		t.Fatalf("a placement in a market that does not exist: %v, want %v", err, domain.ErrUnknownMarket)
 	}
 	set.mu.Lock()
@@ -73,9 +74,9 @@ func TestSetSpreadsMarkets(t *testing.T) {
 func TestSetCallsAcrossShards(t *testing.T) {
 	f, set, markets := setFixture(t)
 	ctx := context.Background()
-	var rs []PlaceRequest
+	var rs []exchange.PlaceRequest
 	for i, id := range append(markets, markets...) {
-		rs = append(rs, PlaceRequest{Account: f.alice, Market: id, Side: engine.Buy, Outcome: engine.Yes, Price: 10 + i, Quantity: 1})
+		rs = append(rs, exchange.PlaceRequest{Account: f.alice, Market: id, Side: engine.Buy, Outcome: engine.Yes, Price: 10 + i, Quantity: 1})
 	}
 	placed := set.PlaceMany(ctx, rs)
 	for i, p := range placed {
@@ -83,7 +84,7 @@ func TestSetCallsAcrossShards(t *testing.T) {
 			t.Fatalf("placement %d: %+v, want its market and price %d", i, p, rs[i].Price)
 		}
 	}
-	cancels := []CancelRequest{
+	cancels := []exchange.CancelRequest{
 		{Account: f.alice, Market: markets[3], Seq: placed[3].Placed.Seq},
 		{Account: f.alice, Market: markets[0], Seq: placed[0].Placed.Seq},
 	}
@@ -131,16 +132,16 @@ func TestSetSharedAccounts(t *testing.T) {
 		account := []int64{f.alice, f.bob}[g%2]
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(g), 1))
-			var open []store.PlacedOrder
+			var open []records.PlacedOrder
 			for range 40 {
 				m := markets[rng.IntN(len(markets))]
 				if len(open) > 0 && rng.IntN(3) == 0 {
 					o := open[rng.IntN(len(open))]
-					_, _ = set.Cancel(ctx, CancelRequest{Account: account, Market: o.MarketID, Seq: o.Seq})
+					_, _ = set.Cancel(ctx, exchange.CancelRequest{Account: account, Market: o.MarketID, Seq: o.Seq})
 					continue
 				}
 				outcome := []engine.Outcome{engine.Yes, engine.No}[rng.IntN(2)]
-				p, err := set.Place(ctx, PlaceRequest{Account: account, Market: m, Side: engine.Buy, Outcome: outcome,
+				p, err := set.Place(ctx, exchange.PlaceRequest{Account: account, Market: m, Side: engine.Buy, Outcome: outcome,
 					Price: 30 + rng.IntN(40), Quantity: 1 + int64(rng.IntN(8))})
 				if err == nil && p.Status.Resting() {
 					open = append(open, p)
@@ -187,7 +188,7 @@ func TestNamedSet(t *testing.T) {
 	ctx := context.Background()
 	var markets []uuid.UUID
 	for i := range 2 {
-		m, err := f.st.CreateMarket(ctx, store.Market{ID: uuid.New(), Question: "n" + string(rune('a'+i)), Category: "c",
+		m, err := f.st.CreateMarket(ctx, records.Market{ID: uuid.New(), Question: "n" + string(rune('a'+i)), Category: "c",
 			LabelA: "Yes", LabelB: "No", CreatedAt: time.Now()})
 		if err != nil {
 			t.Fatal(err)
@@ -220,17 +221,17 @@ func TestNamedSet(t *testing.T) {
 		t.Errorf("both markets are on shard %d", set.assign(markets[0]))
 	}
 	for _, id := range markets {
-		if _, err := set.Place(ctx, PlaceRequest{Account: f.alice, Market: id, Side: engine.Buy, Outcome: engine.Yes, Price: 40, Quantity: 1}); err != nil {
+		if _, err := set.Place(ctx, exchange.PlaceRequest{Account: f.alice, Market: id, Side: engine.Buy, Outcome: engine.Yes, Price: 40, Quantity: 1}); err != nil {
 			t.Fatalf("placing in market %s: %v", id, err)
 		}
 	}
 	if _, err := f.st.Assign(ctx, markets[1], "proc-b"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := set.Place(ctx, PlaceRequest{Account: f.alice, Market: markets[1], Side: engine.Buy, Outcome: engine.Yes, Price: 41, Quantity: 1}); !errors.Is(err, ErrNotOwner) {
-		t.Fatalf("placing in a market moved away: %v, want %v", err, ErrNotOwner)
+	if _, err := set.Place(ctx, exchange.PlaceRequest{Account: f.alice, Market: markets[1], Side: engine.Buy, Outcome: engine.Yes, Price: 41, Quantity: 1}); !errors.Is(err, exchange.ErrNotOwner) {
+		t.Fatalf("placing in a market moved away: %v, want %v", err, exchange.ErrNotOwner)
 	}
-	if _, err := set.Place(ctx, PlaceRequest{Account: f.alice, Market: markets[0], Side: engine.Buy, Outcome: engine.Yes, Price: 41, Quantity: 1}); err != nil {
+	if _, err := set.Place(ctx, exchange.PlaceRequest{Account: f.alice, Market: markets[0], Side: engine.Buy, Outcome: engine.Yes, Price: 41, Quantity: 1}); err != nil {
 		t.Fatalf("placing in the market still here: %v", err)
 	}
 	if err := set.CheckBooks(ctx); err != nil {

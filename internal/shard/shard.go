@@ -15,7 +15,8 @@
 // Postgres, so memory never runs ahead of what was committed; a batch that only raced another
 // transaction runs once more.
 //
-// A Set runs several shards in one process, the markets spread across them (set.go).
+// A Set runs several shards in one process, the markets spread across them (set.go). Both carry out
+// the exchange contract (package exchange), which their callers speak.
 package shard
 
 import (
@@ -32,19 +33,11 @@ import (
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/feed"
 	"github.com/pmx-dev/pmx/internal/kit/wire"
-	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
-)
-
-// Errors that say a command could not run here or now, so that the caller may send it again
-// (elsewhere). Each leaves nothing changed. A command the exchange's rules refuse fails with a
-// *domain.Error instead (domain.ErrMarketNotOpen, domain.ErrInsufficientFunds, ...).
-var (
-	ErrStopped     = errors.New("shard is shutting down")
-	ErrNotOwner    = errors.New("this shard does not own the market")
-	ErrUnavailable = errors.New("the database could not commit; try again")
 )
 
 // Config configures a shard.
@@ -134,18 +127,6 @@ type marketState struct {
 	fedStatus domain.MarketStatus
 }
 
-// Snapshot is a market's book as last committed: the best levels of both views.
-type Snapshot struct {
-	Status domain.MarketStatus
-	Epoch  int64 // the ownership epoch the shard holds the market under
-	Seq    int64 // the last number of the market's feed the snapshot reflects
-	Depth  engine.Depth
-}
-
-// A Snapshot holds every level of the book (at most 99 a side), for the live feed's snapshots;
-// GET /market/order-book shows the best DepthLevels of them.
-const DepthLevels = 10
-
 // New starts a shard. Call Stop to drain and stop it.
 func New(cfg Config) *Shard {
 	if cfg.MaxBatch <= 0 {
@@ -215,50 +196,23 @@ func (s *Shard) Stop() {
 }
 
 // snapshot returns the committed book of a market the shard has loaded.
-func (s *Shard) snapshot(id uuid.UUID) (*Snapshot, bool) {
+func (s *Shard) snapshot(id uuid.UUID) (*exchange.Snapshot, bool) {
 	v, ok := s.snaps.Load(id)
 	if !ok {
 		return nil, false
 	}
-	return v.(*Snapshot), true
-}
-
-// PlaceRequest is an order to place for an account.
-type PlaceRequest struct {
-	Account  int64
-	Market   uuid.UUID
-	Side     engine.Side
-	Outcome  engine.Outcome
-	Price    int
-	Quantity int64
-
-	// The zero values of the rest are the plain order: good till cancelled, cancelling the
-	// account's own resting orders it meets, without a client order id.
-	TimeInForce engine.TimeInForce
-	ExpiresAt   time.Time // GTD: when the order is cancelled if still open
-	PostOnly    bool
-	SelfTrade   engine.SelfTrade
-	// ClientOrderID, when set, must be new to the account: a placement whose id an order already
-	// has is refused with domain.ErrClientOrderIDTaken (the front answers with that order).
-	ClientOrderID string
-	Placement     string // the placement's fingerprint, kept with a client order id (store.Order)
-}
-
-// PlaceResult is one placement's answer in PlaceMany: the order, or why it was refused.
-type PlaceResult struct {
-	Placed store.PlacedOrder
-	Err    error
+	return v.(*exchange.Snapshot), true
 }
 
 // PlaceMany places orders together: they run in one batch, in order, each as Place runs it and
 // answered on its own, so one refused does not refuse the others.
-func (s *Shard) PlaceMany(ctx context.Context, rs []PlaceRequest) []PlaceResult {
+func (s *Shard) PlaceMany(ctx context.Context, rs []exchange.PlaceRequest) []exchange.PlaceResult {
 	cmds := make([]*command, len(rs))
 	for i, r := range rs {
 		cmds[i] = &command{kind: cmdPlace, place: r, market: r.Market}
 	}
 	errs := s.doGroup(ctx, cmds)
-	out := make([]PlaceResult, len(rs))
+	out := make([]exchange.PlaceResult, len(rs))
 	for i, c := range cmds {
 		if out[i].Err = errs[i]; errs[i] == nil {
 			out[i].Placed = c.placed
@@ -268,83 +222,56 @@ func (s *Shard) PlaceMany(ctx context.Context, rs []PlaceRequest) []PlaceResult 
 }
 
 // Place reserves, matches and commits an order.
-func (s *Shard) Place(ctx context.Context, r PlaceRequest) (store.PlacedOrder, error) {
+func (s *Shard) Place(ctx context.Context, r exchange.PlaceRequest) (records.PlacedOrder, error) {
 	c := &command{kind: cmdPlace, place: r, market: r.Market}
 	if err := s.do(ctx, c); err != nil {
-		return store.PlacedOrder{}, err // c may still be running: leave its fields alone
+		return records.PlacedOrder{}, err // c may still be running: leave its fields alone
 	}
 	return c.placed, nil
 }
 
-// CancelRequest is an account's cancel of one order of a market, named by its sequence number.
-type CancelRequest struct {
-	Account int64
-	Market  uuid.UUID
-	Seq     int64
-	Reason  engine.CancelReason // recorded with the order; zero is engine.ReasonUser
-}
-
 // Cancel cancels one resting order of the account. An order of another account is
 // domain.ErrNotYourOrder; one that is no longer resting is domain.OrderNotOpen with its status.
-func (s *Shard) Cancel(ctx context.Context, r CancelRequest) (store.Order, error) {
+func (s *Shard) Cancel(ctx context.Context, r exchange.CancelRequest) (records.Order, error) {
 	c := &command{kind: cmdCancel, market: r.Market, cancel: r}
 	err := s.do(ctx, c)
 	if errors.Is(err, errFateUnknown) {
-		return store.Order{}, s.readFate(ctx, r)
+		return records.Order{}, s.readFate(ctx, r)
 	}
 	if err != nil {
-		return store.Order{}, err
+		return records.Order{}, err
 	}
 	return c.orders[0], nil
 }
 
-// AmendRequest changes a resting order of the account, named by its sequence number: its price
-// (0 keeps it) and its remaining quantity (0 keeps it). Side and outcome are the order's, as
-// Postgres has them: the batch locks what the amend may reserve before it sees the order.
-type AmendRequest struct {
-	Account   int64
-	Market    uuid.UUID
-	Seq       int64
-	Side      engine.Side
-	Outcome   engine.Outcome
-	Price     int
-	Remaining int64
-}
-
 // Amend changes a resting order (engine.Book.Amend) and returns it as it then stands, with the
 // trades a crossing price made. An order that is not resting is refused as a cancel of it is.
-func (s *Shard) Amend(ctx context.Context, r AmendRequest) (store.PlacedOrder, error) {
+func (s *Shard) Amend(ctx context.Context, r exchange.AmendRequest) (records.PlacedOrder, error) {
 	c := &command{kind: cmdAmend, market: r.Market, amend: r}
-	cancel := CancelRequest{Account: r.Account, Market: r.Market, Seq: r.Seq}
+	cancel := exchange.CancelRequest{Account: r.Account, Market: r.Market, Seq: r.Seq}
 	err := s.do(ctx, c)
 	if errors.Is(err, errFateUnknown) {
-		return store.PlacedOrder{}, s.readFate(ctx, cancel)
+		return records.PlacedOrder{}, s.readFate(ctx, cancel)
 	}
 	if err != nil {
-		return store.PlacedOrder{}, err
+		return records.PlacedOrder{}, err
 	}
 	o, err := s.cfg.Store.OrderBySeq(ctx, r.Market, r.Seq)
 	if err != nil {
 		s.log.Warn("could not read an amended order", "market", r.Market, "seq", r.Seq, "err", err)
-		return store.PlacedOrder{}, ErrUnavailable
+		return records.PlacedOrder{}, exchange.ErrUnavailable
 	}
-	return store.PlacedOrder{Order: o, Trades: c.placed.Trades}, nil
-}
-
-// CancelResult is one cancel's answer in CancelMany: the order, or why it was refused.
-type CancelResult struct {
-	Order store.Order
-	Err   error
+	return records.PlacedOrder{Order: o, Trades: c.placed.Trades}, nil
 }
 
 // CancelMany cancels orders together, in one batch, each as Cancel does and answered on its own.
-func (s *Shard) CancelMany(ctx context.Context, rs []CancelRequest) []CancelResult {
+func (s *Shard) CancelMany(ctx context.Context, rs []exchange.CancelRequest) []exchange.CancelResult {
 	cmds := make([]*command, len(rs))
 	for i, r := range rs {
 		cmds[i] = &command{kind: cmdCancel, market: r.Market, cancel: r}
 	}
 	errs := s.doGroup(ctx, cmds)
-	out := make([]CancelResult, len(rs))
+	out := make([]exchange.CancelResult, len(rs))
 	for i, c := range cmds {
 		switch {
 		case errors.Is(errs[i], errFateUnknown):
@@ -359,7 +286,7 @@ func (s *Shard) CancelMany(ctx context.Context, rs []CancelRequest) []CancelResu
 }
 
 // CancelAll cancels every resting order of an account in the given markets.
-func (s *Shard) CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]store.Order, error) {
+func (s *Shard) CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]records.Order, error) {
 	c := &command{kind: cmdCancelAll, account: account, markets: markets}
 	if err := s.do(ctx, c); err != nil {
 		return nil, err
@@ -369,7 +296,7 @@ func (s *Shard) CancelAll(ctx context.Context, account int64, markets []uuid.UUI
 
 // Transition applies a lifecycle action to a market (see package market), cancelling its resting
 // orders when it leaves OPEN and settling it when it resolves or is cancelled.
-func (s *Shard) Transition(ctx context.Context, marketID uuid.UUID, action market.Action) error {
+func (s *Shard) Transition(ctx context.Context, marketID uuid.UUID, action domain.MarketAction) error {
 	return s.do(ctx, &command{kind: cmdTransition, market: marketID, action: action})
 }
 
@@ -404,14 +331,14 @@ func (s *Shard) doGroup(ctx context.Context, cmds []*command) []error {
 func (s *Shard) enqueue(ctx context.Context, c *command) error {
 	select {
 	case <-s.stop:
-		return ErrStopped
+		return exchange.ErrStopped
 	default:
 	}
 	select {
 	case s.cmds <- c:
 		return nil
 	case <-s.stop:
-		return ErrStopped
+		return exchange.ErrStopped
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -428,7 +355,7 @@ func (s *Shard) wait(ctx context.Context, c *command) error {
 		case err := <-c.reply:
 			return err
 		default:
-			return ErrStopped
+			return exchange.ErrStopped
 		}
 	case <-ctx.Done():
 		// The caller gave up, but the command runs: say what became of it.
@@ -447,7 +374,7 @@ func (s *Shard) logAbandoned(c *command) {
 		select {
 		case err = <-c.reply:
 		default:
-			err = ErrStopped
+			err = exchange.ErrStopped
 		}
 	}
 	log := s.log.With("kind", c.kind.String(), "market", c.market)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
-	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/internal/store"
@@ -46,8 +46,8 @@ func (f *fixture) shard(t *testing.T, name string) *Shard {
 	return s
 }
 
-func (f *fixture) buy(account int64, outcome engine.Outcome, price int, qty int64) PlaceRequest {
-	return PlaceRequest{Account: account, Market: f.market, Side: engine.Buy, Outcome: outcome, Price: price, Quantity: qty}
+func (f *fixture) buy(account int64, outcome engine.Outcome, price int, qty int64) exchange.PlaceRequest {
+	return exchange.PlaceRequest{Account: account, Market: f.market, Side: engine.Buy, Outcome: outcome, Price: price, Quantity: qty}
 }
 
 // checkLocked checks that each account's locked cash is what its open orders need.
@@ -80,7 +80,7 @@ func TestFencing(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	a, b := f.shard(t, "shard-a"), f.shard(t, "shard-b")
-	if _, err := a.Place(ctx, f.buy(f.alice, engine.Yes, 40, 1)); !errors.Is(err, ErrNotOwner) {
+	if _, err := a.Place(ctx, f.buy(f.alice, engine.Yes, 40, 1)); !errors.Is(err, exchange.ErrNotOwner) {
 		t.Fatalf("a shard placed an order in a market nobody assigned it: %v", err)
 	}
 	if _, err := f.st.Assign(ctx, f.market, "shard-a"); err != nil {
@@ -95,7 +95,7 @@ func TestFencing(t *testing.T) {
 	}
 	before := orderCount(t, f.st)
 	// A still holds the market in memory under epoch 1: its commit must be refused.
-	if _, err := a.Place(ctx, f.buy(f.alice, engine.Yes, 41, 1)); !errors.Is(err, ErrNotOwner) {
+	if _, err := a.Place(ctx, f.buy(f.alice, engine.Yes, 41, 1)); !errors.Is(err, exchange.ErrNotOwner) {
 		t.Fatalf("the old owner placed an order after losing the market: %v", err)
 	}
 	// It ran from its views (the first placement taught it alice's cash), so its commit checked
@@ -103,7 +103,7 @@ func TestFencing(t *testing.T) {
 	if n := rerun(t, a); n != 1 {
 		t.Errorf("%v batches ran again, want 1: the fence at commit", n)
 	}
-	if _, err := a.Cancel(ctx, CancelRequest{Account: f.alice, Market: f.market, Seq: 1}); !errors.Is(err, ErrNotOwner) {
+	if _, err := a.Cancel(ctx, exchange.CancelRequest{Account: f.alice, Market: f.market, Seq: 1}); !errors.Is(err, exchange.ErrNotOwner) {
 		t.Fatalf("the old owner cancelled an order after losing the market: %v", err)
 	}
 	if got := orderCount(t, f.st); got != before {
@@ -153,7 +153,7 @@ func TestRestartUnderOwnName(t *testing.T) {
 	stopNew, newDone := run(renewed)
 	poll.Wait(t, 10*time.Second, "the second process's registration (epoch 3)", epochIs(3))
 	before := orderCount(t, f.st)
-	if _, err := old.Place(ctx, f.buy(f.alice, engine.Yes, 41, 1)); !errors.Is(err, ErrNotOwner) {
+	if _, err := old.Place(ctx, f.buy(f.alice, engine.Yes, 41, 1)); !errors.Is(err, exchange.ErrNotOwner) {
 		t.Fatalf("the old process placed an order after a new one registered under its name: %v", err)
 	}
 	if got := orderCount(t, f.st); got != before {
@@ -202,7 +202,7 @@ func TestFailedCommitRebuildsTheBook(t *testing.T) {
 		create trigger no_sevens before insert on trades for each row execute function no_sevens()`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Place(ctx, f.buy(f.bob, engine.No, 50, 7)); !errors.Is(err, ErrUnavailable) {
+	if _, err := s.Place(ctx, f.buy(f.bob, engine.No, 50, 7)); !errors.Is(err, exchange.ErrUnavailable) {
 		t.Fatalf("a failing commit answered %v", err)
 	}
 	snap, err := s.OrderBook(ctx, f.market)
@@ -244,7 +244,7 @@ func TestTransitionsInOneBatch(t *testing.T) {
 	}
 	go func() { _, err := s.Place(ctx, f.buy(f.bob, engine.No, 50, 4)); done <- err }()
 	waitBlocked(t, f.st)
-	go func() { done <- s.Transition(ctx, f.market, market.Close) }()
+	go func() { done <- s.Transition(ctx, f.market, domain.CloseMarket) }()
 	waitQueued(t, s, 1)
 	go func() { _, err := s.Place(ctx, f.buy(f.bob, engine.No, 50, 1)); done <- err }()
 	waitQueued(t, s, 2)
@@ -370,7 +370,7 @@ func TestCancelRefusals(t *testing.T) {
 	if _, err := s.Place(ctx, f.buy(f.bob, engine.No, 60, 2)); err != nil { // fills the first
 		t.Fatal(err)
 	}
-	if _, err := s.Cancel(ctx, CancelRequest{Account: f.alice, Market: f.market, Seq: cancelled.Seq}); err != nil {
+	if _, err := s.Cancel(ctx, exchange.CancelRequest{Account: f.alice, Market: f.market, Seq: cancelled.Seq}); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -387,7 +387,7 @@ func TestCancelRefusals(t *testing.T) {
 	}
 	check := func(who string, s *Shard) {
 		for _, c := range cases {
-			_, err := s.Cancel(ctx, CancelRequest{Account: c.account, Market: f.market, Seq: c.seq})
+			_, err := s.Cancel(ctx, exchange.CancelRequest{Account: c.account, Market: f.market, Seq: c.seq})
 			var got *domain.Error
 			if !errors.As(err, &got) || *got != *c.want {
 				t.Errorf("%s, %s: %v, want %v", who, c.name, err, c.want)
@@ -507,7 +507,7 @@ func TestStandaloneBatchesAreFenced(t *testing.T) {
 	}
 	storetest.Claim(t, f.st)
 	for _, account := range []int64{f.alice, f.bob} {
-		if o, err := s.Place(ctx, f.buy(account, engine.Yes, 40, 1)); !errors.Is(err, ErrUnavailable) {
+		if o, err := s.Place(ctx, f.buy(account, engine.Yes, 40, 1)); !errors.Is(err, exchange.ErrUnavailable) {
 			t.Errorf("a placement after another process claimed the database: %+v, %v; want ErrUnavailable", o, err)
 		}
 	}

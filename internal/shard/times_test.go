@@ -8,6 +8,7 @@ import (
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
 )
 
 // TestUnencodableExpiryFailsOnlyItsOrder places, in one batch, an order whose expiry is past year
@@ -28,7 +29,7 @@ func TestUnencodableExpiryFailsOnlyItsOrder(t *testing.T) {
 	}
 	bad := f.buy(carol.ID, engine.Yes, 30, 1)
 	bad.TimeInForce, bad.ExpiresAt = engine.GTD, far.UTC() // in UTC, as the API passes times on
-	results := s.PlaceMany(ctx, []PlaceRequest{f.buy(f.alice, engine.Yes, 40, 1), bad, f.buy(f.bob, engine.No, 50, 2)})
+	results := s.PlaceMany(ctx, []exchange.PlaceRequest{f.buy(f.alice, engine.Yes, 40, 1), bad, f.buy(f.bob, engine.No, 50, 2)})
 	for i, want := range []bool{true, false, true} {
 		if ok := results[i].Err == nil; ok != want {
 			t.Errorf("placement %d: %v, want placed %t", i, results[i].Err, want)

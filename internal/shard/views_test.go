@@ -12,8 +12,9 @@ import (
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/poll"
-	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/records"
 )
 
 // rerun reads how many of the shard's batches found what they reserved from out of date and ran
@@ -119,10 +120,10 @@ func TestUnlockedBatchDoubted(t *testing.T) {
 	done := make(chan error, 3)
 	go func() { _, err := s.Place(ctx, f.buy(f.bob, engine.No, 40, 1)); done <- err }() // no cross at 50
 	waitBlocked(t, f.st)
-	amend := func(price int, remaining int64) AmendRequest {
-		return AmendRequest{Account: f.alice, Market: f.market, Seq: o.Seq, Side: engine.Buy, Outcome: engine.Yes, Price: price, Remaining: remaining}
+	amend := func(price int, remaining int64) exchange.AmendRequest {
+		return exchange.AmendRequest{Account: f.alice, Market: f.market, Seq: o.Seq, Side: engine.Buy, Outcome: engine.Yes, Price: price, Remaining: remaining}
 	}
-	results := make(chan store.PlacedOrder, 2)
+	results := make(chan records.PlacedOrder, 2)
 	go func() { r, err := s.Amend(ctx, amend(0, 1000)); results <- r; done <- err }() // +9,900 cents
 	waitQueued(t, s, 1)
 	go func() { r, err := s.Amend(ctx, amend(50, 0)); results <- r; done <- err }() // +40,000 cents
@@ -152,22 +153,22 @@ func TestUnlockedBatchDoubted(t *testing.T) {
 func TestUnlockedClientOrderIDTakenElsewhere(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	other, err := f.st.CreateMarket(ctx, store.Market{ID: uuid.New(), Question: "q2", Category: "c", LabelA: "Yes", LabelB: "No", CreatedAt: time.Now()})
+	other, err := f.st.CreateMarket(ctx, records.Market{ID: uuid.New(), Question: "q2", Category: "c", LabelA: "Yes", LabelB: "No", CreatedAt: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a, b := f.shard(t, ""), f.shard(t, "")
-	if _, err := b.Place(ctx, PlaceRequest{Account: f.alice, Market: other.ID, Side: engine.Buy, Outcome: engine.Yes, Price: 10, Quantity: 1}); err != nil {
+	if _, err := b.Place(ctx, exchange.PlaceRequest{Account: f.alice, Market: other.ID, Side: engine.Buy, Outcome: engine.Yes, Price: 10, Quantity: 1}); err != nil {
 		t.Fatal(err) // b learns alice's cash
 	}
-	withID := func(r PlaceRequest) PlaceRequest {
+	withID := func(r exchange.PlaceRequest) exchange.PlaceRequest {
 		r.ClientOrderID, r.Placement = "quote-1", "fingerprint"
 		return r
 	}
 	if _, err := a.Place(ctx, withID(f.buy(f.alice, engine.Yes, 20, 1))); err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.Place(ctx, withID(PlaceRequest{Account: f.alice, Market: other.ID, Side: engine.Buy, Outcome: engine.Yes, Price: 20, Quantity: 1}))
+	_, err = b.Place(ctx, withID(exchange.PlaceRequest{Account: f.alice, Market: other.ID, Side: engine.Buy, Outcome: engine.Yes, Price: 20, Quantity: 1}))
 	if !errors.Is(err, domain.ErrClientOrderIDTaken) {
 		t.Fatalf("the id's second placement: %v, want %v", err, domain.ErrClientOrderIDTaken)
 	}
@@ -190,7 +191,7 @@ func TestPipelinedBatchUndone(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	s := f.shard(t, "")
-	other, err := f.st.CreateMarket(ctx, store.Market{ID: uuid.New(), Question: "q2", Category: "c", LabelA: "Yes", LabelB: "No", CreatedAt: time.Now()})
+	other, err := f.st.CreateMarket(ctx, records.Market{ID: uuid.New(), Question: "q2", Category: "c", LabelA: "Yes", LabelB: "No", CreatedAt: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,9 +221,9 @@ func TestPipelinedBatchUndone(t *testing.T) {
 	failed := make(chan error, 1)
 	go func() { _, err := s.Place(ctx, f.buy(f.bob, engine.No, 50, 7)); failed <- err }()
 	waitBlocked(t, f.st) // its commit waits for the test's lock
-	next := make(chan []PlaceResult, 1)
+	next := make(chan []exchange.PlaceResult, 1)
 	go func() {
-		next <- s.PlaceMany(ctx, []PlaceRequest{f.buy(f.bob, engine.No, 50, 3),
+		next <- s.PlaceMany(ctx, []exchange.PlaceRequest{f.buy(f.bob, engine.No, 50, 3),
 			{Account: f.bob, Market: other.ID, Side: engine.Buy, Outcome: engine.Yes, Price: 20, Quantity: 2}})
 	}()
 	poll.Wait(t, 10*time.Second, "the next batch built on the one in flight", func() bool { return counter(t, s.metrics.ahead) == 2 })
@@ -233,8 +234,8 @@ func TestPipelinedBatchUndone(t *testing.T) {
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-failed; !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("the failing batch answered %v, want %v", err, ErrUnavailable)
+	if err := <-failed; !errors.Is(err, exchange.ErrUnavailable) {
+		t.Fatalf("the failing batch answered %v, want %v", err, exchange.ErrUnavailable)
 	}
 	a := <-next
 	if a[0].Err != nil || a[0].Placed.FilledQuantity != 3 || a[1].Err != nil {
@@ -293,8 +294,8 @@ func TestPipelinedFencingLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []chan error{first, next} {
-		if err := <-c; !errors.Is(err, ErrNotOwner) {
-			t.Fatalf("a placement after the move: %v, want %v", err, ErrNotOwner)
+		if err := <-c; !errors.Is(err, exchange.ErrNotOwner) {
+			t.Fatalf("a placement after the move: %v, want %v", err, exchange.ErrNotOwner)
 		}
 	}
 	if got := orderCount(t, f.st); got != before {

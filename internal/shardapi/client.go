@@ -9,11 +9,8 @@ import (
 	"net"
 	"net/http"
 
-	"github.com/pmx-dev/pmx/internal/shard"
+	"github.com/pmx-dev/pmx/internal/exchange"
 )
-
-// ErrOutcomeUnknown is a write the shard may or may not have carried out: its answer was lost.
-var ErrOutcomeUnknown = errors.New("the shard did not answer; the request may have been carried out")
 
 // shardClient calls one shard's internal API.
 type shardClient struct {
@@ -48,9 +45,9 @@ func (c *shardClient) call(ctx context.Context, method, path string, in, out any
 		// (a reset connection, a timeout) may have been carried out before the answer was lost,
 		// and sending it again could place an order twice.
 		if op := (*net.OpError)(nil); in == nil || errors.As(err, &op) && op.Op == "dial" {
-			return errors.Join(shard.ErrNotOwner, err)
+			return errors.Join(exchange.ErrNotOwner, err)
 		}
-		return errors.Join(ErrOutcomeUnknown, err)
+		return errors.Join(exchange.ErrOutcomeUnknown, err)
 	}
 	defer resp.Body.Close()
 	dec := json.NewDecoder(resp.Body)

@@ -8,7 +8,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/pmx-dev/pmx/internal/shard"
+	"github.com/pmx-dev/pmx/internal/exchange"
 )
 
 // TestShardClientLostAnswers checks what a failed call to a shard tells the router: a shard that
@@ -23,7 +23,7 @@ func TestShardClientLostAnswers(t *testing.T) {
 	gone := "http://" + ln.Addr().String()
 	ln.Close()
 	unreachable := &shardClient{base: gone, token: "t", http: http.DefaultClient}
-	if err := unreachable.call(ctx, http.MethodPost, internalPlace, shard.PlaceRequest{}, nil); !errors.Is(err, shard.ErrNotOwner) || errors.Is(err, ErrOutcomeUnknown) {
+	if err := unreachable.call(ctx, http.MethodPost, internalPlace, exchange.PlaceRequest{}, nil); !errors.Is(err, exchange.ErrNotOwner) || errors.Is(err, exchange.ErrOutcomeUnknown) {
 		t.Errorf("unreachable shard: %v, want ErrNotOwner", err)
 	}
 
@@ -36,10 +36,10 @@ func TestShardClientLostAnswers(t *testing.T) {
 	}))
 	defer srv.Close()
 	dropping := &shardClient{base: srv.URL, token: "t", http: srv.Client()}
-	if err := dropping.call(ctx, http.MethodPost, internalPlace, shard.PlaceRequest{}, nil); !errors.Is(err, ErrOutcomeUnknown) || errors.Is(err, shard.ErrNotOwner) {
+	if err := dropping.call(ctx, http.MethodPost, internalPlace, exchange.PlaceRequest{}, nil); !errors.Is(err, exchange.ErrOutcomeUnknown) || errors.Is(err, exchange.ErrNotOwner) {
 		t.Errorf("write whose answer was lost: %v, want ErrOutcomeUnknown", err)
 	}
-	if err := dropping.call(ctx, http.MethodGet, internalBook, nil, nil); !errors.Is(err, shard.ErrNotOwner) {
+	if err := dropping.call(ctx, http.MethodGet, internalBook, nil, nil); !errors.Is(err, exchange.ErrNotOwner) {
 		t.Errorf("read whose answer was lost: %v, want ErrNotOwner (sent again)", err)
 	}
 }

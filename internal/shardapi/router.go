@@ -13,14 +13,10 @@ import (
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
-	"github.com/pmx-dev/pmx/internal/market"
-	"github.com/pmx-dev/pmx/internal/shard"
+	"github.com/pmx-dev/pmx/internal/exchange"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
-
-// ErrManagedByOperator answers market administration in distributed mode, where Market resources
-// are the one way to manage markets.
-var ErrManagedByOperator = errors.New("markets are managed by the operator here: edit the Market resource with kubectl")
 
 // Router is the front API's Exchange in distributed mode: it sends each market's writes and book
 // reads to the shard that owns the market, as Postgres records it. Owners are cached briefly; a
@@ -123,15 +119,15 @@ func (r *Router) onOwner(ctx context.Context, id uuid.UUID, fresh bool, closed e
 			return closed
 		}
 		if rt.client == nil {
-			err = shard.ErrUnavailable // being scheduled onto a shard
+			err = exchange.ErrUnavailable // being scheduled onto a shard
 		} else {
 			err = call(rt)
 		}
-		if !errors.Is(err, shard.ErrNotOwner) && !errors.Is(err, shard.ErrUnavailable) && !errors.Is(err, shard.ErrStopped) {
+		if !errors.Is(err, exchange.ErrNotOwner) && !errors.Is(err, exchange.ErrUnavailable) && !errors.Is(err, exchange.ErrStopped) {
 			return err
 		}
 		if attempt == 1 {
-			return shard.ErrUnavailable
+			return exchange.ErrUnavailable
 		}
 		rt, err = r.lookup(ctx, id, true)
 	}
@@ -139,41 +135,55 @@ func (r *Router) onOwner(ctx context.Context, id uuid.UUID, fresh bool, closed e
 
 // Place sends a placement to the market's shard. The order it returns has its sequence number
 // and account, as the shard's own Place does.
-func (r *Router) Place(ctx context.Context, req shard.PlaceRequest) (store.PlacedOrder, error) {
-	var placed store.PlacedOrder
+func (r *Router) Place(ctx context.Context, req exchange.PlaceRequest) (records.PlacedOrder, error) {
+	var placed records.PlacedOrder
 	err := r.onOwner(ctx, req.Market, false, domain.ErrMarketNotOpen, func(rt route) error {
-		placed = store.PlacedOrder{}
+		placed = records.PlacedOrder{}
 		return rt.client.call(ctx, http.MethodPost, internalPlace, req, &placed)
 	})
 	if err != nil {
-		return store.PlacedOrder{}, err
+		return records.PlacedOrder{}, err
 	}
 	return placed, nil
 }
 
 // Cancel sends a cancel to the market's shard. A market that is not OPEN has no shard and no
 // resting orders: the order is read from Postgres to refuse the cancel as the shard would.
-func (r *Router) Cancel(ctx context.Context, req shard.CancelRequest) (store.Order, error) {
-	var o store.Order
+func (r *Router) Cancel(ctx context.Context, req exchange.CancelRequest) (records.Order, error) {
+	var o records.Order
 	err := r.onOwner(ctx, req.Market, false, errMarketNotOpen, func(rt route) error {
 		return rt.client.call(ctx, http.MethodPost, internalCancel, req, &o)
 	})
 	if errors.Is(err, errMarketNotOpen) {
-		return o, shard.RefuseStored(ctx, r.Store, req)
+		return o, r.refuseStored(ctx, req.Account, req.Market, req.Seq)
 	}
 	return o, err
 }
 
+// refuseStored refuses a cancel (or an amend), by account, of order seq of a market no shard holds,
+// reading the order from Postgres to refuse it as a shard would (exchange.RefuseCancel). An error
+// of the read itself is returned as it is.
+func (r *Router) refuseStored(ctx context.Context, account int64, market uuid.UUID, seq int64) error {
+	o, err := r.Store.OrderBySeq(ctx, market, seq)
+	if errors.Is(err, store.ErrNotFound) {
+		return exchange.RefuseCancel(account, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("while reading the order to cancel: %w", err)
+	}
+	return exchange.RefuseCancel(account, &o)
+}
+
 // Amend sends an amend to the market's shard; a market that is not OPEN has no resting orders,
 // and the amend is refused as a cancel would be.
-func (r *Router) Amend(ctx context.Context, req shard.AmendRequest) (store.PlacedOrder, error) {
-	var amended store.PlacedOrder
+func (r *Router) Amend(ctx context.Context, req exchange.AmendRequest) (records.PlacedOrder, error) {
+	var amended records.PlacedOrder
 	err := r.onOwner(ctx, req.Market, false, errMarketNotOpen, func(rt route) error {
-		amended = store.PlacedOrder{}
+		amended = records.PlacedOrder{}
 		return rt.client.call(ctx, http.MethodPost, internalAmend, req, &amended)
 	})
 	if errors.Is(err, errMarketNotOpen) {
-		return amended, shard.RefuseStored(ctx, r.Store, shard.CancelRequest{Account: req.Account, Market: req.Market, Seq: req.Seq})
+		return amended, r.refuseStored(ctx, req.Account, req.Market, req.Seq)
 	}
 	return amended, err
 }
@@ -194,14 +204,14 @@ func byMarket(n int, market func(int) uuid.UUID) ([]uuid.UUID, map[uuid.UUID][]i
 
 // PlaceMany sends each market's placements, in order, to its shard in one call (they run there
 // in one batch), the markets at once.
-func (r *Router) PlaceMany(ctx context.Context, reqs []shard.PlaceRequest) []shard.PlaceResult {
-	out := make([]shard.PlaceResult, len(reqs))
+func (r *Router) PlaceMany(ctx context.Context, reqs []exchange.PlaceRequest) []exchange.PlaceResult {
+	out := make([]exchange.PlaceResult, len(reqs))
 	markets, groups := byMarket(len(reqs), func(i int) uuid.UUID { return reqs[i].Market })
 	var wg sync.WaitGroup
 	for _, id := range markets {
 		idx := groups[id]
 		wg.Go(func() {
-			in := make([]shard.PlaceRequest, len(idx))
+			in := make([]exchange.PlaceRequest, len(idx))
 			for j, i := range idx {
 				in[j] = reqs[i]
 			}
@@ -230,14 +240,14 @@ func (r *Router) PlaceMany(ctx context.Context, reqs []shard.PlaceRequest) []sha
 
 // CancelMany sends each market's cancels to its shard in one call, the markets at once. A
 // market that is not OPEN has no shard: its cancels are refused from Postgres, as Cancel does.
-func (r *Router) CancelMany(ctx context.Context, reqs []shard.CancelRequest) []shard.CancelResult {
-	out := make([]shard.CancelResult, len(reqs))
+func (r *Router) CancelMany(ctx context.Context, reqs []exchange.CancelRequest) []exchange.CancelResult {
+	out := make([]exchange.CancelResult, len(reqs))
 	markets, groups := byMarket(len(reqs), func(i int) uuid.UUID { return reqs[i].Market })
 	var wg sync.WaitGroup
 	for _, id := range markets {
 		idx := groups[id]
 		wg.Go(func() {
-			in := make([]shard.CancelRequest, len(idx))
+			in := make([]exchange.CancelRequest, len(idx))
 			for j, i := range idx {
 				in[j] = reqs[i]
 			}
@@ -249,7 +259,7 @@ func (r *Router) CancelMany(ctx context.Context, reqs []shard.CancelRequest) []s
 			for j, i := range idx {
 				switch {
 				case errors.Is(err, errMarketNotOpen):
-					out[i].Err = shard.RefuseStored(ctx, r.Store, reqs[i])
+					out[i].Err = r.refuseStored(ctx, reqs[i].Account, reqs[i].Market, reqs[i].Seq)
 				case err != nil:
 					out[i].Err = err
 				case j >= len(answers):
@@ -268,8 +278,8 @@ func (r *Router) CancelMany(ctx context.Context, reqs []shard.CancelRequest) []s
 
 // CancelAll fans out to the shards owning the given markets, at once, and merges their answers
 // in the order of markets.
-func (r *Router) CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]store.Order, error) {
-	perMarket := make([][]store.Order, len(markets))
+func (r *Router) CancelAll(ctx context.Context, account int64, markets []uuid.UUID) ([]records.Order, error) {
+	perMarket := make([][]records.Order, len(markets))
 	errs := make([]error, len(markets))
 	var wg sync.WaitGroup
 	for i, id := range markets {
@@ -288,8 +298,8 @@ func (r *Router) CancelAll(ctx context.Context, account int64, markets []uuid.UU
 
 // OrderBook reads the book from the market's shard; a market that is not OPEN has an empty book
 // and its last trade price, read from Postgres.
-func (r *Router) OrderBook(ctx context.Context, id uuid.UUID) (*shard.Snapshot, error) {
-	var snap shard.Snapshot
+func (r *Router) OrderBook(ctx context.Context, id uuid.UUID) (*exchange.Snapshot, error) {
+	var snap exchange.Snapshot
 	err := r.onOwner(ctx, id, true, errMarketNotOpen, func(rt route) error {
 		return rt.client.call(ctx, http.MethodGet, fmt.Sprintf("%s?market=%s&epoch=%d", internalBook, id, rt.epoch), nil, &snap)
 	})
@@ -298,7 +308,7 @@ func (r *Router) OrderBook(ctx context.Context, id uuid.UUID) (*shard.Snapshot, 
 		if err != nil {
 			return nil, err
 		}
-		snap = shard.Snapshot{Status: m.Status, Seq: m.EventSeq}
+		snap = exchange.Snapshot{Status: m.Status, Seq: m.EventSeq}
 		if m.LastTradePrice != nil {
 			snap.Depth.Yes.LastTradePrice = *m.LastTradePrice
 			snap.Depth.No.LastTradePrice = engine.Payout - *m.LastTradePrice
@@ -316,6 +326,6 @@ func (r *Router) OrderBook(ctx context.Context, id uuid.UUID) (*shard.Snapshot, 
 var errMarketNotOpen = errors.New("market not open")
 
 // Transition is not offered by the front in distributed mode.
-func (r *Router) Transition(context.Context, uuid.UUID, market.Action) error {
-	return ErrManagedByOperator
+func (r *Router) Transition(context.Context, uuid.UUID, domain.MarketAction) error {
+	return exchange.ErrManagedByOperator
 }

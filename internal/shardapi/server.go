@@ -10,18 +10,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/feed"
 	"github.com/pmx-dev/pmx/internal/kit/auth"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
-	"github.com/pmx-dev/pmx/internal/shard"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // Server serves one shard's internal API and its health endpoints. Its metrics are served by the
 // process, on a listener of its own (httpkit.MetricsHandler), not here.
 type Server struct {
-	Shard shard.Exchange // a *shard.Shard, or the *shard.Set of pmx shard
-	Store *store.Store   // for readiness
+	Shard exchange.Exchange // a *shard.Shard, or the *shard.Set of pmx shard
+	Store *store.Store      // for readiness
 	// Token is what callers must send as their bearer token.
 	Token  string
 	Logger *slog.Logger
@@ -83,7 +83,7 @@ func (s Server) Handler() http.Handler {
 	// Every request is checked (validate.go) before the shard sees it; in the many-at-once calls
 	// only the requests that pass go to the shard, each refused one is its own result's error.
 	in.POST("/place", func(c *gin.Context) {
-		var r shard.PlaceRequest
+		var r exchange.PlaceRequest
 		if !bind(c, &r) {
 			return
 		}
@@ -95,7 +95,7 @@ func (s Server) Handler() http.Handler {
 		answer(c, http.StatusCreated, placed, err)
 	})
 	in.POST("/cancel", func(c *gin.Context) {
-		var r shard.CancelRequest
+		var r exchange.CancelRequest
 		if !bind(c, &r) {
 			return
 		}
@@ -107,7 +107,7 @@ func (s Server) Handler() http.Handler {
 		answer(c, http.StatusOK, o, err)
 	})
 	in.POST("/amend", func(c *gin.Context) {
-		var r shard.AmendRequest
+		var r exchange.AmendRequest
 		if !bind(c, &r) {
 			return
 		}
@@ -119,13 +119,13 @@ func (s Server) Handler() http.Handler {
 		answer(c, http.StatusOK, amended, err)
 	})
 	in.POST("/place-many", func(c *gin.Context) {
-		var rs []shard.PlaceRequest
+		var rs []exchange.PlaceRequest
 		if !bindMany(c, &rs) {
 			return
 		}
 		out := make([]placeResultWire, len(rs))
 		ok, idx := splitValid(rs, checkPlace, func(i int, e *domain.Error) { out[i].Error = refusalWire(e) })
-		var results []shard.PlaceResult
+		var results []exchange.PlaceResult
 		if len(ok) > 0 {
 			results = sh.PlaceMany(c.Request.Context(), ok)
 		}
@@ -137,13 +137,13 @@ func (s Server) Handler() http.Handler {
 		c.JSON(http.StatusOK, out)
 	})
 	in.POST("/cancel-many", func(c *gin.Context) {
-		var rs []shard.CancelRequest
+		var rs []exchange.CancelRequest
 		if !bindMany(c, &rs) {
 			return
 		}
 		out := make([]cancelResultWire, len(rs))
 		ok, idx := splitValid(rs, checkCancel, func(i int, e *domain.Error) { out[i].Error = refusalWire(e) })
-		var results []shard.CancelResult
+		var results []exchange.CancelResult
 		if len(ok) > 0 {
 			results = sh.CancelMany(c.Request.Context(), ok)
 		}
@@ -184,7 +184,7 @@ func (s Server) Handler() http.Handler {
 		// The front routed here because Postgres names this shard the owner at this epoch; a shard
 		// that holds the market under another epoch has not yet noticed a move.
 		if err == nil && hasEpoch && want != snap.Epoch {
-			err = shard.ErrNotOwner
+			err = exchange.ErrNotOwner
 		}
 		answer(c, http.StatusOK, snap, err)
 	})

@@ -12,7 +12,7 @@ import (
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
-	"github.com/pmx-dev/pmx/internal/shard"
+	"github.com/pmx-dev/pmx/internal/exchange"
 )
 
 // The internal API checks every request as strictly as the public API checks its own, with the
@@ -106,7 +106,7 @@ func checkOrderRef(account int64, market uuid.UUID, seq int64) *domain.Error {
 }
 
 // checkPlace checks a placement.
-func checkPlace(r *shard.PlaceRequest) *domain.Error {
+func checkPlace(r *exchange.PlaceRequest) *domain.Error {
 	if e := checkAccount(r.Account); e != nil {
 		return e
 	}
@@ -145,7 +145,7 @@ func checkPlace(r *shard.PlaceRequest) *domain.Error {
 
 // checkCancel checks a cancel. A front cancels for its user only; the other reasons are the
 // shard's own (expiry, heartbeat, the market's close).
-func checkCancel(r *shard.CancelRequest) *domain.Error {
+func checkCancel(r *exchange.CancelRequest) *domain.Error {
 	if e := checkOrderRef(r.Account, r.Market, r.Seq); e != nil {
 		return e
 	}
@@ -157,7 +157,7 @@ func checkCancel(r *shard.CancelRequest) *domain.Error {
 
 // checkAmend checks an amend as the public API does: a new price, a new remaining quantity, or
 // both (0 keeps one), with the order's side and outcome.
-func checkAmend(r *shard.AmendRequest) *domain.Error {
+func checkAmend(r *exchange.AmendRequest) *domain.Error {
 	if e := checkOrderRef(r.Account, r.Market, r.Seq); e != nil {
 		return e
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/shard"
 	"github.com/pmx-dev/pmx/internal/store"
@@ -259,8 +260,8 @@ func TestRouterRequestsPass(t *testing.T) {
 	}
 	rt := &Router{Store: st, Token: validateToken}
 	expires := now.Add(time.Hour).UTC().Truncate(time.Microsecond)
-	place := func(price int, coid string) shard.PlaceRequest {
-		return shard.PlaceRequest{Account: r.account, Market: r.market, Side: engine.Buy, Outcome: engine.Yes, Price: price, Quantity: 3,
+	place := func(price int, coid string) exchange.PlaceRequest {
+		return exchange.PlaceRequest{Account: r.account, Market: r.market, Side: engine.Buy, Outcome: engine.Yes, Price: price, Quantity: 3,
 			TimeInForce: engine.GTD, ExpiresAt: expires, PostOnly: true, SelfTrade: engine.CancelIncoming, ClientOrderID: coid,
 			Placement: fmt.Sprintf("%s BUY YES %d 3 GTD %s true CANCEL_INCOMING", r.market, price, expires.Format(time.RFC3339Nano))}
 	}
@@ -268,23 +269,23 @@ func TestRouterRequestsPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	many := rt.PlaceMany(ctx, []shard.PlaceRequest{place(11, "router-2"), place(12, ""),
+	many := rt.PlaceMany(ctx, []exchange.PlaceRequest{place(11, "router-2"), place(12, ""),
 		{Account: r.account, Market: r.market, Side: engine.Buy, Outcome: engine.No, Price: 5, Quantity: 1, TimeInForce: engine.IOC, Placement: "p"}})
 	for i, res := range many {
 		if res.Err != nil {
 			t.Fatalf("PlaceMany %d: %v", i, res.Err)
 		}
 	}
-	if _, err := rt.Amend(ctx, shard.AmendRequest{Account: r.account, Market: r.market, Seq: first.Seq, Side: engine.Buy, Outcome: engine.Yes, Price: 9}); err != nil {
+	if _, err := rt.Amend(ctx, exchange.AmendRequest{Account: r.account, Market: r.market, Seq: first.Seq, Side: engine.Buy, Outcome: engine.Yes, Price: 9}); err != nil {
 		t.Fatalf("Amend the price: %v", err)
 	}
-	if _, err := rt.Amend(ctx, shard.AmendRequest{Account: r.account, Market: r.market, Seq: first.Seq, Side: engine.Buy, Outcome: engine.Yes, Remaining: 2}); err != nil {
+	if _, err := rt.Amend(ctx, exchange.AmendRequest{Account: r.account, Market: r.market, Seq: first.Seq, Side: engine.Buy, Outcome: engine.Yes, Remaining: 2}); err != nil {
 		t.Fatalf("Amend the quantity: %v", err)
 	}
-	if _, err := rt.Cancel(ctx, shard.CancelRequest{Account: r.account, Market: r.market, Seq: first.Seq}); err != nil {
+	if _, err := rt.Cancel(ctx, exchange.CancelRequest{Account: r.account, Market: r.market, Seq: first.Seq}); err != nil {
 		t.Fatalf("Cancel: %v", err)
 	}
-	for i, res := range rt.CancelMany(ctx, []shard.CancelRequest{{Account: r.account, Market: r.market, Seq: many[0].Placed.Seq}}) {
+	for i, res := range rt.CancelMany(ctx, []exchange.CancelRequest{{Account: r.account, Market: r.market, Seq: many[0].Placed.Seq}}) {
 		if res.Err != nil {
 			t.Fatalf("CancelMany %d: %v", i, res.Err)
 		}

@@ -5,13 +5,13 @@
 // reads to the shard that owns it (router.go).
 //
 // The protocol is a shard's Exchange methods over HTTP, guarded by a token the processes share.
-// Requests and answers are the shard's own types as they are (shard.PlaceRequest and
-// shard.CancelRequest; store.PlacedOrder and store.Order with their sequence numbers and accounts,
-// shard.Snapshot), in JSON with the Go field names, so that side, outcome and status are decoded
-// once, by the front; refusals travel whole as
-// the *domain.Error the shard decided, other errors as codes that come back as the shard package's
-// own errors, so the front answers exactly as pmx dev does. Fronts and shards of one deployment
-// run the same build.
+// Requests and answers are the contract's own types as they are (exchange.PlaceRequest and
+// exchange.CancelRequest; records.PlacedOrder and records.Order with their sequence numbers and
+// accounts, exchange.Snapshot), in JSON with the Go field names, so that side, outcome and status
+// are decoded once, by the front; refusals travel whole as the *domain.Error the shard decided,
+// other errors as codes that come back as the contract's own errors (exchange.ErrNotOwner, ...),
+// so the front answers exactly as pmx dev does. Fronts and shards of one deployment run the same
+// build.
 package shardapi
 
 import (
@@ -21,10 +21,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/market"
-	"github.com/pmx-dev/pmx/internal/shard"
-	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/records"
 )
 
 // Internal API paths.
@@ -38,7 +38,7 @@ const (
 	internalBook       = "/internal/v1/book"
 )
 
-// A placement is a shard.PlaceRequest and a cancel a shard.CancelRequest, sent as they are.
+// A placement is a exchange.PlaceRequest and a cancel a exchange.CancelRequest, sent as they are.
 
 type cancelAllWire struct {
 	Account int64       `json:"account"`
@@ -75,9 +75,9 @@ var wireErrors = []struct {
 	code   string
 	status int
 }{
-	{shard.ErrNotOwner, "not_owner", http.StatusMisdirectedRequest},
-	{shard.ErrStopped, "stopped", http.StatusServiceUnavailable},
-	{shard.ErrUnavailable, "unavailable", http.StatusServiceUnavailable},
+	{exchange.ErrNotOwner, "not_owner", http.StatusMisdirectedRequest},
+	{exchange.ErrStopped, "stopped", http.StatusServiceUnavailable},
+	{exchange.ErrUnavailable, "unavailable", http.StatusServiceUnavailable},
 	{market.ErrIllegalTransition, "illegal_transition", http.StatusConflict},
 }
 
@@ -111,11 +111,11 @@ func (e errorWire) err(status int) error {
 // The answers of the many-at-once calls: one result per request, in order, each the answer or
 // its error.
 type placeResultWire struct {
-	Placed *store.PlacedOrder `json:"placed,omitempty"`
-	Error  *errorWire         `json:"error,omitempty"`
+	Placed *records.PlacedOrder `json:"placed,omitempty"`
+	Error  *errorWire           `json:"error,omitempty"`
 }
 
 type cancelResultWire struct {
-	Order *store.Order `json:"order,omitempty"`
-	Error *errorWire   `json:"error,omitempty"`
+	Order *records.Order `json:"order,omitempty"`
+	Error *errorWire     `json:"error,omitempty"`
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -17,15 +18,15 @@ import (
 // that the public shape of an order leaves out included — through the JSON codec gin uses on the
 // shard and encoding/json on the router.
 func TestPlacedOrderCrossesWhole(t *testing.T) {
-	placed := store.PlacedOrder{Order: store.Order{ID: store.NewID(), MarketID: uuid.New(), Side: "BUY", Outcome: "YES",
+	placed := records.PlacedOrder{Order: records.Order{ID: store.NewID(), MarketID: uuid.New(), Side: "BUY", Outcome: "YES",
 		Price: 40, Quantity: 10, FilledQuantity: 4, Status: engine.StatusPartiallyFilled, Seq: 17, AccountID: 3,
 		CreatedAt: time.Date(2027, 1, 2, 3, 4, 5, 6000, time.UTC), UpdatedAt: time.Date(2027, 1, 2, 3, 4, 5, 7000, time.UTC)},
-		Trades: []store.Trade{{ID: store.NewID(), Price: 40, Quantity: 4, YesPrice: 40}}}
+		Trades: []records.Trade{{ID: store.NewID(), Price: 40, Quantity: 4, YesPrice: 40}}}
 	raw, err := ginjson.API.Marshal(placed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got store.PlacedOrder
+	var got records.PlacedOrder
 	if err := json.Unmarshal(raw, &got); err != nil {
 		t.Fatal(err)
 	}

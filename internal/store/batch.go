@@ -15,6 +15,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pmx-dev/pmx/internal/records"
 )
 
 // A shard's batch runs as one transaction on a connection of its own. BeginBatch opens it and, in
@@ -214,7 +216,7 @@ func queueClientOrderIDs(q *pgx.Batch, keys []ClientOrderKey, taken map[ClientOr
 
 // Committed is what CommitBatch reports besides an error.
 type Committed struct {
-	Updated []Order // the existing orders the batch cancelled, in their new state
+	Updated []records.Order // the existing orders the batch cancelled, in their new state
 	// Accounts is what the batch added to accounts' feeds (CashDelta.Events and the settlements'
 	// events), numbered, in the order written.
 	Accounts []AccountEvents
@@ -301,7 +303,7 @@ func Retryable(err error) bool {
 // queueApply queues every write of a batch: one statement for all of them (see applyStatement),
 // then the settlements, which read what it wrote. What the statement returns is read into updated
 // and accounts; the holdings the settlements paid, into what it returns.
-func queueApply(q *pgx.Batch, b *Batch, updated *[]Order, accounts *[]AccountEvents) *[]SettledHolding {
+func queueApply(q *pgx.Batch, b *Batch, updated *[]records.Order, accounts *[]AccountEvents) *[]SettledHolding {
 	if sql, args, mask := applyStatement(b); sql != "" {
 		qq := q.Queue(sql, args...)
 		withOrders, withAccounts := mask&(1<<partOrderUpdates) != 0, mask&(1<<partAccountEvents) != 0
@@ -336,7 +338,7 @@ func queueApply(q *pgx.Batch, b *Batch, updated *[]Order, accounts *[]AccountEve
 // readApplied reads what the batch's statement returns: the cancelled existing orders (when the
 // batch updates orders) and each account's last feed number (when it adds to accounts' feeds),
 // the first in rows whose first two columns are null, the second in rows of those two alone.
-func readApplied(rows pgx.Rows, b *Batch, withOrders, withAccounts bool, updated *[]Order, accounts *[]AccountEvents) error {
+func readApplied(rows pgx.Rows, b *Batch, withOrders, withAccounts bool, updated *[]records.Order, accounts *[]AccountEvents) error {
 	for rows.Next() {
 		if withOrders && (!withAccounts || rows.RawValues()[0] == nil) {
 			var row pgx.Row = rows

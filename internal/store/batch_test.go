@@ -15,6 +15,7 @@ import (
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/poll"
+	"github.com/pmx-dev/pmx/internal/records"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -72,7 +73,7 @@ func testMigrator(t *testing.T) (*Store, *pgx.Conn, *migrate.Migrator) {
 }
 
 // newTestTrader opens a migrated store holding one account, alice, and one open market.
-func newTestTrader(t *testing.T) (*Store, Account, Market) {
+func newTestTrader(t *testing.T) (*Store, records.Account, records.Market) {
 	t.Helper()
 	ctx := context.Background()
 	st := newTestStore(t)
@@ -80,7 +81,7 @@ func newTestTrader(t *testing.T) (*Store, Account, Market) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := st.CreateMarket(ctx, Market{Question: "Will it rain?", Category: "weather", Status: "OPEN", LabelA: "Yes", LabelB: "No"})
+	m, err := st.CreateMarket(ctx, records.Market{Question: "Will it rain?", Category: "weather", Status: "OPEN", LabelA: "Yes", LabelB: "No"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,8 +89,8 @@ func newTestTrader(t *testing.T) (*Store, Account, Market) {
 }
 
 // openOrder is a new resting order of one share on the YES outcome, the seq-th of market m, for a.
-func openOrder(a Account, m Market, seq int64, side string, price int) Order {
-	return Order{ID: NewID(), MarketID: m.ID, Seq: seq, AccountID: a.ID, Side: side, Outcome: "YES",
+func openOrder(a records.Account, m records.Market, seq int64, side string, price int) records.Order {
+	return records.Order{ID: NewID(), MarketID: m.ID, Seq: seq, AccountID: a.ID, Side: side, Outcome: "YES",
 		Price: price, Quantity: 1, Status: engine.StatusOpen}
 }
 
@@ -279,7 +280,7 @@ func TestClientOrderIDs(t *testing.T) {
 	}
 	id := "quote-1"
 	placement := "a placement"
-	b := &Batch{Now: now, NewOrders: []Order{{ID: NewID(), MarketID: m.ID, Side: "SELL", Outcome: "YES", Price: 40, Quantity: 1,
+	b := &Batch{Now: now, NewOrders: []records.Order{{ID: NewID(), MarketID: m.ID, Side: "SELL", Outcome: "YES", Price: 40, Quantity: 1,
 		Status: engine.StatusCancelled, Seq: 1, AccountID: alice.ID, ClientOrderID: &id, Placement: &placement}}}
 	if _, err := CommitBatch(ctx, conns[0], b); err != nil {
 		t.Fatal(err)
@@ -309,7 +310,7 @@ func TestBatchGenericPlans(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	for i := range 8 {
 		b := &Batch{Now: now, Unlocked: true,
-			NewOrders: []Order{openOrder(alice, m, int64(i+1), "BUY", 10)},
+			NewOrders: []records.Order{openOrder(alice, m, int64(i+1), "BUY", 10)},
 			Cash:      []CashDelta{{Account: alice.ID, Available: -10, Locked: 10}}}
 		if _, err := CommitBatch(ctx, conn, b); err != nil {
 			t.Fatal(err)
@@ -349,7 +350,7 @@ func TestBatchRetryableAfterMigration(t *testing.T) {
 	st, alice, m := newTestTrader(t)
 	conn := testConn(t, st)
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	var orders []Order // one cancelled before the migration, one after
+	var orders []records.Order // one cancelled before the migration, one after
 	for seq := range int64(2) {
 		orders = append(orders, openOrder(alice, m, seq+1, "BUY", 10))
 	}
@@ -360,7 +361,7 @@ func TestBatchRetryableAfterMigration(t *testing.T) {
 		o := orders[i]
 		reason := "USER"
 		o.Status, o.CancelReason = engine.StatusCancelled, &reason
-		_, err := CommitBatch(ctx, conn, &Batch{Now: now, Unlocked: true, OrderUpdates: []Order{o}})
+		_, err := CommitBatch(ctx, conn, &Batch{Now: now, Unlocked: true, OrderUpdates: []records.Order{o}})
 		return err
 	}
 	if err := cancel(0); err != nil {

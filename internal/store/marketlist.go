@@ -6,11 +6,13 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pmx-dev/pmx/internal/records"
 )
 
 // ListedMarket is a market as the public list shows it: its row and the shares traded in it.
 type ListedMarket struct {
-	Market
+	records.Market
 	Volume int64 // shares traded since it opened: the sum of its candles' volumes
 }
 

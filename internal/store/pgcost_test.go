@@ -14,6 +14,7 @@ import (
 
 	"github.com/pmx-dev/pmx/internal/kit/pgcluster"
 	"github.com/pmx-dev/pmx/internal/pgtest"
+	"github.com/pmx-dev/pmx/internal/records"
 )
 
 // eventsAfter14b4c8f is the event page's query before issue 34, for TestPostgresCostPerCall to
@@ -80,7 +81,7 @@ func TestPostgresCostPerCall(t *testing.T) {
 	var markets []uuid.UUID
 	for i := range 100 {
 		name := fmt.Sprintf("cost-%d", i)
-		m, err := st.CreateMarket(ctx, Market{ID: uuid.New(), Name: &name, Question: "Cost?",
+		m, err := st.CreateMarket(ctx, records.Market{ID: uuid.New(), Name: &name, Question: "Cost?",
 			CreatedAt: now.Add(-14*24*time.Hour + time.Duration(i)*time.Second)})
 		if err != nil {
 			t.Fatal(err)

@@ -11,13 +11,14 @@ import (
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/records"
 )
 
 const marketColumns = `id, url, question, description, category, status, closes_at, resolves_at, outcome,
 	label_a, label_b, created_at, updated_at, name, last_trade_price, shard, epoch, event_seq`
 
-func scanMarket(row pgx.Row) (Market, error) {
-	var m Market
+func scanMarket(row pgx.Row) (records.Market, error) {
+	var m records.Market
 	var last *int16
 	err := row.Scan(&m.ID, &m.URL, &m.Question, &m.Description, &m.Category, &m.Status, &m.ClosesAt,
 		&m.ResolvesAt, &m.Outcome, &m.LabelA, &m.LabelB, &m.CreatedAt, &m.UpdatedAt, &m.Name, &last, &m.Shard, &m.Epoch,
@@ -31,7 +32,7 @@ func scanMarket(row pgx.Row) (Market, error) {
 }
 
 // Market returns one market.
-func (s *Store) Market(ctx context.Context, id uuid.UUID) (Market, error) {
+func (s *Store) Market(ctx context.Context, id uuid.UUID) (records.Market, error) {
 	m, err := scanMarket(s.Pool.QueryRow(ctx, `select `+marketColumns+` from markets where id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return m, ErrNotFound
@@ -40,7 +41,7 @@ func (s *Store) Market(ctx context.Context, id uuid.UUID) (Market, error) {
 }
 
 // MarketByName returns the market created from the manifest with this metadata.name.
-func (s *Store) MarketByName(ctx context.Context, name string) (Market, error) {
+func (s *Store) MarketByName(ctx context.Context, name string) (records.Market, error) {
 	m, err := scanMarket(s.Pool.QueryRow(ctx, `select `+marketColumns+` from markets where name = $1`, name))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return m, ErrNotFound
@@ -49,14 +50,14 @@ func (s *Store) MarketByName(ctx context.Context, name string) (Market, error) {
 }
 
 // Markets lists markets newest first, all of them or only those in one status.
-func (s *Store) Markets(ctx context.Context, status domain.MarketStatus) ([]Market, error) {
+func (s *Store) Markets(ctx context.Context, status domain.MarketStatus) ([]records.Market, error) {
 	return s.MarketsPage(ctx, status, nil, 0)
 }
 
 // MarketsPage lists markets newest first, all of them or only those in one status, after a
 // position (nil: from the newest), at most limit of them (0: no limit). The index on (created_at,
 // id) serves every page alike, however deep.
-func (s *Store) MarketsPage(ctx context.Context, status domain.MarketStatus, after *Cursor, limit int) ([]Market, error) {
+func (s *Store) MarketsPage(ctx context.Context, status domain.MarketStatus, after *Cursor, limit int) ([]records.Market, error) {
 	var afterTime *time.Time
 	var afterID *uuid.UUID
 	if after != nil {
@@ -72,7 +73,7 @@ func (s *Store) MarketsPage(ctx context.Context, status domain.MarketStatus, aft
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Market, error) { return scanMarket(r) })
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (records.Market, error) { return scanMarket(r) })
 }
 
 // MarketsClosingBy lists the OPEN markets whose closesAt is at or before t.
@@ -92,14 +93,14 @@ func (s *Store) NextClosing(ctx context.Context) (*time.Time, error) {
 }
 
 // Trades lists a market's most recent trades, newest first, from the taker's side.
-func (s *Store) Trades(ctx context.Context, market uuid.UUID, limit int) ([]Trade, error) {
+func (s *Store) Trades(ctx context.Context, market uuid.UUID, limit int) ([]records.Trade, error) {
 	rows, err := s.Pool.Query(ctx, `select id, market_id, taker_outcome, taker_side, taker_price, quantity,
 		yes_price, created_at from trades where market_id = $1 order by seq desc limit $2`, market, limit)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Trade, error) {
-		var t Trade
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (records.Trade, error) {
+		var t records.Trade
 		var price, yes int16
 		err := r.Scan(&t.ID, &t.MarketID, &t.Outcome, &t.Side, &price, &t.Quantity, &yes, &t.CreatedAt)
 		t.Price, t.YesPrice = int(price), int(yes)
@@ -108,7 +109,7 @@ func (s *Store) Trades(ctx context.Context, market uuid.UUID, limit int) ([]Trad
 }
 
 // Positions lists an account's holdings with a positive quantity, oldest first.
-func (s *Store) Positions(ctx context.Context, account int64) ([]Position, error) {
+func (s *Store) Positions(ctx context.Context, account int64) ([]records.Position, error) {
 	rows, err := s.Pool.Query(ctx, `select p.id, p.market_id, m.question, m.status, p.outcome, p.quantity,
 		p.locked_quantity, p.created_at, p.updated_at
 		from positions p join markets m on m.id = p.market_id
@@ -116,8 +117,8 @@ func (s *Store) Positions(ctx context.Context, account int64) ([]Position, error
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Position, error) {
-		var p Position
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (records.Position, error) {
+		var p records.Position
 		err := r.Scan(&p.ID, &p.MarketID, &p.MarketQuestion, &p.MarketStatus, &p.Outcome, &p.Quantity,
 			&p.LockedQuantity, &p.CreatedAt, &p.UpdatedAt)
 		return p, err
@@ -125,8 +126,8 @@ func (s *Store) Positions(ctx context.Context, account int64) ([]Position, error
 }
 
 // Account returns an account by its engine id.
-func (s *Store) Account(ctx context.Context, id int64) (Account, error) {
-	var a Account
+func (s *Store) Account(ctx context.Context, id int64) (records.Account, error) {
+	var a records.Account
 	err := s.Pool.QueryRow(ctx, `select id, uid, name, available, locked, created_at from accounts where id = $1`, id).
 		Scan(&a.ID, &a.UID, &a.Name, &a.Available, &a.Locked, &a.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -159,8 +160,8 @@ const orderColumns = `id, market_id, side, outcome, price, quantity, filled_quan
 	updated_at, seq, account_id, time_in_force, expires_at, post_only, self_trade, client_order_id, placement,
 	cancel_reason`
 
-func scanOrder(row pgx.Row) (Order, error) {
-	var o Order
+func scanOrder(row pgx.Row) (records.Order, error) {
+	var o records.Order
 	var price int16
 	err := row.Scan(&o.ID, &o.MarketID, &o.Side, &o.Outcome, &price, &o.Quantity, &o.FilledQuantity,
 		statusColumn{&o.Status}, &o.CreatedAt, &o.UpdatedAt, &o.Seq, &o.AccountID, &o.TimeInForce, &o.ExpiresAt,
@@ -169,15 +170,15 @@ func scanOrder(row pgx.Row) (Order, error) {
 	return o, err
 }
 
-func collectOrders(rows pgx.Rows, err error) ([]Order, error) {
+func collectOrders(rows pgx.Rows, err error) ([]records.Order, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Order, error) { return scanOrder(r) })
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (records.Order, error) { return scanOrder(r) })
 }
 
 // Order returns one order, whoever owns it.
-func (s *Store) Order(ctx context.Context, id uuid.UUID) (Order, error) {
+func (s *Store) Order(ctx context.Context, id uuid.UUID) (records.Order, error) {
 	o, err := scanOrder(s.Pool.QueryRow(ctx, `select `+orderColumns+` from orders where id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return o, ErrNotFound
@@ -186,7 +187,7 @@ func (s *Store) Order(ctx context.Context, id uuid.UUID) (Order, error) {
 }
 
 // OrderBySeq reads the order with sequence number seq in a market.
-func (s *Store) OrderBySeq(ctx context.Context, market uuid.UUID, seq int64) (Order, error) {
+func (s *Store) OrderBySeq(ctx context.Context, market uuid.UUID, seq int64) (records.Order, error) {
 	o, err := scanOrder(s.Pool.QueryRow(ctx, `select `+orderColumns+` from orders where market_id = $1 and seq = $2`, market, seq))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return o, ErrNotFound
@@ -212,7 +213,7 @@ type Cursor struct {
 }
 
 // Orders lists an account's orders newest first.
-func (s *Store) Orders(ctx context.Context, f OrderFilter) ([]Order, error) {
+func (s *Store) Orders(ctx context.Context, f OrderFilter) ([]records.Order, error) {
 	var afterTime *time.Time
 	var afterID *uuid.UUID
 	if f.After != nil {
@@ -227,7 +228,7 @@ func (s *Store) Orders(ctx context.Context, f OrderFilter) ([]Order, error) {
 
 // RestingOrders lists a market's resting orders in time priority (migration 011), to rebuild its
 // book.
-func (s *Store) RestingOrders(ctx context.Context, market uuid.UUID) ([]Order, error) {
+func (s *Store) RestingOrders(ctx context.Context, market uuid.UUID) ([]records.Order, error) {
 	return collectOrders(s.Pool.Query(ctx, `select `+orderColumns+` from orders
 		where market_id = $1 and status in ('OPEN', 'PARTIALLY_FILLED') order by coalesce(priority, seq)`, market))
 }
@@ -256,7 +257,7 @@ func (s *Store) Sequences(ctx context.Context, market uuid.UUID) (orders, trades
 }
 
 // OrderByClientID reads the account's order with the given client order id.
-func (s *Store) OrderByClientID(ctx context.Context, account int64, clientOrderID string) (Order, error) {
+func (s *Store) OrderByClientID(ctx context.Context, account int64, clientOrderID string) (records.Order, error) {
 	o, err := scanOrder(s.Pool.QueryRow(ctx, `select `+orderColumns+` from orders
 		where account_id = $1 and client_order_id = $2`, account, clientOrderID))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -266,7 +267,7 @@ func (s *Store) OrderByClientID(ctx context.Context, account int64, clientOrderI
 }
 
 // AccountRestingOrders lists an account's resting orders in one market, in time priority.
-func (s *Store) AccountRestingOrders(ctx context.Context, account int64, market uuid.UUID) ([]Order, error) {
+func (s *Store) AccountRestingOrders(ctx context.Context, account int64, market uuid.UUID) ([]records.Order, error) {
 	return collectOrders(s.Pool.Query(ctx, `select `+orderColumns+` from orders
 		where account_id = $1 and market_id = $2 and status in ('OPEN', 'PARTIALLY_FILLED') order by seq`, account, market))
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 	"github.com/pmx-dev/pmx/internal/storetest"
 )
@@ -41,7 +42,7 @@ func TestReadsAtScale(t *testing.T) {
 	var ids []uuid.UUID
 	for i := range markets {
 		name := fmt.Sprintf("scale-%d", i)
-		m, err := st.CreateMarket(ctx, store.Market{ID: uuid.New(), Name: &name, Question: "Scale?", CreatedAt: now.Add(-span)})
+		m, err := st.CreateMarket(ctx, records.Market{ID: uuid.New(), Name: &name, Question: "Scale?", CreatedAt: now.Add(-span)})
 		if err != nil {
 			t.Fatal(err)
 		}

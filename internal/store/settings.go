@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pmx-dev/pmx/internal/records"
 )
 
 // The SQL of the developer settings pages: accounts with a password, browser sessions, key
@@ -17,8 +19,8 @@ import (
 // is empty, the password hash that lets it sign in to the settings pages. A taken name, in any
 // case ("ALICE" when "alice" exists), is ErrConflict.
 func (s *Store) CreateAccountWithPassword(ctx context.Context, name string, grant int64, passwordHash string,
-	now time.Time) (Account, error) {
-	a := Account{UID: uuid.New(), Name: name, Available: grant, CreatedAt: now}
+	now time.Time) (records.Account, error) {
+	a := records.Account{UID: uuid.New(), Name: name, Available: grant, CreatedAt: now}
 	err := s.Pool.QueryRow(ctx, `insert into accounts (uid, name, available, locked, granted, created_at, updated_at,
 		password_hash) values ($1, $2, $3, 0, $3, $4, $4, nullif($5, '')) returning id`,
 		a.UID, name, grant, now, passwordHash).Scan(&a.ID)
@@ -118,7 +120,7 @@ func (s *Store) RevokeAPIKey(ctx context.Context, account int64, id uuid.UUID, n
 
 // OpenOrder is a resting order with its market's question, for display.
 type OpenOrder struct {
-	Order
+	records.Order
 	MarketQuestion string
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/records"
 )
 
 // uniqueViolation is Postgres's SQLSTATE for a duplicate key.
@@ -23,7 +24,7 @@ func isUniqueViolation(err error) bool {
 
 // CreateAccount opens an account with a grant of play money and no password (no web sign-in).
 // A taken name, in any case, is ErrConflict.
-func (s *Store) CreateAccount(ctx context.Context, name string, grant int64, now time.Time) (Account, error) {
+func (s *Store) CreateAccount(ctx context.Context, name string, grant int64, now time.Time) (records.Account, error) {
 	return s.CreateAccountWithPassword(ctx, name, grant, "", now)
 }
 
@@ -52,7 +53,7 @@ func (s *Store) TouchAPIKey(ctx context.Context, id uuid.UUID, now time.Time) er
 }
 
 // CreateMarket inserts a new OPEN market. A taken manifest name is ErrConflict.
-func (s *Store) CreateMarket(ctx context.Context, m Market) (Market, error) {
+func (s *Store) CreateMarket(ctx context.Context, m records.Market) (records.Market, error) {
 	m.Status = domain.MarketOpen
 	_, err := s.Pool.Exec(ctx, `insert into markets (id, name, question, description, category, url, label_a,
 		label_b, status, closes_at, resolves_at, created_at, updated_at)
@@ -67,7 +68,7 @@ func (s *Store) CreateMarket(ctx context.Context, m Market) (Market, error) {
 }
 
 // UpdateMarketText updates a market's descriptive fields and its schedule, not its status.
-func (s *Store) UpdateMarketText(ctx context.Context, m Market, now time.Time) error {
+func (s *Store) UpdateMarketText(ctx context.Context, m records.Market, now time.Time) error {
 	_, err := s.Pool.Exec(ctx, `update markets set question = $2, description = $3, category = $4, url = $5,
 		label_a = $6, label_b = $7, closes_at = $8, resolves_at = $9, updated_at = $10 where id = $1
 		and (question, description, category, url, label_a, label_b, closes_at, resolves_at) is distinct from
@@ -80,8 +81,8 @@ func (s *Store) UpdateMarketText(ctx context.Context, m Market, now time.Time) e
 // cancels and market transitions, already netted per order, account and position.
 type Batch struct {
 	Now          time.Time
-	NewOrders    []Order // inserted in their final state
-	OrderUpdates []Order // existing orders: FilledQuantity, Status and CancelReason are written, and Price, Quantity and Priority when not 0 (an amend)
+	NewOrders    []records.Order // inserted in their final state
+	OrderUpdates []records.Order // existing orders: FilledQuantity, Status and CancelReason are written, and Price, Quantity and Priority when not 0 (an amend)
 	Trades       []TradeRow
 	Cash         []CashDelta // sorted by account: the order its rows are locked in, and how the statement's feed numbers are matched to them
 	Shares       []ShareDelta
@@ -122,7 +123,7 @@ func (b *Batch) Reset(now time.Time) {
 
 // TradeRow is one fill as stored.
 type TradeRow struct {
-	Trade
+	records.Trade
 	Seq           int64
 	Kind          string
 	TakerOrderSeq int64
@@ -195,7 +196,7 @@ type Settlement struct {
 }
 
 // orderColumnsOf lays orders out as newOrdersPart's parameters, one array per column.
-func orderColumnsOf(os []Order) []any {
+func orderColumnsOf(os []records.Order) []any {
 	n := len(os)
 	ids, markets, seqs, accounts := make([][16]byte, n), make([][16]byte, n), make([]int64, n), make([]int64, n)
 	sides, outcomes, prices := make([]string, n), make([]string, n), make([]int16, n)

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/internal/pgtest"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -47,7 +48,7 @@ func Claim(t testing.TB, st *store.Store) *store.Claim {
 // Market creates an OPEN market in st, with placeholder text, and returns its id.
 func Market(t testing.TB, st *store.Store) uuid.UUID {
 	t.Helper()
-	m, err := st.CreateMarket(context.Background(), store.Market{ID: uuid.New(), Question: "q", Category: "c",
+	m, err := st.CreateMarket(context.Background(), records.Market{ID: uuid.New(), Question: "q", Category: "c",
 		LabelA: "Yes", LabelB: "No", CreatedAt: time.Now()})
 	if err != nil {
 		t.Fatal(err)

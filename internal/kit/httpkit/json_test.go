@@ -21,8 +21,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/engine"
-	"github.com/pmx-dev/pmx/internal/shard"
-	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/exchange"
+	"github.com/pmx-dev/pmx/internal/records"
 )
 
 // Times as the API holds them (microseconds, UTC), and the awkward cases of RFC 3339 with
@@ -65,24 +65,24 @@ type (
 	}
 )
 
-func testTrade(i int) store.Trade {
-	return store.Trade{ID: uuid.MustParse("0190f6a4-7a55-7c3e-9b1d-2f0e8c4b5a6" + string(rune('0'+i))),
+func testTrade(i int) records.Trade {
+	return records.Trade{ID: uuid.MustParse("0190f6a4-7a55-7c3e-9b1d-2f0e8c4b5a6" + string(rune('0'+i))),
 		MarketID: uuid.MustParse(testMarket), Outcome: "YES", Side: "BUY", Price: 55 + i, Quantity: int64(3 + i),
 		YesPrice: 55 + i, CreatedAt: tMicro}
 }
 
-func testOrder() store.Order {
-	return store.Order{ID: uuid.MustParse("0190f6a4-7a55-7c3e-9b1d-2f0e8c4b5a6f"), MarketID: uuid.MustParse(testMarket),
+func testOrder() records.Order {
+	return records.Order{ID: uuid.MustParse("0190f6a4-7a55-7c3e-9b1d-2f0e8c4b5a6f"), MarketID: uuid.MustParse(testMarket),
 		Side: "BUY", Outcome: "YES", Price: 57, Quantity: 10, FilledQuantity: 7, Status: engine.StatusPartiallyFilled,
 		CreatedAt: tMicro, UpdatedAt: tNano, Seq: 99, AccountID: 7}
 }
 
-func testPlaced() store.PlacedOrder {
-	return store.PlacedOrder{Order: testOrder(), Trades: []store.Trade{testTrade(1), testTrade(2)}}
+func testPlaced() records.PlacedOrder {
+	return records.PlacedOrder{Order: testOrder(), Trades: []records.Trade{testTrade(1), testTrade(2)}}
 }
 
-func testMarkets() []store.Market {
-	return []store.Market{
+func testMarkets() []records.Market {
+	return []records.Market{
 		{ID: uuid.MustParse(testMarket), Question: "Rain?", Category: "weather", Status: "OPEN", LabelA: "Yes", LabelB: "No",
 			CreatedAt: tMicro, UpdatedAt: tWhole},
 		{ID: uuid.MustParse(testMarket), URL: &someURL, Question: someTxt, Description: &someTxt, Category: "a&b",
@@ -109,11 +109,11 @@ type rawAndMarshaler struct {
 }
 
 // seqPlaced has the shape of a placement as a shard answers it (the public shape embedded, with
-// the sequence number that store.Order hides under json:"-" added back under its own tag): a
+// the sequence number that records.Order hides under json:"-" added back under its own tag): a
 // field hidden in an embedded struct and shown by the outer one. A local copy, so that this test
 // does not follow the wire type's name.
 type seqPlaced struct {
-	store.PlacedOrder
+	records.PlacedOrder
 	Seq int64 `json:"seq"`
 }
 
@@ -126,36 +126,36 @@ func (spacedMarshaler) MarshalJSON() ([]byte, error) {
 // responses are the API's answers, public and internal, as the handlers pass them to c.JSON.
 func responses() map[string]any {
 	placed := testPlaced()
-	noFill := store.PlacedOrder{Order: testOrder(), Trades: []store.Trade{}}
+	noFill := records.PlacedOrder{Order: testOrder(), Trades: []records.Trade{}}
 	depth := testDepth()
 	cursor := "MTcwMDAwMDAwMDAwMDAwMC4xMjNlNDU2Nw"
 	return map[string]any{
 		"market":               testMarkets()[1],
 		"markets":              gin.H{"markets": testMarkets()},
-		"markets empty":        gin.H{"markets": []store.Market{}},
+		"markets empty":        gin.H{"markets": []records.Market{}},
 		"order":                testOrder(),
 		"placed with trades":   placed,
 		"placed no fill":       noFill,
-		"placed nil trades":    store.PlacedOrder{Order: testOrder()}, // null, as encoding/json
+		"placed nil trades":    records.PlacedOrder{Order: testOrder()}, // null, as encoding/json
 		"placed pointer":       &placed,
 		"placed with seq":      seqPlaced{PlacedOrder: placed, Seq: 1234},
-		"trades":               []store.Trade{testTrade(1), testTrade(2), testTrade(3)},
-		"trades empty":         []store.Trade{},
-		"cancelled nil":        []store.Order(nil),
-		"cancelled":            []store.Order{testOrder(), testOrder()},
-		"positions":            gin.H{"positions": []store.Position{{ID: uuid.New(), MarketID: uuid.New(), MarketQuestion: someTxt, MarketStatus: "OPEN", Outcome: "NO", Quantity: 3, LockedQuantity: 1, CreatedAt: tMicro, UpdatedAt: tZone}}},
-		"positions empty":      gin.H{"positions": []store.Position{}},
-		"account":              store.Account{UID: uuid.New(), Name: someTxt, Available: 1_000_000, Locked: 12345, CreatedAt: tMicro, ID: 5},
-		"admin account":        gin.H{"account": store.Account{UID: uuid.New(), Name: "alice"}, "apiKey": "pmx_abc&<>"},
-		"orders page":          gin.H{"orders": []store.Order{testOrder()}, "nextCursor": &cursor},
-		"orders last page":     gin.H{"orders": []store.Order{}, "nextCursor": (*string)(nil)},
+		"trades":               []records.Trade{testTrade(1), testTrade(2), testTrade(3)},
+		"trades empty":         []records.Trade{},
+		"cancelled nil":        []records.Order(nil),
+		"cancelled":            []records.Order{testOrder(), testOrder()},
+		"positions":            gin.H{"positions": []records.Position{{ID: uuid.New(), MarketID: uuid.New(), MarketQuestion: someTxt, MarketStatus: "OPEN", Outcome: "NO", Quantity: 3, LockedQuantity: 1, CreatedAt: tMicro, UpdatedAt: tZone}}},
+		"positions empty":      gin.H{"positions": []records.Position{}},
+		"account":              records.Account{UID: uuid.New(), Name: someTxt, Available: 1_000_000, Locked: 12345, CreatedAt: tMicro, ID: 5},
+		"admin account":        gin.H{"account": records.Account{UID: uuid.New(), Name: "alice"}, "apiKey": "pmx_abc&<>"},
+		"orders page":          gin.H{"orders": []records.Order{testOrder()}, "nextCursor": &cursor},
+		"orders last page":     gin.H{"orders": []records.Order{}, "nextCursor": (*string)(nil)},
 		"book":                 gin.H{"orderBookYes": depth.Yes, "orderBookNo": depth.No},
 		"book empty":           gin.H{"orderBookYes": engine.View{}, "orderBookNo": engine.View{LastTradePrice: 1}},
 		"error":                ErrorBody{Error: "not enough available cash: a BUY locks price × quantity cents", Details: ErrorDetails{Code: "insufficient_funds", Field: "quantity"}},
 		"error no field":       ErrorBody{Error: "no such endpoint: GET /api/v1/<script>&x=\"1\"", Details: ErrorDetails{Code: "not_found"}},
 		"error odd text":       ErrorBody{Error: someTxt, Details: ErrorDetails{Code: "invalid_value", Field: someTxt}},
-		"internal snapshot":    &shard.Snapshot{Status: "OPEN", Epoch: 4, Depth: depth},
-		"internal empty snap":  &shard.Snapshot{Status: "OPEN"},
+		"internal snapshot":    &exchange.Snapshot{Status: "OPEN", Epoch: 4, Depth: depth},
+		"internal empty snap":  &exchange.Snapshot{Status: "OPEN"},
 		"internal error":       codeShape{Code: "not_owner"},
 		"internal place wire":  placeShape{Account: 7, Market: uuid.MustParse(testMarket), Side: "BUY", Outcome: "NO", Price: 40, Quantity: 7},
 		"internal cancel all":  cancelAllShape{Account: 7, Markets: []uuid.UUID{uuid.MustParse(testMarket)}},

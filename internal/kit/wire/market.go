@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -32,7 +33,7 @@ type Market struct {
 }
 
 // MarketOf is the API's shape of a market's row.
-func MarketOf(m *store.Market) Market {
+func MarketOf(m *records.Market) Market {
 	return Market{ID: m.ID, URL: m.URL, Question: m.Question, Description: m.Description, Category: m.Category,
 		Status: string(m.Status), ClosesAt: m.ClosesAt, ResolvesAt: m.ResolvesAt, Resolved: m.Resolved, Outcome: m.Outcome,
 		LabelA: m.LabelA, LabelB: m.LabelB, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
@@ -51,7 +52,7 @@ type Trade struct {
 }
 
 // TradeOf is the API's shape of a trade's row.
-func TradeOf(t *store.Trade) Trade {
+func TradeOf(t *records.Trade) Trade {
 	return Trade{ID: t.ID, MarketID: t.MarketID, Outcome: t.Outcome, Side: t.Side, Price: t.Price,
 		Quantity: t.Quantity, YesPrice: t.YesPrice, CreatedAt: t.CreatedAt}
 }

@@ -53,6 +53,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/kit/wire"
 	"github.com/pmx-dev/pmx/internal/pages/pagekit"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -63,7 +64,7 @@ var files embed.FS
 // apiserver, Server.ReadMarket and the others), so that the pages show what the API shows.
 type Reads interface {
 	// ReadMarket reads a market and its row; store.ErrNotFound when there is none.
-	ReadMarket(ctx context.Context, id uuid.UUID) (wire.Market, store.Market, error)
+	ReadMarket(ctx context.Context, id uuid.UUID) (wire.Market, records.Market, error)
 	// ReadOrderBook reads a market's book as GET /market/order-book answers it.
 	ReadOrderBook(ctx context.Context, id uuid.UUID) (wire.OrderBook, error)
 	// ReadTrades lists a market's last trades, newest first, as GET /market/trades does.

@@ -37,6 +37,7 @@ import (
 
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/pages/pagekit"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -66,7 +67,7 @@ type Accounts interface {
 	// OpenAccount opens an account with the configured grant; passwordHash (auth.HashPassword)
 	// lets it sign in here. A name that is malformed or taken is an *httpkit.Error on the field
 	// "name".
-	OpenAccount(ctx context.Context, name, passwordHash string) (store.Account, error)
+	OpenAccount(ctx context.Context, name, passwordHash string) (records.Account, error)
 	// NewAPIKey creates an API key for an account and returns it; only its hash is kept.
 	NewAPIKey(ctx context.Context, account int64, label string) (string, error)
 	// KeyRevoked tells the front that the key with this prefix was just revoked.
@@ -132,7 +133,7 @@ type page struct {
 	Name    string            // the account name typed, shown again
 
 	// The signed-in page.
-	Account     *store.Account
+	Account     *records.Account
 	NewKey      string // a key just created: shown this once
 	NewKeyLabel string
 	Label       string // a label refused, shown again

@@ -1,4 +1,9 @@
-package store
+// Package records holds the Go form of the exchange's rows (markets, orders, trades, positions,
+// accounts) apart from the SQL that reads and writes them (package store), so that a package that
+// only passes rows around — the exchange contract (package exchange) above all — does not link the
+// database driver. It imports nothing but the vocabulary the rows are spelt in. See
+// docs/architecture.md §1.
+package records
 
 import (
 	"time"
@@ -54,7 +59,8 @@ type Order struct {
 	PostOnly      bool
 	SelfTrade     string  // CANCEL_RESTING or CANCEL_INCOMING ("" is read as CANCEL_RESTING)
 	ClientOrderID *string // the client's id for the order, unique per account
-	// Placement fingerprints the placement's parameters (PlacementOf) when ClientOrderID is set.
+	// Placement fingerprints the placement's parameters (apiserver's orderRequest.placement) when
+	// ClientOrderID is set.
 	Placement    *string
 	CancelReason *string // why a cancelled order was cancelled: USER, IOC, FOK, EXPIRED, ...
 	// Priority, written by an amend that sent the order to the back of its level (0: unchanged),
@@ -102,11 +108,4 @@ type Account struct {
 	CreatedAt time.Time
 
 	ID int64 // the engine's account id
-}
-
-// NewID returns a new row id for the hot tables (orders, trades, positions): a time-ordered UUID
-// (version 7), so that each insert lands at the right-hand edge of the primary key's index rather
-// than on a random page of it. Ids stay opaque to clients: any UUID is a valid id.
-func NewID() uuid.UUID {
-	return uuid.Must(uuid.NewV7())
 }
