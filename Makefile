@@ -11,6 +11,11 @@ PMX      := $(BIN)/pmx
 # Pinned tool versions, installed into bin/ on first use.
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
+# Redocly CLI lints the API documents, the two OpenAPI 3.0 ones and the AsyncAPI 3.0 one alike, by
+# redocly.yaml's rules. One npm package whose dependencies are bundled in it: npm installs it into
+# bin/ in seconds.
+REDOCLY_VERSION := 2.77.0
+REDOCLY := $(BIN)/redocly-$(REDOCLY_VERSION)/node_modules/.bin/redocly
 
 # `make run` passes RUN_FLAGS to pmx dev (e.g. RUN_FLAGS="--addr 127.0.0.1:8081 --metrics-addr 127.0.0.1:9091").
 RUN_FLAGS ?=
@@ -91,11 +96,15 @@ fuzz: ## Fuzz the engine's submission path, the request decoders (every one that
 	$(GO) test -run '^$$' -timeout 0 -fuzz FuzzDecodeMarket -fuzztime $${FUZZTIME:-60s} ./apiserver
 
 .PHONY: lint
-lint: $(STATICCHECK) ## Check formatting, go vet and staticcheck.
+lint: $(STATICCHECK) lint-api ## Check formatting, go vet and staticcheck; lint the API documents.
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
+
+.PHONY: lint-api
+lint-api: $(REDOCLY) ## Lint the OpenAPI (public, admin) and AsyncAPI documents under apiserver/ with Redocly CLI (redocly.yaml).
+	REDOCLY_SUPPRESS_UPDATE_NOTICE=true $(REDOCLY) lint --format=stylish
 
 .PHONY: fmt
 fmt: ## Format all Go code.
@@ -145,6 +154,17 @@ $(STATICCHECK):
 	@mkdir -p $(BIN)
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	mv $(BIN)/staticcheck $@
+
+# npm (and the Node.js it runs on: Redocly CLI wants 20.19 or later) is Debian's, installed with apt
+# when missing. The pinned version's tarball is checked against the registry's integrity hash.
+$(REDOCLY):
+	@command -v npm >/dev/null 2>&1 || { \
+		echo "npm not found: installing Debian's npm with apt-get"; \
+		SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq npm; }
+	@mkdir -p $(BIN)/redocly-$(REDOCLY_VERSION)
+	npm install --prefix $(BIN)/redocly-$(REDOCLY_VERSION) --no-save --no-audit --no-fund --loglevel=error \
+		@redocly/cli@$(REDOCLY_VERSION)
 
 ##@ Code generation
 

@@ -16,3 +16,11 @@ var OpenAPIDocument []byte
 //
 //go:embed asyncapi.yaml
 var AsyncAPIDocument []byte
+
+// AdminOpenAPIDocument is the OpenAPI 3.0.3 document (YAML) of the admin API, /admin/v1: its
+// own document, since it has another credential, server URL and audience than the public API,
+// whose document the SDKs are generated from. Served at /admin/v1/openapi.yaml when the admin
+// API is on; internal/apitest validates the contract suite's admin answers against it.
+//
+//go:embed admin-openapi.yaml
+var AdminOpenAPIDocument []byte

@@ -188,6 +188,8 @@ func New(cfg Config) *Server {
 	v1.POST("/orders/cancel", handler(s.cancelBatch))
 
 	if cfg.AdminToken != "" {
+		// The document holds no secret: served without the token, like the public API's.
+		s.engine.GET("/admin/v1/openapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, "application/yaml", AdminOpenAPIDocument) })
 		admin := s.engine.Group("/admin/v1", s.authenticateAdmin)
 		admin.POST("/accounts", handler(s.createAccount))
 		admin.POST("/markets", handler(s.createMarket))

@@ -15,10 +15,7 @@ import (
 	"github.com/pmx-dev/pmx/client"
 	"github.com/pmx-dev/pmx/internal/exchangetest"
 	"github.com/pmx-dev/pmx/internal/kit/ratelimit"
-	"github.com/pmx-dev/pmx/internal/pgtest"
 )
-
-func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // newClient opens an account on tg and returns an SDK client of it at url (tg's own by default).
 func newClient(t *testing.T, tg *exchangetest.Target, url string, opts ...client.Option) *client.Client {

@@ -27,6 +27,7 @@ import (
 type AsyncValidator struct {
 	client, server map[string]*jsonschema.Schema // by op, by type
 	closeCodes     []int
+	security       map[string][]SecurityScheme // by channel address
 
 	mu   sync.Mutex
 	seen map[string]bool
@@ -42,6 +43,20 @@ func NewAsyncValidator(t testing.TB) *AsyncValidator {
 	return v
 }
 
+// SecurityScheme is a credential a channel's connection may present (one of those its operations
+// list), as the document's components.securitySchemes declares it.
+type SecurityScheme struct {
+	Name   string `json:"-"`
+	Type   string `json:"type"`   // http, httpApiKey, ...
+	Scheme string `json:"scheme"` // http: bearer
+	In     string `json:"in"`     // httpApiKey: query, header, cookie
+	Param  string `json:"name"`   // httpApiKey: the parameter's name
+}
+
+type ref struct {
+	Ref string `json:"$ref"`
+}
+
 // asyncDoc is what the validator reads of an AsyncAPI 3 document.
 type asyncDoc struct {
 	AsyncAPI string `json:"asyncapi"`
@@ -51,19 +66,20 @@ type asyncDoc struct {
 			Name string `json:"name"`
 		} `json:"x-close-codes"`
 	} `json:"info"`
-	Channels   map[string]json.RawMessage `json:"channels"`
+	Channels map[string]struct {
+		Address string `json:"address"`
+	} `json:"channels"`
 	Operations map[string]struct {
 		Action   string `json:"action"`
-		Messages []struct {
-			Ref string `json:"$ref"`
-		} `json:"messages"`
+		Channel  ref    `json:"channel"`
+		Messages []ref  `json:"messages"`
+		Security *[]ref `json:"security"`
 	} `json:"operations"`
 	Components struct {
 		Messages map[string]struct {
-			Payload struct {
-				Ref string `json:"$ref"`
-			} `json:"payload"`
+			Payload ref `json:"payload"`
 		} `json:"messages"`
+		SecuritySchemes map[string]SecurityScheme `json:"securitySchemes"`
 	} `json:"components"`
 }
 
@@ -90,7 +106,8 @@ func NewAsyncFromDocument(data []byte) (*AsyncValidator, error) {
 	if err := c.AddResource(url, whole); err != nil {
 		return nil, err
 	}
-	v := &AsyncValidator{client: map[string]*jsonschema.Schema{}, server: map[string]*jsonschema.Schema{}, seen: map[string]bool{}}
+	v := &AsyncValidator{client: map[string]*jsonschema.Schema{}, server: map[string]*jsonschema.Schema{},
+		security: map[string][]SecurityScheme{}, seen: map[string]bool{}}
 	for _, cc := range doc.Info.CloseCodes {
 		v.closeCodes = append(v.closeCodes, cc.Code)
 	}
@@ -102,6 +119,9 @@ func NewAsyncFromDocument(data []byte) (*AsyncValidator, error) {
 		case "send":
 		default:
 			return nil, fmt.Errorf("operation %s: action %q", name, op.Action)
+		}
+		if err := v.readSecurity(&doc, name); err != nil {
+			return nil, err
 		}
 		for _, m := range op.Messages {
 			// #/channels/feed/messages/NAME → the channel's $ref → #/components/messages/NAME
@@ -128,6 +148,42 @@ func NewAsyncFromDocument(data []byte) (*AsyncValidator, error) {
 		return nil, errors.New("the document lists no client or no server messages")
 	}
 	return v, nil
+}
+
+// readSecurity records the credentials an operation takes, by its channel's address. Every
+// operation must say (an empty list: none), each scheme must be declared, and the operations of
+// one channel must agree, since they share its connection.
+func (v *AsyncValidator) readSecurity(doc *asyncDoc, name string) error {
+	op := doc.Operations[name]
+	channel, ok := doc.Channels[strings.TrimPrefix(op.Channel.Ref, "#/channels/")]
+	if !ok || channel.Address == "" {
+		return fmt.Errorf("operation %s: channel %q has no address", name, op.Channel.Ref)
+	}
+	if op.Security == nil {
+		return fmt.Errorf("operation %s: no security (an empty list when it takes no credential)", name)
+	}
+	schemes := []SecurityScheme{}
+	for _, r := range *op.Security {
+		schemeName, ok := strings.CutPrefix(r.Ref, "#/components/securitySchemes/")
+		s, declared := doc.Components.SecuritySchemes[schemeName]
+		if !ok || !declared {
+			return fmt.Errorf("operation %s: security %q is not a declared scheme", name, r.Ref)
+		}
+		s.Name = schemeName
+		schemes = append(schemes, s)
+	}
+	if prior, ok := v.security[channel.Address]; ok && !slices.Equal(prior, schemes) {
+		return fmt.Errorf("operation %s: its security differs from another operation's of %s", name, channel.Address)
+	}
+	v.security[channel.Address] = schemes
+	return nil
+}
+
+// Security returns the credentials a connection to the channel at address may present, any one
+// of them (none: the channel is open), and whether the document has that channel.
+func (v *AsyncValidator) Security(address string) ([]SecurityScheme, bool) {
+	s, ok := v.security[address]
+	return slices.Clone(s), ok
 }
 
 // discriminators reads the const or enum of a schema's property.

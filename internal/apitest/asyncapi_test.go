@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pmx-dev/pmx/apiserver"
 )
 
 // TestAsyncAPIDocument loads the feed's AsyncAPI document and checks the validator tells
@@ -18,6 +20,16 @@ func TestAsyncAPIDocument(t *testing.T) {
 		if !v.CloseCodeDocumented(code) {
 			t.Errorf("close code %d is not documented", code)
 		}
+	}
+	// The feed takes the API key as a bearer token or a ws-token in the query; the public feed
+	// takes nothing.
+	key := SecurityScheme{Name: "apiKey", Type: "http", Scheme: "bearer"}
+	token := SecurityScheme{Name: "wsToken", Type: "httpApiKey", In: "query", Param: "token"}
+	if got, ok := v.Security("/api/v1/ws"); !ok || !slices.Equal(got, []SecurityScheme{key, token}) {
+		t.Errorf("/api/v1/ws security %+v, want %+v", got, []SecurityScheme{key, token})
+	}
+	if got, ok := v.Security("/api/v1/ws/public"); !ok || len(got) != 0 {
+		t.Errorf("/api/v1/ws/public security %+v, want none", got)
 	}
 	const m = "0190f6a4-7a55-7c3e-9b1d-2f0e8c4b5a6f"
 	for _, tc := range []struct {
@@ -42,6 +54,17 @@ func TestAsyncAPIDocument(t *testing.T) {
 			`"fill":{"id":"` + m + `","tradeId":"` + m + `","orderId":"` + m + `","clientOrderId":null,"marketId":"` + m + `","side":"BUY","outcome":"NO","price":60,"quantity":2,"role":"TAKER","createdAt":"2030-01-02T03:04:05Z"}}]}`, ""},
 		{false, `{"type":"accountEvents","channel":"orders","events":[{"seq":14,"type":"cancelled","at":"2030-01-02T03:04:05Z","order":{"id":"` + m + `"}}]}`, "breaks"},
 		{false, `{"type":"surprise"}`, "not documented"},
+		// Refusals: the documented codes only, each with its message.
+		{false, `{"type":"error","id":4,"channel":"book","marketId":"` + m + `","code":"invalid_resume_from","message":"resumeFrom is beyond the market's last seq"}`, ""},
+		{false, `{"type":"error","id":0,"code":"invalid_message","message":"send one JSON object"}`, ""},
+		{false, `{"type":"error","id":4,"code":"seq_too_high","message":"?"}`, "breaks"},
+		{false, `{"type":"error","id":4,"code":"rate_limited","message":"wait","retryAfterSeconds":0.25}`, ""},
+		// Each event type carries its fields: a trade its id, taker and (YES) price; a level its side.
+		{false, `{"type":"events","channel":"trades","marketId":"` + m + `","events":[{"seq":5,"type":"trade","price":40,"quantity":2,"tradeId":"` + m + `","takerSide":"BUY","takerOutcome":"NO","at":"2030-01-02T03:04:05Z"}]}`, ""},
+		{false, `{"type":"events","channel":"trades","marketId":"` + m + `","events":[{"seq":5,"type":"trade","price":40,"quantity":2,"takerSide":"BUY","takerOutcome":"NO","at":"2030-01-02T03:04:05Z"}]}`, "breaks"},
+		{false, `{"type":"events","channel":"book","marketId":"` + m + `","events":[{"seq":6,"type":"level","price":40,"quantity":0,"at":"2030-01-02T03:04:05Z"}]}`, "breaks"},
+		{false, `{"type":"events","channel":"book","marketId":"` + m + `","events":[{"seq":7,"type":"status","quantity":0,"at":"2030-01-02T03:04:05Z"}]}`, "breaks"},
+		{false, `{"type":"events","channel":"book","marketId":"` + m + `","events":[{"seq":7,"type":"status","status":"CLOSED","quantity":0,"at":"2030-01-02T03:04:05Z"}]}`, ""},
 	} {
 		var err error
 		if tc.client {
@@ -54,6 +77,26 @@ func TestAsyncAPIDocument(t *testing.T) {
 			t.Errorf("%s: %v", tc.msg, err)
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 			t.Errorf("%s: got %v, want an error saying %q", tc.msg, err, tc.err)
+		}
+	}
+}
+
+// TestAsyncAPISecurityChecked: a document whose operations leave their credentials unsaid, name
+// an undeclared scheme, or disagree on one connection's is refused.
+func TestAsyncAPISecurityChecked(t *testing.T) {
+	doc := string(apiserver.AsyncAPIDocument)
+	const feedSecurity = "    security:\n      - $ref: '#/components/securitySchemes/apiKey'\n      - $ref: '#/components/securitySchemes/wsToken'\n"
+	if strings.Count(doc, feedSecurity) != 2 {
+		t.Fatalf("the document's feed operations do not list apiKey and wsToken as this test expects")
+	}
+	for name, broken := range map[string]string{
+		"unsaid":     strings.Replace(doc, feedSecurity, "", 1),
+		"undeclared": strings.Replace(doc, "securitySchemes/wsToken'\n", "securitySchemes/cookie'\n", 1),
+		"disagreeing": strings.Replace(doc, feedSecurity,
+			"    security:\n      - $ref: '#/components/securitySchemes/apiKey'\n", 1),
+	} {
+		if _, err := NewAsyncFromDocument([]byte(broken)); err == nil || !strings.Contains(err.Error(), "security") {
+			t.Errorf("%s: got %v, want an error about security", name, err)
 		}
 	}
 }

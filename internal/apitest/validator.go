@@ -1,7 +1,7 @@
-// Package apitest checks real HTTP exchanges of the public API against its OpenAPI document
-// (apiserver.OpenAPIDocument), so that integration tests verify the contract on every response
-// they receive, and can assert at the end that every documented status of every operation was
-// exercised at least once.
+// Package apitest checks real HTTP exchanges of the public API and of the admin API against their
+// OpenAPI documents (apiserver.OpenAPIDocument, apiserver.AdminOpenAPIDocument), so that
+// integration tests verify the contract on every response they receive, and can assert at the end
+// that every documented status of every operation was exercised at least once.
 //
 // Typical use in a suite that talks to a running server:
 //
@@ -61,6 +61,17 @@ func NewValidator(t testing.TB) *Validator {
 	v, err := NewFromDocument(apiserver.OpenAPIDocument)
 	if err != nil {
 		t.Fatalf("apitest: %v", err)
+	}
+	return v
+}
+
+// NewAdminValidator is NewValidator for the admin API's document (apiserver.AdminOpenAPIDocument),
+// whose server URL is /admin/v1.
+func NewAdminValidator(t testing.TB) *Validator {
+	t.Helper()
+	v, err := NewFromDocument(apiserver.AdminOpenAPIDocument)
+	if err != nil {
+		t.Fatalf("apitest: the admin document: %v", err)
 	}
 	return v
 }

@@ -48,6 +48,8 @@ type Target struct {
 	// suite then also checks its errors.
 	AdminMarkets bool
 	Validator    *apitest.Validator
+	// AdminValidator, when set, checks every admin API answer against the admin document.
+	AdminValidator *apitest.Validator
 	// Feed checks every WebSocket message against the AsyncAPI document.
 	Feed  *apitest.AsyncValidator
 	HTTP  *http.Client
@@ -97,7 +99,8 @@ func StartDev(t testing.TB, options ...func(*apiserver.Config)) *Target {
 	metrics := httptest.NewServer(httpkit.MetricsHandler(reg)) // as pmx dev's --metrics-addr
 	t.Cleanup(metrics.Close)
 	tg := &Target{URL: srv.URL, MetricsURL: metrics.URL, AdminToken: token, Store: st, CheckBooks: sh.CheckBooks,
-		AdminMarkets: true, Validator: apitest.NewValidator(t), Feed: apitest.NewAsyncValidator(t), HTTP: &http.Client{Timeout: time.Minute}}
+		AdminMarkets: true, Validator: apitest.NewValidator(t), AdminValidator: apitest.NewAdminValidator(t), Feed: apitest.NewAsyncValidator(t),
+		HTTP: &http.Client{Timeout: time.Minute}}
 	tg.Markets = AdminMarkets{tg}
 	return tg
 }
@@ -106,7 +109,7 @@ func StartDev(t testing.TB, options ...func(*apiserver.Config)) *Target {
 func (tg *Target) over(h *http.Client) *Target {
 	return &Target{URL: tg.URL, MetricsURL: tg.MetricsURL, MetricsURLs: tg.MetricsURLs, AdminToken: tg.AdminToken,
 		Store: tg.Store, CheckBooks: tg.CheckBooks, Markets: tg.Markets, AdminMarkets: tg.AdminMarkets,
-		Validator: tg.Validator, Feed: tg.Feed, HTTP: h}
+		Validator: tg.Validator, AdminValidator: tg.AdminValidator, Feed: tg.Feed, HTTP: h}
 }
 
 // Client is one account's API key, or none.
@@ -135,7 +138,20 @@ func (tg *Target) NewAccount(t testing.TB, prefix string) *Client {
 // Admin calls the admin API and decodes the answer into out, failing unless the status is want.
 func (tg *Target) Admin(t testing.TB, method, path string, body any, want int, out any) {
 	t.Helper()
-	status, raw := tg.do(t, method, path, "Bearer "+tg.AdminToken, body, false)
+	tg.AdminAs(t, "Bearer "+tg.AdminToken, method, path, body, want, out)
+}
+
+// AdminAs is Admin with the Authorization header given ("" for none). With an AdminValidator,
+// the answer is checked against the admin document.
+func (tg *Target) AdminAs(t testing.TB, authorization, method, path string, body any, want int, out any) {
+	t.Helper()
+	var status int
+	var raw []byte
+	if tg.AdminValidator != nil {
+		status, raw = tg.AdminValidator.Do(t, tg.HTTP, tg.request(t, method, path, authorization, body))
+	} else {
+		status, raw = tg.do(t, method, path, authorization, body, false)
+	}
 	if status != want {
 		t.Fatalf("%s %s: status %d, want %d: %s", method, path, status, want, raw)
 	}

@@ -66,9 +66,29 @@ func RunSuite(t *testing.T, tg *Target) {
 		if status != http.StatusOK || !strings.HasPrefix(string(raw), "openapi: 3") {
 			t.Fatalf("GET /api/v1/openapi.yaml: %d %.60s", status, raw)
 		}
+		if tg.AdminToken == "" {
+			return // no admin API, so no document of it
+		}
+		status, raw = tg.do(t, "GET", "/admin/v1/openapi.yaml", "", nil, false)
+		if status != http.StatusOK || !strings.Contains(string(raw), "title: pmx admin API") {
+			t.Fatalf("GET /admin/v1/openapi.yaml: %d %.60s", status, raw)
+		}
 	})
 	t.Run("MetricsServed", func(t *testing.T) { testMetricsServed(t, tg) })
 	t.Run("Invariants", func(t *testing.T) { CheckInvariants(t, tg) })
+	t.Run("EveryDocumentedAdminStatusSeen", func(t *testing.T) {
+		if tg.AdminValidator == nil || !tg.AdminMarkets {
+			t.Skip("the admin API's markets are not checked here")
+		}
+		// 429 (too_many_failures) takes 30 wrong tokens from the suite's address, which would lock
+		// its other admin calls out: the abuse tests provoke it. 503 takes a shard that fails.
+		missing := slices.DeleteFunc(tg.AdminValidator.Uncovered(), func(s string) bool {
+			return strings.HasSuffix(s, " 429") || strings.HasSuffix(s, " 503")
+		})
+		if len(missing) > 0 {
+			t.Errorf("the suite never saw the admin API answer: %s", strings.Join(missing, ", "))
+		}
+	})
 	t.Run("EveryDocumentedStatusSeen", func(t *testing.T) {
 		// Accounts are never deleted, so GET /positions cannot answer 404.
 		// Any call may be refused by the rate limits (429); testRateLimits sees it on one.
@@ -189,6 +209,31 @@ func testAdminMarkets(t *testing.T, tg *Target) {
 		}
 	}
 	tg.Admin(t, "POST", "/admin/v1/markets/"+m.ID.String()+"/resolve", map[string]any{"outcome": "MAYBE"}, http.StatusBadRequest, nil)
+
+	// Every route's refusals of the token and of the market id, and the transitions not seen above.
+	o := tg.NewMarket(t, nil)
+	tg.Markets.Close(t, o.ID)
+	tg.Admin(t, "POST", "/admin/v1/markets/"+o.ID.String()+"/reopen", nil, http.StatusOK, nil)
+	tg.Admin(t, "POST", "/admin/v1/markets/"+o.ID.String()+"/cancel", nil, http.StatusOK, nil)
+	for _, route := range []string{"/accounts", "/markets", "/markets/" + o.ID.String() + "/close"} {
+		tg.AdminAs(t, "", "POST", "/admin/v1"+route, map[string]any{"name": "nobody"}, http.StatusUnauthorized, &e)
+		if e.Details.Code != "invalid_admin_token" {
+			t.Errorf("POST %s without the token: %+v", route, e)
+		}
+	}
+	tg.AdminAs(t, "Bearer not-the-admin-token", "POST", "/admin/v1/accounts", map[string]any{"name": "nobody"}, http.StatusUnauthorized, nil)
+	for _, action := range []string{"close", "reopen", "cancel", "resolve"} {
+		body := map[string]any{"outcome": "YES"}
+		tg.AdminAs(t, "", "POST", "/admin/v1/markets/"+o.ID.String()+"/"+action, body, http.StatusUnauthorized, nil)
+		tg.Admin(t, "POST", "/admin/v1/markets/42/"+action, body, http.StatusBadRequest, &e)
+		if e.Details.Code != "invalid_uuid" || e.Details.Field != "id" {
+			t.Errorf("%s a market of id 42: %+v", action, e)
+		}
+		tg.Admin(t, "POST", "/admin/v1/markets/"+uuid.NewString()+"/"+action, body, http.StatusNotFound, &e)
+		if e.Details.Code != "market_not_found" {
+			t.Errorf("%s an unknown market: %+v", action, e)
+		}
+	}
 }
 
 func testOrderBook(t *testing.T, tg *Target) {

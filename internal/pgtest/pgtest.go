@@ -85,9 +85,21 @@ func Main(m *testing.M) { os.Exit(Run(m)) }
 
 // Run runs the tests like m.Run and then stops the shared cluster, for a TestMain that has more to
 // do. A failure to stop turns a zero exit code into 1.
-func Run(m *testing.M) int {
+func Run(m *testing.M) int { return RunWith(m, nil) }
+
+// RunWith is Run with setup called before the first test, where the shared cluster may already be
+// used: for what every test and example of the binary shares (an example has no *testing.T to
+// start a server with). The function setup returns, if any, runs after the last test.
+func RunWith(m *testing.M, setup func() (teardown func())) int {
 	shared.inMain = true
+	var teardown func()
+	if setup != nil {
+		teardown = setup()
+	}
 	code := m.Run()
+	if teardown != nil {
+		teardown() // before the cluster stops: what setup started may use it
+	}
 	if shared.c != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
