@@ -468,24 +468,41 @@ func testCancelAnswersAsBefore(t *testing.T, b *cancelBench) {
 		t.Run(s.name, func(t *testing.T) {
 			var answers [2]string
 			for i, via := range []*Server{b.hit, b.miss} {
-				key, id := s.setup()
-				if _, ok := b.hit.orders.get(id); ok != s.cached {
-					t.Fatalf("remembered: %v, want %v", ok, s.cached)
-				}
-				acquired := b.hitStore.Pool.Stat().AcquireCount()
-				status, raw := b.do(via, "POST", "/api/v1/cancel-order", key, map[string]any{"orderId": id})
-				if status != s.status {
-					t.Fatalf("status %d, want %d: %s", status, s.status, raw)
-				}
-				if n := b.hitStore.Pool.Stat().AcquireCount() - acquired; via == b.hit && s.cached {
-					// Only a refusal may read the order, to name its status, and only when the
-					// shard does not remember what became of it (mayRead).
-					if n > 0 && (status != http.StatusBadRequest || !s.mayRead) {
-						t.Errorf("a remembered order's cancel answering %d used %d database connections", status, n)
+				var key string
+				var id uuid.UUID
+				var status int
+				var raw []byte
+				// The front's own background work (the cancel-on-disconnect records' refresh, every
+				// 5 s) takes connections from the same pool, and may do so while a cancel is
+				// answered: a cancel that read is tried afresh up to twice, so that only a cancel
+				// which reads every time fails.
+				for try := 1; ; try++ {
+					key, id = s.setup()
+					if _, ok := b.hit.orders.get(id); ok != s.cached {
+						t.Fatalf("remembered: %v, want %v", ok, s.cached)
+					}
+					acquired := b.hitStore.Pool.Stat().AcquireCount()
+					status, raw = b.do(via, "POST", "/api/v1/cancel-order", key, map[string]any{"orderId": id})
+					if status != s.status {
+						t.Fatalf("status %d, want %d: %s", status, s.status, raw)
+					}
+					n := b.hitStore.Pool.Stat().AcquireCount() - acquired
+					if via != b.hit || !s.cached {
+						break
 					}
 					if status == http.StatusBadRequest {
 						t.Logf("refused with %d database connections", n)
 					}
+					// Only a refusal may read the order, to name its status, and only when the
+					// shard does not remember what became of it (mayRead).
+					if n == 0 || status == http.StatusBadRequest && s.mayRead {
+						break
+					}
+					if try == 3 {
+						t.Errorf("a remembered order's cancel answering %d used %d database connections, %d times in a row", status, n, try)
+						break
+					}
+					t.Logf("a remembered order's cancel answering %d used %d database connections; trying afresh", status, n)
 				}
 				if status == http.StatusOK {
 					answers[i] = normalized(t, raw)
