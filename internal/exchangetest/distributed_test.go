@@ -56,7 +56,7 @@ func startCluster(t *testing.T) *cluster {
 	kubeconfig := "KUBECONFIG=" + env.Kubeconfig
 	StartProcessEnv(t, operatorLine, []string{kubeconfig}, bin, "operator", "--database-url", dbURL,
 		"--leader-elect=false", "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
-		"--name", "operator-test", "--shard-ttl", "2s", "--resync", "250ms", "--log-level", "info")
+		"--internal-token", clusterInternalToken, "--shard-ttl", "2s", "--resync", "250ms", "--log-level", "info")
 	for _, name := range []string{"shard-a", "shard-b"} {
 		p, addr := StartProcess(t, shardLine, bin, "shard", "--name", name, "--addr", "127.0.0.1:0",
 			"--metrics-addr", "127.0.0.1:0", "--database-url", dbURL, "--internal-token", clusterInternalToken,
