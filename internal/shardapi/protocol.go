@@ -57,7 +57,7 @@ func (e *VersionError) Error() string {
 		return fmt.Sprintf("internal protocol: %s sent %s %q, which is not a version; this build speaks version %s",
 			e.Peer, ProtocolHeader, e.Header, versions(e.Speaks))
 	}
-	return fmt.Sprintf("internal protocol version mismatch: %s speaks version %s, this build speaks %s; fronts, shards and the operator must be of adjacent releases (docs/architecture.md, \"The internal protocol\")",
+	return fmt.Sprintf("internal protocol version mismatch: %s speaks version %s, this build speaks %s; fronts, shards and the operator must be of adjacent releases (docs/architecture.md §9)",
 		e.Peer, versions(e.PeerSpeak), versions(e.Speaks))
 }
 
@@ -78,7 +78,7 @@ func versions(vs []int) string {
 func speaks(v int) bool { return slices.Contains(Speaks, v) }
 
 // errOlderPeer is a call the peer does not serve: a shard of a release before the call existed.
-var errOlderPeer = errors.New("the shard does not serve this call: it runs an older release; upgrade the shards first (docs/architecture.md, \"The internal protocol\")")
+var errOlderPeer = errors.New("the shard does not serve this call: it runs an older release; upgrade the shards first (docs/architecture.md §9)")
 
 // newRefusedCounter counts the requests or answers refused for their version, on the end that
 // noticed, registered with reg unless it is nil. It has no label: the version a peer sent is

@@ -22,7 +22,7 @@ import (
 // 1 OPEN to 5 PARTIALLY_FILLED_CANCELLED; engine.CancelReason 0 none, 1 USER; domain.Kind 1
 // Invalid, 2 Forbidden, 3 Conflict). Renaming a field of the process's types changes nothing
 // here; renaming one here, or renumbering an enum, fails TestWireV1Golden. A change the older
-// build could not read is version 2 (docs/architecture.md, "The internal protocol").
+// build could not read is version 2 (docs/architecture.md §9).
 
 // placeV1 is a placement (POST /internal/v1/place, and each of place-many's).
 type placeV1 struct {

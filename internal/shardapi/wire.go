@@ -14,7 +14,7 @@
 // back as the shard package's own errors, so the front answers exactly as pmx dev does. Fronts,
 // shards and the operator of adjacent releases run together during a rolling upgrade: every
 // request and answer carries its version, and an end refuses one it does not speak
-// (docs/architecture.md, "The internal protocol").
+// (docs/architecture.md §9).
 package shardapi
 
 import (
