@@ -101,8 +101,11 @@ func runOperator(o operatorOptions) error {
 		return fmt.Errorf("while creating the manager: %w", err)
 	}
 	// Lifecycle changes go to each market's shard, as a front's writes do; the operator keeps no
-	// shard of its own.
-	exchange := &shardapi.Router{Store: st, Token: o.internalToken, Lifecycle: true, Logger: log, Metrics: ctrlmetrics.Registry}
+	// shard of its own. Settling a market pays every position in one batch, which takes longer
+	// than a front's write may: a change whose answer is lost is tried again, and the shard
+	// refuses a change already made (illegal transition) until the operator reads the new phase.
+	exchange := &shardapi.Router{Store: st, Token: o.internalToken, Lifecycle: true, Logger: log, Metrics: ctrlmetrics.Registry,
+		HTTP: &http.Client{Timeout: 5 * time.Minute}}
 	r := &controllers.MarketReconciler{Client: mgr.GetClient(), Scheme: scheme, Store: st,
 		Recorder: mgr.GetEventRecorder("pmx-operator"), Exchange: exchange, ShardTTL: o.shardTTL, Resync: o.resync}
 	if err := r.SetupWithManager(mgr); err != nil {
