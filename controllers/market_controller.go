@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,7 +19,6 @@ import (
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/market"
 	"github.com/pmx-dev/pmx/internal/records"
-	"github.com/pmx-dev/pmx/internal/shard"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -38,18 +38,17 @@ type MarketReconciler struct {
 	Scheme   *runtime.Scheme
 	Store    *store.Store
 	Recorder events.EventRecorder
-	// Lifecycle carries out transitions: a shard of the operator's own, which takes a market over
-	// (fencing out its serving shard) to cancel its resting orders and settle it with the code the
-	// standalone exchange uses.
-	Lifecycle *shard.Shard
-	// Name is the Lifecycle shard's name, recorded as the owner of markets it took over.
-	Name string
+	// Exchange carries out lifecycle changes, on the shard that owns each market.
+	Exchange Exchange
 	// ShardTTL is how long a shard stays live after its last heartbeat (default 5s).
 	ShardTTL time.Duration
 	// Resync is how often an OPEN market is looked at again, to move it off a shard whose heartbeat
 	// lapsed (default 2s).
 	Resync time.Duration
 	Clock  Clock
+
+	// waiting counts, per Market, the looks for a live shard to carry out its change (waitForShard).
+	waiting sync.Map
 }
 
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
@@ -67,7 +66,8 @@ func (r *MarketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !mkt.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, &mkt)
+		wait, err := r.finalize(ctx, &mkt)
+		return ctrl.Result{RequeueAfter: wait}, err
 	}
 	if !controllerutil.ContainsFinalizer(&mkt, finalizer) {
 		patch := client.MergeFrom(mkt.DeepCopy())
@@ -87,6 +87,10 @@ func (r *MarketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if obs.pending != "" && obs.noLive {
+		return ctrl.Result{RequeueAfter: r.waitForShard(&mkt, obs.pending)}, nil
+	}
+	r.doneWaiting(mkt.UID)
 	return ctrl.Result{RequeueAfter: r.requeueAfter(&mkt, obs)}, nil
 }
 
@@ -95,11 +99,12 @@ type observation struct {
 	row *records.Market
 	// pending is the action the spec's intent asks of the market and that is not carried out yet.
 	pending domain.MarketAction
-	noLive  bool   // OPEN, and no shard is live to take it
+	noLive  bool   // OPEN or with a change pending, and no shard is live to own it
 	lost    string // with noLive: the owner whose heartbeat lapsed, if a shard owned it
 }
 
-// reconcileMarket records the market, carries out its intent and schedules it.
+// reconcileMarket records the market, schedules it and carries out its intent. A market that is
+// OPEN, or has a change to undergo, needs a live owner: the owner carries the change out.
 func (r *MarketReconciler) reconcileMarket(ctx context.Context, mkt *pmxv1.Market) (observation, error) {
 	var obs observation
 	row, err := r.record(ctx, mkt)
@@ -108,27 +113,32 @@ func (r *MarketReconciler) reconcileMarket(ctx context.Context, mkt *pmxv1.Marke
 	}
 	obs.row = &row
 	intent := market.IntentOf(&mkt.Spec)
-	if action, ok := intent.Next(row.Status, r.Clock.Now()); ok {
-		// Say Reconciling first, as a transition can take a while (settlement pays every
-		// position); unless Ready is False already, which keeps a failed attempt's error in view.
-		obs.pending = action
-		if meta.IsStatusConditionTrue(mkt.Status.Conditions, string(pmxv1.MarketReady)) {
-			if err := r.updateStatus(ctx, mkt, obs, nil); err != nil {
-				return obs, err
-			}
-		}
-		if row, err = r.carryOut(ctx, mkt, row, action); err != nil {
-			return obs, err
-		}
-		obs.row = &row
-		obs.pending, _ = intent.Next(row.Status, r.Clock.Now())
-	}
-	if row.Status == domain.MarketOpen {
+	action, pending := intent.Next(row.Status, r.Clock.Now())
+	if row.Status == domain.MarketOpen || pending {
 		if row, err = r.schedule(ctx, mkt, row, &obs); err != nil {
 			return obs, err
 		}
 		obs.row = &row
 	}
+	if !pending {
+		return obs, nil
+	}
+	obs.pending = action
+	if obs.noLive {
+		return obs, nil // Reconcile waits for a shard
+	}
+	// Say Reconciling first, as a transition can take a while (settlement pays every position);
+	// unless Ready is False already, which keeps a failed attempt's error in view.
+	if meta.IsStatusConditionTrue(mkt.Status.Conditions, string(pmxv1.MarketReady)) {
+		if err := r.updateStatus(ctx, mkt, obs, nil); err != nil {
+			return obs, err
+		}
+	}
+	if row, err = r.carryOut(ctx, mkt, row, action); err != nil {
+		return obs, err
+	}
+	obs.row = &row
+	obs.pending, _ = intent.Next(row.Status, r.Clock.Now())
 	return obs, nil
 }
 

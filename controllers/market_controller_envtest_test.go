@@ -13,10 +13,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
@@ -37,12 +39,14 @@ import (
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // world is the operator against a real kube-apiserver and Postgres, with two in-process shards
-// behind their internal API and a front API routing to them.
+// behind their internal API, a front API routing to them, and the operator's router carrying
+// lifecycle changes to them.
 type world struct {
 	t      *testing.T
 	k8s    client.Client
 	st     *store.Store
 	shards map[string]*shard.Shard
+	addrs  map[string]string // each shard's internal API
 	beats  map[string]context.CancelFunc
 	api    string
 	admin  string
@@ -55,7 +59,8 @@ func newWorld(t *testing.T) *world {
 	ctx := context.Background()
 	st := storetest.New(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	w := &world{t: t, k8s: env.Client, st: st, shards: map[string]*shard.Shard{}, beats: map[string]context.CancelFunc{}, admin: "admin-token"}
+	w := &world{t: t, k8s: env.Client, st: st, shards: map[string]*shard.Shard{}, addrs: map[string]string{},
+		beats: map[string]context.CancelFunc{}, admin: "admin-token"}
 
 	// Two shards, heartbeating every 100ms, reachable over their internal API.
 	for _, name := range []string{"shard-a", "shard-b"} {
@@ -64,7 +69,8 @@ func newWorld(t *testing.T) *world {
 		srv := httptest.NewServer(shardapi.Server{Shard: sh, Store: st, Token: internalToken, Logger: log}.Handler())
 		t.Cleanup(srv.Close)
 		w.shards[name] = sh
-		w.beat(name, strings.TrimPrefix(srv.URL, "http://"))
+		w.addrs[name] = strings.TrimPrefix(srv.URL, "http://")
+		w.beat(name)
 	}
 	front := apiserver.New(apiserver.Config{Store: st, Logger: log, AdminToken: w.admin,
 		Exchange: &shardapi.Router{Store: st, Token: internalToken}})
@@ -73,14 +79,15 @@ func newWorld(t *testing.T) *world {
 	t.Cleanup(api.Close)
 	w.api = api.URL
 
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	// Each test's world has a manager of its own, in one process: the controller's name repeats.
+	skip := true
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: &skip}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lifecycle := shard.New(shard.Config{Store: st, Name: "operator-test", Logger: log})
-	t.Cleanup(lifecycle.Stop)
-	r := &MarketReconciler{Client: mgr.GetClient(), Scheme: env.Scheme, Store: st, Lifecycle: lifecycle,
-		Name: "operator-test", ShardTTL: time.Second, Resync: 100 * time.Millisecond, Recorder: mgr.GetEventRecorder("pmx-operator")}
+	r := &MarketReconciler{Client: mgr.GetClient(), Scheme: env.Scheme, Store: st, Exchange: &shardapi.Router{Store: st, Token: internalToken, Lifecycle: true},
+		ShardTTL: time.Second, Resync: 100 * time.Millisecond, Recorder: mgr.GetEventRecorder("pmx-operator")}
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
@@ -96,9 +103,10 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
-// beat keeps a shard's heartbeat going until stopBeat, like a running shard (but one that can
-// die without handing its markets back).
-func (w *world) beat(name, addr string) {
+// beat keeps a shard's heartbeat going until w.beats[name] is called, like a running shard (but
+// one that can die without handing its markets back).
+func (w *world) beat(name string) {
+	addr := w.addrs[name]
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -214,6 +222,8 @@ func TestOperator(t *testing.T) {
 		t.Fatalf("GET /markets = %+v", list.Markets)
 	}
 
+	owner, epoch := m.Status.Shard, m.Status.Epoch
+
 	// Trade: 10 pairs minted at YES 60.
 	w.call(alice, "POST", "/api/v1/order", order(m.Status.MarketID, "BUY", "YES", 60, 10), http.StatusCreated, nil)
 	w.call(bob, "POST", "/api/v1/order", order(m.Status.MarketID, "BUY", "NO", 40, 10), http.StatusCreated, nil)
@@ -231,6 +241,10 @@ func TestOperator(t *testing.T) {
 	m = w.eventually(m, "resolved", func(m *pmxv1.Market) bool {
 		return m.Status.Phase == pmxv1.MarketPhaseResolved && meta.IsStatusConditionTrue(m.Status.Conditions, string(pmxv1.MarketSettled))
 	})
+	// The market's own shard settled it: the operator took nothing over.
+	if o, err := w.st.Owner(context.Background(), uuid.MustParse(m.Status.MarketID)); err != nil || o.Shard != owner || o.Epoch != epoch {
+		t.Fatalf("after resolving: owner %+v (%v), want %s at epoch %d as before", o, err, owner, epoch)
+	}
 	if got := w.cash(aliceID); got != 1_000_000-600+1000 {
 		t.Fatalf("alice has %d after resolution", got)
 	}
@@ -272,7 +286,7 @@ func TestOperator(t *testing.T) {
 
 	// A shard whose heartbeat stops loses its markets; its commits are refused.
 	f := w.eventually(w.market("failover", nil), "scheduled", scheduled)
-	owner := f.Status.Shard
+	owner = f.Status.Shard
 	w.call(alice, "POST", "/api/v1/order", order(f.Status.MarketID, "BUY", "YES", 45, 3), http.StatusCreated, nil)
 	w.beats[owner]()
 	moved := w.eventually(f, "moved to another shard", func(m *pmxv1.Market) bool {
@@ -287,6 +301,73 @@ func TestOperator(t *testing.T) {
 	w.call(bob, "POST", "/api/v1/order", order(f.Status.MarketID, "BUY", "NO", 55, 3), http.StatusCreated, &placed)
 	if placed.FilledQuantity != 3 {
 		t.Fatalf("on the new shard %s, the resting order was not there to trade with: %+v", moved.Status.Shard, placed)
+	}
+}
+
+// TestOperatorWaitsForShard checks that the operator never carries a lifecycle change out
+// itself: with no shard live, a Market asked to close stays OPEN, owned as before, its Ready
+// condition False with NoLiveShard and a WaitingForShard event; once its shard is live again, that
+// shard closes it and then resolves it, the market keeping its owner and epoch throughout.
+func TestOperatorWaitsForShard(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	m := w.eventually(w.market("patient", nil), "scheduled", scheduled)
+	id, owner := uuid.MustParse(m.Status.MarketID), m.Status.Shard
+	for _, stop := range w.beats {
+		stop()
+	}
+	if err := poll.Until(ctx, 10*time.Second, func(ctx context.Context) (bool, error) {
+		live, err := w.st.LiveShards(ctx, time.Second)
+		return len(live) == 0, err
+	}); err != nil {
+		t.Fatalf("shards still live after their heartbeats stopped: %v", err)
+	}
+
+	patch := client.MergeFrom(m.DeepCopy())
+	m.Spec.Closed = true
+	if err := w.k8s.Patch(ctx, m, patch); err != nil {
+		t.Fatal(err)
+	}
+	w.eventually(m, "waiting for a shard", func(m *pmxv1.Market) bool {
+		c := meta.FindStatusCondition(m.Status.Conditions, string(pmxv1.MarketReady))
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == string(pmxv1.ReasonNoLiveShard) &&
+			m.Status.ObservedGeneration == m.Generation
+	})
+	if err := poll.Until(ctx, 20*time.Second, func(ctx context.Context) (bool, error) {
+		var evs eventsv1.EventList
+		if err := w.k8s.List(ctx, &evs, client.InNamespace("default")); err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			if e.Reason == string(eventWaitingForShard) && e.Regarding.Name == m.Name {
+				return true, nil
+			}
+		}
+		return false, nil
+	}); err != nil {
+		t.Fatalf("no %s event: %v", eventWaitingForShard, err)
+	}
+	row, err := w.st.Market(ctx, id)
+	if err != nil || row.Status != domain.MarketOpen || row.Shard == nil || *row.Shard != owner {
+		t.Fatalf("while no shard is live: %s owned by %v (%v), want OPEN and owned by %s", row.Status, row.Shard, err, owner)
+	}
+
+	w.beat(owner) // registering again fences the shard's old epoch; the market stays its own
+	w.eventually(m, "closed by its shard", func(m *pmxv1.Market) bool {
+		return m.Status.Phase == pmxv1.MarketPhaseClosed && meta.IsStatusConditionTrue(m.Status.Conditions, string(pmxv1.MarketReady))
+	})
+	closed, err := w.st.Owner(ctx, id)
+	if err != nil || closed.Shard != owner {
+		t.Fatalf("after closing: %+v (%v), want owned by %s", closed, err, owner)
+	}
+	patch = client.MergeFrom(m.DeepCopy())
+	m.Spec.Resolution = pmxv1.ResolutionNo
+	if err := w.k8s.Patch(ctx, m, patch); err != nil {
+		t.Fatal(err)
+	}
+	w.eventually(m, "resolved", func(m *pmxv1.Market) bool { return m.Status.Phase == pmxv1.MarketPhaseResolved })
+	if o, err := w.st.Owner(ctx, id); err != nil || o.Shard != owner || o.Epoch != closed.Epoch {
+		t.Fatalf("after resolving: %+v (%v), want %s at epoch %d as when closed", o, err, owner, closed.Epoch)
 	}
 }
 

@@ -3,6 +3,7 @@ package controllers
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -66,6 +67,9 @@ func TestDesiredStatus(t *testing.T) {
 		{"resolving", observation{row: open, pending: domain.ResolveYes}, nil, "YES", "OPEN", "shard-a", "False/Reconciling", "True/ShardAssigned", "False/SettlementPending"},
 		{"shard lost, none live", observation{row: open, noLive: true, lost: "shard-a"}, nil, "", "OPEN", "shard-a", "True/Recorded", "False/ShardLost", "False/AwaitingResolution"},
 		{"closed", observation{row: &records.Market{ID: id, Status: "CLOSED", Shard: &shardA, Epoch: 3}}, nil, "", "CLOSED", "", "True/Recorded", "False/NotServed", "False/AwaitingResolution"},
+		{"closing, no live shard", observation{row: open, pending: domain.CloseMarket, noLive: true, lost: "shard-a"}, nil, "", "OPEN", "shard-a", "False/NoLiveShard", "False/ShardLost", "False/AwaitingResolution"},
+		{"closed, resolving, no live shard", observation{row: &records.Market{ID: id, Status: "CLOSED", Epoch: 3}, pending: domain.ResolveNo, noLive: true},
+			nil, "NO", "CLOSED", "", "False/NoLiveShard", "False/NoLiveShard", "False/SettlementPending"},
 		{"resolved", observation{row: resolved}, nil, "YES", "RESOLVED", "", "True/Recorded", "False/NotServed", "True/PaidOut"},
 		{"settlement failing", observation{row: open}, errors.New("db down"), "NO", "OPEN", "shard-a", "False/DatabaseError", "True/ShardAssigned", "False/SettlementFailed"},
 		{"database unreachable", observation{}, errors.New("db down"), "", "", "", "False/DatabaseError", "missing", "missing"},
@@ -120,5 +124,28 @@ func TestRequeueAfter(t *testing.T) {
 		if got := r.requeueAfter(mkt, tt.obs); got != tt.want {
 			t.Errorf("requeueAfter(closes %v) = %v, want %v", tt.closes, got, tt.want)
 		}
+	}
+}
+
+// TestWaitForShard checks the wait between looks for a live shard: Resync, doubling with each
+// look, up to maxShardWait, per Market; a market that stops waiting starts again from Resync.
+func TestWaitForShard(t *testing.T) {
+	r := &MarketReconciler{Resync: 2 * time.Second}
+	a := &pmxv1.Market{ObjectMeta: metav1.ObjectMeta{UID: "a"}}
+	b := &pmxv1.Market{ObjectMeta: metav1.ObjectMeta{UID: "b"}}
+	var got []time.Duration
+	for range 7 {
+		got = append(got, r.waitForShard(a, domain.CloseMarket))
+	}
+	want := []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, maxShardWait, maxShardWait, maxShardWait}
+	if !slices.Equal(got, want) {
+		t.Errorf("waits %v, want %v", got, want)
+	}
+	if w := r.waitForShard(b, domain.CloseMarket); w != 2*time.Second {
+		t.Errorf("another Market's first wait: %v, want 2s", w)
+	}
+	r.doneWaiting(a.UID)
+	if w := r.waitForShard(a, domain.CloseMarket); w != 2*time.Second {
+		t.Errorf("a Market waiting again: %v, want 2s", w)
 	}
 }

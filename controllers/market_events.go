@@ -20,6 +20,8 @@ const (
 	eventVoided    eventReason = "Voided"    // the Market was deleted before settlement
 	eventScheduled eventReason = "Scheduled" // a live shard took the market
 	eventShardLost eventReason = "ShardLost" // the market's shard stopped sending heartbeats
+	// eventWaitingForShard: a lifecycle change waits for a live shard to own the market.
+	eventWaitingForShard eventReason = "WaitingForShard"
 )
 
 // transitionReason is the event reason of a market having undergone action.

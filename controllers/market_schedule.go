@@ -11,9 +11,10 @@ import (
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
-// schedule keeps an OPEN market on a live shard: one without a live owner goes to the least
-// loaded live shard, with epoch + 1. When no shard is live it notes so in obs, and which shard
-// was lost if one owned the market.
+// schedule keeps a market on a live shard — an OPEN one, and one with a lifecycle change to
+// undergo, which its owner carries out: one without a live owner goes to the least loaded live
+// shard, with epoch + 1. When no shard is live it notes so in obs, and which shard was lost if one
+// owned the market.
 func (r *MarketReconciler) schedule(ctx context.Context, mkt *pmxv1.Market, row records.Market, obs *observation) (records.Market, error) {
 	live, err := r.Store.LiveShards(ctx, r.ShardTTL)
 	if err != nil {
@@ -27,7 +28,9 @@ func (r *MarketReconciler) schedule(ctx context.Context, mkt *pmxv1.Market, row 
 	if !move {
 		return row, nil
 	}
-	lost := owner != "" && owner != r.Name // its shard stopped answering
+	// Its shard stopped answering (or, from releases before, the operator of the time took it over
+	// to close it).
+	lost := owner != ""
 	if target == "" {
 		obs.noLive = true
 		if lost {

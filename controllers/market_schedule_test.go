@@ -15,7 +15,7 @@ import (
 func TestScheduleLostShard(t *testing.T) {
 	ctx := context.Background()
 	st := storetest.New(t)
-	r := &MarketReconciler{Store: st, Name: "operator", ShardTTL: time.Second}
+	r := &MarketReconciler{Store: st, ShardTTL: time.Second}
 	mkt := &pmxv1.Market{Spec: pmxv1.MarketSpec{Question: "Will it move?", Category: "test"}}
 	now := time.Now()
 
@@ -37,7 +37,7 @@ func TestScheduleLostShard(t *testing.T) {
 	}{
 		{"new market, no live shard", "", false, "", true, ""},
 		{"lost shard, no live shard", "dead", false, "dead", true, "dead"},
-		{"taken over by the operator, no live shard", "operator", false, "", true, "operator"},
+		{"taken over by an operator of a release before, no live shard", "operator-1", false, "operator-1", true, "operator-1"},
 		{"lost shard, a live one takes it", "dead", true, "", false, "alive"},
 	}
 	for _, tt := range tests {

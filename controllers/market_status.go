@@ -51,6 +51,8 @@ func desiredStatus(mkt *pmxv1.Market, obs observation, err error) pmxv1.MarketSt
 	switch {
 	case err != nil:
 		set(pmxv1.MarketReady, false, errorReason(err), "%v", err)
+	case obs.pending != "" && obs.noLive:
+		set(pmxv1.MarketReady, false, pmxv1.ReasonNoLiveShard, "waiting for a live shard to own the market and carry out %s", obs.pending)
 	case obs.pending != "":
 		set(pmxv1.MarketReady, false, pmxv1.ReasonReconciling, "carrying out %s", obs.pending)
 	default:
@@ -58,7 +60,7 @@ func desiredStatus(mkt *pmxv1.Market, obs observation, err error) pmxv1.MarketSt
 	}
 
 	switch {
-	case row.Status != domain.MarketOpen:
+	case row.Status != domain.MarketOpen && !obs.noLive:
 		set(pmxv1.MarketScheduled, false, pmxv1.ReasonNotServed, "a %s market needs no shard", row.Status)
 	case obs.lost != "":
 		set(pmxv1.MarketScheduled, false, pmxv1.ReasonShardLost, "shard %s stopped sending heartbeats and no shard is live to take the market; waiting for one", obs.lost)
@@ -84,7 +86,7 @@ func desiredStatus(mkt *pmxv1.Market, obs observation, err error) pmxv1.MarketSt
 
 // errorReason is the Ready reason of a reconcile that failed with err: a spec the market rules
 // refuse, a transition the market's phase no longer allows, or else a failure to read or write the
-// database.
+// database (directly, or by the market's shard).
 func errorReason(err error) pmxv1.MarketConditionReason {
 	var se *market.SpecError
 	switch {

@@ -31,19 +31,20 @@ const (
 	// asks for (an admin request or its closing time moved it meanwhile); the operator looks again.
 	ReasonIllegalTransition MarketConditionReason = "IllegalTransition"
 	// ReasonDatabaseError: the database could not be read or written (directly, or by the
-	// operator's lifecycle shard); the operator retries.
+	// market's shard carrying out a lifecycle change); the operator retries.
 	ReasonDatabaseError MarketConditionReason = "DatabaseError"
 
 	// ReasonShardAssigned: a live shard owns the market (Scheduled).
 	ReasonShardAssigned MarketConditionReason = "ShardAssigned"
-	// ReasonNoLiveShard: no shard has a recent heartbeat, so the market has no owner yet.
+	// ReasonNoLiveShard: no shard has a recent heartbeat, so the market has no owner yet (Scheduled),
+	// or its lifecycle change waits for one to own it and carry the change out (Ready).
 	ReasonNoLiveShard MarketConditionReason = "NoLiveShard"
 	// ReasonShardLost: the owning shard's heartbeat lapsed and no shard is live to take the market;
 	// it moves as soon as one is (a market moved at once shows ShardAssigned, and a ShardLost
 	// event).
 	ReasonShardLost MarketConditionReason = "ShardLost"
 	// ReasonNotServed: the market is not OPEN (it is CLOSED, RESOLVED or CANCELED), so it takes no
-	// orders and needs no shard; a CLOSED market that is reopened is scheduled again.
+	// orders and needs no shard, unless a lifecycle change is to be carried out on it.
 	ReasonNotServed MarketConditionReason = "NotServed"
 
 	// ReasonAwaitingResolution: the market has no resolution yet, so there is nothing to settle.

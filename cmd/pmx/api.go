@@ -80,7 +80,7 @@ func runAPI(ctx context.Context, o apiOptions) error {
 	if err != nil {
 		return err
 	}
-	api := apiserver.New(apiserver.Config{Store: st, Exchange: &shardapi.Router{Store: st, Token: o.internalToken},
+	api := apiserver.New(apiserver.Config{Store: st, Exchange: &shardapi.Router{Store: st, Token: o.internalToken, Logger: log, Metrics: reg},
 		Logger: log, AdminToken: o.adminToken, Grant: o.grant, MaxQuantity: o.maxQuantity, Metrics: reg,
 		ReadLimit: o.serve.read, WriteLimit: o.serve.write})
 	defer api.Close()

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -13,11 +12,12 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/controllers"
-	"github.com/pmx-dev/pmx/internal/shard"
+	"github.com/pmx-dev/pmx/internal/shardapi"
 )
 
 type operatorOptions struct {
@@ -26,22 +26,22 @@ type operatorOptions struct {
 	probeAddr        string
 	leaderElect      bool
 	leaderElectionNS string
-	name             string
+	internalToken    string
 	shardTTL         time.Duration
 	resync           time.Duration
 	process          processOptions
 }
 
 func newOperatorCommand() *cobra.Command {
-	host, _ := os.Hostname()
 	o := operatorOptions{}
 	cmd := &cobra.Command{
 		Use:   "operator",
 		Short: "Run the Market operator: reconcile Market resources, schedule markets onto shards",
 		Long: `pmx operator reconciles Market resources (kubectl apply -f market.yaml) with the exchange:
-it records each market in Postgres, carries out its lifecycle intent (close, reopen, resolve,
-cancel; closing at closesAt), schedules every OPEN market onto the least-loaded live shard, moves
-markets off shards whose heartbeat lapsed, and reports all of it in each Market's status.
+it records each market in Postgres, schedules every OPEN market onto the least-loaded live shard,
+moves markets off shards whose heartbeat lapsed, has each market's shard carry out its lifecycle
+intent (close, reopen, resolve, cancel; closing at closesAt) over the shards' internal API, and
+reports all of it in each Market's status.
 
 It uses the kubeconfig of its environment (in-cluster, $KUBECONFIG or ~/.kube/config).`,
 		Args: cobra.NoArgs,
@@ -53,7 +53,7 @@ It uses the kubeconfig of its environment (in-cluster, $KUBECONFIG or ~/.kube/co
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":9091", "address of /healthz and /readyz")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader, so that only one replica reconciles")
 	f.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "namespace of the leader lease (default: the pod's)")
-	f.StringVar(&o.name, "name", "operator-"+host, "name under which the operator owns markets it takes over to close or settle")
+	f.StringVar(&o.internalToken, "internal-token", envOr("PMX_INTERNAL_TOKEN", ""), "secret shared with the shards, whose internal API carries out lifecycle changes (default $PMX_INTERNAL_TOKEN)")
 	f.DurationVar(&o.shardTTL, "shard-ttl", 5*time.Second, "a shard is live while its last heartbeat is more recent than this")
 	f.DurationVar(&o.resync, "resync", 2*time.Second, "how often each OPEN market is checked for a lost shard")
 	addProcessFlags(cmd, &o.process, false)
@@ -61,8 +61,8 @@ It uses the kubeconfig of its environment (in-cluster, $KUBECONFIG or ~/.kube/co
 }
 
 func runOperator(o operatorOptions) error {
-	if o.databaseURL == "" {
-		return fmt.Errorf("--database-url is required (or set $PMX_DATABASE_URL)")
+	if o.databaseURL == "" || o.internalToken == "" {
+		return fmt.Errorf("--database-url and --internal-token are required (or $PMX_DATABASE_URL, $PMX_INTERNAL_TOKEN)")
 	}
 	log, err := startProcess(o.process)
 	if err != nil {
@@ -100,11 +100,14 @@ func runOperator(o operatorOptions) error {
 	if err != nil {
 		return fmt.Errorf("while creating the manager: %w", err)
 	}
-	lifecycle := shard.New(shard.Config{Store: st, Name: o.name, Logger: log})
-	defer lifecycle.Stop()
+	// Lifecycle changes go to each market's shard, as a front's writes do; the operator keeps no
+	// shard of its own. Settling a market pays every position in one batch, which takes longer
+	// than a front's write may: a change whose answer is lost is tried again, and the shard
+	// refuses a change already made (illegal transition) until the operator reads the new phase.
+	exchange := &shardapi.Router{Store: st, Token: o.internalToken, Lifecycle: true, Logger: log, Metrics: ctrlmetrics.Registry,
+		HTTP: &http.Client{Timeout: 5 * time.Minute}}
 	r := &controllers.MarketReconciler{Client: mgr.GetClient(), Scheme: scheme, Store: st,
-		Recorder: mgr.GetEventRecorder("pmx-operator"), Lifecycle: lifecycle, Name: o.name,
-		ShardTTL: o.shardTTL, Resync: o.resync}
+		Recorder: mgr.GetEventRecorder("pmx-operator"), Exchange: exchange, ShardTTL: o.shardTTL, Resync: o.resync}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -114,6 +117,6 @@ func runOperator(o operatorOptions) error {
 	if err := mgr.AddReadyzCheck("database", func(req *http.Request) error { return st.Ping(req.Context()) }); err != nil {
 		return err
 	}
-	log.Info("starting the operator", "name", o.name, "leader_election", o.leaderElect)
+	log.Info("starting the operator", "leader_election", o.leaderElect)
 	return mgr.Start(ctx)
 }

@@ -21,7 +21,7 @@ const (
 )
 
 // TestNetworkPolicyDefault checks, by evaluating the rendered NetworkPolicies as Kubernetes does,
-// that only the release's front API pods reach the shards' internal API, only its operator, API and
+// that only the release's front API and operator pods reach the shards' internal API, only its operator, API and
 // shard pods reach the bundled Postgres, and nothing else changes: metrics stay open to scrapers,
 // the front API to everyone, and no pod's outgoing traffic (DNS, the kube-apiserver) is limited.
 func TestNetworkPolicyDefault(t *testing.T) {
@@ -45,7 +45,7 @@ func TestNetworkPolicyDefault(t *testing.T) {
 	}{
 		{"api to a shard's internal API", api, shard, shardInternalPort, true},
 		{"a shard to a shard's internal API", shard, shard, shardInternalPort, false},
-		{"the operator to a shard's internal API", op, shard, shardInternalPort, false},
+		{"the operator to a shard's internal API", op, shard, shardInternalPort, true},
 		{"Postgres to a shard's internal API", pg, shard, shardInternalPort, false},
 		{"another pod to a shard's internal API", stranger, shard, shardInternalPort, false},
 		{"another release's api to a shard's internal API", otherRelease, shard, shardInternalPort, false},
@@ -77,7 +77,7 @@ func TestNetworkPolicyDefault(t *testing.T) {
 	checkContainerPort(t, r, "StatefulSet", "pmx-postgres", postgresPort)
 	shards := r.find("StatefulSet", "pmx-shard")
 	if !strings.Contains(string(shards.raw), ".svc:8090") {
-		t.Error("the shards no longer advertise port 8090, which their NetworkPolicy opens to the front API")
+		t.Error("the shards no longer advertise port 8090, which their NetworkPolicy opens to the front API and the operator")
 	}
 }
 

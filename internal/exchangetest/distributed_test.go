@@ -43,10 +43,21 @@ var (
 	operatorLine = regexp.MustCompile(`msg="starting the (operator)"`)
 )
 
-func startCluster(t *testing.T) *cluster {
+// builds are the pmx binaries a cluster runs, by role; "" is this build's. The previous
+// release's flags are a subset of this one's for everything the cluster passes, and the internal
+// token reaches the operator through its environment, which a release whose operator took none
+// ignores.
+type builds struct{ operator, shards, apis string }
+
+func startCluster(t *testing.T, b builds) *cluster {
 	env := k8stest.Start(t)
 	dbURL := pgtest.NewDatabase(t, pgtest.Shared(t))
 	bin := BuildPMX(t)
+	for _, role := range []*string{&b.operator, &b.shards, &b.apis} {
+		if *role == "" {
+			*role = bin
+		}
+	}
 	st, err := store.Open(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)
@@ -54,12 +65,12 @@ func startCluster(t *testing.T) *cluster {
 	t.Cleanup(st.Close)
 	c := &cluster{env: env, store: st, shards: map[string]*Process{}, shardURLs: map[string]string{}, shardMetrics: map[string]string{}}
 
-	kubeconfig := "KUBECONFIG=" + env.Kubeconfig
-	StartProcessEnv(t, operatorLine, []string{kubeconfig}, bin, "operator", "--database-url", dbURL,
+	StartProcessEnv(t, operatorLine, []string{"KUBECONFIG=" + env.Kubeconfig, "PMX_INTERNAL_TOKEN=" + clusterInternalToken},
+		b.operator, "operator", "--database-url", dbURL,
 		"--leader-elect=false", "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
-		"--name", "operator-test", "--shard-ttl", "2s", "--resync", "250ms", "--log-level", "info")
+		"--shard-ttl", "2s", "--resync", "250ms", "--log-level", "info")
 	for _, name := range []string{"shard-a", "shard-b"} {
-		p, addr := StartProcess(t, shardLine, bin, "shard", "--name", name, "--addr", "127.0.0.1:0",
+		p, addr := StartProcess(t, shardLine, b.shards, "shard", "--name", name, "--addr", "127.0.0.1:0",
 			"--metrics-addr", "127.0.0.1:0", "--database-url", dbURL, "--internal-token", clusterInternalToken,
 			"--log-level", "warn", "--max-open-orders", strconv.Itoa(SuiteMaxOpenOrders))
 		c.shards[name] = p
@@ -67,7 +78,7 @@ func startCluster(t *testing.T) *cluster {
 		c.shardMetrics[name] = p.Line(metricsLine)
 	}
 	for range 2 {
-		p, base := StartProcess(t, apiLine, bin, append([]string{"api", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",
+		p, base := StartProcess(t, apiLine, b.apis, append([]string{"api", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",
 			"--database-url", dbURL, "--admin-token", clusterAdminToken, "--internal-token", clusterInternalToken,
 			"--log-level", "warn"}, SuiteLimitFlags()...)...)
 		WaitReady(t, base+"/readyz")
@@ -93,12 +104,37 @@ func (c *cluster) target(t *testing.T, i int) *Target {
 // one api replica, then Market resources applied with kubectl, trading through both replicas, a
 // shard killed under load, and a resolution patched with kubectl.
 func TestDistributed(t *testing.T) {
-	c := startCluster(t)
+	c := startCluster(t, builds{})
 	t.Run("Suite", func(t *testing.T) { RunSuite(t, c.target(t, 0)) })
 	t.Run("RateLimitAcrossReplicas", func(t *testing.T) { CheckRateAcrossReplicas(t, []*Target{c.target(t, 0), c.target(t, 1)}) })
 	t.Run("ShardMetrics", func(t *testing.T) { testShardMetrics(t, c) })
 	t.Run("InternalAPIAbuse", func(t *testing.T) { testInternalAPIAbuse(t, c) })
 	t.Run("Failover", func(t *testing.T) { testFailover(t, c) })
+}
+
+// TestDistributedMixedVersions runs fronts and shards of adjacent releases together, as a rolling
+// upgrade does: this build's fronts against the previous release's shards (and its operator, which
+// goes with the shards: this build's has the owning shard carry out lifecycle changes, a call the
+// previous shards lack), then the previous release's fronts against this build's shards and
+// operator. Each runs the part of the contract suite that crosses every internal call: place,
+// cancel, amend, place-many, cancel-many, cancel-all, the book, the feed stream and, through the
+// operator, the lifecycle; then the invariants. The previous release is the commit named in
+// testdata/previous-release.
+func TestDistributedMixedVersions(t *testing.T) {
+	previous := BuildPrevious(t)
+	for _, c := range []struct {
+		name string
+		b    builds
+	}{
+		{"NewFrontsPreviousShards", builds{operator: previous, shards: previous}},
+		{"PreviousFrontsNewShards", builds{apis: previous}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cl := startCluster(t, c.b)
+			RunSuiteTests(t, cl.target(t, 0), "OrderBook", "MatchKinds", "CancelOrder", "CancelEverything", "Amend",
+				"BatchPlace", "BatchCancel", "Lifecycle", "FeedChannels")
+		})
+	}
 }
 
 // testShardMetrics checks that each shard serves its group commit's metrics on its metrics

@@ -46,10 +46,13 @@ func BuildPMX(t testing.TB) string {
 	return filepath.Join(buildDir, "pmx")
 }
 
-// removeBuild deletes what BuildPMX built; TestMain calls it once every test has run.
+// removeBuild deletes what BuildPMX and BuildPrevious built; TestMain calls it once every test
+// has run.
 func removeBuild() {
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
+	for _, dir := range []string{buildDir, previousDir} {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
 	}
 }
 
@@ -200,4 +203,93 @@ func (p *Process) RSS() int64 {
 		}
 	}
 	return 0
+}
+
+var (
+	previousOnce sync.Once
+	previousDir  string
+	previousErr  error
+)
+
+// BuildPrevious builds pmx as the previous release has it — the commit named in
+// testdata/previous-release, taken from the clone with git archive — once per test binary, and
+// returns the binary's path. It fails, never skips, when the commit is not in the clone: a
+// mixed-version test that does not run is a rolling upgrade nobody tried.
+func BuildPrevious(t testing.TB) string {
+	t.Helper()
+	previousOnce.Do(func() { previousDir, previousErr = buildPrevious() })
+	if previousErr != nil {
+		t.Fatal(previousErr)
+	}
+	return filepath.Join(previousDir, "pmx")
+}
+
+func buildPrevious() (dir string, err error) {
+	const named = "internal/exchangetest/testdata/previous-release"
+	raw, err := os.ReadFile(filepath.Join("testdata", "previous-release"))
+	if err != nil {
+		return "", err
+	}
+	commit := ""
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			commit = line
+			break
+		}
+	}
+	if commit == "" {
+		return "", fmt.Errorf("%s names no commit", named)
+	}
+	if out, err := exec.Command("git", "rev-parse", "--verify", "--quiet", commit+"^{commit}").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("the previous release's commit %s (%s) is not in this clone (%v %s): fetch it "+
+			"(git fetch origin %s, or a deeper history in a shallow checkout), or bump %s to a commit the clone has",
+			commit, named, err, out, commit, named)
+	}
+	if dir, err = os.MkdirTemp("", "pmx-previous"); err != nil {
+		return "", err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	src := filepath.Join(dir, "src")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		return "", err
+	}
+	// git archive | tar -x, without a shell: the whole tree as committed (from the top: in a
+	// subdirectory, git archive takes that subdirectory alone), nothing of the work tree.
+	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		return "", fmt.Errorf("finding the clone's top: %w", err)
+	}
+	archive := exec.Command("git", "archive", "--format=tar", commit)
+	archive.Dir = strings.TrimSpace(string(top))
+	extract := exec.Command("tar", "-x", "-C", src)
+	pipe, err := archive.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	extract.Stdin = pipe
+	var archiveErr, extractErr strings.Builder
+	archive.Stderr, extract.Stderr = &archiveErr, &extractErr
+	if err := extract.Start(); err != nil {
+		return "", err
+	}
+	if err := archive.Run(); err != nil {
+		_ = extract.Wait()
+		return "", fmt.Errorf("git archive %s: %v %s", commit, err, archiveErr.String())
+	}
+	if err := extract.Wait(); err != nil {
+		return "", fmt.Errorf("extracting %s: %v %s", commit, err, extractErr.String())
+	}
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "pmx"), "./cmd/pmx")
+	build.Dir = src
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building pmx at the previous release's commit %s: %v\n%s", commit, err, out)
+	}
+	if err := os.RemoveAll(src); err != nil {
+		return "", err
+	}
+	return dir, nil
 }

@@ -19,46 +19,7 @@ const Grant = 1_000_000
 // contract, the four kinds of match, self-trade prevention, price improvement, the lifecycle and
 // settlement; then the invariants, and that every documented status was seen.
 func RunSuite(t *testing.T, tg *Target) {
-	for _, tc := range []struct {
-		name string
-		run  func(*testing.T, *Target)
-	}{
-		{"Authentication", testAuthentication},
-		{"Markets", testMarkets},
-		{"AdminMarkets", testAdminMarkets},
-		{"OrderBook", testOrderBook},
-		{"Trades", testTrades},
-		{"BadOrdersChangeNothing", testBadOrders},
-		{"MatchKinds", testMatchKinds},
-		{"SelfTradePrevention", testSelfTrade},
-		{"PriceImprovement", testPriceImprovement},
-		{"CancelOrder", testCancelOrder},
-		{"CancelEverything", testCancelEverything},
-		{"Positions", testPositions},
-		{"OwnOrders", testOwnOrders},
-		{"Lifecycle", testLifecycle},
-		{"ClosesOnTime", testClosesOnTime},
-		{"TimeInForce", testTimeInForce},
-		{"SelfTradeModes", testSelfTradeModes},
-		{"GoodTillDate", testGoodTillDate},
-		{"FarTimes", testFarTimes},
-		{"ClientOrderIDs", testClientOrderIDs},
-		{"OpenOrderLimit", testOpenOrderLimit},
-		{"Heartbeat", testHeartbeat},
-		{"Amend", testAmend},
-		{"BatchPlace", testBatchPlace},
-		{"BatchCancel", testBatchCancel},
-		{"MarketEvents", testMarketEvents},
-		{"AccountEvents", testAccountEvents},
-		{"AccountFeedFollow", testAccountFeedFollow},
-		{"Settlements", testSettlements},
-		{"Fills", testFills},
-		{"Candles", testCandles},
-		{"FeedChannels", testFeedChannels},
-		{"FeedFollow", testFeedFollow},
-		{"FeedSessions", testFeedSessions},
-		{"RateLimits", testRateLimits},
-	} {
+	for _, tc := range suiteTests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, tg) })
 	}
 	t.Run("OpenAPIDocumentServed", func(t *testing.T) {
@@ -99,6 +60,63 @@ func RunSuite(t *testing.T, tg *Target) {
 			t.Errorf("the suite never saw: %s", strings.Join(missing, ", "))
 		}
 	})
+}
+
+// suiteTests are the suite's tests, in the order RunSuite runs them.
+var suiteTests = []struct {
+	name string
+	run  func(*testing.T, *Target)
+}{
+	{"Authentication", testAuthentication},
+	{"Markets", testMarkets},
+	{"AdminMarkets", testAdminMarkets},
+	{"OrderBook", testOrderBook},
+	{"Trades", testTrades},
+	{"BadOrdersChangeNothing", testBadOrders},
+	{"MatchKinds", testMatchKinds},
+	{"SelfTradePrevention", testSelfTrade},
+	{"PriceImprovement", testPriceImprovement},
+	{"CancelOrder", testCancelOrder},
+	{"CancelEverything", testCancelEverything},
+	{"Positions", testPositions},
+	{"OwnOrders", testOwnOrders},
+	{"Lifecycle", testLifecycle},
+	{"ClosesOnTime", testClosesOnTime},
+	{"TimeInForce", testTimeInForce},
+	{"SelfTradeModes", testSelfTradeModes},
+	{"GoodTillDate", testGoodTillDate},
+	{"FarTimes", testFarTimes},
+	{"ClientOrderIDs", testClientOrderIDs},
+	{"OpenOrderLimit", testOpenOrderLimit},
+	{"Heartbeat", testHeartbeat},
+	{"Amend", testAmend},
+	{"BatchPlace", testBatchPlace},
+	{"BatchCancel", testBatchCancel},
+	{"MarketEvents", testMarketEvents},
+	{"AccountEvents", testAccountEvents},
+	{"AccountFeedFollow", testAccountFeedFollow},
+	{"Settlements", testSettlements},
+	{"Fills", testFills},
+	{"Candles", testCandles},
+	{"FeedChannels", testFeedChannels},
+	{"FeedFollow", testFeedFollow},
+	{"FeedSessions", testFeedSessions},
+	{"RateLimits", testRateLimits},
+}
+
+// RunSuiteTests runs the suite's tests of those names, in the suite's order, then the
+// invariants: a part of the suite for a run that cannot afford all of it.
+func RunSuiteTests(t *testing.T, tg *Target, names ...string) {
+	for _, tc := range suiteTests {
+		if slices.Contains(names, tc.name) {
+			names = slices.DeleteFunc(names, func(n string) bool { return n == tc.name })
+			t.Run(tc.name, func(t *testing.T) { tc.run(t, tg) })
+		}
+	}
+	if len(names) > 0 {
+		t.Fatalf("the suite has no tests named %v", names)
+	}
+	t.Run("Invariants", func(t *testing.T) { CheckInvariants(t, tg) })
 }
 
 func testAuthentication(t *testing.T, tg *Target) {

@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/pmx-dev/pmx/internal/exchange"
 )
@@ -35,6 +38,7 @@ func (c *shardClient) call(ctx context.Context, method, path string, in, out any
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set(ProtocolHeader, strconv.Itoa(ProtocolVersion))
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -50,13 +54,49 @@ func (c *shardClient) call(ctx context.Context, method, path string, in, out any
 		return errors.Join(exchange.ErrOutcomeUnknown, err)
 	}
 	defer resp.Body.Close()
+	peer := "the shard at " + strings.TrimPrefix(c.base, "http://")
 	dec := json.NewDecoder(resp.Body)
-	if resp.StatusCode < 300 {
-		return dec.Decode(out)
-	}
 	var e errorWire
-	_ = dec.Decode(&e)
+	if resp.StatusCode >= 300 {
+		_ = dec.Decode(&e)
+		// A refusal of the request's version is an error answer of every version, whatever
+		// version the shard marks it with.
+		if e.Code == codeUnsupportedProtocol {
+			return &VersionError{Peer: peer, PeerSpeak: e.Speaks, Speaks: Speaks}
+		}
+	}
+	if err := answerVersion(resp, peer); err != nil {
+		if in != nil && resp.StatusCode < 300 {
+			// A shard that carried the write out and answered in another version: never sent
+			// again (it cannot happen between releases that follow the protocol's rules).
+			return errors.Join(exchange.ErrOutcomeUnknown, err)
+		}
+		return err
+	}
+	switch {
+	case resp.StatusCode < 300 && out == nil:
+		return nil
+	case resp.StatusCode < 300:
+		return dec.Decode(out)
+	case e.Code == "" && resp.StatusCode == http.StatusNotFound:
+		// Every path this build sends to is served by a shard of this build, which answers its
+		// own 404s in errorWire: this is a shard of an older release, without the call.
+		return fmt.Errorf("%s answered 404 to %s %s: %w", peer, method, path, errOlderPeer)
+	}
 	return e.err(resp.StatusCode)
+}
+
+// answerVersion checks that an answer is in a version this build speaks: one without the header
+// is from a build before the protocol had a version, which speaks version 1.
+func answerVersion(resp *http.Response, peer string) error {
+	v, ok := versionOf(resp.Header)
+	switch {
+	case !ok:
+		return &VersionError{Peer: peer, Speaks: Speaks, Header: resp.Header.Get(ProtocolHeader)}
+	case !speaks(v):
+		return &VersionError{Peer: peer, PeerSpeak: []int{v}, Speaks: Speaks}
+	}
+	return nil
 }
 
 type internalCallError struct {

@@ -37,7 +37,7 @@ func TestShardClientLostAnswers(t *testing.T) {
 	defer srv.Close()
 	dropping := &shardClient{base: srv.URL, token: "t", http: srv.Client()}
 	if err := dropping.call(ctx, http.MethodPost, internalPlace, exchange.PlaceRequest{}, nil); !errors.Is(err, exchange.ErrOutcomeUnknown) || errors.Is(err, exchange.ErrNotOwner) {
-		t.Errorf("write whose answer was lost: %v, want ErrOutcomeUnknown", err)
+		t.Errorf("write whose answer was lost: %v, want exchange.ErrOutcomeUnknown", err)
 	}
 	if err := dropping.call(ctx, http.MethodGet, internalBook, nil, nil); !errors.Is(err, exchange.ErrNotOwner) {
 		t.Errorf("read whose answer was lost: %v, want ErrNotOwner (sent again)", err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -64,7 +65,7 @@ func streamFeed(bus *feed.Bus, stopping <-chan struct{}) gin.HandlerFunc {
 			select {
 			case b := <-sub.C():
 				for more := true; more; {
-					line, err := json.Marshal(b)
+					line, err := json.Marshal(feedBatchToWire(b))
 					if err != nil {
 						return
 					}
@@ -143,7 +144,10 @@ func (f *Follower) Run(ctx context.Context) {
 			mu.Unlock()
 			wg.Go(func() {
 				err := f.follow(ctx, hc, sh.Address)
-				if ctx.Err() == nil {
+				if ve := (*VersionError)(nil); errors.As(err, &ve) && ctx.Err() == nil {
+					log.Error("a shard's feed stream is in a protocol version this front does not speak; following it again in a second",
+						"shard", sh.Name, "addr", sh.Address, "err", err)
+				} else if ctx.Err() == nil {
 					log.Info("a shard's feed stream ended; following it again if it is live", "shard", sh.Name, "addr", sh.Address, "err", err)
 				}
 				mu.Lock()
@@ -168,11 +172,15 @@ func (f *Follower) follow(ctx context.Context, hc *http.Client, addr string) err
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+f.Token)
+	req.Header.Set(ProtocolHeader, strconv.Itoa(ProtocolVersion))
 	resp, err := hc.Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
+	if err := answerVersion(resp, "the shard at "+addr); err != nil {
+		return err
+	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("the shard answered %s", resp.Status)
 	}
@@ -187,10 +195,11 @@ func (f *Follower) follow(ctx context.Context, hc *http.Client, addr string) err
 		if len(line) == 0 {
 			continue // keepalive
 		}
-		var b feed.Batch
-		if err := json.Unmarshal(line, &b); err != nil {
+		var w feedBatchV1
+		if err := json.Unmarshal(line, &w); err != nil {
 			return fmt.Errorf("a line of the stream: %w", err)
 		}
+		b := w.batch()
 		b.Events = append(json.RawMessage(nil), b.Events...) // the scanner reuses its buffer
 		f.Hub.Ingest(ctx, b)
 	}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
@@ -32,16 +34,32 @@ type Router struct {
 	HTTP *http.Client
 	// OwnerTTL bounds how long an owner is trusted without asking Postgres (default 1s).
 	OwnerTTL time.Duration
+	// Lifecycle is set in the operator, the one caller whose Transition is carried out (by the
+	// market's owner). A front's answers exchange.ErrManagedByOperator: Market resources are the one way to
+	// manage markets in distributed mode.
+	Lifecycle bool
+	// Logger is where the router reports a shard it shares no protocol version with (default
+	// slog.Default()); Metrics is where it counts them (none when nil).
+	Logger  *slog.Logger
+	Metrics prometheus.Registerer
 
 	mu     sync.Mutex
 	routes map[uuid.UUID]route
 	hcOnce sync.Once
 	hc     *http.Client
+	log    *slog.Logger
+	// refused counts the calls refused for their protocol version.
+	refused prometheus.Counter
 }
 
 // client returns the HTTP client that reaches the shards.
 func (r *Router) client() *http.Client {
 	r.hcOnce.Do(func() {
+		r.log = r.Logger
+		if r.log == nil {
+			r.log = slog.Default()
+		}
+		r.refused = newRefusedCounter(r.Metrics)
 		r.hc = r.HTTP
 		if r.hc == nil {
 			tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -121,9 +139,12 @@ func (r *Router) onOwner(ctx context.Context, id uuid.UUID, fresh bool, closed e
 		if rt.client == nil {
 			err = exchange.ErrUnavailable // being scheduled onto a shard
 		} else {
-			err = call(rt)
+			err = r.noteVersion(call(rt))
 		}
-		if !errors.Is(err, exchange.ErrNotOwner) && !errors.Is(err, exchange.ErrUnavailable) && !errors.Is(err, exchange.ErrStopped) {
+		// A shard that shares no protocol version with this front will not share one a moment
+		// later: the error goes back whole, for the log.
+		if ve := (*VersionError)(nil); errors.As(err, &ve) ||
+			!errors.Is(err, exchange.ErrNotOwner) && !errors.Is(err, exchange.ErrUnavailable) && !errors.Is(err, exchange.ErrStopped) {
 			return err
 		}
 		if attempt == 1 {
@@ -136,28 +157,31 @@ func (r *Router) onOwner(ctx context.Context, id uuid.UUID, fresh bool, closed e
 // Place sends a placement to the market's shard. The order it returns has its sequence number
 // and account, as the shard's own Place does.
 func (r *Router) Place(ctx context.Context, req exchange.PlaceRequest) (records.PlacedOrder, error) {
-	var placed records.PlacedOrder
+	var placed placedV1
 	err := r.onOwner(ctx, req.Market, false, domain.ErrMarketNotOpen, func(rt route) error {
-		placed = records.PlacedOrder{}
-		return rt.client.call(ctx, http.MethodPost, internalPlace, req, &placed)
+		placed = placedV1{}
+		return rt.client.call(ctx, http.MethodPost, internalPlace, placeToWire(req), &placed)
 	})
 	if err != nil {
 		return records.PlacedOrder{}, err
 	}
-	return placed, nil
+	return placed.placed(), nil
 }
 
 // Cancel sends a cancel to the market's shard. A market that is not OPEN has no shard and no
 // resting orders: the order is read from Postgres to refuse the cancel as the shard would.
 func (r *Router) Cancel(ctx context.Context, req exchange.CancelRequest) (records.Order, error) {
-	var o records.Order
+	var o orderV1
 	err := r.onOwner(ctx, req.Market, false, errMarketNotOpen, func(rt route) error {
-		return rt.client.call(ctx, http.MethodPost, internalCancel, req, &o)
+		return rt.client.call(ctx, http.MethodPost, internalCancel, cancelToWire(req), &o)
 	})
 	if errors.Is(err, errMarketNotOpen) {
-		return o, r.refuseStored(ctx, req.Account, req.Market, req.Seq)
+		return records.Order{}, r.refuseStored(ctx, req.Account, req.Market, req.Seq)
 	}
-	return o, err
+	if err != nil {
+		return records.Order{}, err
+	}
+	return o.order(), nil
 }
 
 // refuseStored refuses a cancel (or an amend), by account, of order seq of a market no shard holds,
@@ -177,15 +201,18 @@ func (r *Router) refuseStored(ctx context.Context, account int64, market uuid.UU
 // Amend sends an amend to the market's shard; a market that is not OPEN has no resting orders,
 // and the amend is refused as a cancel would be.
 func (r *Router) Amend(ctx context.Context, req exchange.AmendRequest) (records.PlacedOrder, error) {
-	var amended records.PlacedOrder
+	var amended placedV1
 	err := r.onOwner(ctx, req.Market, false, errMarketNotOpen, func(rt route) error {
-		amended = records.PlacedOrder{}
-		return rt.client.call(ctx, http.MethodPost, internalAmend, req, &amended)
+		amended = placedV1{}
+		return rt.client.call(ctx, http.MethodPost, internalAmend, amendToWire(req), &amended)
 	})
 	if errors.Is(err, errMarketNotOpen) {
-		return amended, r.refuseStored(ctx, req.Account, req.Market, req.Seq)
+		return records.PlacedOrder{}, r.refuseStored(ctx, req.Account, req.Market, req.Seq)
 	}
-	return amended, err
+	if err != nil {
+		return records.PlacedOrder{}, err
+	}
+	return amended.placed(), nil
 }
 
 // byMarket groups the indexes of requests by market, markets in order of first appearance.
@@ -211,9 +238,9 @@ func (r *Router) PlaceMany(ctx context.Context, reqs []exchange.PlaceRequest) []
 	for _, id := range markets {
 		idx := groups[id]
 		wg.Go(func() {
-			in := make([]exchange.PlaceRequest, len(idx))
+			in := make([]placeV1, len(idx))
 			for j, i := range idx {
-				in[j] = reqs[i]
+				in[j] = placeToWire(reqs[i])
 			}
 			var answers []placeResultWire
 			err := r.onOwner(ctx, id, false, domain.ErrMarketNotOpen, func(rt route) error {
@@ -229,7 +256,7 @@ func (r *Router) PlaceMany(ctx context.Context, reqs []exchange.PlaceRequest) []
 				case answers[j].Error != nil:
 					out[i].Err = answers[j].Error.err(http.StatusConflict)
 				case answers[j].Placed != nil:
-					out[i].Placed = *answers[j].Placed
+					out[i].Placed = answers[j].Placed.placed()
 				}
 			}
 		})
@@ -247,9 +274,9 @@ func (r *Router) CancelMany(ctx context.Context, reqs []exchange.CancelRequest) 
 	for _, id := range markets {
 		idx := groups[id]
 		wg.Go(func() {
-			in := make([]exchange.CancelRequest, len(idx))
+			in := make([]cancelV1, len(idx))
 			for j, i := range idx {
-				in[j] = reqs[i]
+				in[j] = cancelToWire(reqs[i])
 			}
 			var answers []cancelResultWire
 			err := r.onOwner(ctx, id, false, errMarketNotOpen, func(rt route) error {
@@ -267,7 +294,7 @@ func (r *Router) CancelMany(ctx context.Context, reqs []exchange.CancelRequest) 
 				case answers[j].Error != nil:
 					out[i].Err = answers[j].Error.err(http.StatusConflict)
 				case answers[j].Order != nil:
-					out[i].Order = *answers[j].Order
+					out[i].Order = answers[j].Order.order()
 				}
 			}
 		})
@@ -285,7 +312,10 @@ func (r *Router) CancelAll(ctx context.Context, account int64, markets []uuid.UU
 	for i, id := range markets {
 		wg.Go(func() {
 			errs[i] = r.onOwner(ctx, id, false, nil, func(rt route) error {
-				return rt.client.call(ctx, http.MethodPost, internalCancelAll, cancelAllWire{Account: account, Markets: []uuid.UUID{id}}, &perMarket[i])
+				var answer []orderV1
+				err := rt.client.call(ctx, http.MethodPost, internalCancelAll, cancelAllV1{Account: account, Markets: []uuid.UUID{id}}, &answer)
+				perMarket[i] = ordersOf(answer)
+				return err
 			})
 		})
 	}
@@ -299,10 +329,12 @@ func (r *Router) CancelAll(ctx context.Context, account int64, markets []uuid.UU
 // OrderBook reads the book from the market's shard; a market that is not OPEN has an empty book
 // and its last trade price, read from Postgres.
 func (r *Router) OrderBook(ctx context.Context, id uuid.UUID) (*exchange.Snapshot, error) {
-	var snap exchange.Snapshot
+	var w snapshotV1
 	err := r.onOwner(ctx, id, true, errMarketNotOpen, func(rt route) error {
-		return rt.client.call(ctx, http.MethodGet, fmt.Sprintf("%s?market=%s&epoch=%d", internalBook, id, rt.epoch), nil, &snap)
+		w = snapshotV1{}
+		return rt.client.call(ctx, http.MethodGet, fmt.Sprintf("%s?market=%s&epoch=%d", internalBook, id, rt.epoch), nil, &w)
 	})
+	snap := w.snapshot()
 	if errors.Is(err, errMarketNotOpen) {
 		m, err := r.Store.Market(ctx, id)
 		if err != nil {
@@ -325,7 +357,49 @@ func (r *Router) OrderBook(ctx context.Context, id uuid.UUID) (*exchange.Snapsho
 // answer from Postgres.
 var errMarketNotOpen = errors.New("market not open")
 
-// Transition is not offered by the front in distributed mode.
-func (r *Router) Transition(context.Context, uuid.UUID, domain.MarketAction) error {
-	return exchange.ErrManagedByOperator
+// noteVersion reports a call refused for its protocol version, loudly: during a rollout that
+// mixed releases which share no version, every call to some shard fails so until it ends.
+func (r *Router) noteVersion(err error) error {
+	if ve := (*VersionError)(nil); errors.As(err, &ve) {
+		r.client() // sets up the log and the counter
+		r.refused.Inc()
+		r.log.Error("a shard and this process share no internal protocol version; answering unavailable", "err", ve)
+	}
+	return err
+}
+
+// Transition, in the operator (Lifecycle), has the market's owner carry out a lifecycle change:
+// it cancels the resting orders and settles with the code pmx dev runs, and the market keeps its
+// owner and epoch. A market that no live shard owns is exchange.ErrUnavailable: the operator
+// schedules it onto one and tries again. A front answers exchange.ErrManagedByOperator.
+func (r *Router) Transition(ctx context.Context, id uuid.UUID, action domain.MarketAction) error {
+	if !r.Lifecycle {
+		return exchange.ErrManagedByOperator
+	}
+	hc := r.client()
+	for attempt := 0; ; attempt++ {
+		o, err := r.Store.Owner(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return domain.ErrUnknownMarket
+		}
+		if err != nil {
+			return err
+		}
+		addr := ""
+		if o.Shard != "" {
+			if addr, err = r.Store.ShardAddress(ctx, o.Shard); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
+		if addr == "" {
+			return fmt.Errorf("market %s has no live owner: %w", id, exchange.ErrUnavailable)
+		}
+		c := &shardClient{base: "http://" + addr, token: r.Token, http: hc}
+		err = r.noteVersion(c.call(ctx, http.MethodPost, internalTransition, transitionToWire(id, action), nil))
+		// A shard that lost the market since (or never loaded it, being a moment behind Postgres)
+		// says so; Postgres names the owner again, once.
+		if !errors.Is(err, exchange.ErrNotOwner) || attempt == 1 {
+			return err
+		}
+	}
 }

@@ -49,6 +49,7 @@ func (s Server) Handler() http.Handler {
 	e := gin.New()
 	e.Use(gin.Recovery(), httpkit.HTTPMetrics(reg))
 	httpkit.Health(e, s.Store)
+	refusedVersions := newRefusedCounter(reg)
 	in := e.Group("/internal/v1", func(c *gin.Context) {
 		if t, ok := httpkit.Bearer(c.Request); !ok || !auth.TokenMatches(t, s.Token) {
 			httpkit.CloseUnread(c)
@@ -56,9 +57,31 @@ func (s Server) Handler() http.Handler {
 				"send the internal token (pmx's --internal-token) as Authorization: Bearer <token>"))
 			return
 		}
+		// Every answer is in the version the request came in; one this shard does not speak is
+		// refused before its body is read.
+		v, ok := versionOf(c.Request.Header)
+		if !ok || !speaks(v) {
+			ve := &VersionError{Peer: "a caller (" + c.ClientIP() + ")", PeerSpeak: []int{v}, Speaks: Speaks}
+			if !ok {
+				ve.Header = c.Request.Header.Get(ProtocolHeader)
+			}
+			refusedVersions.Inc()
+			log.Error("refused an internal request in a protocol version this shard does not speak",
+				"path", c.Request.URL.Path, "request_version", c.Request.Header.Get(ProtocolHeader), "speaks", versions(Speaks), "err", ve)
+			httpkit.CloseUnread(c)
+			c.Header(ProtocolHeader, strconv.Itoa(ProtocolVersion))
+			w := apiShape(errorWire{Code: codeUnsupportedProtocol, Speaks: Speaks}, ve.Error())
+			c.AbortWithStatusJSON(http.StatusBadRequest, w)
+			return
+		}
+		c.Header(ProtocolHeader, strconv.Itoa(v))
 		c.Next()
 	})
 	answer := func(c *gin.Context, status int, v any, err error) {
+		if err == nil && v == nil {
+			c.Status(status)
+			return
+		}
 		if err == nil {
 			c.JSON(status, v)
 			return
@@ -83,45 +106,52 @@ func (s Server) Handler() http.Handler {
 	// Every request is checked (validate.go) before the shard sees it; in the many-at-once calls
 	// only the requests that pass go to the shard, each refused one is its own result's error.
 	in.POST("/place", func(c *gin.Context) {
-		var r exchange.PlaceRequest
-		if !bind(c, &r) {
+		var w placeV1
+		if !bind(c, &w) {
 			return
 		}
+		r := w.request()
 		if e := checkPlace(&r); e != nil {
 			refuse(c, e)
 			return
 		}
 		placed, err := sh.Place(c.Request.Context(), r)
-		answer(c, http.StatusCreated, placed, err)
+		answer(c, http.StatusCreated, placedToWire(placed), err)
 	})
 	in.POST("/cancel", func(c *gin.Context) {
-		var r exchange.CancelRequest
-		if !bind(c, &r) {
+		var w cancelV1
+		if !bind(c, &w) {
 			return
 		}
+		r := w.request()
 		if e := checkCancel(&r); e != nil {
 			refuse(c, e)
 			return
 		}
 		o, err := sh.Cancel(c.Request.Context(), r)
-		answer(c, http.StatusOK, o, err)
+		answer(c, http.StatusOK, orderToWire(o), err)
 	})
 	in.POST("/amend", func(c *gin.Context) {
-		var r exchange.AmendRequest
-		if !bind(c, &r) {
+		var w amendV1
+		if !bind(c, &w) {
 			return
 		}
+		r := w.request()
 		if e := checkAmend(&r); e != nil {
 			refuse(c, e)
 			return
 		}
 		amended, err := sh.Amend(c.Request.Context(), r)
-		answer(c, http.StatusOK, amended, err)
+		answer(c, http.StatusOK, placedToWire(amended), err)
 	})
 	in.POST("/place-many", func(c *gin.Context) {
-		var rs []exchange.PlaceRequest
-		if !bindMany(c, &rs) {
+		var ws []placeV1
+		if !bindMany(c, &ws) {
 			return
+		}
+		rs := make([]exchange.PlaceRequest, len(ws))
+		for i, w := range ws {
+			rs[i] = w.request()
 		}
 		out := make([]placeResultWire, len(rs))
 		ok, idx := splitValid(rs, checkPlace, func(i int, e *domain.Error) { out[i].Error = refusalWire(e) })
@@ -131,15 +161,20 @@ func (s Server) Handler() http.Handler {
 		}
 		for j, i := range idx {
 			if out[i].Error = resultError(c, results[j].Err); out[i].Error == nil {
-				out[i].Placed = &results[j].Placed
+				placed := placedToWire(results[j].Placed)
+				out[i].Placed = &placed
 			}
 		}
 		c.JSON(http.StatusOK, out)
 	})
 	in.POST("/cancel-many", func(c *gin.Context) {
-		var rs []exchange.CancelRequest
-		if !bindMany(c, &rs) {
+		var ws []cancelV1
+		if !bindMany(c, &ws) {
 			return
+		}
+		rs := make([]exchange.CancelRequest, len(ws))
+		for i, w := range ws {
+			rs[i] = w.request()
 		}
 		out := make([]cancelResultWire, len(rs))
 		ok, idx := splitValid(rs, checkCancel, func(i int, e *domain.Error) { out[i].Error = refusalWire(e) })
@@ -149,13 +184,14 @@ func (s Server) Handler() http.Handler {
 		}
 		for j, i := range idx {
 			if out[i].Error = resultError(c, results[j].Err); out[i].Error == nil {
-				out[i].Order = &results[j].Order
+				o := orderToWire(results[j].Order)
+				out[i].Order = &o
 			}
 		}
 		c.JSON(http.StatusOK, out)
 	})
 	in.POST("/cancel-all", func(c *gin.Context) {
-		var w cancelAllWire
+		var w cancelAllV1
 		if !bind(c, &w) {
 			return
 		}
@@ -164,7 +200,22 @@ func (s Server) Handler() http.Handler {
 			return
 		}
 		orders, err := sh.CancelAll(c.Request.Context(), w.Account, w.Markets)
-		answer(c, http.StatusOK, orders, err)
+		answer(c, http.StatusOK, ordersToWire(orders), err)
+	})
+	// A lifecycle change, from the operator: the shard that owns the market carries it out, as
+	// pmx dev's shard does (cancelling resting orders, settling), so the market keeps its owner
+	// and epoch.
+	in.POST("/transition", func(c *gin.Context) {
+		var w transitionV1
+		if !bind(c, &w) {
+			return
+		}
+		action, e := checkTransition(&w)
+		if e != nil {
+			refuse(c, e)
+			return
+		}
+		answer(c, http.StatusNoContent, nil, sh.Transition(c.Request.Context(), w.Market, action))
 	})
 	in.GET("/feed", streamFeed(s.Feed, s.Stopping))
 	in.GET("/book", func(c *gin.Context) {
@@ -186,7 +237,11 @@ func (s Server) Handler() http.Handler {
 		if err == nil && hasEpoch && want != snap.Epoch {
 			err = exchange.ErrNotOwner
 		}
-		answer(c, http.StatusOK, snap, err)
+		if err != nil {
+			answer(c, 0, nil, err)
+			return
+		}
+		answer(c, http.StatusOK, snapshotToWire(snap), nil)
 	})
 	return e
 }

@@ -181,8 +181,20 @@ func checkAmend(r *exchange.AmendRequest) *domain.Error {
 	return nil
 }
 
+// checkTransition checks a lifecycle change and returns its action.
+func checkTransition(w *transitionV1) (domain.MarketAction, *domain.Error) {
+	if e := checkMarket("market", w.Market); e != nil {
+		return "", e
+	}
+	a, ok := w.action()
+	if !ok {
+		return "", invalid("action", "the action must be one of close, reopen, resolve YES, resolve NO, cancel")
+	}
+	return a, nil
+}
+
 // checkCancelAll checks a cancel of all of an account's orders in markets.
-func checkCancelAll(w *cancelAllWire) *domain.Error {
+func checkCancelAll(w *cancelAllV1) *domain.Error {
 	if e := checkAccount(w.Account); e != nil {
 		return e
 	}
@@ -200,7 +212,7 @@ func checkCancelAll(w *cancelAllWire) *domain.Error {
 // refuse answers a refused request: 400 in the API's error shape, with the refusal as the
 // internal protocol carries it.
 func refuse(c *gin.Context, e *domain.Error) {
-	c.JSON(http.StatusBadRequest, apiShape(errorWire{Code: refused, Refusal: e}, ""))
+	c.JSON(http.StatusBadRequest, apiShape(errorWire{Code: refused, Refusal: refusalToWire(e)}, ""))
 }
 
 // badBody answers a body that is not the JSON the call takes.
@@ -252,6 +264,6 @@ func splitValid[T any](rs []T, check func(*T) *domain.Error, refuse func(i int, 
 
 // refusalWire is a refused request's result in a many-at-once answer.
 func refusalWire(e *domain.Error) *errorWire {
-	w := apiShape(errorWire{Code: refused, Refusal: e}, "")
+	w := apiShape(errorWire{Code: refused, Refusal: refusalToWire(e)}, "")
 	return &w
 }

@@ -30,7 +30,7 @@ const validateToken = "validate-test-internal-token"
 // internalRig is a shard's internal API over real HTTP, on a migrated database with an OPEN
 // market and a funded account.
 type internalRig struct {
-	t       *testing.T
+	t       testing.TB
 	url     string
 	st      *store.Store
 	sh      *shard.Shard
@@ -38,11 +38,11 @@ type internalRig struct {
 	account int64
 }
 
-func newInternalRig(t *testing.T) *internalRig { return newNamedInternalRig(t, "") }
+func newInternalRig(t testing.TB) *internalRig { return newNamedInternalRig(t, "") }
 
 // newNamedInternalRig is newInternalRig with a shard of that name (unnamed when ""), as pmx shard
 // runs one.
-func newNamedInternalRig(t *testing.T, name string) *internalRig {
+func newNamedInternalRig(t testing.TB, name string) *internalRig {
 	t.Helper()
 	st := storetest.New(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -165,6 +165,10 @@ func TestInternalRequestsValidated(t *testing.T) {
 		{"cancel-all no markets", internalCancelAll, fmt.Sprintf(`{"account":%d,"markets":[]}`, r.account), "markets"},
 		{"cancel-all nil market", internalCancelAll, fmt.Sprintf(`{"account":%d,"markets":["00000000-0000-0000-0000-000000000000"]}`, r.account), "markets"},
 		{"cancel-all account 0", internalCancelAll, fmt.Sprintf(`{"account":0,"markets":[%q]}`, r.market), "Account"},
+
+		{"transition nil market", internalTransition, `{"market":"00000000-0000-0000-0000-000000000000","action":"close"}`, "market"},
+		{"transition unknown action", internalTransition, fmt.Sprintf(`{"market":%q,"action":"settle"}`, r.market), "action"},
+		{"transition action as Go names it", internalTransition, fmt.Sprintf(`{"market":%q,"action":"Close"}`, r.market), "action"},
 
 		{"place-many none", internalPlaceMany, `[]`, ""},
 		{"place-many too many", internalPlaceMany, "[" + strings.TrimSuffix(strings.Repeat(r.place("")+",", maxMany+1), ",") + "]", ""},

@@ -1,30 +1,30 @@
 // Package shardapi is both ends of the internal protocol between the front API and the shards in
-// distributed mode: the wire types and the one table of error codes (wire.go), the shard's HTTP
-// server (server.go) and its checks of every request (validate.go), the client that calls it
-// (client.go), and the Router, the front's Exchange, which sends each market's writes and book
-// reads to the shard that owns it (router.go).
+// distributed mode: its vocabulary, version 1, and the conversions to and from the processes'
+// types (v1.go), how the version travels and a mismatch is refused (protocol.go), the one table of
+// error codes (wire.go), the shard's HTTP server (server.go) and its checks of every request
+// (validate.go), the client that calls it (client.go), and the Router, the front's Exchange, which
+// sends each market's writes and book reads to the shard that owns it (router.go), and the
+// operator's lifecycle changes too.
 //
 // The protocol is a shard's Exchange methods over HTTP, guarded by a token the processes share.
-// Requests and answers are the contract's own types as they are (exchange.PlaceRequest and
-// exchange.CancelRequest; records.PlacedOrder and records.Order with their sequence numbers and
-// accounts, exchange.Snapshot), in JSON with the Go field names, so that side, outcome and status
-// are decoded once, by the front; refusals travel whole as the *domain.Error the shard decided,
-// other errors as codes that come back as the contract's own errors (exchange.ErrNotOwner, ...),
-// so the front answers exactly as pmx dev does. Fronts and shards of one deployment run the same
-// build.
+// Its messages are types of its own with JSON names of their own, so that renaming a field of
+// exchange.PlaceRequest or records.Order changes nothing on the wire: orders travel whole, with their
+// sequence numbers and accounts, so that side, outcome and status are decoded once, by the front;
+// refusals travel whole as the *domain.Error the shard decided, other errors as codes that come
+// back as the shard package's own errors, so the front answers exactly as pmx dev does. Fronts,
+// shards and the operator of adjacent releases run together during a rolling upgrade: every
+// request and answer carries its version, and an end refuses one it does not speak
+// (docs/architecture.md §9).
 package shardapi
 
 import (
 	"errors"
 	"net/http"
 
-	"github.com/google/uuid"
-
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/market"
-	"github.com/pmx-dev/pmx/internal/records"
 )
 
 // Internal API paths.
@@ -36,14 +36,8 @@ const (
 	internalCancelMany = "/internal/v1/cancel-many"
 	internalCancelAll  = "/internal/v1/cancel-all"
 	internalBook       = "/internal/v1/book"
+	internalTransition = "/internal/v1/transition"
 )
-
-// A placement is a exchange.PlaceRequest and a cancel a exchange.CancelRequest, sent as they are.
-
-type cancelAllWire struct {
-	Account int64       `json:"account"`
-	Markets []uuid.UUID `json:"markets"`
-}
 
 // errorWire is every error answer of the internal API: a refusal by the exchange's rules travels
 // whole, as the shard decided it; any other error as its code in wireErrors. Error and Details are
@@ -51,9 +45,11 @@ type cancelAllWire struct {
 // Refusal).
 type errorWire struct {
 	Code    string                `json:"code"`
-	Refusal *domain.Error         `json:"refusal,omitempty"`
+	Refusal *refusalV1            `json:"refusal,omitempty"`
 	Error   string                `json:"error,omitempty"`
 	Details *httpkit.ErrorDetails `json:"details,omitempty"`
+	// Speaks, with code unsupported_protocol, are the protocol versions the refusing end speaks.
+	Speaks []int `json:"speaks,omitempty"`
 }
 
 // apiShape is an errorWire with the API's error shape filled in: code and field of a refusal, or
@@ -85,7 +81,7 @@ var wireErrors = []struct {
 // code; ok is false for any other error, which travels as "internal".
 func wireErrorOf(err error) (status int, w errorWire, ok bool) {
 	if refusal := (*domain.Error)(nil); errors.As(err, &refusal) {
-		return http.StatusConflict, apiShape(errorWire{Code: refused, Refusal: refusal}, ""), true
+		return http.StatusConflict, apiShape(errorWire{Code: refused, Refusal: refusalToWire(refusal)}, ""), true
 	}
 	for _, we := range wireErrors {
 		if errors.Is(err, we.err) {
@@ -98,7 +94,7 @@ func wireErrorOf(err error) (status int, w errorWire, ok bool) {
 // err is the error an answer's errorWire stands for, as wireErrorOf sent it.
 func (e errorWire) err(status int) error {
 	if e.Code == refused && e.Refusal != nil {
-		return e.Refusal
+		return e.Refusal.refusal()
 	}
 	for _, w := range wireErrors {
 		if w.code == e.Code {
@@ -106,16 +102,4 @@ func (e errorWire) err(status int) error {
 		}
 	}
 	return &internalCallError{status: status, code: e.Code}
-}
-
-// The answers of the many-at-once calls: one result per request, in order, each the answer or
-// its error.
-type placeResultWire struct {
-	Placed *records.PlacedOrder `json:"placed,omitempty"`
-	Error  *errorWire           `json:"error,omitempty"`
-}
-
-type cancelResultWire struct {
-	Order *records.Order `json:"order,omitempty"`
-	Error *errorWire     `json:"error,omitempty"`
 }

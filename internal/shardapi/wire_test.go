@@ -1,7 +1,12 @@
 package shardapi
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -10,27 +15,172 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
+	"github.com/pmx-dev/pmx/internal/feed"
 	"github.com/pmx-dev/pmx/internal/records"
-	"github.com/pmx-dev/pmx/internal/store"
 )
 
-// The internal API carries the rows a shard answers with whole — the sequence number and account
-// that the public shape of an order leaves out included — through the JSON codec gin uses on the
-// shard and encoding/json on the router.
-func TestPlacedOrderCrossesWhole(t *testing.T) {
-	placed := records.PlacedOrder{Order: records.Order{ID: store.NewID(), MarketID: uuid.New(), Side: "BUY", Outcome: "YES",
-		Price: 40, Quantity: 10, FilledQuantity: 4, Status: engine.StatusPartiallyFilled, Seq: 17, AccountID: 3,
-		CreatedAt: time.Date(2027, 1, 2, 3, 4, 5, 6000, time.UTC), UpdatedAt: time.Date(2027, 1, 2, 3, 4, 5, 7000, time.UTC)},
-		Trades: []records.Trade{{ID: store.NewID(), Price: 40, Quantity: 4, YesPrice: 40}}}
-	raw, err := ginjson.API.Marshal(placed)
-	if err != nil {
-		t.Fatal(err)
+// wireV1Case is one message of version 1: the value a process works with, the message it is sent
+// as, and how a receiver decodes the message back into such a value.
+type wireV1Case struct {
+	name   string
+	value  any                         // what the sender has
+	wire   func() any                  // what it sends (v1.go's conversion)
+	decode func([]byte) (any, error)   // what the receiver makes of the bytes
+	check  func(t *testing.T, got any) // nil: got must equal value
+}
+
+func decodeAs[W any, V any](convert func(W) V) func([]byte) (any, error) {
+	return func(raw []byte) (any, error) {
+		var w W
+		err := json.Unmarshal(raw, &w)
+		return convert(w), err
 	}
-	var got records.PlacedOrder
-	if err := json.Unmarshal(raw, &got); err != nil {
-		t.Fatal(err)
+}
+
+func wireV1Cases() []wireV1Case {
+	at := time.Date(2027, 1, 2, 3, 4, 5, 6000, time.UTC)
+	later := at.Add(90 * time.Minute)
+	m := uuid.MustParse("0b6f6f4e-3c1e-4d7a-9b2e-8f1a2c3d4e5f")
+	other := uuid.MustParse("6a1d2c3b-4e5f-4a7b-8c9d-0e1f2a3b4c5d")
+	coid, placement, reason := "client-1", "fingerprint", "USER"
+	place := exchange.PlaceRequest{Account: 7, Market: m, Side: engine.Sell, Outcome: engine.No, Price: 41, Quantity: 12,
+		TimeInForce: engine.GTD, ExpiresAt: later, PostOnly: true, SelfTrade: engine.CancelIncoming, ClientOrderID: coid, Placement: placement}
+	cancel := exchange.CancelRequest{Account: 7, Market: m, Seq: 19, Reason: engine.ReasonUser}
+	amend := exchange.AmendRequest{Account: 7, Market: m, Seq: 19, Side: engine.Buy, Outcome: engine.Yes, Price: 44, Remaining: 3}
+	order := records.Order{ID: uuid.MustParse("11111111-2222-4333-8444-555555555555"), MarketID: m, Side: "SELL", Outcome: "NO",
+		Price: 41, Quantity: 12, FilledQuantity: 5, Status: engine.StatusPartiallyFilledCancelled, CreatedAt: at, UpdatedAt: later,
+		Seq: 19, AccountID: 7, TimeInForce: "GTD", ExpiresAt: &later, PostOnly: true, SelfTrade: "CANCEL_INCOMING",
+		ClientOrderID: &coid, Placement: &placement, CancelReason: &reason, Priority: 3}
+	plain := records.Order{ID: uuid.MustParse("22222222-3333-4444-8555-666666666666"), MarketID: m, Side: "BUY", Outcome: "YES",
+		Price: 60, Quantity: 1, Status: engine.StatusOpen, CreatedAt: at, UpdatedAt: at, Seq: 20, AccountID: 8}
+	placed := records.PlacedOrder{Order: order, Trades: []records.Trade{{ID: uuid.MustParse("33333333-4444-4555-8666-777777777777"),
+		MarketID: m, Outcome: "NO", Side: "SELL", Price: 41, Quantity: 5, YesPrice: 59, CreatedAt: at}}}
+	snap := &exchange.Snapshot{Status: domain.MarketOpen, Epoch: 4, Seq: 88, Depth: engine.Depth{
+		Yes: engine.View{Bids: []engine.Level{{Price: 40, Quantity: 3, Total: 3}, {Price: 39, Quantity: 2, Total: 5}},
+			Asks: []engine.Level{{Price: 45, Quantity: 1, Total: 1}}, LastTradePrice: 42},
+		No: engine.View{Bids: []engine.Level{{Price: 55, Quantity: 1, Total: 1}}, LastTradePrice: 58}}}
+	refusal := &domain.Error{Kind: domain.Conflict, Code: "insufficient_funds", Field: "quantity", Message: "not enough cash"}
+	batch := feed.Batch{Market: m, First: 5, Last: 6, Status: "CLOSED", Events: json.RawMessage(`[{"type":"status"}]`)}
+
+	same := func(v any) func() any { return func() any { return v } }
+	return []wireV1Case{
+		{name: "place", value: place, wire: func() any { return placeToWire(place) }, decode: decodeAs(placeV1.request)},
+		{name: "cancel", value: cancel, wire: func() any { return cancelToWire(cancel) }, decode: decodeAs(cancelV1.request)},
+		{name: "amend", value: amend, wire: func() any { return amendToWire(amend) }, decode: decodeAs(amendV1.request)},
+		{name: "cancel-all", value: cancelAllV1{Account: 7, Markets: []uuid.UUID{m, other}},
+			wire: same(cancelAllV1{Account: 7, Markets: []uuid.UUID{m, other}}), decode: decodeAs(func(w cancelAllV1) cancelAllV1 { return w })},
+		{name: "order", value: order, wire: func() any { return orderToWire(order) }, decode: decodeAs(orderV1.order)},
+		{name: "order-plain", value: plain, wire: func() any { return orderToWire(plain) }, decode: decodeAs(orderV1.order)},
+		{name: "placed", value: placed, wire: func() any { return placedToWire(placed) }, decode: decodeAs(placedV1.placed)},
+		{name: "placed-no-trades", value: records.PlacedOrder{Order: plain}, wire: func() any { return placedToWire(records.PlacedOrder{Order: plain}) },
+			decode: decodeAs(placedV1.placed)},
+		{name: "orders", value: []records.Order{order, plain}, wire: func() any { return ordersToWire([]records.Order{order, plain}) },
+			decode: decodeAs(ordersOf)},
+		{name: "book", value: *snap, wire: func() any { return snapshotToWire(snap) }, decode: decodeAs(snapshotV1.snapshot)},
+		{name: "book-settled", value: exchange.Snapshot{Status: domain.MarketResolved, Epoch: 2, Seq: 9},
+			wire: func() any { return snapshotToWire(&exchange.Snapshot{Status: domain.MarketResolved, Epoch: 2, Seq: 9}) }, decode: decodeAs(snapshotV1.snapshot)},
+		{name: "refused", value: error(refusal), wire: func() any { _, w, _ := wireErrorOf(refusal); return w },
+			decode: decodeAs(func(w errorWire) error { return w.err(409) }),
+			check: func(t *testing.T, got any) {
+				if e := (*domain.Error)(nil); !errors.As(got.(error), &e) || *e != *refusal {
+					t.Errorf("decoded %#v, want %#v", got, refusal)
+				}
+			}},
+		{name: "not-owner", value: exchange.ErrNotOwner, wire: func() any { _, w, _ := wireErrorOf(exchange.ErrNotOwner); return w },
+			decode: decodeAs(func(w errorWire) error { return w.err(421) }),
+			check: func(t *testing.T, got any) {
+				if !errors.Is(got.(error), exchange.ErrNotOwner) {
+					t.Errorf("decoded %v, want exchange.ErrNotOwner", got)
+				}
+			}},
+		{name: "place-many", value: []placeResultWire{{Placed: ptr(placedToWire(placed))}, {Error: refusalWire(refusal)}},
+			wire:   same([]placeResultWire{{Placed: ptr(placedToWire(placed))}, {Error: refusalWire(refusal)}}),
+			decode: decodeAs(func(w []placeResultWire) []placeResultWire { return w })},
+		{name: "cancel-many", value: []cancelResultWire{{Order: ptr(orderToWire(plain))}, {Error: refusalWire(refusal)}},
+			wire:   same([]cancelResultWire{{Order: ptr(orderToWire(plain))}, {Error: refusalWire(refusal)}}),
+			decode: decodeAs(func(w []cancelResultWire) []cancelResultWire { return w })},
+		{name: "feed-batch", value: batch, wire: func() any { return feedBatchToWire(batch) }, decode: decodeAs(feedBatchV1.batch)},
+		{name: "transition", value: transitionV1{Market: m, Action: "resolve YES"}, wire: func() any { return transitionToWire(m, domain.ResolveYes) },
+			decode: decodeAs(func(w transitionV1) transitionV1 { return w })},
 	}
-	if !reflect.DeepEqual(got, placed) {
-		t.Fatalf("decoded %+v from %s, want %+v", got, raw, placed)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestWireV1Golden holds version 1 of the internal protocol to the bytes in testdata/wire-v1:
+// what the builds before the protocol had a version sent (their JSON of the same values, with the
+// Go field names of the time), so that this build and the one before it read each other. A field
+// renamed in a process's type changes nothing here; one renamed in v1.go, or an enum renumbered,
+// fails. The files are never rewritten: a change to them is a new version.
+func TestWireV1Golden(t *testing.T) {
+	for _, c := range wireV1Cases() {
+		t.Run(c.name, func(t *testing.T) {
+			want, err := os.ReadFile(filepath.Join("testdata", "wire-v1", c.name+".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = bytes.TrimSpace(want)
+			// The shard encodes with gin's codec, the router with encoding/json: both must send
+			// the same bytes.
+			for codec, marshal := range map[string]func(any) ([]byte, error){"encoding/json": json.Marshal, "gin": ginjson.API.Marshal} {
+				got, err := marshal(c.wire())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("%s sends\n%s\nversion 1 is\n%s", codec, got, want)
+				}
+			}
+			got, err := c.decode(want)
+			if err != nil {
+				t.Fatalf("decoding %s: %v", want, err)
+			}
+			if c.check != nil {
+				c.check(t, got)
+			} else if !reflect.DeepEqual(got, c.value) {
+				t.Errorf("decoded\n%#v\nwant\n%#v", got, c.value)
+			}
+		})
+	}
+}
+
+// TestTransitionActions checks that every lifecycle action has its spelling on the wire and
+// comes back as itself.
+func TestTransitionActions(t *testing.T) {
+	for _, a := range []domain.MarketAction{domain.CloseMarket, domain.ReopenMarket, domain.ResolveYes, domain.ResolveNo, domain.CancelMarket} {
+		w := transitionToWire(uuid.New(), a)
+		if got, ok := w.action(); !ok || got != a {
+			t.Errorf("%q travels as %q and comes back as %q (%t)", a, w.Action, got, ok)
+		}
+	}
+	if _, ok := (transitionV1{Action: "settle"}).action(); ok {
+		t.Error(`"settle" read as an action`)
+	}
+}
+
+// Both ends tell a version error from any other: its message names both versions, and it is
+// exchange.ErrUnavailable (the caller answers "try again") and never an outcome unknown.
+func TestVersionError(t *testing.T) {
+	e := &VersionError{Peer: "the shard at 10.0.0.1:8090", PeerSpeak: []int{2, 3}, Speaks: []int{1}}
+	if msg := e.Error(); !bytes.Contains([]byte(msg), []byte("speaks version 2 or 3, this build speaks 1")) {
+		t.Errorf("message %q does not name both versions", msg)
+	}
+	if !errors.Is(e, exchange.ErrUnavailable) || errors.Is(e, exchange.ErrOutcomeUnknown) {
+		t.Error("a version error must be exchange.ErrUnavailable and not exchange.ErrOutcomeUnknown")
+	}
+	for _, c := range []struct {
+		header  string
+		version int
+		ok      bool
+	}{{"", 1, true}, {"1", 1, true}, {"2", 2, true}, {"x", 0, false}, {"0", 0, false}, {"-1", -1, false}} {
+		h := http.Header{}
+		if c.header != "" {
+			h.Set(ProtocolHeader, c.header)
+		}
+		if v, ok := versionOf(h); ok != c.ok || (ok && v != c.version) {
+			t.Errorf("header %q: version %d (%t), want %d (%t)", c.header, v, ok, c.version, c.ok)
+		}
 	}
 }

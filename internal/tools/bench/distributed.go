@@ -131,9 +131,9 @@ func startDistributed(ctx context.Context, o Options, dir, databaseURL, token st
 		return p, err
 	}
 	if _, err := start("pmx operator", "pmx-operator.log", []string{"operator", "--database-url", databaseURL,
-		"--leader-elect=false", "--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--name", "pmx-bench",
+		"--leader-elect=false", "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
 		"--shard-ttl", "2s", "--resync", "250ms", "--log-level", "info"},
-		[]string{"KUBECONFIG=" + kubeconfig}, operatorLine, ""); err != nil {
+		[]string{"KUBECONFIG=" + kubeconfig, "PMX_INTERNAL_TOKEN=" + internal}, operatorLine, ""); err != nil {
 		return d, err
 	}
 	for i := range o.Shards {
