@@ -103,3 +103,11 @@ func FormatAllowlist(list []netip.Prefix) []string {
 	}
 	return out
 }
+
+// KeySpec is what whoever makes a key chooses for it.
+type KeySpec struct {
+	Label     string
+	Scope     Scope          // "" is not a scope: ParseScope("") gives trade
+	ExpiresAt *time.Time     // nil: never
+	Allowlist []netip.Prefix // nil: any address
+}
