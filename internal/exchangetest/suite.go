@@ -58,6 +58,7 @@ func RunSuite(t *testing.T, tg *Target) {
 		{"FeedFollow", testFeedFollow},
 		{"FeedSessions", testFeedSessions},
 		{"RateLimits", testRateLimits},
+		{"Keys", testKeys},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, tg) })
 	}
@@ -89,7 +90,7 @@ func testAuthentication(t *testing.T, tg *Target) {
 		{"GET", "/market/trades?marketId=" + id}, {"GET", "/market/events?marketId=" + id}, {"POST", "/order"}, {"GET", "/positions"},
 		{"POST", "/cancel-order"}, {"POST", "/cancel-everything"}, {"GET", "/account"}, {"GET", "/orders"},
 		{"GET", "/order?orderId=" + uuid.NewString()}, {"POST", "/heartbeat"}, {"POST", "/order/amend"},
-		{"POST", "/orders/batch"}, {"POST", "/orders/cancel"}, {"GET", "/settlements"}, {"POST", "/ws-token"}, {"GET", "/account/limits"}, {"GET", "/account/events"}, {"GET", "/fills"}, {"GET", "/market/candles?marketId=" + id + "&interval=1m"},
+		{"POST", "/orders/batch"}, {"POST", "/orders/cancel"}, {"GET", "/settlements"}, {"POST", "/ws-token"}, {"GET", "/account/limits"}, {"GET", "/account/keys"}, {"GET", "/account/events"}, {"GET", "/fills"}, {"GET", "/market/candles?marketId=" + id + "&interval=1m"},
 	}
 	revoked := &Client{T: tg, Key: "pmx_0123456789abcdef_" + strings.Repeat("A", 32)}
 	for _, c := range calls {
