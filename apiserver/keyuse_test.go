@@ -44,7 +44,7 @@ func TestKeyUse(t *testing.T) {
 		t.Fatal("another key's first use did not wake the writer")
 	}
 	due(t0.Add(2*time.Second), b) // a was written 2 s ago: it waits for its minute
-	due(t0.Add(keyUseEvery-time.Millisecond))
+	due(t0.Add(keyUseEvery - time.Millisecond))
 	ids, at := u.take(t0.Add(keyUseEvery), false)
 	if !slices.Equal(ids, []uuid.UUID{a}) || !at[0].Equal(t0.Add(2*time.Second)) {
 		t.Fatalf("after a minute: %v at %v, want a at its latest use", ids, at)
