@@ -24,7 +24,7 @@ type route struct {
 // only take risk away (cancels, the dead-man switch's heartbeat) needs cancel; what can add it
 // needs trade. POST /ws-token needs only read: the token it returns connects to the feed with
 // its key's rights (authenticateWS). The feed itself, GET /ws, is registered apart (its chain
-// takes a ws-token too) and also needs read; cancelOnDisconnect needs cancel (serveWS).
+// takes a ws-token too) and also needs read; cancelOnDisconnect needs cancel (wsCancelScope).
 func (s *Server) routes() []route {
 	return []route{
 		{"GET", "/account", auth.ScopeRead, s.account},
@@ -57,6 +57,16 @@ func (s *Server) routes() []route {
 
 // wsScope is what GET /api/v1/ws needs of a key.
 const wsScope = auth.ScopeRead
+
+// wsCancelScope refuses a feed connection that asks for cancelOnDisconnect with a key that may
+// not cancel: closing it would cancel the account's orders. Before the rate limit, as require.
+func (s *Server) wsCancelScope(c *gin.Context) {
+	if have := scopeOf(c); c.Query("cancelOnDisconnect") == "true" && !have.Allows(auth.ScopeCancel) {
+		httpkit.AbortUnread(c, insufficientScope(have, auth.ScopeCancel, "cancelOnDisconnect"))
+		return
+	}
+	c.Next()
+}
 
 // keyed registers the keyed routes on v1: each authenticates its key, checks its scope, then
 // spends its rate limit, so that a request refused for its scope spends nothing.

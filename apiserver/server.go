@@ -158,6 +158,9 @@ func New(cfg Config) *Server {
 	s.presence = newPresence(cfg.Store, s.log)
 	s.feedConns.Go(func() { s.presence.run(s.feedCtx) })
 	s.engine.ContextWithFallback = true
+	// The client address is clientaddr.Of's alone; gin's ClientIP, which by default believes any
+	// X-Forwarded-For, is not used, and is kept to the peer's address should anything call it.
+	s.engine.ForwardedByClientIP = false
 	s.engine.HandleMethodNotAllowed = true
 	s.engine.Use(s.recover, s.clientAddr, httpkit.WithLogger(s.log), httpkit.HTTPMetrics(cfg.Metrics))
 	s.engine.NoRoute(func(c *gin.Context) {
@@ -172,7 +175,7 @@ func New(cfg Config) *Server {
 	v1 := s.engine.Group("/api/v1")
 	v1.GET("/openapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, "application/yaml", OpenAPIDocument) })
 	v1.GET("/asyncapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, "application/yaml", AsyncAPIDocument) })
-	v1.GET("/ws", s.refuseTokenCancel, s.authenticateWS, s.require(wsScope), s.rateLimit, s.serveWS)
+	v1.GET("/ws", s.refuseTokenCancel, s.authenticateWS, s.require(wsScope), s.wsCancelScope, s.rateLimit, s.serveWS)
 	v1.GET("/ws/public", s.servePublicWS) // the market channels, without a key (ws.go)
 	s.keyed(v1)                           // every endpoint that takes an API key, with the scope it needs (routes.go)
 

@@ -24,7 +24,6 @@ import (
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/feed"
 	"github.com/pmx-dev/pmx/internal/kit/addrlimit"
-	"github.com/pmx-dev/pmx/internal/kit/auth"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/kit/ratelimit"
 	"github.com/pmx-dev/pmx/internal/store"
@@ -314,11 +313,6 @@ func (s *Server) serveWS(c *gin.Context) {
 			return
 		}
 		cancelOnDisconnect = v == "true"
-	}
-	// Cancelling on disconnect is a cancel, which a read key may not do (routes.go).
-	if have := scopeOf(c); cancelOnDisconnect && !have.Allows(auth.ScopeCancel) {
-		httpkit.AbortUnread(c, insufficientScope(have, auth.ScopeCancel, "cancelOnDisconnect"))
-		return
 	}
 	s.serveFeed(c, accountOf(c), cancelOnDisconnect)
 }
