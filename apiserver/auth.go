@@ -31,8 +31,6 @@ var (
 		Message: "send your API key as Authorization: Bearer <key>; create one on the developer settings page (/settings)"}
 	errInvalidKey = &httpkit.Error{Status: http.StatusUnauthorized, Code: "invalid_api_key",
 		Message: "the API key is malformed, unknown or revoked; create a new one on the developer settings page (/settings)"}
-	errKeyExpired = &httpkit.Error{Status: http.StatusUnauthorized, Code: "key_expired",
-		Message: "the API key has expired; create a new one on the developer settings page (/settings)"}
 )
 
 // Failed authentications are limited per client address (addrlimit's Ready and Spend): an address
@@ -135,13 +133,15 @@ func (s *Server) authenticate(c *gin.Context) {
 // admit lets a request in with a key that is its account's (an API key that matched, or the key
 // that fetched a ws-token) if the key has not expired and the request comes from an address the
 // key allows, and leaves what the routes need in the context: the account, the key and its scope
-// (route.go checks the scope). A refusal here is not counted as a failed authentication
+// (routes.go checks the scope). A refusal here is not counted as a failed authentication
 // (authFailureRate): the credential is right, nothing is being guessed, and counting it would
 // throttle the other clients behind the same address.
 func (s *Server) admit(c *gin.Context, rec store.KeyRecord) {
 	now := s.now()
 	if auth.Expired(rec.ExpiresAt, now) {
-		httpkit.AbortUnread(c, errKeyExpired)
+		httpkit.AbortUnread(c, &httpkit.Error{Status: http.StatusUnauthorized, Code: "key_expired",
+			Message: fmt.Sprintf("the API key expired at %s; create a new one on the developer settings page (/settings)",
+				rec.ExpiresAt.UTC().Format(time.RFC3339))})
 		return
 	}
 	if addr := clientaddr.Of(c.Request); !auth.Allowed(rec.Allowlist, addr) {
