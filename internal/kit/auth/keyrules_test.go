@@ -171,3 +171,16 @@ func BenchmarkAllowed(b *testing.B) {
 		}
 	}
 }
+
+// TestMaxExpiryWithinTheStoredBound: the database allows a key 366 days (migration 023); the
+// year the rule allows is never longer, leap days included.
+func TestMaxExpiryWithinTheStoredBound(t *testing.T) {
+	for _, created := range []time.Time{
+		time.Date(2028, 2, 29, 12, 0, 0, 0, time.UTC), time.Date(2027, 3, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2027, 12, 31, 23, 59, 59, 999999000, time.UTC), time.Date(2026, 11, 26, 18, 0, 0, 0, time.UTC),
+	} {
+		if d := MaxExpiry(created).Sub(created); d > 366*24*time.Hour || d < 365*24*time.Hour {
+			t.Errorf("a key made %v may live %v", created, d)
+		}
+	}
+}
