@@ -95,8 +95,8 @@ type Server struct {
 }
 
 // Close stops the server's background work (the key revocation listener and last-use writer, the
-// feed's sweep) and
-// closes its WebSocket connections (code 1001: clients reconnect and resume elsewhere).
+// feed's sweep) and closes its WebSocket connections (code 1001: clients reconnect and resume
+// elsewhere).
 func (s *Server) Close() {
 	s.stopListen()
 	<-s.listening
