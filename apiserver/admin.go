@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/google/uuid"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -37,14 +36,6 @@ func (s *Server) OpenAccount(ctx context.Context, name, passwordHash string) (re
 	return a, err
 }
 
-// NewAPIKey creates an API key for an account and returns it; only its hash is kept.
-func (s *Server) NewAPIKey(ctx context.Context, account int64, label string) (string, error) {
-	key, prefix, hash := auth.NewKey()
-	err := s.cfg.Store.InsertAPIKey(ctx, store.APIKey{ID: uuid.New(), AccountID: account,
-		Prefix: prefix, Label: label, CreatedAt: s.now()}, hash)
-	return key, err
-}
-
 func (s *Server) createAccount(c *gin.Context) error {
 	obj, err := readObject(c.Request)
 	if err != nil {
@@ -54,12 +45,16 @@ func (s *Server) createAccount(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	spec, err := s.keySpec(obj) // checked before the account is opened: a refusal opens nothing
+	if err != nil {
+		return err
+	}
 	// Opened without a password, so without web sign-in, and with a first API key.
 	a, err := s.OpenAccount(c.Request.Context(), name, "")
 	if err != nil {
 		return err
 	}
-	key, err := s.NewAPIKey(c.Request.Context(), a.ID, "")
+	key, err := s.NewAPIKey(c.Request.Context(), a.ID, spec)
 	if err != nil {
 		return err
 	}

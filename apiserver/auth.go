@@ -8,19 +8,23 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pmx-dev/pmx/internal/kit/addrlimit"
 	"github.com/pmx-dev/pmx/internal/kit/auth"
+	"github.com/pmx-dev/pmx/internal/kit/clientaddr"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
-// accountKey is where authenticate leaves the caller's account id in the gin context.
-const accountKey = "account"
-
-// touchEvery is how often a key's last-used time is written, at most.
-const touchEvery = time.Minute
+// Where authenticate leaves the caller's account id, and its key's id and scope, in the gin
+// context.
+const (
+	accountKey = "account"
+	keyIDKey   = "apiKey"
+	scopeKey   = "scope"
+)
 
 var (
 	errMissingKey = &httpkit.Error{Status: http.StatusUnauthorized, Code: "missing_api_key",
@@ -123,16 +127,56 @@ func (s *Server) authenticate(c *gin.Context) {
 		s.refuse(c, "api_key", errInvalidKey)
 		return
 	}
-	if now := s.now(); s.keys.due(rec.ID, now) {
-		if err := s.cfg.Store.TouchAPIKey(c.Request.Context(), rec.ID, now); err != nil {
-			s.log.Warn("could not record an API key's use", "key", rec.ID, "err", err)
+	s.admit(c, rec)
+}
+
+// admit lets a request in with a key that is its account's (an API key that matched, or the key
+// that fetched a ws-token) if the key has not expired and the request comes from an address the
+// key allows, and leaves what the routes need in the context: the account, the key and its scope
+// (routes.go checks the scope). A refusal here is not counted as a failed authentication
+// (authFailureRate): the credential is right, nothing is being guessed, and counting it would
+// throttle the other clients behind the same address.
+func (s *Server) admit(c *gin.Context, rec store.KeyRecord) {
+	now := s.now()
+	if auth.Expired(rec.ExpiresAt, now) {
+		httpkit.AbortUnread(c, &httpkit.Error{Status: http.StatusUnauthorized, Code: "key_expired",
+			Message: fmt.Sprintf("the API key expired at %s; create a new one on the developer settings page (/settings)",
+				rec.ExpiresAt.UTC().Format(time.RFC3339))})
+		return
+	}
+	if addr := clientaddr.Of(c.Request); !auth.Allowed(rec.Allowlist, addr) {
+		seen := "an unknown address"
+		if addr.IsValid() {
+			seen = addr.String()
 		}
+		httpkit.AbortUnread(c, &httpkit.Error{Status: http.StatusForbidden, Code: "ip_not_allowed",
+			Message: fmt.Sprintf("this API key is only accepted from the addresses on its allowlist, and this request came from %s; "+
+				"send it from an allowed address, or make a key that allows this one on the developer settings page (/settings)", seen)})
+		return
+	}
+	if rec.ID != uuid.Nil {
+		s.keyUse.note(rec.ID, now)
 	}
 	c.Set(accountKey, rec.AccountID)
+	c.Set(keyIDKey, rec.ID)
+	c.Set(scopeKey, rec.Scope)
 	c.Next()
 }
 
 func accountOf(c *gin.Context) int64 { return c.GetInt64(accountKey) }
+
+// keyOf is the id of the key the request was admitted with (uuid.Nil for a ws-token from before
+// keys had rights).
+func keyOf(c *gin.Context) uuid.UUID {
+	id, _ := c.Value(keyIDKey).(uuid.UUID)
+	return id
+}
+
+// scopeOf is the scope of the key the request was admitted with.
+func scopeOf(c *gin.Context) auth.Scope {
+	scope, _ := c.Value(scopeKey).(auth.Scope)
+	return scope
+}
 
 var errInvalidAdminToken = &httpkit.Error{Status: http.StatusUnauthorized, Code: "invalid_admin_token",
 	Message: "send the admin token as Authorization: Bearer <token>; pmx dev prints where it is"}

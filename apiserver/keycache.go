@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -20,12 +18,10 @@ type keyCache struct {
 	valid   bool // the listener is connected
 	gen     uint64
 	entries map[string]store.KeyRecord
-	touched map[uuid.UUID]time.Time // when this process last recorded each key's use
 }
 
 func (k *keyCache) init() {
 	k.entries = map[string]store.KeyRecord{}
-	k.touched = map[uuid.UUID]time.Time{}
 }
 
 // get returns a cached key, and the generation to pass to put after a lookup.
@@ -60,17 +56,6 @@ func (k *keyCache) setValid(valid bool) {
 	k.valid = valid
 	k.gen++
 	clear(k.entries)
-}
-
-// due reports whether a key's use should be recorded now: at most once a minute per process.
-func (k *keyCache) due(id uuid.UUID, now time.Time) bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if now.Sub(k.touched[id]) < touchEvery {
-		return false
-	}
-	k.touched[id] = now
-	return true
 }
 
 // listen keeps the cache in step with revocations until ctx ends, reconnecting with backoff.

@@ -38,7 +38,7 @@ func (s *Server) wsToken(c *gin.Context) error {
 	_, _ = rand.Read(raw)
 	token := base64.RawURLEncoding.EncodeToString(raw)
 	hash := sha256.Sum256([]byte(token))
-	expires, err := s.cfg.Store.CreateWSToken(c.Request.Context(), accountOf(c), hash[:], wsTokenTTL)
+	expires, err := s.cfg.Store.CreateWSToken(c.Request.Context(), accountOf(c), keyOf(c), hash[:], wsTokenTTL)
 	if err != nil {
 		return err
 	}
@@ -46,7 +46,10 @@ func (s *Server) wsToken(c *gin.Context) error {
 	return nil
 }
 
-// authenticateWS admits a feed connection by its token (?token=) or, without one, by API key.
+// authenticateWS admits a feed connection by its token (?token=) or, without one, by API key. A
+// token connects with the rights of the key that fetched it, checked now as the key's own
+// requests are (admit): a key revoked or expired since, or a connection from outside the key's
+// allowlist, is refused.
 func (s *Server) authenticateWS(c *gin.Context) {
 	token, ok := c.GetQuery("token")
 	if !ok {
@@ -59,8 +62,8 @@ func (s *Server) authenticateWS(c *gin.Context) {
 		return
 	}
 	hash := sha256.Sum256([]byte(token))
-	account, err := s.cfg.Store.UseWSToken(c.Request.Context(), hash[:])
-	if errors.Is(err, store.ErrNotFound) {
+	key, err := s.cfg.Store.UseWSToken(c.Request.Context(), hash[:])
+	if errors.Is(err, store.ErrNotFound) || err == nil && key.Revoked {
 		s.refuse(c, "ws_token", errInvalidWSToken)
 		return
 	}
@@ -69,8 +72,7 @@ func (s *Server) authenticateWS(c *gin.Context) {
 		c.Abort()
 		return
 	}
-	c.Set(accountKey, account)
-	c.Next()
+	s.admit(c, key)
 }
 
 // presence counts this front's cancel-on-disconnect connections per account and keeps Postgres

@@ -20,6 +20,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/feed"
 	"github.com/pmx-dev/pmx/internal/kit/addrlimit"
+	"github.com/pmx-dev/pmx/internal/kit/clientaddr"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/kit/ratelimit"
 	"github.com/pmx-dev/pmx/internal/pages/marketpages"
@@ -53,6 +54,10 @@ type Config struct {
 	OrderCacheSize int
 	// Feed configures the WebSocket feed (GET /api/v1/ws).
 	Feed FeedConfig
+	// TrustedProxies are the proxies whose X-Forwarded-For names the client (package clientaddr):
+	// the address that per-address limits count and keys' allowlists check. The zero value
+	// trusts none: the client is the TCP peer.
+	TrustedProxies clientaddr.Proxies
 	// ReadLimit and WriteLimit are each account's rate limits (package ratelimit); a zero Rate
 	// lifts one. New does not fill in defaults: the processes' flags do (ratelimit.DefaultRead,
 	// ratelimit.DefaultWrite).
@@ -65,6 +70,7 @@ type Server struct {
 	log     *slog.Logger
 	engine  *gin.Engine
 	keys    keyCache
+	keyUse  *keyUse
 	orders  *orderCache // nil when disabled
 	limiter *ratelimit.Limiter
 	// authFailures counts failed authentications per client address, authFailed all of them
@@ -88,8 +94,9 @@ type Server struct {
 	feedClosed  bool
 }
 
-// Close stops the server's background work (the key revocation listener, the feed's sweep) and
-// closes its WebSocket connections (code 1001: clients reconnect and resume elsewhere).
+// Close stops the server's background work (the key revocation listener and last-use writer, the
+// feed's sweep) and closes its WebSocket connections (code 1001: clients reconnect and resume
+// elsewhere).
 func (s *Server) Close() {
 	s.stopListen()
 	<-s.listening
@@ -128,6 +135,7 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "api"), engine: gin.New(),
 		orders: newOrderCache(cfg.OrderCacheSize)}
 	s.keys.init()
+	s.keyUse = newKeyUse()
 	s.limiter = ratelimit.New(cfg.Store, cfg.ReadLimit, cfg.WriteLimit)
 	s.authFailures = addrlimit.New(authFailureRate, authFailureBurst)
 	s.authFailed = newAuthMetrics(cfg.Metrics)
@@ -136,7 +144,10 @@ func New(cfg Config) *Server {
 	s.listening = make(chan struct{})
 	go func() {
 		defer close(s.listening)
+		var used sync.WaitGroup
+		used.Go(func() { s.keyUse.run(ctx, cfg.Store, s.now, s.log) })
 		s.keys.listen(ctx, cfg.Store, s.log)
+		used.Wait()
 	}()
 	s.cfg.Feed.defaults()
 	s.hub = feed.NewHub(s.feedLog(), s.log, cfg.Feed.Ring)
@@ -147,8 +158,11 @@ func New(cfg Config) *Server {
 	s.presence = newPresence(cfg.Store, s.log)
 	s.feedConns.Go(func() { s.presence.run(s.feedCtx) })
 	s.engine.ContextWithFallback = true
+	// The client address is clientaddr.Of's alone; gin's ClientIP, which by default believes any
+	// X-Forwarded-For, is not used, and is kept to the peer's address should anything call it.
+	s.engine.ForwardedByClientIP = false
 	s.engine.HandleMethodNotAllowed = true
-	s.engine.Use(s.recover, httpkit.WithLogger(s.log), httpkit.HTTPMetrics(cfg.Metrics))
+	s.engine.Use(s.recover, s.clientAddr, httpkit.WithLogger(s.log), httpkit.HTTPMetrics(cfg.Metrics))
 	s.engine.NoRoute(func(c *gin.Context) {
 		httpkit.AbortUnread(c, httpkit.NewError(http.StatusNotFound, "not_found", "no such endpoint: %s %s", c.Request.Method, c.Request.URL.Path))
 	})
@@ -161,31 +175,9 @@ func New(cfg Config) *Server {
 	v1 := s.engine.Group("/api/v1")
 	v1.GET("/openapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, "application/yaml", OpenAPIDocument) })
 	v1.GET("/asyncapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, "application/yaml", AsyncAPIDocument) })
-	v1.GET("/ws", s.refuseTokenCancel, s.authenticateWS, s.rateLimit, s.serveWS)
+	v1.GET("/ws", s.refuseTokenCancel, s.authenticateWS, s.require(wsScope), s.wsCancelScope, s.rateLimit, s.serveWS)
 	v1.GET("/ws/public", s.servePublicWS) // the market channels, without a key (ws.go)
-	v1.Use(s.authenticate, s.rateLimit)
-	v1.GET("/account/limits", handler(s.accountLimits))
-	v1.POST("/ws-token", handler(s.wsToken))
-	v1.GET("/markets", handler(s.listMarkets))
-	v1.GET("/market", handler(s.getMarket))
-	v1.GET("/market/order-book", handler(s.orderBook))
-	v1.GET("/market/trades", handler(s.trades))
-	v1.GET("/market/events", handler(s.marketEvents))
-	v1.GET("/account/events", handler(s.accountEvents))
-	v1.POST("/order", handler(s.placeOrder))
-	v1.GET("/positions", handler(s.positions))
-	v1.POST("/cancel-order", handler(s.cancelOrder))
-	v1.POST("/cancel-everything", handler(s.cancelEverything))
-	v1.GET("/account", handler(s.account))
-	v1.GET("/orders", handler(s.listOrders))
-	v1.GET("/order", handler(s.getOrder))
-	v1.POST("/heartbeat", handler(s.heartbeat))
-	v1.GET("/settlements", handler(s.settlements))
-	v1.GET("/fills", handler(s.fills))
-	v1.GET("/market/candles", handler(s.candles))
-	v1.POST("/order/amend", handler(s.amendOrder))
-	v1.POST("/orders/batch", handler(s.placeBatch))
-	v1.POST("/orders/cancel", handler(s.cancelBatch))
+	s.keyed(v1)                           // every endpoint that takes an API key, with the scope it needs (routes.go)
 
 	if cfg.AdminToken != "" {
 		// The document holds no secret: served without the token, like the public API's.
@@ -201,6 +193,12 @@ func New(cfg Config) *Server {
 	settings.Register(s.engine, settings.Config{Store: cfg.Store, Accounts: s, Grant: cfg.Grant, Now: cfg.Now})
 	marketpages.Register(s.engine, marketpages.Config{Store: cfg.Store, Reads: s, Now: cfg.Now})
 	return s
+}
+
+// clientAddr resolves the request's client address once, for every rule after it (clientaddr.Of).
+func (s *Server) clientAddr(c *gin.Context) {
+	c.Request = s.cfg.TrustedProxies.With(c.Request)
+	c.Next()
 }
 
 // now is the server's clock at the database's precision.

@@ -63,6 +63,27 @@ func (e AccountEventType) Valid() bool {
 	}
 }
 
+// Defines values for APIKeyScope.
+const (
+	APIKeyScopeCancel APIKeyScope = "cancel"
+	APIKeyScopeRead   APIKeyScope = "read"
+	APIKeyScopeTrade  APIKeyScope = "trade"
+)
+
+// Valid indicates whether the value is a known member of the APIKeyScope enum.
+func (e APIKeyScope) Valid() bool {
+	switch e {
+	case APIKeyScopeCancel:
+		return true
+	case APIKeyScopeRead:
+		return true
+	case APIKeyScopeTrade:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CancelledOrderCancelReason.
 const (
 	CancelledOrderCancelReasonEXPIRED      CancelledOrderCancelReason = "EXPIRED"
@@ -484,6 +505,39 @@ type AccountEventStatus string
 // with part or all of it unfilled (`order`, with its `cancelReason`). `settled`: a
 // market settled and paid a holding (`settlement`).
 type AccountEventType string
+
+// APIKey defines model for ApiKey.
+type APIKey struct {
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Current Whether this is the key the listing was asked with.
+	Current bool `json:"current"`
+
+	// ExpiresAt When the key stops working (`401 key_expired`); null if never.
+	ExpiresAt *time.Time         `json:"expiresAt"`
+	ID        openapi_types.UUID `json:"id"`
+
+	// IPAllowlist The CIDR ranges requests with the key may come from (`403 ip_not_allowed` otherwise); empty for anywhere.
+	IPAllowlist []string `json:"ipAllowlist"`
+
+	// Label The label given when the key was made, or empty.
+	Label string `json:"label"`
+
+	// LastUsedAt About when the key was last used (written at most once a minute); null if never.
+	LastUsedAt *time.Time `json:"lastUsedAt"`
+
+	// Prefix The key's public first part (`pmx_` and 16 hex digits), which names it; the secret after it is never shown again.
+	Prefix string `json:"prefix"`
+
+	// RevokedAt When the key was revoked; null while it is active.
+	RevokedAt *time.Time `json:"revokedAt"`
+
+	// Scope What the key may do; see "Key scopes, expiry and address allowlists".
+	Scope APIKeyScope `json:"scope"`
+}
+
+// APIKeyScope What the key may do; see "Key scopes, expiry and address allowlists".
+type APIKeyScope string
 
 // BatchResult One placement of a batch: `status` is what `POST /order` would have answered; with 201
 // (placed) `order` is a PlacedOrder, with 200 (a replay of its `clientOrderId`) an Order;
@@ -910,6 +964,9 @@ type WsToken struct {
 // MarketIDQuery defines model for MarketIdQuery.
 type MarketIDQuery = openapi_types.UUID
 
+// KeyForbidden Every non-2xx answer has this shape. pmx always sends `details` with a `code`.
+type KeyForbidden = Error
+
 // RateLimited Every non-2xx answer has this shape. pmx always sends `details` with a `code`.
 type RateLimited = Error
 
@@ -928,6 +985,11 @@ type GetAccountEvents200JSONResponseBody struct {
 
 	// Seq The last number of the account's sequence when read.
 	Seq int `json:"seq"`
+}
+
+// ListAccountKeys200JSONResponseBody defines parameters for ListAccountKeys.
+type ListAccountKeys200JSONResponseBody struct {
+	Keys []APIKey `json:"keys"`
 }
 
 // GetAccountLimits200JSONResponseBody defines parameters for GetAccountLimits.
@@ -1259,6 +1321,17 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /account/events (the `GetAccountEvents` operationId).
 	GetAccountEvents(ctx context.Context, params *GetAccountEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListAccountKeys Your API keys (pmx addition)
+	//
+	// Every key of the caller's account, revoked ones included, newest first: what each may do,
+	// until when, from where, and when it was last used. Never a key's secret, which the
+	// exchange does not keep. `lastUsedAt` is written at most once a minute per key, so it may
+	// lag by up to a minute. `current` marks the key this request was made with. Keys are made
+	// and revoked on the developer settings page (`/settings`).
+	//
+	// Corresponds with GET /account/keys (the `ListAccountKeys` operationId).
+	ListAccountKeys(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAccountLimits Your rate limits and what is left (pmx addition)
 	//
@@ -1702,6 +1775,27 @@ func (c *RawClient) GetAccount(ctx context.Context, reqEditors ...RequestEditorF
 // Corresponds with GET /account/events (the `GetAccountEvents` operationId).
 func (c *RawClient) GetAccountEvents(ctx context.Context, params *GetAccountEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAccountEventsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListAccountKeys Your API keys (pmx addition)
+//
+// Every key of the caller's account, revoked ones included, newest first: what each may do,
+// until when, from where, and when it was last used. Never a key's secret, which the
+// exchange does not keep. `lastUsedAt` is written at most once a minute per key, so it may
+// lag by up to a minute. `current` marks the key this request was made with. Keys are made
+// and revoked on the developer settings page (`/settings`).
+//
+// Corresponds with GET /account/keys (the `ListAccountKeys` operationId).
+func (c *RawClient) ListAccountKeys(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAccountKeysRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -2458,6 +2552,33 @@ func NewGetAccountEventsRequest(server string, params *GetAccountEventsParams) (
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
 		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListAccountKeysRequest constructs an http.Request for the ListAccountKeys method
+func NewListAccountKeysRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/account/keys")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -3588,6 +3709,19 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /account/events (the `GetAccountEvents` operationId).
 	GetAccountEventsWithResponse(ctx context.Context, params *GetAccountEventsParams, reqEditors ...RequestEditorFn) (*GetAccountEventsResponse, error)
 
+	// ListAccountKeysWithResponse Your API keys (pmx addition)
+	//
+	// Every key of the caller's account, revoked ones included, newest first: what each may do,
+	// until when, from where, and when it was last used. Never a key's secret, which the
+	// exchange does not keep. `lastUsedAt` is written at most once a minute per key, so it may
+	// lag by up to a minute. `current` marks the key this request was made with. Keys are made
+	// and revoked on the developer settings page (`/settings`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /account/keys (the `ListAccountKeys` operationId).
+	ListAccountKeysWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListAccountKeysResponse, error)
+
 	// GetAccountLimitsWithResponse Your rate limits and what is left (pmx addition)
 	//
 	// Each account has two token buckets, shared by every front replica: reads (GET requests,
@@ -4040,6 +4174,8 @@ type GetAccountResponse struct {
 	JSON200 *Account
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -4056,6 +4192,11 @@ func (r GetAccountResponse) GetJSON200() *Account {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetAccountResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAccountResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -4114,6 +4255,8 @@ type GetAccountEventsResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
 	// JSON410 the response for an HTTP 410 `application/json` response
 	JSON410 *Error
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -4137,6 +4280,11 @@ func (r GetAccountEventsResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetAccountEventsResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAccountEventsResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
 }
 
 // GetJSON410 returns the response for an HTTP 410 `application/json` response
@@ -4178,6 +4326,85 @@ func (r GetAccountEventsResponse) ContentType() string {
 	return ""
 }
 
+// ListAccountKeysResponse401Headers the declared response headers of an HTTP 401 response for ListAccountKeys
+type ListAccountKeysResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListAccountKeysResponse429Headers the declared response headers of an HTTP 429 response for ListAccountKeys
+type ListAccountKeysResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+}
+
+type ListAccountKeysResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ListAccountKeys200JSONResponseBody
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListAccountKeysResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListAccountKeysResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAccountKeysResponse) GetJSON200() *ListAccountKeys200JSONResponseBody {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListAccountKeysResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListAccountKeysResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListAccountKeysResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAccountKeysResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAccountKeysResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAccountKeysResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAccountKeysResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetAccountLimitsResponse401Headers the declared response headers of an HTTP 401 response for GetAccountLimits
 type GetAccountLimitsResponse401Headers struct {
 	WWWAuthenticate string
@@ -4198,6 +4425,8 @@ type GetAccountLimitsResponse struct {
 	JSON200 *GetAccountLimits200JSONResponseBody
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -4214,6 +4443,11 @@ func (r GetAccountLimitsResponse) GetJSON200() *GetAccountLimits200JSONResponseB
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetAccountLimitsResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAccountLimitsResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -4270,6 +4504,8 @@ type CancelEverythingResponse struct {
 	JSON200 *[]CancelledOrder
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -4286,6 +4522,11 @@ func (r CancelEverythingResponse) GetJSON200() *[]CancelledOrder {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r CancelEverythingResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CancelEverythingResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -4437,6 +4678,8 @@ type ListFillsResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -4458,6 +4701,11 @@ func (r ListFillsResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListFillsResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListFillsResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -4516,6 +4764,8 @@ type HeartbeatResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -4537,6 +4787,11 @@ func (r HeartbeatResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r HeartbeatResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r HeartbeatResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -4595,6 +4850,8 @@ type GetMarketResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Error
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -4618,6 +4875,11 @@ func (r GetMarketResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetMarketResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetMarketResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -4681,6 +4943,8 @@ type GetCandlesResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -4702,6 +4966,11 @@ func (r GetCandlesResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetCandlesResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetCandlesResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -4760,6 +5029,8 @@ type GetMarketEventsResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
 	// JSON410 the response for an HTTP 410 `application/json` response
 	JSON410 *Error
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -4783,6 +5054,11 @@ func (r GetMarketEventsResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetMarketEventsResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetMarketEventsResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
 }
 
 // GetJSON410 returns the response for an HTTP 410 `application/json` response
@@ -4846,6 +5122,8 @@ type GetOrderBookResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -4867,6 +5145,11 @@ func (r GetOrderBookResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetOrderBookResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetOrderBookResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -4925,6 +5208,8 @@ type ListMarketTradesResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -4946,6 +5231,11 @@ func (r ListMarketTradesResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListMarketTradesResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListMarketTradesResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -5004,6 +5294,8 @@ type ListMarketsResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -5025,6 +5317,11 @@ func (r ListMarketsResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListMarketsResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListMarketsResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -5183,6 +5480,8 @@ type PlaceOrderResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Error
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -5213,6 +5512,11 @@ func (r PlaceOrderResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r PlaceOrderResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PlaceOrderResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -5369,6 +5673,8 @@ type ListOrdersResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -5390,6 +5696,11 @@ func (r ListOrdersResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListOrdersResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListOrdersResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -5448,6 +5759,8 @@ type PlaceOrdersResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -5469,6 +5782,11 @@ func (r PlaceOrdersResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r PlaceOrdersResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PlaceOrdersResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -5527,6 +5845,8 @@ type CancelOrdersResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -5548,6 +5868,11 @@ func (r CancelOrdersResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r CancelOrdersResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CancelOrdersResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -5604,6 +5929,8 @@ type ListPositionsResponse struct {
 	JSON200 *ListPositions200JSONResponseBody
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Error
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -5622,6 +5949,11 @@ func (r ListPositionsResponse) GetJSON200() *ListPositions200JSONResponseBody {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListPositionsResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListPositionsResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -5685,6 +6017,8 @@ type ListSettlementsResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -5706,6 +6040,11 @@ func (r ListSettlementsResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListSettlementsResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListSettlementsResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -5762,6 +6101,8 @@ type CreateWsTokenResponse struct {
 	JSON201 *WsToken
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -5778,6 +6119,11 @@ func (r CreateWsTokenResponse) GetJSON201() *WsToken {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r CreateWsTokenResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateWsTokenResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -5856,6 +6202,25 @@ func (c *ClientWithResponses) GetAccountEventsWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseGetAccountEventsResponse(rsp)
+}
+
+// ListAccountKeysWithResponse Your API keys (pmx addition)
+//
+// Every key of the caller's account, revoked ones included, newest first: what each may do,
+// until when, from where, and when it was last used. Never a key's secret, which the
+// exchange does not keep. `lastUsedAt` is written at most once a minute per key, so it may
+// lag by up to a minute. `current` marks the key this request was made with. Keys are made
+// and revoked on the developer settings page (`/settings`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /account/keys (the `ListAccountKeys` operationId).
+func (c *ClientWithResponses) ListAccountKeysWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListAccountKeysResponse, error) {
+	rsp, err := c.ListAccountKeys(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAccountKeysResponse(rsp)
 }
 
 // GetAccountLimitsWithResponse Your rate limits and what is left (pmx addition)
@@ -6473,6 +6838,13 @@ func ParseGetAccountResponse(rsp *http.Response) (*GetAccountResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6564,6 +6936,13 @@ func ParseGetAccountEventsResponse(rsp *http.Response) (*GetAccountEventsRespons
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
 		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6627,6 +7006,97 @@ func ParseGetAccountEventsResponse(rsp *http.Response) (*GetAccountEventsRespons
 	return response, nil
 }
 
+// ParseListAccountKeysResponse parses an HTTP response from a ListAccountKeysWithResponse call
+func ParseListAccountKeysResponse(rsp *http.Response) (*ListAccountKeysResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAccountKeysResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ListAccountKeys200JSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListAccountKeysResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListAccountKeysResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetAccountLimitsResponse parses an HTTP response from a GetAccountLimitsWithResponse call
 func ParseGetAccountLimitsResponse(rsp *http.Response) (*GetAccountLimitsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -6654,6 +7124,13 @@ func ParseGetAccountLimitsResponse(rsp *http.Response) (*GetAccountLimitsRespons
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
@@ -6738,6 +7215,13 @@ func ParseCancelEverythingResponse(rsp *http.Response) (*CancelEverythingRespons
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
@@ -6935,6 +7419,13 @@ func ParseListFillsResponse(rsp *http.Response) (*ListFillsResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -7026,6 +7517,13 @@ func ParseHeartbeatResponse(rsp *http.Response) (*HeartbeatResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -7116,6 +7614,13 @@ func ParseGetMarketResponse(rsp *http.Response) (*GetMarketResponse, error) {
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Error
@@ -7215,6 +7720,13 @@ func ParseGetCandlesResponse(rsp *http.Response) (*GetCandlesResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -7305,6 +7817,13 @@ func ParseGetMarketEventsResponse(rsp *http.Response) (*GetMarketEventsResponse,
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
 		var dest Error
@@ -7404,6 +7923,13 @@ func ParseGetOrderBookResponse(rsp *http.Response) (*GetOrderBookResponse, error
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -7495,6 +8021,13 @@ func ParseListMarketTradesResponse(rsp *http.Response) (*ListMarketTradesRespons
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -7585,6 +8118,13 @@ func ParseListMarketsResponse(rsp *http.Response) (*ListMarketsResponse, error) 
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
@@ -7788,6 +8328,13 @@ func ParsePlaceOrderResponse(rsp *http.Response) (*PlaceOrderResponse, error) {
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Error
@@ -8002,6 +8549,13 @@ func ParseListOrdersResponse(rsp *http.Response) (*ListOrdersResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8092,6 +8646,13 @@ func ParsePlaceOrdersResponse(rsp *http.Response) (*PlaceOrdersResponse, error) 
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
@@ -8184,6 +8745,13 @@ func ParseCancelOrdersResponse(rsp *http.Response) (*CancelOrdersResponse, error
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8267,6 +8835,13 @@ func ParseListPositionsResponse(rsp *http.Response) (*ListPositionsResponse, err
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Error
@@ -8366,6 +8941,13 @@ func ParseListSettlementsResponse(rsp *http.Response) (*ListSettlementsResponse,
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8449,6 +9031,13 @@ func ParseCreateWsTokenResponse(rsp *http.Response) (*CreateWsTokenResponse, err
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited

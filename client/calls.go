@@ -120,6 +120,20 @@ func (c *Client) Limits(ctx context.Context) (*Limits, error) {
 	return value(r.HTTPResponse, r.Body, r.JSON200)
 }
 
+// Keys lists the account's API keys, revoked ones included, newest first: each one's scope,
+// expiry, address allowlist and last use, never its secret. Current marks the client's own.
+func (c *Client) Keys(ctx context.Context) ([]APIKey, error) {
+	r, err := c.ListAccountKeysWithResponse(ctx)
+	if err != nil {
+		return nil, err
+	}
+	k, err := value(r.HTTPResponse, r.Body, r.JSON200)
+	if err != nil {
+		return nil, err
+	}
+	return k.Keys, nil
+}
+
 // Positions returns the account's holdings.
 func (c *Client) Positions(ctx context.Context) ([]Position, error) {
 	r, err := c.ListPositionsWithResponse(ctx)

@@ -141,6 +141,10 @@ func TestEveryOperation(t *testing.T) {
 	if _, err := alice.Limits(ctx); err != nil {
 		t.Fatalf("Limits: %v", err)
 	}
+	keys, err := alice.Keys(ctx)
+	if err != nil || len(keys) != 1 || !keys[0].Current || keys[0].Scope != client.APIKeyScopeTrade || keys[0].ExpiresAt != nil {
+		t.Fatalf("Keys: %v, %+v: want the one key, trade, without expiry", err, keys)
+	}
 	hb, err := bob.Heartbeat(ctx, 30*time.Second)
 	if err != nil || !hb.Armed || hb.Deadline == nil {
 		t.Fatalf("Heartbeat: %v, %+v", err, hb)
@@ -203,6 +207,15 @@ func TestErrors(t *testing.T) {
 	}
 	if _, err := c.Market(ctx, uuid.New()); !client.IsCode(err, "market_not_found") {
 		t.Fatalf("an unknown market: %v, want market_not_found", err)
+	}
+	readOnly := tg.NewAccountWithKey(t, "sdk", map[string]any{"scope": "read"})
+	reader, err := client.New(tg.URL+"/api/v1", readOnly.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = reader.PlaceOrder(ctx, order(m, client.BUY, client.OutcomeYES, 50, 1))
+	if !errors.As(err, &e) || e.Status != http.StatusForbidden || e.Code != "insufficient_scope" || e.Field != "trade" {
+		t.Fatalf("a read key placing an order: %v, want a 403 insufficient_scope naming trade", err)
 	}
 	stranger, err := client.New(tg.URL+"/api/v1", "pmx_not-a-key")
 	if err != nil {

@@ -82,7 +82,8 @@ func runAPI(ctx context.Context, o apiOptions) error {
 	}
 	api := apiserver.New(apiserver.Config{Store: st, Exchange: &shardapi.Router{Store: st, Token: o.internalToken, Logger: log, Metrics: reg},
 		Logger: log, AdminToken: o.adminToken, Grant: o.grant, MaxQuantity: o.maxQuantity, Metrics: reg,
-		ReadLimit: o.serve.read, WriteLimit: o.serve.write})
+		ReadLimit: o.serve.read, WriteLimit: o.serve.write,
+		TrustedProxies: o.serve.proxies})
 	defer api.Close()
 	followCtx, stopFollowing := context.WithCancel(context.Background())
 	followDone := make(chan struct{})

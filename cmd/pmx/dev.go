@@ -210,7 +210,8 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 	}
 
 	api := apiserver.New(apiserver.Config{Store: st, Exchange: sh, Logger: log, AdminToken: token,
-		Grant: o.grant, MaxQuantity: o.maxQuantity, Metrics: reg, ReadLimit: o.serve.read, WriteLimit: o.serve.write})
+		Grant: o.grant, MaxQuantity: o.maxQuantity, Metrics: reg, ReadLimit: o.serve.read, WriteLimit: o.serve.write,
+		TrustedProxies: o.serve.proxies})
 	defer api.Close()
 	feedCtx, stopFeed := context.WithCancel(context.Background())
 	feedDone := make(chan struct{})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pmx-dev/pmx/internal/kit/clientaddr"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/kit/ratelimit"
 )
@@ -33,6 +34,8 @@ func tuneGC() {
 type serveOptions struct {
 	maxConnsPerClient int
 	read, write       ratelimit.Limit
+	trustedProxies    string
+	proxies           clientaddr.Proxies // trustedProxies, read by limits
 }
 
 func addServeFlags(cmd *cobra.Command, o *serveOptions) {
@@ -43,6 +46,8 @@ func addServeFlags(cmd *cobra.Command, o *serveOptions) {
 	cmd.Flags().IntVar(&o.maxConnsPerClient, "max-conns-per-client", def,
 		"connections one IP address may hold open at once; more are closed at once (-1: no limit, as behind a proxy that every client comes through; default $PMX_MAX_CONNS_PER_CLIENT or 512)")
 	f := cmd.Flags()
+	f.StringVar(&o.trustedProxies, "trusted-proxies", envOr("PMX_TRUSTED_PROXIES", ""),
+		"comma-separated CIDR ranges of the proxies in front of this server whose X-Forwarded-For names the client, for per-address limits and API keys' address allowlists (default $PMX_TRUSTED_PROXIES, or none: the header is ignored and the client is the TCP peer)")
 	envFloat := func(name string, def float64) float64 {
 		if v, err := strconv.ParseFloat(envOr(name, ""), 64); err == nil {
 			return v
@@ -59,8 +64,12 @@ func addServeFlags(cmd *cobra.Command, o *serveOptions) {
 		"writes an account may make at once, after a quiet spell (default $PMX_WRITE_BURST or 100)")
 }
 
-// limits checks the rate limit flags.
+// limits checks the rate limit flags and reads --trusted-proxies.
 func (o *serveOptions) limits() error {
+	var err error
+	if o.proxies, err = clientaddr.ParseProxies(o.trustedProxies); err != nil {
+		return fmt.Errorf("--trusted-proxies: %w", err)
+	}
 	for _, l := range []struct {
 		name string
 		lim  ratelimit.Limit

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/internal/exchangetest"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 )
@@ -162,6 +163,34 @@ func TestSettingsInBrowser(t *testing.T) {
 	}
 	expectText("#keys", "market maker (laptop)")
 	expectText("#keys", "arbitrage bot")
+
+	// A scoped, expiring key bound to addresses: an operations desk's key that can stop the bots
+	// but not trade. A malformed range is refused on its field, the choices kept.
+	do("choose a scoped key", chromedp.SendKeys(chromedp.ID("label"), "ops desk"),
+		chromedp.SetValue(chromedp.ID("scope"), "cancel"), chromedp.SetValue(chromedp.ID("expires"), "7"),
+		chromedp.SendKeys(chromedp.ID("allowlist"), "127.0.0.1/8"))
+	submit("create a key with a malformed range", "#create-key", http.StatusBadRequest)
+	expectText("#allowlist-error", "write 127.0.0.0/8")
+	if scope, err := chromedp.Run(ctx, chromedp.Value(chromedp.ID("scope"))); err != nil || scope != "cancel" {
+		t.Fatalf("the scope after a refusal is %q (%v), want cancel kept", scope, err)
+	}
+	do("fix the range", chromedp.SetValue(chromedp.ID("allowlist"), "127.0.0.0/8, ::1"))
+	submit("create the scoped key", "#create-key", http.StatusCreated)
+	desk, err := chromedp.Run(ctx, chromedp.Value(chromedp.ID("new-key")))
+	if err != nil || !strings.HasPrefix(desk, "pmx_") {
+		t.Fatalf("the scoped key is %q (%v)", desk, err)
+	}
+	row := fmt.Sprintf(`tr[data-prefix=%q]`, desk[:len("pmx_")+16])
+	expectText(row+" .scope", "cancel")
+	expectText(row+" .expires", time.Now().UTC().AddDate(0, 0, 7).Format("2 Jan 2006"))
+	expectText(row+" .allowlist", "127.0.0.0/8, ::1/128")
+	deskClient := &exchangetest.Client{T: tg, Key: desk}
+	deskClient.ExpectError(t, "POST", "/order", exchangetest.OrderBody(market.ID, "BUY", "YES", 50, 1), http.StatusForbidden, "insufficient_scope")
+	var listed struct{ Keys []apiserver.APIKey }
+	deskClient.Expect(t, "GET", "/account/keys", nil, http.StatusOK, &listed)
+	if len(listed.Keys) != 3 || listed.Keys[0].Label != "ops desk" || listed.Keys[0].Scope != "cancel" || listed.Keys[0].ExpiresAt == nil {
+		t.Fatalf("the API lists %+v, want the ops desk's key first, cancel, expiring", listed.Keys)
+	}
 	screenshots(t, ctx)
 
 	// The copy button runs (the page's script is allowed by its CSP).

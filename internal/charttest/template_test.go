@@ -69,6 +69,9 @@ func TestTemplateDefault(t *testing.T) {
 		t.Errorf("pmx-api replicas %v, want 2", api.Spec.Replicas)
 	}
 	checkArgs(t, "pmx-api", api.Spec.Template.Spec.Containers[0].Args, "api", "--addr=:8080", "--metrics-addr=:9090", "--log-level=info")
+	if _, ok := envByName(api.Spec.Template.Spec.Containers[0].Env)["PMX_TRUSTED_PROXIES"]; ok {
+		t.Error("PMX_TRUSTED_PROXIES is set by default: X-Forwarded-For must be ignored unless proxies are named")
+	}
 
 	shards := decode[appsv1.StatefulSet](t, r, "StatefulSet", "pmx-shard")
 	checkShards(t, shards, 2, "pmx-shard", "exchange")
@@ -146,6 +149,9 @@ func TestTemplateProduction(t *testing.T) {
 	checkArgs(t, "ex-pmx-api", c.Args, "api", "--addr=:8080", "--metrics-addr=:9090", "--log-level=warn", "--grant=500000")
 	if _, ok := envByName(c.Env)["GOMAXPROCS"]; !ok {
 		t.Error("api.extraEnv GOMAXPROCS is missing")
+	}
+	if got := envByName(c.Env)["PMX_TRUSTED_PROXIES"].Value; got != "10.0.0.0/8,fd00::/8" {
+		t.Errorf("PMX_TRUSTED_PROXIES is %q, want api.trustedProxies joined", got)
 	}
 	if got := api.Spec.Template.Labels["example.com/tier"]; got != "front" {
 		t.Errorf("api.podLabels not applied: %v", api.Spec.Template.Labels)

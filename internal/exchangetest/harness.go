@@ -22,6 +22,7 @@ import (
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/internal/apitest"
 	"github.com/pmx-dev/pmx/internal/feed"
+	"github.com/pmx-dev/pmx/internal/kit/auth"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/market"
 	"github.com/pmx-dev/pmx/internal/shard"
@@ -126,13 +127,43 @@ func (tg *Target) Anonymous() *Client { return &Client{T: tg} }
 // NewAccount opens an account through the admin API.
 func (tg *Target) NewAccount(t testing.TB, prefix string) *Client {
 	t.Helper()
+	return tg.NewAccountWithKey(t, prefix, nil)
+}
+
+// NewAccountWithKey opens an account through the admin API, its first key made as key says
+// (the admin API's scope, expiresAt and ipAllowlist; nil for a key that may do everything).
+func (tg *Target) NewAccountWithKey(t testing.TB, prefix string, key map[string]any) *Client {
+	t.Helper()
 	name := fmt.Sprintf("%s-%d", prefix, tg.names.Add(1))
 	var out struct {
 		Account apiserver.Account `json:"account"`
 		APIKey  string            `json:"apiKey"`
 	}
-	tg.Admin(t, "POST", "/admin/v1/accounts", map[string]any{"name": name}, http.StatusCreated, &out)
+	body := map[string]any{"name": name}
+	for k, v := range key {
+		body[k] = v
+	}
+	tg.Admin(t, "POST", "/admin/v1/accounts", body, http.StatusCreated, &out)
 	return &Client{T: tg, Key: out.APIKey, Account: out.Account.ID, Name: name}
+}
+
+// AddKey makes another key of c's account, as spec says, straight in the exchange's database
+// (keys are made on the settings pages, which need a password, or with a new account by the admin
+// API), and returns a client that uses it.
+func (tg *Target) AddKey(t testing.TB, c *Client, spec auth.KeySpec) *Client {
+	t.Helper()
+	ctx := context.Background()
+	var account int64
+	if err := tg.Store.Pool.QueryRow(ctx, `select id from accounts where uid = $1`, c.Account).Scan(&account); err != nil {
+		t.Fatal(err)
+	}
+	key, prefix, hash := auth.NewKey()
+	err := tg.Store.InsertAPIKey(ctx, store.APIKey{ID: uuid.New(), AccountID: account, Prefix: prefix, Label: spec.Label,
+		Scope: spec.Scope, CreatedAt: time.Now().UTC().Truncate(time.Microsecond), ExpiresAt: spec.ExpiresAt, Allowlist: spec.Allowlist}, hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Client{T: tg, Key: key, Account: c.Account, Name: c.Name + "/" + string(spec.Scope)}
 }
 
 // Admin calls the admin API and decodes the answer into out, failing unless the status is want.

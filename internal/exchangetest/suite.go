@@ -102,6 +102,7 @@ var suiteTests = []struct {
 	{"FeedFollow", testFeedFollow},
 	{"FeedSessions", testFeedSessions},
 	{"RateLimits", testRateLimits},
+	{"Keys", testKeys},
 }
 
 // RunSuiteTests runs the suite's tests of those names, in the suite's order, then the
@@ -127,7 +128,7 @@ func testAuthentication(t *testing.T, tg *Target) {
 		{"GET", "/market/trades?marketId=" + id}, {"GET", "/market/events?marketId=" + id}, {"POST", "/order"}, {"GET", "/positions"},
 		{"POST", "/cancel-order"}, {"POST", "/cancel-everything"}, {"GET", "/account"}, {"GET", "/orders"},
 		{"GET", "/order?orderId=" + uuid.NewString()}, {"POST", "/heartbeat"}, {"POST", "/order/amend"},
-		{"POST", "/orders/batch"}, {"POST", "/orders/cancel"}, {"GET", "/settlements"}, {"POST", "/ws-token"}, {"GET", "/account/limits"}, {"GET", "/account/events"}, {"GET", "/fills"}, {"GET", "/market/candles?marketId=" + id + "&interval=1m"},
+		{"POST", "/orders/batch"}, {"POST", "/orders/cancel"}, {"GET", "/settlements"}, {"POST", "/ws-token"}, {"GET", "/account/limits"}, {"GET", "/account/keys"}, {"GET", "/account/events"}, {"GET", "/fills"}, {"GET", "/market/candles?marketId=" + id + "&interval=1m"},
 	}
 	revoked := &Client{T: tg, Key: "pmx_0123456789abcdef_" + strings.Repeat("A", 32)}
 	for _, c := range calls {

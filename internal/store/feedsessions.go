@@ -7,31 +7,45 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pmx-dev/pmx/internal/kit/auth"
 )
 
 // The live feed's sessions (migration 017): single-use connection tokens, and the presence of
 // connections that cancel their account's orders when the last of them closes.
 
-// CreateWSToken records a connection token's hash for an account, valid for ttl, and forgets
-// expired ones.
-func (s *Store) CreateWSToken(ctx context.Context, account int64, hash []byte, ttl time.Duration) (time.Time, error) {
+// CreateWSToken records a connection token's hash for an account and the key that fetched it,
+// valid for ttl, and forgets expired ones.
+func (s *Store) CreateWSToken(ctx context.Context, account int64, key uuid.UUID, hash []byte, ttl time.Duration) (time.Time, error) {
 	var expires time.Time
 	err := s.Pool.QueryRow(ctx, `with old as (delete from ws_tokens where expires_at < now())
-		insert into ws_tokens (token_hash, account_id, expires_at) values ($1, $2, now() + $3::interval)
-		returning expires_at`, hash, account, ttl.String()).Scan(&expires)
+		insert into ws_tokens (token_hash, account_id, key_id, expires_at) values ($1, $2, $3, now() + $4::interval)
+		returning expires_at`, hash, account, key, ttl.String()).Scan(&expires)
 	return expires, err
 }
 
-// UseWSToken spends a connection token: it returns the token's account, or ErrNotFound when the
-// token is unknown, spent or expired.
-func (s *Store) UseWSToken(ctx context.Context, hash []byte) (int64, error) {
-	var account int64
-	err := s.Pool.QueryRow(ctx, `delete from ws_tokens where token_hash = $1 and expires_at >= now() returning account_id`,
-		hash).Scan(&account)
+// UseWSToken spends a connection token: it returns the key that fetched it, for the token to
+// connect with its rights, or ErrNotFound when the token is unknown, spent or expired. (A token
+// from before keys had rights, migration 023, has no key: it has its account's full rights, as
+// before.)
+func (s *Store) UseWSToken(ctx context.Context, hash []byte) (KeyRecord, error) {
+	var k KeyRecord
+	var id *uuid.UUID
+	var scope *auth.Scope
+	var revoked *bool
+	err := s.Pool.QueryRow(ctx, `with used as (
+			delete from ws_tokens where token_hash = $1 and expires_at >= now() returning account_id, key_id)
+		select u.account_id, k.id, k.revoked_at is not null, k.scope, k.expires_at, k.ip_allowlist
+		from used u left join api_keys k on k.id = u.key_id`,
+		hash).Scan(&k.AccountID, &id, &revoked, &scope, &k.ExpiresAt, &k.Allowlist)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, ErrNotFound
+		return k, ErrNotFound
 	}
-	return account, err
+	k.Scope = auth.ScopeTrade
+	if id != nil {
+		k.ID, k.Revoked, k.Scope = *id, *revoked, *scope
+	}
+	return k, err
 }
 
 // TouchPresence records that a front holds cancel-on-disconnect connections of the accounts.

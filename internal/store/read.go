@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/google/uuid"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/kit/auth"
 	"github.com/pmx-dev/pmx/internal/records"
 )
 
@@ -138,18 +140,20 @@ func (s *Store) Account(ctx context.Context, id int64) (records.Account, error) 
 
 // KeyRecord is what authentication needs to know of an API key.
 type KeyRecord struct {
-	ID         uuid.UUID
-	AccountID  int64
-	Hash       []byte
-	Revoked    bool
-	LastUsedAt *time.Time
+	ID        uuid.UUID
+	AccountID int64
+	Hash      []byte
+	Revoked   bool
+	Scope     auth.Scope
+	ExpiresAt *time.Time     // nil: never
+	Allowlist []netip.Prefix // nil: any address
 }
 
 // KeyByPrefix returns the API key with this public prefix.
 func (s *Store) KeyByPrefix(ctx context.Context, prefix string) (KeyRecord, error) {
 	var k KeyRecord
-	err := s.Pool.QueryRow(ctx, `select id, account_id, hash, revoked_at is not null, last_used_at
-		from api_keys where prefix = $1`, prefix).Scan(&k.ID, &k.AccountID, &k.Hash, &k.Revoked, &k.LastUsedAt)
+	err := s.Pool.QueryRow(ctx, `select id, account_id, hash, revoked_at is not null, scope, expires_at, ip_allowlist
+		from api_keys where prefix = $1`, prefix).Scan(&k.ID, &k.AccountID, &k.Hash, &k.Revoked, &k.Scope, &k.ExpiresAt, &k.Allowlist)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return k, ErrNotFound
 	}

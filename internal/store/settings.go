@@ -92,14 +92,16 @@ func (s *Store) DeleteExpiredSessions(ctx context.Context, now time.Time) error 
 
 // APIKeys lists an account's keys, revoked ones included, newest first.
 func (s *Store) APIKeys(ctx context.Context, account int64) ([]APIKey, error) {
-	rows, err := s.Pool.Query(ctx, `select id, account_id, prefix, label, created_at, last_used_at, revoked_at
+	rows, err := s.Pool.Query(ctx, `select id, account_id, prefix, label, scope, created_at, expires_at, ip_allowlist,
+		last_used_at, revoked_at
 		from api_keys where account_id = $1 order by created_at desc, id`, account)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (APIKey, error) {
 		var k APIKey
-		err := r.Scan(&k.ID, &k.AccountID, &k.Prefix, &k.Label, &k.CreatedAt, &k.LastUsedAt, &k.RevokedAt)
+		err := r.Scan(&k.ID, &k.AccountID, &k.Prefix, &k.Label, &k.Scope, &k.CreatedAt, &k.ExpiresAt, &k.Allowlist,
+			&k.LastUsedAt, &k.RevokedAt)
 		return k, err
 	})
 }

@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/kit/auth"
 	"github.com/pmx-dev/pmx/internal/records"
 )
 
@@ -34,21 +36,36 @@ type APIKey struct {
 	AccountID  int64
 	Prefix     string
 	Label      string
+	Scope      auth.Scope
 	CreatedAt  time.Time
+	ExpiresAt  *time.Time     // nil: never
+	Allowlist  []netip.Prefix // nil: any address
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
 }
 
 // InsertAPIKey stores a new key by its public prefix and the SHA-256 hash of the whole key.
 func (s *Store) InsertAPIKey(ctx context.Context, k APIKey, hash []byte) error {
-	_, err := s.Pool.Exec(ctx, `insert into api_keys (id, account_id, prefix, hash, label, created_at)
-		values ($1, $2, $3, $4, $5, $6)`, k.ID, k.AccountID, k.Prefix, hash, k.Label, k.CreatedAt)
+	var allow []netip.Prefix // an empty allowlist is stored as null, which is what it means
+	if len(k.Allowlist) > 0 {
+		allow = k.Allowlist
+	}
+	_, err := s.Pool.Exec(ctx, `insert into api_keys (id, account_id, prefix, hash, label, scope, created_at,
+		expires_at, ip_allowlist) values ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		k.ID, k.AccountID, k.Prefix, hash, k.Label, k.Scope, k.CreatedAt, k.ExpiresAt, allow)
 	return err
 }
 
-// TouchAPIKey records that a key was used.
-func (s *Store) TouchAPIKey(ctx context.Context, id uuid.UUID, now time.Time) error {
-	_, err := s.Pool.Exec(ctx, `update api_keys set last_used_at = $2 where id = $1`, id, now)
+// TouchAPIKeys records when keys were last used, in one statement: the front gathers its keys'
+// uses in memory and writes them at most once a minute (apiserver's keyUse), never per request.
+// A time older than the one stored (another replica wrote a later use) changes nothing.
+func (s *Store) TouchAPIKeys(ctx context.Context, ids []uuid.UUID, at []time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := s.Pool.Exec(ctx, `update api_keys k set last_used_at = u.at
+		from unnest($1::uuid[], $2::timestamptz[]) as u (id, at)
+		where k.id = u.id and (k.last_used_at is null or k.last_used_at < u.at)`, ids, at)
 	return err
 }
 

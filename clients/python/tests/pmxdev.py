@@ -134,9 +134,10 @@ class PmxDev:
             raise RuntimeError(f"POST /admin/v1{path}: {resp.status_code} {resp.text}")
         return resp.json()
 
-    def new_account(self, name: Optional[str] = None) -> tuple[str, str]:
-        """A new account with the play-money grant: (API key, account id)."""
-        out = self._admin("/accounts", {"name": name or f"py-{uuid.uuid4().hex[:12]}"})
+    def new_account(self, name: Optional[str] = None, **key: Any) -> tuple[str, str]:
+        """A new account with the play-money grant: (API key, account id). ``key`` chooses what
+        the key may do, as the admin API takes it (``scope``, ``expiresAt``, ``ipAllowlist``)."""
+        out = self._admin("/accounts", {"name": name or f"py-{uuid.uuid4().hex[:12]}", **key})
         return out["apiKey"], out["account"]["id"]
 
     def new_market(self, question: str = "Will the Python SDK pass?") -> str:

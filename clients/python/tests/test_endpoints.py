@@ -163,6 +163,10 @@ def test_every_endpoint(exchange: PmxDev, flavour: str) -> None:
         limits = await ready(alice.get_account_limits())
         assert limits.reads.limited and limits.reads.per_second > 0 and limits.writes.burst > 0
 
+        # GET /account/keys: the one key, never its secret.
+        keys = await ready(alice.list_account_keys())
+        assert [(k.scope, k.current, k.expires_at, k.ip_allowlist) for k in keys] == [("trade", True, None, [])]
+
         # POST /ws-token
         token = await ready(alice.create_ws_token())
         assert token.token and token.expires_at > dt.datetime.now(dt.timezone.utc)

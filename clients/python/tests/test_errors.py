@@ -70,6 +70,32 @@ def test_error_answers_are_typed(exchange: PmxDev, flavour: str) -> None:
 
 
 @pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_a_key_outside_its_rights_is_refused(exchange: PmxDev, flavour: str) -> None:
+    market = exchange.new_market()
+    read_key, _ = exchange.new_account(scope="read")
+    fenced_key, _ = exchange.new_account(ipAllowlist=["192.0.2.0/24"])
+
+    async def reader(c: Any) -> None:
+        with pytest.raises(pmx.PermissionDeniedError) as info:
+            await ready(c.place_order(market, "BUY", "YES", 50, 1))
+        assert (info.value.status, info.value.code, info.value.field) == (403, "insufficient_scope", "trade")
+        with pytest.raises(pmx.PermissionDeniedError) as info:
+            await ready(c.cancel_everything())
+        assert (info.value.code, info.value.field) == ("insufficient_scope", "cancel")
+        keys = await ready(c.list_account_keys())
+        assert [(k.scope, k.current) for k in keys] == [("read", True)]
+        assert (await ready(c.list_orders())).orders == []
+
+    async def fenced(c: Any) -> None:
+        with pytest.raises(pmx.PermissionDeniedError) as info:
+            await ready(c.get_account())
+        assert info.value.code == "ip_not_allowed"
+
+    run_with(flavour, exchange.url, read_key, reader)
+    run_with(flavour, exchange.url, fenced_key, fenced)
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
 def test_unknown_key_is_an_authentication_error(exchange: PmxDev, flavour: str) -> None:
     async def scenario(c: Any) -> None:
         with pytest.raises(pmx.AuthenticationError) as info:

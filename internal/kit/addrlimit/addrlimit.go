@@ -5,9 +5,10 @@
 // reaches N replicas gets N times it, which is what an unauthenticated limit can promise without
 // a Postgres call per request (the cost these limits exist to bound).
 //
-// The address is the TCP peer's, never X-Forwarded-For: that header is the client's to write
-// unless a trusted proxy rewrites it, and a limit keyed on it could be dodged by sending a new
-// value each time. An IPv6 client is counted by its /64, which one host usually controls whole.
+// The address is package clientaddr's: the TCP peer's, or behind a configured trusted proxy the
+// address it forwarded; never an X-Forwarded-For the client wrote itself, since a limit keyed on
+// that could be dodged by sending a new value each time. An IPv6 client is counted by its /64,
+// which one host usually controls whole.
 package addrlimit
 
 import (
@@ -21,10 +22,17 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/pmx-dev/pmx/internal/kit/boundedmap"
+	"github.com/pmx-dev/pmx/internal/kit/clientaddr"
 )
 
-// Key is the address a request is counted against: the TCP peer's IP, or its /64 for IPv6.
-func Key(r *http.Request) string { return AddrKey(r.RemoteAddr) }
+// Key is the address a request is counted against: its client's IP (clientaddr.Of), or its /64
+// for IPv6.
+func Key(r *http.Request) string {
+	if a := clientaddr.Of(r); a.IsValid() {
+		return addrKey(a)
+	}
+	return AddrKey(r.RemoteAddr)
+}
 
 // AddrKey is Key for an address as net.Conn and http.Request give it (host:port, or a host).
 func AddrKey(remote string) string {
@@ -36,6 +44,10 @@ func AddrKey(remote string) string {
 	if err != nil {
 		return host
 	}
+	return addrKey(addr)
+}
+
+func addrKey(addr netip.Addr) string {
 	addr = addr.Unmap().WithZone("")
 	if addr.Is6() {
 		return netip.PrefixFrom(addr, 64).Masked().String()

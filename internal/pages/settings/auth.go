@@ -45,8 +45,10 @@ import (
 // in the same way): each costs a 64 MiB hash and opens an account with play money, and a flood of
 // them once took a process past 1 GB. A sign-up is counted whether or not its name turns out taken.
 //
-// The client address is addrlimit.Key's: the TCP peer's, never X-Forwarded-For. (Behind a proxy
-// every client shares the proxy's address, hence the higher per-client limit.)
+// The client address is addrlimit.Key's (package clientaddr): the TCP peer's, or the address a
+// configured trusted proxy forwarded; never an X-Forwarded-For the client wrote. (Behind a proxy
+// that is not configured as trusted every client shares the proxy's address, hence the higher
+// per-client limit.)
 
 // signInMessages are the notes the sign-in page shows, chosen by the m query parameter (a fixed
 // set, so that a link cannot put words on the page).

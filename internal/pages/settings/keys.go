@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -11,6 +13,8 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/internal/kit/auth"
+	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -34,15 +38,20 @@ func (st *settings) dashboard(c *gin.Context, u *user, status int, p *page) {
 		st.fail(c, err)
 		return
 	}
-	if p.Keys, err = st.cfg.Store.APIKeys(ctx, u.account); err != nil {
+	keys, err := st.cfg.Store.APIKeys(ctx, u.account)
+	if err != nil {
 		st.fail(c, err)
 		return
 	}
-	for _, k := range p.Keys {
-		if k.RevokedAt == nil {
+	now := st.now()
+	for _, k := range keys {
+		row := keyRow{APIKey: k, Expired: auth.Expired(k.ExpiresAt, now), Allowlist: strings.Join(auth.FormatAllowlist(k.Allowlist), ", ")}
+		if k.RevokedAt == nil && !row.Expired {
 			p.ActiveKeys++
 		}
+		p.Keys = append(p.Keys, row)
 	}
+	p.Scopes, p.Lifetimes = auth.Scopes, keyLifetimes
 	if p.Orders, err = st.cfg.Store.OpenOrders(ctx, u.account, openOrdersShown); err != nil {
 		st.fail(c, err)
 		return
@@ -57,21 +66,85 @@ func (st *settings) dashboard(c *gin.Context, u *user, status int, p *page) {
 	st.render(c, status, "settings.html", p)
 }
 
+// keyRow is a key as the page lists it.
+type keyRow struct {
+	store.APIKey
+	Expired   bool
+	Allowlist string // its ranges, comma-separated; "" for any address
+}
+
+// keyForm is what the key form was sent with, to show again when it is refused.
+type keyForm struct {
+	Label, Scope, Expires, Allowlist string
+}
+
+// keyLifetime is one of the form's expiry choices: days from now, 0 for never. The longest is
+// 365 days, which is never more than the year a key may live (auth.MaxExpiry).
+type keyLifetime struct {
+	Days int
+	Name string
+}
+
+var keyLifetimes = []keyLifetime{{0, "Never"}, {1, "In 1 day"}, {7, "In 7 days"}, {30, "In 30 days"},
+	{90, "In 90 days"}, {365, "In 1 year"}}
+
+// keyFields are the form's field names by the key rules' (the *httpkit.Error fields NewAPIKey
+// refuses on).
+var keyFields = map[string]string{"scope": "scope", "expiresAt": "expires", "ipAllowlist": "allowlist"}
+
 // createKey creates a key and shows it, this once: it is never stored, so the page that shows it is
 // the answer to the POST itself (not cached, not a redirect to a URL that would hold it).
 func (st *settings) createKey(c *gin.Context, u *user) {
-	label := strings.TrimSpace(c.PostForm("label"))
-	if problem := labelProblem(label); problem != "" {
-		st.dashboard(c, u, http.StatusBadRequest, &page{Fields: map[string]string{"label": problem}, Label: label})
+	form := keyForm{Label: strings.TrimSpace(c.PostForm("label")), Scope: c.PostForm("scope"),
+		Expires: c.PostForm("expires"), Allowlist: strings.TrimSpace(c.PostForm("allowlist"))}
+	refuse := func(field, problem string) {
+		st.dashboard(c, u, http.StatusBadRequest, &page{Fields: map[string]string{field: problem}, Form: form})
+	}
+	if problem := labelProblem(form.Label); problem != "" {
+		refuse("label", problem)
 		return
 	}
-	key, err := st.cfg.Accounts.NewAPIKey(c.Request.Context(), u.account, label)
+	spec := auth.KeySpec{Label: form.Label}
+	var err error
+	if spec.Scope, err = auth.ParseScope(form.Scope); err != nil { // none sent: trade, as before scopes
+		refuse("scope", "Choose what the key may do: read, cancel or trade.")
+		return
+	}
+	i := slices.IndexFunc(keyLifetimes, func(l keyLifetime) bool {
+		return strconv.Itoa(l.Days) == form.Expires || form.Expires == "" && l.Days == 0
+	})
+	if i < 0 {
+		refuse("expires", "Choose when the key expires from the list.")
+		return
+	}
+	if days := keyLifetimes[i].Days; days > 0 {
+		t := st.now().AddDate(0, 0, days)
+		spec.ExpiresAt = &t
+	}
+	if spec.Allowlist, err = auth.ParseAllowlist(strings.FieldsFunc(form.Allowlist, isListSeparator)); err != nil {
+		refuse("allowlist", capitalize(err.Error())+".")
+		return
+	}
+	key, err := st.cfg.Accounts.NewAPIKey(c.Request.Context(), u.account, spec)
+	var e *httpkit.Error
+	if errors.As(err, &e) && keyFields[e.Field] != "" {
+		refuse(keyFields[e.Field], capitalize(e.Message)+".")
+		return
+	}
 	if err != nil {
 		st.fail(c, err)
 		return
 	}
-	st.dashboard(c, u, http.StatusCreated, &page{NewKey: key, NewKeyLabel: label,
+	st.dashboard(c, u, http.StatusCreated, &page{NewKey: key, NewKeyLabel: form.Label,
 		Flash: "Key created. Copy it now: pmx keeps only its hash, so it cannot show it again."})
+}
+
+// isListSeparator splits the allowlist field: commas, spaces or lines between ranges.
+func isListSeparator(r rune) bool { return r == ',' || unicode.IsSpace(r) }
+
+func capitalize(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToUpper(r)) + s[n:]
 }
 
 func labelProblem(label string) string {

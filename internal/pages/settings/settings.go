@@ -35,6 +35,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/pmx-dev/pmx/internal/kit/auth"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/pages/pagekit"
 	"github.com/pmx-dev/pmx/internal/records"
@@ -68,8 +69,10 @@ type Accounts interface {
 	// lets it sign in here. A name that is malformed or taken is an *httpkit.Error on the field
 	// "name".
 	OpenAccount(ctx context.Context, name, passwordHash string) (records.Account, error)
-	// NewAPIKey creates an API key for an account and returns it; only its hash is kept.
-	NewAPIKey(ctx context.Context, account int64, label string) (string, error)
+	// NewAPIKey creates an API key for an account as spec says and returns it; only its hash is
+	// kept. A spec the key rules refuse (package auth) is an *httpkit.Error on the field at fault
+	// ("scope", "expiresAt" or "ipAllowlist").
+	NewAPIKey(ctx context.Context, account int64, spec auth.KeySpec) (string, error)
 	// KeyRevoked tells the front that the key with this prefix was just revoked.
 	KeyRevoked(prefix string)
 }
@@ -136,8 +139,10 @@ type page struct {
 	Account     *records.Account
 	NewKey      string // a key just created: shown this once
 	NewKeyLabel string
-	Label       string // a label refused, shown again
-	Keys        []store.APIKey
+	Form        keyForm // the key form's choices, shown again when refused
+	Scopes      []auth.Scope
+	Lifetimes   []keyLifetime
+	Keys        []keyRow
 	ActiveKeys  int
 	Orders      []store.OpenOrder
 	BaseURL     string

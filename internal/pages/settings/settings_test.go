@@ -21,6 +21,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/exchangetest"
 	"github.com/pmx-dev/pmx/internal/pages/settings"
 	"github.com/pmx-dev/pmx/internal/pgtest"
+	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -238,9 +239,10 @@ func TestSettingsFlow(t *testing.T) {
 	if strings.Contains(listed.body, "<b>bot</b>") || strings.Contains(listed.body, key) {
 		t.Fatal("the page shows the label unescaped, or the whole key after it was first shown")
 	}
-	if n := count(t, tg, `select count(*) from api_keys where label = '<b>bot</b> one' and last_used_at is not null`); n != 1 {
-		t.Fatalf("%d keys with the label and a last use, want 1", n)
-	}
+	// The front writes a key's first use off the request's path, at once (apiserver's keyUse).
+	poll.Wait(t, 10*time.Second, "the key's last use recorded", func() bool {
+		return count(t, tg, `select count(*) from api_keys where label = '<b>bot</b> one' and last_used_at is not null`) == 1
+	})
 
 	// Revoke it: the form's action names the key.
 	revoke := regexp.MustCompile(`action="(/settings/keys/[0-9a-f-]+/revoke)"`).FindStringSubmatch(listed.body)
@@ -708,9 +710,32 @@ func TestSettingsKeys(t *testing.T) {
 		http.StatusBadRequest, "plain text on one line")
 	key := b.createKey("")
 
+	// The key's scope, expiry and allowlist: refused choices make no key and keep what was typed.
+	for _, bad := range []struct {
+		name   string
+		fields url.Values
+		says   string
+	}{
+		{"unknown scope", url.Values{"scope": {"admin"}}, "Choose what the key may do"},
+		{"expiry off the list", url.Values{"expires": {"400"}}, "Choose when the key expires"},
+		{"malformed range", url.Values{"allowlist": {"office, 10.0.0.0/8"}}, `"office" is not an address`},
+		{"too many ranges", url.Values{"allowlist": {strings.Repeat("10.0.0.0/8 ", 33)}}, "takes 32 at most"},
+	} {
+		bad.fields.Set("label", "kept "+bad.name)
+		expect(t, bad.name, b.submit("/settings", "/settings/keys", bad.fields), http.StatusBadRequest, bad.says, "kept "+bad.name)
+	}
+	if n := count(t, tg, `select count(*) from api_keys`); n != 1 {
+		t.Fatalf("%d keys after refused choices, want heidi's first one", n)
+	}
+	scoped := b.submit("/settings", "/settings/keys", url.Values{"label": {"watcher"}, "scope": {"read"}, "expires": {"30"},
+		"allowlist": {"203.0.113.0/24\n2001:db8::/48"}})
+	expect(t, "a scoped key", scoped, http.StatusCreated, "watcher")
+	expect(t, "the scoped key listed", b.get("/settings"), http.StatusOK, ">read<", "203.0.113.0/24, 2001:db8::/48",
+		time.Now().UTC().AddDate(0, 0, 30).Format("2 Jan 2006"))
+
 	// Another account cannot revoke heidi's key: the ownership check is in the SQL.
 	var id string
-	if err := tg.Store.Pool.QueryRow(t.Context(), `select id from api_keys`).Scan(&id); err != nil {
+	if err := tg.Store.Pool.QueryRow(t.Context(), `select id from api_keys where label = ''`).Scan(&id); err != nil {
 		t.Fatal(err)
 	}
 	other := newBrowser(t, tg.URL)

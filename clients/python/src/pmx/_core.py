@@ -24,7 +24,7 @@ import httpx
 
 from . import errors
 from .models import (
-    AUTO, Account, AccountEventPage, AccountLimits, Auto, BatchResult, CancelFailure, CancelResult,
+    AUTO, Account, AccountEventPage, AccountLimits, ApiKey, Auto, BatchResult, CancelFailure, CancelResult,
     CandleInterval, Candles, FillPage, HeartbeatState, Market, MarketEventPage, MarketPage,
     MarketStatus, Order, OrderBookSnapshot, OrderPage, OrderRequest, OrderStatus, Outcome,
     PlacedOrder, Position, SelfTradePrevention, SettlementPage, Side, TimeInForce, Trade, WsToken,
@@ -380,6 +380,13 @@ def get_account_events(*, after: Optional[int] = None, limit: Optional[int] = No
 def get_account_limits() -> Call[AccountLimits]:
     """Your read and write rate limits and what is left of them."""
     return Call("GET", "/account/limits", _one(AccountLimits, 200), resend_safe=True)
+
+
+@endpoint("GET", "/account/keys")
+def list_account_keys() -> Call[list[ApiKey]]:
+    """Your API keys, revoked ones included, newest first: each one's scope, expiry, address
+    allowlist and last use, never its secret (``current`` marks the key you called with)."""
+    return Call("GET", "/account/keys", _list_of(ApiKey, "keys", 200), resend_safe=True)
 
 
 @endpoint("POST", "/ws-token")

@@ -110,5 +110,6 @@ class Client:
     list_settlements = _method(_core.list_settlements)
     get_account_events = _method(_core.get_account_events)
     get_account_limits = _method(_core.get_account_limits)
+    list_account_keys = _method(_core.list_account_keys)
     create_ws_token = _method(_core.create_ws_token)
 

@@ -49,11 +49,15 @@ class BadRequestError(ApiError):
 
 
 class AuthenticationError(ApiError):
-    """401: the API key is missing, malformed, unknown or revoked. Create a key on /settings."""
+    """401: the API key is missing, malformed, unknown, revoked or expired (``key_expired``).
+    Create a key on /settings."""
 
 
 class PermissionDeniedError(ApiError):
-    """403: the order belongs to another account."""
+    """403: the order belongs to another account (``not_your_order``), or the key may not make
+    the request: its scope does not allow it (``insufficient_scope``, ``field`` the scope it
+    needs) or it came from outside the key's address allowlist (``ip_not_allowed``). Nothing was
+    done."""
 
 
 class NotFoundError(ApiError):

@@ -29,7 +29,7 @@ __all__ = [
     "Market", "MarketPage", "Level", "OrderBook", "OrderBookSnapshot", "MarketEvent",
     "MarketEventPage", "Trade", "Order", "PlacedOrder", "OrderPage", "OrderRequest", "BatchResult",
     "CancelFailure", "CancelResult", "Position", "Settlement", "SettlementPage", "Fill", "FillPage",
-    "Candle", "Candles", "HeartbeatState", "WsToken", "RateLimit", "AccountLimits", "Account",
+    "Candle", "Candles", "HeartbeatState", "WsToken", "RateLimit", "AccountLimits", "Account", "ApiKey", "KeyScope",
     "AccountEvent", "AccountEventPage", "decode", "format_time",
 ]
 
@@ -41,6 +41,9 @@ TimeInForce = Literal["GTC", "IOC", "FOK", "GTD"]
 SelfTradePrevention = Literal["CANCEL_RESTING", "CANCEL_INCOMING"]
 CancelReason = Literal["USER", "IOC", "FOK", "EXPIRED", "SELF_TRADE", "MARKET_CLOSED", "HEARTBEAT"]
 CandleInterval = Literal["1m", "5m", "1h", "1d"]
+#: What a key may do: ``read`` (reads and the feed), ``cancel`` (also cancels and heartbeats),
+#: ``trade`` (everything).
+KeyScope = Literal["read", "cancel", "trade"]
 Channel = Literal["book", "trades", "ticker", "lifecycle", "orders", "fills"]
 
 
@@ -356,6 +359,27 @@ class Account:
     #: Cash locked by open BUY orders, in cents.
     locked: int
     created_at: _dt.datetime
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """One of your API keys as ``list_account_keys`` shows it: never its secret."""
+
+    id: str
+    #: The key's public first part, which names it.
+    prefix: str
+    label: str
+    scope: KeyScope
+    created_at: _dt.datetime
+    #: When the key stops working (401 ``key_expired``); None if never.
+    expires_at: Optional[_dt.datetime]
+    #: The CIDR ranges requests with the key may come from (403 ``ip_not_allowed``); empty: anywhere.
+    ip_allowlist: list[str]
+    #: About when the key was last used (written at most once a minute); None if never.
+    last_used_at: Optional[_dt.datetime]
+    revoked_at: Optional[_dt.datetime]
+    #: Whether this is the key the listing was asked with.
+    current: bool
 
 
 @dataclass(frozen=True)
