@@ -1,8 +1,8 @@
 # The pmx image: one static binary, /pmx, whose subcommands are the processes of the exchange
-# (`pmx operator`, `pmx shard`, `pmx api`; charts/pmx runs them). It runs as the distroless image's
-# non-root user (65532) on a read-only root filesystem with a writable /tmp (an emptyDir in the
-# chart): every pmx process makes an empty folder there as it starts (controller-runtime's envtest,
-# linked for `pmx bench --distributed`).
+# (`pmx operator`, `pmx shard`, `pmx api`; charts/pmx runs them), and nothing else: the tools that
+# drive and measure an exchange are another command, cmd/pmxtools, not built here. It runs as the
+# distroless image's non-root user (65532) on a read-only root filesystem, nothing writable:
+# the processes the chart runs write no file (`make test-image` starts them so, with no /tmp).
 #
 #   make docker-build                  # docker build -t pmx:dev .
 #   kind load docker-image pmx:dev     # onto a kind cluster

@@ -7,6 +7,7 @@ SHELL := /usr/bin/env bash
 GO       ?= go
 BIN      := $(CURDIR)/bin
 PMX      := $(BIN)/pmx
+PMXTOOLS := $(BIN)/pmxtools
 
 # Pinned tool versions, installed into bin/ on first use.
 STATICCHECK_VERSION := v0.8.2
@@ -28,7 +29,7 @@ PYTHON_DEBS := python3 python3-pip python3-httpx python3-websockets python3-pyte
 PYTEST_FLAGS ?=
 # `make bench` runs the engine benchmarks on one core; BENCH_FLAGS adds more (e.g. -count 6).
 BENCH_FLAGS ?= -benchtime 2s
-# ...then the end-to-end benchmark, pmx bench, once with each mix of requests (basic: single
+# ...then the end-to-end benchmark, pmxtools bench, once with each mix of requests (basic: single
 # placements and cancels; market-maker: batches, amends, cancels of several orders), the basic mix
 # once more with the feeds' event log off (what the feeds cost), and once with 8 WebSocket clients
 # following every market's book (the live feed's figures); E2E_FLAGS adds to each (e.g. --bots 16
@@ -71,19 +72,19 @@ test-python: build postgres python-deps ## Run the Python SDK's tests (clients/p
 	$(PYTHON) -m pytest -q -p no:cacheprovider clients/python/tests $(PYTEST_FLAGS)
 
 .PHONY: bench
-bench: build postgres ## Run the engine benchmarks (one core), then the whole exchange end to end (pmx bench): each mix, the feeds off, feed subscribers.
+bench: build postgres ## Run the engine benchmarks (one core), then the whole exchange end to end (pmxtools bench): each mix, the feeds off, feed subscribers.
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 $(BENCH_FLAGS) ./engine/...
-	$(PMX) bench --mix basic $(E2E_FLAGS)
-	$(PMX) bench --mix basic --dev-arg=--no-event-log $(E2E_FLAGS)
-	$(PMX) bench --mix market-maker $(E2E_FLAGS)
-	$(PMX) bench --feed-subscribers 8 $(E2E_FLAGS)
+	$(PMXTOOLS) bench --mix basic $(E2E_FLAGS)
+	$(PMXTOOLS) bench --mix basic --dev-arg=--no-event-log $(E2E_FLAGS)
+	$(PMXTOOLS) bench --mix market-maker $(E2E_FLAGS)
+	$(PMXTOOLS) bench --feed-subscribers 8 $(E2E_FLAGS)
 
 .PHONY: bench-sweep
 bench-sweep: build postgres ## Chart placement latency against offered load (SWEEP_RATES) into docs/latency.png.
-	$(PMX) bench --sweep $(SWEEP_RATES) --chart docs/latency.png $(E2E_FLAGS)
+	$(PMXTOOLS) bench --sweep $(SWEEP_RATES) --chart docs/latency.png $(E2E_FLAGS)
 
 .PHONY: devbench
-devbench: k8s-bins ## Pack pmx, Postgres, kube-apiserver and etcd for a bare 16-core device machine, one carry (bin/devbench; then hack/devbench/issue17.sh there).
+devbench: k8s-bins ## Pack pmx, pmxtools, Postgres, kube-apiserver and etcd for a bare 16-core device machine, one carry (bin/devbench; then hack/devbench/issue17.sh there).
 	hack/devbench/pack.sh $(KUBEBUILDER_ASSETS)
 
 .PHONY: fuzz
@@ -141,8 +142,9 @@ chromium:
 ##@ Build
 
 .PHONY: build
-build: ## Build bin/pmx.
+build: ## Build bin/pmx (the exchange, what the image carries) and bin/pmxtools (load generator, benchmarks, demo).
 	$(GO) build -o $(PMX) ./cmd/pmx
+	$(GO) build -o $(PMXTOOLS) ./cmd/pmxtools
 
 .PHONY: clean
 clean: ## Remove build outputs and tools.
@@ -248,8 +250,9 @@ $(K8S_BINS)/coredns:
 
 ##@ Packaging
 
-# The container image (Dockerfile: a static pmx on distroless, non-root; `make image` builds the
-# same Dockerfile where no registry is reachable) and the Helm chart charts/pmx. `kind load docker-image $(IMG)` puts a built image on a kind cluster (README, "Run on
+# The container image (Dockerfile: a static pmx, without pmxtools, on distroless, non-root; `make
+# image` builds the same Dockerfile where no registry is reachable) and the Helm chart charts/pmx.
+# `kind load docker-image $(IMG)` puts a built image on a kind cluster (README, "Run on
 # Kubernetes"). helm is pinned and built from source through the Go module proxy into bin/, like the
 # other tools; internal/charttest reads HELM_VERSION from here, so the tests run this same helm.
 IMG ?= pmx:dev
@@ -265,7 +268,7 @@ image: image-deps ## Build the image IMG from the Dockerfile with no registry (l
 	IMG=$(IMG) hack/image/build.sh
 
 .PHONY: test-image
-test-image: image-deps ## Build the images as `make image` does, then run each: pmx as 65532 read-only with no shell, Postgres, pause.
+test-image: image-deps ## Build the images as `make image` does, then run each: pmx as 65532 read-only with no shell and no writable /tmp (migrate, api, shard on the Postgres image), Postgres, pause.
 	IMG=$(IMG) hack/image/build.sh --test
 
 # Debian's docker.io (`make image` runs a dockerd of its own for the build, then stops it),

@@ -1,6 +1,6 @@
-// Package config holds the manifests of config/ that pmx itself needs at run time: the sample
-// Market resources (config/samples), built into the binary so that `pmx dev` has markets to show
-// wherever it is started from, and the CRDs (config/crd/bases), which `pmx bench --distributed`
+// Package config holds the manifests of config/ that pmx's binaries need at run time: the sample
+// Market resources (config/samples), built into pmx so that `pmx dev` has markets to show wherever
+// it is started from, and the CRDs (config/crd/bases), which `pmxtools bench --distributed`
 // installs into the control plane it starts. The folders stay what `kubectl apply -f` takes.
 package config
 

@@ -242,7 +242,7 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 	return err
 }
 
-// adminToken finds the admin token as pmx loadgen does (auth.FindAdminToken): the flag, else
+// adminToken finds the admin token as pmxtools loadgen does (auth.FindAdminToken): the flag, else
 // $PMX_ADMIN_TOKEN, else the token file in the data dir — created here, with a fresh token, when it
 // is missing or blank. It returns where the token is.
 func adminToken(o devOptions) (token, source string, err error) {

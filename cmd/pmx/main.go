@@ -1,4 +1,8 @@
-// Command pmx is the pmx exchange: one binary whose subcommands run each part of it.
+// Command pmx is the pmx exchange: one binary whose subcommands run each part of it, and nothing
+// else. It is what the image carries, so the tools that drive or measure an exchange (the load
+// generator, the benchmarks, the engine's demo) are a command of their own, cmd/pmxtools: they
+// link what production has no use for, controller-runtime's envtest among it, whose package init
+// writes under /tmp, which a pod's read-only root refuses (docs/architecture.md §1).
 package main
 
 import (
@@ -47,6 +51,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newDevCommand(), newAPICommand(), newShardCommand(), newOperatorCommand(), newMigrateCommand(), newLoadgenCommand(), newDemoCommand(), newBenchCommand())
+	root.AddCommand(newDevCommand(), newAPICommand(), newShardCommand(), newOperatorCommand(), newMigrateCommand())
 	return root
 }

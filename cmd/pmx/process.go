@@ -41,7 +41,7 @@ func addProcessFlags(cmd *cobra.Command, o *processOptions, withPprof bool) {
 // operator has controller-runtime's --metrics-bind-address): the address of its /metrics, one of
 // its own, never the API's, so that what a process counts is not served to whoever can reach the
 // API. def is the command's default; $PMX_METRICS_ADDR overrides it, which a build from before the
-// flag ignores (pmx bench runs such builds too).
+// flag ignores (pmxtools bench runs such builds too).
 func addMetricsFlag(cmd *cobra.Command, o *processOptions, def string) {
 	cmd.Flags().StringVar(&o.metricsAddr, "metrics-addr", envOr("PMX_METRICS_ADDR", def),
 		"address to serve Prometheus metrics (/metrics) on, apart from the API ($PMX_METRICS_ADDR when set; empty or 0: off)")

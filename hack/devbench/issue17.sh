@@ -2,7 +2,7 @@
 # Every figure issue 17 asks of a 16-core machine, in one call of the device's `run` (well under
 # its 10-minute limit), most wanted first. Here, in the project root:
 #
-#   make devbench     # bin/devbench: pmx, Postgres, kube-apiserver and etcd, within the carry
+#   make devbench     # bin/devbench: pmx, pmxtools, Postgres, kube-apiserver and etcd, within the carry
 #
 # then on the device machine, with carry ["bin/devbench"]:
 #
@@ -17,14 +17,15 @@
 # distributed step is skipped.
 #
 # SMOKE=1 shortens every run (3 s, 16 bots, 4 markets, 300 offered/s) to check the script on any
-# machine; PMXBENCH_RUN names the pack's runner (default bin/devbench/run).
+# machine; PMXBENCH_RUN names the pack's runner (default bin/devbench/run), and PMXBENCH_DIR the
+# folder it unpacks into (default /opt/pmxbench).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 runner=${PMXBENCH_RUN:-$root/bin/devbench/run}
 out=${OUT:-$root/devbench-out}
 work=$(mktemp -d) # every file of the results, packed into $out/issue17.tar after each step
 trap 'rm -rf "$work"' EXIT
-k8s=${K8S_ASSETS:-/opt/pmxbench/k8s} # where bin/devbench/run unpacks the pack's k8s/
+k8s=${K8S_ASSETS:-${PMXBENCH_DIR:-/opt/pmxbench}/k8s} # where bin/devbench/run unpacks the pack's k8s/
 budget=${BUDGET:-480}
 
 usage() {
@@ -32,8 +33,9 @@ usage() {
 	exit 2
 }
 
-# step NAME ARGS...: runs pmx ARGS through the pack's runner (which may be prefixed by taskset:
-# TASKSET=0-7), its table on stdout and in NAME.txt, its JSON in NAME.json.
+# step NAME ARGS...: runs pmxtools ARGS through the pack's runner (which may be prefixed by taskset:
+# TASKSET=0-7), its table on stdout and in NAME.txt, its JSON in NAME.json. pmxtools bench starts
+# the pmx beside it in the pack.
 started=$SECONDS
 step() {
 	local name=$1
@@ -45,9 +47,9 @@ step() {
 	fi
 	local pin=()
 	[ -n "${TASKSET:-}" ] && pin=(taskset -c "$TASKSET")
-	echo "== $name: ${pin[*]} pmx $*"
+	echo "== $name: ${pin[*]} pmxtools $*"
 	local t0=$SECONDS rc=0
-	bash "$runner" "${pin[@]}" pmx "$@" --json-file "$work/$name.json" >"$work/$name.txt" 2>&1 || rc=$?
+	bash "$runner" "${pin[@]}" pmxtools "$@" --json-file "$work/$name.json" >"$work/$name.txt" 2>&1 || rc=$?
 	# The command and the table's rows (the file has the progress and the legend of the columns too).
 	awk '/^command / { print } /^(load  |gap  |  requests\/s)/ { rows = 1 } /^$/ { rows = 0 } rows' "$work/$name.txt"
 	[ "$rc" = 0 ] || tail -n 5 "$work/$name.txt"

@@ -1,38 +1,94 @@
 #!/usr/bin/env bash
-# Packs bin/devbench for one trip to a bare device machine (make devbench): the bundle of
-# ../shared/devbench/pack (pmx and this machine's Postgres, unpacked there by bin/devbench/run into
-# /opt/pmxbench), with kube-apiserver and etcd added under k8s/ for pmx bench --distributed and the
-# engine's test binary left out, compressed harder (xz -9e) so that it and the working tree fit
-# the device's carry (64 MiB) together: then the 16-core figures take one call, not two.
+# Packs bin/devbench for one trip to a bare device machine (make devbench): pmx and pmxtools, this
+# machine's PostgreSQL (its programs, their data files, and the libraries they need that a bare
+# Linux may lack), and kube-apiserver and etcd for pmxtools bench --distributed, in one tarball
+# compressed hard enough that it and the working tree fit the device's carry (64 MiB) together:
+# then the 16-core figures take one call, not two. Beside it, bin/devbench/run, which unpacks the
+# tarball there once and runs its arguments with all of it on PATH:
 #
-#   hack/devbench/pack.sh KUBE_ASSETS    # a folder holding kube-apiserver and etcd
+#   hack/devbench/pack.sh KUBE_ASSETS              # here: a folder holding kube-apiserver and etcd
+#   bash bin/devbench/run pmxtools bench --help    # there; hack/devbench/issue17.sh runs it so
+#
+# The four Go programs share much (the runtime, Kubernetes' client libraries), so they go first and
+# side by side, and xz gets a window that spans them all (256 MiB, one thread: 5 to 8 minutes on 2
+# cores; as much memory to unpack): 7.5 MiB less than xz -9e -T0, whose blocks start afresh every
+# 192 MiB, and which was over the carry.
+#
+# The device machine is x86-64 Linux with neither Go nor Postgres: pmx and pmxtools are static;
+# Postgres's libraries travel, less the C and C++ runtimes, and run copies onto the machine's
+# library path only those it lacks. PGV is the Postgres version (default 15, /usr/lib/postgresql/$PGV).
 set -euo pipefail
 assets=${1:?usage: hack/devbench/pack.sh KUBE_ASSETS (a folder holding kube-apiserver and etcd)}
+pgv=${PGV:-15}
 for f in kube-apiserver etcd; do
 	[ -x "$assets/$f" ] || { echo "pack: no $assets/$f; make k8s-bins builds it" >&2; exit 1; }
 done
+pglib=/usr/lib/postgresql/$pgv pgshare=/usr/share/postgresql/$pgv
+[ -x "$pglib/bin/postgres" ] && [ -d "$pgshare" ] ||
+	{ echo "pack: no PostgreSQL $pgv in $pglib and $pgshare: install postgresql-$pgv, or name another with PGV" >&2; exit 1; }
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-[ -x ../shared/devbench/pack ] || { echo "pack: no ../shared/devbench/pack beside the checkout" >&2; exit 1; }
-../shared/devbench/pack >/dev/null
-
+out=bin/devbench
+rm -rf "$out" && mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-xz -dc bin/devbench/bundle.tar.xz | tar -C "$tmp" -xf -
-rm -f "$tmp/engine.test"
-mkdir -p "$tmp/k8s"
+
+echo "pack: building pmx and pmxtools (static)"
+for cmd in pmx pmxtools; do
+	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$tmp/$cmd" "./cmd/$cmd"
+done
+# Postgres as Debian installs it, less the JIT (LLVM: large, and off unless asked for).
+mkdir -p "$tmp/root/usr/lib/postgresql" "$tmp/root/usr/share/postgresql" "$tmp/libs" "$tmp/k8s"
+cp -a "$pglib" "$tmp/root/usr/lib/postgresql/"
+cp -a "$pgshare" "$tmp/root/usr/share/postgresql/"
+rm -rf "$tmp/root/usr/lib/postgresql/$pgv/lib/llvmjit"* "$tmp/root/usr/lib/postgresql/$pgv/lib/bitcode"
+# The libraries its programs and modules load, less the C and C++ runtimes every Linux has.
+for f in "$tmp/root/usr/lib/postgresql/$pgv/bin/"* "$tmp/root/usr/lib/postgresql/$pgv/lib/"*.so; do
+	ldd "$f" 2>/dev/null | awk '/=>/ { print $3 }'
+done | sort -u | { grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*|libgcc_s|libstdc\+\+)\.so' || true; } |
+	xargs -r -I{} cp -L {} "$tmp/libs/"
 cp "$assets/kube-apiserver" "$assets/etcd" "$tmp/k8s/"
-echo "pack: compressing pmx, Postgres, kube-apiserver and etcd (xz -9e, a minute or two)"
-tar -C "$tmp" -cf - . | xz -T0 -9e >"$tmp/bundle.tar.xz"
-mv "$tmp/bundle.tar.xz" bin/devbench/bundle.tar.xz
+echo "pack: compressing pmx, pmxtools, kube-apiserver, etcd and Postgres (xz, one thread, several minutes)"
+tar -C "$tmp" -cf - pmx pmxtools k8s/kube-apiserver k8s/etcd root libs | xz -T1 --lzma2=preset=9e,dict=256MiB >"$out/bundle.tar.xz"
+
+cat >"$out/run" <<RUN
+#!/usr/bin/env bash
+# Unpacks bundle.tar.xz beside it into \${PMXBENCH_DIR:-/opt/pmxbench} (again only when the bundle
+# changed), then runs its arguments there with pmx, pmxtools and PostgreSQL $pgv on PATH.
+set -euo pipefail
+here=\$(cd "\$(dirname "\$0")" && pwd)
+b=\${PMXBENCH_DIR:-/opt/pmxbench}
+sum=\$(sha256sum "\$here/bundle.tar.xz" | cut -d' ' -f1)
+if [ "\$(cat "\$b/.bundle" 2>/dev/null)" != "\$sum" ]; then
+	rm -rf "\$b" && mkdir -p "\$b/extra"
+	xz -dc "\$here/bundle.tar.xz" | tar -C "\$b" -xf -
+	# pmx's Postgres runs as the postgres user when started by root.
+	id postgres >/dev/null 2>&1 || useradd -r -M -d /nonexistent postgres
+	# (The cache read once: grep -q in a pipe from ldconfig could end it early, a failure to pipefail.)
+	cache=\$(ldconfig -p)
+	for f in "\$b"/libs/*; do
+		[ -e "\$f" ] || continue
+		n=\$(basename "\$f")
+		grep -q "/\$n\\\$" <<<"\$cache" || cp "\$f" "\$b/extra/"
+	done
+	if [ -n "\$(ls -A "\$b/extra")" ]; then
+		echo "\$b/extra" >/etc/ld.so.conf.d/000-pmxbench.conf && ldconfig
+	fi
+	chmod -R o+rX "\$b"
+	echo "\$sum" >"\$b/.bundle"
+fi
+export PATH=\$b:\$b/root/usr/lib/postgresql/$pgv/bin:\$PATH
+cd /tmp && exec "\$@"
+RUN
+chmod +x "$out/run"
 
 # What travels: the working tree (tracked and untracked files git does not ignore) and the pack.
 limit=$((64 * 1024 * 1024))
 # (A tracked file deleted from the tree does not travel: stat skips it.)
 tree=$({ git ls-files -z --cached --others --exclude-standard | xargs -0 stat -c %s 2>/dev/null || true; } |
 	awk '{ s += $1 } END { print s + 0 }')
-pack=$(du -sb bin/devbench | cut -f1)
-echo "pack: bin/devbench $((pack / 1024)) KiB + working tree $((tree / 1024)) KiB of the carry's $((limit / 1024)) KiB"
+pack=$(du -sb "$out" | cut -f1)
+echo "pack: $out $((pack / 1024)) KiB + working tree $((tree / 1024)) KiB of the carry's $((limit / 1024)) KiB"
 if [ $((pack + tree)) -gt "$limit" ]; then
 	echo "pack: over the device's carry by $(((pack + tree - limit) / 1024)) KiB" >&2
 	exit 1

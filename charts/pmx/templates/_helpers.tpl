@@ -247,20 +247,3 @@ imagePullSecrets:
   {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end -}}
-
-{{/*
-The scratch folder of a pmx container, whose root filesystem is read-only: pmx links
-controller-runtime's envtest (for `pmx bench --distributed`), whose package init makes a folder
-under the user's cache or /tmp as the process starts, and fails it where it cannot.
-*/}}
-{{- define "pmx.tmpMount" -}}
-volumeMounts:
-  - name: tmp
-    mountPath: /tmp
-{{- end -}}
-{{- define "pmx.tmpVolume" -}}
-volumes:
-  - name: tmp
-    emptyDir:
-      sizeLimit: 16Mi
-{{- end -}}

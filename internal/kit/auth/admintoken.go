@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Where pmx dev, pmx loadgen and pmx bench look for the admin token, after the --admin-token flag.
+// Where pmx dev, pmxtools loadgen and pmxtools bench look for the admin token, after the --admin-token flag.
 const (
 	// AdminTokenEnv is the environment variable that holds the admin token.
 	AdminTokenEnv = "PMX_ADMIN_TOKEN"

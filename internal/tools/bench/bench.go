@@ -1,4 +1,4 @@
-// Package bench measures the whole exchange end to end, as `pmx bench` runs it: `pmx dev` as a
+// Package bench measures the whole exchange end to end, as `pmxtools bench` runs it: `pmx dev` as a
 // child process on a private, durable PostgreSQL cluster (fsync on, PostgreSQL's defaults) that the
 // bench starts itself, fresh for each run, driven in-process by package loadgen. Around each run
 // it reads the Postgres transaction counter (pg_stat_database) and the CPU time of pmx dev and of

@@ -19,7 +19,7 @@ import (
 
 // The commit floor: what one durable Postgres transaction costs on this machine, in the shape of
 // the smallest batch a shard commits (begin, one insert and commit, sent in one round trip), on a
-// fresh private cluster with the settings pmx bench gives pmx dev (fsync, synchronous_commit and
+// fresh private cluster with the settings the bench gives pmx dev (fsync, synchronous_commit and
 // full_page_writes on). It is timed back to back and after idle gaps: on some machines, virtual
 // ones above all, a round trip and a flush to disk cost more after a pause, and at a low rate every
 // placement comes after one. A bare round trip (select 1) is timed the same way, to tell the wake-up

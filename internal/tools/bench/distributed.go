@@ -23,7 +23,7 @@ import (
 	"github.com/pmx-dev/pmx/config"
 )
 
-// The distributed exchange of `pmx bench --distributed`, as processes on this machine for one
+// The distributed exchange of `pmxtools bench --distributed`, as processes on this machine for one
 // run, the way the tests' distributed suite runs it: a kube-apiserver and its etcd (the binaries
 // `make k8s-bins` builds, started by controller-runtime's envtest) with pmx's CRDs, `pmx operator`
 // on it, Shards `pmx shard` and Fronts `pmx api`, all on the run's Postgres. Markets are Market

@@ -66,7 +66,7 @@ func FloorServe(ctx context.Context, addr string, out io.Writer) error {
 
 // FloorOptions configures Floor.
 type FloorOptions struct {
-	PMX      string // the pmx binary to run `pmx bench http --serve` from
+	Server   string // the binary to run `bench http --serve` from: pmxtools, which serves it
 	Bots     int
 	Duration time.Duration
 }
@@ -87,7 +87,7 @@ type FloorResult struct {
 func Floor(ctx context.Context, o FloorOptions) (*FloorResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, o.PMX, "bench", "http", "--serve", "127.0.0.1:0")
+	cmd := exec.CommandContext(ctx, o.Server, "bench", "http", "--serve", "127.0.0.1:0")
 	cmd.Env = cleanEnv()
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()

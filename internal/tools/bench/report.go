@@ -29,7 +29,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	if d := r.Distributed; d != nil {
 		exchange = fmt.Sprintf("the distributed exchange (pmx operator on a kube-apiserver, %d pmx shard, %d pmx api; the bots spread over the api)", d.Shards, d.Fronts)
 	}
-	fmt.Fprintf(&b, "pmx bench: %s on a private PostgreSQL %s, fresh for each run (fsync %s, synchronous_commit %s, full_page_writes %s), driven by pmx loadgen\n",
+	fmt.Fprintf(&b, "pmxtools bench: %s on a private PostgreSQL %s, fresh for each run (fsync %s, synchronous_commit %s, full_page_writes %s), driven by pmxtools loadgen\n",
 		exchange, pg.Version, pg.Fsync, pg.SynchronousCommit, pg.FullPageWrites)
 	cpu := ""
 	if m.CPU != "" {

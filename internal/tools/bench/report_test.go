@@ -20,7 +20,7 @@ func sampleResult() *Result {
 		Requests: []loadgen.KindStats{{Kind: "place", P50Us: 8_100_000, P99Us: 17_990_000, P999Us: 18_500_000}}},
 		30_000, cpuSample{pmx: 25 * time.Second, postgres: 13 * time.Second, loadgen: 2 * time.Second})
 	none := newRunResult(500, &loadgen.Report{Mode: "open", TargetRate: 500, Seconds: 1}, 3, cpuSample{})
-	return &Result{Command: "pmx bench --sweep 20000,500", PMX: "/bin/pmx", Machine: machine, Bots: 64, Markets: 8,
+	return &Result{Command: "pmxtools bench --sweep 20000,500", PMX: "/bin/pmx", Machine: machine, Bots: 64, Markets: 8,
 		DurationSeconds: 20, Seed: 1, Mix: loadgen.MixMarketMaker, Runs: []RunResult{*closed, *open, *none}}
 }
 
@@ -45,9 +45,9 @@ func TestWriteText(t *testing.T) {
 	if err := sampleResult().WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	want := `pmx bench: pmx dev on a private PostgreSQL 15.18, fresh for each run (fsync on, synchronous_commit on, full_page_writes on), driven by pmx loadgen
+	want := `pmxtools bench: pmx dev on a private PostgreSQL 15.18, fresh for each run (fsync on, synchronous_commit on, full_page_writes on), driven by pmxtools loadgen
 machine  2 cores (Example CPU), linux/amd64, go1.26.8
-command  pmx bench --sweep 20000,500
+command  pmxtools bench --sweep 20000,500
 pmx      /bin/pmx
 load     64 bots on 8 markets, 20s per run, seed 1, market-maker mix; rate limits lifted (PMX_READ_RATE=0 PMX_WRITE_RATE=0)
 
@@ -121,8 +121,8 @@ func TestParseRates(t *testing.T) {
 }
 
 func TestCommandLine(t *testing.T) {
-	got := CommandLine([]string{"/bin/pmx", "bench", "--sweep", "1000,2000", "--dev-arg=--log-level=warn", "it's", "", "a b"})
-	want := `/bin/pmx bench --sweep 1000,2000 --dev-arg=--log-level=warn 'it'\''s' '' 'a b'`
+	got := CommandLine([]string{"/bin/pmxtools", "bench", "--sweep", "1000,2000", "--dev-arg=--log-level=warn", "it's", "", "a b"})
+	want := `/bin/pmxtools bench --sweep 1000,2000 --dev-arg=--log-level=warn 'it'\''s' '' 'a b'`
 	if got != want {
 		t.Fatalf("CommandLine:\n got %s\nwant %s", got, want)
 	}

@@ -242,7 +242,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Mode == "open" {
 		mode = fmt.Sprintf("open loop at %s orders/s", formatFloat(r.TargetRate))
 	}
-	fmt.Fprintf(&b, "pmx loadgen  %s  %d bots  %d markets  %s mix  %s  %.1fs  seed %d  stopped by %s\n\n",
+	fmt.Fprintf(&b, "pmxtools loadgen  %s  %d bots  %d markets  %s mix  %s  %.1fs  seed %d  stopped by %s\n\n",
 		r.URL, r.Bots, r.Markets, cmp.Or(r.Mix, MixBasic), mode, r.Seconds, r.Seed, r.StopReason)
 
 	const row = "%-13s %10s %10s %10s %9s %7s %9s %9s %9s %9s\n"

@@ -95,7 +95,7 @@ func TestReportText(t *testing.T) {
 	}
 	text := out.String()
 	for _, want := range []string{
-		"pmx loadgen  http://127.0.0.1:8080  2 bots  3 markets  basic mix  closed loop  2.0s  seed 42  stopped by duration",
+		"pmxtools loadgen  http://127.0.0.1:8080  2 bots  3 markets  basic mix  closed loop  2.0s  seed 42  stopped by duration",
 		"request            count     rate/s         ok  rejected  failed       p50       p99     p99.9       max",
 		"place                100       50.0         97         3       0    1.00ms    1.00ms     250ms     250ms",
 		"order-book             1        0.5          0         0       1         -         -         -         -",

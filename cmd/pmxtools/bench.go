@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -29,12 +30,13 @@ func newBenchCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Benchmark the whole exchange: pmx dev on a durable private Postgres, driven by pmx loadgen",
+		Short: "Benchmark the whole exchange: pmx dev on a durable private Postgres, driven by pmxtools loadgen",
 		Long: `bench measures the exchange end to end on this machine. For each run it starts a fresh
 private PostgreSQL cluster with the durable settings pmx dev uses (fsync and synchronous commit
-on) in a temporary directory (or under --data-dir, kept), starts pmx dev (--pmx, default this
-binary) on it on a free loopback port, creates --markets markets through the admin API, and
-drives them in-process with the load generator of pmx loadgen: --bots bots for --duration,
+on) in a temporary directory (or under --data-dir, kept), starts pmx dev (--pmx, default the
+pmx beside this binary, else on $PATH) on it on a free loopback port, creates --markets markets
+through the admin API, and drives them in-process with the load generator of pmxtools loadgen:
+--bots bots for --duration,
 closed loop (each bot sends as soon as it is answered) unless --rate or --sweep sets an
 offered load (open loop, latency from each request's scheduled send time). A young database
 gets slower as dead row versions pile up and faster as their space is reused, so every run
@@ -42,7 +44,7 @@ starts from an empty one: runs compare, whatever ran before them.
 
 --mix picks the bots' requests: basic (the default, the mix of every earlier figure: single
 placements, cancels, reads) or market-maker (batches of placements, amends, cancels of
-several orders at once; see pmx loadgen --help).
+several orders at once; see pmxtools loadgen --help).
 
 It prints one row per run: acknowledged orders/s, placement latency p50, p99 and p99.9,
 Postgres transactions per order (pg_stat_database, read before and after) and CPU per order:
@@ -59,14 +61,14 @@ the fronts. CPU per order then counts every pmx process; the control plane count
 placement latency against the offered load (PNG, SVG or PDF, from the extension).
 
 Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what was measured.`,
-		Example: `  pmx bench                                   # 64 bots, 8 markets, 20s, closed loop
-  pmx bench --mix market-maker -v             # batches and amends; -v: every request kind's latency
-  pmx bench --bots 16 --duration 60s --json
-  pmx bench --sweep 500,1000,1500,2000,3000 --chart docs/latency.png
-  pmx bench --pmx /tmp/pmx-before/bin/pmx     # measure another build
-  pmx bench --dev-arg=--pprof-addr=127.0.0.1:6060   # then: go tool pprof http://127.0.0.1:6060/debug/pprof/profile
-  pmx bench --dev-arg=--metrics-addr=127.0.0.1:9090 # then: curl 127.0.0.1:9090/metrics (by default a free port)
-  pmx bench --distributed --shards 4 --fronts 2 # operator, 4 pmx shard and 2 pmx api processes`,
+		Example: `  pmxtools bench                              # 64 bots, 8 markets, 20s, closed loop
+  pmxtools bench --mix market-maker -v        # batches and amends; -v: every request kind's latency
+  pmxtools bench --bots 16 --duration 60s --json
+  pmxtools bench --sweep 500,1000,1500,2000,3000 --chart docs/latency.png
+  pmxtools bench --pmx /tmp/pmx-before/bin/pmx  # measure another build
+  pmxtools bench --dev-arg=--pprof-addr=127.0.0.1:6060   # then: go tool pprof http://127.0.0.1:6060/debug/pprof/profile
+  pmxtools bench --dev-arg=--metrics-addr=127.0.0.1:9090 # then: curl 127.0.0.1:9090/metrics (by default a free port)
+  pmxtools bench --distributed --shards 4 --fronts 2 # operator, 4 pmx shard and 2 pmx api processes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkJSONFile(jsonFile); err != nil {
@@ -90,11 +92,12 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
 				return errors.New("--chart needs a --sweep of at least two rates")
 			}
 			if o.PMX == "" {
-				exe, err := os.Executable()
+				self, _ := os.Executable() // unknown: $PATH alone
+				pmx, err := findPMX(self)
 				if err != nil {
-					return fmt.Errorf("cannot find this binary to start pmx dev from, pass --pmx: %w", err)
+					return err
 				}
-				o.PMX = exe
+				o.PMX = pmx
 			}
 			o.Command = bench.CommandLine(os.Args)
 			if !quiet {
@@ -133,7 +136,7 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.PMX, "pmx", "", "pmx binary to run as pmx dev (default: this binary)")
+	f.StringVar(&o.PMX, "pmx", "", "pmx binary to run the exchange from (default: the pmx beside this binary, else on $PATH)")
 	f.IntVar(&o.Bots, "bots", bench.DefaultBots, "concurrent bots, each its own account")
 	f.IntVar(&o.Markets, "markets", bench.DefaultMarkets, "markets to create and trade, fresh for each run")
 	f.DurationVar(&o.Duration, "duration", bench.DefaultDuration, "length of each run")
@@ -169,12 +172,12 @@ func newBenchHTTPCommand() *cobra.Command {
 		Use:   "http",
 		Short: "Measure this machine's HTTP floor: the load generator's client against a server that does nothing",
 		Long: `bench http measures what HTTP alone costs on this machine, as a bound on what the exchange can
-reach here. It starts a server process (pmx's framework, gin, with one route that reads a
+reach here. It starts a server process (this binary; pmx's framework, gin, with one route that reads a
 placement's body and answers a fixed ~300-byte placed order, no database) on a free loopback port
 and drives it closed loop with the load generator's HTTP client for --duration: --bots
 connections with keep-alive. It prints requests/s, the CPU time per request of the client (this
 process) and of the server (from /proc), and the cores both used together.`,
-		Example: `  pmx bench http                  # 64 bots, 10s`,
+		Example: `  pmxtools bench http             # 64 bots, 10s`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd)
@@ -192,7 +195,7 @@ process) and of the server (from /proc), and the cores both used together.`,
 			if err != nil {
 				return fmt.Errorf("cannot find this binary to start the server from: %w", err)
 			}
-			o.PMX = exe
+			o.Server = exe
 			res, err := bench.Floor(ctx, o)
 			if err != nil {
 				return err
@@ -222,13 +225,13 @@ func newBenchCommitCommand() *cobra.Command {
 		Short: "Measure this machine's commit floor: what one durable Postgres transaction costs, back to back and after idle gaps",
 		Long: `bench commit measures what a durable commit alone costs on this machine, as a bound on how fast
 the exchange can answer a placement here. It starts a fresh private PostgreSQL cluster with the
-durable settings pmx bench uses (fsync, synchronous_commit and full_page_writes on) and, on one
+durable settings bench uses (fsync, synchronous_commit and full_page_writes on) and, on one
 connection, times --count transactions in the shape of a shard's smallest batch (begin, an insert
 of one row and commit, in one round trip) and as many bare round trips (select 1), each after an
 idle gap, at each of --gaps. On a virtual machine both can cost several times more after a pause
 than back to back, and at a low rate every placement comes after one.`,
-		Example: `  pmx bench commit                          # 300 of each at gaps 0, 1ms and 10ms
-  pmx bench commit --gaps 0,100us,1ms,5ms --count 1000 --json`,
+		Example: `  pmxtools bench commit                     # 300 of each at gaps 0, 1ms and 10ms
+  pmxtools bench commit --gaps 0,100us,1ms,5ms --count 1000 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkJSONFile(jsonFile); err != nil {
@@ -252,6 +255,22 @@ than back to back, and at a low rate every placement comes after one.`,
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON (durations in nanoseconds)")
 	f.StringVar(&jsonFile, "json-file", "", "also write the result as JSON, as --json prints it, into this file")
 	return cmd
+}
+
+// findPMX finds the pmx to start the exchange from when --pmx is not given: the one beside self
+// (this binary; "" when unknown), as make build and the devbench pack place them, else the first
+// on $PATH.
+func findPMX(self string) (string, error) {
+	if self != "" {
+		beside := filepath.Join(filepath.Dir(self), "pmx")
+		if fi, err := os.Stat(beside); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return beside, nil
+		}
+	}
+	if path, err := exec.LookPath("pmx"); err == nil {
+		return path, nil
+	}
+	return "", errors.New("no pmx binary to start the exchange from, beside this one or on $PATH: build it (make build puts pmx and pmxtools in bin/) or name it with --pmx")
 }
 
 // printResult writes a floor's result to the command's output, as indented JSON or as its table,

@@ -15,8 +15,8 @@ import (
 	"github.com/pmx-dev/pmx/internal/tools/bench"
 )
 
-// TestMain lets a test run this test binary as the pmx command, for commands that start pmx as a
-// child process: with PMXTEST_MAIN=1 in its environment, the binary is pmx.
+// TestMain lets a test run this test binary as the pmxtools command, for commands that start it as a
+// child process (bench http its server): with PMXTEST_MAIN=1 in its environment, the binary is pmxtools.
 func TestMain(m *testing.M) {
 	if os.Getenv("PMXTEST_MAIN") == "1" {
 		main()
@@ -30,7 +30,7 @@ func TestBenchHTTP(t *testing.T) {
 	t.Setenv("PMXTEST_MAIN", "1")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err := bench.Floor(ctx, bench.FloorOptions{PMX: os.Args[0], Bots: 4, Duration: 500 * time.Millisecond})
+	res, err := bench.Floor(ctx, bench.FloorOptions{Server: os.Args[0], Bots: 4, Duration: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestBenchHTTP(t *testing.T) {
 	}
 }
 
-// TestBenchJSONFile runs pmx bench http with --json-file: the table still goes to the output, and
+// TestBenchJSONFile runs pmxtools bench http with --json-file: the table still goes to the output, and
 // the file holds the same result as JSON. A file in a folder that does not exist fails the command
 // before it runs, naming the flag.
 func TestBenchJSONFile(t *testing.T) {
@@ -86,5 +86,38 @@ func TestBenchJSONFile(t *testing.T) {
 		if out.Len() > 0 {
 			t.Errorf("%v into a missing folder printed a result:\n%s", args, out.String())
 		}
+	}
+}
+
+// TestFindPMX checks where bench looks for the pmx it starts when --pmx is not given: beside
+// pmxtools first (make build puts both in bin/), then on $PATH, and otherwise it says how to get one.
+func TestFindPMX(t *testing.T) {
+	bin, path := t.TempDir(), t.TempDir()
+	self := filepath.Join(bin, "pmxtools")
+	onPath := filepath.Join(path, "pmx")
+	if err := os.WriteFile(onPath, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", path)
+	if got, err := findPMX(self); err != nil || got != onPath {
+		t.Errorf("nothing beside pmxtools: %q (%v), want %s from $PATH", got, err, onPath)
+	}
+	// A pmx beside that cannot be run is passed over.
+	beside := filepath.Join(bin, "pmx")
+	if err := os.WriteFile(beside, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := findPMX(self); err != nil || got != onPath {
+		t.Errorf("a pmx beside that is not executable: %q (%v), want %s from $PATH", got, err, onPath)
+	}
+	if err := os.Chmod(beside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := findPMX(self); err != nil || got != beside {
+		t.Errorf("a pmx beside pmxtools: %q (%v), want it", got, err)
+	}
+	t.Setenv("PATH", t.TempDir())
+	if got, err := findPMX(""); err == nil || !strings.Contains(err.Error(), "--pmx") {
+		t.Errorf("no pmx anywhere: %q (%v), want an error naming --pmx", got, err)
 	}
 }
