@@ -32,8 +32,9 @@ BENCH_FLAGS ?= -benchtime 2s
 # ...then the end-to-end benchmark, pmxtools bench, once with each mix of requests (basic: single
 # placements and cancels; market-maker: batches, amends, cancels of several orders), the basic mix
 # once more with the feeds' event log off (what the feeds cost), and once with 8 WebSocket clients
-# following every market's book (the live feed's figures); E2E_FLAGS adds to each (e.g. --bots 16
-# --duration 60s).
+# following every market's book (the live feed's figures). Each first measures this machine's HTTP
+# and commit floors (--floors) and prints every run's ratio to them. E2E_FLAGS adds to each (e.g.
+# --bots 16 --duration 60s).
 E2E_FLAGS ?=
 # `make bench-sweep` offers these loads (orders/s, open loop) and charts the latency.
 SWEEP_RATES ?= 250,500,1000,1500,2000,2500,3000,3500,4000,4500,5000
@@ -74,10 +75,10 @@ test-python: build postgres python-deps ## Run the Python SDK's tests (clients/p
 .PHONY: bench
 bench: build postgres ## Run the engine benchmarks (one core), then the whole exchange end to end (pmxtools bench): each mix, the feeds off, feed subscribers.
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 $(BENCH_FLAGS) ./engine/...
-	$(PMXTOOLS) bench --mix basic $(E2E_FLAGS)
-	$(PMXTOOLS) bench --mix basic --dev-arg=--no-event-log $(E2E_FLAGS)
-	$(PMXTOOLS) bench --mix market-maker $(E2E_FLAGS)
-	$(PMXTOOLS) bench --feed-subscribers 8 $(E2E_FLAGS)
+	$(PMXTOOLS) bench --floors --mix basic $(E2E_FLAGS)
+	$(PMXTOOLS) bench --floors --mix basic --dev-arg=--no-event-log $(E2E_FLAGS)
+	$(PMXTOOLS) bench --floors --mix market-maker $(E2E_FLAGS)
+	$(PMXTOOLS) bench --floors --feed-subscribers 8 $(E2E_FLAGS)
 
 .PHONY: bench-sweep
 bench-sweep: build postgres ## Chart placement latency against offered load (SWEEP_RATES) into docs/latency.png.

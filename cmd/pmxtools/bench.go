@@ -27,6 +27,7 @@ func newBenchCommand() *cobra.Command {
 		jsonFile string
 		verbose  bool
 		quiet    bool
+		floors   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -64,6 +65,7 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
 		Example: `  pmxtools bench                              # 64 bots, 8 markets, 20s, closed loop
   pmxtools bench --mix market-maker -v        # batches and amends; -v: every request kind's latency
   pmxtools bench --bots 16 --duration 60s --json
+  pmxtools bench --floors                     # also the HTTP and commit floors, and each run's ratio to them
   pmxtools bench --sweep 500,1000,1500,2000,3000 --chart docs/latency.png
   pmxtools bench --pmx /tmp/pmx-before/bin/pmx  # measure another build
   pmxtools bench --dev-arg=--pprof-addr=127.0.0.1:6060   # then: go tool pprof http://127.0.0.1:6060/debug/pprof/profile
@@ -98,6 +100,13 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
 					return err
 				}
 				o.PMX = pmx
+			}
+			if floors {
+				exe, err := os.Executable()
+				if err != nil {
+					return fmt.Errorf("--floors: cannot find this binary to serve the HTTP floor from: %w", err)
+				}
+				o.FloorServer = exe
 			}
 			o.Command = bench.CommandLine(os.Args)
 			if !quiet {
@@ -153,6 +162,8 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
 	f.IntVar(&o.Fronts, "fronts", 1, "with --distributed: pmx api processes")
 	f.StringArrayVar(&o.ShardArgs, "shard-arg", nil, "with --distributed: extra argument for every pmx shard, repeatable (e.g. --shard-arg=--shards=1)")
 	f.StringVar(&o.KubeAssets, "kube-assets", "", "with --distributed: folder of kube-apiserver and etcd (default $KUBEBUILDER_ASSETS, else ./bin/k8s/<version>)")
+	f.BoolVar(&floors, "floors", false, "first measure this machine's HTTP floor (the same bots against a server that does nothing) and commit floor (one durable commit, back to back), and give each run's ratio to them")
+	f.DurationVar(&o.FloorDuration, "floor-duration", bench.DefaultFloorDuration, "with --floors: length of the HTTP floor's run")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON, with each run's full loadgen report")
 	f.StringVar(&jsonFile, "json-file", "", "also write the result as JSON, as --json prints it, into this file")
 	f.BoolVarP(&verbose, "verbose", "v", false, "also print each run's full loadgen report (per request kind) on stderr")

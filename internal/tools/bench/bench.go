@@ -33,6 +33,8 @@ const (
 	DefaultDuration = 20 * time.Second
 	DefaultMarkets  = 8
 	DefaultSeed     = 1
+	// DefaultFloorDuration is how long the HTTP floor is measured before the runs.
+	DefaultFloorDuration = 10 * time.Second
 )
 
 // Options describes a bench.
@@ -68,6 +70,11 @@ type Options struct {
 	Fronts      int
 	ShardArgs   []string
 	KubeAssets  string
+	// FloorServer, when set, measures this machine's floors before the runs, so that the report
+	// can say how close each run came to them: the HTTP floor (Floor, with the same bots, served by
+	// this binary: pmxtools) for FloorDuration, and the commit floor (CommitFloor, back to back).
+	FloorServer   string
+	FloorDuration time.Duration
 	// Command is the command line, recorded in the result.
 	Command string
 	// Progress receives what the bench is doing and loadgen's progress lines; nil: nothing.
@@ -87,7 +94,19 @@ type Result struct {
 	DurationSeconds float64     `json:"durationSeconds"` // asked for, per run
 	Seed            uint64      `json:"seed"`
 	Mix             loadgen.Mix `json:"mix"`
+	Floors          *Floors     `json:"floors,omitempty"` // with Options.FloorServer
 	Runs            []RunResult `json:"runs"`
+}
+
+// Floors are this machine's limits, measured in the same bench as its runs: what HTTP alone
+// allows (requests per second of a server that does nothing, with the same client and bots) and
+// what one durable commit costs back to back. A run's orders/s over the HTTP floor and its p50
+// over the commit are the fractions of the machine the exchange is using, and the multiple of the
+// least a durable answer can take.
+type Floors struct {
+	HTTPRequestsPerSec float64 `json:"httpRequestsPerSec"`
+	CommitP50Us        int64   `json:"commitP50Us"`
+	RoundTripP50Us     int64   `json:"roundTripP50Us"`
 }
 
 // Topology is the distributed exchange a bench ran: its shard and front processes.
@@ -173,6 +192,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Seed == 0 {
 		o.Seed = DefaultSeed
 	}
+	if o.FloorDuration == 0 {
+		o.FloorDuration = DefaultFloorDuration
+	}
 	if len(o.Rates) == 0 {
 		o.Rates = []float64{0}
 	}
@@ -244,6 +266,11 @@ func Run(ctx context.Context, o Options) (_ *Result, err error) {
 	if b.dir, err = filepath.Abs(b.dir); err != nil {
 		return nil, err
 	}
+	if o.FloorServer != "" {
+		if res.Floors, err = b.floors(ctx); err != nil {
+			return res, err
+		}
+	}
 	for i, rate := range o.Rates {
 		r, err := b.run(ctx, i, rate, &res.Machine.Postgres)
 		if r != nil {
@@ -254,6 +281,27 @@ func Run(ctx context.Context, o Options) (_ *Result, err error) {
 		}
 	}
 	return res, nil
+}
+
+// floors measures the HTTP floor with the bench's bots, then the commit floor back to back, each
+// on its own (nothing else of the bench is running yet).
+func (b *bench) floors(ctx context.Context) (*Floors, error) {
+	b.progressf("floors: HTTP alone, %d bots for %v", b.o.Bots, b.o.FloorDuration)
+	h, err := Floor(ctx, FloorOptions{Server: b.o.FloorServer, Bots: b.o.Bots, Duration: b.o.FloorDuration})
+	if err != nil {
+		return nil, fmt.Errorf("while measuring the HTTP floor: %w", err)
+	}
+	b.progressf("floors: one durable commit, back to back, on a fresh Postgres cluster")
+	dir := filepath.Join(b.dir, "commit-floor")
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return nil, err
+	}
+	c, err := CommitFloor(ctx, CommitFloorOptions{Gaps: []time.Duration{0}, Count: 300, Dir: dir, Logger: b.o.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("while measuring the commit floor: %w", err)
+	}
+	row := c.Rows[0]
+	return &Floors{HTTPRequestsPerSec: h.RequestsPerSec, CommitP50Us: row.CommitP50.Microseconds(), RoundTripP50Us: row.RoundTripP50.Microseconds()}, nil
 }
 
 // run measures one loadgen run. It starts a Postgres cluster of its own under DataDir/run-N (a new

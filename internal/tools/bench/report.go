@@ -41,8 +41,16 @@ func (r *Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "%-8s %d bots on %d markets, %s per run, seed %d, %s mix; rate limits lifted (PMX_READ_RATE=0 PMX_WRITE_RATE=0)\n\n", "load", r.Bots, r.Markets,
 		time.Duration(r.DurationSeconds*float64(time.Second)), r.Seed, cmp.Or(r.Mix, loadgen.MixBasic))
 
-	const row = "%-14s %10s %8s %8s %8s  %10s  %9s %8s %8s  %5s %5s %7s\n"
+	if f := r.Floors; f != nil {
+		fmt.Fprintf(&b, "floors: HTTP alone %s requests/s (%d bots, a server that does nothing); one durable commit %s back to back (a round trip %s)\n\n",
+			formatRate(f.HTTPRequestsPerSec), r.Bots, formatUs(f.CommitP50Us), formatUs(f.RoundTripP50Us))
+	}
+	const row = "%-14s %10s %8s %8s %8s  %10s  %9s %8s %8s  %5s %5s %7s"
 	fmt.Fprintf(&b, row, "load", "orders/s", "p50", "p99", "p99.9", "xact/order", "CPU/order", "pmx", "postgres", "cores", "other", "failed")
+	if r.Floors != nil {
+		fmt.Fprintf(&b, "  %7s %10s", "of HTTP", "p50/commit")
+	}
+	b.WriteString("\n")
 	for i := range r.Runs {
 		x := &r.Runs[i]
 		load := "closed loop"
@@ -62,6 +70,11 @@ func (r *Result) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, row, load, formatRate(x.OrdersPerSec), latency(x, x.P50Us), latency(x, x.P99Us), latency(x, x.P999Us),
 			xact, perOrder(x.CPUPerOrderUs), perOrder(x.PMXPerOrderUs), perOrder(x.PGPerOrderUs),
 			strconv.FormatFloat(x.CoresBusy, 'f', 2, 64), strconv.FormatFloat(x.OtherCores, 'f', 2, 64), formatCount(float64(x.Failed)))
+		if f := r.Floors; f != nil {
+			ofHTTP, ofCommit := r.ofFloors(x)
+			fmt.Fprintf(&b, "  %7s %10s", ofHTTP, ofCommit)
+		}
+		b.WriteString("\n")
 	}
 	for i := range r.Runs {
 		if f := r.Runs[i].Feed; f != nil {
@@ -81,8 +94,29 @@ CPU/order   CPU time (user + system, from /proc) of pmx (pmx dev, or every pmx p
 cores       CPU seconds per second of pmx, Postgres and the load generator together
 other       CPU seconds per second of every other process (/proc/stat): well above 0, the run was disturbed
 `)
+	if r.Floors != nil {
+		b.WriteString(`of HTTP     orders/s as a share of the HTTP floor's requests/s, measured in this bench: how much of
+            what this machine can serve over HTTP at all the exchange reaches
+p50/commit  the p50 as a multiple of one durable commit back to back (the commit floor), measured in
+            this bench: a placement is answered after its batch commits, so 1.0 is the least possible
+`)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// ofFloors is a run's orders/s as a percentage of the HTTP floor and its p50 as a multiple of the
+// commit floor, "-" where either is unknown.
+func (r *Result) ofFloors(x *RunResult) (ofHTTP, ofCommit string) {
+	ofHTTP, ofCommit = "-", "-"
+	f := r.Floors
+	if x.Orders > 0 && f.HTTPRequestsPerSec > 0 {
+		ofHTTP = strconv.FormatFloat(100*x.OrdersPerSec/f.HTTPRequestsPerSec, 'f', 1, 64) + "%"
+	}
+	if x.Orders > 0 && f.CommitP50Us > 0 {
+		ofCommit = strconv.FormatFloat(float64(x.P50Us)/float64(f.CommitP50Us), 'f', 1, 64) + "×"
+	}
+	return ofHTTP, ofCommit
 }
 
 func latency(x *RunResult, us int64) string {

@@ -127,3 +127,34 @@ func TestCommandLine(t *testing.T) {
 		t.Fatalf("CommandLine:\n got %s\nwant %s", got, want)
 	}
 }
+
+// TestWriteTextFloors: with the floors measured, each run's table row gains its orders/s as a share
+// of the HTTP floor and its p50 as a multiple of the commit floor, and the header says both floors.
+func TestWriteTextFloors(t *testing.T) {
+	r := sampleResult()
+	r.Floors = &Floors{HTTPRequestsPerSec: 20_000, CommitP50Us: 2_000, RoundTripP50Us: 150}
+	var b bytes.Buffer
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	for _, want := range []string{
+		"floors: HTTP alone 20,000.0 requests/s (64 bots, a server that does nothing); one durable commit 2.00ms back to back (a round trip 150µs)\n",
+		"failed  of HTTP p50/commit\n",
+		"       0     7.5%      19.1×\n", // 1,500/s of 20,000/s; 38.1 ms over 2 ms
+		"      12     7.8%    4050.0×\n",
+		"       0        -          -\n", // a run without orders
+		"p50/commit  the p50 as a multiple of one durable commit",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("WriteText lacks %q:\n%s", want, got)
+		}
+	}
+	var plain bytes.Buffer
+	if err := sampleResult().WriteText(&plain); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(plain.String(), "of HTTP") || strings.Contains(plain.String(), "floors:") {
+		t.Error("a bench without floors prints their columns")
+	}
+}
