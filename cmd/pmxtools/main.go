@@ -11,10 +11,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/pmx-dev/pmx/internal/kit/signals"
 )
 
 func main() {
@@ -24,16 +24,9 @@ func main() {
 	}
 }
 
-// signalContext is cmd's context, ended by the first SIGINT or SIGTERM, as in pmx: the tool then
-// stops what it started and prints what it measured. A second signal takes its default action and
-// ends the process at once.
+// signalContext is cmd's context, ended by the first SIGINT or SIGTERM (package signals).
 func signalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
-	return ctx, stop
+	return signals.Context(cmd.Context())
 }
 
 func newRootCommand() *cobra.Command {
