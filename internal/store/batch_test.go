@@ -382,3 +382,21 @@ func TestBatchRetryableAfterMigration(t *testing.T) {
 		t.Fatalf("run again: %v", err)
 	}
 }
+
+// TestMigrateLeavesANewerSchema: a database a later release has migrated is served as it is, as a
+// rolling upgrade needs of the release before it (docs/architecture.md §9), rather than refused.
+func TestMigrateLeavesANewerSchema(t *testing.T) {
+	ctx := t.Context()
+	st := newTestStore(t)
+	_, known, err := st.Migrate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool.Exec(ctx, "update "+versionTable+" set version = $1", known+1); err != nil {
+		t.Fatal(err)
+	}
+	from, to, err := st.Migrate(ctx)
+	if err != nil || from != known+1 || to != known {
+		t.Fatalf("Migrate on a schema one version ahead: from %d to %d, %v; want %d, %d, nil", from, to, err, known+1, known)
+	}
+}
