@@ -417,3 +417,49 @@ func mustDecode(t *testing.T, name string, raw []byte, v any) {
 		t.Fatalf("%s: %s: %v", name, raw, err)
 	}
 }
+
+// TestTopicsKept checks the kept topics' bounds: a market's topic outlives its last subscription
+// (taken up again without loading its book again), at most keepIdle of them, the longest idle
+// dropped first, none past keepFor; an account's topic is not kept.
+func TestTopicsKept(t *testing.T) {
+	ctx := context.Background()
+	log := &memLog{market: uuid.New(), account: 7}
+	h := NewHub(log, slog.New(slog.DiscardHandler), 0)
+	ack := func(*int64) []byte { return []byte("{}") }
+	follow := func(s *Subscription) {
+		if err := h.Subscribe(ctx, s, nil, ack); err != nil {
+			t.Fatal(err)
+		}
+		h.Unsubscribe(s)
+	}
+	first := &Subscription{Channel: ChannelBook, Market: uuid.New(), Out: &recorder{}}
+	follow(first)
+	for range keepIdle - 1 {
+		follow(&Subscription{Channel: ChannelTicker, Market: uuid.New(), Out: &recorder{}})
+	}
+	if n, loads := h.Topics(), h.BookLoads(); n != keepIdle || loads != keepIdle {
+		t.Fatalf("%d topics kept after %d book loads, want %d", n, loads, keepIdle)
+	}
+	follow(first) // taken up again: no load, and idle since now
+	if loads := h.BookLoads(); loads != keepIdle {
+		t.Fatalf("a kept topic loaded its book again (%d loads)", loads)
+	}
+	follow(&Subscription{Channel: ChannelTrades, Market: uuid.New(), Out: &recorder{}})
+	if n := h.Topics(); n != keepIdle {
+		t.Fatalf("%d topics kept, want at most %d", n, keepIdle)
+	}
+	h.markets.mu.Lock()
+	_, kept := h.markets.m[first.Market]
+	h.markets.mu.Unlock()
+	if !kept {
+		t.Fatal("the topic taken up last but one was dropped before the longest idle")
+	}
+	follow(&Subscription{Channel: ChannelOrders, Account: log.account, Out: &recorder{}})
+	if n := h.accounts.len(); n != 0 {
+		t.Fatalf("%d account topics kept", n)
+	}
+	h.markets.dropIdle(time.Now().Add(keepFor))
+	if n := h.Topics(); n != 0 {
+		t.Fatalf("%d topics kept past keepFor", n)
+	}
+}
