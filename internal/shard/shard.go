@@ -104,7 +104,7 @@ type Shard struct {
 	feed    []feed.Event // reused by each batch's recordEvents
 	depth   engine.Depth
 	metrics *metrics
-	cash    map[int64]int64 // the views of accounts' available cash (views.go)
+	cash    map[int64]int64      // the views of accounts' available cash (views.go)
 	risk    map[int64]store.Risk // and of their locked cash and risk limits (risk.go)
 }
 
