@@ -59,11 +59,19 @@ func riskField(err error) string {
 }
 
 var (
-	buyYes  = func(price int, qty int64) riskOrder { return riskOrder{side: engine.Buy, outcome: engine.Yes, price: price, qty: qty} }
-	buyNo   = func(price int, qty int64) riskOrder { return riskOrder{side: engine.Buy, outcome: engine.No, price: price, qty: qty} }
-	sellYes = func(price int, qty int64) riskOrder { return riskOrder{side: engine.Sell, outcome: engine.Yes, price: price, qty: qty} }
-	sellNo  = func(price int, qty int64) riskOrder { return riskOrder{side: engine.Sell, outcome: engine.No, price: price, qty: qty} }
-	byBob   = func(o riskOrder) riskOrder { o.bob = true; return o }
+	buyYes = func(price int, qty int64) riskOrder {
+		return riskOrder{side: engine.Buy, outcome: engine.Yes, price: price, qty: qty}
+	}
+	buyNo = func(price int, qty int64) riskOrder {
+		return riskOrder{side: engine.Buy, outcome: engine.No, price: price, qty: qty}
+	}
+	sellYes = func(price int, qty int64) riskOrder {
+		return riskOrder{side: engine.Sell, outcome: engine.Yes, price: price, qty: qty}
+	}
+	sellNo = func(price int, qty int64) riskOrder {
+		return riskOrder{side: engine.Sell, outcome: engine.No, price: price, qty: qty}
+	}
+	byBob = func(o riskOrder) riskOrder { o.bob = true; return o }
 )
 
 // TestRiskRule is the rule of position-if-filled and locked cash, case by case: before is placed
