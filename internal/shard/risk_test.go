@@ -23,6 +23,7 @@ type riskOrder struct {
 	outcome engine.Outcome
 	price   int
 	qty     int64
+	tif     engine.TimeInForce
 }
 
 func (f *fixture) order(o riskOrder, market uuid.UUID) exchange.PlaceRequest {
@@ -30,7 +31,8 @@ func (f *fixture) order(o riskOrder, market uuid.UUID) exchange.PlaceRequest {
 	if o.bob {
 		account = f.bob
 	}
-	return exchange.PlaceRequest{Account: account, Market: market, Side: o.side, Outcome: o.outcome, Price: o.price, Quantity: o.qty}
+	return exchange.PlaceRequest{Account: account, Market: market, Side: o.side, Outcome: o.outcome, Price: o.price, Quantity: o.qty,
+		TimeInForce: o.tif}
 }
 
 // setLimits sets an account's risk limits in Postgres, as PUT /account/risk-limits does; a
@@ -96,7 +98,7 @@ func TestRiskRule(t *testing.T) {
 		{"an open SELL does not lower it", []riskOrder{buyYes(60, 6), byBob(buyNo(40, 6)), sellYes(90, 6)}, 10, -1, buyYes(30, 5), "maxPosition"},
 		{"SELL YES over the limit passes", []riskOrder{buyYes(60, 6), byBob(buyNo(40, 6))}, 2, 0, sellYes(90, 6), ""},
 		{"SELL NO over the limit passes", []riskOrder{buyNo(60, 6), byBob(buyYes(40, 6))}, 2, 0, sellNo(90, 6), ""},
-		{"an IOC counts whole", nil, 10, -1, riskOrder{side: engine.Buy, outcome: engine.Yes, price: 1, qty: 11}, "maxPosition"},
+		{"an IOC counts whole", nil, 10, -1, riskOrder{side: engine.Buy, outcome: engine.Yes, price: 1, qty: 11, tif: engine.IOC}, "maxPosition"},
 		{"lowered below use: a BUY is refused", []riskOrder{buyYes(30, 8)}, 5, -1, buyYes(30, 1), "maxPosition"},
 		{"lowered below use: the other outcome is not", []riskOrder{buyYes(30, 8)}, 5, -1, buyNo(30, 5), ""},
 		{"cash within", []riskOrder{buyYes(50, 10)}, -1, 1000, buyNo(50, 10), ""},
@@ -116,11 +118,7 @@ func TestRiskRule(t *testing.T) {
 				}
 			}
 			f.setLimits(t, f.alice, tc.maxPosition, tc.maxLockedCash)
-			try := f.order(tc.try, f.market)
-			if tc.try.price == 1 && tc.try.qty == 11 {
-				try.TimeInForce = engine.IOC
-			}
-			_, err := s.Place(ctx, try)
+			_, err := s.Place(ctx, f.order(tc.try, f.market))
 			if got := riskField(err); got != tc.want || (tc.want == "" && err != nil) {
 				t.Fatalf("placed %+v: %v (limit %q), want the limit %q", tc.try, err, got, tc.want)
 			}
