@@ -82,3 +82,26 @@ func (a *accumulator) checkRisk(account int64, outcome engine.Outcome, position,
 	}
 	return nil
 }
+
+// riskRefuses reports whether the views show a placement of cmds that one of its account's limits
+// would refuse. A refusal is never answered from the views, so such a batch reads at once rather
+// than running from the views only to be doubted: a bot placing at its limit costs one round trip
+// a refusal, not two. A guess (it leaves out what the batch itself adds), like needs.
+func (s *Shard) riskRefuses(cmds []*command) bool {
+	for _, c := range cmds {
+		if c.err != nil || c.kind != cmdPlace || c.place.Side != engine.Buy {
+			continue
+		}
+		p := &c.place
+		r, ok := s.risk[p.Account]
+		m := s.markets[p.Market]
+		if !ok || m == nil {
+			continue
+		}
+		if r.MaxPosition != store.NoLimit && m.exposed(p.Account, p.Outcome)+p.Quantity > r.MaxPosition ||
+			r.MaxLockedCash != store.NoLimit && r.Locked+int64(p.Price)*p.Quantity > r.MaxLockedCash {
+			return true
+		}
+	}
+	return false
+}

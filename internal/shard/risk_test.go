@@ -199,6 +199,14 @@ func TestRiskLimitChangeTakesEffect(t *testing.T) {
 	if _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 10, 20)); err != nil {
 		t.Fatalf("a placement within the raised limit: %v", err)
 	}
+	// A refusal the views foresee reads at once: it runs one batch, not two.
+	before := rerun(t, s)
+	if _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 10, 1000)); riskField(err) != "maxPosition" {
+		t.Fatalf("a placement far over the limit: %v", err)
+	}
+	if n := rerun(t, s) - before; n != 0 {
+		t.Errorf("a refusal the views foresaw ran %v batches again", n)
+	}
 	f.checkBuysLocked(t, f.alice)
 }
 

@@ -67,10 +67,11 @@ type holding struct {
 }
 
 // unlockable reports whether a batch may run from the views: they know every account and holding
-// the batch's placements and amends reserve from and show enough for all of them together. (A
+// the batch's placements and amends reserve from, show enough for all of them together, and no
+// risk limit that refuses one (risk.go). (A
 // named shard's batch that runs from the views checks its ownership at commit: fenceOf.)
 func (s *Shard) unlockable(cmds []*command) bool {
-	return s.payable(cmds, s.cashView, s.sharesView)
+	return s.payable(cmds, s.cashView, s.sharesView) && !s.riskRefuses(cmds)
 }
 
 // payable reports whether what cash and shares show pays for everything the commands could
@@ -171,7 +172,7 @@ func (s *Shard) topUp(cmds []*command) bool {
 		v, ok := s.sharesView(k)
 		return v + a.freeShares[k], ok // freeShares holds the shares fills brought meanwhile
 	}
-	if !s.payable(cmds, cash, shares) {
+	if !s.payable(cmds, cash, shares) || s.riskRefuses(cmds) {
 		return false
 	}
 	accounts, holdings := reservedFrom(cmds)
