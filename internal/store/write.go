@@ -158,6 +158,11 @@ type CashDelta struct {
 	// EventCount events, as a JSON array without their numbers (migration 017); nil for none.
 	EventCount int64
 	Events     []byte
+	// RiskDecided: the batch placed or amended up an order of the account, deciding it by the
+	// risk limits of RiskVersion (Risk.Version); the commit fails if they have changed since
+	// (migration 024), and the shard decides the batch again from what it reads.
+	RiskDecided bool
+	RiskVersion int64
 }
 
 // AccountEvents is what a committed batch added to one account's feed: its events, numbered

@@ -27,7 +27,7 @@ from .models import (
     AUTO, Account, AccountEventPage, AccountLimits, ApiKey, Auto, BatchResult, CancelFailure, CancelResult,
     CandleInterval, Candles, FillPage, HeartbeatState, Market, MarketEventPage, MarketPage,
     MarketStatus, Order, OrderBookSnapshot, OrderPage, OrderRequest, OrderStatus, Outcome,
-    PlacedOrder, Position, SelfTradePrevention, SettlementPage, Side, TimeInForce, Trade, WsToken,
+    PlacedOrder, Position, RiskLimits, SelfTradePrevention, SettlementPage, Side, TimeInForce, Trade, WsToken,
     decode, format_time,
 )
 
@@ -387,6 +387,22 @@ def list_account_keys() -> Call[list[ApiKey]]:
     """Your API keys, revoked ones included, newest first: each one's scope, expiry, address
     allowlist and last use, never its secret (``current`` marks the key you called with)."""
     return Call("GET", "/account/keys", _list_of(ApiKey, "keys", 200), resend_safe=True)
+
+
+@endpoint("GET", "/account/risk-limits")
+def get_risk_limits() -> Call[RiskLimits]:
+    """Your self-set risk limits (None: none) and what you use of them now."""
+    return Call("GET", "/account/risk-limits", _one(RiskLimits, 200), resend_safe=True)
+
+
+@endpoint("PUT", "/account/risk-limits")
+def set_risk_limits(max_position: Optional[int] = None, max_locked_cash: Optional[int] = None) -> Call[RiskLimits]:
+    """Replaces your risk limits; None removes one. ``max_position`` caps, per market and outcome,
+    the shares held plus those of open BUY orders; ``max_locked_cash`` the cents your open orders
+    lock across all markets. An order that could pass one is refused (400 ``risk_limit_exceeded``,
+    ``field`` naming the limit); a limit below what is used refuses only orders that add to it."""
+    return Call("PUT", "/account/risk-limits", _one(RiskLimits, 200),
+                body={"maxPosition": max_position, "maxLockedCash": max_locked_cash}, has_body=True, resend_safe=True)
 
 
 @endpoint("POST", "/ws-token")

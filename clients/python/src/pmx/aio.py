@@ -111,5 +111,7 @@ class AsyncClient:
     get_account_events = _method(_core.get_account_events)
     get_account_limits = _method(_core.get_account_limits)
     list_account_keys = _method(_core.list_account_keys)
+    get_risk_limits = _method(_core.get_risk_limits)
+    set_risk_limits = _method(_core.set_risk_limits)
     create_ws_token = _method(_core.create_ws_token)
 

@@ -30,6 +30,7 @@ __all__ = [
     "MarketEventPage", "Trade", "Order", "PlacedOrder", "OrderPage", "OrderRequest", "BatchResult",
     "CancelFailure", "CancelResult", "Position", "Settlement", "SettlementPage", "Fill", "FillPage",
     "Candle", "Candles", "HeartbeatState", "WsToken", "RateLimit", "AccountLimits", "Account", "ApiKey", "KeyScope",
+    "RiskLimits", "RiskLimitsUse",
     "AccountEvent", "AccountEventPage", "decode", "format_time",
 ]
 
@@ -348,6 +349,33 @@ class RateLimit:
 class AccountLimits:
     reads: RateLimit
     writes: RateLimit
+
+
+@dataclass(frozen=True)
+class RiskLimitsUse:
+    """What the account uses of its risk limits now."""
+
+    #: The largest position-if-filled in any market and outcome: shares held plus the remaining
+    #: quantity of open BUY orders of that outcome (0 if none).
+    position: int
+    #: The market and outcome of that position; None when there is none.
+    position_market_id: Optional[str]
+    position_outcome: Optional[Outcome]
+    #: Cents the account's open orders lock now, across all markets.
+    locked_cash: int
+
+
+@dataclass(frozen=True)
+class RiskLimits:
+    """The account's self-set risk limits (None: no limit) and what it uses of them. An order that
+    could pass one is refused: a :class:`~pmx.errors.BadRequestError` with ``code``
+    ``risk_limit_exceeded`` and ``field`` naming the limit (``maxPosition`` or ``maxLockedCash``)."""
+
+    #: Shares per market and outcome, held plus on open BUY orders.
+    max_position: Optional[int]
+    #: Cents locked by open orders, across all markets.
+    max_locked_cash: Optional[int]
+    used: RiskLimitsUse
 
 
 @dataclass(frozen=True)
