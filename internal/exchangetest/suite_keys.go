@@ -32,6 +32,7 @@ func testKeys(t *testing.T, tg *Target) {
 	t.Run("Allowlist", func(t *testing.T) { testKeyAllowlist(t, tg) })
 	t.Run("Expiry", func(t *testing.T) { testKeyExpiry(t, tg) })
 	t.Run("WSTokenInheritsItsKey", func(t *testing.T) { testWSTokenKey(t, tg) })
+	t.Run("Signed", func(t *testing.T) { testSignedRequests(t, tg) })
 }
 
 // keysOf lists c's account's keys with c's key.

@@ -135,9 +135,9 @@ func VerifyRequest(pub ed25519.PublicKey, timestamp, signature, method, target s
 	}
 	msg := SignedMessage(timestamp, method, target, body)
 	if !ed25519.Verify(pub, msg, sig) {
-		return nil, sigErr(ErrSignatureWrong, "the signature does not match this request and key: sign the string "+
-			`timestamp "\n" method "\n" path?query "\n" hex(sha256(body)), with the path and query exactly as sent, `+
-			"the body's exact bytes, and the private key of the public key registered with this API key")
+		return nil, sigErr(ErrSignatureWrong, "the signature does not match this request and key: sign four lines joined by newlines, "+
+			"the PMX-Timestamp header, the method, the path and query exactly as sent, and the lower-case hex SHA-256 of the body's exact bytes, "+
+			"with the private key of the public key registered with this API key")
 	}
 	at := time.UnixMilli(ms)
 	if off := at.Sub(now); off > SignatureWindow || off < -SignatureWindow {
