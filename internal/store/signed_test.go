@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,4 +42,32 @@ func TestFirstSignedRequest(t *testing.T) {
 	if err := st.Pool.QueryRow(ctx, `select relpersistence from pg_class where relname = 'signed_requests'`).Scan(&persistence); err != nil || persistence != "u" {
 		t.Fatalf("signed_requests persistence %q (%v), want unlogged", persistence, err)
 	}
+}
+
+// BenchmarkFirstSignedRequest is what refusing replays costs a signed request: one insert into
+// the unlogged table over a loopback connection, one caller at a time (its latency) and 8 at once
+// (the throughput of many fronts' requests).
+func BenchmarkFirstSignedRequest(b *testing.B) {
+	st := newTestStore(b)
+	key := uuid.New()
+	var n atomic.Int64
+	insert := func(b *testing.B) {
+		msg := strconv.AppendInt([]byte("1767225600000\nGET\n/api/v1/account\n"), n.Add(1), 10)
+		if ok, err := st.FirstSignedRequest(context.Background(), key, msg); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+	}
+	b.Run("Serial", func(b *testing.B) {
+		for b.Loop() {
+			insert(b)
+		}
+	})
+	b.Run("Parallel8", func(b *testing.B) {
+		b.SetParallelism(8)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				insert(b)
+			}
+		})
+	})
 }
