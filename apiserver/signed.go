@@ -71,7 +71,11 @@ func (s *Server) verifySigned(c *gin.Context, rec store.KeyRecord) bool {
 		httpkit.Abort(c, &httpkit.Error{Status: http.StatusUnauthorized, Code: "stale_request", Message: err.Error()})
 		return false
 	case errors.As(err, &bad):
-		s.refuse(c, "signature", &httpkit.Error{Status: http.StatusUnauthorized, Code: "invalid_signature", Message: bad.Message})
+		// Not counted against the address either (authFailureRate): checking a signature costs
+		// no Postgres work, which is what the limit bounds, and an Ed25519 signature cannot be
+		// guessed; counting would let anyone sharing the holder's address lock it out.
+		s.authFailed.WithLabelValues("signature", "invalid").Inc()
+		httpkit.AbortUnread(c, &httpkit.Error{Status: http.StatusUnauthorized, Code: "invalid_signature", Message: bad.Message})
 		return false
 	}
 	first, err := s.cfg.Store.FirstSignedRequest(r.Context(), rec.ID, msg)
@@ -79,7 +83,7 @@ func (s *Server) verifySigned(c *gin.Context, rec store.KeyRecord) bool {
 		writeError(c, err)
 		return false
 	}
-	if !first {
+	if !first { // counted: each replay costs an insert
 		s.refuse(c, "signature", &httpkit.Error{Status: http.StatusUnauthorized, Code: "replayed_request",
 			Message: "this signed request was already received: a signed request is accepted once; sign each request afresh, " +
 				"and do not send two identical requests in the same millisecond (their signatures are the same)"})
