@@ -547,6 +547,9 @@ type APIKey struct {
 	// Prefix The key's public first part (`pmx_` and 16 hex digits), which names it; the secret after it is never shown again.
 	Prefix string `json:"prefix"`
 
+	// PublicKey The Ed25519 public key every request of the key must be signed with, as the standard base64 of its 32 bytes; null for a key whose requests are not signed. See Signed requests.
+	PublicKey *string `json:"publicKey"`
+
 	// RevokedAt When the key was revoked; null while it is active.
 	RevokedAt *time.Time `json:"revokedAt"`
 

@@ -333,11 +333,11 @@ func TestDocumentedStatuses(t *testing.T) {
 		t.Errorf("documented statuses:\n got %q\nwant %q", got, want)
 	}
 	// Every 401 carries the required WWW-Authenticate header; every response has a JSON body;
-	// every operation requires the bearer scheme.
+	// every operation requires the bearer scheme, or a signing key's prefix (Signed requests).
 	for path, item := range v.Document().Paths.Map() {
 		for method, op := range item.Operations() {
-			if op.Security == nil || len(*op.Security) != 1 || (*op.Security)[0]["bearer"] == nil {
-				t.Errorf("%s %s: security is not exactly bearer", method, path)
+			if op.Security == nil || len(*op.Security) != 2 || (*op.Security)[0]["bearer"] == nil || (*op.Security)[1]["ed25519Prefix"] == nil {
+				t.Errorf("%s %s: security is not exactly bearer or ed25519Prefix", method, path)
 			}
 			if op.OperationID == "" || op.Description == "" {
 				t.Errorf("%s %s: missing operationId or description", method, path)

@@ -134,6 +134,7 @@ func TestDistributed(t *testing.T) {
 	c := startCluster(t, builds{})
 	t.Run("Suite", func(t *testing.T) { RunSuite(t, c.target(t, 0)) })
 	t.Run("RateLimitAcrossReplicas", func(t *testing.T) { CheckRateAcrossReplicas(t, []*Target{c.target(t, 0), c.target(t, 1)}) })
+	t.Run("SignedReplayAcrossFronts", func(t *testing.T) { CheckSignedReplayAcrossFronts(t, []*Target{c.target(t, 0), c.target(t, 1)}) })
 	t.Run("ShardMetrics", func(t *testing.T) { testShardMetrics(t, c) })
 	t.Run("LockedCashAcrossShards", func(t *testing.T) { testLockedCashAcrossShards(t, c) })
 	t.Run("InternalAPIAbuse", func(t *testing.T) { testInternalAPIAbuse(t, c) })

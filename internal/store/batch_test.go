@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // newTestStore opens a store on a new, migrated database (internal/storetest does this for other
 // packages, but importing it here would be an import cycle).
-func newTestStore(t *testing.T) *Store {
+func newTestStore(t testing.TB) *Store {
 	t.Helper()
 	ctx := context.Background()
 	st, err := Open(ctx, pgtest.NewDatabase(t, pgtest.Shared(t)))

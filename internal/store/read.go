@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -145,15 +146,17 @@ type KeyRecord struct {
 	Hash      []byte
 	Revoked   bool
 	Scope     auth.Scope
-	ExpiresAt *time.Time     // nil: never
-	Allowlist []netip.Prefix // nil: any address
+	ExpiresAt *time.Time        // nil: never
+	Allowlist []netip.Prefix    // nil: any address
+	PublicKey ed25519.PublicKey // nil: the key's requests need no signature
 }
 
 // KeyByPrefix returns the API key with this public prefix.
 func (s *Store) KeyByPrefix(ctx context.Context, prefix string) (KeyRecord, error) {
 	var k KeyRecord
-	err := s.Pool.QueryRow(ctx, `select id, account_id, hash, revoked_at is not null, scope, expires_at, ip_allowlist
-		from api_keys where prefix = $1`, prefix).Scan(&k.ID, &k.AccountID, &k.Hash, &k.Revoked, &k.Scope, &k.ExpiresAt, &k.Allowlist)
+	err := s.Pool.QueryRow(ctx, `select id, account_id, hash, revoked_at is not null, scope, expires_at, ip_allowlist,
+		public_key from api_keys where prefix = $1`, prefix).
+		Scan(&k.ID, &k.AccountID, &k.Hash, &k.Revoked, &k.Scope, &k.ExpiresAt, &k.Allowlist, &k.PublicKey)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return k, ErrNotFound
 	}

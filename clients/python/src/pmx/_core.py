@@ -22,7 +22,7 @@ from typing import Any, Callable, Generic, Mapping, Optional, Sequence, TypeVar,
 
 import httpx
 
-from . import errors
+from . import errors, signing
 from .models import (
     AUTO, Account, AccountEventPage, AccountLimits, ApiKey, Auto, BatchResult, CancelFailure, CancelResult,
     CandleInterval, Candles, FillPage, HeartbeatState, Market, MarketEventPage, MarketPage,
@@ -555,12 +555,14 @@ class Session:
     and what each attempt's outcome means. The sync and async clients hold one each."""
 
     def __init__(self, url: Optional[str], api_key: Optional[str], retry: RetryPolicy,
-                 on_retry: Optional[Callable[[RetryInfo], None]], env: Mapping[str, str]) -> None:
+                 on_retry: Optional[Callable[[RetryInfo], None]], env: Mapping[str, str],
+                 signing_key: Any = None) -> None:
         self.base_url = api_base(url or env.get("PMX_URL") or DEFAULT_URL)
         self.api_key = resolve_key(api_key, env)
         self.retry = retry
         self.on_retry = on_retry
-        self.headers = {"Authorization": f"Bearer {self.api_key}", "User-Agent": USER_AGENT,
+        self.signer = signing.Signer(signing_key) if signing_key is not None else None
+        self.headers = {"Authorization": signing.authorization(self.api_key, self.signer), "User-Agent": USER_AGENT,
                         "Accept": "application/json"}
 
     def request(self, call: Call[Any]) -> dict[str, Any]:
@@ -570,8 +572,14 @@ class Session:
         if call.has_body:
             headers = {**headers, "Content-Type": "application/json"}
             content = json.dumps(call.body, separators=(",", ":"))
-        return {"method": call.method, "url": self.base_url + call.path, "params": call.params,
-                "content": content, "headers": headers}
+        if self.signer is None:
+            return {"method": call.method, "url": self.base_url + call.path, "params": call.params,
+                    "content": content, "headers": headers}
+        # Signed afresh at each attempt, over the target exactly as httpx will send it.
+        url = httpx.URL(self.base_url + call.path, params=call.params)
+        body = content.encode("utf-8") if content is not None else b""
+        headers = {**headers, **self.signer.headers(call.method, url.raw_path.decode("ascii"), body)}
+        return {"method": call.method, "url": url, "content": content, "headers": headers}
 
     def answered(self, call: Call[T], attempt: int, resp: httpx.Response) -> Step[T]:
         body = read_json(resp.content, resp.status_code)

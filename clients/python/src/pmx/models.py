@@ -403,6 +403,9 @@ class ApiKey:
     expires_at: Optional[_dt.datetime]
     #: The CIDR ranges requests with the key may come from (403 ``ip_not_allowed``); empty: anywhere.
     ip_allowlist: list[str]
+    #: The Ed25519 public key (base64 of its 32 bytes) every request of the key must be signed
+    #: with (``signing_key=``, :mod:`pmx.signing`); None for a key whose requests are not signed.
+    public_key: Optional[str]
     #: About when the key was last used (written at most once a minute); None if never.
     last_used_at: Optional[_dt.datetime]
     revoked_at: Optional[_dt.datetime]
