@@ -263,6 +263,20 @@ func (s *Store) Sequences(ctx context.Context, market uuid.UUID) (orders, trades
 	return orders, trades, err
 }
 
+// OrderNumbersUsed is the highest number of a market's order sequence any order has taken, as
+// its seq or as an amend's priority, ended orders included. Sequences may be lower than this (an
+// amended order that ended no longer holds its priority); a shard's counter lies between the two.
+// Only the book check reads it: it scans the market's orders.
+func (s *Store) OrderNumbersUsed(ctx context.Context, market uuid.UUID) (int64, error) {
+	var n int64
+	err := s.Pool.QueryRow(ctx, `select coalesce(max(greatest(seq, coalesce(priority, 0))), 0) from orders
+		where market_id = $1`, market).Scan(&n)
+	if err != nil {
+		err = fmt.Errorf("while reading the order numbers market %s used: %w", market, err)
+	}
+	return n, err
+}
+
 // OrderByClientID reads the account's order with the given client order id.
 func (s *Store) OrderByClientID(ctx context.Context, account int64, clientOrderID string) (records.Order, error) {
 	o, err := scanOrder(s.Pool.QueryRow(ctx, `select `+orderColumns+` from orders
