@@ -181,6 +181,8 @@ const (
 	ReasonMarketClosed
 	// ReasonHeartbeat: its account's dead-man switch tripped.
 	ReasonHeartbeat
+	// ReasonOrderGroup: its order group's fills within its window reached the group's limit.
+	ReasonOrderGroup
 )
 
 var reasonNames = [...]string{
@@ -191,11 +193,12 @@ var reasonNames = [...]string{
 	ReasonSelfTrade:    "SELF_TRADE",
 	ReasonMarketClosed: "MARKET_CLOSED",
 	ReasonHeartbeat:    "HEARTBEAT",
+	ReasonOrderGroup:   "ORDER_GROUP",
 }
 
 // String is the API's name of the reason, and "" for ReasonNone, which the API leaves out.
 func (c CancelReason) String() string {
-	if c <= ReasonHeartbeat {
+	if c <= ReasonOrderGroup {
 		return reasonNames[c]
 	}
 	return fmt.Sprintf("CancelReason(%d)", uint8(c))
