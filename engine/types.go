@@ -292,7 +292,7 @@ func ParseSelfTrade(s string) (SelfTrade, bool) {
 
 // ParseCancelReason reads a cancel reason as String spells it; "" is not one.
 func ParseCancelReason(s string) (CancelReason, bool) {
-	for c := ReasonUser; c <= ReasonHeartbeat; c++ {
+	for c := ReasonUser; c <= ReasonOrderGroup; c++ {
 		if reasonNames[c] == s {
 			return c, true
 		}
