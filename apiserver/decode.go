@@ -416,7 +416,7 @@ type orderRequest struct {
 	ExpiresAt     time.Time // GTD only
 	PostOnly      bool
 	SelfTrade     engine.SelfTrade
-	ClientOrderID string // "" when not given
+	ClientOrderID string    // "" when not given
 	OrderGroupID  uuid.UUID // uuid.Nil when not given
 
 	// pastExpiry refuses a GTD placement whose expiresAt is not in the future, when it has a
