@@ -69,6 +69,7 @@ func testOrderGroupsAcrossShards(t *testing.T, c *cluster) {
 		}(takers[i], m.ID)
 	}
 	wg.Wait()
+	t.Logf("the group's orders filled %d shares of a limit of %d, in placements of %d across two shards", filled, limit, each)
 	if filled < limit || filled > limit+each-1 {
 		t.Errorf("the group's orders filled %d shares, want from its limit %d to %d (the bound)", filled, limit, limit+each-1)
 	}
