@@ -416,7 +416,8 @@ type orderRequest struct {
 	ExpiresAt     time.Time // GTD only
 	PostOnly      bool
 	SelfTrade     engine.SelfTrade
-	ClientOrderID string // "" when not given
+	ClientOrderID string    // "" when not given
+	OrderGroupID  uuid.UUID // uuid.Nil when not given
 
 	// pastExpiry refuses a GTD placement whose expiresAt is not in the future, when it has a
 	// client order id: it may be a retry of a placement made while that time was still ahead, so
@@ -432,15 +433,19 @@ func (r *orderRequest) placement() string {
 	if !r.ExpiresAt.IsZero() {
 		expires = r.ExpiresAt.UTC().Format(time.RFC3339Nano)
 	}
-	return fmt.Sprintf("%s %s %s %d %d %s %s %t %s", r.Market, r.Side, r.Outcome, r.Price, r.Quantity,
+	p := fmt.Sprintf("%s %s %s %d %d %s %s %t %s", r.Market, r.Side, r.Outcome, r.Price, r.Quantity,
 		r.TimeInForce, expires, r.PostOnly, r.SelfTrade)
+	if r.OrderGroupID != uuid.Nil {
+		p += " " + r.OrderGroupID.String() // only then: the fingerprints of orders in no group stay as they were
+	}
+	return p
 }
 
 // request is the placement as the exchange takes it, for account.
 func (r *orderRequest) request(account int64) exchange.PlaceRequest {
 	return exchange.PlaceRequest{Account: account, Market: r.Market, Side: r.Side, Outcome: r.Outcome, Price: r.Price,
 		Quantity: r.Quantity, TimeInForce: r.TimeInForce, ExpiresAt: r.ExpiresAt, PostOnly: r.PostOnly,
-		SelfTrade: r.SelfTrade, ClientOrderID: r.ClientOrderID, Placement: r.placement()}
+		SelfTrade: r.SelfTrade, ClientOrderID: r.ClientOrderID, Placement: r.placement(), OrderGroupID: r.OrderGroupID}
 }
 
 // decodeOrder decodes and validates a placement; now is the time an expiry must be after.
@@ -528,6 +533,11 @@ func (o object) order(maxQuantity int64, now time.Time) (orderRequest, error) {
 		}
 		if !domain.ValidClientOrderID(r.ClientOrderID) {
 			return r, httpkit.FieldError("clientOrderId", "invalid_value", "clientOrderId must be %s", domain.ClientOrderIDRule)
+		}
+	}
+	if o.has("orderGroupId") {
+		if r.OrderGroupID, err = o.uuid("orderGroupId"); err != nil {
+			return r, err
 		}
 	}
 	if r.pastExpiry != nil && r.ClientOrderID == "" {

@@ -54,6 +54,13 @@ func (s *Server) routes() []route {
 		{"POST", "/order/amend", auth.ScopeTrade, s.amendOrder},
 		{"POST", "/orders/batch", auth.ScopeTrade, s.placeBatch},
 		{"PUT", "/account/risk-limits", auth.ScopeTrade, s.setRiskLimits},
+
+		// Order groups (ordergroups.go): reads need read; making one and resetting one need trade,
+		// since a reset lets a group that stopped a bot trade again.
+		{"GET", "/order-groups", auth.ScopeRead, s.listOrderGroups},
+		{"GET", "/order-groups/:id", auth.ScopeRead, s.getOrderGroup},
+		{"POST", "/order-groups", auth.ScopeTrade, s.createOrderGroup},
+		{"POST", "/order-groups/:id/reset", auth.ScopeTrade, s.resetOrderGroup},
 	}
 }
 

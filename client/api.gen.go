@@ -92,6 +92,7 @@ const (
 	CancelledOrderCancelReasonIOC          CancelledOrderCancelReason = "IOC"
 	CancelledOrderCancelReasonLessThanNil  CancelledOrderCancelReason = "<nil>"
 	CancelledOrderCancelReasonMARKETCLOSED CancelledOrderCancelReason = "MARKET_CLOSED"
+	CancelledOrderCancelReasonORDERGROUP   CancelledOrderCancelReason = "ORDER_GROUP"
 	CancelledOrderCancelReasonSELFTRADE    CancelledOrderCancelReason = "SELF_TRADE"
 	CancelledOrderCancelReasonUSER         CancelledOrderCancelReason = "USER"
 )
@@ -110,6 +111,8 @@ func (e CancelledOrderCancelReason) Valid() bool {
 	case CancelledOrderCancelReasonLessThanNil:
 		return true
 	case CancelledOrderCancelReasonMARKETCLOSED:
+		return true
+	case CancelledOrderCancelReasonORDERGROUP:
 		return true
 	case CancelledOrderCancelReasonSELFTRADE:
 		return true
@@ -248,6 +251,7 @@ const (
 	OrderCancelReasonIOC          OrderCancelReason = "IOC"
 	OrderCancelReasonLessThanNil  OrderCancelReason = "<nil>"
 	OrderCancelReasonMARKETCLOSED OrderCancelReason = "MARKET_CLOSED"
+	OrderCancelReasonORDERGROUP   OrderCancelReason = "ORDER_GROUP"
 	OrderCancelReasonSELFTRADE    OrderCancelReason = "SELF_TRADE"
 	OrderCancelReasonUSER         OrderCancelReason = "USER"
 )
@@ -266,6 +270,8 @@ func (e OrderCancelReason) Valid() bool {
 	case OrderCancelReasonLessThanNil:
 		return true
 	case OrderCancelReasonMARKETCLOSED:
+		return true
+	case OrderCancelReasonORDERGROUP:
 		return true
 	case OrderCancelReasonSELFTRADE:
 		return true
@@ -347,6 +353,7 @@ const (
 	PlacedOrderCancelReasonIOC          PlacedOrderCancelReason = "IOC"
 	PlacedOrderCancelReasonLessThanNil  PlacedOrderCancelReason = "<nil>"
 	PlacedOrderCancelReasonMARKETCLOSED PlacedOrderCancelReason = "MARKET_CLOSED"
+	PlacedOrderCancelReasonORDERGROUP   PlacedOrderCancelReason = "ORDER_GROUP"
 	PlacedOrderCancelReasonSELFTRADE    PlacedOrderCancelReason = "SELF_TRADE"
 	PlacedOrderCancelReasonUSER         PlacedOrderCancelReason = "USER"
 )
@@ -365,6 +372,8 @@ func (e PlacedOrderCancelReason) Valid() bool {
 	case PlacedOrderCancelReasonLessThanNil:
 		return true
 	case PlacedOrderCancelReasonMARKETCLOSED:
+		return true
+	case PlacedOrderCancelReasonORDERGROUP:
 		return true
 	case PlacedOrderCancelReasonSELFTRADE:
 		return true
@@ -575,7 +584,8 @@ type CancelledOrder struct {
 	// CancelReason Why a `CANCELLED` or `PARTIALLY_FILLED_CANCELLED` order was cancelled; null for the
 	// others. `USER`: a cancel call; `IOC`, `FOK`: its time in force; `EXPIRED`: a GTD
 	// order's time came; `SELF_TRADE`: self-trade prevention; `MARKET_CLOSED`: its market
-	// closed or was cancelled; `HEARTBEAT`: the dead-man switch fired.
+	// closed or was cancelled; `HEARTBEAT`: the dead-man switch fired; `ORDER_GROUP`: its
+	// order group's fills reached the group's limit.
 	CancelReason *CancelledOrderCancelReason `json:"cancelReason"`
 
 	// ClientOrderID The id the client gave the order, or null.
@@ -589,8 +599,11 @@ type CancelledOrder struct {
 	FilledQuantity int                `json:"filledQuantity"`
 	ID             openapi_types.UUID `json:"id"`
 	MarketID       openapi_types.UUID `json:"marketId"`
-	Outcome        Outcome            `json:"outcome"`
-	PostOnly       bool               `json:"postOnly"`
+
+	// OrderGroupID The order group the order was placed into (`POST /order-groups`); absent for an order in none.
+	OrderGroupID *openapi_types.UUID `json:"orderGroupId,omitempty"`
+	Outcome      Outcome             `json:"outcome"`
+	PostOnly     bool                `json:"postOnly"`
 
 	// Price Cents, 1 to 99. A winning share pays 100.
 	Price Price `json:"price"`
@@ -609,7 +622,8 @@ type CancelledOrder struct {
 // CancelledOrderCancelReason Why a `CANCELLED` or `PARTIALLY_FILLED_CANCELLED` order was cancelled; null for the
 // others. `USER`: a cancel call; `IOC`, `FOK`: its time in force; `EXPIRED`: a GTD
 // order's time came; `SELF_TRADE`: self-trade prevention; `MARKET_CLOSED`: its market
-// closed or was cancelled; `HEARTBEAT`: the dead-man switch fired.
+// closed or was cancelled; `HEARTBEAT`: the dead-man switch fired; `ORDER_GROUP`: its
+// order group's fills reached the group's limit.
 type CancelledOrderCancelReason string
 
 // CancelledOrderStatus defines model for CancelledOrder.Status.
@@ -763,7 +777,8 @@ type Order struct {
 	// CancelReason Why a `CANCELLED` or `PARTIALLY_FILLED_CANCELLED` order was cancelled; null for the
 	// others. `USER`: a cancel call; `IOC`, `FOK`: its time in force; `EXPIRED`: a GTD
 	// order's time came; `SELF_TRADE`: self-trade prevention; `MARKET_CLOSED`: its market
-	// closed or was cancelled; `HEARTBEAT`: the dead-man switch fired.
+	// closed or was cancelled; `HEARTBEAT`: the dead-man switch fired; `ORDER_GROUP`: its
+	// order group's fills reached the group's limit.
 	CancelReason *OrderCancelReason `json:"cancelReason"`
 
 	// ClientOrderID The id the client gave the order, or null.
@@ -777,8 +792,11 @@ type Order struct {
 	FilledQuantity int                `json:"filledQuantity"`
 	ID             openapi_types.UUID `json:"id"`
 	MarketID       openapi_types.UUID `json:"marketId"`
-	Outcome        Outcome            `json:"outcome"`
-	PostOnly       bool               `json:"postOnly"`
+
+	// OrderGroupID The order group the order was placed into (`POST /order-groups`); absent for an order in none.
+	OrderGroupID *openapi_types.UUID `json:"orderGroupId,omitempty"`
+	Outcome      Outcome             `json:"outcome"`
+	PostOnly     bool                `json:"postOnly"`
 
 	// Price Cents, 1 to 99. A winning share pays 100.
 	Price Price `json:"price"`
@@ -799,7 +817,8 @@ type Order struct {
 // OrderCancelReason Why a `CANCELLED` or `PARTIALLY_FILLED_CANCELLED` order was cancelled; null for the
 // others. `USER`: a cancel call; `IOC`, `FOK`: its time in force; `EXPIRED`: a GTD
 // order's time came; `SELF_TRADE`: self-trade prevention; `MARKET_CLOSED`: its market
-// closed or was cancelled; `HEARTBEAT`: the dead-man switch fired.
+// closed or was cancelled; `HEARTBEAT`: the dead-man switch fired; `ORDER_GROUP`: its
+// order group's fills reached the group's limit.
 type OrderCancelReason string
 
 // OrderBook defines model for OrderBook.
@@ -813,6 +832,23 @@ type OrderBook struct {
 	// LastTradePrice Price of the most recent trade in this view's outcome terms (YES view: the YES price;
 	// NO view: 100 minus it); null if the market never traded.
 	LastTradePrice *int `json:"lastTradePrice"`
+}
+
+// OrderGroup An order group (`POST /order-groups`).
+type OrderGroup struct {
+	// CountedFrom When the group was made or last reset; fills before it do not count.
+	CountedFrom time.Time `json:"countedFrom"`
+	CreatedAt   time.Time `json:"createdAt"`
+	FillLimit   int64     `json:"fillLimit"`
+
+	// FilledInWindow Shares the group's orders filled within the window ending now, since `countedFrom`.
+	FilledInWindow int64              `json:"filledInWindow"`
+	ID             openapi_types.UUID `json:"id"`
+
+	// Triggered The fills reached `fillLimit`; the group takes no orders until it is reset.
+	Triggered     bool       `json:"triggered"`
+	TriggeredAt   *time.Time `json:"triggeredAt"`
+	WindowSeconds int        `json:"windowSeconds"`
 }
 
 // OrderStatus `OPEN` and `PARTIALLY_FILLED` rest in the book; the other three are final.
@@ -829,7 +865,13 @@ type PlaceOrderRequest struct {
 	// ExpiresAt RFC 3339, from 1970 to the end of year 9999 in UTC (else `out_of_range`). Required with `GTD` and only then; must be in the future.
 	ExpiresAt *time.Time         `json:"expiresAt,omitempty"`
 	MarketID  openapi_types.UUID `json:"marketId"`
-	Outcome   Outcome            `json:"outcome"`
+
+	// OrderGroupID One of your order groups (`POST /order-groups`) to place the order into: when the
+	// group's fills within its window reach its `fillLimit`, its resting orders are cancelled.
+	// Unknown or another account's: `400 order_group_not_found`; triggered: `409
+	// order_group_triggered`. An amend keeps the order in its group.
+	OrderGroupID *openapi_types.UUID `json:"orderGroupId,omitempty"`
+	Outcome      Outcome             `json:"outcome"`
 
 	// PostOnly With `GTC` or `GTD` only. Refuse the order if any of it would trade on arrival.
 	PostOnly *bool `json:"postOnly,omitempty"`
@@ -857,7 +899,8 @@ type PlacedOrder struct {
 	// CancelReason Why a `CANCELLED` or `PARTIALLY_FILLED_CANCELLED` order was cancelled; null for the
 	// others. `USER`: a cancel call; `IOC`, `FOK`: its time in force; `EXPIRED`: a GTD
 	// order's time came; `SELF_TRADE`: self-trade prevention; `MARKET_CLOSED`: its market
-	// closed or was cancelled; `HEARTBEAT`: the dead-man switch fired.
+	// closed or was cancelled; `HEARTBEAT`: the dead-man switch fired; `ORDER_GROUP`: its
+	// order group's fills reached the group's limit.
 	CancelReason *PlacedOrderCancelReason `json:"cancelReason"`
 
 	// ClientOrderID The id the client gave the order, or null.
@@ -871,8 +914,11 @@ type PlacedOrder struct {
 	FilledQuantity int                `json:"filledQuantity"`
 	ID             openapi_types.UUID `json:"id"`
 	MarketID       openapi_types.UUID `json:"marketId"`
-	Outcome        Outcome            `json:"outcome"`
-	PostOnly       bool               `json:"postOnly"`
+
+	// OrderGroupID The order group the order was placed into (`POST /order-groups`); absent for an order in none.
+	OrderGroupID *openapi_types.UUID `json:"orderGroupId,omitempty"`
+	Outcome      Outcome             `json:"outcome"`
+	PostOnly     bool                `json:"postOnly"`
 
 	// Price Cents, 1 to 99. A winning share pays 100.
 	Price Price `json:"price"`
@@ -896,7 +942,8 @@ type PlacedOrder struct {
 // PlacedOrderCancelReason Why a `CANCELLED` or `PARTIALLY_FILLED_CANCELLED` order was cancelled; null for the
 // others. `USER`: a cancel call; `IOC`, `FOK`: its time in force; `EXPIRED`: a GTD
 // order's time came; `SELF_TRADE`: self-trade prevention; `MARKET_CLOSED`: its market
-// closed or was cancelled; `HEARTBEAT`: the dead-man switch fired.
+// closed or was cancelled; `HEARTBEAT`: the dead-man switch fired; `ORDER_GROUP`: its
+// order group's fills reached the group's limit.
 type PlacedOrderCancelReason string
 
 // Position defines model for Position.
@@ -1180,6 +1227,15 @@ type GetOrderParams struct {
 	ClientOrderID *string `form:"clientOrderId,omitempty" json:"clientOrderId,omitempty"`
 }
 
+// CreateOrderGroupJSONBody defines parameters for CreateOrderGroup.
+type CreateOrderGroupJSONBody struct {
+	// FillLimit Shares filled within the window that trigger the group.
+	FillLimit int64 `json:"fillLimit"`
+
+	// WindowSeconds The rolling window, in seconds (at most a day).
+	WindowSeconds int `json:"windowSeconds"`
+}
+
 // AmendOrderJSONBody defines parameters for AmendOrder.
 type AmendOrderJSONBody struct {
 	ClientOrderID *string             `json:"clientOrderId,omitempty"`
@@ -1273,6 +1329,9 @@ type HeartbeatJSONRequestBody HeartbeatJSONBody
 
 // PlaceOrderJSONRequestBody defines body for PlaceOrder for application/json ContentType.
 type PlaceOrderJSONRequestBody = PlaceOrderRequest
+
+// CreateOrderGroupJSONRequestBody defines body for CreateOrderGroup for application/json ContentType.
+type CreateOrderGroupJSONRequestBody CreateOrderGroupJSONBody
 
 // AmendOrderJSONRequestBody defines body for AmendOrder for application/json ContentType.
 type AmendOrderJSONRequestBody AmendOrderJSONBody
@@ -1708,6 +1767,84 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /order (the `PlaceOrder` operationId).
 	PlaceOrder(ctx context.Context, body PlaceOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListOrderGroups Your order groups (pmx addition)
+	//
+	// The caller's order groups, newest first, each with its fills in the window ending now.
+	//
+	// Corresponds with GET /order-groups (the `ListOrderGroups` operationId).
+	ListOrderGroups(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateOrderGroupWithBody Make an order group (pmx addition)
+	//
+	// An order group stops a bot that fills more than it should: orders placed with its id
+	// (`orderGroupId` on `POST /order` and `POST /orders/batch`; an amend keeps it) belong to
+	// it, in any markets. When the shares its orders fill within the rolling window of
+	// `windowSeconds` (since it was made or last reset) reach `fillLimit`, the group is
+	// **triggered**: every resting order of it is cancelled (`cancelReason: ORDER_GROUP`, on the
+	// account's feed like every cancel) and it refuses new orders with `409
+	// order_group_triggered` until `POST /order-groups/{id}/reset`.
+	//
+	// **The bound.** The exchange counts a group's fills one batch after another, across every
+	// shard, each from the exact count before it (a batch that counted from a count another
+	// shard has since changed fails and runs again). The fills that reach the limit are those of
+	// one order's placement or amend, which completes: so the group's fills within its window
+	// exceed `fillLimit` by less than what that one order filled of the group, and no order of
+	// the group fills after it, in any market, until the reset. The orders of the group resting
+	// in the market of that order, and in every market of the same shard, are cancelled in the
+	// batch that reached the limit; those in markets of other shards are cancelled before any
+	// of them could fill, at the latest within about a second.
+	//
+	// Needs a key with the `trade` scope.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /order-groups (the `CreateOrderGroup` operationId).
+	CreateOrderGroupWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateOrderGroup Make an order group (pmx addition)
+	//
+	// An order group stops a bot that fills more than it should: orders placed with its id
+	// (`orderGroupId` on `POST /order` and `POST /orders/batch`; an amend keeps it) belong to
+	// it, in any markets. When the shares its orders fill within the rolling window of
+	// `windowSeconds` (since it was made or last reset) reach `fillLimit`, the group is
+	// **triggered**: every resting order of it is cancelled (`cancelReason: ORDER_GROUP`, on the
+	// account's feed like every cancel) and it refuses new orders with `409
+	// order_group_triggered` until `POST /order-groups/{id}/reset`.
+	//
+	// **The bound.** The exchange counts a group's fills one batch after another, across every
+	// shard, each from the exact count before it (a batch that counted from a count another
+	// shard has since changed fails and runs again). The fills that reach the limit are those of
+	// one order's placement or amend, which completes: so the group's fills within its window
+	// exceed `fillLimit` by less than what that one order filled of the group, and no order of
+	// the group fills after it, in any market, until the reset. The orders of the group resting
+	// in the market of that order, and in every market of the same shard, are cancelled in the
+	// batch that reached the limit; those in markets of other shards are cancelled before any
+	// of them could fill, at the latest within about a second.
+	//
+	// Needs a key with the `trade` scope.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /order-groups (the `CreateOrderGroup` operationId).
+	CreateOrderGroup(ctx context.Context, body CreateOrderGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetOrderGroup One of your order groups (pmx addition)
+	//
+	// The group, with the shares its orders filled within the window ending now and whether it is triggered.
+	//
+	// Corresponds with GET /order-groups/{id} (the `GetOrderGroup` operationId).
+	GetOrderGroup(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResetOrderGroup Let a triggered order group take orders again (pmx addition)
+	//
+	// Clears the group's trigger and forgets the fills counted so far: its window counts from
+	// now. It takes orders again at once, in every market. Resetting a group that is not
+	// triggered only restarts its count. Needs a key with the `trade` scope (a `cancel` key
+	// cannot: a reset lets a bot trade again).
+	//
+	// Corresponds with POST /order-groups/{id}/reset (the `ResetOrderGroup` operationId).
+	ResetOrderGroup(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AmendOrderWithBody Change the price or quantity of one of your orders (pmx addition)
 	//
@@ -2418,6 +2555,134 @@ func (c *RawClient) PlaceOrderWithBody(ctx context.Context, contentType string, 
 // Corresponds with POST /order (the `PlaceOrder` operationId).
 func (c *RawClient) PlaceOrder(ctx context.Context, body PlaceOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPlaceOrderRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListOrderGroups Your order groups (pmx addition)
+//
+// The caller's order groups, newest first, each with its fills in the window ending now.
+//
+// Corresponds with GET /order-groups (the `ListOrderGroups` operationId).
+func (c *RawClient) ListOrderGroups(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListOrderGroupsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateOrderGroupWithBody Make an order group (pmx addition)
+//
+// An order group stops a bot that fills more than it should: orders placed with its id
+// (`orderGroupId` on `POST /order` and `POST /orders/batch`; an amend keeps it) belong to
+// it, in any markets. When the shares its orders fill within the rolling window of
+// `windowSeconds` (since it was made or last reset) reach `fillLimit`, the group is
+// **triggered**: every resting order of it is cancelled (`cancelReason: ORDER_GROUP`, on the
+// account's feed like every cancel) and it refuses new orders with `409
+// order_group_triggered` until `POST /order-groups/{id}/reset`.
+//
+// **The bound.** The exchange counts a group's fills one batch after another, across every
+// shard, each from the exact count before it (a batch that counted from a count another
+// shard has since changed fails and runs again). The fills that reach the limit are those of
+// one order's placement or amend, which completes: so the group's fills within its window
+// exceed `fillLimit` by less than what that one order filled of the group, and no order of
+// the group fills after it, in any market, until the reset. The orders of the group resting
+// in the market of that order, and in every market of the same shard, are cancelled in the
+// batch that reached the limit; those in markets of other shards are cancelled before any
+// of them could fill, at the latest within about a second.
+//
+// Needs a key with the `trade` scope.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /order-groups (the `CreateOrderGroup` operationId).
+func (c *RawClient) CreateOrderGroupWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateOrderGroupRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateOrderGroup Make an order group (pmx addition)
+//
+// An order group stops a bot that fills more than it should: orders placed with its id
+// (`orderGroupId` on `POST /order` and `POST /orders/batch`; an amend keeps it) belong to
+// it, in any markets. When the shares its orders fill within the rolling window of
+// `windowSeconds` (since it was made or last reset) reach `fillLimit`, the group is
+// **triggered**: every resting order of it is cancelled (`cancelReason: ORDER_GROUP`, on the
+// account's feed like every cancel) and it refuses new orders with `409
+// order_group_triggered` until `POST /order-groups/{id}/reset`.
+//
+// **The bound.** The exchange counts a group's fills one batch after another, across every
+// shard, each from the exact count before it (a batch that counted from a count another
+// shard has since changed fails and runs again). The fills that reach the limit are those of
+// one order's placement or amend, which completes: so the group's fills within its window
+// exceed `fillLimit` by less than what that one order filled of the group, and no order of
+// the group fills after it, in any market, until the reset. The orders of the group resting
+// in the market of that order, and in every market of the same shard, are cancelled in the
+// batch that reached the limit; those in markets of other shards are cancelled before any
+// of them could fill, at the latest within about a second.
+//
+// Needs a key with the `trade` scope.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /order-groups (the `CreateOrderGroup` operationId).
+func (c *RawClient) CreateOrderGroup(ctx context.Context, body CreateOrderGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateOrderGroupRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetOrderGroup One of your order groups (pmx addition)
+//
+// The group, with the shares its orders filled within the window ending now and whether it is triggered.
+//
+// Corresponds with GET /order-groups/{id} (the `GetOrderGroup` operationId).
+func (c *RawClient) GetOrderGroup(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetOrderGroupRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResetOrderGroup Let a triggered order group take orders again (pmx addition)
+//
+// Clears the group's trigger and forgets the fills counted so far: its window counts from
+// now. It takes orders again at once, in every market. Resetting a group that is not
+// triggered only restarts its count. Needs a key with the `trade` scope (a `cancel` key
+// cannot: a reset lets a bot trade again).
+//
+// Corresponds with POST /order-groups/{id}/reset (the `ResetOrderGroup` operationId).
+func (c *RawClient) ResetOrderGroup(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResetOrderGroupRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -3575,6 +3840,141 @@ func NewPlaceOrderRequestWithBody(server string, contentType string, body io.Rea
 	return req, nil
 }
 
+// NewListOrderGroupsRequest constructs an http.Request for the ListOrderGroups method
+func NewListOrderGroupsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/order-groups")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateOrderGroupRequest calls the generic CreateOrderGroup builder with application/json body
+func NewCreateOrderGroupRequest(server string, body CreateOrderGroupJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateOrderGroupRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateOrderGroupRequestWithBody constructs an http.Request for the CreateOrderGroup method, with any body, and a specified content type
+func NewCreateOrderGroupRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/order-groups")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetOrderGroupRequest constructs an http.Request for the GetOrderGroup method
+func NewGetOrderGroupRequest(server string, id openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/order-groups/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewResetOrderGroupRequest constructs an http.Request for the ResetOrderGroup method
+func NewResetOrderGroupRequest(server string, id openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/order-groups/%s/reset", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewAmendOrderRequest calls the generic AmendOrder builder with application/json body
 func NewAmendOrderRequest(server string, body AmendOrderJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -4328,6 +4728,90 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /order (the `PlaceOrder` operationId).
 	PlaceOrderWithResponse(ctx context.Context, body PlaceOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*PlaceOrderResponse, error)
+
+	// ListOrderGroupsWithResponse Your order groups (pmx addition)
+	//
+	// The caller's order groups, newest first, each with its fills in the window ending now.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /order-groups (the `ListOrderGroups` operationId).
+	ListOrderGroupsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListOrderGroupsResponse, error)
+
+	// CreateOrderGroupWithBodyWithResponse Make an order group (pmx addition)
+	//
+	// An order group stops a bot that fills more than it should: orders placed with its id
+	// (`orderGroupId` on `POST /order` and `POST /orders/batch`; an amend keeps it) belong to
+	// it, in any markets. When the shares its orders fill within the rolling window of
+	// `windowSeconds` (since it was made or last reset) reach `fillLimit`, the group is
+	// **triggered**: every resting order of it is cancelled (`cancelReason: ORDER_GROUP`, on the
+	// account's feed like every cancel) and it refuses new orders with `409
+	// order_group_triggered` until `POST /order-groups/{id}/reset`.
+	//
+	// **The bound.** The exchange counts a group's fills one batch after another, across every
+	// shard, each from the exact count before it (a batch that counted from a count another
+	// shard has since changed fails and runs again). The fills that reach the limit are those of
+	// one order's placement or amend, which completes: so the group's fills within its window
+	// exceed `fillLimit` by less than what that one order filled of the group, and no order of
+	// the group fills after it, in any market, until the reset. The orders of the group resting
+	// in the market of that order, and in every market of the same shard, are cancelled in the
+	// batch that reached the limit; those in markets of other shards are cancelled before any
+	// of them could fill, at the latest within about a second.
+	//
+	// Needs a key with the `trade` scope.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /order-groups (the `CreateOrderGroup` operationId).
+	CreateOrderGroupWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateOrderGroupResponse, error)
+
+	// CreateOrderGroupWithResponse Make an order group (pmx addition)
+	//
+	// An order group stops a bot that fills more than it should: orders placed with its id
+	// (`orderGroupId` on `POST /order` and `POST /orders/batch`; an amend keeps it) belong to
+	// it, in any markets. When the shares its orders fill within the rolling window of
+	// `windowSeconds` (since it was made or last reset) reach `fillLimit`, the group is
+	// **triggered**: every resting order of it is cancelled (`cancelReason: ORDER_GROUP`, on the
+	// account's feed like every cancel) and it refuses new orders with `409
+	// order_group_triggered` until `POST /order-groups/{id}/reset`.
+	//
+	// **The bound.** The exchange counts a group's fills one batch after another, across every
+	// shard, each from the exact count before it (a batch that counted from a count another
+	// shard has since changed fails and runs again). The fills that reach the limit are those of
+	// one order's placement or amend, which completes: so the group's fills within its window
+	// exceed `fillLimit` by less than what that one order filled of the group, and no order of
+	// the group fills after it, in any market, until the reset. The orders of the group resting
+	// in the market of that order, and in every market of the same shard, are cancelled in the
+	// batch that reached the limit; those in markets of other shards are cancelled before any
+	// of them could fill, at the latest within about a second.
+	//
+	// Needs a key with the `trade` scope.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /order-groups (the `CreateOrderGroup` operationId).
+	CreateOrderGroupWithResponse(ctx context.Context, body CreateOrderGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateOrderGroupResponse, error)
+
+	// GetOrderGroupWithResponse One of your order groups (pmx addition)
+	//
+	// The group, with the shares its orders filled within the window ending now and whether it is triggered.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /order-groups/{id} (the `GetOrderGroup` operationId).
+	GetOrderGroupWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetOrderGroupResponse, error)
+
+	// ResetOrderGroupWithResponse Let a triggered order group take orders again (pmx addition)
+	//
+	// Clears the group's trigger and forgets the fills counted so far: its window counts from
+	// now. It takes orders again at once, in every market. Resetting a group that is not
+	// triggered only restarts its count. Needs a key with the `trade` scope (a `cancel` key
+	// cannot: a reset lets a bot trade again).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /order-groups/{id}/reset (the `ResetOrderGroup` operationId).
+	ResetOrderGroupWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*ResetOrderGroupResponse, error)
 
 	// AmendOrderWithBodyWithResponse Change the price or quantity of one of your orders (pmx addition)
 	//
@@ -6053,6 +6537,357 @@ func (r PlaceOrderResponse) ContentType() string {
 	return ""
 }
 
+// ListOrderGroupsResponse401Headers the declared response headers of an HTTP 401 response for ListOrderGroups
+type ListOrderGroupsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListOrderGroupsResponse429Headers the declared response headers of an HTTP 429 response for ListOrderGroups
+type ListOrderGroupsResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+}
+
+type ListOrderGroupsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]OrderGroup
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListOrderGroupsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListOrderGroupsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListOrderGroupsResponse) GetJSON200() *[]OrderGroup {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListOrderGroupsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListOrderGroupsResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListOrderGroupsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r ListOrderGroupsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListOrderGroupsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListOrderGroupsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListOrderGroupsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateOrderGroupResponse401Headers the declared response headers of an HTTP 401 response for CreateOrderGroup
+type CreateOrderGroupResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CreateOrderGroupResponse429Headers the declared response headers of an HTTP 429 response for CreateOrderGroup
+type CreateOrderGroupResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+}
+
+type CreateOrderGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *OrderGroup
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateOrderGroupResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateOrderGroupResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateOrderGroupResponse) GetJSON201() *OrderGroup {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateOrderGroupResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateOrderGroupResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateOrderGroupResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateOrderGroupResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateOrderGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateOrderGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateOrderGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateOrderGroupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetOrderGroupResponse401Headers the declared response headers of an HTTP 401 response for GetOrderGroup
+type GetOrderGroupResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GetOrderGroupResponse429Headers the declared response headers of an HTTP 429 response for GetOrderGroup
+type GetOrderGroupResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+}
+
+type GetOrderGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OrderGroup
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetOrderGroupResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetOrderGroupResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetOrderGroupResponse) GetJSON200() *OrderGroup {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetOrderGroupResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetOrderGroupResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetOrderGroupResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetOrderGroupResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetOrderGroupResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r GetOrderGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetOrderGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetOrderGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetOrderGroupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ResetOrderGroupResponse401Headers the declared response headers of an HTTP 401 response for ResetOrderGroup
+type ResetOrderGroupResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ResetOrderGroupResponse429Headers the declared response headers of an HTTP 429 response for ResetOrderGroup
+type ResetOrderGroupResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+}
+
+type ResetOrderGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OrderGroup
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ResetOrderGroupResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResetOrderGroupResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResetOrderGroupResponse) GetJSON200() *OrderGroup {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ResetOrderGroupResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ResetOrderGroupResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ResetOrderGroupResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ResetOrderGroupResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ResetOrderGroupResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r ResetOrderGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResetOrderGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResetOrderGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResetOrderGroupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // AmendOrderResponse401Headers the declared response headers of an HTTP 401 response for AmendOrder
 type AmendOrderResponse401Headers struct {
 	WWWAuthenticate string
@@ -7165,6 +8000,120 @@ func (c *ClientWithResponses) PlaceOrderWithResponse(ctx context.Context, body P
 		return nil, err
 	}
 	return ParsePlaceOrderResponse(rsp)
+}
+
+// ListOrderGroupsWithResponse Your order groups (pmx addition)
+//
+// The caller's order groups, newest first, each with its fills in the window ending now.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /order-groups (the `ListOrderGroups` operationId).
+func (c *ClientWithResponses) ListOrderGroupsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListOrderGroupsResponse, error) {
+	rsp, err := c.ListOrderGroups(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListOrderGroupsResponse(rsp)
+}
+
+// CreateOrderGroupWithBodyWithResponse Make an order group (pmx addition)
+//
+// An order group stops a bot that fills more than it should: orders placed with its id
+// (`orderGroupId` on `POST /order` and `POST /orders/batch`; an amend keeps it) belong to
+// it, in any markets. When the shares its orders fill within the rolling window of
+// `windowSeconds` (since it was made or last reset) reach `fillLimit`, the group is
+// **triggered**: every resting order of it is cancelled (`cancelReason: ORDER_GROUP`, on the
+// account's feed like every cancel) and it refuses new orders with `409
+// order_group_triggered` until `POST /order-groups/{id}/reset`.
+//
+// **The bound.** The exchange counts a group's fills one batch after another, across every
+// shard, each from the exact count before it (a batch that counted from a count another
+// shard has since changed fails and runs again). The fills that reach the limit are those of
+// one order's placement or amend, which completes: so the group's fills within its window
+// exceed `fillLimit` by less than what that one order filled of the group, and no order of
+// the group fills after it, in any market, until the reset. The orders of the group resting
+// in the market of that order, and in every market of the same shard, are cancelled in the
+// batch that reached the limit; those in markets of other shards are cancelled before any
+// of them could fill, at the latest within about a second.
+//
+// Needs a key with the `trade` scope.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /order-groups (the `CreateOrderGroup` operationId).
+func (c *ClientWithResponses) CreateOrderGroupWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateOrderGroupResponse, error) {
+	rsp, err := c.CreateOrderGroupWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateOrderGroupResponse(rsp)
+}
+
+// CreateOrderGroupWithResponse Make an order group (pmx addition)
+//
+// An order group stops a bot that fills more than it should: orders placed with its id
+// (`orderGroupId` on `POST /order` and `POST /orders/batch`; an amend keeps it) belong to
+// it, in any markets. When the shares its orders fill within the rolling window of
+// `windowSeconds` (since it was made or last reset) reach `fillLimit`, the group is
+// **triggered**: every resting order of it is cancelled (`cancelReason: ORDER_GROUP`, on the
+// account's feed like every cancel) and it refuses new orders with `409
+// order_group_triggered` until `POST /order-groups/{id}/reset`.
+//
+// **The bound.** The exchange counts a group's fills one batch after another, across every
+// shard, each from the exact count before it (a batch that counted from a count another
+// shard has since changed fails and runs again). The fills that reach the limit are those of
+// one order's placement or amend, which completes: so the group's fills within its window
+// exceed `fillLimit` by less than what that one order filled of the group, and no order of
+// the group fills after it, in any market, until the reset. The orders of the group resting
+// in the market of that order, and in every market of the same shard, are cancelled in the
+// batch that reached the limit; those in markets of other shards are cancelled before any
+// of them could fill, at the latest within about a second.
+//
+// Needs a key with the `trade` scope.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /order-groups (the `CreateOrderGroup` operationId).
+func (c *ClientWithResponses) CreateOrderGroupWithResponse(ctx context.Context, body CreateOrderGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateOrderGroupResponse, error) {
+	rsp, err := c.CreateOrderGroup(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateOrderGroupResponse(rsp)
+}
+
+// GetOrderGroupWithResponse One of your order groups (pmx addition)
+//
+// The group, with the shares its orders filled within the window ending now and whether it is triggered.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /order-groups/{id} (the `GetOrderGroup` operationId).
+func (c *ClientWithResponses) GetOrderGroupWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetOrderGroupResponse, error) {
+	rsp, err := c.GetOrderGroup(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetOrderGroupResponse(rsp)
+}
+
+// ResetOrderGroupWithResponse Let a triggered order group take orders again (pmx addition)
+//
+// Clears the group's trigger and forgets the fills counted so far: its window counts from
+// now. It takes orders again at once, in every market. Resetting a group that is not
+// triggered only restarts its count. Needs a key with the `trade` scope (a `cancel` key
+// cannot: a reset lets a bot trade again).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /order-groups/{id}/reset (the `ResetOrderGroup` operationId).
+func (c *ClientWithResponses) ResetOrderGroupWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*ResetOrderGroupResponse, error) {
+	rsp, err := c.ResetOrderGroup(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResetOrderGroupResponse(rsp)
 }
 
 // AmendOrderWithBodyWithResponse Change the price or quantity of one of your orders (pmx addition)
@@ -9135,6 +10084,405 @@ func ParsePlaceOrderResponse(rsp *http.Response) (*PlaceOrderResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers PlaceOrderResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListOrderGroupsResponse parses an HTTP response from a ListOrderGroupsWithResponse call
+func ParseListOrderGroupsResponse(rsp *http.Response) (*ListOrderGroupsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListOrderGroupsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []OrderGroup
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListOrderGroupsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListOrderGroupsResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateOrderGroupResponse parses an HTTP response from a CreateOrderGroupWithResponse call
+func ParseCreateOrderGroupResponse(rsp *http.Response) (*CreateOrderGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateOrderGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest OrderGroup
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateOrderGroupResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateOrderGroupResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetOrderGroupResponse parses an HTTP response from a GetOrderGroupWithResponse call
+func ParseGetOrderGroupResponse(rsp *http.Response) (*GetOrderGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetOrderGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OrderGroup
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetOrderGroupResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetOrderGroupResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseResetOrderGroupResponse parses an HTTP response from a ResetOrderGroupWithResponse call
+func ParseResetOrderGroupResponse(rsp *http.Response) (*ResetOrderGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResetOrderGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OrderGroup
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ResetOrderGroupResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ResetOrderGroupResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -155,6 +155,51 @@ func (c *Client) SetRiskLimits(ctx context.Context, maxPosition, maxLockedCash *
 	return value(r.HTTPResponse, r.Body, r.JSON200)
 }
 
+// CreateOrderGroup makes an order group: orders placed with its id (PlaceOrderRequest.OrderGroupID)
+// belong to it, and once the shares they fill within windowSeconds reach fillLimit, the group's
+// resting orders are cancelled (cancelReason ORDER_GROUP) and it refuses orders (an *APIError with
+// code order_group_triggered) until ResetOrderGroup.
+func (c *Client) CreateOrderGroup(ctx context.Context, fillLimit int64, windowSeconds int) (*OrderGroup, error) {
+	r, err := c.CreateOrderGroupWithResponse(ctx, CreateOrderGroupJSONRequestBody{FillLimit: fillLimit, WindowSeconds: windowSeconds})
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON201)
+}
+
+// OrderGroups lists the account's order groups, newest first.
+func (c *Client) OrderGroups(ctx context.Context) ([]OrderGroup, error) {
+	r, err := c.ListOrderGroupsWithResponse(ctx)
+	if err != nil {
+		return nil, err
+	}
+	g, err := value(r.HTTPResponse, r.Body, r.JSON200)
+	if err != nil {
+		return nil, err
+	}
+	return *g, nil
+}
+
+// OrderGroup returns one of the account's order groups: its fills in the window and whether it is
+// triggered.
+func (c *Client) OrderGroup(ctx context.Context, id uuid.UUID) (*OrderGroup, error) {
+	r, err := c.GetOrderGroupWithResponse(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// ResetOrderGroup lets a triggered group take orders again and restarts its count. It needs a
+// key with the trade scope.
+func (c *Client) ResetOrderGroup(ctx context.Context, id uuid.UUID) (*OrderGroup, error) {
+	r, err := c.ResetOrderGroupWithResponse(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON200)
+}
+
 // Positions returns the account's holdings.
 func (c *Client) Positions(ctx context.Context) ([]Position, error) {
 	r, err := c.ListPositionsWithResponse(ctx)

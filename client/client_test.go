@@ -314,3 +314,47 @@ func TestRateLimitBackOff(t *testing.T) {
 		t.Fatalf("placing without retries past the limit: %v, want a 429 with its Retry-After", err)
 	}
 }
+
+// TestOrderGroups makes a group, places into it, fills it to its limit, sees the trigger cancel its
+// order and refuse the next (an *APIError with order_group_triggered), and resets it.
+func TestOrderGroups(t *testing.T) {
+	ctx := context.Background()
+	tg := exchangetest.StartDev(t)
+	m := tg.NewMarket(t, nil).ID
+	alice, bob := newClient(t, tg, ""), newClient(t, tg, "")
+
+	g, err := alice.CreateOrderGroup(ctx, 5, 60)
+	if err != nil || g.FillLimit != 5 || g.WindowSeconds != 60 || g.Triggered {
+		t.Fatalf("CreateOrderGroup: %v, %+v", err, g)
+	}
+	bid := order(m, client.BUY, client.OutcomeYES, 60, 10)
+	bid.OrderGroupID = &g.ID
+	placed, err := alice.PlaceOrder(ctx, bid)
+	if err != nil || placed.OrderGroupID == nil || *placed.OrderGroupID != g.ID {
+		t.Fatalf("PlaceOrder into the group: %v, %+v", err, placed)
+	}
+	if _, err := bob.PlaceOrder(ctx, order(m, client.BUY, client.OutcomeNO, 40, 5)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := alice.OrderGroup(ctx, g.ID)
+	if err != nil || !got.Triggered || got.FilledInWindow != 5 {
+		t.Fatalf("OrderGroup after 5 filled of 5: %v, %+v", err, got)
+	}
+	o, err := alice.Order(ctx, placed.ID)
+	if err != nil || o.CancelReason == nil || *o.CancelReason != client.OrderCancelReasonORDERGROUP {
+		t.Fatalf("the group's order after the trigger: %v, %+v", err, o)
+	}
+	var refused *client.APIError
+	if _, err := alice.PlaceOrder(ctx, bid); !errors.As(err, &refused) || refused.Status != http.StatusConflict || refused.Code != "order_group_triggered" {
+		t.Fatalf("PlaceOrder into a triggered group: %v, want 409 order_group_triggered", err)
+	}
+	if reset, err := alice.ResetOrderGroup(ctx, g.ID); err != nil || reset.Triggered || reset.FilledInWindow != 0 {
+		t.Fatalf("ResetOrderGroup: %v, %+v", err, reset)
+	}
+	if groups, err := alice.OrderGroups(ctx); err != nil || len(groups) != 1 || groups[0].ID != g.ID {
+		t.Fatalf("OrderGroups: %v, %+v", err, groups)
+	}
+	if _, err := alice.PlaceOrder(ctx, bid); err != nil {
+		t.Fatalf("PlaceOrder after the reset: %v", err)
+	}
+}

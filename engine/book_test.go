@@ -456,7 +456,7 @@ func TestNamesMatchTheAPI(t *testing.T) {
 			t.Errorf("self-trade mode %d: %q, parsed %v %v; want %q", i, m.String(), p, ok, name)
 		}
 	}
-	reasons := []string{"", "USER", "IOC", "FOK", "EXPIRED", "SELF_TRADE", "MARKET_CLOSED", "HEARTBEAT"}
+	reasons := []string{"", "USER", "IOC", "FOK", "EXPIRED", "SELF_TRADE", "MARKET_CLOSED", "HEARTBEAT", "ORDER_GROUP"}
 	for i, name := range reasons {
 		c := CancelReason(i)
 		if p, ok := ParseCancelReason(name); c.String() != name || ok != (c != ReasonNone) || (ok && p != c) {
@@ -471,7 +471,7 @@ func TestNamesMatchTheAPI(t *testing.T) {
 			t.Errorf("ParseSelfTrade(%q) accepted it", bad)
 		}
 	}
-	if TimeInForce(4).String() != "TimeInForce(4)" || SelfTrade(2).String() != "SelfTrade(2)" || CancelReason(8).String() != "CancelReason(8)" {
+	if TimeInForce(4).String() != "TimeInForce(4)" || SelfTrade(2).String() != "SelfTrade(2)" || CancelReason(9).String() != "CancelReason(9)" {
 		t.Error("unknown values print as their number")
 	}
 	if !GTC.Rests() || !GTD.Rests() || IOC.Rests() || FOK.Rests() {

@@ -181,6 +181,8 @@ const (
 	ReasonMarketClosed
 	// ReasonHeartbeat: its account's dead-man switch tripped.
 	ReasonHeartbeat
+	// ReasonOrderGroup: its order group's fills within its window reached the group's limit.
+	ReasonOrderGroup
 )
 
 var reasonNames = [...]string{
@@ -191,11 +193,12 @@ var reasonNames = [...]string{
 	ReasonSelfTrade:    "SELF_TRADE",
 	ReasonMarketClosed: "MARKET_CLOSED",
 	ReasonHeartbeat:    "HEARTBEAT",
+	ReasonOrderGroup:   "ORDER_GROUP",
 }
 
 // String is the API's name of the reason, and "" for ReasonNone, which the API leaves out.
 func (c CancelReason) String() string {
-	if c <= ReasonHeartbeat {
+	if c <= ReasonOrderGroup {
 		return reasonNames[c]
 	}
 	return fmt.Sprintf("CancelReason(%d)", uint8(c))
@@ -289,7 +292,7 @@ func ParseSelfTrade(s string) (SelfTrade, bool) {
 
 // ParseCancelReason reads a cancel reason as String spells it; "" is not one.
 func ParseCancelReason(s string) (CancelReason, bool) {
-	for c := ReasonUser; c <= ReasonHeartbeat; c++ {
+	for c := ReasonUser; c <= ReasonOrderGroup; c++ {
 		if reasonNames[c] == s {
 			return c, true
 		}

@@ -21,8 +21,19 @@ import (
 // (for its inventory) on the live feed, which resumes by itself after a disconnect; it arms the
 // dead-man switch, so that its quotes are cancelled if it dies; and on its way out it cancels its
 // quotes and disarms the switch.
+//
+// Two controls of the exchange's stop it if something goes wrong. Its quote set (the bid and the
+// ask it keeps in its market) is placed into an order group of its own: once they fill GroupFills
+// shares within GroupWindow — a fair value gone wrong, a market that moved past it — the exchange
+// cancels them both in the batch that reached the limit, and the Maker stops quoting for
+// GroupWindow, then resets the group and quotes again. And it cancels on its way out with Cancel,
+// best a key of scope cancel: the path that must work when something went wrong holds a key that
+// can only cancel.
 type Maker struct {
-	C      *client.Client
+	C *client.Client
+	// Cancel is the client the Maker cancels its quotes and disarms the switch with on its way out
+	// (nil: C).
+	Cancel *client.Client
 	Market uuid.UUID
 	// Fair is the starting fair value of YES, in cents (0: the last trade's price, else 50). It
 	// follows the market's trades: each moves it Alpha of the way to the trade's price.
@@ -36,7 +47,14 @@ type Maker struct {
 	MaxPosition int
 	// Heartbeat is the dead-man switch's timeout; the Maker renews it three times per timeout.
 	Heartbeat time.Duration
-	Log       *slog.Logger
+	// GroupFills and GroupWindow are the quote set's order group: its fill limit and its rolling
+	// window (GroupFills 0: no group).
+	GroupFills  int
+	GroupWindow time.Duration
+	Log         *slog.Logger
+
+	group       *uuid.UUID // the quote set's order group, if any
+	pausedUntil time.Time  // set when the group triggers: no quotes until then
 
 	inventory int
 	bid, ask  *quote
@@ -131,6 +149,14 @@ func (m *Maker) start(ctx context.Context) error {
 	if err := m.readInventory(ctx); err != nil {
 		return err
 	}
+	if m.GroupFills > 0 {
+		g, err := m.C.CreateOrderGroup(ctx, int64(m.GroupFills), int(m.GroupWindow/time.Second))
+		if err != nil {
+			return fmt.Errorf("making the quotes' order group: %w", err)
+		}
+		m.group = &g.ID
+		m.Log.Info("the quotes' order group", "group", g.ID, "fillLimit", g.FillLimit, "windowSeconds", g.WindowSeconds)
+	}
 	if _, err := m.C.CancelOrders(ctx, client.CancelOrdersJSONRequestBody{MarketID: &m.Market}); err != nil {
 		return fmt.Errorf("cancelling earlier quotes: %w", err)
 	}
@@ -167,16 +193,21 @@ func (m *Maker) readInventory(ctx context.Context) error {
 	return nil
 }
 
-// stop cancels the quotes and disarms the switch, with a context of its own: Run's has ended.
+// stop cancels the quotes and disarms the switch, with its Cancel client and a context of its own:
+// Run's has ended.
 func (m *Maker) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cancelled, err := m.C.CancelOrders(ctx, client.CancelOrdersJSONRequestBody{MarketID: &m.Market})
+	c := m.Cancel
+	if c == nil {
+		c = m.C
+	}
+	cancelled, err := c.CancelOrders(ctx, client.CancelOrdersJSONRequestBody{MarketID: &m.Market})
 	if err != nil {
 		m.Log.Error("cancelling the quotes on the way out; the dead-man switch will", "err", err)
 		return
 	}
-	if _, err := m.C.Heartbeat(ctx, 0); err != nil {
+	if _, err := c.Heartbeat(ctx, 0); err != nil {
 		m.Log.Warn("disarming the dead-man switch", "err", err)
 	}
 	m.Log.Info("stopped", "cancelled", len(cancelled.Cancelled), "inventory", m.inventory, "fills", m.fills)
@@ -238,6 +269,9 @@ func (m *Maker) applyAccountEvent(e client.AccountEvent) {
 		if e.Order == nil {
 			return
 		}
+		if r := e.Order.CancelReason; r != nil && *r == client.OrderCancelReasonORDERGROUP && e.Order.MarketID == m.Market {
+			m.tripped()
+		}
 		for _, q := range []**quote{&m.bid, &m.ask} {
 			if *q != nil && (*q).id == e.Order.ID {
 				*q = nil
@@ -268,6 +302,9 @@ func (m *Maker) targets() (bid, ask int) {
 // requote brings the resting quotes to the targets: new quotes placed together in one batch,
 // quotes at another price or size amended, a side no longer wanted cancelled.
 func (m *Maker) requote(ctx context.Context) {
+	if !m.resume(ctx) {
+		return
+	}
 	bid, ask := m.targets()
 	var place []client.PlaceOrderRequest
 	var sides []**quote
@@ -301,6 +338,9 @@ func (m *Maker) requote(ctx context.Context) {
 		for i, r := range results {
 			if r.Err != nil {
 				m.Log.Info("quote refused", "code", r.Err.Code, "reason", r.Err.Message)
+				if r.Err.Code == "order_group_triggered" {
+					m.tripped() // the group triggered before the feed told of its cancels
+				}
 				continue
 			}
 			if open := r.Placed.Status == client.OrderStatusOPEN || r.Placed.Status == client.OrderStatusPARTIALLYFILLED; open {
@@ -318,7 +358,7 @@ func (m *Maker) requote(ctx context.Context) {
 // a quote that would trade at once is refused and tried again at the next requote.
 func (m *Maker) order(price int, bid bool) client.PlaceOrderRequest {
 	o := client.PlaceOrderRequest{MarketID: m.Market, Side: client.BUY, Outcome: client.OutcomeYES, Price: price,
-		Quantity: m.Size, PostOnly: ptr(true)}
+		Quantity: m.Size, PostOnly: ptr(true), OrderGroupID: m.group}
 	if !bid {
 		o.Outcome, o.Price = client.OutcomeNO, 100-price
 	}
@@ -343,6 +383,36 @@ func (m *Maker) amend(ctx context.Context, q **quote, price int, bid bool) {
 	default:
 		**q = quote{id: a.ID, price: yesPrice(a.Price, a.Outcome), remaining: a.Quantity - a.FilledQuantity}
 	}
+}
+
+// tripped notes that the quotes' order group triggered: its fills in its window reached its limit
+// and the exchange cancelled the quotes. The Maker quotes again after GroupWindow.
+func (m *Maker) tripped() {
+	if !m.pausedUntil.IsZero() {
+		return
+	}
+	m.pausedUntil = time.Now().Add(m.GroupWindow)
+	m.Log.Warn("the quotes' order group triggered: the quotes filled too fast, and the exchange cancelled them; pausing",
+		"group", m.group, "fillLimit", m.GroupFills, "window", m.GroupWindow, "until", m.pausedUntil.Format(time.RFC3339))
+}
+
+// resume reports whether the Maker may quote: not while paused by its group; once the pause is
+// over it resets the group first (a failed reset is tried again at the next requote).
+func (m *Maker) resume(ctx context.Context) bool {
+	if m.pausedUntil.IsZero() {
+		return true
+	}
+	if time.Now().Before(m.pausedUntil) {
+		return false
+	}
+	if _, err := m.C.ResetOrderGroup(ctx, *m.group); err != nil {
+		m.Log.Warn("resetting the quotes' order group", "err", err)
+		return false
+	}
+	m.pausedUntil = time.Time{}
+	m.bid, m.ask = nil, nil // both were cancelled by the trigger
+	m.Log.Info("the quotes' order group reset; quoting again", "group", m.group)
+	return true
 }
 
 func yesPrice(price int, outcome client.Outcome) int {

@@ -58,6 +58,13 @@ var (
 	// earlier in the same batch): the front then answers with that order, or ErrClientOrderIDReused.
 	ErrClientOrderIDTaken = &Error{Kind: Conflict, Code: "client_order_id_taken", Field: "clientOrderId",
 		Message: "an order already has this clientOrderId"}
+	// ErrOrderGroupNotFound is a placement into an order group that does not exist or belongs to
+	// another account (which is not told apart, as GET /order-groups/{id} does not).
+	ErrOrderGroupNotFound = &Error{Kind: Invalid, Code: "order_group_not_found", Field: "orderGroupId",
+		Message: "the account has no order group with this id; make one with POST /order-groups, list them with GET /order-groups"}
+	// ErrOrderGroupTriggered is a placement into a group whose fills reached its limit.
+	ErrOrderGroupTriggered = &Error{Kind: Conflict, Code: "order_group_triggered", Field: "orderGroupId",
+		Message: "this order group's fills within its window reached its fillLimit, so its orders were cancelled and it takes no new ones: look at what filled, then POST /order-groups/{id}/reset to trade in it again"}
 )
 
 // TooManyOpenOrders refuses a placement that would rest one order more than the limit of open

@@ -29,6 +29,9 @@ type PlaceRequest struct {
 	// has is refused with domain.ErrClientOrderIDTaken (the front answers with that order).
 	ClientOrderID string
 	Placement     string // the placement's fingerprint, kept with a client order id (records.Order)
+	// OrderGroupID, when not zero, puts the order in one of the account's order groups: refused
+	// with domain.ErrOrderGroupNotFound or domain.ErrOrderGroupTriggered (internal/shard/groups.go).
+	OrderGroupID uuid.UUID
 }
 
 // PlaceResult is one placement's answer in PlaceMany: the order, or why it was refused.

@@ -137,6 +137,7 @@ func TestDistributed(t *testing.T) {
 	t.Run("SignedReplayAcrossFronts", func(t *testing.T) { CheckSignedReplayAcrossFronts(t, []*Target{c.target(t, 0), c.target(t, 1)}) })
 	t.Run("ShardMetrics", func(t *testing.T) { testShardMetrics(t, c) })
 	t.Run("LockedCashAcrossShards", func(t *testing.T) { testLockedCashAcrossShards(t, c) })
+	t.Run("OrderGroupsAcrossShards", func(t *testing.T) { testOrderGroupsAcrossShards(t, c) })
 	t.Run("InternalAPIAbuse", func(t *testing.T) { testInternalAPIAbuse(t, c) })
 	t.Run("Failover", func(t *testing.T) { testFailover(t, c) })
 }

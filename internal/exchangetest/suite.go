@@ -104,6 +104,7 @@ var suiteTests = []struct {
 	{"RateLimits", testRateLimits},
 	{"Keys", testKeys},
 	{"RiskLimits", testRiskLimits},
+	{"OrderGroups", testOrderGroups},
 }
 
 // RunSuiteTests runs the suite's tests of those names, in the suite's order, then the

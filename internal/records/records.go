@@ -66,6 +66,8 @@ type Order struct {
 	// Priority, written by an amend that sent the order to the back of its level (0: unchanged),
 	// is its new place in time (migration 011). Not read back: books are rebuilt in its order.
 	Priority int64
+	// OrderGroupID is the order group it belongs to, if any (migration 027): fixed at placement.
+	OrderGroupID *uuid.UUID
 }
 
 // PlacedOrder is an order just placed and the fills it made, in order.

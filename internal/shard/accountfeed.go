@@ -60,7 +60,7 @@ func (s *Shard) makerFilled(m *marketState, l *engine.Leg, t *records.Trade) {
 	o.FilledQuantity, o.Status, o.UpdatedAt = l.Filled, l.Status.String(), t.CreatedAt
 	s.fillEvent(int64(l.Account), o, l, t, "MAKER")
 	if !l.Status.Resting() {
-		delete(m.resting, int64(l.Order))
+		m.unrest(int64(l.Order))
 	}
 }
 
@@ -72,7 +72,7 @@ func (s *Shard) release(m *marketState, st *engine.OrderState, reason engine.Can
 	if !ok {
 		return
 	}
-	delete(m.resting, int64(st.ID))
+	m.unrest(int64(st.ID))
 	o.FilledQuantity, o.Status, o.CancelReason, o.UpdatedAt = st.Filled, st.Status.String(), reasonText(reason), s.acc.batch.Now
 	s.orderEvent(int64(st.Account), feed.AccountCancelled, *o)
 }
@@ -83,9 +83,10 @@ func (s *Shard) release(m *marketState, st *engine.OrderState, reason engine.Can
 func (s *Shard) restOrLeave(m *marketState, seq, account int64, final wire.Order, status engine.Status) {
 	if status.Resting() {
 		m.resting[seq] = &final
+		m.rest(seq, &final)
 		return
 	}
-	delete(m.resting, seq)
+	m.unrest(seq)
 	if status != engine.StatusFilled {
 		s.orderEvent(account, feed.AccountCancelled, final)
 	}

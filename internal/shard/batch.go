@@ -384,6 +384,8 @@ func (s *Shard) prepare(ctx context.Context, c *command) error {
 	case cmdSync:
 		s.sync(ctx, c.owned)
 		return nil
+	case cmdGroupSweep:
+		return s.prepareGroupSweep(ctx, c)
 	default:
 		_, err := s.ensure(ctx, c.market)
 		return err
@@ -395,7 +397,7 @@ func (s *Shard) prepare(ctx context.Context, c *command) error {
 func writes(cmds []*command) bool {
 	for _, c := range cmds {
 		switch c.kind {
-		case cmdPlace, cmdCancel, cmdCancelAll, cmdTransition, cmdExpire, cmdAmend:
+		case cmdPlace, cmdCancel, cmdCancelAll, cmdTransition, cmdExpire, cmdAmend, cmdGroupSweep:
 			if c.err == nil {
 				return true
 			}
@@ -437,6 +439,7 @@ func (s *Shard) begin(cmds []*command) store.Begin {
 	}
 	b.Accounts, b.Holdings = reservedFrom(cmds)
 	b.ClientOrderIDs = clientOrderIDs(cmds)
+	b.Groups = s.groupsOf(cmds)
 	return b
 }
 
@@ -489,6 +492,7 @@ func (s *Shard) open(b batch, mode reserveMode) (*flight, error) {
 	} else {
 		asked := s.begin(b.cmds)
 		asked.LockAccounts = mode == fromLocks
+		asked.Now = fl.now
 		if locked, err = store.BeginBatch(ctx, conn, asked); err != nil {
 			return fl, err
 		}
@@ -498,6 +502,7 @@ func (s *Shard) open(b batch, mode reserveMode) (*flight, error) {
 		}
 	}
 	s.acc.track(locked)
+	s.trackGroups(locked.Groups)
 	s.acc.unlocked = mode == fromViews
 	s.execute(b.cmds, fl.now)
 	return fl, nil
@@ -550,6 +555,7 @@ func (s *Shard) seal(fl *flight) error {
 	if !s.cfg.NoEventLog {
 		s.acc.batch.SettledEvents = settledEvents
 	}
+	s.acc.batch.Groups = s.acc.groupDeltas()
 	s.acc.finish()
 	s.acc.batch.Unlocked = fl.mode == fromViews
 	s.acc.batch.Claim = s.claim()

@@ -21,7 +21,8 @@ const (
 	cmdSync   // loads and drops markets to match their recorded owners
 	cmdExpire // cancels the GTD orders whose time has come
 	cmdAmend
-	cmdGroup // commands that join one batch together, in order (command.group)
+	cmdGroup      // commands that join one batch together, in order (command.group)
+	cmdGroupSweep // cancels the resting orders of order groups triggered elsewhere (groups.go)
 )
 
 func (k commandKind) String() string {
@@ -46,6 +47,8 @@ func (k commandKind) String() string {
 		return "amend"
 	case cmdGroup:
 		return "group"
+	case cmdGroupSweep:
+		return "group-sweep"
 	}
 	return "unknown"
 }
@@ -62,6 +65,7 @@ type command struct {
 	account int64                  // cmdCancelAll
 	markets []uuid.UUID            // cmdCancelAll
 	action  domain.MarketAction    // cmdTransition
+	groups  []uuid.UUID            // cmdGroupSweep: the order groups found triggered
 	reply   chan error
 
 	err      error               // set while the batch runs; sent once it commits

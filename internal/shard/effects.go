@@ -61,6 +61,7 @@ type accumulator struct {
 	published     []feed.Batch                  // the batch's events, for the feed's followers once it commits
 	snaps         []pendingSnapshot             // the books it touched as it leaves them, published once it commits
 	accountEvents map[int64][]feed.AccountEvent // each account's events in the batch (accountfeed.go)
+	groups        map[uuid.UUID]*groupState     // the order groups the batch read, and what it did to them (groups.go)
 }
 
 func (a *accumulator) reset(now time.Time) {
@@ -74,7 +75,9 @@ func (a *accumulator) reset(now time.Time) {
 		a.markets = map[uuid.UUID]int{}
 		a.touched = map[uuid.UUID]*marketState{}
 		a.accountEvents = map[int64][]feed.AccountEvent{}
+		a.groups = map[uuid.UUID]*groupState{}
 	}
+	clear(a.groups)
 	if a.freeCash == nil {
 		a.freeCash = map[int64]int64{}
 		a.freeShares = map[store.ShareKey]int64{}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/exchange"
@@ -40,6 +42,12 @@ func (s *Shard) place(c *command, now time.Time) {
 	if p.ClientOrderID != "" && s.acc.taken(clientID) {
 		c.err = domain.ErrClientOrderIDTaken
 		return
+	}
+	if p.OrderGroupID != uuid.Nil {
+		if err := s.checkGroup(p.Account, p.OrderGroupID); err != nil {
+			c.err = err
+			return
+		}
 	}
 	s.expire(m, now) // an expired order never trades
 	o := engine.Order{ID: engine.OrderID(m.lastOrder + 1), Account: engine.AccountID(p.Account),
@@ -89,6 +97,10 @@ func (s *Shard) place(c *command, now time.Time) {
 			CancelReason: reasonText(r.Reason)},
 		Trades: make([]records.Trade, 0, len(r.Fills)),
 	}
+	if p.OrderGroupID != uuid.Nil {
+		group := p.OrderGroupID
+		placed.OrderGroupID = &group
+	}
 	if p.TimeInForce == engine.GTD {
 		at := p.ExpiresAt
 		placed.ExpiresAt = &at
@@ -109,6 +121,7 @@ func (s *Shard) place(c *command, now time.Time) {
 	placed.Trades = s.settle(m, r, now, placed.Trades, &taker)
 	s.restOrLeave(m, m.lastOrder, p.Account, final, r.Order.Status)
 	c.placed = placed
+	s.triggerReached()
 }
 
 // settle applies what a submission or an amend did besides the taker's own row: each fill's trade
@@ -128,6 +141,12 @@ func (s *Shard) settle(m *marketState, r *engine.Result, now time.Time, trades [
 		s.acc.leg(m.id, &f.Taker)
 		s.acc.leg(m.id, &f.Maker)
 		s.acc.orderState(orderKey{m.id, int64(f.Maker.Order)}, int64(f.Maker.Account), f.Maker.Filled, f.Maker.Status, engine.ReasonNone)
+		if taker != nil {
+			s.groupFilled(taker.OrderGroupID, f.Quantity)
+		}
+		if o, ok := m.resting[int64(f.Maker.Order)]; ok {
+			s.groupFilled(o.OrderGroupID, f.Quantity)
+		}
 		m.lastPrice = f.YesPrice
 		if taker != nil {
 			taker.FilledQuantity, taker.Status, taker.UpdatedAt = f.Taker.Filled, f.Taker.Status.String(), now
@@ -228,6 +247,7 @@ func (s *Shard) amend(c *command, now time.Time) {
 		final.FilledQuantity, final.Status, final.CancelReason = res.Order.Filled, res.Order.Status.String(), reasonText(res.Reason)
 		s.restOrLeave(m, r.Seq, r.Account, final, res.Order.Status)
 	}
+	s.triggerReached()
 }
 
 // reasonText is a cancel reason as an order's row keeps it: nil for none.

@@ -82,6 +82,9 @@ func (s *Shard) load(ctx context.Context, id uuid.UUID) (*marketState, error) {
 		}
 	}
 	m.resting = restingOf(resting)
+	for seq, o := range m.resting {
+		m.rest(seq, o)
+	}
 	if m.book, err = engine.Rebuild(states, m.lastPrice); err != nil {
 		return nil, fmt.Errorf("while rebuilding the book of market %s: %w", id, err)
 	}

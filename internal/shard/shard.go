@@ -118,10 +118,11 @@ type marketState struct {
 	lastPrice int          // last trade's YES price, 0 if none
 	epoch     int64        // the ownership epoch it was loaded under (distributed mode)
 	finished  finishedOrders
-	expiries  expiries              // the resting GTD orders, soonest first
-	resting   map[int64]*wire.Order // the resting orders by seq, as their last account event left them (accountfeed.go)
-	free      map[holding]int64     // the views of the market's holdings: unlocked shares (views.go)
-	exposure  map[holding]int64     // each account's position-if-filled per outcome (risk.go); nil unless OPEN or CLOSED
+	expiries  expiries                         // the resting GTD orders, soonest first
+	resting   map[int64]*wire.Order            // the resting orders by seq, as their last account event left them (accountfeed.go)
+	free      map[holding]int64                // the views of the market's holdings: unlocked shares (views.go)
+	exposure  map[holding]int64                // each account's position-if-filled per outcome (risk.go); nil unless OPEN or CLOSED
+	grouped   map[uuid.UUID]map[int64]struct{} // the resting orders of each order group, by seq (groups.go)
 
 	// The feed (events.go): the last number used, and the levels and status it has described.
 	eventSeq  int64
@@ -162,6 +163,7 @@ func New(cfg Config) *Shard {
 	go s.loop()
 	s.every(expirySweep, s.sweepExpiries)
 	s.every(heartbeatSweep, s.cancelTripped)
+	s.every(groupSweep, s.sweepGroups)
 	if !cfg.noPruning {
 		s.every(eventPruning, s.pruneEvents)
 	}

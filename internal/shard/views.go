@@ -71,7 +71,7 @@ type holding struct {
 // risk limit that refuses one (risk.go). (A
 // named shard's batch that runs from the views checks its ownership at commit: fenceOf.)
 func (s *Shard) unlockable(cmds []*command) bool {
-	return s.payable(cmds, s.cashView, s.sharesView) && !s.riskRefuses(cmds)
+	return s.payable(cmds, s.cashView, s.sharesView) && !s.riskRefuses(cmds) && !s.involvesGroups(cmds)
 }
 
 // payable reports whether what cash and shares show pays for everything the commands could
@@ -172,7 +172,7 @@ func (s *Shard) topUp(cmds []*command) bool {
 		v, ok := s.sharesView(k)
 		return v + a.freeShares[k], ok // freeShares holds the shares fills brought meanwhile
 	}
-	if !s.payable(cmds, cash, shares) || s.riskRefuses(cmds) {
+	if !s.payable(cmds, cash, shares) || s.riskRefuses(cmds) || s.involvesGroups(cmds) {
 		return false
 	}
 	accounts, holdings := reservedFrom(cmds)

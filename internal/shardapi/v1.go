@@ -37,18 +37,38 @@ type placeV1 struct {
 	SelfTrade     uint8     `json:"SelfTrade"`
 	ClientOrderID string    `json:"ClientOrderID"`
 	Placement     string    `json:"Placement"`
+	// OrderGroupID is an addition to version 1 (issue 37), left out when zero so that a placement
+	// in no group is the bytes it always was; a shard of the release before ignores it.
+	OrderGroupID *uuid.UUID `json:"OrderGroupID,omitempty"`
 }
 
 func placeToWire(r exchange.PlaceRequest) placeV1 {
 	return placeV1{Account: r.Account, Market: r.Market, Side: uint8(r.Side), Outcome: uint8(r.Outcome), Price: r.Price,
 		Quantity: r.Quantity, TimeInForce: uint8(r.TimeInForce), ExpiresAt: r.ExpiresAt, PostOnly: r.PostOnly,
-		SelfTrade: uint8(r.SelfTrade), ClientOrderID: r.ClientOrderID, Placement: r.Placement}
+		SelfTrade: uint8(r.SelfTrade), ClientOrderID: r.ClientOrderID, Placement: r.Placement, OrderGroupID: optionalID(r.OrderGroupID)}
+}
+
+// optionalID is nil for the zero id.
+func optionalID(id uuid.UUID) *uuid.UUID {
+	if id == uuid.Nil {
+		return nil
+	}
+	return &id
 }
 
 func (w placeV1) request() exchange.PlaceRequest {
 	return exchange.PlaceRequest{Account: w.Account, Market: w.Market, Side: engine.Side(w.Side), Outcome: engine.Outcome(w.Outcome),
 		Price: w.Price, Quantity: w.Quantity, TimeInForce: engine.TimeInForce(w.TimeInForce), ExpiresAt: w.ExpiresAt,
-		PostOnly: w.PostOnly, SelfTrade: engine.SelfTrade(w.SelfTrade), ClientOrderID: w.ClientOrderID, Placement: w.Placement}
+		PostOnly: w.PostOnly, SelfTrade: engine.SelfTrade(w.SelfTrade), ClientOrderID: w.ClientOrderID, Placement: w.Placement,
+		OrderGroupID: deref(w.OrderGroupID)}
+}
+
+// deref is the zero id for nil.
+func deref(id *uuid.UUID) uuid.UUID {
+	if id == nil {
+		return uuid.Nil
+	}
+	return *id
 }
 
 // cancelV1 is a cancel (POST /internal/v1/cancel, and each of cancel-many's).
@@ -154,20 +174,23 @@ type orderV1 struct {
 	Placement      *string    `json:"Placement"`
 	CancelReason   *string    `json:"CancelReason"`
 	Priority       int64      `json:"Priority"`
+	OrderGroupID   *uuid.UUID `json:"OrderGroupID,omitempty"` // an addition to version 1, as placeV1's
 }
 
 func orderToWire(o records.Order) orderV1 {
 	return orderV1{ID: o.ID, MarketID: o.MarketID, Side: o.Side, Outcome: o.Outcome, Price: o.Price, Quantity: o.Quantity,
 		FilledQuantity: o.FilledQuantity, Status: uint8(o.Status), CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt, Seq: o.Seq,
 		AccountID: o.AccountID, TimeInForce: o.TimeInForce, ExpiresAt: o.ExpiresAt, PostOnly: o.PostOnly, SelfTrade: o.SelfTrade,
-		ClientOrderID: o.ClientOrderID, Placement: o.Placement, CancelReason: o.CancelReason, Priority: o.Priority}
+		ClientOrderID: o.ClientOrderID, Placement: o.Placement, CancelReason: o.CancelReason, Priority: o.Priority,
+		OrderGroupID: o.OrderGroupID}
 }
 
 func (w orderV1) order() records.Order {
 	return records.Order{ID: w.ID, MarketID: w.MarketID, Side: w.Side, Outcome: w.Outcome, Price: w.Price, Quantity: w.Quantity,
 		FilledQuantity: w.FilledQuantity, Status: engine.Status(w.Status), CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt, Seq: w.Seq,
 		AccountID: w.AccountID, TimeInForce: w.TimeInForce, ExpiresAt: w.ExpiresAt, PostOnly: w.PostOnly, SelfTrade: w.SelfTrade,
-		ClientOrderID: w.ClientOrderID, Placement: w.Placement, CancelReason: w.CancelReason, Priority: w.Priority}
+		ClientOrderID: w.ClientOrderID, Placement: w.Placement, CancelReason: w.CancelReason, Priority: w.Priority,
+		OrderGroupID: w.OrderGroupID}
 }
 
 func ordersToWire(os []records.Order) []orderV1 {

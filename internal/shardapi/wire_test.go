@@ -184,3 +184,35 @@ func TestVersionError(t *testing.T) {
 		}
 	}
 }
+
+// TestWireV1OrderGroup: the order group id, an addition to version 1, travels with a placement and
+// an order, and is left out of the message when there is none, so that a message without one is the
+// bytes TestWireV1Golden holds and a shard of the release before reads the rest of it as ever.
+func TestWireV1OrderGroup(t *testing.T) {
+	group := uuid.New()
+	p := exchange.PlaceRequest{Account: 7, Market: uuid.New(), Side: engine.Buy, Outcome: engine.Yes, Price: 40, Quantity: 3, OrderGroupID: group}
+	raw, err := json.Marshal(placeToWire(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back placeV1
+	if err := json.Unmarshal(raw, &back); err != nil || back.request() != p {
+		t.Fatalf("a placement in group %s came back as %+v (%v) from %s", group, back.request(), err, raw)
+	}
+	o := records.Order{ID: uuid.New(), OrderGroupID: &group}
+	raw, err = json.Marshal(orderToWire(o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order orderV1
+	if err := json.Unmarshal(raw, &order); err != nil || order.order().OrderGroupID == nil || *order.order().OrderGroupID != group {
+		t.Fatalf("an order of group %s came back as %+v (%v)", group, order.order(), err)
+	}
+	p.OrderGroupID = uuid.Nil
+	o.OrderGroupID = nil
+	for _, v := range []any{placeToWire(p), orderToWire(o)} {
+		if raw, _ := json.Marshal(v); bytes.Contains(raw, []byte("OrderGroupID")) {
+			t.Errorf("a message without a group names one: %s", raw)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -53,6 +54,10 @@ type Begin struct {
 	// dev waits on before it loads its books, and fails as ClaimLost if another pmx dev has
 	// claimed the database since. Zero for a named shard's batch.
 	Claim int64
+	// Groups are the order groups the batch may decide orders of or count fills for (groups.go),
+	// read as of Now, and locked (FOR UPDATE, in id order) with LockAccounts.
+	Groups []uuid.UUID
+	Now    time.Time
 }
 
 // ClientOrderKey is an account's client order id.
@@ -63,11 +68,12 @@ type ClientOrderKey struct {
 
 // Locked is what BeginBatch found and holds until the transaction ends.
 type Locked struct {
-	Owners map[uuid.UUID]Ownership // of the markets asked for (FOR SHARE: nobody can move them)
-	Cash   map[int64]int64         // available cash of each account asked for (FOR UPDATE with Begin.LockAccounts)
-	Risk   map[int64]Risk          // and its locked cash and risk limits, read with it
-	Shares map[ShareKey]int64      // unlocked shares of each holding asked for that exists (FOR UPDATE)
-	Taken  map[ClientOrderKey]bool // the client order ids asked for that an order already has
+	Owners map[uuid.UUID]Ownership  // of the markets asked for (FOR SHARE: nobody can move them)
+	Cash   map[int64]int64          // available cash of each account asked for (FOR UPDATE with Begin.LockAccounts)
+	Risk   map[int64]Risk           // and its locked cash and risk limits, read with it
+	Shares map[ShareKey]int64       // unlocked shares of each holding asked for that exists (FOR UPDATE)
+	Taken  map[ClientOrderKey]bool  // the client order ids asked for that an order already has
+	Groups map[uuid.UUID]GroupState // the order groups asked for that exist
 }
 
 // BeginBatch begins a transaction on conn and locks, in key order so that concurrent batches
@@ -86,7 +92,7 @@ func BeginBatch(ctx context.Context, conn *pgx.Conn, b Begin) (Locked, error) {
 // results are read.
 func queueBegin(q *pgx.Batch, b Begin) Locked {
 	l := Locked{Owners: map[uuid.UUID]Ownership{}, Cash: map[int64]int64{}, Risk: map[int64]Risk{}, Shares: map[ShareKey]int64{},
-		Taken: map[ClientOrderKey]bool{}}
+		Taken: map[ClientOrderKey]bool{}, Groups: map[uuid.UUID]GroupState{}}
 	queueTxStart(q, b.Claim)
 	if len(b.Markets) > 0 {
 		q.Queue(`select id, shard, epoch, status from markets where id = any($1) order by id for share`, uuidArray(b.Markets)).
@@ -146,6 +152,9 @@ func queueBegin(q *pgx.Batch, b Begin) Locked {
 	}
 	if len(b.ClientOrderIDs) > 0 {
 		queueClientOrderIDs(q, b.ClientOrderIDs, l.Taken)
+	}
+	if len(b.Groups) > 0 {
+		queueGroups(q, b.Groups, b.Now, b.LockAccounts, l.Groups)
 	}
 	return l
 }
@@ -238,6 +247,7 @@ func CommitBatch(ctx context.Context, conn *pgx.Conn, b *Batch) (Committed, erro
 		}
 	}
 	settled := queueApply(&q, b, &c.Updated, &c.Accounts)
+	queueGroupDeltas(&q, b)
 	if len(b.Settlements) > 0 {
 		// The settlements' events are encoded from what settle() returns, and written before the
 		// commit: a round trip more, for the rare batch that settles a market.
@@ -417,14 +427,14 @@ const (
 	newOrdersPart = `new_orders as (
 		insert into orders (id, market_id, seq, account_id, side, outcome, price, quantity,
 		                    filled_quantity, status, created_at, updated_at, time_in_force, expires_at, post_only,
-		                    self_trade, client_order_id, placement, cancel_reason, priority)
+		                    self_trade, client_order_id, placement, cancel_reason, priority, order_group_id)
 		select id, market_id, seq, account_id, side, outcome, price, quantity, filled, status, $1, $1,
-		       tif, expires_at, post_only, self_trade, client_order_id, placement, cancel_reason, nullif(priority, 0)
+		       tif, expires_at, post_only, self_trade, client_order_id, placement, cancel_reason, nullif(priority, 0), order_group_id
 		from unnest({1}::uuid[], {2}::uuid[], {3}::bigint[], {4}::bigint[], {5}::text[], {6}::text[],
 		            {7}::smallint[], {8}::bigint[], {9}::bigint[], {10}::text[], {11}::text[], {12}::timestamptz[],
-		            {13}::boolean[], {14}::text[], {15}::text[], {16}::text[], {17}::text[], {18}::bigint[])
+		            {13}::boolean[], {14}::text[], {15}::text[], {16}::text[], {17}::text[], {18}::bigint[], {19}::uuid[])
 		  as d(id, market_id, seq, account_id, side, outcome, price, quantity, filled, status, tif, expires_at,
-		       post_only, self_trade, client_order_id, placement, cancel_reason, priority))`
+		       post_only, self_trade, client_order_id, placement, cancel_reason, priority, order_group_id))`
 	orderUpdatesPart = `order_updates as (
 		update orders o set price = coalesce(nullif(d.price, 0), o.price), quantity = coalesce(nullif(d.quantity, 0), o.quantity),
 		       filled_quantity = d.filled, status = d.status,
@@ -515,7 +525,7 @@ var (
 	applyParts = []struct {
 		sql  string
 		args int
-	}{{newOrdersPart, 18}, {orderUpdatesPart, 8}, {tradesPart, 13}, {cashPart, 6}, {sharesPart, 6}, {marketsPart, 4}, {eventsPart, 4},
+	}{{newOrdersPart, 19}, {orderUpdatesPart, 8}, {tradesPart, 13}, {cashPart, 6}, {sharesPart, 6}, {marketsPart, 4}, {eventsPart, 4},
 		{accountEventsPart, 0}}
 	applySQL = func() []string {
 		placeholder := regexp.MustCompile(`\{(\d+)\}`)
@@ -655,7 +665,7 @@ var updatedOrderColumnCount = strings.Count(updatedOrderColumns, ",") + 1
 // updatedOrderColumns is orderColumns, qualified for an update joined with its data.
 const updatedOrderColumns = `o.id, o.market_id, o.side, o.outcome, o.price, o.quantity, o.filled_quantity,
 	o.status, o.created_at, o.updated_at, o.seq, o.account_id, o.time_in_force, o.expires_at, o.post_only,
-	o.self_trade, o.client_order_id, o.placement, o.cancel_reason`
+	o.self_trade, o.client_order_id, o.placement, o.cancel_reason, o.order_group_id`
 
 // uuidArray converts ids for pgx, which encodes [16]byte directly rather than through each
 // uuid.UUID's text form.

@@ -165,14 +165,14 @@ func (s *Store) KeyByPrefix(ctx context.Context, prefix string) (KeyRecord, erro
 
 const orderColumns = `id, market_id, side, outcome, price, quantity, filled_quantity, status, created_at,
 	updated_at, seq, account_id, time_in_force, expires_at, post_only, self_trade, client_order_id, placement,
-	cancel_reason`
+	cancel_reason, order_group_id`
 
 func scanOrder(row pgx.Row) (records.Order, error) {
 	var o records.Order
 	var price int16
 	err := row.Scan(&o.ID, &o.MarketID, &o.Side, &o.Outcome, &price, &o.Quantity, &o.FilledQuantity,
 		statusColumn{&o.Status}, &o.CreatedAt, &o.UpdatedAt, &o.Seq, &o.AccountID, &o.TimeInForce, &o.ExpiresAt,
-		&o.PostOnly, &o.SelfTrade, &o.ClientOrderID, &o.Placement, &o.CancelReason)
+		&o.PostOnly, &o.SelfTrade, &o.ClientOrderID, &o.Placement, &o.CancelReason, &o.OrderGroupID)
 	o.Price = int(price)
 	return o, err
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/kit/auth"
@@ -108,6 +109,7 @@ type Batch struct {
 	Markets      []MarketUpdate
 	Events       []EventBatch
 	Settlements  []Settlement // run last, after every other write
+	Groups       []GroupDelta // what the batch did to order groups, guarded (migration 027)
 	// SettledEvents encodes the events of an account's holdings that a settlement paid (its part
 	// of the account's feed), for CommitBatch to write with the batch. Needed when Settlements is
 	// not empty and the account feed is kept.
@@ -137,7 +139,8 @@ type Fence struct {
 // Reset empties the batch, keeping its storage.
 func (b *Batch) Reset(now time.Time) {
 	*b = Batch{Now: now, NewOrders: b.NewOrders[:0], OrderUpdates: b.OrderUpdates[:0], Trades: b.Trades[:0],
-		Cash: b.Cash[:0], Shares: b.Shares[:0], Markets: b.Markets[:0], Events: b.Events[:0], Settlements: b.Settlements[:0]}
+		Cash: b.Cash[:0], Shares: b.Shares[:0], Markets: b.Markets[:0], Events: b.Events[:0], Settlements: b.Settlements[:0],
+		Groups: b.Groups[:0]}
 }
 
 // TradeRow is one fill as stored.
@@ -227,7 +230,11 @@ func orderColumnsOf(os []records.Order) []any {
 	qty, filled, status := make([]int64, n), make([]int64, n), make([]string, n)
 	tifs, expires, postOnly, selfTrade := make([]string, n), make([]*time.Time, n), make([]bool, n), make([]string, n)
 	clientIDs, placements, reasons, priorities := make([]*string, n), make([]*string, n), make([]*string, n), make([]int64, n)
+	groups := make([]pgtype.UUID, n)
 	for i, o := range os {
+		if o.OrderGroupID != nil {
+			groups[i] = pgtype.UUID{Bytes: *o.OrderGroupID, Valid: true}
+		}
 		ids[i], markets[i], seqs[i], accounts[i] = o.ID, o.MarketID, o.Seq, o.AccountID
 		sides[i], outcomes[i], prices[i] = o.Side, o.Outcome, int16(o.Price)
 		qty[i], filled[i], status[i] = o.Quantity, o.FilledQuantity, o.Status.String()
@@ -235,7 +242,7 @@ func orderColumnsOf(os []records.Order) []any {
 		clientIDs[i], placements[i], reasons[i], priorities[i] = o.ClientOrderID, o.Placement, o.CancelReason, o.Priority
 	}
 	return []any{ids, markets, seqs, accounts, sides, outcomes, prices, qty, filled, status, tifs, expires, postOnly,
-		selfTrade, clientIDs, placements, reasons, priorities}
+		selfTrade, clientIDs, placements, reasons, priorities, groups}
 }
 
 // tradeColumnsOf lays trades out as tradesPart's parameters, one array per column.

@@ -21,6 +21,7 @@ def test_every_endpoint(exchange: PmxDev, flavour: str) -> None:
     alice_key, alice_id = exchange.new_account()
     bob_key, _ = exchange.new_account()
     market = exchange.new_market(f"Endpoints ({flavour})?")
+    grouped_market = exchange.new_market(f"Order groups ({flavour})?")
 
     async def scenario(alice: Any) -> None:
         bob = pmx.Client(exchange.url, bob_key) if flavour == "sync" else pmx.AsyncClient(exchange.url, bob_key)
@@ -204,5 +205,30 @@ def test_every_endpoint(exchange: PmxDev, flavour: str) -> None:
         assert (m.status, m.resolved, m.outcome) == ("RESOLVED", True, "YES")
         final = await ready(alice.get_account())
         assert final.available == GRANT - 4 * 40 + 400 and final.locked == 0
+
+        # Order groups: make one, place into it, fill it to its limit, then the trigger's cancel and
+        # refusal, and a reset.
+        group = await ready(alice.create_order_group(3, 60))
+        assert (group.fill_limit, group.window_seconds, group.filled_in_window, group.triggered) == (3, 60, 0, False)
+        grouped = await ready(alice.place_order(grouped_market, "BUY", "YES", 30, 5, order_group_id=group.id))
+        assert grouped.order_group_id == group.id
+        await ready(bob.place_order(grouped_market, "BUY", "NO", 70, 3))
+        triggered = await ready(alice.get_order_group(group.id))
+        assert (triggered.triggered, triggered.filled_in_window) == (True, 3)
+        gone = await ready(alice.get_order(grouped.id))
+        assert (gone.status, gone.cancel_reason) == ("PARTIALLY_FILLED_CANCELLED", "ORDER_GROUP")
+        try:
+            await ready(alice.place_order(grouped_market, "BUY", "YES", 30, 1, order_group_id=group.id))
+            raise AssertionError("a placement into a triggered group was accepted")
+        except pmx.ConflictError as e:
+            assert (e.code, e.field) == ("order_group_triggered", "orderGroupId")
+        reset = await ready(alice.reset_order_group(group.id))
+        assert (reset.triggered, reset.filled_in_window) == (False, 0)
+        assert [g.id for g in await ready(alice.list_order_groups())] == [group.id]
+        try:
+            await ready(alice.get_order_group(str(uuid.uuid4())))
+            raise AssertionError("an unknown group was found")
+        except pmx.NotFoundError as e:
+            assert e.code == "order_group_not_found"
 
     run_with(flavour, exchange.url, alice_key, scenario)

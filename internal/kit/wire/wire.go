@@ -32,6 +32,7 @@ type Order struct {
 	PostOnly       bool       `json:"postOnly"`
 	ClientOrderID  *string    `json:"clientOrderId"`
 	CancelReason   *string    `json:"cancelReason"`
+	OrderGroupID   *uuid.UUID `json:"orderGroupId,omitempty"` // the order group it belongs to, if any
 }
 
 // OrderOf is the API's shape of an order's row.
@@ -39,7 +40,7 @@ func OrderOf(o *records.Order) Order {
 	return Order{ID: o.ID, MarketID: o.MarketID, Side: o.Side, Outcome: o.Outcome, Price: o.Price, Quantity: o.Quantity,
 		FilledQuantity: o.FilledQuantity, Status: o.Status.String(), CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt,
 		TimeInForce: cmp.Or(o.TimeInForce, "GTC"), ExpiresAt: o.ExpiresAt, PostOnly: o.PostOnly, ClientOrderID: o.ClientOrderID,
-		CancelReason: o.CancelReason}
+		CancelReason: o.CancelReason, OrderGroupID: o.OrderGroupID}
 }
 
 // Fill is one of the account's fills, as maker or taker: the price in its own order's outcome's

@@ -16,6 +16,8 @@ import functools
 import inspect
 import json
 import random
+import re
+import urllib.parse
 import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Mapping, Optional, Sequence, TypeVar, Union
@@ -27,7 +29,7 @@ from .models import (
     AUTO, Account, AccountEventPage, AccountLimits, ApiKey, Auto, BatchResult, CancelFailure, CancelResult,
     CandleInterval, Candles, FillPage, HeartbeatState, Market, MarketEventPage, MarketPage,
     MarketStatus, Order, OrderBookSnapshot, OrderPage, OrderRequest, OrderStatus, Outcome,
-    PlacedOrder, Position, RiskLimits, SelfTradePrevention, SettlementPage, Side, TimeInForce, Trade, WsToken,
+    OrderGroup, PlacedOrder, Position, RiskLimits, SelfTradePrevention, SettlementPage, Side, TimeInForce, Trade, WsToken,
     decode, format_time,
 )
 
@@ -69,11 +71,15 @@ F = TypeVar("F", bound=Callable[..., Call[Any]])
 def endpoint(method: str, path: str) -> Callable[[F], F]:
     """Registers a call builder as the SDK's method for ``method path``."""
 
+    # A path parameter ({id}) stands for one segment of the path built.
+    pattern = re.compile("".join("[^/]+" if part.startswith("{") else re.escape(part)
+                                 for part in re.split(r"(\{[^}]+\})", path)) + "$")
+
     def register(build: F) -> F:
         @functools.wraps(build)
         def checked(*args: Any, **kwargs: Any) -> Call[Any]:
             call = build(*args, **kwargs)
-            assert (call.method, call.path) == (method, path), f"{build.__name__} builds {call.method} {call.path}"
+            assert call.method == method and pattern.match(call.path), f"{build.__name__} builds {call.method} {call.path}"
             return call
 
         key = (method, path)
@@ -197,7 +203,8 @@ def _client_order_id(value: Union[str, None, Auto]) -> Optional[str]:
 def _order_body(o: OrderRequest) -> dict[str, Any]:
     return _object(marketId=o.market_id, side=o.side, outcome=o.outcome, price=o.price, quantity=o.quantity,
                    timeInForce=o.time_in_force, expiresAt=o.expires_at, postOnly=o.post_only,
-                   clientOrderId=_client_order_id(o.client_order_id), selfTradePrevention=o.self_trade_prevention)
+                   clientOrderId=_client_order_id(o.client_order_id), selfTradePrevention=o.self_trade_prevention,
+                   orderGroupId=o.order_group_id)
 
 
 def _order_ref(order_id: Optional[str], client_order_id: Optional[str]) -> dict[str, Any]:
@@ -264,12 +271,14 @@ def get_candles(market_id: str, interval: CandleInterval, *, from_: Optional[_dt
 def place_order(market_id: str, side: Side, outcome: Outcome, price: int, quantity: int, *,
                 time_in_force: Optional[TimeInForce] = None, expires_at: Optional[_dt.datetime] = None,
                 post_only: Optional[bool] = None, client_order_id: Union[str, None, Auto] = AUTO,
-                self_trade_prevention: Optional[SelfTradePrevention] = None) -> Call[PlacedOrder]:
+                self_trade_prevention: Optional[SelfTradePrevention] = None,
+                order_group_id: Optional[str] = None) -> Call[PlacedOrder]:
     """Places a limit order. By default it gets a fresh ``client_order_id``, so that a placement
     whose answer was lost is sent again safely (the exchange answers the order it already has,
-    ``replayed=True``). ``client_order_id=None`` sends none."""
+    ``replayed=True``). ``client_order_id=None`` sends none. ``order_group_id`` places it into one
+    of your order groups."""
     body = _order_body(OrderRequest(market_id, side, outcome, price, quantity, time_in_force, expires_at,
-                                    post_only, client_order_id, self_trade_prevention))
+                                    post_only, client_order_id, self_trade_prevention, order_group_id))
     return Call("POST", "/order", _placed, body=body, has_body=True, resend_safe="clientOrderId" in body)
 
 
@@ -403,6 +412,39 @@ def set_risk_limits(max_position: Optional[int] = None, max_locked_cash: Optiona
     ``field`` naming the limit); a limit below what is used refuses only orders that add to it."""
     return Call("PUT", "/account/risk-limits", _one(RiskLimits, 200),
                 body={"maxPosition": max_position, "maxLockedCash": max_locked_cash}, has_body=True, resend_safe=True)
+
+
+@endpoint("POST", "/order-groups")
+def create_order_group(fill_limit: int, window_seconds: int) -> Call[OrderGroup]:
+    """Makes an order group: once the shares its orders fill within ``window_seconds`` reach
+    ``fill_limit``, its resting orders are cancelled and it refuses orders (409
+    ``order_group_triggered``) until ``reset_order_group``. Needs a trade key."""
+    return Call("POST", "/order-groups", _one(OrderGroup, 201),
+                body={"fillLimit": fill_limit, "windowSeconds": window_seconds}, has_body=True)
+
+
+@endpoint("GET", "/order-groups")
+def list_order_groups() -> Call[list[OrderGroup]]:
+    """Your order groups, newest first, each with its fills in the window ending now."""
+    return Call("GET", "/order-groups", _list_of(OrderGroup, None, 200), resend_safe=True)
+
+
+@endpoint("GET", "/order-groups/{id}")
+def get_order_group(group_id: str) -> Call[OrderGroup]:
+    """One of your order groups (``NotFoundError`` for no such group, or another account's)."""
+    return Call("GET", f"/order-groups/{_path_id(group_id)}", _one(OrderGroup, 200), resend_safe=True)
+
+
+@endpoint("POST", "/order-groups/{id}/reset")
+def reset_order_group(group_id: str) -> Call[OrderGroup]:
+    """Lets a triggered group take orders again and restarts its count. Needs a trade key."""
+    return Call("POST", f"/order-groups/{_path_id(group_id)}/reset", _one(OrderGroup, 200))
+
+
+def _path_id(group_id: str) -> str:
+    """A group id as a path segment: a UUID is sent as it is, anything else escaped (the API
+    refuses it with 400 invalid_uuid)."""
+    return urllib.parse.quote(group_id, safe="")
 
 
 @endpoint("POST", "/ws-token")

@@ -118,5 +118,9 @@ class Client:
     list_account_keys = _method(_core.list_account_keys)
     get_risk_limits = _method(_core.get_risk_limits)
     set_risk_limits = _method(_core.set_risk_limits)
+    create_order_group = _method(_core.create_order_group)
+    list_order_groups = _method(_core.list_order_groups)
+    get_order_group = _method(_core.get_order_group)
+    reset_order_group = _method(_core.reset_order_group)
     create_ws_token = _method(_core.create_ws_token)
 

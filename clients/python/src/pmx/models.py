@@ -30,7 +30,7 @@ __all__ = [
     "MarketEventPage", "Trade", "Order", "PlacedOrder", "OrderPage", "OrderRequest", "BatchResult",
     "CancelFailure", "CancelResult", "Position", "Settlement", "SettlementPage", "Fill", "FillPage",
     "Candle", "Candles", "HeartbeatState", "WsToken", "RateLimit", "AccountLimits", "Account", "ApiKey", "KeyScope",
-    "RiskLimits", "RiskLimitsUse",
+    "RiskLimits", "RiskLimitsUse", "OrderGroup",
     "AccountEvent", "AccountEventPage", "decode", "format_time",
 ]
 
@@ -40,7 +40,7 @@ MarketStatus = Literal["OPEN", "CLOSED", "RESOLVED", "CANCELED"]
 OrderStatus = Literal["OPEN", "PARTIALLY_FILLED", "FILLED", "CANCELLED", "PARTIALLY_FILLED_CANCELLED"]
 TimeInForce = Literal["GTC", "IOC", "FOK", "GTD"]
 SelfTradePrevention = Literal["CANCEL_RESTING", "CANCEL_INCOMING"]
-CancelReason = Literal["USER", "IOC", "FOK", "EXPIRED", "SELF_TRADE", "MARKET_CLOSED", "HEARTBEAT"]
+CancelReason = Literal["USER", "IOC", "FOK", "EXPIRED", "SELF_TRADE", "MARKET_CLOSED", "HEARTBEAT", "ORDER_GROUP"]
 CandleInterval = Literal["1m", "5m", "1h", "1d"]
 #: What a key may do: ``read`` (reads and the feed), ``cancel`` (also cancels and heartbeats),
 #: ``trade`` (everything).
@@ -177,6 +177,8 @@ class Order:
     post_only: bool
     client_order_id: Optional[str]
     cancel_reason: Optional[CancelReason]
+    #: The order group it was placed into (``create_order_group``); None for an order in none.
+    order_group_id: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -212,6 +214,8 @@ class OrderRequest:
     post_only: Optional[bool] = None
     client_order_id: Union[str, None, Auto] = AUTO
     self_trade_prevention: Optional[SelfTradePrevention] = None
+    #: One of your order groups to place the order into.
+    order_group_id: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -376,6 +380,25 @@ class RiskLimits:
     #: Cents locked by open orders, across all markets.
     max_locked_cash: Optional[int]
     used: RiskLimitsUse
+
+
+@dataclass(frozen=True)
+class OrderGroup:
+    """An order group: once the shares its orders fill within ``window_seconds`` reach
+    ``fill_limit``, its resting orders are cancelled (``cancel_reason`` ``ORDER_GROUP``) and it is
+    ``triggered``: a placement into it is a :class:`~pmx.errors.ConflictError` with ``code``
+    ``order_group_triggered`` until ``reset_order_group``."""
+
+    id: str
+    fill_limit: int
+    window_seconds: int
+    #: Shares its orders filled within the window ending now, since ``counted_from``.
+    filled_in_window: int
+    triggered: bool
+    triggered_at: Optional[_dt.datetime]
+    #: When it was made or last reset: fills before do not count.
+    counted_from: _dt.datetime
+    created_at: _dt.datetime
 
 
 @dataclass(frozen=True)

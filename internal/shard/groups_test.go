@@ -1,0 +1,253 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
+	"github.com/pmx-dev/pmx/internal/poll"
+	"github.com/pmx-dev/pmx/internal/records"
+	"github.com/pmx-dev/pmx/internal/storetest"
+)
+
+// groupOrder is a placement of a group test: alice's BUY YES into the group (unless free), or, when
+// taker, bob's BUY NO that meets alice's bids.
+type groupOrder struct {
+	taker bool
+	free  bool // alice's, in no group
+	price int
+	qty   int64
+}
+
+func (f *fixture) groupPlace(t *testing.T, s *Shard, market, group uuid.UUID, o groupOrder) (records.PlacedOrder, error) {
+	t.Helper()
+	r := exchange.PlaceRequest{Account: f.alice, Market: market, Side: engine.Buy, Outcome: engine.Yes, Price: o.price, Quantity: o.qty}
+	switch {
+	case o.taker:
+		r.Account, r.Outcome = f.bob, engine.No
+	case !o.free:
+		r.OrderGroupID = group
+	}
+	return s.Place(context.Background(), r)
+}
+
+// orderRow reads an order as committed.
+func (f *fixture) orderRow(t *testing.T, id uuid.UUID) records.Order {
+	t.Helper()
+	o, err := f.st.Order(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+var (
+	inGroup = func(price int, qty int64) groupOrder { return groupOrder{price: price, qty: qty} }
+	free    = func(price int, qty int64) groupOrder { return groupOrder{free: true, price: price, qty: qty} }
+	take    = func(price int, qty int64) groupOrder { return groupOrder{taker: true, price: price, qty: qty} }
+)
+
+// TestOrderGroupRule is the rule case by case: the orders are placed in turn in one market, with a
+// group of fillLimit; then the group's fills, whether it is triggered, and which of alice's orders
+// still rest.
+func TestOrderGroupRule(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		fillLimit int64
+		orders    []groupOrder
+		filled    int64
+		triggered bool
+		resting   []int // indexes into orders of alice's orders resting at the end
+	}{
+		{"below the limit", 10, []groupOrder{inGroup(40, 20), take(60, 9)}, 9, false, []int{0}},
+		{"at the limit", 10, []groupOrder{inGroup(40, 20), take(60, 10)}, 10, true, nil},
+		{"in two steps", 10, []groupOrder{inGroup(40, 20), take(60, 6), take(60, 4)}, 10, true, nil},
+		{"the crossing order completes", 10, []groupOrder{inGroup(40, 20), take(60, 8), take(60, 5)}, 13, true, nil},
+		{"every order of the group leaves", 5, []groupOrder{inGroup(40, 5), inGroup(30, 9), inGroup(20, 9), take(60, 5)}, 5, true, nil},
+		{"an order in no group stays", 5, []groupOrder{inGroup(40, 5), free(30, 4), take(60, 5)}, 5, true, []int{1}},
+		{"fills of orders in no group do not count", 5, []groupOrder{free(40, 10), inGroup(30, 5), take(60, 10)}, 0, false, []int{1}},
+		{"a taker in the group counts", 5, []groupOrder{take(60, 5), inGroup(40, 8)}, 5, true, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			s := f.shard(t, "")
+			ctx := context.Background()
+			g, err := f.st.CreateOrderGroup(ctx, f.alice, tc.fillLimit, 3600)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := make([]uuid.UUID, len(tc.orders))
+			for i, o := range tc.orders {
+				p, err := f.groupPlace(t, s, f.market, g.ID, o)
+				if err != nil {
+					t.Fatalf("placing %+v: %v", o, err)
+				}
+				ids[i] = p.ID
+			}
+			got, err := f.st.OrderGroupOf(ctx, f.alice, g.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Filled != tc.filled || (got.TriggeredAt != nil) != tc.triggered {
+				t.Errorf("the group: %d filled, triggered at %v; want %d filled, triggered %v", got.Filled, got.TriggeredAt, tc.filled, tc.triggered)
+			}
+			resting := map[int]bool{}
+			for _, i := range tc.resting {
+				resting[i] = true
+			}
+			for i, o := range tc.orders {
+				if o.taker {
+					continue
+				}
+				row := f.orderRow(t, ids[i])
+				if row.Status.Resting() != resting[i] {
+					t.Errorf("order %d (%+v): %s, want resting %v", i, o, row.Status, resting[i])
+				}
+				if !row.Status.Resting() && row.Status != engine.StatusFilled && (row.CancelReason == nil || *row.CancelReason != "ORDER_GROUP") {
+					t.Errorf("order %d (%+v) left as %s, reason %v, want ORDER_GROUP", i, o, row.Status, row.CancelReason)
+				}
+			}
+			if tc.triggered {
+				if _, err := f.groupPlace(t, s, f.market, g.ID, inGroup(10, 1)); !errors.Is(err, domain.ErrOrderGroupTriggered) {
+					t.Errorf("a placement into the triggered group: %v, want order_group_triggered", err)
+				}
+			}
+			f.checkLocked(t, f.alice, f.bob)
+		})
+	}
+}
+
+// TestOrderGroupRefusals: a group that is not the account's is not found, as no group is; a
+// triggered one refuses until reset, and the reset forgets the fills counted; fills older than the
+// window do not count.
+func TestOrderGroupRefusals(t *testing.T) {
+	f := newFixture(t)
+	s := f.shard(t, "")
+	ctx := context.Background()
+	bobs, err := f.st.CreateOrderGroup(ctx, f.bob, 5, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []uuid.UUID{uuid.New(), bobs.ID} {
+		if _, err := f.groupPlace(t, s, f.market, id, inGroup(40, 1)); !errors.Is(err, domain.ErrOrderGroupNotFound) {
+			t.Errorf("a placement into group %s: %v, want order_group_not_found", id, err)
+		}
+	}
+	g, err := f.st.CreateOrderGroup(ctx, f.alice, 5, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fills of two windows ago, as if the group's orders had filled then: they do not count.
+	if _, err := f.st.Pool.Exec(ctx, `update order_groups set counted_from = now() - interval '1 hour' where id = $1;`, g.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.st.Pool.Exec(ctx, `insert into order_group_fills (group_id, at, quantity) values ($1, now() - interval '2 minutes', 4)`, g.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.groupPlace(t, s, f.market, g.ID, inGroup(40, 10))
+	if _, err := f.groupPlace(t, s, f.market, g.ID, take(60, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := f.st.OrderGroupOf(ctx, f.alice, g.ID); got.Filled != 4 || got.TriggeredAt != nil {
+		t.Fatalf("4 filled in the window and 4 before it: %+v", got)
+	}
+	f.groupPlace(t, s, f.market, g.ID, take(60, 1))
+	if _, err := f.groupPlace(t, s, f.market, g.ID, inGroup(40, 1)); !errors.Is(err, domain.ErrOrderGroupTriggered) {
+		t.Fatalf("a placement into the triggered group: %v", err)
+	}
+	if _, err := f.st.ResetOrderGroup(ctx, f.alice, g.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.groupPlace(t, s, f.market, g.ID, inGroup(40, 4)); err != nil {
+		t.Fatalf("a placement after the reset: %v", err)
+	}
+	if _, err := f.groupPlace(t, s, f.market, g.ID, take(60, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := f.st.OrderGroupOf(ctx, f.alice, g.ID); got.Filled != 4 || got.TriggeredAt != nil {
+		t.Fatalf("after the reset, 4 filled of 5: %+v", got)
+	}
+}
+
+// TestOrderGroupAcrossShards: a group triggered on one shard stops its orders on another — the
+// next batch there that could fill one reads the group and cancels them first, and a shard that
+// trades nothing cancels them with its group sweep.
+func TestOrderGroupAcrossShards(t *testing.T) {
+	f := newFixture(t)
+	other, third := storetest.Market(t, f.st), storetest.Market(t, f.st)
+	a, b := f.shard(t, ""), f.shard(t, "")
+	ctx := context.Background()
+	g, err := f.st.CreateOrderGroup(ctx, f.alice, 5, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onA, err := f.groupPlace(t, a, f.market, g.ID, inGroup(40, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	onB, err := f.groupPlace(t, b, other, g.ID, inGroup(40, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	swept, err := f.groupPlace(t, b, third, g.ID, inGroup(40, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.groupPlace(t, a, f.market, g.ID, take(60, 5)); err != nil { // triggers it on a
+		t.Fatal(err)
+	}
+	if row := f.orderRow(t, onA.ID); row.Status != engine.StatusPartiallyFilledCancelled {
+		t.Fatalf("the group's order on the shard that triggered it: %s", row.Status)
+	}
+	// b's next batch in other reads the group and cancels its order there before bob's meets it.
+	took, err := f.groupPlace(t, b, other, g.ID, take(60, 5))
+	if err != nil || took.FilledQuantity != 0 {
+		t.Fatalf("bob's order on b filled %d of a triggered group's: %v", took.FilledQuantity, err)
+	}
+	if row := f.orderRow(t, onB.ID); row.Status != engine.StatusCancelled || row.CancelReason == nil || *row.CancelReason != "ORDER_GROUP" {
+		t.Fatalf("the group's order on b: %s %v", row.Status, row.CancelReason)
+	}
+	// Every order of the group on b went in that batch, in every market b holds; the sweep
+	// would have found it otherwise.
+	poll.Wait(t, 10*time.Second, "the sweep to cancel the group's order in the third market", func() bool {
+		return !f.orderRow(t, swept.ID).Status.Resting()
+	})
+	if got, _ := f.st.OrderGroupOf(ctx, f.alice, g.ID); got.Filled != 5 {
+		t.Errorf("the group filled %d, want 5", got.Filled)
+	}
+	f.checkLocked(t, f.alice, f.bob)
+}
+
+// TestOrderGroupSweep: a shard that trades nothing cancels the resting orders of a group another
+// shard triggered within about groupSweep.
+func TestOrderGroupSweep(t *testing.T) {
+	f := newFixture(t)
+	other := storetest.Market(t, f.st)
+	a, b := f.shard(t, ""), f.shard(t, "")
+	ctx := context.Background()
+	g, err := f.st.CreateOrderGroup(ctx, f.alice, 5, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.groupPlace(t, a, f.market, g.ID, inGroup(40, 10))
+	idle, err := f.groupPlace(t, b, other, g.ID, inGroup(40, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.groupPlace(t, a, f.market, g.ID, take(60, 5)); err != nil {
+		t.Fatal(err)
+	}
+	poll.Wait(t, 10*groupSweep, "the idle shard's sweep to cancel the group's order", func() bool {
+		return !f.orderRow(t, idle.ID).Status.Resting()
+	})
+	if row := f.orderRow(t, idle.ID); row.CancelReason == nil || *row.CancelReason != "ORDER_GROUP" {
+		t.Fatalf("the idle shard's order left as %s %v", row.Status, row.CancelReason)
+	}
+	f.checkLocked(t, f.alice)
+}
