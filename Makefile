@@ -70,8 +70,9 @@ demo: build postgres ## Run pmx dev with the example market maker and three nois
 	BIN=$(BIN) hack/demo.sh
 
 .PHONY: test
-test: postgres chromium helm promtool k8s-bins ## Run all tests, with the race detector; then the Python SDK's.
+test: postgres chromium helm promtool k8s-bins ## Run all tests, with the race detector (hack/metricscheck's module too); then the Python SDK's.
 	$(GO) test -race -count=1 $(TEST_FLAGS) ./...
+	cd hack/metricscheck && $(GO) test -race -count=1 $(TEST_FLAGS) ./...
 	@$(MAKE) --no-print-directory test-python
 
 .PHONY: test-python
@@ -109,6 +110,7 @@ lint: $(STATICCHECK) lint-api ## Check formatting, go vet and staticcheck; lint 
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
+	cd hack/metricscheck && $(GO) vet ./... && $(STATICCHECK) ./...
 
 .PHONY: lint-api
 lint-api: $(REDOCLY) ## Lint the OpenAPI (public, admin) and AsyncAPI documents under apiserver/ with Redocly CLI (redocly.yaml).
