@@ -31,7 +31,7 @@ TEST_FLAGS ?=
 # `make test-python` (and `make test`) runs the Python SDK's tests under Debian's python3 (not a
 # pyenv or virtualenv python3 on PATH, which lacks Debian's packages); PYTEST_FLAGS adds more (e.g. -k feed).
 PYTHON ?= /usr/bin/python3
-PYTHON_DEBS := python3 python3-pip python3-httpx python3-websockets python3-pytest python3-yaml python3-mypy
+PYTHON_DEBS := python3 python3-pip python3-httpx python3-websockets python3-pytest python3-yaml python3-mypy python3-cryptography
 PYTEST_FLAGS ?=
 # `make bench` runs the engine benchmarks on one core; BENCH_FLAGS adds more (e.g. -count 6).
 BENCH_FLAGS ?= -benchtime 2s
@@ -129,12 +129,12 @@ postgres:
 	SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
 	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq postgresql
 
-# Debian's python3 and the Python SDK's dependencies (clients/python: httpx, websockets; pytest,
-# PyYAML and mypy for its tests) as Debian packages, since PyPI is not reachable here. Installed
-# with apt when missing.
+# Debian's python3 and the Python SDK's dependencies (clients/python: httpx, websockets;
+# cryptography for signed requests; pytest, PyYAML and mypy for its tests) as Debian packages,
+# since PyPI is not reachable here. Installed with apt when missing.
 .PHONY: python-deps
 python-deps:
-	@if $(PYTHON) -c 'import pip, httpx, websockets, pytest, yaml, mypy' >/dev/null 2>&1; then exit 0; fi; \
+	@if $(PYTHON) -c 'import pip, httpx, websockets, pytest, yaml, mypy, cryptography' >/dev/null 2>&1; then exit 0; fi; \
 	echo "The Python SDK's test dependencies are missing: installing $(PYTHON_DEBS) with apt-get"; \
 	SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
 	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(PYTHON_DEBS)

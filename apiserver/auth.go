@@ -28,7 +28,7 @@ const (
 
 var (
 	errMissingKey = &httpkit.Error{Status: http.StatusUnauthorized, Code: "missing_api_key",
-		Message: "send your API key as Authorization: Bearer <key>; create one on the developer settings page (/settings)"}
+		Message: "send your API key as Authorization: Bearer <key> (or a signing key's prefix as Authorization: PMX-Ed25519 <prefix>, with its signature); create one on the developer settings page (/settings)"}
 	errInvalidKey = &httpkit.Error{Status: http.StatusUnauthorized, Code: "invalid_api_key",
 		Message: "the API key is malformed, unknown or revoked; create a new one on the developer settings page (/settings)"}
 )
@@ -57,11 +57,11 @@ const (
 	authFailureBurst = 30
 )
 
-// authMetrics counts the credentials refused, by kind (api_key, ws_token, admin_token) and how:
+// authMetrics counts the credentials refused, by kind (api_key, signature, ws_token, admin_token) and how:
 // "invalid" were checked and wrong, "throttled" refused unchecked (authThrottled).
 func newAuthMetrics(reg prometheus.Registerer) *prometheus.CounterVec {
 	m := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pmx_api_auth_failures_total",
-		Help: "Credentials refused, by kind (api_key, ws_token, admin_token) and how: invalid (checked and wrong) or throttled (refused unchecked: the client address failed too often)."},
+		Help: "Credentials refused, by kind (api_key, signature, ws_token, admin_token) and how: invalid (checked and wrong) or throttled (refused unchecked: the client address failed too often)."},
 		[]string{"credential", "outcome"})
 	reg.MustRegister(m)
 	return m
@@ -91,17 +91,25 @@ func (s *Server) refuse(c *gin.Context, credential string, e *httpkit.Error) {
 	httpkit.AbortUnread(c, e)
 }
 
-// authenticate resolves the bearer API key to its account; every /api/v1 call needs one. A
+// authenticate resolves the request's API key to its account; every /api/v1 call needs one: the
+// whole key as Authorization: Bearer <key>, or a signing key's prefix alone as
+// Authorization: PMX-Ed25519 <prefix> (signed.go), and a signing key's signature either way. A
 // missing or malformed key costs nothing to refuse and guesses nothing, so only a well-formed key
 // counts as a failure, and only one that must be read from Postgres is refused unchecked when its
 // address has failed too often (authFailureRate).
 func (s *Server) authenticate(c *gin.Context) {
-	key, ok := httpkit.Bearer(c.Request)
-	if !ok {
-		httpkit.AbortUnread(c, errMissingKey)
-		return
+	key, bearer := httpkit.Bearer(c.Request)
+	var prefix string
+	var ok bool
+	if bearer {
+		prefix, ok = auth.ParseKey(key)
+	} else {
+		var present bool
+		if prefix, present, ok = signedPrefix(c.Request); !present {
+			httpkit.AbortUnread(c, errMissingKey)
+			return
+		}
 	}
-	prefix, ok := auth.ParseKey(key)
 	if !ok {
 		httpkit.AbortUnread(c, errInvalidKey)
 		return
@@ -123,8 +131,15 @@ func (s *Server) authenticate(c *gin.Context) {
 		}
 		s.keys.put(prefix, rec, gen)
 	}
-	if rec.Revoked || !auth.KeyMatches(key, rec.Hash) {
+	if rec.Revoked || bearer && !auth.KeyMatches(key, rec.Hash) {
 		s.refuse(c, "api_key", errInvalidKey)
+		return
+	}
+	if !bearer && len(rec.PublicKey) == 0 {
+		s.refuse(c, "api_key", errUnsignedKey)
+		return
+	}
+	if !s.verifySigned(c, rec) {
 		return
 	}
 	s.admit(c, rec)

@@ -27,6 +27,7 @@ type APIKey struct {
 	CreatedAt   time.Time  `json:"createdAt"`
 	ExpiresAt   *time.Time `json:"expiresAt"`
 	IPAllowlist []string   `json:"ipAllowlist"`
+	PublicKey   *string    `json:"publicKey"`
 	LastUsedAt  *time.Time `json:"lastUsedAt"`
 	RevokedAt   *time.Time `json:"revokedAt"`
 	Current     bool       `json:"current"`
@@ -50,13 +51,14 @@ func (s *Server) NewAPIKey(ctx context.Context, account int64, spec auth.KeySpec
 	}
 	key, prefix, hash := auth.NewKey()
 	err = s.cfg.Store.InsertAPIKey(ctx, store.APIKey{ID: uuid.New(), AccountID: account, Prefix: prefix,
-		Label: spec.Label, Scope: scope, CreatedAt: now, ExpiresAt: spec.ExpiresAt, Allowlist: spec.Allowlist}, hash)
+		Label: spec.Label, Scope: scope, CreatedAt: now, ExpiresAt: spec.ExpiresAt, Allowlist: spec.Allowlist,
+		PublicKey: spec.PublicKey}, hash)
 	return key, err
 }
 
-// keySpec reads and checks the optional scope, expiresAt and ipAllowlist of a body that makes a
-// key (the admin API's new account), before anything is made: absent, a key of scope trade that
-// never expires, usable from anywhere.
+// keySpec reads and checks the optional scope, expiresAt, ipAllowlist and publicKey of a body that
+// makes a key (the admin API's new account), before anything is made: absent, a key of scope
+// trade that never expires, usable from anywhere, whose requests are not signed.
 func (s *Server) keySpec(o object) (auth.KeySpec, error) {
 	var spec auth.KeySpec
 	if o.has("scope") {
@@ -89,6 +91,15 @@ func (s *Server) keySpec(o object) (auth.KeySpec, error) {
 		}
 		spec.Allowlist = list
 	}
+	if o.has("publicKey") {
+		text, err := o.string("publicKey")
+		if err != nil {
+			return spec, err
+		}
+		if spec.PublicKey, err = auth.ParsePublicKey(text); err != nil {
+			return spec, httpkit.FieldError("publicKey", "invalid_value", "%v", err)
+		}
+	}
 	return spec, nil
 }
 
@@ -110,8 +121,16 @@ func (s *Server) accountKeys(c *gin.Context) error {
 // APIKeyOf is a stored key as the API shows it.
 func APIKeyOf(k *store.APIKey, current bool) APIKey {
 	return APIKey{ID: k.ID, Prefix: k.Prefix, Label: k.Label, Scope: string(k.Scope), CreatedAt: k.CreatedAt.UTC(),
-		ExpiresAt: utc(k.ExpiresAt), IPAllowlist: auth.FormatAllowlist(k.Allowlist), LastUsedAt: utc(k.LastUsedAt),
+		ExpiresAt: utc(k.ExpiresAt), IPAllowlist: auth.FormatAllowlist(k.Allowlist), PublicKey: publicKeyOf(k), LastUsedAt: utc(k.LastUsedAt),
 		RevokedAt: utc(k.RevokedAt), Current: current}
+}
+
+func publicKeyOf(k *store.APIKey) *string {
+	if len(k.PublicKey) == 0 {
+		return nil
+	}
+	text := auth.FormatPublicKey(k.PublicKey)
+	return &text
 }
 
 func utc(t *time.Time) *time.Time {

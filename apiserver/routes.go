@@ -31,6 +31,7 @@ func (s *Server) routes() []route {
 		{"GET", "/account/events", auth.ScopeRead, s.accountEvents},
 		{"GET", "/account/keys", auth.ScopeRead, s.accountKeys},
 		{"GET", "/account/limits", auth.ScopeRead, s.accountLimits},
+		{"GET", "/account/risk-limits", auth.ScopeRead, s.riskLimits},
 		{"GET", "/fills", auth.ScopeRead, s.fills},
 		{"GET", "/market", auth.ScopeRead, s.getMarket},
 		{"GET", "/market/candles", auth.ScopeRead, s.candles},
@@ -52,6 +53,7 @@ func (s *Server) routes() []route {
 		{"POST", "/order", auth.ScopeTrade, s.placeOrder},
 		{"POST", "/order/amend", auth.ScopeTrade, s.amendOrder},
 		{"POST", "/orders/batch", auth.ScopeTrade, s.placeBatch},
+		{"PUT", "/account/risk-limits", auth.ScopeTrade, s.setRiskLimits},
 	}
 }
 

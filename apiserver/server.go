@@ -146,6 +146,7 @@ func New(cfg Config) *Server {
 		defer close(s.listening)
 		var used sync.WaitGroup
 		used.Go(func() { s.keyUse.run(ctx, cfg.Store, s.now, s.log) })
+		used.Go(func() { s.sweepSigned(ctx) })
 		s.keys.listen(ctx, cfg.Store, s.log)
 		used.Wait()
 	}()

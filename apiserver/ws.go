@@ -374,7 +374,7 @@ func (s *Server) serveFeed(c *gin.Context, account int64, cancelOnDisconnect boo
 	conn.close(conn.readEnded(), "")
 	<-writerDone
 	for _, sub := range conn.subs {
-		conn.unsubscribe(sub)
+		s.hub.Unsubscribe(sub)
 	}
 }
 
@@ -519,7 +519,7 @@ func (c *wsConn) handle(ctx context.Context, req wsRequest) {
 			c.fail(req, "not_subscribed", "this connection is not subscribed to that channel (of that market)")
 			return
 		}
-		c.unsubscribe(sub)
+		c.s.hub.Unsubscribe(sub)
 		delete(c.subs, key)
 		ack.Type = "unsubscribed"
 		c.reply(ack)
@@ -542,22 +542,12 @@ func (c *wsConn) handle(ctx context.Context, req wsRequest) {
 		return
 	}
 	ack.Type = "subscribed"
-	sub := &feed.Subscription{Channel: req.Channel, Market: key.market, Out: c, ReadPage: c.readPage}
-	var err error
-	switch req.Channel {
-	case feed.ChannelLifecycle:
-		c.s.hub.SubscribeLifecycle(sub, encodeJSON(ack))
-		c.subs[key] = sub
-		return
-	case feed.ChannelOrders, feed.ChannelFills:
-		sub.Account = c.account
-		err = c.s.hub.SubscribeAccount(ctx, sub, req.ResumeFrom, func(seq int64) []byte {
-			ack.Seq = &seq
-			return encodeJSON(ack)
-		})
-	default:
-		err = c.s.hub.Subscribe(ctx, sub, req.ResumeFrom, encodeJSON(ack))
-	}
+	// Account is used by the account's channels only (which a public connection may not take).
+	sub := &feed.Subscription{Channel: req.Channel, Market: key.market, Account: c.account, Out: c, ReadPage: c.readPage}
+	err := c.s.hub.Subscribe(ctx, sub, req.ResumeFrom, func(seq *int64) []byte {
+		ack.Seq = seq
+		return encodeJSON(ack)
+	})
 	var limited *wsLimited
 	switch {
 	case err == nil:
@@ -659,17 +649,6 @@ func (c *wsConn) readPage(ctx context.Context, page int) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-	}
-}
-
-func (c *wsConn) unsubscribe(sub *feed.Subscription) {
-	switch sub.Channel {
-	case feed.ChannelLifecycle:
-		c.s.hub.UnsubscribeLifecycle(sub)
-	case feed.ChannelOrders, feed.ChannelFills:
-		c.s.hub.UnsubscribeAccount(sub)
-	default:
-		c.s.hub.Unsubscribe(sub)
 	}
 }
 

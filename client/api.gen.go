@@ -375,6 +375,24 @@ func (e PlacedOrderCancelReason) Valid() bool {
 	}
 }
 
+// Defines values for RiskLimitsUsedPositionOutcome.
+const (
+	RiskLimitsUsedPositionOutcomeNO  RiskLimitsUsedPositionOutcome = "NO"
+	RiskLimitsUsedPositionOutcomeYES RiskLimitsUsedPositionOutcome = "YES"
+)
+
+// Valid indicates whether the value is a known member of the RiskLimitsUsedPositionOutcome enum.
+func (e RiskLimitsUsedPositionOutcome) Valid() bool {
+	switch e {
+	case RiskLimitsUsedPositionOutcomeNO:
+		return true
+	case RiskLimitsUsedPositionOutcomeYES:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SettlementMarketStatus.
 const (
 	SettlementMarketStatusCANCELED SettlementMarketStatus = "CANCELED"
@@ -528,6 +546,9 @@ type APIKey struct {
 
 	// Prefix The key's public first part (`pmx_` and 16 hex digits), which names it; the secret after it is never shown again.
 	Prefix string `json:"prefix"`
+
+	// PublicKey The Ed25519 public key every request of the key must be signed with, as the standard base64 of its 32 bytes; null for a key whose requests are not signed. See Signed requests.
+	PublicKey *string `json:"publicKey"`
 
 	// RevokedAt When the key was revoked; null while it is active.
 	RevokedAt *time.Time `json:"revokedAt"`
@@ -915,6 +936,36 @@ type RateLimit struct {
 	ResetSeconds float32 `json:"resetSeconds"`
 }
 
+// RiskLimits An account's self-set risk limits (null for none) and what it uses of them now.
+//
+// Example: {"maxLockedCash":20000,"maxPosition":500,"used":{"lockedCash":4800,"position":120,"positionMarketId":"6f1c2b9e-3a41-4c8e-9d2f-5b7a1e0c4d33","positionOutcome":"YES"}}
+type RiskLimits struct {
+	// MaxLockedCash Cents locked by open orders, across all markets.
+	MaxLockedCash *int64 `json:"maxLockedCash"`
+
+	// MaxPosition Shares per market and outcome, held plus on open BUY orders.
+	MaxPosition *int64          `json:"maxPosition"`
+	Used        RiskLimits_Used `json:"used"`
+}
+
+// RiskLimitsUsedPositionOutcome Its outcome; null when there is none.
+type RiskLimitsUsedPositionOutcome string
+
+// RiskLimits_Used defines model for RiskLimits.Used.
+type RiskLimits_Used struct {
+	// LockedCash Cents the account's open orders lock now.
+	LockedCash int64 `json:"lockedCash"`
+
+	// Position The largest position-if-filled in any market and outcome (0 if none).
+	Position int64 `json:"position"`
+
+	// PositionMarketID The market of that position; null when there is none.
+	PositionMarketID *openapi_types.UUID `json:"positionMarketId"`
+
+	// PositionOutcome Its outcome; null when there is none.
+	PositionOutcome *RiskLimitsUsedPositionOutcome `json:"positionOutcome"`
+}
+
 // Settlement defines model for Settlement.
 type Settlement struct {
 	MarketID     openapi_types.UUID     `json:"marketId"`
@@ -996,6 +1047,15 @@ type ListAccountKeys200JSONResponseBody struct {
 type GetAccountLimits200JSONResponseBody struct {
 	Reads  RateLimit `json:"reads"`
 	Writes RateLimit `json:"writes"`
+}
+
+// SetRiskLimitsJSONBody defines parameters for SetRiskLimits.
+type SetRiskLimitsJSONBody struct {
+	// MaxLockedCash Cents locked by open orders across all markets; null or absent for none.
+	MaxLockedCash *int64 `json:"maxLockedCash,omitempty"`
+
+	// MaxPosition Shares per market and outcome, if every open BUY order filled; null or absent for none.
+	MaxPosition *int64 `json:"maxPosition,omitempty"`
 }
 
 // CancelOrderJSONBody defines parameters for CancelOrder.
@@ -1202,6 +1262,9 @@ type ListSettlements200JSONResponseBody struct {
 	Settlements []Settlement `json:"settlements"`
 }
 
+// SetRiskLimitsJSONRequestBody defines body for SetRiskLimits for application/json ContentType.
+type SetRiskLimitsJSONRequestBody SetRiskLimitsJSONBody
+
 // CancelOrderJSONRequestBody defines body for CancelOrder for application/json ContentType.
 type CancelOrderJSONRequestBody CancelOrderJSONBody
 
@@ -1346,6 +1409,62 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /account/limits (the `GetAccountLimits` operationId).
 	GetAccountLimits(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetRiskLimits Your self-set risk limits and what you use of them (pmx addition)
+	//
+	// The limits the account set itself (`null`: none) and what it uses of them now, from what
+	// is committed. See `PUT` for the rules.
+	//
+	// Corresponds with GET /account/risk-limits (the `GetRiskLimits` operationId).
+	GetRiskLimits(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetRiskLimitsWithBody Set your own risk limits (pmx addition)
+	//
+	// Replaces the account's risk limits; a field that is `null` or absent removes that limit.
+	// Each is a whole number from 0 to 9007199254740991.
+	//
+	// - `maxPosition`: per market and per outcome (YES and NO count separately), the shares
+	//   the account holds plus the remaining quantity of its open BUY orders of that outcome —
+	//   its position if every open order filled (SELL orders only lower it).
+	// - `maxLockedCash`: the cash, in cents, that the account's open orders lock across all
+	//   markets (a BUY locks `price × quantity`).
+	//
+	// An order that could take the account past a limit is refused with `400
+	// risk_limit_exceeded`, `details.field` naming the limit, and nothing changes: a BUY is
+	// checked at its whole quantity and lock (IOC and FOK too), an amend of a BUY by what it adds
+	// to its remaining quantity and lock; in a batch, each placement is answered on its own. A
+	// limit may be set below what is used now: it then refuses only orders that add to it, while
+	// SELLs, cancels and amends that reduce exposure pass. A change holds for every order the
+	// exchange decides after this answer, in every market. Refusals are not feed events.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /account/risk-limits (the `SetRiskLimits` operationId).
+	SetRiskLimitsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetRiskLimits Set your own risk limits (pmx addition)
+	//
+	// Replaces the account's risk limits; a field that is `null` or absent removes that limit.
+	// Each is a whole number from 0 to 9007199254740991.
+	//
+	// - `maxPosition`: per market and per outcome (YES and NO count separately), the shares
+	//   the account holds plus the remaining quantity of its open BUY orders of that outcome —
+	//   its position if every open order filled (SELL orders only lower it).
+	// - `maxLockedCash`: the cash, in cents, that the account's open orders lock across all
+	//   markets (a BUY locks `price × quantity`).
+	//
+	// An order that could take the account past a limit is refused with `400
+	// risk_limit_exceeded`, `details.field` naming the limit, and nothing changes: a BUY is
+	// checked at its whole quantity and lock (IOC and FOK too), an amend of a BUY by what it adds
+	// to its remaining quantity and lock; in a batch, each placement is answered on its own. A
+	// limit may be set below what is used now: it then refuses only orders that add to it, while
+	// SELLs, cancels and amends that reduce exposure pass. A change holds for every order the
+	// exchange decides after this answer, in every market. Refusals are not feed events.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /account/risk-limits (the `SetRiskLimits` operationId).
+	SetRiskLimits(ctx context.Context, body SetRiskLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CancelEverything Cancel all your open orders
 	//
@@ -1820,6 +1939,92 @@ func (c *RawClient) ListAccountKeys(ctx context.Context, reqEditors ...RequestEd
 // Corresponds with GET /account/limits (the `GetAccountLimits` operationId).
 func (c *RawClient) GetAccountLimits(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAccountLimitsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRiskLimits Your self-set risk limits and what you use of them (pmx addition)
+//
+// The limits the account set itself (`null`: none) and what it uses of them now, from what
+// is committed. See `PUT` for the rules.
+//
+// Corresponds with GET /account/risk-limits (the `GetRiskLimits` operationId).
+func (c *RawClient) GetRiskLimits(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRiskLimitsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetRiskLimitsWithBody Set your own risk limits (pmx addition)
+//
+// Replaces the account's risk limits; a field that is `null` or absent removes that limit.
+// Each is a whole number from 0 to 9007199254740991.
+//
+//   - `maxPosition`: per market and per outcome (YES and NO count separately), the shares
+//     the account holds plus the remaining quantity of its open BUY orders of that outcome —
+//     its position if every open order filled (SELL orders only lower it).
+//   - `maxLockedCash`: the cash, in cents, that the account's open orders lock across all
+//     markets (a BUY locks `price × quantity`).
+//
+// An order that could take the account past a limit is refused with `400
+// risk_limit_exceeded`, `details.field` naming the limit, and nothing changes: a BUY is
+// checked at its whole quantity and lock (IOC and FOK too), an amend of a BUY by what it adds
+// to its remaining quantity and lock; in a batch, each placement is answered on its own. A
+// limit may be set below what is used now: it then refuses only orders that add to it, while
+// SELLs, cancels and amends that reduce exposure pass. A change holds for every order the
+// exchange decides after this answer, in every market. Refusals are not feed events.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /account/risk-limits (the `SetRiskLimits` operationId).
+func (c *RawClient) SetRiskLimitsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetRiskLimitsRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetRiskLimits Set your own risk limits (pmx addition)
+//
+// Replaces the account's risk limits; a field that is `null` or absent removes that limit.
+// Each is a whole number from 0 to 9007199254740991.
+//
+//   - `maxPosition`: per market and per outcome (YES and NO count separately), the shares
+//     the account holds plus the remaining quantity of its open BUY orders of that outcome —
+//     its position if every open order filled (SELL orders only lower it).
+//   - `maxLockedCash`: the cash, in cents, that the account's open orders lock across all
+//     markets (a BUY locks `price × quantity`).
+//
+// An order that could take the account past a limit is refused with `400
+// risk_limit_exceeded`, `details.field` naming the limit, and nothing changes: a BUY is
+// checked at its whole quantity and lock (IOC and FOK too), an amend of a BUY by what it adds
+// to its remaining quantity and lock; in a batch, each placement is answered on its own. A
+// limit may be set below what is used now: it then refuses only orders that add to it, while
+// SELLs, cancels and amends that reduce exposure pass. A change holds for every order the
+// exchange decides after this answer, in every market. Refusals are not feed events.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /account/risk-limits (the `SetRiskLimits` operationId).
+func (c *RawClient) SetRiskLimits(ctx context.Context, body SetRiskLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetRiskLimitsRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2612,6 +2817,73 @@ func NewGetAccountLimitsRequest(server string) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewGetRiskLimitsRequest constructs an http.Request for the GetRiskLimits method
+func NewGetRiskLimitsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/account/risk-limits")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSetRiskLimitsRequest calls the generic SetRiskLimits builder with application/json body
+func NewSetRiskLimitsRequest(server string, body SetRiskLimitsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetRiskLimitsRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewSetRiskLimitsRequestWithBody constructs an http.Request for the SetRiskLimits method, with any body, and a specified content type
+func NewSetRiskLimitsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/account/risk-limits")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -3738,6 +4010,64 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /account/limits (the `GetAccountLimits` operationId).
 	GetAccountLimitsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAccountLimitsResponse, error)
 
+	// GetRiskLimitsWithResponse Your self-set risk limits and what you use of them (pmx addition)
+	//
+	// The limits the account set itself (`null`: none) and what it uses of them now, from what
+	// is committed. See `PUT` for the rules.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /account/risk-limits (the `GetRiskLimits` operationId).
+	GetRiskLimitsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetRiskLimitsResponse, error)
+
+	// SetRiskLimitsWithBodyWithResponse Set your own risk limits (pmx addition)
+	//
+	// Replaces the account's risk limits; a field that is `null` or absent removes that limit.
+	// Each is a whole number from 0 to 9007199254740991.
+	//
+	// - `maxPosition`: per market and per outcome (YES and NO count separately), the shares
+	//   the account holds plus the remaining quantity of its open BUY orders of that outcome —
+	//   its position if every open order filled (SELL orders only lower it).
+	// - `maxLockedCash`: the cash, in cents, that the account's open orders lock across all
+	//   markets (a BUY locks `price × quantity`).
+	//
+	// An order that could take the account past a limit is refused with `400
+	// risk_limit_exceeded`, `details.field` naming the limit, and nothing changes: a BUY is
+	// checked at its whole quantity and lock (IOC and FOK too), an amend of a BUY by what it adds
+	// to its remaining quantity and lock; in a batch, each placement is answered on its own. A
+	// limit may be set below what is used now: it then refuses only orders that add to it, while
+	// SELLs, cancels and amends that reduce exposure pass. A change holds for every order the
+	// exchange decides after this answer, in every market. Refusals are not feed events.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /account/risk-limits (the `SetRiskLimits` operationId).
+	SetRiskLimitsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetRiskLimitsResponse, error)
+
+	// SetRiskLimitsWithResponse Set your own risk limits (pmx addition)
+	//
+	// Replaces the account's risk limits; a field that is `null` or absent removes that limit.
+	// Each is a whole number from 0 to 9007199254740991.
+	//
+	// - `maxPosition`: per market and per outcome (YES and NO count separately), the shares
+	//   the account holds plus the remaining quantity of its open BUY orders of that outcome —
+	//   its position if every open order filled (SELL orders only lower it).
+	// - `maxLockedCash`: the cash, in cents, that the account's open orders lock across all
+	//   markets (a BUY locks `price × quantity`).
+	//
+	// An order that could take the account past a limit is refused with `400
+	// risk_limit_exceeded`, `details.field` naming the limit, and nothing changes: a BUY is
+	// checked at its whole quantity and lock (IOC and FOK too), an amend of a BUY by what it adds
+	// to its remaining quantity and lock; in a batch, each placement is answered on its own. A
+	// limit may be set below what is used now: it then refuses only orders that add to it, while
+	// SELLs, cancels and amends that reduce exposure pass. A change holds for every order the
+	// exchange decides after this answer, in every market. Refusals are not feed events.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /account/risk-limits (the `SetRiskLimits` operationId).
+	SetRiskLimitsWithResponse(ctx context.Context, body SetRiskLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*SetRiskLimitsResponse, error)
+
 	// CancelEverythingWithResponse Cancel all your open orders
 	//
 	// Cancels every `OPEN` and `PARTIALLY_FILLED` order of the caller across all markets and
@@ -4478,6 +4808,171 @@ func (r GetAccountLimitsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetAccountLimitsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetRiskLimitsResponse401Headers the declared response headers of an HTTP 401 response for GetRiskLimits
+type GetRiskLimitsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GetRiskLimitsResponse429Headers the declared response headers of an HTTP 429 response for GetRiskLimits
+type GetRiskLimitsResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+}
+
+type GetRiskLimitsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RiskLimits
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetRiskLimitsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetRiskLimitsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetRiskLimitsResponse) GetJSON200() *RiskLimits {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetRiskLimitsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetRiskLimitsResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetRiskLimitsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRiskLimitsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRiskLimitsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRiskLimitsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRiskLimitsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SetRiskLimitsResponse401Headers the declared response headers of an HTTP 401 response for SetRiskLimits
+type SetRiskLimitsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// SetRiskLimitsResponse429Headers the declared response headers of an HTTP 429 response for SetRiskLimits
+type SetRiskLimitsResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+}
+
+type SetRiskLimitsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RiskLimits
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SetRiskLimitsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SetRiskLimitsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetRiskLimitsResponse) GetJSON200() *RiskLimits {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SetRiskLimitsResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SetRiskLimitsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SetRiskLimitsResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SetRiskLimitsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r SetRiskLimitsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetRiskLimitsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetRiskLimitsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetRiskLimitsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6245,6 +6740,82 @@ func (c *ClientWithResponses) GetAccountLimitsWithResponse(ctx context.Context, 
 	return ParseGetAccountLimitsResponse(rsp)
 }
 
+// GetRiskLimitsWithResponse Your self-set risk limits and what you use of them (pmx addition)
+//
+// The limits the account set itself (`null`: none) and what it uses of them now, from what
+// is committed. See `PUT` for the rules.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /account/risk-limits (the `GetRiskLimits` operationId).
+func (c *ClientWithResponses) GetRiskLimitsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetRiskLimitsResponse, error) {
+	rsp, err := c.GetRiskLimits(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRiskLimitsResponse(rsp)
+}
+
+// SetRiskLimitsWithBodyWithResponse Set your own risk limits (pmx addition)
+//
+// Replaces the account's risk limits; a field that is `null` or absent removes that limit.
+// Each is a whole number from 0 to 9007199254740991.
+//
+//   - `maxPosition`: per market and per outcome (YES and NO count separately), the shares
+//     the account holds plus the remaining quantity of its open BUY orders of that outcome —
+//     its position if every open order filled (SELL orders only lower it).
+//   - `maxLockedCash`: the cash, in cents, that the account's open orders lock across all
+//     markets (a BUY locks `price × quantity`).
+//
+// An order that could take the account past a limit is refused with `400
+// risk_limit_exceeded`, `details.field` naming the limit, and nothing changes: a BUY is
+// checked at its whole quantity and lock (IOC and FOK too), an amend of a BUY by what it adds
+// to its remaining quantity and lock; in a batch, each placement is answered on its own. A
+// limit may be set below what is used now: it then refuses only orders that add to it, while
+// SELLs, cancels and amends that reduce exposure pass. A change holds for every order the
+// exchange decides after this answer, in every market. Refusals are not feed events.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /account/risk-limits (the `SetRiskLimits` operationId).
+func (c *ClientWithResponses) SetRiskLimitsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetRiskLimitsResponse, error) {
+	rsp, err := c.SetRiskLimitsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetRiskLimitsResponse(rsp)
+}
+
+// SetRiskLimitsWithResponse Set your own risk limits (pmx addition)
+//
+// Replaces the account's risk limits; a field that is `null` or absent removes that limit.
+// Each is a whole number from 0 to 9007199254740991.
+//
+//   - `maxPosition`: per market and per outcome (YES and NO count separately), the shares
+//     the account holds plus the remaining quantity of its open BUY orders of that outcome —
+//     its position if every open order filled (SELL orders only lower it).
+//   - `maxLockedCash`: the cash, in cents, that the account's open orders lock across all
+//     markets (a BUY locks `price × quantity`).
+//
+// An order that could take the account past a limit is refused with `400
+// risk_limit_exceeded`, `details.field` naming the limit, and nothing changes: a BUY is
+// checked at its whole quantity and lock (IOC and FOK too), an amend of a BUY by what it adds
+// to its remaining quantity and lock; in a batch, each placement is answered on its own. A
+// limit may be set below what is used now: it then refuses only orders that add to it, while
+// SELLs, cancels and amends that reduce exposure pass. A change holds for every order the
+// exchange decides after this answer, in every market. Refusals are not feed events.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /account/risk-limits (the `SetRiskLimits` operationId).
+func (c *ClientWithResponses) SetRiskLimitsWithResponse(ctx context.Context, body SetRiskLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*SetRiskLimitsResponse, error) {
+	rsp, err := c.SetRiskLimits(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetRiskLimitsResponse(rsp)
+}
+
 // CancelEverythingWithResponse Cancel all your open orders
 //
 // Cancels every `OPEN` and `PARTIALLY_FILLED` order of the caller across all markets and
@@ -7154,6 +7725,195 @@ func ParseGetAccountLimitsResponse(rsp *http.Response) (*GetAccountLimitsRespons
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetAccountLimitsResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetRiskLimitsResponse parses an HTTP response from a GetRiskLimitsWithResponse call
+func ParseGetRiskLimitsResponse(rsp *http.Response) (*GetRiskLimitsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRiskLimitsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RiskLimits
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetRiskLimitsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetRiskLimitsResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetRiskLimitsResponse parses an HTTP response from a SetRiskLimitsWithResponse call
+func ParseSetRiskLimitsResponse(rsp *http.Response) (*SetRiskLimitsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetRiskLimitsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RiskLimits
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SetRiskLimitsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers SetRiskLimitsResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

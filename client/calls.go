@@ -134,6 +134,27 @@ func (c *Client) Keys(ctx context.Context) ([]APIKey, error) {
 	return k.Keys, nil
 }
 
+// RiskLimits returns the account's self-set risk limits (nil: none) and what it uses of them.
+func (c *Client) RiskLimits(ctx context.Context) (*RiskLimits, error) {
+	r, err := c.GetRiskLimitsWithResponse(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// SetRiskLimits replaces the account's risk limits; nil removes one. maxPosition caps, per market
+// and outcome, the shares held plus those of open BUY orders; maxLockedCash the cents the open
+// orders lock across all markets. An order that could pass one is refused: an *APIError with code
+// risk_limit_exceeded and Field naming the limit.
+func (c *Client) SetRiskLimits(ctx context.Context, maxPosition, maxLockedCash *int64) (*RiskLimits, error) {
+	r, err := c.SetRiskLimitsWithResponse(ctx, SetRiskLimitsJSONRequestBody{MaxPosition: maxPosition, MaxLockedCash: maxLockedCash})
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON200)
+}
+
 // Positions returns the account's holdings.
 func (c *Client) Positions(ctx context.Context) ([]Position, error) {
 	r, err := c.ListPositionsWithResponse(ctx)

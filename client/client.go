@@ -23,6 +23,7 @@ type Client struct {
 	key    string
 	hc     *http.Client
 	retry  Retry
+	signer *signer // nil: requests are not signed (WithEd25519Signer)
 }
 
 // Retry says how a Client retries. A request is sent again after a 429 (the server changed nothing
@@ -54,7 +55,8 @@ func WithHTTP(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
 func WithRetries(r Retry) Option { return func(c *Client) { c.retry = r } }
 
 // New returns a Client of the API at server, the URL that ends in the version prefix
-// (http://127.0.0.1:8080/api/v1), authenticating with apiKey.
+// (http://127.0.0.1:8080/api/v1), authenticating with apiKey (or, with WithEd25519Signer, the
+// key's prefix alone).
 func New(server, apiKey string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(server)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -80,14 +82,15 @@ func New(server, apiKey string, opts ...Option) (*Client, error) {
 }
 
 func (c *Client) authorize(_ context.Context, req *http.Request) error {
-	req.Header.Set("Authorization", "Bearer "+c.key)
+	req.Header.Set("Authorization", c.authorization())
 	return nil
 }
 
 // Server is the API's URL the Client was made with.
 func (c *Client) Server() string { return c.server }
 
-// APIKey is the key the Client signs its requests with.
+// APIKey is the key the Client authenticates with (or its prefix, for a signing key that sends no
+// secret).
 func (c *Client) APIKey() string { return c.key }
 
 // APIError is the API's answer to a request it refused: {"error": "...", "details": {"code": "...",
@@ -169,6 +172,11 @@ func (r retrying) Do(req *http.Request) (*http.Response, error) {
 	safe := retrySafe(req)
 	wait := r.c.retry.Backoff
 	for attempt := 1; ; attempt++ {
+		if r.c.signer != nil {
+			if err := r.c.signer.sign(req); err != nil {
+				return nil, err
+			}
+		}
 		resp, err := r.c.hc.Do(req)
 		var pause time.Duration
 		switch {

@@ -13,6 +13,8 @@ import (
 	// coder/websocket: the maintained, small WebSocket library the server's feed uses too.
 	"github.com/coder/websocket"
 	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/internal/kit/auth"
 )
 
 // Feed channels. book, trades and ticker are a market's; orders and fills the account's;
@@ -216,10 +218,19 @@ func (f *Feed) session(ctx context.Context, handle func(FeedMessage) error) (del
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	url := "ws" + strings.TrimPrefix(f.c.server, "http") + "/ws"
-	ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{
-		HTTPClient: f.c.hc,
-		HTTPHeader: http.Header{"Authorization": {"Bearer " + f.c.key}},
-	})
+	header := http.Header{"Authorization": {f.c.authorization()}}
+	if f.c.signer != nil { // the upgrade is signed like any request
+		req, err := http.NewRequest(http.MethodGet, f.c.server+"/ws", nil)
+		if err != nil {
+			return false, fatalError{err}
+		}
+		if err := f.c.signer.sign(req); err != nil {
+			return false, err
+		}
+		header.Set(auth.TimestampHeader, req.Header.Get(auth.TimestampHeader))
+		header.Set(auth.SignatureHeader, req.Header.Get(auth.SignatureHeader))
+	}
+	ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: f.c.hc, HTTPHeader: header})
 	if err != nil {
 		if resp != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
 			return false, fatalError{fmt.Errorf("the feed refused the API key (%s): check it", resp.Status)}

@@ -27,6 +27,10 @@ func newMigrateCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if from > to {
+				fmt.Fprintf(cmd.OutOrStdout(), "schema at version %d, newer than this build's %d: left as it is\n", from, to)
+				return nil
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "schema at version %d (was %d)\n", to, from)
 			return nil
 		},

@@ -147,7 +147,11 @@ func migrateStore(ctx context.Context, st *store.Store, log *slog.Logger) error 
 	if err != nil {
 		return err
 	}
-	if from != to {
+	switch {
+	case from > to:
+		log.Warn("the database's schema is newer than this build's: serving on it without migrating, as the release before an upgrade does",
+			"schema", from, "this build's", to)
+	case from != to:
 		log.Info("migrated the database", "from", from, "to", to)
 	}
 	return nil

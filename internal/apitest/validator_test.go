@@ -307,6 +307,7 @@ func TestDocumentedStatuses(t *testing.T) {
 		"GET /account/events 200", "GET /account/events 400", "GET /account/events 401", "GET /account/events 403", "GET /account/events 410", "GET /account/events 429",
 		"GET /account/keys 200", "GET /account/keys 401", "GET /account/keys 403", "GET /account/keys 429",
 		"GET /account/limits 200", "GET /account/limits 401", "GET /account/limits 403", "GET /account/limits 429",
+		"GET /account/risk-limits 200", "GET /account/risk-limits 401", "GET /account/risk-limits 403", "GET /account/risk-limits 429",
 		"GET /fills 200", "GET /fills 400", "GET /fills 401", "GET /fills 403", "GET /fills 429",
 		"GET /market 201", "GET /market 400", "GET /market 401", "GET /market 403", "GET /market 404", "GET /market 429",
 		"GET /market/candles 200", "GET /market/candles 400", "GET /market/candles 401", "GET /market/candles 403", "GET /market/candles 429",
@@ -326,16 +327,17 @@ func TestDocumentedStatuses(t *testing.T) {
 		"POST /orders/batch 201", "POST /orders/batch 400", "POST /orders/batch 401", "POST /orders/batch 403", "POST /orders/batch 429",
 		"POST /orders/cancel 200", "POST /orders/cancel 400", "POST /orders/cancel 401", "POST /orders/cancel 403", "POST /orders/cancel 429",
 		"POST /ws-token 201", "POST /ws-token 401", "POST /ws-token 403", "POST /ws-token 429",
+		"PUT /account/risk-limits 200", "PUT /account/risk-limits 400", "PUT /account/risk-limits 401", "PUT /account/risk-limits 403", "PUT /account/risk-limits 429",
 	}
 	if got := v.Documented(); !slices.Equal(got, want) {
 		t.Errorf("documented statuses:\n got %q\nwant %q", got, want)
 	}
 	// Every 401 carries the required WWW-Authenticate header; every response has a JSON body;
-	// every operation requires the bearer scheme.
+	// every operation requires the bearer scheme, or a signing key's prefix (Signed requests).
 	for path, item := range v.Document().Paths.Map() {
 		for method, op := range item.Operations() {
-			if op.Security == nil || len(*op.Security) != 1 || (*op.Security)[0]["bearer"] == nil {
-				t.Errorf("%s %s: security is not exactly bearer", method, path)
+			if op.Security == nil || len(*op.Security) != 2 || (*op.Security)[0]["bearer"] == nil || (*op.Security)[1]["ed25519Prefix"] == nil {
+				t.Errorf("%s %s: security is not exactly bearer or ed25519Prefix", method, path)
 			}
 			if op.OperationID == "" || op.Description == "" {
 				t.Errorf("%s %s: missing operationId or description", method, path)

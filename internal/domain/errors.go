@@ -73,3 +73,26 @@ func OrderNotOpen(status string) *Error {
 	return &Error{Kind: Invalid, Code: ErrOrderNotOpen.Code, Field: ErrOrderNotOpen.Field,
 		Message: fmt.Sprintf("the order is %s: only OPEN and PARTIALLY_FILLED orders can be cancelled or amended", status)}
 }
+
+// RiskLimitCode is the code of a refusal by an account's self-set risk limits.
+const RiskLimitCode = "risk_limit_exceeded"
+
+// ErrRiskLimitExceeded compares equal (errors.Is) to every refusal by a risk limit.
+var ErrRiskLimitExceeded = &Error{Kind: Invalid, Code: RiskLimitCode}
+
+// PositionLimitExceeded refuses an order that would take the account's position in one outcome
+// of a market, if every open BUY order of it there filled, from used past its limit (the field
+// maxPosition of PUT /account/risk-limits).
+func PositionLimitExceeded(limit, used, adding int64, outcome string) *Error {
+	return &Error{Kind: Invalid, Code: RiskLimitCode, Field: "maxPosition",
+		Message: fmt.Sprintf("the order could take the account's %s position in this market to %d shares (%d held or on open BUY orders, %d more), over its maxPosition of %d: buy less, cancel BUY orders, or raise the limit with PUT /account/risk-limits",
+			outcome, used+adding, used, adding, limit)}
+}
+
+// LockedCashLimitExceeded refuses an order that would take the cash the account's open orders
+// lock, across all markets, from used past its limit (maxLockedCash).
+func LockedCashLimitExceeded(limit, used, adding int64) *Error {
+	return &Error{Kind: Invalid, Code: RiskLimitCode, Field: "maxLockedCash",
+		Message: fmt.Sprintf("the order would lock %d cents more, taking the account's locked cash from %d to %d, over its maxLockedCash of %d: buy less, cancel BUY orders, or raise the limit with PUT /account/risk-limits",
+			adding, used, used+adding, limit)}
+}

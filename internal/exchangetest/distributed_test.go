@@ -1,11 +1,13 @@
 package exchangetest
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"net/http"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -65,27 +67,52 @@ func startCluster(t *testing.T, b builds) *cluster {
 	t.Cleanup(st.Close)
 	c := &cluster{env: env, store: st, shards: map[string]*Process{}, shardURLs: map[string]string{}, shardMetrics: map[string]string{}}
 
-	StartProcessEnv(t, operatorLine, []string{"KUBECONFIG=" + env.Kubeconfig, "PMX_INTERNAL_TOKEN=" + clusterInternalToken},
-		b.operator, "operator", "--database-url", dbURL,
-		"--leader-elect=false", "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
-		"--shard-ttl", "2s", "--resync", "250ms", "--log-level", "info")
-	for _, name := range []string{"shard-a", "shard-b"} {
-		p, addr := StartProcess(t, shardLine, b.shards, "shard", "--name", name, "--addr", "127.0.0.1:0",
-			"--metrics-addr", "127.0.0.1:0", "--database-url", dbURL, "--internal-token", clusterInternalToken,
-			"--log-level", "warn", "--max-open-orders", strconv.Itoa(SuiteMaxOpenOrders))
-		c.shards[name] = p
-		c.shardURLs[name] = "http://" + addr
-		c.shardMetrics[name] = p.Line(metricsLine)
+	operator := func() {
+		StartProcessEnv(t, operatorLine, []string{"KUBECONFIG=" + env.Kubeconfig, "PMX_INTERNAL_TOKEN=" + clusterInternalToken},
+			b.operator, "operator", "--database-url", dbURL,
+			"--leader-elect=false", "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+			"--shard-ttl", "2s", "--resync", "250ms", "--log-level", "info")
 	}
-	for range 2 {
-		p, base := StartProcess(t, apiLine, b.apis, append([]string{"api", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",
-			"--database-url", dbURL, "--admin-token", clusterAdminToken, "--internal-token", clusterInternalToken,
-			"--log-level", "warn"}, SuiteLimitFlags()...)...)
-		WaitReady(t, base+"/readyz")
-		c.apis = append(c.apis, base)
-		c.apiMetrics = append(c.apiMetrics, p.Line(metricsLine))
+	shards := func() {
+		for _, name := range []string{"shard-a", "shard-b"} {
+			p, addr := StartProcess(t, shardLine, b.shards, "shard", "--name", name, "--addr", "127.0.0.1:0",
+				"--metrics-addr", "127.0.0.1:0", "--database-url", dbURL, "--internal-token", clusterInternalToken,
+				"--log-level", "warn", "--max-open-orders", strconv.Itoa(SuiteMaxOpenOrders))
+			c.shards[name] = p
+			c.shardURLs[name] = "http://" + addr
+			c.shardMetrics[name] = p.Line(metricsLine)
+		}
+	}
+	apis := func() {
+		for range 2 {
+			p, base := StartProcess(t, apiLine, b.apis, append([]string{"api", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",
+				"--database-url", dbURL, "--admin-token", clusterAdminToken, "--internal-token", clusterInternalToken,
+				"--log-level", "warn"}, SuiteLimitFlags()...)...)
+			WaitReady(t, base+"/readyz")
+			c.apis = append(c.apis, base)
+			c.apiMetrics = append(c.apiMetrics, p.Line(metricsLine))
+		}
+	}
+	// Every process migrates the database as it starts. In a rolling upgrade the previous release's
+	// processes were running before this build's brought the schema forward, and a process refuses
+	// a schema newer than it knows at start: the processes of another build start first.
+	type role struct {
+		bin   string
+		start func()
+	}
+	roles := []role{{b.operator, operator}, {b.shards, shards}, {b.apis, apis}}
+	slices.SortStableFunc(roles, func(x, y role) int { return cmp.Compare(boolInt(x.bin == bin), boolInt(y.bin == bin)) })
+	for _, r := range roles {
+		r.start()
 	}
 	return c
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // target is the cluster as the suite sees it, through api replica i.
@@ -107,7 +134,9 @@ func TestDistributed(t *testing.T) {
 	c := startCluster(t, builds{})
 	t.Run("Suite", func(t *testing.T) { RunSuite(t, c.target(t, 0)) })
 	t.Run("RateLimitAcrossReplicas", func(t *testing.T) { CheckRateAcrossReplicas(t, []*Target{c.target(t, 0), c.target(t, 1)}) })
+	t.Run("SignedReplayAcrossFronts", func(t *testing.T) { CheckSignedReplayAcrossFronts(t, []*Target{c.target(t, 0), c.target(t, 1)}) })
 	t.Run("ShardMetrics", func(t *testing.T) { testShardMetrics(t, c) })
+	t.Run("LockedCashAcrossShards", func(t *testing.T) { testLockedCashAcrossShards(t, c) })
 	t.Run("InternalAPIAbuse", func(t *testing.T) { testInternalAPIAbuse(t, c) })
 	t.Run("Failover", func(t *testing.T) { testFailover(t, c) })
 }

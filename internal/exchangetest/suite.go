@@ -103,6 +103,7 @@ var suiteTests = []struct {
 	{"FeedSessions", testFeedSessions},
 	{"RateLimits", testRateLimits},
 	{"Keys", testKeys},
+	{"RiskLimits", testRiskLimits},
 }
 
 // RunSuiteTests runs the suite's tests of those names, in the suite's order, then the

@@ -3,14 +3,10 @@ package feed
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	json "github.com/goccy/go-json"
 	"github.com/google/uuid"
 )
 
@@ -117,16 +113,12 @@ const (
 // Hub fans committed batches out to subscriptions. Create one with NewHub and run its sweep with
 // Run.
 type Hub struct {
-	log    Log
-	logger *slog.Logger
-	ring   int
-
-	bookLoads atomic.Int64 // Log.Book calls
+	log      Log
+	logger   *slog.Logger
+	markets  *topics[uuid.UUID, Event]
+	accounts *topics[int64, AccountEvent]
 
 	mu        sync.Mutex
-	topics    map[uuid.UUID]*topic
-	kept      map[*topic]struct{} // topics without subscriptions, kept for a while
-	accounts  map[int64]*accountTopic
 	lifecycle map[*Subscription]struct{}
 	statuses  map[uuid.UUID]string // each market's status as the lifecycle channel last told it
 	swept     bool                 // statuses holds every market
@@ -141,499 +133,72 @@ func NewHub(log Log, logger *slog.Logger, ring int) *Hub {
 	if ring <= 0 {
 		ring = DefaultRing
 	}
-	return &Hub{log: log, logger: logger.With("component", "feed"), ring: ring,
-		topics: map[uuid.UUID]*topic{}, kept: map[*topic]struct{}{}, accounts: map[int64]*accountTopic{}, lifecycle: map[*Subscription]struct{}{}, statuses: map[uuid.UUID]string{}}
-}
-
-// topic is one market someone follows.
-type topic struct {
-	hub  *Hub
-	id   uuid.UUID
-	refs int       // subscriptions and subscriptions being made; under hub.mu
-	idle time.Time // when refs last fell to 0, while kept; under hub.mu
-
-	mu     sync.Mutex
-	err    error // set when loading failed
-	book   Book
-	ring   []Event // the last events, up to book.Seq, gapless
-	subs   map[*Subscription]struct{}
-	ticker TickerMessage
-}
-
-// acquire returns the market's topic, loading it on first use; release it when done.
-func (h *Hub) acquire(ctx context.Context, id uuid.UUID) (*topic, error) {
-	h.mu.Lock()
-	t, ok := h.topics[id]
-	if ok {
-		t.refs++
-		delete(h.kept, t)
-		h.mu.Unlock()
-		t.mu.Lock() // waits for the topic to load
-		err := t.err
-		t.mu.Unlock()
-		if err != nil {
-			h.release(t)
-			return nil, err
-		}
-		return t, nil
-	}
-	t = &topic{hub: h, id: id, refs: 1, subs: map[*Subscription]struct{}{}}
-	t.mu.Lock()
-	h.topics[id] = t
-	h.mu.Unlock()
-	defer t.mu.Unlock()
-	h.bookLoads.Add(1)
-	t.book, t.err = h.log.Book(ctx, id)
-	if t.err != nil {
-		// Forgotten at once, not kept: the next subscription tries again.
-		h.mu.Lock()
-		t.refs--
-		if h.topics[id] == t {
-			delete(h.topics, id)
-		}
-		h.mu.Unlock()
-		return nil, t.err
-	}
-	t.ticker = t.tick()
-	return t, nil
-}
-
-// release gives a topic up; the last one out leaves it kept for keepFor.
-func (h *Hub) release(t *topic) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	t.refs--
-	if t.refs > 0 || h.topics[t.id] != t {
-		return
-	}
-	if _, kept := h.kept[t]; kept {
-		return // the sweep's own hold ended: still idle since it was
-	}
-	t.idle = time.Now()
-	h.kept[t] = struct{}{}
-	if len(h.kept) > keepIdle {
-		var oldest *topic
-		for k := range h.kept {
-			if oldest == nil || k.idle.Before(oldest.idle) {
-				oldest = k
-			}
-		}
-		h.forget(oldest)
-	}
-}
-
-// forget drops a kept topic. Under h.mu.
-func (h *Hub) forget(t *topic) {
-	delete(h.kept, t)
-	if t.refs == 0 && h.topics[t.id] == t {
-		delete(h.topics, t.id)
-	}
-}
-
-// dropIdle forgets the topics kept longer than keepFor.
-func (h *Hub) dropIdle(now time.Time) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for t := range h.kept {
-		if t.refs == 0 && now.Sub(t.idle) >= keepFor {
-			h.forget(t)
-		}
-	}
+	logger = logger.With("component", "feed")
+	return &Hub{log: log, logger: logger,
+		// An account's events are few beside a market's: no ring, and no topic kept.
+		markets:   newTopics(kind[uuid.UUID, Event](markets{log}), "market", logger, ring, keepIdle, false),
+		accounts:  newTopics(kind[int64, AccountEvent](accounts{log}), "account", logger, 0, 0, true),
+		lifecycle: map[*Subscription]struct{}{}, statuses: map[uuid.UUID]string{}}
 }
 
 // BookLoads is how many times the hub has read a market's whole book (Log.Book): once for each
 // topic it starts following.
-func (h *Hub) BookLoads() int64 { return h.bookLoads.Load() }
+func (h *Hub) BookLoads() int64 { return h.markets.loads.Load() }
 
 // Topics is how many markets the hub follows, those kept without subscriptions included.
-func (h *Hub) Topics() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.topics)
-}
+func (h *Hub) Topics() int { return h.markets.len() }
 
-// Ingest takes a committed batch, from whichever shard committed it.
+// Ingest takes a committed batch, from whichever shard committed it: a market's or an account's.
 func (h *Hub) Ingest(ctx context.Context, b Batch) {
 	if b.Account != 0 {
-		h.ingestAccount(ctx, b)
+		h.accounts.ingest(ctx, b.Account, b)
 		return
 	}
 	if b.Status != "" {
 		h.statusChanged(b.Market, b.Status, b.Last)
 	}
-	h.mu.Lock()
-	t := h.topics[b.Market]
-	h.mu.Unlock()
-	if t == nil {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.err != nil || b.Last <= t.book.Seq {
-		return
-	}
-	if b.First > t.book.Seq+1 {
-		if err := t.fill(ctx, b.First-1); err != nil {
-			t.fail(err)
-			return
-		}
-	}
-	events, err := Decode(b.Events)
-	if err != nil {
-		t.fail(fmt.Errorf("while reading the events %d to %d: %w", b.First, b.Last, err))
-		return
-	}
-	t.apply(events)
+	h.markets.ingest(ctx, b.Market, b)
 }
 
-// fill brings the topic up to at least seq from Postgres. Under t.mu.
-func (t *topic) fill(ctx context.Context, seq int64) error {
-	for t.book.Seq < seq {
-		batches, err := t.hub.log.EventsAfter(ctx, t.id, t.book.Seq, pageEvents)
-		if err != nil {
-			return fmt.Errorf("while reading the events after %d: %w", t.book.Seq, err)
-		}
-		before := t.book.Seq
-		for _, b := range batches {
-			events, err := Decode(b.Events)
-			if err != nil {
-				return err
-			}
-			t.apply(events)
-		}
-		if t.book.Seq == before {
-			return fmt.Errorf("the events after %d up to %d are not kept", before, seq)
-		}
-	}
-	return nil
-}
-
-// fail ends a topic that could not follow its market: its connections are closed, for their
-// clients to resume. Under t.mu.
-func (t *topic) fail(err error) {
-	t.hub.logger.Warn("lost the thread of a market's feed; its subscribers are disconnected to resume",
-		"market", t.id, "seq", t.book.Seq, "err", err)
-	t.err = err
-	for s := range t.subs {
-		s.Out.Drop("the feed of market " + t.id.String() + " was interrupted: reconnect and resume from your last seq")
-	}
-	clear(t.subs)
-	t.hub.mu.Lock()
-	if t.hub.topics[t.id] == t {
-		delete(t.hub.topics, t.id)
-	}
-	delete(t.hub.kept, t)
-	t.hub.mu.Unlock()
-}
-
-// apply takes events in order (those already applied are skipped) and fans them out. Under t.mu.
-func (t *topic) apply(events []Event) {
-	i := 0
-	for i < len(events) && events[i].Seq <= t.book.Seq {
-		i++
-	}
-	events = events[i:]
-	if len(events) == 0 {
-		return
-	}
-	for _, e := range events {
-		if e.Seq != t.book.Seq+1 {
-			// Cannot happen with batches as the shards write them; a topic that skipped would
-			// be wrong for good, so it ends.
-			t.fail(fmt.Errorf("event %d follows %d", e.Seq, t.book.Seq))
-			return
-		}
-		t.book.apply(e)
-	}
-	t.ring = append(t.ring, events...)
-	if n := t.hub.ring; len(t.ring) > 2*n {
-		t.ring = append(t.ring[:0], t.ring[len(t.ring)-n:]...)
-	}
-	var book, trades []byte
-	var tradeEvents []Event
-	ticker := t.tick()
-	tickerChanged := ticker.BestBid != t.ticker.BestBid || ticker.BestAsk != t.ticker.BestAsk || ticker.LastPrice != t.ticker.LastPrice
-	if tickerChanged {
-		t.ticker = ticker
-	} else {
-		t.ticker.Seq = ticker.Seq
-	}
-	for s := range t.subs {
-		var msg []byte
-		switch s.Channel {
-		case ChannelBook:
-			if book == nil {
-				book = encode(EventsMessage{Type: "events", Channel: ChannelBook, MarketID: t.id, Events: events})
-			}
-			msg = book
-		case ChannelTrades:
-			if trades == nil {
-				tradeEvents = tradesOf(events)
-				if len(tradeEvents) == 0 {
-					trades = []byte{}
-				} else {
-					trades = encode(EventsMessage{Type: "events", Channel: ChannelTrades, MarketID: t.id, Events: tradeEvents})
-				}
-			}
-			msg = trades
-		case ChannelTicker:
-			if tickerChanged {
-				msg = encode(t.ticker)
-			}
-		}
-		if len(msg) > 0 {
-			s.Out.Send(msg)
-		}
-	}
-}
-
-// apply changes the book by one event.
-func (b *Book) apply(e Event) {
-	b.Seq = e.Seq
-	switch e.Type {
-	case TypeLevel:
-		side := 0
-		if e.Side == "ask" {
-			side = 1
-		}
-		if e.Price > 0 && e.Price < len(b.Levels[side]) {
-			b.Levels[side][e.Price] = e.Quantity
-		}
-	case TypeTrade:
-		b.LastPrice = e.Price
-	case TypeStatus:
-		b.Status = e.Status
-	}
-}
-
-// Best returns the best bid and ask (0: none).
-func (b *Book) Best() (bid, ask int) {
-	for p := len(b.Levels[0]) - 1; p > 0; p-- {
-		if b.Levels[0][p] > 0 {
-			bid = p
-			break
-		}
-	}
-	for p := 1; p < len(b.Levels[1]); p++ {
-		if b.Levels[1][p] > 0 {
-			ask = p
-			break
-		}
-	}
-	return bid, ask
-}
-
-// tick is the topic's ticker message now. Under t.mu.
-func (t *topic) tick() TickerMessage {
-	bid, ask := t.book.Best()
-	return TickerMessage{Type: "ticker", Channel: ChannelTicker, MarketID: t.id, Seq: t.book.Seq,
-		BestBid: optionalPrice(bid), BestAsk: optionalPrice(ask), LastPrice: optionalPrice(t.book.LastPrice)}
-}
-
-// snapshot is the book channel's first message. Under t.mu.
-func (t *topic) snapshot() SnapshotMessage {
-	m := SnapshotMessage{Type: "snapshot", Channel: ChannelBook, MarketID: t.id, Seq: t.book.Seq, Status: t.book.Status,
-		Bids: []Level{}, Asks: []Level{}, LastPrice: optionalPrice(t.book.LastPrice)}
-	for p := len(t.book.Levels[0]) - 1; p > 0; p-- {
-		if q := t.book.Levels[0][p]; q > 0 {
-			m.Bids = append(m.Bids, Level{Price: p, Quantity: q})
-		}
-	}
-	for p := 1; p < len(t.book.Levels[1]); p++ {
-		if q := t.book.Levels[1][p]; q > 0 {
-			m.Asks = append(m.Asks, Level{Price: p, Quantity: q})
-		}
-	}
-	return m
-}
-
-func tradesOf(events []Event) []Event {
-	var out []Event
-	for _, e := range events {
-		if e.Type == TypeTrade {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// encode writes a message; the messages are plain structs, which always encode.
-func encode(v any) []byte {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("feed: encoding %T: %v", v, err))
-	}
-	return raw
-}
-
-// Subscribe starts a subscription of a market channel (book, trades or ticker). Without resume,
-// a book subscription begins with a snapshot and a ticker one with the ticker; with resume, the
-// book and trades channels replay the events after *resume first. Either way the live events
-// follow with no gap and no duplicate. The subscription's first message is queued only after
-// every message ack queues (the confirmation), which Subscribe sends first.
-func (h *Hub) Subscribe(ctx context.Context, s *Subscription, resume *int64, ack []byte) error {
-	t, err := h.acquire(ctx, s.Market)
-	if err != nil {
-		return err
-	}
-	if err := t.subscribe(ctx, s, resume, ack); err != nil {
-		h.release(t)
-		return err
-	}
-	return nil
-}
-
-func (t *topic) subscribe(ctx context.Context, s *Subscription, resume *int64, ack []byte) error {
-	if s.Channel == ChannelTicker || resume == nil {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		if t.err != nil {
-			return t.err
-		}
-		s.Out.Send(ack)
-		switch s.Channel {
-		case ChannelBook:
-			s.Out.Send(encode(t.snapshot()))
-		case ChannelTicker:
-			s.Out.Send(encode(t.ticker))
-		}
-		t.subs[s] = struct{}{}
+// Subscribe starts a subscription of any channel: a market's (book, trades, ticker: of
+// s.Market), the account's (orders, fills: of s.Account) or the lifecycle. Without resume, a
+// book subscription begins with a snapshot and a ticker one with the ticker; with resume, the
+// book, trades, orders and fills channels replay the events after *resume first. Either way the
+// live events follow with no gap and no duplicate. ack(seq) is the confirmation, queued before
+// anything else of the subscription; seq, on the account's channels, is the seq the events that
+// follow come after (nil on the others).
+func (h *Hub) Subscribe(ctx context.Context, s *Subscription, resume *int64, ack func(seq *int64) []byte) error {
+	switch s.Channel {
+	case ChannelLifecycle:
+		h.subscribeLifecycle(s, ack(nil))
 		return nil
-	}
-	after := *resume
-	acked := false
-	sendWait := func(m []byte) error { return s.Out.SendWait(ctx, m) }
-	// sendPage queues a page of the replay, each message waiting for room, after the
-	// confirmation if it has not gone yet; it returns the seq the replay has reached.
-	sendPage := func(events []Event) (int64, error) {
-		if !acked {
-			if err := s.Out.SendWait(ctx, ack); err != nil {
-				return 0, err
-			}
-			acked = true
-		}
-		if err := t.replay(s, events, sendWait); err != nil {
-			return 0, err
-		}
-		return events[len(events)-1].Seq, nil
-	}
-	for page := 0; ; {
-		t.mu.Lock()
-		if t.err != nil {
-			t.mu.Unlock()
-			return t.err
-		}
-		if after > t.book.Seq {
-			// The client has seen events this topic has not yet: they came through another
-			// front, or a stream this one has not read yet. They are in Postgres if they are real.
-			if err := t.fill(ctx, after); err != nil {
-				t.mu.Unlock()
-				return ErrAhead
-			}
-		}
-		oldest := t.book.Seq - int64(len(t.ring)) // the ring holds the events after it
-		if after >= oldest {
-			rest := t.ring[after-oldest:]
-			if len(rest) <= pageEvents {
-				// The last page, queued and joined to the live events under the lock.
-				if !acked {
-					s.Out.Send(ack)
-				}
-				t.replay(s, rest, func(m []byte) error {
-					s.Out.Send(m)
-					return nil
-				})
-				t.subs[s] = struct{}{}
-				t.mu.Unlock()
-				return nil
-			}
-			// More than a page behind: a page at a time, each waiting for room in the
-			// connection's queue without the lock, as from Postgres.
-			events := slices.Clone(rest[:pageEvents])
-			t.mu.Unlock()
-			var err error
-			if after, err = sendPage(events); err != nil {
-				return err
-			}
-			continue
-		}
-		t.mu.Unlock()
-		// Too far behind for the ring: read a page from Postgres, without the lock.
-		if s.ReadPage != nil {
-			if err := s.ReadPage(ctx, page); err != nil {
-				return err
-			}
-		}
-		page++
-		first, err := t.hub.log.FirstEvent(ctx, t.id)
-		if err != nil {
-			return err
-		}
-		if first == 0 || after+1 < first {
-			return ErrResyncRequired
-		}
-		batches, err := t.hub.log.EventsAfter(ctx, t.id, after, pageEvents)
-		if err != nil {
-			return err
-		}
-		events, err := MarketPage(batches, after, pageEvents)
-		if err != nil {
-			return err
-		}
-		if len(events) == 0 || events[0].Seq != after+1 {
-			return ErrResyncRequired
-		}
-		if after, err = sendPage(events); err != nil {
-			return err
-		}
+	case ChannelOrders, ChannelFills:
+		return h.accounts.subscribe(ctx, s.Account, s, resume, ack)
+	default:
+		return h.markets.subscribe(ctx, s.Market, s, resume, ack)
 	}
 }
 
-// replay sends events to a subscription in messages of at most pageEvents.
-func (t *topic) replay(s *Subscription, events []Event, send func([]byte) error) error {
-	if s.Channel == ChannelTrades {
-		events = tradesOf(events)
-	}
-	for len(events) > 0 {
-		n := min(len(events), pageEvents)
-		if err := send(encode(EventsMessage{Type: "events", Channel: s.Channel, MarketID: t.id, Events: events[:n]})); err != nil {
-			return err
-		}
-		events = events[n:]
-	}
-	return nil
-}
-
-// Unsubscribe ends a market subscription.
+// Unsubscribe ends a subscription.
 func (h *Hub) Unsubscribe(s *Subscription) {
-	h.mu.Lock()
-	t := h.topics[s.Market]
-	h.mu.Unlock()
-	if t == nil {
-		return
-	}
-	t.mu.Lock()
-	_, ok := t.subs[s]
-	delete(t.subs, s)
-	t.mu.Unlock()
-	if ok {
-		h.release(t)
+	switch s.Channel {
+	case ChannelLifecycle:
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		delete(h.lifecycle, s)
+	case ChannelOrders, ChannelFills:
+		h.accounts.unsubscribe(s.Account, s)
+	default:
+		h.markets.unsubscribe(s.Market, s)
 	}
 }
 
-// SubscribeLifecycle follows every market's status changes and new markets, live.
-func (h *Hub) SubscribeLifecycle(s *Subscription, ack []byte) {
+// subscribeLifecycle follows every market's status changes and new markets, live.
+func (h *Hub) subscribeLifecycle(s *Subscription, ack []byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s.Out.Send(ack)
 	h.lifecycle[s] = struct{}{}
-}
-
-// UnsubscribeLifecycle ends a lifecycle subscription.
-func (h *Hub) UnsubscribeLifecycle(s *Subscription) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.lifecycle, s)
 }
 
 // statusChanged tells the lifecycle subscribers of a market's status, once per change.
@@ -694,33 +259,20 @@ func (h *Hub) sweep(ctx context.Context, since time.Time) (time.Time, error) {
 		return since, err
 	}
 	next := since
+	seqs := make(map[uuid.UUID]int64, len(changed))
 	h.mu.Lock()
-	var behind []*topic
-	var seqs []int64
 	for _, m := range changed {
 		h.tellLifecycle(m.Market, m.Status, m.Seq, true)
-		if t := h.topics[m.Market]; t != nil {
-			t.refs++
-			behind, seqs = append(behind, t), append(seqs, m.Seq)
-		}
+		seqs[m.Market] = m.Seq
 		if m.UpdatedAt.Add(-changedSlack).After(next) {
 			next = m.UpdatedAt.Add(-changedSlack)
 		}
 	}
 	h.swept = true
 	h.mu.Unlock()
-	h.dropIdle(time.Now())
-	for i, t := range behind {
-		t.mu.Lock()
-		if t.err == nil && t.book.Seq < seqs[i] {
-			if err := t.fill(ctx, seqs[i]); err != nil {
-				t.fail(err)
-			}
-		}
-		t.mu.Unlock()
-		h.release(t)
-	}
-	if err := h.sweepAccounts(ctx); err != nil {
+	h.markets.dropIdle(time.Now())
+	_ = h.markets.catchUp(ctx, func([]uuid.UUID) (map[uuid.UUID]int64, error) { return seqs, nil })
+	if err := h.accounts.catchUp(ctx, func(ids []int64) (map[int64]int64, error) { return h.log.AccountSeqs(ctx, ids) }); err != nil {
 		return next, err
 	}
 	return next, nil

@@ -47,6 +47,10 @@ type accumulator struct {
 	freeCash   map[int64]int64
 	freeShares map[store.ShareKey]int64
 	seeded     map[store.ShareKey]bool // the holdings freeShares started from what was read or viewed
+	// risk is what the accounts of freeCash lock and their limits (risk.go), kept current likewise.
+	risk map[int64]store.Risk
+	// expose is Shard.expose: what each reservation, fill and release does to a position-if-filled.
+	expose func(market uuid.UUID, account int64, outcome engine.Outcome, delta int64)
 	// unlocked: they came from the shard's views, not from reads (views.go); doubted: a placement
 	// or amend was refused for want of them, which only reads may decide.
 	unlocked, doubted bool
@@ -75,6 +79,7 @@ func (a *accumulator) reset(now time.Time) {
 		a.freeCash = map[int64]int64{}
 		a.freeShares = map[store.ShareKey]int64{}
 		a.seeded = map[store.ShareKey]bool{}
+		a.risk = map[int64]store.Risk{}
 		a.claimed = map[store.ClientOrderKey]bool{}
 	}
 	clear(a.claimed)
@@ -82,6 +87,7 @@ func (a *accumulator) reset(now time.Time) {
 	a.unlocked, a.doubted = false, false
 	clear(a.freeCash)
 	clear(a.freeShares)
+	clear(a.risk)
 	clear(a.seeded)
 	clear(a.orders)
 	clear(a.cash)
@@ -97,6 +103,7 @@ func (a *accumulator) touch(m *marketState) { a.touched[m.id] = m }
 // no shares.
 func (a *accumulator) track(l store.Locked) {
 	maps.Copy(a.freeCash, l.Cash)
+	maps.Copy(a.risk, l.Risk)
 	maps.Copy(a.freeShares, l.Shares)
 	for k := range l.Shares {
 		a.seeded[k] = true
@@ -114,6 +121,7 @@ func (a *accumulator) reserve(market uuid.UUID, o *engine.Order) error {
 			return a.short(domain.ErrInsufficientFunds)
 		}
 		a.addCash(account, -cash, cash)
+		a.expose(market, account, o.Outcome, o.Quantity)
 		return nil
 	}
 	if a.freeShares[store.ShareKey{Account: account, Market: market, Outcome: o.Outcome.String()}] < shares {
@@ -210,6 +218,10 @@ func (a *accumulator) addCash(account int64, available, locked int64) {
 	if _, tracked := a.freeCash[account]; tracked {
 		a.freeCash[account] += available
 	}
+	if r, tracked := a.risk[account]; tracked {
+		r.Locked += locked
+		a.risk[account] = r
+	}
 }
 
 func (a *accumulator) addShares(account int64, market uuid.UUID, outcome engine.Outcome, quantity, locked int64) {
@@ -233,6 +245,9 @@ func (a *accumulator) leg(market uuid.UUID, l *engine.Leg) {
 		a.addCash(int64(l.Account), l.Cash, l.CashLocked)
 	}
 	a.addShares(int64(l.Account), market, l.Outcome, l.Shares, l.SharesLocked)
+	if l.Side == engine.Sell {
+		a.expose(market, int64(l.Account), l.Outcome, l.Shares) // a BUY's fill only moves its shares from the order to the holding
+	}
 }
 
 // release returns the lock of a cancelled order and records its final status and why.
@@ -255,6 +270,9 @@ func (a *accumulator) unlock(market uuid.UUID, st *engine.OrderState) {
 	if cash != 0 {
 		a.addCash(int64(st.Account), cash, -cash)
 	}
+	if st.Side == engine.Buy {
+		a.expose(market, int64(st.Account), st.Outcome, -st.Remaining())
+	}
 	if shares != 0 {
 		a.addShares(int64(st.Account), market, st.Outcome, 0, -shares)
 	}
@@ -275,7 +293,7 @@ func (a *accumulator) market(id uuid.UUID) *store.MarketUpdate {
 // takes its row locks in the same order.
 func (a *accumulator) finish() {
 	a.batch.Cash = slices.DeleteFunc(a.batch.Cash, func(d store.CashDelta) bool {
-		return d.Available == 0 && d.Locked == 0 && d.EventCount == 0
+		return d.Available == 0 && d.Locked == 0 && d.EventCount == 0 && !d.RiskDecided
 	})
 	a.batch.Shares = slices.DeleteFunc(a.batch.Shares, func(d store.ShareDelta) bool { return d.Quantity == 0 && d.Locked == 0 })
 	slices.SortFunc(a.batch.Cash, func(x, y store.CashDelta) int { return cmp.Compare(x.Account, y.Account) })

@@ -56,6 +56,13 @@ func (s *Shard) place(c *command, now time.Time) {
 		r.Reason = engine.ReasonExpired
 		r.Fills, r.Cancelled = r.Fills[:0], r.Cancelled[:0]
 	} else {
+		if o.Side == engine.Buy {
+			lock, _ := o.Lock()
+			if err := s.acc.checkRisk(p.Account, o.Outcome, m.exposed(p.Account, o.Outcome), o.Quantity, lock); err != nil {
+				c.err = err
+				return
+			}
+		}
 		if err := s.acc.reserve(m.id, &o); err != nil {
 			c.err = err
 			return
@@ -166,6 +173,13 @@ func (s *Shard) amend(c *command, now time.Time) {
 	}
 	price, remaining := cmp.Or(r.Price, st.Price), cmp.Or(r.Remaining, st.Remaining())
 	cash, shares := st.AmendLock(price, remaining)
+	added := remaining - st.Remaining() // to its position if filled, for a BUY
+	if st.Side == engine.Buy {
+		if err := s.acc.checkRisk(r.Account, st.Outcome, m.exposed(r.Account, st.Outcome), added, cash); err != nil {
+			c.err = err
+			return
+		}
+	}
 	if err := s.acc.adjust(m.id, &st, max(cash, 0), max(shares, 0)); err != nil {
 		c.err = err
 		return
@@ -183,6 +197,9 @@ func (s *Shard) amend(c *command, now time.Time) {
 	}
 	if err := s.acc.adjust(m.id, &st, min(cash, 0), min(shares, 0)); err != nil {
 		panic(fmt.Sprintf("shard: releasing what an amended order no longer locks failed: %v", err))
+	}
+	if st.Side == engine.Buy {
+		s.expose(m.id, r.Account, st.Outcome, added)
 	}
 	if !res.Order.Status.Resting() {
 		s.acc.unlock(m.id, &res.Order) // what a self-trade cancel left unfilled
@@ -288,7 +305,7 @@ func (s *Shard) transition(c *command) {
 	}
 	if plan.Settle {
 		s.acc.batch.Settlements = append(s.acc.batch.Settlements, store.Settlement{Market: m.id, Outcome: plan.Outcome})
-		m.book = nil
+		m.book, m.exposure = nil, nil
 	} else {
 		s.acc.market(m.id).Status = plan.To
 	}

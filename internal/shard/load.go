@@ -85,6 +85,11 @@ func (s *Shard) load(ctx context.Context, id uuid.UUID) (*marketState, error) {
 	if m.book, err = engine.Rebuild(states, m.lastPrice); err != nil {
 		return nil, fmt.Errorf("while rebuilding the book of market %s: %w", id, err)
 	}
+	holdings, err := s.cfg.Store.Holdings(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	m.exposure = exposureOf(holdings, states)
 	m.fedFrom(row, &s.depth)
 	s.log.Info("loaded market", "market", id, "status", m.status, "resting", len(resting))
 	return m, nil

@@ -104,7 +104,8 @@ type Shard struct {
 	feed    []feed.Event // reused by each batch's recordEvents
 	depth   engine.Depth
 	metrics *metrics
-	cash    map[int64]int64 // the views of accounts' available cash (views.go)
+	cash    map[int64]int64      // the views of accounts' available cash (views.go)
+	risk    map[int64]store.Risk // and of their locked cash and risk limits (risk.go)
 }
 
 // marketState is one market as the shard holds it.
@@ -120,6 +121,7 @@ type marketState struct {
 	expiries  expiries              // the resting GTD orders, soonest first
 	resting   map[int64]*wire.Order // the resting orders by seq, as their last account event left them (accountfeed.go)
 	free      map[holding]int64     // the views of the market's holdings: unlocked shares (views.go)
+	exposure  map[holding]int64     // each account's position-if-filled per outcome (risk.go); nil unless OPEN or CLOSED
 
 	// The feed (events.go): the last number used, and the levels and status it has described.
 	eventSeq  int64
@@ -153,7 +155,9 @@ func New(cfg Config) *Shard {
 		markets: map[uuid.UUID]*marketState{},
 		metrics: newMetrics(cfg.Metrics),
 		cash:    map[int64]int64{},
+		risk:    map[int64]store.Risk{},
 	}
+	s.accs[0].expose, s.accs[1].expose = s.expose, s.expose
 	s.acc = &s.accs[0]
 	go s.loop()
 	s.every(expirySweep, s.sweepExpiries)

@@ -67,10 +67,11 @@ type holding struct {
 }
 
 // unlockable reports whether a batch may run from the views: they know every account and holding
-// the batch's placements and amends reserve from and show enough for all of them together. (A
+// the batch's placements and amends reserve from, show enough for all of them together, and no
+// risk limit that refuses one (risk.go). (A
 // named shard's batch that runs from the views checks its ownership at commit: fenceOf.)
 func (s *Shard) unlockable(cmds []*command) bool {
-	return s.payable(cmds, s.cashView, s.sharesView)
+	return s.payable(cmds, s.cashView, s.sharesView) && !s.riskRefuses(cmds)
 }
 
 // payable reports whether what cash and shares show pays for everything the commands could
@@ -171,13 +172,18 @@ func (s *Shard) topUp(cmds []*command) bool {
 		v, ok := s.sharesView(k)
 		return v + a.freeShares[k], ok // freeShares holds the shares fills brought meanwhile
 	}
-	if !s.payable(cmds, cash, shares) {
+	if !s.payable(cmds, cash, shares) || s.riskRefuses(cmds) {
 		return false
 	}
 	accounts, holdings := reservedFrom(cmds)
 	for _, account := range accounts {
 		if _, ok := a.freeCash[account]; !ok {
 			a.freeCash[account], _ = cash(account)
+			r := s.risk[account]
+			if i, moved := a.cash[account]; moved {
+				r.Locked += a.batch.Cash[i].Locked
+			}
+			a.risk[account] = r
 		}
 	}
 	for _, k := range holdings {
@@ -193,9 +199,10 @@ func (s *Shard) topUp(cmds []*command) bool {
 // form BeginBatch's locked reads take, for an unlocked batch to start from.
 func (s *Shard) viewed(cmds []*command) store.Locked {
 	accounts, holdings := reservedFrom(cmds)
-	l := store.Locked{Cash: make(map[int64]int64, len(accounts)), Shares: make(map[store.ShareKey]int64, len(holdings))}
+	l := store.Locked{Cash: make(map[int64]int64, len(accounts)), Risk: make(map[int64]store.Risk, len(accounts)),
+		Shares: make(map[store.ShareKey]int64, len(holdings))}
 	for _, a := range accounts {
-		l.Cash[a] = s.cash[a]
+		l.Cash[a], l.Risk[a] = s.cash[a], s.risk[a]
 	}
 	for _, k := range holdings {
 		outcome, _ := engine.ParseOutcome(k.Outcome)
@@ -209,10 +216,11 @@ func (s *Shard) viewed(cmds []*command) store.Locked {
 func (s *Shard) learn(b store.Begin, l store.Locked) {
 	if len(s.cash) > maxCashViews {
 		clear(s.cash)
+		clear(s.risk)
 	}
 	for _, a := range b.Accounts {
 		if v, ok := l.Cash[a]; ok {
-			s.cash[a] = v
+			s.cash[a], s.risk[a] = v, l.Risk[a]
 		}
 	}
 	for _, k := range b.Holdings {
@@ -230,6 +238,9 @@ func (s *Shard) advance(b *store.Batch) {
 	for _, d := range b.Cash {
 		if v, ok := s.cash[d.Account]; ok {
 			s.cash[d.Account] = v + d.Available
+			r := s.risk[d.Account]
+			r.Locked += d.Locked
+			s.risk[d.Account] = r
 		}
 	}
 	for _, d := range b.Shares {
@@ -248,6 +259,7 @@ func (s *Shard) advance(b *store.Batch) {
 // forget clears the views after a failed batch: the next batches read again.
 func (s *Shard) forget() {
 	clear(s.cash)
+	clear(s.risk)
 	for _, m := range s.markets {
 		clear(m.free)
 	}

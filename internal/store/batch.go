@@ -65,6 +65,7 @@ type ClientOrderKey struct {
 type Locked struct {
 	Owners map[uuid.UUID]Ownership // of the markets asked for (FOR SHARE: nobody can move them)
 	Cash   map[int64]int64         // available cash of each account asked for (FOR UPDATE with Begin.LockAccounts)
+	Risk   map[int64]Risk          // and its locked cash and risk limits, read with it
 	Shares map[ShareKey]int64      // unlocked shares of each holding asked for that exists (FOR UPDATE)
 	Taken  map[ClientOrderKey]bool // the client order ids asked for that an order already has
 }
@@ -84,7 +85,7 @@ func BeginBatch(ctx context.Context, conn *pgx.Conn, b Begin) (Locked, error) {
 // queueBegin queues the statements of BeginBatch; the Locked it returns is filled in as their
 // results are read.
 func queueBegin(q *pgx.Batch, b Begin) Locked {
-	l := Locked{Owners: map[uuid.UUID]Ownership{}, Cash: map[int64]int64{}, Shares: map[ShareKey]int64{},
+	l := Locked{Owners: map[uuid.UUID]Ownership{}, Cash: map[int64]int64{}, Risk: map[int64]Risk{}, Shares: map[ShareKey]int64{},
 		Taken: map[ClientOrderKey]bool{}}
 	queueTxStart(q, b.Claim)
 	if len(b.Markets) > 0 {
@@ -105,7 +106,7 @@ func queueBegin(q *pgx.Batch, b Begin) Locked {
 			})
 	}
 	if len(b.Accounts) > 0 {
-		sql := `select id, available from accounts where id = any($1)`
+		sql := `select id, available, ` + riskColumns + ` from accounts where id = any($1)`
 		if b.LockAccounts {
 			sql += ` order by id for update`
 		}
@@ -113,10 +114,11 @@ func queueBegin(q *pgx.Batch, b Begin) Locked {
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					var id, available int64
-					if err := rows.Scan(&id, &available); err != nil {
+					var r Risk
+					if err := rows.Scan(append([]any{&id, &available}, r.fields()...)...); err != nil {
 						return err
 					}
-					l.Cash[id] = available
+					l.Cash[id], l.Risk[id] = available, r
 				}
 				return rows.Err()
 			})
@@ -434,8 +436,10 @@ const (
 	cashPart = `cash as (
 		update accounts a set available = a.available + d.available, locked = a.locked + d.locked,
 		       event_seq = a.event_seq + d.n,
+		       risk_checked = case when d.risk < 0 then a.risk_version else d.risk end,
 		       updated_at = case when d.available <> 0 or d.locked <> 0 then $1 else a.updated_at end
-		from unnest({1}::bigint[], {2}::bigint[], {3}::bigint[], {4}::bigint[], {5}::bytea[]) as d(id, available, locked, n, events)
+		from unnest({1}::bigint[], {2}::bigint[], {3}::bigint[], {4}::bigint[], {5}::bytea[], {6}::bigint[])
+		  as d(id, available, locked, n, events, risk)
 		where a.id = d.id
 		returning a.id, a.event_seq, d.n, d.events)`
 	// accountEventsPart writes the accounts' events the cash part numbered; it takes no parameters.
@@ -511,7 +515,7 @@ var (
 	applyParts = []struct {
 		sql  string
 		args int
-	}{{newOrdersPart, 18}, {orderUpdatesPart, 8}, {tradesPart, 13}, {cashPart, 5}, {sharesPart, 6}, {marketsPart, 4}, {eventsPart, 4},
+	}{{newOrdersPart, 18}, {orderUpdatesPart, 8}, {tradesPart, 13}, {cashPart, 6}, {sharesPart, 6}, {marketsPart, 4}, {eventsPart, 4},
 		{accountEventsPart, 0}}
 	applySQL = func() []string {
 		placeholder := regexp.MustCompile(`\{(\d+)\}`)
@@ -593,11 +597,16 @@ func applyStatement(b *Batch) (string, []any, int) {
 	withEvents := false
 	if n := len(b.Cash); n > 0 {
 		accounts, avail, locked, counts, events := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([][]byte, n)
+		risk := make([]int64, n)
 		for i, d := range b.Cash {
 			accounts[i], avail[i], locked[i], counts[i], events[i] = d.Account, d.Available, d.Locked, d.EventCount, d.Events
+			risk[i] = -1
+			if d.RiskDecided {
+				risk[i] = d.RiskVersion
+			}
 			withEvents = withEvents || d.EventCount > 0
 		}
-		add(partCash, accounts, avail, locked, counts, events)
+		add(partCash, accounts, avail, locked, counts, events, risk)
 	}
 	if n := len(b.Shares); n > 0 {
 		ids, holders, holdings, outcomes := make([][16]byte, n), make([]int64, n), make([][16]byte, n), make([]string, n)

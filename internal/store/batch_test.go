@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // newTestStore opens a store on a new, migrated database (internal/storetest does this for other
 // packages, but importing it here would be an import cycle).
-func newTestStore(t *testing.T) *Store {
+func newTestStore(t testing.TB) *Store {
 	t.Helper()
 	ctx := context.Background()
 	st, err := Open(ctx, pgtest.NewDatabase(t, pgtest.Shared(t)))
@@ -380,5 +380,23 @@ func TestBatchRetryableAfterMigration(t *testing.T) {
 	}
 	if err := cancel(1); err != nil {
 		t.Fatalf("run again: %v", err)
+	}
+}
+
+// TestMigrateLeavesANewerSchema: a database a later release has migrated is served as it is, as a
+// rolling upgrade needs of the release before it (docs/architecture.md §9), rather than refused.
+func TestMigrateLeavesANewerSchema(t *testing.T) {
+	ctx := t.Context()
+	st := newTestStore(t)
+	_, known, err := st.Migrate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool.Exec(ctx, "update "+versionTable+" set version = $1", known+1); err != nil {
+		t.Fatal(err)
+	}
+	from, to, err := st.Migrate(ctx)
+	if err != nil || from != known+1 || to != known {
+		t.Fatalf("Migrate on a schema one version ahead: from %d to %d, %v; want %d, %d, nil", from, to, err, known+1, known)
 	}
 }

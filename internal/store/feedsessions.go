@@ -35,9 +35,10 @@ func (s *Store) UseWSToken(ctx context.Context, hash []byte) (KeyRecord, error) 
 	var revoked *bool
 	err := s.Pool.QueryRow(ctx, `with used as (
 			delete from ws_tokens where token_hash = $1 and expires_at >= now() returning account_id, key_id)
-		select u.account_id, k.id, k.revoked_at is not null, k.scope, k.expires_at, k.ip_allowlist
+		select u.account_id, k.id, k.revoked_at is not null, k.scope, k.expires_at, k.ip_allowlist,
+			k.public_key
 		from used u left join api_keys k on k.id = u.key_id`,
-		hash).Scan(&k.AccountID, &id, &revoked, &scope, &k.ExpiresAt, &k.Allowlist)
+		hash).Scan(&k.AccountID, &id, &revoked, &scope, &k.ExpiresAt, &k.Allowlist, &k.PublicKey)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return k, ErrNotFound
 	}

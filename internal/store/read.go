@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -145,15 +146,17 @@ type KeyRecord struct {
 	Hash      []byte
 	Revoked   bool
 	Scope     auth.Scope
-	ExpiresAt *time.Time     // nil: never
-	Allowlist []netip.Prefix // nil: any address
+	ExpiresAt *time.Time        // nil: never
+	Allowlist []netip.Prefix    // nil: any address
+	PublicKey ed25519.PublicKey // nil: the key's requests need no signature
 }
 
 // KeyByPrefix returns the API key with this public prefix.
 func (s *Store) KeyByPrefix(ctx context.Context, prefix string) (KeyRecord, error) {
 	var k KeyRecord
-	err := s.Pool.QueryRow(ctx, `select id, account_id, hash, revoked_at is not null, scope, expires_at, ip_allowlist
-		from api_keys where prefix = $1`, prefix).Scan(&k.ID, &k.AccountID, &k.Hash, &k.Revoked, &k.Scope, &k.ExpiresAt, &k.Allowlist)
+	err := s.Pool.QueryRow(ctx, `select id, account_id, hash, revoked_at is not null, scope, expires_at, ip_allowlist,
+		public_key from api_keys where prefix = $1`, prefix).
+		Scan(&k.ID, &k.AccountID, &k.Hash, &k.Revoked, &k.Scope, &k.ExpiresAt, &k.Allowlist, &k.PublicKey)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return k, ErrNotFound
 	}
@@ -258,6 +261,20 @@ func (s *Store) Sequences(ctx context.Context, market uuid.UUID) (orders, trades
 		err = fmt.Errorf("while reading the sequences of market %s: %w", market, err)
 	}
 	return orders, trades, err
+}
+
+// OrderNumbersUsed is the highest number of a market's order sequence any order has taken, as
+// its seq or as an amend's priority, ended orders included. Sequences may be lower than this (an
+// amended order that ended no longer holds its priority); a shard's counter lies between the two.
+// Only the book check reads it: it scans the market's orders.
+func (s *Store) OrderNumbersUsed(ctx context.Context, market uuid.UUID) (int64, error) {
+	var n int64
+	err := s.Pool.QueryRow(ctx, `select coalesce(max(greatest(seq, coalesce(priority, 0))), 0) from orders
+		where market_id = $1`, market).Scan(&n)
+	if err != nil {
+		err = fmt.Errorf("while reading the order numbers market %s used: %w", market, err)
+	}
+	return n, err
 }
 
 // OrderByClientID reads the account's order with the given client order id.

@@ -93,7 +93,7 @@ func (s *Store) DeleteExpiredSessions(ctx context.Context, now time.Time) error 
 // APIKeys lists an account's keys, revoked ones included, newest first.
 func (s *Store) APIKeys(ctx context.Context, account int64) ([]APIKey, error) {
 	rows, err := s.Pool.Query(ctx, `select id, account_id, prefix, label, scope, created_at, expires_at, ip_allowlist,
-		last_used_at, revoked_at
+		public_key, last_used_at, revoked_at
 		from api_keys where account_id = $1 order by created_at desc, id`, account)
 	if err != nil {
 		return nil, err
@@ -101,7 +101,7 @@ func (s *Store) APIKeys(ctx context.Context, account int64) ([]APIKey, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (APIKey, error) {
 		var k APIKey
 		err := r.Scan(&k.ID, &k.AccountID, &k.Prefix, &k.Label, &k.Scope, &k.CreatedAt, &k.ExpiresAt, &k.Allowlist,
-			&k.LastUsedAt, &k.RevokedAt)
+			&k.PublicKey, &k.LastUsedAt, &k.RevokedAt)
 		return k, err
 	})
 }

@@ -68,6 +68,8 @@ func (s *Store) Acquire(ctx context.Context) (*pgxpool.Conn, error) { return s.P
 
 // Migrate brings the schema up to date with the migrations embedded in this binary, returning the
 // version before and after. Concurrent callers are safe: tern serialises them with an advisory lock.
+// A schema newer than this binary's migrations (from > to) is left as it is: a later release
+// migrated it, and each migration keeps the schema usable by the release before it.
 func (s *Store) Migrate(ctx context.Context) (from, to int32, err error) {
 	conn, err := s.Pool.Acquire(ctx)
 	if err != nil {
@@ -91,6 +93,12 @@ func migrateConn(ctx context.Context, conn *pgx.Conn) (from, to int32, err error
 	}
 	if from, err = m.GetCurrentVersion(ctx); err != nil {
 		return 0, 0, fmt.Errorf("while migrating: %w", err)
+	}
+	if known := int32(len(m.Migrations)); from > known {
+		// A later release has migrated the database: this one is running beside it during a
+		// rolling upgrade (or was rolled back). Every migration leaves the schema usable by the
+		// release before it (docs/architecture.md §9), so it serves without migrating.
+		return from, known, nil
 	}
 	if err := m.Migrate(ctx); err != nil {
 		return from, 0, fmt.Errorf("while migrating from version %d: %w", from, err)

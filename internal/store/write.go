@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -38,8 +39,9 @@ type APIKey struct {
 	Label      string
 	Scope      auth.Scope
 	CreatedAt  time.Time
-	ExpiresAt  *time.Time     // nil: never
-	Allowlist  []netip.Prefix // nil: any address
+	ExpiresAt  *time.Time        // nil: never
+	Allowlist  []netip.Prefix    // nil: any address
+	PublicKey  ed25519.PublicKey // nil: the key does not sign its requests
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
 }
@@ -51,8 +53,8 @@ func (s *Store) InsertAPIKey(ctx context.Context, k APIKey, hash []byte) error {
 		allow = k.Allowlist
 	}
 	_, err := s.Pool.Exec(ctx, `insert into api_keys (id, account_id, prefix, hash, label, scope, created_at,
-		expires_at, ip_allowlist) values ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		k.ID, k.AccountID, k.Prefix, hash, k.Label, k.Scope, k.CreatedAt, k.ExpiresAt, allow)
+		expires_at, ip_allowlist, public_key) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		k.ID, k.AccountID, k.Prefix, hash, k.Label, k.Scope, k.CreatedAt, k.ExpiresAt, allow, []byte(k.PublicKey))
 	return err
 }
 
@@ -158,6 +160,11 @@ type CashDelta struct {
 	// EventCount events, as a JSON array without their numbers (migration 017); nil for none.
 	EventCount int64
 	Events     []byte
+	// RiskDecided: the batch placed or amended up an order of the account, deciding it by the
+	// risk limits of RiskVersion (Risk.Version); the commit fails if they have changed since
+	// (migration 024), and the shard decides the batch again from what it reads.
+	RiskDecided bool
+	RiskVersion int64
 }
 
 // AccountEvents is what a committed batch added to one account's feed: its events, numbered

@@ -167,6 +167,21 @@ def test_every_endpoint(exchange: PmxDev, flavour: str) -> None:
         keys = await ready(alice.list_account_keys())
         assert [(k.scope, k.current, k.expires_at, k.ip_allowlist) for k in keys] == [("trade", True, None, [])]
 
+        # GET and PUT /account/risk-limits: a BUY past a limit is refused, naming it.
+        none = await ready(alice.get_risk_limits())
+        assert (none.max_position, none.max_locked_cash) == (None, None)
+        set_ = await ready(alice.set_risk_limits(max_position=1_000, max_locked_cash=0))
+        assert (set_.max_position, set_.max_locked_cash) == (1_000, 0)
+        assert (set_.used.position, set_.used.position_market_id, set_.used.position_outcome) == (7, market, "YES")
+        assert set_.used.locked_cash == 41 * 3
+        try:
+            await ready(alice.place_order(market, "BUY", "YES", 1, 1))
+            raise AssertionError("a BUY past maxLockedCash was accepted")
+        except pmx.BadRequestError as e:
+            assert (e.code, e.field) == ("risk_limit_exceeded", "maxLockedCash")
+        cleared = await ready(alice.set_risk_limits())
+        assert (cleared.max_position, cleared.max_locked_cash) == (None, None)
+
         # POST /ws-token
         token = await ready(alice.create_ws_token())
         assert token.token and token.expires_at > dt.datetime.now(dt.timezone.utc)

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"crypto/ed25519"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -107,7 +108,8 @@ func FormatAllowlist(list []netip.Prefix) []string {
 // KeySpec is what whoever makes a key chooses for it.
 type KeySpec struct {
 	Label     string
-	Scope     Scope          // "" is not a scope: ParseScope("") gives trade
-	ExpiresAt *time.Time     // nil: never
-	Allowlist []netip.Prefix // nil: any address
+	Scope     Scope             // "" is not a scope: ParseScope("") gives trade
+	ExpiresAt *time.Time        // nil: never
+	Allowlist []netip.Prefix    // nil: any address
+	PublicKey ed25519.PublicKey // nil: the key does not sign its requests (signing.go)
 }

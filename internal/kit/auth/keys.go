@@ -77,3 +77,17 @@ func NewToken() string {
 	}
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
+
+// ParsePrefix checks a key's public prefix alone (pmx_ and 16 lower-case hex digits), as a
+// signing key sends it instead of the whole key (Authorization: PMX-Ed25519 <prefix>).
+func ParsePrefix(prefix string) (string, bool) {
+	if len(prefix) != prefixLen || !strings.HasPrefix(prefix, keyScheme) {
+		return "", false
+	}
+	for i := len(keyScheme); i < prefixLen; i++ {
+		if c := prefix[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return "", false
+		}
+	}
+	return prefix, true
+}

@@ -45,7 +45,8 @@ func (st *settings) dashboard(c *gin.Context, u *user, status int, p *page) {
 	}
 	now := st.now()
 	for _, k := range keys {
-		row := keyRow{APIKey: k, Expired: auth.Expired(k.ExpiresAt, now), Allowlist: strings.Join(auth.FormatAllowlist(k.Allowlist), ", ")}
+		row := keyRow{APIKey: k, Expired: auth.Expired(k.ExpiresAt, now), Allowlist: strings.Join(auth.FormatAllowlist(k.Allowlist), ", "),
+			PublicKey: auth.FormatPublicKey(k.PublicKey)}
 		if k.RevokedAt == nil && !row.Expired {
 			p.ActiveKeys++
 		}
@@ -71,11 +72,12 @@ type keyRow struct {
 	store.APIKey
 	Expired   bool
 	Allowlist string // its ranges, comma-separated; "" for any address
+	PublicKey string // the Ed25519 public key its requests are signed with, base64; "" for none
 }
 
 // keyForm is what the key form was sent with, to show again when it is refused.
 type keyForm struct {
-	Label, Scope, Expires, Allowlist string
+	Label, Scope, Expires, Allowlist, PublicKey string
 }
 
 // keyLifetime is one of the form's expiry choices: days from now, 0 for never. The longest is
@@ -90,13 +92,14 @@ var keyLifetimes = []keyLifetime{{0, "Never"}, {1, "In 1 day"}, {7, "In 7 days"}
 
 // keyFields are the form's field names by the key rules' (the *httpkit.Error fields NewAPIKey
 // refuses on).
-var keyFields = map[string]string{"scope": "scope", "expiresAt": "expires", "ipAllowlist": "allowlist"}
+var keyFields = map[string]string{"scope": "scope", "expiresAt": "expires", "ipAllowlist": "allowlist", "publicKey": "publickey"}
 
 // createKey creates a key and shows it, this once: it is never stored, so the page that shows it is
 // the answer to the POST itself (not cached, not a redirect to a URL that would hold it).
 func (st *settings) createKey(c *gin.Context, u *user) {
 	form := keyForm{Label: strings.TrimSpace(c.PostForm("label")), Scope: c.PostForm("scope"),
-		Expires: c.PostForm("expires"), Allowlist: strings.TrimSpace(c.PostForm("allowlist"))}
+		Expires: c.PostForm("expires"), Allowlist: strings.TrimSpace(c.PostForm("allowlist")),
+		PublicKey: strings.TrimSpace(c.PostForm("publickey"))}
 	refuse := func(field, problem string) {
 		st.dashboard(c, u, http.StatusBadRequest, &page{Fields: map[string]string{field: problem}, Form: form})
 	}
@@ -124,6 +127,12 @@ func (st *settings) createKey(c *gin.Context, u *user) {
 	if spec.Allowlist, err = auth.ParseAllowlist(strings.FieldsFunc(form.Allowlist, isListSeparator)); err != nil {
 		refuse("allowlist", capitalize(err.Error())+".")
 		return
+	}
+	if form.PublicKey != "" {
+		if spec.PublicKey, err = auth.ParsePublicKey(form.PublicKey); err != nil {
+			refuse("publickey", capitalize(err.Error())+".")
+			return
+		}
 	}
 	key, err := st.cfg.Accounts.NewAPIKey(c.Request.Context(), u.account, spec)
 	var e *httpkit.Error

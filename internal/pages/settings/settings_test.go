@@ -715,14 +715,16 @@ func TestSettingsKeys(t *testing.T) {
 		name   string
 		fields url.Values
 		says   string
+		kept   string // what was typed and is shown again, beside the label
 	}{
-		{"unknown scope", url.Values{"scope": {"admin"}}, "Choose what the key may do"},
-		{"expiry off the list", url.Values{"expires": {"400"}}, "Choose when the key expires"},
-		{"malformed range", url.Values{"allowlist": {"office, 10.0.0.0/8"}}, `"office" is not an address`},
-		{"too many ranges", url.Values{"allowlist": {strings.Repeat("10.0.0.0/8 ", 33)}}, "takes 32 at most"},
+		{"unknown scope", url.Values{"scope": {"admin"}}, "Choose what the key may do", ""},
+		{"expiry off the list", url.Values{"expires": {"400"}}, "Choose when the key expires", ""},
+		{"malformed range", url.Values{"allowlist": {"office, 10.0.0.0/8"}}, `"office" is not an address`, ""},
+		{"too many ranges", url.Values{"allowlist": {strings.Repeat("10.0.0.0/8 ", 33)}}, "takes 32 at most", ""},
+		{"malformed public key", url.Values{"publickey": {"c2hvcnQ="}}, "must be an Ed25519 public key", "c2hvcnQ="},
 	} {
 		bad.fields.Set("label", "kept "+bad.name)
-		expect(t, bad.name, b.submit("/settings", "/settings/keys", bad.fields), http.StatusBadRequest, bad.says, "kept "+bad.name)
+		expect(t, bad.name, b.submit("/settings", "/settings/keys", bad.fields), http.StatusBadRequest, bad.says, "kept "+bad.name, bad.kept)
 	}
 	if n := count(t, tg, `select count(*) from api_keys`); n != 1 {
 		t.Fatalf("%d keys after refused choices, want heidi's first one", n)
@@ -732,6 +734,11 @@ func TestSettingsKeys(t *testing.T) {
 	expect(t, "a scoped key", scoped, http.StatusCreated, "watcher")
 	expect(t, "the scoped key listed", b.get("/settings"), http.StatusOK, ">read<", "203.0.113.0/24, 2001:db8::/48",
 		time.Now().UTC().AddDate(0, 0, 30).Format("2 Jan 2006"))
+	// A signing key, its public key given as openssl pkey -pubout writes it, listed by its start.
+	signing := b.submit("/settings", "/settings/keys", url.Values{"label": {"signer"},
+		"publickey": {"-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEATQ4mJ/zK8sowTT0QsToI5+29PhsclIQW4Y8WSdDehvk=\n-----END PUBLIC KEY-----\n"}})
+	expect(t, "a signing key", signing, http.StatusCreated, "signer")
+	expect(t, "the signing key listed", b.get("/settings"), http.StatusOK, "Ed25519 TQ4mJ/zK…", `title="TQ4mJ/zK8sowTT0QsToI5+29PhsclIQW4Y8WSdDehvk="`)
 
 	// Another account cannot revoke heidi's key: the ownership check is in the SQL.
 	var id string

@@ -22,12 +22,12 @@ from typing import Any, Callable, Generic, Mapping, Optional, Sequence, TypeVar,
 
 import httpx
 
-from . import errors
+from . import errors, signing
 from .models import (
     AUTO, Account, AccountEventPage, AccountLimits, ApiKey, Auto, BatchResult, CancelFailure, CancelResult,
     CandleInterval, Candles, FillPage, HeartbeatState, Market, MarketEventPage, MarketPage,
     MarketStatus, Order, OrderBookSnapshot, OrderPage, OrderRequest, OrderStatus, Outcome,
-    PlacedOrder, Position, SelfTradePrevention, SettlementPage, Side, TimeInForce, Trade, WsToken,
+    PlacedOrder, Position, RiskLimits, SelfTradePrevention, SettlementPage, Side, TimeInForce, Trade, WsToken,
     decode, format_time,
 )
 
@@ -389,6 +389,22 @@ def list_account_keys() -> Call[list[ApiKey]]:
     return Call("GET", "/account/keys", _list_of(ApiKey, "keys", 200), resend_safe=True)
 
 
+@endpoint("GET", "/account/risk-limits")
+def get_risk_limits() -> Call[RiskLimits]:
+    """Your self-set risk limits (None: none) and what you use of them now."""
+    return Call("GET", "/account/risk-limits", _one(RiskLimits, 200), resend_safe=True)
+
+
+@endpoint("PUT", "/account/risk-limits")
+def set_risk_limits(max_position: Optional[int] = None, max_locked_cash: Optional[int] = None) -> Call[RiskLimits]:
+    """Replaces your risk limits; None removes one. ``max_position`` caps, per market and outcome,
+    the shares held plus those of open BUY orders; ``max_locked_cash`` the cents your open orders
+    lock across all markets. An order that could pass one is refused (400 ``risk_limit_exceeded``,
+    ``field`` naming the limit); a limit below what is used refuses only orders that add to it."""
+    return Call("PUT", "/account/risk-limits", _one(RiskLimits, 200),
+                body={"maxPosition": max_position, "maxLockedCash": max_locked_cash}, has_body=True, resend_safe=True)
+
+
 @endpoint("POST", "/ws-token")
 def create_ws_token() -> Call[WsToken]:
     """A one-minute, single-use token for a browser to connect to the feed (``/ws?token=``)."""
@@ -539,12 +555,14 @@ class Session:
     and what each attempt's outcome means. The sync and async clients hold one each."""
 
     def __init__(self, url: Optional[str], api_key: Optional[str], retry: RetryPolicy,
-                 on_retry: Optional[Callable[[RetryInfo], None]], env: Mapping[str, str]) -> None:
+                 on_retry: Optional[Callable[[RetryInfo], None]], env: Mapping[str, str],
+                 signing_key: Any = None) -> None:
         self.base_url = api_base(url or env.get("PMX_URL") or DEFAULT_URL)
         self.api_key = resolve_key(api_key, env)
         self.retry = retry
         self.on_retry = on_retry
-        self.headers = {"Authorization": f"Bearer {self.api_key}", "User-Agent": USER_AGENT,
+        self.signer = signing.Signer(signing_key) if signing_key is not None else None
+        self.headers = {"Authorization": signing.authorization(self.api_key, self.signer), "User-Agent": USER_AGENT,
                         "Accept": "application/json"}
 
     def request(self, call: Call[Any]) -> dict[str, Any]:
@@ -554,8 +572,14 @@ class Session:
         if call.has_body:
             headers = {**headers, "Content-Type": "application/json"}
             content = json.dumps(call.body, separators=(",", ":"))
-        return {"method": call.method, "url": self.base_url + call.path, "params": call.params,
-                "content": content, "headers": headers}
+        if self.signer is None:
+            return {"method": call.method, "url": self.base_url + call.path, "params": call.params,
+                    "content": content, "headers": headers}
+        # Signed afresh at each attempt, over the target exactly as httpx will send it.
+        url = httpx.URL(self.base_url + call.path, params=call.params)
+        body = content.encode("utf-8") if content is not None else b""
+        headers = {**headers, **self.signer.headers(call.method, url.raw_path.decode("ascii"), body)}
+        return {"method": call.method, "url": url, "content": content, "headers": headers}
 
     def answered(self, call: Call[T], attempt: int, resp: httpx.Response) -> Step[T]:
         body = read_json(resp.content, resp.status_code)

@@ -32,6 +32,9 @@ class AsyncClient:
     ``retry`` says, when it failed in a way that makes that safe), returns the answer as typed
     dataclasses, and raises an :class:`~pmx.errors.ApiError` subclass for an error answer.
     ``on_retry`` is called with a :class:`~pmx._core.RetryInfo` before each wait for a retry.
+    ``signing_key``, the Ed25519 private key of a key registered with its public key, signs
+    every request and the feed's upgrade (:mod:`pmx.signing`); with it, ``api_key`` may be the
+    key's prefix alone, and the secret is never sent.
 
     Use it as an async context manager, or await :meth:`close`.
     """
@@ -39,8 +42,9 @@ class AsyncClient:
     def __init__(self, url: Optional[str] = None, api_key: Optional[str] = None, *,
                  timeout: float = 10.0, retry: RetryPolicy = RetryPolicy(),
                  on_retry: Optional[Callable[[RetryInfo], None]] = None,
+                 signing_key: Any = None,
                  http_client: Optional[httpx.AsyncClient] = None) -> None:
-        self._session = _core.Session(url, api_key, retry, on_retry, os.environ)
+        self._session = _core.Session(url, api_key, retry, on_retry, os.environ, signing_key)
         self.base_url = self._session.base_url
         self._http = http_client or httpx.AsyncClient(timeout=timeout)
 
@@ -72,7 +76,8 @@ class AsyncClient:
 
     def feed(self, options: Optional[FeedOptions] = None) -> AsyncFeed:
         """The live feed (WebSocket) of this client's account; use it as a context manager."""
-        return AsyncFeed(_core.feed_url(self.base_url), self._session.api_key, options or FeedOptions())
+        return AsyncFeed(_core.feed_url(self.base_url), self._session.api_key, options or FeedOptions(),
+                         signer=self._session.signer)
 
     # --- paging -------------------------------------------------------------------------
 
@@ -111,5 +116,7 @@ class AsyncClient:
     get_account_events = _method(_core.get_account_events)
     get_account_limits = _method(_core.get_account_limits)
     list_account_keys = _method(_core.list_account_keys)
+    get_risk_limits = _method(_core.get_risk_limits)
+    set_risk_limits = _method(_core.set_risk_limits)
     create_ws_token = _method(_core.create_ws_token)
 

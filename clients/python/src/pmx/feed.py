@@ -33,12 +33,13 @@ import importlib
 import json
 import random
 import threading
+import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Literal, Optional, Union
 
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
-from . import errors
+from . import errors, signing
 from .models import AccountEvent, Channel, MarketEvent, MarketStatus, decode
 
 
@@ -255,10 +256,12 @@ class AsyncFeed:
                 ...
     """
 
-    def __init__(self, url: str, api_key: str, options: FeedOptions = FeedOptions()) -> None:
+    def __init__(self, url: str, api_key: str, options: FeedOptions = FeedOptions(),
+                 signer: Optional[signing.Signer] = None) -> None:
         self.url = url + ("?cancelOnDisconnect=true" if options.cancel_on_disconnect else "")
         self.options = options
         self._key = api_key
+        self._signer = signer
         self._streams: dict[tuple[str, Optional[str]], _Stream] = {}
         self._ids: dict[int, _Stream] = {}  # subscription ids in flight → their stream
         self._unsubs: dict[int, asyncio.Future[None]] = {}
@@ -410,8 +413,12 @@ class AsyncFeed:
 
     async def _open(self) -> Any:
         """Opens a connection. Raises _Fatal when trying again cannot help, else the error."""
+        sent = {"Authorization": signing.authorization(self._key, self._signer)}
+        if self._signer is not None:  # the upgrade is signed like any request, afresh each time
+            parts = urllib.parse.urlsplit(self.url)
+            sent.update(self._signer.headers("GET", parts.path + ("?" + parts.query if parts.query else "")))
         kwargs: dict[str, Any] = {
-            _HEADERS: {"Authorization": f"Bearer {self._key}"},
+            _HEADERS: sent,
             "open_timeout": self.options.open_timeout, "close_timeout": 2, "ping_interval": None,
             "compression": None, "max_size": 16 << 20,
         }
@@ -714,11 +721,12 @@ class Feed:
                 ...
     """
 
-    def __init__(self, url: str, api_key: str, options: FeedOptions = FeedOptions()) -> None:
+    def __init__(self, url: str, api_key: str, options: FeedOptions = FeedOptions(),
+                 signer: Optional[signing.Signer] = None) -> None:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="pmx-feed", daemon=True)
         self._thread.start()
-        self._feed = AsyncFeed(url, api_key, options)
+        self._feed = AsyncFeed(url, api_key, options, signer)
         self._stopped = False
 
     def _wait(self, coro: Any) -> Any:

@@ -30,6 +30,7 @@ __all__ = [
     "MarketEventPage", "Trade", "Order", "PlacedOrder", "OrderPage", "OrderRequest", "BatchResult",
     "CancelFailure", "CancelResult", "Position", "Settlement", "SettlementPage", "Fill", "FillPage",
     "Candle", "Candles", "HeartbeatState", "WsToken", "RateLimit", "AccountLimits", "Account", "ApiKey", "KeyScope",
+    "RiskLimits", "RiskLimitsUse",
     "AccountEvent", "AccountEventPage", "decode", "format_time",
 ]
 
@@ -351,6 +352,33 @@ class AccountLimits:
 
 
 @dataclass(frozen=True)
+class RiskLimitsUse:
+    """What the account uses of its risk limits now."""
+
+    #: The largest position-if-filled in any market and outcome: shares held plus the remaining
+    #: quantity of open BUY orders of that outcome (0 if none).
+    position: int
+    #: The market and outcome of that position; None when there is none.
+    position_market_id: Optional[str]
+    position_outcome: Optional[Outcome]
+    #: Cents the account's open orders lock now, across all markets.
+    locked_cash: int
+
+
+@dataclass(frozen=True)
+class RiskLimits:
+    """The account's self-set risk limits (None: no limit) and what it uses of them. An order that
+    could pass one is refused: a :class:`~pmx.errors.BadRequestError` with ``code``
+    ``risk_limit_exceeded`` and ``field`` naming the limit (``maxPosition`` or ``maxLockedCash``)."""
+
+    #: Shares per market and outcome, held plus on open BUY orders.
+    max_position: Optional[int]
+    #: Cents locked by open orders, across all markets.
+    max_locked_cash: Optional[int]
+    used: RiskLimitsUse
+
+
+@dataclass(frozen=True)
 class Account:
     id: str
     name: str
@@ -375,6 +403,9 @@ class ApiKey:
     expires_at: Optional[_dt.datetime]
     #: The CIDR ranges requests with the key may come from (403 ``ip_not_allowed``); empty: anywhere.
     ip_allowlist: list[str]
+    #: The Ed25519 public key (base64 of its 32 bytes) every request of the key must be signed
+    #: with (``signing_key=``, :mod:`pmx.signing`); None for a key whose requests are not signed.
+    public_key: Optional[str]
     #: About when the key was last used (written at most once a minute); None if never.
     last_used_at: Optional[_dt.datetime]
     revoked_at: Optional[_dt.datetime]
