@@ -52,6 +52,11 @@ func installPromtool(t testing.TB, root string) (string, error) {
 		return "", errors.New("Makefile: no PROMTOOL_VERSION := v<version> line")
 	}
 	version := string(m[1])
+	// The Makefile's build tags (its PROMTOOL_TAGS line), which leave out what the tests never run.
+	tags := ""
+	if m := regexp.MustCompile(`(?m)^PROMTOOL_TAGS\s*:?=[ \t]*(\S*)\s*$`).FindSubmatch(makefile); m != nil {
+		tags = string(m[1])
+	}
 	bin := filepath.Join(root, "bin")
 	binary := filepath.Join(bin, "promtool-"+version)
 	if _, err := os.Stat(binary); err == nil {
@@ -66,7 +71,7 @@ func installPromtool(t testing.TB, root string) (string, error) {
 	}
 	defer os.RemoveAll(gobin)
 	t.Logf("installing promtool %s into %s (minutes the first time)", version, bin)
-	cmd := exec.Command("go", "install", "github.com/prometheus/prometheus/cmd/promtool@"+version)
+	cmd := exec.Command("go", "install", "-tags="+tags, "github.com/prometheus/prometheus/cmd/promtool@"+version)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GOBIN="+gobin)
 	if out, err := cmd.CombinedOutput(); err != nil {
