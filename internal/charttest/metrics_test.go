@@ -1,8 +1,9 @@
-package metricscheck
+package charttest
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"os"
@@ -17,7 +18,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"github.com/prometheus/prometheus/promql/parser"
 	"sigs.k8s.io/yaml"
 
 	"github.com/pmx-dev/pmx/internal/apitest"
@@ -39,16 +39,17 @@ var (
 )
 
 const (
-	adminToken    = "metricscheck-admin-token-0123456789abcdef"
-	internalToken = "metricscheck-internal-token"
+	metricsAdminToken    = "metricscheck-admin-token-0123456789abcdef"
+	metricsInternalToken = "metricscheck-internal-token"
 )
 
-// TestQueriedMetricsAreExported parses every query of the chart's alerts and of the Grafana
-// dashboard, and checks that each metric one selects is one that pmx exports: found in a scrape
-// of a running `pmx dev`, which is driven first until every labelled series the queries read has
-// appeared (an order, a refused key, a feed subscription refused rate_limited, a feed closed),
-// or of the distributed processes (pmx operator leading, pmx shard, pmx api). A panel of a metric
-// that was renamed or never existed would otherwise stay empty, and an alert on it silent.
+// TestQueriedMetricsAreExported reads every query of the chart's alerts and of the Grafana
+// dashboard with Prometheus's own PromQL parser (hack/metricscheck), and checks that each metric
+// one selects is one that pmx exports: found in a scrape of a running `pmx dev`, which is driven
+// first until every labelled series the queries read has appeared (an order, a refused key, a feed
+// subscription refused rate_limited, a feed closed), or of the distributed processes (pmx
+// operator leading, pmx shard, pmx api). A panel of a metric that was renamed or never existed
+// would otherwise stay empty, and an alert on it silent.
 func TestQueriedMetricsAreExported(t *testing.T) {
 	root := k8stest.RepoRoot(t)
 	queried := queriedMetrics(t, root)
@@ -72,37 +73,67 @@ func TestQueriedMetricsAreExported(t *testing.T) {
 	}
 }
 
+// TestMetricscheckMatchesPromtool keeps the PromQL parser hack/metricscheck reads the queries
+// with at the version of the promtool that tests the alerts.
+func TestMetricscheckMatchesPromtool(t *testing.T) {
+	root := k8stest.RepoRoot(t)
+	gomod, err := os.ReadFile(filepath.Join(root, "hack", "metricscheck", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^require github.com/prometheus/prometheus (v\S+)$`).FindSubmatch(gomod)
+	if m == nil {
+		t.Fatal("hack/metricscheck/go.mod: no `require github.com/prometheus/prometheus v<version>` line")
+	}
+	if want := makefileVar(t, root, "PROMTOOL_VERSION"); string(m[1]) != want {
+		t.Errorf("hack/metricscheck requires Prometheus %s, the Makefile's promtool is %s: keep them one", m[1], want)
+	}
+}
+
+// makefileVar is the value of a `NAME := value` line of the Makefile.
+func makefileVar(t testing.TB, root, name string) string {
+	t.Helper()
+	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^` + name + `\s*:?=[ \t]*(.*?)\s*$`).FindSubmatch(makefile)
+	if m == nil {
+		t.Fatalf("Makefile: no %s line", name)
+	}
+	return string(m[1])
+}
+
 // queriedMetrics are the metric names every alert and dashboard query selects, each with one of
 // the places that queries it.
 func queriedMetrics(t *testing.T, root string) map[string]string {
-	exprs := map[string]string{}
+	var exprs, where []string
 	d, err := dashboards.Overview()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range dashboards.Queries(d) {
-		exprs[q] = "the dashboard's query " + q
+		// Grafana's interval variable is no PromQL; the parser reads the rest as it is.
+		exprs = append(exprs, strings.ReplaceAll(q, "$__rate_interval", "5m"))
+		where = append(where, "the dashboard's query "+q)
 	}
-	for alert, expr := range alertExprs(t, root) {
-		exprs[expr] = "alert " + alert
+	var rules ruleGroups
+	if err := yaml.Unmarshal(renderRules(t, "--set", "prometheusRule.enabled=true"), &rules); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			exprs = append(exprs, r.Expr)
+			where = append(where, "alert "+r.Alert)
+		}
 	}
 	names := map[string]string{}
-	for expr, where := range exprs {
-		// Grafana's interval variable is no PromQL; the parser reads the rest as it is.
-		e, err := parser.NewParser(parser.Options{}).ParseExpr(strings.ReplaceAll(expr, "$__rate_interval", "5m"))
-		if err != nil {
-			t.Fatalf("%s: %v", where, err)
+	for i, selected := range selectedMetrics(t, root, exprs) {
+		if len(selected) == 0 {
+			t.Errorf("%s selects no metric", where[i])
 		}
-		n := 0
-		parser.Inspect(e, func(node parser.Node, _ []parser.Node) error {
-			if vs, ok := node.(*parser.VectorSelector); ok {
-				names[vs.Name] = where
-				n++
-			}
-			return nil
-		})
-		if n == 0 {
-			t.Errorf("%s selects no metric", where)
+		for _, n := range selected {
+			names[n] = where[i]
 		}
 	}
 	if len(names) < 20 {
@@ -111,51 +142,36 @@ func queriedMetrics(t *testing.T, root string) map[string]string {
 	return names
 }
 
-// alertExprs renders the chart's PrometheusRule with the pinned helm (bin/, as `make helm`
-// installs it) and returns each alert's expression.
-func alertExprs(t *testing.T, root string) map[string]string {
-	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
+// selectedMetrics runs hack/metricscheck, built from its own module, on exprs: the metric names
+// each selects.
+func selectedMetrics(t *testing.T, root string, exprs []string) [][]string {
+	dir := filepath.Join(root, "hack", "metricscheck")
+	bin := filepath.Join(t.TempDir(), "metricscheck")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = dir
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build in %s: %v\n%s", dir, err, out)
+	}
+	in, err := json.Marshal(exprs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^HELM_VERSION\s*:?=\s*(v\S+)\s*$`).FindSubmatch(makefile)
-	if m == nil {
-		t.Fatal("Makefile: no HELM_VERSION line")
-	}
-	helm := filepath.Join(root, "bin", "helm-"+string(m[1]))
-	home := t.TempDir()
-	cmd := exec.Command(helm, "template", "pmx", "charts/pmx", "--namespace", "pmx",
-		"--set", "prometheusRule.enabled=true", "--show-only", "templates/prometheusrule.yaml")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+filepath.Join(home, "config"),
-		"HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
+	cmd := exec.Command(bin)
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("%v (run `make helm` first): %v", cmd, err)
+		t.Fatalf("metricscheck: %v\n%s", err, stderr.Bytes())
 	}
-	var rule struct {
-		Spec struct {
-			Groups []struct {
-				Rules []struct{ Alert, Expr string }
-			}
-		}
+	var names [][]string
+	if err := json.Unmarshal(out, &names); err != nil || len(names) != len(exprs) {
+		t.Fatalf("metricscheck printed %s for %d expressions: %v", out, len(exprs), err)
 	}
-	if err := yaml.Unmarshal(out, &rule); err != nil {
-		t.Fatal(err)
-	}
-	exprs := map[string]string{}
-	for _, g := range rule.Spec.Groups {
-		for _, r := range g.Rules {
-			exprs[r.Alert] = r.Expr
-		}
-	}
-	if len(exprs) == 0 {
-		t.Fatalf("no alerts rendered:\n%s", out)
-	}
-	return exprs
+	return names
 }
 
-// buildPMX builds cmd/pmx from the pmx module itself, with its own dependencies.
+// buildPMX builds cmd/pmx.
 func buildPMX(t *testing.T, root string) string {
 	bin := filepath.Join(t.TempDir(), "pmx")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/pmx")
@@ -171,7 +187,7 @@ func buildPMX(t *testing.T, root string) string {
 func scrapeDev(t *testing.T, bin string, exported map[string]dto.MetricType) {
 	db := pgtest.NewDatabase(t, pgtest.Shared(t))
 	p, base := exchangetest.StartProcess(t, apiLine, bin, "dev", "--database-url", db, "--addr", "127.0.0.1:0",
-		"--metrics-addr", "127.0.0.1:0", "--markets", "", "--admin-token", adminToken, "--data-dir", t.TempDir(),
+		"--metrics-addr", "127.0.0.1:0", "--markets", "", "--admin-token", metricsAdminToken, "--data-dir", t.TempDir(),
 		"--log-level", "warn", "--read-rate", "0.001", "--read-burst", "4")
 	exchangetest.WaitReady(t, base+"/readyz")
 	st, err := store.Open(context.Background(), db)
@@ -179,7 +195,7 @@ func scrapeDev(t *testing.T, bin string, exported map[string]dto.MetricType) {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	tg := &exchangetest.Target{URL: base, AdminToken: adminToken, Store: st, Validator: apitest.NewValidator(t), Feed: apitest.NewAsyncValidator(t),
+	tg := &exchangetest.Target{URL: base, AdminToken: metricsAdminToken, Store: st, Validator: apitest.NewValidator(t), Feed: apitest.NewAsyncValidator(t),
 		HTTP: &http.Client{Timeout: 30 * time.Second}}
 	tg.Markets = exchangetest.AdminMarkets{T: tg}
 
@@ -238,13 +254,13 @@ func scrapeDistributed(t *testing.T, bin string, exported map[string]dto.MetricT
 	env := k8stest.Start(t)
 	db := pgtest.NewDatabase(t, pgtest.Shared(t))
 	shard, _ := exchangetest.StartProcess(t, shardLine, bin, "shard", "--name", "shard-a", "--addr", "127.0.0.1:0",
-		"--metrics-addr", "127.0.0.1:0", "--database-url", db, "--internal-token", internalToken, "--log-level", "warn")
+		"--metrics-addr", "127.0.0.1:0", "--database-url", db, "--internal-token", metricsInternalToken, "--log-level", "warn")
 	api, base := exchangetest.StartProcess(t, apiLine, bin, "api", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",
-		"--database-url", db, "--admin-token", adminToken, "--internal-token", internalToken, "--log-level", "warn")
+		"--database-url", db, "--admin-token", metricsAdminToken, "--internal-token", metricsInternalToken, "--log-level", "warn")
 	exchangetest.WaitReady(t, base+"/readyz")
 	// controller-runtime does not say which port it took for :0, so the operator gets a free one.
 	operatorMetrics := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	exchangetest.StartProcessEnv(t, operatorLine, []string{"KUBECONFIG=" + env.Kubeconfig, "PMX_INTERNAL_TOKEN=" + internalToken},
+	exchangetest.StartProcessEnv(t, operatorLine, []string{"KUBECONFIG=" + env.Kubeconfig, "PMX_INTERNAL_TOKEN=" + metricsInternalToken},
 		bin, "operator", "--database-url", db, "--leader-elect=true", "--leader-election-namespace", "default",
 		"--metrics-bind-address", operatorMetrics, "--health-probe-bind-address", "0", "--log-level", "info")
 	var operator map[string]dto.MetricType
