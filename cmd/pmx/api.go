@@ -71,6 +71,7 @@ func runAPI(ctx context.Context, o apiOptions) error {
 	}
 	defer st.Close()
 	reg := httpkit.NewRegistry()
+	reg.MustRegister(st.Collector())
 	metricsAddr, stopMetrics, err := startMetrics(o.process.metricsAddr, reg, log)
 	if err != nil {
 		return err

@@ -172,6 +172,7 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 	defer func() { stopKeeping(); <-kept }()
 
 	reg := httpkit.NewRegistry()
+	reg.MustRegister(st.Collector())
 	metricsAddr, stopMetrics, err := startMetrics(o.process.metricsAddr, reg, log)
 	if err != nil {
 		return err

@@ -111,6 +111,7 @@ func runOperator(o operatorOptions) error {
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}
+	ctrlmetrics.Registry.MustRegister(st.Collector(), &controllers.HealthCollector{Store: st, ShardTTL: o.shardTTL, Logger: log})
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}

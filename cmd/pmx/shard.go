@@ -81,6 +81,7 @@ func runShard(ctx context.Context, o shardOptions) error {
 	}
 	defer st.Close()
 	reg := httpkit.NewRegistry()
+	reg.MustRegister(st.Collector())
 	metricsAddr, stopMetrics, err := startMetrics(o.process.metricsAddr, reg, log)
 	if err != nil {
 		return err

@@ -62,6 +62,10 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"boolean as a string", `serviceMonitor: {enabled: "yes"}`, []string{"at '/serviceMonitor/enabled'", "want boolean"}},
 		{"short admin token", `secrets: {adminToken: "admin-token-of-31-characters-xx"}`, []string{"at '/secrets/adminToken'"}},
 		{"network policy as a string", `networkPolicy: {enabled: "no"}`, []string{"at '/networkPolicy/enabled'", "want boolean"}},
+		{"disruption budget's minimum", `api: {podDisruptionBudget: {minAvailable: most}}`, []string{"at '/api/podDisruptionBudget/minAvailable'"}},
+		{"priority class as a number", `priorityClassName: 1000`, []string{"at '/priorityClassName'"}},
+		{"alert threshold as a word", `prometheusRule: {thresholds: {errorRatio: high}}`, []string{"at '/prometheusRule/thresholds/errorRatio'"}},
+		{"alert delay without unit", `prometheusRule: {for: {marketPastClose: "5"}}`, []string{"at '/prometheusRule/for/marketPastClose'"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -83,7 +83,8 @@ func (c *cluster) helmRun(t testing.TB, args ...string) string {
 
 // TestCluster installs the chart with the images `make image` built and checks the exchange on
 // real pods: every pod Ready; the samples applied with kubectl scheduled onto the shards; the
-// contract suite through the API Service; a shard pod deleted by force under load; a rolling
+// contract suite through the API Service; a shard pod deleted by force under load; the node's
+// pmx pods drained through the Eviction API under load, within their disruption budgets; a rolling
 // upgrade under load; a resolution patched with kubectl; and an uninstall that leaves only what
 // the chart keeps on purpose.
 func TestCluster(t *testing.T) {
@@ -135,6 +136,7 @@ func TestCluster(t *testing.T) {
 			Returns: true,
 		}, filepath.Join(c.repo, "config", "samples"))
 	})
+	t.Run("Drain", func(t *testing.T) { c.testDrain(t, target(api), "pmx:dev") })
 	t.Run("RollingUpgrade", func(t *testing.T) { c.testUpgrade(t, target(api)) })
 	t.Run("Uninstall", func(t *testing.T) { c.testUninstall(t) })
 }

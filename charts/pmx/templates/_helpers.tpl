@@ -218,27 +218,63 @@ as 65532, which that image has no passwd entry for.
 {{- end }}
 {{- end -}}
 
-{{/* Scheduling fields of a pod spec, from a component's values. */}}
+{{/*
+Scheduling fields of a pod spec, from a component's values: call with (dict "ctx" $ "component"
+"api" "values" $api). The component's priorityClassName, or else the chart's. The front API's
+replicas, unless its values give topologySpreadConstraints, spread softly over nodes and zones
+(api.defaultTopologySpread): a lost node or zone takes as few of them as the cluster allows, and
+a cluster too small to spread them still schedules them. matchLabelKeys counts the pods of the
+rollout's own ReplicaSet only, so that a rolling update spreads the new pods too.
+*/}}
 {{- define "pmx.scheduling" -}}
-{{- with .priorityClassName }}
+{{- $v := .values }}
+{{- with ($v.priorityClassName | default .ctx.Values.priorityClassName) }}
 priorityClassName: {{ . }}
 {{- end }}
-{{- with .nodeSelector }}
+{{- with $v.nodeSelector }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .tolerations }}
+{{- with $v.tolerations }}
 tolerations:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .affinity }}
+{{- with $v.affinity }}
 affinity:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .topologySpreadConstraints }}
+{{- if $v.topologySpreadConstraints }}
 topologySpreadConstraints:
-  {{- toYaml . | nindent 2 }}
+  {{- toYaml $v.topologySpreadConstraints | nindent 2 }}
+{{- else if $v.defaultTopologySpread }}
+topologySpreadConstraints:
+{{- range $key := list "kubernetes.io/hostname" "topology.kubernetes.io/zone" }}
+  - maxSkew: 1
+    topologyKey: {{ $key }}
+    whenUnsatisfiable: ScheduleAnyway
+    labelSelector:
+      matchLabels:
+        {{- include "pmx.componentSelectorLabels" $ | nindent 8 }}
+    matchLabelKeys:
+      - pod-template-hash
 {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/*
+The spec of a component's PodDisruptionBudget, from its podDisruptionBudget values: minAvailable
+when given, otherwise maxUnavailable.
+*/}}
+{{- define "pmx.pdbSpec" -}}
+{{- $pdb := .values.podDisruptionBudget }}
+{{- with $pdb.minAvailable }}
+minAvailable: {{ . }}
+{{- else }}
+maxUnavailable: {{ $pdb.maxUnavailable }}
+{{- end }}
+selector:
+  matchLabels:
+    {{- include "pmx.componentSelectorLabels" . | nindent 4 }}
 {{- end -}}
 
 {{- define "pmx.imagePullSecrets" -}}
