@@ -138,6 +138,9 @@ func (r *Replicated) NewStandby() {
 	}
 	r.nodes[i] = r.startNode(i, map[string]string{
 		"primary_conninfo": fmt.Sprintf("host=%s port=5432 user=postgres application_name=%s", p.SocketDir(), standbyName),
+		// Once its primary is gone the standby retries every wal_retrieve_retry_interval (5 s by
+		// default); a promotion is not held up by it then.
+		"wal_retrieve_retry_interval": "100ms",
 	})
 	r.standby = i
 	streaming := func(ctx context.Context) (bool, error) {
