@@ -107,8 +107,12 @@ func TestDatabaseFailover(t *testing.T) {
 	ctx := context.Background()
 	tg.Store.Pool.Reset()
 	var orders, trades, unsure int
+	codes := map[string]int{}
 	for _, b := range bots {
 		unsure += len(b.unsure)
+		for _, u := range b.unsure {
+			codes[u.code]++
+		}
 		for id := range b.acked {
 			if _, err := tg.Store.Order(ctx, id); err != nil {
 				t.Errorf("%s: acknowledged order %s is not on the new primary: %v", b.c.Name, id, err)
@@ -124,8 +128,11 @@ func TestDatabaseFailover(t *testing.T) {
 		}
 		b.checkUnsure(t, tg)
 	}
-	t.Logf("%d acknowledged orders and %d acknowledged fills checked on the primary after %d failovers; %d placements left undecided (503 or no answer) sent again",
-		orders, trades, dbFailoverRounds, unsure)
+	t.Logf("%d acknowledged orders and %d acknowledged fills checked on the primary after %d failovers; %d placements left undecided (503 or no answer) sent again, by code %v",
+		orders, trades, dbFailoverRounds, unsure, codes)
+	if unsure == 0 {
+		t.Error("no placement was left undecided by a failover: the kills missed the trading")
+	}
 	if trades == 0 {
 		t.Error("no acknowledged fill to check: the bots never traded with each other")
 	}
@@ -134,7 +141,8 @@ func TestDatabaseFailover(t *testing.T) {
 }
 
 // failoverBot places orders with client order ids; it records each acknowledged one and the
-// trades its answer carried, and keeps every placement answered 503 to send again at the end.
+// trades its answer carried, and keeps every placement answered with no decision (503 or no
+// answer) to send again at the end.
 type failoverBot struct {
 	c  *Client
 	i  int
@@ -143,7 +151,14 @@ type failoverBot struct {
 	acked  map[uuid.UUID]time.Time
 	market map[uuid.UUID]uuid.UUID
 	trades map[uuid.UUID]bool
-	unsure []map[string]any
+	unsure []unsurePlacement
+}
+
+// unsurePlacement is a placement answered with no decision: its body and its answer's error code
+// ("" for no answer at all).
+type unsurePlacement struct {
+	body map[string]any
+	code string
 }
 
 func (b *failoverBot) count() int {
@@ -183,7 +198,11 @@ func (b *failoverBot) run(tg *Target, markets []uuid.UUID, stop <-chan struct{})
 		body := OrderBody(m, "BUY", outcome, 45+(b.i*7+n*3)%11, 1+n%3)
 		body["clientOrderId"] = fmt.Sprintf("dbfo-%d-%d", b.i, n)
 		sent := time.Now()
-		status, raw, err := post(tg, b.c, body)
+		resp, raw, err := call(tg, b.c, "/order", body)
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
 		switch {
 		case err == nil && status == http.StatusCreated:
 			var placed apiserver.PlacedOrder
@@ -202,8 +221,16 @@ func (b *failoverBot) run(tg *Target, markets []uuid.UUID, stop <-chan struct{})
 		default:
 			// 503 (the database gone, or the commit's outcome unknown) or no answer: what
 			// happened is for the retry at the end to tell.
+			u := unsurePlacement{body: body}
+			var e ErrorBody
+			if err == nil && json.Unmarshal(raw, &e) == nil {
+				u.code = e.Details.Code
+			}
+			if err == nil && (status != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "") {
+				u.code = fmt.Sprintf("%d %s without Retry-After", status, raw)
+			}
 			b.mu.Lock()
-			b.unsure = append(b.unsure, body)
+			b.unsure = append(b.unsure, u)
 			b.mu.Unlock()
 			time.Sleep(10 * time.Millisecond) // the database is failing over; don't spin
 		}
@@ -215,12 +242,21 @@ func (b *failoverBot) run(tg *Target, markets []uuid.UUID, stop <-chan struct{})
 // Postgres holds none, a fresh decision; never a second order.
 func (b *failoverBot) checkUnsure(t *testing.T, tg *Target) {
 	t.Helper()
-	for _, body := range b.unsure {
+	for _, u := range b.unsure {
+		body := u.body
 		clientID := body["clientOrderId"].(string)
+		switch u.code {
+		case "", "unavailable", "outcome_unknown":
+		default:
+			t.Errorf("%s: %s was answered %s during the failover, want 503 unavailable or outcome_unknown with Retry-After", b.c.Name, clientID, u.code)
+		}
 		var held []uuid.UUID
 		if err := tg.Store.Pool.QueryRow(context.Background(), `select coalesce(array_agg(o.id), '{}')
 			from orders o join accounts a on a.id = o.account_id where a.uid = $1 and o.client_order_id = $2`, b.c.Account, clientID).Scan(&held); err != nil {
 			t.Fatal(err)
+		}
+		if u.code == "unavailable" && len(held) > 0 {
+			t.Errorf("%s: %s was answered 503 unavailable (nothing changed) during the failover, yet Postgres holds order %v under it", b.c.Name, clientID, held)
 		}
 		if len(held) > 1 {
 			t.Errorf("%s: %s is the client order id of %d orders %v", b.c.Name, clientID, len(held), held)
