@@ -42,8 +42,24 @@ func TestDatabaseFailover(t *testing.T) {
 	db := pgtest.StartReplicated(t, dbFailoverRounds+2)
 	const token = "db-failover-admin-token-0123456789abcdef"
 	_, base := startDevProcess(t, bin, db.URL(), token)
-	tg := processTarget(t, base, db.URL(), token)
+	runDBFailover(t, db, processTarget(t, base, db.URL(), token))
+}
 
+// TestDistributedDatabaseFailover is TestDatabaseFailover with the distributed processes: the
+// operator, two shards and two fronts, all on the multi-host URL, the bots trading through one
+// front.
+func TestDistributedDatabaseFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two Postgres servers, a control plane and the distributed processes, and fails the database over several times")
+	}
+	db := pgtest.StartReplicated(t, dbFailoverRounds+2)
+	c := startClusterOn(t, builds{}, db.URL())
+	runDBFailover(t, db, c.target(t, 0))
+}
+
+// runDBFailover is the failover scenario of TestDatabaseFailover on the exchange tg, whose
+// database db is.
+func runDBFailover(t *testing.T, db *pgtest.Replicated, tg *Target) {
 	markets := []uuid.UUID{tg.NewMarket(t, nil).ID, tg.NewMarket(t, nil).ID}
 	bots := make([]*failoverBot, 6)
 	for i := range bots {
