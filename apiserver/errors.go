@@ -20,7 +20,15 @@ var (
 		Message: "the exchange could not commit this request; nothing was changed, try again"}
 	errOutcomeUnknown = &httpkit.Error{Status: http.StatusServiceUnavailable, Code: "outcome_unknown",
 		Message: "the exchange did not confirm this request, which may have been carried out: check your orders (GET /api/v1/orders) before sending it again"}
+	// errDatabaseUnavailable is the front's own answer while the database is failing over: it
+	// says nothing of whether a write was done, as the front cannot know.
+	errDatabaseUnavailable = &httpkit.Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
+		Message: "the exchange's database cannot be reached right now (a failover may be under way); try again in a moment, sending a write with the same clientOrderId"}
 )
+
+// retryAfter is the Retry-After (seconds) of every 503: a database failover or a market moving
+// between shards is over in about that long.
+const retryAfter = "1"
 
 // handler adapts a handler that returns an error to gin, writing the error answer.
 func handler(h func(*gin.Context) error) gin.HandlerFunc {
@@ -46,7 +54,11 @@ var refusalStatus = map[domain.Kind]int{
 // by its kind, the shard's, the router's and the store's errors to theirs, anything else to a 500
 // that is logged. It is the one place an error becomes an answer.
 func writeError(c *gin.Context, err error) {
-	httpkit.Abort(c, errorAnswer(c, err))
+	e := errorAnswer(c, err)
+	if e.Status == http.StatusServiceUnavailable {
+		c.Header("Retry-After", retryAfter)
+	}
+	httpkit.Abort(c, e)
 }
 
 // errorAnswer is the answer an error maps to (see writeError), for the answers that carry several
@@ -73,6 +85,9 @@ func errorAnswer(c *gin.Context, err error) *httpkit.Error {
 		// ran (the shard). Counted apart from the server's own failures.
 		httpkit.Logger(c).Info("client went away before its answer", "method", c.Request.Method, "path", c.Request.URL.Path)
 		e = httpkit.NewError(statusClientClosedRequest, "client_closed_request", "the client closed the request before its answer")
+	case store.Unreachable(err):
+		httpkit.Logger(c).Warn("the database cannot be reached", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
+		e = errDatabaseUnavailable
 	default:
 		httpkit.Logger(c).Error("request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
 		e = httpkit.NewError(http.StatusInternalServerError, "internal", "the exchange failed to answer; try again later")

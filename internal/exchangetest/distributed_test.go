@@ -52,8 +52,12 @@ var (
 type builds struct{ operator, shards, apis string }
 
 func startCluster(t *testing.T, b builds) *cluster {
+	return startClusterOn(t, b, pgtest.NewDatabase(t, pgtest.Shared(t)))
+}
+
+// startClusterOn is startCluster on the database at dbURL.
+func startClusterOn(t *testing.T, b builds, dbURL string) *cluster {
 	env := k8stest.Start(t)
-	dbURL := pgtest.NewDatabase(t, pgtest.Shared(t))
 	bin := BuildPMX(t)
 	for _, role := range []*string{&b.operator, &b.shards, &b.apis} {
 		if *role == "" {

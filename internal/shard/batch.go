@@ -231,8 +231,15 @@ func (s *Shard) runNow(b batch, mode reserveMode, err error) {
 	for {
 		if err != nil && !s.again(&b, mode, err, &retried) {
 			s.metrics.failures.Inc()
+			// A batch whose commit may have landed is never answered as refused nor as done:
+			// its commands answer that their outcome is unknown, and a retry with the same
+			// client order id reads what happened from the books undo reloads.
+			reply := exchange.ErrUnavailable
+			if errors.Is(err, store.ErrCommitUnknown) {
+				reply = exchange.ErrOutcomeUnknown
+			}
 			for _, c := range b.cmds {
-				c.reply <- exchange.ErrUnavailable
+				c.reply <- reply
 			}
 			return
 		}

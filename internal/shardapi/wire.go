@@ -25,6 +25,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // Internal API paths.
@@ -75,6 +76,9 @@ var wireErrors = []struct {
 	{exchange.ErrStopped, "stopped", http.StatusServiceUnavailable},
 	{exchange.ErrUnavailable, "unavailable", http.StatusServiceUnavailable},
 	{market.ErrIllegalTransition, "illegal_transition", http.StatusConflict},
+	// A batch whose commit's answer was lost in a database failover (added with it: a front of
+	// an earlier release reads it as an internal error, as it read the shard's answer before).
+	{exchange.ErrOutcomeUnknown, "outcome_unknown", http.StatusServiceUnavailable},
 }
 
 // wireErrorOf is how an error travels back from a shard: a refusal whole, a known error by its
@@ -87,6 +91,14 @@ func wireErrorOf(err error) (status int, w errorWire, ok bool) {
 		if errors.Is(err, we.err) {
 			return we.status, apiShape(errorWire{Code: we.code}, we.err.Error()), true
 		}
+	}
+	// The shard's database failing over under a read or a load: nothing was committed, unless a
+	// commit's answer was what was lost.
+	if errors.Is(err, store.ErrCommitUnknown) {
+		return wireErrorOf(exchange.ErrOutcomeUnknown)
+	}
+	if store.Unreachable(err) {
+		return wireErrorOf(exchange.ErrUnavailable)
 	}
 	return http.StatusInternalServerError, apiShape(errorWire{Code: "internal"}, "the shard failed to carry out the request; see its log"), false
 }

@@ -269,6 +269,9 @@ func CommitBatch(ctx context.Context, conn *pgx.Conn, b *Batch) (Committed, erro
 	})
 	if err := conn.SendBatch(ctx, &q).Close(); err != nil {
 		rollbackBatch(ctx, conn)
+		if commitOutcomeUnknown(err) {
+			return c, fmt.Errorf("while committing a batch: %w: %w", ErrCommitUnknown, err)
+		}
 		return c, fmt.Errorf("while committing a batch: %w", err)
 	}
 	return c, nil

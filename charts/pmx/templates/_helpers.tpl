@@ -108,6 +108,12 @@ with this message rather than producing pods that cannot start.
 */}}
 {{- define "pmx.checkDatabase" -}}
 {{- $external := or .Values.database.url .Values.database.existingSecret -}}
+{{- if .Values.database.cloudnativepg.enabled -}}
+{{- if or .Values.postgres.enabled $external -}}
+{{- fail "database.cloudnativepg.enabled is true with postgres.enabled, database.url or database.existingSecret set: choose one database (set postgres.enabled=false and leave database.url and database.existingSecret empty)" -}}
+{{- end -}}
+{{- end -}}
+{{- $external = or $external .Values.database.cloudnativepg.enabled -}}
 {{- if and .Values.postgres.enabled $external -}}
 {{- fail "postgres.enabled is true and database.url or database.existingSecret is set: choose the bundled Postgres or an external one (set postgres.enabled=false)" -}}
 {{- end -}}
@@ -119,10 +125,20 @@ with this message rather than producing pods that cannot start.
 {{- end -}}
 {{- end -}}
 
+{{/*
+The CloudNativePG Cluster's name; CloudNativePG names its Services (<name>-rw, ...) and its
+application Secret (<name>-app, whose uri points at <name>-rw) after it.
+*/}}
+{{- define "pmx.cnpgClusterName" -}}
+{{- default (printf "%s-db" (include "pmx.fullname" .)) .Values.database.cloudnativepg.name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+
 {{/* The Secret and key holding the database URL. */}}
 {{- define "pmx.databaseSecretName" -}}
 {{- include "pmx.checkDatabase" . -}}
-{{- if .Values.postgres.enabled -}}
+{{- if .Values.database.cloudnativepg.enabled -}}
+{{- printf "%s-app" (include "pmx.cnpgClusterName" .) -}}
+{{- else if .Values.postgres.enabled -}}
 {{- include "pmx.postgresName" . -}}
 {{- else if .Values.database.existingSecret -}}
 {{- .Values.database.existingSecret -}}
@@ -132,7 +148,9 @@ with this message rather than producing pods that cannot start.
 {{- end -}}
 
 {{- define "pmx.databaseSecretKey" -}}
-{{- if and (not .Values.postgres.enabled) .Values.database.existingSecret -}}
+{{- if .Values.database.cloudnativepg.enabled -}}
+uri
+{{- else if and (not .Values.postgres.enabled) .Values.database.existingSecret -}}
 {{- .Values.database.existingSecretKey -}}
 {{- else -}}
 database-url

@@ -1,0 +1,72 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pmx-dev/pmx/internal/pgtest"
+)
+
+// TestFailoverErrors names what a failover's errors mean: which leave a commit's outcome unknown
+// and which say the database cannot be reached.
+func TestFailoverErrors(t *testing.T) {
+	opErr := &net.OpError{Op: "read", Net: "unix", Err: errors.New("connection reset by peer")}
+	tests := []struct {
+		name                 string
+		err                  error
+		unknown, unreachable bool
+	}{
+		{"nil", nil, false, false},
+		{"connection broken while reading the answer", fmt.Errorf("batch: %w", opErr), true, true},
+		{"server closed the connection", io.ErrUnexpectedEOF, true, true},
+		{"server error: the transaction rolled back", &pgconn.PgError{Code: "40P01"}, false, false},
+		{"unique violation", &pgconn.PgError{Code: "23505"}, false, false},
+		{"fenced", &pgconn.PgError{Code: "PX001"}, false, false},
+		{"server shutting down", &pgconn.PgError{Code: "57P01"}, false, true},
+		{"crash shutdown", &pgconn.PgError{Code: "57P02"}, false, true},
+		{"server starting", &pgconn.PgError{Code: "57P03"}, false, true},
+		{"connection failure", &pgconn.PgError{Code: "08006"}, false, true},
+		{"a standby", &pgconn.PgError{Code: "25006"}, false, true},
+		{"commit unknown", fmt.Errorf("x: %w: %w", ErrCommitUnknown, opErr), true, true},
+		{"some other error", errors.New("boom"), true, false},
+		{"no rows", pgx.ErrNoRows, true, false},
+		{"canceled by the client", context.Canceled, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := commitOutcomeUnknown(tt.err); got != tt.unknown {
+				t.Errorf("commitOutcomeUnknown(%v) = %v, want %v", tt.err, got, tt.unknown)
+			}
+			if got := Unreachable(tt.err); got != tt.unreachable {
+				t.Errorf("Unreachable(%v) = %v, want %v", tt.err, got, tt.unreachable)
+			}
+		})
+	}
+}
+
+// TestMultiHostURL checks that a multi-host URL with target_session_attrs=read-write, as
+// --database-url takes it, reaches the primary whichever host it is listed as, and skips hosts
+// that are down.
+func TestMultiHostURL(t *testing.T) {
+	ctx := context.Background()
+	// Two hosts that refuse connections, then the shared cluster (a primary): pgx tries each in turn.
+	url := strings.Replace(pgtest.NewDatabase(t, pgtest.Shared(t)), "host=", "host=/nonexistent/a,/nonexistent/b,", 1) +
+		"&target_session_attrs=read-write"
+	st, err := Open(ctx, url)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", url, err)
+	}
+	defer st.Close()
+	var readOnly string
+	if err := st.Pool.QueryRow(ctx, `show transaction_read_only`).Scan(&readOnly); err != nil || readOnly != "off" {
+		t.Fatalf("the multi-host URL reached a server with transaction_read_only %q (%v), want the primary", readOnly, err)
+	}
+}
