@@ -62,6 +62,7 @@ type command struct {
 	account int64                  // cmdCancelAll
 	markets []uuid.UUID            // cmdCancelAll
 	action  domain.MarketAction    // cmdTransition
+	event   *eventMove             // cmdTransition of an event's market, as part of the event's move
 	reply   chan error
 
 	err      error               // set while the batch runs; sent once it commits

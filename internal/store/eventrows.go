@@ -169,3 +169,25 @@ func nullTime(t time.Time) *time.Time {
 	}
 	return &t
 }
+
+// EventChange is an event's move to Status, written in the batch that moves its markets:
+// Resolution is the winning key when RESOLVED; VoidYes and VoidNo, when CANCELED, what each
+// share is paid, which records what the void leaves of the collateral (exchange_remainders).
+type EventChange struct {
+	Event           uuid.UUID
+	Status          domain.MarketStatus
+	Resolution      *string
+	VoidYes, VoidNo int64
+}
+
+// queueEventChanges queues a batch's event changes, before its settlements, which zero the
+// positions a void's remainder is computed from.
+func queueEventChanges(q *pgx.Batch, b *Batch) {
+	for _, ec := range b.EventChanges {
+		q.Queue(`update events set status = $2, resolution = $3, updated_at = $4 where id = $1`,
+			ec.Event, ec.Status, ec.Resolution, b.Now)
+		if ec.Status == domain.MarketCanceled {
+			q.Queue(`select record_void_remainder($1, $2, $3, $4)`, ec.Event, ec.VoidYes, ec.VoidNo, b.Now)
+		}
+	}
+}

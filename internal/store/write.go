@@ -107,7 +107,8 @@ type Batch struct {
 	Shares       []ShareDelta
 	Markets      []MarketUpdate
 	Events       []EventBatch
-	Settlements  []Settlement // run last, after every other write
+	Settlements  []Settlement  // run last, after every other write
+	EventChanges []EventChange // events' status changes, written before the settlements
 	// SettledEvents encodes the events of an account's holdings that a settlement paid (its part
 	// of the account's feed), for CommitBatch to write with the batch. Needed when Settlements is
 	// not empty and the account feed is kept.
@@ -217,6 +218,9 @@ type EventBatch struct {
 type Settlement struct {
 	Market  uuid.UUID
 	Outcome string
+	// VoidYes and VoidNo, when VoidYes is not 0, are what a cancelled market of an event pays per
+	// YES and NO share (event.VoidPayout) instead of 50 and 50.
+	VoidYes, VoidNo int64
 }
 
 // orderColumnsOf lays orders out as newOrdersPart's parameters, one array per column.
