@@ -9,6 +9,7 @@ import (
 
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/event"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/market"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -44,6 +45,17 @@ func (s *Shard) TransitionEvent(ctx context.Context, id uuid.UUID, a domain.Even
 		return domain.ErrEventNotFound
 	} else if err != nil {
 		return err
+	}
+	if s.cfg.Name != "" { // a named shard moves an event only if it owns all of its markets
+		ms, err := s.cfg.Store.EventMarkets(ctx, e)
+		if err != nil {
+			return err
+		}
+		for _, m := range ms {
+			if m.Shard == nil || *m.Shard != s.cfg.Name {
+				return fmt.Errorf("event %s's market %s is not this shard's: %w", e.ID, m.ID, exchange.ErrNotOwner)
+			}
+		}
 	}
 	action := a.Action
 	if action == domain.ResolveNo {
