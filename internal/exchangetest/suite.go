@@ -104,6 +104,8 @@ var suiteTests = []struct {
 	{"RateLimits", testRateLimits},
 	{"Keys", testKeys},
 	{"RiskLimits", testRiskLimits},
+	{"AdminEvents", testAdminEvents},         // suite_events.go
+	{"EventSettlement", testEventSettlement}, // suite_events.go
 }
 
 // RunSuiteTests runs the suite's tests of those names, in the suite's order, then the

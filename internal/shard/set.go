@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -48,6 +49,7 @@ func NewSet(cfg Config, n int) *Set {
 	for i := range n {
 		c := cfg
 		c.owns = func(id uuid.UUID) bool { return set.owns(i, id) }
+		c.ownsEvent = func(id, event uuid.UUID) bool { return set.assignWithEvent(id, event) == i }
 		c.noPruning = i > 0 // one pruner of old events is enough
 		if cfg.Metrics != nil {
 			c.Metrics = prometheus.WrapRegistererWith(prometheus.Labels{"shard": strconv.Itoa(i)}, cfg.Metrics)
@@ -298,9 +300,16 @@ func (set *Set) TransitionEvent(ctx context.Context, id uuid.UUID, a domain.Even
 	} else if err != nil {
 		return err
 	}
-	i, err := set.of(ctx, e.Outcomes[0].MarketID)
-	if err != nil {
-		return err
+	i := -1
+	for _, o := range e.Outcomes { // each is given the event's shard, if not yet given
+		j, err := set.of(ctx, o.MarketID)
+		if err != nil {
+			return err
+		}
+		if i >= 0 && j != i {
+			return fmt.Errorf("event %s's markets are on different shards: %w", id, exchange.ErrUnavailable)
+		}
+		i = j
 	}
 	return set.shards[i].TransitionEvent(ctx, id, a)
 }

@@ -75,6 +75,7 @@ type Config struct {
 	// Set by a Set for each of its shards: owns says which markets the shard serves (nil: all), and
 	// noPruning leaves the pruning of old events to another shard.
 	owns      func(uuid.UUID) bool
+	ownsEvent func(market, event uuid.UUID) bool // owns, for a market of an event
 	noPruning bool
 }
 
