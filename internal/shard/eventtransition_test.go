@@ -181,3 +181,33 @@ func TestEventCloseAndReopen(t *testing.T) {
 	}
 	status(domain.MarketOpen)
 }
+
+// TestCloserClosesEvents: an event's closesAt closes all of its markets together through the
+// Closer, which a lone market's close would refuse.
+func TestCloserClosesEvents(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s := f.shard(t, "")
+	closes := time.Now().Add(time.Hour)
+	e, _, err := eventrec.Record(ctx, f.st, uuid.Nil, "test/closer", eventrec.Spec{Question: "Which", Category: "test",
+		ClosesAt: &closes, Outcomes: []event.Outcome{{Key: "a", Label: "A"}, {Key: "b", Label: "B"}}}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&market.Closer{Store: f.st, Target: s}).CloseDue(ctx, closes.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	after, err := f.st.Event(ctx, e.ID)
+	if err != nil || after.Status != domain.MarketClosed {
+		t.Fatalf("event after its closesAt: %s, %v", after.Status, err)
+	}
+	ms, err := f.st.EventMarkets(ctx, after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.Status != domain.MarketClosed {
+			t.Errorf("market %q is %s, want CLOSED", *m.OutcomeKey, m.Status)
+		}
+	}
+}
