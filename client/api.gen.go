@@ -702,10 +702,13 @@ type Market struct {
 	Category string `json:"category"`
 
 	// ClosesAt When the market stops trading (moves to CLOSED), if scheduled.
-	ClosesAt    *time.Time         `json:"closesAt"`
-	CreatedAt   time.Time          `json:"createdAt"`
-	Description *string            `json:"description"`
-	ID          openapi_types.UUID `json:"id"`
+	ClosesAt    *time.Time `json:"closesAt"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	Description *string    `json:"description"`
+
+	// EventID The event whose outcome this market answers (YES means the outcome wins); absent for a market of its own.
+	EventID *openapi_types.UUID `json:"eventId,omitempty"`
+	ID      openapi_types.UUID  `json:"id"`
 
 	// LabelA Display label of the YES outcome.
 	LabelA string `json:"labelA"`
@@ -714,8 +717,11 @@ type Market struct {
 	LabelB string `json:"labelB"`
 
 	// Outcome The resolution (pmx addition); null unless the market is RESOLVED.
-	Outcome  *MarketOutcome `json:"outcome"`
-	Question string         `json:"question"`
+	Outcome *MarketOutcome `json:"outcome"`
+
+	// OutcomeKey The outcome's key within its event; absent for a market of its own.
+	OutcomeKey *string `json:"outcomeKey,omitempty"`
+	Question   string  `json:"question"`
 
 	// Resolved True once the market is RESOLVED.
 	Resolved bool `json:"resolved"`

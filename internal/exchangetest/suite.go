@@ -105,6 +105,8 @@ var suiteTests = []struct {
 	{"Keys", testKeys},
 	{"RiskLimits", testRiskLimits},
 	{"OrderGroups", testOrderGroups},
+	{"AdminEvents", testAdminEvents},         // suite_events.go
+	{"EventSettlement", testEventSettlement}, // suite_events.go
 }
 
 // RunSuiteTests runs the suite's tests of those names, in the suite's order, then the

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -68,6 +69,9 @@ func (c *Closer) CloseDue(ctx context.Context, now time.Time) error {
 	for _, id := range ids {
 		// Another path (an admin request) may have moved it meanwhile: that is fine.
 		err := c.Target.Transition(ctx, id, domain.CloseMarket)
+		if errors.Is(err, domain.ErrMarketInEvent) {
+			err = c.closeEvent(ctx, id)
+		}
 		if errors.Is(err, ErrIllegalTransition) {
 			continue
 		}
@@ -79,4 +83,18 @@ func (c *Closer) CloseDue(ctx context.Context, now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// closeEvent closes the event of a market whose closesAt has come: an event's markets share its
+// schedule and move only together. A target that cannot move events leaves it to whoever can.
+func (c *Closer) closeEvent(ctx context.Context, id uuid.UUID) error {
+	lc, ok := c.Target.(exchange.EventLifecycle)
+	if !ok {
+		return nil
+	}
+	m, err := c.Store.Market(ctx, id)
+	if err != nil || m.EventID == nil {
+		return err
+	}
+	return lc.TransitionEvent(ctx, *m.EventID, domain.EventAction{Action: domain.CloseMarket})
 }

@@ -42,11 +42,15 @@ func (s *Shard) load(ctx context.Context, id uuid.UUID) (*marketState, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.cfg.owns != nil && !s.cfg.owns(id) {
+	if row.EventID != nil && s.cfg.ownsEvent != nil { // an event's markets are served together
+		if !s.cfg.ownsEvent(id, *row.EventID) {
+			return nil, exchange.ErrNotOwner
+		}
+	} else if s.cfg.owns != nil && !s.cfg.owns(id) {
 		return nil, exchange.ErrNotOwner // another shard of its Set serves it
 	}
 	m := &marketState{id: id, status: row.Status, epoch: row.Epoch, resting: map[int64]*wire.Order{},
-		free: map[holding]int64{}}
+		free: map[holding]int64{}, inEvent: row.EventID != nil}
 	if s.cfg.Name != "" && (row.Shard == nil || *row.Shard != s.cfg.Name) {
 		return nil, exchange.ErrNotOwner
 	}

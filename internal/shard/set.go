@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -48,6 +49,7 @@ func NewSet(cfg Config, n int) *Set {
 	for i := range n {
 		c := cfg
 		c.owns = func(id uuid.UUID) bool { return set.owns(i, id) }
+		c.ownsEvent = func(id, event uuid.UUID) bool { return set.assignWithEvent(id, event) == i }
 		c.noPruning = i > 0 // one pruner of old events is enough
 		if cfg.Metrics != nil {
 			c.Metrics = prometheus.WrapRegistererWith(prometheus.Labels{"shard": strconv.Itoa(i)}, cfg.Metrics)
@@ -113,11 +115,15 @@ func (set *Set) of(ctx context.Context, id uuid.UUID) (int, error) {
 	if ok {
 		return i, nil
 	}
-	if _, err := set.cfg.Store.Market(ctx, id); errors.Is(err, store.ErrNotFound) {
+	row, err := set.cfg.Store.Market(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
 		return 0, domain.ErrUnknownMarket
 	} else if err != nil {
 		set.shards[0].log.Warn("could not read a market to route it", "market", id, "err", err)
 		return 0, exchange.ErrUnavailable
+	}
+	if row.EventID != nil {
+		return set.assignWithEvent(id, *row.EventID), nil
 	}
 	return set.assign(id), nil
 }
@@ -271,4 +277,39 @@ func (set *Set) CheckBooks(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// assignWithEvent gives a market of an event the shard of its event, so that a conversion and
+// the event's move are one shard's batch: the event is assigned as a unit, by its id.
+func (set *Set) assignWithEvent(id, event uuid.UUID) int {
+	i := set.assign(event)
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	if j, ok := set.owner[id]; ok {
+		return j
+	}
+	set.owner[id] = i
+	return i
+}
+
+// TransitionEvent moves an event's markets on their shard (Shard.TransitionEvent).
+func (set *Set) TransitionEvent(ctx context.Context, id uuid.UUID, a domain.EventAction) error {
+	e, err := set.cfg.Store.Event(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return domain.ErrEventNotFound
+	} else if err != nil {
+		return err
+	}
+	i := -1
+	for _, o := range e.Outcomes { // each is given the event's shard, if not yet given
+		j, err := set.of(ctx, o.MarketID)
+		if err != nil {
+			return err
+		}
+		if i >= 0 && j != i {
+			return fmt.Errorf("event %s's markets are on different shards: %w", id, exchange.ErrUnavailable)
+		}
+		i = j
+	}
+	return set.shards[i].TransitionEvent(ctx, id, a)
 }

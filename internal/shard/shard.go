@@ -75,6 +75,7 @@ type Config struct {
 	// Set by a Set for each of its shards: owns says which markets the shard serves (nil: all), and
 	// noPruning leaves the pruning of old events to another shard.
 	owns      func(uuid.UUID) bool
+	ownsEvent func(market, event uuid.UUID) bool // owns, for a market of an event
 	noPruning bool
 }
 
@@ -117,6 +118,7 @@ type marketState struct {
 	lastTrade int64        // the last trade sequence number used
 	lastPrice int          // last trade's YES price, 0 if none
 	epoch     int64        // the ownership epoch it was loaded under (distributed mode)
+	inEvent   bool         // an outcome's market of an event: it moves only with the event (eventtransition.go)
 	finished  finishedOrders
 	expiries  expiries                         // the resting GTD orders, soonest first
 	resting   map[int64]*wire.Order            // the resting orders by seq, as their last account event left them (accountfeed.go)

@@ -30,13 +30,19 @@ type Market struct {
 	LabelB      string     `json:"labelB"`
 	CreatedAt   time.Time  `json:"createdAt"`
 	UpdatedAt   time.Time  `json:"updatedAt"`
+
+	// A market of an event (package event) answers one of its outcomes: the event and the
+	// outcome's key. Absent for a market of its own.
+	EventID    *uuid.UUID `json:"eventId,omitempty"`
+	OutcomeKey *string    `json:"outcomeKey,omitempty"`
 }
 
 // MarketOf is the API's shape of a market's row.
 func MarketOf(m *records.Market) Market {
 	return Market{ID: m.ID, URL: m.URL, Question: m.Question, Description: m.Description, Category: m.Category,
 		Status: string(m.Status), ClosesAt: m.ClosesAt, ResolvesAt: m.ResolvesAt, Resolved: m.Resolved, Outcome: m.Outcome,
-		LabelA: m.LabelA, LabelB: m.LabelB, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
+		LabelA: m.LabelA, LabelB: m.LabelB, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
+		EventID: m.EventID, OutcomeKey: m.OutcomeKey}
 }
 
 // Trade is an execution, seen from the taker's side.

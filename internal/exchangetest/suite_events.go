@@ -1,0 +1,146 @@
+package exchangetest
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/apiserver"
+)
+
+// newEvent creates an OPEN event of the given outcome keys through the admin API.
+func newEvent(t *testing.T, tg *Target, keys ...string) apiserver.Event {
+	t.Helper()
+	outcomes := make([]map[string]any, len(keys))
+	for i, k := range keys {
+		outcomes[i] = map[string]any{"key": k, "label": "Outcome " + k}
+	}
+	var e apiserver.Event
+	tg.Admin(t, "POST", "/admin/v1/events", map[string]any{"question": "Which one wins", "category": "test",
+		"outcomes": outcomes}, http.StatusCreated, &e)
+	if e.Status != "OPEN" || len(e.Outcomes) != len(keys) {
+		t.Fatalf("the new event: %+v", e)
+	}
+	return e
+}
+
+// testAdminEvents covers the admin API's events: creation and its refusals, each lifecycle move
+// of all of an event's markets, and a lone market of an event refusing to move (market_in_event).
+func testAdminEvents(t *testing.T, tg *Target) {
+	if !tg.AdminMarkets {
+		t.Skip("events are managed by Event resources here")
+	}
+	e := newEvent(t, tg, "red", "blue", "green")
+	var refusal ErrorBody
+	for _, body := range []map[string]any{
+		{"question": "q", "category": "c", "outcomes": []map[string]any{{"key": "only", "label": "Only"}}},
+		{"question": "q", "category": "c", "outcomes": []map[string]any{{"key": "a", "label": "A"}, {"key": "a", "label": "B"}}},
+		{"question": "q", "category": "c", "outcomes": []map[string]any{{"key": "Not a label", "label": "A"}, {"key": "b", "label": "B"}}},
+	} {
+		tg.Admin(t, "POST", "/admin/v1/events", body, http.StatusBadRequest, &refusal)
+		if refusal.Details.Code != "invalid_outcomes" {
+			t.Errorf("%v: refused with %+v, want invalid_outcomes", body, refusal.Details)
+		}
+	}
+	tg.Admin(t, "POST", "/admin/v1/events", map[string]any{"name": e.Name, "question": "q", "category": "c",
+		"outcomes": []map[string]any{{"key": "a", "label": "A"}, {"key": "b", "label": "B"}}}, http.StatusConflict, nil)
+	tg.AdminAs(t, "", "POST", "/admin/v1/events", map[string]any{}, http.StatusUnauthorized, nil)
+
+	path := "/admin/v1/events/" + e.ID.String()
+	tg.Admin(t, "POST", "/admin/v1/markets/"+e.Outcomes[0].MarketID.String()+"/close", nil, http.StatusConflict, &refusal)
+	if refusal.Details.Code != "market_in_event" {
+		t.Errorf("closing a market of an event alone: %+v, want market_in_event", refusal.Details)
+	}
+	reader := tg.NewAccount(t, "evread")
+	var after apiserver.Event
+	tg.Admin(t, "POST", path+"/close", nil, http.StatusOK, &after)
+	statuses := func(want string) {
+		t.Helper()
+		for _, o := range after.Outcomes {
+			if m := reader.market(t, o.MarketID); m.Status != want {
+				t.Errorf("outcome %q's market is %s, want %s", o.Key, m.Status, want)
+			}
+		}
+	}
+	statuses("CLOSED")
+	tg.Admin(t, "POST", path+"/close", nil, http.StatusConflict, nil)
+	tg.Admin(t, "POST", path+"/reopen", nil, http.StatusOK, &after)
+	statuses("OPEN")
+	tg.Admin(t, "POST", path+"/resolve", map[string]any{"outcome": "purple"}, http.StatusBadRequest, &refusal)
+	tg.Admin(t, "POST", path+"/resolve", map[string]any{"outcome": "blue"}, http.StatusOK, &after)
+	if after.Status != "RESOLVED" || after.Resolution == nil || *after.Resolution != "blue" {
+		t.Fatalf("after resolving: %+v", after)
+	}
+	statuses("RESOLVED")
+	for _, action := range []string{"close", "reopen", "cancel", "resolve"} {
+		body := map[string]any{"outcome": "red"}
+		tg.Admin(t, "POST", path+"/"+action, body, http.StatusConflict, nil)
+		tg.Admin(t, "POST", "/admin/v1/events/42/"+action, body, http.StatusBadRequest, nil)
+		tg.Admin(t, "POST", "/admin/v1/events/"+uuid.NewString()+"/"+action, body, http.StatusNotFound, &refusal)
+		tg.AdminAs(t, "", "POST", path+"/"+action, body, http.StatusUnauthorized, nil)
+	}
+	v := newEvent(t, tg, "a", "b", "c")
+	tg.Admin(t, "POST", "/admin/v1/events/"+v.ID.String()+"/cancel", nil, http.StatusOK, &after)
+	if after.Status != "CANCELED" {
+		t.Fatalf("after cancelling: %+v", after)
+	}
+}
+
+// market reads one market over the public API.
+func (c *Client) market(t *testing.T, id uuid.UUID) apiserver.Market {
+	t.Helper()
+	var m apiserver.Market
+	c.Expect(t, "GET", "/market?marketId="+id.String(), nil, http.StatusCreated, &m) // 201: the contract
+	return m
+}
+
+// testEventSettlement is the black-box check of an event: 4 outcomes, 4 accounts trading every
+// book, then resolution; each account's cash afterwards is what it held plus what its positions
+// were owed (100 per YES of the winner and per NO of every other outcome), and the exchange holds
+// nothing for the event (the invariants, the event's ledger among them, are checked after the suite).
+func testEventSettlement(t *testing.T, tg *Target) {
+	if !tg.AdminMarkets {
+		t.Skip("events are managed by Event resources here")
+	}
+	e := newEvent(t, tg, "w", "x", "y", "z")
+	accounts := make([]*Client, 4)
+	for i := range accounts {
+		accounts[i] = tg.NewAccount(t, fmt.Sprintf("ev%d", i))
+	}
+	for i, o := range e.Outcomes {
+		for j := range 2 { // two pairs of accounts mint in every book
+			yes, no := accounts[(i+2*j)%4], accounts[(i+2*j+1)%4]
+			price := 20 + 10*i + j
+			yes.Place(t, o.MarketID, "BUY", "YES", price, 3+j)
+			no.Place(t, o.MarketID, "BUY", "NO", 100-price, 3+j)
+		}
+	}
+	const winner = 2
+	owed := make([]int64, len(accounts))
+	before := make([]int64, len(accounts))
+	for a, c := range accounts {
+		before[a], _ = c.Balance(t)
+		held := c.Positions(t)
+		for i, o := range e.Outcomes {
+			yes, no := held[o.MarketID.String()+"/YES"].Quantity, held[o.MarketID.String()+"/NO"].Quantity
+			if i == winner {
+				owed[a] += 100 * yes
+			} else {
+				owed[a] += 100 * no
+			}
+		}
+	}
+	tg.Admin(t, "POST", "/admin/v1/events/"+e.ID.String()+"/resolve", map[string]any{"outcome": e.Outcomes[winner].Key}, http.StatusOK, nil)
+	for a, c := range accounts {
+		if after, locked := c.Balance(t); after != before[a]+owed[a] || locked != 0 {
+			t.Errorf("account %d holds %d (%d locked), want %d + %d owed", a, after, locked, before[a], owed[a])
+		}
+		for k, p := range c.Positions(t) {
+			if p.Quantity != 0 {
+				t.Errorf("account %d still holds %d of %s", a, p.Quantity, k)
+			}
+		}
+	}
+}
