@@ -31,12 +31,13 @@ question: Which party wins the most seats?
 category: politics
 `
 
-// outcomes is an outcomes list of the given keys, each labelled with its key in upper case.
+// outcomes is an outcomes list of the given keys, each labelled with its key in upper case (cut to
+// the 50 characters a label may have).
 func outcomes(keys ...string) string {
 	var b strings.Builder
 	b.WriteString("outcomes:\n")
 	for _, k := range keys {
-		fmt.Fprintf(&b, "- key: %q\n  label: %q\n", k, strings.ToUpper(k))
+		fmt.Fprintf(&b, "- key: %q\n  label: %q\n", k, strings.ToUpper(k[:min(len(k), 50)]))
 	}
 	return b.String()
 }
@@ -67,7 +68,8 @@ resolution: blue`, ""},
 		{"two outcomes", eventQuestion + outcomes("yes-2027", "no-2027"), ""},
 		{"fifty outcomes", eventQuestion + outcomes(manyKeys(50)...), ""},
 		{"resolution CANCELED", validEvent + "resolution: CANCELED", ""},
-		{"key of 40 characters", eventQuestion + outcomes(strings.Repeat("k", 40), "b"), ""},
+		{"key of 63 characters", eventQuestion + outcomes(strings.Repeat("k", 63), "b"), ""},
+		{"label of 50 characters", eventQuestion + "outcomes:\n- key: a\n  label: " + strings.Repeat("é", 50) + "\n- key: b\n  label: B", ""},
 
 		{"one outcome", eventQuestion + outcomes("red"), "spec.outcomes"},
 		{"no outcomes", eventQuestion, "spec.outcomes"},
@@ -76,7 +78,8 @@ resolution: blue`, ""},
 		{"upper-case key", eventQuestion + outcomes("Red", "blue"), "spec.outcomes[0].key"},
 		{"key with a dot", eventQuestion + outcomes("r.d", "blue"), "spec.outcomes[0].key"},
 		{"key ending in a dash", eventQuestion + outcomes("red-", "blue"), "spec.outcomes[0].key"},
-		{"key of 41 characters", eventQuestion + outcomes(strings.Repeat("k", 41), "b"), "spec.outcomes[0].key"},
+		{"key of 64 characters", eventQuestion + outcomes(strings.Repeat("k", 64), "b"), "spec.outcomes[0].key"},
+		{"label of 51 characters", eventQuestion + "outcomes:\n- key: a\n  label: " + strings.Repeat("é", 51) + "\n- key: b\n  label: B", "spec.outcomes[0].label"},
 		{"empty label", eventQuestion + "outcomes:\n- key: a\n  label: \"\"\n- key: b\n  label: B", "spec.outcomes[0].label"},
 		{"no question", "category: c\n" + outcomes("a", "b"), "spec.question"},
 		{"no category", "question: q\n" + outcomes("a", "b"), "spec.category"},

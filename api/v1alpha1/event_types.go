@@ -23,17 +23,17 @@ const EventResolutionCanceled = "CANCELED"
 type EventOutcome struct {
 	// Key names the outcome for good: the resolution names it, and the outcome's Market is
 	// <event>-<key>. Lower-case letters, digits and '-', starting and ending with a letter or
-	// digit, at most 40 characters.
+	// digit, at most 63 characters (a DNS label).
 	// +required
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Key string `json:"key"`
 
-	// Label is the outcome's display name, e.g. "Labour".
+	// Label is the outcome's display name, e.g. "Labour", at most 50 characters.
 	// +required
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=100
+	// +kubebuilder:validation:MaxLength=50
 	Label string `json:"label"`
 }
 
@@ -103,7 +103,7 @@ type EventSpec struct {
 	// an event that has no resolution voids it.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:MaxLength=63
 	Resolution string `json:"resolution,omitempty"`
 }
 
