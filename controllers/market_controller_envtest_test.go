@@ -91,6 +91,11 @@ func newWorld(t *testing.T) *world {
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
+	er := &EventReconciler{Client: mgr.GetClient(), Scheme: env.Scheme, Store: st, Resync: 100 * time.Millisecond,
+		Recorder: mgr.GetEventRecorder("pmx-operator")}
+	if err := er.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
 	mctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
