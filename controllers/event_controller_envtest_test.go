@@ -205,4 +205,3 @@ func (w *world) waitForEvent(name, reason string) {
 		w.t.Fatalf("no %s event about %s: %v", reason, name, err)
 	}
 }
-
