@@ -40,6 +40,7 @@ var refusalStatus = map[domain.Kind]int{
 	domain.Invalid:   http.StatusBadRequest,
 	domain.Forbidden: http.StatusForbidden,
 	domain.Conflict:  http.StatusConflict,
+	domain.NotFound:  http.StatusNotFound,
 }
 
 // writeError maps an error to its answer: an *httpkit.Error as it says, a refusal (*domain.Error)

@@ -12,6 +12,8 @@ const (
 	Forbidden
 	// Conflict: it contradicts an earlier request (409).
 	Conflict
+	// NotFound: it names something that does not exist, where the API answers 404 (events).
+	NotFound
 )
 
 // Error is a request the exchange refused, having changed nothing: a stable snake_case code, the

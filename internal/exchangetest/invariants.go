@@ -15,16 +15,25 @@ import (
 // invariants are the rules of docs/architecture.md §3 (and a few of the schema's own), each a
 // query that returns one row per violation.
 var invariants = []struct{ name, query string }{
-	{"cash is conserved: Σ available + locked + 100 × pairs outstanding = Σ grants", `
-		select a.money + 100 * p.pairs, g.granted
+	{"cash is conserved: Σ available + locked + 100 × pairs outstanding + events' collateral + the exchange's remainders = Σ grants", `
+		with ` + eventPayouts + `
+		select a.money + 100 * p.pairs + e.collateral + r.kept, g.granted
 		from (select coalesce(sum(available + locked), 0) as money from accounts) a,
-		     (select coalesce(sum(quantity), 0) as pairs from positions where outcome = 'YES') p,
+		     (select coalesce(sum(p.quantity), 0) as pairs from positions p join markets m on m.id = p.market_id
+		       where p.outcome = 'YES' and m.event_id is null) p,
+		     (select coalesce(sum(pays), 0) as collateral from (select distinct on (event_id) event_id, pays from payout) c) e,
+		     (select coalesce(sum(amount), 0) as kept from exchange_remainders) r,
 		     (select coalesce(sum(granted), 0) as granted from accounts) g
-		where a.money + 100 * p.pairs <> g.granted`},
-	{"YES shares outstanding = NO shares outstanding, per market", `
-		select market_id, sum(quantity) filter (where outcome = 'YES'), sum(quantity) filter (where outcome = 'NO')
-		from positions group by market_id
-		having coalesce(sum(quantity) filter (where outcome = 'YES'), 0) <> coalesce(sum(quantity) filter (where outcome = 'NO'), 0)`},
+		where a.money + 100 * p.pairs + e.collateral + r.kept <> g.granted`},
+	{"YES shares outstanding = NO shares outstanding, per market of no event", `
+		select p.market_id, sum(p.quantity) filter (where p.outcome = 'YES'), sum(p.quantity) filter (where p.outcome = 'NO')
+		from positions p join markets m on m.id = p.market_id where m.event_id is null group by p.market_id
+		having coalesce(sum(p.quantity) filter (where p.outcome = 'YES'), 0) <> coalesce(sum(p.quantity) filter (where p.outcome = 'NO'), 0)`},
+	// The event's ledger (docs/architecture.md §3, event.Totals.Check): whichever outcome wins,
+	// the exchange pays the same, the collateral it holds for the event.
+	{"for every event and outcome w, what the exchange pays if w wins is the event's collateral", `
+		with ` + eventPayouts + `
+		select event_id, min(pays), max(pays) from payout group by event_id having min(pays) <> max(pays)`},
 	{"locked cash = what open BUY orders need", `
 		select a.id, a.locked, coalesce(o.need, 0)
 		from accounts a left join (
@@ -91,6 +100,19 @@ var invariants = []struct{ name, query string }{
 		select m.id, m.event_seq, max(e.last_seq) from markets m join market_events e on e.market_id = m.id
 		group by m.id, m.event_seq having max(e.last_seq) <> m.event_seq`},
 }
+
+// eventPayouts is a query's with-list naming payout: for each event and outcome w, what the
+// exchange pays if w wins, 100 per YES share of w's market and per NO share of every other one.
+const eventPayouts = `held as (
+			select m.event_id, m.outcome_key,
+			       coalesce(sum(p.quantity) filter (where p.outcome = 'YES'), 0) as yes,
+			       coalesce(sum(p.quantity) filter (where p.outcome = 'NO'), 0) as no
+			from markets m left join positions p on p.market_id = m.id
+			where m.event_id is not null group by m.event_id, m.outcome_key),
+		payout as (
+			select h.event_id, h.outcome_key,
+			       100 * (h.yes - h.no + sum(h.no) over (partition by h.event_id)) as pays
+			from held h)`
 
 // CheckInvariants checks every invariant in SQL, and the books in memory against Postgres when the
 // target can, reporting each violation.

@@ -37,7 +37,23 @@ func TestInvariantsCatchViolations(t *testing.T) {
 		update markets set event_seq = 5 where id = '00000000-0000-0000-0000-0000000000aa';
 		insert into market_events (market_id, first_seq, last_seq, created_at, events) values
 		  ('00000000-0000-0000-0000-0000000000aa', 1, 3, now(), '[]'),
-		  ('00000000-0000-0000-0000-0000000000aa', 4, 5, now(), '[]');`
+		  ('00000000-0000-0000-0000-0000000000aa', 4, 5, now(), '[]');
+		-- An event of three outcomes: c minted a pair in each market (300 of collateral), then
+		-- converted 1 NO of e1 and of e2 into 1 YES of e3 and 100 cents, leaving 200 whichever wins.
+		insert into accounts (id, uid, name, available, locked, granted, created_at, updated_at) overriding system value values
+		  (3, gen_random_uuid(), 'c', 1000 - 300 + 100, 0, 1000, now(), now());
+		insert into events (id, name, question, category, outcomes, status, created_at, updated_at) values
+		  ('00000000-0000-0000-0000-0000000000ee', 'cup', 'Who?', 'c', '[{"key":"e1"},{"key":"e2"},{"key":"e3"}]', 'OPEN', now(), now());
+		insert into markets (id, question, category, label_a, label_b, status, created_at, updated_at, event_id, outcome_key) values
+		  ('00000000-0000-0000-0000-0000000000e1', 'e1?', 'c', 'Yes', 'No', 'OPEN', now(), now(), '00000000-0000-0000-0000-0000000000ee', 'e1'),
+		  ('00000000-0000-0000-0000-0000000000e2', 'e2?', 'c', 'Yes', 'No', 'OPEN', now(), now(), '00000000-0000-0000-0000-0000000000ee', 'e2'),
+		  ('00000000-0000-0000-0000-0000000000e3', 'e3?', 'c', 'Yes', 'No', 'OPEN', now(), now(), '00000000-0000-0000-0000-0000000000ee', 'e3');
+		insert into positions (account_id, market_id, outcome, id, quantity, locked_quantity, created_at, updated_at) values
+		  (3, '00000000-0000-0000-0000-0000000000e1', 'YES', gen_random_uuid(), 1, 0, now(), now()),
+		  (3, '00000000-0000-0000-0000-0000000000e1', 'NO', gen_random_uuid(), 0, 0, now(), now()),
+		  (3, '00000000-0000-0000-0000-0000000000e2', 'YES', gen_random_uuid(), 1, 0, now(), now()),
+		  (3, '00000000-0000-0000-0000-0000000000e3', 'YES', gen_random_uuid(), 2, 0, now(), now()),
+		  (3, '00000000-0000-0000-0000-0000000000e3', 'NO', gen_random_uuid(), 1, 0, now(), now());`
 	if _, err := st.Pool.Exec(ctx, seed); err != nil {
 		t.Fatal(err)
 	}
@@ -51,6 +67,10 @@ func TestInvariantsCatchViolations(t *testing.T) {
 	}{
 		{"cash is conserved", `update accounts set available = available + 1 where id = 2`},
 		{"YES shares outstanding = NO shares outstanding", `update positions set quantity = 3 where outcome = 'YES'`},
+		{"for every event and outcome w, what the exchange pays if w wins is the event's collateral",
+			`update positions set quantity = 3 where market_id = '00000000-0000-0000-0000-0000000000e3' and outcome = 'YES'`},
+		{"cash is conserved", `update accounts set available = available - 100 where id = 3`},
+		{"cash is conserved", `insert into exchange_remainders values ('00000000-0000-0000-0000-0000000000ee', 1, now())`},
 		{"locked cash = what open BUY orders need", `update accounts set locked = locked + 1, available = available - 1 where id = 1`},
 		{"locked shares = what open SELL orders need", `update positions set locked_quantity = 1 where account_id = 1`},
 		{"no negative balance", `alter domain nonnegative drop constraint nonnegative_check;

@@ -36,6 +36,9 @@ type Market struct {
 	Shard          *string // the shard that owns the market, in distributed mode
 	Epoch          int64   // bumped at every change of owner
 	EventSeq       int64   // the last number of the market's feed sequence (package feed)
+
+	EventID    *uuid.UUID // the event whose outcome the market answers; nil for a market of its own
+	OutcomeKey *string    // the outcome's key within that event
 }
 
 // Order is an order's row.

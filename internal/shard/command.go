@@ -66,6 +66,7 @@ type command struct {
 	markets []uuid.UUID            // cmdCancelAll
 	action  domain.MarketAction    // cmdTransition
 	groups  []uuid.UUID            // cmdGroupSweep: the order groups found triggered
+	event   *eventMove             // cmdTransition of an event's market, as part of the event's move
 	reply   chan error
 
 	err      error               // set while the batch runs; sent once it commits

@@ -308,11 +308,16 @@ func (s *Shard) cancelAll(c *command) {
 
 func (s *Shard) transition(c *command) {
 	m := s.markets[c.market]
+	if m.inEvent && c.event == nil {
+		c.err = domain.ErrMarketInEvent
+		return
+	}
 	plan, err := market.Transition(m.status, c.action)
 	if err != nil {
 		c.err = err
 		return
 	}
+	s.moveEvent(c, &plan)
 	s.acc.touch(m)
 	if plan.CancelOrders && m.book != nil {
 		for _, st := range m.book.Resting(nil) {
@@ -324,7 +329,11 @@ func (s *Shard) transition(c *command) {
 		}
 	}
 	if plan.Settle {
-		s.acc.batch.Settlements = append(s.acc.batch.Settlements, store.Settlement{Market: m.id, Outcome: plan.Outcome})
+		st := store.Settlement{Market: m.id, Outcome: plan.Outcome}
+		if c.event != nil && plan.Outcome == "" {
+			st.VoidYes, st.VoidNo = c.event.voidYes, c.event.voidNo
+		}
+		s.acc.batch.Settlements = append(s.acc.batch.Settlements, st)
 		m.book, m.exposure = nil, nil
 	} else {
 		s.acc.market(m.id).Status = plan.To

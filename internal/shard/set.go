@@ -113,11 +113,15 @@ func (set *Set) of(ctx context.Context, id uuid.UUID) (int, error) {
 	if ok {
 		return i, nil
 	}
-	if _, err := set.cfg.Store.Market(ctx, id); errors.Is(err, store.ErrNotFound) {
+	row, err := set.cfg.Store.Market(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
 		return 0, domain.ErrUnknownMarket
 	} else if err != nil {
 		set.shards[0].log.Warn("could not read a market to route it", "market", id, "err", err)
 		return 0, exchange.ErrUnavailable
+	}
+	if row.EventID != nil {
+		return set.assignWithEvent(id, *row.EventID), nil
 	}
 	return set.assign(id), nil
 }
@@ -271,4 +275,32 @@ func (set *Set) CheckBooks(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// assignWithEvent gives a market of an event the shard of its event, so that a conversion and
+// the event's move are one shard's batch: the event is assigned as a unit, by its id.
+func (set *Set) assignWithEvent(id, event uuid.UUID) int {
+	i := set.assign(event)
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	if j, ok := set.owner[id]; ok {
+		return j
+	}
+	set.owner[id] = i
+	return i
+}
+
+// TransitionEvent moves an event's markets on their shard (Shard.TransitionEvent).
+func (set *Set) TransitionEvent(ctx context.Context, id uuid.UUID, a domain.EventAction) error {
+	e, err := set.cfg.Store.Event(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return domain.ErrEventNotFound
+	} else if err != nil {
+		return err
+	}
+	i, err := set.of(ctx, e.Outcomes[0].MarketID)
+	if err != nil {
+		return err
+	}
+	return set.shards[i].TransitionEvent(ctx, id, a)
 }

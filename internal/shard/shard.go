@@ -117,6 +117,7 @@ type marketState struct {
 	lastTrade int64        // the last trade sequence number used
 	lastPrice int          // last trade's YES price, 0 if none
 	epoch     int64        // the ownership epoch it was loaded under (distributed mode)
+	inEvent   bool         // an outcome's market of an event: it moves only with the event (eventtransition.go)
 	finished  finishedOrders
 	expiries  expiries                         // the resting GTD orders, soonest first
 	resting   map[int64]*wire.Order            // the resting orders by seq, as their last account event left them (accountfeed.go)

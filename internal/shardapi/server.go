@@ -217,6 +217,19 @@ func (s Server) Handler() http.Handler {
 		}
 		answer(c, http.StatusNoContent, nil, sh.Transition(c.Request.Context(), w.Market, action))
 	})
+	// An event's lifecycle change, from the operator (events.go): all its markets in one batch.
+	in.POST("/event-transition", func(c *gin.Context) {
+		var w eventTransitionV1
+		if !bind(c, &w) {
+			return
+		}
+		action, e := checkEventTransition(&w)
+		if e != nil {
+			refuse(c, e)
+			return
+		}
+		answer(c, http.StatusNoContent, nil, transitionEvent(c.Request.Context(), sh, w.Event, action))
+	})
 	in.GET("/feed", streamFeed(s.Feed, s.Stopping))
 	in.GET("/book", func(c *gin.Context) {
 		market := c.Query("market")

@@ -19,7 +19,7 @@ import (
 // enums their numbers (engine.Side 1 BUY, 2 SELL; engine.Outcome 1 YES, 2 NO; engine.TimeInForce
 // 0 GTC, 1 GTD, 2 IOC, 3 FOK; engine.SelfTrade 0 CANCEL_RESTING, 1 CANCEL_INCOMING; engine.Status
 // 1 OPEN to 5 PARTIALLY_FILLED_CANCELLED; engine.CancelReason 0 none, 1 USER; domain.Kind 1
-// Invalid, 2 Forbidden, 3 Conflict). Renaming a field of the process's types changes nothing
+// Invalid, 2 Forbidden, 3 Conflict, 4 NotFound). Renaming a field of the process's types changes nothing
 // here; renaming one here, or renumbering an enum, fails TestWireV1Golden. A change the older
 // build could not read is version 2 (docs/architecture.md §9).
 

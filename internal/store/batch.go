@@ -325,6 +325,7 @@ func queueApply(q *pgx.Batch, b *Batch, updated *[]records.Order, accounts *[]Ac
 			})
 		}
 	}
+	queueEventChanges(q, b)
 	settled := new([]SettledHolding)
 	for _, st := range b.Settlements {
 		var outcome *string
@@ -332,17 +333,23 @@ func queueApply(q *pgx.Batch, b *Batch, updated *[]records.Order, accounts *[]Ac
 		if st.Outcome != "" {
 			outcome, status = &st.Outcome, "RESOLVED"
 		}
-		q.Queue(`select account_id, outcome, quantity, payout, last_seq from settle($1, $2, $3)`, st.Market, outcome, b.Now).
-			Query(func(rows pgx.Rows) error {
-				for rows.Next() {
-					h := SettledHolding{Market: st.Market, Status: status, SettledAt: b.Now}
-					if err := rows.Scan(&h.Account, &h.Outcome, &h.Quantity, &h.Payout, &h.LastSeq); err != nil {
-						return err
-					}
-					*settled = append(*settled, h)
+		var qq *pgx.QueuedQuery
+		if st.VoidYes != 0 {
+			qq = q.Queue(`select account_id, outcome, quantity, payout, last_seq from settle_paying($1, $2, $3, $4)`,
+				st.Market, st.VoidYes, st.VoidNo, b.Now)
+		} else {
+			qq = q.Queue(`select account_id, outcome, quantity, payout, last_seq from settle($1, $2, $3)`, st.Market, outcome, b.Now)
+		}
+		qq.Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				h := SettledHolding{Market: st.Market, Status: status, SettledAt: b.Now}
+				if err := rows.Scan(&h.Account, &h.Outcome, &h.Quantity, &h.Payout, &h.LastSeq); err != nil {
+					return err
 				}
-				return rows.Err()
-			})
+				*settled = append(*settled, h)
+			}
+			return rows.Err()
+		})
 	}
 	return settled
 }

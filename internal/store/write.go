@@ -108,8 +108,9 @@ type Batch struct {
 	Shares       []ShareDelta
 	Markets      []MarketUpdate
 	Events       []EventBatch
-	Settlements  []Settlement // run last, after every other write
-	Groups       []GroupDelta // what the batch did to order groups, guarded (migration 027)
+	Settlements  []Settlement  // run last, after every other write
+	Groups       []GroupDelta  // what the batch did to order groups, guarded (migration 027)
+	EventChanges []EventChange // events' status changes, written before the settlements
 	// SettledEvents encodes the events of an account's holdings that a settlement paid (its part
 	// of the account's feed), for CommitBatch to write with the batch. Needed when Settlements is
 	// not empty and the account feed is kept.
@@ -220,6 +221,9 @@ type EventBatch struct {
 type Settlement struct {
 	Market  uuid.UUID
 	Outcome string
+	// VoidYes and VoidNo, when VoidYes is not 0, are what a cancelled market of an event pays per
+	// YES and NO share (event.VoidPayout) instead of 50 and 50.
+	VoidYes, VoidNo int64
 }
 
 // orderColumnsOf lays orders out as newOrdersPart's parameters, one array per column.

@@ -1,0 +1,75 @@
+package eventrec
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/event"
+	"github.com/pmx-dev/pmx/internal/pgtest"
+	"github.com/pmx-dev/pmx/internal/storetest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func TestRecord(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.New(t)
+	now := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	spec := Spec{Question: "Who wins the cup", Category: "sports", Outcomes: []event.Outcome{
+		{Key: "red", Label: "Red"}, {Key: "blue", Label: "Blue"}, {Key: "green", Label: "Green"}}}
+
+	e, created, err := Record(ctx, st, uuid.Nil, "default/cup", spec, now)
+	if err != nil || !created || e.Status != domain.MarketOpen || len(e.Outcomes) != 3 {
+		t.Fatalf("Record(new) = %+v, created %v, %v", e, created, err)
+	}
+	markets, err := st.EventMarkets(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range markets {
+		o := e.Outcomes[i]
+		if m.ID != o.MarketID || m.EventID == nil || *m.EventID != e.ID || *m.OutcomeKey != o.Key ||
+			*m.Name != MarketName("default/cup", o.Key) || m.Status != domain.MarketOpen {
+			t.Errorf("outcome %q's market %+v", o.Key, m)
+		}
+	}
+
+	// The same name updates text and labels, in the event and its markets, and keeps the ids.
+	spec.Outcomes[1].Label = "Navy"
+	spec.Question = "Who takes the cup"
+	again, created, err := Record(ctx, st, uuid.Nil, "default/cup", spec, now.Add(time.Minute))
+	if err != nil || created || again.ID != e.ID || again.Outcomes[1].Label != "Navy" ||
+		again.Outcomes[1].MarketID != e.Outcomes[1].MarketID || again.Question != "Who takes the cup" {
+		t.Fatalf("Record(update) = %+v, created %v, %v", again, created, err)
+	}
+	m, err := st.Market(ctx, e.Outcomes[1].MarketID)
+	if err != nil || m.Question != "Who takes the cup: Navy?" {
+		t.Fatalf("the outcome's market after the update: %q, %v", m.Question, err)
+	}
+
+	// Keys are fixed; invalid outcomes change nothing.
+	for _, outcomes := range [][]event.Outcome{
+		{{Key: "red", Label: "Red"}, {Key: "blue", Label: "Blue"}},
+		{{Key: "red", Label: "Red"}, {Key: "teal", Label: "Navy"}, {Key: "green", Label: "Green"}},
+	} {
+		s := spec
+		s.Outcomes = outcomes
+		if _, _, err := Record(ctx, st, e.ID, "default/cup", s, now); !errors.Is(err, ErrOutcomesChanged) {
+			t.Errorf("outcomes %v: %v, want ErrOutcomesChanged", outcomes, err)
+		}
+	}
+	s := spec
+	s.Outcomes = []event.Outcome{{Key: "only", Label: "Only"}}
+	var refusal *domain.Error
+	if _, _, err := Record(ctx, st, uuid.Nil, "default/one", s, now); !errors.As(err, &refusal) || refusal.Code != "invalid_outcomes" {
+		t.Errorf("one outcome: %v, want invalid_outcomes", err)
+	}
+	if _, err := st.EventByName(ctx, "default/one"); err == nil {
+		t.Error("a refused event was stored")
+	}
+}
