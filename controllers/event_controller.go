@@ -20,6 +20,10 @@ import (
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/event"
+	"github.com/pmx-dev/pmx/internal/eventrec"
+	"github.com/pmx-dev/pmx/internal/exchange"
+	"github.com/pmx-dev/pmx/internal/market"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -96,56 +100,61 @@ type eventObservation struct {
 	phase pmxv1.MarketPhase // the phase all recorded markets share; "" when they differ or none is
 	shard string            // the shard that owns every market, "" when they are not on one
 	// pending is the change the spec asks of the event and that is not carried out yet; waiting
-	// says why it is not carried out now, "" when it is being.
+	// says why it cannot be now, "" when it is being.
 	pending domain.MarketAction
 	waiting string
 }
 
-// reconcileEvent records the event, keeps its Markets as its spec says, and carries out the change
-// its spec asks for once every market is recorded on one shard.
+// reconcileEvent records the event with its outcome markets, keeps its Markets as its spec says,
+// and has the event's shard carry out the change its spec asks for once all of its markets are on
+// that shard.
 func (r *EventReconciler) reconcileEvent(ctx context.Context, ev *pmxv1.Event) (eventObservation, error) {
 	var obs eventObservation
-	if err := r.ensureMarkets(ctx, ev, &obs); err != nil {
-		return obs, err
-	}
-	if err := r.readRows(ctx, &obs); err != nil {
-		return obs, err
-	}
-	id, err := r.recordEvent(ctx, ev, obs.rows)
+	e, err := r.recordEvent(ctx, ev)
 	if err != nil {
 		return obs, err
 	}
-	obs.id = id
-	action, pending := eventNext(&ev.Spec, domain.MarketStatus(obs.phase), r.Clock.Now())
+	if err := r.ensureMarkets(ctx, ev, &obs); err != nil {
+		return obs, err
+	}
+	if err := r.readRows(ctx, e, &obs); err != nil {
+		return obs, err
+	}
+	action, pending := eventNext(&ev.Spec, e.Status, r.Clock.Now())
 	if !pending {
 		return obs, nil
 	}
 	obs.pending = action
-	switch {
-	case obs.id == uuid.Nil:
-		obs.waiting = "the event is not recorded yet"
-	case obs.phase == "":
-		obs.waiting = "its markets are not all recorded in one phase yet"
-	case obs.shard == "":
+	if obs.shard == "" {
 		obs.waiting = "its markets are not all on one shard yet"
-	}
-	if obs.waiting != "" {
 		return obs, nil
 	}
-	if err := r.Exchange.EventTransition(ctx, obs.id, action, ev.Spec.Resolution); err != nil {
-		return obs, fmt.Errorf("while carrying out %s on event %s: %w", action, obs.id, err)
+	change := domain.EventAction{Action: action}
+	if action == domain.ResolveYes {
+		change.Outcome = ev.Spec.Resolution
 	}
-	r.event(ev, corev1.EventTypeNormal, transitionReason(action), string(action), "event %s: %s carried out on all %d markets", obs.id, action, len(obs.rows))
-	if err := r.readRows(ctx, &obs); err != nil {
+	switch err := r.Exchange.TransitionEvent(ctx, e.ID, change); {
+	case errors.Is(err, exchange.ErrUnavailable):
+		obs.waiting = "no live shard owns all of its markets yet"
+		return obs, nil
+	case err != nil:
+		return obs, fmt.Errorf("while carrying out %s on event %s: %w", change, e.ID, err)
+	}
+	if e, err = r.Store.Event(ctx, e.ID); err != nil {
 		return obs, err
 	}
-	obs.pending, _ = eventNext(&ev.Spec, domain.MarketStatus(obs.phase), r.Clock.Now())
+	r.event(ev, corev1.EventTypeNormal, transitionReason(action), string(action), "event %s: %s, all %d markets together; now %s", e.ID, change, len(e.Outcomes), e.Status)
+	if err := r.readRows(ctx, e, &obs); err != nil {
+		return obs, err
+	}
+	obs.pending, _ = eventNext(&ev.Spec, e.Status, r.Clock.Now())
+	obs.waiting = ""
 	return obs, nil
 }
 
-// eventNext is the change that moves an event whose markets are all in status toward its spec at
-// time now: the resolution (resolving to an outcome is domain.ResolveYes of that outcome's market,
-// and NO of the others), else closing, at closesAt too, and reopening as a market's intent does.
+// eventNext is the change that moves an event in status toward its spec at time now: the
+// resolution (resolving to an outcome is domain.ResolveYes, with the outcome's key), else closing,
+// at closesAt too, and reopening, as a market's intent does.
 func eventNext(spec *pmxv1.EventSpec, status domain.MarketStatus, now time.Time) (domain.MarketAction, bool) {
 	live := status == domain.MarketOpen || status == domain.MarketClosed
 	switch {
@@ -203,104 +212,73 @@ func (r *EventReconciler) ensureMarkets(ctx context.Context, ev *pmxv1.Event, ob
 	return nil
 }
 
-// marketSpec is the spec of the Market that lists outcome o of ev: the outcome's label and the
-// event's question, the event's text and times, and the lifecycle fields its Event sets
-// (lifecycleOf).
+// marketSpec is the spec of the Market that lists outcome o of ev: the one its market is recorded
+// with (eventrec.MarketSpec, so that the Market controller's market.Record keeps the same text),
+// and the lifecycle fields its Event sets (lifecycleOf).
 func marketSpec(ev *pmxv1.Event, o pmxv1.EventOutcome) pmxv1.MarketSpec {
-	closed, resolution := lifecycleOf(ev, o.Key)
-	question := []rune(o.Label + ": " + ev.Spec.Question)
-	if len(question) > 500 {
-		question = append(question[:499], '…')
-	}
-	return pmxv1.MarketSpec{Question: string(question), Description: ev.Spec.Description, Category: ev.Spec.Category,
-		URL: ev.Spec.URL, LabelA: pmxv1.DefaultLabelA, LabelB: pmxv1.DefaultLabelB, ClosesAt: ev.Spec.ClosesAt,
-		ResolvesAt: ev.Spec.ResolvesAt, Closed: closed, Resolution: resolution}
+	spec := eventrec.MarketSpec(specOf(ev), event.Outcome{Key: o.Key, Label: o.Label})
+	spec.Closed, spec.Resolution = lifecycleOf(ev, o.Key)
+	return spec
 }
 
-// readRows reads the markets' rows that the Market controller recorded, and the phase and shard
-// they share.
-func (r *EventReconciler) readRows(ctx context.Context, obs *eventObservation) error {
-	obs.rows = make([]*records.Market, len(obs.markets))
-	obs.phase, obs.shard = "", ""
-	phases, shards := map[domain.MarketStatus]int{}, map[string]int{}
-	recorded := 0
-	for i, m := range obs.markets {
-		if m == nil {
-			continue
-		}
-		row, err := r.Store.MarketByName(ctx, marketName(m))
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			continue
-		case err != nil:
-			return err
-		}
-		obs.rows[i] = &row
-		recorded++
-		phases[row.Status]++
-		if row.Shard != nil {
-			shards[*row.Shard]++
-		}
+// readRows reads the event's phase, its markets' rows in outcome order and the shard they share.
+func (r *EventReconciler) readRows(ctx context.Context, e records.Event, obs *eventObservation) error {
+	rows, err := r.Store.EventMarkets(ctx, e)
+	if err != nil {
+		return fmt.Errorf("while reading the markets of event %s: %w", e.ID, err)
 	}
-	if recorded == 0 || recorded < len(obs.markets) {
-		return nil
-	}
-	if len(phases) == 1 {
-		for p := range phases {
-			obs.phase = pmxv1.MarketPhase(p)
+	obs.id, obs.phase, obs.shard = e.ID, pmxv1.MarketPhase(e.Status), ""
+	obs.rows = make([]*records.Market, len(rows))
+	shards := map[string]int{}
+	for i := range rows {
+		obs.rows[i] = &rows[i]
+		if rows[i].Shard != nil {
+			shards[*rows[i].Shard]++
 		}
 	}
 	for s, n := range shards {
-		if n == recorded {
+		if n == len(rows) {
 			obs.shard = s
 		}
 	}
 	return nil
 }
 
-// finalize voids a deleted Event's event if it was never settled, in one transaction of its
-// shard, then lets the Event go (and with it, through their owner references, its Markets, whose
-// markets are then settled).
+// finalize voids a deleted Event's event if it was never settled, all of its markets in one
+// transaction of their shard, then lets the Event go (and with it, through their owner
+// references, its Markets, whose markets are settled by then). It returns how long to wait when
+// no live shard owns all of the event's markets yet.
 func (r *EventReconciler) finalize(ctx context.Context, ev *pmxv1.Event) (time.Duration, error) {
 	if !controllerutil.ContainsFinalizer(ev, eventFinalizer) {
 		return 0, nil
 	}
-	var obs eventObservation
-	if err := r.ensureMarketsExisting(ctx, ev, &obs); err != nil {
-		return 0, err
-	}
-	if err := r.readRows(ctx, &obs); err != nil {
-		return 0, err
-	}
-	id, err := r.existingEvent(ctx, ev)
+	e, ok, err := r.existingEvent(ctx, ev)
 	if err != nil {
 		return 0, err
 	}
-	switch {
-	case id == uuid.Nil:
-		// Never recorded: nothing was traded on it as an event.
-	case obs.phase == pmxv1.MarketPhaseOpen || obs.phase == pmxv1.MarketPhaseClosed:
-		if obs.shard == "" {
-			r.event(ev, corev1.EventTypeWarning, eventWaitingForShard, string(domain.CancelMarket),
-				"the event's markets are not on one live shard yet; waiting to void it")
-			return max(r.Resync, time.Second), nil
+	if ok && (e.Status == domain.MarketOpen || e.Status == domain.MarketClosed) {
+		// Its Markets ask to be voided too: a change pending has the Market controller put each
+		// on a live shard, with its siblings, which the void needs.
+		if err := r.voidMarkets(ctx, ev); err != nil {
+			return 0, err
 		}
-		if err := r.Exchange.EventTransition(ctx, id, domain.CancelMarket, pmxv1.EventResolutionCanceled); err != nil {
+		switch err := r.Exchange.TransitionEvent(ctx, e.ID, domain.EventAction{Action: domain.CancelMarket}); {
+		case errors.Is(err, exchange.ErrUnavailable):
+			r.event(ev, corev1.EventTypeWarning, eventWaitingForShard, string(domain.CancelMarket),
+				"no live shard owns all of the event's markets yet; waiting to void it")
+			return max(r.Resync, time.Second), nil
+		case err != nil && !errors.Is(err, market.ErrIllegalTransition):
 			return 0, fmt.Errorf("while voiding the deleted event: %w", err)
 		}
-		r.event(ev, corev1.EventTypeNormal, eventVoided, "Cancel", "deleted before settlement: event %s voided, all %d markets together", id, len(obs.rows))
-	case obs.phase == "" && anyLive(obs.rows):
-		return max(r.Resync, time.Second), nil // the markets are not in step yet: look again
+		r.event(ev, corev1.EventTypeNormal, eventVoided, "Cancel", "deleted before settlement: event %s voided, all %d markets together", e.ID, len(e.Outcomes))
 	}
 	patch := client.MergeFrom(ev.DeepCopy())
 	controllerutil.RemoveFinalizer(ev, eventFinalizer)
 	return 0, client.IgnoreNotFound(r.Patch(ctx, ev, patch))
 }
 
-// ensureMarketsExisting finds the Event's Markets without creating any: a deleted Event lists
-// nothing new.
-func (r *EventReconciler) ensureMarketsExisting(ctx context.Context, ev *pmxv1.Event, obs *eventObservation) error {
-	obs.markets = make([]*pmxv1.Market, 0, len(ev.Spec.Outcomes))
+// voidMarkets sets resolution CANCELED on the deleted Event's Markets that have none.
+func (r *EventReconciler) voidMarkets(ctx context.Context, ev *pmxv1.Event) error {
 	for _, o := range ev.Spec.Outcomes {
 		var m pmxv1.Market
 		err := r.Get(ctx, client.ObjectKey{Namespace: ev.Namespace, Name: pmxv1.MarketName(ev.Name, o.Key)}, &m)
@@ -310,20 +288,16 @@ func (r *EventReconciler) ensureMarketsExisting(ctx context.Context, ev *pmxv1.E
 		case err != nil:
 			return err
 		}
-		if metav1.IsControlledBy(&m, ev) {
-			obs.markets = append(obs.markets, &m)
+		if !metav1.IsControlledBy(&m, ev) || m.Spec.Resolution != "" {
+			continue
+		}
+		patch := client.MergeFrom(m.DeepCopy())
+		m.Spec.Resolution = pmxv1.ResolutionCanceled
+		if err := client.IgnoreNotFound(r.Patch(ctx, &m, patch)); err != nil {
+			return fmt.Errorf("while voiding Market %s: %w", m.Name, err)
 		}
 	}
 	return nil
-}
-
-func anyLive(rows []*records.Market) bool {
-	for _, row := range rows {
-		if row != nil && (row.Status == domain.MarketOpen || row.Status == domain.MarketClosed) {
-			return true
-		}
-	}
-	return false
 }
 
 // event records a Kubernetes event on the Event when a recorder is configured.

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -71,7 +72,7 @@ func TestEventMarkets(t *testing.T) {
 		if m.Labels[pmxv1.LabelEvent] != ev.Name || m.Labels[pmxv1.LabelOutcome] != key {
 			t.Errorf("%s: labels %v", m.Name, m.Labels)
 		}
-		if want := strings.ToUpper(key) + ": Who wins title?"; m.Spec.Question != want || m.Spec.Category != "test" {
+		if want := "Who wins title?: " + strings.ToUpper(key) + "?"; m.Spec.Question != want || m.Spec.Category != "test" {
 			t.Errorf("%s: question %q category %q, want %q", m.Name, m.Spec.Question, m.Spec.Category, want)
 		}
 	}
@@ -134,6 +135,114 @@ func TestEventMarkets(t *testing.T) {
 	}
 	// The Event puts its own spec back on its Market.
 	w.eventually(m, "closed put back by the Event", func(m *pmxv1.Market) bool { return !m.Spec.Closed })
+}
+
+// TestEventResolution resolves an Event: its shard resolves the winning outcome's market YES and
+// every other NO in one transaction (no moment shows some resolved and others not), and pays the
+// winners; the Markets report RESOLVED.
+func TestEventResolution(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	ev := w.newEvent("final", "ajax", "psv", "az")
+	ms := w.eventMarkets(ev)
+	alice, aliceID := w.account("alice")
+	bob, bobID := w.account("bob")
+	w.call(alice, "POST", "/api/v1/order", order(ms[1].Status.MarketID, "BUY", "YES", 40, 5), 201, nil)
+	w.call(bob, "POST", "/api/v1/order", order(ms[1].Status.MarketID, "BUY", "NO", 60, 5), 201, nil)
+	w.call(bob, "POST", "/api/v1/order", order(ms[0].Status.MarketID, "BUY", "YES", 20, 3), 201, nil) // rests
+	got := w.eventuallyEvent(ev, "recorded", func(e *pmxv1.Event) bool { return e.Status.EventID != "" })
+	id := uuid.MustParse(got.Status.EventID)
+
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Spec.Resolution = "psv"
+	if err := w.k8s.Patch(ctx, got, patch); err != nil {
+		t.Fatal(err)
+	}
+	// Each look reads all of the event's markets in one query: the first that shows one resolved
+	// shows them all resolved, each to its side.
+	var statuses []string
+	if err := poll.Until(ctx, 20*time.Second, func(ctx context.Context) (bool, error) {
+		e, err := w.st.Event(ctx, id)
+		if err != nil {
+			return false, err
+		}
+		rows, err := w.st.EventMarkets(ctx, e)
+		if err != nil {
+			return false, err
+		}
+		statuses = statuses[:0]
+		resolved := 0
+		for _, r := range rows {
+			statuses = append(statuses, string(r.Status))
+			if r.Status == "RESOLVED" {
+				resolved++
+			}
+		}
+		if resolved > 0 && resolved < len(rows) {
+			return false, fmt.Errorf("some markets resolved and others not: %v", statuses)
+		}
+		return resolved == len(rows) && e.Status == "RESOLVED", nil
+	}); err != nil {
+		t.Fatalf("event not resolved in one step: %v (%v)", err, statuses)
+	}
+	w.eventuallyEvent(ev, "RESOLVED and settled", func(e *pmxv1.Event) bool {
+		return e.Status.Phase == pmxv1.MarketPhaseResolved && meta.IsStatusConditionTrue(e.Status.Conditions, string(pmxv1.MarketSettled))
+	})
+	for i, want := range []pmxv1.Resolution{pmxv1.ResolutionNo, pmxv1.ResolutionYes, pmxv1.ResolutionNo} {
+		m := w.eventually(ms[i], "resolved", func(m *pmxv1.Market) bool { return m.Status.Phase == pmxv1.MarketPhaseResolved })
+		if m.Spec.Resolution != want {
+			t.Errorf("%s: resolution %q, want %q", m.Name, m.Spec.Resolution, want)
+		}
+	}
+	// alice's 5 YES of psv pay 500; bob's NO pay nothing; his resting bid was released.
+	if a, b := w.cash(aliceID), w.cash(bobID); a != 1_000_000-200+500 || b != 1_000_000-300 {
+		t.Fatalf("after resolution: alice %d, bob %d", a, b)
+	}
+}
+
+// TestEventDeletedVoids deletes an unresolved Event: its finalizer has the shard void the event,
+// all its markets together, paying ⌊100/n⌋ per YES and (n−1)·⌊100/n⌋ per NO, then lets it go.
+func TestEventDeletedVoids(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	ev := w.newEvent("gone", "x", "y", "z")
+	ms := w.eventMarkets(ev)
+	alice, aliceID := w.account("alice")
+	bob, bobID := w.account("bob")
+	w.call(alice, "POST", "/api/v1/order", order(ms[2].Status.MarketID, "BUY", "YES", 40, 5), 201, nil)
+	w.call(bob, "POST", "/api/v1/order", order(ms[2].Status.MarketID, "BUY", "NO", 60, 5), 201, nil)
+	got := w.eventuallyEvent(ev, "recorded", func(e *pmxv1.Event) bool { return e.Status.EventID != "" })
+	id := uuid.MustParse(got.Status.EventID)
+	if err := w.k8s.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	var status string
+	var getErr error
+	if poll.Until(ctx, 20*time.Second, func(ctx context.Context) (bool, error) {
+		e, err := w.st.Event(ctx, id)
+		if err != nil {
+			return false, err
+		}
+		status = string(e.Status)
+		getErr = w.k8s.Get(ctx, client.ObjectKeyFromObject(ev), &pmxv1.Event{})
+		return status == "CANCELED" && getErr != nil, nil
+	}) != nil {
+		t.Fatalf("deleted event: %s, Event %v", status, getErr)
+	}
+	e, _ := w.st.Event(ctx, id)
+	rows, err := w.st.EventMarkets(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.Status != "CANCELED" {
+			t.Errorf("market %s: %s after the event was voided", r.ID, r.Status)
+		}
+	}
+	// n = 3: each YES pays 33, each NO 66 (the cent left of each pair stays with the exchange).
+	if a, b := w.cash(aliceID), w.cash(bobID); a != 1_000_000-200+5*33 || b != 1_000_000-300+5*66 {
+		t.Fatalf("after the void: alice %d, bob %d", a, b)
+	}
 }
 
 // TestEventCEL checks that the apiserver refuses the edits the Event's rules forbid.

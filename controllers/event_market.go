@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/internal/records"
 )
 
 // The Market controller's side of events: a market of an event (a Market labelled pmx.dev/event)
@@ -90,9 +91,14 @@ func orNone(s string) string {
 
 // finalizeInEvent is finalize for a deleted Market of an event whose market is not settled: only
 // voiding the whole event may settle it, so the Market waits for its Event to be resolved or
-// deleted (the Event's finalizer voids the event). It returns how long to wait.
-func (r *MarketReconciler) finalizeInEvent(mkt *pmxv1.Market, event string) time.Duration {
+// deleted (the Event's finalizer voids the event), on a live shard. It returns how long to wait.
+func (r *MarketReconciler) finalizeInEvent(ctx context.Context, mkt *pmxv1.Market, row records.Market, event string) (time.Duration, error) {
+	// Keep it on a live shard with its siblings, where the event's void is carried out.
+	var obs observation
+	if _, err := r.schedule(ctx, mkt, row, &obs); err != nil {
+		return 0, err
+	}
 	r.event(mkt, corev1.EventTypeWarning, reasonMarketInEvent, "Cancel",
 		"market of event %s is not voided on its own: it goes once the Event is resolved, canceled or deleted", event)
-	return max(r.Resync, 5*time.Second)
+	return max(r.Resync, time.Second), nil
 }

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -14,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/eventrec"
 )
 
 // reasonMarketNameTaken: a Market that an outcome's Market would be named after exists and the
@@ -65,7 +68,7 @@ func desiredEventStatus(ev *pmxv1.Event, obs eventObservation, err error) pmxv1.
 	n := len(ev.Spec.Outcomes)
 	switch {
 	case err != nil:
-		set(pmxv1.MarketReady, false, errorReason(err), "%v", err)
+		set(pmxv1.MarketReady, false, eventErrorReason(err), "%v", err)
 	case len(obs.taken) > 0:
 		set(pmxv1.MarketReady, false, reasonMarketNameTaken, "Markets %s exist and are not this Event's; rename or delete them", strings.Join(obs.taken, ", "))
 	case recorded < n:
@@ -76,8 +79,6 @@ func desiredEventStatus(ev *pmxv1.Event, obs eventObservation, err error) pmxv1.
 		set(pmxv1.MarketReady, false, pmxv1.ReasonReconciling, "carrying out %s on every market", obs.pending)
 	case obs.phase == "":
 		set(pmxv1.MarketReady, false, pmxv1.ReasonReconciling, "the outcome markets are not in one phase yet")
-	case obs.id == uuid.Nil:
-		set(pmxv1.MarketReady, false, reasonEventNotRecorded, "the outcome markets are listed, the event is not recorded")
 	default:
 		set(pmxv1.MarketReady, true, pmxv1.ReasonRecorded, "event %s is %s, with %d outcome markets", obs.id, obs.phase, n)
 	}
@@ -131,4 +132,14 @@ func (r *EventReconciler) updateStatus(ctx context.Context, ev *pmxv1.Event, obs
 		}
 		return err
 	})
+}
+
+// eventErrorReason is the Ready reason of an Event's reconcile that failed with err: a spec the
+// event rules refuse (outcomes, or an outcome market's text), else as a Market's.
+func eventErrorReason(err error) pmxv1.MarketConditionReason {
+	var de *domain.Error
+	if errors.As(err, &de) && (de.Kind == domain.Invalid || de.Code == eventrec.ErrOutcomesChanged.Code) {
+		return pmxv1.ReasonInvalidSpec
+	}
+	return errorReason(err)
 }

@@ -92,7 +92,7 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	er := &EventReconciler{Client: mgr.GetClient(), Scheme: env.Scheme, Store: st, Resync: 100 * time.Millisecond,
-		Recorder: mgr.GetEventRecorder("pmx-operator")}
+		Exchange: &shardapi.Router{Store: st, Token: internalToken, Lifecycle: true}, Recorder: mgr.GetEventRecorder("pmx-operator")}
 	if err := er.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

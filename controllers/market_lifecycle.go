@@ -72,7 +72,7 @@ func (r *MarketReconciler) finalize(ctx context.Context, mkt *pmxv1.Market) (tim
 	case err != nil:
 		return 0, err
 	case (row.Status == domain.MarketOpen || row.Status == domain.MarketClosed) && mkt.Labels[pmxv1.LabelEvent] != "":
-		return r.finalizeInEvent(mkt, mkt.Labels[pmxv1.LabelEvent]), nil
+		return r.finalizeInEvent(ctx, mkt, row, mkt.Labels[pmxv1.LabelEvent])
 	case row.Status == domain.MarketOpen || row.Status == domain.MarketClosed:
 		var obs observation
 		if row, err = r.schedule(ctx, mkt, row, &obs); err != nil {

@@ -99,6 +99,8 @@ func errorReason(err error) pmxv1.MarketConditionReason {
 		return pmxv1.ReasonInvalidSpec
 	case errors.Is(err, market.ErrIllegalTransition):
 		return pmxv1.ReasonIllegalTransition
+	case errors.Is(err, errEventNotRecorded):
+		return pmxv1.ReasonReconciling
 	}
 	return pmxv1.ReasonDatabaseError
 }
