@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/internal/k8stest"
 	"github.com/pmx-dev/pmx/internal/poll"
 )
 
@@ -243,6 +244,38 @@ func TestEventDeletedVoids(t *testing.T) {
 	if a, b := w.cash(aliceID), w.cash(bobID); a != 1_000_000-200+5*33 || b != 1_000_000-300+5*66 {
 		t.Fatalf("after the void: alice %d, bob %d", a, b)
 	}
+}
+
+// TestEventSampleWithKubectl applies config/samples/events with kubectl, as a platform team
+// would: the Event's four Markets are scheduled on one shard, `kubectl get pmxev` shows the
+// Event's columns, and `kubectl patch` resolves it. (kubectl takes ev and events for the core
+// Event: the short name that reaches this one is pmxev, or the full events.pmx.dev.)
+func TestEventSampleWithKubectl(t *testing.T) {
+	w := newWorld(t)
+	dir := k8stest.RepoRoot(t) + "/config/samples/events"
+	out := w.env.Kubectl(t, "apply", "-n", "default", "-f", dir)
+	const name = "rate-decision-2027-06"
+	if !strings.Contains(out, "event.pmx.dev/"+name+" created") {
+		t.Fatalf("kubectl apply: %s", out)
+	}
+	var ev pmxv1.Event
+	if err := w.k8s.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: name}, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if on := shardsOf(w.eventMarkets(&ev)); len(on) != 1 {
+		t.Fatalf("the sample's markets are on %v; want one shard", on)
+	}
+	w.eventuallyEvent(&ev, "OPEN on a shard", func(e *pmxv1.Event) bool { return e.Status.Shard != "" })
+	out = w.env.Kubectl(t, "get", "pmxev", "-n", "default")
+	header := strings.Fields(strings.SplitN(out, "\n", 2)[0])
+	if want := "NAME QUESTION STATUS LEADER PRICE SHARD AGE"; strings.Join(header, " ") != want {
+		t.Errorf("kubectl get pmxev columns %v, want %s:\n%s", header, want, out)
+	}
+	if out := w.env.Kubectl(t, "get", "mkt", "-n", "default", "-l", pmxv1.LabelEvent+"="+name, "-o", "name"); strings.Count(out, "market.pmx.dev/") != 4 {
+		t.Errorf("kubectl get mkt -l %s=%s:\n%s", pmxv1.LabelEvent, name, out)
+	}
+	w.env.Kubectl(t, "patch", "events.pmx.dev", name, "-n", "default", "--type=merge", "-p", `{"spec":{"resolution":"hold"}}`)
+	w.eventuallyEvent(&ev, "RESOLVED", func(e *pmxv1.Event) bool { return e.Status.Phase == pmxv1.MarketPhaseResolved })
 }
 
 // TestEventCEL checks that the apiserver refuses the edits the Event's rules forbid.

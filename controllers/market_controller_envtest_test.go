@@ -43,6 +43,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // lifecycle changes to them.
 type world struct {
 	t      *testing.T
+	env    *k8stest.Env
 	k8s    client.Client
 	st     *store.Store
 	shards map[string]*shard.Shard
@@ -59,7 +60,7 @@ func newWorld(t *testing.T) *world {
 	ctx := context.Background()
 	st := storetest.New(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	w := &world{t: t, k8s: env.Client, st: st, shards: map[string]*shard.Shard{}, addrs: map[string]string{},
+	w := &world{t: t, env: env, k8s: env.Client, st: st, shards: map[string]*shard.Shard{}, addrs: map[string]string{},
 		beats: map[string]context.CancelFunc{}, admin: "admin-token"}
 
 	// Two shards, heartbeating every 100ms, reachable over their internal API.

@@ -160,7 +160,7 @@ func TestEventCRDNamesAndColumns(t *testing.T) {
 		t.Errorf("CRD %s, scope %s", def.Name, def.Spec.Scope)
 	}
 	n := def.Spec.Names
-	if n.Kind != "Event" || n.Plural != "events" || !slices.Equal(n.ShortNames, []string{"ev"}) || !slices.Contains(n.Categories, "pmx") {
+	if n.Kind != "Event" || n.Plural != "events" || !slices.Equal(n.ShortNames, []string{"ev", "pmxev"}) || !slices.Contains(n.Categories, "pmx") {
 		t.Errorf("names %+v", n)
 	}
 	v := def.Spec.Versions[0]
