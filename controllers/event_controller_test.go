@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/eventrec"
+	"github.com/pmx-dev/pmx/internal/market"
 	"github.com/pmx-dev/pmx/internal/records"
 )
 
@@ -90,5 +93,21 @@ func TestDesiredEventStatus(t *testing.T) {
 	st = desiredEventStatus(ev, eventObservation{taken: []string{"e-a"}}, nil)
 	if c := meta.FindStatusCondition(st.Conditions, string(pmxv1.MarketReady)); c == nil || c.Reason != string(reasonMarketNameTaken) {
 		t.Errorf("Ready %+v", c)
+	}
+}
+
+// TestMarketSpecFits checks that the longest question and label the Event CRD allows make an
+// outcome market the market rules accept, so that no Event the apiserver takes fails to record.
+func TestMarketSpecFits(t *testing.T) {
+	ev := &pmxv1.Event{Spec: pmxv1.EventSpec{Question: strings.Repeat("é", 445), Category: "c",
+		Outcomes: []pmxv1.EventOutcome{{Key: strings.Repeat("k", 63), Label: strings.Repeat("ü", 50)}, {Key: "b", Label: "B"}}}}
+	for _, o := range ev.Spec.Outcomes {
+		spec := marketSpec(ev, o)
+		if err := market.Validate(&spec); err != nil {
+			t.Errorf("outcome %s: %v", o.Key, err)
+		}
+	}
+	if err := eventrec.Validate(specOf(ev)); err != nil {
+		t.Errorf("eventrec.Validate: %v", err)
 	}
 }

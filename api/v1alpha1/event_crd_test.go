@@ -66,12 +66,14 @@ resolvesAt: "2027-05-03T12:00:00Z"
 closed: true
 resolution: blue`, ""},
 		{"two outcomes", eventQuestion + outcomes("yes-2027", "no-2027"), ""},
+		{"question of 445 characters", "category: c\nquestion: " + strings.Repeat("é", 445) + "\n" + outcomes("a", "b"), ""},
 		{"fifty outcomes", eventQuestion + outcomes(manyKeys(50)...), ""},
 		{"resolution CANCELED", validEvent + "resolution: CANCELED", ""},
 		{"key of 63 characters", eventQuestion + outcomes(strings.Repeat("k", 63), "b"), ""},
 		{"label of 50 characters", eventQuestion + "outcomes:\n- key: a\n  label: " + strings.Repeat("é", 50) + "\n- key: b\n  label: B", ""},
 
 		{"one outcome", eventQuestion + outcomes("red"), "spec.outcomes"},
+		{"question of 446 characters", "category: c\nquestion: " + strings.Repeat("é", 446) + "\n" + outcomes("a", "b"), "spec.question"},
 		{"no outcomes", eventQuestion, "spec.outcomes"},
 		{"fifty-one outcomes", eventQuestion + outcomes(manyKeys(51)...), "spec.outcomes"},
 		{"repeated key", eventQuestion + outcomes("red", "blue", "red"), "Duplicate value"},

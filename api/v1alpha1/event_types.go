@@ -45,10 +45,11 @@ type EventOutcome struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.resolution) || self.resolution == 'CANCELED' || self.outcomes.exists(o, o.key == self.resolution)",message="resolution must be the key of one of the outcomes, or CANCELED"
 type EventSpec struct {
 	// Question the event asks, answered by exactly one of its outcomes, e.g. "Which party wins the
-	// most seats?". Traders see it as the event's title.
+	// most seats?". Traders see it as the event's title. At most 445 characters, so that each
+	// outcome market's question ("<question>: <label>?") fits a market's 500.
 	// +required
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=500
+	// +kubebuilder:validation:MaxLength=445
 	Question string `json:"question"`
 
 	// Description of the event for traders: the resolution criteria and the source that decides
