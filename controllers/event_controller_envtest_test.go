@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -154,6 +155,15 @@ func TestEventResolution(t *testing.T) {
 	got := w.eventuallyEvent(ev, "recorded", func(e *pmxv1.Event) bool { return e.Status.EventID != "" })
 	id := uuid.MustParse(got.Status.EventID)
 
+	// Deleting one Market of the event does not void its market alone: it waits, reported.
+	if err := w.k8s.Delete(ctx, ms[2]); err != nil {
+		t.Fatal(err)
+	}
+	w.waitForEvent(ms[2].Name, string(reasonMarketInEvent))
+	if row, err := w.st.Market(ctx, uuid.MustParse(ms[2].Status.MarketID)); err != nil || row.Status != "OPEN" {
+		t.Fatalf("a deleted Market of an event voided its market alone: %s (%v)", row.Status, err)
+	}
+
 	patch := client.MergeFrom(got.DeepCopy())
 	got.Spec.Resolution = "psv"
 	if err := w.k8s.Patch(ctx, got, patch); err != nil {
@@ -194,6 +204,14 @@ func TestEventResolution(t *testing.T) {
 		if m.Spec.Resolution != want {
 			t.Errorf("%s: resolution %q, want %q", m.Name, m.Spec.Resolution, want)
 		}
+	}
+	// Its event settled, the deleted Market goes (the Event lists its outcome again, as a new one).
+	if err := poll.Until(ctx, 20*time.Second, func(ctx context.Context) (bool, error) {
+		var m pmxv1.Market
+		err := w.k8s.Get(ctx, client.ObjectKeyFromObject(ms[2]), &m)
+		return apierrors.IsNotFound(err) || (err == nil && m.UID != ms[2].UID), nil
+	}); err != nil {
+		t.Fatalf("the deleted Market %s stayed after its event was resolved", ms[2].Name)
 	}
 	// alice's 5 YES of psv pay 500; bob's NO pay nothing; his resting bid was released.
 	if a, b := w.cash(aliceID), w.cash(bobID); a != 1_000_000-200+500 || b != 1_000_000-300 {
