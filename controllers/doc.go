@@ -4,4 +4,10 @@
 // standalone exchange runs (packages market and shard), schedules every OPEN market onto the
 // least-loaded live shard and moves it when that shard's heartbeat lapses, voids a Market deleted
 // before settlement (its finalizer), and reports all of it in the Market's status and events.
+//
+// The Event reconciler records each Event resource, a question of 2 to 50 mutually exclusive
+// outcomes, with one market per outcome (eventrec.Record), creates a Market per outcome that the
+// Event owns, and has the shard that owns all of them (schedule keeps an event's markets together)
+// close, reopen, resolve or void them in one transaction; the Market reconciler never moves a
+// market of an event on its own.
 package controllers

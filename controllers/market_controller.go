@@ -87,6 +87,9 @@ func (r *MarketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if obs.inEvent != nil {
+		return ctrl.Result{RequeueAfter: r.Resync}, nil
+	}
 	if obs.pending != "" && obs.noLive {
 		return ctrl.Result{RequeueAfter: r.waitForShard(&mkt, obs.pending)}, nil
 	}
@@ -101,6 +104,9 @@ type observation struct {
 	pending domain.MarketAction
 	noLive  bool   // OPEN or with a change pending, and no shard is live to own it
 	lost    string // with noLive: the owner whose heartbeat lapsed, if a shard owned it
+	// inEvent: the market belongs to an event, whose Event carries out its pending change, or
+	// refuses the change when only the Market asks for it.
+	inEvent *eventMarket
 }
 
 // reconcileMarket records the market, schedules it and carries out its intent. A market that is
@@ -124,6 +130,9 @@ func (r *MarketReconciler) reconcileMarket(ctx context.Context, mkt *pmxv1.Marke
 		return obs, nil
 	}
 	obs.pending = action
+	if obs.inEvent, err = r.inEvent(ctx, mkt); err != nil || obs.inEvent != nil {
+		return obs, err // its Event moves it, with its siblings
+	}
 	if obs.noLive {
 		return obs, nil // Reconcile waits for a shard
 	}

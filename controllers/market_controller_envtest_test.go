@@ -43,6 +43,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // lifecycle changes to them.
 type world struct {
 	t      *testing.T
+	env    *k8stest.Env
 	k8s    client.Client
 	st     *store.Store
 	shards map[string]*shard.Shard
@@ -59,7 +60,7 @@ func newWorld(t *testing.T) *world {
 	ctx := context.Background()
 	st := storetest.New(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	w := &world{t: t, k8s: env.Client, st: st, shards: map[string]*shard.Shard{}, addrs: map[string]string{},
+	w := &world{t: t, env: env, k8s: env.Client, st: st, shards: map[string]*shard.Shard{}, addrs: map[string]string{},
 		beats: map[string]context.CancelFunc{}, admin: "admin-token"}
 
 	// Two shards, heartbeating every 100ms, reachable over their internal API.
@@ -89,6 +90,11 @@ func newWorld(t *testing.T) *world {
 	r := &MarketReconciler{Client: mgr.GetClient(), Scheme: env.Scheme, Store: st, Exchange: &shardapi.Router{Store: st, Token: internalToken, Lifecycle: true},
 		ShardTTL: time.Second, Resync: 100 * time.Millisecond, Recorder: mgr.GetEventRecorder("pmx-operator")}
 	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	er := &EventReconciler{Client: mgr.GetClient(), Scheme: env.Scheme, Store: st, Resync: 100 * time.Millisecond,
+		Exchange: &shardapi.Router{Store: st, Token: internalToken, Lifecycle: true}, Recorder: mgr.GetEventRecorder("pmx-operator")}
+	if err := er.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	mctx, stop := context.WithCancel(ctx)

@@ -77,6 +77,10 @@ func TestDesiredStatus(t *testing.T) {
 			"", "", "", "False/InvalidSpec", "missing", "missing"},
 		{"invalid changed spec", observation{row: open}, fmt.Errorf(`market "m": %w`, &market.SpecError{Field: "question", Err: errors.New("question: required")}),
 			"", "OPEN", "shard-a", "False/InvalidSpec", "True/ShardAssigned", "False/AwaitingResolution"},
+		{"market of an event, refused", observation{row: open, pending: domain.CloseMarket, inEvent: &eventMarket{event: "e", refused: true, why: "x"}},
+			nil, "", "OPEN", "shard-a", "False/market_in_event", "True/ShardAssigned", "False/AwaitingResolution"},
+		{"market of an event, resolving with it", observation{row: open, pending: domain.ResolveNo, inEvent: &eventMarket{event: "e"}},
+			nil, "NO", "OPEN", "shard-a", "False/Reconciling", "True/ShardAssigned", "False/SettlementPending"},
 		{"phase moved meanwhile", observation{row: open}, fmt.Errorf("while carrying out close: cannot close a market that is CLOSED: %w", market.ErrIllegalTransition),
 			"", "OPEN", "shard-a", "False/IllegalTransition", "True/ShardAssigned", "False/AwaitingResolution"},
 	}

@@ -22,6 +22,8 @@ const (
 	eventShardLost eventReason = "ShardLost" // the market's shard stopped sending heartbeats
 	// eventWaitingForShard: a lifecycle change waits for a live shard to own the market.
 	eventWaitingForShard eventReason = "WaitingForShard"
+	// eventMarketCreated: an Event created the Market of one of its outcomes.
+	eventMarketCreated eventReason = "MarketCreated"
 )
 
 // transitionReason is the event reason of a market having undergone action.

@@ -71,6 +71,8 @@ func (r *MarketReconciler) finalize(ctx context.Context, mkt *pmxv1.Market) (tim
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
 		return 0, err
+	case (row.Status == domain.MarketOpen || row.Status == domain.MarketClosed) && mkt.Labels[pmxv1.LabelEvent] != "":
+		return r.finalizeInEvent(ctx, mkt, row, mkt.Labels[pmxv1.LabelEvent])
 	case row.Status == domain.MarketOpen || row.Status == domain.MarketClosed:
 		var obs observation
 		if row, err = r.schedule(ctx, mkt, row, &obs); err != nil {

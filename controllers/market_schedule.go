@@ -2,9 +2,11 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/records"
@@ -27,6 +29,17 @@ func (r *MarketReconciler) schedule(ctx context.Context, mkt *pmxv1.Market, row 
 	target, move := pick(owner, live)
 	if !move {
 		return row, nil
+	}
+	if target != "" {
+		// A market of an event goes where its siblings are: an event's conversions and its
+		// resolution are one transaction of the shard that owns all of its markets.
+		owners, err := r.siblingOwners(ctx, mkt)
+		if err != nil {
+			return row, err
+		}
+		if s := together(owners, live); s != "" {
+			target = s
+		}
 	}
 	// Its shard stopped answering (or, from releases before, the operator of the time took it over
 	// to close it).
@@ -63,4 +76,54 @@ func pick(owner string, live []store.Shard) (target string, move bool) {
 		return "", true
 	}
 	return live[0].Name, true
+}
+
+// siblingOwners lists the shards that own the other markets of mkt's event (the Markets labelled
+// with the same pmx.dev/event in its namespace), one entry per recorded sibling; none for a market
+// of no event. The owners come from Postgres, which the operator's reconciles, one at a time,
+// write: a sibling scheduled a moment ago is seen even before the cache shows its status.
+func (r *MarketReconciler) siblingOwners(ctx context.Context, mkt *pmxv1.Market) ([]string, error) {
+	event := mkt.Labels[pmxv1.LabelEvent]
+	if event == "" {
+		return nil, nil
+	}
+	var siblings pmxv1.MarketList
+	if err := r.List(ctx, &siblings, client.InNamespace(mkt.Namespace), client.MatchingLabels{pmxv1.LabelEvent: event}); err != nil {
+		return nil, fmt.Errorf("while listing the markets of event %s: %w", event, err)
+	}
+	var owners []string
+	for i := range siblings.Items {
+		sib := &siblings.Items[i]
+		if sib.UID == mkt.UID {
+			continue
+		}
+		row, err := r.Store.MarketByName(ctx, marketName(sib))
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			continue // not recorded yet: it will follow this one
+		case err != nil:
+			return nil, err
+		}
+		if row.Shard != nil {
+			owners = append(owners, *row.Shard)
+		}
+	}
+	return owners, nil
+}
+
+// together is the live shard that owns the most of an event's other markets (owners, one entry per
+// market), the least loaded of those tied; "" when no live shard owns any, and the market goes to
+// the least loaded live shard, where its siblings then follow it.
+func together(owners []string, live []store.Shard) string {
+	count := map[string]int{}
+	for _, o := range owners {
+		count[o]++
+	}
+	best := ""
+	for _, s := range live { // least loaded first
+		if count[s.Name] > count[best] {
+			best = s.Name
+		}
+	}
+	return best
 }

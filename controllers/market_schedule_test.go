@@ -7,6 +7,7 @@ import (
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/store"
 	"github.com/pmx-dev/pmx/internal/storetest"
 )
 
@@ -67,5 +68,31 @@ func TestScheduleLostShard(t *testing.T) {
 		if err != nil || obs.lost != tt.lost || obs.noLive != tt.noLive || shard != tt.shard {
 			t.Errorf("%s: lost %q, noLive %v, shard %q (%v); want %q, %v, %q", tt.name, obs.lost, obs.noLive, shard, err, tt.lost, tt.noLive, tt.shard)
 		}
+	}
+}
+
+// TestTogether checks where a market of an event goes: to the live shard that holds most of its
+// siblings, never to a dead one, else (no live sibling owner) nowhere in particular.
+func TestTogether(t *testing.T) {
+	live := []store.Shard{{Name: "light"}, {Name: "mid"}, {Name: "heavy"}} // least loaded first
+	for _, tc := range []struct {
+		name   string
+		owners []string
+		want   string
+	}{
+		{"no siblings", nil, ""},
+		{"siblings on a dead shard", []string{"dead", "dead"}, ""},
+		{"one sibling", []string{"heavy"}, "heavy"},
+		{"all siblings on one shard", []string{"mid", "mid", "mid"}, "mid"},
+		{"siblings moving off a dead shard", []string{"dead", "dead", "heavy"}, "heavy"},
+		{"most siblings win", []string{"light", "heavy", "heavy"}, "heavy"},
+		{"a tie goes to the least loaded", []string{"heavy", "mid"}, "mid"},
+	} {
+		if got := together(tc.owners, live); got != tc.want {
+			t.Errorf("%s: together(%v) = %q, want %q", tc.name, tc.owners, got, tc.want)
+		}
+	}
+	if got := together([]string{"a"}, nil); got != "" {
+		t.Errorf("no live shard: %q", got)
 	}
 }

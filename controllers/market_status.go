@@ -51,6 +51,11 @@ func desiredStatus(mkt *pmxv1.Market, obs observation, err error) pmxv1.MarketSt
 	switch {
 	case err != nil:
 		set(pmxv1.MarketReady, false, errorReason(err), "%v", err)
+	case obs.inEvent != nil && obs.inEvent.refused:
+		set(pmxv1.MarketReady, false, pmxv1.MarketConditionReason(reasonMarketInEvent),
+			"refused: %s; a market of event %s is closed, reopened, resolved and canceled only with its Event", obs.inEvent.why, obs.inEvent.event)
+	case obs.inEvent != nil:
+		set(pmxv1.MarketReady, false, pmxv1.ReasonReconciling, "%s, with every market of event %s", obs.pending, obs.inEvent.event)
 	case obs.pending != "" && obs.noLive:
 		set(pmxv1.MarketReady, false, pmxv1.ReasonNoLiveShard, "waiting for a live shard to own the market and carry out %s", obs.pending)
 	case obs.pending != "":
@@ -94,6 +99,8 @@ func errorReason(err error) pmxv1.MarketConditionReason {
 		return pmxv1.ReasonInvalidSpec
 	case errors.Is(err, market.ErrIllegalTransition):
 		return pmxv1.ReasonIllegalTransition
+	case errors.Is(err, errEventNotRecorded):
+		return pmxv1.ReasonReconciling
 	}
 	return pmxv1.ReasonDatabaseError
 }

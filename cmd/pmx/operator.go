@@ -36,12 +36,14 @@ func newOperatorCommand() *cobra.Command {
 	o := operatorOptions{}
 	cmd := &cobra.Command{
 		Use:   "operator",
-		Short: "Run the Market operator: reconcile Market resources, schedule markets onto shards",
+		Short: "Run the operator: reconcile Market and Event resources, schedule markets onto shards",
 		Long: `pmx operator reconciles Market resources (kubectl apply -f market.yaml) with the exchange:
 it records each market in Postgres, schedules every OPEN market onto the least-loaded live shard,
 moves markets off shards whose heartbeat lapsed, has each market's shard carry out its lifecycle
 intent (close, reopen, resolve, cancel; closing at closesAt) over the shards' internal API, and
-reports all of it in each Market's status.
+reports all of it in each Market's status. It records each Event resource (a question of 2 to 50
+outcomes) with one Market per outcome, owned by the Event and scheduled on one shard, which closes,
+reopens, resolves or voids all of them in one transaction.
 
 It uses the kubeconfig of its environment (in-cluster, $KUBECONFIG or ~/.kube/config).`,
 		Args: cobra.NoArgs,
@@ -109,6 +111,12 @@ func runOperator(o operatorOptions) error {
 	r := &controllers.MarketReconciler{Client: mgr.GetClient(), Scheme: scheme, Store: st,
 		Recorder: mgr.GetEventRecorder("pmx-operator"), Exchange: exchange, ShardTTL: o.shardTTL, Resync: o.resync}
 	if err := r.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	// Events: each outcome a Market of the Event's, moved together by the shard that owns them all.
+	er := &controllers.EventReconciler{Client: mgr.GetClient(), Scheme: scheme, Store: st,
+		Recorder: mgr.GetEventRecorder("pmx-operator"), Exchange: exchange, Resync: o.resync}
+	if err := er.SetupWithManager(mgr); err != nil {
 		return err
 	}
 	ctrlmetrics.Registry.MustRegister(st.Collector(), &controllers.HealthCollector{Store: st, ShardTTL: o.shardTTL, Logger: log})
