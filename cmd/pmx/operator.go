@@ -7,7 +7,9 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -114,10 +116,23 @@ func runOperator(o operatorOptions) error {
 		return err
 	}
 	// Events: each outcome a Market of the Event's, moved together by the shard that owns them all.
-	er := &controllers.EventReconciler{Client: mgr.GetClient(), Scheme: scheme, Store: st,
-		Recorder: mgr.GetEventRecorder("pmx-operator"), Exchange: exchange, Resync: o.resync}
-	if err := er.SetupWithManager(mgr); err != nil {
-		return err
+	// Helm installs a chart's CRDs only with the release, never on upgrade: a release upgraded
+	// from a chart without the Event CRD has none until someone applies it, and the operator must
+	// go on reconciling Markets meanwhile rather than fail to start.
+	_, err = mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: pmxv1.GroupVersion.Group, Kind: "Event"},
+		pmxv1.GroupVersion.Version)
+	switch {
+	case meta.IsNoMatchError(err):
+		log.Warn("the cluster serves no Event custom resource (events.pmx.dev), so Events are not reconciled; "+
+			"apply the chart's CRDs (kubectl apply -f charts/pmx/crds/) and restart the operator", "error", err)
+	case err != nil:
+		return fmt.Errorf("while asking the Kubernetes API whether it serves Events: %w", err)
+	default:
+		er := &controllers.EventReconciler{Client: mgr.GetClient(), Scheme: scheme, Store: st,
+			Recorder: mgr.GetEventRecorder("pmx-operator"), Exchange: exchange, Resync: o.resync}
+		if err := er.SetupWithManager(mgr); err != nil {
+			return err
+		}
 	}
 	ctrlmetrics.Registry.MustRegister(st.Collector(), &controllers.HealthCollector{Store: st, ShardTTL: o.shardTTL, Logger: log})
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
