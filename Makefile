@@ -359,7 +359,7 @@ cluster-deps:
 # operator image and a Postgres operand image from Debian's packages (`make cnpg-images`:
 # hack/image/build.sh --cnpg, into bin/images/ beside pmx's, so the node imports them). Only the
 # cluster targets need them: `make image` and `make test-image` stay as they were.
-CNPG_VERSION := $(shell awk '$$1 == "github.com/cloudnative-pg/cloudnative-pg" { print $$2 }' hack/cnpg/go.mod)
+CNPG_VERSION := $(shell awk '{ for (i = 1; i < NF; i++) if ($$i == "github.com/cloudnative-pg/cloudnative-pg") { print $$(i+1); exit } }' hack/cnpg/go.mod)
 CNPG_BINS    := $(BIN)/cnpg/$(CNPG_VERSION)
 CNPG_MANAGER := $(CNPG_BINS)/manager
 
@@ -372,9 +372,21 @@ $(CNPG_MANAGER):
 	@cd hack/cnpg && $(K8S_GO_BUILD) -ldflags "-s -w" -o $@.tmp github.com/cloudnative-pg/cloudnative-pg/cmd/manager
 	@mv $@.tmp $@
 
+# The operator's manifests as the release ships them (its CRDs, RBAC, webhooks and Deployment: the
+# module's config/default rendered by kubectl's kustomize), running the local image, never pulled;
+# internal/clustertest applies them.
+CNPG_MANIFEST := $(CNPG_BINS)/operator.yaml
+$(CNPG_MANIFEST): hack/cnpg/go.mod $(K8S_BINS)/kubectl
+	@mkdir -p $(@D)
+	dir=$$(cd hack/cnpg && $(GO) list -m -f '{{.Dir}}' github.com/cloudnative-pg/cloudnative-pg) && \
+	$(K8S_BINS)/kubectl kustomize "$$dir/config/default" 2>/dev/null | \
+		sed -e 's|controller:latest|pmx-local/cnpg:$(CNPG_VERSION:v%=%)|' -e 's|imagePullPolicy: Always|imagePullPolicy: Never|' >$@.tmp
+	@grep -q 'image: pmx-local/cnpg:' $@.tmp || { echo "$@: the rendered manifests name no local operator image" >&2; exit 1; }
+	@mv $@.tmp $@
+
 .PHONY: cnpg-images
 # After image: both run a private dockerd on the same state, one at a time.
-cnpg-images: image-deps cnpg-bins image ## Build the CloudNativePG operator and Postgres operand images into bin/images/ (for the test cluster).
+cnpg-images: image-deps cnpg-bins image $(CNPG_MANIFEST) ## Build the CloudNativePG operator and Postgres operand images into bin/images/ (for the test cluster).
 	CNPG_MANAGER=$(CNPG_MANAGER) CNPG_VERSION=$(CNPG_VERSION) hack/image/build.sh --cnpg
 
 test-cluster cluster-up: cnpg-images
