@@ -138,7 +138,7 @@ DOCKERFILE
 #                                  CloudNativePG's operand image requirements ask; the tag begins with
 #                                  the major version, which the operator reads from it
 if $cnpg; then
-	: "${CNPG_MANAGER:?CNPG_MANAGER must name the operator's manager binary (make cnpg-images sets it)}"
+	: "${CNPG_MANAGER:?CNPG_MANAGER must name the manager binary of the operator (make cnpg-images sets it)}"
 	: "${CNPG_VERSION:?CNPG_VERSION must name its release (make cnpg-images sets it)}"
 	ctx=$(mktemp -d "$state/cnpg.XXXXXX")
 	cp "$CNPG_MANAGER" "$ctx/manager"
@@ -153,11 +153,11 @@ DOCKERFILE
 	rm -rf "$ctx"
 	operandimage=pmx-local/cnpg-postgres:15
 	echo "image: building $operandimage"
-	# uid 26: the operand's user, CloudNativePG's default postgresUID.
-	DOCKER_BUILDKIT=1 $docker build --quiet -t "$operandimage" -f - hack/image >/dev/null <<DOCKERFILE
+	# uid 26: the operand user, the default postgresUID of CloudNativePG (gid 26 is in the root already).
+	DOCKER_BUILDKIT=1 $docker build --network none --quiet -t "$operandimage" -f - hack/image >/dev/null <<DOCKERFILE
 FROM $pgbase
 USER 0
-RUN groupadd -g 26 cnpg && useradd -u 26 -g 26 -d /var/lib/postgresql -s /bin/sh -M cnpg
+RUN useradd -u 26 -g 26 -d /var/lib/postgresql -s /bin/sh -M cnpg
 ENV PATH=/usr/lib/postgresql/15/bin:/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8
 USER 26:26
 DOCKERFILE
