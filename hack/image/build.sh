@@ -140,13 +140,18 @@ DOCKERFILE
 if $cnpg; then
 	: "${CNPG_MANAGER:?CNPG_MANAGER must name the manager binary of the operator (make cnpg-images sets it)}"
 	: "${CNPG_VERSION:?CNPG_VERSION must name its release (make cnpg-images sets it)}"
+	# As the release's image lays it out: the operator finds the architectures it can give instance
+	# pods by the names operator/manager_<GOARCH> (relative to /), and runs /manager, a link to one.
 	ctx=$(mktemp -d "$state/cnpg.XXXXXX")
-	cp "$CNPG_MANAGER" "$ctx/manager"
+	mkdir -p "$ctx/root/operator"
+	cp "$CNPG_MANAGER" "$ctx/root/operator/manager_$(go env GOARCH)"
+	ln -s "operator/manager_$(go env GOARCH)" "$ctx/root/manager"
 	cnpgimage=pmx-local/cnpg:${CNPG_VERSION#v}
 	echo "image: building $cnpgimage"
 	DOCKER_BUILDKIT=1 $docker build --quiet -t "$cnpgimage" -f - "$ctx" >/dev/null <<DOCKERFILE
 FROM $baseimage
-COPY manager /manager
+COPY root/ /
+WORKDIR /
 USER 10001:10001
 ENTRYPOINT ["/manager"]
 DOCKERFILE
