@@ -176,8 +176,10 @@ DOCKERFILE
 		$docker run --rm --network none --entrypoint "$tool" "$operandimage" --version >/dev/null ||
 			{ echo "image test: $operandimage has no working $tool on PATH" >&2; exit 1; }
 	done
-	$docker run --rm --network none --entrypoint /manager "$cnpgimage" --help >/dev/null ||
-		{ echo "image test: $cnpgimage does not run /manager" >&2; exit 1; }
+	for manager in /manager "/operator/manager_$(go env GOARCH)"; do
+		$docker run --rm --network none --entrypoint "$manager" "$cnpgimage" --help >/dev/null ||
+			{ echo "image test: $cnpgimage does not run $manager" >&2; exit 1; }
+	done
 	echo "image test: $operandimage has the binaries CloudNativePG runs; $cnpgimage runs /manager"
 	exit 0
 fi
