@@ -30,6 +30,9 @@ state=${STATE:-bin/.image}
 out=${OUT:-bin/images}
 test=false
 [ "${1:-}" = --test ] && test=true
+# --cnpg: only the two images of CloudNativePG on the test cluster (below), not pmx's.
+cnpg=false
+[ "${1:-}" = --cnpg ] && cnpg=true
 
 state=$(realpath -m "$state")
 run=$state/run
@@ -124,6 +127,62 @@ USER 70:70
 EXPOSE 5432
 ENTRYPOINT ["/usr/local/bin/pmx-postgres-entrypoint"]
 DOCKERFILE
+
+# With --cnpg, the images CloudNativePG needs on the test cluster (`make cnpg-images`), from the
+# operator's manager binary CNPG_MANAGER (`make cnpg-bins`):
+#
+#   pmx-local/cnpg:<version>       /manager alone on the static base: the operator runs it, and each
+#                                  instance pod's init container copies it into the operand
+#   pmx-local/cnpg-postgres:15     the Debian Postgres root above with its binaries on PATH (initdb,
+#                                  postgres, pg_ctl, pg_controldata, pg_basebackup, pg_rewind), as
+#                                  CloudNativePG's operand image requirements ask; the tag begins with
+#                                  the major version, which the operator reads from it
+if $cnpg; then
+	: "${CNPG_MANAGER:?CNPG_MANAGER must name the manager binary of the operator (make cnpg-images sets it)}"
+	: "${CNPG_VERSION:?CNPG_VERSION must name its release (make cnpg-images sets it)}"
+	# As the release's image lays it out: the operator finds the architectures it can give instance
+	# pods by the names operator/manager_<GOARCH> (relative to /), and runs /manager, a link to one.
+	ctx=$(mktemp -d "$state/cnpg.XXXXXX")
+	mkdir -p "$ctx/root/operator"
+	cp "$CNPG_MANAGER" "$ctx/root/operator/manager_$(go env GOARCH)"
+	ln -s "operator/manager_$(go env GOARCH)" "$ctx/root/manager"
+	cnpgimage=pmx-local/cnpg:${CNPG_VERSION#v}
+	echo "image: building $cnpgimage"
+	DOCKER_BUILDKIT=1 $docker build --quiet -t "$cnpgimage" -f - "$ctx" >/dev/null <<DOCKERFILE
+FROM $baseimage
+COPY root/ /
+WORKDIR /
+USER 10001:10001
+ENTRYPOINT ["/manager"]
+DOCKERFILE
+	rm -rf "$ctx"
+	operandimage=pmx-local/cnpg-postgres:15
+	echo "image: building $operandimage"
+	# uid 26: the operand user, the default postgresUID of CloudNativePG (gid 26 is in the root already).
+	DOCKER_BUILDKIT=1 $docker build --network none --quiet -t "$operandimage" -f - hack/image >/dev/null <<DOCKERFILE
+FROM $pgbase
+USER 0
+RUN useradd -u 26 -g 26 -d /var/lib/postgresql -s /bin/sh -M cnpg
+ENV PATH=/usr/lib/postgresql/15/bin:/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8
+USER 26:26
+DOCKERFILE
+	for i in "$cnpgimage" "$operandimage"; do
+		tarball=$out/$(echo "$i" | tr ':/' '--').tar
+		$docker save -o "$tarball" "$i"
+		echo "image: $i ($($docker image inspect "$i" --format '{{.Size}}') bytes) saved to $tarball"
+	done
+	# The operand runs what the operator asks of it.
+	for tool in initdb postgres pg_ctl pg_controldata pg_basebackup pg_rewind; do
+		$docker run --rm --network none --entrypoint "$tool" "$operandimage" --version >/dev/null ||
+			{ echo "image test: $operandimage has no working $tool on PATH" >&2; exit 1; }
+	done
+	for manager in /manager "/operator/manager_$(go env GOARCH)"; do
+		$docker run --rm --network none --entrypoint "$manager" "$cnpgimage" --help >/dev/null ||
+			{ echo "image test: $cnpgimage does not run $manager" >&2; exit 1; }
+	done
+	echo "image test: $operandimage has the binaries CloudNativePG runs; $cnpgimage runs /manager"
+	exit 0
+fi
 
 pauseimage=pmx-local/pause:1
 echo "image: building $pauseimage"

@@ -1,0 +1,295 @@
+package clustertest
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/internal/apitest"
+	"github.com/pmx-dev/pmx/internal/exchangetest"
+	"github.com/pmx-dev/pmx/internal/poll"
+	"github.com/pmx-dev/pmx/internal/records"
+	"github.com/pmx-dev/pmx/internal/store"
+)
+
+const (
+	// cnpgCluster is the CloudNativePG Cluster pmx runs on: its Services are <name>-rw (the
+	// primary) and its Secret <name>-app holds the owner's credentials.
+	cnpgCluster = "pmxdb"
+	// cnpgOperand is the Postgres image `make cnpg-images` built from Debian's packages.
+	cnpgOperand = "pmx-local/cnpg-postgres:15"
+	// cnpgVolumes is how many hostPath PersistentVolumes are made for the instances' claims: one
+	// for each of the three, and one spare should the operator replace an instance.
+	cnpgVolumes = 4
+	// resumeBound is how soon after the primary goes an order must be acknowledged again.
+	resumeBound = 30 * time.Second
+)
+
+// TestCNPG runs pmx on a CloudNativePG Cluster of three instances with synchronous replication
+// that refuses to acknowledge a commit no standby has (dataDurability: required): the operator
+// installed from the manifests of its pinned release onto the local images, pmx installed against
+// the Cluster's -rw Service with the credentials the operator generated. Under load through the
+// API Service the primary's pod is deleted by force, then a planned switchover is asked for as
+// `kubectl cnpg promote` asks it; each time no acknowledged order may be lost on the new primary,
+// orders must be acknowledged again within resumeBound, and the invariants and books must hold.
+func TestCNPG(t *testing.T) {
+	c := attach(t)
+	manifests, _ := filepath.Glob(filepath.Join(c.repo, "bin", "cnpg", "*", "operator.yaml"))
+	if len(manifests) != 1 {
+		t.Fatalf("want one bin/cnpg/<version>/operator.yaml, found %v: `make cnpg-images` renders it (make test-cluster does)", manifests)
+	}
+	started := time.Now()
+	c.installCNPG(t, manifests[0])
+	t.Logf("CloudNativePG's operator Ready in %v", time.Since(started).Round(time.Second))
+	fmt.Fprintf(os.Stderr, "cluster: CloudNativePG's operator Ready in %v\n", time.Since(started).Round(time.Second))
+
+	started = time.Now()
+	c.cnpgDatabase(t)
+	t.Logf("a CloudNativePG Cluster of 3 instances healthy in %v", time.Since(started).Round(time.Second))
+	fmt.Fprintf(os.Stderr, "cluster: a CloudNativePG Cluster of 3 instances healthy in %v\n", time.Since(started).Round(time.Second))
+
+	started = time.Now()
+	c.helmRun(t, "install", release, filepath.Join(c.repo, "charts", "pmx"), "--namespace", namespace, "--create-namespace",
+		"-f", filepath.Join(c.repo, "hack", "cluster", "values.yaml"),
+		"--set", "postgres.enabled=false", "--set", "database.existingSecret="+cnpgCluster+"-app",
+		"--set", "database.existingSecretKey=uri",
+		"--set", "secrets.adminToken="+adminToken, "--set", "secrets.internalToken="+internalToken,
+		"--wait", "--timeout", "5m")
+	t.Cleanup(func() {
+		if !t.Failed() {
+			c.helmRun(t, "uninstall", release, "--namespace", namespace, "--wait", "--timeout", "5m")
+		}
+	})
+	t.Logf("pmx installed on the Cluster's -rw Service, every pod Ready, in %v", time.Since(started).Round(time.Second))
+
+	st := c.cnpgStore(t)
+	api := c.serviceURL(t, fullname+"-api", "http")
+	exchangetest.WaitReady(t, api+"/readyz")
+	tg := &exchangetest.Target{URL: api, AdminToken: adminToken, Store: st,
+		Validator: apitest.NewValidator(t), Feed: apitest.NewAsyncValidator(t), HTTP: &http.Client{Timeout: time.Minute}}
+	tg.Markets = &exchangetest.KubeMarkets{Client: c.Client, Store: st, Namespace: "default",
+		Scheduled: func(_ context.Context, m records.Market) bool { return m.Shard != nil && isShard(*m.Shard) }}
+
+	t.Run("Failover", func(t *testing.T) {
+		c.tradeThrough(t, tg, "failover", func(t *testing.T, primary string) {
+			c.Kubectl(t, "delete", "pod", "-n", namespace, primary, "--grace-period=0", "--force", "--wait=false")
+		})
+	})
+	t.Run("Switchover", func(t *testing.T) {
+		c.tradeThrough(t, tg, "switchover", func(t *testing.T, primary string) {
+			target := c.cnpgStandby(t, primary)
+			// What `kubectl cnpg promote` writes: the operator switches over to status.targetPrimary.
+			patch, err := json.Marshal(map[string]any{"status": map[string]any{
+				"targetPrimary": target, "targetPrimaryTimestamp": time.Now().UTC().Format("2006-01-02T15:04:05.000000Z07:00"),
+				"phase": "Switchover in progress", "phaseReason": "Switching over to " + target,
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Kubectl(t, "patch", "clusters.postgresql.cnpg.io", cnpgCluster, "-n", namespace, "--subresource=status", "--type=merge", "-p", string(patch))
+		})
+	})
+}
+
+// installCNPG applies the operator's rendered manifests (server-side: its CRDs are too large for
+// the last-applied annotation) and waits until the operator is Ready. Its CPU limit is raised:
+// the release's 100m makes its start outlast its own startup probe on a busy 2-core machine.
+func (c *cluster) installCNPG(t *testing.T, manifests string) {
+	t.Helper()
+	c.run(t, 3*time.Minute, c.KubectlPath, "--kubeconfig="+c.Kubeconfig, "apply", "--server-side", "-f", manifests)
+	c.Kubectl(t, "set", "resources", "deployment", "-n", "cnpg-system", "cnpg-controller-manager", "--limits=cpu=1,memory=512Mi")
+	c.run(t, 5*time.Minute, c.KubectlPath, "--kubeconfig="+c.Kubeconfig, "rollout", "status", "deployment", "-n", "cnpg-system",
+		"cnpg-controller-manager", "--timeout=5m")
+}
+
+// cnpgDatabase gives the instances' claims their volumes (the cluster has no StorageClass:
+// hostPath PersistentVolumes of no class, which claims of no class bind to), creates the Cluster
+// and waits until its three instances are ready.
+func (c *cluster) cnpgDatabase(t *testing.T) {
+	t.Helper()
+	for i := range cnpgVolumes {
+		data := filepath.Join(c.dir, "volumes", "cnpg-"+strconv.Itoa(i))
+		if err := os.MkdirAll(data, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(data, 26, 26); err != nil { // the operand runs as uid 26; hostPath ignores fsGroup
+			t.Fatal(err)
+		}
+		c.applyJSON(t, fmt.Sprintf(`{"apiVersion": "v1", "kind": "PersistentVolume",
+			"metadata": {"name": "pmx-test-cnpg-%d"},
+			"spec": {"capacity": {"storage": "2Gi"}, "accessModes": ["ReadWriteOnce"], "persistentVolumeReclaimPolicy": "Retain",
+				"storageClassName": "", "hostPath": {"path": %q, "type": "Directory"}}}`, i, data))
+	}
+	c.applyJSON(t, fmt.Sprintf(`{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": %q}}`, namespace))
+	// One node: the instances share it, so no anti-affinity. The operator's webhook serves a
+	// moment after its pod is Ready: the Cluster is created again until it is taken.
+	cluster := fmt.Sprintf(`{"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
+		"metadata": {"name": %q, "namespace": %q},
+		"spec": {"instances": 3, "imageName": %q, "imagePullPolicy": "Never",
+			"postgresql": {"synchronous": {"method": "any", "number": 1, "dataDurability": "required"}},
+			"bootstrap": {"initdb": {"database": "pmx", "owner": "pmx"}},
+			"storage": {"size": "1Gi"},
+			"affinity": {"enablePodAntiAffinity": false}}}`, cnpgCluster, namespace, cnpgOperand)
+	poll.Wait(t, 2*time.Minute, "the Cluster taken by CloudNativePG's webhook", func() bool {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		cmd := c.KubectlCmd(ctx, "apply", "-f", "-")
+		cmd.Stdin = strings.NewReader(cluster)
+		return cmd.Run() == nil
+	})
+	c.cnpgHealthy(t, 8*time.Minute)
+}
+
+// cnpgStatus is what the checks read of the Cluster's status.
+type cnpgStatus struct {
+	Phase          string
+	ReadyInstances int
+	CurrentPrimary string
+	TargetPrimary  string
+	InstanceNames  []string
+}
+
+func (c *cluster) cnpgStatus(t testing.TB) cnpgStatus {
+	t.Helper()
+	var cl struct{ Status cnpgStatus }
+	if err := json.Unmarshal([]byte(c.Kubectl(t, "get", "clusters.postgresql.cnpg.io", cnpgCluster, "-n", namespace, "-o", "json")), &cl); err != nil {
+		t.Fatal(err)
+	}
+	return cl.Status
+}
+
+// cnpgHealthy waits until the Cluster says it is healthy with its three instances ready and its
+// primary the one it aims for; it fails t with the Cluster's pods if it does not within timeout.
+func (c *cluster) cnpgHealthy(t *testing.T, timeout time.Duration) cnpgStatus {
+	t.Helper()
+	var s cnpgStatus
+	healthy := func(context.Context) (bool, error) {
+		s = c.cnpgStatus(t)
+		return s.Phase == "Cluster in healthy state" && s.ReadyInstances == 3 && s.CurrentPrimary == s.TargetPrimary, nil
+	}
+	if err := poll.Until(t.Context(), timeout, healthy); err != nil {
+		t.Fatalf("the Cluster is not healthy after %v: %+v\n%s", timeout, s, c.Kubectl(t, "get", "pods", "-n", namespace, "-o", "wide"))
+	}
+	return s
+}
+
+// cnpgStandby names a ready instance other than primary.
+func (c *cluster) cnpgStandby(t *testing.T, primary string) string {
+	t.Helper()
+	for _, name := range c.cnpgStatus(t).InstanceNames {
+		if name != primary {
+			return name
+		}
+	}
+	t.Fatalf("the Cluster has no instance besides its primary %s", primary)
+	return ""
+}
+
+// cnpgStore connects to the Cluster's primary through its -rw Service (which follows the
+// primary, as pmx's own connections do) with the credentials the operator generated.
+func (c *cluster) cnpgStore(t *testing.T) *store.Store {
+	t.Helper()
+	secret := func(key string) string {
+		raw, err := base64.StdEncoding.DecodeString(c.Kubectl(t, "get", "secret", "-n", namespace, cnpgCluster+"-app", "-o", "jsonpath={.data."+key+"}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(raw)
+	}
+	host := c.Kubectl(t, "get", "service", "-n", namespace, cnpgCluster+"-rw", "-o", "jsonpath={.spec.clusterIP}")
+	u := url.URL{Scheme: "postgres", User: url.UserPassword(secret("username"), secret("password")), Host: host + ":5432", Path: "/" + secret("dbname")}
+	var st *store.Store
+	poll.Wait(t, time.Minute, "the Cluster's primary through its -rw Service", func() bool {
+		var err error
+		st, err = store.Open(t.Context(), u.String())
+		return err == nil
+	})
+	t.Cleanup(st.Close)
+	return st
+}
+
+// tradeThrough starts bots trading through the API Service, takes the Cluster's primary away with
+// act once they trade, and checks what must hold: a new primary; an order acknowledged within
+// resumeBound of act (the figure is logged); every acknowledged order on the new primary; the
+// invariants and the books. The Cluster must be healthy again before it returns.
+func (c *cluster) tradeThrough(t *testing.T, tg *exchangetest.Target, name string, act func(t *testing.T, primary string)) {
+	before := c.cnpgHealthy(t, 5*time.Minute)
+	markets := []uuid.UUID{tg.NewMarket(t, nil).ID, tg.NewMarket(t, nil).ID, tg.NewMarket(t, nil).ID}
+	bots := make([]*exchangetest.Client, 8)
+	for i := range bots {
+		bots[i] = tg.NewAccount(t, name)
+	}
+	load := exchangetest.StartLoad(bots, markets)
+	stopped := false
+	defer func() {
+		if !stopped {
+			load.Stop()
+		}
+	}()
+	poll.Wait(t, time.Minute, "200 acknowledged orders", func() bool { return load.Acked() >= 200 })
+
+	began := time.Now()
+	act(t, before.CurrentPrimary)
+	var resumed time.Duration
+	poll.Wait(t, 3*time.Minute, "an order sent after the primary went to be acknowledged", func() bool {
+		if load.Sent(began, time.Now().Add(time.Hour)) == 0 {
+			return false
+		}
+		resumed = time.Since(began)
+		return true
+	})
+	after := c.cnpgHealthy(t, 5*time.Minute)
+	healed := time.Now()
+	acked := load.Acked()
+	poll.Wait(t, time.Minute, "100 more acknowledged orders", func() bool { return load.Acked() >= acked+100 })
+	load.Stop()
+	stopped = true
+	// The first order sent after act may still reach the old primary before it stops: the outage
+	// is the longest stretch from act until the Cluster was healthy again in which no order that
+	// was acknowledged had been sent.
+	outage := longestSilence(load, began, healed)
+	t.Logf("%s: primary %s -> %s; first order acknowledged %v after; longest stretch without an acknowledged order %v; %d orders acknowledged in all",
+		name, before.CurrentPrimary, after.CurrentPrimary, resumed.Round(10*time.Millisecond), outage, load.Acked())
+	fmt.Fprintf(os.Stderr, "cluster: CloudNativePG %s: no order acknowledged for at most %v (bound %v)\n", name, outage, resumeBound)
+	if outage > resumeBound {
+		t.Errorf("no order was acknowledged for %v around the %s, want at most %v", outage, name, resumeBound)
+	}
+	if after.CurrentPrimary == before.CurrentPrimary {
+		t.Errorf("the primary is still %s", before.CurrentPrimary)
+	}
+	if resumed > resumeBound {
+		t.Errorf("orders were acknowledged again only %v after the primary went, want within %v", resumed, resumeBound)
+	}
+	load.CheckKept(t, tg)
+	exchangetest.CheckInvariants(t, tg)
+	exchangetest.CheckBooksOverAPI(t, tg, bots[0], markets)
+}
+
+// silenceStep is the resolution of longestSilence.
+const silenceStep = 50 * time.Millisecond
+
+// longestSilence is the longest run of silenceSteps in [from, to) in which no acknowledged order
+// was sent.
+func longestSilence(load *exchangetest.Load, from, to time.Time) time.Duration {
+	var longest, run time.Duration
+	for at := from; at.Before(to); at = at.Add(silenceStep) {
+		if load.Sent(at, at.Add(silenceStep)) > 0 {
+			run = 0
+			continue
+		}
+		run += silenceStep
+		longest = max(longest, run)
+	}
+	return longest
+}
