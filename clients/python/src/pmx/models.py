@@ -88,6 +88,10 @@ class Market:
     label_b: str
     created_at: _dt.datetime
     updated_at: _dt.datetime
+    #: The event this market is an outcome of, and that outcome's key; ``None`` for a market of
+    #: no event.
+    event_id: Optional[str] = None
+    outcome_key: Optional[str] = None
 
 
 @dataclass(frozen=True)
