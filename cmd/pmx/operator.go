@@ -118,16 +118,14 @@ func runOperator(o operatorOptions) error {
 	// Events: each outcome a Market of the Event's, moved together by the shard that owns them all.
 	// Helm installs a chart's CRDs only with the release, never on upgrade: a release upgraded
 	// from a chart without the Event CRD has none until someone applies it, and the operator must
-	// go on reconciling Markets meanwhile rather than fail to start.
+	// go on reconciling Markets meanwhile rather than fail to start. Only an API that answers
+	// that it has no such kind counts: one not reachable yet is waited for, as for Markets.
 	_, err = mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: pmxv1.GroupVersion.Group, Kind: "Event"},
 		pmxv1.GroupVersion.Version)
-	switch {
-	case meta.IsNoMatchError(err):
+	if meta.IsNoMatchError(err) {
 		log.Warn("the cluster serves no Event custom resource (events.pmx.dev), so Events are not reconciled; "+
 			"apply the chart's CRDs (kubectl apply -f charts/pmx/crds/) and restart the operator", "error", err)
-	case err != nil:
-		return fmt.Errorf("while asking the Kubernetes API whether it serves Events: %w", err)
-	default:
+	} else {
 		er := &controllers.EventReconciler{Client: mgr.GetClient(), Scheme: scheme, Store: st,
 			Recorder: mgr.GetEventRecorder("pmx-operator"), Exchange: exchange, Resync: o.resync}
 		if err := er.SetupWithManager(mgr); err != nil {
