@@ -107,9 +107,10 @@ var suiteTests = []struct {
 	{"Keys", testKeys},
 	{"RiskLimits", testRiskLimits},
 	{"OrderGroups", testOrderGroups},
-	{"AdminEvents", testAdminEvents},         // suite_events.go
-	{"EventSettlement", testEventSettlement}, // suite_events.go
-	{"EventReads", testEventReads},           // suite_eventreads.go
+	{"AdminEvents", testAdminEvents},               // suite_events.go
+	{"EventSettlement", testEventSettlement},       // suite_events.go
+	{"EventReads", testEventReads},                 // suite_eventreads.go
+	{"EventLifecycleFeed", testEventLifecycleFeed}, // suite_eventreads.go
 }
 
 // RunSuiteTests runs the suite's tests of those names, in the suite's order, then the

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -146,4 +147,45 @@ func testEventPages(t *testing.T, c *Client, q string, want []uuid.UUID) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("GET /events%s in pages of 2: %v, want %v", q, got, want)
 	}
+}
+
+// testEventLifecycleFeed: the lifecycle channel carries an event's status changes as its
+// markets' messages, each naming the event (eventId): its markets are listed with it, and closing
+// the event sends a CLOSED status message for every one of them.
+func testEventLifecycleFeed(t *testing.T, tg *Target) {
+	if !tg.AdminMarkets {
+		t.Skip("events are managed by Event resources here")
+	}
+	f := tg.NewAccount(t, "evlifecycle").DialFeed(t)
+	defer f.Close()
+	f.Send(t, map[string]any{"op": "subscribe", "id": 1, "channel": "lifecycle"})
+	f.ExpectReply(t, "subscribed", "")
+	e := newEvent(t, tg, "up", "down")
+	outcome := map[string]string{}
+	for _, o := range e.Outcomes {
+		outcome[o.MarketID.String()] = o.Key
+	}
+	// until reads the channel until every market of the event has sent a message of status,
+	// each naming the event. (Other markets' changes may come too.)
+	until := func(status string) {
+		t.Helper()
+		seen := map[string]bool{}
+		for range 10_000 {
+			if len(seen) == len(outcome) {
+				return
+			}
+			msg := f.Next(t, 30*time.Second)
+			if _, ours := outcome[msg.MarketID]; msg.Type != "market" || !ours || msg.Status != status {
+				continue
+			}
+			if msg.EventID != e.ID.String() {
+				t.Fatalf("outcome %q's market's lifecycle message does not name its event %s: %s", outcome[msg.MarketID], e.ID, msg.Raw)
+			}
+			seen[msg.MarketID] = true
+		}
+		t.Fatalf("the lifecycle channel never told every market of the event as %s", status)
+	}
+	until("OPEN")
+	tg.Admin(t, "POST", "/admin/v1/events/"+e.ID.String()+"/close", nil, http.StatusOK, nil)
+	until("CLOSED")
 }
