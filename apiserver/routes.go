@@ -55,6 +55,10 @@ func (s *Server) routes() []route {
 		{"POST", "/orders/batch", auth.ScopeTrade, s.placeBatch},
 		{"PUT", "/account/risk-limits", auth.ScopeTrade, s.setRiskLimits},
 
+		// Events' public reads (eventreads.go).
+		{"GET", "/events", auth.ScopeRead, s.listEvents},
+		{"GET", "/event", auth.ScopeRead, s.getEvent},
+
 		// Order groups (ordergroups.go): reads need read; making one and resetting one need trade,
 		// since a reset lets a group that stopped a bot trade again.
 		{"GET", "/order-groups", auth.ScopeRead, s.listOrderGroups},

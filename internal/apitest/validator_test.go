@@ -308,6 +308,8 @@ func TestDocumentedStatuses(t *testing.T) {
 		"GET /account/keys 200", "GET /account/keys 401", "GET /account/keys 403", "GET /account/keys 429",
 		"GET /account/limits 200", "GET /account/limits 401", "GET /account/limits 403", "GET /account/limits 429",
 		"GET /account/risk-limits 200", "GET /account/risk-limits 401", "GET /account/risk-limits 403", "GET /account/risk-limits 429",
+		"GET /event 200", "GET /event 400", "GET /event 401", "GET /event 403", "GET /event 404", "GET /event 429",
+		"GET /events 200", "GET /events 400", "GET /events 401", "GET /events 403", "GET /events 429",
 		"GET /fills 200", "GET /fills 400", "GET /fills 401", "GET /fills 403", "GET /fills 429",
 		"GET /market 201", "GET /market 400", "GET /market 401", "GET /market 403", "GET /market 404", "GET /market 429",
 		"GET /market/candles 200", "GET /market/candles 400", "GET /market/candles 401", "GET /market/candles 403", "GET /market/candles 429",
