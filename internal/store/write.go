@@ -108,9 +108,9 @@ type Batch struct {
 	Shares       []ShareDelta
 	Markets      []MarketUpdate
 	Events       []EventBatch
-	Settlements  []Settlement  // run last, after every other write
-	Groups       []GroupDelta  // what the batch did to order groups, guarded (migration 027)
-	EventChanges []EventChange // events' status changes, written before the settlements
+	Settlements  []Settlement         // run last, after every other write
+	Groups       []GroupDelta         // what the batch did to order groups, guarded (migration 027)
+	EventChanges []EventChange        // events' status changes, written before the settlements
 	Conversions  []records.Conversion // conversions of events' shares (their shares and cash are in Shares and Cash)
 	// SettledEvents encodes the events of an account's holdings that a settlement paid (its part
 	// of the account's feed), for CommitBatch to write with the batch. Needed when Settlements is
