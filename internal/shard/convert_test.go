@@ -199,7 +199,7 @@ func TestConvertRefusals(t *testing.T) {
 		if _, err := s.Convert(ctx, r); !errors.Is(err, domain.ErrClientRequestIDReused) {
 			t.Fatalf("reusing the id for another conversion: %v, want client_request_id_reused", err)
 		}
-		yes0, no0, locked0, cash0 = yes1, no1, locked0, cash1
+		yes0, no0, cash0 = yes1, no1, cash1
 		unchanged(t)
 	})
 
