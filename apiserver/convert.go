@@ -77,3 +77,6 @@ func (s *Server) convert(c *gin.Context) error {
 	c.JSON(status, wire.ConversionOf(&row))
 	return nil
 }
+
+// Conversion is the answer of POST /event/convert and the converted event's conversion.
+type Conversion = wire.Conversion
