@@ -140,7 +140,9 @@ func (s *Shard) convert(c *command, now time.Time) {
 	eff := cv.conv.Effect(len(ms))
 	for i, m := range ms {
 		if eff.NO[i] < 0 && a.freeShares[store.ShareKey{Account: account, Market: m.id, Outcome: engine.No.String()}] < -eff.NO[i] {
-			c.err = a.short(domain.ErrInsufficientShares)
+			c.err = a.short(&domain.Error{Kind: domain.Invalid, Code: domain.ErrInsufficientShares.Code, Field: "quantity",
+				Message: fmt.Sprintf("the account holds fewer than %d unlocked NO shares of outcome %q: shares its open SELL orders lock cannot be converted; GET /positions shows them",
+					-eff.NO[i], cv.ev.Outcomes[i].Key)})
 			return
 		}
 	}
