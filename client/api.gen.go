@@ -41,6 +41,7 @@ const (
 	AccountEventTypeAccepted  AccountEventType = "accepted"
 	AccountEventTypeAmended   AccountEventType = "amended"
 	AccountEventTypeCancelled AccountEventType = "cancelled"
+	AccountEventTypeConverted AccountEventType = "converted"
 	AccountEventTypeFill      AccountEventType = "fill"
 	AccountEventTypeSettled   AccountEventType = "settled"
 )
@@ -53,6 +54,8 @@ func (e AccountEventType) Valid() bool {
 	case AccountEventTypeAmended:
 		return true
 	case AccountEventTypeCancelled:
+		return true
+	case AccountEventTypeConverted:
 		return true
 	case AccountEventTypeFill:
 		return true
@@ -501,8 +504,11 @@ type Account struct {
 // AccountEvent defines model for AccountEvent.
 type AccountEvent struct {
 	// At When the change committed.
-	At   time.Time `json:"at"`
-	Fill *Fill     `json:"fill,omitempty"`
+	At time.Time `json:"at"`
+
+	// Conversion A conversion of an event's shares (`POST /event/convert`).
+	Conversion *Conversion `json:"conversion,omitempty"`
+	Fill       *Fill       `json:"fill,omitempty"`
 
 	// FilledQuantity fill: the order's filled quantity after the fill.
 	FilledQuantity *int        `json:"filledQuantity,omitempty"`
@@ -518,7 +524,9 @@ type AccountEvent struct {
 	// order traded (`fill`, and the order's `filledQuantity` and `status` after it; its
 	// `updatedAt` is the event's `at`). `cancelled`: an order left the book
 	// with part or all of it unfilled (`order`, with its `cancelReason`). `settled`: a
-	// market settled and paid a holding (`settlement`).
+	// market settled and paid a holding (`settlement`). `converted`: NO shares of an
+	// event's outcomes became YES of the others and cash (`conversion`, as
+	// `POST /event/convert` answered it).
 	Type AccountEventType `json:"type"`
 }
 
@@ -530,7 +538,9 @@ type AccountEventStatus string
 // order traded (`fill`, and the order's `filledQuantity` and `status` after it; its
 // `updatedAt` is the event's `at`). `cancelled`: an order left the book
 // with part or all of it unfilled (`order`, with its `cancelReason`). `settled`: a
-// market settled and paid a holding (`settlement`).
+// market settled and paid a holding (`settlement`). `converted`: NO shares of an
+// event's outcomes became YES of the others and cash (`conversion`, as
+// `POST /event/convert` answered it).
 type AccountEventType string
 
 // APIKey defines model for ApiKey.

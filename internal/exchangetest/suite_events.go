@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/apiserver"
+	"github.com/pmx-dev/pmx/internal/feed"
 )
 
 // newEvent creates an OPEN event of the given outcome keys through the admin API.
@@ -173,6 +174,15 @@ func convertBeforeResolution(t *testing.T, e apiserver.Event, accounts []*Client
 	}
 	if again := convert(accounts[1], http.StatusOK, req); again.ID != first.ID {
 		t.Errorf("the retry answered %+v, want conversion %s", again, first.ID)
+	}
+	var converted []apiserver.Conversion // the account's feed carries it once, the retry adding nothing
+	for _, ev := range accounts[1].accountEvents(t, 0, 100).Events {
+		if ev.Type == feed.AccountConverted {
+			converted = append(converted, *ev.Conversion)
+		}
+	}
+	if len(converted) != 1 || converted[0].ID != first.ID || converted[0].Cash != 200 {
+		t.Errorf("the account's feed has converted events %+v, want conversion %s once", converted, first.ID)
 	}
 	if after, _ := accounts[1].Balance(t); after != cash+200 {
 		t.Errorf("account 1 holds %d after converting, want %d", after, cash+200)
