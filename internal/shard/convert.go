@@ -73,7 +73,7 @@ func (s *Shard) Convert(ctx context.Context, req exchange.ConvertRequest) (recor
 	if err != nil {
 		return records.Conversion{}, err
 	}
-	c := &command{kind: cmdConvert, convert: &conversion{req: req, ev: e, conv: conv, markets: markets}}
+	c := &command{kind: cmdConvert, market: markets[0], convert: &conversion{req: req, ev: e, conv: conv, markets: markets}}
 	if err := s.do(ctx, c); err != nil {
 		return records.Conversion{}, err
 	}
@@ -201,4 +201,14 @@ func (set *Set) Convert(ctx context.Context, req exchange.ConvertRequest) (recor
 		i = j
 	}
 	return set.shards[i].Convert(ctx, req)
+}
+
+// ownsAll reports whether the shard holds every one of the markets.
+func (s *Shard) ownsAll(markets []uuid.UUID) bool {
+	for _, id := range markets {
+		if _, ok := s.markets[id]; !ok {
+			return false
+		}
+	}
+	return true
 }
