@@ -156,6 +156,7 @@ func (s *Shard) convert(c *command, now time.Time) {
 		}
 	}
 	for i, m := range ms {
+		a.touch(m) // its exposures change: a batch that fails reloads it (undo)
 		if eff.NO[i] != 0 {
 			a.addShares(account, m.id, engine.No, eff.NO[i], 0)
 			s.expose(m.id, account, engine.No, eff.NO[i])
