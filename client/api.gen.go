@@ -41,6 +41,7 @@ const (
 	AccountEventTypeAccepted  AccountEventType = "accepted"
 	AccountEventTypeAmended   AccountEventType = "amended"
 	AccountEventTypeCancelled AccountEventType = "cancelled"
+	AccountEventTypeConverted AccountEventType = "converted"
 	AccountEventTypeFill      AccountEventType = "fill"
 	AccountEventTypeSettled   AccountEventType = "settled"
 )
@@ -53,6 +54,8 @@ func (e AccountEventType) Valid() bool {
 	case AccountEventTypeAmended:
 		return true
 	case AccountEventTypeCancelled:
+		return true
+	case AccountEventTypeConverted:
 		return true
 	case AccountEventTypeFill:
 		return true
@@ -501,8 +504,11 @@ type Account struct {
 // AccountEvent defines model for AccountEvent.
 type AccountEvent struct {
 	// At When the change committed.
-	At   time.Time `json:"at"`
-	Fill *Fill     `json:"fill,omitempty"`
+	At time.Time `json:"at"`
+
+	// Conversion A conversion of an event's shares (`POST /event/convert`).
+	Conversion *Conversion `json:"conversion,omitempty"`
+	Fill       *Fill       `json:"fill,omitempty"`
 
 	// FilledQuantity fill: the order's filled quantity after the fill.
 	FilledQuantity *int        `json:"filledQuantity,omitempty"`
@@ -518,7 +524,9 @@ type AccountEvent struct {
 	// order traded (`fill`, and the order's `filledQuantity` and `status` after it; its
 	// `updatedAt` is the event's `at`). `cancelled`: an order left the book
 	// with part or all of it unfilled (`order`, with its `cancelReason`). `settled`: a
-	// market settled and paid a holding (`settlement`).
+	// market settled and paid a holding (`settlement`). `converted`: NO shares of an
+	// event's outcomes became YES of the others and cash (`conversion`, as
+	// `POST /event/convert` answered it).
 	Type AccountEventType `json:"type"`
 }
 
@@ -530,7 +538,9 @@ type AccountEventStatus string
 // order traded (`fill`, and the order's `filledQuantity` and `status` after it; its
 // `updatedAt` is the event's `at`). `cancelled`: an order left the book
 // with part or all of it unfilled (`order`, with its `cancelReason`). `settled`: a
-// market settled and paid a holding (`settlement`).
+// market settled and paid a holding (`settlement`). `converted`: NO shares of an
+// event's outcomes became YES of the others and cash (`conversion`, as
+// `POST /event/convert` answered it).
 type AccountEventType string
 
 // APIKey defines model for ApiKey.
@@ -640,6 +650,33 @@ type Candle struct {
 
 	// Volume Shares traded.
 	Volume int `json:"volume"`
+}
+
+// Conversion A conversion of an event's shares (`POST /event/convert`).
+type Conversion struct {
+	// Cash Cents paid, `(k − 1) × 100 × quantity`.
+	Cash            int64              `json:"cash"`
+	ClientRequestID *string            `json:"clientRequestId,omitempty"`
+	CreatedAt       time.Time          `json:"createdAt"`
+	EventID         openapi_types.UUID `json:"eventId"`
+	ID              openapi_types.UUID `json:"id"`
+
+	// Outcomes The outcomes whose NO shares were converted, as requested.
+	Outcomes []string `json:"outcomes"`
+	Quantity int64    `json:"quantity"`
+}
+
+// ConvertRequest defines model for ConvertRequest.
+type ConvertRequest struct {
+	// ClientRequestID Makes a retry safe, as `clientOrderId` does for orders.
+	ClientRequestID *string            `json:"clientRequestId,omitempty"`
+	EventID         openapi_types.UUID `json:"eventId"`
+
+	// Outcomes The keys of the outcomes whose NO shares to convert, each once.
+	Outcomes []string `json:"outcomes"`
+
+	// Quantity NO shares of each listed outcome to convert.
+	Quantity int64 `json:"quantity"`
 }
 
 // Error Every non-2xx answer has this shape. pmx always sends `details` with a `code`.
@@ -1454,6 +1491,9 @@ type SetRiskLimitsJSONRequestBody SetRiskLimitsJSONBody
 // CancelOrderJSONRequestBody defines body for CancelOrder for application/json ContentType.
 type CancelOrderJSONRequestBody CancelOrderJSONBody
 
+// ConvertEventSharesJSONRequestBody defines body for ConvertEventShares for application/json ContentType.
+type ConvertEventSharesJSONRequestBody = ConvertRequest
+
 // HeartbeatJSONRequestBody defines body for Heartbeat for application/json ContentType.
 type HeartbeatJSONRequestBody HeartbeatJSONBody
 
@@ -1707,6 +1747,48 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /event (the `GetEvent` operationId).
 	GetEvent(ctx context.Context, params *GetEventParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ConvertEventSharesWithBody Convert NO shares of an event's outcomes into YES of the others and cash (pmx addition)
+	//
+	// An event's outcomes are mutually exclusive, so NO of an outcome pays exactly when one of
+	// the others wins. This turns `quantity` unlocked NO shares of each listed outcome (k of the
+	// event's n) into `quantity` YES shares of every outcome not listed, plus
+	// `(k − 1) × 100 × quantity` cents. It pays the same as what it takes whichever outcome
+	// wins. Shares locked by open SELL orders cannot be converted. A conversion that would take
+	// a YES position past your `maxPosition` risk limit is refused (`risk_limit_exceeded`).
+	// It is carried on your account's feed as a `converted` event and shows in
+	// `GET /positions` at once. Needs a key with the `trade` scope.
+	//
+	// **Safe retries.** With `clientRequestId` a conversion can be repeated safely: the same id
+	// with the same request answers `200` with the conversion it made (header
+	// `Idempotent-Replayed: true`) and changes nothing; the same id with another request is
+	// `409 client_request_id_reused`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /event/convert (the `ConvertEventShares` operationId).
+	ConvertEventSharesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ConvertEventShares Convert NO shares of an event's outcomes into YES of the others and cash (pmx addition)
+	//
+	// An event's outcomes are mutually exclusive, so NO of an outcome pays exactly when one of
+	// the others wins. This turns `quantity` unlocked NO shares of each listed outcome (k of the
+	// event's n) into `quantity` YES shares of every outcome not listed, plus
+	// `(k − 1) × 100 × quantity` cents. It pays the same as what it takes whichever outcome
+	// wins. Shares locked by open SELL orders cannot be converted. A conversion that would take
+	// a YES position past your `maxPosition` risk limit is refused (`risk_limit_exceeded`).
+	// It is carried on your account's feed as a `converted` event and shows in
+	// `GET /positions` at once. Needs a key with the `trade` scope.
+	//
+	// **Safe retries.** With `clientRequestId` a conversion can be repeated safely: the same id
+	// with the same request answers `200` with the conversion it made (header
+	// `Idempotent-Replayed: true`) and changes nothing; the same id with another request is
+	// `409 client_request_id_reused`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /event/convert (the `ConvertEventShares` operationId).
+	ConvertEventShares(ctx context.Context, body ConvertEventSharesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListEvents List events
 	//
@@ -2413,6 +2495,68 @@ func (c *RawClient) CancelOrder(ctx context.Context, body CancelOrderJSONRequest
 // Corresponds with GET /event (the `GetEvent` operationId).
 func (c *RawClient) GetEvent(ctx context.Context, params *GetEventParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetEventRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ConvertEventSharesWithBody Convert NO shares of an event's outcomes into YES of the others and cash (pmx addition)
+//
+// An event's outcomes are mutually exclusive, so NO of an outcome pays exactly when one of
+// the others wins. This turns `quantity` unlocked NO shares of each listed outcome (k of the
+// event's n) into `quantity` YES shares of every outcome not listed, plus
+// `(k − 1) × 100 × quantity` cents. It pays the same as what it takes whichever outcome
+// wins. Shares locked by open SELL orders cannot be converted. A conversion that would take
+// a YES position past your `maxPosition` risk limit is refused (`risk_limit_exceeded`).
+// It is carried on your account's feed as a `converted` event and shows in
+// `GET /positions` at once. Needs a key with the `trade` scope.
+//
+// **Safe retries.** With `clientRequestId` a conversion can be repeated safely: the same id
+// with the same request answers `200` with the conversion it made (header
+// `Idempotent-Replayed: true`) and changes nothing; the same id with another request is
+// `409 client_request_id_reused`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /event/convert (the `ConvertEventShares` operationId).
+func (c *RawClient) ConvertEventSharesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConvertEventSharesRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ConvertEventShares Convert NO shares of an event's outcomes into YES of the others and cash (pmx addition)
+//
+// An event's outcomes are mutually exclusive, so NO of an outcome pays exactly when one of
+// the others wins. This turns `quantity` unlocked NO shares of each listed outcome (k of the
+// event's n) into `quantity` YES shares of every outcome not listed, plus
+// `(k − 1) × 100 × quantity` cents. It pays the same as what it takes whichever outcome
+// wins. Shares locked by open SELL orders cannot be converted. A conversion that would take
+// a YES position past your `maxPosition` risk limit is refused (`risk_limit_exceeded`).
+// It is carried on your account's feed as a `converted` event and shows in
+// `GET /positions` at once. Needs a key with the `trade` scope.
+//
+// **Safe retries.** With `clientRequestId` a conversion can be repeated safely: the same id
+// with the same request answers `200` with the conversion it made (header
+// `Idempotent-Replayed: true`) and changes nothing; the same id with another request is
+// `409 client_request_id_reused`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /event/convert (the `ConvertEventShares` operationId).
+func (c *RawClient) ConvertEventShares(ctx context.Context, body ConvertEventSharesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConvertEventSharesRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3472,6 +3616,46 @@ func NewGetEventRequest(server string, params *GetEventParams) (*http.Request, e
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewConvertEventSharesRequest calls the generic ConvertEventShares builder with application/json body
+func NewConvertEventSharesRequest(server string, body ConvertEventSharesJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewConvertEventSharesRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewConvertEventSharesRequestWithBody constructs an http.Request for the ConvertEventShares method, with any body, and a specified content type
+func NewConvertEventSharesRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/event/convert")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -4859,6 +5043,48 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /event (the `GetEvent` operationId).
 	GetEventWithResponse(ctx context.Context, params *GetEventParams, reqEditors ...RequestEditorFn) (*GetEventResponse, error)
 
+	// ConvertEventSharesWithBodyWithResponse Convert NO shares of an event's outcomes into YES of the others and cash (pmx addition)
+	//
+	// An event's outcomes are mutually exclusive, so NO of an outcome pays exactly when one of
+	// the others wins. This turns `quantity` unlocked NO shares of each listed outcome (k of the
+	// event's n) into `quantity` YES shares of every outcome not listed, plus
+	// `(k − 1) × 100 × quantity` cents. It pays the same as what it takes whichever outcome
+	// wins. Shares locked by open SELL orders cannot be converted. A conversion that would take
+	// a YES position past your `maxPosition` risk limit is refused (`risk_limit_exceeded`).
+	// It is carried on your account's feed as a `converted` event and shows in
+	// `GET /positions` at once. Needs a key with the `trade` scope.
+	//
+	// **Safe retries.** With `clientRequestId` a conversion can be repeated safely: the same id
+	// with the same request answers `200` with the conversion it made (header
+	// `Idempotent-Replayed: true`) and changes nothing; the same id with another request is
+	// `409 client_request_id_reused`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /event/convert (the `ConvertEventShares` operationId).
+	ConvertEventSharesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ConvertEventSharesResponse, error)
+
+	// ConvertEventSharesWithResponse Convert NO shares of an event's outcomes into YES of the others and cash (pmx addition)
+	//
+	// An event's outcomes are mutually exclusive, so NO of an outcome pays exactly when one of
+	// the others wins. This turns `quantity` unlocked NO shares of each listed outcome (k of the
+	// event's n) into `quantity` YES shares of every outcome not listed, plus
+	// `(k − 1) × 100 × quantity` cents. It pays the same as what it takes whichever outcome
+	// wins. Shares locked by open SELL orders cannot be converted. A conversion that would take
+	// a YES position past your `maxPosition` risk limit is refused (`risk_limit_exceeded`).
+	// It is carried on your account's feed as a `converted` event and shows in
+	// `GET /positions` at once. Needs a key with the `trade` scope.
+	//
+	// **Safe retries.** With `clientRequestId` a conversion can be repeated safely: the same id
+	// with the same request answers `200` with the conversion it made (header
+	// `Idempotent-Replayed: true`) and changes nothing; the same id with another request is
+	// `409 client_request_id_reused`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /event/convert (the `ConvertEventShares` operationId).
+	ConvertEventSharesWithResponse(ctx context.Context, body ConvertEventSharesJSONRequestBody, reqEditors ...RequestEditorFn) (*ConvertEventSharesResponse, error)
+
 	// ListEventsWithResponse List events
 	//
 	// Lists events (pmx addition), newest first (by `createdAt`), optionally filtered by status,
@@ -6088,6 +6314,120 @@ func (r GetEventResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetEventResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ConvertEventSharesResponse200Headers the declared response headers of an HTTP 200 response for ConvertEventShares
+type ConvertEventSharesResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// ConvertEventSharesResponse401Headers the declared response headers of an HTTP 401 response for ConvertEventShares
+type ConvertEventSharesResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ConvertEventSharesResponse429Headers the declared response headers of an HTTP 429 response for ConvertEventShares
+type ConvertEventSharesResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+}
+
+type ConvertEventSharesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Conversion
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Conversion
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ConvertEventSharesResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ConvertEventSharesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ConvertEventSharesResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ConvertEventSharesResponse) GetJSON200() *Conversion {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r ConvertEventSharesResponse) GetJSON201() *Conversion {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ConvertEventSharesResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ConvertEventSharesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ConvertEventSharesResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ConvertEventSharesResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ConvertEventSharesResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ConvertEventSharesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r ConvertEventSharesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ConvertEventSharesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ConvertEventSharesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ConvertEventSharesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -8277,6 +8617,60 @@ func (c *ClientWithResponses) GetEventWithResponse(ctx context.Context, params *
 	return ParseGetEventResponse(rsp)
 }
 
+// ConvertEventSharesWithBodyWithResponse Convert NO shares of an event's outcomes into YES of the others and cash (pmx addition)
+//
+// An event's outcomes are mutually exclusive, so NO of an outcome pays exactly when one of
+// the others wins. This turns `quantity` unlocked NO shares of each listed outcome (k of the
+// event's n) into `quantity` YES shares of every outcome not listed, plus
+// `(k − 1) × 100 × quantity` cents. It pays the same as what it takes whichever outcome
+// wins. Shares locked by open SELL orders cannot be converted. A conversion that would take
+// a YES position past your `maxPosition` risk limit is refused (`risk_limit_exceeded`).
+// It is carried on your account's feed as a `converted` event and shows in
+// `GET /positions` at once. Needs a key with the `trade` scope.
+//
+// **Safe retries.** With `clientRequestId` a conversion can be repeated safely: the same id
+// with the same request answers `200` with the conversion it made (header
+// `Idempotent-Replayed: true`) and changes nothing; the same id with another request is
+// `409 client_request_id_reused`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /event/convert (the `ConvertEventShares` operationId).
+func (c *ClientWithResponses) ConvertEventSharesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ConvertEventSharesResponse, error) {
+	rsp, err := c.ConvertEventSharesWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConvertEventSharesResponse(rsp)
+}
+
+// ConvertEventSharesWithResponse Convert NO shares of an event's outcomes into YES of the others and cash (pmx addition)
+//
+// An event's outcomes are mutually exclusive, so NO of an outcome pays exactly when one of
+// the others wins. This turns `quantity` unlocked NO shares of each listed outcome (k of the
+// event's n) into `quantity` YES shares of every outcome not listed, plus
+// `(k − 1) × 100 × quantity` cents. It pays the same as what it takes whichever outcome
+// wins. Shares locked by open SELL orders cannot be converted. A conversion that would take
+// a YES position past your `maxPosition` risk limit is refused (`risk_limit_exceeded`).
+// It is carried on your account's feed as a `converted` event and shows in
+// `GET /positions` at once. Needs a key with the `trade` scope.
+//
+// **Safe retries.** With `clientRequestId` a conversion can be repeated safely: the same id
+// with the same request answers `200` with the conversion it made (header
+// `Idempotent-Replayed: true`) and changes nothing; the same id with another request is
+// `409 client_request_id_reused`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /event/convert (the `ConvertEventShares` operationId).
+func (c *ClientWithResponses) ConvertEventSharesWithResponse(ctx context.Context, body ConvertEventSharesJSONRequestBody, reqEditors ...RequestEditorFn) (*ConvertEventSharesResponse, error) {
+	rsp, err := c.ConvertEventShares(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConvertEventSharesResponse(rsp)
+}
+
 // ListEventsWithResponse List events
 //
 // Lists events (pmx addition), newest first (by `createdAt`), optionally filtered by status,
@@ -9753,6 +10147,135 @@ func ParseGetEventResponse(rsp *http.Response) (*GetEventResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetEventResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseConvertEventSharesResponse parses an HTTP response from a ConvertEventSharesWithResponse call
+func ParseConvertEventSharesResponse(rsp *http.Response) (*ConvertEventSharesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ConvertEventSharesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Conversion
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Conversion
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ConvertEventSharesResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ConvertEventSharesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ConvertEventSharesResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -325,6 +325,7 @@ func TestDocumentedStatuses(t *testing.T) {
 		"GET /settlements 200", "GET /settlements 400", "GET /settlements 401", "GET /settlements 403", "GET /settlements 429",
 		"POST /cancel-everything 200", "POST /cancel-everything 401", "POST /cancel-everything 403", "POST /cancel-everything 429",
 		"POST /cancel-order 200", "POST /cancel-order 400", "POST /cancel-order 401", "POST /cancel-order 403", "POST /cancel-order 404", "POST /cancel-order 429",
+		"POST /event/convert 200", "POST /event/convert 201", "POST /event/convert 400", "POST /event/convert 401", "POST /event/convert 403", "POST /event/convert 404", "POST /event/convert 409", "POST /event/convert 429",
 		"POST /heartbeat 200", "POST /heartbeat 400", "POST /heartbeat 401", "POST /heartbeat 403", "POST /heartbeat 429",
 		"POST /order 200", "POST /order 201", "POST /order 400", "POST /order 401", "POST /order 403", "POST /order 409", "POST /order 429",
 		"POST /order-groups 201", "POST /order-groups 400", "POST /order-groups 401", "POST /order-groups 403", "POST /order-groups 429",
