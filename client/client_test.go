@@ -361,8 +361,9 @@ func TestOrderGroups(t *testing.T) {
 
 // TestEvents makes an event of three outcomes through the admin API, finds it in Events and reads
 // it with Event, has alice buy NO of two outcomes from bob, converts them (a retry replayed, the
-// conversion once on the account's feed and in AccountEvents) and reads back her cash and YES of
-// the third outcome; a conversion beyond her NO shares is an *APIError insufficient_shares.
+// conversion once on the account's feed and in AccountEvents; another, its answer lost twice,
+// retried and converting once) and reads back her cash and YES of the third outcome; a conversion
+// beyond her NO shares is an *APIError insufficient_shares.
 func TestEvents(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -377,7 +378,19 @@ func TestEvents(t *testing.T) {
 	tg.Admin(t, "POST", "/admin/v1/events", map[string]any{"question": "Which one wins", "category": "test",
 		"outcomes": []map[string]any{{"key": "a", "label": "A"}, {"key": "b", "label": "B"}, {"key": "c", "label": "C"}}},
 		http.StatusCreated, &made)
-	alice, bob := newClient(t, tg, ""), newClient(t, tg, "")
+	acct := tg.NewAccount(t, "sdk")
+	alice, err := client.New(tg.URL+"/api/v1", acct.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// lossy is alice through a proxy that can lose answers, a connection per request.
+	px := startProxy(t, strings.TrimPrefix(tg.URL, "http://"))
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	lossy, err := client.New(px.URL()+"/api/v1", acct.Key, client.WithHTTP(hc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := newClient(t, tg, "")
 
 	open := client.MarketStatusOPEN
 	page, err := alice.Events(ctx, &open, nil, 0)
@@ -453,21 +466,29 @@ func TestEvents(t *testing.T) {
 	if again, err := alice.Convert(ctx, req); err != nil || !again.Replayed || again.ID != conv.ID {
 		t.Fatalf("Convert again: %v, %+v: want a replay of %s", err, again, conv.ID)
 	}
-	select {
-	case c := <-converted:
-		if c.ID != conv.ID || c.Cash != 200 {
-			t.Errorf("the feed's conversion %+v, want %s", c, conv.ID)
+	// Its answer lost twice, a conversion is sent again with its clientRequestId and converts once.
+	px.loseAnswers.Store(2)
+	lost, err := lossy.Convert(ctx, client.ConvertRequest{EventID: made.ID, Outcomes: []string{"a", "b"}, Quantity: 1})
+	if err != nil || !lost.Replayed || lost.Cash != 100 {
+		t.Fatalf("Convert through two lost answers: %v, %+v: want the replay of the conversion made", err, lost)
+	}
+	for _, want := range []uuid.UUID{conv.ID, lost.ID} {
+		select {
+		case c := <-converted:
+			if c.ID != want {
+				t.Errorf("the feed's conversion %+v, want %s", c, want)
+			}
+		case <-ctx.Done():
+			t.Fatalf("conversion %s was never on the account's feed", want)
 		}
-	case <-ctx.Done():
-		t.Fatal("the conversion was never on the account's feed")
 	}
 	cancel()
 	<-runErr
 	ctx = context.Background()
 
 	after, err := alice.Account(ctx)
-	if err != nil || after.Available != before.Available+200 {
-		t.Fatalf("Account after converting: %v, %+v: want %d cents available", err, after, before.Available+200)
+	if err != nil || after.Available != before.Available+300 {
+		t.Fatalf("Account after converting: %v, %+v: want %d cents available", err, after, before.Available+300)
 	}
 	held := map[string]int{}
 	positions, err := alice.Positions(ctx)
@@ -477,7 +498,7 @@ func TestEvents(t *testing.T) {
 	for _, p := range positions {
 		held[p.MarketID.String()+"/"+string(p.Outcome)] = p.Quantity
 	}
-	for i, want := range map[int]map[client.Outcome]int{0: {client.OutcomeNO: 1}, 1: {client.OutcomeNO: 1}, 2: {client.OutcomeYES: 2}} {
+	for i, want := range map[int]map[client.Outcome]int{0: {client.OutcomeNO: 0}, 1: {client.OutcomeNO: 0}, 2: {client.OutcomeYES: 3}} {
 		for outcome, n := range want {
 			if got := held[made.Outcomes[i].MarketID.String()+"/"+string(outcome)]; got != n {
 				t.Errorf("alice holds %d %s of %s after converting, want %d", got, outcome, made.Outcomes[i].Key, n)
@@ -494,8 +515,8 @@ func TestEvents(t *testing.T) {
 			seen = append(seen, ev.Conversion.ID)
 		}
 	}
-	if len(seen) != 1 || seen[0] != conv.ID {
-		t.Errorf("AccountEvents has conversions %v, want %s once", seen, conv.ID)
+	if len(seen) != 2 || seen[0] != conv.ID || seen[1] != lost.ID {
+		t.Errorf("AccountEvents has conversions %v, want %s and %s, each once", seen, conv.ID, lost.ID)
 	}
 
 	var refused *client.APIError
