@@ -57,7 +57,7 @@ func (l feedLog) MarketsChanged(ctx context.Context, since time.Time) ([]feed.Ma
 	}
 	out := make([]feed.MarketState, len(changed))
 	for i, m := range changed {
-		out[i] = feed.MarketState{Market: m.ID, Status: m.Status, Seq: m.EventSeq, UpdatedAt: m.UpdatedAt}
+		out[i] = feed.MarketState{Market: m.ID, Status: m.Status, Seq: m.EventSeq, UpdatedAt: m.UpdatedAt, Event: m.Event}
 	}
 	return out, nil
 }

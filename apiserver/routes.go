@@ -55,12 +55,19 @@ func (s *Server) routes() []route {
 		{"POST", "/orders/batch", auth.ScopeTrade, s.placeBatch},
 		{"PUT", "/account/risk-limits", auth.ScopeTrade, s.setRiskLimits},
 
+		// Events' public reads (eventreads.go).
+		{"GET", "/events", auth.ScopeRead, s.listEvents},
+		{"GET", "/event", auth.ScopeRead, s.getEvent},
+
 		// Order groups (ordergroups.go): reads need read; making one and resetting one need trade,
 		// since a reset lets a group that stopped a bot trade again.
 		{"GET", "/order-groups", auth.ScopeRead, s.listOrderGroups},
 		{"GET", "/order-groups/:id", auth.ScopeRead, s.getOrderGroup},
 		{"POST", "/order-groups", auth.ScopeTrade, s.createOrderGroup},
 		{"POST", "/order-groups/:id/reset", auth.ScopeTrade, s.resetOrderGroup},
+
+		// Conversion of an event's shares (convert.go): it trades, so it needs trade.
+		{"POST", "/event/convert", auth.ScopeTrade, s.convert},
 	}
 }
 

@@ -41,6 +41,7 @@ const (
 	AccountEventTypeAccepted  AccountEventType = "accepted"
 	AccountEventTypeAmended   AccountEventType = "amended"
 	AccountEventTypeCancelled AccountEventType = "cancelled"
+	AccountEventTypeConverted AccountEventType = "converted"
 	AccountEventTypeFill      AccountEventType = "fill"
 	AccountEventTypeSettled   AccountEventType = "settled"
 )
@@ -53,6 +54,8 @@ func (e AccountEventType) Valid() bool {
 	case AccountEventTypeAmended:
 		return true
 	case AccountEventTypeCancelled:
+		return true
+	case AccountEventTypeConverted:
 		return true
 	case AccountEventTypeFill:
 		return true
@@ -501,8 +504,11 @@ type Account struct {
 // AccountEvent defines model for AccountEvent.
 type AccountEvent struct {
 	// At When the change committed.
-	At   time.Time `json:"at"`
-	Fill *Fill     `json:"fill,omitempty"`
+	At time.Time `json:"at"`
+
+	// Conversion A conversion of an event's shares (`POST /event/convert`).
+	Conversion *Conversion `json:"conversion,omitempty"`
+	Fill       *Fill       `json:"fill,omitempty"`
 
 	// FilledQuantity fill: the order's filled quantity after the fill.
 	FilledQuantity *int        `json:"filledQuantity,omitempty"`
@@ -518,7 +524,9 @@ type AccountEvent struct {
 	// order traded (`fill`, and the order's `filledQuantity` and `status` after it; its
 	// `updatedAt` is the event's `at`). `cancelled`: an order left the book
 	// with part or all of it unfilled (`order`, with its `cancelReason`). `settled`: a
-	// market settled and paid a holding (`settlement`).
+	// market settled and paid a holding (`settlement`). `converted`: NO shares of an
+	// event's outcomes became YES of the others and cash (`conversion`, as
+	// `POST /event/convert` answered it).
 	Type AccountEventType `json:"type"`
 }
 
@@ -530,7 +538,9 @@ type AccountEventStatus string
 // order traded (`fill`, and the order's `filledQuantity` and `status` after it; its
 // `updatedAt` is the event's `at`). `cancelled`: an order left the book
 // with part or all of it unfilled (`order`, with its `cancelReason`). `settled`: a
-// market settled and paid a holding (`settlement`).
+// market settled and paid a holding (`settlement`). `converted`: NO shares of an
+// event's outcomes became YES of the others and cash (`conversion`, as
+// `POST /event/convert` answered it).
 type AccountEventType string
 
 // APIKey defines model for ApiKey.
@@ -642,6 +652,33 @@ type Candle struct {
 	Volume int `json:"volume"`
 }
 
+// Conversion A conversion of an event's shares (`POST /event/convert`).
+type Conversion struct {
+	// Cash Cents paid, `(k − 1) × 100 × quantity`.
+	Cash            int64              `json:"cash"`
+	ClientRequestID *string            `json:"clientRequestId,omitempty"`
+	CreatedAt       time.Time          `json:"createdAt"`
+	EventID         openapi_types.UUID `json:"eventId"`
+	ID              openapi_types.UUID `json:"id"`
+
+	// Outcomes The outcomes whose NO shares were converted, as requested.
+	Outcomes []string `json:"outcomes"`
+	Quantity int64    `json:"quantity"`
+}
+
+// ConvertRequest defines model for ConvertRequest.
+type ConvertRequest struct {
+	// ClientRequestID Makes a retry safe, as `clientOrderId` does for orders.
+	ClientRequestID *string            `json:"clientRequestId,omitempty"`
+	EventID         openapi_types.UUID `json:"eventId"`
+
+	// Outcomes The keys of the outcomes whose NO shares to convert, each once.
+	Outcomes []string `json:"outcomes"`
+
+	// Quantity NO shares of each listed outcome to convert.
+	Quantity int64 `json:"quantity"`
+}
+
 // Error Every non-2xx answer has this shape. pmx always sends `details` with a `code`.
 type Error struct {
 	Details *ErrorDetails `json:"details,omitempty"`
@@ -657,6 +694,84 @@ type ErrorDetails struct {
 
 	// Field The request field or query parameter at fault, when there is one; absent otherwise.
 	Field *string `json:"field,omitempty"`
+}
+
+// Event An event: a question of 2 to 50 mutually exclusive outcomes, each traded as a market of
+// its own. Resolving the event to one outcome resolves that outcome's market YES and every
+// other's NO; closing, reopening and cancelling move all of its markets together, so the
+// event's status is each of its markets' status.
+type Event struct {
+	Category string `json:"category"`
+
+	// ClosesAt When the event's markets stop trading, if scheduled.
+	ClosesAt  *time.Time `json:"closesAt,omitempty"`
+	CreatedAt time.Time  `json:"createdAt"`
+
+	// Description Absent when there is none.
+	Description *string            `json:"description,omitempty"`
+	ID          openapi_types.UUID `json:"id"`
+
+	// Name The Event resource's name, or the name it was created with.
+	Name string `json:"name"`
+
+	// Outcomes The outcomes, in the event's order.
+	Outcomes []EventOutcome `json:"outcomes"`
+	Question string         `json:"question"`
+
+	// Resolution The winning outcome's key; present only once RESOLVED.
+	Resolution *string `json:"resolution,omitempty"`
+
+	// ResolvesAt When the winner is expected to be known, if announced.
+	ResolvesAt *time.Time `json:"resolvesAt,omitempty"`
+
+	// Status `OPEN` trades. `CLOSED` accepts no orders (may reopen). `RESOLVED` is settled with an
+	// outcome. `CANCELED` is void: every share paid 50 cents. Note the single L in CANCELED
+	// (markets) versus CANCELLED (orders).
+	Status MarketStatus `json:"status"`
+
+	// URL A page about the event; absent when there is none.
+	URL *string `json:"url,omitempty"`
+}
+
+// EventDetail An event (see Event) as `GET /event` answers it, its outcomes with their YES prices.
+type EventDetail struct {
+	Category  string     `json:"category"`
+	ClosesAt  *time.Time `json:"closesAt,omitempty"`
+	CreatedAt time.Time  `json:"createdAt"`
+
+	// Description Absent when there is none.
+	Description *string            `json:"description,omitempty"`
+	ID          openapi_types.UUID `json:"id"`
+	Name        string             `json:"name"`
+
+	// Outcomes The outcomes, in the event's order.
+	Outcomes []OutcomeDetail `json:"outcomes"`
+	Question string          `json:"question"`
+
+	// Resolution The winning outcome's key; present only once RESOLVED.
+	Resolution *string    `json:"resolution,omitempty"`
+	ResolvesAt *time.Time `json:"resolvesAt,omitempty"`
+
+	// Status `OPEN` trades. `CLOSED` accepts no orders (may reopen). `RESOLVED` is settled with an
+	// outcome. `CANCELED` is void: every share paid 50 cents. Note the single L in CANCELED
+	// (markets) versus CANCELLED (orders).
+	Status MarketStatus `json:"status"`
+
+	// URL Absent when there is none.
+	URL *string `json:"url,omitempty"`
+
+	// YesMidSum The sum of the outcomes' `yesMid`.
+	YesMidSum float32 `json:"yesMidSum"`
+}
+
+// EventOutcome defines model for EventOutcome.
+type EventOutcome struct {
+	// Key The outcome's key, unique within the event and fixed once it is created.
+	Key   string `json:"key"`
+	Label string `json:"label"`
+
+	// MarketID The market whose YES means this outcome wins.
+	MarketID openapi_types.UUID `json:"marketId"`
 }
 
 // Fill defines model for Fill.
@@ -862,6 +977,26 @@ type OrderStatus string
 
 // Outcome defines model for Outcome.
 type Outcome string
+
+// OutcomeDetail defines model for OutcomeDetail.
+type OutcomeDetail struct {
+	// BestAsk The best YES ask, in cents; null when nobody offers.
+	BestAsk *int `json:"bestAsk"`
+
+	// BestBid The best YES bid, in cents; null when nobody bids.
+	BestBid *int   `json:"bestBid"`
+	Key     string `json:"key"`
+	Label   string `json:"label"`
+
+	// LastPrice The YES price of the market's last trade; null before any.
+	LastPrice *int `json:"lastPrice"`
+
+	// MarketID The market whose YES means this outcome wins.
+	MarketID openapi_types.UUID `json:"marketId"`
+
+	// YesMid `(bestBid + bestAsk) / 2`, a missing bid counting as 0 and a missing ask as 100.
+	YesMid float32 `json:"yesMid"`
+}
 
 // PlaceOrderRequest Example: {"marketId":"6f1c2a8e-3b4d-4c5e-9f60-718293a4b5c6","outcome":"NO","price":30,"quantity":10,"side":"BUY"}
 type PlaceOrderRequest struct {
@@ -1117,6 +1252,32 @@ type CancelOrderJSONBody struct {
 	OrderID       *openapi_types.UUID `json:"orderId,omitempty"`
 }
 
+// GetEventParams defines parameters for GetEvent.
+type GetEventParams struct {
+	// EventID The event's id.
+	EventID openapi_types.UUID `form:"eventId" json:"eventId"`
+}
+
+// ListEventsParams defines parameters for ListEvents.
+type ListEventsParams struct {
+	// Status Only events with this status. An unknown value is a `400` (`invalid_value`).
+	Status *MarketStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page. An invalid cursor is a `400` (`invalid_cursor`).
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Page size, 1 to 500, default 100. Out of range is a `400`.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListEvents200JSONResponseBody defines parameters for ListEvents.
+type ListEvents200JSONResponseBody struct {
+	Events []Event `json:"events"`
+
+	// NextCursor Pass as `cursor` for the next page; null when there is none.
+	NextCursor *string `json:"nextCursor"`
+}
+
 // ListFillsParams defines parameters for ListFills.
 type ListFillsParams struct {
 	MarketID *openapi_types.UUID `form:"marketId,omitempty" json:"marketId,omitempty"`
@@ -1329,6 +1490,9 @@ type SetRiskLimitsJSONRequestBody SetRiskLimitsJSONBody
 
 // CancelOrderJSONRequestBody defines body for CancelOrder for application/json ContentType.
 type CancelOrderJSONRequestBody CancelOrderJSONBody
+
+// ConvertEventSharesJSONRequestBody defines body for ConvertEventShares for application/json ContentType.
+type ConvertEventSharesJSONRequestBody = ConvertRequest
 
 // HeartbeatJSONRequestBody defines body for Heartbeat for application/json ContentType.
 type HeartbeatJSONRequestBody HeartbeatJSONBody
@@ -1566,6 +1730,76 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /cancel-order (the `CancelOrder` operationId).
 	CancelOrder(ctx context.Context, body CancelOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetEvent Read one event and its outcomes' prices
+	//
+	// Reads one event (pmx addition) with its outcomes in the event's order, each with its
+	// market's id and YES prices: the best bid and ask, as `GET /market/order-book` shows them
+	// in `orderBookYes`, and the last trade's price. `yesMid` is the middle of the range the
+	// book leaves open for the YES price, `(bid + ask) / 2`, where a side with no order counts
+	// at its bound: a missing bid as 0, a missing ask as 100. So a one-sided book's mid is
+	// halfway from its best price to the bound (a lone bid at 40: 70), and an empty book's is
+	// 50 whatever its last trade. A mid is a whole number or a half. `yesMidSum` adds the
+	// outcomes' mids up: 100 when the books price the outcomes as exactly exclusive and
+	// exhaustive; far from 100, one side of the event is dear (a trader can buy every outcome's
+	// YES for less than the 100 the winner pays, or sell them all for more). Success is `200`
+	// (unlike `GET /market`'s contractual `201`).
+	//
+	// Corresponds with GET /event (the `GetEvent` operationId).
+	GetEvent(ctx context.Context, params *GetEventParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ConvertEventSharesWithBody Convert NO shares of an event's outcomes into YES of the others and cash (pmx addition)
+	//
+	// An event's outcomes are mutually exclusive, so NO of an outcome pays exactly when one of
+	// the others wins. This turns `quantity` unlocked NO shares of each listed outcome (k of the
+	// event's n) into `quantity` YES shares of every outcome not listed, plus
+	// `(k − 1) × 100 × quantity` cents. It pays the same as what it takes whichever outcome
+	// wins. Shares locked by open SELL orders cannot be converted. A conversion that would take
+	// a YES position past your `maxPosition` risk limit is refused (`risk_limit_exceeded`).
+	// It is carried on your account's feed as a `converted` event and shows in
+	// `GET /positions` at once. Needs a key with the `trade` scope.
+	//
+	// **Safe retries.** With `clientRequestId` a conversion can be repeated safely: the same id
+	// with the same request answers `200` with the conversion it made (header
+	// `Idempotent-Replayed: true`) and changes nothing; the same id with another request is
+	// `409 client_request_id_reused`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /event/convert (the `ConvertEventShares` operationId).
+	ConvertEventSharesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ConvertEventShares Convert NO shares of an event's outcomes into YES of the others and cash (pmx addition)
+	//
+	// An event's outcomes are mutually exclusive, so NO of an outcome pays exactly when one of
+	// the others wins. This turns `quantity` unlocked NO shares of each listed outcome (k of the
+	// event's n) into `quantity` YES shares of every outcome not listed, plus
+	// `(k − 1) × 100 × quantity` cents. It pays the same as what it takes whichever outcome
+	// wins. Shares locked by open SELL orders cannot be converted. A conversion that would take
+	// a YES position past your `maxPosition` risk limit is refused (`risk_limit_exceeded`).
+	// It is carried on your account's feed as a `converted` event and shows in
+	// `GET /positions` at once. Needs a key with the `trade` scope.
+	//
+	// **Safe retries.** With `clientRequestId` a conversion can be repeated safely: the same id
+	// with the same request answers `200` with the conversion it made (header
+	// `Idempotent-Replayed: true`) and changes nothing; the same id with another request is
+	// `409 client_request_id_reused`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /event/convert (the `ConvertEventShares` operationId).
+	ConvertEventShares(ctx context.Context, body ConvertEventSharesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListEvents List events
+	//
+	// Lists events (pmx addition), newest first (by `createdAt`), optionally filtered by status,
+	// one page at a time. An event is a question of 2 to 50 mutually exclusive outcomes, each
+	// traded as a YES/NO market of its own (YES means "this outcome wins"); exactly one outcome
+	// wins. To read the next page, repeat the request with the same `status` and `cursor` set
+	// to the previous page's `nextCursor`; it is null on the last page. Cursors are opaque.
+	//
+	// Corresponds with GET /events (the `ListEvents` operationId).
+	ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListFills Your fills, as maker and as taker (pmx addition)
 	//
@@ -2234,6 +2468,116 @@ func (c *RawClient) CancelOrderWithBody(ctx context.Context, contentType string,
 // Corresponds with POST /cancel-order (the `CancelOrder` operationId).
 func (c *RawClient) CancelOrder(ctx context.Context, body CancelOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCancelOrderRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetEvent Read one event and its outcomes' prices
+//
+// Reads one event (pmx addition) with its outcomes in the event's order, each with its
+// market's id and YES prices: the best bid and ask, as `GET /market/order-book` shows them
+// in `orderBookYes`, and the last trade's price. `yesMid` is the middle of the range the
+// book leaves open for the YES price, `(bid + ask) / 2`, where a side with no order counts
+// at its bound: a missing bid as 0, a missing ask as 100. So a one-sided book's mid is
+// halfway from its best price to the bound (a lone bid at 40: 70), and an empty book's is
+// 50 whatever its last trade. A mid is a whole number or a half. `yesMidSum` adds the
+// outcomes' mids up: 100 when the books price the outcomes as exactly exclusive and
+// exhaustive; far from 100, one side of the event is dear (a trader can buy every outcome's
+// YES for less than the 100 the winner pays, or sell them all for more). Success is `200`
+// (unlike `GET /market`'s contractual `201`).
+//
+// Corresponds with GET /event (the `GetEvent` operationId).
+func (c *RawClient) GetEvent(ctx context.Context, params *GetEventParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetEventRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ConvertEventSharesWithBody Convert NO shares of an event's outcomes into YES of the others and cash (pmx addition)
+//
+// An event's outcomes are mutually exclusive, so NO of an outcome pays exactly when one of
+// the others wins. This turns `quantity` unlocked NO shares of each listed outcome (k of the
+// event's n) into `quantity` YES shares of every outcome not listed, plus
+// `(k − 1) × 100 × quantity` cents. It pays the same as what it takes whichever outcome
+// wins. Shares locked by open SELL orders cannot be converted. A conversion that would take
+// a YES position past your `maxPosition` risk limit is refused (`risk_limit_exceeded`).
+// It is carried on your account's feed as a `converted` event and shows in
+// `GET /positions` at once. Needs a key with the `trade` scope.
+//
+// **Safe retries.** With `clientRequestId` a conversion can be repeated safely: the same id
+// with the same request answers `200` with the conversion it made (header
+// `Idempotent-Replayed: true`) and changes nothing; the same id with another request is
+// `409 client_request_id_reused`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /event/convert (the `ConvertEventShares` operationId).
+func (c *RawClient) ConvertEventSharesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConvertEventSharesRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ConvertEventShares Convert NO shares of an event's outcomes into YES of the others and cash (pmx addition)
+//
+// An event's outcomes are mutually exclusive, so NO of an outcome pays exactly when one of
+// the others wins. This turns `quantity` unlocked NO shares of each listed outcome (k of the
+// event's n) into `quantity` YES shares of every outcome not listed, plus
+// `(k − 1) × 100 × quantity` cents. It pays the same as what it takes whichever outcome
+// wins. Shares locked by open SELL orders cannot be converted. A conversion that would take
+// a YES position past your `maxPosition` risk limit is refused (`risk_limit_exceeded`).
+// It is carried on your account's feed as a `converted` event and shows in
+// `GET /positions` at once. Needs a key with the `trade` scope.
+//
+// **Safe retries.** With `clientRequestId` a conversion can be repeated safely: the same id
+// with the same request answers `200` with the conversion it made (header
+// `Idempotent-Replayed: true`) and changes nothing; the same id with another request is
+// `409 client_request_id_reused`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /event/convert (the `ConvertEventShares` operationId).
+func (c *RawClient) ConvertEventShares(ctx context.Context, body ConvertEventSharesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConvertEventSharesRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListEvents List events
+//
+// Lists events (pmx addition), newest first (by `createdAt`), optionally filtered by status,
+// one page at a time. An event is a question of 2 to 50 mutually exclusive outcomes, each
+// traded as a YES/NO market of its own (YES means "this outcome wins"); exactly one outcome
+// wins. To read the next page, repeat the request with the same `status` and `cursor` set
+// to the previous page's `nextCursor`; it is null on the last page. Cursors are opaque.
+//
+// Corresponds with GET /events (the `ListEvents` operationId).
+func (c *RawClient) ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListEventsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3222,6 +3566,174 @@ func NewCancelOrderRequestWithBody(server string, contentType string, body io.Re
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetEventRequest constructs an http.Request for the GetEvent method
+func NewGetEventRequest(server string, params *GetEventParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/event")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "eventId", params.EventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewConvertEventSharesRequest calls the generic ConvertEventShares builder with application/json body
+func NewConvertEventSharesRequest(server string, body ConvertEventSharesJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewConvertEventSharesRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewConvertEventSharesRequestWithBody constructs an http.Request for the ConvertEventShares method, with any body, and a specified content type
+func NewConvertEventSharesRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/event/convert")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListEventsRequest constructs an http.Request for the ListEvents method
+func NewListEventsRequest(server string, params *ListEventsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/events")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -4512,6 +5024,80 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /cancel-order (the `CancelOrder` operationId).
 	CancelOrderWithResponse(ctx context.Context, body CancelOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelOrderResponse, error)
 
+	// GetEventWithResponse Read one event and its outcomes' prices
+	//
+	// Reads one event (pmx addition) with its outcomes in the event's order, each with its
+	// market's id and YES prices: the best bid and ask, as `GET /market/order-book` shows them
+	// in `orderBookYes`, and the last trade's price. `yesMid` is the middle of the range the
+	// book leaves open for the YES price, `(bid + ask) / 2`, where a side with no order counts
+	// at its bound: a missing bid as 0, a missing ask as 100. So a one-sided book's mid is
+	// halfway from its best price to the bound (a lone bid at 40: 70), and an empty book's is
+	// 50 whatever its last trade. A mid is a whole number or a half. `yesMidSum` adds the
+	// outcomes' mids up: 100 when the books price the outcomes as exactly exclusive and
+	// exhaustive; far from 100, one side of the event is dear (a trader can buy every outcome's
+	// YES for less than the 100 the winner pays, or sell them all for more). Success is `200`
+	// (unlike `GET /market`'s contractual `201`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /event (the `GetEvent` operationId).
+	GetEventWithResponse(ctx context.Context, params *GetEventParams, reqEditors ...RequestEditorFn) (*GetEventResponse, error)
+
+	// ConvertEventSharesWithBodyWithResponse Convert NO shares of an event's outcomes into YES of the others and cash (pmx addition)
+	//
+	// An event's outcomes are mutually exclusive, so NO of an outcome pays exactly when one of
+	// the others wins. This turns `quantity` unlocked NO shares of each listed outcome (k of the
+	// event's n) into `quantity` YES shares of every outcome not listed, plus
+	// `(k − 1) × 100 × quantity` cents. It pays the same as what it takes whichever outcome
+	// wins. Shares locked by open SELL orders cannot be converted. A conversion that would take
+	// a YES position past your `maxPosition` risk limit is refused (`risk_limit_exceeded`).
+	// It is carried on your account's feed as a `converted` event and shows in
+	// `GET /positions` at once. Needs a key with the `trade` scope.
+	//
+	// **Safe retries.** With `clientRequestId` a conversion can be repeated safely: the same id
+	// with the same request answers `200` with the conversion it made (header
+	// `Idempotent-Replayed: true`) and changes nothing; the same id with another request is
+	// `409 client_request_id_reused`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /event/convert (the `ConvertEventShares` operationId).
+	ConvertEventSharesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ConvertEventSharesResponse, error)
+
+	// ConvertEventSharesWithResponse Convert NO shares of an event's outcomes into YES of the others and cash (pmx addition)
+	//
+	// An event's outcomes are mutually exclusive, so NO of an outcome pays exactly when one of
+	// the others wins. This turns `quantity` unlocked NO shares of each listed outcome (k of the
+	// event's n) into `quantity` YES shares of every outcome not listed, plus
+	// `(k − 1) × 100 × quantity` cents. It pays the same as what it takes whichever outcome
+	// wins. Shares locked by open SELL orders cannot be converted. A conversion that would take
+	// a YES position past your `maxPosition` risk limit is refused (`risk_limit_exceeded`).
+	// It is carried on your account's feed as a `converted` event and shows in
+	// `GET /positions` at once. Needs a key with the `trade` scope.
+	//
+	// **Safe retries.** With `clientRequestId` a conversion can be repeated safely: the same id
+	// with the same request answers `200` with the conversion it made (header
+	// `Idempotent-Replayed: true`) and changes nothing; the same id with another request is
+	// `409 client_request_id_reused`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /event/convert (the `ConvertEventShares` operationId).
+	ConvertEventSharesWithResponse(ctx context.Context, body ConvertEventSharesJSONRequestBody, reqEditors ...RequestEditorFn) (*ConvertEventSharesResponse, error)
+
+	// ListEventsWithResponse List events
+	//
+	// Lists events (pmx addition), newest first (by `createdAt`), optionally filtered by status,
+	// one page at a time. An event is a question of 2 to 50 mutually exclusive outcomes, each
+	// traded as a YES/NO market of its own (YES means "this outcome wins"); exactly one outcome
+	// wins. To read the next page, repeat the request with the same `status` and `cursor` set
+	// to the previous page's `nextCursor`; it is null on the last page. Cursors are opaque.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /events (the `ListEvents` operationId).
+	ListEventsWithResponse(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*ListEventsResponse, error)
+
 	// ListFillsWithResponse Your fills, as maker and as taker (pmx addition)
 	//
 	// Every fill of the caller's orders, whether the order was resting (MAKER) or incoming
@@ -5635,6 +6221,299 @@ func (r CancelOrderResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CancelOrderResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetEventResponse401Headers the declared response headers of an HTTP 401 response for GetEvent
+type GetEventResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GetEventResponse429Headers the declared response headers of an HTTP 429 response for GetEvent
+type GetEventResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+}
+
+type GetEventResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EventDetail
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetEventResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetEventResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetEventResponse) GetJSON200() *EventDetail {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetEventResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetEventResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetEventResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetEventResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetEventResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r GetEventResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetEventResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetEventResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetEventResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ConvertEventSharesResponse200Headers the declared response headers of an HTTP 200 response for ConvertEventShares
+type ConvertEventSharesResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// ConvertEventSharesResponse401Headers the declared response headers of an HTTP 401 response for ConvertEventShares
+type ConvertEventSharesResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ConvertEventSharesResponse429Headers the declared response headers of an HTTP 429 response for ConvertEventShares
+type ConvertEventSharesResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+}
+
+type ConvertEventSharesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Conversion
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Conversion
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ConvertEventSharesResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ConvertEventSharesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ConvertEventSharesResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ConvertEventSharesResponse) GetJSON200() *Conversion {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r ConvertEventSharesResponse) GetJSON201() *Conversion {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ConvertEventSharesResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ConvertEventSharesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ConvertEventSharesResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ConvertEventSharesResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ConvertEventSharesResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ConvertEventSharesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r ConvertEventSharesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ConvertEventSharesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ConvertEventSharesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ConvertEventSharesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListEventsResponse401Headers the declared response headers of an HTTP 401 response for ListEvents
+type ListEventsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListEventsResponse429Headers the declared response headers of an HTTP 429 response for ListEvents
+type ListEventsResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+}
+
+type ListEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ListEvents200JSONResponseBody
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListEventsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListEventsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListEventsResponse) GetJSON200() *ListEvents200JSONResponseBody {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListEventsResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListEventsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListEventsResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListEventsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r ListEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListEventsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -7713,6 +8592,104 @@ func (c *ClientWithResponses) CancelOrderWithResponse(ctx context.Context, body 
 	return ParseCancelOrderResponse(rsp)
 }
 
+// GetEventWithResponse Read one event and its outcomes' prices
+//
+// Reads one event (pmx addition) with its outcomes in the event's order, each with its
+// market's id and YES prices: the best bid and ask, as `GET /market/order-book` shows them
+// in `orderBookYes`, and the last trade's price. `yesMid` is the middle of the range the
+// book leaves open for the YES price, `(bid + ask) / 2`, where a side with no order counts
+// at its bound: a missing bid as 0, a missing ask as 100. So a one-sided book's mid is
+// halfway from its best price to the bound (a lone bid at 40: 70), and an empty book's is
+// 50 whatever its last trade. A mid is a whole number or a half. `yesMidSum` adds the
+// outcomes' mids up: 100 when the books price the outcomes as exactly exclusive and
+// exhaustive; far from 100, one side of the event is dear (a trader can buy every outcome's
+// YES for less than the 100 the winner pays, or sell them all for more). Success is `200`
+// (unlike `GET /market`'s contractual `201`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /event (the `GetEvent` operationId).
+func (c *ClientWithResponses) GetEventWithResponse(ctx context.Context, params *GetEventParams, reqEditors ...RequestEditorFn) (*GetEventResponse, error) {
+	rsp, err := c.GetEvent(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetEventResponse(rsp)
+}
+
+// ConvertEventSharesWithBodyWithResponse Convert NO shares of an event's outcomes into YES of the others and cash (pmx addition)
+//
+// An event's outcomes are mutually exclusive, so NO of an outcome pays exactly when one of
+// the others wins. This turns `quantity` unlocked NO shares of each listed outcome (k of the
+// event's n) into `quantity` YES shares of every outcome not listed, plus
+// `(k − 1) × 100 × quantity` cents. It pays the same as what it takes whichever outcome
+// wins. Shares locked by open SELL orders cannot be converted. A conversion that would take
+// a YES position past your `maxPosition` risk limit is refused (`risk_limit_exceeded`).
+// It is carried on your account's feed as a `converted` event and shows in
+// `GET /positions` at once. Needs a key with the `trade` scope.
+//
+// **Safe retries.** With `clientRequestId` a conversion can be repeated safely: the same id
+// with the same request answers `200` with the conversion it made (header
+// `Idempotent-Replayed: true`) and changes nothing; the same id with another request is
+// `409 client_request_id_reused`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /event/convert (the `ConvertEventShares` operationId).
+func (c *ClientWithResponses) ConvertEventSharesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ConvertEventSharesResponse, error) {
+	rsp, err := c.ConvertEventSharesWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConvertEventSharesResponse(rsp)
+}
+
+// ConvertEventSharesWithResponse Convert NO shares of an event's outcomes into YES of the others and cash (pmx addition)
+//
+// An event's outcomes are mutually exclusive, so NO of an outcome pays exactly when one of
+// the others wins. This turns `quantity` unlocked NO shares of each listed outcome (k of the
+// event's n) into `quantity` YES shares of every outcome not listed, plus
+// `(k − 1) × 100 × quantity` cents. It pays the same as what it takes whichever outcome
+// wins. Shares locked by open SELL orders cannot be converted. A conversion that would take
+// a YES position past your `maxPosition` risk limit is refused (`risk_limit_exceeded`).
+// It is carried on your account's feed as a `converted` event and shows in
+// `GET /positions` at once. Needs a key with the `trade` scope.
+//
+// **Safe retries.** With `clientRequestId` a conversion can be repeated safely: the same id
+// with the same request answers `200` with the conversion it made (header
+// `Idempotent-Replayed: true`) and changes nothing; the same id with another request is
+// `409 client_request_id_reused`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /event/convert (the `ConvertEventShares` operationId).
+func (c *ClientWithResponses) ConvertEventSharesWithResponse(ctx context.Context, body ConvertEventSharesJSONRequestBody, reqEditors ...RequestEditorFn) (*ConvertEventSharesResponse, error) {
+	rsp, err := c.ConvertEventShares(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConvertEventSharesResponse(rsp)
+}
+
+// ListEventsWithResponse List events
+//
+// Lists events (pmx addition), newest first (by `createdAt`), optionally filtered by status,
+// one page at a time. An event is a question of 2 to 50 mutually exclusive outcomes, each
+// traded as a YES/NO market of its own (YES means "this outcome wins"); exactly one outcome
+// wins. To read the next page, repeat the request with the same `status` and `cursor` set
+// to the previous page's `nextCursor`; it is null on the last page. Cursors are opaque.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /events (the `ListEvents` operationId).
+func (c *ClientWithResponses) ListEventsWithResponse(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*ListEventsResponse, error) {
+	rsp, err := c.ListEvents(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListEventsResponse(rsp)
+}
+
 // ListFillsWithResponse Your fills, as maker and as taker (pmx addition)
 //
 // Every fill of the caller's orders, whether the order was resting (MAKER) or incoming
@@ -9065,6 +10042,338 @@ func ParseCancelOrderResponse(rsp *http.Response) (*CancelOrderResponse, error) 
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers CancelOrderResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetEventResponse parses an HTTP response from a GetEventWithResponse call
+func ParseGetEventResponse(rsp *http.Response) (*GetEventResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetEventResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EventDetail
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetEventResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetEventResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseConvertEventSharesResponse parses an HTTP response from a ConvertEventSharesWithResponse call
+func ParseConvertEventSharesResponse(rsp *http.Response) (*ConvertEventSharesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ConvertEventSharesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Conversion
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Conversion
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ConvertEventSharesResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ConvertEventSharesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ConvertEventSharesResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListEventsResponse parses an HTTP response from a ListEventsWithResponse call
+func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ListEvents200JSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListEventsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListEventsResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

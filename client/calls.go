@@ -32,6 +32,8 @@ type (
 	Limits = GetAccountLimits200JSONResponseBody
 	// CancelOrdersAnswer is what a batch cancel cancelled, and why it left the others.
 	CancelOrdersAnswer = CancelOrders200JSONResponseBody
+	// EventsPage is a page of events, newest first; NextCursor is nil on the last page.
+	EventsPage = ListEvents200JSONResponseBody
 )
 
 // Markets lists markets (params may be nil: every market, as the contract has it).
@@ -198,6 +200,58 @@ func (c *Client) ResetOrderGroup(ctx context.Context, id uuid.UUID) (*OrderGroup
 		return nil, err
 	}
 	return value(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// Events lists events, newest first: those of status (nil: every status), from cursor (nil: the
+// first page), at most limit (0: the server's default). Pass the page's NextCursor for the next.
+func (c *Client) Events(ctx context.Context, status *MarketStatus, cursor *string, limit int) (*EventsPage, error) {
+	r, err := c.ListEventsWithResponse(ctx, &ListEventsParams{Status: status, Cursor: cursor, Limit: optional(limit)})
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// Event returns one event with each outcome's market, best YES bid and ask, last price and YES
+// mid, and the mids' sum (about 100 when the outcomes are priced consistently).
+func (c *Client) Event(ctx context.Context, id uuid.UUID) (*EventDetail, error) {
+	r, err := c.GetEventWithResponse(ctx, &GetEventParams{EventID: id})
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// Converted is a conversion's answer. A conversion sent again with its clientRequestId (by the
+// Client's retries, or by the caller) is answered by the conversion already made (Replayed), which
+// changed the account once.
+type Converted struct {
+	Conversion
+	Replayed bool
+}
+
+// Convert turns Quantity NO shares of each of k of an event's outcomes into Quantity YES shares of
+// each of its other outcomes and (k − 1) × 100 × Quantity cents. It gets a fresh clientRequestId
+// when it has none, so that the Client's retries cannot convert twice. A refusal is an *APIError:
+// insufficient_shares (shares locked by open SELL orders do not count), invalid_outcomes,
+// event_not_open, event_not_found, client_request_id_reused.
+func (c *Client) Convert(ctx context.Context, req ConvertRequest) (*Converted, error) {
+	if req.ClientRequestID == nil || *req.ClientRequestID == "" {
+		id := uuid.NewString()
+		req.ClientRequestID = &id
+	}
+	r, err := c.ConvertEventSharesWithResponse(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if r.StatusCode() == http.StatusOK && r.JSON200 != nil {
+		return &Converted{Conversion: *r.JSON200, Replayed: true}, nil
+	}
+	v, err := value(r.HTTPResponse, r.Body, r.JSON201)
+	if err != nil {
+		return nil, err
+	}
+	return &Converted{Conversion: *v}, nil
 }
 
 // Positions returns the account's holdings.

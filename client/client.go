@@ -244,6 +244,11 @@ func retrySafe(req *http.Request) bool {
 			ClientOrderID string `json:"clientOrderId"`
 		}
 		return decodeBody(req, &o) && o.ClientOrderID != ""
+	case strings.HasSuffix(req.URL.Path, "/event/convert"):
+		var c struct {
+			ClientRequestID string `json:"clientRequestId"`
+		}
+		return decodeBody(req, &c) && c.ClientRequestID != ""
 	case strings.HasSuffix(req.URL.Path, "/orders/batch"):
 		var b struct {
 			Orders []struct {

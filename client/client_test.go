@@ -358,3 +358,172 @@ func TestOrderGroups(t *testing.T) {
 		t.Fatalf("PlaceOrder after the reset: %v", err)
 	}
 }
+
+// TestEvents makes an event of three outcomes through the admin API, finds it in Events and reads
+// it with Event, has alice buy NO of two outcomes from bob, converts them (a retry replayed, the
+// conversion once on the account's feed and in AccountEvents; another, its answer lost twice,
+// retried and converting once) and reads back her cash and YES of the third outcome; a conversion
+// beyond her NO shares is an *APIError insufficient_shares.
+func TestEvents(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tg := exchangetest.StartDev(t)
+	var made struct {
+		ID       uuid.UUID `json:"id"`
+		Outcomes []struct {
+			Key      string    `json:"key"`
+			MarketID uuid.UUID `json:"marketId"`
+		} `json:"outcomes"`
+	}
+	tg.Admin(t, "POST", "/admin/v1/events", map[string]any{"question": "Which one wins", "category": "test",
+		"outcomes": []map[string]any{{"key": "a", "label": "A"}, {"key": "b", "label": "B"}, {"key": "c", "label": "C"}}},
+		http.StatusCreated, &made)
+	acct := tg.NewAccount(t, "sdk")
+	alice, err := client.New(tg.URL+"/api/v1", acct.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// lossy is alice through a proxy that can lose answers, a connection per request.
+	px := startProxy(t, strings.TrimPrefix(tg.URL, "http://"))
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	lossy, err := client.New(px.URL()+"/api/v1", acct.Key, client.WithHTTP(hc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := newClient(t, tg, "")
+
+	open := client.MarketStatusOPEN
+	page, err := alice.Events(ctx, &open, nil, 0)
+	if err != nil || len(page.Events) != 1 || page.Events[0].ID != made.ID || len(page.Events[0].Outcomes) != 3 || page.NextCursor != nil {
+		t.Fatalf("Events: %v, %+v: want event %s alone", err, page, made.ID)
+	}
+	closed := client.MarketStatusCLOSED
+	if page, err := alice.Events(ctx, &closed, nil, 0); err != nil || len(page.Events) != 0 {
+		t.Fatalf("Events CLOSED: %v, %+v: want none", err, page)
+	}
+
+	// alice buys 3 NO of a and of b at 70; bob's YES bids at 30 rest first.
+	for _, o := range made.Outcomes[:2] {
+		if _, err := bob.PlaceOrder(ctx, order(o.MarketID, client.BUY, client.OutcomeYES, 30, 3)); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := alice.PlaceOrder(ctx, order(o.MarketID, client.BUY, client.OutcomeNO, 70, 3)); err != nil || p.Status != client.OrderStatusFILLED {
+			t.Fatalf("buying NO of %s: %v, %+v", o.Key, err, p)
+		}
+	}
+	if _, err := bob.PlaceOrder(ctx, order(made.Outcomes[2].MarketID, client.BUY, client.OutcomeYES, 20, 1)); err != nil {
+		t.Fatal(err)
+	}
+	e, err := alice.Event(ctx, made.ID)
+	if err != nil || e.ID != made.ID || e.Status != client.MarketStatusOPEN || len(e.Outcomes) != 3 {
+		t.Fatalf("Event: %v, %+v", err, e)
+	}
+	// a and b traded at 30 with no book left; c has a bid at 20 and no ask: mid 60.
+	for i, want := range []float32{50, 50, 60} {
+		o := e.Outcomes[i]
+		if o.Key != made.Outcomes[i].Key || o.MarketID != made.Outcomes[i].MarketID || o.YesMid != want {
+			t.Errorf("outcome %d: %+v, want %s's market with a YES mid of %v", i, o, made.Outcomes[i].Key, want)
+		}
+	}
+	if e.Outcomes[0].LastPrice == nil || *e.Outcomes[0].LastPrice != 30 || e.Outcomes[2].BestBid == nil || *e.Outcomes[2].BestBid != 20 {
+		t.Errorf("Event's prices: %+v, want a's last price 30 and c's best bid 20", e.Outcomes)
+	}
+	if e.YesMidSum != 160 {
+		t.Errorf("Event's yesMidSum %v, want 160", e.YesMidSum)
+	}
+
+	feed := alice.Feed(client.Subscription{Channel: client.ChannelOrders})
+	converted := make(chan client.Conversion, 4)
+	runErr := make(chan error, 1)
+	go func() {
+		runErr <- feed.Run(ctx, func(msg client.FeedMessage) error {
+			for _, ev := range msg.AccountEvents {
+				if ev.Type == client.AccountEventTypeConverted && ev.Conversion != nil {
+					converted <- *ev.Conversion
+				}
+			}
+			return nil
+		})
+	}()
+	select {
+	case <-feed.Ready():
+	case err := <-runErr:
+		t.Fatalf("the feed stopped before it was ready: %v", err)
+	case <-ctx.Done():
+		t.Fatal("the feed was not ready")
+	}
+
+	before, err := alice.Account(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := client.ConvertRequest{EventID: made.ID, Outcomes: []string{"a", "b"}, Quantity: 2}
+	conv, err := alice.Convert(ctx, req)
+	if err != nil || conv.Replayed || conv.Cash != 200 || conv.Quantity != 2 || conv.EventID != made.ID || conv.ClientRequestID == nil {
+		t.Fatalf("Convert: %v, %+v: want 200 cents for 2 of a and b, with the SDK's clientRequestId", err, conv)
+	}
+	req.ClientRequestID = conv.ClientRequestID
+	if again, err := alice.Convert(ctx, req); err != nil || !again.Replayed || again.ID != conv.ID {
+		t.Fatalf("Convert again: %v, %+v: want a replay of %s", err, again, conv.ID)
+	}
+	// Its answer lost twice, a conversion is sent again with its clientRequestId and converts once.
+	px.loseAnswers.Store(2)
+	lost, err := lossy.Convert(ctx, client.ConvertRequest{EventID: made.ID, Outcomes: []string{"a", "b"}, Quantity: 1})
+	if err != nil || !lost.Replayed || lost.Cash != 100 {
+		t.Fatalf("Convert through two lost answers: %v, %+v: want the replay of the conversion made", err, lost)
+	}
+	for _, want := range []uuid.UUID{conv.ID, lost.ID} {
+		select {
+		case c := <-converted:
+			if c.ID != want {
+				t.Errorf("the feed's conversion %+v, want %s", c, want)
+			}
+		case <-ctx.Done():
+			t.Fatalf("conversion %s was never on the account's feed", want)
+		}
+	}
+	cancel()
+	<-runErr
+	ctx = context.Background()
+
+	after, err := alice.Account(ctx)
+	if err != nil || after.Available != before.Available+300 {
+		t.Fatalf("Account after converting: %v, %+v: want %d cents available", err, after, before.Available+300)
+	}
+	held := map[string]int{}
+	positions, err := alice.Positions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range positions {
+		held[p.MarketID.String()+"/"+string(p.Outcome)] = p.Quantity
+	}
+	for i, want := range map[int]map[client.Outcome]int{0: {client.OutcomeNO: 0}, 1: {client.OutcomeNO: 0}, 2: {client.OutcomeYES: 3}} {
+		for outcome, n := range want {
+			if got := held[made.Outcomes[i].MarketID.String()+"/"+string(outcome)]; got != n {
+				t.Errorf("alice holds %d %s of %s after converting, want %d", got, outcome, made.Outcomes[i].Key, n)
+			}
+		}
+	}
+	events, err := alice.AccountEvents(ctx, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []uuid.UUID
+	for _, ev := range events.Events {
+		if ev.Type == client.AccountEventTypeConverted && ev.Conversion != nil {
+			seen = append(seen, ev.Conversion.ID)
+		}
+	}
+	if len(seen) != 2 || seen[0] != conv.ID || seen[1] != lost.ID {
+		t.Errorf("AccountEvents has conversions %v, want %s and %s, each once", seen, conv.ID, lost.ID)
+	}
+
+	var refused *client.APIError
+	if _, err := alice.Convert(ctx, client.ConvertRequest{EventID: made.ID, Outcomes: []string{"a"}, Quantity: 5}); !errors.As(err, &refused) || refused.Code != "insufficient_shares" {
+		t.Fatalf("converting more NO than held: %v, want insufficient_shares", err)
+	}
+	if _, err := alice.Event(ctx, uuid.New()); !errors.As(err, &refused) || refused.Status != http.StatusNotFound || refused.Code != "event_not_found" {
+		t.Fatalf("Event of no event: %v, want 404 event_not_found", err)
+	}
+}

@@ -11,8 +11,9 @@
 //   - Client (client.go) is written by hand, for what a generator cannot know: it signs every
 //     request with the API key; returns each operation's answer as (value, error) with the API's
 //     error body as *APIError; gives every placement a clientOrderId so that a placement whose answer
-//     was lost can be sent again and is answered by the order it made, not placed twice; retries
-//     only what is safe to retry (reads; placements with a clientOrderId; heartbeats) after a
+//     was lost can be sent again and is answered by the order it made, not placed twice (and every
+//     conversion a clientRequestId, likewise); retries only what is safe to retry (reads;
+//     placements with a clientOrderId; conversions with a clientRequestId; heartbeats) after a
 //     broken connection or a 502, 503 or 504, backing off; and waits out a 429 for the
 //     Retry-After the server names (nothing changed, so every request may be retried).
 //   - Feed (feed.go) follows the WebSocket feed: it tracks each subscription's sequence number,

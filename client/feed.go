@@ -55,6 +55,9 @@ type MarketChange struct {
 	Change string
 	Status MarketStatus
 	At     time.Time
+	// EventID is the event whose outcome the market answers (nil for a market of its own): an
+	// event's status change arrives as one "status" change per market of the event, each naming it.
+	EventID *uuid.UUID
 }
 
 // FeedMessage is what a Feed delivers: one message of one subscription, in order.
@@ -202,6 +205,7 @@ type wireMessage struct {
 	BestBid   *int            `json:"bestBid"`
 	BestAsk   *int            `json:"bestAsk"`
 	Events    json.RawMessage `json:"events"`
+	EventID   *uuid.UUID      `json:"eventId"`
 }
 
 type subscribe struct {
@@ -375,7 +379,7 @@ func (f *Feed) accept(m wireMessage) (FeedMessage, error) {
 		out.Ticker = &Ticker{BestBid: m.BestBid, BestAsk: m.BestAsk, LastPrice: m.LastPrice}
 		out.Seq = deref(m.Seq)
 	case "market":
-		out.Market = &MarketChange{Change: m.Change, Status: m.Status, At: m.At}
+		out.Market = &MarketChange{Change: m.Change, Status: m.Status, At: m.At, EventID: m.EventID}
 		out.Seq = deref(m.Seq)
 		f.last[k] = out.Seq
 		return out, nil

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/client"
 	"github.com/pmx-dev/pmx/internal/exchangetest"
@@ -261,6 +264,74 @@ func TestFeedReady(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the first order placed after Ready was never heard of on the feed")
 	}
+	cancel()
+	<-runErr
+}
+
+// TestFeedEventLifecycle follows the lifecycle channel while an event is made and closed: each of
+// its markets' changes names the event (MarketChange.EventID).
+func TestFeedEventLifecycle(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tg := exchangetest.StartDev(t)
+	c := newClient(t, tg, "")
+	feed := c.Feed(client.Subscription{Channel: client.ChannelLifecycle})
+	changes := make(chan client.FeedMessage, 64)
+	runErr := make(chan error, 1)
+	go func() {
+		runErr <- feed.Run(ctx, func(msg client.FeedMessage) error {
+			if msg.Market != nil {
+				select {
+				case changes <- msg:
+				case <-ctx.Done():
+				}
+			}
+			return nil
+		})
+	}()
+	select {
+	case <-feed.Ready():
+	case err := <-runErr:
+		t.Fatalf("the feed stopped before it was ready: %v", err)
+	case <-ctx.Done():
+		t.Fatal("the feed was not ready within 30 s")
+	}
+	var made struct {
+		ID       uuid.UUID `json:"id"`
+		Outcomes []struct {
+			MarketID uuid.UUID `json:"marketId"`
+		} `json:"outcomes"`
+	}
+	tg.Admin(t, "POST", "/admin/v1/events", map[string]any{"question": "Which one wins", "category": "test",
+		"outcomes": []map[string]any{{"key": "up", "label": "Up"}, {"key": "down", "label": "Down"}}}, http.StatusCreated, &made)
+	ours := map[uuid.UUID]bool{}
+	for _, o := range made.Outcomes {
+		ours[o.MarketID] = true
+	}
+	// until reads changes until every market of the event has one of status naming the event.
+	until := func(status client.MarketStatus) {
+		t.Helper()
+		seen := map[uuid.UUID]bool{}
+		for len(seen) < len(ours) {
+			select {
+			case msg := <-changes:
+				if !ours[msg.MarketID] || msg.Market.Status != status {
+					continue
+				}
+				if msg.Market.EventID == nil || *msg.Market.EventID != made.ID {
+					t.Fatalf("market %s's %s change names event %v, want %s", msg.MarketID, status, msg.Market.EventID, made.ID)
+				}
+				seen[msg.MarketID] = true
+			case err := <-runErr:
+				t.Fatalf("the feed stopped: %v", err)
+			case <-ctx.Done():
+				t.Fatalf("the lifecycle channel told %d of the event's %d markets as %s", len(seen), len(ours), status)
+			}
+		}
+	}
+	until(client.MarketStatusOPEN)
+	tg.Admin(t, "POST", "/admin/v1/events/"+made.ID.String()+"/close", nil, http.StatusOK, nil)
+	until(client.MarketStatusCLOSED)
 	cancel()
 	<-runErr
 }

@@ -35,6 +35,7 @@ type FeedMessage struct {
 	Seq       int64        `json:"seq"`
 	Status    string       `json:"status"`
 	Change    string       `json:"change"`
+	EventID   string       `json:"eventId"`
 	Bids      []feed.Level `json:"bids"`
 	Asks      []feed.Level `json:"asks"`
 	LastPrice *int         `json:"lastPrice"`

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/apiserver"
+	"github.com/pmx-dev/pmx/internal/feed"
 )
 
 // newEvent creates an OPEN event of the given outcome keys through the admin API.
@@ -97,7 +98,7 @@ func (c *Client) market(t *testing.T, id uuid.UUID) apiserver.Market {
 }
 
 // testEventSettlement is the black-box check of an event: 4 outcomes, 4 accounts trading every
-// book, then resolution; each account's cash afterwards is what it held plus what its positions
+// book, two of them converting NO shares (convertBeforeResolution), then resolution; each account's cash afterwards is what it held plus what its positions
 // were owed (100 per YES of the winner and per NO of every other outcome), and the exchange holds
 // nothing for the event (the invariants, the event's ledger among them, are checked after the suite).
 func testEventSettlement(t *testing.T, tg *Target) {
@@ -117,6 +118,7 @@ func testEventSettlement(t *testing.T, tg *Target) {
 			no.Place(t, o.MarketID, "BUY", "NO", 100-price, 3+j)
 		}
 	}
+	convertBeforeResolution(t, e, accounts)
 	const winner = 2
 	owed := make([]int64, len(accounts))
 	before := make([]int64, len(accounts))
@@ -141,6 +143,81 @@ func testEventSettlement(t *testing.T, tg *Target) {
 			if p.Quantity != 0 {
 				t.Errorf("account %d still holds %d of %s", a, p.Quantity, k)
 			}
+		}
+	}
+	var refusal ErrorBody
+	accounts[0].Expect(t, "POST", "/event/convert", map[string]any{"eventId": e.ID, "outcomes": []string{"z"}, "quantity": 1},
+		http.StatusConflict, &refusal)
+	if refusal.Details.Code != "event_not_open" {
+		t.Errorf("converting on a resolved event: %+v, want event_not_open", refusal.Details)
+	}
+}
+
+// convertBeforeResolution has two of testEventSettlement's accounts convert: account 1 holds NO
+// of w (3) and y (4) and converts 2 of each (k = 2: YES of x and z and 200 cents), retrying by
+// its clientRequestId; account 0 holds NO of z (3) and x (4) and converts all 4 of x (k = 1: YES
+// of w, y and z, no cash), then has none left to convert.
+func convertBeforeResolution(t *testing.T, e apiserver.Event, accounts []*Client) {
+	t.Helper()
+	convert := func(c *Client, status int, body map[string]any) (out apiserver.Conversion) {
+		t.Helper()
+		body["eventId"] = e.ID
+		c.Expect(t, "POST", "/event/convert", body, status, &out)
+		return out
+	}
+	cash, _ := accounts[1].Balance(t)
+	heldBefore := accounts[1].Positions(t)
+	req := map[string]any{"outcomes": []string{"w", "y"}, "quantity": 2, "clientRequestId": "conv-1"}
+	first := convert(accounts[1], http.StatusCreated, req)
+	if first.Cash != 200 || first.Quantity != 2 || first.EventID != e.ID {
+		t.Errorf("the conversion: %+v, want 200 cents for 2 of w and y", first)
+	}
+	if again := convert(accounts[1], http.StatusOK, req); again.ID != first.ID {
+		t.Errorf("the retry answered %+v, want conversion %s", again, first.ID)
+	}
+	var converted []apiserver.Conversion // the account's feed carries it once, the retry adding nothing
+	for _, ev := range accounts[1].accountEvents(t, 0, 100).Events {
+		if ev.Type == feed.AccountConverted {
+			converted = append(converted, *ev.Conversion)
+		}
+	}
+	if len(converted) != 1 || converted[0].ID != first.ID || converted[0].Cash != 200 {
+		t.Errorf("the account's feed has converted events %+v, want conversion %s once", converted, first.ID)
+	}
+	if after, _ := accounts[1].Balance(t); after != cash+200 {
+		t.Errorf("account 1 holds %d after converting, want %d", after, cash+200)
+	}
+	held := accounts[1].Positions(t)
+	for i, want := range map[int]int64{1: 2, 3: 2} {
+		k := e.Outcomes[i].MarketID.String() + "/YES"
+		if got := held[k].Quantity - heldBefore[k].Quantity; got != want {
+			t.Errorf("account 1 gained %d YES of %s, want %d", got, e.Outcomes[i].Key, want)
+		}
+	}
+	var refusal ErrorBody
+	accounts[1].Expect(t, "POST", "/event/convert", map[string]any{"eventId": e.ID, "outcomes": []string{"w", "y"},
+		"quantity": 3, "clientRequestId": "conv-1"}, http.StatusConflict, &refusal)
+	if refusal.Details.Code != "client_request_id_reused" {
+		t.Errorf("reusing a clientRequestId: %+v", refusal.Details)
+	}
+	if c := convert(accounts[0], http.StatusCreated, map[string]any{"outcomes": []string{"x"}, "quantity": 4}); c.Cash != 0 {
+		t.Errorf("converting one outcome paid %d cents, want 0", c.Cash)
+	}
+	for _, tc := range []struct {
+		body   map[string]any
+		status int
+		code   string
+	}{
+		{map[string]any{"eventId": e.ID, "outcomes": []string{"x"}, "quantity": 1}, http.StatusBadRequest, "insufficient_shares"},
+		{map[string]any{"eventId": e.ID, "outcomes": []string{"x", "x"}, "quantity": 1}, http.StatusBadRequest, "invalid_outcomes"},
+		{map[string]any{"eventId": e.ID, "outcomes": []string{"nope"}, "quantity": 1}, http.StatusBadRequest, "invalid_outcomes"},
+		{map[string]any{"eventId": e.ID, "outcomes": []string{}, "quantity": 1}, http.StatusBadRequest, "invalid_outcomes"},
+		{map[string]any{"eventId": e.ID, "outcomes": []string{"z"}, "quantity": 0}, http.StatusBadRequest, "invalid_quantity"},
+		{map[string]any{"eventId": uuid.New(), "outcomes": []string{"z"}, "quantity": 1}, http.StatusNotFound, "event_not_found"},
+	} {
+		accounts[0].Expect(t, "POST", "/event/convert", tc.body, tc.status, &refusal)
+		if refusal.Details.Code != tc.code {
+			t.Errorf("%v: refused with %+v, want %s", tc.body, refusal.Details, tc.code)
 		}
 	}
 }

@@ -23,6 +23,7 @@ const (
 	AccountFill      = "fill"      // an order of the account traded (Fill, and the order's FilledQuantity and Status after it)
 	AccountCancelled = "cancelled" // an order left the book unfilled in part or whole (Order: with its cancelReason)
 	AccountSettled   = "settled"   // a market settled and paid a holding (Settlement)
+	AccountConverted = "converted" // NO shares of an event's outcomes became YES of the others and cash (Conversion)
 )
 
 // Private channels, of the connection's account.
@@ -42,6 +43,7 @@ type AccountEvent struct {
 	Order      *wire.Order      `json:"order,omitempty"`
 	Fill       *wire.Fill       `json:"fill,omitempty"`
 	Settlement *wire.Settlement `json:"settlement,omitempty"`
+	Conversion *wire.Conversion `json:"conversion,omitempty"`
 	// Fill events: the order's filled quantity and status after the fill.
 	FilledQuantity int64     `json:"filledQuantity,omitempty"`
 	Status         string    `json:"status,omitempty"`

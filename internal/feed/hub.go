@@ -50,6 +50,7 @@ type MarketState struct {
 	Status    string
 	Seq       int64
 	UpdatedAt time.Time
+	Event     *uuid.UUID // the event whose outcome the market answers; nil for a market of its own
 }
 
 // Log is where the hub reads what it did not see live.
@@ -122,6 +123,12 @@ type Hub struct {
 	lifecycle map[*Subscription]struct{}
 	statuses  map[uuid.UUID]string // each market's status as the lifecycle channel last told it
 	swept     bool                 // statuses holds every market
+	// eventOf is the event of each market of one that a sweep has seen, for the lifecycle's
+	// messages: a market's event is fixed when it is made, so an event's close, reopen,
+	// resolution or void reaches the channel as its markets' changes, each naming the event.
+	// (A batch does not carry the event: a market moved before any sweep saw it is told once
+	// without.)
+	eventOf map[uuid.UUID]uuid.UUID
 }
 
 // NewHub returns a hub reading what it misses from log, keeping the last ring events of each
@@ -138,7 +145,7 @@ func NewHub(log Log, logger *slog.Logger, ring int) *Hub {
 		// An account's events are few beside a market's: no ring, and no topic kept.
 		markets:   newTopics(kind[uuid.UUID, Event](markets{log}), "market", logger, ring, keepIdle, false),
 		accounts:  newTopics(kind[int64, AccountEvent](accounts{log}), "account", logger, 0, 0, true),
-		lifecycle: map[*Subscription]struct{}{}, statuses: map[uuid.UUID]string{}}
+		lifecycle: map[*Subscription]struct{}{}, statuses: map[uuid.UUID]string{}, eventOf: map[uuid.UUID]uuid.UUID{}}
 }
 
 // BookLoads is how many times the hub has read a market's whole book (Log.Book): once for each
@@ -223,8 +230,12 @@ func (h *Hub) tellLifecycle(id uuid.UUID, status string, seq int64, swept bool) 
 	if !known && swept && status == "OPEN" {
 		change = ChangeListed
 	}
-	msg := encode(MarketMessage{Type: "market", Channel: ChannelLifecycle, MarketID: id, Change: change,
-		Status: status, Seq: seq, At: time.Now().UTC()})
+	m := MarketMessage{Type: "market", Channel: ChannelLifecycle, MarketID: id, Change: change,
+		Status: status, Seq: seq, At: time.Now().UTC()}
+	if ev, ok := h.eventOf[id]; ok {
+		m.EventID = &ev
+	}
+	msg := encode(m)
 	for s := range h.lifecycle {
 		s.Out.Send(msg)
 	}
@@ -262,6 +273,9 @@ func (h *Hub) sweep(ctx context.Context, since time.Time) (time.Time, error) {
 	seqs := make(map[uuid.UUID]int64, len(changed))
 	h.mu.Lock()
 	for _, m := range changed {
+		if m.Event != nil {
+			h.eventOf[m.Market] = *m.Event
+		}
 		h.tellLifecycle(m.Market, m.Status, m.Seq, true)
 		seqs[m.Market] = m.Seq
 		if m.UpdatedAt.Add(-changedSlack).After(next) {

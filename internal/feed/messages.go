@@ -73,6 +73,9 @@ type MarketMessage struct {
 	Status   string    `json:"status"`
 	Seq      int64     `json:"seq"` // the market's last seq when the change was seen
 	At       time.Time `json:"at"`
+	// EventID names the event of a market that answers one of its outcomes (absent otherwise):
+	// an event's markets move together, so its status changes are theirs.
+	EventID *uuid.UUID `json:"eventId,omitempty"`
 }
 
 func optionalPrice(p int) *int {

@@ -393,6 +393,8 @@ func (s *Shard) prepare(ctx context.Context, c *command) error {
 		return nil
 	case cmdGroupSweep:
 		return s.prepareGroupSweep(ctx, c)
+	case cmdConvert:
+		return s.prepareConvert(ctx, c)
 	default:
 		_, err := s.ensure(ctx, c.market)
 		return err
@@ -406,6 +408,10 @@ func writes(cmds []*command) bool {
 		switch c.kind {
 		case cmdPlace, cmdCancel, cmdCancelAll, cmdTransition, cmdExpire, cmdAmend, cmdGroupSweep:
 			if c.err == nil {
+				return true
+			}
+		case cmdConvert:
+			if c.err == nil && c.convert.done == nil {
 				return true
 			}
 		}
@@ -540,6 +546,8 @@ func (s *Shard) execute(cmds []*command, now time.Time) {
 			s.expireAll(now)
 		case cmdAmend:
 			s.amend(c, now)
+		case cmdConvert:
+			s.convert(c, now)
 		}
 	}
 }
@@ -604,6 +612,9 @@ func reservedFrom(cmds []*command) ([]int64, []store.ShareKey) {
 			account, market, side, outcome = c.place.Account, c.place.Market, c.place.Side, c.place.Outcome
 		case cmdAmend:
 			account, market, side, outcome = c.amend.Account, c.amend.Market, c.amend.Side, c.amend.Outcome
+		case cmdConvert:
+			convertsFrom(c, cash, shares)
+			continue
 		default:
 			continue
 		}

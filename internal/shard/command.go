@@ -23,6 +23,7 @@ const (
 	cmdAmend
 	cmdGroup      // commands that join one batch together, in order (command.group)
 	cmdGroupSweep // cancels the resting orders of order groups triggered elsewhere (groups.go)
+	cmdConvert    // converts an event's shares (convert.go)
 )
 
 func (k commandKind) String() string {
@@ -49,6 +50,8 @@ func (k commandKind) String() string {
 		return "group"
 	case cmdGroupSweep:
 		return "group-sweep"
+	case cmdConvert:
+		return "convert"
 	}
 	return "unknown"
 }
@@ -67,6 +70,7 @@ type command struct {
 	action  domain.MarketAction    // cmdTransition
 	groups  []uuid.UUID            // cmdGroupSweep: the order groups found triggered
 	event   *eventMove             // cmdTransition of an event's market, as part of the event's move
+	convert *conversion            // cmdConvert
 	reply   chan error
 
 	err      error               // set while the batch runs; sent once it commits

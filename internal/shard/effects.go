@@ -57,6 +57,8 @@ type accumulator struct {
 
 	takenIDs map[store.ClientOrderKey]bool // client order ids orders already had when the batch began
 	claimed  map[store.ClientOrderKey]bool // and those the batch's placements took
+	// convertIDs are the client request ids the batch's conversions took (convert.go).
+	convertIDs map[store.ClientOrderKey]*records.Conversion
 
 	published     []feed.Batch                  // the batch's events, for the feed's followers once it commits
 	snaps         []pendingSnapshot             // the books it touched as it leaves them, published once it commits
@@ -86,6 +88,10 @@ func (a *accumulator) reset(now time.Time) {
 		a.claimed = map[store.ClientOrderKey]bool{}
 	}
 	clear(a.claimed)
+	if a.convertIDs == nil {
+		a.convertIDs = map[store.ClientOrderKey]*records.Conversion{}
+	}
+	clear(a.convertIDs)
 	a.takenIDs = nil
 	a.unlocked, a.doubted = false, false
 	clear(a.freeCash)

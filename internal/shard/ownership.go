@@ -36,6 +36,9 @@ func (s *Shard) fence(owners map[uuid.UUID]store.Ownership, cmds []*command) {
 		if _, ok := s.markets[c.market]; !ok {
 			c.err = exchange.ErrNotOwner
 		}
+		if c.kind == cmdConvert && c.err == nil && !s.ownsAll(c.convert.markets) {
+			c.err = exchange.ErrNotOwner // a conversion needs every market of its event
+		}
 	}
 }
 

@@ -71,7 +71,7 @@ type holding struct {
 // risk limit that refuses one (risk.go). (A
 // named shard's batch that runs from the views checks its ownership at commit: fenceOf.)
 func (s *Shard) unlockable(cmds []*command) bool {
-	return s.payable(cmds, s.cashView, s.sharesView) && !s.riskRefuses(cmds) && !s.involvesGroups(cmds)
+	return s.payable(cmds, s.cashView, s.sharesView) && !s.riskRefuses(cmds) && !s.involvesGroups(cmds) && !converts(cmds)
 }
 
 // payable reports whether what cash and shares show pays for everything the commands could

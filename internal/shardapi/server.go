@@ -230,6 +230,19 @@ func (s Server) Handler() http.Handler {
 		}
 		answer(c, http.StatusNoContent, nil, transitionEvent(c.Request.Context(), sh, w.Event, action))
 	})
+	// A conversion of an event's shares, from the front (convert.go).
+	in.POST("/convert", func(c *gin.Context) {
+		var w convertV1
+		if !bind(c, &w) {
+			return
+		}
+		if e := checkConvert(&w); e != nil {
+			refuse(c, e)
+			return
+		}
+		out, err := convertOn(c.Request.Context(), sh, &w)
+		answer(c, http.StatusOK, out, err)
+	})
 	in.GET("/feed", streamFeed(s.Feed, s.Stopping))
 	in.GET("/book", func(c *gin.Context) {
 		market := c.Query("market")

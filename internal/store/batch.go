@@ -328,6 +328,7 @@ func queueApply(q *pgx.Batch, b *Batch, updated *[]records.Order, accounts *[]Ac
 			})
 		}
 	}
+	queueConversions(q, b)
 	queueEventChanges(q, b)
 	settled := new([]SettledHolding)
 	for _, st := range b.Settlements {

@@ -148,18 +148,19 @@ type MarketSeq struct {
 	Status    string
 	EventSeq  int64
 	UpdatedAt time.Time
+	Event     *uuid.UUID // the event whose outcome the market answers; nil for a market of its own
 }
 
 // MarketsChanged returns the markets updated after since (every market for the zero time): what
 // the live feed compares itself with (package feed's sweep).
 func (s *Store) MarketsChanged(ctx context.Context, since time.Time) ([]MarketSeq, error) {
-	rows, err := s.Pool.Query(ctx, `select id, status, event_seq, updated_at from markets where updated_at > $1`, since)
+	rows, err := s.Pool.Query(ctx, `select id, status, event_seq, updated_at, event_id from markets where updated_at > $1`, since)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (MarketSeq, error) {
 		var m MarketSeq
-		err := r.Scan(&m.ID, &m.Status, &m.EventSeq, &m.UpdatedAt)
+		err := r.Scan(&m.ID, &m.Status, &m.EventSeq, &m.UpdatedAt, &m.Event)
 		return m, err
 	})
 }

@@ -108,9 +108,10 @@ type Batch struct {
 	Shares       []ShareDelta
 	Markets      []MarketUpdate
 	Events       []EventBatch
-	Settlements  []Settlement  // run last, after every other write
-	Groups       []GroupDelta  // what the batch did to order groups, guarded (migration 027)
-	EventChanges []EventChange // events' status changes, written before the settlements
+	Settlements  []Settlement         // run last, after every other write
+	Groups       []GroupDelta         // what the batch did to order groups, guarded (migration 027)
+	EventChanges []EventChange        // events' status changes, written before the settlements
+	Conversions  []records.Conversion // conversions of events' shares (their shares and cash are in Shares and Cash)
 	// SettledEvents encodes the events of an account's holdings that a settlement paid (its part
 	// of the account's feed), for CommitBatch to write with the batch. Needed when Settlements is
 	// not empty and the account feed is kept.
@@ -141,7 +142,7 @@ type Fence struct {
 func (b *Batch) Reset(now time.Time) {
 	*b = Batch{Now: now, NewOrders: b.NewOrders[:0], OrderUpdates: b.OrderUpdates[:0], Trades: b.Trades[:0],
 		Cash: b.Cash[:0], Shares: b.Shares[:0], Markets: b.Markets[:0], Events: b.Events[:0], Settlements: b.Settlements[:0],
-		Groups: b.Groups[:0]}
+		Groups: b.Groups[:0], Conversions: b.Conversions[:0]}
 }
 
 // TradeRow is one fill as stored.

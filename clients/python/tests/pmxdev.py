@@ -143,6 +143,12 @@ class PmxDev:
     def new_market(self, question: str = "Will the Python SDK pass?") -> str:
         return str(self._admin("/markets", {"question": question, "category": "testing"})["id"])
 
+    def new_event(self, keys: Sequence[str], question: str = "Which one wins?") -> dict[str, Any]:
+        """An OPEN event of the given outcome keys, as the admin API answers it (``id``, and
+        ``outcomes`` each with its ``key`` and ``marketId``)."""
+        return dict(self._admin("/events", {"question": question, "category": "testing",
+                                            "outcomes": [{"key": k, "label": k.upper()} for k in keys]}))
+
     def close_market(self, market_id: str) -> None:
         self._admin(f"/markets/{market_id}/close")
 

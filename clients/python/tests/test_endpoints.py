@@ -22,6 +22,8 @@ def test_every_endpoint(exchange: PmxDev, flavour: str) -> None:
     bob_key, _ = exchange.new_account()
     market = exchange.new_market(f"Endpoints ({flavour})?")
     grouped_market = exchange.new_market(f"Order groups ({flavour})?")
+    event = exchange.new_event(["a", "b", "c"], f"Events ({flavour})?")
+    event_markets = [o["marketId"] for o in event["outcomes"]]
 
     async def scenario(alice: Any) -> None:
         bob = pmx.Client(exchange.url, bob_key) if flavour == "sync" else pmx.AsyncClient(exchange.url, bob_key)
@@ -230,5 +232,50 @@ def test_every_endpoint(exchange: PmxDev, flavour: str) -> None:
             raise AssertionError("an unknown group was found")
         except pmx.NotFoundError as e:
             assert e.code == "order_group_not_found"
+
+        # Events: GET /events, GET /event, POST /event/convert. alice buys 3 NO of a and of b at 70
+        # from bob's YES bids at 30; bob bids 20 for YES of c.
+        newest = await ready(alice.list_events(status="OPEN", limit=1))
+        assert isinstance(newest, pmx.EventPage) and [e.id for e in newest.events] == [event["id"]]
+        listed = newest.events[0]
+        assert [(o.key, o.market_id) for o in listed.outcomes] == [("a", event_markets[0]), ("b", event_markets[1]),
+                                                                   ("c", event_markets[2])]
+        assert (listed.status, listed.question, listed.resolution) == ("OPEN", f"Events ({flavour})?", None)
+        assert (await ready(alice.list_events(status="RESOLVED"))).events == []
+        for m in event_markets[:2]:
+            await ready(bob.place_order(m, "BUY", "YES", 30, 3))
+            bought = await ready(alice.place_order(m, "BUY", "NO", 70, 3))
+            assert bought.status == "FILLED"
+        await ready(bob.place_order(event_markets[2], "BUY", "YES", 20, 1))
+        detail = await ready(alice.get_event(event["id"]))
+        assert isinstance(detail, pmx.EventDetail) and detail.id == event["id"]
+        assert [(o.key, o.best_bid, o.best_ask, o.last_price, o.yes_mid) for o in detail.outcomes] == [
+            ("a", None, None, 30, 50.0), ("b", None, None, 30, 50.0), ("c", 20, None, None, 60.0)]
+        assert detail.yes_mid_sum == 160.0
+        before = await ready(alice.get_account())
+        conv = await ready(alice.convert_event_shares(event["id"], ["a", "b"], 2))
+        assert isinstance(conv, pmx.Conversion) and not conv.replayed
+        assert (conv.event_id, conv.outcomes, conv.quantity, conv.cash) == (event["id"], ["a", "b"], 2, 200)
+        assert conv.client_request_id is not None  # the SDK's, so that a retry is safe
+        again = await ready(alice.convert_event_shares(event["id"], ["a", "b"], 2,
+                                                       client_request_id=conv.client_request_id))
+        assert again.replayed and again.id == conv.id
+        assert (await ready(alice.get_account())).available == before.available + 200
+        held = {(p.market_id, p.outcome): p.quantity for p in await ready(alice.list_positions())}
+        assert (held[(event_markets[0], "NO")], held[(event_markets[1], "NO")]) == (1, 1)
+        assert held[(event_markets[2], "YES")] == 2
+        feed = await ready(alice.get_account_events())
+        converted = [e.conversion for e in feed.events if e.type == "converted"]
+        assert [c.id for c in converted if c is not None] == [conv.id]
+        try:
+            await ready(alice.convert_event_shares(event["id"], ["a"], 5))
+            raise AssertionError("converting more NO shares than held was accepted")
+        except pmx.BadRequestError as e:
+            assert e.code == "insufficient_shares"
+        try:
+            await ready(alice.get_event(str(uuid.uuid4())))
+            raise AssertionError("an unknown event was found")
+        except pmx.NotFoundError as e:
+            assert e.code == "event_not_found"
 
     run_with(flavour, exchange.url, alice_key, scenario)

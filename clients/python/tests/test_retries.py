@@ -85,6 +85,38 @@ def test_what_is_unsafe_to_repeat_is_not_sent_again(exchange: PmxDev, proxy: Fau
 
 
 @pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_a_conversion_whose_answer_is_lost_is_replayed(exchange: PmxDev, proxy: FaultProxy, key: str,
+                                                       other_key: str, flavour: str) -> None:
+    event = exchange.new_event(["a", "b"], f"Retried conversions ({flavour})?")
+    retries: list[pmx.RetryInfo] = []
+    with pmx.Client(exchange.url, other_key) as bob:
+        for o in event["outcomes"]:
+            bob.place_order(o["marketId"], "BUY", "YES", 30, 4)
+
+    async def scenario(c: Any) -> None:
+        for o in event["outcomes"]:
+            await ready(c.place_order(o["marketId"], "BUY", "NO", 70, 4))
+        retries.clear()
+        # The first attempt converts; its answer is cut off; the repeat is answered by it.
+        proxy.drop_responses(1)
+        conv = await ready(c.convert_event_shares(event["id"], ["a", "b"], 2))
+        assert proxy.dropped_responses == 1
+        assert conv.replayed and conv.cash == 200 and conv.client_request_id
+        assert [(r.attempt, r.path) for r in retries] == [(1, "/event/convert")]
+        # Without a client request id, it is not sent again: it may have converted, and it did.
+        proxy.drop_responses(1)
+        with pytest.raises(pmx.TransportError) as info:
+            await ready(c.convert_event_shares(event["id"], ["a", "b"], 1, client_request_id=None))
+        assert info.value.maybe_sent
+        assert len(retries) == 1
+        events = (await ready(c.get_account_events())).events
+        assert [(e.conversion.quantity, e.conversion.client_request_id) for e in events
+                if e.type == "converted" and e.conversion is not None] == [(2, conv.client_request_id), (1, None)]
+
+    run_with(flavour, proxy.url, key, scenario, on_retry=retries.append)
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
 def test_no_connection_is_retried_then_reported(flavour: str) -> None:
     # A port nothing listens on: bound, never listening.
     import socket

@@ -57,6 +57,8 @@ SHAPES = {
     "Candle": models.Candle, "Account": models.Account, "RateLimit": models.RateLimit, "WsToken": models.WsToken,
     "Heartbeat": models.HeartbeatState, "MarketEvent": models.MarketEvent, "AccountEvent": models.AccountEvent,
     "ApiKey": models.ApiKey, "RiskLimits": models.RiskLimits, "OrderGroup": models.OrderGroup,
+    "Event": models.Event, "EventOutcome": models.EventOutcome, "EventDetail": models.EventDetail,
+    "OutcomeDetail": models.OutcomeDetail, "Conversion": models.Conversion,
 }
 
 
@@ -88,7 +90,7 @@ def test_every_response_object_is_read_whole() -> None:
         ("/market/events", "get"): models.MarketEventPage, ("/account/events", "get"): models.AccountEventPage,
         ("/orders", "get"): models.OrderPage, ("/settlements", "get"): models.SettlementPage,
         ("/fills", "get"): models.FillPage, ("/market/candles", "get"): models.Candles,
-        ("/account/limits", "get"): models.AccountLimits,
+        ("/account/limits", "get"): models.AccountLimits, ("/events", "get"): models.EventPage,
     }
     for (path, method), cls in inline.items():
         responses = OPENAPI["paths"][path][method]["responses"]

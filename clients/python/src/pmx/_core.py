@@ -27,7 +27,8 @@ import httpx
 from . import errors, signing
 from .models import (
     AUTO, Account, AccountEventPage, AccountLimits, ApiKey, Auto, BatchResult, CancelFailure, CancelResult,
-    CandleInterval, Candles, FillPage, HeartbeatState, Market, MarketEventPage, MarketPage,
+    CandleInterval, Candles, Conversion, EventDetail, EventPage, FillPage, HeartbeatState, Market,
+    MarketEventPage, MarketPage,
     MarketStatus, Order, OrderBookSnapshot, OrderPage, OrderRequest, OrderStatus, Outcome,
     OrderGroup, PlacedOrder, Position, RiskLimits, SelfTradePrevention, SettlementPage, Side, TimeInForce, Trade, WsToken,
     decode, format_time,
@@ -127,6 +128,13 @@ def _placed(status: int, body: Any, headers: Mapping[str, str]) -> PlacedOrder:
     if status == 200:
         return decode(PlacedOrder, {**body, "trades": []} if isinstance(body, dict) else body, replayed=True)
     return decode(PlacedOrder, body)
+
+
+def _converted(status: int, body: Any, headers: Mapping[str, str]) -> Conversion:
+    # 201: converted. 200: a repeat of the same client request id, answered by the conversion
+    # already made (pmx sends 200 for nothing else here).
+    _expect(status, (200, 201))
+    return decode(Conversion, body, replayed=status == 200)
 
 
 def _amended(status: int, body: Any, headers: Mapping[str, str]) -> PlacedOrder:
@@ -445,6 +453,37 @@ def _path_id(group_id: str) -> str:
     """A group id as a path segment: a UUID is sent as it is, anything else escaped (the API
     refuses it with 400 invalid_uuid)."""
     return urllib.parse.quote(group_id, safe="")
+
+
+@endpoint("GET", "/events")
+def list_events(*, status: Optional[MarketStatus] = None, limit: Optional[int] = None,
+                cursor: Optional[str] = None) -> Call[EventPage]:
+    """A page of events, newest first, optionally of one status (``next_cursor`` continues it)."""
+    return Call("GET", "/events", _one(EventPage, 200), _query(status=status, limit=limit, cursor=cursor),
+                resend_safe=True)
+
+
+@endpoint("GET", "/event")
+def get_event(event_id: str) -> Call[EventDetail]:
+    """One event with each outcome's market, best YES bid and ask, last price and YES mid, and the
+    mids' sum (``NotFoundError`` with ``code`` ``event_not_found`` if there is none)."""
+    return Call("GET", "/event", _one(EventDetail, 200), _query(eventId=event_id), resend_safe=True)
+
+
+@endpoint("POST", "/event/convert")
+def convert_event_shares(event_id: str, outcomes: Sequence[str], quantity: int, *,
+                         client_request_id: Union[str, None, Auto] = AUTO) -> Call[Conversion]:
+    """Turns ``quantity`` NO shares of each of k of an event's ``outcomes`` (their keys) into
+    ``quantity`` YES shares of each other outcome and ``(k - 1) * 100 * quantity`` cents. By
+    default it gets a fresh ``client_request_id``, so that a conversion whose answer was lost is
+    sent again safely (``replayed=True``). Refusals: ``BadRequestError`` ``insufficient_shares``
+    (shares locked by open SELL orders do not count) or ``invalid_outcomes``, ``ConflictError``
+    ``event_not_open`` or ``client_request_id_reused``, ``NotFoundError`` ``event_not_found``.
+    Needs a trade key."""
+    body = _object(eventId=event_id, outcomes=list(outcomes), quantity=quantity,
+                   clientRequestId=_client_order_id(client_request_id))
+    return Call("POST", "/event/convert", _converted, body=body, has_body=True,
+                resend_safe="clientRequestId" in body)
 
 
 @endpoint("POST", "/ws-token")

@@ -148,6 +148,9 @@ class MarketChange:
     status: MarketStatus
     seq: int
     at: _dt.datetime
+    #: The event whose outcome the market answers (``None`` for a market of its own): an event's
+    #: status change arrives as one ``status`` message per market of the event, each naming it.
+    event_id: Optional[str] = None
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ __all__ = [
     "CancelFailure", "CancelResult", "Position", "Settlement", "SettlementPage", "Fill", "FillPage",
     "Candle", "Candles", "HeartbeatState", "WsToken", "RateLimit", "AccountLimits", "Account", "ApiKey", "KeyScope",
     "RiskLimits", "RiskLimitsUse", "OrderGroup",
+    "Event", "EventOutcome", "EventPage", "EventDetail", "OutcomeDetail", "Conversion",
     "AccountEvent", "AccountEventPage", "decode", "format_time",
 ]
 
@@ -406,6 +407,99 @@ class OrderGroup:
 
 
 @dataclass(frozen=True)
+class EventOutcome:
+    #: Unique within the event, fixed once it is created.
+    key: str
+    label: str
+    #: The market whose YES means this outcome wins.
+    market_id: str
+
+
+@dataclass(frozen=True)
+class Event:
+    """An event: a question of 2 to 50 mutually exclusive outcomes, each traded as a market of its
+    own. Resolving it to one outcome resolves that outcome's market YES and every other's NO;
+    closing, reopening and cancelling move all of its markets together, so its ``status`` is each
+    of its markets' status."""
+
+    id: str
+    name: str
+    question: str
+    category: str
+    status: MarketStatus
+    created_at: _dt.datetime
+    #: In the event's order.
+    outcomes: list[EventOutcome]
+    description: Optional[str] = None
+    url: Optional[str] = None
+    #: The winning outcome's key; ``None`` unless RESOLVED.
+    resolution: Optional[str] = None
+    closes_at: Optional[_dt.datetime] = None
+    resolves_at: Optional[_dt.datetime] = None
+
+
+@dataclass(frozen=True)
+class EventPage:
+    events: list[Event]
+    #: Pass as ``cursor`` for the next page; ``None`` on the last page.
+    next_cursor: Optional[str]
+
+
+@dataclass(frozen=True)
+class OutcomeDetail:
+    """An outcome of an event with its market's YES prices in cents."""
+
+    key: str
+    label: str
+    market_id: str
+    #: The best YES bid; ``None`` when nobody bids.
+    best_bid: Optional[int]
+    #: The best YES ask; ``None`` when nobody offers.
+    best_ask: Optional[int]
+    #: The YES price of the market's last trade; ``None`` before any.
+    last_price: Optional[int]
+    #: ``(best_bid + best_ask) / 2``, a missing bid counting as 0 and a missing ask as 100.
+    yes_mid: float
+
+
+@dataclass(frozen=True)
+class EventDetail:
+    """An :class:`Event` as ``get_event`` answers it, its outcomes with their YES prices."""
+
+    id: str
+    name: str
+    question: str
+    category: str
+    status: MarketStatus
+    created_at: _dt.datetime
+    outcomes: list[OutcomeDetail]
+    #: The sum of the outcomes' ``yes_mid`` (about 100 when they are priced consistently).
+    yes_mid_sum: float
+    description: Optional[str] = None
+    url: Optional[str] = None
+    resolution: Optional[str] = None
+    closes_at: Optional[_dt.datetime] = None
+    resolves_at: Optional[_dt.datetime] = None
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """A conversion of an event's shares (``convert_event_shares``): ``quantity`` NO shares of
+    each of the k ``outcomes`` became ``quantity`` YES shares of each other outcome and ``cash``,
+    ``(k - 1) * 100 * quantity`` cents. ``replayed`` is true when the exchange answered a repeat
+    of an earlier conversion with the same ``client_request_id``, which changed nothing more."""
+
+    id: str
+    event_id: str
+    outcomes: list[str]
+    quantity: int
+    cash: int
+    created_at: _dt.datetime
+    client_request_id: Optional[str] = None
+    replayed: bool = field(default=False, metadata={"json": None})
+
+
+@dataclass(frozen=True)
 class Account:
     id: str
     name: str
@@ -447,14 +541,16 @@ class AccountEvent:
     ``accepted``, ``amended``, ``cancelled``: ``order`` is the order's whole state after it.
     ``fill``: ``fill``, and the order's ``filled_quantity`` and ``status`` after it.
     ``settled``: ``settlement``.
+    ``converted``: ``conversion``, as ``convert_event_shares`` answered it.
     """
 
     seq: int
-    type: Literal["accepted", "amended", "fill", "cancelled", "settled"]
+    type: Literal["accepted", "amended", "fill", "cancelled", "settled", "converted"]
     at: _dt.datetime
     order: Optional[Order] = None
     fill: Optional[Fill] = None
     settlement: Optional[Settlement] = None
+    conversion: Optional[Conversion] = None
     filled_quantity: Optional[int] = None
     status: Optional[OrderStatus] = None
 

@@ -1,0 +1,169 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/kit/httpkit"
+	"github.com/pmx-dev/pmx/internal/records"
+	"github.com/pmx-dev/pmx/internal/store"
+)
+
+// The public reads of events: GET /events lists them from Postgres; GET /event reads one with
+// each outcome's book top, taken from the shard that owns the outcome's market as GET
+// /market/order-book takes it (ReadOrderBook), so that an event's prices and its markets' books
+// never disagree. ReadEvent is exported for the event pages, as ReadMarket is for the market ones.
+
+// EventDetail is GET /event's answer: an event, its outcomes in order with their YES prices, and
+// the sum of the outcomes' YES mids.
+type EventDetail struct {
+	ID          uuid.UUID       `json:"id"`
+	Name        string          `json:"name"`
+	Question    string          `json:"question"`
+	Category    string          `json:"category"`
+	Description *string         `json:"description,omitempty"`
+	URL         *string         `json:"url,omitempty"`
+	Status      string          `json:"status"`
+	Resolution  *string         `json:"resolution,omitempty"`
+	ClosesAt    *time.Time      `json:"closesAt,omitempty"`
+	ResolvesAt  *time.Time      `json:"resolvesAt,omitempty"`
+	CreatedAt   time.Time       `json:"createdAt"`
+	Outcomes    []OutcomeDetail `json:"outcomes"`
+	// YesMidSum is the sum of the outcomes' YesMid: 100 when the books price the outcomes as
+	// exactly exclusive and exhaustive; above or below, one side of the event is dear.
+	YesMidSum float64 `json:"yesMidSum"`
+}
+
+// OutcomeDetail is one of an event's outcomes, its market and that market's YES prices: the best
+// bid and ask (null on an empty side) and the last trade's price (null before any).
+type OutcomeDetail struct {
+	Key       string    `json:"key"`
+	Label     string    `json:"label"`
+	MarketID  uuid.UUID `json:"marketId"`
+	BestBid   *int      `json:"bestBid"`
+	BestAsk   *int      `json:"bestAsk"`
+	LastPrice *int      `json:"lastPrice"`
+	YesMid    float64   `json:"yesMid"`
+}
+
+// YesMid is the middle of the range a market's book leaves open for the YES price: (bid + ask) / 2,
+// where a side with no order counts at its bound, a missing bid as 0 (nobody pays anything for
+// YES) and a missing ask as 100 (nobody sells YES below what it can pay). So a one-sided book's
+// mid is halfway from its best price to the bound, and an empty book's is 50, whatever its last
+// trade: a mid says what the book offers now. It is a whole number or a half.
+func YesMid(bid, ask *int) float64 {
+	lo, hi := 0, engine.Payout
+	if bid != nil {
+		lo = *bid
+	}
+	if ask != nil {
+		hi = *ask
+	}
+	return float64(lo+hi) / 2
+}
+
+// outcomeReads bounds how many books one GET /event reads at once (an event has up to 50).
+const outcomeReads = 8
+
+// ReadEvent reads an event and each outcome's book top; store.ErrNotFound when there is none.
+func (s *Server) ReadEvent(ctx context.Context, id uuid.UUID) (EventDetail, error) {
+	e, err := s.cfg.Store.Event(ctx, id)
+	if err != nil {
+		return EventDetail{}, err
+	}
+	d := EventDetail{ID: e.ID, Name: e.Name, Question: e.Question, Category: e.Category, Description: e.Description,
+		URL: e.URL, Status: string(e.Status), Resolution: e.Resolution, ClosesAt: e.ClosesAt, ResolvesAt: e.ResolvesAt,
+		CreatedAt: e.CreatedAt, Outcomes: make([]OutcomeDetail, len(e.Outcomes))}
+	errs := make([]error, len(e.Outcomes))
+	sem := make(chan struct{}, outcomeReads)
+	var wg sync.WaitGroup
+	for i, o := range e.Outcomes {
+		d.Outcomes[i] = OutcomeDetail{Key: o.Key, Label: o.Label, MarketID: o.MarketID}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(out *OutcomeDetail) {
+			defer func() { <-sem; wg.Done() }()
+			book, err := s.ReadOrderBook(ctx, out.MarketID)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			if len(book.Yes.Bids) > 0 {
+				out.BestBid = &book.Yes.Bids[0].Price
+			}
+			if len(book.Yes.Asks) > 0 {
+				out.BestAsk = &book.Yes.Asks[0].Price
+			}
+			out.LastPrice = book.Yes.LastTradePrice
+		}(&d.Outcomes[i])
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return EventDetail{}, err
+		}
+	}
+	for i := range d.Outcomes {
+		o := &d.Outcomes[i]
+		o.YesMid = YesMid(o.BestBid, o.BestAsk)
+		d.YesMidSum += o.YesMid
+	}
+	return d, nil
+}
+
+// listEvents lists events, newest first (by createdAt), optionally of one status, in cursor
+// pages as GET /orders does.
+func (s *Server) listEvents(c *gin.Context) error {
+	var status domain.MarketStatus // "" for all
+	if v, given := c.GetQuery("status"); given {
+		var ok bool
+		if status, ok = domain.ParseMarketStatus(v); !ok {
+			return httpkit.FieldError("status", "invalid_value", "status must be one of OPEN, CLOSED, RESOLVED, CANCELED")
+		}
+	}
+	after, limit, err := queryPage(c, "GET /events", defaultMarkets, maxMarkets)
+	if err != nil {
+		return err
+	}
+	var afterAt time.Time
+	var afterID uuid.UUID
+	if after != nil {
+		afterAt, afterID = after.CreatedAt, after.ID
+	}
+	events, err := s.cfg.Store.EventsPage(c.Request.Context(), status, afterAt, afterID, limit)
+	if err != nil {
+		return err
+	}
+	next := nextCursor(events, limit, func(e *records.Event) store.Cursor { return store.Cursor{CreatedAt: e.CreatedAt, ID: e.ID} })
+	c.JSON(http.StatusOK, gin.H{"events": listOf(events, EventOf), "nextCursor": next})
+	return nil
+}
+
+var errEventNotFound = &httpkit.Error{Status: http.StatusNotFound, Code: "event_not_found", Field: "eventId",
+	Message: "no event has this id: GET /events lists them"}
+
+// getEvent reads one event with its outcomes' prices. 200, not GET /market's 201: that one is
+// the contract's, and the contract has no events.
+func (s *Server) getEvent(c *gin.Context) error {
+	id, err := queryUUID(c, "eventId")
+	if err != nil {
+		return err
+	}
+	d, err := s.ReadEvent(c.Request.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return errEventNotFound
+	}
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, d)
+	return nil
+}
