@@ -73,13 +73,14 @@ func (c *cluster) podUID(t testing.TB, comp string) string {
 }
 
 // testUninstall deletes the Markets while the operator still runs (it voids what is unsettled),
-// then uninstalls the release: nothing of pmx's is left but the CRD, with the Markets it
-// serves, and the Postgres data the chart keeps on purpose (the StatefulSet's claim and the
+// then uninstalls the release: nothing of pmx's is left but the CRDs (helm keeps a chart's
+// crds/), with the resources they serve, and the Postgres data the chart keeps on purpose (the StatefulSet's claim and the
 // Secret with its password, which a reinstall reuses), besides the test's own volume.
 func (c *cluster) testUninstall(t *testing.T) {
 	c.Kubectl(t, "delete", "mkt", "--all", "--all-namespaces", "--timeout", "2m")
 	c.helmRun(t, "uninstall", release, "--namespace", namespace, "--wait", "--timeout", "3m")
 	want := []string{
+		"customresourcedefinition.apiextensions.k8s.io/events.pmx.dev",
 		"customresourcedefinition.apiextensions.k8s.io/markets.pmx.dev",
 		"persistentvolume/pmx-test-postgres",
 		"persistentvolumeclaim/data-" + fullname + "-postgres-0",
