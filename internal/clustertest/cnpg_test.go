@@ -72,11 +72,6 @@ func TestCNPG(t *testing.T) {
 		"--set", "database.cloudnativepg.resources.limits.memory=1Gi",
 		"--set", "secrets.adminToken="+adminToken, "--set", "secrets.internalToken="+internalToken,
 		"--wait", "--timeout", "8m")
-	t.Cleanup(func() {
-		if !t.Failed() {
-			c.helmRun(t, "uninstall", release, "--namespace", namespace, "--wait", "--timeout", "5m")
-		}
-	})
 	c.cnpgHealthy(t, 8*time.Minute)
 	t.Logf("pmx installed with database.cloudnativepg: the Cluster's 3 instances healthy and every pmx pod Ready in %v",
 		time.Since(started).Round(time.Second))
@@ -109,6 +104,11 @@ func TestCNPG(t *testing.T) {
 			c.Kubectl(t, "patch", "clusters.postgresql.cnpg.io", cnpgCluster, "-n", namespace, "--subresource=status", "--type=merge", "-p", string(patch))
 		})
 	})
+	// The release takes its Cluster with it (the test's volumes stay; the cluster goes after the
+	// tests). In the test's body, not a cleanup: t.Context() is done by the time cleanups run.
+	if !t.Failed() {
+		c.helmRun(t, "uninstall", release, "--namespace", namespace, "--wait", "--timeout", "5m")
+	}
 }
 
 // installCNPG applies the operator's rendered manifests (server-side: its CRDs are too large for
