@@ -1,7 +1,6 @@
 package exchangetest
 
 import (
-	"context"
 	"net/http"
 	"sync"
 	"testing"
@@ -19,27 +18,8 @@ import (
 // fillLimit and fillLimit + each − 1, both orders are cancelled (ORDER_GROUP), the group refuses
 // orders in both markets, and after a reset it takes them again.
 func testOrderGroupsAcrossShards(t *testing.T, c *cluster) {
-	ctx := context.Background()
 	tg := c.target(t, 0)
-	var markets []apiserver.Market
-	owners := map[string]bool{}
-	for range 8 { // the operator puts each new market on the least loaded shard
-		m := tg.NewMarket(t, nil)
-		row, err := c.store.Market(ctx, m.ID)
-		if err != nil || row.Shard == nil {
-			t.Fatalf("market %s: %v, %+v", m.ID, err, row)
-		}
-		if !owners[*row.Shard] {
-			owners[*row.Shard] = true
-			markets = append(markets, m)
-		}
-		if len(markets) == 2 {
-			break
-		}
-	}
-	if len(markets) != 2 {
-		t.Fatalf("no two markets on different shards among 8: %v", owners)
-	}
+	markets := marketsOnTwoShards(t, c, tg)
 	a, taker := tg.NewAccount(t, "groups-shards"), tg.NewAccount(t, "groups-shards")
 	const limit, each, perMarket = 40, 3, 20 // 2 × 20 placements of 3 against a limit of 40
 	g := newOrderGroup(t, a, limit, 3600)

@@ -22,25 +22,7 @@ import (
 func testLockedCashAcrossShards(t *testing.T, c *cluster) {
 	ctx := context.Background()
 	tg := c.target(t, 0)
-	var markets []apiserver.Market
-	owners := map[string]bool{}
-	for range 8 { // the operator puts each new market on the least loaded shard
-		m := tg.NewMarket(t, nil)
-		row, err := c.store.Market(ctx, m.ID)
-		if err != nil || row.Shard == nil {
-			t.Fatalf("market %s: %v, %+v", m.ID, err, row)
-		}
-		if !owners[*row.Shard] {
-			owners[*row.Shard] = true
-			markets = append(markets, m)
-		}
-		if len(markets) == 2 {
-			break
-		}
-	}
-	if len(markets) != 2 {
-		t.Fatalf("no two markets on different shards among 8: %v", owners)
-	}
+	markets := marketsOnTwoShards(t, c, tg)
 	a := tg.NewAccount(t, "risk-shards")
 	const limit, each, perMarket = 5000, 500, 10 // 20 orders of 500 against 5000
 	setRiskLimits(t, a, -1, limit)
@@ -102,4 +84,28 @@ func testLockedCashAcrossShards(t *testing.T, c *cluster) {
 		t.Errorf("GET /account/risk-limits: %+v, want %d locked", r.Used, limit)
 	}
 	CheckInvariants(t, tg)
+}
+
+// marketsOnTwoShards makes markets until two are owned by different shards (the operator puts
+// each new market on the least loaded shard) and returns those two.
+func marketsOnTwoShards(t *testing.T, c *cluster, tg *Target) []apiserver.Market {
+	t.Helper()
+	var markets []apiserver.Market
+	owners := map[string]bool{}
+	for range 8 {
+		m := tg.NewMarket(t, nil)
+		row, err := c.store.Market(context.Background(), m.ID)
+		if err != nil || row.Shard == nil {
+			t.Fatalf("market %s: %v, %+v", m.ID, err, row)
+		}
+		if !owners[*row.Shard] {
+			owners[*row.Shard] = true
+			markets = append(markets, m)
+		}
+		if len(markets) == 2 {
+			return markets
+		}
+	}
+	t.Fatalf("no two markets on different shards among 8: %v", owners)
+	return nil
 }
