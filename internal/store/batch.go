@@ -337,14 +337,12 @@ func queueApply(q *pgx.Batch, b *Batch, updated *[]records.Order, accounts *[]Ac
 		if st.Outcome != "" {
 			outcome, status = &st.Outcome, "RESOLVED"
 		}
-		var qq *pgx.QueuedQuery
-		if st.VoidYes != 0 {
-			qq = q.Queue(`select account_id, outcome, quantity, payout, last_seq from settle_paying($1, $2, $3, $4)`,
-				st.Market, st.VoidYes, st.VoidNo, b.Now)
-		} else {
-			qq = q.Queue(`select account_id, outcome, quantity, payout, last_seq from settle($1, $2, $3)`, st.Market, outcome, b.Now)
+		voidYes, voidNo := st.VoidYes, st.VoidNo
+		if voidYes == 0 { // a market's own void: 50 and 50
+			voidYes, voidNo = 50, 50
 		}
-		qq.Query(func(rows pgx.Rows) error {
+		q.Queue(`select account_id, outcome, quantity, payout, last_seq from settle_paying($1, $2, $3, $4, $5)`,
+			st.Market, outcome, voidYes, voidNo, b.Now).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				h := SettledHolding{Market: st.Market, Status: status, SettledAt: b.Now}
 				if err := rows.Scan(&h.Account, &h.Outcome, &h.Quantity, &h.Payout, &h.LastSeq); err != nil {

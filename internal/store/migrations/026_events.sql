@@ -59,15 +59,18 @@ create table exchange_remainders (
     created_at  timestamptz not null
 );
 
--- settle_paying is settle (migration 017) paying p_yes per YES share and p_no per NO share of a
--- cancelled market: a cancelled event's markets pay ⌊100/n⌋ and (n − 1)·⌊100/n⌋
--- (event.VoidPayout). settle itself is left as it was, for the previous release's shards.
-create function settle_paying(p_market uuid, p_yes bigint, p_no bigint, p_now timestamptz)
+-- settle_paying is settle (migration 017) with a void's payouts as arguments: a cancelled market
+-- (p_outcome null) pays p_yes per YES share and p_no per NO share — a cancelled event's markets
+-- ⌊100/n⌋ and (n − 1)·⌊100/n⌋ (event.VoidPayout). settle keeps its signature and answers, for
+-- the previous release's shards, and is now this at 50 and 50: one body for both.
+create function settle_paying(p_market uuid, p_outcome text, p_yes bigint, p_no bigint, p_now timestamptz)
 returns table (account_id bigint, outcome text, quantity bigint, payout bigint, last_seq bigint)
 language plpgsql as $$
 #variable_conflict use_column
 begin
-    update markets set status = 'CANCELED', outcome = null, settled_at = p_now, updated_at = p_now
+    update markets
+       set status = case when p_outcome is null then 'CANCELED' else 'RESOLVED' end,
+           outcome = p_outcome, settled_at = p_now, updated_at = p_now
      where id = p_market and status in ('OPEN', 'CLOSED');
     if not found then
         return;
@@ -77,7 +80,9 @@ begin
     end if;
     insert into settlements (market_id, account_id, outcome, quantity, amount, created_at)
     select p.market_id, p.account_id, p.outcome, p.quantity,
-           p.quantity * case when p.outcome = 'YES' then p_yes else p_no end, p_now
+           p.quantity * case when p_outcome is null then (case when p.outcome = 'YES' then p_yes else p_no end)
+                             when p.outcome = p_outcome then 100 else 0 end,
+           p_now
       from positions p
      where p.market_id = p_market and p.quantity > 0;
     return query
@@ -96,6 +101,12 @@ begin
     update positions p set quantity = 0, locked_quantity = 0, updated_at = p_now
      where p.market_id = p_market and p.quantity > 0;
 end $$;
+
+create or replace function settle(p_market uuid, p_outcome text, p_now timestamptz)
+returns table (account_id bigint, outcome text, quantity bigint, payout bigint, last_seq bigint)
+language sql as $$
+    select * from settle_paying(p_market, p_outcome, 50, 50, p_now)
+$$;
 
 -- record_void_remainder keeps on the exchange's account what cancelling an event leaves of its
 -- collateral: the collateral (what the exchange pays whichever outcome wins, equal for every
