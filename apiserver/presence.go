@@ -138,19 +138,29 @@ func (p *presence) run(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		p.mu.Lock()
-		accounts := make([]int64, 0, len(p.counts))
-		for a := range p.counts {
-			accounts = append(accounts, a)
-		}
-		p.mu.Unlock()
-		if err := p.store.TouchPresence(ctx, p.front, accounts); err != nil && ctx.Err() == nil {
-			p.log.Warn("could not refresh the cancel-on-disconnect connections' records", "err", err)
-		}
+		p.refresh(ctx)
 		if n, err := p.store.SweepPresence(ctx, presenceTTL); err != nil && ctx.Err() == nil {
 			p.log.Warn("could not sweep lapsed cancel-on-disconnect records", "err", err)
 		} else if n > 0 {
 			p.log.Info("cancel-on-disconnect records lapsed (a front stopped): cancelling the accounts' open orders", "accounts", n)
 		}
+	}
+}
+
+// refresh renews this front's records. It holds the counts while it does, as join and leave do:
+// a refresh that read an account's count and wrote after its last connection's leave would
+// bring back the record leave removed, and the account's orders would be cancelled only when
+// that record lapsed.
+func (p *presence) refresh(ctx context.Context) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	accounts := make([]int64, 0, len(p.counts))
+	for a := range p.counts {
+		accounts = append(accounts, a)
+	}
+	tctx, cancel := context.WithTimeout(ctx, presenceRefresh)
+	defer cancel()
+	if err := p.store.TouchPresence(tctx, p.front, accounts); err != nil && ctx.Err() == nil {
+		p.log.Warn("could not refresh the cancel-on-disconnect connections' records", "err", err)
 	}
 }

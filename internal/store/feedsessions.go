@@ -68,12 +68,25 @@ const tripGone = `insert into heartbeats (account_id, tripped) select distinct a
 // LeavePresence records that a front holds no more cancel-on-disconnect connections of an
 // account; when no other front holds one (seen within ttl), the account's open orders are
 // cancelled (cancelReason HEARTBEAT). It says whether they were.
+//
+// It first locks the account's records (in the fronts' order, so that two ends never deadlock)
+// and only then, in a statement with a new snapshot, removes this front's and looks for others':
+// two fronts whose last connections close at once would otherwise each see the other's record
+// still there, and neither would cancel anything.
 func (s *Store) LeavePresence(ctx context.Context, front uuid.UUID, account int64, ttl time.Duration) (bool, error) {
-	tag, err := s.Pool.Exec(ctx, `with left_ as (delete from ws_presence where account_id = $1 and front = $2),
-		gone as (select $1::bigint as account_id where not exists (
-			select 1 from ws_presence where account_id = $1 and front <> $2 and seen_at > now() - $3::interval))
-		`+tripGone, account, front, ttl.String())
-	return tag.RowsAffected() > 0, err
+	var tripped bool
+	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `select from ws_presence where account_id = $1 order by front for update`, account); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `with left_ as (delete from ws_presence where account_id = $1 and front = $2),
+			gone as (select $1::bigint as account_id where not exists (
+				select 1 from ws_presence where account_id = $1 and front <> $2 and seen_at > now() - $3::interval))
+			`+tripGone, account, front, ttl.String())
+		tripped = tag.RowsAffected() > 0
+		return err
+	})
+	return tripped, err
 }
 
 // SweepPresence forgets the presence not refreshed within ttl (a front that stopped) and cancels
