@@ -28,6 +28,10 @@ REDOCLY := $(BIN)/redocly-$(REDOCLY_VERSION)/node_modules/.bin/redocly
 PROMTOOL_VERSION := v0.316.0
 PROMTOOL_TAGS    := remove_all_sd
 PROMTOOL := $(BIN)/promtool-$(PROMTOOL_VERSION)
+# The Prometheus server of the same release and tags scrapes a real run of pmx in the dashboard's
+# test (internal/charttest), which renders every panel's queries from it. Built after promtool, it
+# shares most of promtool's build.
+PROMETHEUS := $(BIN)/prometheus-$(PROMTOOL_VERSION)
 
 # `make run` passes RUN_FLAGS to pmx dev (e.g. RUN_FLAGS="--addr 127.0.0.1:8081 --metrics-addr 127.0.0.1:9091").
 RUN_FLAGS ?=
@@ -167,12 +171,16 @@ clean: ## Remove build outputs and tools.
 ##@ Tools
 
 .PHONY: promtool
-promtool: $(PROMTOOL) ## Install the pinned promtool into bin/ (once), for the tests of the chart's alerts.
+promtool: $(PROMTOOL) $(PROMETHEUS) ## Install the pinned promtool and Prometheus into bin/ (once), for the tests of the chart's alerts and dashboard.
 
 $(PROMTOOL):
 	@mkdir -p $(BIN)
 	GOBIN=$(BIN) $(GO) install -tags=$(PROMTOOL_TAGS) github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
 	mv $(BIN)/promtool $@
+
+$(PROMETHEUS): $(PROMTOOL)
+	GOBIN=$(BIN) $(GO) install -tags=$(PROMTOOL_TAGS) github.com/prometheus/prometheus/cmd/prometheus@$(PROMTOOL_VERSION)
+	mv $(BIN)/prometheus $@
 
 $(STATICCHECK):
 	@mkdir -p $(BIN)

@@ -24,9 +24,9 @@ import (
 const promRuleAPI = "monitoring.coreos.com/v1/PrometheusRule"
 
 var (
-	promtoolOnce sync.Once
-	promtoolPath string
-	promtoolErr  error
+	promtoolOnce, prometheusOnce sync.Once
+	promtoolPath, prometheusPath string
+	promtoolErr, prometheusErr   error
 )
 
 // promtoolBinary returns Prometheus's promtool at the Makefile's PROMTOOL_VERSION,
@@ -35,14 +35,30 @@ var (
 func promtoolBinary(t testing.TB) string {
 	t.Helper()
 	root := k8stest.RepoRoot(t)
-	promtoolOnce.Do(func() { promtoolPath, promtoolErr = installPromtool(t, root) })
+	promtoolOnce.Do(func() { promtoolPath, promtoolErr = installPrometheusCommand(t, root, "promtool") })
 	if promtoolErr != nil {
 		t.Fatal(promtoolErr)
 	}
 	return promtoolPath
 }
 
-func installPromtool(t testing.TB, root string) (string, error) {
+// prometheusBinary returns the Prometheus server of the same release and build tags,
+// bin/prometheus-<version>, installing it as promtoolBinary does promtool. Its web UI's assets are
+// not in the Go module (they are built with npm for a release), so it serves its HTTP API and no UI:
+// the dashboard test needs only the API.
+func prometheusBinary(t testing.TB) string {
+	t.Helper()
+	root := k8stest.RepoRoot(t)
+	prometheusOnce.Do(func() { prometheusPath, prometheusErr = installPrometheusCommand(t, root, "prometheus") })
+	if prometheusErr != nil {
+		t.Fatal(prometheusErr)
+	}
+	return prometheusPath
+}
+
+// installPrometheusCommand installs github.com/prometheus/prometheus/cmd/<name> at the Makefile's
+// PROMTOOL_VERSION and PROMTOOL_TAGS as bin/<name>-<version>, unless it is there.
+func installPrometheusCommand(t testing.TB, root, name string) (string, error) {
 	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
 	if err != nil {
 		return "", err
@@ -58,26 +74,27 @@ func installPromtool(t testing.TB, root string) (string, error) {
 		tags = string(m[1])
 	}
 	bin := filepath.Join(root, "bin")
-	binary := filepath.Join(bin, "promtool-"+version)
+	binary := filepath.Join(bin, name+"-"+version)
 	if _, err := os.Stat(binary); err == nil {
 		return binary, nil
 	}
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		return "", err
 	}
-	gobin, err := os.MkdirTemp(bin, ".promtool-")
+	gobin, err := os.MkdirTemp(bin, "."+name+"-")
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(gobin)
-	t.Logf("installing promtool %s into %s (minutes the first time)", version, bin)
-	cmd := exec.Command("go", "install", "-tags="+tags, "github.com/prometheus/prometheus/cmd/promtool@"+version)
+	t.Logf("installing %s %s into %s (minutes the first time)", name, version, bin)
+	pkg := "github.com/prometheus/prometheus/cmd/" + name + "@" + version
+	cmd := exec.Command("go", "install", "-tags="+tags, pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GOBIN="+gobin)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go install github.com/prometheus/prometheus/cmd/promtool@%s: %v\n%s", version, err, out)
+		return "", fmt.Errorf("go install %s: %v\n%s", pkg, err, out)
 	}
-	if err := os.Rename(filepath.Join(gobin, "promtool"), binary); err != nil {
+	if err := os.Rename(filepath.Join(gobin, name), binary); err != nil {
 		return "", err
 	}
 	return binary, nil

@@ -112,9 +112,11 @@ func Overview() (dashboard.Dashboard, error) {
 			"Time to answer a placement, amend or cancel, from the request to the answer, which waits for the batch's commit.",
 			"s", quantiles("pmx_http_request_duration_seconds", api+`, `+orderRoutes, "route", "{{route}}")...)).
 		WithPanel(panel("API answers that are 5xx",
-			"Share of all the front API's answers that are 5xx (PmxHighErrorRate).",
+			"Share of all the front API's answers that are 5xx (PmxHighErrorRate); 0 while none has been.",
 			"percentunit",
-			query{`sum(rate(pmx_http_requests_total{` + api + `, code=~"5.."}[$__rate_interval])) / sum(rate(pmx_http_requests_total{` + api + `}[$__rate_interval]))`, "5xx"}))
+			// Until the first 5xx there is no such series; "or vector(0)" draws the healthy 0
+			// rather than leaving the panel empty, which reads as a broken query.
+			query{`(sum(rate(pmx_http_requests_total{` + api + `, code=~"5.."}[$__rate_interval])) or vector(0)) / sum(rate(pmx_http_requests_total{` + api + `}[$__rate_interval]))`, "5xx"}))
 
 	b.WithRow(row("Shards")).
 		WithPanel(panel("Batches committed per shard",
