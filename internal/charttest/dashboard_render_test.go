@@ -192,7 +192,9 @@ func short(v float64) string {
 	return trim(v)
 }
 
-func trim(v float64) string { return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".") }
+func trim(v float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".")
+}
 
 // TestRenderUnits checks the axis labels in the panels' units and the legend's label filling.
 func TestRenderUnits(t *testing.T) {

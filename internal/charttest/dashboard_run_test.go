@@ -234,7 +234,9 @@ func startRun(t *testing.T, bin string) *run {
 	r.tg = &exchangetest.Target{URL: base, AdminToken: metricsAdminToken, Store: st, Validator: apitest.NewValidator(t),
 		Feed: apitest.NewAsyncValidator(t), HTTP: &http.Client{Timeout: 30 * time.Second}}
 	r.tg.Markets = &exchangetest.KubeMarkets{Client: env.Client, Store: st, Namespace: "default",
-		Scheduled: func(_ context.Context, m records.Market) bool { return m.Shard != nil && strings.HasPrefix(*m.Shard, "shard-") }}
+		Scheduled: func(_ context.Context, m records.Market) bool {
+			return m.Shard != nil && strings.HasPrefix(*m.Shard, "shard-")
+		}}
 	for i := range 3 {
 		r.markets = append(r.markets, r.tg.NewMarket(t, map[string]any{"question": fmt.Sprintf("Dashboard market %d?", i)}).ID.String())
 	}
