@@ -49,6 +49,10 @@ func (c *cluster) testEvent(t *testing.T, tg *exchangetest.Target) {
 	t.Logf("Event %s OPEN, its %d markets on %s, %v after kubectl apply", ev.Name, len(listed.markets), listed.shard,
 		time.Since(started).Round(time.Millisecond))
 
+	// The trades below are the sample's outcomes'.
+	if want := []string{"cut-50", "cut-25", "hold", "hike"}; !slices.Equal(listed.keys, want) {
+		t.Fatalf("the sample's outcomes are %v: the scenario trades %v", listed.keys, want)
+	}
 	s := &eventScenario{tg: tg, spec: ev.Spec, listed: listed}
 	yes, no := s.trader(t, "event-yes"), s.trader(t, "event-no")
 	s.checkEventOverAPI(t, yes, "OPEN")
@@ -93,13 +97,13 @@ func (c *cluster) testEvent(t *testing.T, tg *exchangetest.Target) {
 	for _, k := range listed.keys {
 		s.trade(t, yes, no, k, prices[k], 1, "after")
 	}
-	resumed := time.Since(killedAt)
 	// One outcome's NO into YES of the three others, no cash: a conversion on the new shard.
 	s.convert(t, no, []string{"hike"}, 1, "after")
+	resumed := time.Since(killedAt)
 	s.checkHoldings(t, yes, no)
-	t.Logf("killed %s: all %d markets of the event on %s together %v after the kill; an order on each and a conversion acknowledged again %v after it",
+	t.Logf("killed %s: all %d markets of the event on %s together %v after the kill; every market traded and a conversion taken again %v after it",
 		listed.shard, len(moved.markets), moved.shard, movedAt.Sub(killedAt).Round(time.Millisecond), resumed.Round(time.Millisecond))
-	fmt.Fprintf(os.Stderr, "event: %v from the kill of %s to the event's %d markets together on %s; trading on every one again %v after the kill\n",
+	fmt.Fprintf(os.Stderr, "event: %v from the kill of %s to the event's %d markets together on %s; every market traded and a conversion taken again %v after the kill\n",
 		movedAt.Sub(killedAt).Round(time.Millisecond), listed.shard, len(moved.markets), moved.shard, resumed.Round(time.Millisecond))
 	exchangetest.CheckBooksOverAPI(t, tg, yes.c, moved.markets)
 
