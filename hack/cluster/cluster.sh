@@ -373,7 +373,14 @@ down() {
 	for d in $(cgroup_dirs); do
 		find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
 	done
-	# The network: veths go with their namespaces; then the bridge and every KUBE-/CNI- rule.
+	# The network: the pods' veths, then the bridge and every KUBE-/CNI- rule. A veth would go with
+	# its pod's namespace, but the kernel frees that later, after its last user (a lazy unmount's):
+	# one was seen still there when test.sh took the fingerprint. Deleting the bridge's ports
+	# deletes each pair at once.
+	local port
+	for port in $(ip -o link show master "$bridge" 2>/dev/null | awk -F': ' '{ print $2 }'); do
+		ip link del "${port%%@*}" 2>/dev/null
+	done
 	ip link del "$bridge" 2>/dev/null
 	for ipt in iptables ip6tables; do
 		command -v "$ipt-save" >/dev/null || continue

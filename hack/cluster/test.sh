@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # `make test-cluster`: bring up the one-node cluster (cluster.sh up), run internal/clustertest's
 # TestCluster on it — the chart installed with the local images, the samples scheduled, the
-# contract suite through the API Service, a shard pod deleted by force, the pmx pods drained
-# through the Eviction API and a rolling upgrade under load, a resolution patched with kubectl,
-# an uninstall — then take the cluster down, also after a failure, and check that the machine is
+# contract suite through the API Service, a shard pod deleted by force, the sample Event traded,
+# converted, failed over and resolved, the pmx pods drained through the Eviction API and a
+# rolling upgrade under load, a resolution patched with kubectl, an uninstall — then take the
+# cluster down, also after a failure, and check that the machine is
 # as it was before (cluster.sh fingerprint).
 # GO_TEST_FLAGS adds flags to go test (e.g. -run 'TestCluster/Suite').
 set -euo pipefail

@@ -83,10 +83,12 @@ func (c *cluster) helmRun(t testing.TB, args ...string) string {
 
 // TestCluster installs the chart with the images `make image` built and checks the exchange on
 // real pods: every pod Ready; the samples applied with kubectl scheduled onto the shards; the
-// contract suite through the API Service; a shard pod deleted by force under load; the node's
-// pmx pods drained through the Eviction API under load, within their disruption budgets; a rolling
-// upgrade under load; a resolution patched with kubectl; and an uninstall that leaves only what
-// the chart keeps on purpose.
+// contract suite through the API Service; a shard pod deleted by force under load; the sample
+// Event applied with kubectl, traded and converted through the Service, its shard killed and its
+// markets moved together, and resolved with kubectl patch; the node's pmx pods drained through the
+// Eviction API under load, within their disruption budgets; a rolling upgrade under load; a
+// resolution patched with kubectl; and an uninstall that leaves only what the chart keeps on
+// purpose.
 func TestCluster(t *testing.T) {
 	c := attach(t)
 	started := time.Now()
@@ -136,6 +138,8 @@ func TestCluster(t *testing.T) {
 			Returns: true,
 		}, filepath.Join(c.repo, "config", "samples"))
 	})
+	// After Failover, whose samples are every Market not the suite's: the Event's would be counted.
+	t.Run("Event", func(t *testing.T) { c.testEvent(t, target(api)) })
 	t.Run("Drain", func(t *testing.T) { c.testDrain(t, target(api), "pmx:dev") })
 	t.Run("RollingUpgrade", func(t *testing.T) { c.testUpgrade(t, target(api)) })
 	t.Run("Uninstall", func(t *testing.T) { c.testUninstall(t) })

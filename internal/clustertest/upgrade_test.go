@@ -72,13 +72,20 @@ func (c *cluster) podUID(t testing.TB, comp string) string {
 	return ""
 }
 
-// testUninstall deletes the Markets while the operator still runs (it voids what is unsettled),
-// then uninstalls the release: nothing of pmx's is left but the CRDs (helm keeps a chart's
-// crds/), with the resources they serve, and the Postgres data the chart keeps on purpose (the StatefulSet's claim and the
-// Secret with its password, which a reinstall reuses), besides the test's own volume.
+// testUninstall deletes the Events, then the Markets, while the operator still runs, as
+// docs/operations.md ("Uninstalling") tells users to: each finalizer needs the operator, which
+// voids what is unsettled (a Market of an unsettled Event waits for its Event, so Events go
+// first). Then it uninstalls the release: nothing of pmx's is left but the CRDs (helm keeps a
+// chart's crds/), serving no Event or Market, and the Postgres data the chart keeps on purpose
+// (the StatefulSet's claim and the Secret with its password, which a reinstall reuses), besides
+// the test's own volume.
 func (c *cluster) testUninstall(t *testing.T) {
+	c.Kubectl(t, "delete", "events.pmx.dev", "--all", "--all-namespaces", "--timeout", "2m")
 	c.Kubectl(t, "delete", "mkt", "--all", "--all-namespaces", "--timeout", "2m")
 	c.helmRun(t, "uninstall", release, "--namespace", namespace, "--wait", "--timeout", "3m")
+	if out := strings.TrimSpace(c.Kubectl(t, "get", "events.pmx.dev,markets.pmx.dev", "--all-namespaces", "-o", "name")); out != "" {
+		t.Errorf("after helm uninstall, Events or Markets are left, their finalizers waiting for an operator:\n%s", out)
+	}
 	want := []string{
 		"customresourcedefinition.apiextensions.k8s.io/events.pmx.dev",
 		"customresourcedefinition.apiextensions.k8s.io/markets.pmx.dev",
