@@ -124,10 +124,11 @@ func (c *cluster) target(t *testing.T, i int) *Target {
 	tg := &Target{URL: c.apis[i], MetricsURL: c.apiMetrics[i], AdminToken: clusterAdminToken, Store: c.store,
 		Validator: apitest.NewValidator(t), AdminValidator: apitest.NewAdminValidator(t), Feed: apitest.NewAsyncValidator(t),
 		HTTP: &http.Client{Timeout: time.Minute}}
-	tg.Markets = &KubeMarkets{Client: c.env.Client, Store: c.store, Namespace: "default",
+	markets := &KubeMarkets{Client: c.env.Client, Store: c.store, Namespace: "default",
 		Scheduled: func(_ context.Context, m records.Market) bool {
 			return m.Shard != nil && strings.HasPrefix(*m.Shard, "shard-")
 		}}
+	tg.Markets, tg.Events = markets, &KubeEvents{Markets: markets}
 	return tg
 }
 

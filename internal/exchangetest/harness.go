@@ -45,6 +45,8 @@ type Target struct {
 	CheckBooks func(context.Context) error
 	// Markets creates markets and drives their lifecycle.
 	Markets Markets
+	// Events creates events and drives their lifecycle; nil is the admin API's (AdminEvents).
+	Events Events
 	// AdminMarkets is set when the admin API manages markets (the standalone exchange); the
 	// suite then also checks its errors.
 	AdminMarkets bool
@@ -109,7 +111,7 @@ func StartDev(t testing.TB, options ...func(*apiserver.Config)) *Target {
 // over returns a copy of tg whose requests go through h.
 func (tg *Target) over(h *http.Client) *Target {
 	return &Target{URL: tg.URL, MetricsURL: tg.MetricsURL, MetricsURLs: tg.MetricsURLs, AdminToken: tg.AdminToken,
-		Store: tg.Store, CheckBooks: tg.CheckBooks, Markets: tg.Markets, AdminMarkets: tg.AdminMarkets,
+		Store: tg.Store, CheckBooks: tg.CheckBooks, Markets: tg.Markets, Events: tg.Events, AdminMarkets: tg.AdminMarkets,
 		Validator: tg.Validator, AdminValidator: tg.AdminValidator, Feed: tg.Feed, HTTP: h}
 }
 

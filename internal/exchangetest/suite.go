@@ -53,12 +53,8 @@ func RunSuite(t *testing.T, tg *Target) {
 	t.Run("EveryDocumentedStatusSeen", func(t *testing.T) {
 		// Accounts are never deleted, so GET /positions cannot answer 404.
 		// Any call may be refused by the rate limits (429); testRateLimits sees it on one.
-		// Where Event resources make events, the suite makes none: GET /event cannot answer 200,
-		// and the conversions are left to internal/shardapi's TestConvertOnOwner, which converts
-		// through the front's router on a named shard.
 		missing := slices.DeleteFunc(tg.Validator.Uncovered(), func(s string) bool {
-			return s == "GET /positions 404" || strings.HasSuffix(s, " 429") && s != "GET /account 429" ||
-				!tg.AdminMarkets && (s == "GET /event 200" || strings.HasPrefix(s, "POST /event/convert "))
+			return s == "GET /positions 404" || strings.HasSuffix(s, " 429") && s != "GET /account 429"
 		})
 		if len(missing) > 0 {
 			t.Errorf("the suite never saw: %s", strings.Join(missing, ", "))
@@ -109,6 +105,7 @@ var suiteTests = []struct {
 	{"Keys", testKeys},
 	{"RiskLimits", testRiskLimits},
 	{"OrderGroups", testOrderGroups},
+	{"EventLifecycle", testEventLifecycle},         // suite_events.go
 	{"AdminEvents", testAdminEvents},               // suite_events.go
 	{"EventSettlement", testEventSettlement},       // suite_events.go
 	{"EventReads", testEventReads},                 // suite_eventreads.go

@@ -18,9 +18,9 @@ type eventPage struct {
 	NextCursor *string
 }
 
-// testEventReads covers GET /events and GET /event: their refusals in every mode, and, where the
-// admin API makes events (see testAdminEvents), the status filter, newest-first order, cursor
-// pages, each outcome's YES prices after some trading, and the sum of the mids.
+// testEventReads covers GET /events and GET /event: their refusals, the status filter,
+// newest-first order, cursor pages, each outcome's YES prices after some trading, and the sum of
+// the mids.
 func testEventReads(t *testing.T, tg *Target) {
 	c := tg.NewAccount(t, "evreads")
 	c.ExpectError(t, "GET", "/event", nil, http.StatusBadRequest, "missing_field")
@@ -38,12 +38,9 @@ func testEventReads(t *testing.T, tg *Target) {
 	if page.Events == nil {
 		t.Fatal("GET /events answered no events list")
 	}
-	if !tg.AdminMarkets {
-		t.Skip("events are managed by Event resources here: the reads of one are covered where the admin API makes them")
-	}
 
 	older, closed, newer := newEvent(t, tg, "a", "b", "c"), newEvent(t, tg, "x", "y"), newEvent(t, tg, "p", "q", "r", "s")
-	tg.Admin(t, "POST", "/admin/v1/events/"+closed.ID.String()+"/close", nil, http.StatusOK, nil)
+	tg.events().Close(t, closed.ID)
 	ids := func(q string) []uuid.UUID {
 		t.Helper()
 		var p eventPage
@@ -108,7 +105,7 @@ func testEventReads(t *testing.T, tg *Target) {
 	}
 
 	// Resolved: the event says its winner, and leaving OPEN emptied every book.
-	tg.Admin(t, "POST", "/admin/v1/events/"+older.ID.String()+"/resolve", map[string]any{"outcome": "b"}, http.StatusOK, nil)
+	tg.events().Resolve(t, older.ID, "b")
 	c.Expect(t, "GET", "/event?eventId="+older.ID.String(), nil, http.StatusOK, &d)
 	if d.Status != "RESOLVED" || d.Resolution == nil || *d.Resolution != "b" {
 		t.Fatalf("GET /event after resolving to b: %s, resolution %v", d.Status, d.Resolution)
@@ -153,9 +150,6 @@ func testEventPages(t *testing.T, c *Client, q string, want []uuid.UUID) {
 // markets' messages, each naming the event (eventId): its markets are listed with it, and closing
 // the event sends a CLOSED status message for every one of them.
 func testEventLifecycleFeed(t *testing.T, tg *Target) {
-	if !tg.AdminMarkets {
-		t.Skip("events are managed by Event resources here")
-	}
 	f := tg.NewAccount(t, "evlifecycle").DialFeed(t)
 	defer f.Close()
 	f.Send(t, map[string]any{"op": "subscribe", "id": 1, "channel": "lifecycle"})
@@ -186,6 +180,6 @@ func testEventLifecycleFeed(t *testing.T, tg *Target) {
 		t.Fatalf("the lifecycle channel never told every market of the event as %s", status)
 	}
 	until("OPEN")
-	tg.Admin(t, "POST", "/admin/v1/events/"+e.ID.String()+"/close", nil, http.StatusOK, nil)
+	tg.events().Close(t, e.ID)
 	until("CLOSED")
 }

@@ -11,24 +11,62 @@ import (
 	"github.com/pmx-dev/pmx/internal/feed"
 )
 
-// newEvent creates an OPEN event of the given outcome keys through the admin API.
+// newEvent creates an OPEN event of the given outcome keys: through the admin API in pmx dev,
+// through an Event resource in distributed mode.
 func newEvent(t *testing.T, tg *Target, keys ...string) apiserver.Event {
 	t.Helper()
-	outcomes := make([]map[string]any, len(keys))
-	for i, k := range keys {
-		outcomes[i] = map[string]any{"key": k, "label": "Outcome " + k}
-	}
-	var e apiserver.Event
-	tg.Admin(t, "POST", "/admin/v1/events", map[string]any{"question": "Which one wins", "category": "test",
-		"outcomes": outcomes}, http.StatusCreated, &e)
+	e := tg.events().Create(t, keys...)
 	if e.Status != "OPEN" || len(e.Outcomes) != len(keys) {
 		t.Fatalf("the new event: %+v", e)
 	}
 	return e
 }
 
-// testAdminEvents covers the admin API's events: creation and its refusals, each lifecycle move
-// of all of an event's markets, and a lone market of an event refusing to move (market_in_event).
+// testEventLifecycle moves events as a trader sees it, in every mode: closing, reopening,
+// resolving and cancelling an event moves all of its markets together, and GET /event says so.
+func testEventLifecycle(t *testing.T, tg *Target) {
+	e := newEvent(t, tg, "red", "blue", "green")
+	reader := tg.NewAccount(t, "evlife")
+	statuses := func(id uuid.UUID, want string) {
+		t.Helper()
+		var d apiserver.EventDetail
+		reader.Expect(t, "GET", "/event?eventId="+id.String(), nil, http.StatusOK, &d)
+		if d.Status != want {
+			t.Errorf("event %s is %s, want %s", id, d.Status, want)
+		}
+		for _, o := range d.Outcomes {
+			if m := reader.market(t, o.MarketID); m.Status != want {
+				t.Errorf("outcome %q's market is %s, want %s", o.Key, m.Status, want)
+			}
+		}
+	}
+	if after := tg.events().Close(t, e.ID); after.Status != "CLOSED" {
+		t.Fatalf("after closing: %+v", after)
+	}
+	statuses(e.ID, "CLOSED")
+	reader.ExpectError(t, "POST", "/order", OrderBody(e.Outcomes[0].MarketID, "BUY", "YES", 50, 1), http.StatusBadRequest, "market_not_open")
+	tg.events().Reopen(t, e.ID)
+	statuses(e.ID, "OPEN")
+	after := tg.events().Resolve(t, e.ID, "blue")
+	if after.Status != "RESOLVED" || after.Resolution == nil || *after.Resolution != "blue" {
+		t.Fatalf("after resolving: %+v", after)
+	}
+	statuses(e.ID, "RESOLVED")
+	for _, o := range after.Outcomes {
+		if m := reader.market(t, o.MarketID); m.Outcome == nil || *m.Outcome != map[bool]string{true: "YES", false: "NO"}[o.Key == "blue"] {
+			t.Errorf("outcome %q's market resolved to %v", o.Key, m.Outcome)
+		}
+	}
+	v := newEvent(t, tg, "a", "b", "c")
+	if after := tg.events().Cancel(t, v.ID); after.Status != "CANCELED" {
+		t.Fatalf("after cancelling: %+v", after)
+	}
+	statuses(v.ID, "CANCELED")
+}
+
+// testAdminEvents covers the admin API's refusals of events: bad events, moves the event's
+// status forbids, a lone market of an event refusing to move (market_in_event), and every
+// route's refusals of the token and the event id.
 func testAdminEvents(t *testing.T, tg *Target) {
 	if !tg.AdminMarkets {
 		t.Skip("events are managed by Event resources here")
@@ -54,38 +92,17 @@ func testAdminEvents(t *testing.T, tg *Target) {
 	if refusal.Details.Code != "market_in_event" {
 		t.Errorf("closing a market of an event alone: %+v, want market_in_event", refusal.Details)
 	}
-	reader := tg.NewAccount(t, "evread")
-	var after apiserver.Event
-	tg.Admin(t, "POST", path+"/close", nil, http.StatusOK, &after)
-	statuses := func(want string) {
-		t.Helper()
-		for _, o := range after.Outcomes {
-			if m := reader.market(t, o.MarketID); m.Status != want {
-				t.Errorf("outcome %q's market is %s, want %s", o.Key, m.Status, want)
-			}
-		}
-	}
-	statuses("CLOSED")
+	tg.events().Close(t, e.ID)
 	tg.Admin(t, "POST", path+"/close", nil, http.StatusConflict, nil)
-	tg.Admin(t, "POST", path+"/reopen", nil, http.StatusOK, &after)
-	statuses("OPEN")
+	tg.events().Reopen(t, e.ID)
 	tg.Admin(t, "POST", path+"/resolve", map[string]any{"outcome": "purple"}, http.StatusBadRequest, &refusal)
-	tg.Admin(t, "POST", path+"/resolve", map[string]any{"outcome": "blue"}, http.StatusOK, &after)
-	if after.Status != "RESOLVED" || after.Resolution == nil || *after.Resolution != "blue" {
-		t.Fatalf("after resolving: %+v", after)
-	}
-	statuses("RESOLVED")
+	tg.events().Resolve(t, e.ID, "blue")
 	for _, action := range []string{"close", "reopen", "cancel", "resolve"} {
 		body := map[string]any{"outcome": "red"}
 		tg.Admin(t, "POST", path+"/"+action, body, http.StatusConflict, nil)
 		tg.Admin(t, "POST", "/admin/v1/events/42/"+action, body, http.StatusBadRequest, nil)
 		tg.Admin(t, "POST", "/admin/v1/events/"+uuid.NewString()+"/"+action, body, http.StatusNotFound, &refusal)
 		tg.AdminAs(t, "", "POST", path+"/"+action, body, http.StatusUnauthorized, nil)
-	}
-	v := newEvent(t, tg, "a", "b", "c")
-	tg.Admin(t, "POST", "/admin/v1/events/"+v.ID.String()+"/cancel", nil, http.StatusOK, &after)
-	if after.Status != "CANCELED" {
-		t.Fatalf("after cancelling: %+v", after)
 	}
 }
 
@@ -102,9 +119,6 @@ func (c *Client) market(t *testing.T, id uuid.UUID) apiserver.Market {
 // were owed (100 per YES of the winner and per NO of every other outcome), and the exchange holds
 // nothing for the event (the invariants, the event's ledger among them, are checked after the suite).
 func testEventSettlement(t *testing.T, tg *Target) {
-	if !tg.AdminMarkets {
-		t.Skip("events are managed by Event resources here")
-	}
 	e := newEvent(t, tg, "w", "x", "y", "z")
 	accounts := make([]*Client, 4)
 	for i := range accounts {
@@ -134,7 +148,7 @@ func testEventSettlement(t *testing.T, tg *Target) {
 			}
 		}
 	}
-	tg.Admin(t, "POST", "/admin/v1/events/"+e.ID.String()+"/resolve", map[string]any{"outcome": e.Outcomes[winner].Key}, http.StatusOK, nil)
+	tg.events().Resolve(t, e.ID, e.Outcomes[winner].Key)
 	for a, c := range accounts {
 		if after, locked := c.Balance(t); after != before[a]+owed[a] || locked != 0 {
 			t.Errorf("account %d holds %d (%d locked), want %d + %d owed", a, after, locked, before[a], owed[a])
