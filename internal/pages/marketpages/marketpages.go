@@ -2,7 +2,9 @@
 // with its status, last price and volume, and /markets/{id}, one market's question and
 // description, status and times, its book as a depth chart and as a ladder in YES and NO views,
 // a price chart from its candles and its recent trades. Both follow the live feed and change as
-// the market does, without a reload.
+// the market does, without a reload. The event pages are their kin (events.go): /events, every
+// event with its status, and /events/{id}, each outcome's YES price as a probability bar linking
+// to the outcome's market page; the same layout, headers, limits, reads and feed.
 //
 // Why they are what they are:
 //   - Public and read-only. People look at a market before they trust it, so the pages need no
@@ -71,6 +73,9 @@ type Reads interface {
 	ReadTrades(ctx context.Context, id uuid.UUID, limit int) ([]wire.Trade, error)
 	// ReadCandles reads a market's candles, as GET /market/candles does.
 	ReadCandles(ctx context.Context, id uuid.UUID, every time.Duration, from, to time.Time) ([]wire.Candle, error)
+	// ReadEvent reads an event with its outcomes' YES prices as GET /event answers it;
+	// store.ErrNotFound when there is none.
+	ReadEvent(ctx context.Context, id uuid.UUID) (wire.EventDetail, error)
 }
 
 // Config configures the pages.
@@ -82,10 +87,11 @@ type Config struct {
 }
 
 type pages struct {
-	cfg   Config
-	kit   *pagekit.Pages
-	lists *snapshots
-	limit *addrlimit.Limiter
+	cfg    Config
+	kit    *pagekit.Pages
+	lists  *snapshots[*listView]
+	events *snapshots[*eventsView]
+	limit  *addrlimit.Limiter
 }
 
 // Each client address may load pagesPerSecond pages (the list's and markets'), in bursts of
@@ -98,7 +104,8 @@ const (
 	pagesBurst     = 20
 )
 
-// Register adds the pages to r: /markets, /markets/{id} and their static files.
+// Register adds the pages to r: /markets, /markets/{id}, /events, /events/{id} and their static
+// files.
 func Register(r gin.IRouter, cfg Config) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -107,16 +114,20 @@ func Register(r gin.IRouter, cfg Config) {
 	g := r.Group("/markets", p.headers, p.limited)
 	g.GET("", p.list)
 	g.GET("/:id", p.market)
+	e := r.Group("/events", p.headers, p.limited)
+	e.GET("", p.eventList)
+	e.GET("/:id", p.event)
 	r.GET("/market-pages/:file", p.kit.ServeStatic)
 }
 
 func newPages(cfg Config) *pages {
-	kit, err := pagekit.New(files, "/market-pages/", template.FuncMap{"iso": iso, "price": price, "quantity": quantity})
+	kit, err := pagekit.New(files, "/market-pages/", template.FuncMap{"iso": iso, "price": price, "quantity": quantity, "mid": mid})
 	if err != nil {
 		panic(err) // the files are embedded: only a broken build gets here
 	}
 	p := &pages{cfg: cfg, kit: kit, limit: addrlimit.New(pagesPerSecond, pagesBurst)}
 	p.lists = newSnapshots(p.listing)
+	p.events = newSnapshots(p.eventListing)
 	return p
 }
 
@@ -131,6 +142,11 @@ type view struct {
 	Data   any    // the JSON the script starts from
 	List   *listView
 	Market *marketData
+	// Section is the set of pages the page belongs to, "events" or the markets' (""): the
+	// navigation marks it, and a message page links back to its list.
+	Section string
+	Events  *eventsView
+	Event   *eventView
 }
 
 // render writes a page, whole, or none of it and a 500.
