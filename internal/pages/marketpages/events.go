@@ -27,8 +27,25 @@ import (
 const eventsPage = 50
 
 type eventsView struct {
-	Rows []wire.Event
+	Rows []eventsRow
 	Next string // the next page's URL; "" on the last
+}
+
+// eventsRow is an event as GET /events lists it, and the outcome it resolved to.
+type eventsRow struct {
+	wire.Event
+	Winner    string // the resolution's outcome label; "" unless RESOLVED
+	WinnerKey string // and its key
+}
+
+// winner is the outcome an event resolved to: its label and key, or "" and "".
+func winner(resolution *string, outcomes []wire.EventOutcome) (label, key string) {
+	for _, o := range outcomes {
+		if resolution != nil && *resolution == o.Key {
+			return o.Label, o.Key
+		}
+	}
+	return "", ""
 }
 
 // eventList shows a page of the events, newest first, from the page's snapshot (eventListing),
@@ -81,7 +98,9 @@ func (p *pages) eventListing(ctx context.Context, after *store.Cursor) (*eventsV
 		v.Next = "/events?" + url.Values{"before": {last.CreatedAt.UTC().Format(time.RFC3339Nano)}, "beforeId": {last.ID.String()}}.Encode()
 	}
 	for i := range rows {
-		v.Rows = append(v.Rows, wire.EventOf(&rows[i]))
+		r := eventsRow{Event: wire.EventOf(&rows[i])}
+		r.Winner, r.WinnerKey = winner(r.Resolution, r.Outcomes)
+		v.Rows = append(v.Rows, r)
 	}
 	return v, nil
 }
