@@ -177,6 +177,7 @@ func TestEventPagesInBrowser(t *testing.T) {
 	}
 	p.await("the row highlight-free page", `document.getElementById("mid-sum").dataset.sum === "98"`)
 	shoot(t, ctx, "PMX_SCREENSHOT_EVENT", false)
+	shoot(t, ctx, "PMX_SCREENSHOT_EVENT_PHONE", true)
 
 	// Each outcome links to its market's page.
 	p.follow("Porto's link", fmt.Sprintf(`#outcomes tr[data-market="%s"] a`, porto), "/markets/"+porto.String())
