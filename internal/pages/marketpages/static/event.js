@@ -136,8 +136,12 @@
         } else if (m.code === "unknown_market") {
           live.dataset.state = "error";
           live.textContent = "not live: the feed does not know this event's markets";
-        } else {
-          setTimeout(feed.restart, 2000); // rate_limited, unavailable: try again
+        } else if (m.code === "rate_limited" && outcomes.has(m.marketId)) {
+          // An event subscribes once per outcome, up to 50 at once: ask again for the one refused,
+          // when the feed says, rather than all of them again.
+          setTimeout(function () { subscribe(send, m.marketId); }, 1000 * (m.retryAfterSeconds || 1) + Math.random() * 500);
+        } else if (m.code !== "already_subscribed") {
+          setTimeout(feed.restart, 2000); // unavailable: try again
         }
       }
     },
