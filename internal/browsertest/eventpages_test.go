@@ -161,7 +161,7 @@ func TestEventPagesInBrowser(t *testing.T) {
 	p.open("/markets", http.StatusOK)
 	p.follow("the navigation to the events", "#nav-events", "/events")
 	checkEvents(t, alice, p)
-	p.await("the list to follow the feed", `document.getElementById("live").dataset.state === "live"`)
+	p.await("the list to follow the feed", `document.getElementById("events").dataset.live === "true"`)
 	tg.Admin(t, "POST", "/admin/v1/events/"+other.ID.String()+"/close", nil, http.StatusOK, nil)
 	p.await("the list to show the closed event", fmt.Sprintf(`document.querySelector('tr[data-event="%s"] .status').dataset.status === "CLOSED"`, other.ID))
 	checkEvents(t, alice, p)

@@ -1,14 +1,20 @@
-// pmx events list: follows the lifecycle channel, whose status messages name the event of an
-// event's markets (they move together: the event's status is theirs), and whose listings bring a
-// new event's row.
+// pmx events list: follows the lifecycle channel. An event's markets move together, so a status
+// message of any of them is the event's status (each row lists its markets: a message the feed
+// sent before it learnt the market's event still finds its row); a listing of a market of an
+// event the page does not show brings that event's row.
 "use strict";
 
 (function () {
   const tbody = document.querySelector("#events tbody");
   const rows = new Map(); // event id → tr
+  const events = new Map(); // market id → its event's id
   const firstPage = !new URLSearchParams(location.search).has("before");
 
-  if (tbody) tbody.querySelectorAll("tr[data-event]").forEach(function (tr) { rows.set(tr.dataset.event, tr); });
+  function track(tr) {
+    rows.set(tr.dataset.event, tr);
+    tr.dataset.markets.split(" ").forEach(function (m) { events.set(m, tr.dataset.event); });
+  }
+  if (tbody) tbody.querySelectorAll("tr[data-event]").forEach(track);
 
   function flash(tr) {
     tr.classList.remove("fresh");
@@ -61,7 +67,7 @@
         fresh.reverse().forEach(function (tr) {
           const node = document.importNode(tr, true);
           tbody.insertBefore(node, tbody.firstChild);
-          rows.set(node.dataset.event, node);
+          track(node);
           flash(node);
         });
         if (fresh.length > 0) {
@@ -77,14 +83,23 @@
       });
   }
 
+  const list = document.getElementById("events");
+  let opened = false;
   const feed = window.pmxFeed({
     open: function (send) {
+      // lifecycle is not resumed: after a lost connection, the list as the server has it now.
+      if (opened) location.reload();
+      opened = true;
       send({ op: "subscribe", channel: "lifecycle" });
     },
     message: function (m) {
-      if (m.type === "market" && m.eventId) {
-        if (m.change === "listed" && !rows.has(m.eventId)) refresh(0, m.eventId);
-        else if (m.change === "status") setStatus(m.eventId, m.status);
+      if (m.type === "subscribed" && m.channel === "lifecycle") {
+        if (list) list.dataset.live = "true"; // for whoever checks the page: changes from here on show
+      } else if (m.type === "market") {
+        const id = m.eventId || events.get(m.marketId);
+        if (!id) return; // a market of its own
+        if (m.change === "listed" && !rows.has(id)) refresh(0, id);
+        else if (m.change === "status") setStatus(id, m.status);
       } else if (m.type === "error") {
         if (m.code === "resync_required") location.reload();
         else if (m.code === "rate_limited" || m.code === "unavailable") setTimeout(feed.restart, 2000);
