@@ -22,7 +22,9 @@
 //     list is read from Postgres at most once a second, however many ask for it (snapshot.go),
 //     and each client address may load pagesPerSecond pages (429 with Retry-After, on a page
 //     that says when to come back). A market's page reads one market's row, book, last trades
-//     and at most a chart's candles.
+//     and at most a chart's candles; an event's page, GET /event's read (the event's row and
+//     each outcome's book top, at most 50); the events list is shared a second at a time as the
+//     markets list is.
 //   - Live from the same feed. The browser has no key, so it follows GET /api/v1/ws/public: the
 //     same WebSocket, protocol, hub and limits as /api/v1/ws, with the market channels only (book,
 //     trades, ticker, lifecycle; apiserver/ws.go). A market page follows its market's book channel
@@ -94,7 +96,7 @@ type pages struct {
 	limit  *addrlimit.Limiter
 }
 
-// Each client address may load pagesPerSecond pages (the list's and markets'), in bursts of
+// Each client address may load pagesPerSecond pages (the lists', markets' and events'), in bursts of
 // pagesBurst: a person reading them, even one opening a dozen markets in tabs at once, never
 // meets it (a page follows the feed and is not reloaded to stay current), while a flood from one
 // address costs at most that many reads of Postgres a second (issue 34). Their static files are
