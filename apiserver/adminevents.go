@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
@@ -15,6 +14,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/eventrec"
 	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
+	"github.com/pmx-dev/pmx/internal/kit/wire"
 	"github.com/pmx-dev/pmx/internal/records"
 )
 
@@ -22,39 +22,14 @@ import (
 // outcomes' markets as the Event resource would (eventrec.Record), and close, reopen, cancel and
 // resolve move all of its markets on their shard (exchange.EventLifecycle).
 
-// Event is an event as the API answers with it.
-type Event struct {
-	ID          uuid.UUID      `json:"id"`
-	Name        string         `json:"name"`
-	Question    string         `json:"question"`
-	Category    string         `json:"category"`
-	Description *string        `json:"description,omitempty"`
-	URL         *string        `json:"url,omitempty"`
-	Status      string         `json:"status"`
-	Resolution  *string        `json:"resolution,omitempty"`
-	ClosesAt    *time.Time     `json:"closesAt,omitempty"`
-	ResolvesAt  *time.Time     `json:"resolvesAt,omitempty"`
-	CreatedAt   time.Time      `json:"createdAt"`
-	Outcomes    []EventOutcome `json:"outcomes"`
-}
-
-// EventOutcome is one of an event's outcomes and its market.
-type EventOutcome struct {
-	Key      string    `json:"key"`
-	Label    string    `json:"label"`
-	MarketID uuid.UUID `json:"marketId"`
-}
+// Event, EventOutcome and EventOf are in package wire, which the event pages share.
+type (
+	Event        = wire.Event
+	EventOutcome = wire.EventOutcome
+)
 
 // EventOf is an event's row as the API answers with it.
-func EventOf(e *records.Event) Event {
-	out := Event{ID: e.ID, Name: e.Name, Question: e.Question, Category: e.Category, Description: e.Description,
-		URL: e.URL, Status: string(e.Status), Resolution: e.Resolution, ClosesAt: e.ClosesAt, ResolvesAt: e.ResolvesAt,
-		CreatedAt: e.CreatedAt, Outcomes: make([]EventOutcome, len(e.Outcomes))}
-	for i, o := range e.Outcomes {
-		out.Outcomes[i] = EventOutcome(o)
-	}
-	return out
-}
+func EventOf(e *records.Event) Event { return wire.EventOf(e) }
 
 // eventBody is POST /admin/v1/events's body: the Event resource's spec fields, and a name.
 type eventBody struct {

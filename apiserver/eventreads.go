@@ -13,6 +13,7 @@ import (
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
+	"github.com/pmx-dev/pmx/internal/kit/wire"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -22,37 +23,12 @@ import (
 // /market/order-book takes it (ReadOrderBook), so that an event's prices and its markets' books
 // never disagree. ReadEvent is exported for the event pages, as ReadMarket is for the market ones.
 
-// EventDetail is GET /event's answer: an event, its outcomes in order with their YES prices, and
-// the sum of the outcomes' YES mids.
-type EventDetail struct {
-	ID          uuid.UUID       `json:"id"`
-	Name        string          `json:"name"`
-	Question    string          `json:"question"`
-	Category    string          `json:"category"`
-	Description *string         `json:"description,omitempty"`
-	URL         *string         `json:"url,omitempty"`
-	Status      string          `json:"status"`
-	Resolution  *string         `json:"resolution,omitempty"`
-	ClosesAt    *time.Time      `json:"closesAt,omitempty"`
-	ResolvesAt  *time.Time      `json:"resolvesAt,omitempty"`
-	CreatedAt   time.Time       `json:"createdAt"`
-	Outcomes    []OutcomeDetail `json:"outcomes"`
-	// YesMidSum is the sum of the outcomes' YesMid: 100 when the books price the outcomes as
-	// exactly exclusive and exhaustive; above or below, one side of the event is dear.
-	YesMidSum float64 `json:"yesMidSum"`
-}
-
-// OutcomeDetail is one of an event's outcomes, its market and that market's YES prices: the best
-// bid and ask (null on an empty side) and the last trade's price (null before any).
-type OutcomeDetail struct {
-	Key       string    `json:"key"`
-	Label     string    `json:"label"`
-	MarketID  uuid.UUID `json:"marketId"`
-	BestBid   *int      `json:"bestBid"`
-	BestAsk   *int      `json:"bestAsk"`
-	LastPrice *int      `json:"lastPrice"`
-	YesMid    float64   `json:"yesMid"`
-}
+// EventDetail and OutcomeDetail (GET /event's answer and its outcomes) are in package wire, which
+// the event pages share.
+type (
+	EventDetail   = wire.EventDetail
+	OutcomeDetail = wire.OutcomeDetail
+)
 
 // YesMid is the middle of the range a market's book leaves open for the YES price: (bid + ask) / 2,
 // where a side with no order counts at its bound, a missing bid as 0 (nobody pays anything for

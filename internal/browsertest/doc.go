@@ -1,5 +1,5 @@
-// Package browsertest drives the developer settings pages (/settings) and the public market pages
-// (/markets, /markets/{id}) in a real headless Chromium, through chromedp, against the standalone
+// Package browsertest drives the developer settings pages (/settings) and the public market and
+// event pages (/markets, /markets/{id}, /events, /events/{id}) in a real headless Chromium, through chromedp, against the standalone
 // exchange running in-process on a real Postgres. Its tests need Debian's chromium (`make
 // chromium`) and fail without it.
 //
@@ -16,4 +16,9 @@
 //	PMX_SCREENSHOT_MARKETS=docs/img/markets.png PMX_SCREENSHOT_MARKET=docs/img/market-page.png \
 //	PMX_SCREENSHOT_MARKET_PHONE=docs/img/market-page-phone.png \
 //	  go test -count=1 -run TestMarketPagesInBrowser ./internal/browsertest/
+//
+// The event pages' test saves an event of four outcomes trading at laptop and at phone width when
+// PMX_SCREENSHOT_EVENT and PMX_SCREENSHOT_EVENT_PHONE name where:
+//
+//	PMX_SCREENSHOT_EVENT=docs/event-page.png go test -count=1 -run TestEventPagesInBrowser ./internal/browsertest/
 package browsertest

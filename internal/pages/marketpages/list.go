@@ -7,9 +7,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/google/uuid"
 
-	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/kit/wire"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -39,16 +37,11 @@ type listView struct {
 
 // list shows a page of the markets, newest first, from the page's snapshot (listing).
 func (p *pages) list(c *gin.Context) {
-	var after *store.Cursor
-	if v := c.Query("before"); v != "" {
-		at, terr := time.Parse(time.RFC3339Nano, v)
-		id, ierr := uuid.Parse(c.Query("beforeId"))
-		if terr != nil || ierr != nil || !domain.TimeInRange(at) { // the API's bound on times: domain.CheckTime
-			p.render(c, http.StatusBadRequest, "message.html", &view{Title: "No such page",
-				Error: "This page of the list has a broken address. Start again from the newest markets."})
-			return
-		}
-		after = &store.Cursor{CreatedAt: at, ID: id}
+	after, ok := pageCursor(c)
+	if !ok {
+		p.render(c, http.StatusBadRequest, "message.html", &view{Title: "No such page",
+			Error: "This page of the list has a broken address. Start again from the newest markets."})
+		return
 	}
 	v, err := p.lists.get(c.Request.Context(), after)
 	if err != nil {

@@ -2,7 +2,9 @@
 // with its status, last price and volume, and /markets/{id}, one market's question and
 // description, status and times, its book as a depth chart and as a ladder in YES and NO views,
 // a price chart from its candles and its recent trades. Both follow the live feed and change as
-// the market does, without a reload.
+// the market does, without a reload. The event pages are their kin (events.go): /events, every
+// event with its status, and /events/{id}, each outcome's YES price as a probability bar linking
+// to the outcome's market page; the same layout, headers, limits, reads and feed.
 //
 // Why they are what they are:
 //   - Public and read-only. People look at a market before they trust it, so the pages need no
@@ -20,7 +22,9 @@
 //     list is read from Postgres at most once a second, however many ask for it (snapshot.go),
 //     and each client address may load pagesPerSecond pages (429 with Retry-After, on a page
 //     that says when to come back). A market's page reads one market's row, book, last trades
-//     and at most a chart's candles.
+//     and at most a chart's candles; an event's page, GET /event's read (the event's row and
+//     each outcome's book top, at most 50); the events list is shared a second at a time as the
+//     markets list is.
 //   - Live from the same feed. The browser has no key, so it follows GET /api/v1/ws/public: the
 //     same WebSocket, protocol, hub and limits as /api/v1/ws, with the market channels only (book,
 //     trades, ticker, lifecycle; apiserver/ws.go). A market page follows its market's book channel
@@ -71,6 +75,9 @@ type Reads interface {
 	ReadTrades(ctx context.Context, id uuid.UUID, limit int) ([]wire.Trade, error)
 	// ReadCandles reads a market's candles, as GET /market/candles does.
 	ReadCandles(ctx context.Context, id uuid.UUID, every time.Duration, from, to time.Time) ([]wire.Candle, error)
+	// ReadEvent reads an event with its outcomes' YES prices as GET /event answers it;
+	// store.ErrNotFound when there is none.
+	ReadEvent(ctx context.Context, id uuid.UUID) (wire.EventDetail, error)
 }
 
 // Config configures the pages.
@@ -82,13 +89,14 @@ type Config struct {
 }
 
 type pages struct {
-	cfg   Config
-	kit   *pagekit.Pages
-	lists *snapshots
-	limit *addrlimit.Limiter
+	cfg    Config
+	kit    *pagekit.Pages
+	lists  *snapshots[*listView]
+	events *snapshots[*eventsView]
+	limit  *addrlimit.Limiter
 }
 
-// Each client address may load pagesPerSecond pages (the list's and markets'), in bursts of
+// Each client address may load pagesPerSecond pages (the lists', markets' and events'), in bursts of
 // pagesBurst: a person reading them, even one opening a dozen markets in tabs at once, never
 // meets it (a page follows the feed and is not reloaded to stay current), while a flood from one
 // address costs at most that many reads of Postgres a second (issue 34). Their static files are
@@ -98,7 +106,8 @@ const (
 	pagesBurst     = 20
 )
 
-// Register adds the pages to r: /markets, /markets/{id} and their static files.
+// Register adds the pages to r: /markets, /markets/{id}, /events, /events/{id} and their static
+// files.
 func Register(r gin.IRouter, cfg Config) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -107,16 +116,20 @@ func Register(r gin.IRouter, cfg Config) {
 	g := r.Group("/markets", p.headers, p.limited)
 	g.GET("", p.list)
 	g.GET("/:id", p.market)
+	e := r.Group("/events", p.headers, p.limited)
+	e.GET("", p.eventList)
+	e.GET("/:id", p.event)
 	r.GET("/market-pages/:file", p.kit.ServeStatic)
 }
 
 func newPages(cfg Config) *pages {
-	kit, err := pagekit.New(files, "/market-pages/", template.FuncMap{"iso": iso, "price": price, "quantity": quantity})
+	kit, err := pagekit.New(files, "/market-pages/", template.FuncMap{"iso": iso, "price": price, "quantity": quantity, "mid": mid})
 	if err != nil {
 		panic(err) // the files are embedded: only a broken build gets here
 	}
 	p := &pages{cfg: cfg, kit: kit, limit: addrlimit.New(pagesPerSecond, pagesBurst)}
 	p.lists = newSnapshots(p.listing)
+	p.events = newSnapshots(p.eventListing)
 	return p
 }
 
@@ -131,6 +144,11 @@ type view struct {
 	Data   any    // the JSON the script starts from
 	List   *listView
 	Market *marketData
+	// Section is the set of pages the page belongs to, "events" or the markets' (""): the
+	// navigation marks it, and a message page links back to its list.
+	Section string
+	Events  *eventsView
+	Event   *eventView
 }
 
 // render writes a page, whole, or none of it and a 500.

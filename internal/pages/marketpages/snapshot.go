@@ -22,29 +22,30 @@ const snapshotPages = 256
 
 // snapshots shares reads of the list's pages: a request for a page being read waits for that
 // read, and one for a page read less than snapshotAge ago gets it.
-type snapshots struct {
-	read func(ctx context.Context, after *store.Cursor) (*listView, error)
+// V is what a page's read gives: the markets list's (*listView) or the events list's.
+type snapshots[V any] struct {
+	read func(ctx context.Context, after *store.Cursor) (V, error)
 
 	mu    sync.Mutex
-	pages *boundedmap.Map[store.Cursor, *snapshot]
+	pages *boundedmap.Map[store.Cursor, *snapshot[V]]
 }
 
 // snapshot is a read of a page: done is closed once v and err are set.
-type snapshot struct {
+type snapshot[V any] struct {
 	done chan struct{}
 	at   time.Time // when the read began: what it shows is at least this fresh
-	v    *listView
+	v    V
 	err  error
 }
 
-func newSnapshots(read func(ctx context.Context, after *store.Cursor) (*listView, error)) *snapshots {
-	return &snapshots{read: read, pages: boundedmap.New[store.Cursor, *snapshot](snapshotPages)}
+func newSnapshots[V any](read func(ctx context.Context, after *store.Cursor) (V, error)) *snapshots[V] {
+	return &snapshots[V]{read: read, pages: boundedmap.New[store.Cursor, *snapshot[V]](snapshotPages)}
 }
 
 // get returns the page after a cursor (nil: the first) from a snapshot, reading one if there is
 // none fresh. The read runs apart from the request that began it, which may go away while others
 // wait on it.
-func (s *snapshots) get(ctx context.Context, after *store.Cursor) (*listView, error) {
+func (s *snapshots[V]) get(ctx context.Context, after *store.Cursor) (V, error) {
 	var key store.Cursor // the zero cursor is the first page's: no cursor is written for it
 	if after != nil {
 		key = store.Cursor{CreatedAt: after.CreatedAt.UTC(), ID: after.ID}
@@ -52,7 +53,7 @@ func (s *snapshots) get(ctx context.Context, after *store.Cursor) (*listView, er
 	s.mu.Lock()
 	snap, ok := s.pages.Get(key)
 	if !ok || !snap.usable(time.Now()) {
-		snap = &snapshot{done: make(chan struct{}), at: time.Now()}
+		snap = &snapshot[V]{done: make(chan struct{}), at: time.Now()}
 		s.pages.Put(key, snap)
 		go func() {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
@@ -66,7 +67,8 @@ func (s *snapshots) get(ctx context.Context, after *store.Cursor) (*listView, er
 	case <-snap.done:
 		return snap.v, snap.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		var none V
+		return none, ctx.Err()
 	}
 }
 
@@ -75,7 +77,7 @@ const readTimeout = 30 * time.Second
 
 // usable says whether a request at now may take this snapshot: one being read, or one read
 // without error less than snapshotAge ago. Under snapshots.mu.
-func (s *snapshot) usable(now time.Time) bool {
+func (s *snapshot[V]) usable(now time.Time) bool {
 	select {
 	case <-s.done:
 		return s.err == nil && now.Sub(s.at) < snapshotAge
