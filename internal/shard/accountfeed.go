@@ -15,7 +15,8 @@ import (
 // cancelled. Every event carries the order's whole state after it, as GET /orders would show it:
 // the shard keeps that state for every resting order of its markets (marketState.resting, loaded
 // with the book), the base of the events of orders that rest. Before the batch commits, each
-// account's events become one JSON array on its cash delta; the batch's statement numbers them
+// account's events become one JSON array on its cash delta (encoded on the commit's goroutine, off
+// the loop: encodeAccountEvents); the batch's statement numbers them
 // with the account's sequence (store.CommitBatch) and the shard hands them, numbered, to the
 // feed's followers once the batch has committed. Settlements are numbered by Postgres's settle()
 // and encoded by settledEvents.
@@ -92,16 +93,32 @@ func (s *Shard) restOrLeave(m *marketState, seq, account int64, final wire.Order
 	}
 }
 
-// recordAccountEvents puts each account's events on its cash delta, for the batch's statement to
-// number and write. Under the loop, after the commands ran.
-func (s *Shard) recordAccountEvents() error {
+// recordAccountEvents counts each account's events on its cash delta, for the batch's statement
+// to number. Under the loop, after the commands ran; the events are encoded by
+// encodeAccountEvents, on the batch's commit goroutine, off the loop.
+func (s *Shard) recordAccountEvents() {
 	for account, events := range s.acc.accountEvents { // the deltas are sorted by account later (finish)
-		raw, err := feed.EncodeAccount(events)
-		if err != nil {
-			return fmt.Errorf("while encoding the events of account %d: %w", account, err)
+		s.acc.cashDelta(account).EventCount = int64(len(events))
+	}
+}
+
+// encodeAccountEvents puts each account's events, as one JSON array, on its cash delta. It runs on
+// the goroutine that commits the batch (send), just before the commit: the loop meanwhile builds
+// the next batch in the other accumulator, and touches neither a's events nor its deltas until the
+// commit has an answer. So the encoding, about 4% of pmx's CPU under closed loop, no longer holds
+// up the loop that every command of the next batch waits on. A failure fails the batch before
+// anything reaches Postgres, as one under the loop did.
+func encodeAccountEvents(a *accumulator) error {
+	for i := range a.batch.Cash {
+		d := &a.batch.Cash[i]
+		if d.EventCount == 0 {
+			continue
 		}
-		d := s.acc.cashDelta(account)
-		d.EventCount, d.Events = int64(len(events)), raw
+		raw, err := feed.EncodeAccount(a.accountEvents[d.Account])
+		if err != nil {
+			return fmt.Errorf("while encoding the events of account %d: %w", d.Account, err)
+		}
+		d.Events = raw
 	}
 	return nil
 }

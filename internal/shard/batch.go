@@ -564,9 +564,7 @@ func (s *Shard) seal(fl *flight) error {
 	if err := s.recordEvents(fl.now); err != nil {
 		return err
 	}
-	if err := s.recordAccountEvents(); err != nil {
-		return err
-	}
+	s.recordAccountEvents()
 	if !s.cfg.NoEventLog {
 		s.acc.batch.SettledEvents = settledEvents
 	}
@@ -590,6 +588,9 @@ func (s *Shard) seal(fl *flight) error {
 func (s *Shard) send(fl *flight) {
 	go func() {
 		defer close(fl.done)
+		if fl.err = encodeAccountEvents(fl.acc); fl.err != nil {
+			return
+		}
 		fl.res, fl.err = store.CommitBatch(fl.ctx, fl.conn, &fl.acc.batch)
 	}()
 }
