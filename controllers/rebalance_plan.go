@@ -1,0 +1,234 @@
+package controllers
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// RebalancePolicy bounds how the operator spreads markets over the live shards
+// (docs/architecture.md §6, "Spread"). Every move is the unplanned one of a failover (§7): the new
+// owner takes over under the next epoch, and a client may see 503s for a second or two, so moves
+// are few, one at a time and never of a market that has just moved.
+type RebalancePolicy struct {
+	// Margin is how far the spread may be off before markets move: the most and least loaded live
+	// shards may differ by up to Margin times the mean share (0.2: 20%). A shard that joins or
+	// returns is filled whatever the margin.
+	Margin float64
+	// Interval is the least time between two moves.
+	Interval time.Duration
+	// Cooldown is how long a moved market (any market of a moved event) stays where it is; also how
+	// long an operator waits after it starts (or takes the lead) before its first move, since it does
+	// not know what moved before.
+	Cooldown time.Duration
+	// MaxFraction bounds the markets in motion: those moved within Cooldown, the next move's
+	// included, are at most this fraction of the OPEN markets on live shards (at least one market).
+	MaxFraction float64
+}
+
+// DefaultRebalancePolicy is `pmx operator`'s default.
+var DefaultRebalancePolicy = RebalancePolicy{Margin: 0.2, Interval: 5 * time.Second, Cooldown: time.Minute, MaxFraction: 0.1}
+
+// arrival says why a live shard is owed markets beyond the margin.
+type arrival string
+
+const (
+	shardJoined   arrival = "joined"   // live for the first time since the operator started
+	shardReturned arrival = "returned" // live again after its heartbeat lapsed
+)
+
+// rebalanceShard is a live shard as the planner sees it.
+type rebalanceShard struct {
+	name    string
+	arrival arrival // "" for a shard that has been live all along
+}
+
+// rebalanceUnit is what moves as one: an OPEN market of its own, or all the OPEN markets of an
+// event, on one live shard.
+type rebalanceUnit struct {
+	key     string // the market's or the event's id
+	event   bool
+	markets []uuid.UUID
+	shard   string
+	// load is the unit's orders per second over a recent window; 0 when no shard reports it.
+	load float64
+	// movedAt is the last move of any of its markets (zero: none since the operator started).
+	movedAt time.Time
+}
+
+// size is the unit's weight in the spread by count: an event counts as many as its markets.
+func (u rebalanceUnit) size() int { return len(u.markets) }
+
+// rebalanceInput is everything a rebalancing decision looks at.
+type rebalanceInput struct {
+	now      time.Time
+	started  time.Time // when this operator started leading
+	lastMove time.Time // its last rebalancing move (zero: none)
+	shards   []rebalanceShard
+	units    []rebalanceUnit // units on other shards than these are the reconcilers' to schedule
+}
+
+// rebalanceMove is one move the planner chose.
+type rebalanceMove struct {
+	unit     rebalanceUnit
+	from, to string
+	reason   string // why, for the Market's event
+}
+
+// planRebalance decides the next rebalancing move, if any: the unit to move from the most loaded
+// live shard to the least loaded one. Shards are weighed by the load of their units when any unit
+// reports load, else by their count of markets. It moves only
+//   - when a shard joined or returned (and is still owed markets), or the spread exceeds the margin;
+//   - a unit whose move narrows the gap between the two shards (weight < gap), the one that brings
+//     them closest to even;
+//   - no unit any of whose markets moved within the cooldown, and none until a cooldown after start;
+//   - at most one move per interval, and never more than MaxFraction of the markets in motion.
+//
+// balanced is true when no move would narrow the spread whatever the bounds: a shard that joined
+// or returned has been given its share.
+func planRebalance(in rebalanceInput, p RebalancePolicy) (mv rebalanceMove, ok, balanced bool) {
+	if len(in.shards) < 2 {
+		return mv, false, true
+	}
+	byLoad := false
+	for _, u := range in.units {
+		byLoad = byLoad || u.load > 0
+	}
+	weight := func(u rebalanceUnit) float64 {
+		if byLoad {
+			return u.load
+		}
+		return float64(u.size())
+	}
+	total := map[string]float64{}
+	live := map[string]bool{}
+	for _, s := range in.shards {
+		live[s.name] = true
+	}
+	markets, inMotion := 0, 0
+	var units []rebalanceUnit
+	for _, u := range in.units {
+		if !live[u.shard] {
+			continue
+		}
+		units = append(units, u)
+		total[u.shard] += weight(u)
+		markets += u.size()
+		if !u.movedAt.IsZero() && in.now.Sub(u.movedAt) < p.Cooldown {
+			inMotion += u.size()
+		}
+	}
+	// Most loaded first; a shard owed markets first among equals, then by name.
+	shards := slices.Clone(in.shards)
+	slices.SortFunc(shards, func(a, b rebalanceShard) int {
+		if c := -compareFloat(total[a.name], total[b.name]); c != 0 {
+			return c
+		}
+		if (a.arrival == "") != (b.arrival == "") {
+			if a.arrival == "" {
+				return 1
+			}
+			return -1
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	target := shards[len(shards)-1]
+	// The least loaded shard owed markets, if any, is the target among those tied for least.
+	for i := len(shards) - 1; i >= 0 && total[shards[i].name] == total[target.name]; i-- {
+		if shards[i].arrival != "" {
+			target = shards[i]
+			break
+		}
+	}
+	sum := 0.0
+	for _, s := range shards {
+		sum += total[s.name]
+	}
+	mean := sum / float64(len(shards))
+	spread := total[shards[0].name] - total[target.name]
+	skewed := spread > p.Margin*mean
+	arrived := false
+	for _, s := range shards {
+		arrived = arrived || s.arrival != ""
+	}
+
+	// The best unit to move to the target, if any narrows the gap; eligible: within the bounds.
+	bound := max(1, int(math.Floor(p.MaxFraction*float64(markets))))
+	var best *rebalanceUnit
+	var bestFrom rebalanceShard
+	var bestScore float64
+	anyNarrows := false
+	for _, from := range shards {
+		gap := total[from.name] - total[target.name]
+		if from.name == target.name || gap <= 0 {
+			break
+		}
+		for i := range units {
+			u := &units[i]
+			w := weight(*u)
+			if u.shard != from.name || w <= 0 || w >= gap {
+				continue
+			}
+			anyNarrows = true
+			if !u.movedAt.IsZero() && in.now.Sub(u.movedAt) < p.Cooldown || inMotion+u.size() > bound {
+				continue
+			}
+			// The unit that leaves the two shards nearest even; fewer markets, then the key, among equals.
+			score := math.Abs(gap - 2*w)
+			if best == nil || score < bestScore || score == bestScore &&
+				(u.size() < best.size() || u.size() == best.size() && u.key < best.key) {
+				best, bestFrom, bestScore = u, from, score
+			}
+		}
+		if best != nil {
+			break // the most loaded shard that can give, gives
+		}
+	}
+	balanced = !anyNarrows
+	if best == nil || !skewed && !arrived || !in.lastMove.IsZero() && in.now.Sub(in.lastMove) < p.Interval ||
+		in.now.Sub(in.started) < p.Cooldown {
+		return mv, false, balanced
+	}
+	mv = rebalanceMove{unit: *best, from: bestFrom.name, to: target.name}
+	measure := "markets"
+	if byLoad {
+		measure = "orders/s"
+	}
+	switch {
+	case target.arrival != "":
+		mv.reason = fmt.Sprintf("shard %s %s (%s: %s)", target.name, target.arrival, measure, spreadOf(shards, total))
+	default:
+		mv.reason = fmt.Sprintf("the spread over the live shards is off by more than %.0f%% (%s: %s)", p.Margin*100, measure, spreadOf(shards, total))
+	}
+	return mv, true, balanced
+}
+
+func compareFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// spreadOf writes each shard's share, most loaded first: "shard-a 3, shard-b 3, shard-c 0".
+func spreadOf(shards []rebalanceShard, total map[string]float64) string {
+	parts := make([]string, len(shards))
+	for i, s := range shards {
+		parts[i] = fmt.Sprintf("%s %s", s.name, formatWeight(total[s.name]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func formatWeight(w float64) string {
+	if w == math.Trunc(w) {
+		return fmt.Sprintf("%.0f", w)
+	}
+	return fmt.Sprintf("%.1f", w)
+}

@@ -1,0 +1,146 @@
+package controllers
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// TestPlanRebalance is the rebalancing rule's table: when markets move, which unit, from where to
+// where, and which bounds hold a move back.
+func TestPlanRebalance(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	long := now.Add(-time.Hour) // the operator started long ago
+	policy := RebalancePolicy{Margin: 0.2, Interval: 5 * time.Second, Cooldown: time.Minute, MaxFraction: 0.5}
+
+	// units builds n markets of their own on a shard, keyed <shard>-<i>.
+	units := func(shard string, n int) []rebalanceUnit {
+		var us []rebalanceUnit
+		for i := range n {
+			us = append(us, rebalanceUnit{key: fmt.Sprintf("%s-%d", shard, i), markets: []uuid.UUID{uuid.New()}, shard: shard})
+		}
+		return us
+	}
+	event := func(key, shard string, n int) rebalanceUnit {
+		u := rebalanceUnit{key: key, event: true, shard: shard}
+		for range n {
+			u.markets = append(u.markets, uuid.New())
+		}
+		return u
+	}
+	join := func(us ...[]rebalanceUnit) []rebalanceUnit {
+		var all []rebalanceUnit
+		for _, u := range us {
+			all = append(all, u...)
+		}
+		return all
+	}
+	moved := func(ago time.Duration, us []rebalanceUnit) []rebalanceUnit {
+		for i := range us {
+			us[i].movedAt = now.Add(-ago)
+		}
+		return us
+	}
+	loaded := func(load float64, us []rebalanceUnit) []rebalanceUnit {
+		for i := range us {
+			us[i].load = load
+		}
+		return us
+	}
+	abc := []rebalanceShard{{name: "a"}, {name: "b"}, {name: "c"}}
+	cJoined := []rebalanceShard{{name: "a"}, {name: "b"}, {name: "c", arrival: shardJoined}}
+
+	tests := []struct {
+		name     string
+		in       rebalanceInput
+		p        RebalancePolicy
+		want     string // "<key> <from>-><to>", or "" for no move
+		reason   string // a part of the move's reason
+		balanced bool
+	}{
+		{name: "one live shard", in: rebalanceInput{shards: []rebalanceShard{{name: "a"}}, units: units("a", 3)},
+			balanced: true},
+		{name: "a shard joins", in: rebalanceInput{shards: cJoined, units: join(units("a", 3), units("b", 3))},
+			p: RebalancePolicy{Margin: 100}, want: "a-0 a->c", reason: "shard c joined (markets: a 3, b 3, c 0)"},
+		{name: "a shard returns", in: rebalanceInput{shards: []rebalanceShard{{name: "a"}, {name: "b", arrival: shardReturned}},
+			units: units("a", 6)}, p: RebalancePolicy{Margin: 100}, want: "a-0 a->b", reason: "shard b returned"},
+		{name: "an arrived shard that has its share", in: rebalanceInput{shards: cJoined, units: join(units("a", 2), units("b", 2), units("c", 2))},
+			balanced: true},
+		{name: "skew within the margin", in: rebalanceInput{shards: abc, units: join(units("a", 5), units("b", 3), units("c", 4))},
+			p: RebalancePolicy{Margin: 0.6}},
+		{name: "skew over the margin", in: rebalanceInput{shards: abc, units: join(units("a", 5), units("b", 3), units("c", 4))},
+			want: "a-0 a->b", reason: "off by more than 20% (markets: a 5, c 4, b 3)"},
+		{name: "off by one market is even", in: rebalanceInput{shards: abc, units: join(units("a", 3), units("b", 2), units("c", 2))},
+			balanced: true},
+		{name: "units on a shard that is not live are not counted", in: rebalanceInput{shards: abc,
+			units: join(units("a", 2), units("b", 2), units("c", 2), units("dead", 9))}, balanced: true},
+		{name: "an event moves whole", in: rebalanceInput{shards: cJoined,
+			units: join([]rebalanceUnit{event("ev", "a", 2)}, units("a", 3), units("b", 5))}, want: "ev a->c"},
+		{name: "an event counts as its markets", in: rebalanceInput{shards: cJoined,
+			units: join([]rebalanceUnit{event("ev", "a", 3)}, units("b", 3))}, want: "b-0 b->c"},
+		{name: "an event is never split", in: rebalanceInput{shards: cJoined, units: []rebalanceUnit{event("ev", "a", 4)}},
+			balanced: true},
+		{name: "moved within the cooldown: another shard gives", in: rebalanceInput{shards: cJoined,
+			units: join(moved(30*time.Second, units("a", 3)), units("b", 3))}, p: RebalancePolicy{MaxFraction: 1}, want: "b-0 b->c"},
+		{name: "everything moved within the cooldown", in: rebalanceInput{shards: cJoined,
+			units: join(moved(30*time.Second, units("a", 3)), moved(59*time.Second, units("b", 3)))}},
+		{name: "moved before the cooldown", in: rebalanceInput{shards: cJoined,
+			units: join(moved(61*time.Second, units("a", 3)), units("b", 3))}, want: "a-0 a->c"},
+		{name: "an operator that just started waits a cooldown", in: rebalanceInput{started: now.Add(-30 * time.Second),
+			shards: cJoined, units: join(units("a", 3), units("b", 3))}},
+		{name: "a move within the interval", in: rebalanceInput{lastMove: now.Add(-4 * time.Second),
+			shards: cJoined, units: join(units("a", 3), units("b", 3))}},
+		{name: "a move after the interval", in: rebalanceInput{lastMove: now.Add(-5 * time.Second),
+			shards: cJoined, units: join(units("a", 3), units("b", 3))}, want: "a-0 a->c"},
+		{name: "the fraction in motion is full", in: rebalanceInput{shards: cJoined,
+			units: join(moved(10*time.Second, units("a", 2)), units("b", 8))}, p: RebalancePolicy{MaxFraction: 0.2}},
+		{name: "the fraction in motion has room", in: rebalanceInput{shards: cJoined,
+			units: join(moved(10*time.Second, units("a", 1)), units("b", 9))}, p: RebalancePolicy{MaxFraction: 0.2},
+			want: "b-0 b->c"},
+		{name: "an event larger than the fraction stays", in: rebalanceInput{shards: []rebalanceShard{{name: "a"}, {name: "b", arrival: shardJoined}},
+			units: join([]rebalanceUnit{event("ev", "a", 3)}, units("a", 7))}, p: RebalancePolicy{MaxFraction: 0.2},
+			want: "a-0 a->b"},
+		{name: "the least fraction is one market", in: rebalanceInput{shards: cJoined, units: join(units("a", 3), units("b", 3))},
+			p: RebalancePolicy{MaxFraction: 0.01}, want: "a-0 a->c"},
+		{name: "by load once shards report it", in: rebalanceInput{shards: cJoined,
+			units: join(loaded(10, units("a", 2)), loaded(1, units("b", 4)))}, want: "a-0 a->c", reason: "orders/s: a 20, b 4, c 0"},
+		{name: "by load: a busy event moves whole", in: rebalanceInput{shards: abc,
+			units: join([]rebalanceUnit{event("ev", "a", 3)}, loaded(1, units("a", 4)), loaded(0.5, units("b", 2)), loaded(0.5, units("c", 2)))},
+			want: "ev a->c", reason: "orders/s: a 10, b 1, c 1"},
+	}
+	// The last case's event reports its load.
+	tests[len(tests)-1].in.units[0].load = 6
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := policy
+			if tt.p.Margin != 0 {
+				p.Margin = tt.p.Margin
+			}
+			if tt.p.MaxFraction != 0 {
+				p.MaxFraction = tt.p.MaxFraction
+			}
+			in := tt.in
+			in.now = now
+			if in.started.IsZero() {
+				in.started = long
+			}
+			mv, ok, balanced := planRebalance(in, p)
+			got := ""
+			if ok {
+				got = fmt.Sprintf("%s %s->%s", mv.unit.key, mv.from, mv.to)
+			}
+			if got != tt.want || balanced != tt.balanced {
+				t.Errorf("move %q, balanced %v; want %q, %v", got, balanced, tt.want, tt.balanced)
+			}
+			if ok && !strings.Contains(mv.reason, tt.reason) {
+				t.Errorf("reason %q; want it to say %q", mv.reason, tt.reason)
+			}
+			if ok && mv.unit.event && len(mv.unit.markets) < 2 {
+				t.Errorf("an event moved without its markets: %v", mv.unit.markets)
+			}
+		})
+	}
+}
