@@ -91,7 +91,7 @@ type Rebalancer struct {
 	lastMove time.Time
 	live     map[string]time.Time // the shards live at the last pass, with when each process started
 	seen     map[string]bool      // every shard live at some pass
-	arrived  map[string]arrival // shards that joined or returned and are still owed markets
+	arrived  map[string]arrival   // shards that joined or returned and are still owed markets
 	passes   int
 }
 
