@@ -33,6 +33,21 @@ type RebalancePolicy struct {
 // DefaultRebalancePolicy is `pmx operator`'s default.
 var DefaultRebalancePolicy = RebalancePolicy{Margin: 0.2, Interval: 5 * time.Second, Cooldown: time.Minute, MaxFraction: 0.1}
 
+// Validate says what is wrong with a policy, in the terms of `pmx operator`'s flags.
+func (p RebalancePolicy) Validate() error {
+	switch {
+	case p.Margin < 0 || math.IsNaN(p.Margin):
+		return fmt.Errorf("--rebalance-margin is %v; give a fraction of the mean share of 0 or more, such as 0.2", p.Margin)
+	case p.Interval <= 0:
+		return fmt.Errorf("--rebalance-interval is %v; give a positive duration between moves, such as 5s", p.Interval)
+	case p.Cooldown < 0:
+		return fmt.Errorf("--rebalance-cooldown is %v; give a duration of 0 or more, such as 1m", p.Cooldown)
+	case !(p.MaxFraction > 0 && p.MaxFraction <= 1):
+		return fmt.Errorf("--rebalance-max-fraction is %v; give a fraction above 0 and at most 1, such as 0.1", p.MaxFraction)
+	}
+	return nil
+}
+
 // arrival says why a live shard is owed markets beyond the margin.
 type arrival string
 

@@ -144,3 +144,27 @@ func TestPlanRebalance(t *testing.T) {
 		})
 	}
 }
+
+// TestRebalancePolicyValidate: the default is valid, and each bound out of range is refused with a
+// message naming its flag.
+func TestRebalancePolicyValidate(t *testing.T) {
+	if err := DefaultRebalancePolicy.Validate(); err != nil {
+		t.Fatalf("the default: %v", err)
+	}
+	for _, tc := range []struct {
+		flag string
+		edit func(*RebalancePolicy)
+	}{
+		{"--rebalance-margin", func(p *RebalancePolicy) { p.Margin = -0.1 }},
+		{"--rebalance-interval", func(p *RebalancePolicy) { p.Interval = 0 }},
+		{"--rebalance-cooldown", func(p *RebalancePolicy) { p.Cooldown = -time.Second }},
+		{"--rebalance-max-fraction", func(p *RebalancePolicy) { p.MaxFraction = 0 }},
+		{"--rebalance-max-fraction", func(p *RebalancePolicy) { p.MaxFraction = 1.5 }},
+	} {
+		p := DefaultRebalancePolicy
+		tc.edit(&p)
+		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), tc.flag) {
+			t.Errorf("%+v: %v, want an error naming %s", p, err, tc.flag)
+		}
+	}
+}
