@@ -27,7 +27,7 @@ func TestArrivals(t *testing.T) {
 		{[]store.Shard{sh("a", t0), sh("b", t0), sh("c", t0)}, map[string]arrival{"c": shardJoined}},
 		{[]store.Shard{sh("a", t0), sh("c", t0)}, map[string]arrival{"c": shardJoined}},
 		{[]store.Shard{sh("a", t0), sh("b", t0.Add(time.Minute)), sh("c", t0)}, map[string]arrival{"b": shardReturned, "c": shardJoined}},
-		{[]store.Shard{sh("a", t0.Add(2 * time.Minute)), sh("b", t0.Add(time.Minute))}, map[string]arrival{"a": shardReturned, "b": shardReturned}},
+		{[]store.Shard{sh("a", t0.Add(2*time.Minute)), sh("b", t0.Add(time.Minute))}, map[string]arrival{"a": shardReturned, "b": shardReturned}},
 	}
 	for i, p := range passes {
 		got := map[string]arrival{}
