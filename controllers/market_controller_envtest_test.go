@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,6 +52,8 @@ type world struct {
 	beats  map[string]context.CancelFunc
 	api    string
 	admin  string
+	// rebalancer is the operator's, in a world made by newWorldRebalancing.
+	rebalancer *Rebalancer
 }
 
 const internalToken = "internal-token"
@@ -91,8 +94,9 @@ func newWorldRebalancing(t *testing.T, policy *RebalancePolicy) *world {
 		t.Fatal(err)
 	}
 	if policy != nil {
-		if err := mgr.Add(&Rebalancer{Client: mgr.GetClient(), Store: st, Recorder: mgr.GetEventRecorder("pmx-operator"),
-			ShardTTL: time.Second, Policy: *policy, Moves: moves}); err != nil {
+		w.rebalancer = &Rebalancer{Client: mgr.GetClient(), Store: st, Recorder: mgr.GetEventRecorder("pmx-operator"),
+			ShardTTL: time.Second, Policy: *policy, Moves: moves, Metrics: prometheus.NewRegistry()}
+		if err := mgr.Add(w.rebalancer); err != nil {
 			t.Fatal(err)
 		}
 	}

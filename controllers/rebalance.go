@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -86,6 +87,8 @@ type Rebalancer struct {
 	// Moves is shared with the Market reconciler, whose moves off lost shards count for the cooldown.
 	Moves *MoveLog
 	Clock Clock
+	// Metrics, when set, gets pmx_operator_rebalance_moves_total.
+	Metrics prometheus.Registerer
 
 	started  time.Time
 	lastMove time.Time
@@ -93,6 +96,7 @@ type Rebalancer struct {
 	seen     map[string]bool      // every shard live at some pass
 	arrived  map[string]arrival   // shards that joined or returned and are still owed markets
 	passes   int
+	moved    *prometheus.CounterVec
 }
 
 // NeedLeaderElection: only the leading operator moves markets.
@@ -107,6 +111,14 @@ func (b *Rebalancer) Start(ctx context.Context) error {
 		b.ShardTTL = 5 * time.Second
 	}
 	b.started = b.Clock.Now()
+	if b.Metrics != nil && b.moved == nil {
+		b.moved = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pmx_operator_rebalance_moves_total",
+			Help: "Moves the operator made to spread the markets over the live shards, by why: a shard joined, returned, or the spread was off by more than the margin (skew). An event's markets are one move."},
+			[]string{"reason"})
+		if err := b.Metrics.Register(b.moved); err != nil {
+			return fmt.Errorf("while registering the rebalancing metric: %w", err)
+		}
+	}
 	// Look often enough to notice a shard that joins within a heartbeat or so, and to keep to the
 	// interval closely.
 	every := min(max(b.Policy.Interval/2, 10*time.Millisecond), time.Second)
@@ -139,7 +151,7 @@ func (b *Rebalancer) pass(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("while listing open markets: %w", err)
 	}
-	units, byID := b.units(rows)
+	units, byID := b.units(now, rows)
 	b.Moves.forget(now.Add(-b.Policy.Cooldown))
 	mv, ok, balanced := planRebalance(rebalanceInput{now: now, started: b.started, lastMove: b.lastMove, shards: shards, units: units}, b.Policy)
 	if balanced {
@@ -154,6 +166,9 @@ func (b *Rebalancer) pass(ctx context.Context) error {
 	}
 	b.lastMove = now
 	b.Moves.Record(now, mv.unit.markets...)
+	if b.moved != nil {
+		b.moved.WithLabelValues(mv.kind).Inc()
+	}
 	logf.FromContext(ctx).WithName("rebalance").Info("moved to spread the markets", "from", mv.from, "to", mv.to,
 		"markets", len(mv.unit.markets), "unit", mv.unit.key, "reason", mv.reason)
 	b.record(ctx, mv, byID)
@@ -193,8 +208,9 @@ func (b *Rebalancer) arrivals(live []store.Shard) []rebalanceShard {
 
 // units groups the OPEN markets into what moves as one: a market of its own, or all of an
 // event's markets. A unit not wholly on one shard — one of its markets unowned, or an event's
-// markets apart while the reconciler brings them together — is left out.
-func (b *Rebalancer) units(rows []records.Market) ([]rebalanceUnit, map[uuid.UUID]records.Market) {
+// markets apart while the reconciler brings them together — is left out, and so is one whose
+// closesAt has passed: its shard is closing it, and a move would only delay that.
+func (b *Rebalancer) units(now time.Time, rows []records.Market) ([]rebalanceUnit, map[uuid.UUID]records.Market) {
 	byID := make(map[uuid.UUID]records.Market, len(rows))
 	events := map[uuid.UUID]int{} // the event's unit's index
 	var units []rebalanceUnit
@@ -208,7 +224,7 @@ func (b *Rebalancer) units(rows []records.Market) ([]rebalanceUnit, map[uuid.UUI
 		moved := b.Moves.last(m.ID)
 		if m.EventID == nil {
 			units = append(units, rebalanceUnit{key: m.ID.String(), markets: []uuid.UUID{m.ID}, shard: shard, movedAt: moved})
-			if shard == "" {
+			if shard == "" || m.ClosesAt != nil && !m.ClosesAt.After(now) {
 				split[len(units)-1] = true
 			}
 			continue
@@ -225,6 +241,9 @@ func (b *Rebalancer) units(rows []records.Market) ([]rebalanceUnit, map[uuid.UUI
 			u.movedAt = moved
 		}
 		if shard == "" || shard != u.shard {
+			split[i] = true
+		}
+		if m.ClosesAt != nil && !m.ClosesAt.After(now) {
 			split[i] = true
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -48,6 +49,28 @@ func (w *world) eventsOf(ctx context.Context, reason eventReason) (markets []reb
 	}
 	slices.SortFunc(markets, func(a, b rebalanced) int { return a.at.Compare(b.at) })
 	return markets, events
+}
+
+// movesCounted reads pmx_operator_rebalance_moves_total{reason} from the Rebalancer's registry.
+func (w *world) movesCounted(reason string) float64 {
+	w.t.Helper()
+	families, err := w.rebalancer.Metrics.(prometheus.Gatherer).Gather()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "pmx_operator_rebalance_moves_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" && l.GetValue() == reason {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // waitLive waits until exactly the named shards are live.
@@ -154,6 +177,9 @@ func TestRebalance(t *testing.T) {
 			t.Errorf("move %d came %v after the one before, want at least the interval, %v", i+2, gap, policy.Interval)
 		}
 	}
+	if n := w.movesCounted("joined"); n != 3 {
+		t.Errorf("pmx_operator_rebalance_moves_total{reason=joined} %v, want 3 (the event, then two markets)", n)
+	}
 	// The operator started before shard-c joined, more than a cooldown before its first move.
 	if moves[0].at.Before(joined) {
 		t.Errorf("a move at %v, before shard-c joined at %v", moves[0].at, joined)
@@ -168,6 +194,10 @@ func TestRebalance(t *testing.T) {
 	back := all[len(moves):]
 	if len(back) != 4 {
 		t.Fatalf("Rebalanced events after shard-c returned: %+v, want 4", back)
+	}
+	// Four markets moved back: an event and two, or four one by one.
+	if n := w.movesCounted("returned"); n != 3 && n != 4 {
+		t.Errorf("pmx_operator_rebalance_moves_total{reason=returned} %v, want 3 or 4", n)
 	}
 	failedOver, _ := w.eventsOf(ctx, eventShardLost)
 	lostAt := map[string]time.Time{}

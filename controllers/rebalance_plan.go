@@ -91,6 +91,7 @@ type rebalanceInput struct {
 type rebalanceMove struct {
 	unit     rebalanceUnit
 	from, to string
+	kind     string // why, in a word: joined, returned or skew (the metric's label)
 	reason   string // why, for the Market's event
 }
 
@@ -215,8 +216,10 @@ func planRebalance(in rebalanceInput, p RebalancePolicy) (mv rebalanceMove, ok, 
 	}
 	switch {
 	case target.arrival != "":
+		mv.kind = string(target.arrival)
 		mv.reason = fmt.Sprintf("shard %s %s (%s: %s)", target.name, target.arrival, measure, spreadOf(shards, total))
 	default:
+		mv.kind = "skew"
 		mv.reason = fmt.Sprintf("the spread over the live shards is off by more than %.0f%% (%s: %s)", p.Margin*100, measure, spreadOf(shards, total))
 	}
 	return mv, true, balanced

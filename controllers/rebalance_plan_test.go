@@ -135,6 +135,15 @@ func TestPlanRebalance(t *testing.T) {
 			if got != tt.want || balanced != tt.balanced {
 				t.Errorf("move %q, balanced %v; want %q, %v", got, balanced, tt.want, tt.balanced)
 			}
+			kind := "skew" // unless the shard moved to is owed markets
+			for _, s := range tt.in.shards {
+				if s.name == mv.to && s.arrival != "" {
+					kind = string(s.arrival)
+				}
+			}
+			if ok && mv.kind != kind {
+				t.Errorf("kind %q, want %q (%s)", mv.kind, kind, mv.reason)
+			}
 			if ok && !strings.Contains(mv.reason, tt.reason) {
 				t.Errorf("reason %q; want it to say %q", mv.reason, tt.reason)
 			}

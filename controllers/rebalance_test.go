@@ -49,23 +49,24 @@ func TestArrivals(t *testing.T) {
 }
 
 // TestUnits groups OPEN markets into what moves as one: each market of its own, and each event's
-// markets together, counting the latest move of any of them; a unit not wholly on one shard is
-// left out.
+// markets together, counting the latest move of any of them; a unit not wholly on one shard, or
+// past its closesAt, is left out.
 func TestUnits(t *testing.T) {
 	shard := func(s string) *string { return &s }
 	ev1, ev2 := uuid.New(), uuid.New()
+	moved := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	rows := []records.Market{
 		{ID: uuid.New(), Shard: shard("a")},
 		{ID: uuid.New()}, // unowned: the reconciler's to schedule
 		{ID: uuid.New(), Shard: shard("a"), EventID: &ev1},
 		{ID: uuid.New(), Shard: shard("a"), EventID: &ev1},
 		{ID: uuid.New(), Shard: shard("a"), EventID: &ev2},
-		{ID: uuid.New(), Shard: shard("b"), EventID: &ev2}, // following its sibling after a failover
+		{ID: uuid.New(), Shard: shard("b"), EventID: &ev2},    // following its sibling after a failover
+		{ID: uuid.New(), Shard: shard("a"), ClosesAt: &moved}, // closing
 	}
-	moved := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	b := &Rebalancer{Moves: &MoveLog{}}
 	b.Moves.Record(moved, rows[3].ID)
-	units, byID := b.units(rows)
+	units, byID := b.units(moved.Add(time.Second), rows)
 	if len(byID) != len(rows) {
 		t.Errorf("%d rows by id, want %d", len(byID), len(rows))
 	}

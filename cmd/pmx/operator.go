@@ -123,7 +123,10 @@ func runOperator(o operatorOptions) error {
 	// refuses a change already made (illegal transition) until the operator reads the new phase.
 	exchange := &shardapi.Router{Store: st, Token: o.internalToken, Lifecycle: true, Logger: log, Metrics: ctrlmetrics.Registry,
 		HTTP: &http.Client{Timeout: 5 * time.Minute}}
-	moves := &controllers.MoveLog{}
+	var moves *controllers.MoveLog // the cooldown's record, kept only for the Rebalancer
+	if o.rebalance {
+		moves = &controllers.MoveLog{}
+	}
 	r := &controllers.MarketReconciler{Client: mgr.GetClient(), Scheme: scheme, Store: st,
 		Recorder: mgr.GetEventRecorder("pmx-operator"), Exchange: exchange, ShardTTL: o.shardTTL, Resync: o.resync, Moves: moves}
 	if err := r.SetupWithManager(mgr); err != nil {
@@ -131,7 +134,7 @@ func runOperator(o operatorOptions) error {
 	}
 	if o.rebalance {
 		if err := mgr.Add(&controllers.Rebalancer{Client: mgr.GetClient(), Store: st, Recorder: mgr.GetEventRecorder("pmx-operator"),
-			ShardTTL: o.shardTTL, Policy: o.policy, Moves: moves}); err != nil {
+			ShardTTL: o.shardTTL, Policy: o.policy, Moves: moves, Metrics: ctrlmetrics.Registry}); err != nil {
 			return err
 		}
 	}
