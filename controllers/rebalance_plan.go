@@ -60,6 +60,8 @@ const (
 type rebalanceShard struct {
 	name    string
 	arrival arrival // "" for a shard that has been live all along
+	// reportsLoad: the shard reports its markets' orders per second (a release before does not).
+	reportsLoad bool
 }
 
 // rebalanceUnit is what moves as one: an OPEN market of its own, or all the OPEN markets of an
@@ -96,8 +98,8 @@ type rebalanceMove struct {
 }
 
 // planRebalance decides the next rebalancing move, if any: the unit to move from the most loaded
-// live shard to the least loaded one. Shards are weighed by the load of their units when any unit
-// reports load, else by their count of markets. It moves only
+// live shard to the least loaded one. Shards are weighed by the load of their units when every live
+// shard reports load and some unit has any, else by their count of markets. It moves only
 //   - when a shard joined or returned (and is still owed markets), or the spread exceeds the margin;
 //   - a unit whose move narrows the gap between the two shards (weight < gap), the one that brings
 //     them closest to even;
@@ -110,9 +112,12 @@ func planRebalance(in rebalanceInput, p RebalancePolicy) (mv rebalanceMove, ok, 
 	if len(in.shards) < 2 {
 		return mv, false, true
 	}
-	byLoad := false
+	byLoad, reports := false, true
+	for _, s := range in.shards {
+		reports = reports && s.reportsLoad
+	}
 	for _, u := range in.units {
-		byLoad = byLoad || u.load > 0
+		byLoad = byLoad || reports && u.load > 0
 	}
 	weight := func(u rebalanceUnit) float64 {
 		if byLoad {

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +52,13 @@ func TestPlanRebalance(t *testing.T) {
 		return us
 	}
 	abc := []rebalanceShard{{name: "a"}, {name: "b"}, {name: "c"}}
+	reporting := func(shards []rebalanceShard) []rebalanceShard {
+		out := slices.Clone(shards)
+		for i := range out {
+			out[i].reportsLoad = true
+		}
+		return out
+	}
 	cJoined := []rebalanceShard{{name: "a"}, {name: "b"}, {name: "c", arrival: shardJoined}}
 
 	tests := []struct {
@@ -105,9 +113,11 @@ func TestPlanRebalance(t *testing.T) {
 			want: "a-0 a->b"},
 		{name: "the least fraction is one market", in: rebalanceInput{shards: cJoined, units: join(units("a", 3), units("b", 3))},
 			p: RebalancePolicy{MaxFraction: 0.01}, want: "a-0 a->c"},
-		{name: "by load once shards report it", in: rebalanceInput{shards: cJoined,
+		{name: "by load once shards report it", in: rebalanceInput{shards: reporting(cJoined),
 			units: join(loaded(10, units("a", 2)), loaded(1, units("b", 4)))}, want: "a-0 a->c", reason: "orders/s: a 20, b 4, c 0"},
-		{name: "by load: a busy event moves whole", in: rebalanceInput{shards: abc,
+		{name: "by count while a shard does not report load", in: rebalanceInput{shards: cJoined,
+			units: join(loaded(10, units("a", 2)), loaded(1, units("b", 4)))}, want: "b-0 b->c", reason: "markets: b 4, a 2, c 0"},
+		{name: "by load: a busy event moves whole", in: rebalanceInput{shards: reporting(abc),
 			units: join([]rebalanceUnit{event("ev", "a", 3)}, loaded(1, units("a", 4)), loaded(0.5, units("b", 2)), loaded(0.5, units("c", 2)))},
 			want: "ev a->c", reason: "orders/s: a 10, b 1, c 1"},
 	}
