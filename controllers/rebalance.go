@@ -146,12 +146,19 @@ func (b *Rebalancer) pass(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("while listing live shards: %w", err)
 	}
+	loads, err := b.Store.ShardLoads(ctx, b.ShardTTL)
+	if err != nil {
+		return fmt.Errorf("while reading the shards' load: %w", err)
+	}
 	shards := b.arrivals(liveShards)
+	for i := range shards {
+		_, shards[i].reportsLoad = loads[shards[i].name]
+	}
 	rows, err := b.Store.Markets(ctx, domain.MarketOpen)
 	if err != nil {
 		return fmt.Errorf("while listing open markets: %w", err)
 	}
-	units, byID := b.units(now, rows)
+	units, byID := b.units(now, rows, loads)
 	b.Moves.forget(now.Add(-b.Policy.Cooldown))
 	mv, ok, balanced := planRebalance(rebalanceInput{now: now, started: b.started, lastMove: b.lastMove, shards: shards, units: units}, b.Policy)
 	if balanced {
@@ -209,8 +216,9 @@ func (b *Rebalancer) arrivals(live []store.Shard) []rebalanceShard {
 // units groups the OPEN markets into what moves as one: a market of its own, or all of an
 // event's markets. A unit not wholly on one shard — one of its markets unowned, or an event's
 // markets apart while the reconciler brings them together — is left out, and so is one whose
-// closesAt has passed: its shard is closing it, and a move would only delay that.
-func (b *Rebalancer) units(now time.Time, rows []records.Market) ([]rebalanceUnit, map[uuid.UUID]records.Market) {
+// closesAt has passed: its shard is closing it, and a move would only delay that. A unit's load is
+// what its owner last reported for its markets (loads, by shard and market).
+func (b *Rebalancer) units(now time.Time, rows []records.Market, loads map[string]map[uuid.UUID]float64) ([]rebalanceUnit, map[uuid.UUID]records.Market) {
 	byID := make(map[uuid.UUID]records.Market, len(rows))
 	events := map[uuid.UUID]int{} // the event's unit's index
 	var units []rebalanceUnit
@@ -223,7 +231,8 @@ func (b *Rebalancer) units(now time.Time, rows []records.Market) ([]rebalanceUni
 		}
 		moved := b.Moves.last(m.ID)
 		if m.EventID == nil {
-			units = append(units, rebalanceUnit{key: m.ID.String(), markets: []uuid.UUID{m.ID}, shard: shard, movedAt: moved})
+			units = append(units, rebalanceUnit{key: m.ID.String(), markets: []uuid.UUID{m.ID}, shard: shard, movedAt: moved,
+				load: loads[shard][m.ID]})
 			if shard == "" || m.ClosesAt != nil && !m.ClosesAt.After(now) {
 				split[len(units)-1] = true
 			}
@@ -237,6 +246,7 @@ func (b *Rebalancer) units(now time.Time, rows []records.Market) ([]rebalanceUni
 		}
 		u := &units[i]
 		u.markets = append(u.markets, m.ID)
+		u.load += loads[shard][m.ID]
 		if moved.After(u.movedAt) {
 			u.movedAt = moved
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -98,8 +99,9 @@ type rebalanceMove struct {
 }
 
 // planRebalance decides the next rebalancing move, if any: the unit to move from the most loaded
-// live shard to the least loaded one. Shards are weighed by the load of their units when every live
-// shard reports load and some unit has any, else by their count of markets. It moves only
+// live shard to the least loaded one. Shards are weighed by their count of markets; once every live
+// shard reports load and some unit has any, by their share of the markets plus their share of the
+// orders per second. It moves only
 //   - when a shard joined or returned (and is still owed markets), or the spread exceeds the margin;
 //   - a unit whose move narrows the gap between the two shards (weight < gap), the one that brings
 //     them closest to even;
@@ -112,36 +114,40 @@ func planRebalance(in rebalanceInput, p RebalancePolicy) (mv rebalanceMove, ok, 
 	if len(in.shards) < 2 {
 		return mv, false, true
 	}
-	byLoad, reports := false, true
-	for _, s := range in.shards {
-		reports = reports && s.reportsLoad
-	}
-	for _, u := range in.units {
-		byLoad = byLoad || reports && u.load > 0
-	}
-	weight := func(u rebalanceUnit) float64 {
-		if byLoad {
-			return u.load
-		}
-		return float64(u.size())
-	}
-	total := map[string]float64{}
 	live := map[string]bool{}
+	reports := true
 	for _, s := range in.shards {
 		live[s.name] = true
+		reports = reports && s.reportsLoad
 	}
-	markets, inMotion := 0, 0
 	var units []rebalanceUnit
+	markets, inMotion, load := 0, 0, 0.0
+	count, orders := map[string]int{}, map[string]float64{} // per shard, for the reason
 	for _, u := range in.units {
 		if !live[u.shard] {
 			continue
 		}
 		units = append(units, u)
-		total[u.shard] += weight(u)
 		markets += u.size()
+		load += u.load
+		count[u.shard] += u.size()
+		orders[u.shard] += u.load
 		if !u.movedAt.IsZero() && in.now.Sub(u.movedAt) < p.Cooldown {
 			inMotion += u.size()
 		}
+	}
+	// By load, a unit weighs its share of the markets plus its share of the orders: busy markets
+	// spread as evenly as the count, and idle ones still count.
+	byLoad := reports && load > 0
+	weight := func(u rebalanceUnit) float64 {
+		if byLoad {
+			return float64(u.size())/float64(markets) + u.load/load
+		}
+		return float64(u.size())
+	}
+	total := map[string]float64{}
+	for _, u := range units {
+		total[u.shard] += weight(u)
 	}
 	// Most loaded first; a shard owed markets first among equals, then by name.
 	shards := slices.Clone(in.shards)
@@ -215,17 +221,14 @@ func planRebalance(in rebalanceInput, p RebalancePolicy) (mv rebalanceMove, ok, 
 		return mv, false, balanced
 	}
 	mv = rebalanceMove{unit: *best, from: bestFrom.name, to: target.name}
-	measure := "markets"
-	if byLoad {
-		measure = "orders/s"
-	}
+	shares := spreadOf(shards, count, orders, byLoad)
 	switch {
 	case target.arrival != "":
 		mv.kind = string(target.arrival)
-		mv.reason = fmt.Sprintf("shard %s %s (%s: %s)", target.name, target.arrival, measure, spreadOf(shards, total))
+		mv.reason = fmt.Sprintf("shard %s %s (%s)", target.name, target.arrival, shares)
 	default:
 		mv.kind = "skew"
-		mv.reason = fmt.Sprintf("the spread over the live shards is off by more than %.0f%% (%s: %s)", p.Margin*100, measure, spreadOf(shards, total))
+		mv.reason = fmt.Sprintf("the spread over the live shards is off by more than %.0f%% (%s)", p.Margin*100, shares)
 	}
 	return mv, true, balanced
 }
@@ -240,18 +243,18 @@ func compareFloat(a, b float64) int {
 	return 0
 }
 
-// spreadOf writes each shard's share, most loaded first: "shard-a 3, shard-b 3, shard-c 0".
-func spreadOf(shards []rebalanceShard, total map[string]float64) string {
+// spreadOf writes each shard's share, most loaded first: "markets: shard-a 3, shard-b 3, shard-c
+// 0", or by load "markets and orders/s: shard-a 3 and 12.5, ...".
+func spreadOf(shards []rebalanceShard, count map[string]int, orders map[string]float64, byLoad bool) string {
 	parts := make([]string, len(shards))
 	for i, s := range shards {
-		parts[i] = fmt.Sprintf("%s %s", s.name, formatWeight(total[s.name]))
+		parts[i] = fmt.Sprintf("%s %d", s.name, count[s.name])
+		if byLoad {
+			parts[i] += " and " + strconv.FormatFloat(orders[s.name], 'f', -1, 64)
+		}
 	}
-	return strings.Join(parts, ", ")
-}
-
-func formatWeight(w float64) string {
-	if w == math.Trunc(w) {
-		return fmt.Sprintf("%.0f", w)
+	if byLoad {
+		return "markets and orders/s: " + strings.Join(parts, ", ")
 	}
-	return fmt.Sprintf("%.1f", w)
+	return "markets: " + strings.Join(parts, ", ")
 }

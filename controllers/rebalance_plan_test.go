@@ -114,12 +114,14 @@ func TestPlanRebalance(t *testing.T) {
 		{name: "the least fraction is one market", in: rebalanceInput{shards: cJoined, units: join(units("a", 3), units("b", 3))},
 			p: RebalancePolicy{MaxFraction: 0.01}, want: "a-0 a->c"},
 		{name: "by load once shards report it", in: rebalanceInput{shards: reporting(cJoined),
-			units: join(loaded(10, units("a", 2)), loaded(1, units("b", 4)))}, want: "a-0 a->c", reason: "orders/s: a 20, b 4, c 0"},
+			units: join(loaded(10, units("a", 2)), loaded(1, units("b", 4)))}, want: "a-0 a->c", reason: "markets and orders/s: a 2 and 20, b 4 and 4, c 0 and 0"},
+		{name: "by load, idle markets still count", in: rebalanceInput{shards: reporting(cJoined),
+			units: join(units("a", 4), loaded(5, units("b", 1)))}, want: "a-0 a->c", reason: "markets and orders/s: b 1 and 5, a 4 and 0, c 0 and 0"},
 		{name: "by count while a shard does not report load", in: rebalanceInput{shards: cJoined,
 			units: join(loaded(10, units("a", 2)), loaded(1, units("b", 4)))}, want: "b-0 b->c", reason: "markets: b 4, a 2, c 0"},
 		{name: "by load: a busy event moves whole", in: rebalanceInput{shards: reporting(abc),
 			units: join([]rebalanceUnit{event("ev", "a", 3)}, loaded(1, units("a", 4)), loaded(0.5, units("b", 2)), loaded(0.5, units("c", 2)))},
-			want: "ev a->c", reason: "orders/s: a 10, b 1, c 1"},
+			want: "ev a->c", reason: "markets and orders/s: a 7 and 10, b 2 and 1, c 2 and 1"},
 	}
 	// The last case's event reports its load.
 	tests[len(tests)-1].in.units[0].load = 6

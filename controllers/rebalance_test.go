@@ -49,8 +49,9 @@ func TestArrivals(t *testing.T) {
 }
 
 // TestUnits groups OPEN markets into what moves as one: each market of its own, and each event's
-// markets together, counting the latest move of any of them; a unit not wholly on one shard, or
-// past its closesAt, is left out.
+// markets together, counting the latest move of any of them and the load their owner reported
+// (another shard's report of a market it no longer owns is not counted); a unit not wholly on one
+// shard, or past its closesAt, is left out.
 func TestUnits(t *testing.T) {
 	shard := func(s string) *string { return &s }
 	ev1, ev2 := uuid.New(), uuid.New()
@@ -66,18 +67,19 @@ func TestUnits(t *testing.T) {
 	}
 	b := &Rebalancer{Moves: &MoveLog{}}
 	b.Moves.Record(moved, rows[3].ID)
-	units, byID := b.units(moved.Add(time.Second), rows)
+	loads := map[string]map[uuid.UUID]float64{"a": {rows[0].ID: 1.5, rows[2].ID: 2, rows[3].ID: 0.5}, "b": {rows[2].ID: 7}}
+	units, byID := b.units(moved.Add(time.Second), rows, loads)
 	if len(byID) != len(rows) {
 		t.Errorf("%d rows by id, want %d", len(byID), len(rows))
 	}
 	if len(units) != 2 {
 		t.Fatalf("units %+v, want the market on a and event 1", units)
 	}
-	if u := units[0]; u.event || u.key != rows[0].ID.String() || u.shard != "a" || !u.movedAt.IsZero() {
+	if u := units[0]; u.event || u.key != rows[0].ID.String() || u.shard != "a" || !u.movedAt.IsZero() || u.load != 1.5 {
 		t.Errorf("the market of its own: %+v", u)
 	}
 	if u := units[1]; !u.event || u.key != ev1.String() || u.shard != "a" || u.size() != 2 ||
-		!slices.Equal(u.markets, []uuid.UUID{rows[2].ID, rows[3].ID}) || !u.movedAt.Equal(moved) {
-		t.Errorf("event 1: %+v, want its two markets on a, moved at %v", u, moved)
+		!slices.Equal(u.markets, []uuid.UUID{rows[2].ID, rows[3].ID}) || !u.movedAt.Equal(moved) || u.load != 2.5 {
+		t.Errorf("event 1: %+v, want its two markets on a, moved at %v, with the load a reported of them", u, moved)
 	}
 }

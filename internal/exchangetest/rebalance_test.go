@@ -24,7 +24,7 @@ import (
 // of two outcomes spread over shard-a and shard-b. When a third shard process starts, the operator
 // moves markets onto it until it serves its share (each shard 2 or 3 markets), the event's two
 // markets always on one shard; every move is a Rebalanced event on the Market saying shard-c
-// joined; and shard-c's process serves the books it was given.
+// joined; shard-c's process serves the books it was given; and every shard reports its load.
 func TestDistributedRebalance(t *testing.T) {
 	env := k8stest.Start(t)
 	db := pgtest.NewDatabase(t, pgtest.Shared(t))
@@ -136,5 +136,15 @@ func TestDistributedRebalance(t *testing.T) {
 	}
 	if served < 2 {
 		t.Errorf("shard-c serves %d markets, want at least 2", served)
+	}
+	// Every shard process reports its markets' load (none traded: the spread stays by count).
+	loads, err := st.ShardLoads(ctx, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"shard-a", "shard-b", "shard-c"} {
+		if _, ok := loads[s]; !ok {
+			t.Errorf("%s reports no load (%v)", s, loads)
+		}
 	}
 }
