@@ -149,7 +149,8 @@ func planRebalance(in rebalanceInput, p RebalancePolicy) (mv rebalanceMove, ok, 
 	for _, u := range units {
 		total[u.shard] += weight(u)
 	}
-	// Most loaded first; a shard owed markets first among equals, then by name.
+	// Most loaded first, then by name; a shard owed markets last among equals, so that of those
+	// tied for least loaded it is the target.
 	shards := slices.Clone(in.shards)
 	slices.SortFunc(shards, func(a, b rebalanceShard) int {
 		if c := -compareFloat(total[a.name], total[b.name]); c != 0 {
@@ -157,20 +158,13 @@ func planRebalance(in rebalanceInput, p RebalancePolicy) (mv rebalanceMove, ok, 
 		}
 		if (a.arrival == "") != (b.arrival == "") {
 			if a.arrival == "" {
-				return 1
+				return -1
 			}
-			return -1
+			return 1
 		}
 		return strings.Compare(a.name, b.name)
 	})
 	target := shards[len(shards)-1]
-	// The least loaded shard owed markets, if any, is the target among those tied for least.
-	for i := len(shards) - 1; i >= 0 && total[shards[i].name] == total[target.name]; i-- {
-		if shards[i].arrival != "" {
-			target = shards[i]
-			break
-		}
-	}
 	sum := 0.0
 	for _, s := range shards {
 		sum += total[s.name]
@@ -197,7 +191,7 @@ func planRebalance(in rebalanceInput, p RebalancePolicy) (mv rebalanceMove, ok, 
 		for i := range units {
 			u := &units[i]
 			w := weight(*u)
-			if u.shard != from.name || w <= 0 || w >= gap {
+			if u.shard != from.name || w <= 0 || w >= gap-1e-9 { // by load, a float's rounding is no gap
 				continue
 			}
 			anyNarrows = true

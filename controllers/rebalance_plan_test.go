@@ -75,6 +75,8 @@ func TestPlanRebalance(t *testing.T) {
 			p: RebalancePolicy{Margin: 100}, want: "a-0 a->c", reason: "shard c joined (markets: a 3, b 3, c 0)"},
 		{name: "a shard returns", in: rebalanceInput{shards: []rebalanceShard{{name: "a"}, {name: "b", arrival: shardReturned}},
 			units: units("a", 6)}, p: RebalancePolicy{Margin: 100}, want: "a-0 a->b", reason: "shard b returned"},
+		{name: "of the shards tied for least, the one that joined", in: rebalanceInput{shards: []rebalanceShard{{name: "a"}, {name: "b", arrival: shardJoined}, {name: "c"}},
+			units: units("a", 4)}, want: "a-0 a->b", reason: "shard b joined (markets: a 4, c 0, b 0)"},
 		{name: "an arrived shard that has its share", in: rebalanceInput{shards: cJoined, units: join(units("a", 2), units("b", 2), units("c", 2))},
 			balanced: true},
 		{name: "skew within the margin", in: rebalanceInput{shards: abc, units: join(units("a", 5), units("b", 3), units("c", 4))},
