@@ -10,4 +10,8 @@
 // Event owns, and has the shard that owns all of them (schedule keeps an event's markets together)
 // close, reopen, resolve or void them in one transaction; the Market reconciler never moves a
 // market of an event on its own.
+//
+// The Rebalancer keeps the OPEN markets spread over the live shards — when a shard joins or
+// returns, or the spread is off by more than a margin — moving one market, or one event's
+// markets, at a time within the bounds planRebalance decides (docs/architecture.md §6).
 package controllers

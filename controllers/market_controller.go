@@ -46,6 +46,9 @@ type MarketReconciler struct {
 	// lapsed (default 2s).
 	Resync time.Duration
 	Clock  Clock
+	// Moves notes each market moved off a lost shard, which the Rebalancer then leaves where it is
+	// for its cooldown (nil: none noted).
+	Moves *MoveLog
 
 	// waiting counts, per Market, the looks for a live shard to carry out its change (waitForShard).
 	waiting sync.Map

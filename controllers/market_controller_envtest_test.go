@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,11 +52,16 @@ type world struct {
 	beats  map[string]context.CancelFunc
 	api    string
 	admin  string
+	// rebalancer is the operator's, in a world made by newWorldRebalancing.
+	rebalancer *Rebalancer
 }
 
 const internalToken = "internal-token"
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T) *world { return newWorldRebalancing(t, nil) }
+
+// newWorldRebalancing is a world whose operator also runs a Rebalancer with policy, when not nil.
+func newWorldRebalancing(t *testing.T, policy *RebalancePolicy) *world {
 	env := k8stest.Start(t)
 	ctx := context.Background()
 	st := storetest.New(t)
@@ -65,13 +71,7 @@ func newWorld(t *testing.T) *world {
 
 	// Two shards, heartbeating every 100ms, reachable over their internal API.
 	for _, name := range []string{"shard-a", "shard-b"} {
-		sh := shard.New(shard.Config{Store: st, Name: name, Logger: log})
-		t.Cleanup(sh.Stop)
-		srv := httptest.NewServer(shardapi.Server{Shard: sh, Store: st, Token: internalToken, Logger: log}.Handler())
-		t.Cleanup(srv.Close)
-		w.shards[name] = sh
-		w.addrs[name] = strings.TrimPrefix(srv.URL, "http://")
-		w.beat(name)
+		w.addShard(name)
 	}
 	front := apiserver.New(apiserver.Config{Store: st, Logger: log, AdminToken: w.admin,
 		Exchange: &shardapi.Router{Store: st, Token: internalToken}})
@@ -87,10 +87,18 @@ func newWorld(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
+	moves := &MoveLog{}
 	r := &MarketReconciler{Client: mgr.GetClient(), Scheme: env.Scheme, Store: st, Exchange: &shardapi.Router{Store: st, Token: internalToken, Lifecycle: true},
-		ShardTTL: time.Second, Resync: 100 * time.Millisecond, Recorder: mgr.GetEventRecorder("pmx-operator")}
+		ShardTTL: time.Second, Resync: 100 * time.Millisecond, Recorder: mgr.GetEventRecorder("pmx-operator"), Moves: moves}
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
+	}
+	if policy != nil {
+		w.rebalancer = &Rebalancer{Client: mgr.GetClient(), Store: st, Recorder: mgr.GetEventRecorder("pmx-operator"),
+			ShardTTL: time.Second, Policy: *policy, Moves: moves, Metrics: prometheus.NewRegistry()}
+		if err := mgr.Add(w.rebalancer); err != nil {
+			t.Fatal(err)
+		}
 	}
 	er := &EventReconciler{Client: mgr.GetClient(), Scheme: env.Scheme, Store: st, Resync: 100 * time.Millisecond,
 		Exchange: &shardapi.Router{Store: st, Token: internalToken, Lifecycle: true}, Recorder: mgr.GetEventRecorder("pmx-operator")}
@@ -107,6 +115,18 @@ func newWorld(t *testing.T) *world {
 	}()
 	t.Cleanup(func() { stop(); <-done })
 	return w
+}
+
+// addShard starts a shard behind its internal API, heartbeating every 100ms.
+func (w *world) addShard(name string) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sh := shard.New(shard.Config{Store: w.st, Name: name, Logger: log})
+	w.t.Cleanup(sh.Stop)
+	srv := httptest.NewServer(shardapi.Server{Shard: sh, Store: w.st, Token: internalToken, Logger: log}.Handler())
+	w.t.Cleanup(srv.Close)
+	w.shards[name] = sh
+	w.addrs[name] = strings.TrimPrefix(srv.URL, "http://")
+	w.beat(name)
 }
 
 // beat keeps a shard's heartbeat going until w.beats[name] is called, like a running shard (but

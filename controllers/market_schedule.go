@@ -55,6 +55,9 @@ func (r *MarketReconciler) schedule(ctx context.Context, mkt *pmxv1.Market, row 
 	if err != nil {
 		return row, err
 	}
+	if r.Moves != nil {
+		r.Moves.Record(r.Clock.Now(), row.ID) // the Rebalancer leaves it there for its cooldown
+	}
 	if lost {
 		r.event(mkt, corev1.EventTypeWarning, eventShardLost, "Schedule", "shard %s stopped answering; market moved to %s at epoch %d", owner, o.Shard, o.Epoch)
 	} else {

@@ -31,11 +31,13 @@ type operatorOptions struct {
 	internalToken    string
 	shardTTL         time.Duration
 	resync           time.Duration
+	rebalance        bool
+	policy           controllers.RebalancePolicy
 	process          processOptions
 }
 
 func newOperatorCommand() *cobra.Command {
-	o := operatorOptions{}
+	o := operatorOptions{policy: controllers.DefaultRebalancePolicy}
 	cmd := &cobra.Command{
 		Use:   "operator",
 		Short: "Run the operator: reconcile Market and Event resources, schedule markets onto shards",
@@ -45,7 +47,10 @@ moves markets off shards whose heartbeat lapsed, has each market's shard carry o
 intent (close, reopen, resolve, cancel; closing at closesAt) over the shards' internal API, and
 reports all of it in each Market's status. It records each Event resource (a question of 2 to 50
 outcomes) with one Market per outcome, owned by the Event and scheduled on one shard, which closes,
-reopens, resolves or voids all of them in one transaction.
+reopens, resolves or voids all of them in one transaction. It keeps the markets spread over the
+live shards, by count (an event's markets moving as one), moving one at a time at a bounded rate
+when a shard joins or returns or the spread is off by more than --rebalance-margin; each move is a
+failover's, so a client may see a second or two of 503s for the market moved.
 
 It uses the kubeconfig of its environment (in-cluster, $KUBECONFIG or ~/.kube/config).`,
 		Args: cobra.NoArgs,
@@ -60,6 +65,11 @@ It uses the kubeconfig of its environment (in-cluster, $KUBECONFIG or ~/.kube/co
 	f.StringVar(&o.internalToken, "internal-token", envOr("PMX_INTERNAL_TOKEN", ""), "secret shared with the shards, whose internal API carries out lifecycle changes (default $PMX_INTERNAL_TOKEN)")
 	f.DurationVar(&o.shardTTL, "shard-ttl", 5*time.Second, "a shard is live while its last heartbeat is more recent than this")
 	f.DurationVar(&o.resync, "resync", 2*time.Second, "how often each OPEN market is checked for a lost shard")
+	f.BoolVar(&o.rebalance, "rebalance", true, "keep the markets spread over the live shards (false: a market moves only off a lost shard)")
+	f.Float64Var(&o.policy.Margin, "rebalance-margin", o.policy.Margin, "move markets when the most and least loaded live shards differ by more than this fraction of the mean share")
+	f.DurationVar(&o.policy.Interval, "rebalance-interval", o.policy.Interval, "the least time between two rebalancing moves")
+	f.DurationVar(&o.policy.Cooldown, "rebalance-cooldown", o.policy.Cooldown, "a market that moved stays where it is this long (also the wait before the first move after the operator starts)")
+	f.Float64Var(&o.policy.MaxFraction, "rebalance-max-fraction", o.policy.MaxFraction, "at most this fraction of the open markets moved within the cooldown (at least one market)")
 	addProcessFlags(cmd, &o.process, false)
 	return cmd
 }
@@ -67,6 +77,9 @@ It uses the kubeconfig of its environment (in-cluster, $KUBECONFIG or ~/.kube/co
 func runOperator(o operatorOptions) error {
 	if o.databaseURL == "" || o.internalToken == "" {
 		return fmt.Errorf("--database-url and --internal-token are required (or $PMX_DATABASE_URL, $PMX_INTERNAL_TOKEN)")
+	}
+	if err := o.policy.Validate(); err != nil && o.rebalance {
+		return err
 	}
 	log, err := startProcess(o.process)
 	if err != nil {
@@ -110,10 +123,20 @@ func runOperator(o operatorOptions) error {
 	// refuses a change already made (illegal transition) until the operator reads the new phase.
 	exchange := &shardapi.Router{Store: st, Token: o.internalToken, Lifecycle: true, Logger: log, Metrics: ctrlmetrics.Registry,
 		HTTP: &http.Client{Timeout: 5 * time.Minute}}
+	var moves *controllers.MoveLog // the cooldown's record, kept only for the Rebalancer
+	if o.rebalance {
+		moves = &controllers.MoveLog{}
+	}
 	r := &controllers.MarketReconciler{Client: mgr.GetClient(), Scheme: scheme, Store: st,
-		Recorder: mgr.GetEventRecorder("pmx-operator"), Exchange: exchange, ShardTTL: o.shardTTL, Resync: o.resync}
+		Recorder: mgr.GetEventRecorder("pmx-operator"), Exchange: exchange, ShardTTL: o.shardTTL, Resync: o.resync, Moves: moves}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
+	}
+	if o.rebalance {
+		if err := mgr.Add(&controllers.Rebalancer{Client: mgr.GetClient(), Store: st, Recorder: mgr.GetEventRecorder("pmx-operator"),
+			ShardTTL: o.shardTTL, Policy: o.policy, Moves: moves, Metrics: ctrlmetrics.Registry}); err != nil {
+			return err
+		}
 	}
 	// Events: each outcome a Market of the Event's, moved together by the shard that owns them all.
 	// Helm installs a chart's CRDs only with the release, never on upgrade: a release upgraded
@@ -139,6 +162,6 @@ func runOperator(o operatorOptions) error {
 	if err := mgr.AddReadyzCheck("database", func(req *http.Request) error { return st.Ping(req.Context()) }); err != nil {
 		return err
 	}
-	log.Info("starting the operator", "leader_election", o.leaderElect)
+	log.Info("starting the operator", "leader_election", o.leaderElect, "rebalance", o.rebalance)
 	return mgr.Start(ctx)
 }

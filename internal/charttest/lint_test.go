@@ -65,6 +65,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"disruption budget's minimum", `api: {podDisruptionBudget: {minAvailable: most}}`, []string{"at '/api/podDisruptionBudget/minAvailable'"}},
 		{"priority class as a number", `priorityClassName: 1000`, []string{"at '/priorityClassName'"}},
 		{"alert threshold as a word", `prometheusRule: {thresholds: {errorRatio: high}}`, []string{"at '/prometheusRule/thresholds/errorRatio'"}},
+		{"rebalancing's fraction of none", `operator: {rebalance: {maxFraction: 0}}`, []string{"at '/operator/rebalance/maxFraction'"}},
+		{"rebalancing's margin below zero", `operator: {rebalance: {margin: -1}}`, []string{"at '/operator/rebalance/margin'"}},
 		{"alert delay without unit", `prometheusRule: {for: {marketPastClose: "5"}}`, []string{"at '/prometheusRule/for/marketPastClose'"}},
 	}
 	for _, c := range cases {

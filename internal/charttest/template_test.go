@@ -82,7 +82,9 @@ func TestTemplateDefault(t *testing.T) {
 	op := decode[appsv1.Deployment](t, r, "Deployment", "pmx-operator")
 	checkArgs(t, "pmx-operator", op.Spec.Template.Spec.Containers[0].Args, "operator",
 		"--metrics-bind-address=:9090", "--health-probe-bind-address=:9091", "--leader-elect=true",
-		"--leader-election-namespace=exchange", "--shard-ttl=5s", "--resync=2s", "--log-level=info")
+		"--leader-election-namespace=exchange", "--shard-ttl=5s", "--resync=2s",
+		"--rebalance=true", "--rebalance-margin=0.2", "--rebalance-interval=5s", "--rebalance-cooldown=1m", "--rebalance-max-fraction=0.1",
+		"--log-level=info")
 	if op.Spec.Template.Spec.ServiceAccountName != "pmx-operator" {
 		t.Errorf("operator ServiceAccount %q, want pmx-operator", op.Spec.Template.Spec.ServiceAccountName)
 	}
@@ -191,7 +193,9 @@ func TestTemplateProduction(t *testing.T) {
 	}
 	checkArgs(t, "ex-pmx-operator", op.Spec.Template.Spec.Containers[0].Args, "operator",
 		"--metrics-bind-address=:9090", "--health-probe-bind-address=:9091", "--leader-elect=true",
-		"--leader-election-namespace=trading", "--shard-ttl=10s", "--resync=1500ms", "--log-level=warn")
+		"--leader-election-namespace=trading", "--shard-ttl=10s", "--resync=1500ms",
+		"--rebalance=true", "--rebalance-margin=0.3", "--rebalance-interval=10s", "--rebalance-cooldown=2m", "--rebalance-max-fraction=0.05",
+		"--log-level=warn")
 	checkResources(t, "ex-pmx-operator", op.Spec.Template.Spec.Containers[0].Resources, "100m", "128Mi", "1", "512Mi")
 
 	// A ServiceMonitor per component, with the label the Prometheus selects and the interval;
@@ -274,7 +278,9 @@ func TestTemplateExternalURL(t *testing.T) {
 	}
 	checkArgs(t, "exchange-pmx-operator", op.Spec.Template.Spec.Containers[0].Args, "operator",
 		"--metrics-bind-address=:9090", "--health-probe-bind-address=:9091", "--leader-elect=false",
-		"--leader-election-namespace=markets", "--shard-ttl=5s", "--resync=2s", "--log-level=info")
+		"--leader-election-namespace=markets", "--shard-ttl=5s", "--resync=2s",
+		"--rebalance=true", "--rebalance-margin=0.2", "--rebalance-interval=5s", "--rebalance-cooldown=1m", "--rebalance-max-fraction=0.1",
+		"--log-level=info")
 	checkShards(t, decode[appsv1.StatefulSet](t, r, "StatefulSet", "exchange-pmx-shard"), 1, "exchange-pmx-shard", "markets")
 	checkOperatorRBAC(t, r, "exchange-pmx-operator", "exchange-pmx-operator-leader-election")
 }

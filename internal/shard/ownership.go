@@ -101,9 +101,13 @@ func register(ctx context.Context, st *store.Store, name string, log *slog.Logge
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var incarnation uuid.UUID // none until the first registration succeeds
-	for {
+	var rates orderRates
+	for beats := 0; ; beats++ {
 		var err error
 		incarnation, err = beat(ctx, st, name, log, reg.Address, shards, incarnation)
+		if err == nil && incarnation != uuid.Nil && beats%loadEvery == 0 {
+			reportLoad(ctx, st, name, log, shards, incarnation, &rates)
+		}
 		if errors.Is(err, store.ErrSuperseded) {
 			log.Error("this process stops serving its markets", "name", name, "err", err)
 			for _, s := range shards {
@@ -126,6 +130,23 @@ func register(ctx context.Context, st *store.Store, name string, log *slog.Logge
 			return nil
 		case <-t.C:
 		}
+	}
+}
+
+// reportLoad records the orders per second each market took over the window (orderrate.go), for
+// the operator's rebalancing. A report that fails is only logged: the operator goes on with the
+// last one, and the next report comes a few heartbeats later.
+func reportLoad(ctx context.Context, st *store.Store, name string, log *slog.Logger, shards []*Shard, incarnation uuid.UUID, rates *orderRates) {
+	totals := map[uuid.UUID]int64{}
+	for _, s := range shards {
+		s.placed.addTo(totals)
+	}
+	load := rates.observe(time.Now(), totals)
+	if load == nil {
+		load = map[uuid.UUID]float64{} // reported, as nothing yet
+	}
+	if err := st.ReportLoad(ctx, name, incarnation, load); err != nil && ctx.Err() == nil {
+		log.Warn("could not report the markets' load", "err", err)
 	}
 }
 

@@ -95,6 +95,8 @@ type Shard struct {
 	// incarnation is the process's registration (store.Register) once it has one: a market is
 	// loaded only while the shard's name is still registered to it.
 	incarnation atomic.Pointer[uuid.UUID]
+	// placed counts the placements per market, the load the process reports (orderrate.go).
+	placed orderCounts
 
 	// Owned by the loop goroutine.
 	conn    *pgxpool.Conn // the batches' own connection
@@ -218,6 +220,7 @@ func (s *Shard) PlaceMany(ctx context.Context, rs []exchange.PlaceRequest) []exc
 	cmds := make([]*command, len(rs))
 	for i, r := range rs {
 		cmds[i] = &command{kind: cmdPlace, place: r, market: r.Market}
+		s.placed.add(r.Market)
 	}
 	errs := s.doGroup(ctx, cmds)
 	out := make([]exchange.PlaceResult, len(rs))
@@ -232,6 +235,7 @@ func (s *Shard) PlaceMany(ctx context.Context, rs []exchange.PlaceRequest) []exc
 // Place reserves, matches and commits an order.
 func (s *Shard) Place(ctx context.Context, r exchange.PlaceRequest) (records.PlacedOrder, error) {
 	c := &command{kind: cmdPlace, place: r, market: r.Market}
+	s.placed.add(r.Market)
 	if err := s.do(ctx, c); err != nil {
 		return records.PlacedOrder{}, err // c may still be running: leave its fields alone
 	}

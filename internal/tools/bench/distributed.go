@@ -132,7 +132,10 @@ func startDistributed(ctx context.Context, o Options, dir, databaseURL, token st
 	}
 	if _, err := start("pmx operator", "pmx-operator.log", []string{"operator", "--database-url", databaseURL,
 		"--leader-elect=false", "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
-		"--shard-ttl", "2s", "--resync", "250ms", "--log-level", "info"},
+		"--shard-ttl", "2s", "--resync", "250ms", "--log-level", "info",
+		// The markets stay where they were scheduled: a rebalancing move would put a failover's
+		// 503s into the figures.
+		"--rebalance=false"},
 		[]string{"KUBECONFIG=" + kubeconfig, "PMX_INTERNAL_TOKEN=" + internal}, operatorLine, ""); err != nil {
 		return d, err
 	}

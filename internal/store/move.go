@@ -1,0 +1,43 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Move hands OPEN markets that a live shard still owns to another shard, each with a new epoch, in
+// one transaction: all of them or none. It is the operator's rebalancing (controllers, docs/
+// architecture.md §6), which moves an event's markets as one unit, so they are never left split
+// over two shards, and which must not undo a move made since it looked: a market whose owner is no
+// longer from (the reconciler moved it off a lost shard, another rebalance moved it) or that is no
+// longer OPEN leaves every market where it is, and Move reports false. The new owner takes over as
+// after a failover (§7): it loads each market on its next heartbeat, and the old one's commits
+// for them fail on the epoch.
+func (s *Store) Move(ctx context.Context, markets []uuid.UUID, from, to string) (moved bool, err error) {
+	if len(markets) == 0 || from == to {
+		return false, nil
+	}
+	err = pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+		// Lock the rows first, so that the count and the update see the same owners.
+		var owned int
+		if err := tx.QueryRow(ctx, `select count(*) from (select 1 from markets
+			where id = any($1) and shard = $2 and status = 'OPEN' for update) m`, markets, from).Scan(&owned); err != nil {
+			return err
+		}
+		if owned != len(markets) {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `update markets set shard = $2, epoch = epoch + 1 where id = any($1)`, markets, to); err != nil {
+			return err
+		}
+		moved = true
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("while moving markets from %s to %s: %w", from, to, err)
+	}
+	return moved, nil
+}
