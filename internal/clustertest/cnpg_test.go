@@ -65,6 +65,7 @@ func TestCNPG(t *testing.T) {
 	c.helmRun(t, "install", release, filepath.Join(c.repo, "charts", "pmx"), "--namespace", namespace, "--create-namespace",
 		"-f", filepath.Join(c.repo, "hack", "cluster", "values.yaml"),
 		"--set", "postgres.enabled=false", "--set", "database.cloudnativepg.enabled=true",
+		"--set", "operator.rebalance.enabled=false", // as TestCluster's install says
 		"--set", "database.cloudnativepg.name="+cnpgCluster,
 		"--set", "database.cloudnativepg.imageName="+cnpgOperand, "--set", "database.cloudnativepg.imagePullPolicy=Never",
 		"--set", "database.cloudnativepg.antiAffinity.type=preferred",
