@@ -365,3 +365,39 @@ func (w *world) waitForEvent(name, reason string) {
 		w.t.Fatalf("no %s event about %s: %v", reason, name, err)
 	}
 }
+
+// TestEventRegroups splits an event's markets over two live shards, as a shard that comes back
+// while its markets are following one another to the other shard leaves them: the operator brings
+// them together again on one shard, and the Event reports it.
+func TestEventRegroups(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	ev := w.newEvent("split", "north", "south", "east")
+	ms := w.eventMarkets(ev)
+	owner := ms[0].Status.Shard
+	other := "shard-a"
+	if owner == other {
+		other = "shard-b"
+	}
+	if _, err := w.st.Assign(ctx, uuid.MustParse(ms[1].Status.MarketID), other); err != nil {
+		t.Fatal(err)
+	}
+	var on map[string]int
+	if err := poll.Until(ctx, 30*time.Second, func(context.Context) (bool, error) {
+		on = map[string]int{}
+		for _, m := range ms {
+			row, err := w.st.Market(ctx, uuid.MustParse(m.Status.MarketID))
+			if err != nil {
+				return false, err
+			}
+			if row.Shard != nil {
+				on[*row.Shard]++
+			}
+		}
+		return len(on) == 1 && on[owner] == len(ms), nil
+	}); err != nil {
+		t.Fatalf("the event's markets split over both live shards stay on %v: %v", on, err)
+	}
+	w.waitForEvent(ms[1].Name, string(eventRegrouped))
+	w.eventuallyEvent(ev, "reported on one shard", func(e *pmxv1.Event) bool { return e.Status.Shard == owner })
+}

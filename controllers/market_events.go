@@ -20,6 +20,7 @@ const (
 	eventVoided    eventReason = "Voided"    // the Market was deleted before settlement
 	eventScheduled eventReason = "Scheduled" // a live shard took the market
 	eventShardLost eventReason = "ShardLost" // the market's shard stopped sending heartbeats
+	eventRegrouped eventReason = "Regrouped" // the market joined its event's other markets on their live shard
 	// eventRebalanced: the operator moved the market between live shards to keep them spread.
 	eventRebalanced eventReason = "Rebalanced"
 	// eventWaitingForShard: a lifecycle change waits for a live shard to own the market.

@@ -27,10 +27,24 @@ func (r *MarketReconciler) schedule(ctx context.Context, mkt *pmxv1.Market, row 
 		owner = *row.Shard
 	}
 	target, move := pick(owner, live)
+	regroup := false
+	if !move && row.EventID != nil {
+		// An event's markets split over live shards (one moved, and before the others followed its
+		// old shard came back and kept them) would stay split: none has a dead owner to leave. A
+		// market goes to the live shard that owns most of its event's markets, itself counted, so
+		// that every market of the event picks the same one.
+		owners, err := r.Store.EventOwners(ctx, *row.EventID)
+		if err != nil {
+			return row, fmt.Errorf("while listing the shards of the market's event: %w", err)
+		}
+		if s := together(owners, live); s != "" && s != owner {
+			target, move, regroup = s, true, true
+		}
+	}
 	if !move {
 		return row, nil
 	}
-	if target != "" {
+	if target != "" && !regroup {
 		// A market of an event goes where its siblings are: an event's conversions and its
 		// resolution are one transaction of the shard that owns all of its markets.
 		owners, err := r.siblingOwners(ctx, mkt)
@@ -43,7 +57,7 @@ func (r *MarketReconciler) schedule(ctx context.Context, mkt *pmxv1.Market, row 
 	}
 	// Its shard stopped answering (or, from releases before, the operator of the time took it over
 	// to close it).
-	lost := owner != ""
+	lost := owner != "" && !regroup
 	if target == "" {
 		obs.noLive = true
 		if lost {
@@ -58,7 +72,9 @@ func (r *MarketReconciler) schedule(ctx context.Context, mkt *pmxv1.Market, row 
 	if r.Moves != nil {
 		r.Moves.Record(r.Clock.Now(), row.ID) // the Rebalancer leaves it there for its cooldown
 	}
-	if lost {
+	if regroup {
+		r.event(mkt, corev1.EventTypeNormal, eventRegrouped, "Schedule", "market moved from shard %s to %s at epoch %d, where its event's other markets are", owner, o.Shard, o.Epoch)
+	} else if lost {
 		r.event(mkt, corev1.EventTypeWarning, eventShardLost, "Schedule", "shard %s stopped answering; market moved to %s at epoch %d", owner, o.Shard, o.Epoch)
 	} else {
 		r.event(mkt, corev1.EventTypeNormal, eventScheduled, "Schedule", "market served by shard %s at epoch %d", o.Shard, o.Epoch)

@@ -99,6 +99,15 @@ func (s *Store) LiveShards(ctx context.Context, ttl time.Duration) ([]Shard, err
 	})
 }
 
+// EventOwners lists the shard of each of an event's markets that has one, one entry per market.
+func (s *Store) EventOwners(ctx context.Context, event uuid.UUID) ([]string, error) {
+	rows, err := s.Pool.Query(ctx, `select shard from markets where event_id = $1 and shard is not null`, event)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
 // Ownership is who owns a market and under which epoch.
 type Ownership struct {
 	Market uuid.UUID
