@@ -105,8 +105,9 @@ func TestCluster(t *testing.T) {
 	target := func(url string) *exchangetest.Target {
 		tg := &exchangetest.Target{URL: url, MetricsURL: metrics, AdminToken: adminToken, Store: st,
 			Validator: apitest.NewValidator(t), Feed: apitest.NewAsyncValidator(t), HTTP: &http.Client{Timeout: time.Minute}}
-		tg.Markets = &exchangetest.KubeMarkets{Client: c.Client, Store: st, Namespace: "default",
+		markets := &exchangetest.KubeMarkets{Client: c.Client, Store: st, Namespace: "default",
 			Scheduled: func(_ context.Context, m records.Market) bool { return m.Shard != nil && isShard(*m.Shard) }}
+		tg.Markets, tg.Events = markets, &exchangetest.KubeEvents{Markets: markets}
 		return tg
 	}
 

@@ -85,8 +85,9 @@ func TestCNPG(t *testing.T) {
 	exchangetest.WaitReady(t, api+"/readyz")
 	tg := &exchangetest.Target{URL: api, AdminToken: adminToken, Store: st,
 		Validator: apitest.NewValidator(t), Feed: apitest.NewAsyncValidator(t), HTTP: &http.Client{Timeout: time.Minute}}
-	tg.Markets = &exchangetest.KubeMarkets{Client: c.Client, Store: st, Namespace: "default",
+	markets := &exchangetest.KubeMarkets{Client: c.Client, Store: st, Namespace: "default",
 		Scheduled: func(_ context.Context, m records.Market) bool { return m.Shard != nil && isShard(*m.Shard) }}
+	tg.Markets, tg.Events = markets, &exchangetest.KubeEvents{Markets: markets}
 
 	t.Run("Failover", func(t *testing.T) {
 		c.tradeThrough(t, tg, "failover", func(t *testing.T, primary string) {
