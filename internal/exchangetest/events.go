@@ -24,11 +24,15 @@ type Events interface {
 	Cancel(t testing.TB, id uuid.UUID) apiserver.Event
 }
 
-// events is how the suite makes events on tg: its Events, or else the admin API (the
-// standalone exchange's targets that predate events set only Markets).
+// events is how the suite makes events on tg: its Events; or else, for a target whose markets
+// are Market resources, Event resources the same way; or else the admin API (the standalone
+// exchange's targets that predate events set only Markets).
 func (tg *Target) events() Events {
 	if tg.Events != nil {
 		return tg.Events
+	}
+	if k, ok := tg.Markets.(*KubeMarkets); ok {
+		return &KubeEvents{Markets: k}
 	}
 	return AdminEvents{tg}
 }
