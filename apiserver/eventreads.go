@@ -55,9 +55,7 @@ func (s *Server) ReadEvent(ctx context.Context, id uuid.UUID) (EventDetail, erro
 	if err != nil {
 		return EventDetail{}, err
 	}
-	d := EventDetail{ID: e.ID, Name: e.Name, Question: e.Question, Category: e.Category, Description: e.Description,
-		URL: e.URL, Status: string(e.Status), Resolution: e.Resolution, ClosesAt: e.ClosesAt, ResolvesAt: e.ResolvesAt,
-		CreatedAt: e.CreatedAt, Outcomes: make([]OutcomeDetail, len(e.Outcomes))}
+	d := EventDetail{EventHeader: wire.EventHeaderOf(&e), Outcomes: make([]OutcomeDetail, len(e.Outcomes))}
 	errs := make([]error, len(e.Outcomes))
 	sem := make(chan struct{}, outcomeReads)
 	var wg sync.WaitGroup
