@@ -35,16 +35,23 @@ type Store struct {
 	Pool *pgxpool.Pool
 }
 
+// DefaultMaxConns is the most connections one process's pool opens when its database URL sets no
+// pool_max_conns: pgxpool's own default, 4 on a 2-core machine, makes concurrent requests queue
+// for a connection. It follows GOMAXPROCS, which Go sets from a container's CPU limit, rather than
+// the node's cores. Every pmx process has such a pool, so Postgres's max_connections must cover
+// their sum (docs/operations.md, "Database connections").
+func DefaultMaxConns() int {
+	return max(16, 4*runtime.GOMAXPROCS(0))
+}
+
 // Open connects to the database at url and checks that it answers.
 func Open(ctx context.Context, url string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("while parsing the database URL: %w", err)
 	}
-	// pgxpool's default, 4 connections on a 2-core machine, makes concurrent requests queue for a
-	// connection; a URL can still set pool_max_conns.
 	if !strings.Contains(url, "pool_max_conns") {
-		cfg.MaxConns = int32(max(16, 4*runtime.NumCPU()))
+		cfg.MaxConns = int32(DefaultMaxConns())
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -32,7 +32,10 @@ func commitOutcomeUnknown(err error) bool {
 
 // Unreachable reports whether err says the database could not be reached or is not the primary
 // (connection refused or broken, the server shutting down or starting, a read-only standby): a
-// failover or a restart under way, after which the same request may succeed.
+// failover or a restart under way, after which the same request may succeed. A server that
+// refuses a new connection because it has max_connections already (too_many_connections) counts
+// too: nothing was done, and the same request succeeds once a connection is free (docs/
+// operations.md, "Database connections").
 func Unreachable(err error) bool {
 	if err == nil {
 		return false
@@ -45,6 +48,8 @@ func Unreachable(err error) bool {
 		case pg.Code == "57P01", pg.Code == "57P02", pg.Code == "57P03": // admin_shutdown, crash_shutdown, cannot_connect_now
 			return true
 		case pg.Code == "25006": // read_only_sql_transaction: a standby
+			return true
+		case pg.Code == "53300": // too_many_connections: refused at connect, nothing was sent
 			return true
 		}
 		return false

@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/pmx-dev/pmx/internal/kit/pgcluster"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 )
 
@@ -35,6 +39,7 @@ func TestFailoverErrors(t *testing.T) {
 		{"server starting", &pgconn.PgError{Code: "57P03"}, false, true},
 		{"connection failure", &pgconn.PgError{Code: "08006"}, false, true},
 		{"a standby", &pgconn.PgError{Code: "25006"}, false, true},
+		{"too many connections", fmt.Errorf("connect: %w", &pgconn.PgError{Code: "53300"}), false, true},
 		{"commit unknown", fmt.Errorf("x: %w: %w", ErrCommitUnknown, opErr), true, true},
 		{"some other error", errors.New("boom"), true, false},
 		{"no rows", pgx.ErrNoRows, true, false},
@@ -69,4 +74,63 @@ func TestMultiHostURL(t *testing.T) {
 	if err := st.Pool.QueryRow(ctx, `show transaction_read_only`).Scan(&readOnly); err != nil || readOnly != "off" {
 		t.Fatalf("the multi-host URL reached a server with transaction_read_only %q (%v), want the primary", readOnly, err)
 	}
+}
+
+// TestTooManyConnections fills a server's max_connections and checks that the refusal of one more
+// is an error Unreachable knows (answered 503, to retry), not an internal one: a distributed
+// exchange on a many-core machine met it when its processes' pools together outgrew Postgres's
+// default 100.
+func TestTooManyConnections(t *testing.T) {
+	ctx := context.Background()
+	// Under /tmp itself, which the server reaches when it runs as another user (root runs it as
+	// postgres), unlike t.TempDir's parent.
+	dir, err := os.MkdirTemp("", "pmx-toomany-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cluster, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: filepath.Join(dir, "pg"), Ephemeral: true,
+		Settings: map[string]string{"max_connections": "4", "superuser_reserved_connections": "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cluster.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	url := cluster.URL() + "&pool_max_conns=8"
+	st, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var held []*pgxpool.Conn
+	defer func() {
+		for _, c := range held {
+			c.Release()
+		}
+	}()
+	for i := range 8 {
+		c, err := st.Pool.Acquire(ctx)
+		if err == nil {
+			held = append(held, c)
+			continue
+		}
+		if len(held) == 0 {
+			t.Fatalf("connection %d: %v", i+1, err)
+		}
+		var pg *pgconn.PgError
+		if !errors.As(err, &pg) || pg.Code != "53300" {
+			t.Fatalf("connection %d beyond max_connections: %v, want SQLSTATE 53300", i+1, err)
+		}
+		if !Unreachable(err) {
+			t.Fatalf("Unreachable(%v) = false: the request would be answered 500 rather than 503", err)
+		}
+		return
+	}
+	t.Fatalf("%d connections opened on a server with max_connections 4", len(held))
 }

@@ -323,7 +323,11 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return nil, err
 	}
-	cluster, stats, info, stopPostgres, err := startPostgres(ctx, dir, o.Logger)
+	processes := 1 // pmx dev
+	if o.Distributed {
+		processes = o.Shards + o.Fronts + 1
+	}
+	cluster, stats, info, stopPostgres, err := startPostgres(ctx, dir, processes, o.Logger)
 	defer func() {
 		if stopErr := stopPostgres(); stopErr != nil && err == nil {
 			err = stopErr

@@ -5,19 +5,32 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pmx-dev/pmx/internal/kit/pgcluster"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
+// maxConnections is the max_connections a bench's Postgres needs for processes pmx processes (the
+// distributed exchange: its shards, fronts and operator) whose pools each open up to
+// store.DefaultMaxConns (they run on this machine, with this process's cores), a shard's own
+// connections for its batches and its lease, and the bench's: Postgres's default of 100 is
+// outgrown on a many-core machine, and a connection refused answers a request 503.
+func maxConnections(processes int) int {
+	return max(100, processes*(store.DefaultMaxConns()+4)+10)
+}
+
 // startPostgres starts a fresh private cluster in dir/postgres with pmx dev's durable settings and
-// connects to it for its counters. stop closes the connection and stops the cluster; it must be
-// called, also after an error (then it has nothing to do).
-func startPostgres(ctx context.Context, dir string, logger *slog.Logger) (_ *pgcluster.Cluster, _ *pgStats, info PostgresInfo, stop func() error, err error) {
+// room for processes pmx processes' pools, and connects to it for its counters. stop closes the
+// connection and stops the cluster; it must be called, also after an error (then it has nothing
+// to do).
+func startPostgres(ctx context.Context, dir string, processes int, logger *slog.Logger) (_ *pgcluster.Cluster, _ *pgStats, info PostgresInfo, stop func() error, err error) {
 	stop = func() error { return nil }
-	cluster, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: filepath.Join(dir, "postgres"), Logger: logger})
+	cluster, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: filepath.Join(dir, "postgres"), Logger: logger,
+		Settings: map[string]string{"max_connections": strconv.Itoa(maxConnections(processes))}})
 	if err != nil {
 		return nil, nil, info, stop, err
 	}
