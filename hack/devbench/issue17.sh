@@ -56,6 +56,29 @@ step() {
 	note "$name: rc=$rc, $((SECONDS - t0))s"
 }
 
+# ceiling NAME DURATION BOTS MARKETS: nproc/2 benches at once, bench i pinned to cores 2i and
+# 2i+1, each table and JSON as NAME-i.txt and NAME-i.json, and the sum of their orders/s in
+# steps.txt.
+ceiling() {
+	local name=$1 dur=$2 bots=$3 markets=$4
+	local elapsed=$((SECONDS - started))
+	if [ "$elapsed" -ge "$budget" ]; then
+		note "$name: skipped, ${elapsed}s of the ${budget}s budget spent"
+		return 0
+	fi
+	local pairs=$(($(nproc) / 2)) i t0=$SECONDS pids=() rc=0
+	echo "== $name: $pairs independent pmxtools bench, two cores each"
+	for ((i = 0; i < pairs; i++)); do
+		bash "$runner" taskset -c "$((2 * i)),$((2 * i + 1))" pmxtools bench --duration "$dur" \
+			--bots "$bots" --markets "$markets" --json-file "$work/$name-$i.json" >"$work/$name-$i.txt" 2>&1 &
+		pids+=($!)
+	done
+	for i in "${pids[@]}"; do wait "$i" || rc=$?; done
+	local sum
+	sum=$(cat "$work/$name"-*.json 2>/dev/null | grep -o '"ordersPerSec": *[0-9.]*' | awk -F: '{ s += $2 } END { printf "%.0f", s }')
+	note "$name: rc=$rc, $((SECONDS - t0))s, $pairs pairs, sum ${sum:-?} orders/s"
+}
+
 # note adds a line to steps.txt and brings $out up to date.
 note() {
 	echo "$1" | tee -a "$work/steps.txt"
@@ -86,6 +109,10 @@ measure() {
 	# The targets: one pmx dev on one Postgres, the whole machine, closed loop and 10,000/s offered.
 	TASKSET=$all step closed-all bench --duration "$dur" --bots "$bots" --markets "$markets"
 	TASKSET=$all step open-all bench --duration "$dur" --bots "$bots" --markets "$markets" --rate "$rate"
+	# The ceiling: one independent pmx dev + Postgres per pair of cores, all at once (64 bots,
+	# 8 markets each, each pinned to its own two cores); their sum is what the whole machine makes
+	# when nothing is shared, the figure the one-pmx steps are set against.
+	ceiling "ceiling-$((cores / 2))" "$dur" "$base_bots" "$base_markets"
 	# The distributed exchange, 4 shards and 4 fronts on one Postgres.
 	if [ -x "$k8s/kube-apiserver" ]; then
 		TASKSET=$all step distributed-4 bench --distributed --kube-assets "$k8s" --shards 4 --fronts 4 \
