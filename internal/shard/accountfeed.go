@@ -16,7 +16,7 @@ import (
 // the shard keeps that state for every resting order of its markets (marketState.resting, loaded
 // with the book), the base of the events of orders that rest. Before the batch commits, each
 // account's events become one JSON array on its cash delta (encoded on the commit's goroutine, off
-// the loop: encodeAccountEvents); the batch's statement numbers them
+// the loop: encodeAccountEvents); the batch's accounts' statement numbers them
 // with the account's sequence (store.CommitBatch) and the shard hands them, numbered, to the
 // feed's followers once the batch has committed. Settlements are numbered by Postgres's settle()
 // and encoded by settledEvents.
@@ -93,8 +93,8 @@ func (s *Shard) restOrLeave(m *marketState, seq, account int64, final wire.Order
 	}
 }
 
-// recordAccountEvents counts each account's events on its cash delta, for the batch's statement
-// to number. Under the loop, after the commands ran; the events are encoded by
+// recordAccountEvents counts each account's events on its cash delta, for the batch's accounts'
+// statement to number. Under the loop, after the commands ran; the events are encoded by
 // encodeAccountEvents, on the batch's commit goroutine, off the loop.
 func (s *Shard) recordAccountEvents() {
 	for account, events := range s.acc.accountEvents { // the deltas are sorted by account later (finish)

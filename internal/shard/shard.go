@@ -4,7 +4,7 @@
 //
 // A batch is the commands queued while the previous batch was being built (at most MaxBatch). The
 // shard reserves and matches it in memory, then one round trip writes every effect — netted per
-// order, account and position — in one statement and commits (store.CommitBatch); only then are
+// order, account and position — in two statements (the accounts' last) and commits (store.CommitBatch); only then are
 // the callers answered and the books' read snapshots published. What its placements reserve from
 // comes from the shard's views of the accounts and holdings, checked by the database's own guards
 // at commit (views.go); when the views cannot pay for the batch, its transaction first reads them

@@ -40,9 +40,9 @@ import (
 //     read is true of the moment of the read, which falls between the order's arrival and its
 //     answer.
 //
-// Rows are locked only by the commit's single statement, in key order (store.Batch), while it
-// runs: batches of several shards wait for each other only that long, and cannot deadlock on
-// accounts unless one of them locked at its start, the last resort.
+// Rows are locked only by the commit's statements, in key order (store.Batch), the accounts' by
+// the last of them: batches of several shards wait for each other only from that statement to the
+// commit, and cannot deadlock on accounts unless one of them locked at its start, the last resort.
 
 // reserveMode is how a batch learns what its placements reserve from.
 type reserveMode int

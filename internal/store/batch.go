@@ -315,17 +315,21 @@ func Retryable(err error) bool {
 		pg.Code == "0A000" && strings.Contains(pg.Message, "cached plan must not change result type"))
 }
 
-// queueApply queues every write of a batch: one statement for all of them (see applyStatement),
-// then the settlements, which read what it wrote. What the statement returns is read into updated
-// and accounts; the holdings the settlements paid, into what it returns.
+// queueApply queues every write of a batch: one statement for all of them but the accounts' (see
+// applyStatement), then the accounts' (cashStatement), then the settlements, which read what they
+// wrote. What the statements return is read into updated and accounts; the holdings the
+// settlements paid, into what it returns.
 func queueApply(q *pgx.Batch, b *Batch, updated *[]records.Order, accounts *[]AccountEvents) *[]SettledHolding {
 	if sql, args, mask := applyStatement(b); sql != "" {
 		qq := q.Queue(sql, args...)
-		withOrders, withAccounts := mask&(1<<partOrderUpdates) != 0, mask&(1<<partAccountEvents) != 0
-		if withOrders || withAccounts {
-			qq.Query(func(rows pgx.Rows) error {
-				return readApplied(rows, b, withOrders, withAccounts, updated, accounts)
-			})
+		if mask&(1<<partOrderUpdates) != 0 {
+			qq.Query(func(rows pgx.Rows) error { return readCancelled(rows, updated) })
+		}
+	}
+	if sql, args, withEvents := cashStatement(b); sql != "" {
+		qq := q.Queue(sql, args...)
+		if withEvents {
+			qq.Query(func(rows pgx.Rows) error { return readAccountSeqs(rows, b, accounts) })
 		}
 	}
 	queueConversions(q, b)
@@ -356,29 +360,25 @@ func queueApply(q *pgx.Batch, b *Batch, updated *[]records.Order, accounts *[]Ac
 	return settled
 }
 
-// readApplied reads what the batch's statement returns: the cancelled existing orders (when the
-// batch updates orders) and each account's last feed number (when it adds to accounts' feeds),
-// the first in rows whose first two columns are null, the second in rows of those two alone.
-func readApplied(rows pgx.Rows, b *Batch, withOrders, withAccounts bool, updated *[]records.Order, accounts *[]AccountEvents) error {
+// readCancelled reads what the batch's statement returns when it updates orders: the existing
+// orders it cancelled, in their new state.
+func readCancelled(rows pgx.Rows, updated *[]records.Order) error {
 	for rows.Next() {
-		if withOrders && (!withAccounts || rows.RawValues()[0] == nil) {
-			var row pgx.Row = rows
-			if withAccounts {
-				row = prefixedRow{rows}
-			}
-			o, err := scanOrder(row)
-			if err != nil {
-				return err
-			}
-			*updated = append(*updated, o)
-			continue
+		o, err := scanOrder(rows)
+		if err != nil {
+			return err
 		}
+		*updated = append(*updated, o)
+	}
+	return rows.Err()
+}
+
+// readAccountSeqs reads what the accounts' statement returns when the batch adds to accounts'
+// feeds: each such account's last feed number.
+func readAccountSeqs(rows pgx.Rows, b *Batch, accounts *[]AccountEvents) error {
+	for rows.Next() {
 		var account, last int64
-		dest := []any{&account, &last}
-		if withOrders {
-			dest = append(dest, make([]any, updatedOrderColumnCount)...) // nil skips a column
-		}
-		if err := rows.Scan(dest...); err != nil {
+		if err := rows.Scan(&account, &last); err != nil {
 			return err
 		}
 		i, found := slices.BinarySearchFunc(b.Cash, account, func(d CashDelta, a int64) int { return cmp.Compare(d.Account, a) })
@@ -390,11 +390,6 @@ func readApplied(rows pgx.Rows, b *Batch, withOrders, withAccounts bool, updated
 	}
 	return rows.Err()
 }
-
-// prefixedRow scans an order returned after the two (null) columns of an account's feed number.
-type prefixedRow struct{ pgx.Row }
-
-func (r prefixedRow) Scan(dest ...any) error { return r.Row.Scan(append([]any{nil, nil}, dest...)...) }
 
 // queueSettledEvents queues the insert of the events of every holding the batch's settlements
 // paid, one row per account per settlement, encoded by b.SettledEvents, and adds them to accounts.
@@ -521,11 +516,14 @@ func candlesRollup(table, interval string) string {
 		       first_seq = least(c.first_seq, excluded.first_seq), last_seq = greatest(c.last_seq, excluded.last_seq))`
 }
 
-// The parts whose results the statement returns, by their index in applyParts.
+// The parts of the batch's statement, by their index in applyParts.
 const (
-	partOrderUpdates  = 1
-	partCash          = 3
-	partAccountEvents = 7
+	partNewOrders = iota
+	partOrderUpdates
+	partTrades
+	partShares
+	partMarkets
+	partEvents
 )
 
 // applyParts are the parts in the order a statement lists them, with how many parameters each
@@ -534,51 +532,50 @@ var (
 	applyParts = []struct {
 		sql  string
 		args int
-	}{{newOrdersPart, 19}, {orderUpdatesPart, 8}, {tradesPart, 13}, {cashPart, 6}, {sharesPart, 6}, {marketsPart, 4}, {eventsPart, 4},
-		{accountEventsPart, 0}}
+	}{{newOrdersPart, 19}, {orderUpdatesPart, 8}, {tradesPart, 13}, {sharesPart, 6}, {marketsPart, 4}, {eventsPart, 4}}
 	applySQL = func() []string {
-		placeholder := regexp.MustCompile(`\{(\d+)\}`)
 		out := make([]string, 1<<len(applyParts))
 		for mask := 1; mask < len(out); mask++ {
-			if mask&(1<<partAccountEvents) != 0 && mask&(1<<partCash) == 0 {
-				continue // the cash part numbers the accounts' events: never one without the other
-			}
 			var parts []string
 			base := 1 // $1 is the batch's time
 			for i, p := range applyParts {
 				if mask&(1<<i) == 0 {
 					continue
 				}
-				parts = append(parts, placeholder.ReplaceAllStringFunc(p.sql, func(m string) string {
-					k, _ := strconv.Atoi(m[1 : len(m)-1])
-					return "$" + strconv.Itoa(base+k)
-				}))
+				parts = append(parts, numbered(p.sql, base))
 				base += p.args
 			}
 			// Only cancelled orders are answered with their row (fills of resting orders need not
-			// travel back), and the last feed number of each account the batch added events to.
-			cancelled := "select * from order_updates where status in ('CANCELLED', 'PARTIALLY_FILLED_CANCELLED')"
-			seqs := "select id, event_seq from cash where n > 0"
+			// travel back).
 			main := "select $1::timestamptz where false" // nothing to return
-			switch orders, accounts := mask&(1<<partOrderUpdates) != 0, mask&(1<<partAccountEvents) != 0; {
-			case orders && accounts:
-				main = "select null::bigint, null::bigint, u.* from (" + cancelled + ") u\n\tunion all select id, event_seq" +
-					strings.Repeat(", null", updatedOrderColumnCount) + " from cash where n > 0"
-			case orders:
-				main = cancelled
-			case accounts:
-				main = seqs
+			if mask&(1<<partOrderUpdates) != 0 {
+				main = "select * from order_updates where status in ('CANCELLED', 'PARTIALLY_FILLED_CANCELLED')"
 			}
 			out[mask] = "with " + strings.Join(parts, ",\n\t") + "\n" + main
 		}
 		return out
 	}()
+	// cashSQL is the accounts' statement (cashStatement) of a batch that adds no events to their
+	// feeds; cashEventsSQL writes the events the cash part numbers, and returns each account's
+	// last feed number.
+	cashSQL       = "with " + numbered(cashPart, 1) + "\nselect id, event_seq from cash where false"
+	cashEventsSQL = "with " + numbered(cashPart, 1) + ",\n\t" + accountEventsPart + "\nselect id, event_seq from cash where n > 0"
 )
 
-// applyStatement writes a batch's effects in one statement: a data-modifying CTE for each kind of
-// row the batch has (new orders in their final state; the new fill and status of existing orders,
-// which the statement returns in their new state; trades; cash deltas; share deltas; market
-// updates), or "" when it has none. One statement rather than up to six saves each batch the
+// numbered renumbers a part's own parameters ({1}, {2}, ...) to follow base: {k} becomes $(base+k).
+func numbered(part string, base int) string {
+	return placeholder.ReplaceAllStringFunc(part, func(m string) string {
+		k, _ := strconv.Atoi(m[1 : len(m)-1])
+		return "$" + strconv.Itoa(base+k)
+	})
+}
+
+var placeholder = regexp.MustCompile(`\{(\d+)\}`)
+
+// applyStatement writes a batch's effects but its cash (cashStatement) in one statement: a
+// data-modifying CTE for each kind of row the batch has (new orders in their final state; the new
+// fill and status of existing orders, which the statement returns in their new state; trades;
+// share deltas; market updates; the markets' events), or "" when it has none. One statement rather than up to six saves each batch the
 // per-statement work of both pgx and Postgres; leaving out the parts a batch does not need spares
 // small batches the cost of the empty ones. Each combination is its own prepared statement.
 //
@@ -599,7 +596,7 @@ func applyStatement(b *Batch) (string, []any, int) {
 		args = append(args, partArgs...)
 	}
 	if len(b.NewOrders) > 0 {
-		add(0, orderColumnsOf(b.NewOrders)...)
+		add(partNewOrders, orderColumnsOf(b.NewOrders)...)
 	}
 	if n := len(b.OrderUpdates); n > 0 {
 		markets, seqs, prices, qty := make([][16]byte, n), make([]int64, n), make([]int16, n), make([]int64, n)
@@ -611,21 +608,7 @@ func applyStatement(b *Batch) (string, []any, int) {
 		add(partOrderUpdates, markets, seqs, prices, qty, filled, status, reasons, priorities)
 	}
 	if len(b.Trades) > 0 {
-		add(2, tradeColumnsOf(b.Trades)...)
-	}
-	withEvents := false
-	if n := len(b.Cash); n > 0 {
-		accounts, avail, locked, counts, events := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([][]byte, n)
-		risk := make([]int64, n)
-		for i, d := range b.Cash {
-			accounts[i], avail[i], locked[i], counts[i], events[i] = d.Account, d.Available, d.Locked, d.EventCount, d.Events
-			risk[i] = -1
-			if d.RiskDecided {
-				risk[i] = d.RiskVersion
-			}
-			withEvents = withEvents || d.EventCount > 0
-		}
-		add(partCash, accounts, avail, locked, counts, events, risk)
+		add(partTrades, tradeColumnsOf(b.Trades)...)
 	}
 	if n := len(b.Shares); n > 0 {
 		ids, holders, holdings, outcomes := make([][16]byte, n), make([]int64, n), make([][16]byte, n), make([]string, n)
@@ -634,7 +617,7 @@ func applyStatement(b *Batch) (string, []any, int) {
 			// An id only for the positions the statement inserts; generating it costs little.
 			ids[i], holders[i], holdings[i], outcomes[i], qty[i], locked[i] = NewID(), d.Account, d.Market, d.Outcome, d.Quantity, d.Locked
 		}
-		add(4, ids, holders, holdings, outcomes, qty, locked)
+		add(partShares, ids, holders, holdings, outcomes, qty, locked)
 	}
 	if n := len(b.Markets); n > 0 {
 		ids, last, status, seqs := make([][16]byte, n), make([]*int16, n), make([]*string, n), make([]int64, n)
@@ -650,22 +633,49 @@ func applyStatement(b *Batch) (string, []any, int) {
 				status[i] = &st
 			}
 		}
-		add(5, ids, last, status, seqs)
+		add(partMarkets, ids, last, status, seqs)
 	}
 	if n := len(b.Events); n > 0 {
 		markets, first, last, events := make([][16]byte, n), make([]int64, n), make([]int64, n), make([][]byte, n)
 		for i, e := range b.Events {
 			markets[i], first[i], last[i], events[i] = e.Market, e.First, e.Last, e.Events
 		}
-		add(6, markets, first, last, events)
-	}
-	if withEvents {
-		add(partAccountEvents)
+		add(partEvents, markets, first, last, events)
 	}
 	if mask == 0 {
 		return "", nil, 0
 	}
 	return applySQL[mask], args, mask
+}
+
+// cashStatement writes a batch's cash deltas (and the risk version each account's refusals were
+// decided under), numbering and writing the events the batch adds to each account's feed, or ""
+// when the batch moves no account. It is a statement of its own, queued after the batch's other
+// writes (in the same round trip), because it is the one that locks rows other shards' batches
+// need: an account trades in markets on every shard, and a batch holds each of its accounts' rows
+// from this statement until its commit, so every shard's batches touching the account take turns
+// on it. Written last, a batch holds them for this statement and the commit, rather than for the
+// whole of the writes (docs/performance.md, "Measured on 16 cores").
+func cashStatement(b *Batch) (sql string, args []any, withEvents bool) {
+	n := len(b.Cash)
+	if n == 0 {
+		return "", nil, false
+	}
+	accounts, avail, locked, counts, events := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([][]byte, n)
+	risk := make([]int64, n)
+	for i, d := range b.Cash {
+		accounts[i], avail[i], locked[i], counts[i], events[i] = d.Account, d.Available, d.Locked, d.EventCount, d.Events
+		risk[i] = -1
+		if d.RiskDecided {
+			risk[i] = d.RiskVersion
+		}
+		withEvents = withEvents || d.EventCount > 0
+	}
+	sql = cashSQL
+	if withEvents {
+		sql = cashEventsSQL
+	}
+	return sql, []any{b.Now, accounts, avail, locked, counts, events, risk}, withEvents
 }
 
 // updatedOrderColumnCount is how many columns updatedOrderColumns names.

@@ -121,7 +121,7 @@ type Batch struct {
 	// begins its transaction. The database's checks — no balance or holding below zero, one order
 	// per client order id — are then what refuses a batch whose belief was out of date (Refused),
 	// and its shard runs it again. The rows it writes are locked in key order (Cash and Shares are
-	// sorted) by its one statement, so that batches of several shards do not deadlock on them.
+	// sorted) by its statements, so that batches of several shards do not deadlock on them.
 	Unlocked bool
 	// Fence, for an unlocked batch of a named shard, is the ownership its markets must still have
 	// when it commits: CommitBatch checks it in the batch's transaction, before the writes
