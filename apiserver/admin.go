@@ -14,6 +14,7 @@ import (
 
 	"github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/kit/auth"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/market"
@@ -78,6 +79,9 @@ type marketBody struct {
 var marketFields = jsonNames(reflect.TypeFor[marketBody]())
 
 func (s *Server) createMarket(c *gin.Context) error {
+	if s.operatorManaged() {
+		return exchange.ErrManagedByOperator
+	}
 	body, err := readBody(c.Request)
 	if err != nil {
 		return err
@@ -92,6 +96,13 @@ func (s *Server) createMarket(c *gin.Context) error {
 	}
 	c.JSON(http.StatusCreated, MarketOf(&m))
 	return nil
+}
+
+// operatorManaged reports whether markets and events are Market and Event resources here (the
+// distributed front), which the admin API must not create.
+func (s *Server) operatorManaged() bool {
+	om, ok := s.cfg.Exchange.(exchange.OperatorManaged)
+	return ok && om.ManagedByOperator()
 }
 
 // decodeMarket decodes a market body and checks it by the Market resource's rules

@@ -38,6 +38,9 @@ type eventBody struct {
 }
 
 func (s *Server) createEvent(c *gin.Context) error {
+	if s.operatorManaged() {
+		return exchange.ErrManagedByOperator
+	}
 	body, err := readBody(c.Request)
 	if err != nil {
 		return err

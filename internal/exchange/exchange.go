@@ -50,4 +50,11 @@ var ErrOutcomeUnknown = errors.New("the shard did not answer; the request may ha
 
 // ErrManagedByOperator answers market administration in distributed mode, where Market resources
 // are the one way to manage markets (shardapi.Router's Transition).
-var ErrManagedByOperator = errors.New("markets are managed by the operator here: edit the Market resource with kubectl")
+var ErrManagedByOperator = errors.New("markets and events are managed by the operator here: apply or edit their Market and Event resources with kubectl")
+
+// OperatorManaged is an Exchange whose markets and events are Market and Event resources (the
+// distributed front): ManagedByOperator reports so, and the admin API then creates neither (a row
+// it wrote would be scheduled by nobody), answering ErrManagedByOperator.
+type OperatorManaged interface {
+	ManagedByOperator() bool
+}

@@ -1,6 +1,7 @@
 package exchangetest
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"slices"
@@ -190,10 +191,12 @@ func testMarkets(t *testing.T, tg *Target) {
 	tg.Admin(t, "POST", "/admin/v1/accounts", map[string]any{"name": ""}, http.StatusBadRequest, nil)
 }
 
-// testAdminMarkets checks the admin API's refusals: bad markets and illegal transitions.
+// testAdminMarkets checks the admin API's refusals: bad markets and illegal transitions; where
+// Market resources manage the markets, every creation and transition, changing nothing.
 func testAdminMarkets(t *testing.T, tg *Target) {
 	if !tg.AdminMarkets {
-		t.Skip("markets are managed by Market resources here")
+		testManagedByOperator(t, tg)
+		return
 	}
 	m := tg.NewMarket(t, nil)
 	tg.Markets.Close(t, m.ID)
@@ -370,5 +373,43 @@ func testMetricsServed(t *testing.T, tg *Target) {
 	}
 	if !counted {
 		t.Errorf("no metrics listener of %v counted the suite's placements (%s)", urls, placed)
+	}
+}
+
+// testManagedByOperator checks that where markets and events are the operator's resources the
+// admin API creates neither (a row it wrote would be scheduled by nobody) and moves none: each is
+// a 409 managed_by_operator, and nothing is written.
+func testManagedByOperator(t *testing.T, tg *Target) {
+	m := tg.NewMarket(t, nil)
+	question := "Made through the admin API where the operator manages markets " + uuid.NewString() + "?"
+	name := "admin-made-" + uuid.NewString()[:8]
+	for _, r := range []struct {
+		path string
+		body any
+	}{
+		{"/admin/v1/markets", map[string]any{"question": question, "category": "c"}},
+		{"/admin/v1/events", map[string]any{"name": name, "question": question, "category": "c",
+			"outcomes": []map[string]any{{"key": "a", "label": "A"}, {"key": "b", "label": "B"}}}},
+		{"/admin/v1/markets/" + m.ID.String() + "/close", nil},
+	} {
+		var e ErrorBody
+		tg.Admin(t, "POST", r.path, r.body, http.StatusConflict, &e)
+		if e.Details.Code != "managed_by_operator" {
+			t.Errorf("POST %s: %+v, want managed_by_operator", r.path, e)
+		}
+	}
+	ctx := context.Background()
+	var markets, events int
+	if err := tg.Store.Pool.QueryRow(ctx, `select count(*) from markets where question = $1`, question).Scan(&markets); err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.Store.Pool.QueryRow(ctx, `select count(*) from events where name = $1`, name).Scan(&events); err != nil {
+		t.Fatal(err)
+	}
+	if markets != 0 || events != 0 {
+		t.Errorf("refused creations wrote %d markets and %d events", markets, events)
+	}
+	if got, err := tg.Store.Market(ctx, m.ID); err != nil || got.Status != "OPEN" {
+		t.Errorf("a refused close left the market %s (%v)", got.Status, err)
 	}
 }

@@ -368,6 +368,10 @@ func (r *Router) noteVersion(err error) error {
 	return err
 }
 
+// ManagedByOperator reports that a front's markets and events are the operator's
+// (exchange.OperatorManaged): only the operator's Router changes them.
+func (r *Router) ManagedByOperator() bool { return !r.Lifecycle }
+
 // Transition, in the operator (Lifecycle), has the market's owner carry out a lifecycle change:
 // it cancels the resting orders and settles with the code pmx dev runs, and the market keeps its
 // owner and epoch. A market that no live shard owns is exchange.ErrUnavailable: the operator
