@@ -678,9 +678,6 @@ func cashStatement(b *Batch) (sql string, args []any, withEvents bool) {
 	return sql, []any{b.Now, accounts, avail, locked, counts, events, risk}, withEvents
 }
 
-// updatedOrderColumnCount is how many columns updatedOrderColumns names.
-var updatedOrderColumnCount = strings.Count(updatedOrderColumns, ",") + 1
-
 // updatedOrderColumns is orderColumns, qualified for an update joined with its data.
 const updatedOrderColumns = `o.id, o.market_id, o.side, o.outcome, o.price, o.quantity, o.filled_quantity,
 	o.status, o.created_at, o.updated_at, o.seq, o.account_id, o.time_in_force, o.expires_at, o.post_only,
