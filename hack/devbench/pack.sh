@@ -16,13 +16,20 @@
 #
 # The device machine is x86-64 Linux with neither Go nor Postgres: pmx and pmxtools are static;
 # Postgres's libraries travel, less the C and C++ runtimes, and run copies onto the machine's
-# library path only those it lacks. PGV is the Postgres version (default 15, /usr/lib/postgresql/$PGV).
+# library path only those it lacks. PGV is the Postgres version (default 15, /usr/lib/postgresql/$PGV);
+# PMX_BEFORE another pmx build to carry as pmx-before, to alternate with pmx in one call (ab.sh);
+# NO_K8S=1 leaves kube-apiserver and etcd out, to make room for it.
 set -euo pipefail
 assets=${1:?usage: hack/devbench/pack.sh KUBE_ASSETS (a folder holding kube-apiserver and etcd)}
 pgv=${PGV:-15}
-for f in kube-apiserver etcd; do
-	[ -x "$assets/$f" ] || { echo "pack: no $assets/$f; make k8s-bins builds it" >&2; exit 1; }
-done
+k8s=(k8s/kube-apiserver k8s/etcd)
+if [ -n "${NO_K8S:-}" ]; then # room for PMX_BEFORE: no distributed bench then
+	k8s=()
+else
+	for f in kube-apiserver etcd; do
+		[ -x "$assets/$f" ] || { echo "pack: no $assets/$f; make k8s-bins builds it" >&2; exit 1; }
+	done
+fi
 pglib=/usr/lib/postgresql/$pgv pgshare=/usr/share/postgresql/$pgv
 [ -x "$pglib/bin/postgres" ] && [ -d "$pgshare" ] ||
 	{ echo "pack: no PostgreSQL $pgv in $pglib and $pgshare: install postgresql-$pgv, or name another with PGV" >&2; exit 1; }
@@ -47,9 +54,15 @@ for f in "$tmp/root/usr/lib/postgresql/$pgv/bin/"* "$tmp/root/usr/lib/postgresql
 	ldd "$f" 2>/dev/null | awk '/=>/ { print $3 }'
 done | sort -u | { grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*|libgcc_s|libstdc\+\+)\.so' || true; } |
 	xargs -r -I{} cp -L {} "$tmp/libs/"
-cp "$assets/kube-apiserver" "$assets/etcd" "$tmp/k8s/"
+[ ${#k8s[@]} = 0 ] || cp "$assets/kube-apiserver" "$assets/etcd" "$tmp/k8s/"
 echo "pack: compressing pmx, pmxtools, kube-apiserver, etcd and Postgres (xz, one thread, several minutes)"
-tar -C "$tmp" -cf - pmx pmxtools k8s/kube-apiserver k8s/etcd root libs | xz -T1 --lzma2=preset=9e,dict=256MiB >"$out/bundle.tar.xz"
+# PMX_BEFORE names another pmx build to carry beside it (as pmx-before, for pmxtools bench --pmx):
+# next to pmx in the tarball, most of it costs nothing in xz's window.
+before=()
+if [ -n "${PMX_BEFORE:-}" ]; then
+	cp "$PMX_BEFORE" "$tmp/pmx-before" && before=(pmx-before)
+fi
+tar -C "$tmp" -cf - pmx "${before[@]}" pmxtools "${k8s[@]}" root libs | xz -T1 --lzma2=preset=9e,dict=256MiB >"$out/bundle.tar.xz"
 
 cat >"$out/run" <<RUN
 #!/usr/bin/env bash

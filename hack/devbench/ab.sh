@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Two pmx builds alternated on the device machine in one call: the pack's pmx against pmx-before,
+# which `PMX_BEFORE=/path/to/pmx make devbench` packs beside it (with NO_K8S=1 when the carry
+# has no room for both: then no distributed run). Then, with carry ["bin/devbench"]:
+#
+#   bash hack/devbench/ab.sh measure
+#
+# ROUNDS (default 3) rounds of before and after on the whole machine (512 bots, 32 markets, closed
+# loop), then two rounds pinned to two cores (64 bots, 8 markets), then the pack's pmx in the
+# distributed bench (4 shards, 4 fronts) if the pack has kube-apiserver; every run DURATION (default 15s). Each run's table goes
+# into $OUT/ab.tar (default OUT: ./devbench-out) as it ends, one line each in ab-steps.txt; a run
+# that would start past BUDGET seconds (default 240) is skipped.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+runner=${PMXBENCH_RUN:-$root/bin/devbench/run}
+b=${PMXBENCH_DIR:-/opt/pmxbench}
+out=${OUT:-$root/devbench-out}
+budget=${BUDGET:-240} rounds=${ROUNDS:-3} dur=${DURATION:-15s}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+started=$SECONDS
+
+note() {
+	echo "$1" | tee -a "$work/steps.txt"
+	cp "$work/steps.txt" "$out/ab-steps.txt"
+	tar -C "$work" -cf "$out/ab.tar.part" . && mv "$out/ab.tar.part" "$out/ab.tar"
+}
+
+# run NAME CORES ARGS...: one pmxtools bench on cores CORES (taskset list), its row in steps.txt.
+run() {
+	local name=$1 cores=$2
+	shift 2
+	if [ $((SECONDS - started)) -ge "$budget" ]; then
+		note "$name: skipped, budget spent"
+		return 0
+	fi
+	local rc=0
+	bash "$runner" taskset -c "$cores" pmxtools bench --duration "$dur" "$@" \
+		--json-file "$work/$name.json" >"$work/$name.txt" 2>&1 || rc=$?
+	note "$name: rc=$rc $(grep -E '^(closed loop|open [0-9,.]+/s)' "$work/$name.txt" | tr -s ' ' | head -1)"
+}
+
+measure() {
+	mkdir -p "$out"
+	bash "$runner" true
+	[ -x "$b/pmx-before" ] || { echo "no pmx-before in the pack: PMX_BEFORE=... make devbench" >&2; exit 1; }
+	{
+		echo "date: $(date -u +%FT%TZ) cores: $(nproc)"
+		grep -m1 'model name' /proc/cpuinfo || true
+	} | tee "$work/machine.txt"
+	local r all="0-$(($(nproc) - 1))"
+	for ((r = 1; r <= rounds; r++)); do
+		run "r$r-before-all" "$all" --pmx "$b/pmx-before" --bots 512 --markets 32
+		run "r$r-after-all" "$all" --pmx "$b/pmx" --bots 512 --markets 32
+	done
+	for r in 1 2; do
+		run "r$r-before-2" 0-1 --pmx "$b/pmx-before"
+		run "r$r-after-2" 0-1 --pmx "$b/pmx"
+	done
+	if [ -x "$b/k8s/kube-apiserver" ]; then
+		run distributed-4 "$all" --pmx "$b/pmx" --distributed --kube-assets "$b/k8s" --shards 4 --fronts 4 --bots 512 --markets 32
+	fi
+	echo "== done in $((SECONDS - started))s"
+	cat "$work/steps.txt"
+}
+
+case "${1:-}" in
+measure) measure ;;
+*) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2 ;;
+esac
