@@ -15,7 +15,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/market"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/internal/shard"
@@ -320,13 +322,21 @@ func (b *cancelBench) account() string {
 	return out.APIKey
 }
 
+// market opens a market: through the admin API standalone; distributed, where the admin API
+// refuses (the operator's Market resources make markets there), as the operator records and
+// schedules one.
 func (b *cancelBench) market() uuid.UUID {
-	var m Market
-	b.expect(b.hit, "POST", "/admin/v1/markets", cancelTestToken, map[string]any{"question": "Cached?", "category": "testing"}, http.StatusCreated, &m)
-	if b.name != "" {
-		if _, err := b.store.Assign(b.t.Context(), m.ID, b.name); err != nil {
-			b.t.Fatal(err)
-		}
+	if b.name == "" {
+		var m Market
+		b.expect(b.hit, "POST", "/admin/v1/markets", cancelTestToken, map[string]any{"question": "Cached?", "category": "testing"}, http.StatusCreated, &m)
+		return m.ID
+	}
+	m, err := market.Create(b.t.Context(), b.store, v1alpha1.MarketSpec{Question: "Cached?", Category: "testing", LabelA: "Yes", LabelB: "No"}, nil, time.Now())
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if _, err := b.store.Assign(b.t.Context(), m.ID, b.name); err != nil {
+		b.t.Fatal(err)
 	}
 	return m.ID
 }
