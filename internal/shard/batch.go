@@ -104,7 +104,9 @@ func (s *Shard) drain(cmds []*command) {
 		if len(cmds) == 0 {
 			return
 		}
-		s.runNow(batch{cmds: cmds}, 0, nil)
+		if fl := s.launch(batch{cmds: cmds}); fl != nil { // launch: a handoff runs in its own turn
+			s.land(fl)
+		}
 		cmds = cmds[:0]
 	}
 }
@@ -198,6 +200,9 @@ func (s *Shard) startAfter(prev *flight, held []*command) *flight {
 // launch readies a batch and sends its commit on its way, or runs it to its end when it cannot
 // (nothing to commit, or a failure). It returns the batch in flight, if any.
 func (s *Shard) launch(b batch) *flight {
+	if i := slices.IndexFunc(b.cmds, handingOff); i >= 0 {
+		return s.launchAround(b.cmds, i) // handoff.go
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	s.prepareAll(ctx, b.cmds)
 	cancel()
@@ -395,6 +400,9 @@ func (s *Shard) prepare(ctx context.Context, c *command) error {
 		return s.prepareGroupSweep(ctx, c)
 	case cmdConvert:
 		return s.prepareConvert(ctx, c)
+	case cmdTakeOver:
+		s.takeOver(ctx, c)
+		return nil
 	default:
 		_, err := s.ensure(ctx, c.market)
 		return err

@@ -21,6 +21,9 @@ func (s *Shard) ensure(ctx context.Context, id uuid.UUID) (*marketState, error) 
 	if m, ok := s.markets[id]; ok {
 		return m, nil
 	}
+	if s.handed[id] {
+		return nil, exchange.ErrHandedOver
+	}
 	m, err := s.load(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, domain.ErrUnknownMarket

@@ -60,6 +60,7 @@ func (s *Shard) sync(ctx context.Context, owned []store.Ownership) {
 	want := make(map[uuid.UUID]int64, len(owned))
 	for _, o := range owned {
 		want[o.Market] = o.Epoch
+		delete(s.handed, o.Market) // handed back since, without a word (store.Move, store.Assign)
 	}
 	for id, m := range s.markets {
 		if epoch, ok := want[id]; !ok || epoch != m.epoch {

@@ -109,6 +109,7 @@ type Shard struct {
 	metrics *metrics
 	cash    map[int64]int64      // the views of accounts' available cash (views.go)
 	risk    map[int64]store.Risk // and of their locked cash and risk limits (risk.go)
+	handed  map[uuid.UUID]bool   // the markets handed to another shard, refused without a read (handoff.go)
 }
 
 // marketState is one market as the shard holds it.
