@@ -283,6 +283,9 @@ func (s *Shard) modeOf(b batch) reserveMode {
 // (a deadlock), or met a schema a migration changed under it (store.Retryable), runs once more;
 // any other failure is final.
 func (s *Shard) again(b *batch, mode reserveMode, err error, retried *bool) bool {
+	if store.Fenced(err) {
+		s.metrics.fenced.Inc() // the shard lost a market it held (ownership.go)
+	}
 	if mode < fromLocks && (errors.Is(err, errDoubted) || store.Refused(err) || store.Fenced(err)) {
 		s.metrics.rerun.Inc()
 		s.log.Debug("a batch runs again, reading what it reserves from more surely", "reason", err, "commands", len(b.cmds), "was", mode)
@@ -394,7 +397,7 @@ func (s *Shard) prepare(ctx context.Context, c *command) error {
 		}
 		return nil
 	case cmdSync:
-		s.sync(ctx, c.owned)
+		s.sync(ctx, c.owned, c.readAt)
 		return nil
 	case cmdGroupSweep:
 		return s.prepareGroupSweep(ctx, c)

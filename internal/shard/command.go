@@ -87,6 +87,7 @@ type command struct {
 	orders   []records.Order
 	checkErr error             // cmdCheck
 	owned    []store.Ownership // cmdSync
+	readAt   int64             // cmdSync: Shard.loads when owned was read; 0 drops every market
 }
 
 // reset clears what a previous attempt at the command's batch left in it.

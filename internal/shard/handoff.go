@@ -89,12 +89,13 @@ func (s *Shard) handOver(ctx context.Context, c *command) error {
 		return exchange.ErrNotOwner
 	}
 	if s.handed == nil {
-		s.handed = map[uuid.UUID]bool{}
+		s.handed = map[uuid.UUID]int64{}
 	}
 	c.epochs = make([]int64, len(epochs))
 	for i, id := range c.markets {
 		s.drop(id)
-		s.handed[id] = true
+		s.handed[id] = s.loads.Add(1)
+		s.metrics.handedOver.Inc()
 		c.epochs[i] = epochs[i] + 1
 	}
 	s.log.Info("handed markets over", "markets", c.markets, "to", c.to)

@@ -90,6 +90,14 @@ func TestHandoff(t *testing.T) {
 	if snap, ok := b.snapshot(f.market); !ok || snap.Epoch != o.Epoch {
 		t.Fatalf("the new owner has not loaded the market under epoch %d: %+v", o.Epoch, snap)
 	}
+	// A heartbeat that read B's markets before the handoff and syncs after it leaves the market
+	// alone: it was loaded after the read.
+	if err := b.do(ctx, &command{kind: cmdSync, readAt: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.snapshot(f.market); !ok {
+		t.Fatal("a heartbeat's sync of what it read before the handoff dropped the market handed over")
+	}
 	// B trades against the two bids A committed before the handoff (the one at 43 was never placed).
 	got, err := b.Place(ctx, f.buy(f.alice, engine.No, 100-41, 3))
 	if err != nil || got.FilledQuantity != 2 {

@@ -21,7 +21,7 @@ func (s *Shard) ensure(ctx context.Context, id uuid.UUID) (*marketState, error) 
 	if m, ok := s.markets[id]; ok {
 		return m, nil
 	}
-	if s.handed[id] {
+	if _, ok := s.handed[id]; ok {
 		return nil, exchange.ErrHandedOver
 	}
 	m, err := s.load(ctx, id)
@@ -35,6 +35,7 @@ func (s *Shard) ensure(ctx context.Context, id uuid.UUID) (*marketState, error) 
 		s.log.Error("could not load market", "market", id, "err", err)
 		return nil, exchange.ErrUnavailable
 	}
+	m.loadedAt = s.loads.Add(1)
 	s.markets[id] = m
 	s.publish(m)
 	return m, nil
