@@ -28,51 +28,16 @@ const handoffMoves = 50
 // TestDistributedHandoff moves markets back and forth between two `pmx shard` processes 50 times
 // by the planned handoff (the operator's move: shardapi.Router.HandOff), while bots place and
 // cancel orders on them continuously through two `pmx api` processes. No request may be answered
-// 5xx — a move that fell back to a failover's fencing answers 503 for a moment, and fails it —
-// no acknowledged order may be lost, and afterwards each book the shards serve is the one Postgres
-// rebuilds and the ledger's invariants hold. It logs the pause a client saw at each move: the
+// 5xx, no shard may be fenced (a move that fell back to a failover's, store.Move, fences the old
+// owner's next commit for the market: the test fails then), no acknowledged order may be lost, and
+// afterwards each book the shards serve is the one Postgres rebuilds and the ledger's invariants
+// hold. It logs the pause a client saw at each move: the
 // longest request on the moved market in flight during the handoff (docs/performance.md, "The
 // planned handoff's pause").
 func TestDistributedHandoff(t *testing.T) {
-	db := pgtest.NewDatabase(t, pgtest.Shared(t))
-	bin := BuildPMX(t)
-	ctx := t.Context()
-	st, err := store.Open(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	shards := []string{"shard-a", "shard-b"}
-	var shardMetrics []string
-	for _, name := range shards {
-		p, _ := StartProcess(t, shardLine, bin, "shard", "--name", name, "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",
-			"--database-url", db, "--internal-token", clusterInternalToken, "--log-level", "warn")
-		shardMetrics = append(shardMetrics, p.Line(metricsLine))
-	}
-	// counted sums a counter over the shard processes (and the slots of each).
-	counted := func(name string) float64 {
-		t.Helper()
-		sum := 0.0
-		for _, url := range shardMetrics {
-			sum += (&Target{MetricsURL: url, HTTP: http.DefaultClient}).Metrics(t, name)
-		}
-		return sum
-	}
-	var fronts []*Target
-	for range 2 {
-		_, base := StartProcess(t, apiLine, bin, append([]string{"api", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",
-			"--database-url", db, "--admin-token", clusterAdminToken, "--internal-token", clusterInternalToken,
-			"--log-level", "warn"}, SuiteLimitFlags()...)...)
-		WaitReady(t, base+"/readyz")
-		fronts = append(fronts, &Target{URL: base, AdminToken: clusterAdminToken, Store: st, HTTP: &http.Client{Timeout: time.Minute},
-			Validator: apitest.NewValidator(t)})
-	}
-	if err := poll.Until(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
-		live, err := st.LiveShards(ctx, 5*time.Second)
-		return len(live) == len(shards), err
-	}); err != nil {
-		t.Fatalf("the shards did not register: %v", err)
-	}
+	r := startHandoffRig(t)
+	ctx, st, shards, fronts := t.Context(), r.store, r.names, r.fronts
+	counted := r.counted
 	// Two markets that move, one on each shard, and one that stays on shard-a, as busy.
 	markets := []uuid.UUID{storetest.Market(t, st), storetest.Market(t, st), storetest.Market(t, st)}
 	for i, id := range markets {
@@ -127,12 +92,7 @@ func TestDistributedHandoff(t *testing.T) {
 	load.mu.Lock()
 	reqs := load.reqs
 	load.mu.Unlock()
-	var failed []string
-	for _, r := range reqs {
-		if r.status >= 500 || r.status == 0 {
-			failed = append(failed, fmt.Sprintf("%s %s at +%v: %d %s", r.kind, r.market, r.start.Sub(moves[0].from).Round(time.Millisecond), r.status, r.body))
-		}
-	}
+	failed := failures(reqs, moves[0].from)
 	if len(failed) > 0 {
 		t.Errorf("%d of %d requests failed across %d planned moves, want none; the first: %v", len(failed), len(reqs), len(moves),
 			failed[:min(len(failed), 10)])
@@ -183,6 +143,125 @@ func TestDistributedHandoff(t *testing.T) {
 	tg := fronts[0]
 	CheckBooksOverAPI(t, tg, bots[0], markets)
 	CheckInvariants(t, tg)
+}
+
+// handoffRig is two `pmx shard` processes and two `pmx api` processes on one database, without
+// an operator: the tests move the markets themselves.
+type handoffRig struct {
+	store   *store.Store
+	names   []string
+	shards  []*Process
+	metrics []string // where each shard serves /metrics
+	fronts  []*Target
+	t       *testing.T
+}
+
+func startHandoffRig(t *testing.T) *handoffRig {
+	db := pgtest.NewDatabase(t, pgtest.Shared(t))
+	bin := BuildPMX(t)
+	ctx := t.Context()
+	st, err := store.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	r := &handoffRig{store: st, names: []string{"shard-a", "shard-b"}, t: t}
+	for _, name := range r.names {
+		p, _ := StartProcess(t, shardLine, bin, "shard", "--name", name, "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",
+			"--database-url", db, "--internal-token", clusterInternalToken, "--log-level", "warn")
+		r.shards = append(r.shards, p)
+		r.metrics = append(r.metrics, p.Line(metricsLine))
+	}
+	for range 2 {
+		_, base := StartProcess(t, apiLine, bin, append([]string{"api", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",
+			"--database-url", db, "--admin-token", clusterAdminToken, "--internal-token", clusterInternalToken,
+			"--log-level", "warn"}, SuiteLimitFlags()...)...)
+		WaitReady(t, base+"/readyz")
+		r.fronts = append(r.fronts, &Target{URL: base, AdminToken: clusterAdminToken, Store: st, HTTP: &http.Client{Timeout: time.Minute},
+			Validator: apitest.NewValidator(t)})
+	}
+	if err := poll.Until(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		live, err := st.LiveShards(ctx, 5*time.Second)
+		return len(live) == len(r.names), err
+	}); err != nil {
+		t.Fatalf("the shards did not register: %v", err)
+	}
+	return r
+}
+
+// counted sums a counter over the shard processes still running (and the slots of each).
+func (r *handoffRig) counted(name string) float64 {
+	r.t.Helper()
+	sum := 0.0
+	for i, url := range r.metrics {
+		if r.shards[i].cmd.ProcessState == nil {
+			sum += (&Target{MetricsURL: url, HTTP: http.DefaultClient}).Metrics(r.t, name)
+		}
+	}
+	return sum
+}
+
+// failures lists the requests answered 5xx or not at all.
+func failures(reqs []tradeRequest, since time.Time) []string {
+	var failed []string
+	for _, r := range reqs {
+		if r.status >= 500 || r.status == 0 {
+			failed = append(failed, fmt.Sprintf("%s %s at +%v: %d %s", r.kind, r.market, r.start.Sub(since).Round(time.Millisecond), r.status, r.body))
+		}
+	}
+	return failed
+}
+
+// TestDistributedGracefulStop stops a `pmx shard` process with SIGTERM while bots trade on its
+// markets, with no operator to move them: the stopping shard hands them to the other shard itself
+// (the planned handoff) before it stops serving, so no request is answered 5xx, the other shard
+// owns every market afterwards, nothing acknowledged is lost and the books equal Postgres. Before
+// the handoff, a stopping shard released its markets to no owner, and with no operator to schedule
+// them every request on them was answered 503.
+func TestDistributedGracefulStop(t *testing.T) {
+	r := startHandoffRig(t)
+	ctx, st := t.Context(), r.store
+	markets := []uuid.UUID{storetest.Market(t, st), storetest.Market(t, st), storetest.Market(t, st)}
+	for _, id := range markets {
+		if _, err := st.Assign(ctx, id, "shard-a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var bots []*Client
+	for i := range 6 {
+		bots = append(bots, r.fronts[i%2].NewAccount(t, fmt.Sprintf("stop-bot%d", i)))
+	}
+	load := startTrading(bots, markets)
+	if err := poll.Until(ctx, 30*time.Second, func(context.Context) (bool, error) { return load.acked() > 200, nil }); err != nil {
+		load.stop()
+		t.Fatalf("the bots could not trade before the stop: %d acknowledged", load.acked())
+	}
+	stopping := time.Now()
+	r.shards[0].Stop()
+	stopped := time.Now()
+	// Trade on for as long again on shard-b alone.
+	if err := poll.Until(ctx, 30*time.Second, func(context.Context) (bool, error) {
+		return load.acked() > 400 && time.Since(stopped) > stopped.Sub(stopping), nil
+	}); err != nil {
+		load.stop()
+		t.Fatalf("the bots could not trade after the stop: %d acknowledged", load.acked())
+	}
+	load.stop()
+	load.mu.Lock()
+	reqs := load.reqs
+	load.mu.Unlock()
+	if failed := failures(reqs, stopping); len(failed) > 0 {
+		t.Errorf("%d of %d requests failed while shard-a stopped, want none; the first: %v", len(failed), len(reqs), failed[:min(len(failed), 10)])
+	}
+	for _, id := range markets {
+		if o, err := st.Owner(ctx, id); err != nil || o.Shard != "shard-b" {
+			t.Errorf("market %s after shard-a stopped: %+v (%v), want shard-b's", id, o, err)
+		}
+	}
+	t.Logf("shard-a stopped in %v under load (%d requests, %d orders acknowledged)", stopped.Sub(stopping).Round(time.Millisecond), len(reqs), load.acked())
+	load.checkKept(t, st)
+	CheckBooksOverAPI(t, r.fronts[0], bots[0], markets)
+	CheckInvariants(t, r.fronts[0])
 }
 
 // quantile is the q-quantile of sorted durations (nearest rank).

@@ -1,10 +1,14 @@
 package shardapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
@@ -145,4 +149,62 @@ func (r *Router) takeOver(ctx context.Context, markets []uuid.UUID, epochs []int
 	if err != nil && !errors.Is(err, errOlderPeer) {
 		r.log.Warn("could not tell the new owner to load the markets handed to it; it loads them on first use", "shard", to, "err", err)
 	}
+}
+
+// HandOffAll, in a shard process that stops (SIGTERM), hands every OPEN market it owns (from) to
+// the other live shards — live within ttl — by the planned handoff on its own shards (ho), each
+// unit (a market, or an event's markets together) to the one then holding the fewest markets, and
+// tells each new owner to load them. What it cannot hand over (no other shard is live, or a
+// handoff fails) the process's unregistering releases as before, for the operator to schedule. It
+// returns how many markets it handed over.
+func (r *Router) HandOffAll(ctx context.Context, from string, ho exchange.Handoff, ttl time.Duration) (int, error) {
+	r.client()
+	live, err := r.Store.LiveShards(ctx, ttl)
+	if err != nil {
+		return 0, fmt.Errorf("while listing the live shards to hand markets to: %w", err)
+	}
+	count := map[string]int{}
+	for _, sh := range live {
+		if sh.Name != from {
+			count[sh.Name] = sh.Markets
+		}
+	}
+	if len(count) == 0 {
+		return 0, nil
+	}
+	rows, err := r.Store.Markets(ctx, domain.MarketOpen)
+	if err != nil {
+		return 0, fmt.Errorf("while listing the markets to hand over: %w", err)
+	}
+	var units [][]uuid.UUID
+	events := map[uuid.UUID]int{}
+	for _, m := range rows {
+		if m.Shard == nil || *m.Shard != from {
+			continue
+		}
+		if m.EventID == nil {
+			units = append(units, []uuid.UUID{m.ID})
+			continue
+		}
+		i, ok := events[*m.EventID]
+		if !ok {
+			i = len(units)
+			events[*m.EventID] = i
+			units = append(units, nil)
+		}
+		units[i] = append(units[i], m.ID)
+	}
+	handed := 0
+	for _, unit := range units {
+		to := slices.MinFunc(slices.Sorted(maps.Keys(count)), func(a, b string) int { return cmp.Compare(count[a], count[b]) })
+		epochs, err := ho.HandOff(ctx, unit, to)
+		if err != nil {
+			r.log.Warn("could not hand markets over on stopping; unregistering releases them", "markets", unit, "to", to, "err", err)
+			continue
+		}
+		count[to] += len(unit)
+		handed += len(unit)
+		r.takeOver(ctx, unit, epochs, to)
+	}
+	return handed, nil
 }
