@@ -76,16 +76,19 @@ func (s *Shard) handOver(ctx context.Context, c *command) error {
 		epochs[i] = m.epoch
 	}
 	moved, err := s.cfg.Store.HandOver(ctx, c.markets, epochs, s.cfg.Name, c.to)
-	if err != nil {
-		s.log.Error("could not hand markets over; they stay here", "markets", c.markets, "to", c.to, "err", err)
-		return exchange.ErrUnavailable
-	}
-	if !moved {
-		// Postgres no longer records one of them as this shard's under the epoch it holds: drop
-		// them all, so that their next use reads who owns them.
+	if err != nil || !moved {
+		// Postgres no longer records one of them as this shard's under the epoch it holds, or the
+		// move's commit may have landed unanswered: drop them all, so that their next use reads
+		// who owns them.
 		for _, id := range c.markets {
 			s.drop(id)
 		}
+	}
+	if err != nil {
+		s.log.Error("could not hand markets over", "markets", c.markets, "to", c.to, "err", err)
+		return exchange.ErrUnavailable
+	}
+	if !moved {
 		return exchange.ErrNotOwner
 	}
 	if s.handed == nil {

@@ -48,6 +48,10 @@ type takeOverV1 struct {
 	Epochs  []int64     `json:"epochs"`
 }
 
+// handoffTimeout bounds a handoff as the operator waits for it: a shard's batch loop gives up on a
+// transaction after 30 s, and a stuck shard must not hold the operator's rebalancing longer.
+const handoffTimeout = 30 * time.Second
+
 // maxShardName bounds a shard's name as a handoff names it (a StatefulSet pod's name is at most
 // 63 characters).
 const maxShardName = 253
@@ -113,6 +117,8 @@ func handoffRoutes(in *gin.RouterGroup, sh exchange.Exchange, answer func(*gin.C
 // false, with no error, when the old owner no longer owns them all: the caller looks again.
 func (r *Router) HandOff(ctx context.Context, markets []uuid.UUID, from, to string) (moved bool, err error) {
 	hc := r.client()
+	ctx, cancel := context.WithTimeout(ctx, handoffTimeout)
+	defer cancel()
 	addr, err := r.Store.ShardAddress(ctx, from)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return false, err
