@@ -59,50 +59,56 @@ func (s *Shard) launchAround(cmds []*command, i int) *flight {
 }
 
 // handOver moves the markets of a handoff in Postgres and drops them. Every market must be one the
-// shard owns, OPEN, under the epoch it holds it with; if not, none moves.
+// shard owns, OPEN, under the epoch it holds it with; if not, none moves. A market held under an
+// epoch that is no longer the shard's (a move it missed, and came back since) is loaded afresh,
+// and the handoff tried once more.
 func (s *Shard) handOver(ctx context.Context, c *command) error {
 	if s.cfg.Name == "" {
 		return errors.New("only a named shard hands markets over")
 	}
-	epochs := make([]int64, len(c.markets))
-	for i, id := range c.markets {
-		m, err := s.ensure(ctx, id)
-		if err != nil {
-			return err
+	for attempt := 0; ; attempt++ {
+		epochs := make([]int64, len(c.markets))
+		for i, id := range c.markets {
+			m, err := s.ensure(ctx, id)
+			if err != nil {
+				return err
+			}
+			if m.status != domain.MarketOpen {
+				return fmt.Errorf("market %s is %s, and only an OPEN market is handed over: %w", id, m.status, exchange.ErrNotOwner)
+			}
+			epochs[i] = m.epoch
 		}
-		if m.status != domain.MarketOpen {
-			return fmt.Errorf("market %s is %s, and only an OPEN market is handed over: %w", id, m.status, exchange.ErrNotOwner)
+		moved, err := s.cfg.Store.HandOver(ctx, c.markets, epochs, s.cfg.Name, c.to)
+		if err != nil || !moved {
+			// Postgres no longer records one of them as this shard's under the epoch it holds, or
+			// the move's commit may have landed unanswered: drop them all, so that their next use
+			// reads who owns them.
+			for _, id := range c.markets {
+				s.drop(id)
+			}
 		}
-		epochs[i] = m.epoch
-	}
-	moved, err := s.cfg.Store.HandOver(ctx, c.markets, epochs, s.cfg.Name, c.to)
-	if err != nil || !moved {
-		// Postgres no longer records one of them as this shard's under the epoch it holds, or the
-		// move's commit may have landed unanswered: drop them all, so that their next use reads
-		// who owns them.
-		for _, id := range c.markets {
+		switch {
+		case err != nil:
+			s.log.Error("could not hand markets over", "markets", c.markets, "to", c.to, "err", err)
+			return exchange.ErrUnavailable
+		case !moved && attempt == 0:
+			continue
+		case !moved:
+			return exchange.ErrNotOwner
+		}
+		if s.handed == nil {
+			s.handed = map[uuid.UUID]int64{}
+		}
+		c.epochs = make([]int64, len(epochs))
+		for i, id := range c.markets {
 			s.drop(id)
+			s.handed[id] = s.loads.Add(1)
+			s.metrics.handedOver.Inc()
+			c.epochs[i] = epochs[i] + 1
 		}
+		s.log.Info("handed markets over", "markets", c.markets, "to", c.to)
+		return nil
 	}
-	if err != nil {
-		s.log.Error("could not hand markets over", "markets", c.markets, "to", c.to, "err", err)
-		return exchange.ErrUnavailable
-	}
-	if !moved {
-		return exchange.ErrNotOwner
-	}
-	if s.handed == nil {
-		s.handed = map[uuid.UUID]int64{}
-	}
-	c.epochs = make([]int64, len(epochs))
-	for i, id := range c.markets {
-		s.drop(id)
-		s.handed[id] = s.loads.Add(1)
-		s.metrics.handedOver.Inc()
-		c.epochs[i] = epochs[i] + 1
-	}
-	s.log.Info("handed markets over", "markets", c.markets, "to", c.to)
-	return nil
 }
 
 // takeOver readies markets handed to this shard: each is loaded under the epoch Postgres records,

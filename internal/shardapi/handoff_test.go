@@ -135,4 +135,17 @@ func TestHandOffThroughRouter(t *testing.T) {
 	if o, err := r.st.Owner(ctx, r.market); err != nil || o.Shard != "shard-2" {
 		t.Fatalf("after the fallback: %+v (%v)", o, err)
 	}
+
+	// shard-2 stops: it hands its market to the live shard holding the fewest, by name first
+	// (shard-0, which does not serve the take-over: it loads on first use). shard-2 still holds
+	// the market under the epoch it was handed it with, two moves ago: it loads it afresh first.
+	if n, err := front.HandOffAll(ctx, "shard-2", second, time.Minute); err != nil || n != 1 {
+		t.Fatalf("HandOffAll: %d markets, %v", n, err)
+	}
+	if o, err := r.st.Owner(ctx, r.market); err != nil || o.Shard != "shard-0" {
+		t.Fatalf("after shard-2 handed everything over: %+v (%v)", o, err)
+	}
+	if n, err := front.HandOffAll(ctx, "shard-2", second, time.Minute); err != nil || n != 0 {
+		t.Errorf("HandOffAll of a shard that owns nothing: %d markets, %v", n, err)
+	}
 }
