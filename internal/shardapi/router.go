@@ -23,7 +23,8 @@ import (
 // Router is the front API's Exchange in distributed mode: it sends each market's writes and book
 // reads to the shard that owns the market, as Postgres records it. Owners are cached briefly; a
 // shard that answers "not owner" (or cannot be reached) sends the router back to Postgres for one
-// retry. Any number of front replicas route alike, because the owner comes from Postgres.
+// retry, and a market that keeps moving — a planned handoff — is followed for at most HandoffWait.
+// Any number of front replicas route alike, because the owner comes from Postgres.
 type Router struct {
 	Store *store.Store
 	// Token authenticates the router to the shards' internal API.
