@@ -192,6 +192,10 @@ func testShardMetrics(t *testing.T, c *cluster) {
 		if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(raw), "pmx_shard_batches_total") {
 			t.Errorf("%s: GET %s/metrics: %d %.300s (%v)", name, url, resp.StatusCode, raw, err)
 		}
+		// The operator's rebalancing moves during the suite, if any, were planned handoffs.
+		tg := &Target{MetricsURL: url, HTTP: http.DefaultClient}
+		t.Logf("%s handed %v markets over and was fenced %v times during the suite", name,
+			tg.Metrics(t, "pmx_shard_markets_handed_over_total"), tg.Metrics(t, "pmx_shard_fenced_total"))
 	}
 }
 
