@@ -64,7 +64,8 @@ func (s *Shard) launchAround(cmds []*command, i int) *flight {
 // and the handoff tried once more.
 func (s *Shard) handOver(ctx context.Context, c *command) error {
 	if s.cfg.Name == "" {
-		return errors.New("only a named shard hands markets over")
+		// A standalone shard serves every market of its database: there is no other to hand to.
+		return fmt.Errorf("only a named shard hands markets over: %w", exchange.ErrNotOwner)
 	}
 	for attempt := 0; ; attempt++ {
 		epochs := make([]int64, len(c.markets))
