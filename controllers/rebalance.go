@@ -73,8 +73,8 @@ func (l *MoveLog) forget(before time.Time) {
 
 // Rebalancer keeps the OPEN markets spread over the live shards (docs/architecture.md §6,
 // "Spread"): on the leader only, every pass it reads the live shards and the markets' owners from
-// Postgres, asks planRebalance for the next move and carries it out with store.Move — the
-// unplanned move of a failover, under the next epoch — recording a Rebalanced event on each
+// Postgres, asks planRebalance for the next move and carries it out with Move — the planned
+// handoff, under the next epoch, with no error for a client — recording a Rebalanced event on each
 // Market moved (and on its Event). It never moves a market whose owner is not live: that is the
 // Market reconciler's to schedule.
 type Rebalancer struct {
@@ -84,6 +84,9 @@ type Rebalancer struct {
 	// ShardTTL is how long a shard stays live after its last heartbeat, as the reconcilers see it.
 	ShardTTL time.Duration
 	Policy   RebalancePolicy
+	// Move carries a move out: the planned handoff (shardapi.Router.HandOff), which falls back to
+	// store.Move for an old owner without it. Nil, it is store.Move: a failover's move, fenced.
+	Move func(ctx context.Context, markets []uuid.UUID, from, to string) (moved bool, err error)
 	// Moves is shared with the Market reconciler, whose moves off lost shards count for the cooldown.
 	Moves *MoveLog
 	Clock Clock
@@ -167,7 +170,11 @@ func (b *Rebalancer) pass(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	moved, err := b.Store.Move(ctx, mv.unit.markets, mv.from, mv.to)
+	move := b.Move
+	if move == nil {
+		move = b.Store.Move
+	}
+	moved, err := move(ctx, mv.unit.markets, mv.from, mv.to)
 	if err != nil || !moved {
 		return err // !moved: an owner changed since the listing; the next pass looks again
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,6 +20,7 @@ type apiOptions struct {
 	internalToken string
 	grant         int64
 	maxQuantity   int64
+	handoffWait   time.Duration
 	process       processOptions
 	serve         serveOptions
 }
@@ -45,6 +47,8 @@ the shard that owns the market. Run as many replicas as you like; they answer al
 	f.StringVar(&o.internalToken, "internal-token", envOr("PMX_INTERNAL_TOKEN", ""), "secret shared with the shards (default $PMX_INTERNAL_TOKEN)")
 	f.Int64Var(&o.grant, "grant", 1_000_000, "play money, in cents, that a new account starts with")
 	f.Int64Var(&o.maxQuantity, "max-quantity", 1_000_000, "largest order quantity accepted")
+	f.DurationVar(&o.handoffWait, "handoff-wait", shardapi.DefaultHandoffWait,
+		"how long a request follows its market while the operator hands it from shard to shard, before it is answered 503")
 	addProcessFlags(cmd, &o.process, true)
 	addMetricsFlag(cmd, &o.process, ":9090")
 	addServeFlags(cmd, &o.serve)
@@ -81,7 +85,8 @@ func runAPI(ctx context.Context, o apiOptions) error {
 	if err != nil {
 		return err
 	}
-	api := apiserver.New(apiserver.Config{Store: st, Exchange: &shardapi.Router{Store: st, Token: o.internalToken, Logger: log, Metrics: reg},
+	api := apiserver.New(apiserver.Config{Store: st, Exchange: &shardapi.Router{Store: st, Token: o.internalToken, Logger: log, Metrics: reg,
+		HandoffWait: o.handoffWait},
 		Logger: log, AdminToken: o.adminToken, Grant: o.grant, MaxQuantity: o.maxQuantity, Metrics: reg,
 		ReadLimit: o.serve.read, WriteLimit: o.serve.write,
 		TrustedProxies: o.serve.proxies})

@@ -50,7 +50,8 @@ outcomes) with one Market per outcome, owned by the Event and scheduled on one s
 reopens, resolves or voids all of them in one transaction. It keeps the markets spread over the
 live shards, by count (an event's markets moving as one), moving one at a time at a bounded rate
 when a shard joins or returns or the spread is off by more than --rebalance-margin; each move is a
-failover's, so a client may see a second or two of 503s for the market moved.
+planned handoff (the old owner finishes what it has, hands the market over and the new one loads it
+at once), which clients see as a pause of milliseconds, not as errors.
 
 It uses the kubeconfig of its environment (in-cluster, $KUBECONFIG or ~/.kube/config).`,
 		Args: cobra.NoArgs,
@@ -134,7 +135,8 @@ func runOperator(o operatorOptions) error {
 	}
 	if o.rebalance {
 		if err := mgr.Add(&controllers.Rebalancer{Client: mgr.GetClient(), Store: st, Recorder: mgr.GetEventRecorder("pmx-operator"),
-			ShardTTL: o.shardTTL, Policy: o.policy, Moves: moves, Metrics: ctrlmetrics.Registry}); err != nil {
+			ShardTTL: o.shardTTL, Policy: o.policy, Moves: moves, Metrics: ctrlmetrics.Registry,
+			Move: exchange.HandOff}); err != nil {
 			return err
 		}
 	}

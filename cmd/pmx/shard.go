@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"runtime"
@@ -118,10 +119,26 @@ func runShard(ctx context.Context, o shardOptions) error {
 	log.Info("shard serving", "addr", ln.Addr().String(), "advertise", advertise)
 	fmt.Printf("pmx shard %s is running on %s (advertised as %s)\n%s", o.name, ln.Addr(), advertise, metricsLine(metricsAddr))
 
+	// A graceful stop first hands the markets to the other live shards (the planned handoff,
+	// docs/architecture.md §6) while the process still serves: what it took for them commits here,
+	// and the fronts send what follows on to the new owners. Only then does the server shut down.
+	serveCtx, stopServing := context.WithCancel(context.Background())
+	defer stopServing()
+	go func() {
+		defer stopServing()
+		select {
+		case <-ctx.Done():
+		case <-serveCtx.Done():
+			return
+		}
+		if !errors.Is(context.Cause(ctx), store.ErrSuperseded) {
+			handOffOnStop(st, o, sh, log)
+		}
+	}()
 	// The fronts' feed streams end when the process stops, for the server's shutdown not to wait
 	// on them.
-	err = serve(ctx, ln, shardapi.Server{Shard: sh, Store: st, Token: o.internalToken, Logger: log, Metrics: reg,
-		Feed: bus, Stopping: ctx.Done()}.Handler(),
+	err = serve(serveCtx, ln, shardapi.Server{Shard: sh, Store: st, Token: o.internalToken, Logger: log, Metrics: reg,
+		Feed: bus, Stopping: serveCtx.Done()}.Handler(),
 		httpkit.Limits{MaxConnsPerClient: -1}, log) // its clients are the fronts, a few addresses
 	// Orders in flight are answered by now; hand the markets back, then stop.
 	stopBeat()
@@ -132,3 +149,32 @@ func runShard(ctx context.Context, o shardOptions) error {
 	}
 	return err
 }
+
+// handOffOnStop hands a stopping shard's markets to the other live shards (shardapi.Router.HandOffAll),
+// then keeps serving for a moment: a front that still routes to this shard from its cache of owners
+// (a second) is refused with nothing done and follows the market, rather than finding the port
+// closed under a request it sent.
+func handOffOnStop(st *store.Store, o shardOptions, sh *shard.Set, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), handOffOnStopTimeout)
+	defer cancel()
+	router := &shardapi.Router{Store: st, Token: o.internalToken, Logger: log}
+	n, err := router.HandOffAll(ctx, o.name, sh, handOffOnStopTTL)
+	if err != nil {
+		log.Warn("could not hand the markets over on stopping; unregistering releases them", "err", err)
+	}
+	if n == 0 {
+		return
+	}
+	log.Info("handed the markets over to the other live shards", "markets", n)
+	t := time.NewTimer(time.Second) // the fronts' cache of owners (shardapi.Router.OwnerTTL)
+	defer t.Stop()
+	<-t.C
+}
+
+// handOffOnStopTimeout bounds the handoffs of a stopping shard, well within Kubernetes' default
+// grace of 30 s; handOffOnStopTTL is how recent a shard's heartbeat must be for it to be given
+// markets (three heartbeats).
+const (
+	handOffOnStopTimeout = 15 * time.Second
+	handOffOnStopTTL     = 3 * time.Second
+)

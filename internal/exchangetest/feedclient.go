@@ -233,6 +233,33 @@ func (f *FeedConn) Abort() { f.ws.CloseNow() }
 // CloseCode is the close code of an error TryNext returned (-1 if it is not a close).
 func CloseCode(err error) int { return int(websocket.CloseStatus(err)) }
 
+// Metrics sums the samples of a metric of the exchange's, whatever their labels; 0 when absent.
+func (tg *Target) Metrics(t testing.TB, name string) float64 {
+	t.Helper()
+	resp, err := tg.HTTP.Get(tg.MetricsURL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, line := range strings.Split(string(raw), "\n") {
+		sample, v, ok := strings.Cut(line, " ")
+		if !ok || sample != name && !strings.HasPrefix(sample, name+"{") {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			t.Fatalf("metric %s: %v", line, err)
+		}
+		sum += f
+	}
+	return sum
+}
+
 // Metric reads a sample of the exchange's metrics, by its name and labels as the text format
 // writes them (e.g. `pmx_feed_closed_total{reason="slow_consumer"}`); 0 when absent.
 func (tg *Target) Metric(t testing.TB, sample string) float64 {

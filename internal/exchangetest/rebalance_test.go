@@ -124,8 +124,8 @@ func TestDistributedRebalance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The new owner loads the market on its next heartbeat; until then the router's call
-		// answers that no shard serves it.
+		// The Market's status follows a move at its next reconcile, a moment after the new owner
+		// serves the market.
 		if err := poll.Until(ctx, 20*time.Second, func(ctx context.Context) (bool, error) {
 			_, err := router.OrderBook(ctx, row.ID)
 			return err == nil, nil

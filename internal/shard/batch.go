@@ -104,7 +104,9 @@ func (s *Shard) drain(cmds []*command) {
 		if len(cmds) == 0 {
 			return
 		}
-		s.runNow(batch{cmds: cmds}, 0, nil)
+		if fl := s.launch(batch{cmds: cmds}); fl != nil { // launch: a handoff runs in its own turn
+			s.land(fl)
+		}
 		cmds = cmds[:0]
 	}
 }
@@ -198,6 +200,9 @@ func (s *Shard) startAfter(prev *flight, held []*command) *flight {
 // launch readies a batch and sends its commit on its way, or runs it to its end when it cannot
 // (nothing to commit, or a failure). It returns the batch in flight, if any.
 func (s *Shard) launch(b batch) *flight {
+	if i := slices.IndexFunc(b.cmds, handingOff); i >= 0 {
+		return s.launchAround(b.cmds, i) // handoff.go
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	s.prepareAll(ctx, b.cmds)
 	cancel()
@@ -278,6 +283,9 @@ func (s *Shard) modeOf(b batch) reserveMode {
 // (a deadlock), or met a schema a migration changed under it (store.Retryable), runs once more;
 // any other failure is final.
 func (s *Shard) again(b *batch, mode reserveMode, err error, retried *bool) bool {
+	if store.Fenced(err) {
+		s.metrics.fenced.Inc() // the shard lost a market it held (ownership.go)
+	}
 	if mode < fromLocks && (errors.Is(err, errDoubted) || store.Refused(err) || store.Fenced(err)) {
 		s.metrics.rerun.Inc()
 		s.log.Debug("a batch runs again, reading what it reserves from more surely", "reason", err, "commands", len(b.cmds), "was", mode)
@@ -389,12 +397,15 @@ func (s *Shard) prepare(ctx context.Context, c *command) error {
 		}
 		return nil
 	case cmdSync:
-		s.sync(ctx, c.owned)
+		s.sync(ctx, c.owned, c.readAt)
 		return nil
 	case cmdGroupSweep:
 		return s.prepareGroupSweep(ctx, c)
 	case cmdConvert:
 		return s.prepareConvert(ctx, c)
+	case cmdTakeOver:
+		s.takeOver(ctx, c)
+		return nil
 	default:
 		_, err := s.ensure(ctx, c.market)
 		return err

@@ -24,6 +24,8 @@ const (
 	cmdGroup      // commands that join one batch together, in order (command.group)
 	cmdGroupSweep // cancels the resting orders of order groups triggered elsewhere (groups.go)
 	cmdConvert    // converts an event's shares (convert.go)
+	cmdHandoff    // hands markets to another shard, alone in its turn (handoff.go)
+	cmdTakeOver   // loads markets handed to this shard (handoff.go)
 )
 
 func (k commandKind) String() string {
@@ -52,6 +54,10 @@ func (k commandKind) String() string {
 		return "group-sweep"
 	case cmdConvert:
 		return "convert"
+	case cmdHandoff:
+		return "handoff"
+	case cmdTakeOver:
+		return "take-over"
 	}
 	return "unknown"
 }
@@ -66,11 +72,13 @@ type command struct {
 	amend   exchange.AmendRequest  // cmdAmend
 	group   []*command             // cmdGroup: joins the batch in its place, each answered on its own
 	account int64                  // cmdCancelAll
-	markets []uuid.UUID            // cmdCancelAll
+	markets []uuid.UUID            // cmdCancelAll, cmdHandoff, cmdTakeOver
 	action  domain.MarketAction    // cmdTransition
 	groups  []uuid.UUID            // cmdGroupSweep: the order groups found triggered
 	event   *eventMove             // cmdTransition of an event's market, as part of the event's move
 	convert *conversion            // cmdConvert
+	to      string                 // cmdHandoff: the new owner
+	epochs  []int64                // cmdHandoff's answer, cmdTakeOver's request: the markets' new epochs
 	reply   chan error
 
 	err      error               // set while the batch runs; sent once it commits
@@ -79,6 +87,7 @@ type command struct {
 	orders   []records.Order
 	checkErr error             // cmdCheck
 	owned    []store.Ownership // cmdSync
+	readAt   int64             // cmdSync: Shard.loads when owned was read; 0 drops every market
 }
 
 // reset clears what a previous attempt at the command's batch left in it.

@@ -21,6 +21,9 @@ func (s *Shard) ensure(ctx context.Context, id uuid.UUID) (*marketState, error) 
 	if m, ok := s.markets[id]; ok {
 		return m, nil
 	}
+	if _, ok := s.handed[id]; ok {
+		return nil, exchange.ErrHandedOver
+	}
 	m, err := s.load(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, domain.ErrUnknownMarket
@@ -32,6 +35,7 @@ func (s *Shard) ensure(ctx context.Context, id uuid.UUID) (*marketState, error) 
 		s.log.Error("could not load market", "market", id, "err", err)
 		return nil, exchange.ErrUnavailable
 	}
+	m.loadedAt = s.loads.Add(1)
 	s.markets[id] = m
 	s.publish(m)
 	return m, nil

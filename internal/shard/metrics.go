@@ -10,6 +10,9 @@ type metrics struct {
 	ahead    prometheus.Counter
 	size     prometheus.Histogram
 	duration prometheus.Histogram
+	// The planned handoff (handoff.go): markets handed over, and markets lost without one.
+	handedOver prometheus.Counter
+	fenced     prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -26,9 +29,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Commands per batch.", Buckets: prometheus.ExponentialBuckets(1, 2, 12)}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "pmx_shard_batch_seconds",
 			Help: "Time to run a batch, from its first command to its commit.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)}),
+		handedOver: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_markets_handed_over_total",
+			Help: "Markets this shard handed to another in a planned handoff, after committing what it had taken for them."}),
+		fenced: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_fenced_total",
+			Help: "Times this shard found that a market it held had moved without its part — a failover's move, not a handoff: a commit the fence refused, or the market dropped at a batch's start or a heartbeat."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.batches, m.failures, m.rerun, m.ahead, m.size, m.duration)
+		reg.MustRegister(m.batches, m.failures, m.rerun, m.ahead, m.size, m.duration, m.handedOver, m.fenced)
 	}
 	return m
 }

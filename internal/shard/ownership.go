@@ -26,11 +26,11 @@ import (
 func (s *Shard) fence(owners map[uuid.UUID]store.Ownership, cmds []*command) {
 	for id, m := range s.markets {
 		if o, ok := owners[id]; !ok || o.Shard != s.cfg.Name || o.Epoch != m.epoch {
-			s.drop(id)
+			s.lose(id)
 		}
 	}
 	for _, c := range cmds {
-		if c.err != nil || c.kind == cmdCancelAll || c.kind == cmdSync || c.kind == cmdCheck || c.kind == cmdExpire {
+		if c.err != nil || c.kind == cmdCancelAll || c.kind == cmdSync || c.kind == cmdCheck || c.kind == cmdExpire || c.kind == cmdTakeOver {
 			continue
 		}
 		if _, ok := s.markets[c.market]; !ok {
@@ -40,6 +40,13 @@ func (s *Shard) fence(owners map[uuid.UUID]store.Ownership, cmds []*command) {
 			c.err = exchange.ErrNotOwner // a conversion needs every market of its event
 		}
 	}
+}
+
+// lose drops a market the shard held that another owns now (or the same name under a later
+// epoch): a move it took no part in, unlike a handoff.
+func (s *Shard) lose(id uuid.UUID) {
+	s.metrics.fenced.Inc()
+	s.drop(id)
 }
 
 // fenceOf is what a batch that did not read ownership when it began claims at its commit: the
@@ -54,16 +61,24 @@ func (s *Shard) fenceOf(touched map[uuid.UUID]*marketState) *store.Fence {
 	return f
 }
 
-// sync makes the set of markets held match the ownership recorded in Postgres: it loads markets
-// newly assigned to this shard and drops those it lost.
-func (s *Shard) sync(ctx context.Context, owned []store.Ownership) {
+// sync makes the set of markets held match the ownership recorded in Postgres (read when the
+// shard's loads stood at readAt): it loads markets newly assigned to this shard and drops those it
+// lost. A market loaded or handed over since the read is newer than it, and left as it is: a
+// handoff's new owner may load a market between a heartbeat's read and its sync.
+func (s *Shard) sync(ctx context.Context, owned []store.Ownership, readAt int64) {
 	want := make(map[uuid.UUID]int64, len(owned))
 	for _, o := range owned {
 		want[o.Market] = o.Epoch
+		if at, ok := s.handed[o.Market]; ok && at <= readAt {
+			delete(s.handed, o.Market) // handed back since, without a word (store.Move, store.Assign)
+		}
 	}
 	for id, m := range s.markets {
+		if readAt > 0 && m.loadedAt > readAt {
+			continue
+		}
 		if epoch, ok := want[id]; !ok || epoch != m.epoch {
-			s.drop(id)
+			s.lose(id)
 		}
 	}
 	for _, o := range owned {
@@ -175,6 +190,10 @@ func beat(ctx context.Context, st *store.Store, name string, log *slog.Logger, a
 		}
 		return incarnation, nil
 	}
+	readAt := make([]int64, len(shards))
+	for i, s := range shards {
+		readAt[i] = s.loads.Load()
+	}
 	owned, err := st.OwnedMarkets(ctx, name)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -182,8 +201,8 @@ func beat(ctx context.Context, st *store.Store, name string, log *slog.Logger, a
 		}
 		return incarnation, nil
 	}
-	for _, s := range shards { // each loads those of them it serves (Config.owns)
-		if err := s.do(ctx, &command{kind: cmdSync, owned: owned}); err != nil && ctx.Err() == nil {
+	for i, s := range shards { // each loads those of them it serves (Config.owns)
+		if err := s.do(ctx, &command{kind: cmdSync, owned: owned, readAt: readAt[i]}); err != nil && ctx.Err() == nil {
 			s.log.Warn("could not load the markets assigned here", "err", err)
 		}
 	}

@@ -97,6 +97,9 @@ type Shard struct {
 	incarnation atomic.Pointer[uuid.UUID]
 	// placed counts the placements per market, the load the process reports (orderrate.go).
 	placed orderCounts
+	// loads counts the markets' loads and handoffs, from 1: a heartbeat's read of the markets the
+	// shard owns judges only the markets loaded before it (handoff.go).
+	loads atomic.Int64
 
 	// Owned by the loop goroutine.
 	conn    *pgxpool.Conn // the batches' own connection
@@ -109,6 +112,7 @@ type Shard struct {
 	metrics *metrics
 	cash    map[int64]int64      // the views of accounts' available cash (views.go)
 	risk    map[int64]store.Risk // and of their locked cash and risk limits (risk.go)
+	handed  map[uuid.UUID]int64  // the markets handed to another shard, refused without a read, with Shard.loads then (handoff.go)
 }
 
 // marketState is one market as the shard holds it.
@@ -120,6 +124,7 @@ type marketState struct {
 	lastTrade int64        // the last trade sequence number used
 	lastPrice int          // last trade's YES price, 0 if none
 	epoch     int64        // the ownership epoch it was loaded under (distributed mode)
+	loadedAt  int64        // Shard.loads when it was loaded
 	inEvent   bool         // an outcome's market of an event: it moves only with the event (eventtransition.go)
 	finished  finishedOrders
 	expiries  expiries                         // the resting GTD orders, soonest first
@@ -162,6 +167,7 @@ func New(cfg Config) *Shard {
 		cash:    map[int64]int64{},
 		risk:    map[int64]store.Risk{},
 	}
+	s.loads.Store(1)
 	s.accs[0].expose, s.accs[1].expose = s.expose, s.expose
 	s.acc = &s.accs[0]
 	go s.loop()

@@ -21,7 +21,8 @@ import (
 //
 //	go test ./internal/shardapi -run '^$' -fuzz FuzzInternalRequest -fuzztime 60s
 func FuzzInternalRequest(f *testing.F) {
-	paths := []string{internalPlace, internalCancel, internalAmend, internalPlaceMany, internalCancelMany, internalCancelAll, internalTransition}
+	paths := []string{internalPlace, internalCancel, internalAmend, internalPlaceMany, internalCancelMany, internalCancelAll, internalTransition,
+		internalHandoff, internalTakeOver}
 	seeds := map[string]string{"place": internalPlace, "cancel": internalCancel, "amend": internalAmend,
 		"cancel-all": internalCancelAll, "transition": internalTransition}
 	for name, path := range seeds {
@@ -43,6 +44,9 @@ func FuzzInternalRequest(f *testing.F) {
 	f.Add(uint8(6), []byte(`{"market":"0b6f6f4e-3c1e-4d7a-9b2e-8f1a2c3d4e5f","action":"resolve YES"}`))
 	f.Add(uint8(5), []byte(`{"account":1,"markets":null}`))
 	f.Add(uint8(3), []byte(`null`))
+	f.Add(uint8(7), []byte(`{"markets":["0b6f6f4e-3c1e-4d7a-9b2e-8f1a2c3d4e5f"],"to":"shard-2"}`))
+	f.Add(uint8(8), []byte(`{"markets":["0b6f6f4e-3c1e-4d7a-9b2e-8f1a2c3d4e5f"],"epochs":[1]}`))
+	f.Add(uint8(8), []byte(`{"markets":["0b6f6f4e-3c1e-4d7a-9b2e-8f1a2c3d4e5f"],"epochs":[]}`))
 	r := newInternalRig(f)
 	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
 		// The rig's market and account, wherever the body names "the" market or account.

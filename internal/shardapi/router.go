@@ -23,7 +23,8 @@ import (
 // Router is the front API's Exchange in distributed mode: it sends each market's writes and book
 // reads to the shard that owns the market, as Postgres records it. Owners are cached briefly; a
 // shard that answers "not owner" (or cannot be reached) sends the router back to Postgres for one
-// retry. Any number of front replicas route alike, because the owner comes from Postgres.
+// retry, and a market that keeps moving — a planned handoff — is followed for at most HandoffWait.
+// Any number of front replicas route alike, because the owner comes from Postgres.
 type Router struct {
 	Store *store.Store
 	// Token authenticates the router to the shards' internal API.
@@ -34,6 +35,12 @@ type Router struct {
 	HTTP *http.Client
 	// OwnerTTL bounds how long an owner is trusted without asking Postgres (default 1s).
 	OwnerTTL time.Duration
+	// HandoffWait bounds how long a request follows its market from shard to shard (default
+	// DefaultHandoffWait): while the owner Postgres names keeps changing, or the shard named says it
+	// has just handed the market over, a request its owner refused with nothing done is sent on
+	// rather than answered 503 (docs/architecture.md §6, "The planned handoff"). Today's one retry
+	// is always made.
+	HandoffWait time.Duration
 	// Lifecycle is set in the operator, the one caller whose Transition is carried out (by the
 	// market's owner). A front's answers exchange.ErrManagedByOperator: Market resources are the one way to
 	// manage markets in distributed mode.
@@ -74,6 +81,7 @@ func (r *Router) client() *http.Client {
 // route is where a market's requests go, as last read.
 type route struct {
 	status domain.MarketStatus
+	shard  string
 	epoch  int64
 	client *shardClient // nil unless OPEN and owned by a live shard
 	at     time.Time
@@ -104,7 +112,7 @@ func (r *Router) lookup(ctx context.Context, id uuid.UUID, fresh bool) (route, e
 	if err != nil {
 		return rt, err
 	}
-	rt = route{status: o.Status, epoch: o.Epoch, at: time.Now()}
+	rt = route{status: o.Status, shard: o.Shard, epoch: o.Epoch, at: time.Now()}
 	if o.Status == domain.MarketOpen && o.Shard != "" {
 		addr, err := r.Store.ShardAddress(ctx, o.Shard)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -120,15 +128,18 @@ func (r *Router) lookup(ctx context.Context, id uuid.UUID, fresh bool) (route, e
 	return rt, nil
 }
 
-// onOwner runs call against the market's owner, re-routing once when the shard says it is not
-// the owner. A market with no live owner yet is unavailable; one that is not OPEN gets closed.
-// Writes trust a cached owner, because the shard's commit checks ownership itself; fresh asks
-// Postgres first, for reads that the owner must answer.
+// onOwner runs call against the market's owner, re-routing when the shard says it is not the
+// owner (or cannot be reached, or could not commit: nothing was done). A market with no live owner
+// yet is unavailable; one that is not OPEN gets closed. Writes trust a cached owner, because the
+// shard's commit checks ownership itself; fresh asks Postgres first, for reads that the owner must
+// answer. After the one retry every refusal has always had, the request goes on only while it
+// follows a move (follow), for at most HandoffWait.
 func (r *Router) onOwner(ctx context.Context, id uuid.UUID, fresh bool, closed error, call func(route) error) error {
 	rt, err := r.lookup(ctx, id, fresh)
 	if err == nil && !fresh && rt.status != domain.MarketOpen {
 		rt, err = r.lookup(ctx, id, true) // the cache may not have seen the market reopen
 	}
+	var until time.Time // the end of the wait, set at the first refusal
 	for attempt := 0; ; attempt++ {
 		if err != nil {
 			return err
@@ -147,10 +158,77 @@ func (r *Router) onOwner(ctx context.Context, id uuid.UUID, fresh bool, closed e
 			!errors.Is(err, exchange.ErrNotOwner) && !errors.Is(err, exchange.ErrUnavailable) && !errors.Is(err, exchange.ErrStopped) {
 			return err
 		}
-		if attempt == 1 {
+		if until.IsZero() {
+			until = time.Now().Add(r.handoffWait())
+		}
+		tried, handed := rt, errors.Is(err, exchange.ErrHandedOver)
+		if rt, err = r.lookup(ctx, id, true); err != nil {
+			return err
+		}
+		wait, ok := follow(attempt, tried, rt, handed, time.Until(until))
+		if !ok {
 			return exchange.ErrUnavailable
 		}
-		rt, err = r.lookup(ctx, id, true)
+		if wait > 0 {
+			if !sleep(ctx, wait) {
+				return exchange.ErrUnavailable
+			}
+			rt, err = r.lookup(ctx, id, true)
+		}
+	}
+}
+
+// DefaultHandoffWait is Router.HandoffWait's default: a planned handoff takes milliseconds, and
+// a request that spans two or three in a row still goes through.
+const DefaultHandoffWait = 2 * time.Second
+
+// handoffPause is how long a request waits before it looks again at an owner that refused it as
+// handed over while Postgres still names it: the market came back to it, and it has not been told
+// yet (its next heartbeat tells it).
+const handoffPause = 20 * time.Millisecond
+
+func (r *Router) handoffWait() time.Duration {
+	if r.HandoffWait > 0 {
+		return r.HandoffWait
+	}
+	return DefaultHandoffWait
+}
+
+// follow decides what follows a refusal with nothing done — not owner, not reachable, not
+// committed, stopping — of a request's attempt (0 the first) on the owner it tried, now that
+// Postgres names next, with left of the request's wait left: another try at once, one after wait,
+// or none (ok false: 503 unavailable, as before the handoff).
+//
+// The first refusal is always tried once more, at once: the owner may have just moved. After
+// that, only within the wait: at once when the market moved since the last try (another owner, or
+// the same under another epoch) to a shard that is live, and after a pause when the shard tried
+// said it handed the market over and Postgres still names it. An owner that refuses without
+// moving — a shard killed or stopping, the database failing over — is not waited for: that is an
+// unplanned move's 503, which the client retries (docs/architecture.md §7).
+func follow(attempt int, tried, next route, handedOver bool, left time.Duration) (wait time.Duration, ok bool) {
+	moved := next.shard != tried.shard || next.epoch != tried.epoch
+	switch {
+	case attempt == 0:
+		return 0, true
+	case left <= 0:
+		return 0, false
+	case moved && next.client != nil:
+		return 0, true
+	case handedOver && !moved:
+		return min(handoffPause, left), true
+	}
+	return 0, false
+}
+
+// sleep waits d, or until ctx ends (false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

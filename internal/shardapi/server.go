@@ -243,6 +243,8 @@ func (s Server) Handler() http.Handler {
 		out, err := convertOn(c.Request.Context(), sh, &w)
 		answer(c, http.StatusOK, out, err)
 	})
+	// The planned handoff's calls, from the operator (handoff.go).
+	handoffRoutes(in, sh, answer)
 	in.GET("/feed", streamFeed(s.Feed, s.Stopping))
 	in.GET("/book", func(c *gin.Context) {
 		market := c.Query("market")

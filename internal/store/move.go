@@ -41,3 +41,36 @@ func (s *Store) Move(ctx context.Context, markets []uuid.UUID, from, to string) 
 	}
 	return moved, nil
 }
+
+// HandOver is the planned move of a handoff (docs/architecture.md §6, "The planned handoff"): the
+// shard from hands OPEN markets it holds to another shard, each under the next epoch, in one
+// transaction — all of them or none. Only the owner itself calls it, from its batch loop with no
+// batch of its own in flight, so that none of its writes to the markets can land after the move;
+// epochs are the epochs it holds them under, and a market no longer from's under that epoch (or
+// no longer OPEN) leaves every market where it is (moved false): the shard lost it meanwhile, and
+// fencing has the rest.
+func (s *Store) HandOver(ctx context.Context, markets []uuid.UUID, epochs []int64, from, to string) (moved bool, err error) {
+	if len(markets) == 0 || len(markets) != len(epochs) || from == to || to == "" {
+		return false, fmt.Errorf("a handoff names each market with its epoch, and another shard to go to")
+	}
+	err = pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+		var owned int
+		if err := tx.QueryRow(ctx, `select count(*) from (select 1 from markets m
+			join unnest($1::uuid[], $2::bigint[]) as h(id, epoch) on h.id = m.id and h.epoch = m.epoch
+			where m.shard = $3 and m.status = 'OPEN' for update of m) o`, markets, epochs, from).Scan(&owned); err != nil {
+			return err
+		}
+		if owned != len(markets) {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `update markets set shard = $2, epoch = epoch + 1 where id = any($1)`, markets, to); err != nil {
+			return err
+		}
+		moved = true
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("while handing markets from %s to %s: %w", from, to, err)
+	}
+	return moved, nil
+}
