@@ -142,6 +142,7 @@ func TestCluster(t *testing.T) {
 	// After Failover, whose samples are every Market not the suite's: the Event's would be counted.
 	t.Run("Event", func(t *testing.T) { c.testEvent(t, target(api)) })
 	t.Run("Drain", func(t *testing.T) { c.testDrain(t, target(api), "pmx:dev") })
+	t.Run("Scale", func(t *testing.T) { c.testScale(t, target(api)) })
 	t.Run("RollingUpgrade", func(t *testing.T) { c.testUpgrade(t, target(api)) })
 	t.Run("Uninstall", func(t *testing.T) { c.testUninstall(t) })
 }
@@ -174,10 +175,10 @@ func (c *cluster) install(t *testing.T) {
 		"--set", "api.rateLimits.write.perSecond="+f(exchangetest.SuiteWriteLimit.Rate),
 		"--set", "api.rateLimits.write.burst="+f(exchangetest.SuiteWriteLimit.Burst),
 		"--set", "shard.extraArgs={--max-open-orders="+strconv.Itoa(exchangetest.SuiteMaxOpenOrders)+"}",
-		// Until a planned handoff exists a rebalancing move is a failover's, with its 503s; the
-		// subtests kill and drain shards and would see markets moved back onto the returned pod
-		// a minute later, in the middle of another subtest's load. Rebalancing is tested on
-		// processes (TestDistributedRebalance) and envtest (TestRebalance).
+		// The subtests kill and drain shards and would see markets moved back onto the returned
+		// pod a minute later, in the middle of another subtest's load and its measurement.
+		// testScale turns rebalancing on for its own run; processes (TestDistributedRebalance,
+		// TestDistributedHandoff) and envtest (TestRebalance) test it too.
 		"--set", "operator.rebalance.enabled=false",
 		"--wait", "--timeout", "5m")
 }

@@ -50,10 +50,16 @@ type Distributed struct {
 // shard dies or a front restarts, only make the bot go on; a bot refused for too many open
 // orders cancels them all.
 type Load struct {
-	mu    sync.Mutex
-	acked map[uuid.UUID]ack
-	stop  chan struct{}
-	wg    sync.WaitGroup
+	mu       sync.Mutex
+	acked    map[uuid.UUID]ack
+	failures []failure // placements answered 5xx or not at all
+	stop     chan struct{}
+	wg       sync.WaitGroup
+}
+
+type failure struct {
+	sent time.Time
+	what string
 }
 
 type ack struct {
@@ -81,6 +87,13 @@ func StartLoad(bots []*Client, markets []uuid.UUID) *Load {
 				}
 				if err != nil || status != http.StatusCreated {
 					if err != nil || status >= 500 {
+						what := fmt.Sprintf("%d %.200s", status, raw)
+						if err != nil {
+							what = err.Error()
+						}
+						l.mu.Lock()
+						l.failures = append(l.failures, failure{sent: sent, what: what})
+						l.mu.Unlock()
 						time.Sleep(10 * time.Millisecond) // a shard moving or a front restarting
 					}
 					continue
@@ -130,6 +143,20 @@ func (l *Load) Sent(from, to time.Time) int {
 		}
 	}
 	return n
+}
+
+// Failures lists the placements sent in [from, to) that were answered 5xx or not at all: when
+// each was sent and what came back.
+func (l *Load) Failures(from, to time.Time) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, f := range l.failures {
+		if !f.sent.Before(from) && f.sent.Before(to) {
+			out = append(out, f.sent.Format("15:04:05.000")+" "+f.what)
+		}
+	}
+	return out
 }
 
 // Stop stops the bots and waits for them.
