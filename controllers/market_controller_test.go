@@ -30,6 +30,11 @@ func TestPick(t *testing.T) {
 		{"dead", "b", true, live},     // a lost shard's market moves
 		{"operator", "b", true, live}, // a market the operator took over goes back to a shard
 		{"", "", true, nil},           // nobody to take it
+		// A draining shard (stopping) keeps what it owns, which it hands over itself, and takes
+		// nothing new.
+		{"a", "a", false, []store.Shard{{Name: "b"}, {Name: "a", Draining: true}}},
+		{"dead", "a", true, []store.Shard{{Name: "b", Draining: true}, {Name: "a"}}},
+		{"", "", true, []store.Shard{{Name: "b", Draining: true}}},
 	}
 	for _, tt := range tests {
 		target, move := pick(tt.owner, tt.live)

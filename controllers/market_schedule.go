@@ -83,18 +83,20 @@ func (r *MarketReconciler) schedule(ctx context.Context, mkt *pmxv1.Market, row 
 }
 
 // pick decides where an OPEN market owned by owner should be: it stays if its owner is live;
-// otherwise it moves to the least-loaded live shard (live is sorted least loaded first), or to
-// none ("") when no shard is live.
+// otherwise it moves to the least-loaded live shard that is not draining (live is sorted least
+// loaded first), or to none ("") when no such shard is live.
 func pick(owner string, live []store.Shard) (target string, move bool) {
 	for _, s := range live {
 		if s.Name == owner {
-			return owner, false
+			return owner, false // a draining owner still serves it, and hands it over itself
 		}
 	}
-	if len(live) == 0 {
-		return "", true
+	for _, s := range live { // least loaded first
+		if !s.Draining {
+			return s.Name, true
+		}
 	}
-	return live[0].Name, true
+	return "", true
 }
 
 // siblingOwners lists the shards that own the other markets of mkt's event (the Markets labelled
@@ -130,8 +132,8 @@ func (r *MarketReconciler) siblingOwners(ctx context.Context, mkt *pmxv1.Market)
 	return owners, nil
 }
 
-// together is the live shard that owns the most of an event's other markets (owners, one entry per
-// market), the least loaded of those tied; "" when no live shard owns any, and the market goes to
+// together is the live shard, not draining, that owns the most of an event's other markets
+// (owners, one entry per market), the least loaded of those tied; "" when no live shard owns any, and the market goes to
 // the least loaded live shard, where its siblings then follow it.
 func together(owners []string, live []store.Shard) string {
 	count := map[string]int{}
@@ -140,7 +142,7 @@ func together(owners []string, live []store.Shard) string {
 	}
 	best := ""
 	for _, s := range live { // least loaded first
-		if count[s.Name] > count[best] {
+		if !s.Draining && count[s.Name] > count[best] {
 			best = s.Name
 		}
 	}

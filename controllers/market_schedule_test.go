@@ -95,4 +95,8 @@ func TestTogether(t *testing.T) {
 	if got := together([]string{"a"}, nil); got != "" {
 		t.Errorf("no live shard: %q", got)
 	}
+	draining := []store.Shard{{Name: "light"}, {Name: "stopping", Draining: true}}
+	if got := together([]string{"stopping", "stopping", "light"}, draining); got != "light" {
+		t.Errorf("most siblings on a draining shard: %q, want light (a draining shard takes no market)", got)
+	}
 }

@@ -153,6 +153,13 @@ func (b *Rebalancer) pass(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("while reading the shards' load: %w", err)
 	}
+	// A stopping shard hands its own markets to the others (cmd/pmx shard, HandOffAll), which the
+	// spread would answer with moves onto it, while it still beats, just before it stops.
+	for _, sh := range liveShards {
+		if sh.Draining {
+			return nil
+		}
+	}
 	shards := b.arrivals(liveShards)
 	for i := range shards {
 		_, shards[i].reportsLoad = loads[shards[i].name]

@@ -157,6 +157,11 @@ func runShard(ctx context.Context, o shardOptions) error {
 func handOffOnStop(st *store.Store, o shardOptions, sh *shard.Set, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), handOffOnStopTimeout)
 	defer cancel()
+	// First no market may be moved onto this shard (the operator's spread would answer its
+	// emptying with moves onto it, just before it stops).
+	if err := st.Drain(ctx, o.name); err != nil {
+		log.Warn("could not mark the shard as draining; handing its markets over all the same", "err", err)
+	}
 	router := &shardapi.Router{Store: st, Token: o.internalToken, Logger: log}
 	n, err := router.HandOffAll(ctx, o.name, sh, handOffOnStopTTL)
 	if err != nil {

@@ -171,7 +171,7 @@ func (r *Router) HandOffAll(ctx context.Context, from string, ho exchange.Handof
 	}
 	count := map[string]int{}
 	for _, sh := range live {
-		if sh.Name != from {
+		if sh.Name != from && !sh.Draining { // another that stops too takes nothing
 			count[sh.Name] = sh.Markets
 		}
 	}

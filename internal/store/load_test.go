@@ -38,3 +38,42 @@ func TestShardLoads(t *testing.T) {
 		t.Errorf("loads %v, want a's last report alone", loads)
 	}
 }
+
+// TestDrain checks that a draining shard stays live (it still owns and serves its markets) but says
+// it drains, and that a process registered under its name afterwards takes markets again.
+func TestDrain(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t)
+	for _, name := range []string{"a", "b"} {
+		if _, err := st.Register(ctx, name, name+":1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	draining := func() map[string]bool {
+		t.Helper()
+		live, err := st.LiveShards(ctx, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, sh := range live {
+			out[sh.Name] = sh.Draining
+		}
+		return out
+	}
+	if got := draining(); len(got) != 2 || got["a"] || got["b"] {
+		t.Fatalf("live shards %v, want a and b, neither draining", got)
+	}
+	if err := st.Drain(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if got := draining(); len(got) != 2 || !got["a"] || got["b"] {
+		t.Errorf("after a drains: %v, want a live and draining, b not", got)
+	}
+	if _, err := st.Register(ctx, "a", "a:2"); err != nil { // a's pod back under its name
+		t.Fatal(err)
+	}
+	if got := draining(); got["a"] {
+		t.Errorf("a process registered under a draining name drains: %v", got)
+	}
+}

@@ -19,6 +19,9 @@ type Shard struct {
 	StartedAt   time.Time
 	HeartbeatAt time.Time
 	Markets     int // OPEN markets it owns
+	// Draining is set once the process has begun to stop (Drain): it still owns and serves what it
+	// has not handed over, but takes no market.
+	Draining bool
 }
 
 // ErrSuperseded is the answer to a shard process whose name another process has registered
@@ -37,7 +40,7 @@ func (s *Store) Register(ctx context.Context, name, address string) (uuid.UUID, 
 		insert into shards (name, address, started_at, heartbeat_at, incarnation)
 		values ($1, $2, now(), now(), $3)
 		on conflict (name) do update set address = excluded.address, started_at = now(), heartbeat_at = now(),
-			incarnation = excluded.incarnation`, name, address, incarnation)
+			incarnation = excluded.incarnation, draining_since = null`, name, address, incarnation)
 	if err != nil {
 		return uuid.Nil, err
 	}
@@ -86,7 +89,7 @@ func (s *Store) Unregister(ctx context.Context, name string, incarnation uuid.UU
 // loaded first.
 func (s *Store) LiveShards(ctx context.Context, ttl time.Duration) ([]Shard, error) {
 	rows, err := s.Pool.Query(ctx, `select s.name, s.address, s.started_at, s.heartbeat_at,
-		(select count(*) from markets m where m.shard = s.name and m.status = 'OPEN')
+		(select count(*) from markets m where m.shard = s.name and m.status = 'OPEN'), s.draining_since is not null
 		from shards s where s.heartbeat_at > now() - $1::interval
 		order by 5, s.name`, ttl.String())
 	if err != nil {
@@ -94,9 +97,17 @@ func (s *Store) LiveShards(ctx context.Context, ttl time.Duration) ([]Shard, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Shard, error) {
 		var sh Shard
-		err := r.Scan(&sh.Name, &sh.Address, &sh.StartedAt, &sh.HeartbeatAt, &sh.Markets)
+		err := r.Scan(&sh.Name, &sh.Address, &sh.StartedAt, &sh.HeartbeatAt, &sh.Markets, &sh.Draining)
 		return sh, err
 	})
+}
+
+// Drain records that the process registered under a shard's name has begun to stop (migration
+// 029): from now on no market is moved onto it, while it hands its own to the others. A process
+// registered under the name later (Register) takes markets again.
+func (s *Store) Drain(ctx context.Context, name string) error {
+	_, err := s.Pool.Exec(ctx, `update shards set draining_since = coalesce(draining_since, now()) where name = $1`, name)
+	return err
 }
 
 // EventOwners lists the shard of each of an event's markets that has one, one entry per market.
