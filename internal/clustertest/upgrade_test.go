@@ -52,6 +52,11 @@ func (c *cluster) testUpgrade(t *testing.T, tg *exchangetest.Target) {
 	if during == 0 {
 		t.Errorf("no order sent during the upgrade was acknowledged: the release did not roll")
 	}
+	// Not yet a failure: the fronts roll too, and a front's pod that goes takes its connections
+	// with it (the shards' part, the planned handoff, is TestCluster/Scale's to hold to no 5xx).
+	if f := load.Failures(began, ended); len(f) > 0 {
+		t.Logf("%d placements were answered 5xx or not at all during the roll, first: %s", len(f), strings.Join(f[:min(len(f), 3)], "; "))
+	}
 	load.CheckKept(t, tg)
 	c.checkPods(t, "pmx:"+upgradeTag)
 	if got := c.podUID(t, "postgres"); got != postgres {
