@@ -1,6 +1,7 @@
 package clustertest
 
 import (
+	"bytes"
 	"context"
 	"path/filepath"
 	"slices"
@@ -88,6 +89,15 @@ func (c *cluster) testScale(t *testing.T, tg *exchangetest.Target) {
 	}
 	more := exchangetest.StartLoad(bots[:4], extra)
 	poll.Wait(t, time.Minute, "orders on the new shard's markets", func() bool { return more.Acked() >= 50 })
+	// The leaving pod's log, which goes with it, for the failures' report.
+	var leaving bytes.Buffer
+	follow := c.KubectlCmd(ctx, "logs", "-f", "-n", namespace, newShard)
+	follow.Stdout, follow.Stderr = &leaving, &leaving
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = follow.Process.Kill(); _ = follow.Wait() }()
+	downBegan := time.Now()
 	c.helmRun(t, "upgrade", release, chart, "--namespace", namespace, "--reuse-values",
 		"--set", "shard.replicas=2", "--wait", "--timeout", "3m")
 	poll.Wait(t, 2*time.Minute, newShard+" to hold no market", func() bool {
@@ -102,11 +112,27 @@ func (c *cluster) testScale(t *testing.T, tg *exchangetest.Target) {
 	stop()
 	t.Logf("scaled back to 2 shards in %v; %d orders acknowledged under the scaling, %d of them on the leaving shard's markets",
 		down.Sub(up).Round(time.Second), load.Acked()+more.Acked(), more.Acked())
+	phases := []struct {
+		name     string
+		from, to time.Time
+	}{{"scaling up and spreading", began, up}, {"between", up, downBegan}, {"scaling down", downBegan, time.Now()}}
+	failed := false
 	for _, l := range []*exchangetest.Load{load, more} {
-		if f := l.Failures(began, time.Now()); len(f) > 0 {
-			t.Errorf("%d placements answered 5xx or not at all while the shards scaled, first: %s", len(f), strings.Join(f[:min(len(f), 5)], "; "))
+		for _, ph := range phases {
+			if f := l.Failures(ph.from, ph.to); len(f) > 0 {
+				failed = true
+				t.Errorf("%s (%s to %s): %d placements answered 5xx or not at all, first: %s", ph.name,
+					ph.from.Format("15:04:05.000"), ph.to.Format("15:04:05.000"), len(f), strings.Join(f[:min(len(f), 5)], "; "))
+			}
 		}
 		l.CheckKept(t, tg)
+	}
+	if failed {
+		t.Logf("the leaving shard's warnings and errors:\n%s", warnings(leaving.String()))
+		for _, comp := range []string{"shard", "api", "operator"} {
+			t.Logf("the %s pods' warnings and errors:\n%s", comp, warnings(c.Kubectl(t, "logs", "-n", namespace,
+				"-l", "app.kubernetes.io/component="+comp, "--since=5m", "--tail=-1", "--prefix")))
+		}
 	}
 	exchangetest.CheckInvariants(t, tg)
 	exchangetest.CheckBooksOverAPI(t, tg, bots[0], append(slices.Clone(markets), extra...))
@@ -133,4 +159,15 @@ func ownedOf(t *testing.T, st *store.Store, shard string, among []uuid.UUID) []u
 		}
 	}
 	return out
+}
+
+// warnings keeps a log's lines at WARN or ERROR, at most 60.
+func warnings(log string) string {
+	var out []string
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+			out = append(out, strings.TrimRight(line, "\n"))
+		}
+	}
+	return strings.Join(out[:min(len(out), 60)], "\n")
 }
