@@ -75,7 +75,7 @@ func TestCNPG(t *testing.T) {
 		"--set", "database.cloudnativepg.resources.limits.memory=1Gi",
 		"--set", "secrets.adminToken="+adminToken, "--set", "secrets.internalToken="+internalToken,
 		"--wait", "--timeout", "8m")
-	c.cnpgHealthy(t, 8*time.Minute)
+	c.cnpgHealthy(t, 8*time.Minute, "")
 	t.Logf("pmx installed with database.cloudnativepg: the Cluster's 3 instances healthy and every pmx pod Ready in %v",
 		time.Since(started).Round(time.Second))
 	fmt.Fprintf(os.Stderr, "cluster: pmx and its CloudNativePG Cluster of 3 instances Ready in %v\n", time.Since(started).Round(time.Second))
@@ -182,13 +182,16 @@ func (c *cluster) cnpgStatus(t testing.TB) cnpgStatus {
 }
 
 // cnpgHealthy waits until the Cluster says it is healthy with its three instances ready and its
-// primary the one it aims for; it fails t with the Cluster's pods if it does not within timeout.
-func (c *cluster) cnpgHealthy(t *testing.T, timeout time.Duration) cnpgStatus {
+// primary the one it aims for, and that primary is not notPrimary ("": any) — after a failover
+// the Cluster's status can still read healthy under the old primary for a moment, before the
+// operator has seen it go; it fails t with the Cluster's pods if it does not within timeout.
+func (c *cluster) cnpgHealthy(t *testing.T, timeout time.Duration, notPrimary string) cnpgStatus {
 	t.Helper()
 	var s cnpgStatus
 	healthy := func(context.Context) (bool, error) {
 		s = c.cnpgStatus(t)
-		return s.Phase == "Cluster in healthy state" && s.ReadyInstances == 3 && s.CurrentPrimary == s.TargetPrimary, nil
+		return s.Phase == "Cluster in healthy state" && s.ReadyInstances == 3 && s.CurrentPrimary == s.TargetPrimary &&
+			s.CurrentPrimary != notPrimary, nil
 	}
 	if err := poll.Until(t.Context(), timeout, healthy); err != nil {
 		t.Fatalf("the Cluster is not healthy after %v: %+v\n%s", timeout, s, c.Kubectl(t, "get", "pods", "-n", namespace, "-o", "wide"))
@@ -236,7 +239,7 @@ func (c *cluster) cnpgStore(t *testing.T) *store.Store {
 // resumeBound of act (the figure is logged); every acknowledged order on the new primary; the
 // invariants and the books. The Cluster must be healthy again before it returns.
 func (c *cluster) tradeThrough(t *testing.T, tg *exchangetest.Target, name string, act func(t *testing.T, primary string)) {
-	before := c.cnpgHealthy(t, 5*time.Minute)
+	before := c.cnpgHealthy(t, 5*time.Minute, "")
 	markets := []uuid.UUID{tg.NewMarket(t, nil).ID, tg.NewMarket(t, nil).ID, tg.NewMarket(t, nil).ID}
 	bots := make([]*exchangetest.Client, 8)
 	for i := range bots {
@@ -261,7 +264,7 @@ func (c *cluster) tradeThrough(t *testing.T, tg *exchangetest.Target, name strin
 		resumed = time.Since(began)
 		return true
 	})
-	after := c.cnpgHealthy(t, 5*time.Minute)
+	after := c.cnpgHealthy(t, 5*time.Minute, before.CurrentPrimary)
 	healed := time.Now()
 	acked := load.Acked()
 	poll.Wait(t, time.Minute, "100 more acknowledged orders", func() bool { return load.Acked() >= acked+100 })
