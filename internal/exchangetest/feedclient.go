@@ -233,8 +233,8 @@ func (f *FeedConn) Abort() { f.ws.CloseNow() }
 // CloseCode is the close code of an error TryNext returned (-1 if it is not a close).
 func CloseCode(err error) int { return int(websocket.CloseStatus(err)) }
 
-// Metrics sums the samples of a metric of the exchange's, whatever their labels; 0 when absent.
-func (tg *Target) Metrics(t testing.TB, name string) float64 {
+// metricLines reads the lines of the exchange's metrics (MetricsURL), in the text format.
+func (tg *Target) metricLines(t testing.TB) []string {
 	t.Helper()
 	resp, err := tg.HTTP.Get(tg.MetricsURL + "/metrics")
 	if err != nil {
@@ -245,8 +245,14 @@ func (tg *Target) Metrics(t testing.TB, name string) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return strings.Split(string(raw), "\n")
+}
+
+// Metrics sums the samples of a metric of the exchange's, whatever their labels; 0 when absent.
+func (tg *Target) Metrics(t testing.TB, name string) float64 {
+	t.Helper()
 	sum := 0.0
-	for _, line := range strings.Split(string(raw), "\n") {
+	for _, line := range tg.metricLines(t) {
 		sample, v, ok := strings.Cut(line, " ")
 		if !ok || sample != name && !strings.HasPrefix(sample, name+"{") {
 			continue
@@ -264,16 +270,7 @@ func (tg *Target) Metrics(t testing.TB, name string) float64 {
 // writes them (e.g. `pmx_feed_closed_total{reason="slow_consumer"}`); 0 when absent.
 func (tg *Target) Metric(t testing.TB, sample string) float64 {
 	t.Helper()
-	resp, err := tg.HTTP.Get(tg.MetricsURL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
+	for _, line := range tg.metricLines(t) {
 		if v, ok := strings.CutPrefix(line, sample+" "); ok {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {

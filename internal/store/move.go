@@ -9,8 +9,9 @@ import (
 )
 
 // Move hands OPEN markets that a live shard still owns to another shard, each with a new epoch, in
-// one transaction: all of them or none. It is the operator's rebalancing (controllers, docs/
-// architecture.md §6), which moves an event's markets as one unit, so they are never left split
+// one transaction: all of them or none. It is the operator's rebalancing move where the old owner
+// cannot hand the markets over itself (a shard of the release before the planned handoff,
+// HandOver; controllers, docs/architecture.md §6), which moves an event's markets as one unit, so they are never left split
 // over two shards, and which must not undo a move made since it looked: a market whose owner is no
 // longer from (the reconciler moved it off a lost shard, another rebalance moved it) or that is no
 // longer OPEN leaves every market where it is, and Move reports false. The new owner takes over as
@@ -20,22 +21,8 @@ func (s *Store) Move(ctx context.Context, markets []uuid.UUID, from, to string) 
 	if len(markets) == 0 || from == to {
 		return false, nil
 	}
-	err = pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		// Lock the rows first, so that the count and the update see the same owners.
-		var owned int
-		if err := tx.QueryRow(ctx, `select count(*) from (select 1 from markets
-			where id = any($1) and shard = $2 and status = 'OPEN' for update) m`, markets, from).Scan(&owned); err != nil {
-			return err
-		}
-		if owned != len(markets) {
-			return nil
-		}
-		if _, err := tx.Exec(ctx, `update markets set shard = $2, epoch = epoch + 1 where id = any($1)`, markets, to); err != nil {
-			return err
-		}
-		moved = true
-		return nil
-	})
+	moved, err = s.reassign(ctx, markets, to, `select count(*) from (select 1 from markets
+		where id = any($1) and shard = $2 and status = 'OPEN' for update) m`, markets, from)
 	if err != nil {
 		return false, fmt.Errorf("while moving markets from %s to %s: %w", from, to, err)
 	}
@@ -53,14 +40,26 @@ func (s *Store) HandOver(ctx context.Context, markets []uuid.UUID, epochs []int6
 	if len(markets) == 0 || len(markets) != len(epochs) || from == to || to == "" {
 		return false, fmt.Errorf("a handoff names each market with its epoch, and another shard to go to")
 	}
+	moved, err = s.reassign(ctx, markets, to, `select count(*) from (select 1 from markets m
+		join unnest($1::uuid[], $2::bigint[]) as h(id, epoch) on h.id = m.id and h.epoch = m.epoch
+		where m.shard = $3 and m.status = 'OPEN' for update of m) o`, markets, epochs, from)
+	if err != nil {
+		return false, fmt.Errorf("while handing markets from %s to %s: %w", from, to, err)
+	}
+	return moved, nil
+}
+
+// reassign gives markets to the shard to, each under the next epoch, in one transaction, when
+// owned — a query that locks the markets it finds still where the caller expects them, and counts
+// them (args its parameters) — finds every one; otherwise it changes nothing and reports false.
+// Locking first makes the count and the update see the same owners.
+func (s *Store) reassign(ctx context.Context, markets []uuid.UUID, to string, owned string, args ...any) (moved bool, err error) {
 	err = pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		var owned int
-		if err := tx.QueryRow(ctx, `select count(*) from (select 1 from markets m
-			join unnest($1::uuid[], $2::bigint[]) as h(id, epoch) on h.id = m.id and h.epoch = m.epoch
-			where m.shard = $3 and m.status = 'OPEN' for update of m) o`, markets, epochs, from).Scan(&owned); err != nil {
+		var n int
+		if err := tx.QueryRow(ctx, owned, args...).Scan(&n); err != nil {
 			return err
 		}
-		if owned != len(markets) {
+		if n != len(markets) {
 			return nil
 		}
 		if _, err := tx.Exec(ctx, `update markets set shard = $2, epoch = epoch + 1 where id = any($1)`, markets, to); err != nil {
@@ -69,8 +68,5 @@ func (s *Store) HandOver(ctx context.Context, markets []uuid.UUID, epochs []int6
 		moved = true
 		return nil
 	})
-	if err != nil {
-		return false, fmt.Errorf("while handing markets from %s to %s: %w", from, to, err)
-	}
-	return moved, nil
+	return moved, err
 }
