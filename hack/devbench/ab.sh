@@ -11,34 +11,9 @@
 # into $OUT/ab.tar (default OUT: ./devbench-out) as it ends, one line each in ab-steps.txt; a run
 # that would start past BUDGET seconds (default 240) is skipped.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-runner=${PMXBENCH_RUN:-$root/bin/devbench/run}
-b=${PMXBENCH_DIR:-/opt/pmxbench}
-out=${OUT:-$root/devbench-out}
-budget=${BUDGET:-240} rounds=${ROUNDS:-3} dur=${DURATION:-15s}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-started=$SECONDS
-
-note() {
-	echo "$1" | tee -a "$work/steps.txt"
-	cp "$work/steps.txt" "$out/ab-steps.txt"
-	tar -C "$work" -cf "$out/ab.tar.part" . && mv "$out/ab.tar.part" "$out/ab.tar"
-}
-
-# run NAME CORES ARGS...: one pmxtools bench on cores CORES (taskset list), its row in steps.txt.
-run() {
-	local name=$1 cores=$2
-	shift 2
-	if [ $((SECONDS - started)) -ge "$budget" ]; then
-		note "$name: skipped, budget spent"
-		return 0
-	fi
-	local rc=0
-	bash "$runner" taskset -c "$cores" pmxtools bench --duration "$dur" "$@" \
-		--json-file "$work/$name.json" >"$work/$name.txt" 2>&1 || rc=$?
-	note "$name: rc=$rc $(grep -E '^(closed loop|open [0-9,.]+/s)' "$work/$name.txt" | tr -s ' ' | head -1)"
-}
+name=ab budget=${BUDGET:-240} rounds=${ROUNDS:-3}
+# shellcheck source=alternate.sh
+source "$(dirname "$0")/alternate.sh"
 
 measure() {
 	mkdir -p "$out"

@@ -14,34 +14,9 @@
 # offered/s, twice. Every table goes into $OUT/issue39.tar (default OUT: ./devbench-out) after
 # each run, and a step that would start past BUDGET seconds (default 300) is skipped.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-runner=${PMXBENCH_RUN:-$root/bin/devbench/run}
-b=${PMXBENCH_DIR:-/opt/pmxbench}
-out=${OUT:-$root/devbench-out}
-budget=${BUDGET:-300} rounds=${ROUNDS:-3} dur=${DURATION:-15s} pin=${TASKSET:-0-1}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-started=$SECONDS
-
-note() {
-	echo "$1" | tee -a "$work/steps.txt"
-	cp "$work/steps.txt" "$out/issue39-steps.txt"
-	tar -C "$work" -cf "$out/issue39.tar.part" . && mv "$out/issue39.tar.part" "$out/issue39.tar"
-}
-
-# run NAME PMX ARGS...: one pmxtools bench of the build PMX, its table's row in steps.txt.
-run() {
-	local name=$1 pmx=$2
-	shift 2
-	if [ $((SECONDS - started)) -ge "$budget" ]; then
-		note "$name: skipped, budget spent"
-		return 0
-	fi
-	local rc=0
-	bash "$runner" taskset -c "$pin" pmxtools bench --pmx "$pmx" --duration "$dur" "$@" \
-		--json-file "$work/$name.json" >"$work/$name.txt" 2>&1 || rc=$?
-	note "$name: rc=$rc $(grep -E '^(closed loop|open [0-9,.]+/s)' "$work/$name.txt" | tr -s ' ' | head -1)"
-}
+name=issue39 budget=${BUDGET:-300} rounds=${ROUNDS:-3} pin=${TASKSET:-0-1}
+# shellcheck source=alternate.sh
+source "$(dirname "$0")/alternate.sh"
 
 measure() {
 	mkdir -p "$out"
@@ -58,13 +33,13 @@ measure() {
 	} | tee "$work/machine.txt"
 	local r
 	for ((r = 1; r <= rounds; r++)); do
-		run "r$r-head-on" "$b/pmx"
-		run "r$r-head-off" "$b/pmx" --dev-arg=--no-event-log
-		run "r$r-base-on" "$base"
+		run "r$r-head-on" "$pin" --pmx "$b/pmx"
+		run "r$r-head-off" "$pin" --pmx "$b/pmx" --dev-arg=--no-event-log
+		run "r$r-base-on" "$pin" --pmx "$base"
 	done
 	for r in 1 2; do
-		run "r$r-head-1000" "$b/pmx" --rate 1000
-		run "r$r-base-1000" "$base" --rate 1000
+		run "r$r-head-1000" "$pin" --pmx "$b/pmx" --rate 1000
+		run "r$r-base-1000" "$pin" --pmx "$base" --rate 1000
 	done
 	echo "== done in $((SECONDS - started))s"
 	cat "$work/steps.txt"
