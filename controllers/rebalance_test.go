@@ -1,14 +1,18 @@
 package controllers
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/internal/market"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/storetest"
 )
 
 // TestArrivals follows the Rebalancer's view of the live shards pass by pass: the shards there at
@@ -81,5 +85,53 @@ func TestUnits(t *testing.T) {
 	if u := units[1]; !u.event || u.key != ev1.String() || u.shard != "a" || u.size() != 2 ||
 		!slices.Equal(u.markets, []uuid.UUID{rows[2].ID, rows[3].ID}) || !u.movedAt.Equal(moved) || u.load != 2.5 {
 		t.Errorf("event 1: %+v, want its two markets on a, moved at %v, with the load a reported of them", u, moved)
+	}
+}
+
+// TestRebalanceWaitsForDraining runs passes against a real store with every market on shard a and
+// shard b empty: while b drains (a stopping process handing its markets to the others) no move is
+// made, though the spread is off; once a process registered under b's name takes markets again,
+// the pass moves one onto it.
+func TestRebalanceWaitsForDraining(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.New(t)
+	for _, name := range []string{"a", "b"} {
+		if _, err := st.Register(ctx, name, name+":1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 4 {
+		m, err := market.Create(ctx, st, pmxv1.MarketSpec{Question: "Spread?", Category: "test", LabelA: "Yes", LabelB: "No"}, nil, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Assign(ctx, m.ID, "a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var moves []string
+	b := &Rebalancer{Store: st, ShardTTL: time.Minute, Moves: &MoveLog{}, Clock: realClock{},
+		Policy: RebalancePolicy{Margin: 0.2, Interval: time.Nanosecond, Cooldown: time.Nanosecond, MaxFraction: 1},
+		Move: func(_ context.Context, markets []uuid.UUID, from, to string) (bool, error) {
+			moves = append(moves, from+"->"+to)
+			return false, nil // nothing moved: the pass stops there, and the test counts the tries
+		}}
+	if err := st.Drain(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(moves) != 0 {
+		t.Fatalf("moved %v while b drains", moves)
+	}
+	if _, err := st.Register(ctx, "b", "b:2"); err != nil { // b's pod back: it takes markets again
+		t.Fatal(err)
+	}
+	if err := b.pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(moves, []string{"a->b"}) {
+		t.Errorf("moves %v once b takes markets again, want one a->b", moves)
 	}
 }
