@@ -66,6 +66,7 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
   pmxtools bench --mix market-maker -v        # batches and amends; -v: every request kind's latency
   pmxtools bench --bots 16 --duration 60s --json
   pmxtools bench --floors                     # also the HTTP and commit floors, and each run's ratio to them
+  pmxtools bench --statements                 # also where Postgres's statement time went, per order
   pmxtools bench --sweep 500,1000,1500,2000,3000 --chart docs/latency.png
   pmxtools bench --pmx /tmp/pmx-before/bin/pmx  # measure another build
   pmxtools bench --dev-arg=--pprof-addr=127.0.0.1:6060   # then: go tool pprof http://127.0.0.1:6060/debug/pprof/profile
@@ -162,6 +163,7 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
 	f.IntVar(&o.Fronts, "fronts", 1, "with --distributed: pmx api processes")
 	f.StringArrayVar(&o.ShardArgs, "shard-arg", nil, "with --distributed: extra argument for every pmx shard, repeatable (e.g. --shard-arg=--shards=1)")
 	f.StringVar(&o.KubeAssets, "kube-assets", "", "with --distributed: folder of kube-apiserver and etcd (default $KUBEBUILDER_ASSETS, else ./bin/k8s/<version>)")
+	f.BoolVar(&o.Statements, "statements", false, "load pg_stat_statements into each run's Postgres and report the statements that took most of its execution time, per order (the module costs Postgres a little on every statement)")
 	f.BoolVar(&floors, "floors", false, "first measure this machine's HTTP floor (the same bots against a server that does nothing) and commit floor (one durable commit, back to back), and give each run's ratio to them")
 	f.DurationVar(&o.FloorDuration, "floor-duration", bench.DefaultFloorDuration, "with --floors: length of the HTTP floor's run")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON, with each run's full loadgen report")

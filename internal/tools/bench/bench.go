@@ -60,6 +60,10 @@ type Options struct {
 	// FeedSubscribers, when above 0, connects that many WebSocket clients to the live feed during
 	// each run, each subscribed to the book of every market, and reports what they received.
 	FeedSubscribers int
+	// Statements loads pg_stat_statements into each run's Postgres and reports the statements
+	// that took most of its execution time, per order (RunResult.Statements). The module itself
+	// costs Postgres a little time on every statement.
+	Statements bool
 	// DevArgs are extra arguments for pmx dev, e.g. --pprof-addr=127.0.0.1:6060.
 	DevArgs []string
 	// Distributed runs the distributed exchange instead of pmx dev: a kube-apiserver and etcd
@@ -163,7 +167,8 @@ type RunResult struct {
 	// well above zero, the figures were disturbed.
 	OtherCores float64 `json:"otherCores"`
 
-	Feed *FeedResult `json:"feed,omitempty"` // with Options.FeedSubscribers
+	Feed       *FeedResult `json:"feed,omitempty"`       // with Options.FeedSubscribers
+	Statements *Statements `json:"statements,omitempty"` // with Options.Statements
 
 	Loadgen *loadgen.Report `json:"loadgen"`
 }
@@ -327,7 +332,7 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 	if o.Distributed {
 		processes = o.Shards + o.Fronts + 1
 	}
-	cluster, stats, info, stopPostgres, err := startPostgres(ctx, dir, processes, o.Logger)
+	cluster, stats, info, stopPostgres, err := startPostgres(ctx, dir, processes, o.Statements, o.Logger)
 	defer func() {
 		if stopErr := stopPostgres(); stopErr != nil && err == nil {
 			err = stopErr
@@ -380,6 +385,11 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 		defer watch.stop()
 	}
 
+	if o.Statements {
+		if err := stats.startStatements(ctx); err != nil {
+			return nil, err
+		}
+	}
 	x0, err := stats.transactions(ctx)
 	if err != nil {
 		return nil, err
@@ -418,6 +428,11 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 	}
 	r := newRunResult(rate, rep, x1-x0, c1.sub(c0))
 	r.Feed = feedResult
+	if o.Statements {
+		if r.Statements, err = stats.statements(tail, r.Orders); err != nil {
+			return nil, err
+		}
+	}
 	b.progressf("run %d/%d: %s orders/s, placement p50 %s p99 %s, %.2f transactions and %s CPU per order",
 		i+1, len(o.Rates), formatRate(r.OrdersPerSec), formatUs(r.P50Us), formatUs(r.P99Us), r.TransactionsPerOrder, formatUs(int64(r.CPUPerOrderUs)))
 	if rep.Interrupted {

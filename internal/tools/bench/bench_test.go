@@ -77,9 +77,45 @@ func run(t *testing.T, o Options) (*Result, string) {
 	return res, text.String()
 }
 
+// smoke runs a short bench of pmx dev; the basic mix's also reads pg_stat_statements.
 func smoke(t *testing.T, bin string, mix loadgen.Mix) {
-	res, _ := run(t, Options{PMX: bin, Bots: 4, Markets: 2, Duration: time.Second, Mix: mix, Command: "test"})
+	statements := mix == loadgen.MixBasic
+	res, text := run(t, Options{PMX: bin, Bots: 4, Markets: 2, Duration: time.Second, Mix: mix, Command: "test", Statements: statements})
 	checkRun(t, res, mix)
+	if st := res.Runs[0].Statements; !statements && st != nil {
+		t.Errorf("statements reported unasked: %+v", st)
+	} else if statements {
+		checkStatements(t, res.Runs[0], text)
+	}
+}
+
+// checkStatements checks a run's statements: every order went through a batch, whose accounts'
+// statement (cash, one a transaction at most) must be among the costliest, within the time of all
+// statements.
+func checkStatements(t *testing.T, r RunResult, text string) {
+	t.Helper()
+	st := r.Statements
+	if st == nil || len(st.Top) == 0 || !(st.ExecUsPerOrder > 0) {
+		t.Fatalf("no statements measured: %+v", st)
+	}
+	var sum float64
+	var cash *Statement
+	for i, s := range st.Top {
+		sum += s.ExecUsPerOrder
+		if strings.HasPrefix(s.Kind, "cash") {
+			cash = &st.Top[i]
+		}
+	}
+	switch {
+	case cash == nil:
+		t.Errorf("the batches' accounts statement is not among the costliest: %+v", st.Top)
+	case cash.Calls <= 0 || !(cash.ExecUsPerCall > 0) || cash.Calls > r.Transactions:
+		t.Errorf("the accounts statement: %+v, in %d transactions", *cash, r.Transactions)
+	case sum > st.ExecUsPerOrder*1.0001:
+		t.Errorf("the costliest statements take %.1fµs an order, more than all statements' %.1fµs", sum, st.ExecUsPerOrder)
+	case !strings.Contains(text, "statements, run 1:"):
+		t.Errorf("the report does not show the statements")
+	}
 }
 
 // checkRun checks the one closed-loop run of a smoke bench of 4 bots on 2 markets.

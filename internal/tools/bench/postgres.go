@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -26,11 +27,14 @@ func maxConnections(processes int) int {
 // startPostgres starts a fresh private cluster in dir/postgres with pmx dev's durable settings and
 // room for processes pmx processes' pools, and connects to it for its counters. stop closes the
 // connection and stops the cluster; it must be called, also after an error (then it has nothing
-// to do).
-func startPostgres(ctx context.Context, dir string, processes int, logger *slog.Logger) (_ *pgcluster.Cluster, _ *pgStats, info PostgresInfo, stop func() error, err error) {
+// to do). With statements it also loads pg_stat_statements (Options.Statements).
+func startPostgres(ctx context.Context, dir string, processes int, statements bool, logger *slog.Logger) (_ *pgcluster.Cluster, _ *pgStats, info PostgresInfo, stop func() error, err error) {
 	stop = func() error { return nil }
-	cluster, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: filepath.Join(dir, "postgres"), Logger: logger,
-		Settings: map[string]string{"max_connections": strconv.Itoa(maxConnections(processes))}})
+	settings := map[string]string{"max_connections": strconv.Itoa(maxConnections(processes))}
+	if statements {
+		maps.Copy(settings, statementSettings)
+	}
+	cluster, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: filepath.Join(dir, "postgres"), Logger: logger, Settings: settings})
 	if err != nil {
 		return nil, nil, info, stop, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -82,6 +83,15 @@ func (r *Result) WriteText(w io.Writer) error {
 				i+1, f.Subscribers, formatRate(f.EventsPerSec), formatCount(float64(f.Events)), formatUs(f.P50Us), formatUs(f.P99Us), f.Disconnects)
 		}
 	}
+	for i := range r.Runs {
+		x := &r.Runs[i]
+		if st := x.Statements; st != nil && x.Orders > 0 {
+			fmt.Fprintf(&b, "statements, run %d: Postgres executed %s of statements per order; the most:\n", i+1, formatUs(int64(math.Round(st.ExecUsPerOrder))))
+			for _, s := range st.Top {
+				fmt.Fprintf(&b, "  %9s/order %9s calls %9s/call  %s\n", formatUsFrac(s.ExecUsPerOrder), formatCount(float64(s.Calls)), formatUs(int64(math.Round(s.ExecUsPerCall))), s.Kind)
+			}
+		}
+	}
 	b.WriteString(`
 orders/s    placements acknowledged per second of the run, each placement of a batch counted
 p50..p99.9  latency of single placements (POST /order) to the last response byte, from the send
@@ -94,6 +104,11 @@ CPU/order   CPU time (user + system, from /proc) of pmx (pmx dev, or every pmx p
 cores       CPU seconds per second of pmx, Postgres and the load generator together
 other       CPU seconds per second of every other process (/proc/stat): well above 0, the run was disturbed
 `)
+	if slices.ContainsFunc(r.Runs, func(x RunResult) bool { return x.Statements != nil }) {
+		b.WriteString(`statements  execution time of the statements pmx sent Postgres (pg_stat_statements), per order: in all,
+            and for the kinds that took most; a batch's write statement is named by its parts
+`)
+	}
 	if r.Floors != nil {
 		b.WriteString(`of HTTP     orders/s as a share of the HTTP floor's requests/s, measured in this bench: how much of
             what this machine can serve over HTTP at all the exchange reaches
@@ -128,6 +143,9 @@ func latency(x *RunResult, us int64) string {
 
 // formatUs prints a duration given in microseconds as the load generator prints latencies.
 func formatUs(us int64) string { return loadgen.FormatLatency(time.Duration(us) * time.Microsecond) }
+
+// formatUsFrac prints microseconds with one decimal, for times per order or per statement.
+func formatUsFrac(us float64) string { return strconv.FormatFloat(us, 'f', 1, 64) + "µs" }
 
 // formatCount prints a whole number with thousands separators (fractions are rounded).
 func formatCount(f float64) string { return loadgen.FormatInt(int64(math.Round(f))) }

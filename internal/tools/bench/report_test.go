@@ -158,3 +158,20 @@ func TestWriteTextFloors(t *testing.T) {
 		t.Error("a bench without floors prints their columns")
 	}
 }
+
+func TestStatementKind(t *testing.T) {
+	for _, c := range []struct{ query, want string }{
+		{"with cash as (\n\t\tupdate accounts a set x = 1 returning a.id),\n\tnew_account_events as (\n\t\tinsert into account_events select * from cash)\nselect 1",
+			"cash+new_account_events"},
+		{"WITH a AS (select 1), b As  (select 2) select * from a, b", "a+b"},
+		// unnest(...) as d(id) is an alias, not a part
+		{"with new_orders as (insert into orders select * from unnest($1::uuid[]) as d(id)) select $1", "new_orders"},
+		{"select  id,\n available from accounts where id = any($1)", "select id, available from accounts where id = any($1)"},
+		{"select " + strings.Repeat("x", 80), "select " + strings.Repeat("x", 53) + "…"},
+		{"with", "with"},
+	} {
+		if got := statementKind(c.query); got != c.want {
+			t.Errorf("statementKind(%q) = %q, want %q", c.query, got, c.want)
+		}
+	}
+}
