@@ -10,10 +10,10 @@ import (
 )
 
 // With Options.Statements the bench's Postgres loads pg_stat_statements, and each run reports the
-// statements that took most of Postgres's execution time, per order. Throughput on a small
-// machine moves with whatever else runs there, but a statement's execution time per order moves
-// far less: it says which part of the work a change took away, where orders/s alone could not
-// (docs/performance.md: "Where the feeds' time goes, statement by statement").
+// statements that took most of Postgres's execution time, per order: which part of the work a
+// change made cheaper or dearer, which orders/s alone cannot say (docs/performance.md, "Statement
+// by statement, on 2 cores"). Like orders/s it moves with the machine's speed: compare builds
+// alternated in one sitting.
 
 // statementsShown is how many kinds of statement a run's report lists, the costliest first.
 const statementsShown = 8
