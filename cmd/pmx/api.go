@@ -99,5 +99,5 @@ func runAPI(ctx context.Context, o apiOptions) error {
 	}()
 	defer func() { stopFollowing(); <-followDone }()
 	fmt.Printf("pmx api is running.\n  API:       http://%s/api/v1\n%s", ln.Addr(), metricsLine(metricsAddr))
-	return serve(ctx, ln, api.Handler(), httpkit.Limits{MaxConnsPerClient: o.serve.maxConnsPerClient}, log)
+	return serve(ctx, ln, api.Handler(), o.serve.httpLimits(), log)
 }

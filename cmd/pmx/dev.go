@@ -237,7 +237,7 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 	fmt.Fprintf(out, "pmx is running.\n  API:       %s/api/v1\n  Settings:  %s/settings\n  Markets:   %s/markets\n  Admin API: %s/admin/v1 (token %s)\n%s  Press Ctrl-C to stop.\n",
 		base, base, base, base, tokenSource, metricsLine(metricsAddr))
 
-	err = serve(ctx, ln, api.Handler(), httpkit.Limits{MaxConnsPerClient: o.serve.maxConnsPerClient}, log)
+	err = serve(ctx, ln, api.Handler(), o.serve.httpLimits(), log)
 	stopCloser()
 	<-closerDone
 	return err

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -36,6 +37,12 @@ type serveOptions struct {
 	read, write       ratelimit.Limit
 	trustedProxies    string
 	proxies           clientaddr.Proxies // trustedProxies, read by limits
+	shutdownDelay     time.Duration
+}
+
+// httpLimits are the HTTP server's limits these flags set.
+func (o *serveOptions) httpLimits() httpkit.Limits {
+	return httpkit.Limits{MaxConnsPerClient: o.maxConnsPerClient, ShutdownDelay: o.shutdownDelay}
 }
 
 func addServeFlags(cmd *cobra.Command, o *serveOptions) {
@@ -46,6 +53,8 @@ func addServeFlags(cmd *cobra.Command, o *serveOptions) {
 	cmd.Flags().IntVar(&o.maxConnsPerClient, "max-conns-per-client", def,
 		"connections one IP address may hold open at once; more are closed at once (-1: no limit, as behind a proxy that every client comes through; default $PMX_MAX_CONNS_PER_CLIENT or 512)")
 	f := cmd.Flags()
+	f.DurationVar(&o.shutdownDelay, "shutdown-delay", 0,
+		"on SIGTERM, keep serving this long before closing the port, answering /readyz 503 and closing each connection after its answer, so that a load balancer or Kubernetes Service stops sending new connections here first (the chart sets 5s)")
 	f.StringVar(&o.trustedProxies, "trusted-proxies", envOr("PMX_TRUSTED_PROXIES", ""),
 		"comma-separated CIDR ranges of the proxies in front of this server whose X-Forwarded-For names the client, for per-address limits and API keys' address allowlists (default $PMX_TRUSTED_PROXIES, or none: the header is ignored and the client is the TCP peer)")
 	envFloat := func(name string, def float64) float64 {
@@ -64,11 +73,14 @@ func addServeFlags(cmd *cobra.Command, o *serveOptions) {
 		"writes an account may make at once, after a quiet spell (default $PMX_WRITE_BURST or 100)")
 }
 
-// limits checks the rate limit flags and reads --trusted-proxies.
+// limits checks the rate limit flags and --shutdown-delay, and reads --trusted-proxies.
 func (o *serveOptions) limits() error {
 	var err error
 	if o.proxies, err = clientaddr.ParseProxies(o.trustedProxies); err != nil {
 		return fmt.Errorf("--trusted-proxies: %w", err)
+	}
+	if o.shutdownDelay < 0 {
+		return fmt.Errorf("--shutdown-delay must be 0 or more, not %v", o.shutdownDelay)
 	}
 	for _, l := range []struct {
 		name string

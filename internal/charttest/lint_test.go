@@ -68,6 +68,7 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"rebalancing's fraction of none", `operator: {rebalance: {maxFraction: 0}}`, []string{"at '/operator/rebalance/maxFraction'"}},
 		{"rebalancing's margin below zero", `operator: {rebalance: {margin: -1}}`, []string{"at '/operator/rebalance/margin'"}},
 		{"alert delay without unit", `prometheusRule: {for: {marketPastClose: "5"}}`, []string{"at '/prometheusRule/for/marketPastClose'"}},
+		{"shutdown delay without unit", `api: {shutdownDelay: 5}`, []string{"at '/api/shutdownDelay'"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

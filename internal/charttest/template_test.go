@@ -68,7 +68,7 @@ func TestTemplateDefault(t *testing.T) {
 	if api.Spec.Replicas == nil || *api.Spec.Replicas != 2 {
 		t.Errorf("pmx-api replicas %v, want 2", api.Spec.Replicas)
 	}
-	checkArgs(t, "pmx-api", api.Spec.Template.Spec.Containers[0].Args, "api", "--addr=:8080", "--metrics-addr=:9090", "--log-level=info")
+	checkArgs(t, "pmx-api", api.Spec.Template.Spec.Containers[0].Args, "api", "--addr=:8080", "--metrics-addr=:9090", "--log-level=info", "--shutdown-delay=5s")
 	if _, ok := envByName(api.Spec.Template.Spec.Containers[0].Env)["PMX_TRUSTED_PROXIES"]; ok {
 		t.Error("PMX_TRUSTED_PROXIES is set by default: X-Forwarded-For must be ignored unless proxies are named")
 	}
@@ -148,7 +148,7 @@ func TestTemplateProduction(t *testing.T) {
 	}
 	c := api.Spec.Template.Spec.Containers[0]
 	checkResources(t, "ex-pmx-api", c.Resources, "500m", "256Mi", "2", "1Gi")
-	checkArgs(t, "ex-pmx-api", c.Args, "api", "--addr=:8080", "--metrics-addr=:9090", "--log-level=warn", "--grant=500000")
+	checkArgs(t, "ex-pmx-api", c.Args, "api", "--addr=:8080", "--metrics-addr=:9090", "--log-level=warn", "--shutdown-delay=15s", "--grant=500000")
 	if _, ok := envByName(c.Env)["GOMAXPROCS"]; !ok {
 		t.Error("api.extraEnv GOMAXPROCS is missing")
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/netutil"
@@ -36,6 +37,12 @@ type Limits struct {
 	// negative for no bound, as behind a proxy through which every client comes from one
 	// address); a connection beyond it is closed at once.
 	MaxConnsPerClient int
+	// ShutdownDelay, when above 0, keeps a stopping server in service that long before it stops
+	// accepting connections (Serve): load balancers and a Kubernetes Service take a moment to
+	// stop sending new connections to a process that is going away, and a port closed at once
+	// refuses them. Meanwhile /readyz answers 503 and every answer closes its connection, so
+	// that clients come back through the load balancer to another process.
+	ShutdownDelay time.Duration
 }
 
 func (l Limits) withDefaults() Limits {
@@ -60,11 +67,13 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// Serve serves h on ln within limits until ctx ends, then shuts down gracefully: it stops
+// Serve serves h on ln within limits until ctx ends, then shuts down gracefully: it serves on
+// for limits.ShutdownDelay (not ready, closing each connection after its answer), then stops
 // accepting connections and waits up to 20s for the requests in flight.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, limits Limits, log *slog.Logger) error {
 	limits = limits.withDefaults()
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: limits.ReadHeader, ReadTimeout: limits.Read,
+	var stopping atomic.Bool
+	srv := &http.Server{Handler: notReadyWhile(&stopping, h), ReadHeaderTimeout: limits.ReadHeader, ReadTimeout: limits.Read,
 		WriteTimeout: limits.Write, IdleTimeout: limits.Idle, MaxHeaderBytes: limits.MaxHeaderBytes}
 	ln = netutil.LimitListener(ln, limits.MaxConns)
 	if limits.MaxConnsPerClient > 0 {
@@ -77,6 +86,16 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, limits Limits, 
 		return fmt.Errorf("while serving HTTP: %w", err)
 	case <-ctx.Done():
 	}
+	if d := limits.ShutdownDelay; d > 0 {
+		log.Info("stopping: serving on, not ready, until load balancers have dropped this process", "delay", d)
+		stopping.Store(true)
+		srv.SetKeepAlivesEnabled(false) // each answer closes its connection: the client's next one goes elsewhere
+		select {
+		case err := <-errc:
+			return fmt.Errorf("while serving HTTP: %w", err)
+		case <-time.After(d):
+		}
+	}
 	log.Info("shutting down: finishing requests in flight")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -84,6 +103,18 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, limits Limits, 
 		return err
 	}
 	return nil
+}
+
+// notReadyWhile answers /readyz 503 while stopping is set (Limits.ShutdownDelay), whatever h would
+// answer, and passes every other request to h.
+func notReadyWhile(stopping *atomic.Bool, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if stopping.Load() && r.URL.Path == "/readyz" {
+			http.Error(w, "stopping", http.StatusServiceUnavailable)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // perClientListener closes, as soon as they are accepted, the connections of an IP address that

@@ -156,3 +156,68 @@ func TestConnectionsPerClient(t *testing.T) {
 		return get(c) == nil
 	})
 }
+
+// TestShutdownDelay stops a server that has a shutdown delay: it serves on, answering /readyz 503
+// and closing each connection after its answer, until the delay has passed, and only then closes
+// its port.
+func TestShutdownDelay(t *testing.T) {
+	const delay = 2 * time.Second
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(ctx, ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.WriteString(w, "answered "+r.URL.Path)
+		}), Limits{ShutdownDelay: delay}, slog.New(slog.DiscardHandler))
+	}()
+	client := &http.Client{Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	get := func(path string) (status int, body string, closes bool) {
+		t.Helper()
+		resp, err := client.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), resp.Close
+	}
+	if status, _, closes := get("/readyz"); status != http.StatusOK || closes {
+		t.Fatalf("before the stop: /readyz %d, connection closed %v; want 200 on a kept connection", status, closes)
+	}
+
+	stopped := time.Now()
+	cancel()
+	poll.Wait(t, 5*time.Second, "/readyz to answer 503", func() bool {
+		status, body, _ := get("/readyz")
+		return status == http.StatusServiceUnavailable && strings.Contains(body, "stopping")
+	})
+	if status, body, closes := get("/orders"); status != http.StatusOK || body != "answered /orders" || !closes {
+		t.Errorf("while stopping: %d %q, connection closed %v; want the request served, its connection closed", status, body, closes)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Serve returned (%v) %v after the stop, before its delay", err, time.Since(stopped))
+	default:
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(delay + 20*time.Second):
+		t.Fatal("Serve did not return after its delay")
+	}
+	if took := time.Since(stopped); took < delay {
+		t.Errorf("the server stopped %v after the stop, before its delay of %v", took, delay)
+	}
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c.Close()
+		t.Error("the port still accepts connections after the delay")
+	}
+}
