@@ -88,8 +88,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, limits Limits, 
 	}
 	if d := limits.ShutdownDelay; d > 0 {
 		log.Info("stopping: serving on, not ready, until load balancers have dropped this process", "delay", d)
-		stopping.Store(true)
-		srv.SetKeepAlivesEnabled(false) // each answer closes its connection: the client's next one goes elsewhere
+		stopping.Store(true) // idle connections stay open: a client may be sending on one right now
 		select {
 		case err := <-errc:
 			return fmt.Errorf("while serving HTTP: %w", err)
@@ -105,13 +104,17 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, limits Limits, 
 	return nil
 }
 
-// notReadyWhile answers /readyz 503 while stopping is set (Limits.ShutdownDelay), whatever h would
-// answer, and passes every other request to h.
+// notReadyWhile, while stopping is set (Limits.ShutdownDelay), answers /readyz 503 whatever h
+// would answer, and closes the connection of every other request after h's answer, so that the
+// client's next request opens a connection the load balancer sends elsewhere.
 func notReadyWhile(stopping *atomic.Bool, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if stopping.Load() && r.URL.Path == "/readyz" {
-			http.Error(w, "stopping", http.StatusServiceUnavailable)
-			return
+		if stopping.Load() {
+			w.Header().Set("Connection", "close")
+			if r.URL.Path == "/readyz" {
+				http.Error(w, "stopping", http.StatusServiceUnavailable)
+				return
+			}
 		}
 		h.ServeHTTP(w, r)
 	})
