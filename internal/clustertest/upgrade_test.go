@@ -52,10 +52,22 @@ func (c *cluster) testUpgrade(t *testing.T, tg *exchangetest.Target) {
 	if during == 0 {
 		t.Errorf("no order sent during the upgrade was acknowledged: the release did not roll")
 	}
-	// Not yet a failure: the fronts roll too, and a front's pod that goes takes its connections
-	// with it (the shards' part, the planned handoff, is TestCluster/Scale's to hold to no 5xx).
+	// A front that stops serves on for the chart's api.shutdownDelay before its port closes, so the
+	// Service never sends a connection to a closed port: before the delay, each roll met 18-20
+	// placements refused so. Other failures are logged, not held against the roll (the shards' part,
+	// the planned handoff, is TestCluster/Scale's to hold to no 5xx).
 	if f := load.Failures(began, ended); len(f) > 0 {
 		t.Logf("%d placements were answered 5xx or not at all during the roll, first: %s", len(f), strings.Join(f[:min(len(f), 3)], "; "))
+		var refused []string
+		for _, e := range f {
+			if strings.Contains(e, "connection refused") {
+				refused = append(refused, e)
+			}
+		}
+		if len(refused) > 0 {
+			t.Errorf("%d placements met a closed port during the roll (a front stopped while the Service still sent it connections), first: %s",
+				len(refused), refused[0])
+		}
 	}
 	load.CheckKept(t, tg)
 	c.checkPods(t, "pmx:"+upgradeTag)
