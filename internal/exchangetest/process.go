@@ -175,17 +175,20 @@ func (p *Process) Stop() {
 // WaitReady polls url until it answers 200.
 func WaitReady(t testing.TB, url string) {
 	t.Helper()
-	var last error
+	last := "no answer yet"
 	ready := func(context.Context) (bool, error) {
 		resp, err := http.Get(url)
-		if last = err; err != nil {
+		if err != nil {
+			last = err.Error()
 			return false, nil
 		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
 		resp.Body.Close()
+		last = fmt.Sprintf("%s %q", resp.Status, body)
 		return resp.StatusCode == http.StatusOK, nil
 	}
 	if err := poll.Until(context.Background(), time.Minute, ready); err != nil {
-		t.Fatalf("%s not ready within a minute: %v", url, last)
+		t.Fatalf("%s not ready within a minute; its last answer: %s", url, last)
 	}
 }
 
