@@ -144,7 +144,7 @@ func latency(x *RunResult, us int64) string {
 // formatUs prints a duration given in microseconds as the load generator prints latencies.
 func formatUs(us int64) string { return loadgen.FormatLatency(time.Duration(us) * time.Microsecond) }
 
-// formatUsFrac prints microseconds with one decimal, for times per order or per statement.
+// formatUsFrac prints microseconds with one decimal, for the statements' times per order.
 func formatUsFrac(us float64) string { return strconv.FormatFloat(us, 'f', 1, 64) + "µs" }
 
 // formatCount prints a whole number with thousands separators (fractions are rounded).

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -73,8 +74,12 @@ func (p *pgStats) statements(ctx context.Context, orders int64) (*Statements, er
 		return nil, fmt.Errorf("while reading pg_stat_statements: %w", err)
 	}
 	defer rows.Close()
-	byKind := map[string]*Statement{}
-	var totalMs float64
+	type kind struct {
+		calls, rows int64
+		us          float64 // execution time, all calls together
+	}
+	byKind := map[string]*kind{}
+	var totalUs float64
 	for rows.Next() {
 		var query string
 		var calls, n int64
@@ -82,37 +87,33 @@ func (p *pgStats) statements(ctx context.Context, orders int64) (*Statements, er
 		if err := rows.Scan(&query, &calls, &n, &ms); err != nil {
 			return nil, fmt.Errorf("while reading pg_stat_statements: %w", err)
 		}
-		k := statementKind(query)
-		s := byKind[k]
-		if s == nil {
-			s = &Statement{Kind: k}
-			byKind[k] = s
+		name := statementKind(query)
+		k := byKind[name]
+		if k == nil {
+			k = &kind{}
+			byKind[name] = k
 		}
-		s.Calls += calls
-		s.Rows += n
-		s.ExecUsPerCall += ms * 1000 // the total for now
-		totalMs += ms
+		k.calls, k.rows, k.us = k.calls+calls, k.rows+n, k.us+ms*1000
+		totalUs += ms * 1000
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("while reading pg_stat_statements: %w", err)
 	}
-	out := &Statements{}
-	if orders > 0 {
-		out.ExecUsPerOrder = totalMs * 1000 / float64(orders)
-	}
-	for _, s := range byKind {
-		totalUs := s.ExecUsPerCall
-		s.ExecUsPerCall = totalUs / float64(max(s.Calls, 1))
-		if orders > 0 {
-			s.ExecUsPerOrder = totalUs / float64(orders)
+	perOrder := func(us float64) float64 {
+		if orders <= 0 {
+			return 0
 		}
-		out.Top = append(out.Top, *s)
+		return us / float64(orders)
 	}
-	total := func(s Statement) float64 { return s.ExecUsPerCall * float64(s.Calls) }
-	slices.SortFunc(out.Top, func(a, b Statement) int {
-		return cmp.Or(cmp.Compare(total(b), total(a)), strings.Compare(a.Kind, b.Kind))
+	names := slices.SortedFunc(maps.Keys(byKind), func(a, b string) int {
+		return cmp.Or(cmp.Compare(byKind[b].us, byKind[a].us), strings.Compare(a, b))
 	})
-	out.Top = out.Top[:min(len(out.Top), statementsShown)]
+	out := &Statements{ExecUsPerOrder: perOrder(totalUs)}
+	for _, name := range names[:min(len(names), statementsShown)] {
+		k := byKind[name]
+		out.Top = append(out.Top, Statement{Kind: name, Calls: k.calls, Rows: k.rows,
+			ExecUsPerOrder: perOrder(k.us), ExecUsPerCall: k.us / float64(max(k.calls, 1))})
+	}
 	return out, nil
 }
 
