@@ -106,10 +106,11 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, limits Limits, 
 
 // notReadyWhile, while stopping is set (Limits.ShutdownDelay), answers /readyz 503 whatever h
 // would answer, and closes the connection of every other request after h's answer, so that the
-// client's next request opens a connection the load balancer sends elsewhere.
+// client's next request opens a connection the load balancer sends elsewhere. A WebSocket
+// upgrade is left to its handler (its connection is the feed's, until the process ends).
 func notReadyWhile(stopping *atomic.Bool, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if stopping.Load() {
+		if stopping.Load() && r.Header.Get("Upgrade") == "" {
 			w.Header().Set("Connection", "close")
 			if r.URL.Path == "/readyz" {
 				http.Error(w, "stopping", http.StatusServiceUnavailable)
