@@ -1,6 +1,7 @@
 package clustertest
 
 import (
+	"bytes"
 	"context"
 	"path/filepath"
 	"slices"
@@ -37,6 +38,7 @@ func (c *cluster) testUpgrade(t *testing.T, tg *exchangetest.Target) {
 		}
 	}()
 	poll.Wait(t, time.Minute, "200 acknowledged orders", func() bool { return load.Acked() >= 200 })
+	stopLogs := c.followLogs(t)
 	began := time.Now()
 	c.helmRun(t, "upgrade", release, filepath.Join(c.repo, "charts", "pmx"), "--namespace", namespace,
 		"--reuse-values", "--set", "image.tag="+upgradeTag, "--wait", "--timeout", "5m")
@@ -46,9 +48,10 @@ func (c *cluster) testUpgrade(t *testing.T, tg *exchangetest.Target) {
 	})
 	load.Stop()
 	stopped = true
+	logLines, logged := stopLogs()
 	during := load.Sent(began, ended)
-	t.Logf("helm upgrade to %s under load took %v; %d orders sent meanwhile were acknowledged, %d in all",
-		upgradeTag, ended.Sub(began).Round(time.Second), during, load.Acked())
+	t.Logf("helm upgrade to %s under load took %v; %d orders sent meanwhile were acknowledged, %d in all; the pods logged %d lines meanwhile, %d of them warnings or errors",
+		upgradeTag, ended.Sub(began).Round(time.Second), during, load.Acked(), logLines, len(logged))
 	if during == 0 {
 		t.Errorf("no order sent during the upgrade was acknowledged: the release did not roll")
 	}
@@ -58,6 +61,7 @@ func (c *cluster) testUpgrade(t *testing.T, tg *exchangetest.Target) {
 	// the planned handoff, is TestCluster/Scale's to hold to no 5xx).
 	if f := load.Failures(began, ended); len(f) > 0 {
 		t.Logf("%d placements were answered 5xx or not at all during the roll, first: %s", len(f), strings.Join(f[:min(len(f), 3)], "; "))
+		t.Logf("the warnings and errors the pods that rolled logged meanwhile (their logs go with them):\n%s", strings.Join(logged, "\n"))
 		var refused []string
 		for _, e := range f {
 			if strings.Contains(e, "connection refused") {
@@ -76,6 +80,32 @@ func (c *cluster) testUpgrade(t *testing.T, tg *exchangetest.Target) {
 	}
 	exchangetest.CheckInvariants(t, tg)
 	exchangetest.CheckBooksOverAPI(t, tg, bots[0], markets)
+}
+
+// followLogs follows the logs of the release's pods running now — those a roll replaces, whose
+// logs go with them — until the function it returns is called, which gives back how many lines
+// they logged and pmx's warnings and errors among them (at most 60), each prefixed with its pod.
+func (c *cluster) followLogs(t *testing.T) func() (all int, kept []string) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cmd := c.KubectlCmd(ctx, "logs", "--namespace", namespace, "--selector", "app.kubernetes.io/instance="+release,
+		"--all-containers", "--prefix", "--follow", "--tail=0", "--max-log-requests=20", "--ignore-errors")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatalf("kubectl logs: %v", err)
+	}
+	return func() (all int, kept []string) {
+		cancel()
+		_ = cmd.Wait() // ended by cancel, or before it when every pod it followed went away
+		for line := range strings.Lines(out.String()) {
+			all++
+			if (strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR")) && len(kept) < 60 {
+				kept = append(kept, strings.TrimRight(line, "\n"))
+			}
+		}
+		return all, kept
+	}
 }
 
 func (c *cluster) podUID(t testing.TB, comp string) string {
