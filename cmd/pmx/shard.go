@@ -139,7 +139,7 @@ func runShard(ctx context.Context, o shardOptions) error {
 	// on them.
 	err = serve(serveCtx, ln, shardapi.Server{Shard: sh, Store: st, Token: o.internalToken, Logger: log, Metrics: reg,
 		Feed: bus, Stopping: serveCtx.Done()}.Handler(),
-		httpkit.Limits{MaxConnsPerClient: -1}, log) // its clients are the fronts, a few addresses
+		httpkit.Limits{MaxConnsPerClient: -1, ShutdownDelay: shardShutdownDelay}, log) // its clients are the fronts, a few addresses
 	// Orders in flight are answered by now; hand the markets back, then stop.
 	stopBeat()
 	<-beatDone
@@ -175,6 +175,13 @@ func handOffOnStop(st *store.Store, o shardOptions, sh *shard.Set, log *slog.Log
 	defer t.Stop()
 	<-t.C
 }
+
+// shardShutdownDelay is how long a stopping shard's server serves on once it is done with its
+// markets, closing each front's connection after its answer (httpkit.Limits.ShutdownDelay),
+// before it closes the connections left idle: a front sending a write on a kept-alive connection
+// just as the server closed it could not know whether the write was carried out (503
+// outcome_unknown), while one that finds the port closed knows it was not, and re-routes.
+const shardShutdownDelay = time.Second
 
 // handOffOnStopTimeout bounds the handoffs of a stopping shard, well within Kubernetes' default
 // grace of 30 s; handOffOnStopTTL is how recent a shard's heartbeat must be for it to be given
