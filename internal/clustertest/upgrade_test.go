@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,9 +96,13 @@ func (c *cluster) followLogs(t *testing.T) func() (all int, kept []string) {
 		cancel()
 		t.Fatalf("kubectl logs: %v", err)
 	}
-	return func() (all int, kept []string) {
+	end := sync.OnceFunc(func() {
 		cancel()
 		_ = cmd.Wait() // ended by cancel, or before it when every pod it followed went away
+	})
+	t.Cleanup(end) // a test that fails before it reads them still stops kubectl
+	return func() (all int, kept []string) {
+		end()
 		for line := range strings.Lines(out.String()) {
 			all++
 			if (strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR")) && len(kept) < 60 {
