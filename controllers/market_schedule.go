@@ -133,8 +133,8 @@ func (r *MarketReconciler) siblingOwners(ctx context.Context, mkt *pmxv1.Market)
 }
 
 // together is the live shard, not draining, that owns the most of an event's other markets
-// (owners, one entry per market), the least loaded of those tied; "" when no live shard owns any, and the market goes to
-// the least loaded live shard, where its siblings then follow it.
+// (owners, one entry per market), the least loaded of those tied; "" when no live shard owns any,
+// and the market goes to the least loaded live shard, where its siblings then follow it.
 func together(owners []string, live []store.Shard) string {
 	count := map[string]int{}
 	for _, o := range owners {

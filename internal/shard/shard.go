@@ -4,16 +4,16 @@
 //
 // A batch is the commands queued while the previous batch was being built (at most MaxBatch). The
 // shard reserves and matches it in memory, then one round trip writes every effect — netted per
-// order, account and position — in two statements (the accounts' last) and commits (store.CommitBatch); only then are
-// the callers answered and the books' read snapshots published. What its placements reserve from
-// comes from the shard's views of the accounts and holdings, checked by the database's own guards
-// at commit (views.go); when the views cannot pay for the batch, its transaction first reads them
-// (store.BeginBatch). A named shard's batch also checks that the shard still owns its markets
-// (fencing): with the reads when it reads, else in its commit (store.Batch.Fence).
-// While a batch commits, the next is matched on the state it leaves (batch.go). If a transaction
-// fails, every book it touched, and every book the batch built on it touched, is rebuilt from
-// Postgres, so memory never runs ahead of what was committed; a batch that only raced another
-// transaction runs once more.
+// order, account and position — in two statements (the accounts' last) and commits
+// (store.CommitBatch); only then are the callers answered and the books' read snapshots published.
+// What its placements reserve from comes from the shard's views of the accounts and holdings,
+// checked by the database's own guards at commit (views.go); when the views cannot pay for the
+// batch, its transaction first reads them (store.BeginBatch). A named shard's batch also checks
+// that the shard still owns its markets (fencing): with the reads when it reads, else in its commit
+// (store.Batch.Fence). While a batch commits, the next is matched on the state it leaves
+// (batch.go). If a transaction fails, every book it touched, and every book the batch built on it
+// touched, is rebuilt from Postgres, so memory never runs ahead of what was committed; a batch that
+// only raced another transaction runs once more.
 //
 // A Set runs several shards in one process, the markets spread across them (set.go). Both carry out
 // the exchange contract (package exchange), which their callers speak.

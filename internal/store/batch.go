@@ -575,9 +575,10 @@ var placeholder = regexp.MustCompile(`\{(\d+)\}`)
 // applyStatement writes a batch's effects but its cash (cashStatement) in one statement: a
 // data-modifying CTE for each kind of row the batch has (new orders in their final state; the new
 // fill and status of existing orders, which the statement returns in their new state; trades;
-// share deltas; market updates; the markets' events), or "" when it has none. One statement rather than up to six saves each batch the
-// per-statement work of both pgx and Postgres; leaving out the parts a batch does not need spares
-// small batches the cost of the empty ones. Each combination is its own prepared statement.
+// share deltas; market updates; the markets' events), or "" when it has none. One statement
+// rather than up to six saves each batch the per-statement work of both pgx and Postgres; leaving
+// out the parts a batch does not need spares small batches the cost of the empty ones. Each
+// combination is its own prepared statement.
 //
 // Every CTE runs against the same snapshot, so none may depend on another's writes, and none does:
 // a batch's new orders and its updates of existing orders are different rows (an order placed in

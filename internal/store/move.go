@@ -10,13 +10,13 @@ import (
 
 // Move hands OPEN markets that a live shard still owns to another shard, each with a new epoch, in
 // one transaction: all of them or none. It is the operator's rebalancing move where the old owner
-// cannot hand the markets over itself (a shard of the release before the planned handoff,
-// HandOver; controllers, docs/architecture.md §6), which moves an event's markets as one unit, so they are never left split
-// over two shards, and which must not undo a move made since it looked: a market whose owner is no
-// longer from (the reconciler moved it off a lost shard, another rebalance moved it) or that is no
-// longer OPEN leaves every market where it is, and Move reports false. The new owner takes over as
-// after a failover (§7): it loads each market on its next heartbeat, and the old one's commits
-// for them fail on the epoch.
+// cannot hand the markets over itself (a shard of the release before the planned handoff, HandOver;
+// controllers, docs/architecture.md §6), which moves an event's markets as one unit, so they are
+// never left split over two shards, and which must not undo a move made since it looked: a market
+// whose owner is no longer from (the reconciler moved it off a lost shard, another rebalance moved
+// it) or that is no longer OPEN leaves every market where it is, and Move reports false. The new
+// owner takes over as after a failover (§7): it loads each market on its next heartbeat, and the
+// old one's commits for them fail on the epoch.
 func (s *Store) Move(ctx context.Context, markets []uuid.UUID, from, to string) (moved bool, err error) {
 	if len(markets) == 0 || from == to {
 		return false, nil
