@@ -1,7 +1,6 @@
 package clustertest
 
 import (
-	"bytes"
 	"context"
 	"path/filepath"
 	"slices"
@@ -89,14 +88,7 @@ func (c *cluster) testScale(t *testing.T, tg *exchangetest.Target) {
 	}
 	more := exchangetest.StartLoad(bots[:4], extra)
 	poll.Wait(t, time.Minute, "orders on the new shard's markets", func() bool { return more.Acked() >= 50 })
-	// The leaving pod's log, which goes with it, for the failures' report.
-	var leaving bytes.Buffer
-	follow := c.KubectlCmd(ctx, "logs", "-f", "-n", namespace, newShard)
-	follow.Stdout, follow.Stderr = &leaving, &leaving
-	if err := follow.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = follow.Process.Kill(); _ = follow.Wait() }()
+	leaving := c.followLogs(t, newShard) // its log goes with it: for the failures' report
 	downBegan := time.Now()
 	c.helmRun(t, "upgrade", release, chart, "--namespace", namespace, "--reuse-values",
 		"--set", "shard.replicas=2", "--wait", "--timeout", "3m")
@@ -128,7 +120,7 @@ func (c *cluster) testScale(t *testing.T, tg *exchangetest.Target) {
 		l.CheckKept(t, tg)
 	}
 	if failed {
-		t.Logf("the leaving shard's warnings and errors:\n%s", warnings(leaving.String()))
+		t.Logf("the leaving shard's warnings and errors:\n%s", warnings(leaving()))
 		for _, comp := range []string{"shard", "api", "operator"} {
 			t.Logf("the %s pods' warnings and errors:\n%s", comp, warnings(c.Kubectl(t, "logs", "-n", namespace,
 				"-l", "app.kubernetes.io/component="+comp, "--since=5m", "--tail=-1", "--prefix")))
@@ -161,13 +153,15 @@ func ownedOf(t *testing.T, st *store.Store, shard string, among []uuid.UUID) []u
 	return out
 }
 
-// warnings keeps a log's lines at WARN or ERROR, at most 60.
+// warnings keeps a log's lines at WARN or ERROR, at most 60, each ending in a newline.
 func warnings(log string) string {
-	var out []string
+	var out strings.Builder
+	n := 0
 	for line := range strings.Lines(log) {
-		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
-			out = append(out, strings.TrimRight(line, "\n"))
+		if (strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR")) && n < 60 {
+			out.WriteString(strings.TrimRight(line, "\n") + "\n")
+			n++
 		}
 	}
-	return strings.Join(out[:min(len(out), 60)], "\n")
+	return out.String()
 }

@@ -39,7 +39,9 @@ func (c *cluster) testUpgrade(t *testing.T, tg *exchangetest.Target) {
 		}
 	}()
 	poll.Wait(t, time.Minute, "200 acknowledged orders", func() bool { return load.Acked() >= 200 })
-	stopLogs := c.followLogs(t)
+	// Every pod of the release running now: the ones the roll replaces.
+	rolled := c.followLogs(t, "--selector", "app.kubernetes.io/instance="+release, "--all-containers", "--prefix",
+		"--tail=0", "--max-log-requests=20", "--ignore-errors")
 	began := time.Now()
 	c.helmRun(t, "upgrade", release, filepath.Join(c.repo, "charts", "pmx"), "--namespace", namespace,
 		"--reuse-values", "--set", "image.tag="+upgradeTag, "--wait", "--timeout", "5m")
@@ -49,10 +51,11 @@ func (c *cluster) testUpgrade(t *testing.T, tg *exchangetest.Target) {
 	})
 	load.Stop()
 	stopped = true
-	logLines, logged := stopLogs()
+	logged := rolled()
+	warned := warnings(logged)
 	during := load.Sent(began, ended)
 	t.Logf("helm upgrade to %s under load took %v; %d orders sent meanwhile were acknowledged, %d in all; the pods logged %d lines meanwhile, %d of them warnings or errors",
-		upgradeTag, ended.Sub(began).Round(time.Second), during, load.Acked(), logLines, len(logged))
+		upgradeTag, ended.Sub(began).Round(time.Second), during, load.Acked(), strings.Count(logged, "\n"), strings.Count(warned, "\n"))
 	if during == 0 {
 		t.Errorf("no order sent during the upgrade was acknowledged: the release did not roll")
 	}
@@ -62,7 +65,7 @@ func (c *cluster) testUpgrade(t *testing.T, tg *exchangetest.Target) {
 	// the planned handoff, is TestCluster/Scale's to hold to no 5xx).
 	if f := load.Failures(began, ended); len(f) > 0 {
 		t.Logf("%d placements were answered 5xx or not at all during the roll, first: %s", len(f), strings.Join(f[:min(len(f), 3)], "; "))
-		t.Logf("the warnings and errors the pods that rolled logged meanwhile (their logs go with them):\n%s", strings.Join(logged, "\n"))
+		t.Logf("the warnings and errors the pods that rolled logged meanwhile (their logs go with them):\n%s", warned)
 		var refused []string
 		for _, e := range f {
 			if strings.Contains(e, "connection refused") {
@@ -83,13 +86,12 @@ func (c *cluster) testUpgrade(t *testing.T, tg *exchangetest.Target) {
 	exchangetest.CheckBooksOverAPI(t, tg, bots[0], markets)
 }
 
-// followLogs follows the logs of the release's pods running now — those a roll replaces, whose
-// logs go with them — until the function it returns is called, which gives back how many lines
-// they logged and pmx's warnings and errors among them (at most 60), each prefixed with its pod.
-func (c *cluster) followLogs(t *testing.T) func() (all int, kept []string) {
+// followLogs follows, from now, the logs kubectl logs args names in the release's namespace (a
+// pod, or --selector and its options) — those of pods that may go away, taking their logs with
+// them — until the function it returns is called, which gives back what they logged.
+func (c *cluster) followLogs(t *testing.T, args ...string) func() string {
 	ctx, cancel := context.WithCancel(t.Context())
-	cmd := c.KubectlCmd(ctx, "logs", "--namespace", namespace, "--selector", "app.kubernetes.io/instance="+release,
-		"--all-containers", "--prefix", "--follow", "--tail=0", "--max-log-requests=20", "--ignore-errors")
+	cmd := c.KubectlCmd(ctx, append([]string{"logs", "--namespace", namespace, "--follow"}, args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -101,15 +103,9 @@ func (c *cluster) followLogs(t *testing.T) func() (all int, kept []string) {
 		_ = cmd.Wait() // ended by cancel, or before it when every pod it followed went away
 	})
 	t.Cleanup(end) // a test that fails before it reads them still stops kubectl
-	return func() (all int, kept []string) {
+	return func() string {
 		end()
-		for line := range strings.Lines(out.String()) {
-			all++
-			if (strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR")) && len(kept) < 60 {
-				kept = append(kept, strings.TrimRight(line, "\n"))
-			}
-		}
-		return all, kept
+		return out.String()
 	}
 }
 
