@@ -28,6 +28,7 @@ func newBenchCommand() *cobra.Command {
 		verbose  bool
 		quiet    bool
 		floors   bool
+		settings []string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -69,6 +70,7 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
   pmxtools bench --statements                 # also where Postgres's statement time went, per order
   pmxtools bench --sweep 500,1000,1500,2000,3000 --chart docs/latency.png
   pmxtools bench --pmx /tmp/pmx-before/bin/pmx  # measure another build
+  pmxtools bench --pg-setting max_wal_size=16GB --pg-setting shared_buffers=4GB  # a tuned Postgres
   pmxtools bench --dev-arg=--pprof-addr=127.0.0.1:6060   # then: go tool pprof http://127.0.0.1:6060/debug/pprof/profile
   pmxtools bench --dev-arg=--metrics-addr=127.0.0.1:9090 # then: curl 127.0.0.1:9090/metrics (by default a free port)
   pmxtools bench --distributed --shards 4 --fronts 2 # operator, 4 pmx shard and 2 pmx api processes`,
@@ -91,6 +93,11 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
 			default:
 				o.Rates = []float64{rate}
 			}
+			pgSettings, err := bench.ParseSettings(settings)
+			if err != nil {
+				return fmt.Errorf("--pg-setting: %w", err)
+			}
+			o.PGSettings = pgSettings
 			if chart != "" && len(o.Rates) < 2 {
 				return errors.New("--chart needs a --sweep of at least two rates")
 			}
@@ -127,7 +134,6 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
 					_ = r.Loadgen.WriteText(cmd.ErrOrStderr())
 				}
 			}
-			var err error
 			if asJSON {
 				err = res.WriteJSON(cmd.OutOrStdout())
 			} else {
@@ -157,6 +163,7 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
 	f.StringVar((*string)(&o.Mix), "mix", string(loadgen.MixBasic), "the bots' choice of requests: "+loadgen.MixNames())
 	f.IntVar(&o.FeedSubscribers, "feed-subscribers", 0, "WebSocket clients following the book of every market during each run (0: none); the feed's figures are reported")
 	f.StringVar(&o.DataDir, "data-dir", "", "folder for each run's Postgres cluster and pmx dev log (run-N/), kept and reused (default: a temporary folder, removed)")
+	f.StringArrayVar(&settings, "pg-setting", nil, "a server setting NAME=VALUE for each run's Postgres, repeatable (e.g. --pg-setting max_wal_size=16GB); the report gives the value the server took")
 	f.StringArrayVar(&o.DevArgs, "dev-arg", nil, "extra argument for pmx dev, repeatable (e.g. --dev-arg=--pprof-addr=127.0.0.1:6060)")
 	f.BoolVar(&o.Distributed, "distributed", false, "run the distributed exchange (operator, pmx shard and pmx api processes) instead of pmx dev")
 	f.IntVar(&o.Shards, "shards", 2, "with --distributed: pmx shard processes")

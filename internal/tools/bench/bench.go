@@ -64,6 +64,9 @@ type Options struct {
 	// that took most of its execution time, per order (RunResult.Statements). The module itself
 	// costs Postgres a little time on every statement.
 	Statements bool
+	// PGSettings are extra server settings for each run's Postgres (postgres -c name=value), e.g.
+	// max_wal_size; the report gives their values as the server took them.
+	PGSettings map[string]string
 	// DevArgs are extra arguments for pmx dev, e.g. --pprof-addr=127.0.0.1:6060.
 	DevArgs []string
 	// Distributed runs the distributed exchange instead of pmx dev: a kube-apiserver and etcd
@@ -135,6 +138,8 @@ type PostgresInfo struct {
 	Fsync             string `json:"fsync"`
 	SynchronousCommit string `json:"synchronousCommit"`
 	FullPageWrites    string `json:"fullPageWrites"`
+	// Settings are the values of Options.PGSettings, as the server reports them.
+	Settings map[string]string `json:"settings,omitempty"`
 }
 
 // RunResult is one run's measurements. Latencies are those of single placements (POST /order),
@@ -157,6 +162,12 @@ type RunResult struct {
 
 	Transactions         int64   `json:"pgTransactions"` // pg_stat_database xact_commit + xact_rollback
 	TransactionsPerOrder float64 `json:"pgTransactionsPerOrder"`
+	// WAL written during the run (from before the bots' accounts to pmx dev's exit): bytes and
+	// full-page images (pg_stat_wal) per order, and the checkpoints completed, which copy pages
+	// whole into the WAL again the next time each changes.
+	WALBytesPerOrder float64 `json:"walBytesPerOrder"`
+	WALFPIPerOrder   float64 `json:"walFpiPerOrder"`
+	Checkpoints      int64   `json:"checkpoints"`
 
 	CPU           CPUSeconds `json:"cpuSeconds"`
 	CPUPerOrderUs float64    `json:"cpuPerOrderUs"` // pmx dev + Postgres
@@ -332,7 +343,7 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 	if o.Distributed {
 		processes = o.Shards + o.Fronts + 1
 	}
-	cluster, stats, info, stopPostgres, err := startPostgres(ctx, dir, processes, o.Statements, o.Logger)
+	cluster, stats, info, stopPostgres, err := startPostgres(ctx, dir, processes, o.Statements, o.PGSettings, o.Logger)
 	defer func() {
 		if stopErr := stopPostgres(); stopErr != nil && err == nil {
 			err = stopErr
@@ -390,7 +401,7 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 			return nil, err
 		}
 	}
-	x0, err := stats.transactions(ctx)
+	x0, err := stats.counters(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -422,11 +433,11 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 	if err := stats.waitClientsGone(tail); err != nil {
 		return nil, err
 	}
-	x1, err := stats.transactions(tail)
+	x1, err := stats.counters(tail)
 	if err != nil {
 		return nil, err
 	}
-	r := newRunResult(rate, rep, x1-x0, c1.sub(c0))
+	r := newRunResult(rate, rep, x1.sub(x0), c1.sub(c0))
 	r.Feed = feedResult
 	if o.Statements {
 		if r.Statements, err = stats.statements(tail, r.Orders); err != nil {
@@ -441,10 +452,10 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 	return r, nil
 }
 
-func newRunResult(rate float64, rep *loadgen.Report, xacts int64, cpu cpuSample) *RunResult {
+func newRunResult(rate float64, rep *loadgen.Report, pg pgCounters, cpu cpuSample) *RunResult {
 	r := &RunResult{Mode: rep.Mode, OfferedRate: rate, Seconds: rep.Seconds, Orders: rep.Orders,
 		OrdersPerSec: rep.OrdersPerSec, Fills: rep.Fills, Rejected: rep.Rejected, Failed: rep.Failed,
-		Transactions: xacts, Loadgen: rep,
+		Transactions: pg.transactions, Checkpoints: pg.checkpoints, Loadgen: rep,
 		CPU: CPUSeconds{PMX: cpu.pmx.Seconds(), Postgres: cpu.postgres.Seconds(), Loadgen: cpu.loadgen.Seconds(),
 			Others: cpu.others().Seconds()}}
 	for _, k := range rep.Requests {
@@ -454,7 +465,9 @@ func newRunResult(rate float64, rep *loadgen.Report, xacts int64, cpu cpuSample)
 	}
 	if r.Orders > 0 {
 		n := float64(r.Orders)
-		r.TransactionsPerOrder = float64(xacts) / n
+		r.TransactionsPerOrder = float64(pg.transactions) / n
+		r.WALBytesPerOrder = float64(pg.walBytes) / n
+		r.WALFPIPerOrder = float64(pg.walFPI) / n
 		r.PMXPerOrderUs = r.CPU.PMX * 1e6 / n
 		r.PGPerOrderUs = r.CPU.Postgres * 1e6 / n
 		r.CPUPerOrderUs = r.PMXPerOrderUs + r.PGPerOrderUs

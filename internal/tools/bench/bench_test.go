@@ -77,11 +77,19 @@ func run(t *testing.T, o Options) (*Result, string) {
 	return res, text.String()
 }
 
-// smoke runs a short bench of pmx dev; the basic mix's also reads pg_stat_statements.
+// smoke runs a short bench of pmx dev; the basic mix's also reads pg_stat_statements and gives
+// its Postgres a setting.
 func smoke(t *testing.T, bin string, mix loadgen.Mix) {
 	statements := mix == loadgen.MixBasic
-	res, text := run(t, Options{PMX: bin, Bots: 4, Markets: 2, Duration: time.Second, Mix: mix, Command: "test", Statements: statements})
+	o := Options{PMX: bin, Bots: 4, Markets: 2, Duration: time.Second, Mix: mix, Command: "test", Statements: statements}
+	if statements {
+		o.PGSettings = map[string]string{"max_wal_size": "2GB"}
+	}
+	res, text := run(t, o)
 	checkRun(t, res, mix)
+	if got := res.Machine.Postgres.Settings; statements && (got["max_wal_size"] != "2GB" || !strings.Contains(text, "max_wal_size 2GB")) {
+		t.Errorf("Postgres took the settings %v, want max_wal_size 2GB in them and in the report", got)
+	}
 	if st := res.Runs[0].Statements; !statements && st != nil {
 		t.Errorf("statements reported unasked: %+v", st)
 	} else if statements {
@@ -136,6 +144,9 @@ func checkRun(t *testing.T, res *Result, mix loadgen.Mix) {
 		t.Errorf("%.2f transactions per order (%d in all)", r.TransactionsPerOrder, r.Transactions)
 	case !(r.CPU.PMX > 0 && r.CPU.Postgres > 0 && r.CPUPerOrderUs > 0):
 		t.Errorf("CPU %+v, %.0fµs per order", r.CPU, r.CPUPerOrderUs)
+	case !(r.WALBytesPerOrder > 100) || r.WALFPIPerOrder < 0 || r.Checkpoints < 0:
+		// An order's rows alone take more than 100 bytes of WAL.
+		t.Errorf("WAL: %.0f bytes and %.2f full-page images per order, %d checkpoints", r.WALBytesPerOrder, r.WALFPIPerOrder, r.Checkpoints)
 	}
 	if mix == loadgen.MixMarketMaker {
 		var batched int64

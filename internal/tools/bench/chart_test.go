@@ -14,7 +14,7 @@ import (
 func TestWriteChart(t *testing.T) {
 	r := sampleResult()
 	more := newRunResult(1000, &loadgen.Report{Mode: "open", Seconds: 20, Orders: 20_000, OrdersPerSec: 1000,
-		Requests: []loadgen.KindStats{{Kind: "place", P50Us: 4_000, P99Us: 21_000}}}, 20_000, cpuSample{})
+		Requests: []loadgen.KindStats{{Kind: "place", P50Us: 4_000, P99Us: 21_000}}}, pgCounters{transactions: 20_000}, cpuSample{})
 	r.Runs = append(r.Runs, *more)
 	path := filepath.Join(t.TempDir(), "latency.png")
 	if err := r.WriteChart(path); err != nil {

@@ -6,7 +6,10 @@ import (
 	"log/slog"
 	"maps"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -28,12 +31,13 @@ func maxConnections(processes int) int {
 // room for processes pmx processes' pools, and connects to it for its counters. stop closes the
 // connection and stops the cluster; it must be called, also after an error (then it has nothing
 // to do). With statements it also loads pg_stat_statements (Options.Statements).
-func startPostgres(ctx context.Context, dir string, processes int, statements bool, logger *slog.Logger) (_ *pgcluster.Cluster, _ *pgStats, info PostgresInfo, stop func() error, err error) {
+func startPostgres(ctx context.Context, dir string, processes int, statements bool, extra map[string]string, logger *slog.Logger) (_ *pgcluster.Cluster, _ *pgStats, info PostgresInfo, stop func() error, err error) {
 	stop = func() error { return nil }
 	settings := map[string]string{"max_connections": strconv.Itoa(maxConnections(processes))}
 	if statements {
 		maps.Copy(settings, statementSettings)
 	}
+	maps.Copy(settings, extra)
 	cluster, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: filepath.Join(dir, "postgres"), Logger: logger, Settings: settings})
 	if err != nil {
 		return nil, nil, info, stop, err
@@ -52,15 +56,39 @@ func startPostgres(ctx context.Context, dir string, processes int, statements bo
 		stats.close()
 		return stopCluster()
 	}
-	if info, err = stats.settings(ctx); err != nil {
+	if info, err = stats.settings(ctx, slices.Sorted(maps.Keys(extra))); err != nil {
 		return nil, nil, info, stop, err
 	}
 	return cluster, stats, info, stop, nil
 }
 
+// ParseSettings reads server settings given as NAME=VALUE (pmxtools bench --pg-setting) into a
+// map, for Options.PGSettings. A name is a Postgres parameter's: letters, digits, _ and . (for an
+// extension's); the value is everything after the first =, passed to the server as it is.
+func ParseSettings(args []string) (map[string]string, error) {
+	if len(args) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(args))
+	for _, a := range args {
+		name, value, ok := strings.Cut(a, "=")
+		if !ok || !settingName.MatchString(name) || value == "" {
+			return nil, fmt.Errorf("%q: want NAME=VALUE, a Postgres setting and its value (e.g. max_wal_size=16GB)", a)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("%s is given twice", name)
+		}
+		out[name] = value
+	}
+	return out, nil
+}
+
+var settingName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*$`)
+
 // pgStats reads the counters of the bench's Postgres cluster over one connection of its own.
 type pgStats struct {
-	conn *pgx.Conn
+	conn    *pgx.Conn
+	version int // server_version_num
 }
 
 func connectStats(ctx context.Context, url string) (*pgStats, error) {
@@ -72,21 +100,46 @@ func connectStats(ctx context.Context, url string) (*pgStats, error) {
 		conn.Close(context.Background())
 		return nil, fmt.Errorf("while connecting to the bench's Postgres: %w", err)
 	}
-	return &pgStats{conn: conn}, nil
+	p := &pgStats{conn: conn}
+	if err := conn.QueryRow(ctx, `select current_setting('server_version_num')::int`).Scan(&p.version); err != nil {
+		conn.Close(context.Background())
+		return nil, fmt.Errorf("while reading the bench's Postgres version: %w", err)
+	}
+	return p, nil
 }
 
 func (p *pgStats) close() { _ = p.conn.Close(context.Background()) }
 
-// transactions is the number of transactions the cluster has finished, committed or rolled back,
-// in every database. A backend publishes its counts when it goes idle, at most once a second, and
-// when it exits; see waitClientsGone for reading a final figure.
-func (p *pgStats) transactions(ctx context.Context) (int64, error) {
-	var n int64
-	err := p.conn.QueryRow(ctx, `select coalesce(sum(xact_commit + xact_rollback), 0)::bigint from pg_stat_database`).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("while reading pg_stat_database: %w", err)
+// pgCounters are the cluster's running totals a run is measured by, read before and after it.
+type pgCounters struct {
+	transactions int64 // finished, committed or rolled back, in every database
+	walBytes     int64 // WAL written (pg_current_wal_lsn)
+	walFPI       int64 // full-page images in it (pg_stat_wal)
+	checkpoints  int64 // checkpoints completed, timed or requested
+}
+
+// sub is what the counters went up by since base.
+func (c pgCounters) sub(base pgCounters) pgCounters {
+	return pgCounters{transactions: c.transactions - base.transactions, walBytes: c.walBytes - base.walBytes,
+		walFPI: c.walFPI - base.walFPI, checkpoints: c.checkpoints - base.checkpoints}
+}
+
+// counters reads the cluster's counters. A backend publishes its counts when it goes idle, at most
+// once a second, and when it exits; see waitClientsGone for reading final figures.
+func (p *pgStats) counters(ctx context.Context) (pgCounters, error) {
+	var c pgCounters
+	// Postgres 17 moved the checkpoints' counts from pg_stat_bgwriter to pg_stat_checkpointer.
+	checkpoints := `(select checkpoints_timed + checkpoints_req from pg_stat_bgwriter)`
+	if p.version >= 170000 {
+		checkpoints = `(select num_timed + num_requested from pg_stat_checkpointer)`
 	}
-	return n, nil
+	err := p.conn.QueryRow(ctx, `select (select coalesce(sum(xact_commit + xact_rollback), 0)::bigint from pg_stat_database),
+		(pg_current_wal_lsn() - '0/0')::bigint, (select wal_fpi from pg_stat_wal), `+checkpoints).
+		Scan(&c.transactions, &c.walBytes, &c.walFPI, &c.checkpoints)
+	if err != nil {
+		return c, fmt.Errorf("while reading the Postgres counters: %w", err)
+	}
+	return c, nil
 }
 
 // waitClientsGone waits until no client backend but ours is connected. A backend writes out its
@@ -122,14 +175,25 @@ func (p *pgStats) scheduledMarkets(ctx context.Context) ([]string, error) {
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
-// settings reads the server's version and durability settings, for the report.
-func (p *pgStats) settings(ctx context.Context) (PostgresInfo, error) {
+// settings reads the server's version and durability settings, and the values of the settings
+// named (those the bench was asked to give it), for the report.
+func (p *pgStats) settings(ctx context.Context, names []string) (PostgresInfo, error) {
 	var info PostgresInfo
 	err := p.conn.QueryRow(ctx, `select current_setting('server_version'), current_setting('fsync'),
 		current_setting('synchronous_commit'), current_setting('full_page_writes')`).
 		Scan(&info.Version, &info.Fsync, &info.SynchronousCommit, &info.FullPageWrites)
 	if err != nil {
 		return info, fmt.Errorf("while reading the Postgres settings: %w", err)
+	}
+	for _, name := range names {
+		var v string
+		if err := p.conn.QueryRow(ctx, `select current_setting($1)`, name).Scan(&v); err != nil {
+			return info, fmt.Errorf("while reading the Postgres setting %s: %w", name, err)
+		}
+		if info.Settings == nil {
+			info.Settings = map[string]string{}
+		}
+		info.Settings[name] = v
 	}
 	return info, nil
 }

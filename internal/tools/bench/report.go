@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -30,8 +31,12 @@ func (r *Result) WriteText(w io.Writer) error {
 	if d := r.Distributed; d != nil {
 		exchange = fmt.Sprintf("the distributed exchange (pmx operator on a kube-apiserver, %d pmx shard, %d pmx api; the bots spread over the api)", d.Shards, d.Fronts)
 	}
-	fmt.Fprintf(&b, "pmxtools bench: %s on a private PostgreSQL %s, fresh for each run (fsync %s, synchronous_commit %s, full_page_writes %s), driven by pmxtools loadgen\n",
-		exchange, pg.Version, pg.Fsync, pg.SynchronousCommit, pg.FullPageWrites)
+	given := ""
+	for _, name := range slices.Sorted(maps.Keys(pg.Settings)) {
+		given += "; " + name + " " + pg.Settings[name]
+	}
+	fmt.Fprintf(&b, "pmxtools bench: %s on a private PostgreSQL %s, fresh for each run (fsync %s, synchronous_commit %s, full_page_writes %s%s), driven by pmxtools loadgen\n",
+		exchange, pg.Version, pg.Fsync, pg.SynchronousCommit, pg.FullPageWrites, given)
 	cpu := ""
 	if m.CPU != "" {
 		cpu = " (" + m.CPU + ")"
@@ -78,6 +83,12 @@ func (r *Result) WriteText(w io.Writer) error {
 		b.WriteString("\n")
 	}
 	for i := range r.Runs {
+		if x := &r.Runs[i]; x.Orders > 0 && x.WALBytesPerOrder > 0 {
+			fmt.Fprintf(&b, "wal, run %d: %s bytes and %s full-page images per order, %d checkpoints\n",
+				i+1, formatCount(math.Round(x.WALBytesPerOrder)), strconv.FormatFloat(x.WALFPIPerOrder, 'f', 2, 64), x.Checkpoints)
+		}
+	}
+	for i := range r.Runs {
 		if f := r.Runs[i].Feed; f != nil {
 			fmt.Fprintf(&b, "feed, run %d: %d subscribers received %s events/s together (%s events), commit to receipt p50 %s p99 %s, %d disconnects\n",
 				i+1, f.Subscribers, formatRate(f.EventsPerSec), formatCount(float64(f.Events)), formatUs(f.P50Us), formatUs(f.P99Us), f.Disconnects)
@@ -103,6 +114,8 @@ CPU/order   CPU time (user + system, from /proc) of pmx (pmx dev, or every pmx p
             postgres; the load generator's own CPU is not in it
 cores       CPU seconds per second of pmx, Postgres and the load generator together
 other       CPU seconds per second of every other process (/proc/stat): well above 0, the run was disturbed
+wal         WAL Postgres wrote per order, with the pages it copied whole (the first change of each
+            page after a checkpoint), and the checkpoints completed during the run
 `)
 	if slices.ContainsFunc(r.Runs, func(x RunResult) bool { return x.Statements != nil }) {
 		b.WriteString(`statements  execution time of the statements pmx sent Postgres (pg_stat_statements), per order: in all,

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -12,14 +13,15 @@ import (
 
 func sampleResult() *Result {
 	machine := Machine{Cores: 2, CPU: "Example CPU", OS: "linux", Arch: "amd64", GoVersion: "go1.26.8",
-		Postgres: PostgresInfo{Version: "15.18", Fsync: "on", SynchronousCommit: "on", FullPageWrites: "on"}}
+		Postgres: PostgresInfo{Version: "15.18", Fsync: "on", SynchronousCommit: "on", FullPageWrites: "on",
+			Settings: map[string]string{"shared_buffers": "4GB", "max_wal_size": "16GB"}}}
 	closed := newRunResult(0, &loadgen.Report{Mode: "closed", Seconds: 20, Orders: 30_000, OrdersPerSec: 1500,
 		Requests: []loadgen.KindStats{{Kind: "place", P50Us: 38_123, P99Us: 95_040, P999Us: 140_400}, {Kind: "cancel", P50Us: 1}}},
-		36_000, cpuSample{pmx: 24 * time.Second, postgres: 12 * time.Second, loadgen: 4 * time.Second, machine: 44 * time.Second})
+		pgCounters{transactions: 36_000, walBytes: 90_000_000, walFPI: 3_000, checkpoints: 1}, cpuSample{pmx: 24 * time.Second, postgres: 12 * time.Second, loadgen: 4 * time.Second, machine: 44 * time.Second})
 	open := newRunResult(20_000, &loadgen.Report{Mode: "open", TargetRate: 20_000, Seconds: 20, Orders: 31_234, OrdersPerSec: 1561.7, Failed: 12,
 		Requests: []loadgen.KindStats{{Kind: "place", P50Us: 8_100_000, P99Us: 17_990_000, P999Us: 18_500_000}}},
-		30_000, cpuSample{pmx: 25 * time.Second, postgres: 13 * time.Second, loadgen: 2 * time.Second})
-	none := newRunResult(500, &loadgen.Report{Mode: "open", TargetRate: 500, Seconds: 1}, 3, cpuSample{})
+		pgCounters{transactions: 30_000}, cpuSample{pmx: 25 * time.Second, postgres: 13 * time.Second, loadgen: 2 * time.Second})
+	none := newRunResult(500, &loadgen.Report{Mode: "open", TargetRate: 500, Seconds: 1}, pgCounters{transactions: 3}, cpuSample{})
 	return &Result{Command: "pmxtools bench --sweep 20000,500", PMX: "/bin/pmx", Machine: machine, Bots: 64, Markets: 8,
 		DurationSeconds: 20, Seed: 1, Mix: loadgen.MixMarketMaker, Runs: []RunResult{*closed, *open, *none}}
 }
@@ -35,6 +37,9 @@ func TestNewRunResult(t *testing.T) {
 	if r.CoresBusy != 2 || r.OtherCores != 0.2 {
 		t.Errorf("cores busy %v, others %v; want 2 and 0.2", r.CoresBusy, r.OtherCores)
 	}
+	if r.WALBytesPerOrder != 3000 || r.WALFPIPerOrder != 0.1 || r.Checkpoints != 1 {
+		t.Errorf("wal: %.1f bytes and %.2f full-page images per order, %d checkpoints; want 3000, 0.10, 1", r.WALBytesPerOrder, r.WALFPIPerOrder, r.Checkpoints)
+	}
 	if z := sampleResult().Runs[2]; z.TransactionsPerOrder != 0 || z.CPUPerOrderUs != 0 {
 		t.Errorf("a run without orders has per-order figures: %+v", z)
 	}
@@ -45,7 +50,7 @@ func TestWriteText(t *testing.T) {
 	if err := sampleResult().WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	want := `pmxtools bench: pmx dev on a private PostgreSQL 15.18, fresh for each run (fsync on, synchronous_commit on, full_page_writes on), driven by pmxtools loadgen
+	want := `pmxtools bench: pmx dev on a private PostgreSQL 15.18, fresh for each run (fsync on, synchronous_commit on, full_page_writes on; max_wal_size 16GB; shared_buffers 4GB), driven by pmxtools loadgen
 machine  2 cores (Example CPU), linux/amd64, go1.26.8
 command  pmxtools bench --sweep 20000,500
 pmx      /bin/pmx
@@ -55,6 +60,7 @@ load             orders/s      p50      p99    p99.9  xact/order  CPU/order     
 closed loop       1,500.0   38.1ms   95.0ms    140ms        1.20     1.20ms    800µs    400µs   2.00  0.20       0
 open 20,000/s     1,561.7    8.10s   17.99s   18.50s        0.96     1.22ms    800µs    416µs   2.00  0.00      12
 open 500/s            0.0        -        -        -           -          -        -        -   0.00  0.00       0
+wal, run 1: 3,000 bytes and 0.10 full-page images per order, 1 checkpoints
 `
 	got := b.String()
 	if !strings.HasPrefix(got, want) {
@@ -172,6 +178,31 @@ func TestStatementKind(t *testing.T) {
 	} {
 		if got := statementKind(c.query); got != c.want {
 			t.Errorf("statementKind(%q) = %q, want %q", c.query, got, c.want)
+		}
+	}
+}
+
+func TestParseSettings(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want map[string]string
+		err  string
+	}{
+		{args: nil, want: nil},
+		{args: []string{"max_wal_size=16GB", "pg_stat_statements.max=500"}, want: map[string]string{"max_wal_size": "16GB", "pg_stat_statements.max": "500"}},
+		{args: []string{"search_path=a=b"}, want: map[string]string{"search_path": "a=b"}},
+		{args: []string{"max_wal_size"}, err: `"max_wal_size": want NAME=VALUE`},
+		{args: []string{"max_wal_size="}, err: `"max_wal_size=": want NAME=VALUE`},
+		{args: []string{"=1"}, err: `"=1": want NAME=VALUE`},
+		{args: []string{"bad name=1"}, err: `"bad name=1": want NAME=VALUE`},
+		{args: []string{"fsync=on", "fsync=off"}, err: "fsync is given twice"},
+	} {
+		got, err := ParseSettings(c.args)
+		switch {
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("ParseSettings(%q): err %v, want %q", c.args, err, c.err)
+		case c.err == "" && (err != nil || !maps.Equal(got, c.want)):
+			t.Errorf("ParseSettings(%q) = %v, %v; want %v", c.args, got, err, c.want)
 		}
 	}
 }
