@@ -1,4 +1,4 @@
-# Sourced by the scripts that alternate pmx builds on the device machine (ab.sh, issue39.sh): the
+# Sourced by the scripts that alternate pmx builds on the device machine (ab.sh, issue39.sh, pgsettings.sh): the
 # setup they share, note and run. The script sets name (its results: $out/$name.tar and
 # $out/$name-steps.txt) and budget (seconds, past which a run is skipped) before sourcing this.
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -30,5 +30,5 @@ run() {
 	local rc=0
 	bash "$runner" taskset -c "$cores" pmxtools bench --duration "$dur" "$@" \
 		--json-file "$work/$step.json" >"$work/$step.txt" 2>&1 || rc=$?
-	note "$step: rc=$rc $(grep -E '^(closed loop|open [0-9,.]+/s)' "$work/$step.txt" | tr -s ' ' | head -1)"
+	note "$step: rc=$rc $(grep -E '^(closed loop|open [0-9,.]+/s)' "$work/$step.txt" | tr -s ' ' | head -1) $(grep -E '^wal, run 1' "$work/$step.txt" || true)"
 }

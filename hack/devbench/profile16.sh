@@ -10,7 +10,13 @@
 #    a 10 s CPU profile (cpu.pprof, for go tool pprof here), the goroutines' stacks at mid-run
 #    (goroutines.txt), and Postgres's backends sampled every 200 ms for 10 s by state and wait
 #    event (waits.txt): what the shards' commits and the reads wait on.
+# 3. The same load again with pg_stat_statements (pmxtools bench --statements): Postgres's
+#    execution time per order, statement by statement (statements.txt), the feeds on and then off
+#    (--no-event-log), so the feeds' share of the statements is read on this machine too.
 # Everything goes into $OUT/profile16.tar (default OUT: ./devbench-out).
+#
+# RATE=10000 profiles open loop at that offered rate instead of closed loop (steps 2 and 3: what
+# the tail of the latency waits on), and DISTRIBUTED=0 leaves step 1 out.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 runner=${PMXBENCH_RUN:-$root/bin/devbench/run}
@@ -45,6 +51,15 @@ measure() {
 	bash "$runner" true
 	{ date -u +%FT%TZ; nproc; grep -m1 'model name' /proc/cpuinfo || true; } >"$work/machine.txt"
 
+	local rate=() load=closed
+	if [ "${RATE:-0}" != 0 ]; then
+		rate=(--rate "$RATE") load=open
+	fi
+	[ "${DISTRIBUTED:-1}" = 0 ] || distributed
+	profiled
+}
+
+distributed() {
 	echo "== distributed, logs kept"
 	rm -rf /tmp/p16-dist
 	bash "$runner" pmxtools bench --distributed --kube-assets "$b/k8s" --shards 4 --fronts 4 \
@@ -58,10 +73,13 @@ measure() {
 	done >"$work/errors-distributed.txt" 2>&1
 	head -60 "$work/errors-distributed.txt"
 	pack
+}
+
+profiled() {
 
 	echo "== pmx dev profiled"
 	rm -rf /tmp/p16-dev
-	bash "$runner" pmxtools bench --duration 25s --bots 512 --markets 32 --data-dir /tmp/p16-dev \
+	bash "$runner" pmxtools bench --duration 25s --bots 512 --markets 32 "${rate[@]}" --data-dir /tmp/p16-dev \
 		--dev-arg=--pprof-addr=127.0.0.1:6060 >"$work/dev.txt" 2>&1 &
 	local bench=$! i sock=""
 	for ((i = 0; i < 600; i++)); do
@@ -85,10 +103,22 @@ measure() {
 	wait "$prof" || true
 	wait "$waits" || true
 	wait "$bench" || true
-	grep -E '^closed loop' "$work/dev.txt" || tail -5 "$work/dev.txt"
+	grep -E "^$load" "$work/dev.txt" || tail -5 "$work/dev.txt"
 	head -30 "$work/waits.txt"
-	ls -la "$work"
 	pack
+
+	local feeds
+	for feeds in on off; do
+		echo "== statements, feeds $feeds"
+		local extra=()
+		[ "$feeds" = off ] && extra=(--dev-arg=--no-event-log)
+		bash "$runner" pmxtools bench --statements --duration 15s --bots 512 --markets 32 "${rate[@]}" "${extra[@]}" \
+			>"$work/statements-$feeds.txt" 2>&1 || true
+		grep -E "^$load" "$work/statements-$feeds.txt" || true
+		sed -n '/^statements, run/,/^$/p' "$work/statements-$feeds.txt"
+		pack
+	done
+	ls -la "$work"
 }
 
 case "${1:-}" in
