@@ -156,6 +156,7 @@ func (s *Shard) pipeline(fl *flight) *flight {
 			return nil
 		}
 	}
+	s.metrics.held.Add(float64(len(held)))
 	return s.after(fl, next, nextErr, held)
 }
 
@@ -514,6 +515,7 @@ func (s *Shard) open(b batch, mode reserveMode) (*flight, error) {
 	if mode == fromViews {
 		locked = s.viewed(b.cmds) // a named shard's fence is checked at commit (seal)
 	} else {
+		s.metrics.read.Inc()
 		asked := s.begin(b.cmds)
 		asked.LockAccounts = mode == fromLocks
 		asked.Now = fl.now

@@ -7,7 +7,9 @@ type metrics struct {
 	batches  prometheus.Counter
 	failures prometheus.Counter
 	rerun    prometheus.Counter
+	read     prometheus.Counter
 	ahead    prometheus.Counter
+	held     prometheus.Counter
 	size     prometheus.Histogram
 	duration prometheus.Histogram
 	// The planned handoff (handoff.go): markets handed over, and markets lost without one.
@@ -23,8 +25,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Batches whose transaction failed; their books were rebuilt from Postgres."}),
 		rerun: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_batches_rerun_total",
 			Help: "Batches that found what they reserved from out of date (the shard's views, or a read without locks) and ran again, learning it more surely."}),
+		read: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_batches_read_total",
+			Help: "Batches that read what their placements reserve from at their start, because the shard's views did not show enough (or a batch ran again); the others reserve from the views and read nothing."}),
 		ahead: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_commands_pipelined_total",
 			Help: "Commands matched while the batch before theirs was committing, on the state it leaves."}),
+		held: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_commands_held_total",
+			Help: "Commands that could not join the batch built while the one before committed (a load, a check, one the views could not pay for): each waited for both batches to commit, and the shard built nothing meanwhile."}),
 		size: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "pmx_shard_batch_commands",
 			Help: "Commands per batch.", Buckets: prometheus.ExponentialBuckets(1, 2, 12)}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "pmx_shard_batch_seconds",
@@ -35,7 +41,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Times this shard found that a market it held had moved without its part — a failover's move, not a handoff: a commit the fence refused, or the market dropped at a batch's start or a heartbeat."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.batches, m.failures, m.rerun, m.ahead, m.size, m.duration, m.handedOver, m.fenced)
+		reg.MustRegister(m.batches, m.failures, m.rerun, m.read, m.ahead, m.held, m.size, m.duration, m.handedOver, m.fenced)
 	}
 	return m
 }

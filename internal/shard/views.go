@@ -252,6 +252,13 @@ func (s *Shard) advance(b *store.Batch) {
 		k := holding{d.Account, outcome}
 		if v, ok := m.free[k]; ok {
 			m.free[k] = v + d.Quantity - d.Locked
+		} else if free := d.Quantity - d.Locked; free > 0 {
+			// A holding the views do not know yet, which this batch adds to (most often the shares
+			// of an account's first fill in the market): it had at least none free, so it has at
+			// least what the batch adds, a view too low at worst, never too high. Without it, the
+			// holding's first sale could not join a pipelined batch; it would wait for two commits
+			// and read (pmx_shard_commands_held_total).
+			m.free[k] = free
 		}
 	}
 }

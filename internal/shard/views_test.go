@@ -305,3 +305,93 @@ func TestPipelinedFencingLoss(t *testing.T) {
 		t.Errorf("%v batches ran again, want the fenced one", n)
 	}
 }
+
+// sell is a sale of shares an account holds.
+func (f *fixture) sell(account int64, outcome engine.Outcome, price int, qty int64) exchange.PlaceRequest {
+	return exchange.PlaceRequest{Account: account, Market: f.market, Side: engine.Sell, Outcome: outcome, Price: price, Quantity: qty}
+}
+
+// holding reads an account's shares of an outcome in the fixture's market, and how many of them
+// are locked in sales.
+func (f *fixture) holding(t *testing.T, account int64, outcome engine.Outcome) (quantity, locked int64) {
+	t.Helper()
+	err := f.st.Pool.QueryRow(context.Background(), `select coalesce(sum(quantity), 0), coalesce(sum(locked_quantity), 0)
+		from positions where account_id = $1 and market_id = $2 and outcome = $3`, account, f.market, outcome.String()).Scan(&quantity, &locked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return quantity, locked
+}
+
+// fill has alice buy qty YES at 50 from bob, who buys as many NO at 50 (a YES ask at 50).
+func (f *fixture) fill(t *testing.T, s *Shard, qty int64) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 50, qty)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Place(ctx, f.buy(f.bob, engine.No, 50, qty)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFirstSaleFromViews sells shares the moment after the fill that brought them, a holding the
+// shard never read: the batch that filled it left a view of it, so the sale reserves from the views
+// and reads nothing (before, the first sale of every holding read it, and in the pipeline it waited
+// for two commits).
+func TestFirstSaleFromViews(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s := f.shard(t, "")
+	f.fill(t, s, 10)
+	reads := counter(t, s.metrics.read)
+	if _, err := s.Place(ctx, f.sell(f.alice, engine.Yes, 60, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if n := counter(t, s.metrics.read) - reads; n != 0 {
+		t.Errorf("the first sale read what it reserves from (%v batches): the fill left no view of the holding", n)
+	}
+	if q, locked := f.holding(t, f.alice, engine.Yes); q != 10 || locked != 4 {
+		t.Errorf("alice holds %d YES, %d of them locked; want 10 and 4", q, locked)
+	}
+	if err := s.CheckBooks(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHoldingViewFromAFillIsALowerBound fills a holding that already had shares the shard does not
+// know of (bought before it started): the view the fill leaves counts only the fill's shares, too
+// low, so a sale of more than those reads the holding and is placed, not refused; the read leaves
+// the true view, from which the next sale reads nothing.
+func TestHoldingViewFromAFillIsALowerBound(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	first := f.shard(t, "")
+	f.fill(t, first, 10)
+	first.Stop()
+
+	s := f.shard(t, "") // views of nothing
+	f.fill(t, s, 5)     // alice's YES: 15, of which the view knows 5
+	reads := counter(t, s.metrics.read)
+	if _, err := s.Place(ctx, f.sell(f.alice, engine.Yes, 60, 12)); err != nil {
+		t.Fatalf("a sale of 12 of alice's 15 shares: %v", err)
+	}
+	if n := counter(t, s.metrics.read) - reads; n != 1 {
+		t.Errorf("%v batches read for a sale beyond the view, want 1", n)
+	}
+	if _, err := s.Place(ctx, f.sell(f.alice, engine.Yes, 61, 3)); err != nil {
+		t.Fatalf("a sale of alice's last 3 shares: %v", err)
+	}
+	if n := counter(t, s.metrics.read) - reads; n != 1 {
+		t.Errorf("%v batches read in all, want still 1: the read left the view of all 15", n)
+	}
+	if _, err := s.Place(ctx, f.sell(f.alice, engine.Yes, 62, 1)); !errors.Is(err, domain.ErrInsufficientShares) {
+		t.Errorf("a sale beyond alice's shares: %v, want %v", err, domain.ErrInsufficientShares)
+	}
+	if q, locked := f.holding(t, f.alice, engine.Yes); q != 15 || locked != 15 {
+		t.Errorf("alice holds %d YES, %d of them locked; want 15 and 15", q, locked)
+	}
+	if err := s.CheckBooks(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
