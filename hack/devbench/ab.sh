@@ -6,7 +6,8 @@
 #   bash hack/devbench/ab.sh measure
 #
 # ROUNDS (default 3) rounds of before and after on the whole machine (512 bots, 32 markets, closed
-# loop), then two rounds pinned to two cores (64 bots, 8 markets), then the pack's pmx in the
+# loop), then one round of both in open loop at OPEN_RATE offered orders/s if it is set, then
+# PINNED_ROUNDS (default 2) rounds pinned to two cores (64 bots, 8 markets), then the pack's pmx in the
 # distributed bench (4 shards, 4 fronts) if the pack has kube-apiserver; every run DURATION (default 15s). Each run's table goes
 # into $OUT/ab.tar (default OUT: ./devbench-out) as it ends, one line each in ab-steps.txt; a run
 # that would start past BUDGET seconds (default 240) is skipped.
@@ -28,7 +29,11 @@ measure() {
 		run "r$r-before-all" "$all" --pmx "$b/pmx-before" --bots 512 --markets 32
 		run "r$r-after-all" "$all" --pmx "$b/pmx" --bots 512 --markets 32
 	done
-	for r in 1 2; do
+	if [ -n "${OPEN_RATE:-}" ]; then
+		run "open-before-all" "$all" --pmx "$b/pmx-before" --bots 512 --markets 32 --rate "$OPEN_RATE"
+		run "open-after-all" "$all" --pmx "$b/pmx" --bots 512 --markets 32 --rate "$OPEN_RATE"
+	fi
+	for ((r = 1; r <= ${PINNED_ROUNDS:-2}; r++)); do
 		run "r$r-before-2" 0-1 --pmx "$b/pmx-before"
 		run "r$r-after-2" 0-1 --pmx "$b/pmx"
 	done
