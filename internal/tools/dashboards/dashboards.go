@@ -133,9 +133,11 @@ func Overview() (dashboard.Dashboard, error) {
 			"ops",
 			query{`sum by (pod) (rate(pmx_shard_batch_failures_total{` + shard + `}[$__rate_interval]))`, "failed {{pod}}"},
 			query{`sum by (pod) (rate(pmx_shard_batches_rerun_total{` + shard + `}[$__rate_interval]))`, "rerun {{pod}}"})).
-		WithPanel(panel("Commands pipelined",
-			"Commands matched while the batch before theirs was committing, per second.", "ops",
-			query{`sum by (pod) (rate(pmx_shard_commands_pipelined_total{` + shard + `}[$__rate_interval]))`, "{{pod}}"}))
+		WithPanel(panel("Commands pipelined and held",
+			"Commands matched while the batch before theirs was committing (pipelined), commands that could not join that batch and waited for two commits (held: a load, a check, one the views could not pay for), and batches that read what they reserve from, per second. Held commands are the orders' latency tail.", "ops",
+			query{`sum by (pod) (rate(pmx_shard_commands_pipelined_total{` + shard + `}[$__rate_interval]))`, "pipelined {{pod}}"},
+			query{`sum by (pod) (rate(pmx_shard_commands_held_total{` + shard + `}[$__rate_interval]))`, "held {{pod}}"},
+			query{`sum by (pod) (rate(pmx_shard_batches_read_total{` + shard + `}[$__rate_interval]))`, "batches read {{pod}}"}))
 
 	b.WithRow(row("Markets and their shards")).
 		WithPanel(panel("OPEN markets per shard", "As the operator reads it from Postgres.", "short",
