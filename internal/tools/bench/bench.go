@@ -178,8 +178,9 @@ type RunResult struct {
 	// well above zero, the figures were disturbed.
 	OtherCores float64 `json:"otherCores"`
 
-	Feed       *FeedResult `json:"feed,omitempty"`       // with Options.FeedSubscribers
-	Statements *Statements `json:"statements,omitempty"` // with Options.Statements
+	Shards     *ShardCounters `json:"shards,omitempty"`     // from the exchange's /metrics
+	Feed       *FeedResult    `json:"feed,omitempty"`       // with Options.FeedSubscribers
+	Statements *Statements    `json:"statements,omitempty"` // with Options.Statements
 
 	Loadgen *loadgen.Report `json:"loadgen"`
 }
@@ -355,6 +356,7 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 	*pg = info
 
 	var pids []int
+	var metrics func() []string // the exchange's metrics addresses
 	var fronts []string
 	var ids []string
 	stopExchange := func() error { return nil }
@@ -374,7 +376,7 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 		if ids, err = d.createMarkets(ctx, stats, o.Markets, fmt.Sprintf("bench %s, run %d", b.id, i+1)); err != nil {
 			return nil, err
 		}
-		fronts, pids = d.fronts, d.pids()
+		fronts, pids, metrics = d.fronts, d.pids(), d.metrics
 	} else {
 		b.progressf("run %d/%d: starting pmx dev (%s)", i+1, len(o.Rates), o.PMX)
 		dev, err := startDev(ctx, o.PMX, cluster.URL(), dir, b.token, o.DevArgs, filepath.Join(dir, "pmx-dev.log"))
@@ -386,6 +388,12 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 			return nil, err
 		}
 		fronts, pids = []string{dev.url}, []int{dev.pid()}
+		metrics = func() []string {
+			if u := dev.metrics(); u != "" {
+				return []string{u}
+			}
+			return nil // a build whose banner names no metrics address
+		}
 	}
 	var watch *feedWatch
 	if o.FeedSubscribers > 0 {
@@ -409,6 +417,10 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 	if err != nil {
 		return nil, err
 	}
+	s0, err := scrapeShards(ctx, metrics())
+	if err != nil {
+		return nil, err
+	}
 	rep, err := loadgen.Run(ctx, loadgen.Config{URL: fronts[0], Fronts: fronts[1:], AdminToken: b.token, Bots: o.Bots, Rate: rate,
 		Duration: o.Duration, Markets: o.Markets, Seed: o.Seed, Mix: o.Mix}, o.Progress)
 	if err != nil {
@@ -420,6 +432,15 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 	c1, err := b.proc.sample(pids, cluster.Pid())
 	if err != nil {
 		return nil, err
+	}
+	var shards *ShardCounters
+	if urls := metrics(); len(urls) > 0 {
+		s1, err := scrapeShards(ctx, urls)
+		if err != nil {
+			return nil, err
+		}
+		d := s1.sub(s0)
+		shards = &d
 	}
 	var feedResult *FeedResult
 	if watch != nil {
@@ -439,6 +460,7 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 	}
 	r := newRunResult(rate, rep, x1.sub(x0), c1.sub(c0))
 	r.Feed = feedResult
+	r.Shards = shards
 	if o.Statements {
 		if r.Statements, err = stats.statements(tail, r.Orders); err != nil {
 			return nil, err

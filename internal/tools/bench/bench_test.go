@@ -144,6 +144,11 @@ func checkRun(t *testing.T, res *Result, mix loadgen.Mix) {
 		t.Errorf("%.2f transactions per order (%d in all)", r.TransactionsPerOrder, r.Transactions)
 	case !(r.CPU.PMX > 0 && r.CPU.Postgres > 0 && r.CPUPerOrderUs > 0):
 		t.Errorf("CPU %+v, %.0fµs per order", r.CPU, r.CPUPerOrderUs)
+	case r.Shards == nil || r.Shards.Batches <= 0 || r.Shards.Commands < r.Orders || r.Shards.Held < 0 || r.Shards.Read < 0 ||
+		r.Shards.Pipelined+r.Shards.Held > r.Shards.Commands:
+		// Every placement is a command of a batch; a command joins the batch built meanwhile, or is
+		// held, or neither.
+		t.Errorf("shard counters %+v for %d orders", r.Shards, r.Orders)
 	case !(r.WALBytesPerOrder > 100) || r.WALFPIPerOrder < 0 || r.Checkpoints < 0:
 		// An order's rows alone take more than 100 bytes of WAL.
 		t.Errorf("WAL: %.0f bytes and %.2f full-page images per order, %d checkpoints", r.WALBytesPerOrder, r.WALFPIPerOrder, r.Checkpoints)

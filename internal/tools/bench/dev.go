@@ -40,6 +40,16 @@ type devProcess struct {
 	logPath string
 	done    chan struct{} // closed when the process has exited
 	waitErr error         // set before done is closed
+
+	mu         sync.Mutex
+	metricsURL string // from its banner (metricsBanner), once printed
+}
+
+// metrics is the address of the process's /metrics, "" if its banner has not named one.
+func (d *devProcess) metrics() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.metricsURL
 }
 
 // startDev starts `pmx dev` on a free loopback port against databaseURL, with no sample markets
@@ -73,6 +83,11 @@ func startChild(ctx context.Context, name, pmx string, args, env []string, logPa
 	pgcluster.SetParentDeathSignal(d.cmd.SysProcAttr, syscall.SIGTERM)
 	found := make(chan string, 1)
 	watch := &lineWatcher{w: logFile, match: func(line string) {
+		if m := metricsBanner.FindStringSubmatch(line); m != nil {
+			d.mu.Lock()
+			d.metricsURL = m[1]
+			d.mu.Unlock()
+		}
 		if m := ready.FindStringSubmatch(line); m != nil {
 			addr := ""
 			if len(m) > 1 {

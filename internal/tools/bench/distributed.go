@@ -193,6 +193,17 @@ func (d *distributed) createMarkets(ctx context.Context, stats *pgStats, n int, 
 }
 
 // pids are the pmx processes' ids.
+// metrics lists the processes' metrics addresses, those their banners named.
+func (d *distributed) metrics() []string {
+	var out []string
+	for _, p := range d.procs {
+		if u := p.metrics(); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
 func (d *distributed) pids() []int {
 	out := make([]int, len(d.procs))
 	for i, p := range d.procs {

@@ -89,6 +89,13 @@ func (r *Result) WriteText(w io.Writer) error {
 		}
 	}
 	for i := range r.Runs {
+		if c := r.Runs[i].Shards; c != nil && c.Batches > 0 {
+			fmt.Fprintf(&b, "shards, run %d: %s batches of %s commands; %s of the commands pipelined, %s held; %s batches read what they reserve from, %s ran again, %s failed\n",
+				i+1, formatCount(float64(c.Batches)), strconv.FormatFloat(float64(c.Commands)/float64(c.Batches), 'f', 1, 64),
+				share(c.Pipelined, c.Commands), share(c.Held, c.Commands), countOrDash(c.Read), countOrDash(c.Rerun), countOrDash(c.Failures))
+		}
+	}
+	for i := range r.Runs {
 		if f := r.Runs[i].Feed; f != nil {
 			fmt.Fprintf(&b, "feed, run %d: %d subscribers received %s events/s together (%s events), commit to receipt p50 %s p99 %s, %d disconnects\n",
 				i+1, f.Subscribers, formatRate(f.EventsPerSec), formatCount(float64(f.Events)), formatUs(f.P50Us), formatUs(f.P99Us), f.Disconnects)
@@ -114,6 +121,10 @@ CPU/order   CPU time (user + system, from /proc) of pmx (pmx dev, or every pmx p
             postgres; the load generator's own CPU is not in it
 cores       CPU seconds per second of pmx, Postgres and the load generator together
 other       CPU seconds per second of every other process (/proc/stat): well above 0, the run was disturbed
+shards      what the shards counted during the load (their /metrics, summed): batches and commands
+            per batch; commands matched while the batch before theirs committed (pipelined) and
+            those that could not join it and waited for two commits (held); batches that read
+            what their placements reserve from, ran again or failed ("-": not exported by this pmx)
 wal         WAL Postgres wrote per order, with the pages it copied whole (the first change of each
             page after a checkpoint), and the checkpoints completed during the run
 `)
@@ -131,6 +142,22 @@ p50/commit  the p50 as a multiple of one durable commit back to back (the commit
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// share is part as a percentage of whole, "-" where part is unknown (-1) or whole is none.
+func share(part, whole int64) string {
+	if part < 0 || whole <= 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(100*float64(part)/float64(whole), 'f', 1, 64) + "%"
+}
+
+// countOrDash is a count, or "-" where it is unknown (-1).
+func countOrDash(n int64) string {
+	if n < 0 {
+		return "-"
+	}
+	return formatCount(float64(n))
 }
 
 // ofFloors is a run's orders/s as a percentage of the HTTP floor and its p50 as a multiple of the

@@ -1,0 +1,113 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// ShardCounters are what the exchange's shards counted during a run's load, summed over every
+// shard (pmx dev's, or every pmx shard process's), from their /metrics: how their batches went,
+// and how many commands could not join the batch built while the one before committed. A
+// counter the pmx build does not export (one from before it existed) is -1.
+type ShardCounters struct {
+	Batches   int64 `json:"batches"`   // pmx_shard_batches_total: batches committed
+	Commands  int64 `json:"commands"`  // pmx_shard_batch_commands (its sum): commands in them
+	Pipelined int64 `json:"pipelined"` // pmx_shard_commands_pipelined_total
+	Held      int64 `json:"held"`      // pmx_shard_commands_held_total
+	Read      int64 `json:"read"`      // pmx_shard_batches_read_total: batches that read what they reserve from
+	Rerun     int64 `json:"rerun"`     // pmx_shard_batches_rerun_total
+	Failures  int64 `json:"failures"`  // pmx_shard_batch_failures_total
+}
+
+// metricsBanner is the line of a pmx process's banner that says where its metrics are served.
+var metricsBanner = regexp.MustCompile(`^\s*Metrics:\s+(http://\S+/metrics)\s*$`)
+
+// scrapeShards reads the shard counters from each of the metrics addresses and sums them;
+// processes without shards (fronts, the operator) add nothing.
+func scrapeShards(ctx context.Context, urls []string) (ShardCounters, error) {
+	sum := ShardCounters{Held: -1, Read: -1}
+	client := &http.Client{Timeout: 10 * time.Second}
+	for _, url := range urls {
+		families, err := scrape(ctx, client, url)
+		if err != nil {
+			return sum, err
+		}
+		sum.add(families)
+	}
+	return sum, nil
+}
+
+func scrape(ctx context.Context, client *http.Client, url string) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("while reading the exchange's metrics: %w", err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, res.Body)
+		return nil, fmt.Errorf("while reading the exchange's metrics: %s answered %s", url, res.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(res.Body)
+	if err != nil {
+		return nil, fmt.Errorf("while reading the exchange's metrics from %s: %w", url, err)
+	}
+	return families, nil
+}
+
+// add adds one process's shard counters (every shard's series of each) to c.
+func (c *ShardCounters) add(families map[string]*dto.MetricFamily) {
+	total := func(name string) (int64, bool) {
+		f, ok := families[name]
+		if !ok {
+			return 0, false
+		}
+		var n float64
+		for _, m := range f.GetMetric() {
+			if h := m.GetHistogram(); h != nil {
+				n += h.GetSampleSum()
+			} else {
+				n += m.GetCounter().GetValue()
+			}
+		}
+		return int64(n), true
+	}
+	for _, x := range []struct {
+		name string
+		into *int64
+	}{
+		{"pmx_shard_batches_total", &c.Batches}, {"pmx_shard_batch_commands", &c.Commands},
+		{"pmx_shard_commands_pipelined_total", &c.Pipelined}, {"pmx_shard_commands_held_total", &c.Held},
+		{"pmx_shard_batches_read_total", &c.Read}, {"pmx_shard_batches_rerun_total", &c.Rerun},
+		{"pmx_shard_batch_failures_total", &c.Failures},
+	} {
+		if n, ok := total(x.name); ok {
+			*x.into = max(*x.into, 0) + n
+		}
+	}
+}
+
+// sub is what the counters went up by since base; one either side lacks stays -1.
+func (c ShardCounters) sub(base ShardCounters) ShardCounters {
+	d := func(a, b int64) int64 {
+		if a < 0 || b < 0 {
+			return -1
+		}
+		return a - b
+	}
+	return ShardCounters{Batches: d(c.Batches, base.Batches), Commands: d(c.Commands, base.Commands),
+		Pipelined: d(c.Pipelined, base.Pipelined), Held: d(c.Held, base.Held), Read: d(c.Read, base.Read),
+		Rerun: d(c.Rerun, base.Rerun), Failures: d(c.Failures, base.Failures)}
+}

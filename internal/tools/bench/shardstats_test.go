@@ -1,0 +1,112 @@
+package bench
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// shardMetrics is a pmx process's exposition of two shards' counters, as the shard package
+// registers them (held and read only when withHeld).
+func shardMetrics(withHeld bool) string {
+	s := `# TYPE pmx_shard_batches_total counter
+pmx_shard_batches_total{shard="0"} 100
+pmx_shard_batches_total{shard="1"} 50
+# TYPE pmx_shard_batch_commands histogram
+pmx_shard_batch_commands_bucket{shard="0",le="+Inf"} 100
+pmx_shard_batch_commands_sum{shard="0"} 900
+pmx_shard_batch_commands_count{shard="0"} 100
+pmx_shard_batch_commands_bucket{shard="1",le="+Inf"} 50
+pmx_shard_batch_commands_sum{shard="1"} 300
+pmx_shard_batch_commands_count{shard="1"} 50
+# TYPE pmx_shard_commands_pipelined_total counter
+pmx_shard_commands_pipelined_total{shard="0"} 800
+pmx_shard_commands_pipelined_total{shard="1"} 200
+# TYPE pmx_shard_batches_rerun_total counter
+pmx_shard_batches_rerun_total{shard="0"} 1
+pmx_shard_batches_rerun_total{shard="1"} 2
+# TYPE pmx_shard_batch_failures_total counter
+pmx_shard_batch_failures_total{shard="0"} 0
+pmx_shard_batch_failures_total{shard="1"} 3
+`
+	if withHeld {
+		s += `# TYPE pmx_shard_commands_held_total counter
+pmx_shard_commands_held_total{shard="0"} 7
+pmx_shard_commands_held_total{shard="1"} 5
+# TYPE pmx_shard_batches_read_total counter
+pmx_shard_batches_read_total{shard="0"} 4
+pmx_shard_batches_read_total{shard="1"} 6
+`
+	}
+	return s
+}
+
+func serveMetrics(t *testing.T, body string, status int) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(body))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/metrics"
+}
+
+// TestScrapeShards reads the shard counters of a shard process and a front (which has none) over
+// HTTP and sums every shard's series; a build without the held and read counters gives -1 for
+// them, which a difference keeps.
+func TestScrapeShards(t *testing.T) {
+	ctx := context.Background()
+	front := serveMetrics(t, "# TYPE pmx_http_requests_total counter\npmx_http_requests_total 3\n", http.StatusOK)
+	got, err := scrapeShards(ctx, []string{serveMetrics(t, shardMetrics(true), http.StatusOK), front})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ShardCounters{Batches: 150, Commands: 1200, Pipelined: 1000, Held: 12, Read: 10, Rerun: 3, Failures: 3}
+	if got != want {
+		t.Errorf("scrapeShards = %+v, want %+v", got, want)
+	}
+	if d := got.sub(ShardCounters{Batches: 50, Commands: 200, Pipelined: 100, Held: 2, Read: 1, Rerun: 1, Failures: 1}); d != (ShardCounters{100, 1000, 900, 10, 9, 2, 2}) {
+		t.Errorf("sub = %+v", d)
+	}
+
+	old, err := scrapeShards(ctx, []string{serveMetrics(t, shardMetrics(false), http.StatusOK)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.Held != -1 || old.Read != -1 || old.Batches != 150 {
+		t.Errorf("a build without held and read: %+v, want them -1 and the rest read", old)
+	}
+	if d := old.sub(old); d.Held != -1 || d.Read != -1 || d.Batches != 0 {
+		t.Errorf("sub of a build without held and read: %+v", d)
+	}
+	if none, err := scrapeShards(ctx, nil); err != nil || none.Batches != 0 || none.Held != -1 {
+		t.Errorf("no process to read: %+v, %v", none, err)
+	}
+
+	if _, err := scrapeShards(ctx, []string{serveMetrics(t, "", http.StatusServiceUnavailable)}); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Errorf("a metrics endpoint answering 503: err %v, want it named", err)
+	}
+	if _, err := scrapeShards(ctx, []string{serveMetrics(t, "pmx_shard_batches_total{ 1\n", http.StatusOK)}); err == nil {
+		t.Error("metrics that do not parse: no error")
+	}
+}
+
+func TestMetricsBanner(t *testing.T) {
+	for line, want := range map[string]string{
+		"  Metrics:   http://127.0.0.1:43123/metrics": "http://127.0.0.1:43123/metrics",
+		"Metrics: http://[::1]:9090/metrics  ":        "http://[::1]:9090/metrics",
+		"  API:       http://127.0.0.1:8080/api/v1":   "",
+		"  Metrics:   (off)":                          "",
+	} {
+		got := ""
+		if m := metricsBanner.FindStringSubmatch(line); m != nil {
+			got = m[1]
+		}
+		if got != want {
+			t.Errorf("%q: %q, want %q", line, got, want)
+		}
+	}
+}
