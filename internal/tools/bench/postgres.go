@@ -30,7 +30,8 @@ func maxConnections(processes int) int {
 // startPostgres starts a fresh private cluster in dir/postgres with pmx dev's durable settings and
 // room for processes pmx processes' pools, and connects to it for its counters. stop closes the
 // connection and stops the cluster; it must be called, also after an error (then it has nothing
-// to do). With statements it also loads pg_stat_statements (Options.Statements).
+// to do). With statements it also loads pg_stat_statements (Options.Statements); the settings in
+// extra (Options.PGSettings) come last, over the bench's own.
 func startPostgres(ctx context.Context, dir string, processes int, statements bool, extra map[string]string, logger *slog.Logger) (_ *pgcluster.Cluster, _ *pgStats, info PostgresInfo, stop func() error, err error) {
 	stop = func() error { return nil }
 	settings := map[string]string{"max_connections": strconv.Itoa(maxConnections(processes))}
