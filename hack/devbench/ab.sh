@@ -7,10 +7,11 @@
 #
 # ROUNDS (default 3) rounds of before and after on the whole machine (512 bots, 32 markets, closed
 # loop), then one round of both in open loop at OPEN_RATE offered orders/s if it is set, then
-# PINNED_ROUNDS (default 2) rounds pinned to two cores (64 bots, 8 markets), then the pack's pmx in the
-# distributed bench (4 shards, 4 fronts) if the pack has kube-apiserver; every run DURATION (default 15s). Each run's table goes
-# into $OUT/ab.tar (default OUT: ./devbench-out) as it ends, one line each in ab-steps.txt; a run
-# that would start past BUDGET seconds (default 240) is skipped.
+# PINNED_ROUNDS (default 2) rounds pinned to two cores (64 bots, 8 markets), then the pack's pmx
+# in the distributed bench (4 shards, 4 fronts) if the pack has kube-apiserver; every run DURATION
+# (default 15s). Each run's table goes into $OUT/ab.tar (default OUT: ./devbench-out) as it ends,
+# one line each in ab-steps.txt; a run that would start past BUDGET seconds (default 240) is
+# skipped.
 set -euo pipefail
 name=ab budget=${BUDGET:-240} rounds=${ROUNDS:-3}
 # shellcheck source=alternate.sh

@@ -1,6 +1,7 @@
-# Sourced by the scripts that alternate pmx builds on the device machine (ab.sh, issue39.sh, pgsettings.sh): the
-# setup they share, note and run. The script sets name (its results: $out/$name.tar and
-# $out/$name-steps.txt) and budget (seconds, past which a run is skipped) before sourcing this.
+# Sourced by the scripts that alternate pmx builds or settings on the device machine (ab.sh,
+# issue39.sh, pgsettings.sh): the setup they share, note and run. The script sets name (its
+# results: $out/$name.tar and $out/$name-steps.txt) and budget (seconds, past which a run is
+# skipped) before sourcing this.
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 runner=${PMXBENCH_RUN:-$root/bin/devbench/run}
 b=${PMXBENCH_DIR:-/opt/pmxbench}

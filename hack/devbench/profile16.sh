@@ -76,7 +76,6 @@ distributed() {
 }
 
 profiled() {
-
 	echo "== pmx dev profiled"
 	rm -rf /tmp/p16-dev
 	bash "$runner" pmxtools bench --duration 25s --bots 512 --markets 32 "${rate[@]}" --data-dir /tmp/p16-dev \

@@ -121,12 +121,12 @@ CPU/order   CPU time (user + system, from /proc) of pmx (pmx dev, or every pmx p
             postgres; the load generator's own CPU is not in it
 cores       CPU seconds per second of pmx, Postgres and the load generator together
 other       CPU seconds per second of every other process (/proc/stat): well above 0, the run was disturbed
+wal         WAL Postgres wrote per order, with the pages it copied whole (the first change of each
+            page after a checkpoint), and the checkpoints completed during the run
 shards      what the shards counted during the load (their /metrics, summed): batches and commands
             per batch; commands matched while the batch before theirs committed (pipelined) and
             those that could not join it and waited for two commits (held); batches that read
             what their placements reserve from, ran again or failed ("-": not exported by this pmx)
-wal         WAL Postgres wrote per order, with the pages it copied whole (the first change of each
-            page after a checkpoint), and the checkpoints completed during the run
 `)
 	if slices.ContainsFunc(r.Runs, func(x RunResult) bool { return x.Statements != nil }) {
 		b.WriteString(`statements  execution time of the statements pmx sent Postgres (pg_stat_statements), per order: in all,
