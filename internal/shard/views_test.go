@@ -416,8 +416,10 @@ func TestUnknownAccountJoinsPipelinedBatch(t *testing.T) {
 	}
 	done := make(chan error, 2)
 	go func() { _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 41, 1)); done <- err }()
-	waitBlocked(t, f.st)                                                                // its commit waits for the test's lock
-	go func() { _, err := s.Place(ctx, f.buy(f.bob, engine.No, 30, 2)); done <- err }() // a YES ask at 70: no trade
+	waitBlocked(t, f.st) // its commit waits for the test's lock
+
+	// Bob's NO bid at 30 is a YES ask at 70: no trade.
+	go func() { _, err := s.Place(ctx, f.buy(f.bob, engine.No, 30, 2)); done <- err }()
 	poll.Wait(t, 10*time.Second, "bob's placement pipelined or held", func() bool {
 		return counter(t, s.metrics.ahead)+counter(t, s.metrics.held) > 0
 	})
