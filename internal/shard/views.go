@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -57,6 +58,10 @@ const (
 // errDoubted fails a batch run from the views that would refuse a placement or amend for want of
 // funds or shares: the views may be out of date, so it runs again from reads.
 var errDoubted = errors.New("a batch run from the views would refuse for want of funds or shares")
+
+// accountReadTimeout bounds learnAccounts's read: a round trip on an idle pooled connection takes
+// well under a millisecond, and past this the commands rather wait for a batch that reads.
+const accountReadTimeout = time.Second
 
 // maxCashViews bounds how many accounts the shard keeps a view of; past it the views start afresh.
 const maxCashViews = 1 << 20
@@ -222,7 +227,8 @@ func (s *Shard) viewed(cmds []*command) store.Locked {
 // account it has no view of (reserving needs one); what they added to it (a maker's fill, a
 // release) is in what it reads once they commit, and what the batch being built adds is added when
 // it seals, so the view is never above what the shard's own batches leave. A failed read leaves
-// the views as they were, and the commands wait as before.
+// the views as they were, and the commands wait as before; so does one that takes longer than
+// accountReadTimeout (a busy pool), for the loop waits for it.
 func (s *Shard) learnAccounts(cmds []*command) {
 	accounts, _ := reservedFrom(cmds)
 	var missing []int64
@@ -234,7 +240,7 @@ func (s *Shard) learnAccounts(cmds []*command) {
 	if len(missing) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), accountReadTimeout)
 	defer cancel()
 	cash, risk, err := s.cfg.Store.AccountViews(ctx, missing)
 	if err != nil {
