@@ -30,6 +30,10 @@ const (
 // to take a port picked in advance.
 var apiLine = regexp.MustCompile(`^\s*API:\s+(https?://\S+)/api/v1\s*$`)
 
+// metricsBanner is the line of a pmx process's banner that says where its metrics are served
+// (read for the shards' counters, shardstats.go).
+var metricsBanner = regexp.MustCompile(`^\s*Metrics:\s+(http://\S+/metrics)\s*$`)
+
 // devProcess is a pmx child process: `pmx dev`, or in a distributed bench `pmx operator`,
 // `pmx shard` or `pmx api`.
 type devProcess struct {

@@ -2,23 +2,32 @@ package bench
 
 import (
 	"bytes"
+	"regexp"
 	"slices"
 	"testing"
 )
 
-func TestAPILine(t *testing.T) {
-	for line, want := range map[string]string{
-		"  API:       http://127.0.0.1:41234/api/v1":  "http://127.0.0.1:41234",
-		"  API:       http://127.0.0.1:8080/api/v1\r": "http://127.0.0.1:8080",
-		"  Admin API: http://127.0.0.1:8080/admin/v1": "",
-		"pmx is running.": "",
+// TestBannerLines reads the lines of pmx's banner that say where its API and its metrics are.
+func TestBannerLines(t *testing.T) {
+	for _, c := range []struct {
+		re         *regexp.Regexp
+		line, want string
+	}{
+		{apiLine, "  API:       http://127.0.0.1:41234/api/v1", "http://127.0.0.1:41234"},
+		{apiLine, "  API:       http://127.0.0.1:8080/api/v1\r", "http://127.0.0.1:8080"},
+		{apiLine, "  Admin API: http://127.0.0.1:8080/admin/v1", ""},
+		{apiLine, "pmx is running.", ""},
+		{metricsBanner, "  Metrics:   http://127.0.0.1:43123/metrics", "http://127.0.0.1:43123/metrics"},
+		{metricsBanner, "Metrics: http://[::1]:9090/metrics  ", "http://[::1]:9090/metrics"},
+		{metricsBanner, "  API:       http://127.0.0.1:8080/api/v1", ""},
+		{metricsBanner, "  Metrics:   (off)", ""},
 	} {
 		got := ""
-		if m := apiLine.FindStringSubmatch(line); m != nil {
+		if m := c.re.FindStringSubmatch(c.line); m != nil {
 			got = m[1]
 		}
-		if got != want {
-			t.Errorf("%q: got %q, want %q", line, got, want)
+		if got != c.want {
+			t.Errorf("%s on %q: got %q, want %q", c.re, c.line, got, c.want)
 		}
 	}
 }

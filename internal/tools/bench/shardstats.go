@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -26,9 +25,6 @@ type ShardCounters struct {
 	Rerun     int64 `json:"rerun"`     // pmx_shard_batches_rerun_total
 	Failures  int64 `json:"failures"`  // pmx_shard_batch_failures_total
 }
-
-// metricsBanner is the line of a pmx process's banner that says where its metrics are served.
-var metricsBanner = regexp.MustCompile(`^\s*Metrics:\s+(http://\S+/metrics)\s*$`)
 
 // scrapeShards reads the shard counters from each of the metrics addresses and sums them;
 // processes without shards (fronts, the operator) add nothing.

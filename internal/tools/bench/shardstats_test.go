@@ -93,20 +93,3 @@ func TestScrapeShards(t *testing.T) {
 		t.Error("metrics that do not parse: no error")
 	}
 }
-
-func TestMetricsBanner(t *testing.T) {
-	for line, want := range map[string]string{
-		"  Metrics:   http://127.0.0.1:43123/metrics": "http://127.0.0.1:43123/metrics",
-		"Metrics: http://[::1]:9090/metrics  ":        "http://[::1]:9090/metrics",
-		"  API:       http://127.0.0.1:8080/api/v1":   "",
-		"  Metrics:   (off)":                          "",
-	} {
-		got := ""
-		if m := metricsBanner.FindStringSubmatch(line); m != nil {
-			got = m[1]
-		}
-		if got != want {
-			t.Errorf("%q: %q, want %q", line, got, want)
-		}
-	}
-}
