@@ -335,6 +335,17 @@ func (f *fixture) fill(t *testing.T, s *Shard, qty int64) {
 	}
 }
 
+// saleReads has alice sell qty YES at price, and returns how many batches read what they reserve
+// from to place it (0: it reserved from the views).
+func (f *fixture) saleReads(t *testing.T, s *Shard, price int, qty int64) float64 {
+	t.Helper()
+	before := counter(t, s.metrics.read)
+	if _, err := s.Place(context.Background(), f.sell(f.alice, engine.Yes, price, qty)); err != nil {
+		t.Fatalf("alice's sale of %d YES: %v", qty, err)
+	}
+	return counter(t, s.metrics.read) - before
+}
+
 // TestFirstSaleFromViews sells shares the moment after the fill that brought them, a holding the
 // shard never read: the batch that filled it left a view of it, so the sale reserves from the views
 // and reads nothing (before, the first sale of every holding read it, and in the pipeline it waited
@@ -344,11 +355,7 @@ func TestFirstSaleFromViews(t *testing.T) {
 	ctx := context.Background()
 	s := f.shard(t, "")
 	f.fill(t, s, 10)
-	reads := counter(t, s.metrics.read)
-	if _, err := s.Place(ctx, f.sell(f.alice, engine.Yes, 60, 4)); err != nil {
-		t.Fatal(err)
-	}
-	if n := counter(t, s.metrics.read) - reads; n != 0 {
+	if n := f.saleReads(t, s, 60, 4); n != 0 {
 		t.Errorf("the first sale read what it reserves from (%v batches): the fill left no view of the holding", n)
 	}
 	if q, locked := f.holding(t, f.alice, engine.Yes); q != 10 || locked != 4 {
@@ -372,18 +379,13 @@ func TestHoldingViewFromAFillIsALowerBound(t *testing.T) {
 
 	s := f.shard(t, "") // views of nothing
 	f.fill(t, s, 5)     // alice's YES: 15, of which the view knows 5
-	reads := counter(t, s.metrics.read)
-	if _, err := s.Place(ctx, f.sell(f.alice, engine.Yes, 60, 12)); err != nil {
-		t.Fatalf("a sale of 12 of alice's 15 shares: %v", err)
-	}
-	if n := counter(t, s.metrics.read) - reads; n != 1 {
+
+	// 12 of her 15, beyond the view; then her last 3, within the view the read left.
+	if n := f.saleReads(t, s, 60, 12); n != 1 {
 		t.Errorf("%v batches read for a sale beyond the view, want 1", n)
 	}
-	if _, err := s.Place(ctx, f.sell(f.alice, engine.Yes, 61, 3)); err != nil {
-		t.Fatalf("a sale of alice's last 3 shares: %v", err)
-	}
-	if n := counter(t, s.metrics.read) - reads; n != 1 {
-		t.Errorf("%v batches read in all, want still 1: the read left the view of all 15", n)
+	if n := f.saleReads(t, s, 61, 3); n != 0 {
+		t.Errorf("%v batches read for a sale within the view the read left (all 15), want none", n)
 	}
 	if _, err := s.Place(ctx, f.sell(f.alice, engine.Yes, 62, 1)); !errors.Is(err, domain.ErrInsufficientShares) {
 		t.Errorf("a sale beyond alice's shares: %v, want %v", err, domain.ErrInsufficientShares)
