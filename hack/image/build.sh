@@ -200,6 +200,13 @@ for i in "$img" "$pgimage" "$pauseimage"; do
 	$docker save -o "$tarball" "$i"
 	echo "image: $i ($($docker image inspect "$i" --format '{{.Size}}') bytes) saved to $tarball"
 done
+# Each build leaves the one it replaced untagged, and its steps' layers in the build cache: about
+# 0.5 GB a build, which filled a test machine's disk over a day of builds (and a full disk stops
+# the test cluster's pods). Keep the tagged images and the Go caches the Dockerfile mounts (what
+# makes the next build quick); drop the rest.
+$docker image prune --force >/dev/null
+$docker builder prune --force --filter type=regular >/dev/null
+$docker builder prune --force --filter type=source.local >/dev/null
 
 if $test; then
 	fail() { echo "image test: $*" >&2; exit 1; }
