@@ -165,6 +165,12 @@ preflight() {
 up() {
 	log "bringing up a one-node cluster (Kubernetes $k8s_version) in $dir"
 	rm -rf "$dir"
+	# A full disk shows itself late and unclearly (pods that never get Ready, and helm's timeout
+	# after 5 minutes): say so now. A run of make test-cluster writes about 3 GiB under DIR.
+	local free_kib
+	free_kib=$(df -Pk "$(dirname "$dir")" | awk 'NR == 2 { print $4 }')
+	[ "$free_kib" -ge $((4 * 1024 * 1024)) ] ||
+		die "the disk holding $dir has $((free_kib / 1024)) MiB free; a test cluster needs about 4 GiB (the images, containerd's snapshots, Postgres's volumes): free some space first (go clean -cache, for one)"
 	mkdir -p "$dir/logs" "$run"
 	for s in "${sysctls[@]}"; do
 		v=$(sysctl -n "$s" 2>/dev/null) && printf '%s=%s\n' "$s" "$v"
@@ -438,6 +444,24 @@ fingerprint() {
 	true
 }
 
+# report prints what a failed test on the cluster needs to be explained: the disk, the node's
+# conditions, the pods that are not Ready and why, the last events, and the kubelet's last errors.
+report() {
+	[ -d "$run" ] || die "no cluster up in $dir"
+	log "report: the disk holding $dir"
+	df -h "$dir" >&2 || true
+	log "report: the node's conditions"
+	kubectl get nodes -o jsonpath='{range .items[*].status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}' >&2 || true
+	log "report: the pods"
+	kubectl get pods -A -o wide >&2 || true
+	log "report: each pod's containers: ready, waiting or terminated and why, restarts"
+	kubectl get pods -A -o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name}: {.status.phase} {.status.reason} {.status.message}{range .status.containerStatuses[*]}{" | "}{.name}{" ready="}{.ready}{" waiting="}{.state.waiting.reason}{" "}{.state.waiting.message}{" terminated="}{.state.terminated.reason}{" restarts="}{.restartCount}{end}{"\n"}{end}' >&2 || true
+	log "report: the last events"
+	kubectl get events -A --sort-by=.lastTimestamp 2>/dev/null | tail -30 >&2 || true
+	log "report: the kubelet's and containerd's last errors"
+	for f in kubelet containerd; do grep -E '^E[0-9]|level=error' "$dir/logs/$f.log" 2>/dev/null | tail -10 | cut -c1-400 >&2 || true; done
+}
+
 case "${1:-}" in
 up)
 	preflight
@@ -451,5 +475,6 @@ status)
 	if [ -d "$run" ]; then kubectl get nodes; else echo "no cluster up in $dir"; exit 1; fi
 	;;
 fingerprint) fingerprint ;;
-*) die "usage: $0 up | down | status | fingerprint" ;;
+report) report ;;
+*) die "usage: $0 up | down | status | fingerprint | report" ;;
 esac

@@ -26,6 +26,7 @@ if [ "$status" -eq 0 ]; then
 	echo "test-cluster: the cluster was up in ${up}s"
 	PMX_TEST_CLUSTER=$dir PMX_TEST_HELM=$(realpath "$HELM") \
 		go test -count=1 -timeout 30m -v ${GO_TEST_FLAGS:-} ./internal/clustertest || status=$?
+	[ "$status" -eq 0 ] || hack/cluster/cluster.sh report || true
 fi
 hack/cluster/cluster.sh down
 hack/cluster/cluster.sh fingerprint >"$after"
