@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"runtime"
 	"strings"
 
@@ -53,6 +54,9 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = int32(DefaultMaxConns())
 	}
+	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
+		cfg.ConnConfig.RuntimeParams["application_name"] = ApplicationName()
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("while connecting to the database: %w", err)
@@ -62,6 +66,22 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, fmt.Errorf("while connecting to the database: %w", err)
 	}
 	return &Store{Pool: pool}, nil
+}
+
+// ApplicationName is what a pmx process's connections tell Postgres they are, where the database
+// URL names nothing (application_name): "pmx " and the host's name, a pod's name on Kubernetes, so
+// that pg_stat_activity and Postgres's log say which process each connection belongs to. Postgres
+// keeps 63 bytes of it.
+func ApplicationName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		return "pmx"
+	}
+	name := "pmx " + host
+	if len(name) > 63 {
+		name = name[:63]
+	}
+	return name
 }
 
 // Close closes every connection.
