@@ -3,6 +3,7 @@ package clustertest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/pmx-dev/pmx/internal/exchangetest"
 	"github.com/pmx-dev/pmx/internal/poll"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // testUpgrade rolls the release to a new image tag with `helm upgrade` while bots trade through
@@ -42,6 +44,7 @@ func (c *cluster) testUpgrade(t *testing.T, tg *exchangetest.Target) {
 	// Every pod of the release running now: the ones the roll replaces.
 	rolled := c.followLogs(t, "--selector", "app.kubernetes.io/instance="+release, "--all-containers", "--prefix",
 		"--tail=0", "--max-log-requests=20", "--ignore-errors")
+	waits := sampleWaits(t, tg.Store)
 	began := time.Now()
 	c.helmRun(t, "upgrade", release, filepath.Join(c.repo, "charts", "pmx"), "--namespace", namespace,
 		"--reuse-values", "--set", "image.tag="+upgradeTag, "--wait", "--timeout", "5m")
@@ -52,6 +55,7 @@ func (c *cluster) testUpgrade(t *testing.T, tg *exchangetest.Target) {
 	load.Stop()
 	stopped = true
 	logged := rolled()
+	waited := waits()
 	warned := warnings(logged)
 	during := load.Sent(began, ended)
 	t.Logf("helm upgrade to %s under load took %v; %d orders sent meanwhile were acknowledged, %d in all; the pods logged %d lines meanwhile, %d of them warnings or errors",
@@ -66,6 +70,9 @@ func (c *cluster) testUpgrade(t *testing.T, tg *exchangetest.Target) {
 	if f := load.Failures(began, ended); len(f) > 0 {
 		t.Logf("%d placements were answered 5xx or not at all during the roll, first: %s", len(f), strings.Join(f[:min(len(f), 3)], "; "))
 		t.Logf("the warnings and errors the pods that rolled logged meanwhile (their logs go with them):\n%s", warned)
+		t.Logf("all that the shards logged meanwhile:\n%s", lines(logged, "[pod/"+fullname+"-shard-"))
+		t.Logf("Postgres's connections busy for over a second meanwhile (sampled every %v; none: %v):\n%s",
+			waitSample, len(waited) == 0, strings.Join(waited, "\n"))
 		var refused []string
 		for _, e := range f {
 			if strings.Contains(e, "connection refused") {
@@ -84,6 +91,78 @@ func (c *cluster) testUpgrade(t *testing.T, tg *exchangetest.Target) {
 	}
 	exchangetest.CheckInvariants(t, tg)
 	exchangetest.CheckBooksOverAPI(t, tg, bots[0], markets)
+}
+
+// waitSample is how often sampleWaits looks at Postgres's connections.
+const waitSample = 200 * time.Millisecond
+
+// sampleWaits samples, until the function it returns is called, Postgres's connections that have
+// been busy (in a statement or a transaction) for over a second: when, which process (its
+// application_name, store.ApplicationName), in what state, waiting on what and held up by whom,
+// and its statement. The function gives back what it saw, each connection's statement once.
+func sampleWaits(t *testing.T, st *store.Store) func() []string {
+	ctx, cancel := context.WithCancel(t.Context())
+	var (
+		mu   sync.Mutex
+		seen = map[string]bool{}
+		out  []string
+	)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(waitSample)
+		defer tick.Stop()
+		for {
+			rows, err := st.Pool.Query(ctx, `select to_char(clock_timestamp(), 'HH24:MI:SS.MS'), pid, application_name, state,
+					coalesce(wait_event_type || '/' || wait_event, 'on CPU'), pg_blocking_pids(pid)::text,
+					round(extract(epoch from clock_timestamp() - coalesce(xact_start, query_start))::numeric, 1),
+					left(regexp_replace(query, '\s+', ' ', 'g'), 160)
+				from pg_stat_activity
+				where backend_type = 'client backend' and pid <> pg_backend_pid() and state not in ('idle')
+					and clock_timestamp() - coalesce(xact_start, query_start) > interval '1 second'`)
+			if err == nil {
+				for rows.Next() {
+					var at, app, state, wait, blockers, age, query string
+					var pid int
+					if rows.Scan(&at, &pid, &app, &state, &wait, &blockers, &age, &query) != nil {
+						break
+					}
+					mu.Lock()
+					if key := strconv.Itoa(pid) + query; !seen[key] && len(out) < 200 {
+						seen[key] = true
+						out = append(out, fmt.Sprintf("%s pid %d (%s) %s %ss, waiting on %s, blocked by %s: %s",
+							at, pid, app, state, age, wait, blockers, query))
+					}
+					mu.Unlock()
+				}
+				rows.Close()
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	stop := sync.OnceFunc(func() { cancel(); <-done })
+	t.Cleanup(stop)
+	return func() []string {
+		stop()
+		mu.Lock()
+		defer mu.Unlock()
+		return out
+	}
+}
+
+// lines gives the lines of log that begin with prefix.
+func lines(log, prefix string) string {
+	var out strings.Builder
+	for line := range strings.Lines(log) {
+		if strings.HasPrefix(line, prefix) {
+			out.WriteString(line)
+		}
+	}
+	return out.String()
 }
 
 // followLogs follows, from now, the logs kubectl logs args names in the release's namespace (a
