@@ -123,7 +123,7 @@ func runOperator(o operatorOptions) error {
 	// than a front's write may: a change whose answer is lost is tried again, and the shard
 	// refuses a change already made (illegal transition) until the operator reads the new phase.
 	exchange := &shardapi.Router{Store: st, Token: o.internalToken, Lifecycle: true, Logger: log, Metrics: ctrlmetrics.Registry,
-		HTTP: &http.Client{Timeout: 5 * time.Minute}}
+		HTTP: &http.Client{Transport: shardapi.Transport(0), Timeout: 5 * time.Minute}}
 	var moves *controllers.MoveLog // the cooldown's record, kept only for the Rebalancer
 	if o.rebalance {
 		moves = &controllers.MoveLog{}

@@ -121,7 +121,7 @@ func (f *Follower) Run(ctx context.Context) {
 	}
 	hc := f.HTTP
 	if hc == nil {
-		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		hc = &http.Client{Transport: Transport(0)}
 	}
 	var mu sync.Mutex
 	following := map[string]bool{} // by address

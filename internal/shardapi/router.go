@@ -1,10 +1,12 @@
 package shardapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"slices"
 	"sync"
@@ -29,10 +31,13 @@ type Router struct {
 	Store *store.Store
 	// Token authenticates the router to the shards' internal API.
 	Token string
-	// HTTP reaches the shards (default: one client with a 10s timeout that keeps up to 64 idle
-	// connections to each shard; Go's default transport keeps 2, so a busy front would open and
-	// close a connection for most requests).
+	// HTTP reaches the shards (default: one client with a 10s timeout on Transport, which keeps up
+	// to 64 idle connections to each shard; Go's default transport keeps 2, so a busy front would
+	// open and close a connection for most requests).
 	HTTP *http.Client
+	// DialTimeout bounds how long the default client waits for a shard to accept a connection
+	// (default DefaultDialTimeout); a client given in HTTP is used as it is.
+	DialTimeout time.Duration
 	// OwnerTTL bounds how long an owner is trusted without asking Postgres (default 1s).
 	OwnerTTL time.Duration
 	// HandoffWait bounds how long a request follows its market from shard to shard (default
@@ -69,13 +74,27 @@ func (r *Router) client() *http.Client {
 		r.refused = newRefusedCounter(r.Metrics)
 		r.hc = r.HTTP
 		if r.hc == nil {
-			tr := http.DefaultTransport.(*http.Transport).Clone()
-			tr.MaxIdleConnsPerHost = 64
-			tr.MaxIdleConns = 0 // no limit over all shards
-			r.hc = &http.Client{Transport: tr, Timeout: 10 * time.Second}
+			r.hc = &http.Client{Transport: Transport(r.DialTimeout), Timeout: 10 * time.Second}
 		}
 	})
 	return r.hc
+}
+
+// DefaultDialTimeout is Router.DialTimeout's default. Within a cluster a shard accepts a
+// connection in milliseconds; one that does not in this time is most likely gone, its address
+// left behind (a stopped pod's IP, which drops what is sent to it rather than refusing it). The
+// request was never sent, so the router may send it on to the market's owner as Postgres names it
+// — rather than wait out the client's 10 s and answer a write as outcome unknown.
+const DefaultDialTimeout = 2 * time.Second
+
+// Transport is how every caller reaches the shards: up to 64 idle connections kept to each shard,
+// and a connection not accepted within dialTimeout (DefaultDialTimeout when 0) given up.
+func Transport(dialTimeout time.Duration) *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	tr.MaxIdleConns = 0 // no limit over all shards
+	tr.DialContext = (&net.Dialer{Timeout: cmp.Or(dialTimeout, DefaultDialTimeout), KeepAlive: 30 * time.Second}).DialContext
+	return tr
 }
 
 // route is where a market's requests go, as last read.
