@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"syscall"
 	"testing"
@@ -26,6 +27,19 @@ func TestShardGoneSilent(t *testing.T) {
 	err := c.call(ctx, http.MethodPost, internalPlace, exchange.PlaceRequest{}, nil)
 	if !errors.Is(err, exchange.ErrNotOwner) || errors.Is(err, exchange.ErrOutcomeUnknown) {
 		t.Errorf("a write to a shard that takes no connection: %v, want ErrNotOwner (never sent) from the dial timeout", err)
+	}
+
+	// A shard advertised by name is looked up, then reached, through the same transport.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) }))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	resp, err := r.client().Get("http://localhost:" + port + "/")
+	if err != nil {
+		t.Fatalf("a shard advertised by name: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTeapot {
+		t.Errorf("a shard advertised by name answered %d, want %d", resp.StatusCode, http.StatusTeapot)
 	}
 }
 

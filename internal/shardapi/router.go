@@ -93,8 +93,37 @@ func Transport(dialTimeout time.Duration) *http.Transport {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
 	tr.MaxIdleConns = 0 // no limit over all shards
-	tr.DialContext = (&net.Dialer{Timeout: cmp.Or(dialTimeout, DefaultDialTimeout), KeepAlive: 30 * time.Second}).DialContext
+	tr.DialContext = connectWithin(cmp.Or(dialTimeout, DefaultDialTimeout))
 	return tr
+}
+
+// connectWithin dials giving each address timeout to accept the connection. The timeout bounds the
+// connection alone, not the lookup of a name before it: a cluster's DNS can take seconds to answer
+// now and then (a lost UDP packet waits out the resolver's 5 s), a wait that is not a shard gone.
+func connectWithin(timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := &net.Dialer{KeepAlive: 30 * time.Second}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, &net.OpError{Op: "dial", Net: network, Err: err}
+		}
+		ips := []string{host}
+		if net.ParseIP(host) == nil {
+			if ips, err = net.DefaultResolver.LookupHost(ctx, host); err != nil {
+				return nil, &net.OpError{Op: "dial", Net: network, Err: err}
+			}
+		}
+		for _, ip := range ips {
+			c, cancel := context.WithTimeout(ctx, timeout)
+			var conn net.Conn
+			conn, err = d.DialContext(c, network, net.JoinHostPort(ip, port))
+			cancel()
+			if err == nil {
+				return conn, nil
+			}
+		}
+		return nil, err
+	}
 }
 
 // route is where a market's requests go, as last read.
