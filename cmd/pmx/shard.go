@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -54,7 +55,7 @@ fronts the process is one shard.`,
 	f.StringVar(&o.databaseURL, "database-url", envOr("PMX_DATABASE_URL", ""), "the exchange's Postgres (default $PMX_DATABASE_URL)")
 	f.StringVar(&o.name, "name", envOr("PMX_SHARD_NAME", host), "the shard's name, unique among shards (default $PMX_SHARD_NAME, else the host name)")
 	f.StringVar(&o.addr, "addr", ":8090", "address to serve the internal API and health endpoints on")
-	f.StringVar(&o.advertise, "advertise-address", envOr("PMX_ADVERTISE_ADDRESS", ""), "host:port the front API reaches this shard at (default: the host name and the listening port)")
+	f.StringVar(&o.advertise, "advertise-address", envOr("PMX_ADVERTISE_ADDRESS", ""), "host:port the front API reaches this shard at, or a host alone with the listening port (default: the host name and the listening port)")
 	f.StringVar(&o.internalToken, "internal-token", envOr("PMX_INTERNAL_TOKEN", ""), "secret shared with the front API (default $PMX_INTERNAL_TOKEN)")
 	f.IntVar(&o.maxOpenOrders, "max-open-orders", shard.DefaultMaxOpenOrders, "most open orders one account may have in one market")
 	f.DurationVar(&o.eventRetention, "event-retention", shard.DefaultEventRetention, "how long the markets' feed events are kept")
@@ -92,15 +93,8 @@ func runShard(ctx context.Context, o shardOptions) error {
 	if err != nil {
 		return err
 	}
-	advertise := o.advertise
-	if advertise == "" {
-		host, _ := os.Hostname()
-		_, port, _ := net.SplitHostPort(ln.Addr().String())
-		if h, _, _ := net.SplitHostPort(o.addr); h != "" {
-			host = h
-		}
-		advertise = net.JoinHostPort(host, port)
-	}
+	host, _ := os.Hostname()
+	advertise := advertised(o.advertise, o.addr, ln.Addr().String(), host)
 
 	bus := &feed.Bus{}
 	sh := shard.NewSet(shard.Config{Store: st, Name: o.name, Logger: log, Metrics: reg, MaxOpenOrders: o.maxOpenOrders,
@@ -148,6 +142,23 @@ func runShard(ctx context.Context, o shardOptions) error {
 		return cause
 	}
 	return err
+}
+
+// advertised is the address a shard registers for the fronts to reach it at: flag as it is when
+// it names a port; a host alone (a pod's IP, which the chart gives: v4 or v6) with the port the
+// shard listens on; with no flag, the host the shard listens on (else the machine's name) and port.
+func advertised(flag, addr, listening, hostname string) string {
+	_, port, _ := net.SplitHostPort(listening)
+	if flag != "" {
+		if _, _, err := net.SplitHostPort(flag); err == nil {
+			return flag
+		}
+		return net.JoinHostPort(strings.Trim(flag, "[]"), port)
+	}
+	if h, _, _ := net.SplitHostPort(addr); h != "" {
+		hostname = h
+	}
+	return net.JoinHostPort(hostname, port)
 }
 
 // handOffOnStop hands a stopping shard's markets to the other live shards (shardapi.Router.HandOffAll),

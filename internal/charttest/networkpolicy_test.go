@@ -76,8 +76,8 @@ func TestNetworkPolicyDefault(t *testing.T) {
 	checkContainerPort(t, r, "StatefulSet", "pmx-shard", shardInternalPort, metricsPort)
 	checkContainerPort(t, r, "StatefulSet", "pmx-postgres", postgresPort)
 	shards := r.find("StatefulSet", "pmx-shard")
-	if !strings.Contains(string(shards.raw), ".svc:8090") {
-		t.Error("the shards no longer advertise port 8090, which their NetworkPolicy opens to the front API and the operator")
+	if !strings.Contains(string(shards.raw), "--addr=:8090") {
+		t.Error("the shards no longer listen on port 8090 (the port they advertise with their IPs), which their NetworkPolicy opens to the front API and the operator")
 	}
 }
 

@@ -658,14 +658,19 @@ func checkShards(t *testing.T, s *appsv1.StatefulSet, replicas int32, service, n
 	if !ok || env[pod].ValueFrom == nil || env[pod].ValueFrom.FieldRef == nil || env[pod].ValueFrom.FieldRef.FieldPath != "metadata.name" {
 		t.Fatalf("%s: no POD_NAME from metadata.name in %v", s.Name, env)
 	}
-	want := map[string]string{
-		"PMX_SHARD_NAME":        "$(POD_NAME)",
-		"PMX_ADVERTISE_ADDRESS": fmt.Sprintf("$(POD_NAME).%s.%s.svc:8090", service, namespace),
+	ip, ok := idx["POD_IP"]
+	if !ok || env[ip].ValueFrom == nil || env[ip].ValueFrom.FieldRef == nil || env[ip].ValueFrom.FieldRef.FieldPath != "status.podIP" {
+		t.Fatalf("%s: no POD_IP from status.podIP in %v", s.Name, env)
 	}
-	for name, value := range want {
-		// $(POD_NAME) is expanded only from variables defined earlier in the list.
-		if i, ok := idx[name]; !ok || env[i].Value != value || i < pod {
-			t.Errorf("%s: %s, want %s = %q after POD_NAME", s.Name, name, name, value)
+	// Each shard advertises its pod's IP (pmx adds the port it listens on), never a DNS name that
+	// may still answer the address of the pod before it.
+	for _, w := range []struct{ name, value, after string }{
+		{"PMX_SHARD_NAME", "$(POD_NAME)", "POD_NAME"},
+		{"PMX_ADVERTISE_ADDRESS", "$(POD_IP)", "POD_IP"},
+	} {
+		// $(VAR) is expanded only from variables defined earlier in the list.
+		if i, ok := idx[w.name]; !ok || env[i].Value != w.value || i < idx[w.after] {
+			t.Errorf("%s: %s, want %s = %q after %s", s.Name, w.name, w.name, w.value, w.after)
 		}
 	}
 }

@@ -92,7 +92,7 @@ spec:
       targetPort: metrics
 {{- end -}}
 
-{{/* The shards' headless Service, whose DNS names the shards advertise. */}}
+{{/* The shards' headless Service, the StatefulSet's governing Service. */}}
 {{- define "pmx.shardServiceName" -}}
 {{- printf "%s-shard" (include "pmx.fullname" .) -}}
 {{- end -}}
