@@ -136,6 +136,9 @@ func (s *Shard) pipeline(fl *flight) *flight {
 			ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 			s.prepareAll(ctx, cmds)
 			cancel()
+			if writes(cmds) {
+				s.learnAccounts(cmds) // views.go
+			}
 			switch {
 			case next == nil && writes(cmds) && s.unlockable(cmds):
 				next, nextErr = s.open(batch{cmds: cmds}, fromViews)

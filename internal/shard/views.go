@@ -1,7 +1,9 @@
 package shard
 
 import (
+	"context"
 	"errors"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -56,6 +58,10 @@ const (
 // errDoubted fails a batch run from the views that would refuse a placement or amend for want of
 // funds or shares: the views may be out of date, so it runs again from reads.
 var errDoubted = errors.New("a batch run from the views would refuse for want of funds or shares")
+
+// accountReadTimeout bounds learnAccounts's read: a round trip on an idle pooled connection takes
+// well under a millisecond, and past this the commands rather wait for a batch that reads.
+const accountReadTimeout = time.Second
 
 // maxCashViews bounds how many accounts the shard keeps a view of; past it the views start afresh.
 const maxCashViews = 1 << 20
@@ -209,6 +215,45 @@ func (s *Shard) viewed(cmds []*command) store.Locked {
 		l.Shares[k] = s.markets[k.Market].free[holding{k.Account, outcome}]
 	}
 	return l
+}
+
+// learnAccounts reads, outside any transaction, the accounts the commands reserve cash from that
+// the views do not know yet, so that commands arriving while a batch commits can join the next
+// one instead of waiting for both commits and reading in a batch of their own (pipeline): each
+// shard meets each account once, and with several shards trading for the same accounts those
+// first meetings were most of the held commands. What it reads is as good as a view learned at a
+// batch's start: another shard or the API may change the account later either way, and the
+// database's checks catch it as they do then. The shard's own batches cannot have taken from an
+// account it has no view of (reserving needs one); what they added to it (a maker's fill, a
+// release) is in what it reads once they commit, and what the batch being built adds is added when
+// it seals, so the view is never above what the shard's own batches leave. A failed read leaves
+// the views as they were, and the commands wait as before; so does one that takes longer than
+// accountReadTimeout (a busy pool), for the loop waits for it.
+func (s *Shard) learnAccounts(cmds []*command) {
+	accounts, _ := reservedFrom(cmds)
+	var missing []int64
+	for _, a := range accounts {
+		if _, ok := s.cash[a]; !ok {
+			missing = append(missing, a)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), accountReadTimeout)
+	defer cancel()
+	cash, risk, err := s.cfg.Store.AccountViews(ctx, missing)
+	if err != nil {
+		s.log.Debug("could not read accounts for the views; their commands wait for a batch that reads them", "err", err)
+		return
+	}
+	if len(s.cash) > maxCashViews {
+		clear(s.cash)
+		clear(s.risk)
+	}
+	for a, v := range cash {
+		s.cash[a], s.risk[a] = v, risk[a]
+	}
 }
 
 // learn takes what a batch read at its start into the views. A holding it asked for that does not

@@ -397,3 +397,50 @@ func TestHoldingViewFromAFillIsALowerBound(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestUnknownAccountJoinsPipelinedBatch places for an account the shard has never read while a
+// batch of another account's commits: the shard reads the account on the side and the placement
+// joins the batch built meanwhile, instead of waiting for both commits and a batch of its own.
+func TestUnknownAccountJoinsPipelinedBatch(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s := f.shard(t, "")
+	if _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 40, 10)); err != nil { // the shard learns alice's cash
+		t.Fatal(err)
+	}
+	tx, err := f.st.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) }) // before the shard stops, if the test fails
+	if _, err := tx.Exec(ctx, `lock table orders in access exclusive mode`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 2)
+	go func() { _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 41, 1)); done <- err }()
+	waitBlocked(t, f.st) // its commit waits for the test's lock
+
+	// Bob's NO bid at 30 is a YES ask at 70: no trade.
+	go func() { _, err := s.Place(ctx, f.buy(f.bob, engine.No, 30, 2)); done <- err }()
+	poll.Wait(t, 10*time.Second, "bob's placement pipelined or held", func() bool {
+		return counter(t, s.metrics.ahead)+counter(t, s.metrics.held) > 0
+	})
+	if held, ahead := counter(t, s.metrics.held), counter(t, s.metrics.ahead); held != 0 || ahead != 1 {
+		t.Errorf("%v commands held and %v pipelined, want bob's placement pipelined", held, ahead)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.checkLocked(t, f.alice, f.bob)
+	if available, locked := f.cash(t, f.bob); available != 100_000-60 || locked != 60 {
+		t.Errorf("bob has %d available and %d locked, want %d and 60", available, locked, 100_000-60)
+	}
+	if err := s.CheckBooks(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

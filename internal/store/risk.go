@@ -29,6 +29,30 @@ const riskColumns = `locked, coalesce(max_position, -1), coalesce(max_locked_cas
 
 func (r *Risk) fields() []any { return []any{&r.Locked, &r.MaxPosition, &r.MaxLockedCash, &r.Version} }
 
+// AccountViews reads accounts' available cash and risk as a batch's start does (BeginBatch), but
+// outside any transaction: for a shard's views of accounts it has not read yet, taken while a batch
+// of its own commits (internal/shard/views.go, learnAccounts). An id with no account is left out.
+func (s *Store) AccountViews(ctx context.Context, ids []int64) (map[int64]int64, map[int64]Risk, error) {
+	rows, err := s.Pool.Query(ctx, `select id, available, `+riskColumns+` from accounts where id = any($1)`, ids)
+	if err != nil {
+		return nil, nil, fmt.Errorf("while reading accounts: %w", err)
+	}
+	defer rows.Close()
+	cash, risk := make(map[int64]int64, len(ids)), make(map[int64]Risk, len(ids))
+	for rows.Next() {
+		var id, available int64
+		var r Risk
+		if err := rows.Scan(append([]any{&id, &available}, r.fields()...)...); err != nil {
+			return nil, nil, fmt.Errorf("while reading accounts: %w", err)
+		}
+		cash[id], risk[id] = available, r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("while reading accounts: %w", err)
+	}
+	return cash, risk, nil
+}
+
 // RiskLimits are an account's self-set limits (nil: none) and what it uses of them now.
 type RiskLimits struct {
 	MaxPosition   *int64
