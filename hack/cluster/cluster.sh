@@ -445,7 +445,8 @@ fingerprint() {
 }
 
 # report prints what a failed test on the cluster needs to be explained: the disk, the node's
-# conditions, the pods that are not Ready and why, the last events, and the kubelet's last errors.
+# conditions, every pod's containers (ready, or waiting or stopped and why), the last events, and
+# the kubelet's and containerd's last errors.
 report() {
 	[ -d "$run" ] || die "no cluster up in $dir"
 	log "report: the disk holding $dir"

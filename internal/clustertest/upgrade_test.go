@@ -118,8 +118,16 @@ func sampleWaits(t *testing.T, st *store.Store) func() []string {
 					round(extract(epoch from clock_timestamp() - coalesce(xact_start, query_start))::numeric, 1),
 					left(regexp_replace(query, '\s+', ' ', 'g'), 160)
 				from pg_stat_activity
-				where backend_type = 'client backend' and pid <> pg_backend_pid() and state not in ('idle')
+				where backend_type = 'client backend' and pid <> pg_backend_pid() and state <> 'idle'
 					and clock_timestamp() - coalesce(xact_start, query_start) > interval '1 second'`)
+			if err != nil && ctx.Err() == nil {
+				mu.Lock()
+				if !seen[err.Error()] { // a sampler that cannot look must not read as "none busy"
+					seen[err.Error()] = true
+					out = append(out, "could not sample: "+err.Error())
+				}
+				mu.Unlock()
+			}
 			if err == nil {
 				for rows.Next() {
 					var at, app, state, wait, blockers, age, query string
