@@ -33,13 +33,7 @@ func TestHandoff(t *testing.T) {
 
 	// Hold A's loop inside a batch (its reservation waits for a lock the test holds), so that a
 	// placement, the handoff and another placement queue behind it, in that order.
-	tx, err := f.st.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, `lock table accounts in access exclusive mode`); err != nil {
-		t.Fatal(err)
-	}
+	tx := lockTable(t, f.st, "accounts")
 	placed := make(chan error, 3)
 	go func() { _, err := a.Place(ctx, f.buy(f.bob, engine.Yes, 41, 1)); placed <- err }()
 	waitBlocked(t, f.st)

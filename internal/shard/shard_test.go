@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
@@ -235,13 +236,7 @@ func TestTransitionsInOneBatch(t *testing.T) {
 	// Hold the shard's loop inside a batch (its reservation waits for a lock the test holds) so
 	// that the next two commands queue up and share the following batch.
 	done := make(chan error, 3)
-	tx, err := f.st.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, `lock table accounts in access exclusive mode`); err != nil {
-		t.Fatal(err)
-	}
+	tx := lockTable(t, f.st, "accounts")
 	go func() { _, err := s.Place(ctx, f.buy(f.bob, engine.No, 50, 4)); done <- err }()
 	waitBlocked(t, f.st)
 	go func() { done <- s.Transition(ctx, f.market, domain.CloseMarket) }()
@@ -280,6 +275,23 @@ func TestTransitionsInOneBatch(t *testing.T) {
 func waitQueued(t *testing.T, s *Shard, n int) {
 	t.Helper()
 	poll.Wait(t, 10*time.Second, fmt.Sprintf("%d commands queued", n), func() bool { return len(s.cmds) >= n })
+}
+
+// lockTable takes table's access-exclusive lock in a transaction of the test's own, for a batch
+// to wait on: rolling the transaction back releases it, and so does the test's end — before the
+// shard stops, when the shard was started first (cleanups run last first) — should it fail sooner.
+func lockTable(t *testing.T, st *store.Store, table string) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := st.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	if _, err := tx.Exec(ctx, "lock table "+pgx.Identifier{table}.Sanitize()+" in access exclusive mode"); err != nil {
+		t.Fatal(err)
+	}
+	return tx
 }
 
 // waitBlocked waits until a session other than the caller's waits for a lock.
@@ -438,13 +450,7 @@ func TestAbandonedPlacementIsLogged(t *testing.T) {
 	var logs syncBuffer
 	s := New(Config{Store: f.st, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	t.Cleanup(s.Stop)
-	tx, err := f.st.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, `lock table accounts in access exclusive mode`); err != nil {
-		t.Fatal(err)
-	}
+	tx := lockTable(t, f.st, "accounts")
 	gaveUp, giveUp := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { _, err := s.Place(gaveUp, f.buy(f.alice, engine.Yes, 40, 1)); done <- err }()

@@ -109,14 +109,7 @@ func TestUnlockedBatchDoubted(t *testing.T) {
 
 	// Hold the loop in a batch of bob's (the shard has no view of him: it locks accounts, and
 	// waits for the test's lock) while the two amends queue behind it.
-	tx, err := f.st.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tx.Rollback(context.Background()) }) // before the shard stops, if the test fails
-	if _, err := tx.Exec(ctx, `lock table accounts in access exclusive mode`); err != nil {
-		t.Fatal(err)
-	}
+	tx := lockTable(t, f.st, "accounts")
 	done := make(chan error, 3)
 	go func() { _, err := s.Place(ctx, f.buy(f.bob, engine.No, 40, 1)); done <- err }() // no cross at 50
 	waitBlocked(t, f.st)
@@ -210,14 +203,7 @@ func TestPipelinedBatchUndone(t *testing.T) {
 		create trigger no_sevens before insert on trades for each row execute function no_sevens()`); err != nil {
 		t.Fatal(err)
 	}
-	tx, err := f.st.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tx.Rollback(context.Background()) }) // before the shard stops, if the test fails
-	if _, err := tx.Exec(ctx, `lock table trades in access exclusive mode`); err != nil {
-		t.Fatal(err)
-	}
+	tx := lockTable(t, f.st, "trades")
 	failed := make(chan error, 1)
 	go func() { _, err := s.Place(ctx, f.buy(f.bob, engine.No, 50, 7)); failed <- err }()
 	waitBlocked(t, f.st) // its commit waits for the test's lock
@@ -408,14 +394,7 @@ func TestUnknownAccountJoinsPipelinedBatch(t *testing.T) {
 	if _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 40, 10)); err != nil { // the shard learns alice's cash
 		t.Fatal(err)
 	}
-	tx, err := f.st.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tx.Rollback(context.Background()) }) // before the shard stops, if the test fails
-	if _, err := tx.Exec(ctx, `lock table orders in access exclusive mode`); err != nil {
-		t.Fatal(err)
-	}
+	tx := lockTable(t, f.st, "orders")
 	done := make(chan error, 2)
 	go func() { _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 41, 1)); done <- err }()
 	waitBlocked(t, f.st) // its commit waits for the test's lock
