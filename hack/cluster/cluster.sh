@@ -445,8 +445,8 @@ fingerprint() {
 }
 
 # report prints what a failed test on the cluster needs to be explained: the disk, the node's
-# conditions, every pod's containers (ready, or waiting or stopped and why), the last events, and
-# the kubelet's and containerd's last errors.
+# conditions, every pod's containers (ready, or waiting or stopped and why), the last events, each
+# pod's last log lines, and the kubelet's and containerd's last errors.
 report() {
 	[ -d "$run" ] || die "no cluster up in $dir"
 	log "report: the disk holding $dir"
@@ -459,6 +459,11 @@ report() {
 	kubectl get pods -A -o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name}: {.status.phase} {.status.reason} {.status.message}{range .status.containerStatuses[*]}{" | "}{.name}{" ready="}{.ready}{" waiting="}{.state.waiting.reason}{" "}{.state.waiting.message}{" terminated="}{.state.terminated.reason}{" restarts="}{.restartCount}{end}{"\n"}{end}' >&2 || true
 	log "report: the last events"
 	kubectl get events -A --sort-by=.lastTimestamp 2>/dev/null | tail -30 >&2 || true
+	log "report: each pod's last log lines"
+	kubectl get pods -A -o jsonpath='{range .items[*]}{.metadata.namespace} {.metadata.name}{"\n"}{end}' 2>/dev/null |
+		while read -r ns name; do
+			kubectl logs -n "$ns" "$name" --all-containers --prefix --tail=15 2>&1 | cut -c1-400 >&2 || true
+		done
 	log "report: the kubelet's and containerd's last errors"
 	for f in kubelet containerd; do grep -E '^E[0-9]|level=error' "$dir/logs/$f.log" 2>/dev/null | tail -10 | cut -c1-400 >&2 || true; done
 }
