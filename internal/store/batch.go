@@ -112,22 +112,11 @@ func queueBegin(q *pgx.Batch, b Begin) Locked {
 			})
 	}
 	if len(b.Accounts) > 0 {
-		sql := `select id, available, ` + riskColumns + ` from accounts where id = any($1)`
+		sql := accountsQuery
 		if b.LockAccounts {
 			sql += ` order by id for update`
 		}
-		q.Queue(sql, b.Accounts).
-			Query(func(rows pgx.Rows) error {
-				for rows.Next() {
-					var id, available int64
-					var r Risk
-					if err := rows.Scan(append([]any{&id, &available}, r.fields()...)...); err != nil {
-						return err
-					}
-					l.Cash[id], l.Risk[id] = available, r
-				}
-				return rows.Err()
-			})
+		q.Queue(sql, b.Accounts).Query(func(rows pgx.Rows) error { return scanAccounts(rows, l.Cash, l.Risk) })
 	}
 	if len(b.Holdings) > 0 {
 		ids, markets, outcomes := make([]int64, len(b.Holdings)), make([][16]byte, len(b.Holdings)), make([]string, len(b.Holdings))

@@ -33,24 +33,33 @@ func (r *Risk) fields() []any { return []any{&r.Locked, &r.MaxPosition, &r.MaxLo
 // outside any transaction: for a shard's views of accounts it has not read yet, taken while a batch
 // of its own commits (internal/shard/views.go, learnAccounts). An id with no account is left out.
 func (s *Store) AccountViews(ctx context.Context, ids []int64) (map[int64]int64, map[int64]Risk, error) {
-	rows, err := s.Pool.Query(ctx, `select id, available, `+riskColumns+` from accounts where id = any($1)`, ids)
+	rows, err := s.Pool.Query(ctx, accountsQuery, ids)
 	if err != nil {
 		return nil, nil, fmt.Errorf("while reading accounts: %w", err)
 	}
 	defer rows.Close()
 	cash, risk := make(map[int64]int64, len(ids)), make(map[int64]Risk, len(ids))
+	if err := scanAccounts(rows, cash, risk); err != nil {
+		return nil, nil, fmt.Errorf("while reading accounts: %w", err)
+	}
+	return cash, risk, nil
+}
+
+// accountsQuery reads accounts' available cash and risk by id ($1), for scanAccounts: a batch's
+// start (BeginBatch, which may lock them) and a shard's views (AccountViews).
+const accountsQuery = `select id, available, ` + riskColumns + ` from accounts where id = any($1)`
+
+// scanAccounts reads accountsQuery's rows into cash and risk, by account id.
+func scanAccounts(rows pgx.Rows, cash map[int64]int64, risk map[int64]Risk) error {
 	for rows.Next() {
 		var id, available int64
 		var r Risk
 		if err := rows.Scan(append([]any{&id, &available}, r.fields()...)...); err != nil {
-			return nil, nil, fmt.Errorf("while reading accounts: %w", err)
+			return err
 		}
 		cash[id], risk[id] = available, r
 	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("while reading accounts: %w", err)
-	}
-	return cash, risk, nil
+	return rows.Err()
 }
 
 // RiskLimits are an account's self-set limits (nil: none) and what it uses of them now.
