@@ -522,7 +522,10 @@ func (s *Shard) open(b batch, mode reserveMode) (*flight, error) {
 		asked := s.begin(b.cmds)
 		asked.LockAccounts = mode == fromLocks
 		asked.Now = fl.now
-		if locked, err = store.BeginBatch(ctx, conn, asked); err != nil {
+		began := time.Now()
+		locked, err = store.BeginBatch(ctx, conn, asked)
+		s.metrics.database.Add(time.Since(began).Seconds())
+		if err != nil {
 			return fl, err
 		}
 		s.learn(asked, locked)
@@ -607,7 +610,9 @@ func (s *Shard) send(fl *flight) {
 		if fl.err = encodeAccountEvents(fl.acc); fl.err != nil {
 			return
 		}
+		sent := time.Now()
 		fl.res, fl.err = store.CommitBatch(fl.ctx, fl.conn, &fl.acc.batch)
+		s.metrics.database.Add(time.Since(sent).Seconds())
 	}()
 }
 

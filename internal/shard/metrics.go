@@ -12,6 +12,8 @@ type metrics struct {
 	held     prometheus.Counter
 	size     prometheus.Histogram
 	duration prometheus.Histogram
+	// database is the time the shard's connection spent on its batches' round trips.
+	database prometheus.Counter
 	// The planned handoff (handoff.go): markets handed over, and markets lost without one.
 	handedOver prometheus.Counter
 	fenced     prometheus.Counter
@@ -35,13 +37,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Commands per batch.", Buckets: prometheus.ExponentialBuckets(1, 2, 12)}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "pmx_shard_batch_seconds",
 			Help: "Time to run a batch, from its first command to its commit.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)}),
+		database: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_database_seconds_total",
+			Help: "Seconds the shard waited on Postgres for its batches: each batch's writes and commit, and the read at the start of a batch that reads, one at a time on the shard's own connection. Its rate is the share of the time that connection was busy: near 1, the shard is bound by Postgres (its statements and commit flushes), not by pmx."}),
 		handedOver: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_markets_handed_over_total",
 			Help: "Markets this shard handed to another in a planned handoff, after committing what it had taken for them."}),
 		fenced: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_fenced_total",
 			Help: "Times this shard found that a market it held had moved without its part — a failover's move, not a handoff: a commit the fence refused, or the market dropped at a batch's start or a heartbeat."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.batches, m.failures, m.rerun, m.read, m.ahead, m.held, m.size, m.duration, m.handedOver, m.fenced)
+		reg.MustRegister(m.batches, m.failures, m.rerun, m.read, m.ahead, m.held, m.size, m.duration, m.database, m.handedOver, m.fenced)
 	}
 	return m
 }
