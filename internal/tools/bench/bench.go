@@ -421,6 +421,7 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 	if err != nil {
 		return nil, err
 	}
+	scraped := time.Now()
 	rep, err := loadgen.Run(ctx, loadgen.Config{URL: fronts[0], Fronts: fronts[1:], AdminToken: b.token, Bots: o.Bots, Rate: rate,
 		Duration: o.Duration, Markets: o.Markets, Seed: o.Seed, Mix: o.Mix}, o.Progress)
 	if err != nil {
@@ -440,6 +441,7 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 			return nil, err
 		}
 		d := s1.sub(s0)
+		d.Seconds = time.Since(scraped).Seconds()
 		shards = &d
 	}
 	var feedResult *FeedResult

@@ -90,9 +90,10 @@ func (r *Result) WriteText(w io.Writer) error {
 	}
 	for i := range r.Runs {
 		if c := r.Runs[i].Shards; c != nil && c.Batches > 0 {
-			fmt.Fprintf(&b, "shards, run %d: %s batches of %s commands; %s of the commands pipelined, %s held; %s batches read what they reserve from, %s ran again, %s failed\n",
+			fmt.Fprintf(&b, "shards, run %d: %s batches of %s commands; %s of the commands pipelined, %s held; %s batches read what they reserve from, %s ran again, %s failed; %s\n",
 				i+1, formatCount(float64(c.Batches)), strconv.FormatFloat(float64(c.Commands)/float64(c.Batches), 'f', 1, 64),
-				share(c.Pipelined, c.Commands), share(c.Held, c.Commands), countOrDash(c.Read), countOrDash(c.Rerun), countOrDash(c.Failures))
+				share(c.Pipelined, c.Commands), share(c.Held, c.Commands), countOrDash(c.Read), countOrDash(c.Rerun), countOrDash(c.Failures),
+				databaseBusy(c))
 		}
 	}
 	for i := range r.Runs {
@@ -126,7 +127,9 @@ wal         WAL Postgres wrote per order, with the pages it copied whole (the fi
 shards      what the shards counted during the load (their /metrics, summed): batches and commands
             per batch; commands matched while the batch before theirs committed (pipelined) and
             those that could not join it and waited for two commits (held); batches that read
-            what their placements reserve from, ran again or failed ("-": not exported by this pmx)
+            what their placements reserve from, ran again or failed; the share of the time each
+            shard's connection spent on its batches' round trips to Postgres, and one's mean: near
+            100%, the shards are bound by Postgres, not by pmx ("-": not exported by this pmx)
 `)
 	if slices.ContainsFunc(r.Runs, func(x RunResult) bool { return x.Statements != nil }) {
 		b.WriteString(`statements  execution time of the statements pmx sent Postgres (pg_stat_statements), per order: in all,
@@ -150,6 +153,17 @@ func share(part, whole int64) string {
 		return "-"
 	}
 	return strconv.FormatFloat(100*float64(part)/float64(whole), 'f', 1, 64) + "%"
+}
+
+// databaseBusy says how much of the shards' time their connections spent on their batches' round
+// trips to Postgres, and how long one took on average.
+func databaseBusy(c *ShardCounters) string {
+	busy := c.DatabaseBusy()
+	if busy < 0 || c.Batches <= 0 {
+		return "Postgres busy - of each shard's time"
+	}
+	return fmt.Sprintf("Postgres busy %s of each shard's time, %s a batch", strconv.FormatFloat(100*busy, 'f', 0, 64)+"%",
+		formatUs(int64(math.Round(c.DatabaseSeconds/float64(c.Batches)*1e6))))
 }
 
 // countOrDash is a count, or "-" where it is unknown (-1).

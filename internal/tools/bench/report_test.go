@@ -22,8 +22,10 @@ func sampleResult() *Result {
 		Requests: []loadgen.KindStats{{Kind: "place", P50Us: 8_100_000, P99Us: 17_990_000, P999Us: 18_500_000}}},
 		pgCounters{transactions: 30_000}, cpuSample{pmx: 25 * time.Second, postgres: 13 * time.Second, loadgen: 2 * time.Second})
 	none := newRunResult(500, &loadgen.Report{Mode: "open", TargetRate: 500, Seconds: 1}, pgCounters{transactions: 3}, cpuSample{})
-	closed.Shards = &ShardCounters{Batches: 1000, Commands: 29_300, Pipelined: 29_000, Held: 117, Read: 4}
-	open.Shards = &ShardCounters{Batches: 10, Commands: 20, Pipelined: 5, Held: -1, Read: -1, Rerun: 2, Failures: 1}
+	closed.Shards = &ShardCounters{Batches: 1000, Commands: 29_300, Pipelined: 29_000, Held: 117, Read: 4,
+		DatabaseSeconds: 3.6, Shards: 1, Seconds: 4}
+	open.Shards = &ShardCounters{Batches: 10, Commands: 20, Pipelined: 5, Held: -1, Read: -1, Rerun: 2, Failures: 1,
+		DatabaseSeconds: -1, Shards: 1, Seconds: 20}
 	return &Result{Command: "pmxtools bench --sweep 20000,500", PMX: "/bin/pmx", Machine: machine, Bots: 64, Markets: 8,
 		DurationSeconds: 20, Seed: 1, Mix: loadgen.MixMarketMaker, Runs: []RunResult{*closed, *open, *none}}
 }
@@ -63,8 +65,8 @@ closed loop       1,500.0   38.1ms   95.0ms    140ms        1.20     1.20ms    8
 open 20,000/s     1,561.7    8.10s   17.99s   18.50s        0.96     1.22ms    800µs    416µs   2.00  0.00      12
 open 500/s            0.0        -        -        -           -          -        -        -   0.00  0.00       0
 wal, run 1: 3,000 bytes and 0.10 full-page images per order, 1 checkpoints
-shards, run 1: 1,000 batches of 29.3 commands; 99.0% of the commands pipelined, 0.4% held; 4 batches read what they reserve from, 0 ran again, 0 failed
-shards, run 2: 10 batches of 2.0 commands; 25.0% of the commands pipelined, - held; - batches read what they reserve from, 2 ran again, 1 failed
+shards, run 1: 1,000 batches of 29.3 commands; 99.0% of the commands pipelined, 0.4% held; 4 batches read what they reserve from, 0 ran again, 0 failed; Postgres busy 90% of each shard's time, 3.60ms a batch
+shards, run 2: 10 batches of 2.0 commands; 25.0% of the commands pipelined, - held; - batches read what they reserve from, 2 ran again, 1 failed; Postgres busy - of each shard's time
 `
 	got := b.String()
 	if !strings.HasPrefix(got, want) {

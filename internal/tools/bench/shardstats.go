@@ -24,12 +24,29 @@ type ShardCounters struct {
 	Read      int64 `json:"read"`      // pmx_shard_batches_read_total: batches that read what they reserve from
 	Rerun     int64 `json:"rerun"`     // pmx_shard_batches_rerun_total
 	Failures  int64 `json:"failures"`  // pmx_shard_batch_failures_total
+	// DatabaseSeconds is how long the shards' connections spent on their batches' round trips to
+	// Postgres (pmx_shard_database_seconds_total), -1 if not exported; Shards how many shards
+	// counted (the series of pmx_shard_batches_total) and Seconds the time between the two
+	// readings a difference was taken from: DatabaseBusy gives the share of it.
+	DatabaseSeconds float64 `json:"databaseSeconds"`
+	Shards          int     `json:"shards"`
+	Seconds         float64 `json:"seconds,omitempty"`
+}
+
+// DatabaseBusy is the share of the time each shard's connection spent on its batches' round
+// trips, averaged over the shards: near 1, the shards were bound by Postgres. -1 when the pmx
+// build does not count it or the counters are not a difference over a known time.
+func (c ShardCounters) DatabaseBusy() float64 {
+	if c.DatabaseSeconds < 0 || c.Shards == 0 || c.Seconds <= 0 {
+		return -1
+	}
+	return c.DatabaseSeconds / (c.Seconds * float64(c.Shards))
 }
 
 // scrapeShards reads the shard counters from each of the metrics addresses and sums them;
 // processes without shards (fronts, the operator) add nothing.
 func scrapeShards(ctx context.Context, urls []string) (ShardCounters, error) {
-	sum := ShardCounters{Held: -1, Read: -1}
+	sum := ShardCounters{Held: -1, Read: -1, DatabaseSeconds: -1}
 	client := &http.Client{Timeout: 10 * time.Second}
 	for _, url := range urls {
 		families, err := scrape(ctx, client, url)
@@ -65,7 +82,7 @@ func scrape(ctx context.Context, client *http.Client, url string) (map[string]*d
 
 // add adds one process's shard counters (every shard's series of each) to c.
 func (c *ShardCounters) add(families map[string]*dto.MetricFamily) {
-	total := func(name string) (int64, bool) {
+	total := func(name string) (float64, bool) {
 		f, ok := families[name]
 		if !ok {
 			return 0, false
@@ -78,7 +95,7 @@ func (c *ShardCounters) add(families map[string]*dto.MetricFamily) {
 				n += m.GetCounter().GetValue()
 			}
 		}
-		return int64(n), true
+		return n, true
 	}
 	for _, x := range []struct {
 		name string
@@ -90,12 +107,18 @@ func (c *ShardCounters) add(families map[string]*dto.MetricFamily) {
 		{"pmx_shard_batch_failures_total", &c.Failures},
 	} {
 		if n, ok := total(x.name); ok {
-			*x.into = max(*x.into, 0) + n
+			*x.into = max(*x.into, 0) + int64(n)
 		}
+	}
+	if n, ok := total("pmx_shard_database_seconds_total"); ok {
+		c.DatabaseSeconds = max(c.DatabaseSeconds, 0) + n
+	}
+	if f, ok := families["pmx_shard_batches_total"]; ok {
+		c.Shards += len(f.GetMetric())
 	}
 }
 
-// sub is what the counters went up by since base; one either side lacks stays -1.
+// sub is what the counters went up by since base; one either side lacks stays -1. Shards is c's.
 func (c ShardCounters) sub(base ShardCounters) ShardCounters {
 	d := func(a, b int64) int64 {
 		if a < 0 || b < 0 {
@@ -103,7 +126,12 @@ func (c ShardCounters) sub(base ShardCounters) ShardCounters {
 		}
 		return a - b
 	}
+	database := c.DatabaseSeconds - base.DatabaseSeconds
+	if c.DatabaseSeconds < 0 || base.DatabaseSeconds < 0 {
+		database = -1
+	}
 	return ShardCounters{Batches: d(c.Batches, base.Batches), Commands: d(c.Commands, base.Commands),
 		Pipelined: d(c.Pipelined, base.Pipelined), Held: d(c.Held, base.Held), Read: d(c.Read, base.Read),
-		Rerun: d(c.Rerun, base.Rerun), Failures: d(c.Failures, base.Failures)}
+		Rerun: d(c.Rerun, base.Rerun), Failures: d(c.Failures, base.Failures),
+		DatabaseSeconds: database, Shards: c.Shards}
 }

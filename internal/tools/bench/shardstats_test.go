@@ -9,7 +9,7 @@ import (
 )
 
 // shardMetrics is a pmx process's exposition of two shards' counters, as the shard package
-// registers them (held and read only when withHeld).
+// registers them (held, read and the database's seconds only when withHeld: a newer build).
 func shardMetrics(withHeld bool) string {
 	s := `# TYPE pmx_shard_batches_total counter
 pmx_shard_batches_total{shard="0"} 100
@@ -32,7 +32,10 @@ pmx_shard_batch_failures_total{shard="0"} 0
 pmx_shard_batch_failures_total{shard="1"} 3
 `
 	if withHeld {
-		s += `# TYPE pmx_shard_commands_held_total counter
+		s += `# TYPE pmx_shard_database_seconds_total counter
+pmx_shard_database_seconds_total{shard="0"} 7.5
+pmx_shard_database_seconds_total{shard="1"} 2.25
+# TYPE pmx_shard_commands_held_total counter
 pmx_shard_commands_held_total{shard="0"} 7
 pmx_shard_commands_held_total{shard="1"} 5
 # TYPE pmx_shard_batches_read_total counter
@@ -64,20 +67,30 @@ func TestScrapeShards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ShardCounters{Batches: 150, Commands: 1200, Pipelined: 1000, Held: 12, Read: 10, Rerun: 3, Failures: 3}
+	want := ShardCounters{Batches: 150, Commands: 1200, Pipelined: 1000, Held: 12, Read: 10, Rerun: 3, Failures: 3,
+		DatabaseSeconds: 9.75, Shards: 2}
 	if got != want {
 		t.Errorf("scrapeShards = %+v, want %+v", got, want)
 	}
-	if d := got.sub(ShardCounters{Batches: 50, Commands: 200, Pipelined: 100, Held: 2, Read: 1, Rerun: 1, Failures: 1}); d != (ShardCounters{100, 1000, 900, 10, 9, 2, 2}) {
-		t.Errorf("sub = %+v", d)
+	d := got.sub(ShardCounters{Batches: 50, Commands: 200, Pipelined: 100, Held: 2, Read: 1, Rerun: 1, Failures: 1,
+		DatabaseSeconds: 1.75, Shards: 2})
+	if want := (ShardCounters{100, 1000, 900, 10, 9, 2, 2, 8, 2, 0}); d != want {
+		t.Errorf("sub = %+v, want %+v", d, want)
+	}
+	if busy := d.DatabaseBusy(); busy != -1 {
+		t.Errorf("busy without the time it was over = %v, want -1", busy)
+	}
+	d.Seconds = 5
+	if busy := d.DatabaseBusy(); busy != 0.8 { // 8 s over two shards' 5 s
+		t.Errorf("busy = %v, want 0.8", busy)
 	}
 
 	old, err := scrapeShards(ctx, []string{serveMetrics(t, shardMetrics(false), http.StatusOK)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if old.Held != -1 || old.Read != -1 || old.Batches != 150 {
-		t.Errorf("a build without held and read: %+v, want them -1 and the rest read", old)
+	if old.Held != -1 || old.Read != -1 || old.DatabaseSeconds != -1 || old.Batches != 150 {
+		t.Errorf("a build without held, read and the database's seconds: %+v, want them -1 and the rest read", old)
 	}
 	if d := old.sub(old); d.Held != -1 || d.Read != -1 || d.Batches != 0 {
 		t.Errorf("sub of a build without held and read: %+v", d)
