@@ -128,6 +128,10 @@ func Overview() (dashboard.Dashboard, error) {
 		WithPanel(panel("Batch commit latency per shard",
 			"Time to run a batch, from its first command to its commit (PmxBatchCommitSlow).", "s",
 			quantiles("pmx_shard_batch_seconds", shard, "pod", "{{pod}}")...)).
+		WithPanel(panel("Shard time on Postgres",
+			"Share of each shard's time its connection spent on its batches' round trips to Postgres: writes and commit, and the read of a batch that reads (the busiest shard of the pod). Near 100%, the shard is bound by Postgres: its statements and commit flushes; well below it while orders are slow, by pmx itself.",
+			"percentunit",
+			query{`max by (pod) (rate(pmx_shard_database_seconds_total{` + shard + `}[$__rate_interval]))`, "{{pod}}"})).
 		WithPanel(panel("Batch failures and reruns",
 			"Batches whose transaction failed (their books rebuilt from Postgres) and batches that ran again on fresher state, per second.",
 			"ops",
