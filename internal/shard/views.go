@@ -247,6 +247,12 @@ func (s *Shard) learnAccounts(cmds []*command) {
 		s.log.Debug("could not read accounts for the views; their commands wait for a batch that reads them", "err", err)
 		return
 	}
+	s.viewAccounts(cash, risk)
+}
+
+// viewAccounts takes accounts' cash and risk, as read, into the views (starting them afresh past
+// maxCashViews).
+func (s *Shard) viewAccounts(cash map[int64]int64, risk map[int64]store.Risk) {
 	if len(s.cash) > maxCashViews {
 		clear(s.cash)
 		clear(s.risk)
@@ -259,15 +265,7 @@ func (s *Shard) learnAccounts(cmds []*command) {
 // learn takes what a batch read at its start into the views. A holding it asked for that does not
 // exist has no shares.
 func (s *Shard) learn(b store.Begin, l store.Locked) {
-	if len(s.cash) > maxCashViews {
-		clear(s.cash)
-		clear(s.risk)
-	}
-	for _, a := range b.Accounts {
-		if v, ok := l.Cash[a]; ok {
-			s.cash[a], s.risk[a] = v, l.Risk[a]
-		}
-	}
+	s.viewAccounts(l.Cash, l.Risk) // the accounts of b.Accounts that exist
 	for _, k := range b.Holdings {
 		m := s.markets[k.Market]
 		if m == nil {
