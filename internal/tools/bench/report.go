@@ -156,10 +156,10 @@ func share(part, whole int64) string {
 }
 
 // databaseBusy says how much of the shards' time their connections spent on their batches' round
-// trips to Postgres, and how long one took on average.
+// trips to Postgres, and how long one took on average (c counted at least one batch).
 func databaseBusy(c *ShardCounters) string {
 	busy := c.DatabaseBusy()
-	if busy < 0 || c.Batches <= 0 {
+	if busy < 0 {
 		return "Postgres busy - of each shard's time"
 	}
 	return fmt.Sprintf("Postgres busy %s of each shard's time, %s a batch", strconv.FormatFloat(100*busy, 'f', 0, 64)+"%",
