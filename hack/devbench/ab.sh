@@ -5,6 +5,10 @@
 #
 #   bash hack/devbench/ab.sh measure
 #
+# Or keep the full pack and bring the other build in a later call on the same warm machine, whose
+# unpacked pack stays: `xz -T1 -9e -c /path/to/pmx >bin/devbench-before/pmx-before.xz` here, then
+# run this with carry ["bin/devbench-before"]; it unpacks that file as pmx-before.
+#
 # ROUNDS (default 3) rounds of before and after on the whole machine (512 bots, 32 markets, closed
 # loop), then one round of both in open loop at OPEN_RATE offered orders/s if it is set, then
 # PINNED_ROUNDS (default 2) rounds pinned to two cores (64 bots, 8 markets), then the pack's pmx
@@ -20,6 +24,10 @@ source "$(dirname "$0")/alternate.sh"
 measure() {
 	mkdir -p "$out"
 	bash "$runner" true
+	local carried=$root/bin/devbench-before/pmx-before.xz
+	if [ -f "$carried" ]; then
+		xz -dc "$carried" >"$b/pmx-before" && chmod 755 "$b/pmx-before"
+	fi
 	[ -x "$b/pmx-before" ] || { echo "no pmx-before in the pack: PMX_BEFORE=... make devbench" >&2; exit 1; }
 	{
 		echo "date: $(date -u +%FT%TZ) cores: $(nproc)"
