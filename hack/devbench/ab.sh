@@ -5,9 +5,10 @@
 #
 #   bash hack/devbench/ab.sh measure
 #
-# Or keep the full pack and bring the other build in a later call on the same warm machine, whose
-# unpacked pack stays: `xz -T1 -9e -c /path/to/pmx >bin/devbench-before/pmx-before.xz` here, then
-# run this with carry ["bin/devbench-before"]; it unpacks that file as pmx-before.
+# Or keep the full pack and bring the other build in a later call on the same warm machine (the
+# pack carried before, and its unpacked copy, stay there between calls): `xz -T1 -9e -c
+# /path/to/pmx >bin/devbench-before/pmx-before.xz` here, then run this with carry
+# ["bin/devbench-before"]; it unpacks that file as pmx-before.
 #
 # ROUNDS (default 3) rounds of before and after on the whole machine (512 bots, 32 markets, closed
 # loop), then one round of both in open loop at OPEN_RATE offered orders/s if it is set, then
