@@ -96,10 +96,12 @@ type helmResult struct {
 // when empty: helm template and lint need no cluster).
 func runHelm(t testing.TB, kubeconfig string, args ...string) helmResult {
 	t.Helper()
+	// The binary first: installing it takes minutes the first time, which are not helm's to spend.
+	helm := helmBinary(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	home := t.TempDir()
-	cmd := exec.CommandContext(ctx, helmBinary(t), args...)
+	cmd := exec.CommandContext(ctx, helm, args...)
 	cmd.Dir = k8stest.RepoRoot(t)
 	cmd.Env = append(os.Environ(),
 		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
