@@ -120,18 +120,16 @@ func (c *ShardCounters) add(families map[string]*dto.MetricFamily) {
 
 // sub is what the counters went up by since base; one either side lacks stays -1. Shards is c's.
 func (c ShardCounters) sub(base ShardCounters) ShardCounters {
-	d := func(a, b int64) int64 {
-		if a < 0 || b < 0 {
-			return -1
-		}
-		return a - b
+	return ShardCounters{Batches: rise(c.Batches, base.Batches), Commands: rise(c.Commands, base.Commands),
+		Pipelined: rise(c.Pipelined, base.Pipelined), Held: rise(c.Held, base.Held), Read: rise(c.Read, base.Read),
+		Rerun: rise(c.Rerun, base.Rerun), Failures: rise(c.Failures, base.Failures),
+		DatabaseSeconds: rise(c.DatabaseSeconds, base.DatabaseSeconds), Shards: c.Shards}
+}
+
+// rise is how much a counter went up from base to now, -1 where either reading lacks it (-1).
+func rise[T int64 | float64](now, base T) T {
+	if now < 0 || base < 0 {
+		return -1
 	}
-	database := c.DatabaseSeconds - base.DatabaseSeconds
-	if c.DatabaseSeconds < 0 || base.DatabaseSeconds < 0 {
-		database = -1
-	}
-	return ShardCounters{Batches: d(c.Batches, base.Batches), Commands: d(c.Commands, base.Commands),
-		Pipelined: d(c.Pipelined, base.Pipelined), Held: d(c.Held, base.Held), Read: d(c.Read, base.Read),
-		Rerun: d(c.Rerun, base.Rerun), Failures: d(c.Failures, base.Failures),
-		DatabaseSeconds: database, Shards: c.Shards}
+	return now - base
 }

@@ -92,7 +92,7 @@ func TestScrapeShards(t *testing.T) {
 	if old.Held != -1 || old.Read != -1 || old.DatabaseSeconds != -1 || old.Batches != 150 {
 		t.Errorf("a build without held, read and the database's seconds: %+v, want them -1 and the rest read", old)
 	}
-	if d := old.sub(old); d.Held != -1 || d.Read != -1 || d.Batches != 0 {
+	if d := old.sub(old); d.Held != -1 || d.Read != -1 || d.DatabaseSeconds != -1 || d.Batches != 0 {
 		t.Errorf("sub of a build without held and read: %+v", d)
 	}
 	if none, err := scrapeShards(ctx, nil); err != nil || none.Batches != 0 || none.Held != -1 {
