@@ -286,15 +286,48 @@ func (c *cluster) podIPs(t testing.TB, comp string) []string {
 }
 
 // serviceURL is http://<ClusterIP>:<port> of a Service's named port: kube-proxy's rules take the
-// node's own connections there too.
+// node's own connections there too. It returns once those rules lead to the Service's endpoints:
+// until then a connection to the address leaves the machine by its default route, and whatever
+// answers there is not pmx.
 func (c *cluster) serviceURL(t testing.TB, service, port string) string {
 	t.Helper()
 	out := c.Kubectl(t, "get", "service", "-n", namespace, service, "-o",
 		fmt.Sprintf(`jsonpath={.spec.clusterIP}:{.spec.ports[?(@.name=="%s")].port}`, port))
-	if strings.HasPrefix(out, ":") || strings.HasSuffix(out, ":") {
+	ip, p, _ := strings.Cut(out, ":")
+	if ip == "" || p == "" {
 		t.Fatalf("service %s has no port %s: %q", service, port, out)
 	}
+	c.waitRouted(t, service, ip, p)
 	return "http://" + out
+}
+
+// waitRouted waits until kube-proxy (iptables mode, as cluster.sh runs it) has a NAT rule that
+// takes ip:port to a Service's endpoints; a Service without ready endpoints has only a REJECT rule
+// in the filter table.
+func (c *cluster) waitRouted(t testing.TB, service, ip, port string) {
+	t.Helper()
+	dest, dport := "-d "+ip+"/32 ", "--dport "+port+" "
+	last := ""
+	routed := func(ctx context.Context) (bool, error) {
+		out, err := exec.CommandContext(ctx, "iptables-save", "-t", "nat").CombinedOutput()
+		if err != nil {
+			last = fmt.Sprintf("iptables-save -t nat: %v: %s", err, out)
+			return false, nil
+		}
+		for line := range strings.SplitSeq(string(out), "\n") {
+			if strings.HasPrefix(line, "-A KUBE-SERVICES ") && strings.Contains(line, dest) && strings.Contains(line, dport) {
+				return true, nil
+			}
+		}
+		last = "no KUBE-SERVICES rule for " + ip + ":" + port
+		return false, nil
+	}
+	if err := poll.Until(t.Context(), time.Minute, routed); err != nil {
+		proxyLog, _ := os.ReadFile(filepath.Join(c.dir, "logs", "kube-proxy.log"))
+		lines := strings.Split(strings.TrimSpace(string(proxyLog)), "\n")
+		t.Fatalf("kube-proxy never routed Service %s (%s:%s) to its endpoints: %v (%s); the end of kube-proxy's log:\n%s",
+			service, ip, port, err, last, strings.Join(lines[max(0, len(lines)-20):], "\n"))
+	}
 }
 
 // store connects to the release's Postgres through its Service, with the password the chart

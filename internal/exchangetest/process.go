@@ -172,12 +172,20 @@ func (p *Process) Stop() {
 	}
 }
 
-// WaitReady polls url until it answers 200.
+// WaitReady polls url until it answers 200. Each poll opens a new connection: one kept alive
+// would go on asking whatever answered first, even after the route to url has changed (a
+// Kubernetes Service's address before kube-proxy's rules take it leads out of the machine, to
+// whatever answers there).
 func WaitReady(t testing.TB, url string) {
 	t.Helper()
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	last := "no answer yet"
-	ready := func(context.Context) (bool, error) {
-		resp, err := http.Get(url)
+	ready := func(ctx context.Context) (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := client.Do(req)
 		if err != nil {
 			last = err.Error()
 			return false, nil
@@ -188,7 +196,7 @@ func WaitReady(t testing.TB, url string) {
 		return resp.StatusCode == http.StatusOK, nil
 	}
 	if err := poll.Until(context.Background(), time.Minute, ready); err != nil {
-		t.Fatalf("%s not ready within a minute; its last answer: %s", url, last)
+		t.Fatalf("%s not ready: %v; its last answer: %s", url, err, last)
 	}
 }
 
