@@ -76,6 +76,28 @@ func (c *cluster) run(t testing.TB, timeout time.Duration, name string, args ...
 	return string(out)
 }
 
+// clearAfterFailure logs cluster.sh's report of the cluster as the failed test left it, then
+// takes the release away as testUninstall would (Events, then Markets, while the operator may
+// still void them; then helm uninstall), so that the next test installs on a clear cluster. It
+// runs as a cleanup, after t.Context() is done, and only logs what fails: t has failed already.
+func (c *cluster) clearAfterFailure(t *testing.T) {
+	step := func(timeout time.Duration, name string, args ...string) {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Env = append(os.Environ(), "CLUSTER_DIR="+c.dir, "KUBECONFIG="+c.Kubeconfig,
+			"HELM_CACHE_HOME="+filepath.Join(c.dir, "helm", "cache"), "HELM_CONFIG_HOME="+filepath.Join(c.dir, "helm", "config"),
+			"HELM_DATA_HOME="+filepath.Join(c.dir, "helm", "data"))
+		cmd.WaitDelay = 5 * time.Second
+		out, err := cmd.CombinedOutput()
+		t.Logf("after the failure: %s %s (%v):\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
+	}
+	step(time.Minute, "bash", filepath.Join(c.repo, "hack", "cluster", "cluster.sh"), "report")
+	step(2*time.Minute, c.KubectlPath, "delete", "events.pmx.dev", "--all", "--all-namespaces", "--timeout", "1m")
+	step(2*time.Minute, c.KubectlPath, "delete", "mkt", "--all", "--all-namespaces", "--timeout", "1m")
+	step(4*time.Minute, c.helm, "uninstall", release, "--namespace", namespace, "--ignore-not-found", "--wait", "--timeout", "3m")
+}
+
 func (c *cluster) helmRun(t testing.TB, args ...string) string {
 	t.Helper()
 	return c.run(t, 6*time.Minute, c.helm, args...)
@@ -91,6 +113,11 @@ func (c *cluster) helmRun(t testing.TB, args ...string) string {
 // purpose.
 func TestCluster(t *testing.T) {
 	c := attach(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.clearAfterFailure(t)
+		}
+	})
 	started := time.Now()
 	c.install(t)
 	installed := time.Since(started)
