@@ -344,6 +344,11 @@ ports: [{name: dns, port: 53, protocol: UDP}, {name: dns-tcp, port: 53, protocol
 EOF
 	# CoreDNS is ready once its kubernetes plugin has synced with the API server.
 	wait_for "CoreDNS ready" 60 curl -sf "http://$node_ip:8181/ready"
+	# The node's own connections to a Service take kube-proxy's rules: the API server through the
+	# kubernetes Service's address (the CA checks that it is the API server answering, not
+	# whatever the machine's default route leads to).
+	wait_for "the API server through the kubernetes Service (kube-proxy's rules)" 60 \
+		kubectl --server "https://10.96.0.1:443" get --raw /readyz
 	log "up: kubectl --kubeconfig $kubeconfig get pods -A; take it down with hack/cluster/cluster.sh down"
 }
 
@@ -444,11 +449,21 @@ fingerprint() {
 	true
 }
 
-# report prints what a failed test on the cluster needs to be explained: the disk, the node's
+# report prints what a failed test on the cluster needs to be explained: the cluster's processes
+# (running or not), kube-proxy's health and the Services its rules route, the disk, the node's
 # conditions, every pod's containers (ready, or waiting or stopped and why), the last events, each
-# pod's last log lines, and the kubelet's and containerd's last errors.
+# pod's last log lines, and every process's last errors.
 report() {
 	[ -d "$run" ] || die "no cluster up in $dir"
+	log "report: the cluster's processes"
+	for pidfile in "$run"/*.pid; do
+		if kill -0 "$(cat "$pidfile")" 2>/dev/null; then state=running; else state="NOT RUNNING"; fi
+		printf '%s: %s\n' "$(basename "$pidfile" .pid)" "$state" >&2
+	done
+	log "report: kube-proxy's health, and the Services its rules route (iptables nat)"
+	curl -s --max-time 2 "http://$node_ip:10256/healthz" >&2 || true
+	echo >&2
+	iptables-save -t nat 2>/dev/null | sed -n 's/^-A KUBE-SERVICES .*--comment "\([^"]*\)".*/\1/p' >&2 || true
 	log "report: the disk holding $dir"
 	df -h "$dir" >&2 || true
 	log "report: the node's conditions"
@@ -464,8 +479,11 @@ report() {
 		while read -r ns name; do
 			kubectl logs -n "$ns" "$name" --all-containers --prefix --tail=15 2>&1 | cut -c1-400 >&2 || true
 		done
-	log "report: the kubelet's and containerd's last errors"
-	for f in kubelet containerd; do grep -E '^E[0-9]|level=error' "$dir/logs/$f.log" 2>/dev/null | tail -10 | cut -c1-400 >&2 || true; done
+	log "report: each process's last errors"
+	for f in "$dir"/logs/*.log; do
+		grep -E '^[EF][0-9]|level=(error|fatal)|\[ERROR\]|"level":"(error|fatal)"' "$f" 2>/dev/null | tail -10 | cut -c1-400 |
+			sed "s|^|$(basename "$f" .log): |" >&2 || true
+	done
 }
 
 case "${1:-}" in
