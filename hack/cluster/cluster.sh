@@ -456,6 +456,7 @@ fingerprint() {
 report() {
 	[ -d "$run" ] || die "no cluster up in $dir"
 	log "report: the cluster's processes"
+	local pidfile state
 	for pidfile in "$run"/*.pid; do
 		if kill -0 "$(cat "$pidfile")" 2>/dev/null; then state=running; else state="NOT RUNNING"; fi
 		printf '%s: %s\n' "$(basename "$pidfile" .pid)" "$state" >&2
