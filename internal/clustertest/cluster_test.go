@@ -59,17 +59,24 @@ func attach(t *testing.T) *cluster {
 	return &cluster{Env: k8stest.Attach(t, filepath.Join(dir, "kubeconfig")), dir: dir, helm: helm, repo: k8stest.RepoRoot(t)}
 }
 
+// command is a command against the cluster: kubectl and helm find its kubeconfig, helm keeps its
+// folders in the cluster's, and cluster.sh finds the cluster (CLUSTER_DIR).
+func (c *cluster) command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), "CLUSTER_DIR="+c.dir, "KUBECONFIG="+c.Kubeconfig,
+		"HELM_CACHE_HOME="+filepath.Join(c.dir, "helm", "cache"), "HELM_CONFIG_HOME="+filepath.Join(c.dir, "helm", "config"),
+		"HELM_DATA_HOME="+filepath.Join(c.dir, "helm", "data"))
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
 // run runs a command against the cluster and returns its output; it fails t when the command
 // fails or runs past timeout.
 func (c *cluster) run(t testing.TB, timeout time.Duration, name string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "HELM_CACHE_HOME="+filepath.Join(c.dir, "helm", "cache"),
-		"HELM_CONFIG_HOME="+filepath.Join(c.dir, "helm", "config"), "HELM_DATA_HOME="+filepath.Join(c.dir, "helm", "data"))
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.CombinedOutput()
+	out, err := c.command(ctx, name, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
 	}
@@ -84,12 +91,7 @@ func (c *cluster) clearAfterFailure(t *testing.T) {
 	step := func(timeout time.Duration, name string, args ...string) {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, name, args...)
-		cmd.Env = append(os.Environ(), "CLUSTER_DIR="+c.dir, "KUBECONFIG="+c.Kubeconfig,
-			"HELM_CACHE_HOME="+filepath.Join(c.dir, "helm", "cache"), "HELM_CONFIG_HOME="+filepath.Join(c.dir, "helm", "config"),
-			"HELM_DATA_HOME="+filepath.Join(c.dir, "helm", "data"))
-		cmd.WaitDelay = 5 * time.Second
-		out, err := cmd.CombinedOutput()
+		out, err := c.command(ctx, name, args...).CombinedOutput()
 		t.Logf("after the failure: %s %s (%v):\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
 	}
 	step(time.Minute, "bash", filepath.Join(c.repo, "hack", "cluster", "cluster.sh"), "report")
@@ -350,10 +352,9 @@ func (c *cluster) waitRouted(t testing.TB, service, ip, port string) {
 		return false, nil
 	}
 	if err := poll.Until(t.Context(), time.Minute, routed); err != nil {
-		proxyLog, _ := os.ReadFile(filepath.Join(c.dir, "logs", "kube-proxy.log"))
-		lines := strings.Split(strings.TrimSpace(string(proxyLog)), "\n")
-		t.Fatalf("kube-proxy never routed Service %s (%s:%s) to its endpoints: %v (%s); the end of kube-proxy's log:\n%s",
-			service, ip, port, err, last, strings.Join(lines[max(0, len(lines)-20):], "\n"))
+		k8stest.LogTail(t, filepath.Join(c.dir, "logs", "kube-proxy.log"), 20)
+		t.Fatalf("kube-proxy never routed Service %s (%s:%s) to its endpoints: %v (%s); the last lines of its log, where it wrote any, are above",
+			service, ip, port, err, last)
 	}
 }
 

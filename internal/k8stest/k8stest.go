@@ -200,8 +200,8 @@ func Start(t testing.TB) *Env {
 			t.Errorf("k8stest: stopping the control plane: %v", err)
 		}
 		if t.Failed() {
-			logTail(t, etcdLog.Name(), 20)
-			logTail(t, apiserverLog.Name(), 40)
+			LogTail(t, etcdLog.Name(), 20)
+			LogTail(t, apiserverLog.Name(), 40)
 		}
 	})
 	cfg, err := te.Start()
@@ -263,8 +263,8 @@ func createLog(t testing.TB, dir, name string) *os.File {
 	return f
 }
 
-// logTail logs the last n lines of the file at path.
-func logTail(t testing.TB, path string, n int) {
+// LogTail logs the last n lines of the file at path (nothing when it cannot be read or is empty).
+func LogTail(t testing.TB, path string, n int) {
 	data, err := os.ReadFile(path)
 	if err != nil || len(data) == 0 {
 		return
