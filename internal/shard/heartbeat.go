@@ -34,7 +34,7 @@ func (s *Shard) cancelTripped(ctx context.Context) {
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, heartbeatCancels)
 	for _, o := range orders {
-		if s.cfg.owns != nil && !s.cfg.owns(o.Market) {
+		if !s.serves(o.Market, o.Event) {
 			continue // another shard of the Set cancels it
 		}
 		slots <- struct{}{}

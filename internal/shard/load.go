@@ -41,16 +41,23 @@ func (s *Shard) ensure(ctx context.Context, id uuid.UUID) (*marketState, error) 
 	return m, nil
 }
 
+// serves reports whether this shard, of its Set, serves the market (every market when it is not
+// one of a Set's). A market the Set has not seen yet is given out here, and a market of an event
+// with its event, so that an event's markets are served together: every path that takes a market
+// on (a load, the dead-man switch's sweep) asks through this one.
+func (s *Shard) serves(id uuid.UUID, event *uuid.UUID) bool {
+	if event != nil && s.cfg.ownsEvent != nil {
+		return s.cfg.ownsEvent(id, *event)
+	}
+	return s.cfg.owns == nil || s.cfg.owns(id)
+}
+
 func (s *Shard) load(ctx context.Context, id uuid.UUID) (*marketState, error) {
 	row, err := s.cfg.Store.Market(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if row.EventID != nil && s.cfg.ownsEvent != nil { // an event's markets are served together
-		if !s.cfg.ownsEvent(id, *row.EventID) {
-			return nil, exchange.ErrNotOwner
-		}
-	} else if s.cfg.owns != nil && !s.cfg.owns(id) {
+	if !s.serves(id, row.EventID) {
 		return nil, exchange.ErrNotOwner // another shard of its Set serves it
 	}
 	m := &marketState{id: id, status: row.Status, epoch: row.Epoch, resting: map[int64]*wire.Order{},

@@ -102,7 +102,8 @@ func (set *Set) assign(id uuid.UUID) int {
 	return i
 }
 
-// owns reports whether shard i serves a market that exists (its loads and sweeps have read it).
+// owns reports whether shard i serves a market that exists and is no event's (its loads and
+// sweeps have read it); Shard.serves asks assignWithEvent for an event's, which owns would split.
 func (set *Set) owns(i int, id uuid.UUID) bool { return set.assign(id) == i }
 
 // of returns the index of a market's shard. A market the set has not seen yet is read from

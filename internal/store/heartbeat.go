@@ -42,6 +42,7 @@ func (s *Store) ArmHeartbeat(ctx context.Context, account int64, timeout time.Du
 // TrippedOrder is an open order that its account's dead-man switch covers.
 type TrippedOrder struct {
 	Market  uuid.UUID
+	Event   *uuid.UUID // the market's event, if it is an outcome of one
 	Seq     int64
 	Account int64
 }
@@ -51,7 +52,7 @@ type TrippedOrder struct {
 // up each one's orders through the lateral join (a nested loop over orders_account_resting): with
 // none tripped, it reads no order at all. Joined the plain way, the planner hashed every resting
 // order of every account in each sweep, however few switches there were.
-const trippedOrdersSQL = `select o.market_id, o.seq, h.account_id
+const trippedOrdersSQL = `select o.market_id, m.event_id, o.seq, h.account_id
 	from heartbeats h
 	cross join lateral (
 		select o.market_id, o.seq from orders o
@@ -60,11 +61,13 @@ const trippedOrdersSQL = `select o.market_id, o.seq, h.account_id
 		  and ($1 = '' or o.market_id in (select id from markets where shard = $1))
 		offset 0 -- kept a subquery: pulled up into a plain join, it could be hashed again
 	) o
+	join markets m on m.id = o.market_id
 	where h.deadline <= now() or h.tripped is not null
 	order by o.market_id, o.seq`
 
 // TrippedOrders lists the open orders, in the markets that shard owns (every market when shard is
-// ""), that were placed at or before their account's latest passed heartbeat deadline.
+// ""), that were placed at or before their account's latest passed heartbeat deadline, each with
+// its market's event: a sweep that takes a market on must take its event whole.
 func (s *Store) TrippedOrders(ctx context.Context, shard string) ([]TrippedOrder, error) {
 	rows, err := s.Pool.Query(ctx, trippedOrdersSQL, shard)
 	if err != nil {
@@ -72,7 +75,7 @@ func (s *Store) TrippedOrders(ctx context.Context, shard string) ([]TrippedOrder
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (TrippedOrder, error) {
 		var t TrippedOrder
-		err := r.Scan(&t.Market, &t.Seq, &t.Account)
+		err := r.Scan(&t.Market, &t.Event, &t.Seq, &t.Account)
 		return t, err
 	})
 }
