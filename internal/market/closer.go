@@ -3,6 +3,7 @@ package market
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -60,13 +61,19 @@ func (c *Closer) Run(ctx context.Context) {
 	}
 }
 
-// CloseDue closes the OPEN markets whose closesAt is at or before now.
+// CloseDue closes the OPEN markets whose closesAt is at or before now. One market that cannot be
+// closed does not hold up the others: each is tried, and the errors of those that failed are
+// returned together (each naming its market), for Run to try them again at its next look.
 func (c *Closer) CloseDue(ctx context.Context, now time.Time) error {
 	ids, err := c.Store.MarketsClosingBy(ctx, now)
 	if err != nil {
 		return err
 	}
+	var failed []error
 	for _, id := range ids {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		// Another path (an admin request) may have moved it meanwhile: that is fine.
 		err := c.Target.Transition(ctx, id, domain.CloseMarket)
 		if errors.Is(err, domain.ErrMarketInEvent) {
@@ -76,13 +83,14 @@ func (c *Closer) CloseDue(ctx context.Context, now time.Time) error {
 			continue
 		}
 		if err != nil {
-			return err
+			failed = append(failed, fmt.Errorf("market %s: %w", id, err))
+			continue
 		}
 		if c.Logger != nil {
 			c.Logger.Info("closed market at its closing time", "market", id)
 		}
 	}
-	return nil
+	return errors.Join(failed...)
 }
 
 // closeEvent closes the event of a market whose closesAt has come: an event's markets share its
