@@ -10,6 +10,7 @@ import (
 
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/exchange"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // The planned handoff (docs/architecture.md §6): the operator has a named shard hand markets to
@@ -59,7 +60,8 @@ func (s *Shard) launchAround(cmds []*command, i int) *flight {
 }
 
 // handOver moves the markets of a handoff in Postgres and drops them. Every market must be one the
-// shard owns, OPEN, under the epoch it holds it with; if not, none moves. A market held under an
+// shard owns, OPEN, under the epoch it holds it with; if not, none moves. The target must be a live
+// shard, and an event's markets go all together or not at all (store.HandOver refuses either). A market held under an
 // epoch that is no longer the shard's (a move it missed, and came back since) is loaded afresh,
 // and the handoff tried once more.
 func (s *Shard) handOver(ctx context.Context, c *command) error {
@@ -80,6 +82,10 @@ func (s *Shard) handOver(ctx context.Context, c *command) error {
 			epochs[i] = m.epoch
 		}
 		moved, err := s.cfg.Store.HandOver(ctx, c.markets, epochs, s.cfg.Name, c.to)
+		if errors.Is(err, store.ErrTargetNotLive) || errors.Is(err, store.ErrSplitsEvent) {
+			// Refused with nothing moved: the markets stay this shard's, as it holds them.
+			return err
+		}
 		if err != nil || !moved {
 			// Postgres no longer records one of them as this shard's under the epoch it holds, or
 			// the move's commit may have landed unanswered: drop them all, so that their next use

@@ -20,6 +20,11 @@ func TestHandoff(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	a, b := f.shard(t, "shard-a"), f.shard(t, "shard-b")
+	for _, name := range []string{"shard-a", "shard-b"} { // a handoff goes only to a live shard
+		if _, err := f.st.Register(ctx, name, name+":8090"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	before, err := f.st.Assign(ctx, f.market, "shard-a")
 	if err != nil {
 		t.Fatal(err)

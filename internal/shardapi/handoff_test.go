@@ -14,8 +14,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/event"
+	"github.com/pmx-dev/pmx/internal/eventrec"
 	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/shard"
+	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // TestFollow tables what follows a request its owner refused with nothing done: the first refusal
@@ -147,5 +150,69 @@ func TestHandOffThroughRouter(t *testing.T) {
 	}
 	if n, err := front.HandOffAll(ctx, "shard-2", second, time.Minute); err != nil || n != 0 {
 		t.Errorf("HandOffAll of a shard that owns nothing: %d markets, %v", n, err)
+	}
+}
+
+// TestHandOffRefused: the old owner refuses, with nothing moved, a handoff to a shard that is not
+// live and one of some of an event's markets without the others (issue 51); the operator's router
+// reads each refusal as the store's error, which says what to do. The whole event goes.
+func TestHandOffRefused(t *testing.T) {
+	ctx := context.Background()
+	r := newNamedInternalRig(t, "shard-1")
+	// shard-2 is live but serves nothing: the take-over the operator sends it after a move fails,
+	// which only slows the new owner's first use.
+	for name, addr := range map[string]string{"shard-1": strings.TrimPrefix(r.url, "http://"), "shard-2": "127.0.0.1:1"} {
+		if _, err := r.st.Register(ctx, name, addr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e, _, err := eventrec.Record(ctx, r.st, uuid.Nil, "cup", eventrec.Spec{Question: "Who wins the cup?", Category: "sports",
+		Outcomes: []event.Outcome{{Key: "red", Label: "Red"}, {Key: "blue", Label: "Blue"}, {Key: "green", Label: "Green"}}}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []uuid.UUID{r.market}
+	for _, o := range e.Outcomes {
+		ids = append(ids, o.MarketID)
+	}
+	owners := make([]store.Ownership, len(ids))
+	for i, id := range ids {
+		if owners[i], err = r.st.Assign(ctx, id, "shard-1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	operator := &Router{Store: r.st, Token: validateToken, Lifecycle: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, c := range []struct {
+		what    string
+		markets []uuid.UUID
+		to      string
+		refusal error
+		says    string
+	}{
+		{"to a name no shard registered", ids[:1], "shard-9", store.ErrTargetNotLive, "move them to a live shard"},
+		{"one of the event's three markets", ids[1:2], "shard-2", store.ErrSplitsEvent, "name all of them"},
+		{"two of the event's markets and another", ids[:3], "shard-2", store.ErrSplitsEvent, "name all of them"},
+	} {
+		moved, err := operator.HandOff(ctx, c.markets, "shard-1", c.to)
+		if moved || !errors.Is(err, c.refusal) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: moved %v (%v), want refused with %v", c.what, moved, err, c.refusal)
+		}
+		for i, id := range ids {
+			if o, err := r.st.Owner(ctx, id); err != nil || o.Shard != "shard-1" || o.Epoch != owners[i].Epoch {
+				t.Fatalf("%s: market %d is %q's at epoch %d (%v), want shard-1's at %d", c.what, i, o.Shard, o.Epoch, err, owners[i].Epoch)
+			}
+		}
+		// The shard still serves what it refused to hand over.
+		if _, err := r.sh.OrderBook(ctx, c.markets[0]); err != nil {
+			t.Errorf("%s: the owner's book afterwards: %v", c.what, err)
+		}
+	}
+	if moved, err := operator.HandOff(ctx, ids[1:], "shard-1", "shard-2"); err != nil || !moved {
+		t.Fatalf("the whole event: moved %v (%v)", moved, err)
+	}
+	for _, id := range ids[1:] {
+		if o, err := r.st.Owner(ctx, id); err != nil || o.Shard != "shard-2" {
+			t.Errorf("after the whole event's handoff: %+v (%v), want shard-2's", o, err)
+		}
 	}
 }

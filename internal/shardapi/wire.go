@@ -83,6 +83,10 @@ var wireErrors = []struct {
 	// A batch whose commit's answer was lost in a database failover (added with it: a front of
 	// an earlier release reads it as an internal error, as it read the shard's answer before).
 	{exchange.ErrOutcomeUnknown, "outcome_unknown", http.StatusServiceUnavailable},
+	// A handoff refused with nothing moved (added with the checks: an operator of an earlier
+	// release reads them as an internal error, naming the code).
+	{store.ErrTargetNotLive, "target_not_live", http.StatusConflict},
+	{store.ErrSplitsEvent, "splits_event", http.StatusConflict},
 }
 
 // wireErrorOf is how an error travels back from a shard: a refusal whole, a known error by its

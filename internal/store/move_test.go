@@ -2,18 +2,32 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/internal/records"
 )
 
+// register registers each shard name, live from now on.
+func register(t *testing.T, st *Store, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		if _, err := st.Register(context.Background(), name, name+":8090"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestMove checks the rebalancing move: all the markets move under a new epoch, or none does —
 // none when one of them is no longer the named shard's, or is no longer OPEN.
 func TestMove(t *testing.T) {
 	ctx := context.Background()
 	st := newTestStore(t)
+	register(t, st, "a", "b", "c")
 	var ids []uuid.UUID
 	for range 3 {
 		m, err := st.CreateMarket(ctx, records.Market{ID: NewID(), Question: "Moves?", Category: "test", Status: "OPEN", LabelA: "Yes", LabelB: "No"})
@@ -76,6 +90,7 @@ func TestMove(t *testing.T) {
 func TestHandOver(t *testing.T) {
 	ctx := context.Background()
 	st := newTestStore(t)
+	register(t, st, "a", "b")
 	var ids []uuid.UUID
 	var epochs []int64
 	for range 3 {
@@ -127,5 +142,91 @@ func TestHandOver(t *testing.T) {
 	}
 	if _, err := st.HandOver(ctx, ids[:1], nil, "a", "b"); err == nil {
 		t.Error("a handoff without the epochs: no error")
+	}
+}
+
+// TestMoveRefuses checks what Move and HandOver refuse with nothing moved (issue 51): a target that
+// is not a live shard — never registered, stopping, its heartbeat lapsed — and some of an event's
+// markets without the others. The whole event moves.
+func TestMoveRefuses(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t)
+	register(t, st, "a", "b", "stopping", "stale")
+	if err := st.Drain(ctx, "stopping"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool.Exec(ctx, `update shards set heartbeat_at = now() - interval '1 minute' where name = 'stale'`); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	e := records.Event{ID: NewID(), Name: "cup", Question: "Who wins?", Category: "test", CreatedAt: now}
+	var markets []records.Market
+	for _, key := range []string{"red", "blue", "green"} {
+		m := records.Market{ID: NewID(), Question: "Who wins: " + key + "?", Category: "test", LabelA: "Yes", LabelB: "No", CreatedAt: now}
+		e.Outcomes = append(e.Outcomes, records.EventOutcome{Key: key, Label: key, MarketID: m.ID})
+		markets = append(markets, m)
+	}
+	if _, err := st.CreateEvent(ctx, e, markets); err != nil {
+		t.Fatal(err)
+	}
+	lone, err := st.CreateMarket(ctx, records.Market{ID: NewID(), Question: "Alone?", Category: "test", Status: "OPEN", LabelA: "Yes", LabelB: "No"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []uuid.UUID{markets[0].ID, markets[1].ID, markets[2].ID, lone.ID}
+	epochs := make([]int64, len(ids))
+	for i, id := range ids {
+		o, err := st.Assign(ctx, id, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		epochs[i] = o.Epoch
+	}
+	// unmoved fails t unless every market is still a's under the epoch it had.
+	unmoved := func(what string) {
+		t.Helper()
+		for i, id := range ids {
+			if o, err := st.Owner(ctx, id); err != nil || o.Shard != "a" || o.Epoch != epochs[i] {
+				t.Fatalf("%s: market %d is %s's at epoch %d (%v), want a's at %d", what, i, o.Shard, o.Epoch, err, epochs[i])
+			}
+		}
+	}
+	moves := map[string]func(ids []uuid.UUID, epochs []int64, to string) (bool, error){
+		"Move": func(ids []uuid.UUID, _ []int64, to string) (bool, error) { return st.Move(ctx, ids, "a", to) },
+		"HandOver": func(ids []uuid.UUID, epochs []int64, to string) (bool, error) {
+			return st.HandOver(ctx, ids, epochs, "a", to)
+		},
+	}
+	for name, move := range moves {
+		for _, c := range []struct {
+			what   string
+			n      int // the first n of ids
+			to     string
+			refuse error
+		}{
+			{"to a name no shard registered", 1, "nobody", ErrTargetNotLive},
+			{"to a stopping shard", 1, "stopping", ErrTargetNotLive},
+			{"to a shard whose heartbeat lapsed", 1, "stale", ErrTargetNotLive},
+			{"to a shard not live, the whole event", 3, "nobody", ErrTargetNotLive},
+			{"one of the event's three markets", 1, "b", ErrSplitsEvent},
+			{"two of the event's three markets", 2, "b", ErrSplitsEvent},
+		} {
+			what := fmt.Sprintf("%s %s", name, c.what)
+			moved, err := move(ids[:c.n], epochs[:c.n], c.to)
+			if moved || !errors.Is(err, c.refuse) {
+				t.Errorf("%s: moved %v (%v), want refused with %v", what, moved, err, c.refuse)
+			}
+			unmoved(what)
+		}
+	}
+	// The lone market on its own, and the whole event with it, go.
+	if moved, err := st.HandOver(ctx, ids[3:], epochs[3:], "a", "b"); err != nil || !moved {
+		t.Fatalf("HandOver of a market of no event: moved %v (%v)", moved, err)
+	}
+	if moved, err := st.Move(ctx, ids[:3], "a", "b"); err != nil || !moved {
+		t.Fatalf("Move of the whole event: moved %v (%v)", moved, err)
+	}
+	if moved, err := st.HandOver(ctx, ids[:3], []int64{epochs[0] + 1, epochs[1] + 1, epochs[2] + 1}, "b", "a"); err != nil || !moved {
+		t.Fatalf("HandOver of the whole event back: moved %v (%v)", moved, err)
 	}
 }
