@@ -1,7 +1,9 @@
 package apiserver
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -23,6 +25,15 @@ const (
 	maxFillLimit = 1<<53 - 1
 	// maxWindowSeconds bounds a group's rolling window: a day.
 	maxWindowSeconds = 24 * 60 * 60
+	// DefaultMaxOrderGroups is the default of Config.MaxOrderGroups: the groups an account keeps
+	// cost every GET /order-groups without paging and a row each in Postgres, so they are
+	// bounded, as an account's open orders in a market are.
+	DefaultMaxOrderGroups = 1000
+	// GET /order-groups pages, when asked for with limit or cursor.
+	defaultOrderGroups = 100
+	maxOrderGroups     = 500
+	// orderGroupExpiry is how often a front deletes the groups idle for store.OrderGroupIdle.
+	orderGroupExpiry = time.Minute
 )
 
 // OrderGroup is an order group as the API shows it: its limit and window, the shares its orders
@@ -63,7 +74,12 @@ func (s *Server) createOrderGroup(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	g, err := s.cfg.Store.CreateOrderGroup(c.Request.Context(), accountOf(c), limit, int(window))
+	g, err := s.cfg.Store.CreateOrderGroup(c.Request.Context(), accountOf(c), limit, int(window), s.cfg.MaxOrderGroups)
+	if errors.Is(err, store.ErrTooManyOrderGroups) {
+		return &httpkit.Error{Status: http.StatusConflict, Code: "too_many_order_groups",
+			Message: fmt.Sprintf("the account keeps %d order groups, the most it may: place into one of them (GET /order-groups lists them); a group with no open order in which nothing happened for %s is deleted",
+				s.cfg.MaxOrderGroups, idleText)}
+	}
 	if err != nil {
 		return err
 	}
@@ -71,18 +87,42 @@ func (s *Server) createOrderGroup(c *gin.Context) error {
 	return nil
 }
 
-// listOrderGroups lists the caller's order groups, newest first.
+// idleText is store.OrderGroupIdle as the API's messages say it.
+var idleText = fmt.Sprintf("%d hours", int(store.OrderGroupIdle/time.Hour))
+
+// listOrderGroups lists the caller's order groups, newest first: without limit or cursor all of
+// them (at most MaxOrderGroups) as a bare array, as the contract had it before pages; with either,
+// one page of them and a nextCursor, as GET /markets.
 func (s *Server) listOrderGroups(c *gin.Context) error {
-	groups, err := s.cfg.Store.OrderGroups(c.Request.Context(), accountOf(c))
+	_, paged := c.GetQuery("limit")
+	_, hasCursor := c.GetQuery("cursor")
+	if !paged && !hasCursor {
+		groups, err := s.cfg.Store.OrderGroups(c.Request.Context(), accountOf(c))
+		if err != nil {
+			return err
+		}
+		c.JSON(http.StatusOK, orderGroupsOf(groups))
+		return nil
+	}
+	after, limit, err := queryPage(c, "GET /order-groups", defaultOrderGroups, maxOrderGroups)
 	if err != nil {
 		return err
 	}
+	groups, err := s.cfg.Store.OrderGroupsPage(c.Request.Context(), accountOf(c), after, limit)
+	if err != nil {
+		return err
+	}
+	next := nextCursor(groups, limit, func(g *store.OrderGroup) store.Cursor { return store.Cursor{CreatedAt: g.CreatedAt, ID: g.ID} })
+	c.JSON(http.StatusOK, gin.H{"orderGroups": orderGroupsOf(groups), "nextCursor": next})
+	return nil
+}
+
+func orderGroupsOf(groups []store.OrderGroup) []OrderGroup {
 	out := make([]OrderGroup, len(groups))
 	for i := range groups {
 		out[i] = orderGroupOf(&groups[i])
 	}
-	c.JSON(http.StatusOK, out)
-	return nil
+	return out
 }
 
 // getOrderGroup shows one of the caller's order groups; another account's is 404, as no group.
@@ -104,6 +144,26 @@ func (s *Server) resetOrderGroup(c *gin.Context) error {
 	}
 	g, err := s.cfg.Store.ResetOrderGroup(c.Request.Context(), accountOf(c), id)
 	return answerOrderGroup(c, g, err)
+}
+
+// expireOrderGroups deletes the groups with no open order in which nothing happened for
+// store.OrderGroupIdle, every orderGroupExpiry until ctx ends. Every front does it: a group two
+// fronts find at once is deleted by one, skipped by the other (expire_order_groups).
+func (s *Server) expireOrderGroups(ctx context.Context) {
+	tick := time.NewTicker(orderGroupExpiry)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if n, err := s.cfg.Store.ExpireOrderGroups(ctx, s.now().Add(-store.OrderGroupIdle)); err != nil && ctx.Err() == nil {
+			s.log.Warn("could not delete idle order groups; trying again in a minute", "err", err)
+		} else if n > 0 {
+			s.log.Debug("deleted idle order groups", "groups", n)
+		}
+	}
 }
 
 func answerOrderGroup(c *gin.Context, g store.OrderGroup, err error) error {

@@ -43,6 +43,8 @@ type Config struct {
 	Grant int64
 	// MaxQuantity is the largest order quantity accepted (default 1,000,000).
 	MaxQuantity int64
+	// MaxOrderGroups is the most order groups an account may keep (default DefaultMaxOrderGroups).
+	MaxOrderGroups int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Metrics is where the server registers its metrics (default: a registry of its own), for the
@@ -119,6 +121,9 @@ func New(cfg Config) *Server {
 	if cfg.MaxQuantity == 0 {
 		cfg.MaxQuantity = 1_000_000
 	}
+	if cfg.MaxOrderGroups <= 0 {
+		cfg.MaxOrderGroups = DefaultMaxOrderGroups
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -147,6 +152,7 @@ func New(cfg Config) *Server {
 		var used sync.WaitGroup
 		used.Go(func() { s.keyUse.run(ctx, cfg.Store, s.now, s.log) })
 		used.Go(func() { s.sweepSigned(ctx) })
+		used.Go(func() { s.expireOrderGroups(ctx) })
 		s.keys.listen(ctx, cfg.Store, s.log)
 		used.Wait()
 	}()

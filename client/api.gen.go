@@ -972,6 +972,16 @@ type OrderGroup struct {
 	WindowSeconds int        `json:"windowSeconds"`
 }
 
+// OrderGroupList Every order group of the caller (`GET /order-groups` without `limit` or `cursor`).
+type OrderGroupList = []OrderGroup
+
+// OrderGroupPage A page of the caller's order groups (`GET /order-groups` with `limit` or `cursor`).
+type OrderGroupPage struct {
+	// NextCursor Pass as `cursor` for the next page; null when there is none.
+	NextCursor  *string      `json:"nextCursor"`
+	OrderGroups []OrderGroup `json:"orderGroups"`
+}
+
 // OrderStatus `OPEN` and `PARTIALLY_FILLED` rest in the book; the other three are final.
 type OrderStatus string
 
@@ -1394,6 +1404,20 @@ type GetOrderParams struct {
 	ClientOrderID *string `form:"clientOrderId,omitempty" json:"clientOrderId,omitempty"`
 }
 
+// ListOrderGroupsParams defines parameters for ListOrderGroups.
+type ListOrderGroupsParams struct {
+	// Cursor The `nextCursor` of the previous page. An invalid cursor is a `400` (`invalid_cursor`).
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Page size, 1 to 500, default 100 when only `cursor` is given. Out of range is a `400`.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListOrderGroups200JSONResponseBody defines parameters for ListOrderGroups.
+type ListOrderGroups200JSONResponseBody struct {
+	union json.RawMessage
+}
+
 // CreateOrderGroupJSONBody defines parameters for CreateOrderGroup.
 type CreateOrderGroupJSONBody struct {
 	// FillLimit Shares filled within the window that trigger the group.
@@ -1511,6 +1535,68 @@ type PlaceOrdersJSONRequestBody PlaceOrdersJSONBody
 
 // CancelOrdersJSONRequestBody defines body for CancelOrders for application/json ContentType.
 type CancelOrdersJSONRequestBody CancelOrdersJSONBody
+
+// AsOrderGroupList returns the union data inside the ListOrderGroups200JSONResponseBody as a OrderGroupList
+func (t ListOrderGroups200JSONResponseBody) AsOrderGroupList() (OrderGroupList, error) {
+	var body OrderGroupList
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOrderGroupList overwrites any union data inside the ListOrderGroups200JSONResponseBody as the provided OrderGroupList
+func (t *ListOrderGroups200JSONResponseBody) FromOrderGroupList(v OrderGroupList) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOrderGroupList performs a merge with any union data inside the ListOrderGroups200JSONResponseBody, using the provided OrderGroupList
+func (t *ListOrderGroups200JSONResponseBody) MergeOrderGroupList(v OrderGroupList) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsOrderGroupPage returns the union data inside the ListOrderGroups200JSONResponseBody as a OrderGroupPage
+func (t ListOrderGroups200JSONResponseBody) AsOrderGroupPage() (OrderGroupPage, error) {
+	var body OrderGroupPage
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOrderGroupPage overwrites any union data inside the ListOrderGroups200JSONResponseBody as the provided OrderGroupPage
+func (t *ListOrderGroups200JSONResponseBody) FromOrderGroupPage(v OrderGroupPage) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOrderGroupPage performs a merge with any union data inside the ListOrderGroups200JSONResponseBody, using the provided OrderGroupPage
+func (t *ListOrderGroups200JSONResponseBody) MergeOrderGroupPage(v OrderGroupPage) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ListOrderGroups200JSONResponseBody) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ListOrderGroups200JSONResponseBody) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -2011,9 +2097,13 @@ type ClientInterface interface {
 	// ListOrderGroups Your order groups (pmx addition)
 	//
 	// The caller's order groups, newest first, each with its fills in the window ending now.
+	// Without `limit` or `cursor`, every one of them (at most 1,000, see `POST /order-groups`)
+	// as an array, as before pages. With either, one page of at most `limit` groups in an
+	// object with a `nextCursor`: for the next page, repeat the request with `cursor` set to the
+	// previous page's `nextCursor`; it is null on the last page. Cursors are opaque.
 	//
 	// Corresponds with GET /order-groups (the `ListOrderGroups` operationId).
-	ListOrderGroups(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListOrderGroups(ctx context.Context, params *ListOrderGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateOrderGroupWithBody Make an order group (pmx addition)
 	//
@@ -2034,6 +2124,13 @@ type ClientInterface interface {
 	// in the market of that order, and in every market of the same shard, are cancelled in the
 	// batch that reached the limit; those in markets of other shards are cancelled before any
 	// of them could fill, at the latest within about a second.
+	//
+	// **How many.** An account keeps at most 1,000 groups (the server's `--max-order-groups`);
+	// past it a new one is refused with `409 too_many_order_groups`. A group that has no open
+	// order and in which nothing happened for 24 hours (it was not made or reset, no order was
+	// placed into it or filled, it was not triggered) is deleted, so an account's groups do not
+	// pile up: a deleted group's id is then `404 order_group_not_found` here and `400
+	// order_group_not_found` for a placement.
 	//
 	// Needs a key with the `trade` scope.
 	//
@@ -2061,6 +2158,13 @@ type ClientInterface interface {
 	// in the market of that order, and in every market of the same shard, are cancelled in the
 	// batch that reached the limit; those in markets of other shards are cancelled before any
 	// of them could fill, at the latest within about a second.
+	//
+	// **How many.** An account keeps at most 1,000 groups (the server's `--max-order-groups`);
+	// past it a new one is refused with `409 too_many_order_groups`. A group that has no open
+	// order and in which nothing happened for 24 hours (it was not made or reset, no order was
+	// placed into it or filled, it was not triggered) is deleted, so an account's groups do not
+	// pile up: a deleted group's id is then `404 order_group_not_found` here and `400
+	// order_group_not_found` for a placement.
 	//
 	// Needs a key with the `trade` scope.
 	//
@@ -2918,10 +3022,14 @@ func (c *RawClient) PlaceOrder(ctx context.Context, body PlaceOrderJSONRequestBo
 // ListOrderGroups Your order groups (pmx addition)
 //
 // The caller's order groups, newest first, each with its fills in the window ending now.
+// Without `limit` or `cursor`, every one of them (at most 1,000, see `POST /order-groups`)
+// as an array, as before pages. With either, one page of at most `limit` groups in an
+// object with a `nextCursor`: for the next page, repeat the request with `cursor` set to the
+// previous page's `nextCursor`; it is null on the last page. Cursors are opaque.
 //
 // Corresponds with GET /order-groups (the `ListOrderGroups` operationId).
-func (c *RawClient) ListOrderGroups(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListOrderGroupsRequest(c.Server)
+func (c *RawClient) ListOrderGroups(ctx context.Context, params *ListOrderGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListOrderGroupsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2951,6 +3059,13 @@ func (c *RawClient) ListOrderGroups(ctx context.Context, reqEditors ...RequestEd
 // in the market of that order, and in every market of the same shard, are cancelled in the
 // batch that reached the limit; those in markets of other shards are cancelled before any
 // of them could fill, at the latest within about a second.
+//
+// **How many.** An account keeps at most 1,000 groups (the server's `--max-order-groups`);
+// past it a new one is refused with `409 too_many_order_groups`. A group that has no open
+// order and in which nothing happened for 24 hours (it was not made or reset, no order was
+// placed into it or filled, it was not triggered) is deleted, so an account's groups do not
+// pile up: a deleted group's id is then `404 order_group_not_found` here and `400
+// order_group_not_found` for a placement.
 //
 // Needs a key with the `trade` scope.
 //
@@ -2988,6 +3103,13 @@ func (c *RawClient) CreateOrderGroupWithBody(ctx context.Context, contentType st
 // in the market of that order, and in every market of the same shard, are cancelled in the
 // batch that reached the limit; those in markets of other shards are cancelled before any
 // of them could fill, at the latest within about a second.
+//
+// **How many.** An account keeps at most 1,000 groups (the server's `--max-order-groups`);
+// past it a new one is refused with `409 too_many_order_groups`. A group that has no open
+// order and in which nothing happened for 24 hours (it was not made or reset, no order was
+// placed into it or filled, it was not triggered) is deleted, so an account's groups do not
+// pile up: a deleted group's id is then `404 order_group_not_found` here and `400
+// order_group_not_found` for a placement.
 //
 // Needs a key with the `trade` scope.
 //
@@ -4359,7 +4481,7 @@ func NewPlaceOrderRequestWithBody(server string, contentType string, body io.Rea
 }
 
 // NewListOrderGroupsRequest constructs an http.Request for the ListOrderGroups method
-func NewListOrderGroupsRequest(server string) (*http.Request, error) {
+func NewListOrderGroupsRequest(server string, params *ListOrderGroupsParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -4375,6 +4497,45 @@ func NewListOrderGroupsRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -5324,11 +5485,15 @@ type ClientWithResponsesInterface interface {
 	// ListOrderGroupsWithResponse Your order groups (pmx addition)
 	//
 	// The caller's order groups, newest first, each with its fills in the window ending now.
+	// Without `limit` or `cursor`, every one of them (at most 1,000, see `POST /order-groups`)
+	// as an array, as before pages. With either, one page of at most `limit` groups in an
+	// object with a `nextCursor`: for the next page, repeat the request with `cursor` set to the
+	// previous page's `nextCursor`; it is null on the last page. Cursors are opaque.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /order-groups (the `ListOrderGroups` operationId).
-	ListOrderGroupsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListOrderGroupsResponse, error)
+	ListOrderGroupsWithResponse(ctx context.Context, params *ListOrderGroupsParams, reqEditors ...RequestEditorFn) (*ListOrderGroupsResponse, error)
 
 	// CreateOrderGroupWithBodyWithResponse Make an order group (pmx addition)
 	//
@@ -5349,6 +5514,13 @@ type ClientWithResponsesInterface interface {
 	// in the market of that order, and in every market of the same shard, are cancelled in the
 	// batch that reached the limit; those in markets of other shards are cancelled before any
 	// of them could fill, at the latest within about a second.
+	//
+	// **How many.** An account keeps at most 1,000 groups (the server's `--max-order-groups`);
+	// past it a new one is refused with `409 too_many_order_groups`. A group that has no open
+	// order and in which nothing happened for 24 hours (it was not made or reset, no order was
+	// placed into it or filled, it was not triggered) is deleted, so an account's groups do not
+	// pile up: a deleted group's id is then `404 order_group_not_found` here and `400
+	// order_group_not_found` for a placement.
 	//
 	// Needs a key with the `trade` scope.
 	//
@@ -5376,6 +5548,13 @@ type ClientWithResponsesInterface interface {
 	// in the market of that order, and in every market of the same shard, are cancelled in the
 	// batch that reached the limit; those in markets of other shards are cancelled before any
 	// of them could fill, at the latest within about a second.
+	//
+	// **How many.** An account keeps at most 1,000 groups (the server's `--max-order-groups`);
+	// past it a new one is refused with `409 too_many_order_groups`. A group that has no open
+	// order and in which nothing happened for 24 hours (it was not made or reset, no order was
+	// placed into it or filled, it was not triggered) is deleted, so an account's groups do not
+	// pile up: a deleted group's id is then `404 order_group_not_found` here and `400
+	// order_group_not_found` for a placement.
 	//
 	// Needs a key with the `trade` scope.
 	//
@@ -7439,7 +7618,9 @@ type ListOrderGroupsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *[]OrderGroup
+	JSON200 *ListOrderGroups200JSONResponseBody
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
@@ -7453,8 +7634,13 @@ type ListOrderGroupsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListOrderGroupsResponse) GetJSON200() *[]OrderGroup {
+func (r ListOrderGroupsResponse) GetJSON200() *ListOrderGroups200JSONResponseBody {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListOrderGroupsResponse) GetJSON400() *Error {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -7525,6 +7711,8 @@ type CreateOrderGroupResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *KeyForbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -7551,6 +7739,11 @@ func (r CreateOrderGroupResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r CreateOrderGroupResponse) GetJSON403() *KeyForbidden {
 	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateOrderGroupResponse) GetJSON409() *Error {
+	return r.JSON409
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -8988,12 +9181,16 @@ func (c *ClientWithResponses) PlaceOrderWithResponse(ctx context.Context, body P
 // ListOrderGroupsWithResponse Your order groups (pmx addition)
 //
 // The caller's order groups, newest first, each with its fills in the window ending now.
+// Without `limit` or `cursor`, every one of them (at most 1,000, see `POST /order-groups`)
+// as an array, as before pages. With either, one page of at most `limit` groups in an
+// object with a `nextCursor`: for the next page, repeat the request with `cursor` set to the
+// previous page's `nextCursor`; it is null on the last page. Cursors are opaque.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /order-groups (the `ListOrderGroups` operationId).
-func (c *ClientWithResponses) ListOrderGroupsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListOrderGroupsResponse, error) {
-	rsp, err := c.ListOrderGroups(ctx, reqEditors...)
+func (c *ClientWithResponses) ListOrderGroupsWithResponse(ctx context.Context, params *ListOrderGroupsParams, reqEditors ...RequestEditorFn) (*ListOrderGroupsResponse, error) {
+	rsp, err := c.ListOrderGroups(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -9019,6 +9216,13 @@ func (c *ClientWithResponses) ListOrderGroupsWithResponse(ctx context.Context, r
 // in the market of that order, and in every market of the same shard, are cancelled in the
 // batch that reached the limit; those in markets of other shards are cancelled before any
 // of them could fill, at the latest within about a second.
+//
+// **How many.** An account keeps at most 1,000 groups (the server's `--max-order-groups`);
+// past it a new one is refused with `409 too_many_order_groups`. A group that has no open
+// order and in which nothing happened for 24 hours (it was not made or reset, no order was
+// placed into it or filled, it was not triggered) is deleted, so an account's groups do not
+// pile up: a deleted group's id is then `404 order_group_not_found` here and `400
+// order_group_not_found` for a placement.
 //
 // Needs a key with the `trade` scope.
 //
@@ -9052,6 +9256,13 @@ func (c *ClientWithResponses) CreateOrderGroupWithBodyWithResponse(ctx context.C
 // in the market of that order, and in every market of the same shard, are cancelled in the
 // batch that reached the limit; those in markets of other shards are cancelled before any
 // of them could fill, at the latest within about a second.
+//
+// **How many.** An account keeps at most 1,000 groups (the server's `--max-order-groups`);
+// past it a new one is refused with `409 too_many_order_groups`. A group that has no open
+// order and in which nothing happened for 24 hours (it was not made or reset, no order was
+// placed into it or filled, it was not triggered) is deleted, so an account's groups do not
+// pile up: a deleted group's id is then `404 order_group_not_found` here and `400
+// order_group_not_found` for a placement.
 //
 // Needs a key with the `trade` scope.
 //
@@ -11448,11 +11659,18 @@ func ParseListOrderGroupsResponse(rsp *http.Response) (*ListOrderGroupsResponse,
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest []OrderGroup
+		var dest ListOrderGroups200JSONResponseBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
@@ -11565,6 +11783,13 @@ func ParseCreateOrderGroupResponse(rsp *http.Response) (*CreateOrderGroupRespons
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited

@@ -169,9 +169,10 @@ func (c *Client) CreateOrderGroup(ctx context.Context, fillLimit int64, windowSe
 	return value(r.HTTPResponse, r.Body, r.JSON201)
 }
 
-// OrderGroups lists the account's order groups, newest first.
+// OrderGroups lists every order group of the account's, newest first (at most as many as the
+// server lets an account keep, 1,000 by default).
 func (c *Client) OrderGroups(ctx context.Context) ([]OrderGroup, error) {
-	r, err := c.ListOrderGroupsWithResponse(ctx)
+	r, err := c.ListOrderGroupsWithResponse(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -179,8 +180,34 @@ func (c *Client) OrderGroups(ctx context.Context) ([]OrderGroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	return *g, nil
+	return g.AsOrderGroupList()
 }
+
+// OrderGroupsPage lists the account's order groups, newest first, a page at a time: from cursor
+// (nil: the first page), at most limit (0: the server's default). Pass the page's NextCursor for
+// the next; it is nil on the last page.
+func (c *Client) OrderGroupsPage(ctx context.Context, cursor *string, limit int) (*OrderGroupPage, error) {
+	if cursor == nil && limit == 0 {
+		limit = defaultOrderGroupsPage // a page is asked for by limit or cursor
+	}
+	r, err := c.ListOrderGroupsWithResponse(ctx, &ListOrderGroupsParams{Cursor: cursor, Limit: optional(limit)})
+	if err != nil {
+		return nil, err
+	}
+	g, err := value(r.HTTPResponse, r.Body, r.JSON200)
+	if err != nil {
+		return nil, err
+	}
+	page, err := g.AsOrderGroupPage()
+	if err != nil {
+		return nil, err
+	}
+	return &page, nil
+}
+
+// defaultOrderGroupsPage is the server's page size of GET /order-groups, asked for explicitly on
+// the first page when the caller gives neither cursor nor limit.
+const defaultOrderGroupsPage = 100
 
 // OrderGroup returns one of the account's order groups: its fills in the window and whether it is
 // triggered.

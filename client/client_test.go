@@ -354,6 +354,9 @@ func TestOrderGroups(t *testing.T) {
 	if groups, err := alice.OrderGroups(ctx); err != nil || len(groups) != 1 || groups[0].ID != g.ID {
 		t.Fatalf("OrderGroups: %v, %+v", err, groups)
 	}
+	if page, err := alice.OrderGroupsPage(ctx, nil, 0); err != nil || len(page.OrderGroups) != 1 || page.OrderGroups[0].ID != g.ID || page.NextCursor != nil {
+		t.Fatalf("OrderGroupsPage: %v, %+v", err, page)
+	}
 	if _, err := alice.PlaceOrder(ctx, bid); err != nil {
 		t.Fatalf("PlaceOrder after the reset: %v", err)
 	}

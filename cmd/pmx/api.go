@@ -14,15 +14,16 @@ import (
 )
 
 type apiOptions struct {
-	databaseURL   string
-	addr          string
-	adminToken    string
-	internalToken string
-	grant         int64
-	maxQuantity   int64
-	handoffWait   time.Duration
-	process       processOptions
-	serve         serveOptions
+	databaseURL    string
+	addr           string
+	adminToken     string
+	internalToken  string
+	grant          int64
+	maxQuantity    int64
+	maxOrderGroups int
+	handoffWait    time.Duration
+	process        processOptions
+	serve          serveOptions
 }
 
 func newAPICommand() *cobra.Command {
@@ -47,6 +48,7 @@ the shard that owns the market. Run as many replicas as you like; they answer al
 	f.StringVar(&o.internalToken, "internal-token", envOr("PMX_INTERNAL_TOKEN", ""), "secret shared with the shards (default $PMX_INTERNAL_TOKEN)")
 	f.Int64Var(&o.grant, "grant", 1_000_000, "play money, in cents, that a new account starts with")
 	f.Int64Var(&o.maxQuantity, "max-quantity", 1_000_000, "largest order quantity accepted")
+	f.IntVar(&o.maxOrderGroups, "max-order-groups", apiserver.DefaultMaxOrderGroups, "most order groups one account may keep")
 	f.DurationVar(&o.handoffWait, "handoff-wait", shardapi.DefaultHandoffWait,
 		"how long a request follows its market while the operator hands it from shard to shard, before it is answered 503")
 	addProcessFlags(cmd, &o.process, true)
@@ -87,7 +89,7 @@ func runAPI(ctx context.Context, o apiOptions) error {
 	}
 	api := apiserver.New(apiserver.Config{Store: st, Exchange: &shardapi.Router{Store: st, Token: o.internalToken, Logger: log, Metrics: reg,
 		HandoffWait: o.handoffWait},
-		Logger: log, AdminToken: o.adminToken, Grant: o.grant, MaxQuantity: o.maxQuantity, Metrics: reg,
+		Logger: log, AdminToken: o.adminToken, Grant: o.grant, MaxQuantity: o.maxQuantity, MaxOrderGroups: o.maxOrderGroups, Metrics: reg,
 		ReadLimit: o.serve.read, WriteLimit: o.serve.write,
 		TrustedProxies: o.serve.proxies})
 	defer api.Close()

@@ -49,6 +49,7 @@ type devOptions struct {
 	adminToken     string
 	grant          int64
 	maxQuantity    int64
+	maxOrderGroups int
 	maxOpenOrders  int
 	eventRetention time.Duration
 	noEventLog     bool
@@ -88,6 +89,7 @@ started from.`,
 	f.StringVar(&o.adminToken, "admin-token", "", "admin API token (default $PMX_ADMIN_TOKEN, else generated into <data-dir>/admin-token)")
 	f.Int64Var(&o.grant, "grant", 1_000_000, "play money, in cents, that a new account starts with")
 	f.Int64Var(&o.maxQuantity, "max-quantity", 1_000_000, "largest order quantity accepted")
+	f.IntVar(&o.maxOrderGroups, "max-order-groups", apiserver.DefaultMaxOrderGroups, "most order groups one account may keep")
 	f.IntVar(&o.maxOpenOrders, "max-open-orders", shard.DefaultMaxOpenOrders, "most open orders one account may have in one market")
 	f.DurationVar(&o.eventRetention, "event-retention", shard.DefaultEventRetention, "how long the markets' feed events are kept")
 	f.IntVar(&o.shards, "shards", defaultShards(), "matching shards to spread the markets over, each with its own batch loop and Postgres connection (default: one per two cores)")
@@ -211,7 +213,7 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 	}
 
 	api := apiserver.New(apiserver.Config{Store: st, Exchange: sh, Logger: log, AdminToken: token,
-		Grant: o.grant, MaxQuantity: o.maxQuantity, Metrics: reg, ReadLimit: o.serve.read, WriteLimit: o.serve.write,
+		Grant: o.grant, MaxQuantity: o.maxQuantity, MaxOrderGroups: o.maxOrderGroups, Metrics: reg, ReadLimit: o.serve.read, WriteLimit: o.serve.write,
 		TrustedProxies: o.serve.proxies})
 	defer api.Close()
 	feedCtx, stopFeed := context.WithCancel(context.Background())

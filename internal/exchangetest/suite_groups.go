@@ -223,4 +223,46 @@ func testOrderGroups(t *testing.T, tg *Target) {
 		t.Fatalf("after the reset and 2 shares filled: %+v", got)
 	}
 	CheckInvariants(t, tg)
+
+	// Pages: b's groups, three at a time, cover every one of them exactly once, newest first, as
+	// the list without pages shows them.
+	for range 6 {
+		newOrderGroup(t, b, 5, 60)
+	}
+	var all []apiserver.OrderGroup
+	b.Expect(t, "GET", "/order-groups", nil, http.StatusOK, &all)
+	if len(all) != 7 {
+		t.Fatalf("GET /order-groups of b's 7 groups: %d", len(all))
+	}
+	var paged []apiserver.OrderGroup
+	path := "/order-groups?limit=3"
+	for pages := 0; ; pages++ {
+		if pages == 4 {
+			t.Fatalf("GET /order-groups in pages of 3 of 7 groups: still a nextCursor after 4 pages")
+		}
+		var page orderGroupPage
+		b.Expect(t, "GET", path, nil, http.StatusOK, &page)
+		paged = append(paged, page.OrderGroups...)
+		if page.NextCursor == nil {
+			break
+		}
+		path = "/order-groups?limit=3&cursor=" + *page.NextCursor
+	}
+	if len(paged) != len(all) {
+		t.Fatalf("the pages hold %d groups, the list %d", len(paged), len(all))
+	}
+	for i := range all {
+		if paged[i].ID != all[i].ID {
+			t.Fatalf("group %d: %s in the pages, %s in the list", i, paged[i].ID, all[i].ID)
+		}
+	}
+	b.ExpectError(t, "GET", "/order-groups?cursor=nope", nil, http.StatusBadRequest, "invalid_cursor")
+	b.ExpectError(t, "GET", "/order-groups?limit=0", nil, http.StatusBadRequest, "out_of_range")
+	b.ExpectError(t, "GET", "/order-groups?limit=501", nil, http.StatusBadRequest, "out_of_range")
+}
+
+// orderGroupPage is GET /order-groups's answer with limit or cursor.
+type orderGroupPage struct {
+	OrderGroups []apiserver.OrderGroup `json:"orderGroups"`
+	NextCursor  *string                `json:"nextCursor"`
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/internal/records"
+	"github.com/pmx-dev/pmx/internal/store"
 	"github.com/pmx-dev/pmx/internal/storetest"
 )
 
@@ -78,7 +79,7 @@ func TestOrderGroupRule(t *testing.T) {
 			f := newFixture(t)
 			s := f.shard(t, "")
 			ctx := context.Background()
-			g, err := f.st.CreateOrderGroup(ctx, f.alice, tc.fillLimit, 3600)
+			g, err := f.st.CreateOrderGroup(ctx, f.alice, tc.fillLimit, 3600, 1000)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -130,7 +131,7 @@ func TestOrderGroupRefusals(t *testing.T) {
 	f := newFixture(t)
 	s := f.shard(t, "")
 	ctx := context.Background()
-	bobs, err := f.st.CreateOrderGroup(ctx, f.bob, 5, 60)
+	bobs, err := f.st.CreateOrderGroup(ctx, f.bob, 5, 60, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func TestOrderGroupRefusals(t *testing.T) {
 			t.Errorf("a placement into group %s: %v, want order_group_not_found", id, err)
 		}
 	}
-	g, err := f.st.CreateOrderGroup(ctx, f.alice, 5, 60)
+	g, err := f.st.CreateOrderGroup(ctx, f.alice, 5, 60, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func TestOrderGroupAcrossShards(t *testing.T) {
 	other, third := storetest.Market(t, f.st), storetest.Market(t, f.st)
 	a, b := f.shard(t, ""), f.shard(t, "")
 	ctx := context.Background()
-	g, err := f.st.CreateOrderGroup(ctx, f.alice, 5, 60)
+	g, err := f.st.CreateOrderGroup(ctx, f.alice, 5, 60, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +232,7 @@ func TestOrderGroupSweep(t *testing.T) {
 	other := storetest.Market(t, f.st)
 	a, b := f.shard(t, ""), f.shard(t, "")
 	ctx := context.Background()
-	g, err := f.st.CreateOrderGroup(ctx, f.alice, 5, 60)
+	g, err := f.st.CreateOrderGroup(ctx, f.alice, 5, 60, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,4 +251,67 @@ func TestOrderGroupSweep(t *testing.T) {
 		t.Fatalf("the idle shard's order left as %s %v", row.Status, row.CancelReason)
 	}
 	f.checkLocked(t, f.alice)
+}
+
+// TestOrderGroupExpiry: store.ExpireOrderGroups deletes the groups with no open order in which
+// nothing happened since its cutoff — idle ones, and triggered ones whose orders the trigger
+// cancelled — and keeps those with an open order or something newer; a placement into a deleted
+// group is refused as naming no group. The cutoff stands for the clock: a cutoff an hour ahead
+// makes every group an hour older than the rule.
+func TestOrderGroupExpiry(t *testing.T) {
+	f := newFixture(t)
+	s := f.shard(t, "")
+	ctx := context.Background()
+	group := func() uuid.UUID {
+		g, err := f.st.CreateOrderGroup(ctx, f.alice, 5, 60, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g.ID
+	}
+	idle, triggered, resting, filled := group(), group(), group(), group()
+	if _, err := f.groupPlace(t, s, f.market, triggered, inGroup(40, 5)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.groupPlace(t, s, f.market, triggered, take(60, 5)); err != nil { // triggers it, cancels nothing left
+		t.Fatal(err)
+	}
+	if _, err := f.groupPlace(t, s, f.market, resting, inGroup(30, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.st.ExpireOrderGroups(ctx, time.Now().Add(-time.Hour)); err != nil || n != 0 {
+		t.Fatalf("expiring groups idle since an hour ago, all made just now: %d, %v", n, err)
+	}
+	// Nothing happened in filled for a day, but an order of it fills now.
+	if _, err := f.st.Pool.Exec(ctx, `update order_groups set active_at = now() - interval '25 hours' where id = $1`, filled); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.groupPlace(t, s, f.market, filled, inGroup(50, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.groupPlace(t, s, f.market, filled, take(50, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.st.ExpireOrderGroups(ctx, time.Now().Add(-store.OrderGroupIdle)); err != nil || n != 0 {
+		t.Fatalf("expiring groups past the rule when none is: %d, %v", n, err)
+	}
+	n, err := f.st.ExpireOrderGroups(ctx, time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 {
+		t.Errorf("expired %d groups, want 3 (idle, triggered, filled)", n)
+	}
+	for id, kept := range map[uuid.UUID]bool{idle: false, triggered: false, filled: false, resting: true} {
+		if _, err := f.st.OrderGroupOf(ctx, f.alice, id); (err == nil) != kept {
+			t.Errorf("group %s after the expiry: %v, want kept %v", id, err, kept)
+		}
+	}
+	if _, err := f.groupPlace(t, s, f.market, idle, inGroup(40, 1)); !errors.Is(err, domain.ErrOrderGroupNotFound) {
+		t.Errorf("a placement into an expired group: %v, want order_group_not_found", err)
+	}
+	if _, err := f.groupPlace(t, s, f.market, resting, inGroup(40, 1)); err != nil {
+		t.Errorf("a placement into the group kept by its open order: %v", err)
+	}
+	f.checkLocked(t, f.alice, f.bob)
 }

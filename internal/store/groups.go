@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"time"
 
 	"github.com/google/uuid"
@@ -42,26 +44,95 @@ func scanOrderGroup(row pgx.Row) (OrderGroup, error) {
 	return g, err
 }
 
-// CreateOrderGroup makes a group of account's.
-func (s *Store) CreateOrderGroup(ctx context.Context, account, fillLimit int64, windowSeconds int) (OrderGroup, error) {
-	g, err := scanOrderGroup(s.Pool.QueryRow(ctx, `with g as (
-			insert into order_groups (id, account_id, fill_limit, window_seconds, counted_from, created_at)
-			values ($1, $2, $3, $4, now(), now()) returning *)
-		select g.id, g.account_id, g.fill_limit, g.window_seconds, 0::bigint, g.triggered_at, g.counted_from, g.created_at from g`,
-		NewID(), account, fillLimit, windowSeconds))
+// ErrTooManyOrderGroups refuses a group past the most an account may keep (CreateOrderGroup).
+var ErrTooManyOrderGroups = errors.New("the account keeps the most order groups it may")
+
+// CreateOrderGroup makes a group of account's, unless it keeps max groups already
+// (ErrTooManyOrderGroups; nothing made). The count is taken under a lock of the account's groups,
+// so that requests at once on every front cannot together pass max.
+func (s *Store) CreateOrderGroup(ctx context.Context, account, fillLimit int64, windowSeconds, max int) (OrderGroup, error) {
+	var g OrderGroup
+	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+		h := fnv.New64a()
+		h.Write([]byte("order-groups"))
+		h.Write(binary.BigEndian.AppendUint64(nil, uint64(account)))
+		if _, err := tx.Exec(ctx, `select pg_advisory_xact_lock($1)`, int64(h.Sum64())); err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRow(ctx, `select count(*) from order_groups where account_id = $1`, account).Scan(&n); err != nil {
+			return err
+		}
+		if n >= max {
+			return ErrTooManyOrderGroups
+		}
+		var err error
+		g, err = scanOrderGroup(tx.QueryRow(ctx, `with g as (
+				insert into order_groups (id, account_id, fill_limit, window_seconds, counted_from, created_at, active_at)
+				values ($1, $2, $3, $4, now(), now(), now()) returning *)
+			select g.id, g.account_id, g.fill_limit, g.window_seconds, 0::bigint, g.triggered_at, g.counted_from, g.created_at from g`,
+			NewID(), account, fillLimit, windowSeconds))
+		return err
+	})
+	if errors.Is(err, ErrTooManyOrderGroups) {
+		return g, err
+	}
 	if err != nil {
 		return g, fmt.Errorf("while creating an order group for account %d: %w", account, err)
 	}
 	return g, nil
 }
 
-// OrderGroups lists account's groups, newest first.
+// OrderGroups lists account's groups, newest first: every one, at most as many as
+// CreateOrderGroup lets it keep.
 func (s *Store) OrderGroups(ctx context.Context, account int64) ([]OrderGroup, error) {
-	rows, err := s.Pool.Query(ctx, orderGroupSQL+` where g.account_id = $1 order by g.created_at desc, g.id`, account)
+	rows, err := s.Pool.Query(ctx, orderGroupSQL+` where g.account_id = $1 order by g.created_at desc, g.id desc`, account)
 	if err != nil {
 		return nil, fmt.Errorf("while listing the order groups of account %d: %w", account, err)
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (OrderGroup, error) { return scanOrderGroup(r) })
+}
+
+// OrderGroupsPage lists at most limit of account's groups, newest first, after the cursor (nil:
+// from the newest).
+func (s *Store) OrderGroupsPage(ctx context.Context, account int64, after *Cursor, limit int) ([]OrderGroup, error) {
+	// The cursor is a row comparison the index seeks to, written out only when there is one (as Fills).
+	args := []any{account, limit}
+	where := ""
+	if after != nil {
+		args = append(args, after.CreatedAt, after.ID)
+		where = " and (g.created_at, g.id) < ($3, $4)"
+	}
+	rows, err := s.Pool.Query(ctx, orderGroupSQL+` where g.account_id = $1`+where+` order by g.created_at desc, g.id desc limit $2`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("while listing the order groups of account %d: %w", account, err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (OrderGroup, error) { return scanOrderGroup(r) })
+}
+
+// OrderGroupIdle is how long a group with no open order may see nothing happen (made, reset, an
+// order of it placed or filled, triggered) before ExpireOrderGroups deletes it.
+const OrderGroupIdle = 24 * time.Hour
+
+// expireRows bounds the groups one statement of ExpireOrderGroups deletes, so that none holds
+// many locks for long.
+const expireRows = 1000
+
+// ExpireOrderGroups deletes every group in which nothing happened since cutoff (the fronts pass
+// OrderGroupIdle before now) and that has no open order (expire_order_groups, migration 030), and
+// answers how many.
+func (s *Store) ExpireOrderGroups(ctx context.Context, cutoff time.Time) (int, error) {
+	total := 0
+	for {
+		var n int
+		if err := s.Pool.QueryRow(ctx, `select expire_order_groups($1, $2)`, cutoff, expireRows).Scan(&n); err != nil {
+			return total, fmt.Errorf("while deleting idle order groups: %w", err)
+		}
+		total += n
+		if n < expireRows {
+			return total, nil
+		}
+	}
 }
 
 // OrderGroupOf returns a group of account's: ErrNotFound for no such group and for another
@@ -80,7 +151,7 @@ func (s *Store) OrderGroupOf(ctx context.Context, account int64, id uuid.UUID) (
 // ResetOrderGroup lets a group of account's take orders again and forgets its fills so far. The
 // new version fails every batch that decided by the group as it was (migration 027).
 func (s *Store) ResetOrderGroup(ctx context.Context, account int64, id uuid.UUID) (OrderGroup, error) {
-	tag, err := s.Pool.Exec(ctx, `update order_groups set triggered_at = null, counted_from = now(), version = version + 1
+	tag, err := s.Pool.Exec(ctx, `update order_groups set triggered_at = null, counted_from = now(), active_at = now(), version = version + 1
 		where id = $1 and account_id = $2`, id, account)
 	if err != nil {
 		return OrderGroup{}, fmt.Errorf("while resetting order group %s: %w", id, err)

@@ -227,6 +227,10 @@ def test_every_endpoint(exchange: PmxDev, flavour: str) -> None:
         reset = await ready(alice.reset_order_group(group.id))
         assert (reset.triggered, reset.filled_in_window) == (False, 0)
         assert [g.id for g in await ready(alice.list_order_groups())] == [group.id]
+        first = await ready(alice.list_order_groups(limit=1))
+        assert isinstance(first, pmx.OrderGroupPage) and [g.id for g in first.order_groups] == [group.id]
+        rest = await ready(alice.list_order_groups(limit=1, cursor=first.next_cursor))
+        assert isinstance(rest, pmx.OrderGroupPage) and (rest.order_groups, rest.next_cursor) == ([], None)
         try:
             await ready(alice.get_order_group(str(uuid.uuid4())))
             raise AssertionError("an unknown group was found")

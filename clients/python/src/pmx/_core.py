@@ -30,7 +30,7 @@ from .models import (
     CandleInterval, Candles, Conversion, EventDetail, EventPage, FillPage, HeartbeatState, Market,
     MarketEventPage, MarketPage,
     MarketStatus, Order, OrderBookSnapshot, OrderPage, OrderRequest, OrderStatus, Outcome,
-    OrderGroup, PlacedOrder, Position, RiskLimits, SelfTradePrevention, SettlementPage, Side, TimeInForce, Trade, WsToken,
+    OrderGroup, OrderGroupPage, PlacedOrder, Position, RiskLimits, SelfTradePrevention, SettlementPage, Side, TimeInForce, Trade, WsToken,
     decode, format_time,
 )
 
@@ -432,9 +432,17 @@ def create_order_group(fill_limit: int, window_seconds: int) -> Call[OrderGroup]
 
 
 @endpoint("GET", "/order-groups")
-def list_order_groups() -> Call[list[OrderGroup]]:
-    """Your order groups, newest first, each with its fills in the window ending now."""
-    return Call("GET", "/order-groups", _list_of(OrderGroup, None, 200), resend_safe=True)
+def list_order_groups(*, limit: Optional[int] = None,
+                      cursor: Optional[str] = None) -> Call[Union[list[OrderGroup], OrderGroupPage]]:
+    """Your order groups, newest first, each with its fills in the window ending now. Without
+    ``limit`` or ``cursor``, all of them as a list (an account keeps at most 1,000 by default);
+    with either, an :class:`OrderGroupPage` (``next_cursor`` continues it)."""
+    parse: Parser[Union[list[OrderGroup], OrderGroupPage]]
+    if limit is None and cursor is None:
+        parse = _list_of(OrderGroup, None, 200)
+        return Call("GET", "/order-groups", parse, resend_safe=True)
+    parse = _one(OrderGroupPage, 200)
+    return Call("GET", "/order-groups", parse, _query(limit=limit, cursor=cursor), resend_safe=True)
 
 
 @endpoint("GET", "/order-groups/{id}")

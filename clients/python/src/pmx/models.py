@@ -30,7 +30,7 @@ __all__ = [
     "MarketEventPage", "Trade", "Order", "PlacedOrder", "OrderPage", "OrderRequest", "BatchResult",
     "CancelFailure", "CancelResult", "Position", "Settlement", "SettlementPage", "Fill", "FillPage",
     "Candle", "Candles", "HeartbeatState", "WsToken", "RateLimit", "AccountLimits", "Account", "ApiKey", "KeyScope",
-    "RiskLimits", "RiskLimitsUse", "OrderGroup",
+    "RiskLimits", "RiskLimitsUse", "OrderGroup", "OrderGroupPage",
     "Event", "EventOutcome", "EventPage", "EventDetail", "OutcomeDetail", "Conversion",
     "AccountEvent", "AccountEventPage", "decode", "format_time",
 ]
@@ -404,6 +404,15 @@ class OrderGroup:
     #: When it was made or last reset: fills before do not count.
     counted_from: _dt.datetime
     created_at: _dt.datetime
+
+
+@dataclass(frozen=True)
+class OrderGroupPage:
+    """A page of your order groups (``list_order_groups`` with ``limit`` or ``cursor``)."""
+
+    order_groups: list[OrderGroup]
+    #: Pass as ``cursor`` for the next page; ``None`` on the last page.
+    next_cursor: Optional[str]
 
 
 @dataclass(frozen=True)
