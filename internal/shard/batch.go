@@ -350,6 +350,7 @@ func (s *Shard) landed(fl *flight) bool {
 	}
 	s.cfg.Feed.Publish(a.published)
 	s.recordFinished(a)
+	s.keepGroups(a)
 	for _, c := range fl.b.cmds {
 		c.reply <- c.err
 	}
@@ -467,7 +468,7 @@ func (s *Shard) begin(cmds []*command) store.Begin {
 	}
 	b.Accounts, b.Holdings = reservedFrom(cmds)
 	b.ClientOrderIDs = clientOrderIDs(cmds)
-	b.Groups = s.groupsOf(cmds)
+	b.Groups = s.groupsOf(cmds, false)
 	return b
 }
 
@@ -521,6 +522,10 @@ func (s *Shard) open(b batch, mode reserveMode) (*flight, error) {
 		s.metrics.read.Inc()
 		asked := s.begin(b.cmds)
 		asked.LockAccounts = mode == fromLocks
+		if asked.LockAccounts {
+			asked.Groups = s.groupsOf(b.cmds, true) // a batch run again decides every group it may meet from a read
+		}
+		s.metrics.groupsRead.Add(float64(len(asked.Groups)))
 		asked.Now = fl.now
 		began := time.Now()
 		locked, err = store.BeginBatch(ctx, conn, asked)

@@ -35,8 +35,21 @@ import (
 // here before it runs its commands. Resting orders of the group on a shard that trades nothing
 // where they rest are cancelled by the group sweep within about groupSweep.
 //
-// Batches that may touch a group never run from the views, and are not pipelined: a market in
-// which a group's order rests reads its groups with every placement and amend.
+// What a batch reads of groups does not grow with the groups resting where it trades: a batch
+// reads the groups its placements name (a placement into a group is decided from what Postgres
+// holds now), and of the groups resting in the markets it trades in only those the shard does not
+// know yet (Shard.groups: loaded, or as a batch last left them; marketState.groupsKnown). Every
+// other group a command meets is decided from what the shard keeps of it, which the commit's guard
+// makes as good as a read: a group another shard (or a reset) changed since has another version,
+// so a batch that counted fills of it from what the shard kept fails at commit and runs again,
+// locked, reading every group it may meet. What the shard keeps of a group's fills counts those
+// that have since left the window, so it only ever says more than a read would: a batch that would
+// trigger a group from what the shard kept runs again from a read instead (errDoubted), and
+// triggers it only if the read says so.
+//
+// Batches that may touch a group never run from the views, and are not pipelined: so a batch that
+// meets a group is built only once the batch before it has landed, and what the shard keeps of
+// the group (keepGroups, as each batch lands) is what the batches before it committed.
 
 // groupSweep is how often a shard asks Postgres whether a group with orders resting here was
 // triggered on another shard.
@@ -49,6 +62,7 @@ var errNoGroupTriggered = errors.New("shard: no order group resting here was tri
 // did to it.
 type groupState struct {
 	store.GroupState
+	fresh   bool  // read at the batch's start, not taken from what the shard kept (Shard.groups)
 	filled  int64 // shares of its orders the batch filled
 	placed  bool  // the batch placed an order into it
 	trigger bool  // the batch triggered it
@@ -83,10 +97,11 @@ func (m *marketState) unrest(seq int64) {
 	delete(m.resting, seq)
 }
 
-// groupsOf lists, in id order, the groups a batch's commands may decide orders of or fill: the
-// groups its placements name, and every group with an order resting in a market it places or
-// amends in (any of them may be met); a group sweep's.
-func (s *Shard) groupsOf(cmds []*command) []uuid.UUID {
+// groupsOf lists, in id order, the groups a batch reads as it begins: the groups its placements
+// name, a group sweep's, and, of the groups with an order resting in a market it places or amends
+// in (any of them may be met), those the shard does not know — or, with all (a batch run again,
+// locked), every one of them.
+func (s *Shard) groupsOf(cmds []*command, all bool) []uuid.UUID {
 	var ids []uuid.UUID
 	for _, c := range cmds {
 		if c.err != nil {
@@ -107,9 +122,11 @@ func (s *Shard) groupsOf(cmds []*command) []uuid.UUID {
 		default:
 			continue
 		}
-		if m := s.markets[market]; m != nil {
+		if m := s.markets[market]; m != nil && (all || !m.groupsKnown) {
 			for id := range m.grouped {
-				ids = append(ids, id)
+				if _, known := s.groups[id]; all || !known {
+					ids = append(ids, id)
+				}
 			}
 		}
 	}
@@ -153,7 +170,7 @@ func (s *Shard) trackGroups(read map[uuid.UUID]store.GroupState) {
 	a := s.acc
 	clear(a.groups)
 	for id, g := range read {
-		a.groups[id] = &groupState{GroupState: g}
+		a.groups[id] = &groupState{GroupState: g, fresh: true}
 	}
 	for _, id := range slices.SortedFunc(maps.Keys(a.groups), func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) }) {
 		if a.groups[id].Triggered {
@@ -165,8 +182,8 @@ func (s *Shard) trackGroups(read map[uuid.UUID]store.GroupState) {
 // checkGroup refuses a placement into a group that is not the account's or is triggered, and
 // notes the placement, which the commit holds to an untriggered group.
 func (s *Shard) checkGroup(account int64, id uuid.UUID) error {
-	g := s.acc.groups[id]
-	if g == nil || g.Account != account {
+	g := s.acc.groups[id] // read: the batch reads every group its placements name
+	if g == nil || !g.fresh || g.Account != account {
 		return domain.ErrOrderGroupNotFound
 	}
 	if g.Triggered {
@@ -181,7 +198,7 @@ func (s *Shard) groupFilled(id *uuid.UUID, q int64) {
 	if id == nil {
 		return
 	}
-	g := s.acc.groups[*id]
+	g := s.groupOf(*id)
 	if g == nil {
 		// groupsOf names every group whose order a command can meet; a miss is a bug, and the
 		// batch must not commit a fill it could not count.
@@ -197,10 +214,72 @@ func (s *Shard) groupFilled(id *uuid.UUID, q int64) {
 func (s *Shard) triggerReached() {
 	for id, g := range s.acc.groups {
 		if !g.Triggered && g.filled > 0 && g.Filled+g.filled >= g.FillLimit {
+			if !g.fresh {
+				// What the shard kept may count fills that have left the window since: the batch
+				// runs again, reading the group, and triggers it only if the read says so.
+				s.acc.doubted = true
+				continue
+			}
 			g.Triggered, g.trigger = true, true
 			s.cancelGroup(id)
 		}
 	}
+}
+
+// groupOf is the batch's state of group id: as read at its start, or else as the shard kept it
+// (nil if neither).
+func (s *Shard) groupOf(id uuid.UUID) *groupState {
+	if g := s.acc.groups[id]; g != nil {
+		return g
+	}
+	kept, ok := s.groups[id]
+	if !ok {
+		return nil
+	}
+	g := &groupState{GroupState: kept}
+	s.acc.groups[id] = g
+	return g
+}
+
+// keepGroups keeps, as a batch lands, what it leaves of the groups it read or met, as the commit
+// left them in Postgres (order_groups_commit: a count or a trigger raises the version), for those
+// with an order still resting here; and notes the markets it traded in whose every resting group
+// the shard now knows.
+func (s *Shard) keepGroups(a *accumulator) {
+	for id, g := range a.groups {
+		kept := g.GroupState
+		if g.filled > 0 || g.trigger {
+			kept.Version++
+		}
+		kept.Filled += g.filled
+		if s.restsHere(id) {
+			s.groups[id] = kept
+		} else {
+			delete(s.groups, id)
+		}
+	}
+	for _, m := range a.touched {
+		if m.groupsKnown {
+			continue
+		}
+		m.groupsKnown = true
+		for id := range m.grouped {
+			if _, ok := s.groups[id]; !ok {
+				m.groupsKnown = false
+				break
+			}
+		}
+	}
+}
+
+// restsHere reports whether an order of group id rests on this shard.
+func (s *Shard) restsHere(id uuid.UUID) bool {
+	for _, m := range s.markets {
+		if len(m.grouped[id]) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // cancelGroup cancels every resting order of a group on this shard, in every market it holds.
@@ -249,6 +328,15 @@ func (s *Shard) restingGroups() []uuid.UUID {
 // this one cancels them as it triggers them); the sweep's batch reads them and cancels their orders.
 func (s *Shard) prepareGroupSweep(ctx context.Context, c *command) error {
 	ids := s.restingGroups()
+	// What the shard keeps of groups whose orders all left it (cancelled, or their markets handed
+	// over) goes here; keepGroups drops only the groups a batch met.
+	if len(s.groups) > 0 {
+		resting := make(map[uuid.UUID]bool, len(ids))
+		for _, id := range ids {
+			resting[id] = true
+		}
+		maps.DeleteFunc(s.groups, func(id uuid.UUID, _ store.GroupState) bool { return !resting[id] })
+	}
 	if len(ids) == 0 {
 		return errNoGroupTriggered
 	}

@@ -8,10 +8,12 @@ type metrics struct {
 	failures prometheus.Counter
 	rerun    prometheus.Counter
 	read     prometheus.Counter
-	ahead    prometheus.Counter
-	held     prometheus.Counter
-	size     prometheus.Histogram
-	duration prometheus.Histogram
+	// groupsRead counts the order groups batches read at their start (groups.go).
+	groupsRead prometheus.Counter
+	ahead      prometheus.Counter
+	held       prometheus.Counter
+	size       prometheus.Histogram
+	duration   prometheus.Histogram
 	// database is the time the shard's connection spent on its batches' round trips.
 	database prometheus.Counter
 	// The planned handoff (handoff.go): markets handed over, and markets lost without one.
@@ -29,6 +31,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Batches that found what they reserved from out of date (the shard's views, or a read without locks) and ran again, learning it more surely."}),
 		read: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_batches_read_total",
 			Help: "Batches that read what their placements reserve from at their start, because the shard's views did not show enough (or a batch ran again); the others reserve from the views and read nothing."}),
+		groupsRead: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_order_groups_read_total",
+			Help: "Order groups batches read at their start: those their placements name, and those resting in a market they trade in that the shard does not know yet (loaded, or met again after a batch ran again). A group the shard knows is decided from what it keeps."}),
 		ahead: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_commands_pipelined_total",
 			Help: "Commands matched while the batch before theirs was committing, on the state it leaves."}),
 		held: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_commands_held_total",
@@ -45,7 +49,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Times this shard found that a market it held had moved without its part — a failover's move, not a handoff: a commit the fence refused, or the market dropped at a batch's start or a heartbeat."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.batches, m.failures, m.rerun, m.read, m.ahead, m.held, m.size, m.duration, m.database, m.handedOver, m.fenced)
+		reg.MustRegister(m.batches, m.failures, m.rerun, m.read, m.groupsRead, m.ahead, m.held, m.size, m.duration, m.database, m.handedOver, m.fenced)
 	}
 	return m
 }

@@ -113,6 +113,10 @@ type Shard struct {
 	cash    map[int64]int64      // the views of accounts' available cash (views.go)
 	risk    map[int64]store.Risk // and of their locked cash and risk limits (risk.go)
 	handed  map[uuid.UUID]int64  // the markets handed to another shard, refused without a read, with Shard.loads then (handoff.go)
+
+	// groups are the order groups with orders resting here, as the last batch that met each left
+	// them (groups.go).
+	groups map[uuid.UUID]store.GroupState
 }
 
 // marketState is one market as the shard holds it.
@@ -132,6 +136,9 @@ type marketState struct {
 	free      map[holding]int64                // the views of the market's holdings: unlocked shares (views.go)
 	exposure  map[holding]int64                // each account's position-if-filled per outcome (risk.go); nil unless OPEN or CLOSED
 	grouped   map[uuid.UUID]map[int64]struct{} // the resting orders of each order group, by seq (groups.go)
+	// groupsKnown: every group in grouped has its state in Shard.groups, so a batch here reads
+	// none of them (groups.go).
+	groupsKnown bool
 
 	// The feed (events.go): the last number used, and the levels and status it has described.
 	eventSeq  int64
@@ -163,6 +170,7 @@ func New(cfg Config) *Shard {
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 		markets: map[uuid.UUID]*marketState{},
+		groups:  map[uuid.UUID]store.GroupState{},
 		metrics: newMetrics(cfg.Metrics),
 		cash:    map[int64]int64{},
 		risk:    map[int64]store.Risk{},
