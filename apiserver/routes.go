@@ -22,7 +22,7 @@ type route struct {
 // route from it, and TestEveryRouteHasAScope fails on a keyed route registered any other way, so a
 // new endpoint cannot be added without choosing its scope. The rule: reads need read; what can
 // only take risk away (cancels, the dead-man switch's heartbeat) needs cancel; what can add it
-// needs trade. POST /ws-token needs only read: the token it returns connects to the feed with
+// needs trade; what makes or revokes keys needs keys. POST /ws-token needs only read: the token it returns connects to the feed with
 // its key's rights (authenticateWS). The feed itself, GET /ws, is registered apart (its chain
 // takes a ws-token too) and also needs read; cancelOnDisconnect needs cancel (wsCancelScope).
 func (s *Server) routes() []route {
@@ -68,6 +68,11 @@ func (s *Server) routes() []route {
 
 		// Conversion of an event's shares (convert.go): it trades, so it needs trade.
 		{"POST", "/event/convert", auth.ScopeTrade, s.convert},
+
+		// Making and revoking the account's keys (keys.go), as its settings page does: keys, the
+		// scope above trade, since a key that makes keys can do whatever a key it makes can.
+		{"POST", "/account/keys", auth.ScopeKeys, s.createKey},
+		{"DELETE", "/account/keys/:id", auth.ScopeKeys, s.revokeKey},
 	}
 }
 
@@ -78,7 +83,7 @@ const wsScope = auth.ScopeRead
 // not cancel: closing it would cancel the account's orders. Before the rate limit, as require.
 func (s *Server) wsCancelScope(c *gin.Context) {
 	if have := scopeOf(c); c.Query("cancelOnDisconnect") == "true" && !have.Allows(auth.ScopeCancel) {
-		httpkit.AbortUnread(c, insufficientScope(have, auth.ScopeCancel, "cancelOnDisconnect"))
+		s.refuseScope(c, insufficientScope(have, auth.ScopeCancel, "cancelOnDisconnect"))
 		return
 	}
 	c.Next()
@@ -98,11 +103,22 @@ func (s *Server) keyed(v1 gin.IRoutes) {
 func (s *Server) require(need auth.Scope) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if have := scopeOf(c); !have.Allows(need) {
-			httpkit.AbortUnread(c, insufficientScope(have, need, c.Request.Method+" "+c.FullPath()))
+			s.refuseScope(c, insufficientScope(have, need, c.Request.Method+" "+c.FullPath()))
 			return
 		}
 		c.Next()
 	}
+}
+
+// refuseScope answers a scope refusal as every answer to an account is answered: with the
+// RateLimit headers of the bucket the request would have spent from, as this front knows it
+// (Limiter.Known: nothing is spent, and nothing asked of Postgres), on a connection kept alive.
+// Unlike a refusal of a missing or wrong credential (httpkit.AbortUnread), the key is right, so
+// the server reads the rest of the body as for any answer, and the client's next request reuses
+// the connection: a bot with the wrong key for one call keeps its connection for the others.
+func (s *Server) refuseScope(c *gin.Context, e *httpkit.Error) {
+	setRateHeaders(c, s.limiter.Known(accountOf(c), kindOf(c.Request)))
+	httpkit.Abort(c, e)
 }
 
 func insufficientScope(have, need auth.Scope, what string) *httpkit.Error {

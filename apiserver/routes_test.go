@@ -46,6 +46,8 @@ func TestEveryRouteHasAScope(t *testing.T) {
 			want = auth.ScopeRead
 		case slices.Contains(cancels, key):
 			want = auth.ScopeCancel
+		case strings.HasPrefix(key, "POST /api/v1/account/keys"), strings.HasPrefix(key, "DELETE /api/v1/account/keys/"):
+			want = auth.ScopeKeys
 		default:
 			want = auth.ScopeTrade
 		}

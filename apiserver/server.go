@@ -191,6 +191,7 @@ func New(cfg Config) *Server {
 		s.engine.GET("/admin/v1/openapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, "application/yaml", AdminOpenAPIDocument) })
 		admin := s.engine.Group("/admin/v1", s.authenticateAdmin)
 		admin.POST("/accounts", handler(s.createAccount))
+		admin.POST("/accounts/:id/keys", handler(s.adminCreateKey)) // keys.go
 		admin.POST("/markets", handler(s.createMarket))
 		admin.POST("/markets/:id/close", handler(s.transition(domain.CloseMarket)))
 		admin.POST("/markets/:id/reopen", handler(s.transition(domain.ReopenMarket)))

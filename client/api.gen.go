@@ -69,6 +69,7 @@ func (e AccountEventType) Valid() bool {
 // Defines values for APIKeyScope.
 const (
 	APIKeyScopeCancel APIKeyScope = "cancel"
+	APIKeyScopeKeys   APIKeyScope = "keys"
 	APIKeyScopeRead   APIKeyScope = "read"
 	APIKeyScopeTrade  APIKeyScope = "trade"
 )
@@ -77,6 +78,8 @@ const (
 func (e APIKeyScope) Valid() bool {
 	switch e {
 	case APIKeyScopeCancel:
+		return true
+	case APIKeyScopeKeys:
 		return true
 	case APIKeyScopeRead:
 		return true
@@ -240,6 +243,30 @@ func (e MarketStatus) Valid() bool {
 	case MarketStatusOPEN:
 		return true
 	case MarketStatusRESOLVED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NewKeyRequestScope.
+const (
+	NewKeyRequestScopeCancel NewKeyRequestScope = "cancel"
+	NewKeyRequestScopeKeys   NewKeyRequestScope = "keys"
+	NewKeyRequestScopeRead   NewKeyRequestScope = "read"
+	NewKeyRequestScopeTrade  NewKeyRequestScope = "trade"
+)
+
+// Valid indicates whether the value is a known member of the NewKeyRequestScope enum.
+func (e NewKeyRequestScope) Valid() bool {
+	switch e {
+	case NewKeyRequestScopeCancel:
+		return true
+	case NewKeyRequestScopeKeys:
+		return true
+	case NewKeyRequestScopeRead:
+		return true
+	case NewKeyRequestScopeTrade:
 		return true
 	default:
 		return false
@@ -893,6 +920,34 @@ type MarketEventType string
 // (markets) versus CANCELLED (orders).
 type MarketStatus string
 
+// NewKey defines model for NewKey.
+type NewKey struct {
+	// APIKey The whole key, `pmx_` and its prefix's 16 hex digits, `_` and its secret. Shown this once.
+	APIKey string `json:"apiKey"`
+	Key    APIKey `json:"key"`
+}
+
+// NewKeyRequest A key to make; every field may be left out (send `{}`): a key without a label, of scope
+// `trade`, that never expires, usable from anywhere, whose requests are not signed (made by
+// a key, it takes the maker's expiry and allowlist instead; see `POST /account/keys`).
+type NewKeyRequest struct {
+	// ExpiresAt When the key stops working; in the future, at most a year away.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+
+	// IPAllowlist CIDR ranges (or single addresses) requests with the key may come from.
+	IPAllowlist *[]string `json:"ipAllowlist,omitempty"`
+
+	// Label A name for the key, one line of plain text.
+	Label *string `json:"label,omitempty"`
+
+	// PublicKey An Ed25519 public key, the standard base64 of its 32 bytes or PEM, that every request of the key must be signed with.
+	PublicKey *string             `json:"publicKey,omitempty"`
+	Scope     *NewKeyRequestScope `json:"scope,omitempty"`
+}
+
+// NewKeyRequestScope defines model for NewKeyRequest.Scope.
+type NewKeyRequestScope string
+
 // Order defines model for Order.
 type Order struct {
 	// CancelReason Why a `CANCELLED` or `PARTIALLY_FILLED_CANCELLED` order was cancelled; null for the
@@ -1509,6 +1564,9 @@ type ListSettlements200JSONResponseBody struct {
 	Settlements []Settlement `json:"settlements"`
 }
 
+// CreateAccountKeyJSONRequestBody defines body for CreateAccountKey for application/json ContentType.
+type CreateAccountKeyJSONRequestBody = NewKeyRequest
+
 // SetRiskLimitsJSONRequestBody defines body for SetRiskLimits for application/json ContentType.
 type SetRiskLimitsJSONRequestBody SetRiskLimitsJSONBody
 
@@ -1706,10 +1764,65 @@ type ClientInterface interface {
 	// until when, from where, and when it was last used. Never a key's secret, which the
 	// exchange does not keep. `lastUsedAt` is written at most once a minute per key, so it may
 	// lag by up to a minute. `current` marks the key this request was made with. Keys are made
-	// and revoked on the developer settings page (`/settings`).
+	// and revoked on the developer settings page (`/settings`), or here with a key of scope
+	// `keys` (`POST /account/keys`, `DELETE /account/keys/{id}`).
 	//
 	// Corresponds with GET /account/keys (the `ListAccountKeys` operationId).
 	ListAccountKeys(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateAccountKeyWithBody Make another key of your account (pmx addition)
+	//
+	// Makes a key of the caller's account, as the settings page does, and answers it whole this
+	// once (`apiKey`): the exchange keeps only its hash. Needs a key of scope `keys`.
+	//
+	// A key made here can never do more than the key that makes it: its `scope` is one the
+	// maker's allows, its `expiresAt` no later than the maker's, and each range of its
+	// `ipAllowlist` within one of the maker's. What the body leaves out it takes from the
+	// maker: made by a key that expires, it expires with it unless `expiresAt` is sooner; made
+	// by a key bound to addresses, it is bound to the same unless `ipAllowlist` names ranges
+	// within them. Asking for more is a `403` `exceeds_own_key` naming the field. `scope` left
+	// out is `trade` (never `keys` unless asked). A `publicKey` makes a signing key (see Signed
+	// requests), which a key of any kind may make.
+	//
+	// An account holds at most 100 active keys (neither revoked nor expired): past that, `409`
+	// `too_many_keys`. Nothing is made on any refusal.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /account/keys (the `CreateAccountKey` operationId).
+	CreateAccountKeyWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateAccountKey Make another key of your account (pmx addition)
+	//
+	// Makes a key of the caller's account, as the settings page does, and answers it whole this
+	// once (`apiKey`): the exchange keeps only its hash. Needs a key of scope `keys`.
+	//
+	// A key made here can never do more than the key that makes it: its `scope` is one the
+	// maker's allows, its `expiresAt` no later than the maker's, and each range of its
+	// `ipAllowlist` within one of the maker's. What the body leaves out it takes from the
+	// maker: made by a key that expires, it expires with it unless `expiresAt` is sooner; made
+	// by a key bound to addresses, it is bound to the same unless `ipAllowlist` names ranges
+	// within them. Asking for more is a `403` `exceeds_own_key` naming the field. `scope` left
+	// out is `trade` (never `keys` unless asked). A `publicKey` makes a signing key (see Signed
+	// requests), which a key of any kind may make.
+	//
+	// An account holds at most 100 active keys (neither revoked nor expired): past that, `409`
+	// `too_many_keys`. Nothing is made on any refusal.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /account/keys (the `CreateAccountKey` operationId).
+	CreateAccountKey(ctx context.Context, body CreateAccountKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevokeAccountKey Revoke one of your keys (pmx addition)
+	//
+	// Revokes a key of the caller's account, as the settings page does, the key making the
+	// request included: from this answer on, every request with it, on every front replica, is
+	// refused with `401` `invalid_api_key`, and a feed connection it opened is closed. Needs a
+	// key of scope `keys`. A revoked key stays in `GET /account/keys` with its `revokedAt`.
+	//
+	// Corresponds with DELETE /account/keys/{id} (the `RevokeAccountKey` operationId).
+	RevokeAccountKey(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAccountLimits Your rate limits and what is left (pmx addition)
 	//
@@ -2391,11 +2504,96 @@ func (c *RawClient) GetAccountEvents(ctx context.Context, params *GetAccountEven
 // until when, from where, and when it was last used. Never a key's secret, which the
 // exchange does not keep. `lastUsedAt` is written at most once a minute per key, so it may
 // lag by up to a minute. `current` marks the key this request was made with. Keys are made
-// and revoked on the developer settings page (`/settings`).
+// and revoked on the developer settings page (`/settings`), or here with a key of scope
+// `keys` (`POST /account/keys`, `DELETE /account/keys/{id}`).
 //
 // Corresponds with GET /account/keys (the `ListAccountKeys` operationId).
 func (c *RawClient) ListAccountKeys(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListAccountKeysRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateAccountKeyWithBody Make another key of your account (pmx addition)
+//
+// Makes a key of the caller's account, as the settings page does, and answers it whole this
+// once (`apiKey`): the exchange keeps only its hash. Needs a key of scope `keys`.
+//
+// A key made here can never do more than the key that makes it: its `scope` is one the
+// maker's allows, its `expiresAt` no later than the maker's, and each range of its
+// `ipAllowlist` within one of the maker's. What the body leaves out it takes from the
+// maker: made by a key that expires, it expires with it unless `expiresAt` is sooner; made
+// by a key bound to addresses, it is bound to the same unless `ipAllowlist` names ranges
+// within them. Asking for more is a `403` `exceeds_own_key` naming the field. `scope` left
+// out is `trade` (never `keys` unless asked). A `publicKey` makes a signing key (see Signed
+// requests), which a key of any kind may make.
+//
+// An account holds at most 100 active keys (neither revoked nor expired): past that, `409`
+// `too_many_keys`. Nothing is made on any refusal.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /account/keys (the `CreateAccountKey` operationId).
+func (c *RawClient) CreateAccountKeyWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAccountKeyRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateAccountKey Make another key of your account (pmx addition)
+//
+// Makes a key of the caller's account, as the settings page does, and answers it whole this
+// once (`apiKey`): the exchange keeps only its hash. Needs a key of scope `keys`.
+//
+// A key made here can never do more than the key that makes it: its `scope` is one the
+// maker's allows, its `expiresAt` no later than the maker's, and each range of its
+// `ipAllowlist` within one of the maker's. What the body leaves out it takes from the
+// maker: made by a key that expires, it expires with it unless `expiresAt` is sooner; made
+// by a key bound to addresses, it is bound to the same unless `ipAllowlist` names ranges
+// within them. Asking for more is a `403` `exceeds_own_key` naming the field. `scope` left
+// out is `trade` (never `keys` unless asked). A `publicKey` makes a signing key (see Signed
+// requests), which a key of any kind may make.
+//
+// An account holds at most 100 active keys (neither revoked nor expired): past that, `409`
+// `too_many_keys`. Nothing is made on any refusal.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /account/keys (the `CreateAccountKey` operationId).
+func (c *RawClient) CreateAccountKey(ctx context.Context, body CreateAccountKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAccountKeyRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevokeAccountKey Revoke one of your keys (pmx addition)
+//
+// Revokes a key of the caller's account, as the settings page does, the key making the
+// request included: from this answer on, every request with it, on every front replica, is
+// refused with `401` `invalid_api_key`, and a feed connection it opened is closed. Needs a
+// key of scope `keys`. A revoked key stays in `GET /account/keys` with its `revokedAt`.
+//
+// Corresponds with DELETE /account/keys/{id} (the `RevokeAccountKey` operationId).
+func (c *RawClient) RevokeAccountKey(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokeAccountKeyRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -3524,6 +3722,80 @@ func NewListAccountKeysRequest(server string) (*http.Request, error) {
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateAccountKeyRequest calls the generic CreateAccountKey builder with application/json body
+func NewCreateAccountKeyRequest(server string, body CreateAccountKeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateAccountKeyRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateAccountKeyRequestWithBody constructs an http.Request for the CreateAccountKey method, with any body, and a specified content type
+func NewCreateAccountKeyRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/account/keys")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRevokeAccountKeyRequest constructs an http.Request for the RevokeAccountKey method
+func NewRevokeAccountKeyRequest(server string, id openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/account/keys/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -5066,12 +5338,69 @@ type ClientWithResponsesInterface interface {
 	// until when, from where, and when it was last used. Never a key's secret, which the
 	// exchange does not keep. `lastUsedAt` is written at most once a minute per key, so it may
 	// lag by up to a minute. `current` marks the key this request was made with. Keys are made
-	// and revoked on the developer settings page (`/settings`).
+	// and revoked on the developer settings page (`/settings`), or here with a key of scope
+	// `keys` (`POST /account/keys`, `DELETE /account/keys/{id}`).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /account/keys (the `ListAccountKeys` operationId).
 	ListAccountKeysWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListAccountKeysResponse, error)
+
+	// CreateAccountKeyWithBodyWithResponse Make another key of your account (pmx addition)
+	//
+	// Makes a key of the caller's account, as the settings page does, and answers it whole this
+	// once (`apiKey`): the exchange keeps only its hash. Needs a key of scope `keys`.
+	//
+	// A key made here can never do more than the key that makes it: its `scope` is one the
+	// maker's allows, its `expiresAt` no later than the maker's, and each range of its
+	// `ipAllowlist` within one of the maker's. What the body leaves out it takes from the
+	// maker: made by a key that expires, it expires with it unless `expiresAt` is sooner; made
+	// by a key bound to addresses, it is bound to the same unless `ipAllowlist` names ranges
+	// within them. Asking for more is a `403` `exceeds_own_key` naming the field. `scope` left
+	// out is `trade` (never `keys` unless asked). A `publicKey` makes a signing key (see Signed
+	// requests), which a key of any kind may make.
+	//
+	// An account holds at most 100 active keys (neither revoked nor expired): past that, `409`
+	// `too_many_keys`. Nothing is made on any refusal.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /account/keys (the `CreateAccountKey` operationId).
+	CreateAccountKeyWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAccountKeyResponse, error)
+
+	// CreateAccountKeyWithResponse Make another key of your account (pmx addition)
+	//
+	// Makes a key of the caller's account, as the settings page does, and answers it whole this
+	// once (`apiKey`): the exchange keeps only its hash. Needs a key of scope `keys`.
+	//
+	// A key made here can never do more than the key that makes it: its `scope` is one the
+	// maker's allows, its `expiresAt` no later than the maker's, and each range of its
+	// `ipAllowlist` within one of the maker's. What the body leaves out it takes from the
+	// maker: made by a key that expires, it expires with it unless `expiresAt` is sooner; made
+	// by a key bound to addresses, it is bound to the same unless `ipAllowlist` names ranges
+	// within them. Asking for more is a `403` `exceeds_own_key` naming the field. `scope` left
+	// out is `trade` (never `keys` unless asked). A `publicKey` makes a signing key (see Signed
+	// requests), which a key of any kind may make.
+	//
+	// An account holds at most 100 active keys (neither revoked nor expired): past that, `409`
+	// `too_many_keys`. Nothing is made on any refusal.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /account/keys (the `CreateAccountKey` operationId).
+	CreateAccountKeyWithResponse(ctx context.Context, body CreateAccountKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAccountKeyResponse, error)
+
+	// RevokeAccountKeyWithResponse Revoke one of your keys (pmx addition)
+	//
+	// Revokes a key of the caller's account, as the settings page does, the key making the
+	// request included: from this answer on, every request with it, on every front replica, is
+	// refused with `401` `invalid_api_key`, and a feed connection it opened is closed. Needs a
+	// key of scope `keys`. A revoked key stays in `GET /account/keys` with its `revokedAt`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /account/keys/{id} (the `RevokeAccountKey` operationId).
+	RevokeAccountKeyWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*RevokeAccountKeyResponse, error)
 
 	// GetAccountLimitsWithResponse Your rate limits and what is left (pmx addition)
 	//
@@ -5744,6 +6073,13 @@ type GetAccountResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// GetAccountResponse403Headers the declared response headers of an HTTP 403 response for GetAccount
+type GetAccountResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // GetAccountResponse429Headers the declared response headers of an HTTP 429 response for GetAccount
 type GetAccountResponse429Headers struct {
 	RateLimitLimit     *int
@@ -5765,6 +6101,8 @@ type GetAccountResponse struct {
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetAccountResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetAccountResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetAccountResponse429Headers
 }
@@ -5823,6 +6161,13 @@ type GetAccountEventsResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// GetAccountEventsResponse403Headers the declared response headers of an HTTP 403 response for GetAccountEvents
+type GetAccountEventsResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // GetAccountEventsResponse429Headers the declared response headers of an HTTP 429 response for GetAccountEvents
 type GetAccountEventsResponse429Headers struct {
 	RateLimitLimit     *int
@@ -5848,6 +6193,8 @@ type GetAccountEventsResponse struct {
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetAccountEventsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetAccountEventsResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetAccountEventsResponse429Headers
 }
@@ -5916,6 +6263,13 @@ type ListAccountKeysResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// ListAccountKeysResponse403Headers the declared response headers of an HTTP 403 response for ListAccountKeys
+type ListAccountKeysResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // ListAccountKeysResponse429Headers the declared response headers of an HTTP 429 response for ListAccountKeys
 type ListAccountKeysResponse429Headers struct {
 	RateLimitLimit     *int
@@ -5937,6 +6291,8 @@ type ListAccountKeysResponse struct {
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListAccountKeysResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListAccountKeysResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListAccountKeysResponse429Headers
 }
@@ -5990,9 +6346,213 @@ func (r ListAccountKeysResponse) ContentType() string {
 	return ""
 }
 
+// CreateAccountKeyResponse401Headers the declared response headers of an HTTP 401 response for CreateAccountKey
+type CreateAccountKeyResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CreateAccountKeyResponse403Headers the declared response headers of an HTTP 403 response for CreateAccountKey
+type CreateAccountKeyResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
+// CreateAccountKeyResponse429Headers the declared response headers of an HTTP 429 response for CreateAccountKey
+type CreateAccountKeyResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+}
+
+type CreateAccountKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *NewKey
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateAccountKeyResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateAccountKeyResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateAccountKeyResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateAccountKeyResponse) GetJSON201() *NewKey {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateAccountKeyResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateAccountKeyResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateAccountKeyResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateAccountKeyResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateAccountKeyResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateAccountKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateAccountKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateAccountKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateAccountKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RevokeAccountKeyResponse401Headers the declared response headers of an HTTP 401 response for RevokeAccountKey
+type RevokeAccountKeyResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// RevokeAccountKeyResponse403Headers the declared response headers of an HTTP 403 response for RevokeAccountKey
+type RevokeAccountKeyResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
+// RevokeAccountKeyResponse429Headers the declared response headers of an HTTP 429 response for RevokeAccountKey
+type RevokeAccountKeyResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+}
+
+type RevokeAccountKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RevokeAccountKeyResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RevokeAccountKeyResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RevokeAccountKeyResponse429Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RevokeAccountKeyResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RevokeAccountKeyResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RevokeAccountKeyResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RevokeAccountKeyResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RevokeAccountKeyResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r RevokeAccountKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RevokeAccountKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RevokeAccountKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RevokeAccountKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetAccountLimitsResponse401Headers the declared response headers of an HTTP 401 response for GetAccountLimits
 type GetAccountLimitsResponse401Headers struct {
 	WWWAuthenticate string
+}
+
+// GetAccountLimitsResponse403Headers the declared response headers of an HTTP 403 response for GetAccountLimits
+type GetAccountLimitsResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
 }
 
 // GetAccountLimitsResponse429Headers the declared response headers of an HTTP 429 response for GetAccountLimits
@@ -6016,6 +6576,8 @@ type GetAccountLimitsResponse struct {
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetAccountLimitsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetAccountLimitsResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetAccountLimitsResponse429Headers
 }
@@ -6074,6 +6636,13 @@ type GetRiskLimitsResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// GetRiskLimitsResponse403Headers the declared response headers of an HTTP 403 response for GetRiskLimits
+type GetRiskLimitsResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // GetRiskLimitsResponse429Headers the declared response headers of an HTTP 429 response for GetRiskLimits
 type GetRiskLimitsResponse429Headers struct {
 	RateLimitLimit     *int
@@ -6095,6 +6664,8 @@ type GetRiskLimitsResponse struct {
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetRiskLimitsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetRiskLimitsResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetRiskLimitsResponse429Headers
 }
@@ -6153,6 +6724,13 @@ type SetRiskLimitsResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// SetRiskLimitsResponse403Headers the declared response headers of an HTTP 403 response for SetRiskLimits
+type SetRiskLimitsResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // SetRiskLimitsResponse429Headers the declared response headers of an HTTP 429 response for SetRiskLimits
 type SetRiskLimitsResponse429Headers struct {
 	RateLimitLimit     *int
@@ -6176,6 +6754,8 @@ type SetRiskLimitsResponse struct {
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *SetRiskLimitsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SetRiskLimitsResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *SetRiskLimitsResponse429Headers
 }
@@ -6239,6 +6819,13 @@ type CancelEverythingResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// CancelEverythingResponse403Headers the declared response headers of an HTTP 403 response for CancelEverything
+type CancelEverythingResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // CancelEverythingResponse429Headers the declared response headers of an HTTP 429 response for CancelEverything
 type CancelEverythingResponse429Headers struct {
 	RateLimitLimit     *int
@@ -6260,6 +6847,8 @@ type CancelEverythingResponse struct {
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CancelEverythingResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CancelEverythingResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CancelEverythingResponse429Headers
 }
@@ -6411,6 +7000,13 @@ type GetEventResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// GetEventResponse403Headers the declared response headers of an HTTP 403 response for GetEvent
+type GetEventResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // GetEventResponse429Headers the declared response headers of an HTTP 429 response for GetEvent
 type GetEventResponse429Headers struct {
 	RateLimitLimit     *int
@@ -6436,6 +7032,8 @@ type GetEventResponse struct {
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetEventResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetEventResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetEventResponse429Headers
 }
@@ -6509,6 +7107,13 @@ type ConvertEventSharesResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// ConvertEventSharesResponse403Headers the declared response headers of an HTTP 403 response for ConvertEventShares
+type ConvertEventSharesResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // ConvertEventSharesResponse429Headers the declared response headers of an HTTP 429 response for ConvertEventShares
 type ConvertEventSharesResponse429Headers struct {
 	RateLimitLimit     *int
@@ -6540,6 +7145,8 @@ type ConvertEventSharesResponse struct {
 	Headers200 *ConvertEventSharesResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ConvertEventSharesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ConvertEventSharesResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ConvertEventSharesResponse429Headers
 }
@@ -6618,6 +7225,13 @@ type ListEventsResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// ListEventsResponse403Headers the declared response headers of an HTTP 403 response for ListEvents
+type ListEventsResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // ListEventsResponse429Headers the declared response headers of an HTTP 429 response for ListEvents
 type ListEventsResponse429Headers struct {
 	RateLimitLimit     *int
@@ -6641,6 +7255,8 @@ type ListEventsResponse struct {
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListEventsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListEventsResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListEventsResponse429Headers
 }
@@ -6704,6 +7320,13 @@ type ListFillsResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// ListFillsResponse403Headers the declared response headers of an HTTP 403 response for ListFills
+type ListFillsResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // ListFillsResponse429Headers the declared response headers of an HTTP 429 response for ListFills
 type ListFillsResponse429Headers struct {
 	RateLimitLimit     *int
@@ -6727,6 +7350,8 @@ type ListFillsResponse struct {
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListFillsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListFillsResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListFillsResponse429Headers
 }
@@ -6790,6 +7415,13 @@ type HeartbeatResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// HeartbeatResponse403Headers the declared response headers of an HTTP 403 response for Heartbeat
+type HeartbeatResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // HeartbeatResponse429Headers the declared response headers of an HTTP 429 response for Heartbeat
 type HeartbeatResponse429Headers struct {
 	RateLimitLimit     *int
@@ -6813,6 +7445,8 @@ type HeartbeatResponse struct {
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *HeartbeatResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *HeartbeatResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *HeartbeatResponse429Headers
 }
@@ -6876,6 +7510,13 @@ type GetMarketResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// GetMarketResponse403Headers the declared response headers of an HTTP 403 response for GetMarket
+type GetMarketResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // GetMarketResponse429Headers the declared response headers of an HTTP 429 response for GetMarket
 type GetMarketResponse429Headers struct {
 	RateLimitLimit     *int
@@ -6901,6 +7542,8 @@ type GetMarketResponse struct {
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetMarketResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetMarketResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetMarketResponse429Headers
 }
@@ -6969,6 +7612,13 @@ type GetCandlesResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// GetCandlesResponse403Headers the declared response headers of an HTTP 403 response for GetCandles
+type GetCandlesResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // GetCandlesResponse429Headers the declared response headers of an HTTP 429 response for GetCandles
 type GetCandlesResponse429Headers struct {
 	RateLimitLimit     *int
@@ -6992,6 +7642,8 @@ type GetCandlesResponse struct {
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetCandlesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetCandlesResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetCandlesResponse429Headers
 }
@@ -7055,6 +7707,13 @@ type GetMarketEventsResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// GetMarketEventsResponse403Headers the declared response headers of an HTTP 403 response for GetMarketEvents
+type GetMarketEventsResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // GetMarketEventsResponse429Headers the declared response headers of an HTTP 429 response for GetMarketEvents
 type GetMarketEventsResponse429Headers struct {
 	RateLimitLimit     *int
@@ -7080,6 +7739,8 @@ type GetMarketEventsResponse struct {
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetMarketEventsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetMarketEventsResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetMarketEventsResponse429Headers
 }
@@ -7148,6 +7809,13 @@ type GetOrderBookResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// GetOrderBookResponse403Headers the declared response headers of an HTTP 403 response for GetOrderBook
+type GetOrderBookResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // GetOrderBookResponse429Headers the declared response headers of an HTTP 429 response for GetOrderBook
 type GetOrderBookResponse429Headers struct {
 	RateLimitLimit     *int
@@ -7171,6 +7839,8 @@ type GetOrderBookResponse struct {
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetOrderBookResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetOrderBookResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetOrderBookResponse429Headers
 }
@@ -7234,6 +7904,13 @@ type ListMarketTradesResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// ListMarketTradesResponse403Headers the declared response headers of an HTTP 403 response for ListMarketTrades
+type ListMarketTradesResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // ListMarketTradesResponse429Headers the declared response headers of an HTTP 429 response for ListMarketTrades
 type ListMarketTradesResponse429Headers struct {
 	RateLimitLimit     *int
@@ -7257,6 +7934,8 @@ type ListMarketTradesResponse struct {
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListMarketTradesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListMarketTradesResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListMarketTradesResponse429Headers
 }
@@ -7320,6 +7999,13 @@ type ListMarketsResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// ListMarketsResponse403Headers the declared response headers of an HTTP 403 response for ListMarkets
+type ListMarketsResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // ListMarketsResponse429Headers the declared response headers of an HTTP 429 response for ListMarkets
 type ListMarketsResponse429Headers struct {
 	RateLimitLimit     *int
@@ -7343,6 +8029,8 @@ type ListMarketsResponse struct {
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListMarketsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListMarketsResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListMarketsResponse429Headers
 }
@@ -7504,6 +8192,13 @@ type PlaceOrderResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// PlaceOrderResponse403Headers the declared response headers of an HTTP 403 response for PlaceOrder
+type PlaceOrderResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // PlaceOrderResponse429Headers the declared response headers of an HTTP 429 response for PlaceOrder
 type PlaceOrderResponse429Headers struct {
 	RateLimitLimit     *int
@@ -7533,6 +8228,8 @@ type PlaceOrderResponse struct {
 	Headers200 *PlaceOrderResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *PlaceOrderResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *PlaceOrderResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PlaceOrderResponse429Headers
 }
@@ -7606,6 +8303,13 @@ type ListOrderGroupsResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// ListOrderGroupsResponse403Headers the declared response headers of an HTTP 403 response for ListOrderGroups
+type ListOrderGroupsResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // ListOrderGroupsResponse429Headers the declared response headers of an HTTP 429 response for ListOrderGroups
 type ListOrderGroupsResponse429Headers struct {
 	RateLimitLimit     *int
@@ -7629,6 +8333,8 @@ type ListOrderGroupsResponse struct {
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListOrderGroupsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListOrderGroupsResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListOrderGroupsResponse429Headers
 }
@@ -7692,6 +8398,13 @@ type CreateOrderGroupResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// CreateOrderGroupResponse403Headers the declared response headers of an HTTP 403 response for CreateOrderGroup
+type CreateOrderGroupResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // CreateOrderGroupResponse429Headers the declared response headers of an HTTP 429 response for CreateOrderGroup
 type CreateOrderGroupResponse429Headers struct {
 	RateLimitLimit     *int
@@ -7717,6 +8430,8 @@ type CreateOrderGroupResponse struct {
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateOrderGroupResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateOrderGroupResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateOrderGroupResponse429Headers
 }
@@ -7785,6 +8500,13 @@ type GetOrderGroupResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// GetOrderGroupResponse403Headers the declared response headers of an HTTP 403 response for GetOrderGroup
+type GetOrderGroupResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // GetOrderGroupResponse429Headers the declared response headers of an HTTP 429 response for GetOrderGroup
 type GetOrderGroupResponse429Headers struct {
 	RateLimitLimit     *int
@@ -7810,6 +8532,8 @@ type GetOrderGroupResponse struct {
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetOrderGroupResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetOrderGroupResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetOrderGroupResponse429Headers
 }
@@ -7878,6 +8602,13 @@ type ResetOrderGroupResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// ResetOrderGroupResponse403Headers the declared response headers of an HTTP 403 response for ResetOrderGroup
+type ResetOrderGroupResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // ResetOrderGroupResponse429Headers the declared response headers of an HTTP 429 response for ResetOrderGroup
 type ResetOrderGroupResponse429Headers struct {
 	RateLimitLimit     *int
@@ -7903,6 +8634,8 @@ type ResetOrderGroupResponse struct {
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ResetOrderGroupResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ResetOrderGroupResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ResetOrderGroupResponse429Headers
 }
@@ -8064,6 +8797,13 @@ type ListOrdersResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// ListOrdersResponse403Headers the declared response headers of an HTTP 403 response for ListOrders
+type ListOrdersResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // ListOrdersResponse429Headers the declared response headers of an HTTP 429 response for ListOrders
 type ListOrdersResponse429Headers struct {
 	RateLimitLimit     *int
@@ -8087,6 +8827,8 @@ type ListOrdersResponse struct {
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListOrdersResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListOrdersResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListOrdersResponse429Headers
 }
@@ -8150,6 +8892,13 @@ type PlaceOrdersResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// PlaceOrdersResponse403Headers the declared response headers of an HTTP 403 response for PlaceOrders
+type PlaceOrdersResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // PlaceOrdersResponse429Headers the declared response headers of an HTTP 429 response for PlaceOrders
 type PlaceOrdersResponse429Headers struct {
 	RateLimitLimit     *int
@@ -8173,6 +8922,8 @@ type PlaceOrdersResponse struct {
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *PlaceOrdersResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *PlaceOrdersResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PlaceOrdersResponse429Headers
 }
@@ -8236,6 +8987,13 @@ type CancelOrdersResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// CancelOrdersResponse403Headers the declared response headers of an HTTP 403 response for CancelOrders
+type CancelOrdersResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // CancelOrdersResponse429Headers the declared response headers of an HTTP 429 response for CancelOrders
 type CancelOrdersResponse429Headers struct {
 	RateLimitLimit     *int
@@ -8259,6 +9017,8 @@ type CancelOrdersResponse struct {
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CancelOrdersResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CancelOrdersResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CancelOrdersResponse429Headers
 }
@@ -8322,6 +9082,13 @@ type ListPositionsResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// ListPositionsResponse403Headers the declared response headers of an HTTP 403 response for ListPositions
+type ListPositionsResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // ListPositionsResponse429Headers the declared response headers of an HTTP 429 response for ListPositions
 type ListPositionsResponse429Headers struct {
 	RateLimitLimit     *int
@@ -8345,6 +9112,8 @@ type ListPositionsResponse struct {
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListPositionsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListPositionsResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListPositionsResponse429Headers
 }
@@ -8408,6 +9177,13 @@ type ListSettlementsResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// ListSettlementsResponse403Headers the declared response headers of an HTTP 403 response for ListSettlements
+type ListSettlementsResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // ListSettlementsResponse429Headers the declared response headers of an HTTP 429 response for ListSettlements
 type ListSettlementsResponse429Headers struct {
 	RateLimitLimit     *int
@@ -8431,6 +9207,8 @@ type ListSettlementsResponse struct {
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListSettlementsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListSettlementsResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListSettlementsResponse429Headers
 }
@@ -8494,6 +9272,13 @@ type CreateWsTokenResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// CreateWsTokenResponse403Headers the declared response headers of an HTTP 403 response for CreateWsToken
+type CreateWsTokenResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // CreateWsTokenResponse429Headers the declared response headers of an HTTP 429 response for CreateWsToken
 type CreateWsTokenResponse429Headers struct {
 	RateLimitLimit     *int
@@ -8515,6 +9300,8 @@ type CreateWsTokenResponse struct {
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateWsTokenResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateWsTokenResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateWsTokenResponse429Headers
 }
@@ -8618,7 +9405,8 @@ func (c *ClientWithResponses) GetAccountEventsWithResponse(ctx context.Context, 
 // until when, from where, and when it was last used. Never a key's secret, which the
 // exchange does not keep. `lastUsedAt` is written at most once a minute per key, so it may
 // lag by up to a minute. `current` marks the key this request was made with. Keys are made
-// and revoked on the developer settings page (`/settings`).
+// and revoked on the developer settings page (`/settings`), or here with a key of scope
+// `keys` (`POST /account/keys`, `DELETE /account/keys/{id}`).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8629,6 +9417,80 @@ func (c *ClientWithResponses) ListAccountKeysWithResponse(ctx context.Context, r
 		return nil, err
 	}
 	return ParseListAccountKeysResponse(rsp)
+}
+
+// CreateAccountKeyWithBodyWithResponse Make another key of your account (pmx addition)
+//
+// Makes a key of the caller's account, as the settings page does, and answers it whole this
+// once (`apiKey`): the exchange keeps only its hash. Needs a key of scope `keys`.
+//
+// A key made here can never do more than the key that makes it: its `scope` is one the
+// maker's allows, its `expiresAt` no later than the maker's, and each range of its
+// `ipAllowlist` within one of the maker's. What the body leaves out it takes from the
+// maker: made by a key that expires, it expires with it unless `expiresAt` is sooner; made
+// by a key bound to addresses, it is bound to the same unless `ipAllowlist` names ranges
+// within them. Asking for more is a `403` `exceeds_own_key` naming the field. `scope` left
+// out is `trade` (never `keys` unless asked). A `publicKey` makes a signing key (see Signed
+// requests), which a key of any kind may make.
+//
+// An account holds at most 100 active keys (neither revoked nor expired): past that, `409`
+// `too_many_keys`. Nothing is made on any refusal.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /account/keys (the `CreateAccountKey` operationId).
+func (c *ClientWithResponses) CreateAccountKeyWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAccountKeyResponse, error) {
+	rsp, err := c.CreateAccountKeyWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateAccountKeyResponse(rsp)
+}
+
+// CreateAccountKeyWithResponse Make another key of your account (pmx addition)
+//
+// Makes a key of the caller's account, as the settings page does, and answers it whole this
+// once (`apiKey`): the exchange keeps only its hash. Needs a key of scope `keys`.
+//
+// A key made here can never do more than the key that makes it: its `scope` is one the
+// maker's allows, its `expiresAt` no later than the maker's, and each range of its
+// `ipAllowlist` within one of the maker's. What the body leaves out it takes from the
+// maker: made by a key that expires, it expires with it unless `expiresAt` is sooner; made
+// by a key bound to addresses, it is bound to the same unless `ipAllowlist` names ranges
+// within them. Asking for more is a `403` `exceeds_own_key` naming the field. `scope` left
+// out is `trade` (never `keys` unless asked). A `publicKey` makes a signing key (see Signed
+// requests), which a key of any kind may make.
+//
+// An account holds at most 100 active keys (neither revoked nor expired): past that, `409`
+// `too_many_keys`. Nothing is made on any refusal.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /account/keys (the `CreateAccountKey` operationId).
+func (c *ClientWithResponses) CreateAccountKeyWithResponse(ctx context.Context, body CreateAccountKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAccountKeyResponse, error) {
+	rsp, err := c.CreateAccountKey(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateAccountKeyResponse(rsp)
+}
+
+// RevokeAccountKeyWithResponse Revoke one of your keys (pmx addition)
+//
+// Revokes a key of the caller's account, as the settings page does, the key making the
+// request included: from this answer on, every request with it, on every front replica, is
+// refused with `401` `invalid_api_key`, and a feed connection it opened is closed. Needs a
+// key of scope `keys`. A revoked key stays in `GET /account/keys` with its `revokedAt`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /account/keys/{id} (the `RevokeAccountKey` operationId).
+func (c *ClientWithResponses) RevokeAccountKeyWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*RevokeAccountKeyResponse, error) {
+	rsp, err := c.RevokeAccountKey(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevokeAccountKeyResponse(rsp)
 }
 
 // GetAccountLimitsWithResponse Your rate limits and what is left (pmx addition)
@@ -9579,6 +10441,30 @@ func ParseGetAccountResponse(rsp *http.Response) (*GetAccountResponse, error) {
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetAccountResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetAccountResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -9684,6 +10570,30 @@ func ParseGetAccountEventsResponse(rsp *http.Response) (*GetAccountEventsRespons
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetAccountEventsResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetAccountEventsResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -9775,8 +10685,286 @@ func ParseListAccountKeysResponse(rsp *http.Response) (*ListAccountKeysResponse,
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListAccountKeysResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListAccountKeysResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateAccountKeyResponse parses an HTTP response from a CreateAccountKeyWithResponse call
+func ParseCreateAccountKeyResponse(rsp *http.Response) (*CreateAccountKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateAccountKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest NewKey
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateAccountKeyResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateAccountKeyResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateAccountKeyResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRevokeAccountKeyResponse parses an HTTP response from a RevokeAccountKeyWithResponse call
+func ParseRevokeAccountKeyResponse(rsp *http.Response) (*RevokeAccountKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RevokeAccountKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RevokeAccountKeyResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RevokeAccountKeyResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers RevokeAccountKeyResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -9866,6 +11054,30 @@ func ParseGetAccountLimitsResponse(rsp *http.Response) (*GetAccountLimitsRespons
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetAccountLimitsResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetAccountLimitsResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -9957,6 +11169,30 @@ func ParseGetRiskLimitsResponse(rsp *http.Response) (*GetRiskLimitsResponse, err
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetRiskLimitsResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetRiskLimitsResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -10055,6 +11291,30 @@ func ParseSetRiskLimitsResponse(rsp *http.Response) (*SetRiskLimitsResponse, err
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers SetRiskLimitsResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers SetRiskLimitsResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -10146,6 +11406,30 @@ func ParseCancelEverythingResponse(rsp *http.Response) (*CancelEverythingRespons
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CancelEverythingResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers CancelEverythingResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -10356,6 +11640,30 @@ func ParseGetEventResponse(rsp *http.Response) (*GetEventResponse, error) {
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetEventResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetEventResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -10485,6 +11793,30 @@ func ParseConvertEventSharesResponse(rsp *http.Response) (*ConvertEventSharesRes
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ConvertEventSharesResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers ConvertEventSharesResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -10583,6 +11915,30 @@ func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListEventsResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListEventsResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -10681,6 +12037,30 @@ func ParseListFillsResponse(rsp *http.Response) (*ListFillsResponse, error) {
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListFillsResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListFillsResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -10779,6 +12159,30 @@ func ParseHeartbeatResponse(rsp *http.Response) (*HeartbeatResponse, error) {
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers HeartbeatResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers HeartbeatResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -10884,6 +12288,30 @@ func ParseGetMarketResponse(rsp *http.Response) (*GetMarketResponse, error) {
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetMarketResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetMarketResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -10982,6 +12410,30 @@ func ParseGetCandlesResponse(rsp *http.Response) (*GetCandlesResponse, error) {
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetCandlesResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetCandlesResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -11087,6 +12539,30 @@ func ParseGetMarketEventsResponse(rsp *http.Response) (*GetMarketEventsResponse,
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetMarketEventsResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetMarketEventsResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -11185,6 +12661,30 @@ func ParseGetOrderBookResponse(rsp *http.Response) (*GetOrderBookResponse, error
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetOrderBookResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetOrderBookResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -11283,6 +12783,30 @@ func ParseListMarketTradesResponse(rsp *http.Response) (*ListMarketTradesRespons
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListMarketTradesResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListMarketTradesResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -11381,6 +12905,30 @@ func ParseListMarketsResponse(rsp *http.Response) (*ListMarketsResponse, error) 
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListMarketsResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListMarketsResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -11608,6 +13156,30 @@ func ParsePlaceOrderResponse(rsp *http.Response) (*PlaceOrderResponse, error) {
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers PlaceOrderResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers PlaceOrderResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -11706,6 +13278,30 @@ func ParseListOrderGroupsResponse(rsp *http.Response) (*ListOrderGroupsResponse,
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListOrderGroupsResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListOrderGroupsResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -11811,6 +13407,30 @@ func ParseCreateOrderGroupResponse(rsp *http.Response) (*CreateOrderGroupRespons
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateOrderGroupResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateOrderGroupResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -11916,6 +13536,30 @@ func ParseGetOrderGroupResponse(rsp *http.Response) (*GetOrderGroupResponse, err
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetOrderGroupResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetOrderGroupResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -12021,6 +13665,30 @@ func ParseResetOrderGroupResponse(rsp *http.Response) (*ResetOrderGroupResponse,
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ResetOrderGroupResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers ResetOrderGroupResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -12224,6 +13892,30 @@ func ParseListOrdersResponse(rsp *http.Response) (*ListOrdersResponse, error) {
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListOrdersResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListOrdersResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -12322,6 +14014,30 @@ func ParsePlaceOrdersResponse(rsp *http.Response) (*PlaceOrdersResponse, error) 
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers PlaceOrdersResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers PlaceOrdersResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -12420,6 +14136,30 @@ func ParseCancelOrdersResponse(rsp *http.Response) (*CancelOrdersResponse, error
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CancelOrdersResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers CancelOrdersResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -12518,6 +14258,30 @@ func ParseListPositionsResponse(rsp *http.Response) (*ListPositionsResponse, err
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListPositionsResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListPositionsResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -12616,6 +14380,30 @@ func ParseListSettlementsResponse(rsp *http.Response) (*ListSettlementsResponse,
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListSettlementsResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListSettlementsResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -12707,6 +14495,30 @@ func ParseCreateWsTokenResponse(rsp *http.Response) (*CreateWsTokenResponse, err
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateWsTokenResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateWsTokenResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {

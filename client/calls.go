@@ -136,6 +136,35 @@ func (c *Client) Keys(ctx context.Context) ([]APIKey, error) {
 	return k.Keys, nil
 }
 
+// CreateKey makes another key of the account, with a key of scope keys, and returns it: APIKey is
+// the whole key, shown this once (the exchange keeps only its hash), and Key the key as Keys lists
+// it. Every field of req may be left out: a key of scope trade, taking the expiry and address
+// allowlist of the key that makes it. A key never makes one that may do more than itself: asking
+// for a wider scope, a later expiry or a wider allowlist is an *APIError with code
+// exceeds_own_key, Field naming which; a client without scope keys gets insufficient_scope.
+func (c *Client) CreateKey(ctx context.Context, req NewKeyRequest) (*NewKey, error) {
+	r, err := c.CreateAccountKeyWithResponse(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON201)
+}
+
+// RevokeKey revokes one of the account's keys (its ID as Keys lists it; the client's own key
+// included), with a key of scope keys: every request with it is refused from then on, on every
+// replica of the API. A key that is not an active key of the account is an *APIError with code
+// key_not_found.
+func (c *Client) RevokeKey(ctx context.Context, id uuid.UUID) error {
+	r, err := c.RevokeAccountKeyWithResponse(ctx, id)
+	if err != nil {
+		return err
+	}
+	if r.StatusCode() != http.StatusNoContent {
+		return errorOf(r.StatusCode(), r.Body, r.HTTPResponse.Header)
+	}
+	return nil
+}
+
 // RiskLimits returns the account's self-set risk limits (nil: none) and what it uses of them.
 func (c *Client) RiskLimits(ctx context.Context) (*RiskLimits, error) {
 	r, err := c.GetRiskLimitsWithResponse(ctx)

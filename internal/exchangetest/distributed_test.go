@@ -149,6 +149,7 @@ func TestDistributed(t *testing.T) {
 	t.Run("Suite", func(t *testing.T) { RunSuite(t, c.target(t, 0)) })
 	t.Run("RateLimitAcrossReplicas", func(t *testing.T) { CheckRateAcrossReplicas(t, []*Target{c.target(t, 0), c.target(t, 1)}) })
 	t.Run("SignedReplayAcrossFronts", func(t *testing.T) { CheckSignedReplayAcrossFronts(t, []*Target{c.target(t, 0), c.target(t, 1)}) })
+	t.Run("KeyRevokedAcrossFronts", func(t *testing.T) { CheckKeyRevokedAcrossFronts(t, []*Target{c.target(t, 0), c.target(t, 1)}) })
 	t.Run("ShardMetrics", func(t *testing.T) { testShardMetrics(t, c) })
 	t.Run("LockedCashAcrossShards", func(t *testing.T) { testLockedCashAcrossShards(t, c) })
 	t.Run("OrderGroupsAcrossShards", func(t *testing.T) { testOrderGroupsAcrossShards(t, c) })

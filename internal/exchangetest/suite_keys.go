@@ -16,7 +16,7 @@ import (
 )
 
 // Keys' rights (internal/kit/auth, apiserver/routes.go): scopes, expiry and address allowlists,
-// each refusal with nothing done, GET /account/keys, and the admin API's key choices.
+// each refusal with nothing done, GET /account/keys, the admin API's key choices, and the key API.
 
 // keyCall is a request that a key's rights may refuse, and the scope it needs.
 type keyCall struct {
@@ -33,6 +33,7 @@ func testKeys(t *testing.T, tg *Target) {
 	t.Run("Expiry", func(t *testing.T) { testKeyExpiry(t, tg) })
 	t.Run("WSTokenInheritsItsKey", func(t *testing.T) { testWSTokenKey(t, tg) })
 	t.Run("Signed", func(t *testing.T) { testSignedRequests(t, tg) })
+	t.Run("API", func(t *testing.T) { testKeyAPI(t, tg) }) // suite_keyapi.go
 }
 
 // keysOf lists c's account's keys with c's key.
@@ -140,6 +141,8 @@ func testKeyScopes(t *testing.T, tg *Target) {
 		{"POST", "/orders/cancel", map[string]any{"orderIds": []any{resting.ID}}, auth.ScopeCancel},
 		{"POST", "/heartbeat", map[string]any{"timeoutSeconds": 300}, auth.ScopeCancel},
 	}
+	var limits struct{ Writes struct{ Limited bool } }
+	trader.Expect(t, "GET", "/account/limits", nil, http.StatusOK, &limits)
 	for _, scope := range []auth.Scope{auth.ScopeRead, auth.ScopeCancel} {
 		c := tg.AddKey(t, trader, auth.KeySpec{Scope: scope})
 		for _, call := range calls {
@@ -151,8 +154,13 @@ func testKeyScopes(t *testing.T, tg *Target) {
 				!strings.Contains(string(raw), `"field":"`+string(call.need)+`"`) {
 				t.Errorf("%s key, %s %s: %d %s, want 403 insufficient_scope naming %s", scope, call.method, call.path, resp.StatusCode, raw, call.need)
 			}
-			if resp.Header.Get("RateLimit-Remaining") != "" {
-				t.Errorf("%s key, %s %s: refused for its scope, yet the rate limit was spent", scope, call.method, call.path)
+			// Like every answer to an account, it says where the account stands (TestScopeRefusal
+			// checks that nothing was spent), and the connection stays open for the next request.
+			if limits.Writes.Limited && resp.Header.Get("RateLimit-Remaining") == "" {
+				t.Errorf("%s key, %s %s: a scope refusal without the RateLimit headers", scope, call.method, call.path)
+			}
+			if resp.Close {
+				t.Errorf("%s key, %s %s: a scope refusal closed the connection", scope, call.method, call.path)
 			}
 		}
 		if after := keyState(t, trader, resting.ID.String()); after != before {

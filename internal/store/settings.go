@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"time"
 
 	"github.com/google/uuid"
@@ -103,6 +105,59 @@ func (s *Store) APIKeys(ctx context.Context, account int64) ([]APIKey, error) {
 		err := r.Scan(&k.ID, &k.AccountID, &k.Prefix, &k.Label, &k.Scope, &k.CreatedAt, &k.ExpiresAt, &k.Allowlist,
 			&k.PublicKey, &k.LastUsedAt, &k.RevokedAt)
 		return k, err
+	})
+}
+
+// APIKeyOf returns one of an account's keys, revoked or not; a key that does not exist or is
+// another account's is ErrNotFound.
+func (s *Store) APIKeyOf(ctx context.Context, account int64, id uuid.UUID) (APIKey, error) {
+	var k APIKey
+	err := s.Pool.QueryRow(ctx, `select id, account_id, prefix, label, scope, created_at, expires_at, ip_allowlist,
+		public_key, last_used_at, revoked_at
+		from api_keys where id = $1 and account_id = $2`, id, account).Scan(&k.ID, &k.AccountID, &k.Prefix, &k.Label,
+		&k.Scope, &k.CreatedAt, &k.ExpiresAt, &k.Allowlist, &k.PublicKey, &k.LastUsedAt, &k.RevokedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return k, ErrNotFound
+	}
+	return k, err
+}
+
+// AccountByUID returns the internal id of the account the API names uid; an unknown one is
+// ErrNotFound.
+func (s *Store) AccountByUID(ctx context.Context, uid uuid.UUID) (int64, error) {
+	var id int64
+	err := s.Pool.QueryRow(ctx, `select id from accounts where uid = $1`, uid).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, ErrNotFound
+	}
+	return id, err
+}
+
+// ErrTooManyKeys refuses a key past the most active keys an account may hold (CreateAPIKey).
+var ErrTooManyKeys = errors.New("the account holds the most active API keys it may")
+
+// CreateAPIKey stores a new key of an account, as InsertAPIKey does, unless the account holds max
+// active keys already, neither revoked nor expired at the new key's creation (ErrTooManyKeys;
+// nothing stored). The count is taken under a lock of the account's keys, so that keys made at once
+// on every front cannot together pass max.
+func (s *Store) CreateAPIKey(ctx context.Context, k APIKey, hash []byte, max int) error {
+	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+		h := fnv.New64a()
+		h.Write([]byte("api-keys"))
+		h.Write(binary.BigEndian.AppendUint64(nil, uint64(k.AccountID)))
+		if _, err := tx.Exec(ctx, `select pg_advisory_xact_lock($1)`, int64(h.Sum64())); err != nil {
+			return err
+		}
+		var n int
+		err := tx.QueryRow(ctx, `select count(*) from api_keys where account_id = $1 and revoked_at is null
+			and (expires_at is null or expires_at > $2)`, k.AccountID, k.CreatedAt).Scan(&n)
+		if err != nil {
+			return err
+		}
+		if n >= max {
+			return ErrTooManyKeys
+		}
+		return insertAPIKey(ctx, tx, k, hash)
 	})
 }
 

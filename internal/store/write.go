@@ -47,13 +47,20 @@ type APIKey struct {
 	RevokedAt  *time.Time
 }
 
-// InsertAPIKey stores a new key by its public prefix and the SHA-256 hash of the whole key.
+// InsertAPIKey stores a new key by its public prefix and the SHA-256 hash of the whole key, however
+// many the account holds (CreateAPIKey counts them).
 func (s *Store) InsertAPIKey(ctx context.Context, k APIKey, hash []byte) error {
+	return insertAPIKey(ctx, s.Pool, k, hash)
+}
+
+func insertAPIKey(ctx context.Context, db interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, k APIKey, hash []byte) error {
 	var allow []netip.Prefix // an empty allowlist is stored as null, which is what it means
 	if len(k.Allowlist) > 0 {
 		allow = k.Allowlist
 	}
-	_, err := s.Pool.Exec(ctx, `insert into api_keys (id, account_id, prefix, hash, label, scope, created_at,
+	_, err := db.Exec(ctx, `insert into api_keys (id, account_id, prefix, hash, label, scope, created_at,
 		expires_at, ip_allowlist, public_key) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 		k.ID, k.AccountID, k.Prefix, hash, k.Label, k.Scope, k.CreatedAt, k.ExpiresAt, allow, []byte(k.PublicKey))
 	return err

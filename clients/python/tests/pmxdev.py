@@ -140,6 +140,11 @@ class PmxDev:
         out = self._admin("/accounts", {"name": name or f"py-{uuid.uuid4().hex[:12]}", **key})
         return out["apiKey"], out["account"]["id"]
 
+    def new_key(self, account_id: str, **key: Any) -> str:
+        """Another API key of an account, made by the admin API as ``key`` says (``scope``,
+        ``label``, ``expiresAt``, ``ipAllowlist``, ``publicKey``)."""
+        return str(self._admin(f"/accounts/{account_id}/keys", key)["apiKey"])
+
     def new_market(self, question: str = "Will the Python SDK pass?") -> str:
         return str(self._admin("/markets", {"question": question, "category": "testing"})["id"])
 

@@ -56,7 +56,7 @@ SHAPES = {
     "Trade": models.Trade, "Position": models.Position, "Fill": models.Fill, "Settlement": models.Settlement,
     "Candle": models.Candle, "Account": models.Account, "RateLimit": models.RateLimit, "WsToken": models.WsToken,
     "Heartbeat": models.HeartbeatState, "MarketEvent": models.MarketEvent, "AccountEvent": models.AccountEvent,
-    "ApiKey": models.ApiKey, "RiskLimits": models.RiskLimits, "OrderGroup": models.OrderGroup,
+    "ApiKey": models.ApiKey, "NewKey": models.NewKey, "RiskLimits": models.RiskLimits, "OrderGroup": models.OrderGroup,
     "Event": models.Event, "EventOutcome": models.EventOutcome, "EventDetail": models.EventDetail,
     "OutcomeDetail": models.OutcomeDetail, "Conversion": models.Conversion,
 }

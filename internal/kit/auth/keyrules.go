@@ -2,10 +2,14 @@ package auth
 
 import (
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // The rules a key's expiry and address allowlist follow, for every place a key is made (the
@@ -103,6 +107,90 @@ func FormatAllowlist(list []netip.Prefix) []string {
 		out[i] = p.String()
 	}
 	return out
+}
+
+// MaxKeys is how many active keys (neither revoked nor expired) an account may hold, however
+// they are made: enough for a key per bot, desk and host of a firm; few enough that a key that
+// makes keys (ScopeKeys) cannot fill the exchange's key table. A key revoked or expired no longer
+// counts.
+const MaxKeys = 100
+
+// MaxLabelLen is how long a key's label may be, in characters.
+const MaxLabelLen = 64
+
+// CheckLabel checks a new key's label: plain text on one line, at most MaxLabelLen characters;
+// empty is allowed.
+func CheckLabel(label string) error {
+	if !utf8.ValidString(label) || strings.IndexFunc(label, unicode.IsControl) >= 0 {
+		return errors.New("the label must be plain text on one line")
+	}
+	if n := utf8.RuneCountInString(label); n > MaxLabelLen {
+		return fmt.Errorf("the label is too long: keep it to %d characters or fewer", MaxLabelLen)
+	}
+	return nil
+}
+
+// Maker is the key that makes a new key through the API (POST /api/v1/account/keys), as far as
+// the new key's rights go.
+type Maker struct {
+	Scope     Scope
+	ExpiresAt *time.Time     // nil: never
+	Allowlist []netip.Prefix // nil: any address
+}
+
+// ErrBeyondMaker refuses a key that would be able to do more than the key that makes it
+// (Confine); the *KeyError says which field.
+var ErrBeyondMaker = errors.New("a key may not make a key that can do more than itself")
+
+// KeyError is a refusal of one field of a key's spec.
+type KeyError struct {
+	Field string // the API's name: scope, expiresAt or ipAllowlist
+	Err   error
+}
+
+func (e *KeyError) Error() string { return e.Err.Error() }
+func (e *KeyError) Unwrap() error { return e.Err }
+
+// Confine makes spec, a key to be made by the key m, no more than m: a key made with a key can
+// never do more, for longer or from more places than the key that made it, so no key, however
+// it came by the scope keys, can widen its own rights by making another. What spec leaves out it
+// inherits from m: a key made by a key that expires expires with it, and one made by a key bound
+// to addresses is bound to the same. What spec asks beyond m is refused (a *KeyError wrapping
+// ErrBeyondMaker), never narrowed in silence: the scope must be one m allows, the expiry no later
+// than m's, and each range of the allowlist within one of m's. A public key (signing) takes
+// nothing from m: it narrows how a key is used, never what it may do.
+func Confine(spec *KeySpec, m Maker) error {
+	scope := spec.Scope
+	if scope == "" {
+		scope = ScopeTrade // as ParseScope reads it
+	}
+	if !m.Scope.Allows(scope) {
+		return &KeyError{"scope", fmt.Errorf("%w: this key's scope is %s, so the key it makes may be %s at most, not %s",
+			ErrBeyondMaker, m.Scope, m.Scope, scope)}
+	}
+	if m.ExpiresAt != nil {
+		switch {
+		case spec.ExpiresAt == nil:
+			t := *m.ExpiresAt
+			spec.ExpiresAt = &t
+		case spec.ExpiresAt.After(*m.ExpiresAt):
+			return &KeyError{"expiresAt", fmt.Errorf("%w: this key expires at %s, and the key it makes may not outlive it; choose an expiry no later, or leave expiresAt out to expire with it",
+				ErrBeyondMaker, m.ExpiresAt.UTC().Format(time.RFC3339))}
+		}
+	}
+	if len(m.Allowlist) > 0 {
+		if len(spec.Allowlist) == 0 {
+			spec.Allowlist = slices.Clone(m.Allowlist)
+			return nil
+		}
+		for _, p := range spec.Allowlist {
+			if !slices.ContainsFunc(m.Allowlist, func(q netip.Prefix) bool { return q.Bits() <= p.Bits() && q.Contains(p.Addr()) }) {
+				return &KeyError{"ipAllowlist", fmt.Errorf("%w: %s is not within this key's allowlist (%s); list ranges within it, or leave ipAllowlist out to take the same",
+					ErrBeyondMaker, p, strings.Join(FormatAllowlist(m.Allowlist), ", "))}
+			}
+		}
+	}
+	return nil
 }
 
 // KeySpec is what whoever makes a key chooses for it.

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"errors"
 	"net/netip"
 	"slices"
 	"strings"
@@ -12,13 +13,14 @@ func TestScopeAllows(t *testing.T) {
 	// Each row: a key's scope and the scopes of the requests it may make, in Scopes order.
 	for _, tc := range []struct {
 		have Scope
-		want []bool // allows read, cancel, trade
+		want []bool // allows read, cancel, trade, keys
 	}{
-		{ScopeRead, []bool{true, false, false}},
-		{ScopeCancel, []bool{true, true, false}},
-		{ScopeTrade, []bool{true, true, true}},
-		{Scope("admin"), []bool{false, false, false}},
-		{Scope(""), []bool{false, false, false}},
+		{ScopeRead, []bool{true, false, false, false}},
+		{ScopeCancel, []bool{true, true, false, false}},
+		{ScopeTrade, []bool{true, true, true, false}},
+		{ScopeKeys, []bool{true, true, true, true}},
+		{Scope("admin"), []bool{false, false, false, false}},
+		{Scope(""), []bool{false, false, false, false}},
 	} {
 		for i, need := range Scopes {
 			if got := tc.have.Allows(need); got != tc.want[i] {
@@ -32,13 +34,13 @@ func TestScopeAllows(t *testing.T) {
 }
 
 func TestParseScope(t *testing.T) {
-	for in, want := range map[string]Scope{"": ScopeTrade, "read": ScopeRead, "cancel": ScopeCancel, "trade": ScopeTrade} {
+	for in, want := range map[string]Scope{"": ScopeTrade, "read": ScopeRead, "cancel": ScopeCancel, "trade": ScopeTrade, "keys": ScopeKeys} {
 		if got, err := ParseScope(in); got != want || err != nil {
 			t.Errorf("ParseScope(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"READ", "write", "admin", " read"} {
-		if _, err := ParseScope(in); err == nil || !strings.Contains(err.Error(), "read, cancel or trade") {
+		if _, err := ParseScope(in); err == nil || !strings.Contains(err.Error(), "read, cancel, trade or keys") {
 			t.Errorf("ParseScope(%q): %v, want a refusal naming the scopes", in, err)
 		}
 	}
@@ -181,6 +183,60 @@ func TestMaxExpiryWithinTheStoredBound(t *testing.T) {
 	} {
 		if d := MaxExpiry(created).Sub(created); d > 366*24*time.Hour || d < 365*24*time.Hour {
 			t.Errorf("a key made %v may live %v", created, d)
+		}
+	}
+}
+
+// TestConfine checks that a key made with a key can do no more than its maker: what it asks
+// beyond the maker is refused on the field at fault, and what it leaves out it inherits.
+func TestConfine(t *testing.T) {
+	soon := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	later, sooner := soon.Add(time.Second), soon.Add(-time.Hour)
+	office := []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("2001:db8::/48")}
+	fenced := Maker{Scope: ScopeKeys, ExpiresAt: &soon, Allowlist: office}
+	for _, tc := range []struct {
+		name  string
+		maker Maker
+		spec  KeySpec
+		field string // "" when allowed
+	}{
+		{"anything of an unfenced keys key", Maker{Scope: ScopeKeys}, KeySpec{Scope: ScopeKeys}, ""},
+		{"trade by default", Maker{Scope: ScopeTrade}, KeySpec{}, ""},
+		{"keys from a trade key", Maker{Scope: ScopeTrade}, KeySpec{Scope: ScopeKeys}, "scope"},
+		{"trade from a cancel key", Maker{Scope: ScopeCancel}, KeySpec{}, "scope"},
+		{"an unknown maker's scope", Maker{Scope: "admin"}, KeySpec{Scope: ScopeRead}, "scope"},
+		{"expiring sooner", fenced, KeySpec{Scope: ScopeRead, ExpiresAt: &sooner}, ""},
+		{"expiring with it", fenced, KeySpec{Scope: ScopeRead, ExpiresAt: &soon}, ""},
+		{"outliving it", fenced, KeySpec{Scope: ScopeRead, ExpiresAt: &later}, "expiresAt"},
+		{"a narrower range", fenced, KeySpec{Allowlist: []netip.Prefix{netip.MustParsePrefix("203.0.113.7/32")}}, ""},
+		{"a wider range", fenced, KeySpec{Allowlist: []netip.Prefix{netip.MustParsePrefix("203.0.112.0/23")}}, "ipAllowlist"},
+		{"a range of the other family", fenced, KeySpec{Allowlist: []netip.Prefix{netip.MustParsePrefix("2001:db9::/48")}}, "ipAllowlist"},
+		{"anywhere", fenced, KeySpec{Allowlist: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0")}}, "ipAllowlist"},
+	} {
+		spec := tc.spec
+		err := Confine(&spec, tc.maker)
+		var ke *KeyError
+		if tc.field == "" && err != nil || tc.field != "" && (!errors.As(err, &ke) || ke.Field != tc.field || !errors.Is(err, ErrBeyondMaker)) {
+			t.Errorf("%s: %v, want a refusal on %q", tc.name, err, tc.field)
+		}
+	}
+	// What the spec leaves out, it inherits from a fenced maker; a spec's own choices stay.
+	var spec KeySpec
+	if err := Confine(&spec, fenced); err != nil || spec.ExpiresAt == nil || !spec.ExpiresAt.Equal(soon) || !slices.Equal(spec.Allowlist, office) {
+		t.Errorf("an empty spec under a fenced maker: %+v (%v), want its expiry and allowlist", spec, err)
+	}
+	spec = KeySpec{ExpiresAt: &sooner}
+	if err := Confine(&spec, fenced); err != nil || !spec.ExpiresAt.Equal(sooner) {
+		t.Errorf("a spec's own expiry: %+v (%v)", spec, err)
+	}
+}
+
+func TestCheckLabel(t *testing.T) {
+	for label, problem := range map[string]string{"": "", "desk bot #2 — é": "", strings.Repeat("é", MaxLabelLen): "",
+		strings.Repeat("x", MaxLabelLen+1): "too long", "two\nlines": "one line", "bad \xff": "one line"} {
+		err := CheckLabel(label)
+		if problem == "" && err != nil || problem != "" && (err == nil || !strings.Contains(err.Error(), problem)) {
+			t.Errorf("CheckLabel(%q): %v, want %q", label, err, problem)
 		}
 	}
 }

@@ -166,6 +166,27 @@ func (b *local) decision(lim Limit, now time.Time, allowed bool, retry time.Dura
 	return Decision{Allowed: allowed, Limit: lim, Remaining: remaining, Reset: reset, RetryAfter: retry}
 }
 
+// Known says what the account has left of a kind as this front last knew it, without spending
+// and without asking Postgres: for the RateLimit headers of an answer that must cost the exchange
+// nothing, such as a scope refusal (which a key could otherwise repeat to make the front read
+// Postgres at will). A bucket this front has not seen, or has forgotten, is reported full: the
+// headers are an estimate across replicas anyway, and the next request that spends corrects them.
+func (l *Limiter) Known(account int64, kind string) Decision {
+	lim := l.limits[kind]
+	if !lim.On() {
+		return Decision{Allowed: true, Limit: lim}
+	}
+	l.mu.Lock()
+	b, ok := l.buckets.Get(key{account, kind})
+	l.mu.Unlock()
+	if !ok {
+		return Decision{Allowed: true, Limit: lim, Remaining: lim.Burst}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.decision(lim, l.now(), true, 0)
+}
+
 // Peek says what the account has left of a kind without spending (for GET /account/limits): it
 // takes nothing but refreshes the front's knowledge from Postgres.
 func (l *Limiter) Peek(ctx context.Context, account int64, kind string) (Decision, error) {

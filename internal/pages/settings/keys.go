@@ -2,7 +2,6 @@ package settings
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -92,7 +91,7 @@ var keyLifetimes = []keyLifetime{{0, "Never"}, {1, "In 1 day"}, {7, "In 7 days"}
 
 // keyFields are the form's field names by the key rules' (the *httpkit.Error fields NewAPIKey
 // refuses on).
-var keyFields = map[string]string{"scope": "scope", "expiresAt": "expires", "ipAllowlist": "allowlist", "publicKey": "publickey"}
+var keyFields = map[string]string{"label": "label", "scope": "scope", "expiresAt": "expires", "ipAllowlist": "allowlist", "publicKey": "publickey"}
 
 // createKey creates a key and shows it, this once: it is never stored, so the page that shows it is
 // the answer to the POST itself (not cached, not a redirect to a URL that would hold it).
@@ -110,7 +109,7 @@ func (st *settings) createKey(c *gin.Context, u *user) {
 	spec := auth.KeySpec{Label: form.Label}
 	var err error
 	if spec.Scope, err = auth.ParseScope(form.Scope); err != nil { // none sent: trade, as before scopes
-		refuse("scope", "Choose what the key may do: read, cancel or trade.")
+		refuse("scope", "Choose what the key may do: read, cancel, trade or keys.")
 		return
 	}
 	i := slices.IndexFunc(keyLifetimes, func(l keyLifetime) bool {
@@ -140,6 +139,10 @@ func (st *settings) createKey(c *gin.Context, u *user) {
 		refuse(keyFields[e.Field], capitalize(e.Message)+".")
 		return
 	}
+	if errors.As(err, &e) && e.Status < http.StatusInternalServerError { // too many keys: not one field's fault
+		st.dashboard(c, u, e.Status, &page{Error: capitalize(e.Message) + ".", Form: form})
+		return
+	}
 	if err != nil {
 		st.fail(c, err)
 		return
@@ -156,12 +159,10 @@ func capitalize(s string) string {
 	return string(unicode.ToUpper(r)) + s[n:]
 }
 
+// labelProblem says what is wrong with a key's label (package auth's rule), as the form says it.
 func labelProblem(label string) string {
-	if !utf8.ValidString(label) || strings.IndexFunc(label, unicode.IsControl) >= 0 {
-		return "The label must be plain text on one line."
-	}
-	if utf8.RuneCountInString(label) > maxLabelLen {
-		return fmt.Sprintf("The label is too long: keep it to %d characters or fewer.", maxLabelLen)
+	if err := auth.CheckLabel(label); err != nil {
+		return capitalize(err.Error()) + "."
 	}
 	return ""
 }

@@ -58,7 +58,6 @@ const (
 	// MiB of the api pod's 512 MiB, which leaves room for the heap GOGC=400 lets grow (and the Go
 	// memory limit, cmd/pmx/memlimit.go). Four took RSS to 1.2 GB under a sign-up flood.
 	concurrentHashes = 2
-	maxLabelLen      = 64
 	openOrdersShown  = 100
 )
 

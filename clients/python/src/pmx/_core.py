@@ -28,8 +28,8 @@ from . import errors, signing
 from .models import (
     AUTO, Account, AccountEventPage, AccountLimits, ApiKey, Auto, BatchResult, CancelFailure, CancelResult,
     CandleInterval, Candles, Conversion, EventDetail, EventPage, FillPage, HeartbeatState, Market,
-    MarketEventPage, MarketPage,
-    MarketStatus, Order, OrderBookSnapshot, OrderPage, OrderRequest, OrderStatus, Outcome,
+    KeyScope, MarketEventPage, MarketPage,
+    MarketStatus, NewKey, Order, OrderBookSnapshot, OrderPage, OrderRequest, OrderStatus, Outcome,
     OrderGroup, OrderGroupPage, PlacedOrder, Position, RiskLimits, SelfTradePrevention, SettlementPage, Side, TimeInForce, Trade, WsToken,
     decode, format_time,
 )
@@ -112,6 +112,13 @@ def _list_of(cls: type[T], key: Optional[str], *ok: int) -> Parser[list[T]]:
         if not isinstance(items, list):
             raise errors.ProtocolError(f"expected an array{' in ' + repr(key) if key else ''}, got {type(items).__name__}")
         return [decode(cls, item, f"$[{i}]") for i, item in enumerate(items)]
+
+    return parse
+
+
+def _nothing(*ok: int) -> Parser[None]:
+    def parse(status: int, body: Any, headers: Mapping[str, str]) -> None:
+        _expect(status, ok)
 
     return parse
 
@@ -406,6 +413,39 @@ def list_account_keys() -> Call[list[ApiKey]]:
     return Call("GET", "/account/keys", _list_of(ApiKey, "keys", 200), resend_safe=True)
 
 
+@endpoint("POST", "/account/keys")
+def create_account_key(*, label: Optional[str] = None, scope: Optional[KeyScope] = None,
+                       expires_at: Optional[_dt.datetime] = None, ip_allowlist: Optional[Sequence[str]] = None,
+                       public_key: Optional[str] = None) -> Call[NewKey]:
+    """Makes another key of your account, with a key of scope ``keys``: ``api_key`` of the answer is
+    the whole key, shown this once. What you leave out is the default: scope ``trade``, and the
+    expiry and address allowlist of the key that makes it. A key never makes one that may do more
+    than itself: a wider scope, a later expiry or a wider allowlist is a ``PermissionDeniedError`` with
+    ``code`` ``exceeds_own_key`` naming the ``field``; past 100 active keys, ``too_many_keys``.
+    ``public_key`` (base64 or PEM Ed25519) makes a signing key. Not sent again on its own: a retry
+    could make a second key."""
+    body: dict[str, Any] = {}
+    if label is not None:
+        body["label"] = label
+    if scope is not None:
+        body["scope"] = scope
+    if expires_at is not None:
+        body["expiresAt"] = format_time(expires_at)
+    if ip_allowlist is not None:
+        body["ipAllowlist"] = list(ip_allowlist)
+    if public_key is not None:
+        body["publicKey"] = public_key
+    return Call("POST", "/account/keys", _one(NewKey, 201), body=body, has_body=True)
+
+
+@endpoint("DELETE", "/account/keys/{id}")
+def revoke_account_key(key_id: str) -> Call[None]:
+    """Revokes one of your keys (its ``id`` as ``list_account_keys`` shows it; your own included),
+    with a key of scope ``keys``: every request with it is refused from then on, on every replica
+    of the API. ``NotFoundError`` (``key_not_found``) for a key that is not an active key of yours."""
+    return Call("DELETE", f"/account/keys/{_path_id(key_id)}", _nothing(204))
+
+
 @endpoint("GET", "/account/risk-limits")
 def get_risk_limits() -> Call[RiskLimits]:
     """Your self-set risk limits (None: none) and what you use of them now."""
@@ -458,7 +498,7 @@ def reset_order_group(group_id: str) -> Call[OrderGroup]:
 
 
 def _path_id(group_id: str) -> str:
-    """A group id as a path segment: a UUID is sent as it is, anything else escaped (the API
+    """A group's or a key's id as a path segment: a UUID is sent as it is, anything else escaped (the API
     refuses it with 400 invalid_uuid)."""
     return urllib.parse.quote(group_id, safe="")
 

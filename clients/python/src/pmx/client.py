@@ -116,6 +116,8 @@ class Client:
     get_account_events = _method(_core.get_account_events)
     get_account_limits = _method(_core.get_account_limits)
     list_account_keys = _method(_core.list_account_keys)
+    create_account_key = _method(_core.create_account_key)
+    revoke_account_key = _method(_core.revoke_account_key)
     get_risk_limits = _method(_core.get_risk_limits)
     set_risk_limits = _method(_core.set_risk_limits)
     create_order_group = _method(_core.create_order_group)

@@ -29,7 +29,7 @@ __all__ = [
     "Market", "MarketPage", "Level", "OrderBook", "OrderBookSnapshot", "MarketEvent",
     "MarketEventPage", "Trade", "Order", "PlacedOrder", "OrderPage", "OrderRequest", "BatchResult",
     "CancelFailure", "CancelResult", "Position", "Settlement", "SettlementPage", "Fill", "FillPage",
-    "Candle", "Candles", "HeartbeatState", "WsToken", "RateLimit", "AccountLimits", "Account", "ApiKey", "KeyScope",
+    "Candle", "Candles", "HeartbeatState", "WsToken", "RateLimit", "AccountLimits", "Account", "ApiKey", "KeyScope", "NewKey",
     "RiskLimits", "RiskLimitsUse", "OrderGroup", "OrderGroupPage",
     "Event", "EventOutcome", "EventPage", "EventDetail", "OutcomeDetail", "Conversion",
     "AccountEvent", "AccountEventPage", "decode", "format_time",
@@ -44,8 +44,9 @@ SelfTradePrevention = Literal["CANCEL_RESTING", "CANCEL_INCOMING"]
 CancelReason = Literal["USER", "IOC", "FOK", "EXPIRED", "SELF_TRADE", "MARKET_CLOSED", "HEARTBEAT", "ORDER_GROUP"]
 CandleInterval = Literal["1m", "5m", "1h", "1d"]
 #: What a key may do: ``read`` (reads and the feed), ``cancel`` (also cancels and heartbeats),
-#: ``trade`` (everything).
-KeyScope = Literal["read", "cancel", "trade"]
+#: ``trade`` (everything but making keys), ``keys`` (everything, and also making and revoking the
+#: account's keys: ``create_account_key``, ``revoke_account_key``).
+KeyScope = Literal["read", "cancel", "trade", "keys"]
 Channel = Literal["book", "trades", "ticker", "lifecycle", "orders", "fills"]
 
 
@@ -541,6 +542,16 @@ class ApiKey:
     revoked_at: Optional[_dt.datetime]
     #: Whether this is the key the listing was asked with.
     current: bool
+
+
+@dataclass(frozen=True)
+class NewKey:
+    """A key ``create_account_key`` made: the whole key, shown this once (the exchange keeps only
+    its hash), and the key as ``list_account_keys`` shows it."""
+
+    #: The whole key, to pass as a client's ``api_key``.
+    api_key: str
+    key: ApiKey
 
 
 @dataclass(frozen=True)
