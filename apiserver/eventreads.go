@@ -12,6 +12,7 @@ import (
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/kit/wire"
 	"github.com/pmx-dev/pmx/internal/records"
@@ -20,8 +21,10 @@ import (
 
 // The public reads of events: GET /events lists them from Postgres; GET /event reads one with
 // each outcome's book top, taken from the shard that owns the outcome's market as GET
-// /market/order-book takes it (ReadOrderBook), so that an event's prices and its markets' books
-// never disagree. ReadEvent is exported for the event pages, as ReadMarket is for the market ones.
+// /market/order-book takes it, so that an event's prices and its markets' books never disagree.
+// In distributed mode the router reads all the outcomes' books at once (exchange.BooksReader):
+// their owners in one query, and one call per shard, so that an event of 50 outcomes costs what
+// one of 2 does. ReadEvent is exported for the event pages, as ReadMarket is for the market ones.
 
 // EventDetail and OutcomeDetail (GET /event's answer and its outcomes) are in package wire, which
 // the event pages share.
@@ -46,8 +49,43 @@ func YesMid(bid, ask *int) float64 {
 	return float64(lo+hi) / 2
 }
 
-// outcomeReads bounds how many books one GET /event reads at once (an event has up to 50).
+// outcomeReads bounds how many books one GET /event reads at once where the exchange reads them
+// one by one (an event has up to 50).
 const outcomeReads = 8
+
+// readOrderBooks reads the books of markets, in their order: all at once where the exchange can
+// (exchange.BooksReader), else each as ReadOrderBook does, at most outcomeReads at once (the
+// shards of one process, whose books are in memory).
+func (s *Server) readOrderBooks(ctx context.Context, ids []uuid.UUID) ([]OrderBook, error) {
+	books := make([]OrderBook, len(ids))
+	if br, ok := s.cfg.Exchange.(exchange.BooksReader); ok {
+		snaps, err := br.OrderBooks(ctx, ids)
+		if err != nil {
+			return nil, err
+		}
+		for i, snap := range snaps {
+			books[i] = orderBookOf(snap)
+		}
+		return books, nil
+	}
+	errs := make([]error, len(ids))
+	sem := make(chan struct{}, outcomeReads)
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			books[i], errs[i] = s.ReadOrderBook(ctx, id)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return books, nil
+}
 
 // ReadEvent reads an event and each outcome's book top; store.ErrNotFound when there is none.
 func (s *Server) ReadEvent(ctx context.Context, id uuid.UUID) (EventDetail, error) {
@@ -55,40 +93,28 @@ func (s *Server) ReadEvent(ctx context.Context, id uuid.UUID) (EventDetail, erro
 	if err != nil {
 		return EventDetail{}, err
 	}
-	d := EventDetail{EventHeader: wire.EventHeaderOf(&e), Outcomes: make([]OutcomeDetail, len(e.Outcomes))}
-	errs := make([]error, len(e.Outcomes))
-	sem := make(chan struct{}, outcomeReads)
-	var wg sync.WaitGroup
+	ids := make([]uuid.UUID, len(e.Outcomes))
 	for i, o := range e.Outcomes {
-		d.Outcomes[i] = OutcomeDetail{Key: o.Key, Label: o.Label, MarketID: o.MarketID}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(out *OutcomeDetail) {
-			defer func() { <-sem; wg.Done() }()
-			book, err := s.ReadOrderBook(ctx, out.MarketID)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			if len(book.Yes.Bids) > 0 {
-				out.BestBid = &book.Yes.Bids[0].Price
-			}
-			if len(book.Yes.Asks) > 0 {
-				out.BestAsk = &book.Yes.Asks[0].Price
-			}
-			out.LastPrice = book.Yes.LastTradePrice
-		}(&d.Outcomes[i])
+		ids[i] = o.MarketID
 	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return EventDetail{}, err
+	books, err := s.readOrderBooks(ctx, ids)
+	if err != nil {
+		return EventDetail{}, err
+	}
+	d := EventDetail{EventHeader: wire.EventHeaderOf(&e), Outcomes: make([]OutcomeDetail, len(e.Outcomes))}
+	for i, o := range e.Outcomes {
+		out := &d.Outcomes[i]
+		*out = OutcomeDetail{Key: o.Key, Label: o.Label, MarketID: o.MarketID}
+		book := &books[i]
+		if len(book.Yes.Bids) > 0 {
+			out.BestBid = &book.Yes.Bids[0].Price
 		}
-	}
-	for i := range d.Outcomes {
-		o := &d.Outcomes[i]
-		o.YesMid = YesMid(o.BestBid, o.BestAsk)
-		d.YesMidSum += o.YesMid
+		if len(book.Yes.Asks) > 0 {
+			out.BestAsk = &book.Yes.Asks[0].Price
+		}
+		out.LastPrice = book.Yes.LastTradePrice
+		out.YesMid = YesMid(out.BestBid, out.BestAsk)
+		d.YesMidSum += out.YesMid
 	}
 	return d, nil
 }

@@ -36,7 +36,12 @@ func (s *Server) ReadOrderBook(ctx context.Context, id uuid.UUID) (OrderBook, er
 	if err != nil {
 		return OrderBook{}, err
 	}
-	return OrderBook{Yes: wire.ViewOf(&snap.Depth.Yes, exchange.DepthLevels), No: wire.ViewOf(&snap.Depth.No, exchange.DepthLevels), Seq: snap.Seq}, nil
+	return orderBookOf(snap), nil
+}
+
+// orderBookOf is a shard's book in the API's shape.
+func orderBookOf(snap *exchange.Snapshot) OrderBook {
+	return OrderBook{Yes: wire.ViewOf(&snap.Depth.Yes, exchange.DepthLevels), No: wire.ViewOf(&snap.Depth.No, exchange.DepthLevels), Seq: snap.Seq}
 }
 
 // ReadTrades lists a market's last trades, newest first, at most limit; domain.ErrUnknownMarket

@@ -155,6 +155,50 @@ func TestVoidPayout(t *testing.T) {
 	}
 }
 
+// TestConversionBeforeVoid checks the consequence docs/architecture.md §3 states (issue 51): a
+// unit of NO shares of k outcomes, converted before a void, gets (k − 1) × (100 − n × ⌊100/n⌋)
+// cents more than it would have been paid in the void, exactly what the exchange's remainder
+// loses; the event still pays every holder left at most what it keeps.
+func TestConversionBeforeVoid(t *testing.T) {
+	for n := MinOutcomes; n <= MaxOutcomes; n++ {
+		yes, no := VoidPayout(n)
+		before := Totals{YES: make([]int64, n), NO: make([]int64, n)} // a pair in every market
+		for i := range n {
+			before.YES[i], before.NO[i] = 1, 1
+		}
+		_, kept, err := before.Void()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := 1; k <= n; k++ {
+			listed := make([]int, k)
+			for i := range listed {
+				listed[i] = i
+			}
+			e := Conversion{Listed: listed, Quantity: 1}.Effect(n)
+			after := Totals{YES: make([]int64, n), NO: make([]int64, n)}
+			var held, converted int64 // what the void pays the converter, without and with converting
+			for i := range n {
+				after.YES[i], after.NO[i] = before.YES[i]+e.YES[i], before.NO[i]+e.NO[i]
+				held += -e.NO[i] * no
+				converted += e.YES[i] * yes
+			}
+			converted += e.Cash
+			gain := int64(k-1) * (Payout - int64(n)*yes)
+			if converted-held != gain {
+				t.Fatalf("n=%d k=%d: converting gains %d cents over the void, want %d", n, k, converted-held, gain)
+			}
+			if err := after.Check(int64(n)*Payout - e.Cash); err != nil {
+				t.Fatalf("n=%d k=%d: %v", n, k, err)
+			}
+			_, left, err := after.Void()
+			if err != nil || left != kept-gain || left < 0 {
+				t.Fatalf("n=%d k=%d: the remainder is %d after the conversion (%v), want %d less %d", n, k, left, err, kept, gain)
+			}
+		}
+	}
+}
+
 func TestCheckRefusesAnUnbalancedLedger(t *testing.T) {
 	tot := Totals{YES: []int64{2, 1, 1}, NO: []int64{1, 1, 1}}
 	if err := tot.Check(300); err == nil || !strings.Contains(err.Error(), "if outcome 0 won") {

@@ -22,9 +22,9 @@ import (
 //	go test ./internal/shardapi -run '^$' -fuzz FuzzInternalRequest -fuzztime 60s
 func FuzzInternalRequest(f *testing.F) {
 	paths := []string{internalPlace, internalCancel, internalAmend, internalPlaceMany, internalCancelMany, internalCancelAll, internalTransition,
-		internalHandoff, internalTakeOver}
+		internalHandoff, internalTakeOver, internalBooks}
 	seeds := map[string]string{"place": internalPlace, "cancel": internalCancel, "amend": internalAmend,
-		"cancel-all": internalCancelAll, "transition": internalTransition}
+		"cancel-all": internalCancelAll, "transition": internalTransition, "books": internalBooks}
 	for name, path := range seeds {
 		raw, err := os.ReadFile(filepath.Join("testdata", "wire-v1", name+".json"))
 		if err != nil {
@@ -47,6 +47,8 @@ func FuzzInternalRequest(f *testing.F) {
 	f.Add(uint8(7), []byte(`{"markets":["0b6f6f4e-3c1e-4d7a-9b2e-8f1a2c3d4e5f"],"to":"shard-2"}`))
 	f.Add(uint8(8), []byte(`{"markets":["0b6f6f4e-3c1e-4d7a-9b2e-8f1a2c3d4e5f"],"epochs":[1]}`))
 	f.Add(uint8(8), []byte(`{"markets":["0b6f6f4e-3c1e-4d7a-9b2e-8f1a2c3d4e5f"],"epochs":[]}`))
+	f.Add(uint8(9), []byte(`{"markets":["0b6f6f4e-3c1e-4d7a-9b2e-8f1a2c3d4e5f"],"epochs":[-1]}`))
+	f.Add(uint8(9), []byte(`{"markets":["0b6f6f4e-3c1e-4d7a-9b2e-8f1a2c3d4e5f","6a1d2c3b-4e5f-4a7b-8c9d-0e1f2a3b4c5d"],"epochs":[0,0]}`))
 	r := newInternalRig(f)
 	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
 		// The rig's market and account, wherever the body names "the" market or account.

@@ -15,7 +15,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/records"
@@ -460,22 +459,17 @@ func (r *Router) OrderBook(ctx context.Context, id uuid.UUID) (*exchange.Snapsho
 		w = snapshotV1{}
 		return rt.client.call(ctx, http.MethodGet, fmt.Sprintf("%s?market=%s&epoch=%d", internalBook, id, rt.epoch), nil, &w)
 	})
-	snap := w.snapshot()
 	if errors.Is(err, errMarketNotOpen) {
 		m, err := r.Store.Market(ctx, id)
 		if err != nil {
 			return nil, err
 		}
-		snap = exchange.Snapshot{Status: m.Status, Seq: m.EventSeq}
-		if m.LastTradePrice != nil {
-			snap.Depth.Yes.LastTradePrice = *m.LastTradePrice
-			snap.Depth.No.LastTradePrice = engine.Payout - *m.LastTradePrice
-		}
-		return &snap, nil
+		return closedBook(m.Status, m.EventSeq, m.LastTradePrice), nil
 	}
 	if err != nil {
 		return nil, err
 	}
+	snap := w.snapshot()
 	return &snap, nil
 }
 

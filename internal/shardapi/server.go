@@ -259,17 +259,36 @@ func (s Server) Handler() http.Handler {
 			refuse(c, invalid("epoch", "epoch must be the market's epoch, a whole number from 0"))
 			return
 		}
-		snap, err := sh.OrderBook(c.Request.Context(), id)
-		// The front routed here because Postgres names this shard the owner at this epoch; a shard
-		// that holds the market under another epoch has not yet noticed a move.
-		if err == nil && hasEpoch && want != snap.Epoch {
-			err = exchange.ErrNotOwner
+		if !hasEpoch {
+			want = anyEpoch
 		}
+		snap, err := bookAt(c.Request.Context(), sh, id, want)
 		if err != nil {
 			answer(c, 0, nil, err)
 			return
 		}
 		answer(c, http.StatusOK, snapshotToWire(snap), nil)
+	})
+	// Many books at once, for an event's read (books.go): each market's answer is what GET /book
+	// answers for it.
+	in.POST("/books", func(c *gin.Context) {
+		var w booksV1
+		if !bind(c, &w) {
+			return
+		}
+		if e := checkBooks(&w); e != nil {
+			refuse(c, e)
+			return
+		}
+		out := make([]bookResultWire, len(w.Markets))
+		for i, id := range w.Markets {
+			snap, err := bookAt(c.Request.Context(), sh, id, w.Epochs[i])
+			if out[i].Error = resultError(c, err); out[i].Error == nil {
+				book := snapshotToWire(snap)
+				out[i].Book = &book
+			}
+		}
+		c.JSON(http.StatusOK, out)
 	})
 	return e
 }

@@ -104,10 +104,29 @@ func wireV1Cases() []wireV1Case {
 		{name: "feed-batch", value: batch, wire: func() any { return feedBatchToWire(batch) }, decode: decodeAs(feedBatchV1.batch)},
 		{name: "transition", value: transitionV1{Market: m, Action: "resolve YES"}, wire: func() any { return transitionToWire(m, domain.ResolveYes) },
 			decode: decodeAs(func(w transitionV1) transitionV1 { return w })},
+		// The books call (books.go), an optional call added to version 1 (issue 51).
+		{name: "books", value: booksV1{Markets: []uuid.UUID{m, other}, Epochs: []int64{4, 7}},
+			wire: same(booksV1{Markets: []uuid.UUID{m, other}, Epochs: []int64{4, 7}}), decode: decodeAs(func(w booksV1) booksV1 { return w })},
+		{name: "books-answer", value: []exchange.Snapshot{*snap}, wire: func() any { return booksAnswer(snap) },
+			decode: decodeAs(func(w []bookResultWire) []bookResultWire { return w }),
+			check: func(t *testing.T, got any) {
+				ws := got.([]bookResultWire)
+				if len(ws) != 2 || ws[0].Book == nil || !reflect.DeepEqual(ws[0].Book.snapshot(), *snap) ||
+					ws[1].Error == nil || !errors.Is(ws[1].Error.err(http.StatusMisdirectedRequest), exchange.ErrNotOwner) {
+					t.Errorf("decoded %+v, want the book and not_owner", ws)
+				}
+			}},
 	}
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// booksAnswer is a books call's answer of snap and a market the shard does not own, as the shard
+// sends it.
+func booksAnswer(snap *exchange.Snapshot) []bookResultWire {
+	_, notOwner, _ := wireErrorOf(exchange.ErrNotOwner)
+	return []bookResultWire{{Book: ptr(snapshotToWire(snap))}, {Error: &notOwner}}
+}
 
 // TestWireV1Golden holds version 1 of the internal protocol to the bytes in testdata/wire-v1:
 // what the builds before the protocol had a version sent (their JSON of the same values, with the

@@ -192,3 +192,38 @@ func (s *Store) ShardAddress(ctx context.Context, name string) (string, error) {
 	}
 	return addr, err
 }
+
+// Route is where a reader finds a market's book: its owner and that shard's registered address
+// ("" when it has none), and, for a market that is not OPEN, whose book no shard holds, what its
+// empty book answers from Postgres: its last trade's YES price and its feed sequence.
+type Route struct {
+	Ownership
+	Address        string
+	LastTradePrice *int
+	EventSeq       int64
+}
+
+// Routes returns the routes of markets in one query, in no particular order; a market that does
+// not exist has none. An event's read takes all its outcomes' routes so, rather than an Owner and
+// a ShardAddress per outcome.
+func (s *Store) Routes(ctx context.Context, markets []uuid.UUID) ([]Route, error) {
+	rows, err := s.Pool.Query(ctx, `select m.id, m.shard, m.epoch, m.status, coalesce(s.address, ''), m.last_trade_price, m.event_seq
+		from markets m left join shards s on s.name = m.shard where m.id = any($1)`, markets)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Route, error) {
+		var rt Route
+		var shard *string
+		var last *int16
+		err := r.Scan(&rt.Market, &shard, &rt.Epoch, &rt.Status, &rt.Address, &last, &rt.EventSeq)
+		if shard != nil {
+			rt.Shard = *shard
+		}
+		if last != nil {
+			p := int(*last)
+			rt.LastTradePrice = &p
+		}
+		return rt, err
+	})
+}
