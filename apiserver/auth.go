@@ -19,11 +19,14 @@ import (
 )
 
 // Where authenticate leaves the caller's account id, and its key's id and scope, in the gin
-// context.
+// context; and the key itself, with the key cache's generation when it was read, for the feed
+// (a connection ends with its key: keyCache.watch).
 const (
-	accountKey = "account"
-	keyIDKey   = "apiKey"
-	scopeKey   = "scope"
+	accountKey   = "account"
+	keyIDKey     = "apiKey"
+	scopeKey     = "scope"
+	keyRecordKey = "apiKeyRecord"
+	keyGenKey    = "apiKeyGeneration"
 )
 
 var (
@@ -142,16 +145,17 @@ func (s *Server) authenticate(c *gin.Context) {
 	if !s.verifySigned(c, rec) {
 		return
 	}
-	s.admit(c, rec)
+	s.admit(c, rec, gen)
 }
 
 // admit lets a request in with a key that is its account's (an API key that matched, or the key
 // that fetched a ws-token) if the key has not expired and the request comes from an address the
 // key allows, and leaves what the routes need in the context: the account, the key and its scope
-// (routes.go checks the scope). A refusal here is not counted as a failed authentication
+// (routes.go checks the scope), and the key with the key cache's generation gen when it was read
+// (for the feed, keyCache.watch). A refusal here is not counted as a failed authentication
 // (authFailureRate): the credential is right, nothing is being guessed, and counting it would
 // throttle the other clients behind the same address.
-func (s *Server) admit(c *gin.Context, rec store.KeyRecord) {
+func (s *Server) admit(c *gin.Context, rec store.KeyRecord, gen uint64) {
 	now := s.now()
 	if auth.Expired(rec.ExpiresAt, now) {
 		httpkit.AbortUnread(c, &httpkit.Error{Status: http.StatusUnauthorized, Code: "key_expired",
@@ -175,6 +179,8 @@ func (s *Server) admit(c *gin.Context, rec store.KeyRecord) {
 	c.Set(accountKey, rec.AccountID)
 	c.Set(keyIDKey, rec.ID)
 	c.Set(scopeKey, rec.Scope)
+	c.Set(keyRecordKey, rec)
+	c.Set(keyGenKey, gen)
 	c.Next()
 }
 

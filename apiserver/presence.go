@@ -62,6 +62,7 @@ func (s *Server) authenticateWS(c *gin.Context) {
 		return
 	}
 	hash := sha256.Sum256([]byte(token))
+	gen := s.keys.generation() // before the read: a revocation after it may be the token's key's
 	key, err := s.cfg.Store.UseWSToken(c.Request.Context(), hash[:])
 	if errors.Is(err, store.ErrNotFound) || err == nil && key.Revoked {
 		s.refuse(c, "ws_token", errInvalidWSToken)
@@ -72,7 +73,7 @@ func (s *Server) authenticateWS(c *gin.Context) {
 		c.Abort()
 		return
 	}
-	s.admit(c, key)
+	s.admit(c, key, gen)
 }
 
 // presence counts this front's cancel-on-disconnect connections per account and keeps Postgres
@@ -105,8 +106,10 @@ func (p *presence) join(ctx context.Context, account int64) error {
 }
 
 // leave counts a connection out; after the account's last one here, its orders are cancelled
-// unless another front holds one.
-func (p *presence) leave(account int64) {
+// unless another front holds one, or unless cancel is false: the connection was closed because its
+// key was revoked or expired (wsConn.keyHeld), and a key without authority over the account does
+// not act on it by ending. The account's other connections, of live keys, still cancel by theirs.
+func (p *presence) leave(account int64, cancel bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.counts[account]--
@@ -114,8 +117,17 @@ func (p *presence) leave(account int64) {
 		return
 	}
 	delete(p.counts, account)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stop()
+	if !cancel {
+		if err := p.store.WithdrawPresence(ctx, p.front, account); err != nil {
+			// Then the record lapses within presenceTTL, and the sweep cancels the orders: a
+			// failure errs on the side cancelOnDisconnect was asked for.
+			p.log.Warn("could not record the end of a cancel-on-disconnect connection whose key ended; its orders are cancelled when the record lapses",
+				"account", account, "err", err)
+		}
+		return
+	}
 	tripped, err := p.store.LeavePresence(ctx, p.front, account, presenceTTL)
 	if err != nil {
 		// The record lapses within presenceTTL, and a sweep cancels the orders then.

@@ -164,6 +164,7 @@ func New(cfg Config) *Server {
 	s.feedConns.Go(func() { s.hub.Run(s.feedCtx) })
 	s.presence = newPresence(cfg.Store, s.log)
 	s.feedConns.Go(func() { s.presence.run(s.feedCtx) })
+	s.feedConns.Go(func() { s.keys.watchFeeds(s.feedCtx, cfg.Store, s.now, s.log) })
 	s.engine.ContextWithFallback = true
 	// The client address is clientaddr.Of's alone; gin's ClientIP, which by default believes any
 	// X-Forwarded-For, is not used, and is kept to the peer's address should anything call it.

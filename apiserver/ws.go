@@ -24,6 +24,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/feed"
 	"github.com/pmx-dev/pmx/internal/kit/addrlimit"
+	"github.com/pmx-dev/pmx/internal/kit/auth"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/kit/ratelimit"
 	"github.com/pmx-dev/pmx/internal/store"
@@ -54,7 +55,20 @@ const (
 	wsSlowConsumer     websocket.StatusCode = 4001 // the client did not read fast enough
 	wsHeartbeatTimeout websocket.StatusCode = 4002 // the client sent nothing for too long
 	wsFeedInterrupted  websocket.StatusCode = 4003 // the front lost the thread of a market's feed
+	wsKeyEnded         websocket.StatusCode = 4004 // the connection's API key was revoked or expired
 )
+
+// A connection lasts, and its key may end while it does: a revoked key's connections are closed
+// with wsKeyEnded as soon as the replica hears of the revocation (keyCache), and an expired key's
+// within feedKeyCheck of the expiry, on every replica. The key's holder has lost the account: the
+// connection delivers nothing more, takes no more subscriptions, and a cancelOnDisconnect
+// connection closed so cancels no orders (presence.leave), since the key has no authority left
+// to act on the account. The reasons are short: a close frame carries at most 123 bytes of them.
+const wsKeyRevoked = "the API key was revoked: connect with another key (make one on /settings)"
+
+func wsKeyExpired(at time.Time) string {
+	return fmt.Sprintf("the API key expired at %s: connect with another key (make one on /settings)", at.UTC().Format(time.RFC3339))
+}
 
 // Feed defaults (Config.Feed).
 const (
@@ -142,7 +156,7 @@ func newFeedMetrics(reg prometheus.Registerer, hub *feed.Hub) *feedMetrics {
 		sent: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_feed_messages_sent_total",
 			Help: "Messages written to WebSocket feed connections."}),
 		closed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pmx_feed_closed_total",
-			Help: "WebSocket feed connections closed by the server, by reason (slow_consumer: the queue's bound or the write timeout, heartbeat_timeout, feed_interrupted, going_away, message_too_big) or by the client (client)."},
+			Help: "WebSocket feed connections closed by the server, by reason (slow_consumer: the queue's bound or the write timeout, heartbeat_timeout, feed_interrupted, key_ended: its API key was revoked or expired, going_away, message_too_big) or by the client (client)."},
 			[]string{"reason"}),
 		limited: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pmx_feed_rate_limited_total",
 			Help: "Feed subscriptions refused rate_limited, by the limit spent (account_reads, public_subscribes, public_replays)."},
@@ -172,7 +186,7 @@ func newWSLimits() *wsLimits {
 // closeReasons names the close codes in the metrics.
 var closeReasons = map[websocket.StatusCode]string{
 	wsSlowConsumer: "slow_consumer", wsHeartbeatTimeout: "heartbeat_timeout", wsFeedInterrupted: "feed_interrupted",
-	websocket.StatusGoingAway: "going_away", websocket.StatusMessageTooBig: "message_too_big",
+	wsKeyEnded: "key_ended", websocket.StatusGoingAway: "going_away", websocket.StatusMessageTooBig: "message_too_big",
 }
 
 // wsReply answers a client's message.
@@ -202,6 +216,11 @@ type wsConn struct {
 	public  bool   // a connection without a key (GET /api/v1/ws/public): market channels only
 	addr    string // the client's address (addrlimit.Key), which a public connection's limits count
 	q       chan []byte
+
+	// key is the API key the connection was opened with (or that fetched its ws-token), which it
+	// ends with (keyCache.watch); nil on a public connection, or one by a ws-token from before
+	// tokens had keys.
+	key *store.KeyRecord
 
 	// The bytes of the messages in q, and at most how many; room is signalled when the writer
 	// takes a message, for SendWait.
@@ -314,7 +333,12 @@ func (s *Server) serveWS(c *gin.Context) {
 		}
 		cancelOnDisconnect = v == "true"
 	}
-	s.serveFeed(c, accountOf(c), cancelOnDisconnect)
+	var key *store.KeyRecord
+	if rec, ok := c.Value(keyRecordKey).(store.KeyRecord); ok && rec.Prefix != "" {
+		key = &rec
+	}
+	gen, _ := c.Value(keyGenKey).(uint64)
+	s.serveFeed(c, accountOf(c), key, gen, cancelOnDisconnect)
 }
 
 // servePublicWS upgrades a request without a key to the public feed: the market channels only.
@@ -324,11 +348,12 @@ func (s *Server) servePublicWS(c *gin.Context) {
 			"cancelOnDisconnect cancels an account's orders: connect to /api/v1/ws with an API key for it"))
 		return
 	}
-	s.serveFeed(c, 0, false)
+	s.serveFeed(c, 0, nil, 0, false)
 }
 
-// serveFeed runs a feed connection: an account's (account > 0), or a public one (account 0).
-func (s *Server) serveFeed(c *gin.Context, account int64, cancelOnDisconnect bool) {
+// serveFeed runs a feed connection: an account's (account > 0), or a public one (account 0). An
+// account's connection ends with its key, which was read at the key cache's generation gen.
+func (s *Server) serveFeed(c *gin.Context, account int64, key *store.KeyRecord, gen uint64, cancelOnDisconnect bool) {
 	// Cross-origin pages may connect: the feed never authenticates by cookie (a bearer key or a
 	// token the page fetched with one), so another site gains nothing from a visitor's browser.
 	ws, err := websocket.Accept(sizedHijacker{c.Writer}, c.Request, &websocket.AcceptOptions{InsecureSkipVerify: true})
@@ -340,7 +365,7 @@ func (s *Server) serveFeed(c *gin.Context, account int64, cancelOnDisconnect boo
 	_ = rc.SetReadDeadline(time.Time{})
 	_ = rc.SetWriteDeadline(time.Time{})
 	ws.SetReadLimit(wsMaxClientMessage)
-	conn := &wsConn{s: s, ws: ws, account: account, public: account == 0, addr: addrlimit.Key(c.Request),
+	conn := &wsConn{s: s, ws: ws, account: account, key: key, public: account == 0, addr: addrlimit.Key(c.Request),
 		q: make(chan []byte, s.cfg.Feed.Queue), maxBytes: int64(s.cfg.Feed.QueueBytes), room: make(chan struct{}, 1),
 		closing: make(chan struct{}), subs: map[subKey]*feed.Subscription{}}
 	s.feedMu.Lock()
@@ -354,13 +379,17 @@ func (s *Server) serveFeed(c *gin.Context, account int64, cancelOnDisconnect boo
 	defer s.feedConns.Done()
 	s.feedMetrics.conns.Inc()
 	defer s.feedMetrics.conns.Dec()
+	if key != nil {
+		s.keys.watch(conn, gen)
+		defer s.keys.unwatch(conn)
+	}
 	// Counted out before the gauge drops, for the orders to be cancelled by the time it has.
 	if cancelOnDisconnect {
 		if err := s.presence.join(s.feedCtx, account); err != nil {
 			_ = ws.Close(websocket.StatusTryAgainLater, "could not record the connection for cancelOnDisconnect: try again")
 			return
 		}
-		defer s.presence.leave(account)
+		defer func() { s.presence.leave(account, conn.keyHeld()) }()
 	}
 	ctx, cancel := context.WithCancel(s.feedCtx)
 	defer cancel()
@@ -437,6 +466,13 @@ func (c *wsConn) write(ctx context.Context) {
 	}
 }
 
+// keyHeld says whether the connection's key still had authority over the account when the
+// connection ended: it was not closed for its key's end (wsKeyEnded), and the key had not expired
+// by then even if checkFeeds had yet to notice. It is asked once the connection has closed.
+func (c *wsConn) keyHeld() bool {
+	return c.code != wsKeyEnded && (c.key == nil || !auth.Expired(c.key.ExpiresAt, c.s.now()))
+}
+
 // readEnded is the close code when the reader stops: the client's close, or a slow consumer's
 // when a write timed out. A write that times out drops the connection, which ends the reader
 // too, maybe before the writer has said why.
@@ -507,6 +543,17 @@ func (c *wsConn) fail(req wsRequest, code, message string) {
 
 // handle runs one client message, which parseRequest has read and checked.
 func (c *wsConn) handle(ctx context.Context, req wsRequest) {
+	// A closing connection takes nothing more: one whose key was just revoked, say, must not start
+	// a subscription (a fills resume from 0 replays the account's history) while its close goes
+	// out. An expired key is caught here at once, not only by checkFeeds' next tick.
+	if c.key != nil && auth.Expired(c.key.ExpiresAt, c.s.now()) {
+		c.close(wsKeyEnded, wsKeyExpired(*c.key.ExpiresAt))
+	}
+	select {
+	case <-c.closing:
+		return
+	default:
+	}
 	if req.Op == "ping" {
 		c.reply(wsReply{Type: "pong", ID: req.ID})
 		return

@@ -16,7 +16,7 @@ func TestAsyncAPIDocument(t *testing.T) {
 	if got := v.ServerTypes(); !slices.Equal(got, want) {
 		t.Fatalf("server message types %v, want %v", got, want)
 	}
-	for _, code := range []int{4001, 4002, 4003} {
+	for _, code := range []int{4001, 4002, 4003, 4004} {
 		if !v.CloseCodeDocumented(code) {
 			t.Errorf("close code %d is not documented", code)
 		}

@@ -7,10 +7,14 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/pmx-dev/pmx/internal/kit/auth"
+	"github.com/pmx-dev/pmx/internal/poll"
 )
 
 // The feed's attacks: how long they run, and the limits they must be held to (apiserver/ws.go's
@@ -215,4 +219,117 @@ func TestAbuseFeed(t *testing.T) {
 		t.Errorf("keyed resumes of the orders channel: %d let in and %d refused in %v, want at most %d let in",
 			keyedLet, keyedRefused, elapsed, most)
 	}
+}
+
+// TestAbuseFeedRevokedKey is the holder of a stolen key who keeps its feed connections once the
+// owner revokes it: a cancelOnDisconnect connection, to cancel every open order of the account by
+// closing, and connections that resume the account's fills from 0 in a loop, for its history. The
+// key is revoked as the settings page does it, mid-attack: every connection must be closed with
+// 4004 within FeedKeyEndBound, the key must connect no more, and the account's orders must stay
+// open. (The attack is on the account's authority, not the server's capacity: no well-behaved
+// client is timed.)
+func TestAbuseFeedRevokedKey(t *testing.T) {
+	r := newAbuseRig(t)
+	ctx := t.Context()
+	resting := r.abuser.Place(t, r.market, "BUY", "YES", 10, 1)
+	stolen := r.tg.AddKey(t, r.abuser, auth.KeySpec{Scope: auth.ScopeCancel})
+	cod, err := r.dialFeedFrom(ctx, abuseAttacker, "/api/v1/ws?cancelOnDisconnect=true", stolen.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cod.ws.CloseNow()
+	conns := make([]*abuseFeedConn, abuseFeedKeyed)
+	for i := range conns {
+		if conns[i], err = r.dialFeedFrom(ctx, abuseAttacker, "/api/v1/ws", stolen.Key); err != nil {
+			t.Fatal(err)
+		}
+		defer conns[i].ws.CloseNow()
+	}
+
+	var attempts atomic.Int64
+	var revokedAt atomic.Pointer[time.Time]
+	var letAfter atomic.Int64 // resumes let in after the revocation committed
+	ends := make([]error, len(conns))
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Go(func() {
+			// Until the connection ends, or FeedKeyEndBound after the revocation.
+			for id := 1; ; id++ {
+				if at := revokedAt.Load(); at != nil && time.Since(*at) > FeedKeyEndBound {
+					ends[i] = fmt.Errorf("still open %v after the revocation", FeedKeyEndBound)
+					return
+				}
+				m, err := c.ask(map[string]any{"op": "subscribe", "id": id, "channel": "fills", "resumeFrom": 0})
+				if err == nil && m.Type == "subscribed" {
+					if revokedAt.Load() != nil {
+						letAfter.Add(1)
+					}
+					_, err = c.ask(map[string]any{"op": "unsubscribe", "id": id, "channel": "fills"})
+				}
+				if err != nil {
+					ends[i] = closeOf(c, err)
+					return
+				}
+				attempts.Add(1)
+			}
+		})
+	}
+	poll.Wait(t, time.Minute, "the attack to be under way", func() bool { return attempts.Load() >= 4*abuseFeedKeyed })
+	RevokeKey(t, r.tg, stolen)
+	now := time.Now()
+	revokedAt.Store(&now)
+	codCtx, cancel := context.WithTimeout(ctx, FeedKeyEndBound)
+	var codEnd error
+	for codEnd == nil { // heartbeats, until the close
+		_, _, codEnd = cod.ws.Read(codCtx)
+	}
+	cancel()
+	wg.Wait()
+
+	t.Logf("%d resumes before the connections closed, %d let in after the revocation committed (before its announcement was heard)",
+		attempts.Load(), letAfter.Load())
+	for i, end := range append(ends, codEnd) {
+		if code := websocket.CloseStatus(end); code != wsKeyEndedCode {
+			t.Errorf("connection %d of the revoked key ended with %v, want the close code %d", i, end, wsKeyEndedCode)
+		}
+	}
+	if c, err := r.dialFeedFrom(ctx, abuseAttacker, "/api/v1/ws", stolen.Key); err == nil {
+		c.ws.CloseNow()
+		t.Error("the revoked key connected to the feed again")
+	}
+
+	// The cancelOnDisconnect connection's end, recorded, cancelled nothing.
+	var account int64
+	if err := r.tg.Store.Pool.QueryRow(ctx, `select id from accounts where uid = $1`, r.abuser.Account).Scan(&account); err != nil {
+		t.Fatal(err)
+	}
+	poll.Wait(t, 30*time.Second, "the end of the revoked key's cancelOnDisconnect connection to be recorded", func() bool {
+		var n int
+		if err := r.tg.Store.Pool.QueryRow(ctx, `select count(*) from ws_presence where account_id = $1`, account).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 0
+	})
+	// (Read in SQL: the attack may have spent the account's read rate limit.)
+	if o, err := r.tg.Store.Order(ctx, resting.ID); err != nil || o.Status.String() != "OPEN" {
+		t.Errorf("the account's order is %v (%v) after the revoked key's cancelOnDisconnect connection closed, want OPEN", o.Status, err)
+	}
+}
+
+// wsKeyEndedCode is the close code of a connection whose key was revoked or expired.
+const wsKeyEndedCode = websocket.StatusCode(feedKeyEndedCode)
+
+// closeOf is how a connection ended, given the error an operation on it met: its close (a
+// *websocket.CloseError within) if the server sent one. A write can fail on a closed connection
+// without saying how it closed; a read then says.
+func closeOf(c *abuseFeedConn, err error) error {
+	if websocket.CloseStatus(err) != -1 {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, _, rerr := c.ws.Read(ctx); websocket.CloseStatus(rerr) != -1 {
+		return rerr
+	}
+	return err
 }

@@ -150,6 +150,7 @@ func TestDistributed(t *testing.T) {
 	t.Run("RateLimitAcrossReplicas", func(t *testing.T) { CheckRateAcrossReplicas(t, []*Target{c.target(t, 0), c.target(t, 1)}) })
 	t.Run("SignedReplayAcrossFronts", func(t *testing.T) { CheckSignedReplayAcrossFronts(t, []*Target{c.target(t, 0), c.target(t, 1)}) })
 	t.Run("KeyRevokedAcrossFronts", func(t *testing.T) { CheckKeyRevokedAcrossFronts(t, []*Target{c.target(t, 0), c.target(t, 1)}) })
+	t.Run("FeedKeyEndsAcrossFronts", func(t *testing.T) { CheckFeedKeyEndsAcrossFronts(t, []*Target{c.target(t, 0), c.target(t, 1)}) })
 	t.Run("ShardMetrics", func(t *testing.T) { testShardMetrics(t, c) })
 	t.Run("LockedCashAcrossShards", func(t *testing.T) { testLockedCashAcrossShards(t, c) })
 	t.Run("OrderGroupsAcrossShards", func(t *testing.T) { testOrderGroupsAcrossShards(t, c) })

@@ -106,6 +106,7 @@ var suiteTests = []struct {
 	{"FeedChannels", testFeedChannels},
 	{"FeedFollow", testFeedFollow},
 	{"FeedSessions", testFeedSessions},
+	{"FeedKeyEnds", testFeedKeyEnds}, // suite_feedkeys.go
 	{"RateLimits", testRateLimits},
 	{"Keys", testKeys},
 	{"RiskLimits", testRiskLimits},

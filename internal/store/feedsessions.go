@@ -31,20 +31,21 @@ func (s *Store) CreateWSToken(ctx context.Context, account int64, key uuid.UUID,
 func (s *Store) UseWSToken(ctx context.Context, hash []byte) (KeyRecord, error) {
 	var k KeyRecord
 	var id *uuid.UUID
+	var prefix *string
 	var scope *auth.Scope
 	var revoked *bool
 	err := s.Pool.QueryRow(ctx, `with used as (
 			delete from ws_tokens where token_hash = $1 and expires_at >= now() returning account_id, key_id)
-		select u.account_id, k.id, k.revoked_at is not null, k.scope, k.expires_at, k.ip_allowlist,
+		select u.account_id, k.id, k.prefix, k.revoked_at is not null, k.scope, k.expires_at, k.ip_allowlist,
 			k.public_key
 		from used u left join api_keys k on k.id = u.key_id`,
-		hash).Scan(&k.AccountID, &id, &revoked, &scope, &k.ExpiresAt, &k.Allowlist, &k.PublicKey)
+		hash).Scan(&k.AccountID, &id, &prefix, &revoked, &scope, &k.ExpiresAt, &k.Allowlist, &k.PublicKey)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return k, ErrNotFound
 	}
 	k.Scope = auth.ScopeTrade
 	if id != nil {
-		k.ID, k.Revoked, k.Scope = *id, *revoked, *scope
+		k.ID, k.Prefix, k.Revoked, k.Scope = *id, *prefix, *revoked, *scope
 	}
 	return k, err
 }
@@ -87,6 +88,17 @@ func (s *Store) LeavePresence(ctx context.Context, front uuid.UUID, account int6
 		return err
 	})
 	return tripped, err
+}
+
+// WithdrawPresence records that a front holds no more cancel-on-disconnect connections of an
+// account, as LeavePresence does, but cancels nothing even when no other front holds one: the
+// last of them was closed because its API key was revoked or expired, and a key that has lost its
+// authority must not act on the account by its end. The delete waits on the row locks
+// LeavePresence takes, so another front's last connection ending at the same moment sees this
+// record either still there (and leaves the decision to this one) or gone (and cancels).
+func (s *Store) WithdrawPresence(ctx context.Context, front uuid.UUID, account int64) error {
+	_, err := s.Pool.Exec(ctx, `delete from ws_presence where account_id = $1 and front = $2`, account, front)
+	return err
 }
 
 // SweepPresence forgets the presence not refreshed within ttl (a front that stopped) and cancels

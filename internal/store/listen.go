@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // KeyChannel is the Postgres notification channel on which a revoked key's prefix is announced.
@@ -31,4 +33,16 @@ func (s *Store) ListenKeys(ctx context.Context, ready func(), revoked func(prefi
 		}
 		revoked(n.Payload)
 	}
+}
+
+// RevokedKeys returns those of the prefixes whose keys are revoked (or gone): for a front to check
+// the keys it holds connections of when revocations may have gone unannounced to it, while
+// ListenKeys was not listening.
+func (s *Store) RevokedKeys(ctx context.Context, prefixes []string) ([]string, error) {
+	rows, err := s.Pool.Query(ctx, `select p from unnest($1::text[]) p
+		where not exists (select 1 from api_keys k where k.prefix = p and k.revoked_at is null)`, prefixes)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }

@@ -143,6 +143,7 @@ func (s *Store) Account(ctx context.Context, id int64) (records.Account, error) 
 // KeyRecord is what authentication needs to know of an API key.
 type KeyRecord struct {
 	ID        uuid.UUID
+	Prefix    string // its public part, by which a revocation is announced (ListenKeys)
 	AccountID int64
 	Hash      []byte
 	Revoked   bool
@@ -161,6 +162,7 @@ func (s *Store) KeyByPrefix(ctx context.Context, prefix string) (KeyRecord, erro
 	if errors.Is(err, pgx.ErrNoRows) {
 		return k, ErrNotFound
 	}
+	k.Prefix = prefix
 	return k, err
 }
 

@@ -22,7 +22,7 @@ import (
 // homeNotices are the notes the page shows after a redirect, chosen by the done query parameter.
 var homeNotices = map[string]string{
 	"welcome": "Your account is open. Create an API key below to start trading.",
-	"revoked": "The key is revoked. Requests that use it are refused from now on.",
+	"revoked": "The key is revoked. Requests that use it are refused from now on, and its live-feed connections are closed.",
 }
 
 func (st *settings) home(c *gin.Context, u *user) {
