@@ -97,19 +97,33 @@ func TestDistributedRebalance(t *testing.T) {
 		t.Errorf("the event's markets are on %s and %s, want one shard", on["cup-home"], on["cup-away"])
 	}
 
-	var evs eventsv1.EventList
-	if err := env.Client.List(ctx, &evs, client.InNamespace("default")); err != nil {
-		t.Fatal(err)
-	}
-	movedTo := map[string]bool{}
-	for _, e := range evs.Items {
-		if e.Reason != "Rebalanced" || e.Regarding.Kind != "Market" {
-			continue
+	// Every move is a Rebalanced event on its Market. The operator's recorder sends events on its
+	// own, a moment after the move it records: wait for those of the markets now on shard-c (a busy
+	// machine has seen them land after the markets' status), then judge what they say.
+	movedTo, notes := map[string]bool{}, map[string]eventsv1.Event{} // notes by the Event's name
+	if err := poll.Until(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		var evs eventsv1.EventList
+		if err := env.Client.List(ctx, &evs, client.InNamespace("default")); err != nil {
+			return false, err
 		}
+		for _, e := range evs.Items {
+			if e.Reason == "Rebalanced" && e.Regarding.Kind == "Market" {
+				movedTo[e.Regarding.Name], notes[e.Name] = true, e
+			}
+		}
+		for name, s := range on {
+			if s == "shard-c" && !movedTo[name] {
+				return false, nil
+			}
+		}
+		return true, nil
+	}); err != nil {
+		t.Logf("waiting for the Rebalanced events of the markets on shard-c: %v", err)
+	}
+	for _, e := range notes {
 		if !strings.Contains(e.Note, "to shard shard-c") || !strings.Contains(e.Note, "shard shard-c joined") {
 			t.Errorf("%s: %q, want a move to shard-c because it joined", e.Regarding.Name, e.Note)
 		}
-		movedTo[e.Regarding.Name] = true
 	}
 	router := &shardapi.Router{Store: st, Token: clusterInternalToken}
 	served := 0
