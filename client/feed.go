@@ -141,8 +141,9 @@ func (f *Feed) Seq(s Subscription) (int, bool) {
 var ErrGap = errors.New("the feed skipped a seq")
 
 // Run connects, subscribes, and calls handle with every message until ctx ends (it returns
-// ctx's error), handle returns an error (it returns that), or the server refuses the key or a
-// subscription (a *FeedError, or the dial's error). It reconnects after anything else, waiting
+// ctx's error), handle returns an error (it returns that), the server refuses the key or a
+// subscription (a *FeedError, or the dial's error), or the key is revoked or expires while the
+// feed runs (ErrKeyEnded). It reconnects after anything else, waiting
 // 100 ms and then twice as long each time up to 5 s.
 func (f *Feed) Run(ctx context.Context, handle func(FeedMessage) error) error {
 	wait := 100 * time.Millisecond
@@ -171,6 +172,13 @@ func (f *Feed) Run(ctx context.Context, handle func(FeedMessage) error) error {
 		wait = min(2*wait, 5*time.Second)
 	}
 }
+
+// ErrKeyEnded is why Run ends when the server closes the connection because its API key was
+// revoked or expired (close code 4004): every connection with the key is refused from then on.
+var ErrKeyEnded = errors.New("pmx feed: the API key was revoked or expired")
+
+// closeKeyEnded is the close code of a connection whose API key ended.
+const closeKeyEnded websocket.StatusCode = 4004
 
 // fatalError ends Run: reconnecting would not help.
 type fatalError struct{ error }
@@ -285,6 +293,11 @@ func (f *Feed) session(ctx context.Context, handle func(FeedMessage) error) (del
 		_, data, err := ws.Read(readCtx)
 		cancelRead()
 		if err != nil {
+			if websocket.CloseStatus(err) == closeKeyEnded {
+				var ce websocket.CloseError
+				errors.As(err, &ce)
+				return delivered, fatalError{fmt.Errorf("%w (%s): use another key", ErrKeyEnded, ce.Reason)}
+			}
 			return delivered, fmt.Errorf("reading the feed: %w", err)
 		}
 		var m wireMessage

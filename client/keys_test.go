@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/client"
@@ -53,5 +54,53 @@ func TestKeys(t *testing.T) {
 	}
 	if err := manager.RevokeKey(ctx, desk.Key.ID); !errors.As(err, &e) || e.Code != "key_not_found" {
 		t.Fatalf("RevokeKey again: %v, want key_not_found", err)
+	}
+}
+
+// TestFeedEndsWithItsKey: a feed whose key is revoked while it runs ends with ErrKeyEnded, at
+// once, rather than reconnecting with a key every connection refuses.
+func TestFeedEndsWithItsKey(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tg := exchangetest.StartDev(t)
+	owner := tg.NewAccount(t, "feedkey")
+	var made apiserver.NewKey
+	tg.Admin(t, "POST", "/admin/v1/accounts/"+owner.Account.String()+"/keys", map[string]any{"scope": "keys"}, http.StatusCreated, &made)
+	manager, err := client.New(tg.URL+"/api/v1", made.APIKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scope := client.NewKeyRequestScopeRead
+	bot, err := manager.CreateKey(ctx, client.NewKeyRequest{Scope: &scope})
+	if err != nil {
+		t.Fatal(err)
+	}
+	botClient, err := client.New(tg.URL+"/api/v1", bot.APIKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed := botClient.Feed(client.Subscription{Channel: client.ChannelOrders})
+	reconnected := make(chan error, 16)
+	feed.OnReconnect = func(err error) {
+		select {
+		case reconnected <- err:
+		default:
+		}
+	}
+	ran := make(chan error, 1)
+	go func() { ran <- feed.Run(ctx, func(client.FeedMessage) error { return nil }) }()
+	select {
+	case <-feed.Ready():
+	case err := <-ran:
+		t.Fatalf("the feed ended before it was ready: %v", err)
+	}
+	if err := manager.RevokeKey(ctx, bot.Key.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-ran; !errors.Is(err, client.ErrKeyEnded) {
+		t.Fatalf("the feed of a revoked key ended with %v, want ErrKeyEnded", err)
+	}
+	if len(reconnected) > 0 {
+		t.Errorf("the feed reconnected after its key was revoked: %v", <-reconnected)
 	}
 }

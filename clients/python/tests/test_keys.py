@@ -3,7 +3,9 @@ sync client and with the async client, against a real exchange."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+import time
 from typing import Any
 
 import pytest
@@ -66,3 +68,27 @@ def test_keys_made_and_revoked(exchange: PmxDev, flavour: str) -> None:
             await ready(desk.close())
 
     run_with(flavour, exchange.url, manager_key, scenario)
+
+
+def test_feed_ends_with_its_key(exchange: PmxDev) -> None:
+    # A feed whose key is revoked while it runs ends with FeedError at once (close code 4004),
+    # rather than reconnecting with a key every connection refuses.
+    _, account = exchange.new_account()
+    manager_key = exchange.new_key(account, scope="keys", label="manager")
+
+    async def main() -> None:
+        async with pmx.AsyncClient(exchange.url, manager_key) as manager:
+            made = await manager.create_account_key(scope="read", label="bot")
+            async with pmx.AsyncClient(exchange.url, made.api_key) as bot, bot.feed() as feed:
+                await feed.subscribe("orders")
+                await manager.revoke_account_key(made.key.id)
+                deadline = time.monotonic() + 30
+                with pytest.raises(pmx.FeedError, match="revoked or expired"):
+                    while time.monotonic() < deadline:
+                        try:
+                            msg = await feed.recv(timeout=1)
+                        except TimeoutError:
+                            continue
+                        assert not isinstance(msg, pmx.Reconnected), msg
+
+    asyncio.run(main())

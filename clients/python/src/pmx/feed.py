@@ -14,6 +14,8 @@ delivered, and guarantee the consumer a sequence without gaps or duplicates:
   live ones follow. It delivers a :class:`Reconnected` notice before them. If the exchange no
   longer keeps those events (``resync_required``), it subscribes afresh (``book`` starts again
   with a snapshot) and delivers a :class:`Resynced` notice: rebuild your state then.
+- **The key's end**: a connection closed because its API key was revoked or expired (close code
+  4004) ends the feed with :class:`FeedError`: the exchange refuses the key from then on.
 
 ``trades`` and ``fills`` carry only some of the sequence's numbers, so they are resumed and
 deduplicated but cannot show a gap; ``ticker`` and ``lifecycle`` are live only and are subscribed
@@ -241,6 +243,10 @@ _END = _End()
 
 class _Fatal(Exception):
     pass
+
+
+# The close code of a connection whose API key was revoked or expired.
+_CLOSE_KEY_ENDED = 4004
 
 
 def _describe_close(e: ConnectionClosed) -> str:
@@ -476,6 +482,12 @@ class AsyncFeed:
                 except ConnectionClosed as e:
                     if self._silent:
                         return f"no message from the exchange in {self.options.silence_timeout} s"
+                    rcvd = getattr(e, "rcvd", None)
+                    if rcvd is not None and rcvd.code == _CLOSE_KEY_ENDED:
+                        # Every connection with the key is refused from now on: reconnecting
+                        # cannot help.
+                        raise errors.FeedError(f"the feed's API key was revoked or expired ({rcvd.reason}): "
+                                               "use another key") from None
                     return _describe_close(e)
                 self._last_rx = asyncio.get_running_loop().time()
                 try:
