@@ -121,15 +121,8 @@ func (k *keyCache) unwatch(c *wsConn) {
 
 // watchFeeds runs checkFeeds every feedKeyCheck until ctx ends.
 func (k *keyCache) watchFeeds(ctx context.Context, st *store.Store, now func() time.Time, log *slog.Logger) {
-	tick := time.NewTicker(feedKeyCheck)
-	defer tick.Stop()
 	failing := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	every(ctx, feedKeyCheck, func() {
 		err := k.checkFeeds(ctx, st, now())
 		switch {
 		case err != nil && !failing && ctx.Err() == nil:
@@ -138,7 +131,7 @@ func (k *keyCache) watchFeeds(ctx context.Context, st *store.Store, now func() t
 			log.Info("checked the feed connections' keys for revocations again")
 		}
 		failing = err != nil
-	}
+	})
 }
 
 // checkFeeds closes the feed connections whose keys have expired at now and, when revocations

@@ -150,20 +150,13 @@ func (s *Server) resetOrderGroup(c *gin.Context) error {
 // store.OrderGroupIdle, every orderGroupExpiry until ctx ends. Every front does it: a group two
 // fronts find at once is deleted by one, skipped by the other (expire_order_groups).
 func (s *Server) expireOrderGroups(ctx context.Context) {
-	tick := time.NewTicker(orderGroupExpiry)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	every(ctx, orderGroupExpiry, func() {
 		if n, err := s.cfg.Store.ExpireOrderGroups(ctx, s.now().Add(-store.OrderGroupIdle)); err != nil && ctx.Err() == nil {
 			s.log.Warn("could not delete idle order groups; trying again in a minute", "err", err)
 		} else if n > 0 {
 			s.log.Debug("deleted idle order groups", "groups", n)
 		}
-	}
+	})
 }
 
 func answerOrderGroup(c *gin.Context, g store.OrderGroup, err error) error {

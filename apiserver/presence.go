@@ -142,21 +142,14 @@ func (p *presence) leave(account int64, cancel bool) {
 
 // run refreshes this front's records and sweeps every front's lapsed ones until ctx ends.
 func (p *presence) run(ctx context.Context) {
-	tick := time.NewTicker(presenceRefresh)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	every(ctx, presenceRefresh, func() {
 		p.refresh(ctx)
 		if n, err := p.store.SweepPresence(ctx, presenceTTL); err != nil && ctx.Err() == nil {
 			p.log.Warn("could not sweep lapsed cancel-on-disconnect records", "err", err)
 		} else if n > 0 {
 			p.log.Info("cancel-on-disconnect records lapsed (a front stopped): cancelling the accounts' open orders", "accounts", n)
 		}
-	}
+	})
 }
 
 // refresh renews this front's records. It holds the counts while it does, as join and leave do:

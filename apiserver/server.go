@@ -215,6 +215,20 @@ func (s *Server) clientAddr(c *gin.Context) {
 	c.Next()
 }
 
+// every runs f every d until ctx ends: the loop of each of a front's background sweeps.
+func every(ctx context.Context, d time.Duration, f func()) {
+	tick := time.NewTicker(d)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		f()
+	}
+}
+
 // now is the server's clock at the database's precision.
 func (s *Server) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }
 

@@ -95,16 +95,9 @@ func (s *Server) verifySigned(c *gin.Context, rec store.KeyRecord) bool {
 // sweepSigned forgets signed requests too old to be accepted again, until ctx ends. Every front
 // sweeps; the deletes of two fronts at once cost each other nothing but a row lock.
 func (s *Server) sweepSigned(ctx context.Context) {
-	tick := time.NewTicker(10 * time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	every(ctx, 10*time.Second, func() {
 		if err := s.cfg.Store.SweepSignedRequests(ctx, auth.ReplayHold); err != nil && ctx.Err() == nil {
 			s.log.Warn("could not forget old signed requests; trying again in 10 s", "err", err)
 		}
-	}
+	})
 }
