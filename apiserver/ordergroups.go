@@ -14,7 +14,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
-// Order groups (POST, GET /api/v1/order-groups, GET /order-groups/{id}, POST
+// Order groups (POST, GET /api/v1/order-groups, GET and DELETE /order-groups/{id}, POST
 // /order-groups/{id}/reset). The front only keeps them in Postgres: the shards decide every order
 // of a group and count its fills (internal/shard/groups.go), reading the group with their batches,
 // and the database holds at commit what they decided (migration 027), so a reset needs no message
@@ -77,7 +77,7 @@ func (s *Server) createOrderGroup(c *gin.Context) error {
 	g, err := s.cfg.Store.CreateOrderGroup(c.Request.Context(), accountOf(c), limit, int(window), s.cfg.MaxOrderGroups)
 	if errors.Is(err, store.ErrTooManyOrderGroups) {
 		return &httpkit.Error{Status: http.StatusConflict, Code: "too_many_order_groups",
-			Message: fmt.Sprintf("the account keeps %d order groups, the most it may: place into one of them (GET /order-groups lists them); a group with no open order in which nothing happened for %s is deleted",
+			Message: fmt.Sprintf("the account keeps %d order groups, the most it may: place into one of them (GET /order-groups lists them), or delete one no open order is in (DELETE /order-groups/{id}); a group with no open order in which nothing happened for %s is deleted",
 				s.cfg.MaxOrderGroups, idleText)}
 	}
 	if err != nil {
@@ -133,6 +133,26 @@ func (s *Server) getOrderGroup(c *gin.Context) error {
 	}
 	g, err := s.cfg.Store.OrderGroupOf(c.Request.Context(), accountOf(c), id)
 	return answerOrderGroup(c, g, err)
+}
+
+// deleteOrderGroup deletes one of the caller's groups that no open order is in: 204. It is how an
+// account at MaxOrderGroups makes room at once, rather than waiting for idle groups to expire.
+// It needs the trade scope, as making one does.
+func (s *Server) deleteOrderGroup(c *gin.Context) error {
+	id, err := parseUUID("id", c.Param("id"))
+	if err != nil {
+		return err
+	}
+	err = s.cfg.Store.DeleteOrderGroup(c.Request.Context(), accountOf(c), id)
+	if errors.Is(err, store.ErrGroupHasOpenOrders) {
+		return &httpkit.Error{Status: http.StatusConflict, Code: "order_group_has_open_orders", Field: "id",
+			Message: "an open order is in this order group, so it stays: cancel the group's open orders (GET /orders lists them), then delete it"}
+	}
+	if err != nil {
+		return answerOrderGroup(c, store.OrderGroup{}, err)
+	}
+	c.Status(http.StatusNoContent)
+	return nil
 }
 
 // resetOrderGroup lets a triggered group take orders again and forgets the fills counted so far.

@@ -65,6 +65,7 @@ func (s *Server) routes() []route {
 		{"GET", "/order-groups/:id", auth.ScopeRead, s.getOrderGroup},
 		{"POST", "/order-groups", auth.ScopeTrade, s.createOrderGroup},
 		{"POST", "/order-groups/:id/reset", auth.ScopeTrade, s.resetOrderGroup},
+		{"DELETE", "/order-groups/:id", auth.ScopeTrade, s.deleteOrderGroup},
 
 		// Conversion of an event's shares (convert.go): it trades, so it needs trade.
 		{"POST", "/event/convert", auth.ScopeTrade, s.convert},

@@ -2239,7 +2239,8 @@ type ClientInterface interface {
 	// of them could fill, at the latest within about a second.
 	//
 	// **How many.** An account keeps at most 1,000 groups (the server's `--max-order-groups`);
-	// past it a new one is refused with `409 too_many_order_groups`. A group that has no open
+	// past it a new one is refused with `409 too_many_order_groups`; `DELETE
+	// /order-groups/{id}` deletes one no open order is in. A group that has no open
 	// order and in which nothing happened for 24 hours (it was not made or reset, no order was
 	// placed into it or filled, it was not triggered) is deleted, so an account's groups do not
 	// pile up: a deleted group's id is then `404 order_group_not_found` here and `400
@@ -2273,7 +2274,8 @@ type ClientInterface interface {
 	// of them could fill, at the latest within about a second.
 	//
 	// **How many.** An account keeps at most 1,000 groups (the server's `--max-order-groups`);
-	// past it a new one is refused with `409 too_many_order_groups`. A group that has no open
+	// past it a new one is refused with `409 too_many_order_groups`; `DELETE
+	// /order-groups/{id}` deletes one no open order is in. A group that has no open
 	// order and in which nothing happened for 24 hours (it was not made or reset, no order was
 	// placed into it or filled, it was not triggered) is deleted, so an account's groups do not
 	// pile up: a deleted group's id is then `404 order_group_not_found` here and `400
@@ -2285,6 +2287,17 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /order-groups (the `CreateOrderGroup` operationId).
 	CreateOrderGroup(ctx context.Context, body CreateOrderGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteOrderGroup Delete one of your order groups that no open order is in (pmx addition)
+	//
+	// Deletes the group and its count of fills, so that an account at its most groups
+	// (`too_many_order_groups`) makes room at once rather than waiting for idle groups to be
+	// deleted. A group an open order is in stays (`409` `order_group_has_open_orders`): cancel
+	// its open orders first. A placement that names a deleted group is refused
+	// `order_group_not_found`. Needs a key with the `trade` scope, as making a group does.
+	//
+	// Corresponds with DELETE /order-groups/{id} (the `DeleteOrderGroup` operationId).
+	DeleteOrderGroup(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetOrderGroup One of your order groups (pmx addition)
 	//
@@ -3259,7 +3272,8 @@ func (c *RawClient) ListOrderGroups(ctx context.Context, params *ListOrderGroups
 // of them could fill, at the latest within about a second.
 //
 // **How many.** An account keeps at most 1,000 groups (the server's `--max-order-groups`);
-// past it a new one is refused with `409 too_many_order_groups`. A group that has no open
+// past it a new one is refused with `409 too_many_order_groups`; `DELETE
+// /order-groups/{id}` deletes one no open order is in. A group that has no open
 // order and in which nothing happened for 24 hours (it was not made or reset, no order was
 // placed into it or filled, it was not triggered) is deleted, so an account's groups do not
 // pile up: a deleted group's id is then `404 order_group_not_found` here and `400
@@ -3303,7 +3317,8 @@ func (c *RawClient) CreateOrderGroupWithBody(ctx context.Context, contentType st
 // of them could fill, at the latest within about a second.
 //
 // **How many.** An account keeps at most 1,000 groups (the server's `--max-order-groups`);
-// past it a new one is refused with `409 too_many_order_groups`. A group that has no open
+// past it a new one is refused with `409 too_many_order_groups`; `DELETE
+// /order-groups/{id}` deletes one no open order is in. A group that has no open
 // order and in which nothing happened for 24 hours (it was not made or reset, no order was
 // placed into it or filled, it was not triggered) is deleted, so an account's groups do not
 // pile up: a deleted group's id is then `404 order_group_not_found` here and `400
@@ -3316,6 +3331,27 @@ func (c *RawClient) CreateOrderGroupWithBody(ctx context.Context, contentType st
 // Corresponds with POST /order-groups (the `CreateOrderGroup` operationId).
 func (c *RawClient) CreateOrderGroup(ctx context.Context, body CreateOrderGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateOrderGroupRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteOrderGroup Delete one of your order groups that no open order is in (pmx addition)
+//
+// Deletes the group and its count of fills, so that an account at its most groups
+// (`too_many_order_groups`) makes room at once rather than waiting for idle groups to be
+// deleted. A group an open order is in stays (`409` `order_group_has_open_orders`): cancel
+// its open orders first. A placement that names a deleted group is refused
+// `order_group_not_found`. Needs a key with the `trade` scope, as making a group does.
+//
+// Corresponds with DELETE /order-groups/{id} (the `DeleteOrderGroup` operationId).
+func (c *RawClient) DeleteOrderGroup(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteOrderGroupRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -4858,6 +4894,40 @@ func NewCreateOrderGroupRequestWithBody(server string, contentType string, body 
 	return req, nil
 }
 
+// NewDeleteOrderGroupRequest constructs an http.Request for the DeleteOrderGroup method
+func NewDeleteOrderGroupRequest(server string, id openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/order-groups/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetOrderGroupRequest constructs an http.Request for the GetOrderGroup method
 func NewGetOrderGroupRequest(server string, id openapi_types.UUID) (*http.Request, error) {
 	var err error
@@ -5845,7 +5915,8 @@ type ClientWithResponsesInterface interface {
 	// of them could fill, at the latest within about a second.
 	//
 	// **How many.** An account keeps at most 1,000 groups (the server's `--max-order-groups`);
-	// past it a new one is refused with `409 too_many_order_groups`. A group that has no open
+	// past it a new one is refused with `409 too_many_order_groups`; `DELETE
+	// /order-groups/{id}` deletes one no open order is in. A group that has no open
 	// order and in which nothing happened for 24 hours (it was not made or reset, no order was
 	// placed into it or filled, it was not triggered) is deleted, so an account's groups do not
 	// pile up: a deleted group's id is then `404 order_group_not_found` here and `400
@@ -5879,7 +5950,8 @@ type ClientWithResponsesInterface interface {
 	// of them could fill, at the latest within about a second.
 	//
 	// **How many.** An account keeps at most 1,000 groups (the server's `--max-order-groups`);
-	// past it a new one is refused with `409 too_many_order_groups`. A group that has no open
+	// past it a new one is refused with `409 too_many_order_groups`; `DELETE
+	// /order-groups/{id}` deletes one no open order is in. A group that has no open
 	// order and in which nothing happened for 24 hours (it was not made or reset, no order was
 	// placed into it or filled, it was not triggered) is deleted, so an account's groups do not
 	// pile up: a deleted group's id is then `404 order_group_not_found` here and `400
@@ -5891,6 +5963,19 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /order-groups (the `CreateOrderGroup` operationId).
 	CreateOrderGroupWithResponse(ctx context.Context, body CreateOrderGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateOrderGroupResponse, error)
+
+	// DeleteOrderGroupWithResponse Delete one of your order groups that no open order is in (pmx addition)
+	//
+	// Deletes the group and its count of fills, so that an account at its most groups
+	// (`too_many_order_groups`) makes room at once rather than waiting for idle groups to be
+	// deleted. A group an open order is in stays (`409` `order_group_has_open_orders`): cancel
+	// its open orders first. A placement that names a deleted group is refused
+	// `order_group_not_found`. Needs a key with the `trade` scope, as making a group does.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /order-groups/{id} (the `DeleteOrderGroup` operationId).
+	DeleteOrderGroupWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*DeleteOrderGroupResponse, error)
 
 	// GetOrderGroupWithResponse One of your order groups (pmx addition)
 	//
@@ -8495,6 +8580,108 @@ func (r CreateOrderGroupResponse) ContentType() string {
 	return ""
 }
 
+// DeleteOrderGroupResponse401Headers the declared response headers of an HTTP 401 response for DeleteOrderGroup
+type DeleteOrderGroupResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// DeleteOrderGroupResponse403Headers the declared response headers of an HTTP 403 response for DeleteOrderGroup
+type DeleteOrderGroupResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
+// DeleteOrderGroupResponse429Headers the declared response headers of an HTTP 429 response for DeleteOrderGroup
+type DeleteOrderGroupResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+}
+
+type DeleteOrderGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteOrderGroupResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *DeleteOrderGroupResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteOrderGroupResponse429Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteOrderGroupResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteOrderGroupResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteOrderGroupResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteOrderGroupResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteOrderGroupResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteOrderGroupResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteOrderGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteOrderGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteOrderGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteOrderGroupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetOrderGroupResponse401Headers the declared response headers of an HTTP 401 response for GetOrderGroup
 type GetOrderGroupResponse401Headers struct {
 	WWWAuthenticate string
@@ -10080,7 +10267,8 @@ func (c *ClientWithResponses) ListOrderGroupsWithResponse(ctx context.Context, p
 // of them could fill, at the latest within about a second.
 //
 // **How many.** An account keeps at most 1,000 groups (the server's `--max-order-groups`);
-// past it a new one is refused with `409 too_many_order_groups`. A group that has no open
+// past it a new one is refused with `409 too_many_order_groups`; `DELETE
+// /order-groups/{id}` deletes one no open order is in. A group that has no open
 // order and in which nothing happened for 24 hours (it was not made or reset, no order was
 // placed into it or filled, it was not triggered) is deleted, so an account's groups do not
 // pile up: a deleted group's id is then `404 order_group_not_found` here and `400
@@ -10120,7 +10308,8 @@ func (c *ClientWithResponses) CreateOrderGroupWithBodyWithResponse(ctx context.C
 // of them could fill, at the latest within about a second.
 //
 // **How many.** An account keeps at most 1,000 groups (the server's `--max-order-groups`);
-// past it a new one is refused with `409 too_many_order_groups`. A group that has no open
+// past it a new one is refused with `409 too_many_order_groups`; `DELETE
+// /order-groups/{id}` deletes one no open order is in. A group that has no open
 // order and in which nothing happened for 24 hours (it was not made or reset, no order was
 // placed into it or filled, it was not triggered) is deleted, so an account's groups do not
 // pile up: a deleted group's id is then `404 order_group_not_found` here and `400
@@ -10137,6 +10326,25 @@ func (c *ClientWithResponses) CreateOrderGroupWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseCreateOrderGroupResponse(rsp)
+}
+
+// DeleteOrderGroupWithResponse Delete one of your order groups that no open order is in (pmx addition)
+//
+// Deletes the group and its count of fills, so that an account at its most groups
+// (`too_many_order_groups`) makes room at once rather than waiting for idle groups to be
+// deleted. A group an open order is in stays (`409` `order_group_has_open_orders`): cancel
+// its open orders first. A placement that names a deleted group is refused
+// `order_group_not_found`. Needs a key with the `trade` scope, as making a group does.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /order-groups/{id} (the `DeleteOrderGroup` operationId).
+func (c *ClientWithResponses) DeleteOrderGroupWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*DeleteOrderGroupResponse, error) {
+	rsp, err := c.DeleteOrderGroup(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteOrderGroupResponse(rsp)
 }
 
 // GetOrderGroupWithResponse One of your order groups (pmx addition)
@@ -13433,6 +13641,138 @@ func ParseCreateOrderGroupResponse(rsp *http.Response) (*CreateOrderGroupRespons
 		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateOrderGroupResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteOrderGroupResponse parses an HTTP response from a DeleteOrderGroupWithResponse call
+func ParseDeleteOrderGroupResponse(rsp *http.Response) (*DeleteOrderGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteOrderGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteOrderGroupResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers DeleteOrderGroupResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteOrderGroupResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

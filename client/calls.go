@@ -258,6 +258,19 @@ func (c *Client) ResetOrderGroup(ctx context.Context, id uuid.UUID) (*OrderGroup
 	return value(r.HTTPResponse, r.Body, r.JSON200)
 }
 
+// DeleteOrderGroup deletes one of the account's groups that no open order is in (409
+// order_group_has_open_orders while one is), to make room under the most an account keeps.
+func (c *Client) DeleteOrderGroup(ctx context.Context, id uuid.UUID) error {
+	r, err := c.DeleteOrderGroupWithResponse(ctx, id)
+	if err != nil {
+		return err
+	}
+	if r.StatusCode() != http.StatusNoContent {
+		return errorOf(r.StatusCode(), r.Body, r.HTTPResponse.Header)
+	}
+	return nil
+}
+
 // Events lists events, newest first: those of status (nil: every status), from cursor (nil: the
 // first page), at most limit (0: the server's default). Pass the page's NextCursor for the next.
 func (c *Client) Events(ctx context.Context, status *MarketStatus, cursor *string, limit int) (*EventsPage, error) {

@@ -316,7 +316,8 @@ func TestRateLimitBackOff(t *testing.T) {
 }
 
 // TestOrderGroups makes a group, places into it, fills it to its limit, sees the trigger cancel its
-// order and refuse the next (an *APIError with order_group_triggered), and resets it.
+// order and refuse the next (an *APIError with order_group_triggered), resets it, and deletes it
+// once no order of it is open.
 func TestOrderGroups(t *testing.T) {
 	ctx := context.Background()
 	tg := exchangetest.StartDev(t)
@@ -357,8 +358,21 @@ func TestOrderGroups(t *testing.T) {
 	if page, err := alice.OrderGroupsPage(ctx, nil, 0); err != nil || len(page.OrderGroups) != 1 || page.OrderGroups[0].ID != g.ID || page.NextCursor != nil {
 		t.Fatalf("OrderGroupsPage: %v, %+v", err, page)
 	}
-	if _, err := alice.PlaceOrder(ctx, bid); err != nil {
+	again, err := alice.PlaceOrder(ctx, bid)
+	if err != nil {
 		t.Fatalf("PlaceOrder after the reset: %v", err)
+	}
+	if err := alice.DeleteOrderGroup(ctx, g.ID); !errors.As(err, &refused) || refused.Code != "order_group_has_open_orders" {
+		t.Fatalf("DeleteOrderGroup with an order open in it: %v, want order_group_has_open_orders", err)
+	}
+	if _, err := alice.CancelOrder(ctx, again.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := alice.DeleteOrderGroup(ctx, g.ID); err != nil {
+		t.Fatalf("DeleteOrderGroup: %v", err)
+	}
+	if groups, err := alice.OrderGroups(ctx); err != nil || len(groups) != 0 {
+		t.Fatalf("OrderGroups after the group was deleted: %v, %+v", err, groups)
 	}
 }
 

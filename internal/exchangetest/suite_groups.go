@@ -259,6 +259,34 @@ func testOrderGroups(t *testing.T, tg *Target) {
 	b.ExpectError(t, "GET", "/order-groups?cursor=nope", nil, http.StatusBadRequest, "invalid_cursor")
 	b.ExpectError(t, "GET", "/order-groups?limit=0", nil, http.StatusBadRequest, "out_of_range")
 	b.ExpectError(t, "GET", "/order-groups?limit=501", nil, http.StatusBadRequest, "out_of_range")
+
+	// Deleting: a group an open order is in stays, nothing changed; without one it goes, and is
+	// then found nowhere, by a placement naming it either. Another account's is not found.
+	gPath := "/order-groups/" + g.ID.String()
+	parked := a.Place(t, m2.ID, "BUY", "YES", 3, 1)
+	var inG apiserver.PlacedOrder
+	a.Expect(t, "POST", "/order", inGroup(OrderBody(m2.ID, "BUY", "YES", 3, 1), g.ID), http.StatusCreated, &inG)
+	canceller.ExpectError(t, "DELETE", gPath, nil, http.StatusForbidden, "insufficient_scope")
+	a.ExpectError(t, "DELETE", gPath, nil, http.StatusConflict, "order_group_has_open_orders")
+	a.ExpectError(t, "DELETE", "/order-groups/nope", nil, http.StatusBadRequest, "invalid_uuid")
+	a.ExpectError(t, "DELETE", "/order-groups/"+theirs.ID.String(), nil, http.StatusNotFound, "order_group_not_found")
+	if got := orderGroup(t, a, g.ID); got.ID != g.ID || got.FilledInWindow != 2 {
+		t.Fatalf("the group after refused deletes: %+v", got)
+	}
+	a.Expect(t, "POST", "/cancel-order", map[string]any{"orderId": inG.ID}, http.StatusOK, nil)
+	a.Expect(t, "DELETE", gPath, nil, http.StatusNoContent, nil)
+	a.ExpectError(t, "GET", gPath, nil, http.StatusNotFound, "order_group_not_found")
+	a.ExpectError(t, "DELETE", gPath, nil, http.StatusNotFound, "order_group_not_found")
+	a.ExpectError(t, "POST", "/order", inGroup(OrderBody(m2.ID, "BUY", "YES", 3, 1), g.ID), http.StatusBadRequest, "order_group_not_found")
+	var left []apiserver.OrderGroup
+	a.Expect(t, "GET", "/order-groups", nil, http.StatusOK, &left)
+	if len(left) != 0 {
+		t.Fatalf("a's groups after deleting its only one: %+v", left)
+	}
+	if o := orderOf(t, a, parked.ID); o.Status != "OPEN" {
+		t.Errorf("an order in no group after its account's group was deleted: %+v", o)
+	}
+	CheckInvariants(t, tg)
 }
 
 // orderGroupPage is GET /order-groups's answer with limit or cursor.

@@ -162,6 +162,45 @@ func (s *Store) ResetOrderGroup(ctx context.Context, account int64, id uuid.UUID
 	return s.OrderGroupOf(ctx, account, id)
 }
 
+// ErrGroupHasOpenOrders refuses to delete a group an open order is in (DeleteOrderGroup).
+var ErrGroupHasOpenOrders = errors.New("an open order is in the order group")
+
+// DeleteOrderGroup deletes a group of account's that no open order is in: ErrNotFound for no such
+// group (and for another account's), ErrGroupHasOpenOrders while an order of it is open (nothing
+// changed). As expire_order_groups does (migration 030), it locks the group first, waiting for a
+// batch that holds it, and looks for its open orders after, by a statement of its own that sees
+// every order such a batch committed: so a group is never deleted under an order placed into it,
+// and a batch that read the group before it was deleted fails at commit, runs again and refuses
+// its placement as naming no group.
+func (s *Store) DeleteOrderGroup(ctx context.Context, account int64, id uuid.UUID) error {
+	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `select 1 from order_groups where id = $1 and account_id = $2 for update`, id, account)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return ErrNotFound
+		}
+		var open bool
+		if err := tx.QueryRow(ctx, `select exists (select 1 from orders where account_id = $1 and order_group_id = $2
+			and status in ('OPEN', 'PARTIALLY_FILLED'))`, account, id).Scan(&open); err != nil {
+			return err
+		}
+		if open {
+			return ErrGroupHasOpenOrders
+		}
+		if _, err := tx.Exec(ctx, `delete from order_group_fills where group_id = $1`, id); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `delete from order_groups where id = $1`, id)
+		return err
+	})
+	if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrGroupHasOpenOrders) {
+		return fmt.Errorf("while deleting order group %s: %w", id, err)
+	}
+	return err
+}
+
 // TriggeredGroups returns which of ids are triggered now: the shard's sweep (internal/shard/groups.go).
 func (s *Store) TriggeredGroups(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
 	rows, err := s.Pool.Query(ctx, `select id from order_groups where id = any($1) and triggered_at is not null`, uuidArray(ids))

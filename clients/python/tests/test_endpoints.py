@@ -236,6 +236,21 @@ def test_every_endpoint(exchange: PmxDev, flavour: str) -> None:
             raise AssertionError("an unknown group was found")
         except pmx.NotFoundError as e:
             assert e.code == "order_group_not_found"
+        # A group an open order is in stays; with none, it is deleted, and then not found.
+        kept = await ready(alice.place_order(grouped_market, "BUY", "YES", 10, 1, order_group_id=group.id))
+        try:
+            await ready(alice.delete_order_group(group.id))
+            raise AssertionError("a group with an open order was deleted")
+        except pmx.ConflictError as e:
+            assert e.code == "order_group_has_open_orders"
+        await ready(alice.cancel_order(kept.id))
+        assert await ready(alice.delete_order_group(group.id)) is None
+        assert await ready(alice.list_order_groups()) == []
+        try:
+            await ready(alice.delete_order_group(group.id))
+            raise AssertionError("a deleted group was deleted again")
+        except pmx.NotFoundError as e:
+            assert e.code == "order_group_not_found"
 
         # Events: GET /events, GET /event, POST /event/convert. alice buys 3 NO of a and of b at 70
         # from bob's YES bids at 30; bob bids 20 for YES of c.

@@ -491,6 +491,14 @@ def get_order_group(group_id: str) -> Call[OrderGroup]:
     return Call("GET", f"/order-groups/{_path_id(group_id)}", _one(OrderGroup, 200), resend_safe=True)
 
 
+@endpoint("DELETE", "/order-groups/{id}")
+def delete_order_group(group_id: str) -> Call[None]:
+    """Deletes one of your groups that no open order is in, to make room under the most an account
+    keeps. ``ConflictError`` (``order_group_has_open_orders``) while an order of it is open;
+    ``NotFoundError`` (``order_group_not_found``) for no such group. Needs a trade key."""
+    return Call("DELETE", f"/order-groups/{_path_id(group_id)}", _nothing(204))
+
+
 @endpoint("POST", "/order-groups/{id}/reset")
 def reset_order_group(group_id: str) -> Call[OrderGroup]:
     """Lets a triggered group take orders again and restarts its count. Needs a trade key."""

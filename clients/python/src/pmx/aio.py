@@ -124,6 +124,7 @@ class AsyncClient:
     list_order_groups = _method(_core.list_order_groups)
     get_order_group = _method(_core.get_order_group)
     reset_order_group = _method(_core.reset_order_group)
+    delete_order_group = _method(_core.delete_order_group)
     list_events = _method(_core.list_events)
     get_event = _method(_core.get_event)
     convert_event_shares = _method(_core.convert_event_shares)
