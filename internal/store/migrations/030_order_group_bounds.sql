@@ -4,9 +4,9 @@
 -- calls), so that what an account keeps, and what GET /order-groups reads, stay bounded.
 --
 -- active_at is when something last happened in the group: it was made or reset, an order of it
--- filled, it was triggered, an order was placed into it, or a sweep found an order of it open. A placement moves it only when it is
--- an hour or more old, so that a busy group's row is written at most once an hour by its
--- placements. The release before neither writes nor reads it: its rows start from the latest of
+-- filled, it was triggered, an order was placed into it, or a sweep found an order of it open. A
+-- placement moves it only when it is an hour or more old, so that a busy group's row is written at
+-- most once an hour by its placements. The release before neither writes nor reads it: its rows start from the latest of
 -- what they hold.
 alter table order_groups add column active_at timestamptz;
 update order_groups g set active_at = greatest(g.created_at, g.counted_from, g.triggered_at,
