@@ -18,7 +18,7 @@ func TestAdminDocument(t *testing.T) {
 	if s := v.Document().Servers; len(s) != 1 || s[0].URL != "/admin/v1" {
 		t.Errorf("servers = %v, want one with url /admin/v1", s)
 	}
-	want := []string{"POST /accounts", "POST /events", "POST /events/{id}/cancel", "POST /events/{id}/close",
+	want := []string{"POST /accounts", "POST /accounts/{id}/keys", "POST /events", "POST /events/{id}/cancel", "POST /events/{id}/close",
 		"POST /events/{id}/reopen", "POST /events/{id}/resolve", "POST /markets", "POST /markets/{id}/cancel",
 		"POST /markets/{id}/close", "POST /markets/{id}/reopen", "POST /markets/{id}/resolve"}
 	var ops []string

@@ -303,6 +303,8 @@ func TestInvalidResponses(t *testing.T) {
 func TestDocumentedStatuses(t *testing.T) {
 	v := NewValidator(t)
 	want := []string{
+		"DELETE /account/keys/{id} 204", "DELETE /account/keys/{id} 400", "DELETE /account/keys/{id} 401", "DELETE /account/keys/{id} 403", "DELETE /account/keys/{id} 404", "DELETE /account/keys/{id} 429",
+		"DELETE /order-groups/{id} 204", "DELETE /order-groups/{id} 400", "DELETE /order-groups/{id} 401", "DELETE /order-groups/{id} 403", "DELETE /order-groups/{id} 404", "DELETE /order-groups/{id} 409", "DELETE /order-groups/{id} 429",
 		"GET /account 200", "GET /account 401", "GET /account 403", "GET /account 429",
 		"GET /account/events 200", "GET /account/events 400", "GET /account/events 401", "GET /account/events 403", "GET /account/events 410", "GET /account/events 429",
 		"GET /account/keys 200", "GET /account/keys 401", "GET /account/keys 403", "GET /account/keys 429",
@@ -318,17 +320,18 @@ func TestDocumentedStatuses(t *testing.T) {
 		"GET /market/trades 200", "GET /market/trades 400", "GET /market/trades 401", "GET /market/trades 403", "GET /market/trades 429",
 		"GET /markets 200", "GET /markets 400", "GET /markets 401", "GET /markets 403", "GET /markets 429",
 		"GET /order 200", "GET /order 400", "GET /order 401", "GET /order 403", "GET /order 404", "GET /order 429",
-		"GET /order-groups 200", "GET /order-groups 401", "GET /order-groups 403", "GET /order-groups 429",
+		"GET /order-groups 200", "GET /order-groups 400", "GET /order-groups 401", "GET /order-groups 403", "GET /order-groups 429",
 		"GET /order-groups/{id} 200", "GET /order-groups/{id} 400", "GET /order-groups/{id} 401", "GET /order-groups/{id} 403", "GET /order-groups/{id} 404", "GET /order-groups/{id} 429",
 		"GET /orders 200", "GET /orders 400", "GET /orders 401", "GET /orders 403", "GET /orders 429",
 		"GET /positions 200", "GET /positions 401", "GET /positions 403", "GET /positions 404", "GET /positions 429",
 		"GET /settlements 200", "GET /settlements 400", "GET /settlements 401", "GET /settlements 403", "GET /settlements 429",
+		"POST /account/keys 201", "POST /account/keys 400", "POST /account/keys 401", "POST /account/keys 403", "POST /account/keys 409", "POST /account/keys 429",
 		"POST /cancel-everything 200", "POST /cancel-everything 401", "POST /cancel-everything 403", "POST /cancel-everything 429",
 		"POST /cancel-order 200", "POST /cancel-order 400", "POST /cancel-order 401", "POST /cancel-order 403", "POST /cancel-order 404", "POST /cancel-order 429",
 		"POST /event/convert 200", "POST /event/convert 201", "POST /event/convert 400", "POST /event/convert 401", "POST /event/convert 403", "POST /event/convert 404", "POST /event/convert 409", "POST /event/convert 429",
 		"POST /heartbeat 200", "POST /heartbeat 400", "POST /heartbeat 401", "POST /heartbeat 403", "POST /heartbeat 429",
 		"POST /order 200", "POST /order 201", "POST /order 400", "POST /order 401", "POST /order 403", "POST /order 409", "POST /order 429",
-		"POST /order-groups 201", "POST /order-groups 400", "POST /order-groups 401", "POST /order-groups 403", "POST /order-groups 429",
+		"POST /order-groups 201", "POST /order-groups 400", "POST /order-groups 401", "POST /order-groups 403", "POST /order-groups 409", "POST /order-groups 429",
 		"POST /order-groups/{id}/reset 200", "POST /order-groups/{id}/reset 400", "POST /order-groups/{id}/reset 401", "POST /order-groups/{id}/reset 403", "POST /order-groups/{id}/reset 404", "POST /order-groups/{id}/reset 429",
 		"POST /order/amend 200", "POST /order/amend 400", "POST /order/amend 401", "POST /order/amend 403", "POST /order/amend 404", "POST /order/amend 429",
 		"POST /orders/batch 201", "POST /orders/batch 400", "POST /orders/batch 401", "POST /orders/batch 403", "POST /orders/batch 429",
@@ -339,7 +342,8 @@ func TestDocumentedStatuses(t *testing.T) {
 	if got := v.Documented(); !slices.Equal(got, want) {
 		t.Errorf("documented statuses:\n got %q\nwant %q", got, want)
 	}
-	// Every 401 carries the required WWW-Authenticate header; every response has a JSON body;
+	// Every 401 carries the required WWW-Authenticate header; every response but a 204 has a JSON
+	// body, and a 204 none;
 	// every operation requires the bearer scheme, or a signing key's prefix (Signed requests).
 	for path, item := range v.Document().Paths.Map() {
 		for method, op := range item.Operations() {
@@ -350,7 +354,11 @@ func TestDocumentedStatuses(t *testing.T) {
 				t.Errorf("%s %s: missing operationId or description", method, path)
 			}
 			for status, resp := range op.Responses.Map() {
-				if resp.Value.Content.Get("application/json") == nil {
+				if status == "204" {
+					if len(resp.Value.Content) > 0 {
+						t.Errorf("%s %s 204: a body is documented for No Content", method, path)
+					}
+				} else if resp.Value.Content.Get("application/json") == nil {
 					t.Errorf("%s %s %s: no application/json body", method, path, status)
 				}
 				if status == "401" {
