@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"strings"
@@ -215,6 +216,18 @@ func (d Distributed) Samples(t *testing.T, samplesDir string) map[string]uuid.UU
 // the winning shares.
 func RunFailover(t *testing.T, d Distributed, samplesDir string) {
 	tg := d.Fronts[len(d.Fronts)-1]
+	// The scheduler gives each new market to the live shard with the fewest OPEN markets, so the
+	// samples spread only if the shards were about even before them: the tests run before this
+	// one (the suite's markets, some closed or resolved since) can leave one shard more markets
+	// short than there are samples, and then every sample rightly goes to it.
+	live, err := tg.Store.LiveShards(context.Background(), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fewest, most := math.MaxInt, 0
+	for _, s := range live {
+		fewest, most = min(fewest, s.Markets), max(most, s.Markets)
+	}
 	samples := d.Samples(t, samplesDir)
 	owners := map[string]bool{}
 	var markets []uuid.UUID
@@ -226,8 +239,12 @@ func RunFailover(t *testing.T, d Distributed, samplesDir string) {
 		owners[o.Shard] = true
 		markets = append(markets, id)
 	}
-	if want := min(d.Shards, len(samples)); len(owners) != want {
-		t.Errorf("the %d samples sit on %v, not spread over %d shards", len(samples), owners, want)
+	// (A market may close meanwhile, so the shards are taken as even only within one market.)
+	if want := min(d.Shards, len(samples)); len(live) == d.Shards && most-fewest <= 1 && len(owners) != want {
+		t.Errorf("the %d samples sit on %v, not spread over %d shards, which held %d to %d OPEN markets before them",
+			len(samples), owners, want, fewest, most)
+	} else if len(owners) != want {
+		t.Logf("the %d samples sit on %v: the shards held %d to %d OPEN markets before them", len(samples), owners, fewest, most)
 	}
 
 	// Bots trade on the samples through every front.
