@@ -107,7 +107,7 @@ const (
 )
 
 // Register adds the pages to r: /markets, /markets/{id}, /events, /events/{id} and their static
-// files.
+// files; and / sends a browser to /markets, the exchange's front page, rather than a JSON 404.
 func Register(r gin.IRouter, cfg Config) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -120,6 +120,7 @@ func Register(r gin.IRouter, cfg Config) {
 	e.GET("", p.eventList)
 	e.GET("/:id", p.event)
 	r.GET("/market-pages/:file", p.kit.ServeStatic)
+	r.GET("/", func(c *gin.Context) { c.Redirect(http.StatusFound, "/markets") })
 }
 
 func newPages(cfg Config) *pages {

@@ -96,6 +96,16 @@ func TestPages(t *testing.T) {
 	if status, _, _ := get(t, tg, "/market-pages/nothing.js"); status != http.StatusNotFound {
 		t.Fatalf("GET /market-pages/nothing.js: %d, want 404", status)
 	}
+	// The bare address is the list's.
+	once := &http.Client{Timeout: time.Minute, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := once.Get(tg.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/markets" {
+		t.Fatalf("GET /: %d to %q, want 302 to /markets", resp.StatusCode, resp.Header.Get("Location"))
+	}
 }
 
 // TestPublicFeed follows a market without a key, and is refused the account's channels and
