@@ -294,13 +294,14 @@ func lockTable(t *testing.T, st *store.Store, table string) pgx.Tx {
 	return tx
 }
 
-// waitBlocked waits until a session other than the caller's waits for a lock.
+// waitBlocked waits until a session of st's database other than the caller's waits for a lock
+// (the test binary's other databases share the cluster, and pg_stat_activity shows them all).
 func waitBlocked(t *testing.T, st *store.Store) {
 	t.Helper()
-	err := poll.Until(t.Context(), 10*time.Second, func(ctx context.Context) (bool, error) {
+	err := poll.Until(t.Context(), 30*time.Second, func(ctx context.Context) (bool, error) {
 		var n int
 		err := st.Pool.QueryRow(ctx, `select count(*) from pg_stat_activity
-			where wait_event_type = 'Lock' and pid <> pg_backend_pid()`).Scan(&n)
+			where wait_event_type = 'Lock' and pid <> pg_backend_pid() and datname = current_database()`).Scan(&n)
 		return n > 0, err
 	})
 	if err != nil {

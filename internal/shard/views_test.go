@@ -212,11 +212,11 @@ func TestPipelinedBatchUndone(t *testing.T) {
 		next <- s.PlaceMany(ctx, []exchange.PlaceRequest{f.buy(f.bob, engine.No, 50, 3),
 			{Account: f.bob, Market: other.ID, Side: engine.Buy, Outcome: engine.Yes, Price: 20, Quantity: 2}})
 	}()
-	poll.Wait(t, 10*time.Second, "the next batch built on the one in flight", func() bool { return counter(t, s.metrics.ahead) == 2 })
+	poll.Wait(t, 30*time.Second, "the next batch built on the one in flight", func() bool { return counter(t, s.metrics.ahead) == 2 })
 	// A placement queued now joins the batch being built.
 	third := make(chan error, 1)
 	go func() { _, err := s.Place(ctx, f.buy(f.bob, engine.No, 50, 1)); third <- err }()
-	poll.Wait(t, 10*time.Second, "the third placement joining it", func() bool { return counter(t, s.metrics.ahead) == 3 })
+	poll.Wait(t, 30*time.Second, "the third placement joining it", func() bool { return counter(t, s.metrics.ahead) == 3 })
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestPipelinedFencingLoss(t *testing.T) {
 	waitBlocked(t, f.st)
 	next := make(chan error, 1)
 	go func() { _, err := s.Place(ctx, f.buy(f.bob, engine.No, 80, 1)); next <- err }() // crosses the first
-	poll.Wait(t, 10*time.Second, "the next batch built on the one in flight", func() bool { return counter(t, s.metrics.ahead) == 1 })
+	poll.Wait(t, 30*time.Second, "the next batch built on the one in flight", func() bool { return counter(t, s.metrics.ahead) == 1 })
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
