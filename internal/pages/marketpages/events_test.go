@@ -67,6 +67,13 @@ func TestEventPages(t *testing.T) {
 	if strings.Contains(body, "<b>bold</b>") || strings.Contains(body, "<i>tag</i>") {
 		t.Fatal("the event page shows an outcome's or the question's markup unescaped")
 	}
+	// An outcome's market page leads back to its event; a lone market's leads to none.
+	if _, _, page := get(t, tg, "/markets/"+e.Outcomes[1].MarketID.String()); !strings.Contains(page, `href="/events/`+e.ID.String()+`" id="event-link"`) {
+		t.Fatalf("an outcome's market page does not link to its event:\n%s", page)
+	}
+	if _, _, page := get(t, tg, "/markets/"+tg.NewMarket(t, nil).ID.String()); strings.Contains(page, `id="event-link"`) {
+		t.Fatalf("a market of no event links to an event:\n%s", page)
+	}
 
 	for _, id := range []string{"not-an-event", uuid.NewString(), e.Outcomes[0].MarketID.String()} {
 		status, _, body := get(t, tg, "/events/"+id)
