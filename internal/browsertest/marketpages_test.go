@@ -175,6 +175,23 @@ func TestMarketPagesInBrowser(t *testing.T) {
 	}
 	run("laptop width", chromedp.EmulateViewport(laptopWidth, laptopHeight))
 
+	// An empty book's depth chart: its scale reads each value once (it read 1, 1 and 0).
+	open("/markets/"+quiet.ID.String(), http.StatusOK)
+	await("the empty depth chart", `document.querySelectorAll("#depth text.tick").length > 0`)
+	var scale []string
+	eval(`(() => { const left = +document.querySelector("#depth line.axis").getAttribute("x1");
+		return Array.from(document.querySelectorAll("#depth text.tick")).filter(e => +e.getAttribute("x") < left).map(e => e.textContent); })()`, &scale)
+	seen := map[string]bool{}
+	for _, v := range scale {
+		if seen[v] {
+			t.Fatalf("the empty book's depth scale reads %q, want each value once", scale)
+		}
+		seen[v] = true
+	}
+	if len(scale) < 2 {
+		t.Fatalf("the empty book's depth scale reads %q, want at least its two ends", scale)
+	}
+
 	// A bad id: a page that says so, and where to go.
 	for _, id := range []string{"no-such-market", uuid.NewString()} {
 		open("/markets/"+url.PathEscape(id), http.StatusNotFound)

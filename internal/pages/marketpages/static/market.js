@@ -89,11 +89,12 @@
     svg.replaceChildren.apply(svg, nodes);
   }
 
-  // axes draws the frame, the y scale (0 to max) and the x ticks.
+  // axes draws the frame, the y scale (0 to max, each whole value once: a scale of 1 share reads 0
+  // and 1, not 0, 1 and 1) and the x ticks.
   function axes(y, max, fmt, xticks) {
     const nodes = [dom.svg("line", { class: "axis", x1: L, y1: H - B, x2: W - R, y2: H - B }), dom.svg("line", { class: "axis", x1: L, y1: T, x2: L, y2: H - B })];
-    [0, max / 2, max].forEach(function (q) {
-      nodes.push(dom.svg("text", { class: "tick", x: L - 6, y: y(q) + 4, "text-anchor": "end" }, fmt(Math.round(q))));
+    [0, max / 2, max].map(Math.round).filter(function (q, i, all) { return all.indexOf(q) === i; }).forEach(function (q) {
+      nodes.push(dom.svg("text", { class: "tick", x: L - 6, y: y(q) + 4, "text-anchor": "end" }, fmt(q)));
     });
     xticks.forEach(function (t, i) {
       const anchor = i === 0 ? "start" : i === xticks.length - 1 ? "end" : "middle";
