@@ -100,10 +100,7 @@ func (s *Server) createMarket(c *gin.Context) error {
 
 // operatorManaged reports whether markets and events are Market and Event resources here (the
 // distributed front), which the admin API must not create.
-func (s *Server) operatorManaged() bool {
-	om, ok := s.cfg.Exchange.(exchange.OperatorManaged)
-	return ok && om.ManagedByOperator()
-}
+func (s *Server) operatorManaged() bool { return s.cfg.Exchange.ManagedByOperator() }
 
 // decodeMarket decodes a market body and checks it by the Market resource's rules
 // (market.Validate), defaulted as the CRD defaults it.

@@ -97,12 +97,8 @@ func (s *Server) applyEvent(c *gin.Context, a domain.EventAction) error {
 	if err != nil {
 		return err
 	}
-	lc, ok := s.cfg.Exchange.(exchange.EventLifecycle)
-	if !ok {
-		return exchange.ErrManagedByOperator
-	}
 	ctx := c.Request.Context()
-	if err := lc.TransitionEvent(ctx, id, a); err != nil {
+	if err := s.cfg.Exchange.TransitionEvent(ctx, id, a); err != nil {
 		return err
 	}
 	e, err := s.cfg.Store.Event(ctx, id)

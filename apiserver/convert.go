@@ -54,10 +54,6 @@ func (s *Server) convert(c *gin.Context) error {
 			return httpkit.FieldError("clientRequestId", "invalid_value", "clientRequestId must be %s", domain.ClientOrderIDRule)
 		}
 	}
-	conv, ok := s.cfg.Exchange.(exchange.Converter)
-	if !ok {
-		return exchange.ErrUnavailable
-	}
 	ctx := c.Request.Context()
 	var before uuid.UUID // a retry is answered 200: the conversion existed before this request
 	if req.ClientRequestID != "" {
@@ -65,7 +61,7 @@ func (s *Server) convert(c *gin.Context) error {
 			before = prev.ID
 		}
 	}
-	row, err := conv.Convert(ctx, req)
+	row, err := s.cfg.Exchange.Convert(ctx, req)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
-	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/kit/wire"
 	"github.com/pmx-dev/pmx/internal/records"
@@ -49,40 +47,17 @@ func YesMid(bid, ask *int) float64 {
 	return float64(lo+hi) / 2
 }
 
-// outcomeReads bounds how many books one GET /event reads at once where the exchange reads them
-// one by one (an event has up to 50).
-const outcomeReads = 8
-
-// readOrderBooks reads the books of markets, in their order: all at once where the exchange can
-// (exchange.BooksReader), else each as ReadOrderBook does, at most outcomeReads at once (the
-// shards of one process, whose books are in memory).
+// readOrderBooks reads the books of markets, in their order, in one call of the exchange
+// (exchange.BooksReader): the router asks each owning shard once, a process's shards read their
+// memory.
 func (s *Server) readOrderBooks(ctx context.Context, ids []uuid.UUID) ([]OrderBook, error) {
-	books := make([]OrderBook, len(ids))
-	if br, ok := s.cfg.Exchange.(exchange.BooksReader); ok {
-		snaps, err := br.OrderBooks(ctx, ids)
-		if err != nil {
-			return nil, err
-		}
-		for i, snap := range snaps {
-			books[i] = orderBookOf(snap)
-		}
-		return books, nil
+	snaps, err := s.cfg.Exchange.OrderBooks(ctx, ids)
+	if err != nil {
+		return nil, err
 	}
-	errs := make([]error, len(ids))
-	sem := make(chan struct{}, outcomeReads)
-	var wg sync.WaitGroup
-	for i, id := range ids {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			books[i], errs[i] = s.ReadOrderBook(ctx, id)
-		})
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
+	books := make([]OrderBook, len(snaps))
+	for i, snap := range snaps {
+		books[i] = orderBookOf(snap)
 	}
 	return books, nil
 }

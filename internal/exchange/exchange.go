@@ -21,8 +21,14 @@ import (
 // Exchange executes market writes and serves books: one shard.Shard, a shard.Set of them (pmx
 // dev, pmx shard), or in a front of the distributed exchange the router to the shard that owns
 // each market (shardapi.Router). The front API and the shard's internal API serve whichever they
-// are given.
+// are given. Every part of the contract is in it, events' and the operator's included, and every
+// implementation asserts it at compile time: no caller finds a capability at run time.
 type Exchange interface {
+	EventLifecycle
+	Converter
+	OperatorManaged
+	BooksReader
+
 	Place(ctx context.Context, r PlaceRequest) (records.PlacedOrder, error)
 	Cancel(ctx context.Context, r CancelRequest) (records.Order, error)
 	Amend(ctx context.Context, r AmendRequest) (records.PlacedOrder, error)
@@ -52,8 +58,8 @@ var ErrOutcomeUnknown = errors.New("the shard did not answer; the request may ha
 // are the one way to manage markets (shardapi.Router's Transition).
 var ErrManagedByOperator = errors.New("markets and events are managed by the operator here: apply or edit their Market and Event resources with kubectl")
 
-// OperatorManaged is an Exchange whose markets and events are Market and Event resources (the
-// distributed front): ManagedByOperator reports so, and the admin API then creates neither (a row
+// OperatorManaged says whether an Exchange's markets and events are Market and Event resources
+// (the distributed front): where ManagedByOperator reports so, the admin API creates neither (a row
 // it wrote would be scheduled by nobody), answering ErrManagedByOperator.
 type OperatorManaged interface {
 	ManagedByOperator() bool

@@ -14,6 +14,12 @@ import (
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
+// CloseTarget closes markets, and events whole: in the standalone exchange, the shards.
+type CloseTarget interface {
+	Transitioner
+	exchange.EventLifecycle
+}
+
 // Transitioner applies lifecycle actions; in the standalone exchange it is the shard.
 type Transitioner interface {
 	Transition(ctx context.Context, market uuid.UUID, action domain.MarketAction) error
@@ -22,7 +28,7 @@ type Transitioner interface {
 // Closer closes every OPEN market when its closesAt arrives.
 type Closer struct {
 	Store  *store.Store
-	Target Transitioner
+	Target CloseTarget
 	Logger *slog.Logger
 	Now    func() time.Time // default time.Now
 	// Poll is the longest it sleeps between looks (default 1s), so that markets created or
@@ -94,15 +100,11 @@ func (c *Closer) CloseDue(ctx context.Context, now time.Time) error {
 }
 
 // closeEvent closes the event of a market whose closesAt has come: an event's markets share its
-// schedule and move only together. A target that cannot move events leaves it to whoever can.
+// schedule and move only together.
 func (c *Closer) closeEvent(ctx context.Context, id uuid.UUID) error {
-	lc, ok := c.Target.(exchange.EventLifecycle)
-	if !ok {
-		return nil
-	}
 	m, err := c.Store.Market(ctx, id)
 	if err != nil || m.EventID == nil {
 		return err
 	}
-	return lc.TransitionEvent(ctx, *m.EventID, domain.EventAction{Action: domain.CloseMarket})
+	return c.Target.TransitionEvent(ctx, *m.EventID, domain.EventAction{Action: domain.CloseMarket})
 }

@@ -64,12 +64,8 @@ func checkConvert(w *convertV1) *domain.Error {
 }
 
 // convertOn carries a conversion out on this process's shards.
-func convertOn(ctx context.Context, sh exchange.Exchange, w *convertV1) (conversionV1, error) {
-	cv, ok := sh.(exchange.Converter)
-	if !ok {
-		return conversionV1{}, fmt.Errorf("this shard cannot convert: %w", exchange.ErrUnavailable)
-	}
-	c, err := cv.Convert(ctx, exchange.ConvertRequest{Account: w.Account, Event: w.Event, Outcomes: w.Outcomes,
+func convertOn(ctx context.Context, sh exchange.Shard, w *convertV1) (conversionV1, error) {
+	c, err := sh.Convert(ctx, exchange.ConvertRequest{Account: w.Account, Event: w.Event, Outcomes: w.Outcomes,
 		Quantity: w.Quantity, ClientRequestID: w.ClientRequestID})
 	return conversionToWire(c), err
 }

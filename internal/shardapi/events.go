@@ -42,12 +42,8 @@ func checkEventTransition(w *eventTransitionV1) (domain.EventAction, *domain.Err
 }
 
 // transitionEvent carries an event's change out on this process's shards.
-func transitionEvent(ctx context.Context, sh exchange.Exchange, id uuid.UUID, a domain.EventAction) error {
-	lc, ok := sh.(exchange.EventLifecycle)
-	if !ok {
-		return fmt.Errorf("this shard cannot move events: %w", exchange.ErrUnavailable)
-	}
-	return lc.TransitionEvent(ctx, id, a)
+func transitionEvent(ctx context.Context, sh exchange.Shard, id uuid.UUID, a domain.EventAction) error {
+	return sh.TransitionEvent(ctx, id, a)
 }
 
 // TransitionEvent, in the operator (Lifecycle), has the shard that owns an event's markets move

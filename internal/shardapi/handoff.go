@@ -71,12 +71,8 @@ func checkMarkets(markets []uuid.UUID) *domain.Error {
 	return nil
 }
 
-// handoffRoutes serves the handoff's two calls, when the shard carries handoffs out.
-func handoffRoutes(in *gin.RouterGroup, sh exchange.Exchange, answer func(*gin.Context, int, any, error)) {
-	ho, ok := sh.(exchange.Handoff)
-	if !ok {
-		return // the calls are not served: 404, as from a shard of the release before
-	}
+// handoffRoutes serves the handoff's two calls.
+func handoffRoutes(in *gin.RouterGroup, ho exchange.Shard, answer func(*gin.Context, int, any, error)) {
 	in.POST("/handoff", func(c *gin.Context) {
 		var w handoffV1
 		if !bind(c, &w) {

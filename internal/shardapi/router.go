@@ -21,6 +21,9 @@ import (
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
+// A Router carries out the exchange contract for a front (and, with Lifecycle, the operator).
+var _ exchange.Exchange = (*Router)(nil)
+
 // Router is the front API's Exchange in distributed mode: it sends each market's writes and book
 // reads to the shard that owns the market, as Postgres records it. Owners are cached briefly; a
 // shard that answers "not owner" (or cannot be reached) sends the router back to Postgres for one

@@ -20,8 +20,8 @@ import (
 // Server serves one shard's internal API and its health endpoints. Its metrics are served by the
 // process, on a listener of its own (httpkit.MetricsHandler), not here.
 type Server struct {
-	Shard exchange.Exchange // a *shard.Shard, or the *shard.Set of pmx shard
-	Store *store.Store      // for readiness
+	Shard exchange.Shard // a *shard.Shard, or the *shard.Set of pmx shard
+	Store *store.Store   // for readiness
 	// Token is what callers must send as their bearer token.
 	Token  string
 	Logger *slog.Logger
