@@ -2,10 +2,8 @@ package store
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"time"
 
 	"github.com/google/uuid"
@@ -142,10 +140,7 @@ var ErrTooManyKeys = errors.New("the account holds the most active API keys it m
 // on every front cannot together pass max.
 func (s *Store) CreateAPIKey(ctx context.Context, k APIKey, hash []byte, max int) error {
 	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		h := fnv.New64a()
-		h.Write([]byte("api-keys"))
-		h.Write(binary.BigEndian.AppendUint64(nil, uint64(k.AccountID)))
-		if _, err := tx.Exec(ctx, `select pg_advisory_xact_lock($1)`, int64(h.Sum64())); err != nil {
+		if err := lockOfAccount(ctx, tx, "api-keys", k.AccountID); err != nil {
 			return err
 		}
 		var n int
