@@ -12,19 +12,27 @@ import (
 	"github.com/pmx-dev/pmx/internal/exchangetest"
 )
 
-// TestKeys makes and revokes keys with the SDK: an account the admin API opened, given a key of
-// scope keys, makes a cancel-only key that cancels and cannot trade; asks in vain for a key that
-// outlives its own; and revokes the key it made, which is then refused.
-func TestKeys(t *testing.T) {
-	ctx := context.Background()
-	tg := exchangetest.StartDev(t)
-	owner := tg.NewAccount(t, "sdkkeys")
+// keysManager opens an account through the admin API, as an operator would, and answers a client
+// with the key of scope keys the admin API makes it.
+func keysManager(t *testing.T, tg *exchangetest.Target, name string) *client.Client {
+	t.Helper()
+	owner := tg.NewAccount(t, name)
 	var made apiserver.NewKey
 	tg.Admin(t, "POST", "/admin/v1/accounts/"+owner.Account.String()+"/keys", map[string]any{"scope": "keys"}, http.StatusCreated, &made)
 	manager, err := client.New(tg.URL+"/api/v1", made.APIKey)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return manager
+}
+
+// TestKeys makes and revokes keys with the SDK: an account the admin API opened, given a key of
+// scope keys, makes a cancel-only key that cancels and cannot trade; asks in vain for a key that
+// outlives its own; and revokes the key it made, which is then refused.
+func TestKeys(t *testing.T) {
+	ctx := context.Background()
+	tg := exchangetest.StartDev(t)
+	manager := keysManager(t, tg, "sdkkeys")
 	scope, label := client.NewKeyRequestScopeCancel, "desk"
 	desk, err := manager.CreateKey(ctx, client.NewKeyRequest{Scope: &scope, Label: &label})
 	if err != nil || desk.APIKey == "" || desk.Key.Scope != client.APIKeyScopeCancel || desk.Key.Label != "desk" {
@@ -63,13 +71,7 @@ func TestFeedEndsWithItsKey(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	tg := exchangetest.StartDev(t)
-	owner := tg.NewAccount(t, "feedkey")
-	var made apiserver.NewKey
-	tg.Admin(t, "POST", "/admin/v1/accounts/"+owner.Account.String()+"/keys", map[string]any{"scope": "keys"}, http.StatusCreated, &made)
-	manager, err := client.New(tg.URL+"/api/v1", made.APIKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	manager := keysManager(t, tg, "feedkey")
 	scope := client.NewKeyRequestScopeRead
 	bot, err := manager.CreateKey(ctx, client.NewKeyRequest{Scope: &scope})
 	if err != nil {
