@@ -214,8 +214,11 @@ func TestAbuseFeed(t *testing.T) {
 	if reconnects < 2*abuseFeedConns {
 		t.Errorf("the public attacker reconnected only %d times: the attack did not run", reconnects)
 	}
-	// (Every token spent was taken from the shared bucket: a front's leases never add to it.)
-	if most := abuseFeedReadBurst + int(elapsed.Seconds()*abuseFeedReadRate) + 1; keyedLet > most || keyedRefused == 0 {
+	// (Every token spent was taken from the shared bucket: a front's leases never add to it.) One
+	// second of the rate is allowed over: at this rig's 4 a second a run once let in 51 where the
+	// rate and burst give 49 in its 10.15 s, the bucket's refill on Postgres's clock being timed
+	// apart from the test's; what the test guards against is an order of magnitude more.
+	if most := abuseFeedReadBurst + int((elapsed.Seconds()+1)*abuseFeedReadRate) + 1; keyedLet > most || keyedRefused == 0 {
 		t.Errorf("keyed resumes of the orders channel: %d let in and %d refused in %v, want at most %d let in",
 			keyedLet, keyedRefused, elapsed, most)
 	}
