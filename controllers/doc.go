@@ -1,7 +1,7 @@
 // Package controllers holds pmx's operator, the Market reconciler (run by `pmx operator`,
 // cmd/pmx). It records each Market resource in Postgres (market.Record), carries out its lifecycle
-// intent — close, reopen, resolve, cancel — through a shard of its own with the code the
-// standalone exchange runs (packages market and shard), schedules every OPEN market onto the
+// intent — close, reopen, resolve, cancel — by asking the live shard that owns the market over the
+// internal API (Config.Exchange, the same contract the front speaks), schedules every OPEN market onto the
 // least-loaded live shard and moves it when that shard's heartbeat lapses, voids a Market deleted
 // before settlement (its finalizer), and reports all of it in the Market's status and events.
 //
