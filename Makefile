@@ -83,7 +83,7 @@ demo: build postgres ## Run pmx dev with the example market maker and three nois
 	BIN=$(BIN) hack/demo.sh
 
 .PHONY: test
-test: postgres chromium helm promtool k8s-bins ## Run all tests, with the race detector (hack/metricscheck's module too); then the Python SDK's.
+test: postgres chromium jq helm promtool k8s-bins ## Run all tests, with the race detector (hack/metricscheck's module too); then the Python SDK's.
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
 	cd hack/metricscheck && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
 	@$(MAKE) --no-print-directory test-python
@@ -160,6 +160,15 @@ chromium:
 	echo "Chromium not found: installing it with apt-get"; \
 	SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
 	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium
+
+# jq, with which the README's quickstart reads the API's answers; internal/doctest runs the
+# quickstart. Installed with apt when missing.
+.PHONY: jq
+jq:
+	@if command -v jq >/dev/null 2>&1; then exit 0; fi; \
+	echo "jq not found: installing it with apt-get"; \
+	SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
+	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq jq
 
 ##@ Build
 
