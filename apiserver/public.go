@@ -451,7 +451,7 @@ func (s *Server) settlements(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	next := nextCursor(rows, limit, func(r *store.AccountSettlement) store.Cursor {
+	next := nextCursor(rows, limit, func(r *records.AccountSettlement) store.Cursor {
 		return store.Cursor{CreatedAt: r.SettledAt, ID: r.MarketID, Outcome: r.Outcome}
 	})
 	c.JSON(http.StatusOK, gin.H{"settlements": listOf(rows, wire.SettlementOf), "nextCursor": next})

@@ -10,10 +10,11 @@ import (
 
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/kit/wire"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
-func fillOf(f *store.Fill) Fill { return wire.FillOf(f) }
+func fillOf(f *records.Fill) Fill { return wire.FillOf(f) }
 
 // fills lists the account's fills, maker and taker, newest first, in cursor pages.
 func (s *Server) fills(c *gin.Context) error {
@@ -33,7 +34,7 @@ func (s *Server) fills(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	next := nextCursor(rows, limit, func(f *store.Fill) store.Cursor { return store.Cursor{CreatedAt: f.CreatedAt, ID: f.TradeID} })
+	next := nextCursor(rows, limit, func(f *records.Fill) store.Cursor { return store.Cursor{CreatedAt: f.CreatedAt, ID: f.TradeID} })
 	c.JSON(http.StatusOK, gin.H{"fills": listOf(rows, fillOf), "nextCursor": next})
 	return nil
 }
@@ -46,7 +47,7 @@ const (
 	defaultCandles = 100
 )
 
-func candleOf(c *store.Candle) Candle { return wire.CandleOf(c) }
+func candleOf(c *records.Candle) Candle { return wire.CandleOf(c) }
 
 // candleWindow is what a candles query asks for: the interval and the window, from before to.
 type candleWindow struct {

@@ -79,7 +79,7 @@ func Validate(spec Spec) error {
 // the spec's text, labels and schedule, and so do its markets; when there is none, a new OPEN
 // event is created with one OPEN market per outcome, and created is true. The event's Outcomes
 // carry each outcome's market id. An update that changes the outcomes' keys is ErrOutcomesChanged.
-func Record(ctx context.Context, st *store.Store, id uuid.UUID, name string, spec Spec, now time.Time) (e records.Event, created bool, err error) {
+func Record(ctx context.Context, st Rows, id uuid.UUID, name string, spec Spec, now time.Time) (e records.Event, created bool, err error) {
 	if err := Validate(spec); err != nil {
 		return e, false, fmt.Errorf("event %q: %w", name, err)
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/exchange"
-	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // CloseTarget closes markets, and events whole: in the standalone exchange, the shards.
@@ -27,7 +26,7 @@ type Transitioner interface {
 
 // Closer closes every OPEN market when its closesAt arrives.
 type Closer struct {
-	Store  *store.Store
+	Store  ClosingReads
 	Target CloseTarget
 	Logger *slog.Logger
 	Now    func() time.Time // default time.Now

@@ -11,7 +11,6 @@ import (
 	"github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/records"
-	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // SpecError is a market spec that the Market CRD would refuse; Field is the first field at fault,
@@ -53,7 +52,7 @@ func Validate(spec *v1alpha1.MarketSpec) error {
 
 // Create validates a spec and stores a new OPEN market; name is the metadata.name of the manifest
 // or resource it comes from, if any.
-func Create(ctx context.Context, st *store.Store, spec v1alpha1.MarketSpec, name *string, now time.Time) (records.Market, error) {
+func Create(ctx context.Context, st Rows, spec v1alpha1.MarketSpec, name *string, now time.Time) (records.Market, error) {
 	if err := Validate(&spec); err != nil {
 		return records.Market{}, err
 	}

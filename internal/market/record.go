@@ -18,7 +18,7 @@ import (
 // text and schedule; when there is none, a new OPEN market is created and created is true. Both
 // the operator and the standalone exchange's manifest sync record markets through it. The spec is
 // validated first (a *SpecError); lifecycle intent (closed, resolution) is not its business.
-func Record(ctx context.Context, st *store.Store, id uuid.UUID, name string, spec v1alpha1.MarketSpec, now time.Time) (m records.Market, created bool, err error) {
+func Record(ctx context.Context, st Rows, id uuid.UUID, name string, spec v1alpha1.MarketSpec, now time.Time) (m records.Market, created bool, err error) {
 	if id != uuid.Nil {
 		m, err = st.Market(ctx, id)
 	} else {

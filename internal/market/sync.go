@@ -10,14 +10,13 @@ import (
 
 	"github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/records"
-	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // Sync makes the markets in the database match Market manifests, as the standalone exchange does
 // at start: each manifest is recorded under its metadata.name (Record), then its lifecycle intent
 // (closed, resolution, closesAt) is carried out through target. It returns the markets in manifest
 // order.
-func Sync(ctx context.Context, st *store.Store, target Transitioner, manifests []v1alpha1.Market, now time.Time, log *slog.Logger) ([]records.Market, error) {
+func Sync(ctx context.Context, st Rows, target Transitioner, manifests []v1alpha1.Market, now time.Time, log *slog.Logger) ([]records.Market, error) {
 	out := make([]records.Market, 0, len(manifests))
 	for i := range manifests {
 		mf := &manifests[i]

@@ -114,3 +114,35 @@ type Account struct {
 
 	ID int64 // the engine's account id
 }
+
+// Fill is one side of a trade, as the account on that side sees it.
+type Fill struct {
+	TradeID       uuid.UUID
+	OrderID       uuid.UUID
+	ClientOrderID *string
+	MarketID      uuid.UUID
+	Side, Outcome string
+	Price         int // in the order's outcome's terms
+	Quantity      int64
+	Role          string // MAKER or TAKER
+	CreatedAt     time.Time
+}
+
+// Candle is one interval's trades of a market: the YES price's open, high, low and close, the
+// shares traded and the number of trades.
+type Candle struct {
+	Start                  time.Time
+	Open, High, Low, Close int
+	Volume                 int64
+	Trades                 int64
+}
+
+// AccountSettlement is what an account was paid when a market it held settled: per outcome held.
+type AccountSettlement struct {
+	MarketID     uuid.UUID
+	MarketStatus domain.MarketStatus // RESOLVED or CANCELED
+	Outcome      string
+	Quantity     int64
+	Payout       int64 // cents
+	SettledAt    time.Time
+}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
@@ -45,7 +44,7 @@ type flight struct {
 	b      batch
 	mode   reserveMode
 	acc    *accumulator
-	conn   *pgx.Conn
+	conn   BatchConn
 	ctx    context.Context
 	cancel context.CancelFunc
 	start  time.Time
@@ -528,7 +527,7 @@ func (s *Shard) open(b batch, mode reserveMode) (*flight, error) {
 		s.metrics.groupsRead.Add(float64(len(asked.Groups)))
 		asked.Now = fl.now
 		began := time.Now()
-		locked, err = store.BeginBatch(ctx, conn, asked)
+		locked, err = conn.BeginBatch(ctx, asked)
 		s.metrics.database.Add(time.Since(began).Seconds())
 		if err != nil {
 			return fl, err
@@ -616,7 +615,7 @@ func (s *Shard) send(fl *flight) {
 			return
 		}
 		sent := time.Now()
-		fl.res, fl.err = store.CommitBatch(fl.ctx, fl.conn, &fl.acc.batch)
+		fl.res, fl.err = fl.conn.CommitBatch(fl.ctx, &fl.acc.batch)
 		s.metrics.database.Add(time.Since(sent).Seconds())
 	}()
 }
@@ -660,15 +659,15 @@ func reservedFrom(cmds []*command) ([]int64, []store.ShareKey) {
 
 // connection returns the shard's own connection, acquiring one when it has none: batches never
 // wait behind the API's reads for a connection of the pool.
-func (s *Shard) connection(ctx context.Context) (*pgx.Conn, error) {
+func (s *Shard) connection(ctx context.Context) (BatchConn, error) {
 	if s.conn == nil {
-		c, err := s.cfg.Store.Acquire(ctx)
+		c, err := s.cfg.Store.BatchConn(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("while acquiring a connection: %w", err)
 		}
 		s.conn = c
 	}
-	return s.conn.Conn(), nil
+	return s.conn, nil
 }
 
 // releaseConn gives the connection back after a failure; the pool replaces it if it is broken.

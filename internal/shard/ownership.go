@@ -108,7 +108,7 @@ func (s *Shard) Run(ctx context.Context, reg Registration) error {
 
 // register keeps a named shard process registered until ctx ends, bringing the markets each of
 // its shards holds in line with those Postgres records as the process's after every heartbeat.
-func register(ctx context.Context, st *store.Store, name string, log *slog.Logger, reg Registration, shards []*Shard) error {
+func register(ctx context.Context, st Bookkeeping, name string, log *slog.Logger, reg Registration, shards []*Shard) error {
 	interval := reg.Interval
 	if interval <= 0 {
 		interval = time.Second
@@ -151,7 +151,7 @@ func register(ctx context.Context, st *store.Store, name string, log *slog.Logge
 // reportLoad records the orders per second each market took over the window (orderrate.go), for
 // the operator's rebalancing. A report that fails is only logged: the operator goes on with the
 // last one, and the next report comes a few heartbeats later.
-func reportLoad(ctx context.Context, st *store.Store, name string, log *slog.Logger, shards []*Shard, incarnation uuid.UUID, rates *orderRates) {
+func reportLoad(ctx context.Context, st Bookkeeping, name string, log *slog.Logger, shards []*Shard, incarnation uuid.UUID, rates *orderRates) {
 	totals := map[uuid.UUID]int64{}
 	for _, s := range shards {
 		s.placed.addTo(totals)
@@ -168,7 +168,7 @@ func reportLoad(ctx context.Context, st *store.Store, name string, log *slog.Log
 // beat registers the process (store.Register), or heartbeats once it is registered, then syncs
 // its shards' markets. It returns the process's incarnation, and store.ErrSuperseded when
 // another process has registered under the name.
-func beat(ctx context.Context, st *store.Store, name string, log *slog.Logger, address string, shards []*Shard, incarnation uuid.UUID) (uuid.UUID, error) {
+func beat(ctx context.Context, st Bookkeeping, name string, log *slog.Logger, address string, shards []*Shard, incarnation uuid.UUID) (uuid.UUID, error) {
 	if incarnation == uuid.Nil {
 		id, err := st.Register(ctx, name, address)
 		if err != nil {

@@ -28,7 +28,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pmx-dev/pmx/engine"
@@ -42,7 +41,8 @@ import (
 
 // Config configures a shard.
 type Config struct {
-	Store *store.Store
+	// Store is the database: *store.Store, or the scenario tests' memory (storage.go).
+	Store Store
 	// Name identifies the shard in distributed mode: it then serves only the markets Postgres
 	// records as its own, and every commit checks that ownership (owner and epoch) in its own
 	// transaction. Empty, as in the standalone exchange, the shard serves every market.
@@ -102,7 +102,7 @@ type Shard struct {
 	loads atomic.Int64
 
 	// Owned by the loop goroutine.
-	conn    *pgxpool.Conn // the batches' own connection
+	conn    BatchConn // the batches' own connection
 	markets map[uuid.UUID]*marketState
 	accs    [2]accumulator // one for the batch in flight, one for the batch being built
 	acc     *accumulator   // the batch being built's

@@ -7,24 +7,13 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-)
 
-// Fill is one side of a trade, as the account on that side sees it.
-type Fill struct {
-	TradeID       uuid.UUID
-	OrderID       uuid.UUID
-	ClientOrderID *string
-	MarketID      uuid.UUID
-	Side, Outcome string
-	Price         int // in the order's outcome's terms
-	Quantity      int64
-	Role          string // MAKER or TAKER
-	CreatedAt     time.Time
-}
+	"github.com/pmx-dev/pmx/internal/records"
+)
 
 // Fills lists an account's fills, as taker and as maker, newest first, after a cursor (the last
 // row's time and trade id), in one market or all (migration 016's indexes, one per role).
-func (s *Store) Fills(ctx context.Context, account int64, market *uuid.UUID, after *Cursor, limit int) ([]Fill, error) {
+func (s *Store) Fills(ctx context.Context, account int64, market *uuid.UUID, after *Cursor, limit int) ([]records.Fill, error) {
 	// The cursor is a row comparison the indexes seek to, written out only when there is one:
 	// "$3 is null or (created_at, id) < ($3, $4)" would make Postgres filter rather than seek.
 	args := []any{account, limit}
@@ -53,8 +42,8 @@ func (s *Store) Fills(ctx context.Context, account int64, market *uuid.UUID, aft
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Fill, error) {
-		var f Fill
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (records.Fill, error) {
+		var f records.Fill
 		var price int16
 		err := r.Scan(&f.TradeID, &f.OrderID, &f.ClientOrderID, &f.MarketID, &f.Side, &f.Outcome, &price, &f.Quantity, &f.Role, &f.CreatedAt)
 		f.Price = int(price)
@@ -62,20 +51,11 @@ func (s *Store) Fills(ctx context.Context, account int64, market *uuid.UUID, aft
 	})
 }
 
-// Candle is one interval's trades of a market: the YES price's open, high, low and close, the
-// shares traded and the number of trades.
-type Candle struct {
-	Start                  time.Time
-	Open, High, Low, Close int
-	Volume                 int64
-	Trades                 int64
-}
-
 // Candles sums a market's trades up in intervals of every (a minute, 5 minutes, an hour or a
 // day), UTC-aligned, from the interval that holds from to those that begin before to; intervals
 // without trades are left out. It reads the rolled-up minutes (1m, 5m) or hours (1h, 1d) that each
 // batch keeps (migration 016), never the trades.
-func (s *Store) Candles(ctx context.Context, market uuid.UUID, every time.Duration, from, to time.Time) ([]Candle, error) {
+func (s *Store) Candles(ctx context.Context, market uuid.UUID, every time.Duration, from, to time.Time) ([]records.Candle, error) {
 	table := "candles_1m"
 	if every >= time.Hour {
 		table = "candles_1h"
@@ -89,8 +69,8 @@ func (s *Store) Candles(ctx context.Context, market uuid.UUID, every time.Durati
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Candle, error) {
-		var c Candle
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (records.Candle, error) {
+		var c records.Candle
 		var o, h, l, cl int16
 		err := r.Scan(&c.Start, &o, &h, &l, &cl, &c.Volume, &c.Trades)
 		c.Open, c.High, c.Low, c.Close = int(o), int(h), int(l), int(cl)

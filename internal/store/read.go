@@ -296,19 +296,9 @@ func (s *Store) AccountRestingOrders(ctx context.Context, account int64, market 
 		where account_id = $1 and market_id = $2 and status in ('OPEN', 'PARTIALLY_FILLED') order by seq`, account, market))
 }
 
-// AccountSettlement is what an account was paid when a market it held settled: per outcome held.
-type AccountSettlement struct {
-	MarketID     uuid.UUID
-	MarketStatus domain.MarketStatus // RESOLVED or CANCELED
-	Outcome      string
-	Quantity     int64
-	Payout       int64 // cents
-	SettledAt    time.Time
-}
-
 // Settlements lists an account's settlements newest first (then by market and outcome), after a
 // cursor (the last row of the previous page; nil for the first), at most limit.
-func (s *Store) Settlements(ctx context.Context, account int64, after *Cursor, limit int) ([]AccountSettlement, error) {
+func (s *Store) Settlements(ctx context.Context, account int64, after *Cursor, limit int) ([]records.AccountSettlement, error) {
 	var afterTime *time.Time
 	var afterMarket *uuid.UUID
 	var afterOutcome string
@@ -322,8 +312,8 @@ func (s *Store) Settlements(ctx context.Context, account int64, after *Cursor, l
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (AccountSettlement, error) {
-		var a AccountSettlement
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (records.AccountSettlement, error) {
+		var a records.AccountSettlement
 		err := r.Scan(&a.MarketID, &a.MarketStatus, &a.Outcome, &a.Quantity, &a.Payout, &a.SettledAt)
 		return a, err
 	})

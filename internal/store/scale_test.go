@@ -144,7 +144,7 @@ func TestReadsAtScale(t *testing.T) {
 
 // checkFills compares a page of an account's fills with the same page read plainly: every trade
 // the account took part in, as taker and as maker, newest first.
-func checkFills(ctx context.Context, st *store.Store, account int64, market *uuid.UUID, after *store.Cursor, got []store.Fill) error {
+func checkFills(ctx context.Context, st *store.Store, account int64, market *uuid.UUID, after *store.Cursor, got []records.Fill) error {
 	var afterAt *time.Time
 	afterID := uuid.Nil
 	if after != nil {
@@ -189,7 +189,7 @@ func checkFills(ctx context.Context, st *store.Store, account int64, market *uui
 // checkCandles compares a market's candles with the same candles summed plainly from its trades,
 // bucketed as the rolled-up minutes (or hours) the read uses: an interval holds the minutes that
 // begin from the one holding from until before to.
-func checkCandles(ctx context.Context, st *store.Store, market uuid.UUID, every time.Duration, from, to time.Time, got []store.Candle) error {
+func checkCandles(ctx context.Context, st *store.Store, market uuid.UUID, every time.Duration, from, to time.Time, got []records.Candle) error {
 	base := "1 minute"
 	if every >= time.Hour {
 		base = "1 hour"
@@ -204,8 +204,8 @@ func checkCandles(ctx context.Context, st *store.Store, market uuid.UUID, every 
 	if err != nil {
 		return err
 	}
-	want, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Candle, error) {
-		var c store.Candle
+	want, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (records.Candle, error) {
+		var c records.Candle
 		var o, h, l, cl int16
 		err := r.Scan(&c.Start, &o, &h, &l, &cl, &c.Volume, &c.Trades)
 		c.Open, c.High, c.Low, c.Close = int(o), int(h), int(l), int(cl)
@@ -214,7 +214,7 @@ func checkCandles(ctx context.Context, st *store.Store, market uuid.UUID, every 
 	if err != nil {
 		return err
 	}
-	if !slices.EqualFunc(got, want, func(a, b store.Candle) bool {
+	if !slices.EqualFunc(got, want, func(a, b records.Candle) bool {
 		return a.Start.Equal(b.Start) && a.Open == b.Open &&
 			a.High == b.High && a.Low == b.Low && a.Close == b.Close && a.Volume == b.Volume && a.Trades == b.Trades
 	}) {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/records"
-	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // The public reads' shapes of markets, books, trades and candles: written by the API server's
@@ -76,7 +75,7 @@ type Candle struct {
 }
 
 // CandleOf is the API's shape of a candle.
-func CandleOf(c *store.Candle) Candle {
+func CandleOf(c *records.Candle) Candle {
 	return Candle{Start: c.Start.UTC(), Open: c.Open, High: c.High, Low: c.Low, Close: c.Close, Volume: c.Volume, Trades: c.Trades}
 }
 

@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/internal/records"
-	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // Order is an account's order.
@@ -61,7 +60,7 @@ type Fill struct {
 }
 
 // FillOf is the API's shape of a fill's row.
-func FillOf(f *store.Fill) Fill {
+func FillOf(f *records.Fill) Fill {
 	return Fill{ID: FillID(f.TradeID, f.Role), TradeID: f.TradeID, OrderID: f.OrderID, ClientOrderID: f.ClientOrderID,
 		MarketID: f.MarketID, Side: f.Side, Outcome: f.Outcome, Price: f.Price, Quantity: f.Quantity, Role: f.Role, CreatedAt: f.CreatedAt.UTC()}
 }
@@ -80,7 +79,7 @@ type Settlement struct {
 }
 
 // SettlementOf is the API's shape of a settlement's row.
-func SettlementOf(a *store.AccountSettlement) Settlement {
+func SettlementOf(a *records.AccountSettlement) Settlement {
 	return Settlement{MarketID: a.MarketID, MarketStatus: string(a.MarketStatus), Outcome: a.Outcome, Quantity: a.Quantity,
 		Payout: a.Payout, SettledAt: a.SettledAt}
 }
