@@ -1,4 +1,5 @@
-package main
+// Package dev is pmx dev: the whole exchange in one process, on a private Postgres it starts itself.
+package dev
 
 import (
 	"context"
@@ -15,6 +16,8 @@ import (
 	"github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/config"
+	"github.com/pmx-dev/pmx/internal/cmd/process"
+	"github.com/pmx-dev/pmx/internal/cmd/serve"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/feed"
 	"github.com/pmx-dev/pmx/internal/kit/auth"
@@ -54,11 +57,11 @@ type devOptions struct {
 	eventRetention time.Duration
 	noEventLog     bool
 	shards         int
-	process        processOptions
-	serve          serveOptions
+	process        process.Options
+	serve          serve.Options
 }
 
-func newDevCommand() *cobra.Command {
+func NewCommand() *cobra.Command {
 	o := devOptions{}
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -76,7 +79,7 @@ default the sample markets built into pmx (config/samples in its repository), wh
 started from.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signalContext(cmd)
+			ctx, stop := process.SignalContext(cmd)
 			defer stop()
 			return runDev(ctx, o, cmd.OutOrStdout())
 		},
@@ -94,20 +97,20 @@ started from.`,
 	f.DurationVar(&o.eventRetention, "event-retention", shard.DefaultEventRetention, "how long the markets' feed events are kept")
 	f.IntVar(&o.shards, "shards", defaultShards(), "matching shards to spread the markets over, each with its own batch loop and Postgres connection (default: one per two cores)")
 	f.BoolVar(&o.noEventLog, "no-event-log", false, "record no feed events, of markets or accounts, to measure what they cost (the live feed, GET /market/events and GET /account/events then show nothing useful: for measuring only)")
-	addProcessFlags(cmd, &o.process, true)
-	addMetricsFlag(cmd, &o.process, "127.0.0.1:9090")
-	addServeFlags(cmd, &o.serve)
+	process.AddFlags(cmd, &o.process, true)
+	process.AddMetricsFlag(cmd, &o.process, "127.0.0.1:9090")
+	serve.AddFlags(cmd, &o.serve)
 	return cmd
 }
 
 func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
-	if err := o.serve.limits(); err != nil {
+	if err := o.serve.Check(); err != nil {
 		return err
 	}
 	if o.shards < 1 {
 		return fmt.Errorf("--shards %d: pmx dev needs at least one shard", o.shards)
 	}
-	log, err := startProcess(o.process)
+	log, err := process.Start(o.process)
 	if err != nil {
 		return err
 	}
@@ -147,7 +150,7 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 		return err
 	}
 	defer claim.Close(context.Background())
-	if err := migrateStore(ctx, st, log); err != nil {
+	if err := process.MigrateStore(ctx, st, log); err != nil {
 		return err
 	}
 	if err := claim.Fence(ctx, claimDrain); err != nil {
@@ -175,7 +178,7 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 
 	reg := httpkit.NewRegistry()
 	reg.MustRegister(st.Collector())
-	metricsAddr, stopMetrics, err := startMetrics(o.process.metricsAddr, reg, log)
+	metricsAddr, stopMetrics, err := process.StartMetrics(o.process.MetricsAddr, reg, log)
 	if err != nil {
 		return err
 	}
@@ -213,8 +216,8 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 	}
 
 	api := apiserver.New(apiserver.Config{Store: st, Exchange: sh, Logger: log, AdminToken: token,
-		Grant: o.grant, MaxQuantity: o.maxQuantity, MaxOrderGroups: o.maxOrderGroups, Metrics: reg, ReadLimit: o.serve.read, WriteLimit: o.serve.write,
-		TrustedProxies: o.serve.proxies})
+		Grant: o.grant, MaxQuantity: o.maxQuantity, MaxOrderGroups: o.maxOrderGroups, Metrics: reg, ReadLimit: o.serve.Read, WriteLimit: o.serve.Write,
+		TrustedProxies: o.serve.Proxies})
 	defer api.Close()
 	feedCtx, stopFeed := context.WithCancel(context.Background())
 	feedDone := make(chan struct{})
@@ -223,7 +226,7 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 		feed.Follow(feedCtx, bus, api.Feed())
 	}()
 	defer func() { stopFeed(); <-feedDone }()
-	ln, err := listen(o.addr)
+	ln, err := process.Listen(o.addr)
 	if err != nil {
 		return err
 	}
@@ -237,9 +240,9 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(out, "pmx is running.\n  API:       %s/api/v1\n  Settings:  %s/settings\n  Markets:   %s/markets\n  Admin API: %s/admin/v1 (token %s)\n%s  Press Ctrl-C to stop.\n",
-		base, base, base, base, tokenSource, metricsLine(metricsAddr))
+		base, base, base, base, tokenSource, process.MetricsLine(metricsAddr))
 
-	err = serve(ctx, ln, api.Handler(), o.serve.httpLimits(), log)
+	err = serve.Serve(ctx, ln, api.Handler(), o.serve.HTTPLimits(), log)
 	stopCloser()
 	<-closerDone
 	return err
