@@ -74,7 +74,7 @@ func TestEventMarkets(t *testing.T) {
 		if m.Labels[pmxv1.LabelEvent] != ev.Name || m.Labels[pmxv1.LabelOutcome] != key {
 			t.Errorf("%s: labels %v", m.Name, m.Labels)
 		}
-		if want := "Who wins title?: " + strings.ToUpper(key) + "?"; m.Spec.Question != want || m.Spec.Category != "test" {
+		if want := "Who wins title? — " + strings.ToUpper(key); m.Spec.Question != want || m.Spec.Category != "test" {
 			t.Errorf("%s: question %q category %q, want %q", m.Name, m.Spec.Question, m.Spec.Category, want)
 		}
 	}

@@ -46,7 +46,7 @@ type EventOutcome struct {
 type EventSpec struct {
 	// Question the event asks, answered by exactly one of its outcomes, e.g. "Which party wins the
 	// most seats?". Traders see it as the event's title. At most 445 characters, so that each
-	// outcome market's question ("<question>: <label>?") fits a market's 500.
+	// outcome market's question ("<question> — <label>") fits a market's 500.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=445
