@@ -74,10 +74,11 @@ account() {
 }
 # The maker's order group is sized to the demo's flow, so that it stops the maker only if its
 # quotes go wrong. Three noise traders at 2 orders a second, each of 1 to 5 shares reaching up to 4
-# cents past the last price, fill about 60% of their orders against the 4-cent spread: some 11
-# shares a second, 110 in the group's 10 s window, past the maker's default of 100, so that the
-# group triggered every ~9 s and the maker paused 10 s (the book empty half the time). 500 is
-# beyond what they can fill in 10 s short of a burst of 100 orders where 60 are expected.
+# cents past the last price, fill by estimate about 60% of their orders against the 4-cent spread:
+# some 11 shares a second, 110 in the group's 10 s window, about the maker's default of 100, which
+# triggered and paused the maker for 10 s at a time. 500 is beyond what they can fill in 10 s
+# short of a burst of 100 orders where 60 are expected. (An estimate: TestDemo's 30 s did not see
+# the default of 100 trigger either.)
 PMX_API_KEY=$(account demo-maker) "$bin/marketmaker" -api "$base/api/v1" -group-fills 500 &
 bots+=($!)
 for i in 1 2 3; do
