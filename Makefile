@@ -35,6 +35,12 @@ PROMETHEUS := $(BIN)/prometheus-$(PROMTOOL_VERSION)
 
 # `make run` passes RUN_FLAGS to pmx dev (e.g. RUN_FLAGS="--addr 127.0.0.1:8081 --metrics-addr 127.0.0.1:9091").
 RUN_FLAGS ?=
+# `make demo` (hack/demo.sh) reads these, given on make's command line or in the environment:
+# DEMO_ADDR and DEMO_METRICS_ADDR, its pmx dev's --addr and --metrics-addr (default 127.0.0.1:8080
+# and 127.0.0.1:9090, as `make run`'s); DEMO_DATA_DIR, its --data-dir (default .pmx, as `make
+# run`'s); DEMO_PMX_FLAGS, more flags for it (e.g. --database-url postgres://...); PMX_ADMIN_TOKEN,
+# its admin token. Beside a running `make run` it refuses to start, saying so: give it its own, as
+# in `make demo DEMO_ADDR=127.0.0.1:8081 DEMO_METRICS_ADDR=127.0.0.1:9091 DEMO_DATA_DIR=.pmx-demo`.
 # `make test` runs every test, under the race detector; TEST_FLAGS adds more (e.g. -run Engine).
 TEST_FLAGS ?=
 # TEST_TIMEOUT bounds each package's tests, in place of go test's 10 minutes: internal/exchangetest
@@ -73,11 +79,11 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: run
-run: build postgres ## Run the whole exchange on this machine (pmx dev) on a private Postgres under .pmx/.
+run: build postgres ## Run the whole exchange on this machine (pmx dev) on a private Postgres under .pmx/; RUN_FLAGS adds flags (e.g. --addr).
 	$(PMX) dev $(RUN_FLAGS)
 
 .PHONY: demo
-demo: build postgres ## Run pmx dev with the example market maker and three noise traders on its first open market (Ctrl-C stops all).
+demo: build postgres ## Run pmx dev with the example market maker and three noise traders on its first open market (Ctrl-C stops all); DEMO_ADDR, DEMO_METRICS_ADDR, DEMO_DATA_DIR, DEMO_PMX_FLAGS (see the Makefile) give it its own.
 	$(GO) build -o $(BIN)/marketmaker ./examples/marketmaker
 	$(GO) build -o $(BIN)/noisetrader ./examples/noisetrader
 	BIN=$(BIN) hack/demo.sh

@@ -1,6 +1,6 @@
 // Package config holds the manifests of config/ that pmx's binaries need at run time: the sample
-// Market resources (config/samples), built into pmx so that `pmx dev` has markets to show wherever
-// it is started from, and the CRDs (config/crd/bases), which `pmxtools bench --distributed`
+// Market resources (config/samples) and the sample Event (config/samples/events), built into pmx
+// so that `pmx dev` has markets and an event to show wherever it is started from, and the CRDs (config/crd/bases), which `pmxtools bench --distributed`
 // installs into the control plane it starts. The folders stay what `kubectl apply -f` takes.
 package config
 
@@ -9,7 +9,7 @@ import (
 	"io/fs"
 )
 
-//go:embed samples/*.yaml
+//go:embed samples/*.yaml samples/events/*.yaml
 var samples embed.FS
 
 //go:embed crd/bases/*.yaml
@@ -20,6 +20,15 @@ func Samples() fs.FS {
 	sub, err := fs.Sub(samples, "samples")
 	if err != nil {
 		panic(err) // "samples" is a valid path: fs.Sub cannot fail on it
+	}
+	return sub
+}
+
+// SampleEvents is config/samples/events as built into pmx: the sample Event manifests, at its top.
+func SampleEvents() fs.FS {
+	sub, err := fs.Sub(samples, "samples/events")
+	if err != nil {
+		panic(err) // a valid path: fs.Sub cannot fail on it
 	}
 	return sub
 }

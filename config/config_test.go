@@ -27,6 +27,22 @@ func TestSamplesBuiltIn(t *testing.T) {
 	}
 }
 
+// TestSampleEventsBuiltIn checks that the sample events built into pmx are config/samples/events
+// as it is on disk, all of it.
+func TestSampleEventsBuiltIn(t *testing.T) {
+	builtIn, err := v1alpha1.LoadEventsFS(SampleEvents(), "built in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	onDisk, err := v1alpha1.LoadEventsFS(os.DirFS(filepath.Join("samples", "events")), "samples/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(builtIn) == 0 || !reflect.DeepEqual(builtIn, onDisk) {
+		t.Fatalf("built in: %d events %v; on disk: %d", len(builtIn), builtIn, len(onDisk))
+	}
+}
+
 // TestCRDsBuiltIn checks that the CRDs built into pmx are config/crd/bases as it is on disk.
 func TestCRDsBuiltIn(t *testing.T) {
 	onDisk, err := filepath.Glob(filepath.Join("crd", "bases", "*.yaml"))

@@ -74,7 +74,7 @@ func TestEventMarkets(t *testing.T) {
 		if m.Labels[pmxv1.LabelEvent] != ev.Name || m.Labels[pmxv1.LabelOutcome] != key {
 			t.Errorf("%s: labels %v", m.Name, m.Labels)
 		}
-		if want := "Who wins title?: " + strings.ToUpper(key) + "?"; m.Spec.Question != want || m.Spec.Category != "test" {
+		if want := "Who wins title? — " + strings.ToUpper(key); m.Spec.Question != want || m.Spec.Category != "test" {
 			t.Errorf("%s: question %q category %q, want %q", m.Name, m.Spec.Question, m.Spec.Category, want)
 		}
 	}
@@ -265,9 +265,10 @@ func TestEventDeletedVoids(t *testing.T) {
 }
 
 // TestEventSampleWithKubectl applies config/samples/events with kubectl, as a platform team
-// would: the Event's four Markets are scheduled on one shard, `kubectl get pmxev` shows the
-// Event's columns, and `kubectl patch` resolves it. (kubectl takes ev and events for the core
-// Event: the short name that reaches this one is pmxev, or the full events.pmx.dev.)
+// would: the Event's four Markets are scheduled on one shard, `kubectl get evt` and `kubectl get
+// pmxev` show the Event's columns, and `kubectl patch` resolves it. (kubectl takes ev and events
+// for the core Event: the short names that reach this one are evt and pmxev, or the full
+// events.pmx.dev.)
 func TestEventSampleWithKubectl(t *testing.T) {
 	w := newWorld(t)
 	dir := k8stest.RepoRoot(t) + "/config/samples/events"
@@ -284,10 +285,12 @@ func TestEventSampleWithKubectl(t *testing.T) {
 		t.Fatalf("the sample's markets are on %v; want one shard", on)
 	}
 	w.eventuallyEvent(&ev, "OPEN on a shard", func(e *pmxv1.Event) bool { return e.Status.Shard != "" })
-	out = w.env.Kubectl(t, "get", "pmxev", "-n", "default")
-	header := strings.Fields(strings.SplitN(out, "\n", 2)[0])
-	if want := "NAME QUESTION STATUS LEADER PRICE SHARD AGE"; strings.Join(header, " ") != want {
-		t.Errorf("kubectl get pmxev columns %v, want %s:\n%s", header, want, out)
+	for _, short := range []string{"evt", "pmxev"} {
+		out = w.env.Kubectl(t, "get", short, "-n", "default")
+		header := strings.Fields(strings.SplitN(out, "\n", 2)[0])
+		if want := "NAME QUESTION STATUS LEADER PRICE SHARD AGE"; strings.Join(header, " ") != want {
+			t.Errorf("kubectl get %s columns %v, want %s:\n%s", short, header, want, out)
+		}
 	}
 	if out := w.env.Kubectl(t, "get", "mkt", "-n", "default", "-l", pmxv1.LabelEvent+"="+name, "-o", "name"); strings.Count(out, "market.pmx.dev/") != 4 {
 		t.Errorf("kubectl get mkt -l %s=%s:\n%s", pmxv1.LabelEvent, name, out)

@@ -162,8 +162,17 @@ func TestEventCRDNamesAndColumns(t *testing.T) {
 		t.Errorf("CRD %s, scope %s", def.Name, def.Spec.Scope)
 	}
 	n := def.Spec.Names
-	if n.Kind != "Event" || n.Plural != "events" || !slices.Equal(n.ShortNames, []string{"ev", "pmxev"}) || !slices.Contains(n.Categories, "pmx") {
+	if n.Kind != "Event" || n.Plural != "events" || !slices.Equal(n.ShortNames, []string{"evt", "pmxev"}) || !slices.Contains(n.Categories, "pmx") {
 		t.Errorf("names %+v", n)
+	}
+	// kubectl resolves a short name to a built-in resource before a custom one: a short name of
+	// Kubernetes' own (`kubectl api-resources`) would never reach this resource.
+	builtin := []string{"cm", "cs", "csr", "cj", "crd", "crds", "deploy", "ds", "ep", "ev", "hpa", "ing", "limits", "netpol",
+		"no", "ns", "pc", "pdb", "po", "psp", "pv", "pvc", "quota", "rc", "rs", "sa", "sc", "sts", "svc"}
+	for _, s := range n.ShortNames {
+		if slices.Contains(builtin, s) {
+			t.Errorf("short name %s is Kubernetes' own: kubectl get %s lists the built-in resource, not this one", s, s)
+		}
 	}
 	v := def.Spec.Versions[0]
 	if v.Subresources == nil || v.Subresources.Status == nil {

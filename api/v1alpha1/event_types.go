@@ -46,7 +46,7 @@ type EventOutcome struct {
 type EventSpec struct {
 	// Question the event asks, answered by exactly one of its outcomes, e.g. "Which party wins the
 	// most seats?". Traders see it as the event's title. At most 445 characters, so that each
-	// outcome market's question ("<question>: <label>?") fits a market's 500.
+	// outcome market's question ("<question> — <label>") fits a market's 500.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=445
@@ -182,11 +182,11 @@ type EventStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// kubectl resolves the plural events and the short name ev to the core Event first, so kubectl
-// commands name this resource events.pmx.dev or pmxev (ev is kept as asked for, for clients that
-// resolve by group).
+// kubectl resolves the plural events to the core Event first, so kubectl commands name this
+// resource by a short name, evt or pmxev, or as events.pmx.dev (ev is kubectl's own short name for
+// the core Event, so it is none of this one's).
 //
-// +kubebuilder:resource:path=events,singular=event,scope=Namespaced,shortName=ev;pmxev,categories=pmx
+// +kubebuilder:resource:path=events,singular=event,scope=Namespaced,shortName=evt;pmxev,categories=pmx
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name of an Event must be at most 63 characters (it labels the Event's Markets)"
 // +kubebuilder:printcolumn:name="Question",type=string,JSONPath=`.spec.question`,description="The question the event asks"
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`,description="Lifecycle phase: OPEN, CLOSED, RESOLVED or CANCELED"

@@ -210,3 +210,88 @@ func specValueProblems(spec json.RawMessage) []error {
 	}
 	return problems
 }
+
+// LoadEventsFS reads the Event manifests on the top folder of fsys (such as the sample event built
+// into pmx, package config) as LoadMarketsFS reads Markets: every *.yaml and *.yml file, in file
+// name order, each document a pmx.dev/v1alpha1 Event with a metadata.name and no field the type
+// does not know; a status is dropped. dir names the folder in messages. It checks no more than
+// that: the event's rules (its outcomes, each outcome's market) are eventrec.Validate's, which
+// recording the event applies.
+func LoadEventsFS(fsys fs.FS, dir string) ([]Event, error) {
+	entries, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return nil, fmt.Errorf("while reading event manifests: %w", err)
+	}
+	events := []Event{}
+	var errs []error
+	seen := map[string]string{}
+	for _, e := range entries {
+		if !isManifest(e) {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		docs, err := readDocuments(fsys, e.Name())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", path, err))
+			continue
+		}
+		for i, doc := range docs {
+			where := fmt.Sprintf("%s: document %d", path, i+1)
+			ev, err := decodeEvent(doc)
+			switch {
+			case ev == nil && err == nil:
+				continue // an empty document
+			case err != nil:
+				errs = append(errs, fmt.Errorf("%s: %w", where, err))
+				continue
+			}
+			key := ev.Namespace + "/" + ev.Name
+			if ev.Namespace == "" {
+				key = "default/" + ev.Name
+			}
+			if first, dup := seen[key]; dup {
+				errs = append(errs, fmt.Errorf("%s: metadata.name: event %s is already defined in %s", where, key, first))
+				continue
+			}
+			seen[key] = where
+			events = append(events, *ev)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return events, nil
+}
+
+// decodeEvent decodes one document as decodeMarket does, for an Event: nil and no error for an
+// empty document.
+func decodeEvent(doc []byte) (*Event, error) {
+	js, err := yaml.YAMLToJSONStrict(doc)
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
+		return nil, nil
+	}
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	_ = json.Unmarshal(js, &head)
+	if head.APIVersion != GroupVersion.String() || head.Kind != "Event" {
+		return nil, fmt.Errorf("apiVersion %q, kind %q: only %s Event objects are allowed", head.APIVersion, head.Kind, GroupVersion)
+	}
+	ev := &Event{}
+	strict, err := kjson.UnmarshalStrict(js, ev, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	if err != nil {
+		return nil, err
+	}
+	if len(strict) > 0 {
+		return nil, errors.Join(strict...)
+	}
+	if ev.Name == "" {
+		return nil, errors.New("metadata.name: an Event needs a name")
+	}
+	ev.Status = EventStatus{}
+	return ev, nil
+}

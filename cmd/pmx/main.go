@@ -3,38 +3,33 @@
 // generator, the benchmarks, the engine's demo) are a command of their own, cmd/pmxtools: they
 // link what production has no use for, controller-runtime's envtest among it, whose package init
 // writes under /tmp, which a pod's read-only root refuses (docs/architecture.md §1).
+//
+// Each subcommand is a package of its own under internal/cmd (dev, api, shard, operator,
+// migrate); what the processes share is internal/cmd/process, and what the servers of the public
+// API share internal/cmd/serve. This file only dispatches to them.
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/spf13/cobra"
 
-	"github.com/pmx-dev/pmx/internal/kit/signals"
+	"github.com/pmx-dev/pmx/internal/cmd/api"
+	"github.com/pmx-dev/pmx/internal/cmd/dev"
+	"github.com/pmx-dev/pmx/internal/cmd/migrate"
+	"github.com/pmx-dev/pmx/internal/cmd/operator"
+	"github.com/pmx-dev/pmx/internal/cmd/process"
+	"github.com/pmx-dev/pmx/internal/cmd/shard"
 )
 
 func main() {
-	limitMemory(memlimit.FromCgroup)
+	process.LimitMemory(memlimit.FromCgroup)
 	if err := newRootCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "pmx:", err)
 		os.Exit(1)
 	}
-}
-
-// signalContext is cmd's context, ended by the first SIGINT or SIGTERM (package signals).
-func signalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
-	return signals.Context(cmd.Context())
-}
-
-// envOr reads an environment variable, with a default.
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }
 
 func newRootCommand() *cobra.Command {
@@ -44,6 +39,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newDevCommand(), newAPICommand(), newShardCommand(), newOperatorCommand(), newMigrateCommand())
+	root.AddCommand(dev.NewCommand(), api.NewCommand(), shard.NewCommand(), operator.NewCommand(), migrate.NewCommand())
 	return root
 }

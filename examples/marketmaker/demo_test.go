@@ -49,8 +49,10 @@ func freeAddr(t *testing.T) string {
 }
 
 // TestDemo runs `make demo`'s script, hack/demo.sh, as a newcomer would: the market maker quotes
-// the first open market and the noise traders trade with it; Ctrl-C (SIGINT to the script) stops
-// every process, the market maker cancelling its quotes before pmx stops.
+// the first open market and the noise traders trade with it, its book quoted throughout (its
+// order group, sized to the demo's flow, never triggers); a second demo beside it is refused, its
+// address taken, as is one whose data dir another pmx dev holds; Ctrl-C (SIGINT to the script)
+// stops every process, the market maker cancelling its quotes before pmx stops.
 func TestDemo(t *testing.T) {
 	bin := t.TempDir() // pmx and the two bots, removed with the test
 	for name, pkg := range map[string]string{"pmx": "../../cmd/pmx", "marketmaker": "../marketmaker", "noisetrader": "../noisetrader"} {
@@ -61,10 +63,14 @@ func TestDemo(t *testing.T) {
 	}
 	addr := freeAddr(t)
 	const token = "demo-test-admin-token-0123456789abcdef"
+	data := t.TempDir()
+	env := func(addr string) []string {
+		return append(os.Environ(), "BIN="+bin, "DEMO_ADDR="+addr, "DEMO_METRICS_ADDR=127.0.0.1:0",
+			"DEMO_DATA_DIR="+data, "PMX_ADMIN_TOKEN="+token,
+			"DEMO_PMX_FLAGS=--database-url "+pgtest.NewDatabase(t, pgtest.Shared(t))+" --log-level warn")
+	}
 	script := exec.Command("bash", "../../hack/demo.sh")
-	script.Env = append(os.Environ(), "BIN="+bin, "DEMO_ADDR="+addr, "DEMO_METRICS_ADDR=127.0.0.1:0",
-		"DEMO_DATA_DIR="+t.TempDir(), "PMX_ADMIN_TOKEN="+token,
-		"DEMO_PMX_FLAGS=--database-url "+pgtest.NewDatabase(t, pgtest.Shared(t))+" --log-level warn")
+	script.Env = env(addr)
 	out := &lockedBuffer{}
 	script.Stdout, script.Stderr = out, out
 	if err := script.Start(); err != nil {
@@ -95,6 +101,47 @@ func TestDemo(t *testing.T) {
 		trades, err := watcher.Trades(ctx, market, 10)
 		return err == nil && len(trades) >= 3
 	})
+
+	// The book stays quoted: the maker's order group never stops it, and the book, read once a
+	// second, is empty only in the moment between a quote's last fill and its replacement.
+	empty := 0
+	const samples = 30
+	for range samples {
+		time.Sleep(time.Second)
+		if book, err := watcher.OrderBook(ctx, market); err == nil && len(book.OrderBookYes.Bids)+len(book.OrderBookYes.Asks) == 0 {
+			empty++
+		}
+	}
+	if strings.Contains(out.String(), "order group triggered") || empty > 3 {
+		t.Errorf("the maker's order group triggered, or the book was empty at %d of %d reads:\n%s", empty, samples, out)
+	}
+
+	// A second demo beside the first: its address is taken.
+	refused := func(addr, why string) {
+		t.Helper()
+		again := exec.Command("bash", "../../hack/demo.sh")
+		again.Env = env(addr)
+		got, err := again.CombinedOutput()
+		if err == nil || !strings.Contains(string(got), why) || !strings.Contains(string(got), "DEMO_DATA_DIR=") ||
+			strings.Contains(string(got), "The demo is running") {
+			t.Errorf("a second demo on %s: %v, want a refusal saying %q and what to set:\n%s", addr, err, why, got)
+		}
+	}
+	refused(addr, "already listens on "+addr)
+	// ...and, on an address of its own, its data dir held by another pmx dev's Postgres.
+	lockPath := filepath.Join(data, "postgres", "pgcluster.lock")
+	if err := os.MkdirAll(filepath.Dir(lockPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := os.OpenFile(lockPath, os.O_RDONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	refused(freeAddr(t), "another pmx dev holds the data dir")
+	lock.Close()
 
 	if err := script.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)

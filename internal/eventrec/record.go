@@ -40,10 +40,10 @@ var ErrOutcomesChanged = &domain.Error{Kind: domain.Conflict, Code: "outcomes_fi
 	Message: "an event's outcome keys are fixed once it is created; only their labels may change"}
 
 // MarketSpec is the spec of the market that trades outcome o of an event defined by spec: the
-// event's text and schedule, its question naming the outcome.
+// event's text and schedule, its question naming the outcome (OutcomeQuestion).
 func MarketSpec(spec Spec, o event.Outcome) v1alpha1.MarketSpec {
 	ms := v1alpha1.MarketSpec{
-		Question:    fmt.Sprintf("%s: %s?", spec.Question, o.Label),
+		Question:    OutcomeQuestion(spec.Question, o.Label),
 		Category:    spec.Category,
 		Description: spec.Description,
 		URL:         spec.URL,
@@ -57,6 +57,12 @@ func MarketSpec(spec Spec, o event.Outcome) v1alpha1.MarketSpec {
 	}
 	return ms
 }
+
+// OutcomeQuestion is the question of the market of an event's outcome: the event's question, then
+// the outcome's label after a dash, "Who wins the 2027 cup? — Green", which reads as the question
+// with its answer whatever the question's form (the YES of the market is that answer). At most
+// 445 + 3 + 50 characters, within a market's 500.
+func OutcomeQuestion(question, label string) string { return question + " — " + label }
 
 // Validate checks a spec: its outcomes by package event's rules, and each outcome's market by the
 // Market CRD's (market.Validate), which bound the text and schedule. The refusal is a

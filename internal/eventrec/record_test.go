@@ -3,6 +3,7 @@ package eventrec
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,7 +49,7 @@ func TestRecord(t *testing.T) {
 		t.Fatalf("Record(update) = %+v, created %v, %v", again, created, err)
 	}
 	m, err := st.Market(ctx, e.Outcomes[1].MarketID)
-	if err != nil || m.Question != "Who takes the cup: Navy?" {
+	if err != nil || m.Question != "Who takes the cup — Navy" {
 		t.Fatalf("the outcome's market after the update: %q, %v", m.Question, err)
 	}
 
@@ -71,5 +72,21 @@ func TestRecord(t *testing.T) {
 	}
 	if _, err := st.EventByName(ctx, "default/one"); err == nil {
 		t.Error("a refused event was stored")
+	}
+}
+
+// TestOutcomeQuestion: an outcome market's question is its event's question and the outcome's
+// label, which reads naturally ("…? — Green", not "…?: Green?"), and the longest question and
+// label an Event allows still make a market question the Market CRD accepts.
+func TestOutcomeQuestion(t *testing.T) {
+	spec := Spec{Question: "Who wins the 2027 cup?", Category: "sports",
+		Outcomes: []event.Outcome{{Key: "green", Label: "Green"}, {Key: "red", Label: "Red"}}}
+	if got := MarketSpec(spec, spec.Outcomes[0]).Question; got != "Who wins the 2027 cup? — Green" {
+		t.Errorf("the outcome market's question %q, want %q", got, "Who wins the 2027 cup? — Green")
+	}
+	spec.Question = strings.Repeat("q", 444) + "?"
+	spec.Outcomes[0].Label = strings.Repeat("é", 50)
+	if err := Validate(spec); err != nil {
+		t.Errorf("a 445-character question with a 50-character label: %v", err)
 	}
 }

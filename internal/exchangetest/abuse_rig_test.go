@@ -47,7 +47,7 @@ func newAbuseRig(t *testing.T, args ...string) *abuseRig {
 	}
 	bin := BuildPMX(t)
 	dbURL := pgtest.NewDatabase(t, pgtest.Shared(t))
-	// The Go memory limit the api pod's 512 MiB sets (cmd/pmx/memlimit.go: 75% of the cgroup's
+	// The Go memory limit the api pod's 512 MiB sets (internal/cmd/process/memlimit.go: 75% of the cgroup's
 	// limit). A test process has no such cgroup, so it gets the environment variable that overrides it.
 	line := append([]string{"dev", "--database-url", dbURL, "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",
 		"--markets", "", "--admin-token", abuseAdminToken, "--data-dir", t.TempDir(), "--log-level", "warn"}, args...)

@@ -56,7 +56,7 @@ const (
 	signUpPerClient = 10 // sign-ups from one client address per window
 	// concurrentHashes is how many argon2id hashes one process computes at once, 64 MiB each: 128
 	// MiB of the api pod's 512 MiB, which leaves room for the heap GOGC=400 lets grow (and the Go
-	// memory limit, cmd/pmx/memlimit.go). Four took RSS to 1.2 GB under a sign-up flood.
+	// memory limit, internal/cmd/process/memlimit.go). Four took RSS to 1.2 GB under a sign-up flood.
 	concurrentHashes = 2
 	openOrdersShown  = 100
 )

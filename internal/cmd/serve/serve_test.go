@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"strings"
@@ -19,16 +19,16 @@ func TestTrustedProxiesFlag(t *testing.T) {
 		{"10.0.0.0/8;10.1.0.0/16", "", "--trusted-proxies: "},
 		{"ingress-nginx", "", "10.0.0.0/8 or 2001:db8::1"},
 	} {
-		o := serveOptions{read: ratelimit.DefaultRead, write: ratelimit.DefaultWrite, trustedProxies: tc.flag}
-		err := o.limits()
+		o := Options{Read: ratelimit.DefaultRead, Write: ratelimit.DefaultWrite, trustedProxies: tc.flag}
+		err := o.Check()
 		if tc.problem != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.problem) {
 				t.Errorf("--trusted-proxies=%q: %v, want a refusal with %q", tc.flag, err, tc.problem)
 			}
 			continue
 		}
-		if err != nil || o.proxies.String() != tc.want {
-			t.Errorf("--trusted-proxies=%q: %q, %v; want %q", tc.flag, o.proxies.String(), err, tc.want)
+		if err != nil || o.Proxies.String() != tc.want {
+			t.Errorf("--trusted-proxies=%q: %q, %v; want %q", tc.flag, o.Proxies.String(), err, tc.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package process
 
 import (
 	"io"
@@ -9,31 +9,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/spf13/cobra"
 )
-
-// TestMetricsFlag checks --metrics-addr's default in each command that serves HTTP itself: the
-// loopback for pmx dev, every interface for api and shard, as in their pods; $PMX_METRICS_ADDR
-// overrides them.
-func TestMetricsFlag(t *testing.T) {
-	defaults := func() map[string]string {
-		got := map[string]string{}
-		for _, cmd := range []*cobra.Command{newDevCommand(), newAPICommand(), newShardCommand()} {
-			got[cmd.Name()] = cmd.Flags().Lookup("metrics-addr").DefValue
-		}
-		return got
-	}
-	t.Setenv("PMX_METRICS_ADDR", "")
-	if got := defaults(); got["dev"] != "127.0.0.1:9090" || got["api"] != ":9090" || got["shard"] != ":9090" {
-		t.Errorf("--metrics-addr defaults %v, want 127.0.0.1:9090 for dev and :9090 for api and shard", got)
-	}
-	t.Setenv("PMX_METRICS_ADDR", "127.0.0.1:0")
-	for name, def := range defaults() {
-		if def != "127.0.0.1:0" {
-			t.Errorf("pmx %s --metrics-addr defaults to %q with $PMX_METRICS_ADDR=127.0.0.1:0", name, def)
-		}
-	}
-}
 
 // TestStartMetrics checks the metrics listener: it serves the registry at /metrics and nothing
 // else, empty and "0" turn it off, an address it cannot listen on names the flag, and stop closes
@@ -46,14 +22,14 @@ func TestStartMetrics(t *testing.T) {
 	c.Inc()
 
 	for _, off := range []string{"", "0"} {
-		addr, stop, err := startMetrics(off, reg, log)
+		addr, stop, err := StartMetrics(off, reg, log)
 		if err != nil || addr != "" {
-			t.Errorf("startMetrics(%q) = %q, %v; want no listener", off, addr, err)
+			t.Errorf("StartMetrics(%q) = %q, %v; want no listener", off, addr, err)
 		}
 		stop()
 	}
 
-	addr, stop, err := startMetrics("127.0.0.1:0", reg, log)
+	addr, stop, err := StartMetrics("127.0.0.1:0", reg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +49,7 @@ func TestStartMetrics(t *testing.T) {
 		t.Errorf("GET /api/v1/markets on the metrics listener: %d, want 404", code)
 	}
 
-	if _, _, err := startMetrics(addr, reg, log); err == nil || !strings.Contains(err.Error(), "--metrics-addr") {
+	if _, _, err := StartMetrics(addr, reg, log); err == nil || !strings.Contains(err.Error(), "--metrics-addr") {
 		t.Errorf("a second listener on %s: %v, want an error naming --metrics-addr", addr, err)
 	}
 	stop()

@@ -1,4 +1,5 @@
-package main
+// Package shard is pmx shard: a matching shard, serving the markets the operator assigns to it.
+package shard
 
 import (
 	"context"
@@ -13,9 +14,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pmx-dev/pmx/internal/cmd/process"
+	"github.com/pmx-dev/pmx/internal/cmd/serve"
 	"github.com/pmx-dev/pmx/internal/feed"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
-	"github.com/pmx-dev/pmx/internal/shard"
+	pmxshard "github.com/pmx-dev/pmx/internal/shard"
 	"github.com/pmx-dev/pmx/internal/shardapi"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -29,10 +32,10 @@ type shardOptions struct {
 	addr           string
 	advertise      string
 	internalToken  string
-	process        processOptions
+	process        process.Options
 }
 
-func newShardCommand() *cobra.Command {
+func NewCommand() *cobra.Command {
 	host, _ := os.Hostname()
 	o := shardOptions{}
 	cmd := &cobra.Command{
@@ -46,22 +49,22 @@ share the markets assigned to it, each with its own Postgres connection; to the 
 fronts the process is one shard.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signalContext(cmd)
+			ctx, stop := process.SignalContext(cmd)
 			defer stop()
 			return runShard(ctx, o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.databaseURL, "database-url", envOr("PMX_DATABASE_URL", ""), "the exchange's Postgres (default $PMX_DATABASE_URL)")
-	f.StringVar(&o.name, "name", envOr("PMX_SHARD_NAME", host), "the shard's name, unique among shards (default $PMX_SHARD_NAME, else the host name)")
+	f.StringVar(&o.databaseURL, "database-url", process.EnvOr("PMX_DATABASE_URL", ""), "the exchange's Postgres (default $PMX_DATABASE_URL)")
+	f.StringVar(&o.name, "name", process.EnvOr("PMX_SHARD_NAME", host), "the shard's name, unique among shards (default $PMX_SHARD_NAME, else the host name)")
 	f.StringVar(&o.addr, "addr", ":8090", "address to serve the internal API and health endpoints on")
-	f.StringVar(&o.advertise, "advertise-address", envOr("PMX_ADVERTISE_ADDRESS", ""), "host:port the front API reaches this shard at, or a host alone with the listening port (default: the host name and the listening port)")
-	f.StringVar(&o.internalToken, "internal-token", envOr("PMX_INTERNAL_TOKEN", ""), "secret shared with the front API (default $PMX_INTERNAL_TOKEN)")
-	f.IntVar(&o.maxOpenOrders, "max-open-orders", shard.DefaultMaxOpenOrders, "most open orders one account may have in one market")
-	f.DurationVar(&o.eventRetention, "event-retention", shard.DefaultEventRetention, "how long the markets' feed events are kept")
+	f.StringVar(&o.advertise, "advertise-address", process.EnvOr("PMX_ADVERTISE_ADDRESS", ""), "host:port the front API reaches this shard at, or a host alone with the listening port (default: the host name and the listening port)")
+	f.StringVar(&o.internalToken, "internal-token", process.EnvOr("PMX_INTERNAL_TOKEN", ""), "secret shared with the front API (default $PMX_INTERNAL_TOKEN)")
+	f.IntVar(&o.maxOpenOrders, "max-open-orders", pmxshard.DefaultMaxOpenOrders, "most open orders one account may have in one market")
+	f.DurationVar(&o.eventRetention, "event-retention", pmxshard.DefaultEventRetention, "how long the markets' feed events are kept")
 	f.IntVar(&o.shards, "shards", runtime.GOMAXPROCS(0), "matching loops to spread this process's markets over, each with its own Postgres connection (default: one per core it may use, GOMAXPROCS: the container's CPU limit)")
-	addProcessFlags(cmd, &o.process, true)
-	addMetricsFlag(cmd, &o.process, ":9090")
+	process.AddFlags(cmd, &o.process, true)
+	process.AddMetricsFlag(cmd, &o.process, ":9090")
 	return cmd
 }
 
@@ -72,24 +75,24 @@ func runShard(ctx context.Context, o shardOptions) error {
 	if o.shards < 1 {
 		return fmt.Errorf("--shards %d: pmx shard needs at least one matching loop", o.shards)
 	}
-	log, err := startProcess(o.process)
+	log, err := process.Start(o.process)
 	if err != nil {
 		return err
 	}
 	log = log.With("shard", o.name)
-	st, err := openStore(ctx, o.databaseURL, log)
+	st, err := process.OpenStore(ctx, o.databaseURL, log)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	reg := httpkit.NewRegistry()
 	reg.MustRegister(st.Collector())
-	metricsAddr, stopMetrics, err := startMetrics(o.process.metricsAddr, reg, log)
+	metricsAddr, stopMetrics, err := process.StartMetrics(o.process.MetricsAddr, reg, log)
 	if err != nil {
 		return err
 	}
 	defer stopMetrics()
-	ln, err := listen(o.addr)
+	ln, err := process.Listen(o.addr)
 	if err != nil {
 		return err
 	}
@@ -97,7 +100,7 @@ func runShard(ctx context.Context, o shardOptions) error {
 	advertise := advertised(o.advertise, o.addr, ln.Addr().String(), host)
 
 	bus := &feed.Bus{}
-	sh := shard.NewSet(shard.Config{Store: st, Name: o.name, Logger: log, Metrics: reg, MaxOpenOrders: o.maxOpenOrders,
+	sh := pmxshard.NewSet(pmxshard.Config{Store: st, Name: o.name, Logger: log, Metrics: reg, MaxOpenOrders: o.maxOpenOrders,
 		EventRetention: o.eventRetention, Feed: bus}, o.shards)
 	beatCtx, stopBeat := context.WithCancel(context.Background())
 	beatDone := make(chan struct{})
@@ -106,12 +109,12 @@ func runShard(ctx context.Context, o shardOptions) error {
 	defer supersede(nil)
 	go func() {
 		defer close(beatDone)
-		if err := sh.Run(beatCtx, shard.Registration{Address: advertise}); err != nil {
+		if err := sh.Run(beatCtx, pmxshard.Registration{Address: advertise}); err != nil {
 			supersede(fmt.Errorf("shard %s: %w", o.name, err))
 		}
 	}()
 	log.Info("shard serving", "addr", ln.Addr().String(), "advertise", advertise)
-	fmt.Printf("pmx shard %s is running on %s (advertised as %s)\n%s", o.name, ln.Addr(), advertise, metricsLine(metricsAddr))
+	fmt.Printf("pmx shard %s is running on %s (advertised as %s)\n%s", o.name, ln.Addr(), advertise, process.MetricsLine(metricsAddr))
 
 	// A graceful stop first hands the markets to the other live shards (the planned handoff,
 	// docs/architecture.md §6) while the process still serves: what it took for them commits here,
@@ -131,7 +134,7 @@ func runShard(ctx context.Context, o shardOptions) error {
 	}()
 	// The fronts' feed streams end when the process stops, for the server's shutdown not to wait
 	// on them.
-	err = serve(serveCtx, ln, shardapi.Server{Shard: sh, Store: st, Token: o.internalToken, Logger: log, Metrics: reg,
+	err = serve.Serve(serveCtx, ln, shardapi.Server{Shard: sh, Store: st, Token: o.internalToken, Logger: log, Metrics: reg,
 		Feed: bus, Stopping: serveCtx.Done()}.Handler(),
 		httpkit.Limits{MaxConnsPerClient: -1, ShutdownDelay: shardShutdownDelay}, log) // its clients are the fronts, a few addresses
 	// Orders in flight are answered by now; hand the markets back, then stop.
@@ -165,7 +168,7 @@ func advertised(flag, addr, listening, hostname string) string {
 // then keeps serving for a moment: a front that still routes to this shard from its cache of owners
 // (a second) is refused with nothing done and follows the market, rather than finding the port
 // closed under a request it sent.
-func handOffOnStop(st *store.Store, o shardOptions, sh *shard.Set, log *slog.Logger) {
+func handOffOnStop(st *store.Store, o shardOptions, sh *pmxshard.Set, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), handOffOnStopTimeout)
 	defer cancel()
 	// First no market may be moved onto this shard (the operator's spread would answer its

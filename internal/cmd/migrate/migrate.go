@@ -1,14 +1,16 @@
-package main
+// Package migrate is pmx migrate: it brings a database's schema up to date with this binary.
+package migrate
 
 import (
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pmx-dev/pmx/internal/cmd/process"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
-func newMigrateCommand() *cobra.Command {
+func NewCommand() *cobra.Command {
 	var url string
 	cmd := &cobra.Command{
 		Use:   "migrate",
@@ -35,6 +37,6 @@ func newMigrateCommand() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&url, "database-url", envOr("PMX_DATABASE_URL", ""), "the database to migrate (postgres://...)")
+	cmd.Flags().StringVar(&url, "database-url", process.EnvOr("PMX_DATABASE_URL", ""), "the database to migrate (postgres://...)")
 	return cmd
 }

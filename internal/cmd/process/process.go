@@ -1,4 +1,7 @@
-package main
+// Package process is what every subcommand of pmx that runs as a process shares: its flags
+// (--log-level, --pprof-addr, --metrics-addr), its logger, profiler and metrics listener, its
+// database, the listener it serves on, its signal context and its Go memory limit.
+package process
 
 import (
 	"context"
@@ -14,47 +17,48 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
+	"github.com/pmx-dev/pmx/internal/kit/signals"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // What every long-running command (dev, api, shard, operator) does before its own work: make its
 // logger, start the profiler, open the database, serve its metrics and listen.
 
-// processOptions are the flags every long-running command takes.
-type processOptions struct {
-	logLevel    string
-	pprofAddr   string
-	metricsAddr string
+// Options are the flags every long-running command takes.
+type Options struct {
+	LogLevel    string
+	PprofAddr   string
+	MetricsAddr string
 }
 
-// addProcessFlags adds --log-level and, for a command that serves HTTP itself, --pprof-addr: Go's
+// AddFlags adds --log-level and, for a command that serves HTTP itself, --pprof-addr: Go's
 // profiler on a separate address, off unless asked for, never on the public port.
-func addProcessFlags(cmd *cobra.Command, o *processOptions, withPprof bool) {
+func AddFlags(cmd *cobra.Command, o *Options, withPprof bool) {
 	f := cmd.Flags()
-	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	if withPprof {
-		f.StringVar(&o.pprofAddr, "pprof-addr", "", "serve Go's profiler (net/http/pprof) on this address, e.g. 127.0.0.1:6060 (off when empty)")
+		f.StringVar(&o.PprofAddr, "pprof-addr", "", "serve Go's profiler (net/http/pprof) on this address, e.g. 127.0.0.1:6060 (off when empty)")
 	}
 }
 
-// addMetricsFlag adds --metrics-addr to a command that serves HTTP itself (dev, api, shard; the
+// AddMetricsFlag adds --metrics-addr to a command that serves HTTP itself (dev, api, shard; the
 // operator has controller-runtime's --metrics-bind-address): the address of its /metrics, one of
 // its own, never the API's, so that what a process counts is not served to whoever can reach the
 // API. def is the command's default; $PMX_METRICS_ADDR overrides it, which a build from before the
 // flag ignores (pmxtools bench runs such builds too).
-func addMetricsFlag(cmd *cobra.Command, o *processOptions, def string) {
-	cmd.Flags().StringVar(&o.metricsAddr, "metrics-addr", envOr("PMX_METRICS_ADDR", def),
+func AddMetricsFlag(cmd *cobra.Command, o *Options, def string) {
+	cmd.Flags().StringVar(&o.MetricsAddr, "metrics-addr", EnvOr("PMX_METRICS_ADDR", def),
 		"address to serve Prometheus metrics (/metrics) on, apart from the API ($PMX_METRICS_ADDR when set; empty or 0: off)")
 }
 
-// startProcess returns the logger, writing text to stderr at --log-level, and starts the profiler
+// Start returns the logger, writing text to stderr at --log-level, and starts the profiler
 // when --pprof-addr is set.
-func startProcess(o processOptions) (*slog.Logger, error) {
-	log, err := newLogger(os.Stderr, o.logLevel)
+func Start(o Options) (*slog.Logger, error) {
+	log, err := newLogger(os.Stderr, o.LogLevel)
 	if err != nil {
 		return nil, err
 	}
-	if err := startPprof(o.pprofAddr, log); err != nil {
+	if err := startPprof(o.PprofAddr, log); err != nil {
 		return nil, err
 	}
 	return log, nil
@@ -79,7 +83,7 @@ func startPprof(addr string, log *slog.Logger) error {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	ln, err := listen(addr)
+	ln, err := Listen(addr)
 	if err != nil {
 		return fmt.Errorf("--pprof-addr: %w", err)
 	}
@@ -92,16 +96,16 @@ func startPprof(addr string, log *slog.Logger) error {
 // curl, so it holds far fewer connections than the API.
 var metricsLimits = httpkit.Limits{MaxConns: 64, MaxConnsPerClient: 16}
 
-// startMetrics serves g's metrics (httpkit.MetricsHandler) on addr, in the background and within
+// StartMetrics serves g's metrics (httpkit.MetricsHandler) on addr, in the background and within
 // metricsLimits, and returns the address it listens on and a function that stops it. Commands
 // start it as soon as they have their registry and stop it last, so that their metrics can be read
 // while they load their markets and while they drain. An empty addr, or "0" (the operator's way to
 // turn its metrics off), serves none: the address is then empty.
-func startMetrics(addr string, g prometheus.Gatherer, log *slog.Logger) (string, func(), error) {
+func StartMetrics(addr string, g prometheus.Gatherer, log *slog.Logger) (string, func(), error) {
 	if addr == "" || addr == "0" {
 		return "", func() {}, nil
 	}
-	ln, err := listen(addr)
+	ln, err := Listen(addr)
 	if err != nil {
 		return "", nil, fmt.Errorf("--metrics-addr: %w", err)
 	}
@@ -118,31 +122,31 @@ func startMetrics(addr string, g prometheus.Gatherer, log *slog.Logger) (string,
 	return ln.Addr().String(), func() { cancel(); <-done }, nil
 }
 
-// metricsLine is the line of a command's banner that says where its metrics are, or nothing when
+// MetricsLine is the line of a command's banner that says where its metrics are, or nothing when
 // it serves none.
-func metricsLine(addr string) string {
+func MetricsLine(addr string) string {
 	if addr == "" {
 		return ""
 	}
 	return "  Metrics:   http://" + addr + "/metrics\n"
 }
 
-// openStore connects to Postgres and brings its schema up to date: every process migrates at start
+// OpenStore connects to Postgres and brings its schema up to date: every process migrates at start
 // (concurrent migrations are serialised by the migration library's lock), so no install step has to.
-func openStore(ctx context.Context, url string, log *slog.Logger) (*store.Store, error) {
+func OpenStore(ctx context.Context, url string, log *slog.Logger) (*store.Store, error) {
 	st, err := store.Open(ctx, url)
 	if err != nil {
 		return nil, err
 	}
-	if err := migrateStore(ctx, st, log); err != nil {
+	if err := MigrateStore(ctx, st, log); err != nil {
 		st.Close()
 		return nil, err
 	}
 	return st, nil
 }
 
-// migrateStore brings st's schema up to date, saying so when it changed it.
-func migrateStore(ctx context.Context, st *store.Store, log *slog.Logger) error {
+// MigrateStore brings st's schema up to date, saying so when it changed it.
+func MigrateStore(ctx context.Context, st *store.Store, log *slog.Logger) error {
 	from, to, err := st.Migrate(ctx)
 	if err != nil {
 		return err
@@ -157,11 +161,24 @@ func migrateStore(ctx context.Context, st *store.Store, log *slog.Logger) error 
 	return nil
 }
 
-// listen listens on addr (TCP), the address a command serves on.
-func listen(addr string) (net.Listener, error) {
+// Listen listens on addr (TCP), the address a command serves on.
+func Listen(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("while listening on %s: %w", addr, err)
 	}
 	return ln, nil
+}
+
+// SignalContext is cmd's context, ended by the first SIGINT or SIGTERM (package signals).
+func SignalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	return signals.Context(cmd.Context())
+}
+
+// EnvOr reads an environment variable, with a default.
+func EnvOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }

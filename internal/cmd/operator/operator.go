@@ -1,4 +1,5 @@
-package main
+// Package operator is pmx operator: the Kubernetes operator that reconciles Markets and Events.
+package operator
 
 import (
 	"fmt"
@@ -19,6 +20,7 @@ import (
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/controllers"
+	"github.com/pmx-dev/pmx/internal/cmd/process"
 	"github.com/pmx-dev/pmx/internal/shardapi"
 )
 
@@ -33,10 +35,10 @@ type operatorOptions struct {
 	resync           time.Duration
 	rebalance        bool
 	policy           controllers.RebalancePolicy
-	process          processOptions
+	process          process.Options
 }
 
-func newOperatorCommand() *cobra.Command {
+func NewCommand() *cobra.Command {
 	o := operatorOptions{policy: controllers.DefaultRebalancePolicy}
 	cmd := &cobra.Command{
 		Use:   "operator",
@@ -58,12 +60,12 @@ It uses the kubeconfig of its environment (in-cluster, $KUBECONFIG or ~/.kube/co
 		RunE: func(cmd *cobra.Command, _ []string) error { return runOperator(o) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.databaseURL, "database-url", envOr("PMX_DATABASE_URL", ""), "the exchange's Postgres (postgres://...; default $PMX_DATABASE_URL)")
+	f.StringVar(&o.databaseURL, "database-url", process.EnvOr("PMX_DATABASE_URL", ""), "the exchange's Postgres (postgres://...; default $PMX_DATABASE_URL)")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":9090", "address of the Prometheus metrics endpoint (0 disables it)")
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":9091", "address of /healthz and /readyz")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader, so that only one replica reconciles")
 	f.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "namespace of the leader lease (default: the pod's)")
-	f.StringVar(&o.internalToken, "internal-token", envOr("PMX_INTERNAL_TOKEN", ""), "secret shared with the shards, whose internal API carries out lifecycle changes (default $PMX_INTERNAL_TOKEN)")
+	f.StringVar(&o.internalToken, "internal-token", process.EnvOr("PMX_INTERNAL_TOKEN", ""), "secret shared with the shards, whose internal API carries out lifecycle changes (default $PMX_INTERNAL_TOKEN)")
 	f.DurationVar(&o.shardTTL, "shard-ttl", 5*time.Second, "a shard is live while its last heartbeat is more recent than this")
 	f.DurationVar(&o.resync, "resync", 2*time.Second, "how often each OPEN market is checked for a lost shard")
 	f.BoolVar(&o.rebalance, "rebalance", true, "keep the markets spread over the live shards (false: a market moves only off a lost shard)")
@@ -71,7 +73,7 @@ It uses the kubeconfig of its environment (in-cluster, $KUBECONFIG or ~/.kube/co
 	f.DurationVar(&o.policy.Interval, "rebalance-interval", o.policy.Interval, "the least time between two rebalancing moves")
 	f.DurationVar(&o.policy.Cooldown, "rebalance-cooldown", o.policy.Cooldown, "a market that moved stays where it is this long (also the wait before the first move after the operator starts)")
 	f.Float64Var(&o.policy.MaxFraction, "rebalance-max-fraction", o.policy.MaxFraction, "at most this fraction of the open markets moved within the cooldown (at least one market)")
-	addProcessFlags(cmd, &o.process, false)
+	process.AddFlags(cmd, &o.process, false)
 	return cmd
 }
 
@@ -82,14 +84,14 @@ func runOperator(o operatorOptions) error {
 	if err := o.policy.Validate(); err != nil && o.rebalance {
 		return err
 	}
-	log, err := startProcess(o.process)
+	log, err := process.Start(o.process)
 	if err != nil {
 		return err
 	}
 	ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
 	ctx := ctrl.SetupSignalHandler()
 
-	st, err := openStore(ctx, o.databaseURL, log)
+	st, err := process.OpenStore(ctx, o.databaseURL, log)
 	if err != nil {
 		return err
 	}

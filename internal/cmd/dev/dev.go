@@ -1,21 +1,29 @@
-package main
+// Package dev is pmx dev: the whole exchange in one process, on a private Postgres it starts itself.
+package dev
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
 	"github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/config"
+	"github.com/pmx-dev/pmx/internal/cmd/process"
+	"github.com/pmx-dev/pmx/internal/cmd/serve"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/event"
+	"github.com/pmx-dev/pmx/internal/eventrec"
 	"github.com/pmx-dev/pmx/internal/feed"
 	"github.com/pmx-dev/pmx/internal/kit/auth"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
@@ -25,8 +33,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
-// devOptions are the flags of pmx dev.
-// builtinMarkets is the --markets value that loads the sample markets built into pmx.
+// builtinMarkets is the --markets value that loads the sample markets and event built into pmx.
 const builtinMarkets = "builtin"
 
 // How long pmx dev waits, at start, for another pmx dev on its database to let it go (one that
@@ -41,6 +48,7 @@ const (
 	claimRetry  = time.Second
 )
 
+// devOptions are the flags of pmx dev.
 type devOptions struct {
 	addr           string
 	dataDir        string
@@ -54,11 +62,11 @@ type devOptions struct {
 	eventRetention time.Duration
 	noEventLog     bool
 	shards         int
-	process        processOptions
-	serve          serveOptions
+	process        process.Options
+	serve          serve.Options
 }
 
-func newDevCommand() *cobra.Command {
+func NewCommand() *cobra.Command {
 	o := devOptions{}
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -71,12 +79,14 @@ Its database is a private PostgreSQL cluster that it creates under --data-dir an
 (from initdb/postgres on PATH or under /usr/lib/postgresql/*/bin); data survives restarts and
 Ctrl-C stops it cleanly. --database-url uses an existing Postgres instead.
 
-At start it loads the Market manifests in --markets, the same YAML kubectl apply takes: by
-default the sample markets built into pmx (config/samples in its repository), wherever it is
-started from.`,
+At start it loads the Market manifests in --markets, the same YAML kubectl apply takes, and the
+Event manifests in its events/ folder (each an event with one market per outcome, as the operator
+records it; its closed and resolution are the admin API's to change here): by default the sample
+markets and the sample event built into pmx (config/samples and config/samples/events in its
+repository), wherever it is started from.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signalContext(cmd)
+			ctx, stop := process.SignalContext(cmd)
 			defer stop()
 			return runDev(ctx, o, cmd.OutOrStdout())
 		},
@@ -85,7 +95,7 @@ started from.`,
 	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to serve HTTP on (port 0 picks a free one)")
 	f.StringVar(&o.dataDir, "data-dir", ".pmx", "folder for the private Postgres cluster and the admin token")
 	f.StringVar(&o.databaseURL, "database-url", "", "use this Postgres instead of a private cluster (postgres://...); one pmx dev serves a database, a second on it is refused")
-	f.StringVar(&o.markets, "markets", builtinMarkets, `folder of Market manifests to load at start ("`+builtinMarkets+`": the sample markets built into pmx; empty: none; a folder named so: ./`+builtinMarkets+`)`)
+	f.StringVar(&o.markets, "markets", builtinMarkets, `folder of Market manifests, and of Event manifests in its events/, to load at start ("`+builtinMarkets+`": the sample markets and event built into pmx; empty: none; a folder named so: ./`+builtinMarkets+`)`)
 	f.StringVar(&o.adminToken, "admin-token", "", "admin API token (default $PMX_ADMIN_TOKEN, else generated into <data-dir>/admin-token)")
 	f.Int64Var(&o.grant, "grant", 1_000_000, "play money, in cents, that a new account starts with")
 	f.Int64Var(&o.maxQuantity, "max-quantity", 1_000_000, "largest order quantity accepted")
@@ -94,20 +104,20 @@ started from.`,
 	f.DurationVar(&o.eventRetention, "event-retention", shard.DefaultEventRetention, "how long the markets' feed events are kept")
 	f.IntVar(&o.shards, "shards", defaultShards(), "matching shards to spread the markets over, each with its own batch loop and Postgres connection (default: one per two cores)")
 	f.BoolVar(&o.noEventLog, "no-event-log", false, "record no feed events, of markets or accounts, to measure what they cost (the live feed, GET /market/events and GET /account/events then show nothing useful: for measuring only)")
-	addProcessFlags(cmd, &o.process, true)
-	addMetricsFlag(cmd, &o.process, "127.0.0.1:9090")
-	addServeFlags(cmd, &o.serve)
+	process.AddFlags(cmd, &o.process, true)
+	process.AddMetricsFlag(cmd, &o.process, "127.0.0.1:9090")
+	serve.AddFlags(cmd, &o.serve)
 	return cmd
 }
 
 func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
-	if err := o.serve.limits(); err != nil {
+	if err := o.serve.Check(); err != nil {
 		return err
 	}
 	if o.shards < 1 {
 		return fmt.Errorf("--shards %d: pmx dev needs at least one shard", o.shards)
 	}
-	log, err := startProcess(o.process)
+	log, err := process.Start(o.process)
 	if err != nil {
 		return err
 	}
@@ -147,7 +157,7 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 		return err
 	}
 	defer claim.Close(context.Background())
-	if err := migrateStore(ctx, st, log); err != nil {
+	if err := process.MigrateStore(ctx, st, log); err != nil {
 		return err
 	}
 	if err := claim.Fence(ctx, claimDrain); err != nil {
@@ -175,7 +185,7 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 
 	reg := httpkit.NewRegistry()
 	reg.MustRegister(st.Collector())
-	metricsAddr, stopMetrics, err := startMetrics(o.process.metricsAddr, reg, log)
+	metricsAddr, stopMetrics, err := process.StartMetrics(o.process.MetricsAddr, reg, log)
 	if err != nil {
 		return err
 	}
@@ -186,16 +196,14 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 	defer sh.Stop()
 
 	if o.markets != "" {
-		var manifests []v1alpha1.Market
-		if o.markets == builtinMarkets {
-			manifests, err = v1alpha1.LoadMarketsFS(config.Samples(), "config/samples (built in)")
-		} else {
-			manifests, err = v1alpha1.LoadMarkets(o.markets)
-		}
+		manifests, events, err := loadManifests(o.markets)
 		if err != nil {
 			return err
 		}
 		if _, err := market.Sync(ctx, st, sh, manifests, time.Now(), log); err != nil {
+			return err
+		}
+		if err := recordEvents(ctx, st, events, time.Now(), log); err != nil {
 			return err
 		}
 	}
@@ -213,8 +221,8 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 	}
 
 	api := apiserver.New(apiserver.Config{Store: st, Exchange: sh, Logger: log, AdminToken: token,
-		Grant: o.grant, MaxQuantity: o.maxQuantity, MaxOrderGroups: o.maxOrderGroups, Metrics: reg, ReadLimit: o.serve.read, WriteLimit: o.serve.write,
-		TrustedProxies: o.serve.proxies})
+		Grant: o.grant, MaxQuantity: o.maxQuantity, MaxOrderGroups: o.maxOrderGroups, Metrics: reg, ReadLimit: o.serve.Read, WriteLimit: o.serve.Write,
+		TrustedProxies: o.serve.Proxies})
 	defer api.Close()
 	feedCtx, stopFeed := context.WithCancel(context.Background())
 	feedDone := make(chan struct{})
@@ -223,7 +231,7 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 		feed.Follow(feedCtx, bus, api.Feed())
 	}()
 	defer func() { stopFeed(); <-feedDone }()
-	ln, err := listen(o.addr)
+	ln, err := process.Listen(o.addr)
 	if err != nil {
 		return err
 	}
@@ -237,9 +245,9 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(out, "pmx is running.\n  API:       %s/api/v1\n  Settings:  %s/settings\n  Markets:   %s/markets\n  Admin API: %s/admin/v1 (token %s)\n%s  Press Ctrl-C to stop.\n",
-		base, base, base, base, tokenSource, metricsLine(metricsAddr))
+		base, base, base, base, tokenSource, process.MetricsLine(metricsAddr))
 
-	err = serve(ctx, ln, api.Handler(), o.serve.httpLimits(), log)
+	err = serve.Serve(ctx, ln, api.Handler(), o.serve.HTTPLimits(), log)
 	stopCloser()
 	<-closerDone
 	return err
@@ -266,3 +274,54 @@ func adminToken(o devOptions) (token, source string, err error) {
 // costs Postgres about as much CPU as it costs pmx, so a shard keeps about two cores busy, and more
 // shards than that only add transactions (measured in docs/performance.md, "Several shards").
 func defaultShards() int { return max(1, runtime.GOMAXPROCS(0)/2) }
+
+// loadManifests reads the Market manifests of --markets and the Event manifests of its events/
+// folder (none when it has none): the samples built into pmx for builtinMarkets.
+func loadManifests(dir string) ([]v1alpha1.Market, []v1alpha1.Event, error) {
+	if dir == builtinMarkets {
+		markets, err := v1alpha1.LoadMarketsFS(config.Samples(), "config/samples (built in)")
+		if err != nil {
+			return nil, nil, err
+		}
+		events, err := v1alpha1.LoadEventsFS(config.SampleEvents(), "config/samples/events (built in)")
+		return markets, events, err
+	}
+	markets, err := v1alpha1.LoadMarkets(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	eventsDir := filepath.Join(dir, "events")
+	if _, err := os.Stat(eventsDir); errors.Is(err, fs.ErrNotExist) {
+		return markets, nil, nil
+	}
+	events, err := v1alpha1.LoadEventsFS(os.DirFS(eventsDir), eventsDir)
+	return markets, events, err
+}
+
+// recordEvents records each Event manifest as the operator does (eventrec.Record): a new event
+// with one market per outcome, or an event of that name given the manifest's text and schedule.
+// Its lifecycle is the admin API's here: a manifest that sets closed or resolution is refused.
+func recordEvents(ctx context.Context, st *store.Store, events []v1alpha1.Event, now time.Time, log *slog.Logger) error {
+	for _, ev := range events {
+		if ev.Spec.Closed || ev.Spec.Resolution != "" {
+			return fmt.Errorf("event %q: pmx dev records an Event manifest's question, outcomes and schedule, not its closed or resolution: "+
+				"leave them out, and close or resolve the event with the admin API (/admin/v1/events/{id}/close, /resolve)", ev.Name)
+		}
+		spec := eventrec.Spec{Question: ev.Spec.Question, Category: ev.Spec.Category, Description: ev.Spec.Description, URL: ev.Spec.URL}
+		for _, o := range ev.Spec.Outcomes {
+			spec.Outcomes = append(spec.Outcomes, event.Outcome{Key: o.Key, Label: o.Label})
+		}
+		if ev.Spec.ClosesAt != nil {
+			spec.ClosesAt = &ev.Spec.ClosesAt.Time
+		}
+		if ev.Spec.ResolvesAt != nil {
+			spec.ResolvesAt = &ev.Spec.ResolvesAt.Time
+		}
+		e, created, err := eventrec.Record(ctx, st, uuid.Nil, ev.Name, spec, now)
+		if err != nil {
+			return err
+		}
+		log.Info("event loaded", "event", e.Name, "id", e.ID, "outcomes", len(e.Outcomes), "created", created)
+	}
+	return nil
+}

@@ -1,4 +1,4 @@
-package main
+package process
 
 import (
 	"os"
@@ -21,14 +21,14 @@ func TestLimitMemory(t *testing.T) {
 	t.Cleanup(func() { debug.SetMemoryLimit(before) })
 
 	const pod = 512 << 20
-	limitMemory(memlimit.Limit(pod))
+	LimitMemory(memlimit.Limit(pod))
 	if got, want := debug.SetMemoryLimit(-1), int64(pod*3/4); got < want-1 || got > want+1 {
 		t.Fatalf("memory limit %d, want %d (75%% of 512 MiB)", got, want)
 	}
 
 	debug.SetMemoryLimit(before)
 	t.Setenv("GOMEMLIMIT", "100MiB")
-	limitMemory(memlimit.Limit(pod))
+	LimitMemory(memlimit.Limit(pod))
 	if got := debug.SetMemoryLimit(-1); got != before {
 		t.Fatalf("memory limit %d with GOMEMLIMIT set, want it left at %d", got, before)
 	}

@@ -1,0 +1,90 @@
+package dev
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/pgtest"
+	"github.com/pmx-dev/pmx/internal/poll"
+	"github.com/pmx-dev/pmx/internal/store"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// syncBuffer is pmx dev's output, written by it and read by the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestDevLoadsSamples starts pmx dev with its default --markets, twice on one database: it loads
+// the sample markets and the sample event (config/samples/events), the event with one open market
+// per outcome, and a restart finds them recorded and records them again without a second copy.
+func TestDevLoadsSamples(t *testing.T) {
+	db := pgtest.NewDatabase(t, pgtest.Shared(t))
+	for run := range 2 {
+		ctx, cancel := context.WithCancel(t.Context())
+		cmd := NewCommand()
+		out := &syncBuffer{}
+		cmd.SetOut(out)
+		cmd.SetArgs([]string{"--addr", "127.0.0.1:0", "--metrics-addr", "", "--database-url", db, "--data-dir", t.TempDir(),
+			"--admin-token", "dev-samples-test-token-0123456789abcdef", "--shards", "1", "--log-level", "warn"})
+		done := make(chan error, 1)
+		go func() { done <- cmd.ExecuteContext(ctx) }()
+		poll.Wait(t, time.Minute, "pmx dev running", func() bool {
+			select {
+			case err := <-done:
+				t.Fatalf("run %d: pmx dev stopped: %v\n%s", run, err, out)
+			default:
+			}
+			return strings.Contains(out.String(), "pmx is running")
+		})
+
+		st, err := store.Open(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := st.EventByName(ctx, "rate-decision-2027-06")
+		if err != nil {
+			t.Fatalf("run %d: the sample event: %v", run, err)
+		}
+		if len(e.Outcomes) != 4 || e.Question != "What will the ECB decide on its deposit rate on 10 June 2027?" {
+			t.Errorf("run %d: the sample event %+v", run, e)
+		}
+		open, err := st.Markets(ctx, domain.MarketOpen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ofEvent := 0
+		for _, m := range open {
+			if m.EventID != nil && *m.EventID == e.ID {
+				ofEvent++
+			}
+		}
+		if ofEvent != 4 || len(open) < 4+2 {
+			t.Errorf("run %d: %d open markets, %d of the sample event; want the sample markets and 4 of the event's", run, len(open), ofEvent)
+		}
+		st.Close()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("run %d: pmx dev: %v", run, err)
+		}
+	}
+}
