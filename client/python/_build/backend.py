@@ -1,7 +1,7 @@
 """The SDK's build backend (PEP 517), in the tree and with nothing to download.
 
 pip builds a project in an isolated environment into which it first installs the backend the
-project names. With setuptools named, ``pip install ./clients/python`` needs a package index even
+project names. With setuptools named, ``pip install ./client/python`` needs a package index even
 when httpx and websockets are already installed (from Debian, say), and fails offline. This backend
 is the standard library alone (tomllib, zipfile, tarfile, hashlib), so pip has nothing to fetch: it
 builds the one pure-Python wheel the SDK is, from ``pyproject.toml``'s ``[project]`` table and
