@@ -9,11 +9,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
-	"github.com/pmx-dev/pmx/internal/kit/wire"
+	"github.com/pmx-dev/pmx/internal/apijson"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
-func fillOf(f *store.Fill) Fill { return wire.FillOf(f) }
+func fillOf(f *store.Fill) Fill { return apijson.FillOf(f) }
 
 // fills lists the account's fills, maker and taker, newest first, in cursor pages.
 func (s *Server) fills(c *gin.Context) error {
@@ -46,7 +46,7 @@ const (
 	defaultCandles = 100
 )
 
-func candleOf(c *store.Candle) Candle { return wire.CandleOf(c) }
+func candleOf(c *store.Candle) Candle { return apijson.CandleOf(c) }
 
 // candleWindow is what a candles query asks for: the interval and the window, from before to.
 type candleWindow struct {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
-	"github.com/pmx-dev/pmx/internal/kit/wire"
+	"github.com/pmx-dev/pmx/internal/apijson"
 	"github.com/pmx-dev/pmx/internal/market"
 )
 
@@ -196,7 +196,7 @@ func FuzzDecodeMarket(f *testing.F) {
 			t.Fatalf("%q: took a spec the Market's rules refuse: %v", body, err)
 		}
 		row := market.Row(uuid.New(), spec, nil, testNow)
-		if _, err := json.Marshal(wire.MarketOf(&row)); err != nil {
+		if _, err := json.Marshal(apijson.MarketOf(&row)); err != nil {
 			t.Fatalf("%q: took a market whose answer JSON cannot carry: %v", body, err)
 		}
 	})

@@ -1,9 +1,15 @@
-// Package wire holds the public API's JSON shapes that more than the API server writes: orders,
-// fills and settlements, which the shards also write into accounts' feeds (package feed), so that
-// an event carries an order exactly as GET /orders shows it; and markets, books, trades and candles,
-// which the market pages (package marketpages) also write (market.go). The API server's other
-// shapes are in package apiserver.
-package wire
+// Package apijson holds the public API's JSON shapes (/api/v1, as openapi.yaml defines them), the
+// one place the server side defines them: the API server writes them, the shards write orders,
+// fills and settlements into accounts' feeds (package feed), so that a feed message carries an
+// order exactly as GET /orders shows it, and the market and event pages (package marketpages)
+// write markets, books, trades, candles and events. The store's rows carry more (sequence numbers,
+// internal ids) and no JSON; these say exactly what a client sees. It imports no server package.
+//
+// The Go SDK (package client, github.com/pmx-dev/pmx/client) has shapes of its own, generated from
+// openapi.yaml (client/api.gen.go), and the Python SDK (client/python) its models: the OpenAPI
+// document is the contract both sides follow, and internal/apitest checks the server's answers
+// against it.
+package apijson
 
 import (
 	"cmp"
