@@ -38,8 +38,8 @@ const (
 // order, its filled quantity and status (and its updatedAt, the event's at): kept small, as
 // fills are most of the events.
 type AccountEvent struct {
-	Seq        int64            `json:"seq,omitempty"` // left out where kept: the row's numbers give it
-	Type       string           `json:"type"`
+	Seq        int64               `json:"seq,omitempty"` // left out where kept: the row's numbers give it
+	Type       string              `json:"type"`
 	Order      *apijson.Order      `json:"order,omitempty"`
 	Fill       *apijson.Fill       `json:"fill,omitempty"`
 	Settlement *apijson.Settlement `json:"settlement,omitempty"`

@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/pmx-dev/pmx/engine"
-	"github.com/pmx-dev/pmx/internal/feed"
 	"github.com/pmx-dev/pmx/internal/apijson"
+	"github.com/pmx-dev/pmx/internal/feed"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )

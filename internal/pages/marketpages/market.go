@@ -32,10 +32,10 @@ type marketData struct {
 	Book     apijson.OrderBook `json:"book"`
 	Trades   []apijson.Trade   `json:"trades"`
 	Candles  []apijson.Candle  `json:"candles"`
-	Interval string         `json:"interval"`
-	Seconds  int64          `json:"intervalSeconds"`
-	From     time.Time      `json:"from"`
-	To       time.Time      `json:"to"`
+	Interval string            `json:"interval"`
+	Seconds  int64             `json:"intervalSeconds"`
+	From     time.Time         `json:"from"`
+	To       time.Time         `json:"to"`
 }
 
 // market shows one market.
