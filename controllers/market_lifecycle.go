@@ -21,7 +21,7 @@ import (
 // Exchange is what the operator asks of the exchange: a market's lifecycle change, carried out by
 // the shard that owns the market — it cancels the resting orders and settles with the code the
 // standalone exchange runs, and the market keeps its owner and epoch. In distributed mode it is
-// the front's router to the shards (shardapi.Router, with Lifecycle set). It fails, and the
+// the front's router to the shards (shardclient.Router, with Lifecycle set). It fails, and the
 // operator tries again, when the market has no live owner.
 type Exchange interface {
 	Transition(ctx context.Context, market uuid.UUID, action domain.MarketAction) error

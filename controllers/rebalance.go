@@ -84,7 +84,7 @@ type Rebalancer struct {
 	// ShardTTL is how long a shard stays live after its last heartbeat, as the reconcilers see it.
 	ShardTTL time.Duration
 	Policy   RebalancePolicy
-	// Move carries a move out: the planned handoff (shardapi.Router.HandOff), which falls back to
+	// Move carries a move out: the planned handoff (shardclient.Router.HandOff), which falls back to
 	// store.Move for an old owner without it. Nil, it is store.Move: a failover's move, fenced.
 	Move func(ctx context.Context, markets []uuid.UUID, from, to string) (moved bool, err error)
 	// Moves is shared with the Market reconciler, whose moves off lost shards count for the cooldown.

@@ -52,8 +52,9 @@ func TestContractLinksOnlyVocabulary(t *testing.T) {
 }
 
 // What speaks the contract does not link what implements it: the front API and the internal
-// API's router and server talk to an Exchange, never to the shard's books and batch committer
-// (internal/shard), and the front API not to the router (internal/shardapi) either, which
+// API's router (internal/shardclient) and server (internal/shardserver) talk to an Exchange, never
+// to the shard's books and batch committer (internal/shard), and the front API not to the router
+// either, which
 // cmd/pmx hands it as its Exchange in distributed mode. The operator's controllers ask only for
 // lifecycle changes, through an interface of their own that the router satisfies, and link neither.
 func TestSpeakersLinkNoImplementation(t *testing.T) {
@@ -62,9 +63,10 @@ func TestSpeakersLinkNoImplementation(t *testing.T) {
 		forbidden []string
 		speaks    bool // links internal/exchange
 	}{
-		{"apiserver", []string{"internal/shard", "internal/shardapi"}, true},
-		{"internal/shardapi", []string{"internal/shard"}, true},
-		{"controllers", []string{"internal/shard", "internal/shardapi"}, false},
+		{"apiserver", []string{"internal/shard", "internal/shardclient", "internal/shardserver"}, true},
+		{"internal/shardclient", []string{"internal/shard", "internal/shardserver"}, true},
+		{"internal/shardserver", []string{"internal/shard", "internal/shardclient"}, true},
+		{"controllers", []string{"internal/shard", "internal/shardclient", "internal/shardserver"}, false},
 	} {
 		list := deps(t, tc.pkg)
 		if tc.speaks && !slices.Contains(list, module+"internal/exchange") {

@@ -1,4 +1,4 @@
-package shardapi
+package shardclient
 
 import (
 	"context"
@@ -11,54 +11,9 @@ import (
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/exchange"
+	"github.com/pmx-dev/pmx/internal/shardproto"
 	"github.com/pmx-dev/pmx/internal/store"
 )
-
-// internalBooks reads many markets' books at once (exchange.BooksReader), for an event's read:
-// one call per shard rather than one per outcome. It is new in version 1, as an optional call: a
-// shard of the release before answers 404, and the front reads each book on its own (GET
-// /internal/v1/book), as it did before.
-const internalBooks = "/internal/v1/books"
-
-// booksV1 asks for the books of markets, each with the epoch Postgres records for its owner: a
-// shard that holds a market under another epoch has not yet noticed a move, and answers not_owner
-// for it, as GET /internal/v1/book does.
-type booksV1 struct {
-	Markets []uuid.UUID `json:"markets"`
-	Epochs  []int64     `json:"epochs"`
-}
-
-// bookResultWire answers one market of a books call, in the request's order: its book, or the
-// error GET /internal/v1/book would have answered for it.
-type bookResultWire struct {
-	Book  *snapshotV1 `json:"book,omitempty"`
-	Error *errorWire  `json:"error,omitempty"`
-}
-
-// checkBooks checks a books call: from 1 to maxMany markets, none twice, each with its epoch.
-func checkBooks(w *booksV1) *domain.Error {
-	if e := checkMarkets(w.Markets); e != nil {
-		return e
-	}
-	if len(w.Epochs) != len(w.Markets) || slices.ContainsFunc(w.Epochs, func(e int64) bool { return e < 0 }) {
-		return invalid("epochs", "epochs must give each market's epoch, a whole number from 0, in the order of markets")
-	}
-	return nil
-}
-
-// anyEpoch is bookAt's epoch for a caller that names none (GET /internal/v1/book without one).
-const anyEpoch = -1
-
-// bookAt reads a market's book on this shard, which must hold it under epoch (unless anyEpoch):
-// the front routed here because Postgres names this shard the owner at that epoch, and a shard
-// that holds the market under another has not yet noticed a move.
-func bookAt(ctx context.Context, sh exchange.Exchange, id uuid.UUID, epoch int64) (*exchange.Snapshot, error) {
-	snap, err := sh.OrderBook(ctx, id)
-	if err == nil && epoch != anyEpoch && snap.Epoch != epoch {
-		err = exchange.ErrNotOwner
-	}
-	return snap, err
-}
 
 // aloneReads bounds how many books OrderBooks reads one by one at once.
 const aloneReads = 8
@@ -99,7 +54,7 @@ func (r *Router) OrderBooks(ctx context.Context, ids []uuid.UUID) ([]*exchange.S
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for addr, idx := range owned {
-		for part := range slices.Chunk(idx, maxMany) {
+		for part := range slices.Chunk(idx, shardproto.MaxMany) {
 			wg.Go(func() {
 				missed := r.booksOn(ctx, addr, ids, part, byID, out)
 				mu.Lock()
@@ -129,18 +84,18 @@ func (r *Router) OrderBooks(ctx context.Context, ids []uuid.UUID) ([]*exchange.S
 // booksOn asks the shard at addr for the books of ids[i] for each i of idx, into out[i], and
 // returns the indexes it did not answer: all of them when the call failed.
 func (r *Router) booksOn(ctx context.Context, addr string, ids []uuid.UUID, idx []int, routes map[uuid.UUID]store.Route, out []*exchange.Snapshot) (missed []int) {
-	w := booksV1{Markets: make([]uuid.UUID, len(idx)), Epochs: make([]int64, len(idx))}
+	w := shardproto.BooksV1{Markets: make([]uuid.UUID, len(idx)), Epochs: make([]int64, len(idx))}
 	for j, i := range idx {
 		w.Markets[j], w.Epochs[j] = ids[i], routes[ids[i]].Epoch
 	}
 	c := &shardClient{base: "http://" + addr, token: r.Token, http: r.client()}
-	var answers []bookResultWire
-	if err := r.noteVersion(c.call(ctx, http.MethodPost, internalBooks, w, &answers)); err != nil || len(answers) != len(idx) {
+	var answers []shardproto.BookResultV1
+	if err := r.noteVersion(c.call(ctx, http.MethodPost, shardproto.PathBooks, w, &answers)); err != nil || len(answers) != len(idx) {
 		return idx
 	}
 	for j, i := range idx {
 		if b := answers[j].Book; b != nil && answers[j].Error == nil {
-			snap := b.snapshot()
+			snap := b.Snapshot()
 			out[i] = &snap
 		} else {
 			missed = append(missed, i)

@@ -1,4 +1,4 @@
-package shardapi
+package shardclient
 
 import (
 	"context"
@@ -20,6 +20,8 @@ import (
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/shard"
+	"github.com/pmx-dev/pmx/internal/shardproto"
+	"github.com/pmx-dev/pmx/internal/shardserver"
 	"github.com/pmx-dev/pmx/internal/storetest"
 )
 
@@ -33,7 +35,7 @@ func TestOrderBooksThroughRouter(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	second := shard.New(shard.Config{Store: r.st, Name: "shard-2", Logger: log})
 	t.Cleanup(second.Stop)
-	h := Server{Shard: second, Store: r.st, Token: validateToken, Logger: log}.Handler()
+	h := shardserver.Server{Shard: second, Store: r.st, Token: validateToken, Logger: log}.Handler()
 	var older atomic.Bool
 	var mu sync.Mutex
 	calls := map[string]int{} // shard-2's, by path
@@ -41,7 +43,7 @@ func TestOrderBooksThroughRouter(t *testing.T) {
 		mu.Lock()
 		calls[req.URL.Path]++
 		mu.Unlock()
-		if older.Load() && req.URL.Path == internalBooks {
+		if older.Load() && req.URL.Path == shardproto.PathBooks {
 			http.NotFound(w, req)
 			return
 		}
@@ -97,11 +99,11 @@ func TestOrderBooksThroughRouter(t *testing.T) {
 		}
 		return during
 	}
-	if c := read("both shards of this release"); c[internalBooks] != 1 || c[internalBook] != 0 {
+	if c := read("both shards of this release"); c[shardproto.PathBooks] != 1 || c[shardproto.PathBook] != 0 {
 		t.Errorf("shard-2, owning two of the markets, was called %v; want one books call", c)
 	}
 	older.Store(true)
-	if c := read("shard-2 of the release before"); c[internalBooks] != 1 || c[internalBook] != 2 {
+	if c := read("shard-2 of the release before"); c[shardproto.PathBooks] != 1 || c[shardproto.PathBook] != 2 {
 		t.Errorf("shard-2 of the release before was called %v; want the books call refused, then a book call per market", c)
 	}
 	if _, err := front.OrderBooks(ctx, []uuid.UUID{r.market, uuid.New()}); !errors.Is(err, domain.ErrUnknownMarket) {
@@ -120,7 +122,7 @@ func TestBooksRefused(t *testing.T) {
 		`{"markets":["` + m + `"],"epochs":[]}`,
 		`{"markets":["` + m + `"],"epochs":[-1]}`,
 	} {
-		if status, raw := r.do(http.MethodPost, internalBooks, body); status != http.StatusBadRequest || !strings.Contains(string(raw), `"details"`) {
+		if status, raw := r.do(http.MethodPost, shardproto.PathBooks, body); status != http.StatusBadRequest || !strings.Contains(string(raw), `"details"`) {
 			t.Errorf("%s: %d %s, want 400 in the API's error shape", body, status, raw)
 		}
 	}

@@ -1,4 +1,4 @@
-package shardapi
+package shardclient
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/pmx-dev/pmx/internal/exchange"
+	"github.com/pmx-dev/pmx/internal/shardproto"
 )
 
 // shardClient calls one shard's internal API.
@@ -38,7 +39,7 @@ func (c *shardClient) call(ctx context.Context, method, path string, in, out any
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set(ProtocolHeader, strconv.Itoa(ProtocolVersion))
+	req.Header.Set(shardproto.ProtocolHeader, strconv.Itoa(shardproto.ProtocolVersion))
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -56,13 +57,13 @@ func (c *shardClient) call(ctx context.Context, method, path string, in, out any
 	defer resp.Body.Close()
 	peer := "the shard at " + strings.TrimPrefix(c.base, "http://")
 	dec := json.NewDecoder(resp.Body)
-	var e errorWire
+	var e shardproto.ErrorV1
 	if resp.StatusCode >= 300 {
 		_ = dec.Decode(&e)
 		// A refusal of the request's version is an error answer of every version, whatever
 		// version the shard marks it with.
-		if e.Code == codeUnsupportedProtocol {
-			return &VersionError{Peer: peer, PeerSpeak: e.Speaks, Speaks: Speaks}
+		if e.Code == shardproto.CodeUnsupportedProtocol {
+			return &shardproto.VersionError{Peer: peer, PeerSpeak: e.Speaks, Speaks: shardproto.Speaks}
 		}
 	}
 	if err := answerVersion(resp, peer); err != nil {
@@ -80,30 +81,21 @@ func (c *shardClient) call(ctx context.Context, method, path string, in, out any
 		return dec.Decode(out)
 	case e.Code == "" && resp.StatusCode == http.StatusNotFound:
 		// Every path this build sends to is served by a shard of this build, which answers its
-		// own 404s in errorWire: this is a shard of an older release, without the call.
-		return fmt.Errorf("%s answered 404 to %s %s: %w", peer, method, path, errOlderPeer)
+		// own 404s in ErrorV1: this is a shard of an older release, without the call.
+		return fmt.Errorf("%s answered 404 to %s %s: %w", peer, method, path, shardproto.ErrOlderPeer)
 	}
-	return e.err(resp.StatusCode)
+	return e.Err(resp.StatusCode)
 }
 
 // answerVersion checks that an answer is in a version this build speaks: one without the header
 // is from a build before the protocol had a version, which speaks version 1.
 func answerVersion(resp *http.Response, peer string) error {
-	v, ok := versionOf(resp.Header)
+	v, ok := shardproto.VersionOf(resp.Header)
 	switch {
 	case !ok:
-		return &VersionError{Peer: peer, Speaks: Speaks, Header: resp.Header.Get(ProtocolHeader)}
-	case !speaks(v):
-		return &VersionError{Peer: peer, PeerSpeak: []int{v}, Speaks: Speaks}
+		return &shardproto.VersionError{Peer: peer, Speaks: shardproto.Speaks, Header: resp.Header.Get(shardproto.ProtocolHeader)}
+	case !shardproto.SpeaksVersion(v):
+		return &shardproto.VersionError{Peer: peer, PeerSpeak: []int{v}, Speaks: shardproto.Speaks}
 	}
 	return nil
-}
-
-type internalCallError struct {
-	status int
-	code   string
-}
-
-func (e *internalCallError) Error() string {
-	return "shard answered " + http.StatusText(e.status) + " (" + e.code + ")"
 }

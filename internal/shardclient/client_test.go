@@ -1,4 +1,4 @@
-package shardapi
+package shardclient
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/pmx-dev/pmx/internal/exchange"
+	"github.com/pmx-dev/pmx/internal/shardproto"
 )
 
 // TestShardClientLostAnswers checks what a failed call to a shard tells the router: a shard that
@@ -23,7 +24,7 @@ func TestShardClientLostAnswers(t *testing.T) {
 	gone := "http://" + ln.Addr().String()
 	ln.Close()
 	unreachable := &shardClient{base: gone, token: "t", http: http.DefaultClient}
-	if err := unreachable.call(ctx, http.MethodPost, internalPlace, exchange.PlaceRequest{}, nil); !errors.Is(err, exchange.ErrNotOwner) || errors.Is(err, exchange.ErrOutcomeUnknown) {
+	if err := unreachable.call(ctx, http.MethodPost, shardproto.PathPlace, exchange.PlaceRequest{}, nil); !errors.Is(err, exchange.ErrNotOwner) || errors.Is(err, exchange.ErrOutcomeUnknown) {
 		t.Errorf("unreachable shard: %v, want ErrNotOwner", err)
 	}
 
@@ -36,10 +37,10 @@ func TestShardClientLostAnswers(t *testing.T) {
 	}))
 	defer srv.Close()
 	dropping := &shardClient{base: srv.URL, token: "t", http: srv.Client()}
-	if err := dropping.call(ctx, http.MethodPost, internalPlace, exchange.PlaceRequest{}, nil); !errors.Is(err, exchange.ErrOutcomeUnknown) || errors.Is(err, exchange.ErrNotOwner) {
+	if err := dropping.call(ctx, http.MethodPost, shardproto.PathPlace, exchange.PlaceRequest{}, nil); !errors.Is(err, exchange.ErrOutcomeUnknown) || errors.Is(err, exchange.ErrNotOwner) {
 		t.Errorf("write whose answer was lost: %v, want exchange.ErrOutcomeUnknown", err)
 	}
-	if err := dropping.call(ctx, http.MethodGet, internalBook, nil, nil); !errors.Is(err, exchange.ErrNotOwner) {
+	if err := dropping.call(ctx, http.MethodGet, shardproto.PathBook, nil, nil); !errors.Is(err, exchange.ErrNotOwner) {
 		t.Errorf("read whose answer was lost: %v, want ErrNotOwner (sent again)", err)
 	}
 }

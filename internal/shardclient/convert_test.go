@@ -1,4 +1,4 @@
-package shardapi
+package shardclient
 
 import (
 	"context"

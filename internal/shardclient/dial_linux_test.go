@@ -1,4 +1,4 @@
-package shardapi
+package shardclient
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pmx-dev/pmx/internal/exchange"
+	"github.com/pmx-dev/pmx/internal/shardproto"
 )
 
 // TestShardGoneSilent: a shard address that takes no connection and refuses none — a stopped
@@ -24,7 +25,7 @@ func TestShardGoneSilent(t *testing.T) {
 	c := &shardClient{base: "http://" + addr, token: "t", http: r.client()}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // well within the client's 10 s
 	defer cancel()
-	err := c.call(ctx, http.MethodPost, internalPlace, exchange.PlaceRequest{}, nil)
+	err := c.call(ctx, http.MethodPost, shardproto.PathPlace, exchange.PlaceRequest{}, nil)
 	if !errors.Is(err, exchange.ErrNotOwner) || errors.Is(err, exchange.ErrOutcomeUnknown) {
 		t.Errorf("a write to a shard that takes no connection: %v, want ErrNotOwner (never sent) from the dial timeout", err)
 	}

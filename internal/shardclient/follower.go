@@ -1,4 +1,4 @@
-package shardapi
+package shardclient
 
 import (
 	"bufio"
@@ -11,90 +11,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gin-gonic/gin"
 	json "github.com/goccy/go-json"
 
 	"github.com/pmx-dev/pmx/internal/feed"
+	"github.com/pmx-dev/pmx/internal/shardproto"
 	"github.com/pmx-dev/pmx/internal/store"
 )
-
-// How committed events travel from the shards to the fronts in distributed mode: each front
-// replica holds one long-lived stream from every live shard (GET /internal/v1/feed), on which
-// the shard writes each batch it commits — one line of JSON per market and batch, the events as
-// they were written to Postgres — right after the commit. A front thus needs no Postgres query
-// per event; the hub (package feed) fills from Postgres only the gaps a lost stream or a moved
-// market leaves, and its once-a-second sweep catches anything no stream carried. A shard never
-// waits on a front: a stream whose buffer fills is cut, and the front reconnects.
-
-const (
-	internalFeed   = "/internal/v1/feed"
-	feedKeepalive  = 5 * time.Second  // an empty line, so that a front sees a dead stream
-	feedSilence    = 20 * time.Second // a front gives up on a stream silent this long
-	feedStreamSize = 8192             // batches a stream may fall behind
-	maxFeedLine    = 64 << 20         // the largest batch a front reads (a batch of 1,024 commands is well under)
-)
-
-// streamFeed writes the shard's committed batches to one front until it goes away or falls
-// behind, or the shard stops.
-func streamFeed(bus *feed.Bus, stopping <-chan struct{}) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		if bus == nil {
-			c.JSON(http.StatusNotFound, errorWire{Code: "no_feed"})
-			return
-		}
-		sub := bus.Subscribe(feedStreamSize)
-		defer sub.Close()
-		rc := http.NewResponseController(c.Writer)
-		_ = rc.SetWriteDeadline(time.Time{}) // the stream lasts; its writes are bounded below
-		c.Header("Content-Type", "application/x-ndjson")
-		c.Status(http.StatusOK)
-		keepalive := time.NewTicker(feedKeepalive)
-		defer keepalive.Stop()
-		w := bufio.NewWriterSize(c.Writer, 64<<10)
-		flush := func() bool {
-			_ = rc.SetWriteDeadline(time.Now().Add(feedSilence))
-			if w.Flush() != nil || rc.Flush() != nil {
-				return false
-			}
-			return true
-		}
-		if !flush() {
-			return
-		}
-		for {
-			select {
-			case b := <-sub.C():
-				for more := true; more; {
-					line, err := json.Marshal(feedBatchToWire(b))
-					if err != nil {
-						return
-					}
-					_, _ = w.Write(line)
-					_ = w.WriteByte('\n')
-					select { // what else is waiting goes in the same write
-					case b = <-sub.C():
-					default:
-						more = false
-					}
-				}
-				if !flush() {
-					return
-				}
-			case <-keepalive.C:
-				_ = w.WriteByte('\n')
-				if !flush() {
-					return
-				}
-			case <-sub.Lost():
-				return // fell behind: the front reconnects and fills the gap
-			case <-stopping:
-				return
-			case <-c.Request.Context().Done():
-				return
-			}
-		}
-	}
-}
 
 // Follower follows every live shard's stream of committed batches into a front's hub.
 type Follower struct {
@@ -144,7 +66,7 @@ func (f *Follower) Run(ctx context.Context) {
 			mu.Unlock()
 			wg.Go(func() {
 				err := f.follow(ctx, hc, sh.Address)
-				if ve := (*VersionError)(nil); errors.As(err, &ve) && ctx.Err() == nil {
+				if ve := (*shardproto.VersionError)(nil); errors.As(err, &ve) && ctx.Err() == nil {
 					log.Error("a shard's feed stream is in a protocol version this front does not speak; following it again in a second",
 						"shard", sh.Name, "addr", sh.Address, "err", err)
 				} else if ctx.Err() == nil {
@@ -167,12 +89,12 @@ func (f *Follower) Run(ctx context.Context) {
 func (f *Follower) follow(ctx context.Context, hc *http.Client, addr string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+internalFeed, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+shardproto.PathFeed, nil)
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+f.Token)
-	req.Header.Set(ProtocolHeader, strconv.Itoa(ProtocolVersion))
+	req.Header.Set(shardproto.ProtocolHeader, strconv.Itoa(shardproto.ProtocolVersion))
 	resp, err := hc.Do(req)
 	if err != nil {
 		return err
@@ -184,22 +106,22 @@ func (f *Follower) follow(ctx context.Context, hc *http.Client, addr string) err
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("the shard answered %s", resp.Status)
 	}
-	// A stream silent past feedSilence (no batch, no keepalive) is dead: cut it.
-	alive := time.AfterFunc(feedSilence, cancel)
+	// A stream silent past FeedSilence (no batch, no keepalive) is dead: cut it.
+	alive := time.AfterFunc(shardproto.FeedSilence, cancel)
 	defer alive.Stop()
 	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), maxFeedLine)
+	sc.Buffer(make([]byte, 0, 64<<10), shardproto.MaxFeedLine)
 	for sc.Scan() {
-		alive.Reset(feedSilence)
+		alive.Reset(shardproto.FeedSilence)
 		line := sc.Bytes()
 		if len(line) == 0 {
 			continue // keepalive
 		}
-		var w feedBatchV1
+		var w shardproto.FeedBatchV1
 		if err := json.Unmarshal(line, &w); err != nil {
 			return fmt.Errorf("a line of the stream: %w", err)
 		}
-		b := w.batch()
+		b := w.Batch()
 		b.Events = append(json.RawMessage(nil), b.Events...) // the scanner reuses its buffer
 		f.Hub.Ingest(ctx, b)
 	}

@@ -1,4 +1,4 @@
-package shardapi
+package shardclient
 
 import (
 	"bytes"
@@ -11,22 +11,23 @@ import (
 	"testing"
 
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/shardproto"
 )
 
 // FuzzInternalRequest sends arbitrary bodies to each of the shard's POST calls over real HTTP, on
 // a real shard and Postgres, and checks that the shard decodes and checks them without fault:
 // every answer is a success or a 400/409 in the API's error shape, never a 5xx (a request that
 // passed the checks and then failed its batch, which would fail every other request in it).
-// The seeds are version 1's messages (testdata/wire-v1) and their near misses.
+// The seeds are version 1's messages (internal/shardproto/testdata/v1) and their near misses.
 //
 //	go test ./internal/shardapi -run '^$' -fuzz FuzzInternalRequest -fuzztime 60s
 func FuzzInternalRequest(f *testing.F) {
-	paths := []string{internalPlace, internalCancel, internalAmend, internalPlaceMany, internalCancelMany, internalCancelAll, internalTransition,
-		internalHandoff, internalTakeOver, internalBooks}
-	seeds := map[string]string{"place": internalPlace, "cancel": internalCancel, "amend": internalAmend,
-		"cancel-all": internalCancelAll, "transition": internalTransition, "books": internalBooks}
+	paths := []string{shardproto.PathPlace, shardproto.PathCancel, shardproto.PathAmend, shardproto.PathPlaceMany, shardproto.PathCancelMany, shardproto.PathCancelAll, shardproto.PathTransition,
+		shardproto.PathHandoff, shardproto.PathTakeOver, shardproto.PathBooks}
+	seeds := map[string]string{"place": shardproto.PathPlace, "cancel": shardproto.PathCancel, "amend": shardproto.PathAmend,
+		"cancel-all": shardproto.PathCancelAll, "transition": shardproto.PathTransition, "books": shardproto.PathBooks}
 	for name, path := range seeds {
-		raw, err := os.ReadFile(filepath.Join("testdata", "wire-v1", name+".json"))
+		raw, err := os.ReadFile(filepath.Join("..", "shardproto", "testdata", "v1", name+".json"))
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -71,19 +72,19 @@ func FuzzInternalRequest(f *testing.F) {
 // checks is an order the engine takes and crosses the wire unchanged: encoded as version 1 and
 // decoded again, it is the same request.
 func FuzzPlaceDecode(f *testing.F) {
-	raw, err := os.ReadFile(filepath.Join("testdata", "wire-v1", "place.json"))
+	raw, err := os.ReadFile(filepath.Join("..", "shardproto", "testdata", "v1", "place.json"))
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Add(bytes.TrimSpace(raw))
 	f.Add([]byte(`{"Account":1,"Market":"0b6f6f4e-3c1e-4d7a-9b2e-8f1a2c3d4e5f","Side":1,"Outcome":2,"Price":99,"Quantity":1}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var w placeV1
+		var w shardproto.PlaceV1
 		if json.Unmarshal(body, &w) != nil {
 			return
 		}
-		r := w.request()
-		if checkPlace(&r) != nil {
+		r := w.Request()
+		if shardproto.CheckPlace(&r) != nil {
 			return
 		}
 		o := engine.Order{Side: r.Side, Outcome: r.Outcome, Price: r.Price, Quantity: r.Quantity, TimeInForce: r.TimeInForce,
@@ -91,15 +92,15 @@ func FuzzPlaceDecode(f *testing.F) {
 		if err := o.Validate(); err != nil {
 			t.Fatalf("%s passed the checks, and the engine refuses it: %v", body, err)
 		}
-		again, err := json.Marshal(placeToWire(r))
+		again, err := json.Marshal(shardproto.PlaceToV1(r))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var back placeV1
+		var back shardproto.PlaceV1
 		if err := json.Unmarshal(again, &back); err != nil {
 			t.Fatal(err)
 		}
-		got := back.request()
+		got := back.Request()
 		if !got.ExpiresAt.Equal(r.ExpiresAt) {
 			t.Fatalf("expiry %v came back as %v", r.ExpiresAt, got.ExpiresAt)
 		}

@@ -1,4 +1,4 @@
-package shardapi
+package shardclient
 
 import (
 	"cmp"
@@ -10,101 +10,17 @@ import (
 	"slices"
 	"time"
 
-	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/exchange"
+	"github.com/pmx-dev/pmx/internal/shardproto"
 	"github.com/pmx-dev/pmx/internal/store"
 )
-
-// The planned handoff (docs/architecture.md §6) adds two optional calls to version 1, which the
-// operator sends: POST /internal/v1/handoff to the old owner, which hands the markets over in its
-// batch loop (exchange.Handoff) and answers their new epochs, then POST /internal/v1/take-over to
-// the new owner, which loads them at once. A shard of the release before answers 404 to both: the
-// operator then moves the markets as before the handoff existed (store.Move, fenced like a
-// failover), and a new owner of that release loads them on first use. A command the old owner
-// refuses after the handoff answers not_owner, as a shard that lost a market always has, with
-// "handedOver": true, which a front of the release before ignores.
-const (
-	internalHandoff  = "/internal/v1/handoff"
-	internalTakeOver = "/internal/v1/take-over"
-)
-
-// handoffV1 asks the owner of markets to hand them to the shard named To.
-type handoffV1 struct {
-	Markets []uuid.UUID `json:"markets"`
-	To      string      `json:"to"`
-}
-
-// handedV1 answers a handoff: each market's epoch under its new owner, in the request's order.
-type handedV1 struct {
-	Epochs []int64 `json:"epochs"`
-}
-
-// takeOverV1 tells the new owner of markets to load them under their epochs.
-type takeOverV1 struct {
-	Markets []uuid.UUID `json:"markets"`
-	Epochs  []int64     `json:"epochs"`
-}
 
 // handoffTimeout bounds a handoff as the operator waits for it: a shard's batch loop gives up on a
 // transaction after 30 s, and a stuck shard must not hold the operator's rebalancing longer.
 const handoffTimeout = 30 * time.Second
-
-// maxShardName bounds a shard's name as a handoff names it (a StatefulSet pod's name is at most
-// 63 characters).
-const maxShardName = 253
-
-// checkMarkets checks the markets a handoff names: from 1 to maxMany, none the nil id, none twice.
-func checkMarkets(markets []uuid.UUID) *domain.Error {
-	if len(markets) == 0 || len(markets) > maxMany {
-		return invalid("markets", "name from 1 to %d markets", maxMany)
-	}
-	seen := make(map[uuid.UUID]bool, len(markets))
-	for _, id := range markets {
-		if id == uuid.Nil || seen[id] {
-			return invalid("markets", "each market is a market's id, a UUID, named once")
-		}
-		seen[id] = true
-	}
-	return nil
-}
-
-// handoffRoutes serves the handoff's two calls.
-func handoffRoutes(in *gin.RouterGroup, ho exchange.Shard, answer func(*gin.Context, int, any, error)) {
-	in.POST("/handoff", func(c *gin.Context) {
-		var w handoffV1
-		if !bind(c, &w) {
-			return
-		}
-		if e := checkMarkets(w.Markets); e != nil {
-			refuse(c, e)
-			return
-		}
-		if w.To == "" || len(w.To) > maxShardName {
-			refuse(c, invalid("to", "to must name the shard to hand the markets to, in at most %d characters", maxShardName))
-			return
-		}
-		epochs, err := ho.HandOff(c.Request.Context(), w.Markets, w.To)
-		answer(c, http.StatusOK, handedV1{Epochs: epochs}, err)
-	})
-	in.POST("/take-over", func(c *gin.Context) {
-		var w takeOverV1
-		if !bind(c, &w) {
-			return
-		}
-		if e := checkMarkets(w.Markets); e != nil {
-			refuse(c, e)
-			return
-		}
-		if len(w.Epochs) != len(w.Markets) {
-			refuse(c, invalid("epochs", "epochs must give each market's epoch, in the order of markets"))
-			return
-		}
-		answer(c, http.StatusNoContent, nil, ho.TakeOver(c.Request.Context(), w.Markets, w.Epochs))
-	})
-}
 
 // HandOff, in the operator, moves markets from one live shard to another by the planned handoff:
 // the old owner finishes what it has taken for them and moves them in Postgres itself, then the new
@@ -123,10 +39,10 @@ func (r *Router) HandOff(ctx context.Context, markets []uuid.UUID, from, to stri
 		return r.Store.Move(ctx, markets, from, to)
 	}
 	old := &shardClient{base: "http://" + addr, token: r.Token, http: hc}
-	var handed handedV1
-	err = r.noteVersion(old.call(ctx, http.MethodPost, internalHandoff, handoffV1{Markets: markets, To: to}, &handed))
+	var handed shardproto.HandedV1
+	err = r.noteVersion(old.call(ctx, http.MethodPost, shardproto.PathHandoff, shardproto.HandoffV1{Markets: markets, To: to}, &handed))
 	switch {
-	case errors.Is(err, errOlderPeer):
+	case errors.Is(err, shardproto.ErrOlderPeer):
 		r.log.Info("the shard has no planned handoff (an older release): moving its markets as a failover does", "shard", from, "err", err)
 		return r.Store.Move(ctx, markets, from, to)
 	case errors.Is(err, exchange.ErrNotOwner):
@@ -146,9 +62,9 @@ func (r *Router) takeOver(ctx context.Context, markets []uuid.UUID, epochs []int
 	addr, err := r.Store.ShardAddress(ctx, to)
 	if err == nil && addr != "" {
 		c := &shardClient{base: "http://" + addr, token: r.Token, http: r.client()}
-		err = r.noteVersion(c.call(ctx, http.MethodPost, internalTakeOver, takeOverV1{Markets: markets, Epochs: epochs}, nil))
+		err = r.noteVersion(c.call(ctx, http.MethodPost, shardproto.PathTakeOver, shardproto.TakeOverV1{Markets: markets, Epochs: epochs}, nil))
 	}
-	if err != nil && !errors.Is(err, errOlderPeer) {
+	if err != nil && !errors.Is(err, shardproto.ErrOlderPeer) {
 		r.log.Warn("could not tell the new owner to load the markets handed to it; it loads them on first use", "shard", to, "err", err)
 	}
 }

@@ -1,4 +1,4 @@
-package shardapi
+package shardclient
 
 import (
 	"context"
@@ -18,6 +18,8 @@ import (
 	"github.com/pmx-dev/pmx/internal/eventrec"
 	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/shard"
+	"github.com/pmx-dev/pmx/internal/shardproto"
+	"github.com/pmx-dev/pmx/internal/shardserver"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -62,15 +64,15 @@ func TestFollow(t *testing.T) {
 // handedOver, which a front of this release reads as ErrHandedOver and one of the release before
 // as the not_owner it knows; a plain not_owner is still the bytes it was.
 func TestHandedOverOnTheWire(t *testing.T) {
-	status, w, ok := wireErrorOf(exchange.ErrHandedOver)
+	status, w, ok := shardproto.ErrorOf(exchange.ErrHandedOver)
 	if !ok || status != http.StatusMisdirectedRequest || w.Code != "not_owner" || !w.HandedOver {
 		t.Fatalf("ErrHandedOver travels as %d %+v", status, w)
 	}
-	if err := w.err(status); !errors.Is(err, exchange.ErrHandedOver) || !errors.Is(err, exchange.ErrNotOwner) {
+	if err := w.Err(status); !errors.Is(err, exchange.ErrHandedOver) || !errors.Is(err, exchange.ErrNotOwner) {
 		t.Errorf("read back as %v", err)
 	}
-	_, plain, _ := wireErrorOf(exchange.ErrNotOwner)
-	if plain.HandedOver || errors.Is(plain.err(status), exchange.ErrHandedOver) {
+	_, plain, _ := shardproto.ErrorOf(exchange.ErrNotOwner)
+	if plain.HandedOver || errors.Is(plain.Err(status), exchange.ErrHandedOver) {
 		t.Errorf("a plain not_owner reads as handed over: %+v", plain)
 	}
 }
@@ -85,7 +87,7 @@ func TestHandOffThroughRouter(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	second := shard.New(shard.Config{Store: r.st, Name: "shard-2", Logger: log})
 	t.Cleanup(second.Stop)
-	srv := httptest.NewServer(Server{Shard: second, Store: r.st, Token: validateToken, Logger: log}.Handler())
+	srv := httptest.NewServer(shardserver.Server{Shard: second, Store: r.st, Token: validateToken, Logger: log}.Handler())
 	t.Cleanup(srv.Close)
 	for name, url := range map[string]string{"shard-1": r.url, "shard-2": srv.URL} {
 		if _, err := r.st.Register(ctx, name, strings.TrimPrefix(url, "http://")); err != nil {

@@ -1,4 +1,4 @@
-package shardapi
+package shardclient
 
 import (
 	"context"
@@ -19,6 +19,8 @@ import (
 	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/market"
 	"github.com/pmx-dev/pmx/internal/shard"
+	"github.com/pmx-dev/pmx/internal/shardproto"
+	"github.com/pmx-dev/pmx/internal/shardserver"
 	"github.com/pmx-dev/pmx/internal/storetest"
 )
 
@@ -33,14 +35,14 @@ func TestShardRefusesUnknownVersions(t *testing.T) {
 	sh := shard.New(shard.Config{Store: st, Logger: log})
 	t.Cleanup(sh.Stop)
 	reg := prometheus.NewRegistry()
-	srv := httptest.NewServer(Server{Shard: sh, Store: st, Token: validateToken, Logger: log, Metrics: reg}.Handler())
+	srv := httptest.NewServer(shardserver.Server{Shard: sh, Store: st, Token: validateToken, Logger: log, Metrics: reg}.Handler())
 	t.Cleanup(srv.Close)
 	r := &internalRig{t: t, url: srv.URL, st: st, sh: sh, market: storetest.Market(t, st), account: storetest.Account(t, st, "alice", 1_000_000)}
 	send := func(version string) (*http.Response, []byte) {
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+internalPlace, strings.NewReader(r.place("")))
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+shardproto.PathPlace, strings.NewReader(r.place("")))
 		req.Header.Set("Authorization", "Bearer "+validateToken)
 		if version != "" {
-			req.Header.Set(ProtocolHeader, version)
+			req.Header.Set(shardproto.ProtocolHeader, version)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -52,13 +54,13 @@ func TestShardRefusesUnknownVersions(t *testing.T) {
 	}
 	for _, v := range []string{"2", "0", "one"} {
 		resp, raw := send(v)
-		var e errorWire
-		if err := json.Unmarshal(raw, &e); resp.StatusCode != http.StatusBadRequest || err != nil || e.Code != codeUnsupportedProtocol ||
-			e.Details == nil || e.Details.Code != codeUnsupportedProtocol || len(e.Speaks) != 1 || e.Speaks[0] != 1 {
+		var e shardproto.ErrorV1
+		if err := json.Unmarshal(raw, &e); resp.StatusCode != http.StatusBadRequest || err != nil || e.Code != shardproto.CodeUnsupportedProtocol ||
+			e.Details == nil || e.Details.Code != shardproto.CodeUnsupportedProtocol || len(e.Speaks) != 1 || e.Speaks[0] != 1 {
 			t.Fatalf("version %q: %d %s, want 400 unsupported_protocol speaking [1]", v, resp.StatusCode, raw)
 		}
-		if !strings.Contains(e.Error, "1") || !strings.Contains(e.Error, v) || resp.Header.Get(ProtocolHeader) != "1" {
-			t.Errorf("version %q: %q (header %q) does not name both versions", v, e.Error, resp.Header.Get(ProtocolHeader))
+		if !strings.Contains(e.Error, "1") || !strings.Contains(e.Error, v) || resp.Header.Get(shardproto.ProtocolHeader) != "1" {
+			t.Errorf("version %q: %q (header %q) does not name both versions", v, e.Error, resp.Header.Get(shardproto.ProtocolHeader))
 		}
 	}
 	if n := r.orders(); n != 0 {
@@ -68,8 +70,8 @@ func TestShardRefusesUnknownVersions(t *testing.T) {
 		t.Errorf("pmx_internal_protocol_refused_total = %v, want 3", got)
 	}
 	for _, v := range []string{"", "1"} {
-		if resp, raw := send(v); resp.StatusCode != http.StatusCreated || resp.Header.Get(ProtocolHeader) != "1" {
-			t.Errorf("version %q: %d %s (answer in version %q), want 201 in version 1", v, resp.StatusCode, raw, resp.Header.Get(ProtocolHeader))
+		if resp, raw := send(v); resp.StatusCode != http.StatusCreated || resp.Header.Get(shardproto.ProtocolHeader) != "1" {
+			t.Errorf("version %q: %d %s (answer in version %q), want 201 in version 1", v, resp.StatusCode, raw, resp.Header.Get(shardproto.ProtocolHeader))
 		}
 	}
 }
@@ -115,12 +117,12 @@ func TestRouterRefusesUnknownVersions(t *testing.T) {
 		speaks  string
 	}{
 		{"answers in version 2", func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set(ProtocolHeader, "2")
+			w.Header().Set(shardproto.ProtocolHeader, "2")
 			w.WriteHeader(http.StatusCreated)
 			_, _ = w.Write([]byte(`{}`))
 		}, "speaks version 2, this build speaks 1"},
 		{"refuses version 1", func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set(ProtocolHeader, "3")
+			w.Header().Set(shardproto.ProtocolHeader, "3")
 			w.WriteHeader(http.StatusBadRequest)
 			_, _ = w.Write([]byte(`{"code":"unsupported_protocol","speaks":[2,3]}`))
 		}, "speaks version 2 or 3, this build speaks 1"},
@@ -131,7 +133,7 @@ func TestRouterRefusesUnknownVersions(t *testing.T) {
 			var logged strings.Builder
 			rt := &Router{Store: r.st, Token: validateToken, Metrics: reg, Logger: slog.New(slog.NewTextHandler(&logged, nil))}
 			_, err := rt.Place(ctx, place)
-			var ve *VersionError
+			var ve *shardproto.VersionError
 			if !errors.As(err, &ve) || !strings.Contains(err.Error(), c.speaks) {
 				t.Fatalf("Place: %v, want a VersionError saying %q", err, c.speaks)
 			}
@@ -150,7 +152,7 @@ func TestRouterRefusesUnknownVersions(t *testing.T) {
 		future(http.NotFound)
 		rt := &Router{Store: r.st, Token: validateToken, Lifecycle: true}
 		err := rt.Transition(ctx, r.market, domain.CloseMarket)
-		if !errors.Is(err, errOlderPeer) || !strings.Contains(err.Error(), "upgrade the shards first") {
+		if !errors.Is(err, shardproto.ErrOlderPeer) || !strings.Contains(err.Error(), "upgrade the shards first") {
 			t.Fatalf("Transition on a shard without the call: %v", err)
 		}
 	})

@@ -1,4 +1,4 @@
-package shardapi
+package shardclient
 
 import (
 	"cmp"
@@ -18,6 +18,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/records"
+	"github.com/pmx-dev/pmx/internal/shardproto"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -73,7 +74,7 @@ func (r *Router) client() *http.Client {
 		if r.log == nil {
 			r.log = slog.Default()
 		}
-		r.refused = newRefusedCounter(r.Metrics)
+		r.refused = shardproto.NewRefusedCounter(r.Metrics)
 		r.hc = r.HTTP
 		if r.hc == nil {
 			r.hc = &http.Client{Transport: Transport(r.DialTimeout), Timeout: 10 * time.Second}
@@ -204,7 +205,7 @@ func (r *Router) onOwner(ctx context.Context, id uuid.UUID, fresh bool, closed e
 		}
 		// A shard that shares no protocol version with this front will not share one a moment
 		// later: the error goes back whole, for the log.
-		if ve := (*VersionError)(nil); errors.As(err, &ve) ||
+		if ve := (*shardproto.VersionError)(nil); errors.As(err, &ve) ||
 			!errors.Is(err, exchange.ErrNotOwner) && !errors.Is(err, exchange.ErrUnavailable) && !errors.Is(err, exchange.ErrStopped) {
 			return err
 		}
@@ -285,23 +286,23 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // Place sends a placement to the market's shard. The order it returns has its sequence number
 // and account, as the shard's own Place does.
 func (r *Router) Place(ctx context.Context, req exchange.PlaceRequest) (records.PlacedOrder, error) {
-	var placed placedV1
+	var placed shardproto.PlacedV1
 	err := r.onOwner(ctx, req.Market, false, domain.ErrMarketNotOpen, func(rt route) error {
-		placed = placedV1{}
-		return rt.client.call(ctx, http.MethodPost, internalPlace, placeToWire(req), &placed)
+		placed = shardproto.PlacedV1{}
+		return rt.client.call(ctx, http.MethodPost, shardproto.PathPlace, shardproto.PlaceToV1(req), &placed)
 	})
 	if err != nil {
 		return records.PlacedOrder{}, err
 	}
-	return placed.placed(), nil
+	return placed.Placed(), nil
 }
 
 // Cancel sends a cancel to the market's shard. A market that is not OPEN has no shard and no
 // resting orders: the order is read from Postgres to refuse the cancel as the shard would.
 func (r *Router) Cancel(ctx context.Context, req exchange.CancelRequest) (records.Order, error) {
-	var o orderV1
+	var o shardproto.OrderV1
 	err := r.onOwner(ctx, req.Market, false, errMarketNotOpen, func(rt route) error {
-		return rt.client.call(ctx, http.MethodPost, internalCancel, cancelToWire(req), &o)
+		return rt.client.call(ctx, http.MethodPost, shardproto.PathCancel, shardproto.CancelToV1(req), &o)
 	})
 	if errors.Is(err, errMarketNotOpen) {
 		return records.Order{}, r.refuseStored(ctx, req.Account, req.Market, req.Seq)
@@ -309,7 +310,7 @@ func (r *Router) Cancel(ctx context.Context, req exchange.CancelRequest) (record
 	if err != nil {
 		return records.Order{}, err
 	}
-	return o.order(), nil
+	return o.Order(), nil
 }
 
 // refuseStored refuses a cancel (or an amend), by account, of order seq of a market no shard holds,
@@ -329,10 +330,10 @@ func (r *Router) refuseStored(ctx context.Context, account int64, market uuid.UU
 // Amend sends an amend to the market's shard; a market that is not OPEN has no resting orders,
 // and the amend is refused as a cancel would be.
 func (r *Router) Amend(ctx context.Context, req exchange.AmendRequest) (records.PlacedOrder, error) {
-	var amended placedV1
+	var amended shardproto.PlacedV1
 	err := r.onOwner(ctx, req.Market, false, errMarketNotOpen, func(rt route) error {
-		amended = placedV1{}
-		return rt.client.call(ctx, http.MethodPost, internalAmend, amendToWire(req), &amended)
+		amended = shardproto.PlacedV1{}
+		return rt.client.call(ctx, http.MethodPost, shardproto.PathAmend, shardproto.AmendToV1(req), &amended)
 	})
 	if errors.Is(err, errMarketNotOpen) {
 		return records.PlacedOrder{}, r.refuseStored(ctx, req.Account, req.Market, req.Seq)
@@ -340,7 +341,7 @@ func (r *Router) Amend(ctx context.Context, req exchange.AmendRequest) (records.
 	if err != nil {
 		return records.PlacedOrder{}, err
 	}
-	return amended.placed(), nil
+	return amended.Placed(), nil
 }
 
 // byMarket groups the indexes of requests by market, markets in order of first appearance.
@@ -366,14 +367,14 @@ func (r *Router) PlaceMany(ctx context.Context, reqs []exchange.PlaceRequest) []
 	for _, id := range markets {
 		idx := groups[id]
 		wg.Go(func() {
-			in := make([]placeV1, len(idx))
+			in := make([]shardproto.PlaceV1, len(idx))
 			for j, i := range idx {
-				in[j] = placeToWire(reqs[i])
+				in[j] = shardproto.PlaceToV1(reqs[i])
 			}
-			var answers []placeResultWire
+			var answers []shardproto.PlaceResultV1
 			err := r.onOwner(ctx, id, false, domain.ErrMarketNotOpen, func(rt route) error {
 				answers = nil
-				return rt.client.call(ctx, http.MethodPost, internalPlaceMany, in, &answers)
+				return rt.client.call(ctx, http.MethodPost, shardproto.PathPlaceMany, in, &answers)
 			})
 			for j, i := range idx {
 				switch {
@@ -382,9 +383,9 @@ func (r *Router) PlaceMany(ctx context.Context, reqs []exchange.PlaceRequest) []
 				case j >= len(answers):
 					out[i].Err = errors.New("the shard answered fewer placements than it was sent")
 				case answers[j].Error != nil:
-					out[i].Err = answers[j].Error.err(http.StatusConflict)
+					out[i].Err = answers[j].Error.Err(http.StatusConflict)
 				case answers[j].Placed != nil:
-					out[i].Placed = answers[j].Placed.placed()
+					out[i].Placed = answers[j].Placed.Placed()
 				}
 			}
 		})
@@ -402,14 +403,14 @@ func (r *Router) CancelMany(ctx context.Context, reqs []exchange.CancelRequest) 
 	for _, id := range markets {
 		idx := groups[id]
 		wg.Go(func() {
-			in := make([]cancelV1, len(idx))
+			in := make([]shardproto.CancelV1, len(idx))
 			for j, i := range idx {
-				in[j] = cancelToWire(reqs[i])
+				in[j] = shardproto.CancelToV1(reqs[i])
 			}
-			var answers []cancelResultWire
+			var answers []shardproto.CancelResultV1
 			err := r.onOwner(ctx, id, false, errMarketNotOpen, func(rt route) error {
 				answers = nil
-				return rt.client.call(ctx, http.MethodPost, internalCancelMany, in, &answers)
+				return rt.client.call(ctx, http.MethodPost, shardproto.PathCancelMany, in, &answers)
 			})
 			for j, i := range idx {
 				switch {
@@ -420,9 +421,9 @@ func (r *Router) CancelMany(ctx context.Context, reqs []exchange.CancelRequest) 
 				case j >= len(answers):
 					out[i].Err = errors.New("the shard answered fewer cancels than it was sent")
 				case answers[j].Error != nil:
-					out[i].Err = answers[j].Error.err(http.StatusConflict)
+					out[i].Err = answers[j].Error.Err(http.StatusConflict)
 				case answers[j].Order != nil:
-					out[i].Order = answers[j].Order.order()
+					out[i].Order = answers[j].Order.Order()
 				}
 			}
 		})
@@ -440,9 +441,9 @@ func (r *Router) CancelAll(ctx context.Context, account int64, markets []uuid.UU
 	for i, id := range markets {
 		wg.Go(func() {
 			errs[i] = r.onOwner(ctx, id, false, nil, func(rt route) error {
-				var answer []orderV1
-				err := rt.client.call(ctx, http.MethodPost, internalCancelAll, cancelAllV1{Account: account, Markets: []uuid.UUID{id}}, &answer)
-				perMarket[i] = ordersOf(answer)
+				var answer []shardproto.OrderV1
+				err := rt.client.call(ctx, http.MethodPost, shardproto.PathCancelAll, shardproto.CancelAllV1{Account: account, Markets: []uuid.UUID{id}}, &answer)
+				perMarket[i] = shardproto.OrdersOf(answer)
 				return err
 			})
 		})
@@ -457,10 +458,10 @@ func (r *Router) CancelAll(ctx context.Context, account int64, markets []uuid.UU
 // OrderBook reads the book from the market's shard; a market that is not OPEN has an empty book
 // and its last trade price, read from Postgres.
 func (r *Router) OrderBook(ctx context.Context, id uuid.UUID) (*exchange.Snapshot, error) {
-	var w snapshotV1
+	var w shardproto.SnapshotV1
 	err := r.onOwner(ctx, id, true, errMarketNotOpen, func(rt route) error {
-		w = snapshotV1{}
-		return rt.client.call(ctx, http.MethodGet, fmt.Sprintf("%s?market=%s&epoch=%d", internalBook, id, rt.epoch), nil, &w)
+		w = shardproto.SnapshotV1{}
+		return rt.client.call(ctx, http.MethodGet, fmt.Sprintf("%s?market=%s&epoch=%d", shardproto.PathBook, id, rt.epoch), nil, &w)
 	})
 	if errors.Is(err, errMarketNotOpen) {
 		m, err := r.Store.Market(ctx, id)
@@ -472,7 +473,7 @@ func (r *Router) OrderBook(ctx context.Context, id uuid.UUID) (*exchange.Snapsho
 	if err != nil {
 		return nil, err
 	}
-	snap := w.snapshot()
+	snap := w.Snapshot()
 	return &snap, nil
 }
 
@@ -483,7 +484,7 @@ var errMarketNotOpen = errors.New("market not open")
 // noteVersion reports a call refused for its protocol version, loudly: during a rollout that
 // mixed releases which share no version, every call to some shard fails so until it ends.
 func (r *Router) noteVersion(err error) error {
-	if ve := (*VersionError)(nil); errors.As(err, &ve) {
+	if ve := (*shardproto.VersionError)(nil); errors.As(err, &ve) {
 		r.client() // sets up the log and the counter
 		r.refused.Inc()
 		r.log.Error("a shard and this process share no internal protocol version; answering unavailable", "err", ve)
@@ -522,7 +523,7 @@ func (r *Router) Transition(ctx context.Context, id uuid.UUID, action domain.Mar
 			return fmt.Errorf("market %s has no live owner: %w", id, exchange.ErrUnavailable)
 		}
 		c := &shardClient{base: "http://" + addr, token: r.Token, http: hc}
-		err = r.noteVersion(c.call(ctx, http.MethodPost, internalTransition, transitionToWire(id, action), nil))
+		err = r.noteVersion(c.call(ctx, http.MethodPost, shardproto.PathTransition, shardproto.TransitionToV1(id, action), nil))
 		// A shard that lost the market since (or never loaded it, being a moment behind Postgres)
 		// says so; Postgres names the owner again, once.
 		if !errors.Is(err, exchange.ErrNotOwner) || attempt == 1 {

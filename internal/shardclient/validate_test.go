@@ -1,4 +1,4 @@
-package shardapi
+package shardclient
 
 import (
 	"bytes"
@@ -19,6 +19,8 @@ import (
 	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/shard"
+	"github.com/pmx-dev/pmx/internal/shardproto"
+	"github.com/pmx-dev/pmx/internal/shardserver"
 	"github.com/pmx-dev/pmx/internal/store"
 	"github.com/pmx-dev/pmx/internal/storetest"
 )
@@ -48,7 +50,7 @@ func newNamedInternalRig(t testing.TB, name string) *internalRig {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	sh := shard.New(shard.Config{Store: st, Name: name, Logger: log})
 	t.Cleanup(sh.Stop)
-	srv := httptest.NewServer(Server{Shard: sh, Store: st, Token: validateToken, Logger: log}.Handler())
+	srv := httptest.NewServer(shardserver.Server{Shard: sh, Store: st, Token: validateToken, Logger: log}.Handler())
 	t.Cleanup(srv.Close)
 	return &internalRig{t: t, url: srv.URL, st: st, sh: sh, market: storetest.Market(t, st),
 		account: storetest.Account(t, st, "alice", 1_000_000)}
@@ -121,58 +123,58 @@ func TestInternalRequestsValidated(t *testing.T) {
 		name, path, body string
 		field            string // "" for a body that is not the call's JSON
 	}{
-		{"price 0", internalPlace, r.place(`"Price":0`), "Price"},
-		{"price 150", internalPlace, r.place(`"Price":150`), "Price"},
-		{"price -1", internalPlace, r.place(`"Price":-1`), "Price"},
-		{"side 7", internalPlace, r.place(`"Side":7`), "Side"},
-		{"side 0", internalPlace, r.place(`"Side":0`), "Side"},
-		{"outcome 3", internalPlace, r.place(`"Outcome":3`), "Outcome"},
-		{"outcome 0", internalPlace, r.place(`"Outcome":0`), "Outcome"},
-		{"quantity 0", internalPlace, r.place(`"Quantity":0`), "Quantity"},
-		{"quantity -5", internalPlace, r.place(`"Quantity":-5`), "Quantity"},
-		{"quantity past the engine's bound", internalPlace, r.place(`"Quantity":1099511627777`), "Quantity"},
-		{"time in force 9", internalPlace, r.place(`"TimeInForce":9`), "TimeInForce"},
-		{"self-trade mode 5", internalPlace, r.place(`"SelfTrade":5`), "SelfTrade"},
-		{"post-only IOC", internalPlace, r.place(`"TimeInForce":2,"PostOnly":true`), "PostOnly"},
-		{"GTD without expiry", internalPlace, r.place(`"TimeInForce":1`), "ExpiresAt"},
-		{"expiry without GTD", internalPlace, r.place(`"ExpiresAt":"2099-01-01T00:00:00Z"`), "ExpiresAt"},
-		{"expiry past year 9999 in UTC", internalPlace, r.place(`"TimeInForce":1,"ExpiresAt":"9999-12-31T23:59:59-23:59"`), "ExpiresAt"},
-		{"expiry before 1970", internalPlace, r.place(`"TimeInForce":1,"ExpiresAt":"1969-12-31T23:59:59Z"`), "ExpiresAt"},
-		{"NUL in a client order id", internalPlace, r.place(`"ClientOrderID":"a\u0000b"`), "ClientOrderID"},
-		{"space in a client order id", internalPlace, r.place(`"ClientOrderID":"a b"`), "ClientOrderID"},
-		{"client order id of 65", internalPlace, r.place(`"ClientOrderID":"` + strings.Repeat("x", 65) + `"`), "ClientOrderID"},
-		{"NUL in the fingerprint", internalPlace, r.place(`"Placement":"a\u0000b"`), "Placement"},
-		{"long fingerprint", internalPlace, r.place(`"Placement":"` + strings.Repeat("x", 257) + `"`), "Placement"},
-		{"account 0", internalPlace, r.place(`"Account":0`), "Account"},
-		{"nil market", internalPlace, r.place(`"Market":"00000000-0000-0000-0000-000000000000"`), "Market"},
-		{"not a UUID", internalPlace, r.place(`"Market":"market"`), ""},
-		{"side as a string", internalPlace, r.place(`"Side":"BUY"`), ""},
-		{"not JSON", internalPlace, `{"Price":`, ""},
-		{"too large", internalPlace, r.place(`"Pad":"` + strings.Repeat("x", maxInternalBody) + `"`), ""},
+		{"price 0", shardproto.PathPlace, r.place(`"Price":0`), "Price"},
+		{"price 150", shardproto.PathPlace, r.place(`"Price":150`), "Price"},
+		{"price -1", shardproto.PathPlace, r.place(`"Price":-1`), "Price"},
+		{"side 7", shardproto.PathPlace, r.place(`"Side":7`), "Side"},
+		{"side 0", shardproto.PathPlace, r.place(`"Side":0`), "Side"},
+		{"outcome 3", shardproto.PathPlace, r.place(`"Outcome":3`), "Outcome"},
+		{"outcome 0", shardproto.PathPlace, r.place(`"Outcome":0`), "Outcome"},
+		{"quantity 0", shardproto.PathPlace, r.place(`"Quantity":0`), "Quantity"},
+		{"quantity -5", shardproto.PathPlace, r.place(`"Quantity":-5`), "Quantity"},
+		{"quantity past the engine's bound", shardproto.PathPlace, r.place(`"Quantity":1099511627777`), "Quantity"},
+		{"time in force 9", shardproto.PathPlace, r.place(`"TimeInForce":9`), "TimeInForce"},
+		{"self-trade mode 5", shardproto.PathPlace, r.place(`"SelfTrade":5`), "SelfTrade"},
+		{"post-only IOC", shardproto.PathPlace, r.place(`"TimeInForce":2,"PostOnly":true`), "PostOnly"},
+		{"GTD without expiry", shardproto.PathPlace, r.place(`"TimeInForce":1`), "ExpiresAt"},
+		{"expiry without GTD", shardproto.PathPlace, r.place(`"ExpiresAt":"2099-01-01T00:00:00Z"`), "ExpiresAt"},
+		{"expiry past year 9999 in UTC", shardproto.PathPlace, r.place(`"TimeInForce":1,"ExpiresAt":"9999-12-31T23:59:59-23:59"`), "ExpiresAt"},
+		{"expiry before 1970", shardproto.PathPlace, r.place(`"TimeInForce":1,"ExpiresAt":"1969-12-31T23:59:59Z"`), "ExpiresAt"},
+		{"NUL in a client order id", shardproto.PathPlace, r.place(`"ClientOrderID":"a\u0000b"`), "ClientOrderID"},
+		{"space in a client order id", shardproto.PathPlace, r.place(`"ClientOrderID":"a b"`), "ClientOrderID"},
+		{"client order id of 65", shardproto.PathPlace, r.place(`"ClientOrderID":"` + strings.Repeat("x", 65) + `"`), "ClientOrderID"},
+		{"NUL in the fingerprint", shardproto.PathPlace, r.place(`"Placement":"a\u0000b"`), "Placement"},
+		{"long fingerprint", shardproto.PathPlace, r.place(`"Placement":"` + strings.Repeat("x", 257) + `"`), "Placement"},
+		{"account 0", shardproto.PathPlace, r.place(`"Account":0`), "Account"},
+		{"nil market", shardproto.PathPlace, r.place(`"Market":"00000000-0000-0000-0000-000000000000"`), "Market"},
+		{"not a UUID", shardproto.PathPlace, r.place(`"Market":"market"`), ""},
+		{"side as a string", shardproto.PathPlace, r.place(`"Side":"BUY"`), ""},
+		{"not JSON", shardproto.PathPlace, `{"Price":`, ""},
+		{"too large", shardproto.PathPlace, r.place(`"Pad":"` + strings.Repeat("x", shardproto.MaxBody) + `"`), ""},
 
-		{"cancel seq 0", internalCancel, cancel(`,"Seq":0`), "Seq"},
-		{"cancel account -1", internalCancel, cancel(`,"Account":-1`), "Account"},
-		{"cancel nil market", internalCancel, cancel(`,"Market":"00000000-0000-0000-0000-000000000000"`), "Market"},
-		{"cancel for a heartbeat", internalCancel, cancel(`,"Reason":7`), "Reason"},
-		{"cancel reason 200", internalCancel, cancel(`,"Reason":200`), "Reason"},
+		{"cancel seq 0", shardproto.PathCancel, cancel(`,"Seq":0`), "Seq"},
+		{"cancel account -1", shardproto.PathCancel, cancel(`,"Account":-1`), "Account"},
+		{"cancel nil market", shardproto.PathCancel, cancel(`,"Market":"00000000-0000-0000-0000-000000000000"`), "Market"},
+		{"cancel for a heartbeat", shardproto.PathCancel, cancel(`,"Reason":7`), "Reason"},
+		{"cancel reason 200", shardproto.PathCancel, cancel(`,"Reason":200`), "Reason"},
 
-		{"amend nothing", internalAmend, amend(``), "Price"},
-		{"amend price 150", internalAmend, amend(`,"Price":150`), "Price"},
-		{"amend remaining -1", internalAmend, amend(`,"Remaining":-1`), "Remaining"},
-		{"amend side 7", internalAmend, amend(`,"Side":7,"Price":30`), "Side"},
-		{"amend seq 0", internalAmend, amend(`,"Seq":0,"Price":30`), "Seq"},
+		{"amend nothing", shardproto.PathAmend, amend(``), "Price"},
+		{"amend price 150", shardproto.PathAmend, amend(`,"Price":150`), "Price"},
+		{"amend remaining -1", shardproto.PathAmend, amend(`,"Remaining":-1`), "Remaining"},
+		{"amend side 7", shardproto.PathAmend, amend(`,"Side":7,"Price":30`), "Side"},
+		{"amend seq 0", shardproto.PathAmend, amend(`,"Seq":0,"Price":30`), "Seq"},
 
-		{"cancel-all no markets", internalCancelAll, fmt.Sprintf(`{"account":%d,"markets":[]}`, r.account), "markets"},
-		{"cancel-all nil market", internalCancelAll, fmt.Sprintf(`{"account":%d,"markets":["00000000-0000-0000-0000-000000000000"]}`, r.account), "markets"},
-		{"cancel-all account 0", internalCancelAll, fmt.Sprintf(`{"account":0,"markets":[%q]}`, r.market), "Account"},
+		{"cancel-all no markets", shardproto.PathCancelAll, fmt.Sprintf(`{"account":%d,"markets":[]}`, r.account), "markets"},
+		{"cancel-all nil market", shardproto.PathCancelAll, fmt.Sprintf(`{"account":%d,"markets":["00000000-0000-0000-0000-000000000000"]}`, r.account), "markets"},
+		{"cancel-all account 0", shardproto.PathCancelAll, fmt.Sprintf(`{"account":0,"markets":[%q]}`, r.market), "Account"},
 
-		{"transition nil market", internalTransition, `{"market":"00000000-0000-0000-0000-000000000000","action":"close"}`, "market"},
-		{"transition unknown action", internalTransition, fmt.Sprintf(`{"market":%q,"action":"settle"}`, r.market), "action"},
-		{"transition action as Go names it", internalTransition, fmt.Sprintf(`{"market":%q,"action":"Close"}`, r.market), "action"},
+		{"transition nil market", shardproto.PathTransition, `{"market":"00000000-0000-0000-0000-000000000000","action":"close"}`, "market"},
+		{"transition unknown action", shardproto.PathTransition, fmt.Sprintf(`{"market":%q,"action":"settle"}`, r.market), "action"},
+		{"transition action as Go names it", shardproto.PathTransition, fmt.Sprintf(`{"market":%q,"action":"Close"}`, r.market), "action"},
 
-		{"place-many none", internalPlaceMany, `[]`, ""},
-		{"place-many too many", internalPlaceMany, "[" + strings.TrimSuffix(strings.Repeat(r.place("")+",", maxMany+1), ",") + "]", ""},
-		{"cancel-many too many", internalCancelMany, "[" + strings.TrimSuffix(strings.Repeat(cancel("")+",", maxMany+1), ",") + "]", ""},
+		{"place-many none", shardproto.PathPlaceMany, `[]`, ""},
+		{"place-many too many", shardproto.PathPlaceMany, "[" + strings.TrimSuffix(strings.Repeat(r.place("")+",", shardproto.MaxMany+1), ",") + "]", ""},
+		{"cancel-many too many", shardproto.PathCancelMany, "[" + strings.TrimSuffix(strings.Repeat(cancel("")+",", shardproto.MaxMany+1), ",") + "]", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			status, raw := r.do(http.MethodPost, c.path, c.body)
@@ -187,14 +189,14 @@ func TestInternalRequestsValidated(t *testing.T) {
 	}
 	for _, q := range []string{"market=x", "market=00000000-0000-0000-0000-000000000000", "market={" + r.market.String() + "}",
 		"market=" + r.market.String() + "&epoch=x", "market=" + r.market.String() + "&epoch=-1"} {
-		if status, raw := r.do(http.MethodGet, internalBook+"?"+q, ""); status != http.StatusBadRequest || !bytes.Contains(raw, []byte(`"details"`)) {
+		if status, raw := r.do(http.MethodGet, shardproto.PathBook+"?"+q, ""); status != http.StatusBadRequest || !bytes.Contains(raw, []byte(`"details"`)) {
 			t.Errorf("GET book?%s: %d %s, want 400 in the API's error shape", q, status, raw)
 		}
 	}
 	if n := r.orders(); n != 0 {
 		t.Fatalf("%d orders committed by refused requests", n)
 	}
-	if status, raw := r.do(http.MethodPost, internalPlace, r.place(`"ClientOrderID":"good-1"`)); status != http.StatusCreated {
+	if status, raw := r.do(http.MethodPost, shardproto.PathPlace, r.place(`"ClientOrderID":"good-1"`)); status != http.StatusCreated {
 		t.Fatalf("a good placement after them: %d %s", status, raw)
 	}
 	if err := r.sh.CheckBooks(context.Background()); err != nil {
@@ -209,8 +211,8 @@ func TestInternalBatchKeepsTheGood(t *testing.T) {
 	r := newInternalRig(t)
 	body := "[" + r.place(`"ClientOrderID":"first"`) + "," + r.place(`"ClientOrderID":"bad\u0000id"`) + "," +
 		r.place(`"Price":150`) + "," + r.place(`"ClientOrderID":"last"`) + "]"
-	status, raw := r.do(http.MethodPost, internalPlaceMany, body)
-	var results []placeResultWire
+	status, raw := r.do(http.MethodPost, shardproto.PathPlaceMany, body)
+	var results []shardproto.PlaceResultV1
 	if err := json.Unmarshal(raw, &results); status != http.StatusOK || err != nil || len(results) != 4 {
 		t.Fatalf("place-many: %d %s (%v), want 200 with 4 results", status, raw, err)
 	}
@@ -236,8 +238,8 @@ func TestInternalBatchKeepsTheGood(t *testing.T) {
 
 	cancels := fmt.Sprintf(`[{"Account":%d,"Market":%q,"Seq":0},{"Account":%d,"Market":%q,"Seq":%d}]`,
 		r.account, r.market, r.account, r.market, results[0].Placed.Seq)
-	status, raw = r.do(http.MethodPost, internalCancelMany, cancels)
-	var cancelled []cancelResultWire
+	status, raw = r.do(http.MethodPost, shardproto.PathCancelMany, cancels)
+	var cancelled []shardproto.CancelResultV1
 	if err := json.Unmarshal(raw, &cancelled); status != http.StatusOK || err != nil || len(cancelled) != 2 {
 		t.Fatalf("cancel-many: %d %s (%v)", status, raw, err)
 	}

@@ -1,4 +1,4 @@
-package shardapi
+package shardproto
 
 import (
 	"errors"
@@ -27,12 +27,12 @@ const (
 // Speaks are the versions this build reads and answers in.
 var Speaks = []int{1}
 
-// codeUnsupportedProtocol answers a request in a version the shard does not speak.
-const codeUnsupportedProtocol = "unsupported_protocol"
+// CodeUnsupportedProtocol answers a request in a version the shard does not speak.
+const CodeUnsupportedProtocol = "unsupported_protocol"
 
-// versionOf reads the version a request or answer is in: none is version 1; ok is false when the
+// VersionOf reads the version a request or answer is in: none is version 1; ok is false when the
 // header is not a version at all.
-func versionOf(h http.Header) (version int, ok bool) {
+func VersionOf(h http.Header) (version int, ok bool) {
 	v := h.Get(ProtocolHeader)
 	if v == "" {
 		return 1, true
@@ -55,15 +55,15 @@ type VersionError struct {
 func (e *VersionError) Error() string {
 	if e.Header != "" {
 		return fmt.Sprintf("internal protocol: %s sent %s %q, which is not a version; this build speaks version %s",
-			e.Peer, ProtocolHeader, e.Header, versions(e.Speaks))
+			e.Peer, ProtocolHeader, e.Header, Versions(e.Speaks))
 	}
 	return fmt.Sprintf("internal protocol version mismatch: %s speaks version %s, this build speaks %s; fronts, shards and the operator must be of adjacent releases (docs/architecture.md §9)",
-		e.Peer, versions(e.PeerSpeak), versions(e.Speaks))
+		e.Peer, Versions(e.PeerSpeak), Versions(e.Speaks))
 }
 
 func (e *VersionError) Is(target error) bool { return target == exchange.ErrUnavailable }
 
-func versions(vs []int) string {
+func Versions(vs []int) string {
 	if len(vs) == 0 {
 		return "(none)"
 	}
@@ -75,16 +75,16 @@ func versions(vs []int) string {
 }
 
 // speaks reports whether this build speaks version v.
-func speaks(v int) bool { return slices.Contains(Speaks, v) }
+func SpeaksVersion(v int) bool { return slices.Contains(Speaks, v) }
 
-// errOlderPeer is a call the peer does not serve: a shard of a release before the call existed.
-var errOlderPeer = errors.New("the shard does not serve this call: it runs an older release; upgrade the shards first (docs/architecture.md §9)")
+// ErrOlderPeer is a call the peer does not serve: a shard of a release before the call existed.
+var ErrOlderPeer = errors.New("the shard does not serve this call: it runs an older release; upgrade the shards first (docs/architecture.md §9)")
 
-// newRefusedCounter counts the requests or answers refused for their version, on the end that
+// NewRefusedCounter counts the requests or answers refused for their version, on the end that
 // noticed, registered with reg unless it is nil. It has no label: the version a peer sent is
 // whatever it sent, and a label taken from a request would let a caller add series without bound;
 // the log names the versions.
-func newRefusedCounter(reg prometheus.Registerer) prometheus.Counter {
+func NewRefusedCounter(reg prometheus.Registerer) prometheus.Counter {
 	c := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "pmx_internal_protocol_refused_total",
 		Help: "Internal protocol requests or answers refused because the two ends share no protocol version (the log says which).",

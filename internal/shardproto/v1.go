@@ -1,4 +1,4 @@
-package shardapi
+package shardproto
 
 import (
 	"encoding/json"
@@ -20,11 +20,11 @@ import (
 // 0 GTC, 1 GTD, 2 IOC, 3 FOK; engine.SelfTrade 0 CANCEL_RESTING, 1 CANCEL_INCOMING; engine.Status
 // 1 OPEN to 5 PARTIALLY_FILLED_CANCELLED; engine.CancelReason 0 none, 1 USER; domain.Kind 1
 // Invalid, 2 Forbidden, 3 Conflict, 4 NotFound). Renaming a field of the process's types changes nothing
-// here; renaming one here, or renumbering an enum, fails TestWireV1Golden. A change the older
+// here; renaming one here, or renumbering an enum, fails TestV1Golden. A change the older
 // build could not read is version 2 (docs/architecture.md §9).
 
-// placeV1 is a placement (POST /internal/v1/place, and each of place-many's).
-type placeV1 struct {
+// PlaceV1 is a placement (POST /internal/v1/place, and each of place-many's).
+type PlaceV1 struct {
 	Account       int64     `json:"Account"`
 	Market        uuid.UUID `json:"Market"`
 	Side          uint8     `json:"Side"`
@@ -42,8 +42,8 @@ type placeV1 struct {
 	OrderGroupID *uuid.UUID `json:"OrderGroupID,omitempty"`
 }
 
-func placeToWire(r exchange.PlaceRequest) placeV1 {
-	return placeV1{Account: r.Account, Market: r.Market, Side: uint8(r.Side), Outcome: uint8(r.Outcome), Price: r.Price,
+func PlaceToV1(r exchange.PlaceRequest) PlaceV1 {
+	return PlaceV1{Account: r.Account, Market: r.Market, Side: uint8(r.Side), Outcome: uint8(r.Outcome), Price: r.Price,
 		Quantity: r.Quantity, TimeInForce: uint8(r.TimeInForce), ExpiresAt: r.ExpiresAt, PostOnly: r.PostOnly,
 		SelfTrade: uint8(r.SelfTrade), ClientOrderID: r.ClientOrderID, Placement: r.Placement, OrderGroupID: optionalID(r.OrderGroupID)}
 }
@@ -56,7 +56,7 @@ func optionalID(id uuid.UUID) *uuid.UUID {
 	return &id
 }
 
-func (w placeV1) request() exchange.PlaceRequest {
+func (w PlaceV1) Request() exchange.PlaceRequest {
 	return exchange.PlaceRequest{Account: w.Account, Market: w.Market, Side: engine.Side(w.Side), Outcome: engine.Outcome(w.Outcome),
 		Price: w.Price, Quantity: w.Quantity, TimeInForce: engine.TimeInForce(w.TimeInForce), ExpiresAt: w.ExpiresAt,
 		PostOnly: w.PostOnly, SelfTrade: engine.SelfTrade(w.SelfTrade), ClientOrderID: w.ClientOrderID, Placement: w.Placement,
@@ -71,24 +71,24 @@ func deref(id *uuid.UUID) uuid.UUID {
 	return *id
 }
 
-// cancelV1 is a cancel (POST /internal/v1/cancel, and each of cancel-many's).
-type cancelV1 struct {
+// CancelV1 is a cancel (POST /internal/v1/cancel, and each of cancel-many's).
+type CancelV1 struct {
 	Account int64     `json:"Account"`
 	Market  uuid.UUID `json:"Market"`
 	Seq     int64     `json:"Seq"`
 	Reason  uint8     `json:"Reason"`
 }
 
-func cancelToWire(r exchange.CancelRequest) cancelV1 {
-	return cancelV1{Account: r.Account, Market: r.Market, Seq: r.Seq, Reason: uint8(r.Reason)}
+func CancelToV1(r exchange.CancelRequest) CancelV1 {
+	return CancelV1{Account: r.Account, Market: r.Market, Seq: r.Seq, Reason: uint8(r.Reason)}
 }
 
-func (w cancelV1) request() exchange.CancelRequest {
+func (w CancelV1) Request() exchange.CancelRequest {
 	return exchange.CancelRequest{Account: w.Account, Market: w.Market, Seq: w.Seq, Reason: engine.CancelReason(w.Reason)}
 }
 
-// amendV1 is an amend (POST /internal/v1/amend).
-type amendV1 struct {
+// AmendV1 is an amend (POST /internal/v1/amend).
+type AmendV1 struct {
 	Account   int64     `json:"Account"`
 	Market    uuid.UUID `json:"Market"`
 	Seq       int64     `json:"Seq"`
@@ -98,32 +98,32 @@ type amendV1 struct {
 	Remaining int64     `json:"Remaining"`
 }
 
-func amendToWire(r exchange.AmendRequest) amendV1 {
-	return amendV1{Account: r.Account, Market: r.Market, Seq: r.Seq, Side: uint8(r.Side), Outcome: uint8(r.Outcome),
+func AmendToV1(r exchange.AmendRequest) AmendV1 {
+	return AmendV1{Account: r.Account, Market: r.Market, Seq: r.Seq, Side: uint8(r.Side), Outcome: uint8(r.Outcome),
 		Price: r.Price, Remaining: r.Remaining}
 }
 
-func (w amendV1) request() exchange.AmendRequest {
+func (w AmendV1) Request() exchange.AmendRequest {
 	return exchange.AmendRequest{Account: w.Account, Market: w.Market, Seq: w.Seq, Side: engine.Side(w.Side),
 		Outcome: engine.Outcome(w.Outcome), Price: w.Price, Remaining: w.Remaining}
 }
 
-// cancelAllV1 is a cancel of an account's orders in markets (POST /internal/v1/cancel-all).
-type cancelAllV1 struct {
+// CancelAllV1 is a cancel of an account's orders in markets (POST /internal/v1/cancel-all).
+type CancelAllV1 struct {
 	Account int64       `json:"account"`
 	Markets []uuid.UUID `json:"markets"`
 }
 
-// transitionV1 is a market's lifecycle change (POST /internal/v1/transition), which the operator
+// TransitionV1 is a market's lifecycle change (POST /internal/v1/transition), which the operator
 // sends to the market's owner. The builds before the protocol had a version have no such call
 // (they answer 404): the operator waits for the shards' upgrade.
-type transitionV1 struct {
+type TransitionV1 struct {
 	Market uuid.UUID `json:"market"`
 	Action string    `json:"action"`
 }
 
-// wireActions spell each lifecycle action on the wire.
-var wireActions = []struct {
+// v1Actions spell each lifecycle action on the wire.
+var v1Actions = []struct {
 	action domain.MarketAction
 	wire   string
 }{
@@ -131,9 +131,9 @@ var wireActions = []struct {
 	{domain.ResolveNo, "resolve NO"}, {domain.CancelMarket, "cancel"},
 }
 
-func transitionToWire(id uuid.UUID, a domain.MarketAction) transitionV1 {
-	w := transitionV1{Market: id, Action: string(a)}
-	for _, wa := range wireActions {
+func TransitionToV1(id uuid.UUID, a domain.MarketAction) TransitionV1 {
+	w := TransitionV1{Market: id, Action: string(a)}
+	for _, wa := range v1Actions {
 		if wa.action == a {
 			w.Action = wa.wire
 		}
@@ -142,8 +142,8 @@ func transitionToWire(id uuid.UUID, a domain.MarketAction) transitionV1 {
 }
 
 // action is the transition's action; ok is false for a spelling version 1 does not have.
-func (w transitionV1) action() (a domain.MarketAction, ok bool) {
-	for _, wa := range wireActions {
+func (w TransitionV1) MarketAction() (a domain.MarketAction, ok bool) {
+	for _, wa := range v1Actions {
 		if wa.wire == w.Action {
 			return wa.action, true
 		}
@@ -151,9 +151,9 @@ func (w transitionV1) action() (a domain.MarketAction, ok bool) {
 	return "", false
 }
 
-// orderV1 is an order as a shard answers with it: the whole row, with its sequence number and
+// OrderV1 is an order as a shard answers with it: the whole row, with its sequence number and
 // account (records.Order).
-type orderV1 struct {
+type OrderV1 struct {
 	ID             uuid.UUID  `json:"ID"`
 	MarketID       uuid.UUID  `json:"MarketID"`
 	Side           string     `json:"Side"`
@@ -174,18 +174,18 @@ type orderV1 struct {
 	Placement      *string    `json:"Placement"`
 	CancelReason   *string    `json:"CancelReason"`
 	Priority       int64      `json:"Priority"`
-	OrderGroupID   *uuid.UUID `json:"OrderGroupID,omitempty"` // an addition to version 1, as placeV1's
+	OrderGroupID   *uuid.UUID `json:"OrderGroupID,omitempty"` // an addition to version 1, as PlaceV1's
 }
 
-func orderToWire(o records.Order) orderV1 {
-	return orderV1{ID: o.ID, MarketID: o.MarketID, Side: o.Side, Outcome: o.Outcome, Price: o.Price, Quantity: o.Quantity,
+func OrderToV1(o records.Order) OrderV1 {
+	return OrderV1{ID: o.ID, MarketID: o.MarketID, Side: o.Side, Outcome: o.Outcome, Price: o.Price, Quantity: o.Quantity,
 		FilledQuantity: o.FilledQuantity, Status: uint8(o.Status), CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt, Seq: o.Seq,
 		AccountID: o.AccountID, TimeInForce: o.TimeInForce, ExpiresAt: o.ExpiresAt, PostOnly: o.PostOnly, SelfTrade: o.SelfTrade,
 		ClientOrderID: o.ClientOrderID, Placement: o.Placement, CancelReason: o.CancelReason, Priority: o.Priority,
 		OrderGroupID: o.OrderGroupID}
 }
 
-func (w orderV1) order() records.Order {
+func (w OrderV1) Order() records.Order {
 	return records.Order{ID: w.ID, MarketID: w.MarketID, Side: w.Side, Outcome: w.Outcome, Price: w.Price, Quantity: w.Quantity,
 		FilledQuantity: w.FilledQuantity, Status: engine.Status(w.Status), CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt, Seq: w.Seq,
 		AccountID: w.AccountID, TimeInForce: w.TimeInForce, ExpiresAt: w.ExpiresAt, PostOnly: w.PostOnly, SelfTrade: w.SelfTrade,
@@ -193,24 +193,24 @@ func (w orderV1) order() records.Order {
 		OrderGroupID: w.OrderGroupID}
 }
 
-func ordersToWire(os []records.Order) []orderV1 {
+func OrdersToV1(os []records.Order) []OrderV1 {
 	if os == nil {
 		return nil // null, as the builds before sent no orders
 	}
-	out := make([]orderV1, len(os))
+	out := make([]OrderV1, len(os))
 	for i, o := range os {
-		out[i] = orderToWire(o)
+		out[i] = OrderToV1(o)
 	}
 	return out
 }
 
-func ordersOf(ws []orderV1) []records.Order {
+func OrdersOf(ws []OrderV1) []records.Order {
 	if ws == nil {
 		return nil
 	}
 	out := make([]records.Order, len(ws))
 	for i, w := range ws {
-		out[i] = w.order()
+		out[i] = w.Order()
 	}
 	return out
 }
@@ -227,15 +227,15 @@ type tradeV1 struct {
 	CreatedAt time.Time `json:"CreatedAt"`
 }
 
-// placedV1 is an order just placed or amended with its fills: the order's fields and Trades, in
+// PlacedV1 is an order just placed or amended with its fills: the order's fields and Trades, in
 // one object (records.PlacedOrder embeds records.Order).
-type placedV1 struct {
-	orderV1
+type PlacedV1 struct {
+	OrderV1
 	Trades []tradeV1 `json:"Trades"`
 }
 
-func placedToWire(p records.PlacedOrder) placedV1 {
-	w := placedV1{orderV1: orderToWire(p.Order)}
+func PlacedToV1(p records.PlacedOrder) PlacedV1 {
+	w := PlacedV1{OrderV1: OrderToV1(p.Order)}
 	if p.Trades != nil {
 		w.Trades = make([]tradeV1, len(p.Trades))
 		for i, t := range p.Trades {
@@ -246,8 +246,8 @@ func placedToWire(p records.PlacedOrder) placedV1 {
 	return w
 }
 
-func (w placedV1) placed() records.PlacedOrder {
-	p := records.PlacedOrder{Order: w.order()}
+func (w PlacedV1) Placed() records.PlacedOrder {
+	p := records.PlacedOrder{Order: w.Order()}
 	if w.Trades != nil {
 		p.Trades = make([]records.Trade, len(w.Trades))
 		for i, t := range w.Trades {
@@ -258,8 +258,8 @@ func (w placedV1) placed() records.PlacedOrder {
 	return p
 }
 
-// snapshotV1 is a market's book (GET /internal/v1/book; exchange.Snapshot).
-type snapshotV1 struct {
+// SnapshotV1 is a market's book (GET /internal/v1/book; exchange.Snapshot).
+type SnapshotV1 struct {
 	Status string  `json:"Status"`
 	Epoch  int64   `json:"Epoch"`
 	Seq    int64   `json:"Seq"`
@@ -283,7 +283,7 @@ type levelV1 struct {
 	Total    int64 `json:"total"`
 }
 
-func snapshotToWire(s *exchange.Snapshot) snapshotV1 {
+func SnapshotToV1(s *exchange.Snapshot) SnapshotV1 {
 	view := func(v engine.View) viewV1 {
 		levels := func(ls []engine.Level) []levelV1 {
 			if ls == nil {
@@ -297,10 +297,10 @@ func snapshotToWire(s *exchange.Snapshot) snapshotV1 {
 		}
 		return viewV1{Bids: levels(v.Bids), Asks: levels(v.Asks), LastTradePrice: v.LastTradePrice}
 	}
-	return snapshotV1{Status: string(s.Status), Epoch: s.Epoch, Seq: s.Seq, Depth: depthV1{Yes: view(s.Depth.Yes), No: view(s.Depth.No)}}
+	return SnapshotV1{Status: string(s.Status), Epoch: s.Epoch, Seq: s.Seq, Depth: depthV1{Yes: view(s.Depth.Yes), No: view(s.Depth.No)}}
 }
 
-func (w snapshotV1) snapshot() exchange.Snapshot {
+func (w SnapshotV1) Snapshot() exchange.Snapshot {
 	view := func(v viewV1) engine.View {
 		levels := func(ls []levelV1) []engine.Level {
 			if ls == nil {
@@ -326,20 +326,20 @@ type refusalV1 struct {
 	Message string `json:"Message"`
 }
 
-func refusalToWire(e *domain.Error) *refusalV1 {
+func RefusalToV1(e *domain.Error) *refusalV1 {
 	if e == nil {
 		return nil
 	}
 	return &refusalV1{Kind: uint8(e.Kind), Code: e.Code, Field: e.Field, Message: e.Message}
 }
 
-func (w *refusalV1) refusal() *domain.Error {
+func (w *refusalV1) Refusal() *domain.Error {
 	return &domain.Error{Kind: domain.Kind(w.Kind), Code: w.Code, Field: w.Field, Message: w.Message}
 }
 
-// feedBatchV1 is one line of a shard's stream of committed batches (GET /internal/v1/feed;
+// FeedBatchV1 is one line of a shard's stream of committed batches (GET /internal/v1/feed;
 // feed.Batch). The events are Postgres's JSON as it is, whose shape the database keeps.
-type feedBatchV1 struct {
+type FeedBatchV1 struct {
 	Account int64           `json:"account,omitempty"`
 	Market  uuid.UUID       `json:"marketId"`
 	First   int64           `json:"first"`
@@ -348,22 +348,22 @@ type feedBatchV1 struct {
 	Events  json.RawMessage `json:"events"`
 }
 
-func feedBatchToWire(b feed.Batch) feedBatchV1 {
-	return feedBatchV1{Account: b.Account, Market: b.Market, First: b.First, Last: b.Last, Status: b.Status, Events: b.Events}
+func FeedBatchToV1(b feed.Batch) FeedBatchV1 {
+	return FeedBatchV1{Account: b.Account, Market: b.Market, First: b.First, Last: b.Last, Status: b.Status, Events: b.Events}
 }
 
-func (w feedBatchV1) batch() feed.Batch {
+func (w FeedBatchV1) Batch() feed.Batch {
 	return feed.Batch{Account: w.Account, Market: w.Market, First: w.First, Last: w.Last, Status: w.Status, Events: w.Events}
 }
 
 // The answers of the many-at-once calls: one result per request, in order, each the answer or
 // its error.
-type placeResultWire struct {
-	Placed *placedV1  `json:"placed,omitempty"`
-	Error  *errorWire `json:"error,omitempty"`
+type PlaceResultV1 struct {
+	Placed *PlacedV1 `json:"placed,omitempty"`
+	Error  *ErrorV1  `json:"error,omitempty"`
 }
 
-type cancelResultWire struct {
-	Order *orderV1   `json:"order,omitempty"`
-	Error *errorWire `json:"error,omitempty"`
+type CancelResultV1 struct {
+	Order *OrderV1 `json:"order,omitempty"`
+	Error *ErrorV1 `json:"error,omitempty"`
 }

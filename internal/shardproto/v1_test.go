@@ -1,4 +1,4 @@
-package shardapi
+package shardproto
 
 import (
 	"bytes"
@@ -21,9 +21,9 @@ import (
 	"github.com/pmx-dev/pmx/internal/records"
 )
 
-// wireV1Case is one message of version 1: the value a process works with, the message it is sent
+// v1Case is one message of version 1: the value a process works with, the message it is sent
 // as, and how a receiver decodes the message back into such a value.
-type wireV1Case struct {
+type v1Case struct {
 	name   string
 	value  any                         // what the sender has
 	wire   func() any                  // what it sends (v1.go's conversion)
@@ -39,7 +39,7 @@ func decodeAs[W any, V any](convert func(W) V) func([]byte) (any, error) {
 	}
 }
 
-func wireV1Cases() []wireV1Case {
+func v1Cases() []v1Case {
 	at := time.Date(2027, 1, 2, 3, 4, 5, 6000, time.UTC)
 	later := at.Add(90 * time.Minute)
 	m := uuid.MustParse("0b6f6f4e-3c1e-4d7a-9b2e-8f1a2c3d4e5f")
@@ -65,54 +65,54 @@ func wireV1Cases() []wireV1Case {
 	batch := feed.Batch{Market: m, First: 5, Last: 6, Status: "CLOSED", Events: json.RawMessage(`[{"type":"status"}]`)}
 
 	same := func(v any) func() any { return func() any { return v } }
-	return []wireV1Case{
-		{name: "place", value: place, wire: func() any { return placeToWire(place) }, decode: decodeAs(placeV1.request)},
-		{name: "cancel", value: cancel, wire: func() any { return cancelToWire(cancel) }, decode: decodeAs(cancelV1.request)},
-		{name: "amend", value: amend, wire: func() any { return amendToWire(amend) }, decode: decodeAs(amendV1.request)},
-		{name: "cancel-all", value: cancelAllV1{Account: 7, Markets: []uuid.UUID{m, other}},
-			wire: same(cancelAllV1{Account: 7, Markets: []uuid.UUID{m, other}}), decode: decodeAs(func(w cancelAllV1) cancelAllV1 { return w })},
-		{name: "order", value: order, wire: func() any { return orderToWire(order) }, decode: decodeAs(orderV1.order)},
-		{name: "order-plain", value: plain, wire: func() any { return orderToWire(plain) }, decode: decodeAs(orderV1.order)},
-		{name: "placed", value: placed, wire: func() any { return placedToWire(placed) }, decode: decodeAs(placedV1.placed)},
-		{name: "placed-no-trades", value: records.PlacedOrder{Order: plain}, wire: func() any { return placedToWire(records.PlacedOrder{Order: plain}) },
-			decode: decodeAs(placedV1.placed)},
-		{name: "orders", value: []records.Order{order, plain}, wire: func() any { return ordersToWire([]records.Order{order, plain}) },
-			decode: decodeAs(ordersOf)},
-		{name: "book", value: *snap, wire: func() any { return snapshotToWire(snap) }, decode: decodeAs(snapshotV1.snapshot)},
+	return []v1Case{
+		{name: "place", value: place, wire: func() any { return PlaceToV1(place) }, decode: decodeAs(PlaceV1.Request)},
+		{name: "cancel", value: cancel, wire: func() any { return CancelToV1(cancel) }, decode: decodeAs(CancelV1.Request)},
+		{name: "amend", value: amend, wire: func() any { return AmendToV1(amend) }, decode: decodeAs(AmendV1.Request)},
+		{name: "cancel-all", value: CancelAllV1{Account: 7, Markets: []uuid.UUID{m, other}},
+			wire: same(CancelAllV1{Account: 7, Markets: []uuid.UUID{m, other}}), decode: decodeAs(func(w CancelAllV1) CancelAllV1 { return w })},
+		{name: "order", value: order, wire: func() any { return OrderToV1(order) }, decode: decodeAs(OrderV1.Order)},
+		{name: "order-plain", value: plain, wire: func() any { return OrderToV1(plain) }, decode: decodeAs(OrderV1.Order)},
+		{name: "placed", value: placed, wire: func() any { return PlacedToV1(placed) }, decode: decodeAs(PlacedV1.Placed)},
+		{name: "placed-no-trades", value: records.PlacedOrder{Order: plain}, wire: func() any { return PlacedToV1(records.PlacedOrder{Order: plain}) },
+			decode: decodeAs(PlacedV1.Placed)},
+		{name: "orders", value: []records.Order{order, plain}, wire: func() any { return OrdersToV1([]records.Order{order, plain}) },
+			decode: decodeAs(OrdersOf)},
+		{name: "book", value: *snap, wire: func() any { return SnapshotToV1(snap) }, decode: decodeAs(SnapshotV1.Snapshot)},
 		{name: "book-settled", value: exchange.Snapshot{Status: domain.MarketResolved, Epoch: 2, Seq: 9},
-			wire: func() any { return snapshotToWire(&exchange.Snapshot{Status: domain.MarketResolved, Epoch: 2, Seq: 9}) }, decode: decodeAs(snapshotV1.snapshot)},
-		{name: "refused", value: error(refusal), wire: func() any { _, w, _ := wireErrorOf(refusal); return w },
-			decode: decodeAs(func(w errorWire) error { return w.err(409) }),
+			wire: func() any { return SnapshotToV1(&exchange.Snapshot{Status: domain.MarketResolved, Epoch: 2, Seq: 9}) }, decode: decodeAs(SnapshotV1.Snapshot)},
+		{name: "refused", value: error(refusal), wire: func() any { _, w, _ := ErrorOf(refusal); return w },
+			decode: decodeAs(func(w ErrorV1) error { return w.Err(409) }),
 			check: func(t *testing.T, got any) {
 				if e := (*domain.Error)(nil); !errors.As(got.(error), &e) || *e != *refusal {
 					t.Errorf("decoded %#v, want %#v", got, refusal)
 				}
 			}},
-		{name: "not-owner", value: exchange.ErrNotOwner, wire: func() any { _, w, _ := wireErrorOf(exchange.ErrNotOwner); return w },
-			decode: decodeAs(func(w errorWire) error { return w.err(421) }),
+		{name: "not-owner", value: exchange.ErrNotOwner, wire: func() any { _, w, _ := ErrorOf(exchange.ErrNotOwner); return w },
+			decode: decodeAs(func(w ErrorV1) error { return w.Err(421) }),
 			check: func(t *testing.T, got any) {
 				if !errors.Is(got.(error), exchange.ErrNotOwner) {
 					t.Errorf("decoded %v, want exchange.ErrNotOwner", got)
 				}
 			}},
-		{name: "place-many", value: []placeResultWire{{Placed: ptr(placedToWire(placed))}, {Error: refusalWire(refusal)}},
-			wire:   same([]placeResultWire{{Placed: ptr(placedToWire(placed))}, {Error: refusalWire(refusal)}}),
-			decode: decodeAs(func(w []placeResultWire) []placeResultWire { return w })},
-		{name: "cancel-many", value: []cancelResultWire{{Order: ptr(orderToWire(plain))}, {Error: refusalWire(refusal)}},
-			wire:   same([]cancelResultWire{{Order: ptr(orderToWire(plain))}, {Error: refusalWire(refusal)}}),
-			decode: decodeAs(func(w []cancelResultWire) []cancelResultWire { return w })},
-		{name: "feed-batch", value: batch, wire: func() any { return feedBatchToWire(batch) }, decode: decodeAs(feedBatchV1.batch)},
-		{name: "transition", value: transitionV1{Market: m, Action: "resolve YES"}, wire: func() any { return transitionToWire(m, domain.ResolveYes) },
-			decode: decodeAs(func(w transitionV1) transitionV1 { return w })},
+		{name: "place-many", value: []PlaceResultV1{{Placed: ptr(PlacedToV1(placed))}, {Error: RefusalResult(refusal)}},
+			wire:   same([]PlaceResultV1{{Placed: ptr(PlacedToV1(placed))}, {Error: RefusalResult(refusal)}}),
+			decode: decodeAs(func(w []PlaceResultV1) []PlaceResultV1 { return w })},
+		{name: "cancel-many", value: []CancelResultV1{{Order: ptr(OrderToV1(plain))}, {Error: RefusalResult(refusal)}},
+			wire:   same([]CancelResultV1{{Order: ptr(OrderToV1(plain))}, {Error: RefusalResult(refusal)}}),
+			decode: decodeAs(func(w []CancelResultV1) []CancelResultV1 { return w })},
+		{name: "feed-batch", value: batch, wire: func() any { return FeedBatchToV1(batch) }, decode: decodeAs(FeedBatchV1.Batch)},
+		{name: "transition", value: TransitionV1{Market: m, Action: "resolve YES"}, wire: func() any { return TransitionToV1(m, domain.ResolveYes) },
+			decode: decodeAs(func(w TransitionV1) TransitionV1 { return w })},
 		// The books call (books.go), an optional call added to version 1 (issue 51).
-		{name: "books", value: booksV1{Markets: []uuid.UUID{m, other}, Epochs: []int64{4, 7}},
-			wire: same(booksV1{Markets: []uuid.UUID{m, other}, Epochs: []int64{4, 7}}), decode: decodeAs(func(w booksV1) booksV1 { return w })},
+		{name: "books", value: BooksV1{Markets: []uuid.UUID{m, other}, Epochs: []int64{4, 7}},
+			wire: same(BooksV1{Markets: []uuid.UUID{m, other}, Epochs: []int64{4, 7}}), decode: decodeAs(func(w BooksV1) BooksV1 { return w })},
 		{name: "books-answer", value: []exchange.Snapshot{*snap}, wire: func() any { return booksAnswer(snap) },
-			decode: decodeAs(func(w []bookResultWire) []bookResultWire { return w }),
+			decode: decodeAs(func(w []BookResultV1) []BookResultV1 { return w }),
 			check: func(t *testing.T, got any) {
-				ws := got.([]bookResultWire)
-				if len(ws) != 2 || ws[0].Book == nil || !reflect.DeepEqual(ws[0].Book.snapshot(), *snap) ||
-					ws[1].Error == nil || !errors.Is(ws[1].Error.err(http.StatusMisdirectedRequest), exchange.ErrNotOwner) {
+				ws := got.([]BookResultV1)
+				if len(ws) != 2 || ws[0].Book == nil || !reflect.DeepEqual(ws[0].Book.Snapshot(), *snap) ||
+					ws[1].Error == nil || !errors.Is(ws[1].Error.Err(http.StatusMisdirectedRequest), exchange.ErrNotOwner) {
 					t.Errorf("decoded %+v, want the book and not_owner", ws)
 				}
 			}},
@@ -123,20 +123,20 @@ func ptr[T any](v T) *T { return &v }
 
 // booksAnswer is a books call's answer of snap and a market the shard does not own, as the shard
 // sends it.
-func booksAnswer(snap *exchange.Snapshot) []bookResultWire {
-	_, notOwner, _ := wireErrorOf(exchange.ErrNotOwner)
-	return []bookResultWire{{Book: ptr(snapshotToWire(snap))}, {Error: &notOwner}}
+func booksAnswer(snap *exchange.Snapshot) []BookResultV1 {
+	_, notOwner, _ := ErrorOf(exchange.ErrNotOwner)
+	return []BookResultV1{{Book: ptr(SnapshotToV1(snap))}, {Error: &notOwner}}
 }
 
-// TestWireV1Golden holds version 1 of the internal protocol to the bytes in testdata/wire-v1:
+// TestV1Golden holds version 1 of the internal protocol to the bytes in testdata/v1:
 // what the builds before the protocol had a version sent (their JSON of the same values, with the
 // Go field names of the time), so that this build and the one before it read each other. A field
 // renamed in a process's type changes nothing here; one renamed in v1.go, or an enum renumbered,
 // fails. The files are never rewritten: a change to them is a new version.
-func TestWireV1Golden(t *testing.T) {
-	for _, c := range wireV1Cases() {
+func TestV1Golden(t *testing.T) {
+	for _, c := range v1Cases() {
 		t.Run(c.name, func(t *testing.T) {
-			want, err := os.ReadFile(filepath.Join("testdata", "wire-v1", c.name+".json"))
+			want, err := os.ReadFile(filepath.Join("testdata", "v1", c.name+".json"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,12 +169,12 @@ func TestWireV1Golden(t *testing.T) {
 // comes back as itself.
 func TestTransitionActions(t *testing.T) {
 	for _, a := range []domain.MarketAction{domain.CloseMarket, domain.ReopenMarket, domain.ResolveYes, domain.ResolveNo, domain.CancelMarket} {
-		w := transitionToWire(uuid.New(), a)
-		if got, ok := w.action(); !ok || got != a {
+		w := TransitionToV1(uuid.New(), a)
+		if got, ok := w.MarketAction(); !ok || got != a {
 			t.Errorf("%q travels as %q and comes back as %q (%t)", a, w.Action, got, ok)
 		}
 	}
-	if _, ok := (transitionV1{Action: "settle"}).action(); ok {
+	if _, ok := (TransitionV1{Action: "settle"}).MarketAction(); ok {
 		t.Error(`"settle" read as an action`)
 	}
 }
@@ -198,38 +198,38 @@ func TestVersionError(t *testing.T) {
 		if c.header != "" {
 			h.Set(ProtocolHeader, c.header)
 		}
-		if v, ok := versionOf(h); ok != c.ok || (ok && v != c.version) {
+		if v, ok := VersionOf(h); ok != c.ok || (ok && v != c.version) {
 			t.Errorf("header %q: version %d (%t), want %d (%t)", c.header, v, ok, c.version, c.ok)
 		}
 	}
 }
 
-// TestWireV1OrderGroup: the order group id, an addition to version 1, travels with a placement and
+// TestV1OrderGroup: the order group id, an addition to version 1, travels with a placement and
 // an order, and is left out of the message when there is none, so that a message without one is the
-// bytes TestWireV1Golden holds and a shard of the release before reads the rest of it as ever.
-func TestWireV1OrderGroup(t *testing.T) {
+// bytes TestV1Golden holds and a shard of the release before reads the rest of it as ever.
+func TestV1OrderGroup(t *testing.T) {
 	group := uuid.New()
 	p := exchange.PlaceRequest{Account: 7, Market: uuid.New(), Side: engine.Buy, Outcome: engine.Yes, Price: 40, Quantity: 3, OrderGroupID: group}
-	raw, err := json.Marshal(placeToWire(p))
+	raw, err := json.Marshal(PlaceToV1(p))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back placeV1
-	if err := json.Unmarshal(raw, &back); err != nil || back.request() != p {
-		t.Fatalf("a placement in group %s came back as %+v (%v) from %s", group, back.request(), err, raw)
+	var back PlaceV1
+	if err := json.Unmarshal(raw, &back); err != nil || back.Request() != p {
+		t.Fatalf("a placement in group %s came back as %+v (%v) from %s", group, back.Request(), err, raw)
 	}
 	o := records.Order{ID: uuid.New(), OrderGroupID: &group}
-	raw, err = json.Marshal(orderToWire(o))
+	raw, err = json.Marshal(OrderToV1(o))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var order orderV1
-	if err := json.Unmarshal(raw, &order); err != nil || order.order().OrderGroupID == nil || *order.order().OrderGroupID != group {
-		t.Fatalf("an order of group %s came back as %+v (%v)", group, order.order(), err)
+	var order OrderV1
+	if err := json.Unmarshal(raw, &order); err != nil || order.Order().OrderGroupID == nil || *order.Order().OrderGroupID != group {
+		t.Fatalf("an order of group %s came back as %+v (%v)", group, order.Order(), err)
 	}
 	p.OrderGroupID = uuid.Nil
 	o.OrderGroupID = nil
-	for _, v := range []any{placeToWire(p), orderToWire(o)} {
+	for _, v := range []any{PlaceToV1(p), OrderToV1(o)} {
 		if raw, _ := json.Marshal(v); bytes.Contains(raw, []byte("OrderGroupID")) {
 			t.Errorf("a message without a group names one: %s", raw)
 		}

@@ -1,13 +1,11 @@
-package shardapi
+package shardproto
 
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/engine"
@@ -29,17 +27,17 @@ import (
 
 // Bounds of the internal API's requests.
 const (
-	// maxInternalBody bounds a request body: a place-many of maxMany placements is ~40 KB.
-	maxInternalBody = 1 << 20
-	// maxMany bounds the requests of one many-at-once call: a front sends at most the public API's
+	// MaxBody bounds a request body: a place-many of MaxMany placements is ~40 KB.
+	MaxBody = 1 << 20
+	// MaxMany bounds the requests of one many-at-once call: a front sends at most the public API's
 	// batch (20 orders, 100 cancels) to one shard at once.
-	maxMany = 100
+	MaxMany = 100
 	// maxPlacement bounds a placement's fingerprint, which a front writes (~130 bytes).
 	maxPlacement = 256
 )
 
 // invalid is a refused internal request: field is its JSON name.
-func invalid(field, format string, args ...any) *domain.Error {
+func Invalid(field, format string, args ...any) *domain.Error {
 	return &domain.Error{Kind: domain.Invalid, Code: "invalid_value", Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
@@ -67,29 +65,29 @@ func checkOrder(o engine.Order) *domain.Error {
 			if f.err == engine.ErrInvalidQuantity {
 				msg = fmt.Sprintf("quantity must be from 1 to %d", int64(engine.MaxQuantity))
 			}
-			return invalid(f.field, "%s", msg)
+			return Invalid(f.field, "%s", msg)
 		}
 	}
-	return invalid("", "%s", strings.TrimPrefix(err.Error(), "engine: "))
+	return Invalid("", "%s", strings.TrimPrefix(err.Error(), "engine: "))
 }
 
 func checkAccount(account int64) *domain.Error {
 	if account <= 0 {
-		return invalid("Account", "the account must be an account id, from 1")
+		return Invalid("Account", "the account must be an account id, from 1")
 	}
 	return nil
 }
 
 func checkMarket(field string, id uuid.UUID) *domain.Error {
 	if id == uuid.Nil {
-		return invalid(field, "the market must be a market's id, not the nil UUID")
+		return Invalid(field, "the market must be a market's id, not the nil UUID")
 	}
 	return nil
 }
 
 func checkSeq(seq int64) *domain.Error {
 	if seq <= 0 {
-		return invalid("Seq", "the order must be named by its sequence number, from 1")
+		return Invalid("Seq", "the order must be named by its sequence number, from 1")
 	}
 	return nil
 }
@@ -105,8 +103,8 @@ func checkOrderRef(account int64, market uuid.UUID, seq int64) *domain.Error {
 	return checkSeq(seq)
 }
 
-// checkPlace checks a placement.
-func checkPlace(r *exchange.PlaceRequest) *domain.Error {
+// CheckPlace checks a placement.
+func CheckPlace(r *exchange.PlaceRequest) *domain.Error {
 	if e := checkAccount(r.Account); e != nil {
 		return e
 	}
@@ -119,9 +117,9 @@ func checkPlace(r *exchange.PlaceRequest) *domain.Error {
 	}
 	switch {
 	case r.TimeInForce == engine.GTD && r.ExpiresAt.IsZero():
-		return invalid("ExpiresAt", "a GTD order needs its expiry")
+		return Invalid("ExpiresAt", "a GTD order needs its expiry")
 	case r.TimeInForce != engine.GTD && !r.ExpiresAt.IsZero():
-		return invalid("ExpiresAt", "an expiry is only for GTD orders")
+		return Invalid("ExpiresAt", "an expiry is only for GTD orders")
 	}
 	// The account event that records the order carries its expiry in JSON, and a time JSON cannot
 	// carry (a year past 9999 in UTC) would fail the whole batch: the API's bound, domain.CheckTime.
@@ -133,36 +131,36 @@ func checkPlace(r *exchange.PlaceRequest) *domain.Error {
 		}
 	}
 	if r.ClientOrderID != "" && !domain.ValidClientOrderID(r.ClientOrderID) {
-		return invalid("ClientOrderID", "a client order id must be %s", domain.ClientOrderIDRule)
+		return Invalid("ClientOrderID", "a client order id must be %s", domain.ClientOrderIDRule)
 	}
 	// The fingerprint is stored as text: Postgres refuses a NUL or invalid UTF-8 in it, and
 	// would fail the batch.
 	if len(r.Placement) > maxPlacement || !utf8.ValidString(r.Placement) || strings.ContainsRune(r.Placement, 0) {
-		return invalid("Placement", "the placement's fingerprint must be at most %d bytes of UTF-8 text without NUL", maxPlacement)
+		return Invalid("Placement", "the placement's fingerprint must be at most %d bytes of UTF-8 text without NUL", maxPlacement)
 	}
 	return nil
 }
 
-// checkCancel checks a cancel. A front cancels for its user only; the other reasons are the
+// CheckCancel checks a cancel. A front cancels for its user only; the other reasons are the
 // shard's own (expiry, heartbeat, the market's close).
-func checkCancel(r *exchange.CancelRequest) *domain.Error {
+func CheckCancel(r *exchange.CancelRequest) *domain.Error {
 	if e := checkOrderRef(r.Account, r.Market, r.Seq); e != nil {
 		return e
 	}
 	if r.Reason != engine.ReasonNone && r.Reason != engine.ReasonUser {
-		return invalid("Reason", "a cancel through the internal API is its owner's: Reason must be 0 or %d (USER)", engine.ReasonUser)
+		return Invalid("Reason", "a cancel through the internal API is its owner's: Reason must be 0 or %d (USER)", engine.ReasonUser)
 	}
 	return nil
 }
 
-// checkAmend checks an amend as the public API does: a new price, a new remaining quantity, or
+// CheckAmend checks an amend as the public API does: a new price, a new remaining quantity, or
 // both (0 keeps one), with the order's side and outcome.
-func checkAmend(r *exchange.AmendRequest) *domain.Error {
+func CheckAmend(r *exchange.AmendRequest) *domain.Error {
 	if e := checkOrderRef(r.Account, r.Market, r.Seq); e != nil {
 		return e
 	}
 	if r.Price == 0 && r.Remaining == 0 {
-		return invalid("Price", "give the new price, the new remaining quantity, or both")
+		return Invalid("Price", "give the new price, the new remaining quantity, or both")
 	}
 	// Validate the amended order with the values the amend keeps standing in for themselves.
 	o := engine.Order{Side: r.Side, Outcome: r.Outcome, Price: r.Price, Quantity: r.Remaining}
@@ -181,25 +179,25 @@ func checkAmend(r *exchange.AmendRequest) *domain.Error {
 	return nil
 }
 
-// checkTransition checks a lifecycle change and returns its action.
-func checkTransition(w *transitionV1) (domain.MarketAction, *domain.Error) {
+// CheckTransition checks a lifecycle change and returns its action.
+func CheckTransition(w *TransitionV1) (domain.MarketAction, *domain.Error) {
 	if e := checkMarket("market", w.Market); e != nil {
 		return "", e
 	}
-	a, ok := w.action()
+	a, ok := w.MarketAction()
 	if !ok {
-		return "", invalid("action", "the action must be one of close, reopen, resolve YES, resolve NO, cancel")
+		return "", Invalid("action", "the action must be one of close, reopen, resolve YES, resolve NO, cancel")
 	}
 	return a, nil
 }
 
-// checkCancelAll checks a cancel of all of an account's orders in markets.
-func checkCancelAll(w *cancelAllV1) *domain.Error {
+// CheckCancelAll checks a cancel of all of an account's orders in markets.
+func CheckCancelAll(w *CancelAllV1) *domain.Error {
 	if e := checkAccount(w.Account); e != nil {
 		return e
 	}
-	if len(w.Markets) == 0 || len(w.Markets) > maxMany {
-		return invalid("markets", "name from 1 to %d markets", maxMany)
+	if len(w.Markets) == 0 || len(w.Markets) > MaxMany {
+		return Invalid("markets", "name from 1 to %d markets", MaxMany)
 	}
 	for _, id := range w.Markets {
 		if e := checkMarket("markets", id); e != nil {
@@ -207,63 +205,4 @@ func checkCancelAll(w *cancelAllV1) *domain.Error {
 		}
 	}
 	return nil
-}
-
-// refuse answers a refused request: 400 in the API's error shape, with the refusal as the
-// internal protocol carries it.
-func refuse(c *gin.Context, e *domain.Error) {
-	c.JSON(http.StatusBadRequest, apiShape(errorWire{Code: refused, Refusal: refusalToWire(e)}, ""))
-}
-
-// badBody answers a body that is not the JSON the call takes.
-func badBody(c *gin.Context, err error) {
-	msg := "the body must be the call's JSON: " + err.Error()
-	if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
-		msg = fmt.Sprintf("the body is larger than %d bytes", maxInternalBody)
-	}
-	w := apiShape(errorWire{Code: "bad_request"}, msg)
-	w.Details.Code = "malformed_json"
-	c.JSON(http.StatusBadRequest, w)
-}
-
-// bind decodes a request body of at most maxInternalBody bytes into v, or answers 400.
-func bind(c *gin.Context, v any) bool {
-	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxInternalBody)
-	if err := c.ShouldBindJSON(v); err != nil {
-		badBody(c, err)
-		return false
-	}
-	return true
-}
-
-// bindMany decodes a many-at-once call's requests, from 1 to maxMany, or answers 400.
-func bindMany[T any](c *gin.Context, rs *[]T) bool {
-	if !bind(c, rs) {
-		return false
-	}
-	if len(*rs) == 0 || len(*rs) > maxMany {
-		refuse(c, invalid("", "send from 1 to %d requests at once", maxMany))
-		return false
-	}
-	return true
-}
-
-// splitValid checks each of rs: refuse is told each refused one's index, and ok are the others,
-// in order, with idx their indexes in rs.
-func splitValid[T any](rs []T, check func(*T) *domain.Error, refuse func(i int, e *domain.Error)) (ok []T, idx []int) {
-	ok, idx = make([]T, 0, len(rs)), make([]int, 0, len(rs))
-	for i := range rs {
-		if e := check(&rs[i]); e != nil {
-			refuse(i, e)
-			continue
-		}
-		ok, idx = append(ok, rs[i]), append(idx, i)
-	}
-	return ok, idx
-}
-
-// refusalWire is a refused request's result in a many-at-once answer.
-func refusalWire(e *domain.Error) *errorWire {
-	w := apiShape(errorWire{Code: refused, Refusal: refusalToWire(e)}, "")
-	return &w
 }

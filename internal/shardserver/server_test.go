@@ -1,4 +1,4 @@
-package shardapi
+package shardserver
 
 import (
 	"net/http"
