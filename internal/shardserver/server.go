@@ -6,10 +6,8 @@ import (
 	"strconv"
 
 	"github.com/gin-gonic/gin"
-	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/feed"
 	"github.com/pmx-dev/pmx/internal/kit/auth"
@@ -35,6 +33,44 @@ type Server struct {
 	Stopping <-chan struct{}
 }
 
+// route is one call of the internal API: the shard's handler of its path (shardproto's Path
+// constants, which the client sends to).
+type route struct {
+	method, path string
+	handle       gin.HandlerFunc
+}
+
+// routes are the internal API's calls, the one table of what a shard serves; Handler registers
+// each behind the token and the protocol's version. Every request is checked (shardproto's
+// validate.go) before the shard sees it; in the many-at-once calls only the requests that pass go
+// to the shard, each refused one is its own result's error.
+func (h *handlers) routes() []route {
+	return []route{
+		{http.MethodPost, shardproto.PathPlace, h.place},
+		{http.MethodPost, shardproto.PathCancel, h.cancel},
+		{http.MethodPost, shardproto.PathAmend, h.amend},
+		{http.MethodPost, shardproto.PathPlaceMany, h.placeMany},
+		{http.MethodPost, shardproto.PathCancelMany, h.cancelMany},
+		{http.MethodPost, shardproto.PathCancelAll, h.cancelAll},
+		// A lifecycle change, from the operator: the shard that owns the market carries it out,
+		// as pmx dev's shard does (cancelling resting orders, settling), so the market keeps its
+		// owner and epoch.
+		{http.MethodPost, shardproto.PathTransition, h.transition},
+		// An event's lifecycle change, from the operator: all its markets in one batch.
+		{http.MethodPost, shardproto.PathEventTransition, h.eventTransition},
+		// A conversion of an event's shares, from the front.
+		{http.MethodPost, shardproto.PathConvert, h.convert},
+		// The planned handoff's calls, from the operator (shardproto's handoff.go).
+		{http.MethodPost, shardproto.PathHandoff, h.handOff},
+		{http.MethodPost, shardproto.PathTakeOver, h.takeOver},
+		{http.MethodGet, shardproto.PathFeed, streamFeed(h.feed, h.stopping)},
+		{http.MethodGet, shardproto.PathBook, h.book},
+		// Many books at once, for an event's read: each market's answer is what GET /book
+		// answers for it.
+		{http.MethodPost, shardproto.PathBooks, h.books},
+	}
+}
+
 // Handler builds the server's routes.
 func (s Server) Handler() http.Handler {
 	reg := s.Metrics
@@ -45,13 +81,12 @@ func (s Server) Handler() http.Handler {
 	if log == nil {
 		log = slog.Default()
 	}
-	sh := s.Shard
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	e.Use(gin.Recovery(), httpkit.HTTPMetrics(reg))
 	httpkit.Health(e, s.Store)
 	refusedVersions := shardproto.NewRefusedCounter(reg)
-	in := e.Group("/internal/v1", func(c *gin.Context) {
+	in := e.Group("", func(c *gin.Context) {
 		if t, ok := httpkit.Bearer(c.Request); !ok || !auth.TokenMatches(t, s.Token) {
 			httpkit.CloseUnread(c)
 			c.AbortWithStatusJSON(http.StatusUnauthorized, shardproto.APIShape(shardproto.ErrorV1{Code: "unauthorized"},
@@ -78,218 +113,9 @@ func (s Server) Handler() http.Handler {
 		c.Header(shardproto.ProtocolHeader, strconv.Itoa(v))
 		c.Next()
 	})
-	answer := func(c *gin.Context, status int, v any, err error) {
-		if err == nil && v == nil {
-			c.Status(status)
-			return
-		}
-		if err == nil {
-			c.JSON(status, v)
-			return
-		}
-		status, w, ok := shardproto.ErrorOf(err)
-		if !ok {
-			log.Error("internal request failed", "path", c.Request.URL.Path, "err", err)
-		}
-		c.JSON(status, w)
+	h := &handlers{sh: s.Shard, log: log, feed: s.Feed, stopping: s.Stopping}
+	for _, r := range h.routes() {
+		in.Handle(r.method, r.path, r.handle)
 	}
-	// resultError is one result's error of a many-at-once call, nil for none.
-	resultError := func(c *gin.Context, err error) *shardproto.ErrorV1 {
-		if err == nil {
-			return nil
-		}
-		_, w, ok := shardproto.ErrorOf(err)
-		if !ok {
-			log.Error("internal request failed", "path", c.Request.URL.Path, "err", err)
-		}
-		return &w
-	}
-	// Every request is checked (validate.go) before the shard sees it; in the many-at-once calls
-	// only the requests that pass go to the shard, each refused one is its own result's error.
-	in.POST("/place", func(c *gin.Context) {
-		var w shardproto.PlaceV1
-		if !bind(c, &w) {
-			return
-		}
-		r := w.Request()
-		if e := shardproto.CheckPlace(&r); e != nil {
-			refuse(c, e)
-			return
-		}
-		placed, err := sh.Place(c.Request.Context(), r)
-		answer(c, http.StatusCreated, shardproto.PlacedToV1(placed), err)
-	})
-	in.POST("/cancel", func(c *gin.Context) {
-		var w shardproto.CancelV1
-		if !bind(c, &w) {
-			return
-		}
-		r := w.Request()
-		if e := shardproto.CheckCancel(&r); e != nil {
-			refuse(c, e)
-			return
-		}
-		o, err := sh.Cancel(c.Request.Context(), r)
-		answer(c, http.StatusOK, shardproto.OrderToV1(o), err)
-	})
-	in.POST("/amend", func(c *gin.Context) {
-		var w shardproto.AmendV1
-		if !bind(c, &w) {
-			return
-		}
-		r := w.Request()
-		if e := shardproto.CheckAmend(&r); e != nil {
-			refuse(c, e)
-			return
-		}
-		amended, err := sh.Amend(c.Request.Context(), r)
-		answer(c, http.StatusOK, shardproto.PlacedToV1(amended), err)
-	})
-	in.POST("/place-many", func(c *gin.Context) {
-		var ws []shardproto.PlaceV1
-		if !bindMany(c, &ws) {
-			return
-		}
-		rs := make([]exchange.PlaceRequest, len(ws))
-		for i, w := range ws {
-			rs[i] = w.Request()
-		}
-		out := make([]shardproto.PlaceResultV1, len(rs))
-		ok, idx := splitValid(rs, shardproto.CheckPlace, func(i int, e *domain.Error) { out[i].Error = shardproto.RefusalResult(e) })
-		var results []exchange.PlaceResult
-		if len(ok) > 0 {
-			results = sh.PlaceMany(c.Request.Context(), ok)
-		}
-		for j, i := range idx {
-			if out[i].Error = resultError(c, results[j].Err); out[i].Error == nil {
-				placed := shardproto.PlacedToV1(results[j].Placed)
-				out[i].Placed = &placed
-			}
-		}
-		c.JSON(http.StatusOK, out)
-	})
-	in.POST("/cancel-many", func(c *gin.Context) {
-		var ws []shardproto.CancelV1
-		if !bindMany(c, &ws) {
-			return
-		}
-		rs := make([]exchange.CancelRequest, len(ws))
-		for i, w := range ws {
-			rs[i] = w.Request()
-		}
-		out := make([]shardproto.CancelResultV1, len(rs))
-		ok, idx := splitValid(rs, shardproto.CheckCancel, func(i int, e *domain.Error) { out[i].Error = shardproto.RefusalResult(e) })
-		var results []exchange.CancelResult
-		if len(ok) > 0 {
-			results = sh.CancelMany(c.Request.Context(), ok)
-		}
-		for j, i := range idx {
-			if out[i].Error = resultError(c, results[j].Err); out[i].Error == nil {
-				o := shardproto.OrderToV1(results[j].Order)
-				out[i].Order = &o
-			}
-		}
-		c.JSON(http.StatusOK, out)
-	})
-	in.POST("/cancel-all", func(c *gin.Context) {
-		var w shardproto.CancelAllV1
-		if !bind(c, &w) {
-			return
-		}
-		if e := shardproto.CheckCancelAll(&w); e != nil {
-			refuse(c, e)
-			return
-		}
-		orders, err := sh.CancelAll(c.Request.Context(), w.Account, w.Markets)
-		answer(c, http.StatusOK, shardproto.OrdersToV1(orders), err)
-	})
-	// A lifecycle change, from the operator: the shard that owns the market carries it out, as
-	// pmx dev's shard does (cancelling resting orders, settling), so the market keeps its owner
-	// and epoch.
-	in.POST("/transition", func(c *gin.Context) {
-		var w shardproto.TransitionV1
-		if !bind(c, &w) {
-			return
-		}
-		action, e := shardproto.CheckTransition(&w)
-		if e != nil {
-			refuse(c, e)
-			return
-		}
-		answer(c, http.StatusNoContent, nil, sh.Transition(c.Request.Context(), w.Market, action))
-	})
-	// An event's lifecycle change, from the operator (events.go): all its markets in one batch.
-	in.POST("/event-transition", func(c *gin.Context) {
-		var w shardproto.EventTransitionV1
-		if !bind(c, &w) {
-			return
-		}
-		action, e := shardproto.CheckEventTransition(&w)
-		if e != nil {
-			refuse(c, e)
-			return
-		}
-		answer(c, http.StatusNoContent, nil, transitionEvent(c.Request.Context(), sh, w.Event, action))
-	})
-	// A conversion of an event's shares, from the front (convert.go).
-	in.POST("/convert", func(c *gin.Context) {
-		var w shardproto.ConvertV1
-		if !bind(c, &w) {
-			return
-		}
-		if e := shardproto.CheckConvert(&w); e != nil {
-			refuse(c, e)
-			return
-		}
-		out, err := convertOn(c.Request.Context(), sh, &w)
-		answer(c, http.StatusOK, out, err)
-	})
-	// The planned handoff's calls, from the operator (handoff.go).
-	handoffRoutes(in, sh, answer)
-	in.GET("/feed", streamFeed(s.Feed, s.Stopping))
-	in.GET("/book", func(c *gin.Context) {
-		market := c.Query("market")
-		id, err := uuid.Parse(market)
-		if err != nil || len(market) != 36 || id == uuid.Nil {
-			refuse(c, shardproto.Invalid("market", "market must be a market's id, a UUID like 123e4567-e89b-12d3-a456-426614174000"))
-			return
-		}
-		epoch, hasEpoch := c.GetQuery("epoch")
-		want, err := strconv.ParseInt(epoch, 10, 64)
-		if hasEpoch && (err != nil || want < 0) {
-			refuse(c, shardproto.Invalid("epoch", "epoch must be the market's epoch, a whole number from 0"))
-			return
-		}
-		if !hasEpoch {
-			want = anyEpoch
-		}
-		snap, err := bookAt(c.Request.Context(), sh, id, want)
-		if err != nil {
-			answer(c, 0, nil, err)
-			return
-		}
-		answer(c, http.StatusOK, shardproto.SnapshotToV1(snap), nil)
-	})
-	// Many books at once, for an event's read (books.go): each market's answer is what GET /book
-	// answers for it.
-	in.POST("/books", func(c *gin.Context) {
-		var w shardproto.BooksV1
-		if !bind(c, &w) {
-			return
-		}
-		if e := shardproto.CheckBooks(&w); e != nil {
-			refuse(c, e)
-			return
-		}
-		out := make([]shardproto.BookResultV1, len(w.Markets))
-		for i, id := range w.Markets {
-			snap, err := bookAt(c.Request.Context(), sh, id, w.Epochs[i])
-			if out[i].Error = resultError(c, err); out[i].Error == nil {
-				book := shardproto.SnapshotToV1(snap)
-				out[i].Book = &book
-			}
-		}
-		c.JSON(http.StatusOK, out)
-	})
 	return e
 }

@@ -28,3 +28,22 @@ func TestMetricsNotOnInternalPort(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryCallBehindTheToken checks the routes table: each call once, under /internal/v1/, and
+// refused without the internal token before its handler runs.
+func TestEveryCallBehindTheToken(t *testing.T) {
+	h := Server{Token: "internal-token"}.Handler()
+	seen := map[string]bool{}
+	for _, r := range (&handlers{}).routes() {
+		key := r.method + " " + r.path
+		if seen[key] || !strings.HasPrefix(r.path, "/internal/v1/") || r.handle == nil {
+			t.Errorf("route %s: registered twice, outside /internal/v1/, or without a handler", key)
+		}
+		seen[key] = true
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(r.method, r.path, strings.NewReader("{}")))
+		if rec.Code != http.StatusUnauthorized {
+			t.Errorf("%s without the token: %d, want 401", key, rec.Code)
+		}
+	}
+}
