@@ -71,7 +71,7 @@ func (r *EventReconciler) recordEvent(ctx context.Context, ev *pmxv1.Event) (rec
 	}
 	e, created, err := eventrec.Record(ctx, r.Store, id, eventName(ev), specOf(ev), r.Clock.Now())
 	if created {
-		r.event(ev, corev1.EventTypeNormal, eventRecorded, "Record", "recorded as event %s with %d outcome markets", e.ID, len(e.Outcomes))
+		r.k8sEvent(ev, corev1.EventTypeNormal, reasonRecorded, "Record", "recorded as event %s with %d outcome markets", e.ID, len(e.Outcomes))
 	}
 	return e, err
 }

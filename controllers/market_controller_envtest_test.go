@@ -376,13 +376,13 @@ func TestOperatorWaitsForShard(t *testing.T) {
 			return false, err
 		}
 		for _, e := range evs.Items {
-			if e.Reason == string(eventWaitingForShard) && e.Regarding.Name == m.Name {
+			if e.Reason == string(reasonWaitingForShard) && e.Regarding.Name == m.Name {
 				return true, nil
 			}
 		}
 		return false, nil
 	}); err != nil {
-		t.Fatalf("no %s event: %v", eventWaitingForShard, err)
+		t.Fatalf("no %s event: %v", reasonWaitingForShard, err)
 	}
 	row, err := w.st.Owner(ctx, id)
 	if err != nil || row.Status != domain.MarketOpen || row.Shard != owner || row.Epoch != before.Epoch {

@@ -48,7 +48,7 @@ func (r *MarketReconciler) record(ctx context.Context, mkt *pmxv1.Market) (recor
 	}
 	row, created, err := market.Record(ctx, r.Store, id, marketName(mkt), mkt.Spec, r.Clock.Now())
 	if created {
-		r.event(mkt, corev1.EventTypeNormal, eventRecorded, "Record", "recorded as market %s", row.ID)
+		r.k8sEvent(mkt, corev1.EventTypeNormal, reasonRecorded, "Record", "recorded as market %s", row.ID)
 	}
 	return row, err
 }

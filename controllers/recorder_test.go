@@ -7,16 +7,16 @@ import (
 	"github.com/pmx-dev/pmx/internal/domain"
 )
 
-func TestEventReasons(t *testing.T) {
+func TestRecordReasons(t *testing.T) {
 	transitions := []struct {
 		action domain.MarketAction
-		want   eventReason
+		want   recordReason
 	}{
-		{domain.CloseMarket, eventClosed},
-		{domain.ReopenMarket, eventReopened},
-		{domain.ResolveYes, eventResolved},
-		{domain.ResolveNo, eventResolved},
-		{domain.CancelMarket, eventCanceled},
+		{domain.CloseMarket, reasonClosed},
+		{domain.ReopenMarket, reasonReopened},
+		{domain.ResolveYes, reasonResolved},
+		{domain.ResolveNo, reasonResolved},
+		{domain.CancelMarket, reasonCanceled},
 	}
 	for _, tt := range transitions {
 		if got := transitionReason(tt.action); got != tt.want {
@@ -26,9 +26,9 @@ func TestEventReasons(t *testing.T) {
 
 	// Every reason is one CamelCase word, and no two are alike.
 	camel := regexp.MustCompile(`^[A-Z][A-Za-z]*$`)
-	seen := map[eventReason]bool{}
-	for _, r := range []eventReason{eventRecorded, eventClosed, eventReopened, eventResolved, eventCanceled,
-		eventVoided, eventScheduled, eventShardLost} {
+	seen := map[recordReason]bool{}
+	for _, r := range []recordReason{reasonRecorded, reasonClosed, reasonReopened, reasonResolved, reasonCanceled,
+		reasonVoided, reasonScheduled, reasonShardLost} {
 		if !camel.MatchString(string(r)) || seen[r] {
 			t.Errorf("event reason %q is not one CamelCase word, or is used twice", r)
 		}
