@@ -13,19 +13,19 @@ import (
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
-// Event listing limits.
+// Limits of a listing of feed messages (GET /market/events, GET /account/events).
 const (
-	defaultEvents = 100
-	maxEvents     = 1000
+	defaultFeedMessages = 100
+	maxFeedMessages     = 1000
 )
 
 var errResyncRequired = &httpkit.Error{Status: http.StatusGone, Code: "resync_required", Field: "after",
 	Message: "the events after this number are no longer kept: read the book (GET /market/order-book, which says its seq) and follow the events after that"}
 
-// marketEvents lists a market's feed events after a sequence number, oldest first (package feed).
-// The events are read from Postgres as the shard wrote them; a reader further behind than the
+// marketFeedMessages lists a market's feed messages after a sequence number, oldest first (package feed).
+// The messages are read from Postgres as the shard wrote them; a reader further behind than the
 // retention must resync from a snapshot.
-func (s *Server) marketEvents(c *gin.Context) error {
+func (s *Server) marketFeedMessages(c *gin.Context) error {
 	id, err := queryUUID(c, "marketId")
 	if err != nil {
 		return err
@@ -34,7 +34,7 @@ func (s *Server) marketEvents(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := queryLimit(c, defaultEvents, maxEvents)
+	limit, err := queryLimit(c, defaultFeedMessages, maxFeedMessages)
 	if err != nil {
 		return err
 	}
@@ -70,14 +70,14 @@ func (s *Server) marketEvents(c *gin.Context) error {
 	return nil
 }
 
-// accountEvents lists the account's feed events after a sequence number, oldest first (package
+// accountFeedMessages lists the account's feed messages after a sequence number, oldest first (package
 // feed), with the feed's last number: the seq to follow on from.
-func (s *Server) accountEvents(c *gin.Context) error {
+func (s *Server) accountFeedMessages(c *gin.Context) error {
 	after, err := queryAfter(c)
 	if err != nil {
 		return err
 	}
-	limit, err := queryLimit(c, defaultEvents, maxEvents)
+	limit, err := queryLimit(c, defaultFeedMessages, maxFeedMessages)
 	if err != nil {
 		return err
 	}
@@ -110,14 +110,14 @@ func (s *Server) accountEvents(c *gin.Context) error {
 var errAccountResyncRequired = &httpkit.Error{Status: http.StatusGone, Code: "resync_required", Field: "after",
 	Message: "the events after this number are no longer kept: read your orders, positions and account (GET /orders, /positions, /account), then follow the events after the seq GET /account/events gives"}
 
-// errAfterLast refuses an after past a feed's last seq. Events reach clients only once
+// errAfterLast refuses an after past a feed's last seq. Feed messages reach clients only once
 // committed, and the last seq is read from Postgres, so no client has seen such a number (it may
 // hold one of another market, account or database).
 func errAfterLast(after, last int64, whose string) error {
 	return httpkit.FieldError("after", "out_of_range", "after %d is past %s last event, seq %d: give a seq you have seen", after, whose, last)
 }
 
-// queryAfter reads the optional after parameter of an event listing: a seq the client has seen.
+// queryAfter reads the optional after parameter of a listing of feed messages: a seq the client has seen.
 func queryAfter(c *gin.Context) (int64, error) {
 	v, ok := c.GetQuery("after")
 	if !ok {
