@@ -17,7 +17,7 @@ import (
 
 	"github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/domain"
-	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/market/marketspec"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/internal/shard"
@@ -332,7 +332,7 @@ func (b *cancelBench) market() uuid.UUID {
 		b.expect(b.hit, "POST", "/admin/v1/markets", cancelTestToken, map[string]any{"question": "Cached?", "category": "testing"}, http.StatusCreated, &m)
 		return m.ID
 	}
-	m, err := market.Create(b.t.Context(), b.store, v1alpha1.MarketSpec{Question: "Cached?", Category: "testing", LabelA: "Yes", LabelB: "No"}, nil, time.Now())
+	m, err := marketspec.Create(b.t.Context(), b.store, v1alpha1.MarketSpec{Question: "Cached?", Category: "testing", LabelA: "Yes", LabelB: "No"}, nil, time.Now())
 	if err != nil {
 		b.t.Fatal(err)
 	}

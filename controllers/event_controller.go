@@ -213,7 +213,7 @@ func (r *EventReconciler) ensureMarkets(ctx context.Context, ev *pmxv1.Event, ob
 }
 
 // marketSpec is the spec of the Market that lists outcome o of ev: the one its market is recorded
-// with (eventrec.MarketSpec, so that the Market controller's market.Record keeps the same text),
+// with (eventrec.MarketSpec, so that the Market controller's marketspec.Record keeps the same text),
 // and the lifecycle fields its Event sets (lifecycleOf).
 func marketSpec(ev *pmxv1.Event, o pmxv1.EventOutcome) pmxv1.MarketSpec {
 	spec := eventrec.MarketSpec(specOf(ev), event.Outcome{Key: o.Key, Label: o.Label})

@@ -1,4 +1,4 @@
-package market
+package marketspec
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/internal/market"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -17,7 +18,7 @@ import (
 // at start: each manifest is recorded under its metadata.name (Record), then its lifecycle intent
 // (closed, resolution, closesAt) is carried out through target. It returns the markets in manifest
 // order.
-func Sync(ctx context.Context, st *store.Store, target Transitioner, manifests []v1alpha1.Market, now time.Time, log *slog.Logger) ([]records.Market, error) {
+func Sync(ctx context.Context, st *store.Store, target market.Transitioner, manifests []v1alpha1.Market, now time.Time, log *slog.Logger) ([]records.Market, error) {
 	out := make([]records.Market, 0, len(manifests))
 	for i := range manifests {
 		mf := &manifests[i]

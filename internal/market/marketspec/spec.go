@@ -1,4 +1,10 @@
-package market
+// Package marketspec applies the Market CRD's spec (api/v1alpha1.MarketSpec) to the exchange:
+// it checks a spec by the CRD's rules, which package v1alpha1 owns (Validate), makes its row and
+// records it (Row, Create, Record), reads what it asks for (IntentOf, a market.Intent), and brings
+// the database in line with a set of manifests (Sync). The operator and the standalone admin API
+// link it; the shards do not, so that a shard links no Kubernetes package (package market holds
+// the lifecycle rules they share).
+package marketspec
 
 import (
 	"context"
@@ -10,6 +16,7 @@ import (
 
 	"github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/market"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -85,8 +92,8 @@ func Row(id uuid.UUID, spec v1alpha1.MarketSpec, name *string, now time.Time) re
 }
 
 // IntentOf is what a Market resource or manifest asks of its market.
-func IntentOf(spec *v1alpha1.MarketSpec) Intent {
-	in := Intent{Closed: spec.Closed, Resolution: string(spec.Resolution)}
+func IntentOf(spec *v1alpha1.MarketSpec) market.Intent {
+	in := market.Intent{Closed: spec.Closed, Resolution: string(spec.Resolution)}
 	if spec.ClosesAt != nil {
 		t := spec.ClosesAt.Time
 		in.ClosesAt = &t
