@@ -79,3 +79,42 @@ func TestSpeakersLinkNoImplementation(t *testing.T) {
 		}
 	}
 }
+
+// A shard links no Kubernetes package (issue 52): the lifecycle rules it shares with the operator
+// (internal/market) are plain Go, and the Market CRD's spec is internal/market/marketspec's, which
+// only the operator and the standalone admin API link. The shard's server and the router are held
+// to the same. pmx is one binary with the operator in it, so the test is of the packages, not of
+// cmd/pmx.
+func TestShardLinksNoKubernetes(t *testing.T) {
+	for _, pkg := range []string{"internal/shard", "internal/shardserver", "internal/shardclient", "internal/shardproto", "internal/market"} {
+		for _, dep := range deps(t, pkg) {
+			if strings.HasPrefix(dep, "k8s.io/") || strings.HasPrefix(dep, "sigs.k8s.io/") || dep == module+"api/v1alpha1" {
+				t.Errorf("%s links %s: a shard links no Kubernetes package nor the CRDs' types", pkg, dep)
+			}
+		}
+	}
+}
+
+// Each layer imports only the layers below it: the public API's JSON shapes (internal/apijson),
+// the rows (internal/records) and the internal protocol (internal/shardproto) are spoken by the
+// servers and never link one, nor the shard that implements the contract.
+// (internal/apijson still links internal/store for a few rows until they move to internal/records.)
+func TestLayersImportOnlyBelow(t *testing.T) {
+	servers := []string{"apiserver", "controllers", "internal/shard", "internal/shardserver", "internal/shardclient",
+		"internal/pages/marketpages", "cmd/pmx"}
+	for _, tc := range []struct {
+		pkg       string
+		forbidden []string
+	}{
+		{"internal/apijson", servers},
+		{"internal/records", append([]string{"internal/store"}, servers...)},
+		{"internal/shardproto", servers},
+	} {
+		list := deps(t, tc.pkg)
+		for _, f := range tc.forbidden {
+			if slices.Contains(list, module+f) {
+				t.Errorf("%s links %s, a layer above it", tc.pkg, f)
+			}
+		}
+	}
+}
