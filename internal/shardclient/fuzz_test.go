@@ -20,7 +20,7 @@ import (
 // passed the checks and then failed its batch, which would fail every other request in it).
 // The seeds are version 1's messages (internal/shardproto/testdata/v1) and their near misses.
 //
-//	go test ./internal/shardapi -run '^$' -fuzz FuzzInternalRequest -fuzztime 60s
+//	go test ./internal/shardclient -run '^$' -fuzz FuzzInternalRequest -fuzztime 60s
 func FuzzInternalRequest(f *testing.F) {
 	paths := []string{shardproto.PathPlace, shardproto.PathCancel, shardproto.PathAmend, shardproto.PathPlaceMany, shardproto.PathCancelMany, shardproto.PathCancelAll, shardproto.PathTransition,
 		shardproto.PathHandoff, shardproto.PathTakeOver, shardproto.PathBooks}
