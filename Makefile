@@ -95,8 +95,8 @@ test: postgres chromium jq helm promtool k8s-bins ## Run all tests, with the rac
 	@$(MAKE) --no-print-directory test-python
 
 .PHONY: test-python
-test-python: build postgres python-deps ## Run the Python SDK's tests (clients/python) against a real pmx dev.
-	$(PYTHON) -m pytest -q -p no:cacheprovider clients/python/tests $(PYTEST_FLAGS)
+test-python: build postgres python-deps ## Run the Python SDK's tests (client/python) against a real pmx dev.
+	$(PYTHON) -m pytest -q -p no:cacheprovider client/python/tests $(PYTEST_FLAGS)
 
 .PHONY: bench
 bench: build postgres ## Run the engine benchmarks (one core), then the whole exchange end to end (pmxtools bench): each mix, the feeds off, feed subscribers.
@@ -148,7 +148,7 @@ postgres:
 	SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
 	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq postgresql
 
-# Debian's python3 and the Python SDK's dependencies (clients/python: httpx, websockets;
+# Debian's python3 and the Python SDK's dependencies (client/python: httpx, websockets;
 # cryptography for signed requests; pytest, PyYAML and mypy for its tests) as Debian packages,
 # since PyPI is not reachable here. Installed with apt when missing.
 .PHONY: python-deps

@@ -18,6 +18,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/kit/auth"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/market/marketspec"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -90,7 +91,7 @@ func (s *Server) createMarket(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := market.Create(c.Request.Context(), s.cfg.Store, spec, nil, s.now())
+	m, err := marketspec.Create(c.Request.Context(), s.cfg.Store, spec, nil, s.now())
 	if err != nil {
 		return marketSpecError(err)
 	}
@@ -103,7 +104,7 @@ func (s *Server) createMarket(c *gin.Context) error {
 func (s *Server) operatorManaged() bool { return s.cfg.Exchange.ManagedByOperator() }
 
 // decodeMarket decodes a market body and checks it by the Market resource's rules
-// (market.Validate), defaulted as the CRD defaults it.
+// (marketspec.Validate), defaulted as the CRD defaults it.
 func decodeMarket(body []byte) (v1alpha1.MarketSpec, error) {
 	o, err := decodeObject(body)
 	if err != nil {
@@ -122,13 +123,13 @@ func decodeMarket(body []byte) (v1alpha1.MarketSpec, error) {
 	}
 	spec := v1alpha1.MarketSpec{Question: b.Question, Description: b.Description, Category: b.Category,
 		URL: b.URL, LabelA: b.LabelA, LabelB: b.LabelB, ClosesAt: metaTime(b.ClosesAt), ResolvesAt: metaTime(b.ResolvesAt)}
-	return spec, marketSpecError(market.Validate(&spec))
+	return spec, marketSpecError(marketspec.Validate(&spec))
 }
 
-// marketSpecError is a spec the Market's rules refuse (*market.SpecError) as the API's error; any
+// marketSpecError is a spec the Market's rules refuse (*marketspec.SpecError) as the API's error; any
 // other error as it is.
 func marketSpecError(err error) error {
-	var se *market.SpecError
+	var se *marketspec.SpecError
 	if errors.As(err, &se) {
 		return httpkit.FieldError(se.Field, se.Code, "%v", se.Err)
 	}

@@ -9,12 +9,12 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/internal/apijson"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/event"
 	"github.com/pmx-dev/pmx/internal/eventrec"
 	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
-	"github.com/pmx-dev/pmx/internal/kit/wire"
 	"github.com/pmx-dev/pmx/internal/records"
 )
 
@@ -22,14 +22,14 @@ import (
 // outcomes' markets as the Event resource would (eventrec.Record), and close, reopen, cancel and
 // resolve move all of its markets on their shard (exchange.EventLifecycle).
 
-// Event, EventOutcome and EventOf are in package wire, which the event pages share.
+// Event, EventOutcome and EventOf are in package apijson, which the event pages share.
 type (
-	Event        = wire.Event
-	EventOutcome = wire.EventOutcome
+	Event        = apijson.Event
+	EventOutcome = apijson.EventOutcome
 )
 
 // EventOf is an event's row as the API answers with it.
-func EventOf(e *records.Event) Event { return wire.EventOf(e) }
+func EventOf(e *records.Event) Event { return apijson.EventOf(e) }
 
 // eventBody is POST /admin/v1/events's body: the Event resource's spec fields, and a name.
 type eventBody struct {

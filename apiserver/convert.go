@@ -8,11 +8,11 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/internal/apijson"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/event"
 	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
-	"github.com/pmx-dev/pmx/internal/kit/wire"
 )
 
 // convert is POST /event/convert: the caller's NO shares of the listed outcomes of an event become
@@ -70,9 +70,9 @@ func (s *Server) convert(c *gin.Context) error {
 		c.Header("Idempotent-Replayed", "true")
 		status = http.StatusOK
 	}
-	c.JSON(status, wire.ConversionOf(&row))
+	c.JSON(status, apijson.ConversionOf(&row))
 	return nil
 }
 
 // Conversion is the answer of POST /event/convert and the converted event's conversion.
-type Conversion = wire.Conversion
+type Conversion = apijson.Conversion

@@ -10,9 +10,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/apijson"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
-	"github.com/pmx-dev/pmx/internal/kit/wire"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -24,11 +24,11 @@ import (
 // their owners in one query, and one call per shard, so that an event of 50 outcomes costs what
 // one of 2 does. ReadEvent is exported for the event pages, as ReadMarket is for the market ones.
 
-// EventDetail and OutcomeDetail (GET /event's answer and its outcomes) are in package wire, which
+// EventDetail and OutcomeDetail (GET /event's answer and its outcomes) are in package apijson, which
 // the event pages share.
 type (
-	EventDetail   = wire.EventDetail
-	OutcomeDetail = wire.OutcomeDetail
+	EventDetail   = apijson.EventDetail
+	OutcomeDetail = apijson.OutcomeDetail
 )
 
 // YesMid is the middle of the range a market's book leaves open for the YES price: (bid + ask) / 2,
@@ -76,7 +76,7 @@ func (s *Server) ReadEvent(ctx context.Context, id uuid.UUID) (EventDetail, erro
 	if err != nil {
 		return EventDetail{}, err
 	}
-	d := EventDetail{EventHeader: wire.EventHeaderOf(&e), Outcomes: make([]OutcomeDetail, len(e.Outcomes))}
+	d := EventDetail{EventHeader: apijson.EventHeaderOf(&e), Outcomes: make([]OutcomeDetail, len(e.Outcomes))}
 	for i, o := range e.Outcomes {
 		out := &d.Outcomes[i]
 		*out = OutcomeDetail{Key: o.Key, Label: o.Label, MarketID: o.MarketID}

@@ -18,7 +18,8 @@ import (
 	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/shard"
-	"github.com/pmx-dev/pmx/internal/shardapi"
+	"github.com/pmx-dev/pmx/internal/shardclient"
+	"github.com/pmx-dev/pmx/internal/shardserver"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -69,7 +70,7 @@ func TestEventReadCostIsFlat(t *testing.T) {
 	sh := shard.New(shard.Config{Store: st, Name: "shard-1", Logger: log})
 	t.Cleanup(sh.Stop)
 	var calls atomic.Int64 // the front's calls to the shard
-	h := shardapi.Server{Shard: sh, Store: st, Token: "internal-token", Logger: log}.Handler()
+	h := shardserver.Server{Shard: sh, Store: st, Token: "internal-token", Logger: log}.Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
 		h.ServeHTTP(w, r)
@@ -78,7 +79,7 @@ func TestEventReadCostIsFlat(t *testing.T) {
 	if _, err := st.Register(ctx, "shard-1", strings.TrimPrefix(srv.URL, "http://")); err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{cfg: Config{Store: front, Exchange: &shardapi.Router{Store: front, Token: "internal-token"}}}
+	s := &Server{cfg: Config{Store: front, Exchange: &shardclient.Router{Store: front, Token: "internal-token"}}}
 	account, err := st.CreateAccount(ctx, "bidder", 1_000_000, time.Now())
 	if err != nil {
 		t.Fatal(err)

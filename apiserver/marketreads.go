@@ -7,9 +7,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/internal/apijson"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/exchange"
-	"github.com/pmx-dev/pmx/internal/kit/wire"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -41,7 +41,7 @@ func (s *Server) ReadOrderBook(ctx context.Context, id uuid.UUID) (OrderBook, er
 
 // orderBookOf is a shard's book in the API's shape.
 func orderBookOf(snap *exchange.Snapshot) OrderBook {
-	return OrderBook{Yes: wire.ViewOf(&snap.Depth.Yes, exchange.DepthLevels), No: wire.ViewOf(&snap.Depth.No, exchange.DepthLevels), Seq: snap.Seq}
+	return OrderBook{Yes: apijson.ViewOf(&snap.Depth.Yes, exchange.DepthLevels), No: apijson.ViewOf(&snap.Depth.No, exchange.DepthLevels), Seq: snap.Seq}
 }
 
 // ReadTrades lists a market's last trades, newest first, at most limit; domain.ErrUnknownMarket

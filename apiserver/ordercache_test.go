@@ -17,11 +17,12 @@ import (
 
 	"github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/domain"
-	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/market/marketspec"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/internal/shard"
-	"github.com/pmx-dev/pmx/internal/shardapi"
+	"github.com/pmx-dev/pmx/internal/shardclient"
+	"github.com/pmx-dev/pmx/internal/shardserver"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -255,12 +256,12 @@ func newCancelBench(t *testing.T, distributed bool) *cancelBench {
 	t.Cleanup(b.shard.Stop)
 	var exchange Exchange = b.shard
 	if distributed {
-		srv := httptest.NewServer(shardapi.Server{Shard: b.shard, Store: b.store, Token: "internal-token", Logger: log}.Handler())
+		srv := httptest.NewServer(shardserver.Server{Shard: b.shard, Store: b.store, Token: "internal-token", Logger: log}.Handler())
 		t.Cleanup(srv.Close)
 		if _, err := b.store.Register(ctx, b.name, strings.TrimPrefix(srv.URL, "http://")); err != nil {
 			t.Fatal(err)
 		}
-		exchange = &shardapi.Router{Store: b.store, Token: "internal-token"}
+		exchange = &shardclient.Router{Store: b.store, Token: "internal-token"}
 	}
 	b.hit = New(Config{Store: b.hitStore, Exchange: exchange, AdminToken: cancelTestToken, Logger: log})
 	t.Cleanup(b.hit.Close)
@@ -331,7 +332,7 @@ func (b *cancelBench) market() uuid.UUID {
 		b.expect(b.hit, "POST", "/admin/v1/markets", cancelTestToken, map[string]any{"question": "Cached?", "category": "testing"}, http.StatusCreated, &m)
 		return m.ID
 	}
-	m, err := market.Create(b.t.Context(), b.store, v1alpha1.MarketSpec{Question: "Cached?", Category: "testing", LabelA: "Yes", LabelB: "No"}, nil, time.Now())
+	m, err := marketspec.Create(b.t.Context(), b.store, v1alpha1.MarketSpec{Question: "Cached?", Category: "testing", LabelA: "Yes", LabelB: "No"}, nil, time.Now())
 	if err != nil {
 		b.t.Fatal(err)
 	}

@@ -14,10 +14,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/apijson"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
-	"github.com/pmx-dev/pmx/internal/kit/wire"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -454,7 +454,7 @@ func (s *Server) settlements(c *gin.Context) error {
 	next := nextCursor(rows, limit, func(r *records.AccountSettlement) store.Cursor {
 		return store.Cursor{CreatedAt: r.SettledAt, ID: r.MarketID, Outcome: r.Outcome}
 	})
-	c.JSON(http.StatusOK, gin.H{"settlements": listOf(rows, wire.SettlementOf), "nextCursor": next})
+	c.JSON(http.StatusOK, gin.H{"settlements": listOf(rows, apijson.SettlementOf), "nextCursor": next})
 	return nil
 }
 

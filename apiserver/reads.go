@@ -8,13 +8,13 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/internal/apijson"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
-	"github.com/pmx-dev/pmx/internal/kit/wire"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
-func fillOf(f *records.Fill) Fill { return wire.FillOf(f) }
+func fillOf(f *records.Fill) Fill { return apijson.FillOf(f) }
 
 // fills lists the account's fills, maker and taker, newest first, in cursor pages.
 func (s *Server) fills(c *gin.Context) error {
@@ -47,7 +47,7 @@ const (
 	defaultCandles = 100
 )
 
-func candleOf(c *records.Candle) Candle { return wire.CandleOf(c) }
+func candleOf(c *records.Candle) Candle { return apijson.CandleOf(c) }
 
 // candleWindow is what a candles query asks for: the interval and the window, from before to.
 type candleWindow struct {

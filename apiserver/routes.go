@@ -28,14 +28,14 @@ type route struct {
 func (s *Server) routes() []route {
 	return []route{
 		{"GET", "/account", auth.ScopeRead, s.account},
-		{"GET", "/account/events", auth.ScopeRead, s.accountEvents},
+		{"GET", "/account/events", auth.ScopeRead, s.accountFeedMessages},
 		{"GET", "/account/keys", auth.ScopeRead, s.accountKeys},
 		{"GET", "/account/limits", auth.ScopeRead, s.accountLimits},
 		{"GET", "/account/risk-limits", auth.ScopeRead, s.riskLimits},
 		{"GET", "/fills", auth.ScopeRead, s.fills},
 		{"GET", "/market", auth.ScopeRead, s.getMarket},
 		{"GET", "/market/candles", auth.ScopeRead, s.candles},
-		{"GET", "/market/events", auth.ScopeRead, s.marketEvents},
+		{"GET", "/market/events", auth.ScopeRead, s.marketFeedMessages},
 		{"GET", "/market/order-book", auth.ScopeRead, s.orderBook},
 		{"GET", "/market/trades", auth.ScopeRead, s.trades},
 		{"GET", "/markets", auth.ScopeRead, s.listMarkets},

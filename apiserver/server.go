@@ -2,7 +2,7 @@
 // API (/admin/v1), health endpoints and the OpenAPI document, with the developer settings pages
 // (package settings) and the public market pages (package marketpages) mounted beside them. It counts its requests in a metrics registry but does
 // not serve it: the process serves /metrics on a listener of its own (httpkit.MetricsHandler). Handlers are thin: they decode and validate, call
-// the Exchange (the in-process shard, or in distributed mode shardapi.Router) or the store, and
+// the Exchange (the in-process shard, or in distributed mode shardclient.Router) or the store, and
 // encode. Every error answer is mapped in one place (errors.go).
 package apiserver
 

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/engine"
-	"github.com/pmx-dev/pmx/internal/kit/wire"
+	"github.com/pmx-dev/pmx/internal/apijson"
 	"github.com/pmx-dev/pmx/internal/records"
 )
 
@@ -53,8 +53,8 @@ func shapeRows() map[string]struct {
 		"position": {positionOf(&records.Position{ID: id, MarketID: mk, MarketQuestion: txt, MarketStatus: "OPEN", Outcome: "YES",
 			Quantity: 5, LockedQuantity: 2, CreatedAt: t1, UpdatedAt: t2}),
 			`{"id":"0190f6a4-7a55-7c3e-9b1d-2f0e8c4b5a6f","marketId":"123e4567-e89b-12d3-a456-426614174000","marketQuestion":"Rain? \u003cb\u003e\"yes\"\u003c/b\u003e \u0026 \u2028 é","marketStatus":"OPEN","outcome":"YES","quantity":5,"lockedQuantity":2,"createdAt":"2027-01-31T18:00:00.123456Z","updatedAt":"2027-06-01T00:00:00Z"}`},
-		"book": {OrderBook{Yes: wire.ViewOf(&engine.View{Bids: []engine.Level{{Price: 55, Quantity: 10, Total: 10}}, LastTradePrice: 55}, 10),
-			No: wire.ViewOf(&engine.View{}, 10), Seq: 7},
+		"book": {OrderBook{Yes: apijson.ViewOf(&engine.View{Bids: []engine.Level{{Price: 55, Quantity: 10, Total: 10}}, LastTradePrice: 55}, 10),
+			No: apijson.ViewOf(&engine.View{}, 10), Seq: 7},
 			`{"orderBookYes":{"bids":[{"price":55,"quantity":10,"total":10}],"asks":[],"lastTradePrice":55},"orderBookNo":{"bids":[],"asks":[],"lastTradePrice":null},"seq":7}`},
 		"heartbeat":           {Heartbeat{Armed: true, Deadline: &t1}, `{"armed":true,"deadline":"2027-01-31T18:00:00.123456Z"}`},
 		"heartbeat, disarmed": {Heartbeat{}, `{"armed":false,"deadline":null}`},

@@ -11,10 +11,10 @@ import (
 	"github.com/google/uuid"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/pmx-dev/pmx/internal/apijson"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
-	"github.com/pmx-dev/pmx/internal/kit/wire"
-	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/market/marketspec"
 )
 
 // The times the API takes must lie within domain.CheckTime's range once in UTC: RFC 3339 allows
@@ -192,11 +192,11 @@ func FuzzDecodeMarket(f *testing.F) {
 				t.Fatalf("%q: took a time out of range, %v", body, at)
 			}
 		}
-		if err := market.Validate(&spec); err != nil {
+		if err := marketspec.Validate(&spec); err != nil {
 			t.Fatalf("%q: took a spec the Market's rules refuse: %v", body, err)
 		}
-		row := market.Row(uuid.New(), spec, nil, testNow)
-		if _, err := json.Marshal(wire.MarketOf(&row)); err != nil {
+		row := marketspec.Row(uuid.New(), spec, nil, testNow)
+		if _, err := json.Marshal(apijson.MarketOf(&row)); err != nil {
 			t.Fatalf("%q: took a market whose answer JSON cannot carry: %v", body, err)
 		}
 	})

@@ -1,5 +1,5 @@
 // Package controllers holds pmx's operator, the Market reconciler (run by `pmx operator`,
-// cmd/pmx). It records each Market resource in Postgres (market.Record), carries out its lifecycle
+// cmd/pmx). It records each Market resource in Postgres (marketspec.Record), carries out its lifecycle
 // intent — close, reopen, resolve, cancel — by asking the live shard that owns the market over the
 // internal API (Config.Exchange, the same contract the front speaks), schedules every OPEN market onto the
 // least-loaded live shard and moves it when that shard's heartbeat lapses, voids a Market deleted

@@ -143,7 +143,7 @@ func (r *EventReconciler) reconcileEvent(ctx context.Context, ev *pmxv1.Event) (
 	if e, err = r.Store.Event(ctx, e.ID); err != nil {
 		return obs, err
 	}
-	r.event(ev, corev1.EventTypeNormal, transitionReason(action), string(action), "event %s: %s, all %d markets together; now %s", e.ID, change, len(e.Outcomes), e.Status)
+	r.k8sEvent(ev, corev1.EventTypeNormal, transitionReason(action), string(action), "event %s: %s, all %d markets together; now %s", e.ID, change, len(e.Outcomes), e.Status)
 	if err := r.readRows(ctx, e, &obs); err != nil {
 		return obs, err
 	}
@@ -189,7 +189,7 @@ func (r *EventReconciler) ensureMarkets(ctx context.Context, ev *pmxv1.Event, ob
 			if err := r.Create(ctx, &m); err != nil {
 				return fmt.Errorf("while creating Market %s for outcome %s: %w", key.Name, o.Key, err)
 			}
-			r.event(ev, corev1.EventTypeNormal, eventMarketCreated, "Create", "Market %s lists outcome %s", key.Name, o.Key)
+			r.k8sEvent(ev, corev1.EventTypeNormal, reasonMarketCreated, "Create", "Market %s lists outcome %s", key.Name, o.Key)
 		case err != nil:
 			return err
 		case !metav1.IsControlledBy(&m, ev):
@@ -213,7 +213,7 @@ func (r *EventReconciler) ensureMarkets(ctx context.Context, ev *pmxv1.Event, ob
 }
 
 // marketSpec is the spec of the Market that lists outcome o of ev: the one its market is recorded
-// with (eventrec.MarketSpec, so that the Market controller's market.Record keeps the same text),
+// with (eventrec.MarketSpec, so that the Market controller's marketspec.Record keeps the same text),
 // and the lifecycle fields its Event sets (lifecycleOf).
 func marketSpec(ev *pmxv1.Event, o pmxv1.EventOutcome) pmxv1.MarketSpec {
 	spec := eventrec.MarketSpec(specOf(ev), event.Outcome{Key: o.Key, Label: o.Label})
@@ -264,13 +264,13 @@ func (r *EventReconciler) finalize(ctx context.Context, ev *pmxv1.Event) (time.D
 		}
 		switch err := r.Exchange.TransitionEvent(ctx, e.ID, domain.EventAction{Action: domain.CancelMarket}); {
 		case errors.Is(err, exchange.ErrUnavailable):
-			r.event(ev, corev1.EventTypeWarning, eventWaitingForShard, string(domain.CancelMarket),
+			r.k8sEvent(ev, corev1.EventTypeWarning, reasonWaitingForShard, string(domain.CancelMarket),
 				"no live shard owns all of the event's markets yet; waiting to void it")
 			return max(r.Resync, time.Second), nil
 		case err != nil && !errors.Is(err, market.ErrIllegalTransition):
 			return 0, fmt.Errorf("while voiding the deleted event: %w", err)
 		}
-		r.event(ev, corev1.EventTypeNormal, eventVoided, "Cancel", "deleted before settlement: event %s voided, all %d markets together", e.ID, len(e.Outcomes))
+		r.k8sEvent(ev, corev1.EventTypeNormal, reasonVoided, "Cancel", "deleted before settlement: event %s voided, all %d markets together", e.ID, len(e.Outcomes))
 	}
 	patch := client.MergeFrom(ev.DeepCopy())
 	controllerutil.RemoveFinalizer(ev, eventFinalizer)
@@ -300,8 +300,8 @@ func (r *EventReconciler) voidMarkets(ctx context.Context, ev *pmxv1.Event) erro
 	return nil
 }
 
-// event records a Kubernetes event on the Event when a recorder is configured.
-func (r *EventReconciler) event(obj runtime.Object, eventType string, reason eventReason, action, note string, args ...any) {
+// k8sEvent records a Kubernetes event on the Event when a recorder is configured.
+func (r *EventReconciler) k8sEvent(obj runtime.Object, eventType string, reason recordReason, action, note string, args ...any) {
 	if r.Recorder != nil {
 		r.Recorder.Eventf(obj, nil, eventType, string(reason), action, note, args...)
 	}

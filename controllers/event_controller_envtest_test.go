@@ -401,6 +401,6 @@ func TestEventRegroups(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("the event's markets split over both live shards stay on %v: %v", on, err)
 	}
-	w.waitForEvent(ms[1].Name, string(eventRegrouped))
+	w.waitForEvent(ms[1].Name, string(reasonRegrouped))
 	w.eventuallyEvent(ev, "reported on one shard", func(e *pmxv1.Event) bool { return e.Status.Shard == owner })
 }

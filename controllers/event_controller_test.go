@@ -12,7 +12,7 @@ import (
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/eventrec"
-	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/market/marketspec"
 	"github.com/pmx-dev/pmx/internal/records"
 )
 
@@ -103,7 +103,7 @@ func TestMarketSpecFits(t *testing.T) {
 		Outcomes: []pmxv1.EventOutcome{{Key: strings.Repeat("k", 63), Label: strings.Repeat("ü", 50)}, {Key: "b", Label: "B"}}}}
 	for _, o := range ev.Spec.Outcomes {
 		spec := marketSpec(ev, o)
-		if err := market.Validate(&spec); err != nil {
+		if err := marketspec.Validate(&spec); err != nil {
 			t.Errorf("outcome %s: %v", o.Key, err)
 		}
 	}

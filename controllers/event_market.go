@@ -21,7 +21,7 @@ import (
 // reasonMarketInEvent is the reason, on the Ready condition and on a Warning event, of a lifecycle
 // change refused because the market belongs to an event: the admin API's 409 code, so one search
 // finds both.
-const reasonMarketInEvent eventReason = "market_in_event"
+const reasonMarketInEvent recordReason = "market_in_event"
 
 // eventMarket is what the owning Event asks of a Market of an event.
 type eventMarket struct {
@@ -76,7 +76,7 @@ func (r *MarketReconciler) inEvent(ctx context.Context, mkt *pmxv1.Market) (*eve
 		em.why = "closed is set on the Market but not on its Event, or the other way round"
 	}
 	if em.refused {
-		r.event(mkt, corev1.EventTypeWarning, reasonMarketInEvent, "Refuse",
+		r.k8sEvent(mkt, corev1.EventTypeWarning, reasonMarketInEvent, "Refuse",
 			"market of event %s: %s; close, reopen, resolve or cancel the Event %s instead, which moves all of its markets together", name, em.why, name)
 	}
 	return em, nil
@@ -98,7 +98,7 @@ func (r *MarketReconciler) finalizeInEvent(ctx context.Context, mkt *pmxv1.Marke
 	if _, err := r.schedule(ctx, mkt, row, &obs); err != nil {
 		return 0, err
 	}
-	r.event(mkt, corev1.EventTypeWarning, reasonMarketInEvent, "Cancel",
+	r.k8sEvent(mkt, corev1.EventTypeWarning, reasonMarketInEvent, "Cancel",
 		"market of event %s is not voided on its own: it goes once the Event is resolved, canceled or deleted", event)
 	return max(r.Resync, time.Second), nil
 }

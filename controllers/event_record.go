@@ -19,7 +19,7 @@ import (
 
 // EventExchange is what the Event controller asks of the exchange: a lifecycle change of a whole
 // event, carried out by the shard that owns all of its markets, in one transaction. In
-// distributed mode it is the front's router to the shards (shardapi.Router, with Lifecycle set).
+// distributed mode it is the front's router to the shards (shardclient.Router, with Lifecycle set).
 type EventExchange = exchange.EventLifecycle
 
 // eventName is the name an Event's event is recorded under in Postgres: its namespace and name,
@@ -71,7 +71,7 @@ func (r *EventReconciler) recordEvent(ctx context.Context, ev *pmxv1.Event) (rec
 	}
 	e, created, err := eventrec.Record(ctx, r.Store, id, eventName(ev), specOf(ev), r.Clock.Now())
 	if created {
-		r.event(ev, corev1.EventTypeNormal, eventRecorded, "Record", "recorded as event %s with %d outcome markets", e.ID, len(e.Outcomes))
+		r.k8sEvent(ev, corev1.EventTypeNormal, reasonRecorded, "Record", "recorded as event %s with %d outcome markets", e.ID, len(e.Outcomes))
 	}
 	return e, err
 }

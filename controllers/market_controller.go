@@ -17,7 +17,7 @@ import (
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/domain"
-	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/market/marketspec"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -121,7 +121,7 @@ func (r *MarketReconciler) reconcileMarket(ctx context.Context, mkt *pmxv1.Marke
 		return obs, err
 	}
 	obs.row = &row
-	intent := market.IntentOf(&mkt.Spec)
+	intent := marketspec.IntentOf(&mkt.Spec)
 	action, pending := intent.Next(row.Status, r.Clock.Now())
 	if row.Status == domain.MarketOpen || pending {
 		if row, err = r.schedule(ctx, mkt, row, &obs); err != nil {

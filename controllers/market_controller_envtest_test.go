@@ -32,7 +32,8 @@ import (
 	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/shard"
-	"github.com/pmx-dev/pmx/internal/shardapi"
+	"github.com/pmx-dev/pmx/internal/shardclient"
+	"github.com/pmx-dev/pmx/internal/shardserver"
 	"github.com/pmx-dev/pmx/internal/store"
 	"github.com/pmx-dev/pmx/internal/storetest"
 )
@@ -74,7 +75,7 @@ func newWorldRebalancing(t *testing.T, policy *RebalancePolicy) *world {
 		w.addShard(name)
 	}
 	front := apiserver.New(apiserver.Config{Store: st, Logger: log, AdminToken: w.admin,
-		Exchange: &shardapi.Router{Store: st, Token: internalToken}})
+		Exchange: &shardclient.Router{Store: st, Token: internalToken}})
 	t.Cleanup(front.Close)
 	api := httptest.NewServer(front.Handler())
 	t.Cleanup(api.Close)
@@ -88,7 +89,7 @@ func newWorldRebalancing(t *testing.T, policy *RebalancePolicy) *world {
 		t.Fatal(err)
 	}
 	moves := &MoveLog{}
-	r := &MarketReconciler{Client: mgr.GetClient(), Scheme: env.Scheme, Store: st, Exchange: &shardapi.Router{Store: st, Token: internalToken, Lifecycle: true},
+	r := &MarketReconciler{Client: mgr.GetClient(), Scheme: env.Scheme, Store: st, Exchange: &shardclient.Router{Store: st, Token: internalToken, Lifecycle: true},
 		ShardTTL: time.Second, Resync: 100 * time.Millisecond, Recorder: mgr.GetEventRecorder("pmx-operator"), Moves: moves}
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
@@ -101,7 +102,7 @@ func newWorldRebalancing(t *testing.T, policy *RebalancePolicy) *world {
 		}
 	}
 	er := &EventReconciler{Client: mgr.GetClient(), Scheme: env.Scheme, Store: st, Resync: 100 * time.Millisecond,
-		Exchange: &shardapi.Router{Store: st, Token: internalToken, Lifecycle: true}, Recorder: mgr.GetEventRecorder("pmx-operator")}
+		Exchange: &shardclient.Router{Store: st, Token: internalToken, Lifecycle: true}, Recorder: mgr.GetEventRecorder("pmx-operator")}
 	if err := er.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func (w *world) addShard(name string) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	sh := shard.New(shard.Config{Store: w.st, Name: name, Logger: log})
 	w.t.Cleanup(sh.Stop)
-	srv := httptest.NewServer(shardapi.Server{Shard: sh, Store: w.st, Token: internalToken, Logger: log}.Handler())
+	srv := httptest.NewServer(shardserver.Server{Shard: sh, Store: w.st, Token: internalToken, Logger: log}.Handler())
 	w.t.Cleanup(srv.Close)
 	w.shards[name] = sh
 	w.addrs[name] = strings.TrimPrefix(srv.URL, "http://")
@@ -375,13 +376,13 @@ func TestOperatorWaitsForShard(t *testing.T) {
 			return false, err
 		}
 		for _, e := range evs.Items {
-			if e.Reason == string(eventWaitingForShard) && e.Regarding.Name == m.Name {
+			if e.Reason == string(reasonWaitingForShard) && e.Regarding.Name == m.Name {
 				return true, nil
 			}
 		}
 		return false, nil
 	}); err != nil {
-		t.Fatalf("no %s event: %v", eventWaitingForShard, err)
+		t.Fatalf("no %s event: %v", reasonWaitingForShard, err)
 	}
 	row, err := w.st.Owner(ctx, id)
 	if err != nil || row.Status != domain.MarketOpen || row.Shard != owner || row.Epoch != before.Epoch {

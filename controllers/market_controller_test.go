@@ -14,6 +14,7 @@ import (
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/market/marketspec"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -78,9 +79,9 @@ func TestDesiredStatus(t *testing.T) {
 		{"resolved", observation{row: resolved}, nil, "YES", "RESOLVED", "", "True/Recorded", "False/NotServed", "True/PaidOut"},
 		{"settlement failing", observation{row: open}, errors.New("db down"), "NO", "OPEN", "shard-a", "False/DatabaseError", "True/ShardAssigned", "False/SettlementFailed"},
 		{"database unreachable", observation{}, errors.New("db down"), "", "", "", "False/DatabaseError", "missing", "missing"},
-		{"invalid new spec", observation{}, fmt.Errorf("while creating market: %w", &market.SpecError{Field: "url", Err: errors.New("url: bad")}),
+		{"invalid new spec", observation{}, fmt.Errorf("while creating market: %w", &marketspec.SpecError{Field: "url", Err: errors.New("url: bad")}),
 			"", "", "", "False/InvalidSpec", "missing", "missing"},
-		{"invalid changed spec", observation{row: open}, fmt.Errorf(`market "m": %w`, &market.SpecError{Field: "question", Err: errors.New("question: required")}),
+		{"invalid changed spec", observation{row: open}, fmt.Errorf(`market "m": %w`, &marketspec.SpecError{Field: "question", Err: errors.New("question: required")}),
 			"", "OPEN", "shard-a", "False/InvalidSpec", "True/ShardAssigned", "False/AwaitingResolution"},
 		{"market of an event, refused", observation{row: open, pending: domain.CloseMarket, inEvent: &eventMarket{event: "e", refused: true, why: "x"}},
 			nil, "", "OPEN", "shard-a", "False/market_in_event", "True/ShardAssigned", "False/AwaitingResolution"},

@@ -21,7 +21,7 @@ import (
 // Exchange is what the operator asks of the exchange: a market's lifecycle change, carried out by
 // the shard that owns the market — it cancels the resting orders and settles with the code the
 // standalone exchange runs, and the market keeps its owner and epoch. In distributed mode it is
-// the front's router to the shards (shardapi.Router, with Lifecycle set). It fails, and the
+// the front's router to the shards (shardclient.Router, with Lifecycle set). It fails, and the
 // operator tries again, when the market has no live owner.
 type Exchange interface {
 	Transition(ctx context.Context, market uuid.UUID, action domain.MarketAction) error
@@ -37,7 +37,7 @@ func (r *MarketReconciler) carryOut(ctx context.Context, mkt *pmxv1.Market, row 
 	if err != nil {
 		return row, err
 	}
-	r.event(mkt, corev1.EventTypeNormal, transitionReason(action), string(action), "market %s is now %s", row.ID, row.Status)
+	r.k8sEvent(mkt, corev1.EventTypeNormal, transitionReason(action), string(action), "market %s is now %s", row.ID, row.Status)
 	return row, nil
 }
 
@@ -46,7 +46,7 @@ func (r *MarketReconciler) carryOut(ctx context.Context, mkt *pmxv1.Market, row 
 // maxShardWait. The operator never carries a change out itself: only the owner may, or the books
 // in memory and Postgres would part.
 func (r *MarketReconciler) waitForShard(mkt *pmxv1.Market, action domain.MarketAction) time.Duration {
-	r.event(mkt, corev1.EventTypeWarning, eventWaitingForShard, string(action),
+	r.k8sEvent(mkt, corev1.EventTypeWarning, reasonWaitingForShard, string(action),
 		"no shard is live to own the market and carry out %s; waiting for one", action)
 	looks, _ := r.waiting.Load(mkt.UID)
 	n, _ := looks.(int)
@@ -85,7 +85,7 @@ func (r *MarketReconciler) finalize(ctx context.Context, mkt *pmxv1.Market) (tim
 		if err := r.Exchange.Transition(ctx, row.ID, domain.CancelMarket); err != nil && !errors.Is(err, market.ErrIllegalTransition) {
 			return 0, fmt.Errorf("while voiding the deleted market: %w", err)
 		}
-		r.event(mkt, corev1.EventTypeNormal, eventVoided, "Cancel", "deleted before settlement: market %s voided, each share paid 50", row.ID)
+		r.k8sEvent(mkt, corev1.EventTypeNormal, reasonVoided, "Cancel", "deleted before settlement: market %s voided, each share paid 50", row.ID)
 	}
 	return 0, r.removeFinalizer(ctx, mkt)
 }

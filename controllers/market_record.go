@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
-	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/market/marketspec"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -28,7 +28,7 @@ func marketName(mkt *pmxv1.Market) string {
 var errEventNotRecorded = errors.New("not recorded yet: its Event records it with the event")
 
 // record creates the market in Postgres on first sight, and afterwards keeps its text and schedule
-// equal to the spec (market.Record). The REST API sees the change at once.
+// equal to the spec (marketspec.Record). The REST API sees the change at once.
 func (r *MarketReconciler) record(ctx context.Context, mkt *pmxv1.Market) (records.Market, error) {
 	id := uuid.Nil
 	if mkt.Status.MarketID != "" {
@@ -46,9 +46,9 @@ func (r *MarketReconciler) record(ctx context.Context, mkt *pmxv1.Market) (recor
 			return records.Market{}, err
 		}
 	}
-	row, created, err := market.Record(ctx, r.Store, id, marketName(mkt), mkt.Spec, r.Clock.Now())
+	row, created, err := marketspec.Record(ctx, r.Store, id, marketName(mkt), mkt.Spec, r.Clock.Now())
 	if created {
-		r.event(mkt, corev1.EventTypeNormal, eventRecorded, "Record", "recorded as market %s", row.ID)
+		r.k8sEvent(mkt, corev1.EventTypeNormal, reasonRecorded, "Record", "recorded as market %s", row.ID)
 	}
 	return row, err
 }

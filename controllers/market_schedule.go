@@ -73,11 +73,11 @@ func (r *MarketReconciler) schedule(ctx context.Context, mkt *pmxv1.Market, row 
 		r.Moves.Record(r.Clock.Now(), row.ID) // the Rebalancer leaves it there for its cooldown
 	}
 	if regroup {
-		r.event(mkt, corev1.EventTypeNormal, eventRegrouped, "Schedule", "market moved from shard %s to %s at epoch %d, where its event's other markets are", owner, o.Shard, o.Epoch)
+		r.k8sEvent(mkt, corev1.EventTypeNormal, reasonRegrouped, "Schedule", "market moved from shard %s to %s at epoch %d, where its event's other markets are", owner, o.Shard, o.Epoch)
 	} else if lost {
-		r.event(mkt, corev1.EventTypeWarning, eventShardLost, "Schedule", "shard %s stopped answering; market moved to %s at epoch %d", owner, o.Shard, o.Epoch)
+		r.k8sEvent(mkt, corev1.EventTypeWarning, reasonShardLost, "Schedule", "shard %s stopped answering; market moved to %s at epoch %d", owner, o.Shard, o.Epoch)
 	} else {
-		r.event(mkt, corev1.EventTypeNormal, eventScheduled, "Schedule", "market served by shard %s at epoch %d", o.Shard, o.Epoch)
+		r.k8sEvent(mkt, corev1.EventTypeNormal, reasonScheduled, "Schedule", "market served by shard %s at epoch %d", o.Shard, o.Epoch)
 	}
 	return r.Store.Market(ctx, row.ID)
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
-	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/market/marketspec"
 	"github.com/pmx-dev/pmx/internal/store"
 	"github.com/pmx-dev/pmx/internal/storetest"
 )
@@ -42,7 +42,7 @@ func TestScheduleLostShard(t *testing.T) {
 		{"lost shard, a live one takes it", "dead", true, "", false, "alive"},
 	}
 	for _, tt := range tests {
-		row, err := market.Create(ctx, st, mkt.Spec, nil, now)
+		row, err := marketspec.Create(ctx, st, mkt.Spec, nil, now)
 		if err != nil {
 			t.Fatal(err)
 		}

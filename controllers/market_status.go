@@ -16,6 +16,7 @@ import (
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/market/marketspec"
 )
 
 // desiredStatus is the status a Market should show after a reconcile that observed obs and ended
@@ -93,7 +94,7 @@ func desiredStatus(mkt *pmxv1.Market, obs observation, err error) pmxv1.MarketSt
 // refuse, a transition the market's phase no longer allows, or else a failure to read or write the
 // database (directly, or by the market's shard).
 func errorReason(err error) pmxv1.MarketConditionReason {
-	var se *market.SpecError
+	var se *marketspec.SpecError
 	switch {
 	case errors.As(err, &se):
 		return pmxv1.ReasonInvalidSpec

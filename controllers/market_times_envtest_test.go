@@ -15,7 +15,7 @@ import (
 // TestMarketTimesBounded creates Markets with times at and past the exchange's bounds against a
 // real kube-apiserver: the CRD's CEL rules refuse a closesAt or resolvesAt outside 1970 to year
 // 9999 in UTC (9999-12-31T23:59:59-23:59 is valid RFC 3339, but year 10000 in UTC), naming the
-// field, and take the last instant of year 9999. The operator's own check (market.Record) refuses
+// field, and take the last instant of year 9999. The operator's own check (marketspec.Record) refuses
 // the same for a CRD installed without the rules.
 func TestMarketTimesBounded(t *testing.T) {
 	env := k8stest.Start(t)

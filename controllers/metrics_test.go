@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
-	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/market/marketspec"
 	"github.com/pmx-dev/pmx/internal/storetest"
 )
 
@@ -25,7 +25,7 @@ func TestHealthCollector(t *testing.T) {
 	reg.MustRegister(&HealthCollector{Store: st, ShardTTL: time.Minute})
 
 	closed := metav1.NewTime(time.Now().Add(-time.Hour))
-	row, err := market.Create(ctx, st, pmxv1.MarketSpec{Question: "Will it close?", Category: "test", ClosesAt: &closed}, nil, time.Now())
+	row, err := marketspec.Create(ctx, st, pmxv1.MarketSpec{Question: "Will it close?", Category: "test", ClosesAt: &closed}, nil, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,7 +84,7 @@ type Rebalancer struct {
 	// ShardTTL is how long a shard stays live after its last heartbeat, as the reconcilers see it.
 	ShardTTL time.Duration
 	Policy   RebalancePolicy
-	// Move carries a move out: the planned handoff (shardapi.Router.HandOff), which falls back to
+	// Move carries a move out: the planned handoff (shardclient.Router.HandOff), which falls back to
 	// store.Move for an old owner without it. Nil, it is store.Move: a failover's move, fenced.
 	Move func(ctx context.Context, markets []uuid.UUID, from, to string) (moved bool, err error)
 	// Moves is shared with the Market reconciler, whose moves off lost shards count for the cooldown.
@@ -305,17 +305,17 @@ func (b *Rebalancer) record(ctx context.Context, mv rebalanceMove, byID map[uuid
 			logf.FromContext(ctx).V(1).Info("no Market to record a move on", "market", key, "error", err)
 			continue
 		}
-		b.event(&mkt, "moved from shard %s to shard %s%s: %s", mv.from, mv.to, with, mv.reason)
+		b.k8sEvent(&mkt, "moved from shard %s to shard %s%s: %s", mv.from, mv.to, with, mv.reason)
 		if name := mkt.Labels[pmxv1.LabelEvent]; name != "" && event == nil {
 			event = &pmxv1.Event{}
 			if err := b.Client.Get(ctx, types.NamespacedName{Namespace: mkt.Namespace, Name: name}, event); err != nil {
 				continue
 			}
-			b.event(event, "moved its %d markets from shard %s to shard %s: %s", len(mv.unit.markets), mv.from, mv.to, mv.reason)
+			b.k8sEvent(event, "moved its %d markets from shard %s to shard %s: %s", len(mv.unit.markets), mv.from, mv.to, mv.reason)
 		}
 	}
 }
 
-func (b *Rebalancer) event(obj runtime.Object, note string, args ...any) {
-	b.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, string(eventRebalanced), "Rebalance", note, args...)
+func (b *Rebalancer) k8sEvent(obj runtime.Object, note string, args ...any) {
+	b.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, string(reasonRebalanced), "Rebalance", note, args...)
 }

@@ -26,11 +26,11 @@ type rebalanced struct {
 
 // rebalancedEvents lists the Rebalanced events on Markets, oldest first, and those on Events.
 func (w *world) rebalancedEvents(ctx context.Context) (markets []rebalanced, events []rebalanced) {
-	return w.eventsOf(ctx, eventRebalanced)
+	return w.eventsOf(ctx, reasonRebalanced)
 }
 
 // eventsOf lists the events of a reason on Markets, oldest first, and those on Events.
-func (w *world) eventsOf(ctx context.Context, reason eventReason) (markets []rebalanced, events []rebalanced) {
+func (w *world) eventsOf(ctx context.Context, reason recordReason) (markets []rebalanced, events []rebalanced) {
 	w.t.Helper()
 	var evs eventsv1.EventList
 	if err := w.k8s.List(ctx, &evs, client.InNamespace("default")); err != nil {
@@ -199,7 +199,7 @@ func TestRebalance(t *testing.T) {
 	if n := w.movesCounted("returned"); n != 3 && n != 4 {
 		t.Errorf("pmx_operator_rebalance_moves_total{reason=returned} %v, want 3 or 4", n)
 	}
-	failedOver, _ := w.eventsOf(ctx, eventShardLost)
+	failedOver, _ := w.eventsOf(ctx, reasonShardLost)
 	lostAt := map[string]time.Time{}
 	for _, f := range failedOver {
 		lostAt[f.market] = f.at

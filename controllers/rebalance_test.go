@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
-	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/market/marketspec"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 	"github.com/pmx-dev/pmx/internal/storetest"
@@ -101,7 +101,7 @@ func TestRebalanceWaitsForDraining(t *testing.T) {
 		}
 	}
 	for range 4 {
-		m, err := market.Create(ctx, st, pmxv1.MarketSpec{Question: "Spread?", Category: "test", LabelA: "Yes", LabelB: "No"}, nil, time.Now())
+		m, err := marketspec.Create(ctx, st, pmxv1.MarketSpec{Question: "Spread?", Category: "test", LabelA: "Yes", LabelB: "No"}, nil, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

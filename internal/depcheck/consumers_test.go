@@ -19,6 +19,7 @@ import (
 var consumers = []string{
 	"internal/shard",
 	"internal/market",
+	"internal/market/marketspec",
 	"internal/eventrec",
 }
 

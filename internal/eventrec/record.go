@@ -1,7 +1,7 @@
 // Package eventrec records events (package event's rules) in Postgres with their outcomes'
 // markets, for the two callers that define events: the operator's Event controller and the
-// standalone exchange's admin API. It is market.Record's counterpart, and builds each outcome's
-// market with market.Validate and market.Row so that an event's markets obey what kubectl apply
+// standalone exchange's admin API. It is marketspec.Record's counterpart, and builds each outcome's
+// market with marketspec.Validate and marketspec.Row so that an event's markets obey what kubectl apply
 // would of a Market. It does no trading and no lifecycle change; the owning shard does those.
 package eventrec
 
@@ -17,7 +17,7 @@ import (
 	"github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/event"
-	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/market/marketspec"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -65,15 +65,15 @@ func MarketSpec(spec Spec, o event.Outcome) v1alpha1.MarketSpec {
 func OutcomeQuestion(question, label string) string { return question + " — " + label }
 
 // Validate checks a spec: its outcomes by package event's rules, and each outcome's market by the
-// Market CRD's (market.Validate), which bound the text and schedule. The refusal is a
-// *domain.Error or a *market.SpecError.
+// Market CRD's (marketspec.Validate), which bound the text and schedule. The refusal is a
+// *domain.Error or a *marketspec.SpecError.
 func Validate(spec Spec) error {
 	if err := event.Validate(spec.Outcomes); err != nil {
 		return err
 	}
 	for _, o := range spec.Outcomes {
 		ms := MarketSpec(spec, o)
-		if err := market.Validate(&ms); err != nil {
+		if err := marketspec.Validate(&ms); err != nil {
 			return err
 		}
 	}
@@ -165,8 +165,8 @@ func Row(id uuid.UUID, name string, spec Spec, now time.Time) records.Event {
 func marketRow(e records.Event, spec Spec, i int, now time.Time) records.Market {
 	name := MarketName(e.Name, e.Outcomes[i].Key)
 	ms := MarketSpec(spec, event.Outcome{Key: e.Outcomes[i].Key, Label: e.Outcomes[i].Label})
-	_ = market.Validate(&ms) // checked by Validate; this applies the defaults
-	m := market.Row(e.Outcomes[i].MarketID, ms, &name, now)
+	_ = marketspec.Validate(&ms) // checked by Validate; this applies the defaults
+	m := marketspec.Row(e.Outcomes[i].MarketID, ms, &name, now)
 	key := e.Outcomes[i].Key
 	m.EventID, m.OutcomeKey = &e.ID, &key
 	return m

@@ -52,8 +52,9 @@ func TestContractLinksOnlyVocabulary(t *testing.T) {
 }
 
 // What speaks the contract does not link what implements it: the front API and the internal
-// API's router and server talk to an Exchange, never to the shard's books and batch committer
-// (internal/shard), and the front API not to the router (internal/shardapi) either, which
+// API's router (internal/shardclient) and server (internal/shardserver) talk to an Exchange, never
+// to the shard's books and batch committer (internal/shard), and the front API not to the router
+// either, which
 // cmd/pmx hands it as its Exchange in distributed mode. The operator's controllers ask only for
 // lifecycle changes, through an interface of their own that the router satisfies, and link neither.
 func TestSpeakersLinkNoImplementation(t *testing.T) {
@@ -62,9 +63,10 @@ func TestSpeakersLinkNoImplementation(t *testing.T) {
 		forbidden []string
 		speaks    bool // links internal/exchange
 	}{
-		{"apiserver", []string{"internal/shard", "internal/shardapi"}, true},
-		{"internal/shardapi", []string{"internal/shard"}, true},
-		{"controllers", []string{"internal/shard", "internal/shardapi"}, false},
+		{"apiserver", []string{"internal/shard", "internal/shardclient", "internal/shardserver"}, true},
+		{"internal/shardclient", []string{"internal/shard", "internal/shardserver"}, true},
+		{"internal/shardserver", []string{"internal/shard", "internal/shardclient"}, true},
+		{"controllers", []string{"internal/shard", "internal/shardclient", "internal/shardserver"}, false},
 	} {
 		list := deps(t, tc.pkg)
 		if tc.speaks && !slices.Contains(list, module+"internal/exchange") {
@@ -73,6 +75,44 @@ func TestSpeakersLinkNoImplementation(t *testing.T) {
 		for _, f := range tc.forbidden {
 			if slices.Contains(list, module+f) {
 				t.Errorf("%s links %s, an implementation of the exchange contract: speak internal/exchange instead", tc.pkg, f)
+			}
+		}
+	}
+}
+
+// A shard links no Kubernetes package (issue 52): the lifecycle rules it shares with the operator
+// (internal/market) are plain Go, and the Market CRD's spec is internal/market/marketspec's, which
+// only the operator and the standalone admin API link. The shard's server and the router are held
+// to the same. pmx is one binary with the operator in it, so the test is of the packages, not of
+// cmd/pmx.
+func TestShardLinksNoKubernetes(t *testing.T) {
+	for _, pkg := range []string{"internal/shard", "internal/shardserver", "internal/shardclient", "internal/shardproto", "internal/market"} {
+		for _, dep := range deps(t, pkg) {
+			if strings.HasPrefix(dep, "k8s.io/") || strings.HasPrefix(dep, "sigs.k8s.io/") || dep == module+"api/v1alpha1" {
+				t.Errorf("%s links %s: a shard links no Kubernetes package nor the CRDs' types", pkg, dep)
+			}
+		}
+	}
+}
+
+// Each layer imports only the layers below it: the public API's JSON shapes (internal/apijson),
+// the rows (internal/records) and the internal protocol (internal/shardproto) are spoken by the
+// servers and never link one, nor the shard that implements the contract.
+func TestLayersImportOnlyBelow(t *testing.T) {
+	servers := []string{"apiserver", "controllers", "internal/shard", "internal/shardserver", "internal/shardclient",
+		"internal/pages/marketpages", "cmd/pmx"}
+	for _, tc := range []struct {
+		pkg       string
+		forbidden []string
+	}{
+		{"internal/apijson", append([]string{"internal/store"}, servers...)},
+		{"internal/records", append([]string{"internal/store"}, servers...)},
+		{"internal/shardproto", servers},
+	} {
+		list := deps(t, tc.pkg)
+		for _, f := range tc.forbidden {
+			if slices.Contains(list, module+f) {
+				t.Errorf("%s links %s, a layer above it", tc.pkg, f)
 			}
 		}
 	}

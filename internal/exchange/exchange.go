@@ -1,6 +1,6 @@
 // Package exchange is the contract between the exchange's callers and its implementation: the
 // Exchange interface, the requests and answers of its calls, and the errors its callers test
-// for. The front API (apiserver), the shard's internal API and the router (internal/shardapi)
+// for. The front API (apiserver), the shard's internal API and the router (internal/shardclient)
 // and the operator speak it; the shard (internal/shard: one Shard, or a Set of them) and the
 // router implement it. It lives apart from the shard so that what speaks the contract does not
 // link what carries it out — the books, the batch committer, the database driver: it imports the
@@ -20,7 +20,7 @@ import (
 
 // Exchange executes market writes and serves books: one shard.Shard, a shard.Set of them (pmx
 // dev, pmx shard), or in a front of the distributed exchange the router to the shard that owns
-// each market (shardapi.Router). The front API and the shard's internal API serve whichever they
+// each market (shardclient.Router). The front API and the shard's internal API serve whichever they
 // are given. Every part of the contract is in it, events' and the operator's included, and every
 // implementation asserts it at compile time: no caller finds a capability at run time.
 type Exchange interface {
@@ -51,11 +51,11 @@ var (
 )
 
 // ErrOutcomeUnknown is a write the exchange may or may not have carried out: the answer of the
-// shard it was sent to was lost (shardapi.Router).
+// shard it was sent to was lost (shardclient.Router).
 var ErrOutcomeUnknown = errors.New("the shard did not answer; the request may have been carried out")
 
 // ErrManagedByOperator answers market administration in distributed mode, where Market resources
-// are the one way to manage markets (shardapi.Router's Transition).
+// are the one way to manage markets (shardclient.Router's Transition).
 var ErrManagedByOperator = errors.New("markets and events are managed by the operator here: apply or edit their Market and Event resources with kubectl")
 
 // OperatorManaged says whether an Exchange's markets and events are Market and Event resources

@@ -16,7 +16,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/apitest"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/poll"
-	"github.com/pmx-dev/pmx/internal/shardapi"
+	"github.com/pmx-dev/pmx/internal/shardclient"
 	"github.com/pmx-dev/pmx/internal/store"
 	"github.com/pmx-dev/pmx/internal/storetest"
 )
@@ -26,7 +26,7 @@ import (
 const handoffMoves = 50
 
 // TestDistributedHandoff moves markets back and forth between two `pmx shard` processes 50 times
-// by the planned handoff (the operator's move: shardapi.Router.HandOff), while bots place and
+// by the planned handoff (the operator's move: shardclient.Router.HandOff), while bots place and
 // cancel orders on them continuously through two `pmx api` processes. No request may be answered
 // 5xx, no shard may be fenced (a move that fell back to a failover's, store.Move, fences the old
 // owner's next commit for the market: the test fails then), no acknowledged order may be lost, and
@@ -57,7 +57,7 @@ func TestDistributedHandoff(t *testing.T) {
 	}
 
 	fencedBefore := counted("pmx_shard_fenced_total")
-	operator := &shardapi.Router{Store: st, Token: clusterInternalToken, Lifecycle: true}
+	operator := &shardclient.Router{Store: st, Token: clusterInternalToken, Lifecycle: true}
 	type move struct {
 		market uuid.UUID
 		from   time.Time

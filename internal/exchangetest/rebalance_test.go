@@ -15,7 +15,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/k8stest"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/poll"
-	"github.com/pmx-dev/pmx/internal/shardapi"
+	"github.com/pmx-dev/pmx/internal/shardclient"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -125,7 +125,7 @@ func TestDistributedRebalance(t *testing.T) {
 			t.Errorf("%s: %q, want a move to shard-c because it joined", e.Regarding.Name, e.Note)
 		}
 	}
-	router := &shardapi.Router{Store: st, Token: clusterInternalToken}
+	router := &shardclient.Router{Store: st, Token: clusterInternalToken}
 	served := 0
 	for name, s := range on {
 		if s != "shard-c" {

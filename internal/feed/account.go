@@ -6,7 +6,7 @@ import (
 
 	json "github.com/goccy/go-json"
 
-	"github.com/pmx-dev/pmx/internal/kit/wire"
+	"github.com/pmx-dev/pmx/internal/apijson"
 )
 
 // Each account has a feed of its own beside the markets': its private events, numbered by the
@@ -38,12 +38,12 @@ const (
 // order, its filled quantity and status (and its updatedAt, the event's at): kept small, as
 // fills are most of the events.
 type AccountEvent struct {
-	Seq        int64            `json:"seq,omitempty"` // left out where kept: the row's numbers give it
-	Type       string           `json:"type"`
-	Order      *wire.Order      `json:"order,omitempty"`
-	Fill       *wire.Fill       `json:"fill,omitempty"`
-	Settlement *wire.Settlement `json:"settlement,omitempty"`
-	Conversion *wire.Conversion `json:"conversion,omitempty"`
+	Seq        int64               `json:"seq,omitempty"` // left out where kept: the row's numbers give it
+	Type       string              `json:"type"`
+	Order      *apijson.Order      `json:"order,omitempty"`
+	Fill       *apijson.Fill       `json:"fill,omitempty"`
+	Settlement *apijson.Settlement `json:"settlement,omitempty"`
+	Conversion *apijson.Conversion `json:"conversion,omitempty"`
 	// Fill events: the order's filled quantity and status after the fill.
 	FilledQuantity int64     `json:"filledQuantity,omitempty"`
 	Status         string    `json:"status,omitempty"`

@@ -1,9 +1,10 @@
 // Package market holds the rules of a market's lifecycle (docs/architecture.md §4) that the
-// standalone exchange and the operator share: checking a spec by the Market CRD's rules and
-// recording it (Validate, Create, Record, Sync), what a spec asks for (Intent), which status
-// transitions are legal and what each one entails (Transition, whose Plan the shard carries out and
-// the store settles), and closing markets when their closesAt arrives (Closer). It does no
-// settlement itself.
+// standalone exchange, the shards and the operator share: what a spec asks for (Intent), which
+// status transitions are legal and what each one entails (Transition, whose Plan the shard carries
+// out and the store settles), and closing markets when their closesAt arrives (Closer). It does no
+// settlement itself, and links no Kubernetes package: the Market CRD's spec, checked by the CRD's
+// rules and recorded (Validate, Create, Record, Sync), is package marketspec's, which only the
+// operator and the standalone admin API link.
 package market
 
 import (

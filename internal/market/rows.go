@@ -12,14 +12,6 @@ import (
 // What the package asks of the database, as interfaces of its own rather than the whole store
 // (*store.Store has them all).
 
-// Rows reads and writes markets' rows, for Create, Record and Sync.
-type Rows interface {
-	Market(ctx context.Context, id uuid.UUID) (records.Market, error)
-	MarketByName(ctx context.Context, name string) (records.Market, error)
-	CreateMarket(ctx context.Context, m records.Market) (records.Market, error)
-	UpdateMarketText(ctx context.Context, m records.Market, now time.Time) error
-}
-
 // ClosingReads are what the Closer reads: which markets are due to close, and when the next is.
 type ClosingReads interface {
 	Market(ctx context.Context, id uuid.UUID) (records.Market, error)

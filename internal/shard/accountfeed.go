@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/apijson"
 	"github.com/pmx-dev/pmx/internal/feed"
-	"github.com/pmx-dev/pmx/internal/kit/wire"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -31,19 +31,19 @@ func (s *Shard) accountEvent(account int64, e feed.AccountEvent) {
 }
 
 // orderEvent records an event of an order, with a copy of its state.
-func (s *Shard) orderEvent(account int64, typ string, o wire.Order) {
+func (s *Shard) orderEvent(account int64, typ string, o apijson.Order) {
 	s.accountEvent(account, feed.AccountEvent{Type: typ, Order: &o})
 }
 
 // fillEvent records a fill of an order whose state after the fill is o.
-func (s *Shard) fillEvent(account int64, o *wire.Order, l *engine.Leg, t *records.Trade, role string) {
-	s.accountEvent(account, feed.AccountEvent{Type: feed.AccountFill, FilledQuantity: o.FilledQuantity, Status: o.Status, Fill: &wire.Fill{
-		ID: wire.FillID(t.ID, role), TradeID: t.ID, OrderID: o.ID, ClientOrderID: o.ClientOrderID, MarketID: o.MarketID,
+func (s *Shard) fillEvent(account int64, o *apijson.Order, l *engine.Leg, t *records.Trade, role string) {
+	s.accountEvent(account, feed.AccountEvent{Type: feed.AccountFill, FilledQuantity: o.FilledQuantity, Status: o.Status, Fill: &apijson.Fill{
+		ID: apijson.FillID(t.ID, role), TradeID: t.ID, OrderID: o.ID, ClientOrderID: o.ClientOrderID, MarketID: o.MarketID,
 		Side: o.Side, Outcome: o.Outcome, Price: l.Price, Quantity: t.Quantity, Role: role, CreatedAt: t.CreatedAt}})
 }
 
 // restingOrder returns the state of a resting order of a market as its last event left it.
-func (s *Shard) restingOrder(m *marketState, id engine.OrderID) (*wire.Order, bool) {
+func (s *Shard) restingOrder(m *marketState, id engine.OrderID) (*apijson.Order, bool) {
 	o, ok := m.resting[int64(id)]
 	if !ok {
 		s.log.Error("an order left its book that the shard did not know to rest there; its account's feed lacks its state",
@@ -81,7 +81,7 @@ func (s *Shard) release(m *marketState, st *engine.OrderState, reason engine.Can
 // restOrLeave ends the events of an order that took liquidity (a placement, or an amend that
 // crossed): final is its state after the command. A resting order is kept as the base of its next
 // events; one cancelled in the command (what an IOC or FOK left, a self-trade) gets its event.
-func (s *Shard) restOrLeave(m *marketState, seq, account int64, final wire.Order, status engine.Status) {
+func (s *Shard) restOrLeave(m *marketState, seq, account int64, final apijson.Order, status engine.Status) {
 	if status.Resting() {
 		m.resting[seq] = &final
 		m.rest(seq, &final)
@@ -128,17 +128,17 @@ func encodeAccountEvents(a *accumulator) error {
 func settledEvents(account int64, holdings []store.SettledHolding) ([]byte, error) {
 	events := make([]feed.AccountEvent, len(holdings))
 	for i, h := range holdings {
-		events[i] = feed.AccountEvent{Type: feed.AccountSettled, Settlement: &wire.Settlement{MarketID: h.Market,
+		events[i] = feed.AccountEvent{Type: feed.AccountSettled, Settlement: &apijson.Settlement{MarketID: h.Market,
 			MarketStatus: h.Status, Outcome: h.Outcome, Quantity: h.Quantity, Payout: h.Payout, SettledAt: h.SettledAt}, At: h.SettledAt}
 	}
 	return feed.EncodeAccount(events)
 }
 
 // restingOf is the public state of a market's resting orders, loaded with its book.
-func restingOf(rows []records.Order) map[int64]*wire.Order {
-	out := make(map[int64]*wire.Order, len(rows))
+func restingOf(rows []records.Order) map[int64]*apijson.Order {
+	out := make(map[int64]*apijson.Order, len(rows))
 	for i := range rows {
-		o := wire.OrderOf(&rows[i])
+		o := apijson.OrderOf(&rows[i])
 		out[rows[i].Seq] = &o
 	}
 	return out

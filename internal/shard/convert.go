@@ -10,11 +10,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/apijson"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/event"
 	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/feed"
-	"github.com/pmx-dev/pmx/internal/kit/wire"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -178,7 +178,7 @@ func (s *Shard) convert(c *command, now time.Time) {
 	}
 	a.batch.Conversions = append(a.batch.Conversions, row)
 	cv.row = row
-	w := wire.ConversionOf(&row)
+	w := apijson.ConversionOf(&row)
 	s.accountEvent(account, feed.AccountEvent{Type: feed.AccountConverted, Conversion: &w})
 }
 

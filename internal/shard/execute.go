@@ -9,10 +9,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/apijson"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/feed"
-	"github.com/pmx-dev/pmx/internal/kit/wire"
 	"github.com/pmx-dev/pmx/internal/market"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
@@ -114,7 +114,7 @@ func (s *Shard) place(c *command, now time.Time) {
 		s.acc.claim(clientID)
 	}
 	s.acc.newOrder(placed.Order)
-	final := wire.OrderOf(&placed.Order)
+	final := apijson.OrderOf(&placed.Order)
 	taker := final // as accepted: before any fill
 	taker.FilledQuantity, taker.Status, taker.CancelReason = 0, engine.StatusOpen.String(), nil
 	s.orderEvent(p.Account, feed.AccountAccepted, taker)
@@ -128,7 +128,7 @@ func (s *Shard) place(c *command, now time.Time) {
 // and both its legs, the makers' new fills, and the self-trade cancels; it appends the trades, as
 // the taker sees them, to trades. taker is the taker's state for its account's feed, which each
 // fill moves on (nil: none).
-func (s *Shard) settle(m *marketState, r *engine.Result, now time.Time, trades []records.Trade, taker *wire.Order) []records.Trade {
+func (s *Shard) settle(m *marketState, r *engine.Result, now time.Time, trades []records.Trade, taker *apijson.Order) []records.Trade {
 	for i := range r.Fills {
 		f := &r.Fills[i]
 		m.lastTrade++
@@ -234,7 +234,7 @@ func (s *Shard) amend(c *command, now time.Time) {
 		m.lastOrder++
 		row.Priority = m.lastOrder
 	}
-	var amended *wire.Order // its state for its account's feed, as amended: before any fill
+	var amended *apijson.Order // its state for its account's feed, as amended: before any fill
 	if base, ok := s.restingOrder(m, id); ok {
 		o := *base
 		o.Price, o.Quantity, o.FilledQuantity, o.Status, o.UpdatedAt = price, res.Order.Quantity, st.Filled, st.Status.String(), now

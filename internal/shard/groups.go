@@ -11,9 +11,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/apijson"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/exchange"
-	"github.com/pmx-dev/pmx/internal/kit/wire"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -69,7 +69,7 @@ type groupState struct {
 }
 
 // rest keeps a resting order's group membership (marketState.grouped).
-func (m *marketState) rest(seq int64, o *wire.Order) {
+func (m *marketState) rest(seq int64, o *apijson.Order) {
 	if o.OrderGroupID == nil {
 		return
 	}

@@ -9,9 +9,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/apijson"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/exchange"
-	"github.com/pmx-dev/pmx/internal/kit/wire"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -60,7 +60,7 @@ func (s *Shard) load(ctx context.Context, id uuid.UUID) (*marketState, error) {
 	if !s.serves(id, row.EventID) {
 		return nil, exchange.ErrNotOwner // another shard of its Set serves it
 	}
-	m := &marketState{id: id, status: row.Status, epoch: row.Epoch, resting: map[int64]*wire.Order{},
+	m := &marketState{id: id, status: row.Status, epoch: row.Epoch, resting: map[int64]*apijson.Order{},
 		free: map[holding]int64{}, inEvent: row.EventID != nil}
 	if s.cfg.Name != "" && (row.Shard == nil || *row.Shard != s.cfg.Name) {
 		return nil, exchange.ErrNotOwner

@@ -31,10 +31,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/apijson"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/feed"
-	"github.com/pmx-dev/pmx/internal/kit/wire"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -132,7 +132,7 @@ type marketState struct {
 	inEvent   bool         // an outcome's market of an event: it moves only with the event (eventtransition.go)
 	finished  finishedOrders
 	expiries  expiries                         // the resting GTD orders, soonest first
-	resting   map[int64]*wire.Order            // the resting orders by seq, as their last account event left them (accountfeed.go)
+	resting   map[int64]*apijson.Order         // the resting orders by seq, as their last account event left them (accountfeed.go)
 	free      map[holding]int64                // the views of the market's holdings: unlocked shares (views.go)
 	exposure  map[holding]int64                // each account's position-if-filled per outcome (risk.go); nil unless OPEN or CLOSED
 	grouped   map[uuid.UUID]map[int64]struct{} // the resting orders of each order group, by seq (groups.go)

@@ -13,7 +13,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/cmd/serve"
 	"github.com/pmx-dev/pmx/internal/kit/auth"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
-	"github.com/pmx-dev/pmx/internal/shardapi"
+	"github.com/pmx-dev/pmx/internal/shardclient"
 )
 
 type apiOptions struct {
@@ -52,7 +52,7 @@ the shard that owns the market. Run as many replicas as you like; they answer al
 	f.Int64Var(&o.grant, "grant", 1_000_000, "play money, in cents, that a new account starts with")
 	f.Int64Var(&o.maxQuantity, "max-quantity", 1_000_000, "largest order quantity accepted")
 	f.IntVar(&o.maxOrderGroups, "max-order-groups", apiserver.DefaultMaxOrderGroups, "most order groups one account may keep")
-	f.DurationVar(&o.handoffWait, "handoff-wait", shardapi.DefaultHandoffWait,
+	f.DurationVar(&o.handoffWait, "handoff-wait", shardclient.DefaultHandoffWait,
 		"how long a request follows its market while the operator hands it from shard to shard, before it is answered 503")
 	process.AddFlags(cmd, &o.process, true)
 	process.AddMetricsFlag(cmd, &o.process, ":9090")
@@ -90,7 +90,7 @@ func runAPI(ctx context.Context, o apiOptions) error {
 	if err != nil {
 		return err
 	}
-	api := apiserver.New(apiserver.Config{Store: st, Exchange: &shardapi.Router{Store: st, Token: o.internalToken, Logger: log, Metrics: reg,
+	api := apiserver.New(apiserver.Config{Store: st, Exchange: &shardclient.Router{Store: st, Token: o.internalToken, Logger: log, Metrics: reg,
 		HandoffWait: o.handoffWait},
 		Logger: log, AdminToken: o.adminToken, Grant: o.grant, MaxQuantity: o.maxQuantity, MaxOrderGroups: o.maxOrderGroups, Metrics: reg,
 		ReadLimit: o.serve.Read, WriteLimit: o.serve.Write,
@@ -100,7 +100,7 @@ func runAPI(ctx context.Context, o apiOptions) error {
 	followDone := make(chan struct{})
 	go func() {
 		defer close(followDone)
-		(&shardapi.Follower{Store: st, Token: o.internalToken, Hub: api.Feed(), Logger: log}).Run(followCtx)
+		(&shardclient.Follower{Store: st, Token: o.internalToken, Hub: api.Feed(), Logger: log}).Run(followCtx)
 	}()
 	defer func() { stopFollowing(); <-followDone }()
 	fmt.Printf("pmx api is running.\n  API:       http://%s/api/v1\n%s", ln.Addr(), process.MetricsLine(metricsAddr))

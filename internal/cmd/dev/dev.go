@@ -29,6 +29,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/kit/pgcluster"
 	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/market/marketspec"
 	"github.com/pmx-dev/pmx/internal/shard"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -200,7 +201,7 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 		if err != nil {
 			return err
 		}
-		if _, err := market.Sync(ctx, st, sh, manifests, time.Now(), log); err != nil {
+		if _, err := marketspec.Sync(ctx, st, sh, manifests, time.Now(), log); err != nil {
 			return err
 		}
 		if err := recordEvents(ctx, st, events, time.Now(), log); err != nil {

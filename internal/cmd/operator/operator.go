@@ -21,7 +21,7 @@ import (
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/controllers"
 	"github.com/pmx-dev/pmx/internal/cmd/process"
-	"github.com/pmx-dev/pmx/internal/shardapi"
+	"github.com/pmx-dev/pmx/internal/shardclient"
 )
 
 type operatorOptions struct {
@@ -124,8 +124,8 @@ func runOperator(o operatorOptions) error {
 	// shard of its own. Settling a market pays every position in one batch, which takes longer
 	// than a front's write may: a change whose answer is lost is tried again, and the shard
 	// refuses a change already made (illegal transition) until the operator reads the new phase.
-	exchange := &shardapi.Router{Store: st, Token: o.internalToken, Lifecycle: true, Logger: log, Metrics: ctrlmetrics.Registry,
-		HTTP: &http.Client{Transport: shardapi.Transport(0), Timeout: 5 * time.Minute}}
+	exchange := &shardclient.Router{Store: st, Token: o.internalToken, Lifecycle: true, Logger: log, Metrics: ctrlmetrics.Registry,
+		HTTP: &http.Client{Transport: shardclient.Transport(0), Timeout: 5 * time.Minute}}
 	var moves *controllers.MoveLog // the cooldown's record, kept only for the Rebalancer
 	if o.rebalance {
 		moves = &controllers.MoveLog{}

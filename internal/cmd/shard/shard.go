@@ -19,7 +19,8 @@ import (
 	"github.com/pmx-dev/pmx/internal/feed"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	pmxshard "github.com/pmx-dev/pmx/internal/shard"
-	"github.com/pmx-dev/pmx/internal/shardapi"
+	"github.com/pmx-dev/pmx/internal/shardclient"
+	"github.com/pmx-dev/pmx/internal/shardserver"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -134,7 +135,7 @@ func runShard(ctx context.Context, o shardOptions) error {
 	}()
 	// The fronts' feed streams end when the process stops, for the server's shutdown not to wait
 	// on them.
-	err = serve.Serve(serveCtx, ln, shardapi.Server{Shard: sh, Store: st, Token: o.internalToken, Logger: log, Metrics: reg,
+	err = serve.Serve(serveCtx, ln, shardserver.Server{Shard: sh, Store: st, Token: o.internalToken, Logger: log, Metrics: reg,
 		Feed: bus, Stopping: serveCtx.Done()}.Handler(),
 		httpkit.Limits{MaxConnsPerClient: -1, ShutdownDelay: shardShutdownDelay}, log) // its clients are the fronts, a few addresses
 	// Orders in flight are answered by now; hand the markets back, then stop.
@@ -164,7 +165,7 @@ func advertised(flag, addr, listening, hostname string) string {
 	return net.JoinHostPort(hostname, port)
 }
 
-// handOffOnStop hands a stopping shard's markets to the other live shards (shardapi.Router.HandOffAll),
+// handOffOnStop hands a stopping shard's markets to the other live shards (shardclient.Router.HandOffAll),
 // then keeps serving for a moment: a front that still routes to this shard from its cache of owners
 // (a second) is refused with nothing done and follows the market, rather than finding the port
 // closed under a request it sent.
@@ -176,7 +177,7 @@ func handOffOnStop(st *store.Store, o shardOptions, sh *pmxshard.Set, log *slog.
 	if err := st.Drain(ctx, o.name); err != nil {
 		log.Warn("could not mark the shard as draining; handing its markets over all the same", "err", err)
 	}
-	router := &shardapi.Router{Store: st, Token: o.internalToken, Logger: log}
+	router := &shardclient.Router{Store: st, Token: o.internalToken, Logger: log}
 	n, err := router.HandOffAll(ctx, o.name, sh, handOffOnStopTTL)
 	if err != nil {
 		log.Warn("could not hand the markets over on stopping; unregistering releases them", "err", err)
@@ -185,7 +186,7 @@ func handOffOnStop(st *store.Store, o shardOptions, sh *pmxshard.Set, log *slog.
 		return
 	}
 	log.Info("handed the markets over to the other live shards", "markets", n)
-	t := time.NewTimer(time.Second) // the fronts' cache of owners (shardapi.Router.OwnerTTL)
+	t := time.NewTimer(time.Second) // the fronts' cache of owners (shardclient.Router.OwnerTTL)
 	defer t.Stop()
 	<-t.C
 }

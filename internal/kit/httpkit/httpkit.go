@@ -1,5 +1,5 @@
 // Package httpkit is what pmx's two HTTP faces share — the public front (package apiserver) and a
-// shard's internal API (package shardapi): gin's JSON codec (json.go), bearer-token parsing, the
+// shard's internal API (package shardserver): gin's JSON codec (json.go), bearer-token parsing, the
 // error type and body every public error answer has, request metrics, the health endpoints, and
 // the /metrics handler that every process serves on a listener of its own.
 package httpkit

@@ -20,8 +20,8 @@ import (
 //   - gin reads json.API on every request goroutine without synchronization. Package
 //     initialization finishes before main starts and before any goroutine can serve, so the write
 //     cannot race with a read; a sync.Once in New would race with engines already serving
-//     (shardapi.Server's, or another apiserver's in a parallel test).
-//   - shardapi.Server does not go through apiserver.New, yet its c.JSON answers (the result of
+//     (shardserver.Server's, or another apiserver's in a parallel test).
+//   - shardserver.Server does not go through apiserver.New, yet its c.JSON answers (the result of
 //     every placement) and its ShouldBindJSON requests are as hot as the public API's. init
 //     covers every gin engine in the binary, and tests run the codec production runs.
 //   - gin's own variant, the go_json build tag, would have to be passed to every build, test and

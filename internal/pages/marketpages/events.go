@@ -11,8 +11,8 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/internal/apijson"
 	"github.com/pmx-dev/pmx/internal/domain"
-	"github.com/pmx-dev/pmx/internal/kit/wire"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -33,13 +33,13 @@ type eventsView struct {
 
 // eventsRow is an event as GET /events lists it, and the outcome it resolved to.
 type eventsRow struct {
-	wire.Event
+	apijson.Event
 	Winner    string // the resolution's outcome label; "" unless RESOLVED
 	WinnerKey string // and its key
 }
 
 // winner is the outcome an event resolved to: its label and key, or "" and "".
-func winner(resolution *string, outcomes []wire.EventOutcome) (label, key string) {
+func winner(resolution *string, outcomes []apijson.EventOutcome) (label, key string) {
 	for _, o := range outcomes {
 		if resolution != nil && *resolution == o.Key {
 			return o.Label, o.Key
@@ -98,7 +98,7 @@ func (p *pages) eventListing(ctx context.Context, after *store.Cursor) (*eventsV
 		v.Next = "/events?" + url.Values{"before": {last.CreatedAt.UTC().Format(time.RFC3339Nano)}, "beforeId": {last.ID.String()}}.Encode()
 	}
 	for i := range rows {
-		r := eventsRow{Event: wire.EventOf(&rows[i])}
+		r := eventsRow{Event: apijson.EventOf(&rows[i])}
 		r.Winner, r.WinnerKey = winner(r.Resolution, r.Outcomes)
 		v.Rows = append(v.Rows, r)
 	}
@@ -108,7 +108,7 @@ func (p *pages) eventListing(ctx context.Context, after *store.Cursor) (*eventsV
 // eventView is an event page's: GET /event's answer, which is also the JSON its script starts
 // from, and the label of the outcome it resolved to.
 type eventView struct {
-	wire.EventDetail
+	apijson.EventDetail
 	Winner    string // the resolution's outcome label; "" unless RESOLVED
 	WinnerKey string // and its key
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/pmx-dev/pmx/internal/kit/wire"
+	"github.com/pmx-dev/pmx/internal/apijson"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -24,7 +24,7 @@ const candlesPerCall = 1000
 const day = 24 * time.Hour
 
 type listRow struct {
-	Market    wire.Market
+	Market    apijson.Market
 	LastPrice *int  // the last trade's YES price
 	Volume    int64 // shares traded since the market opened
 	Seq       int64 // the market's feed seq the row reflects: its trades are followed from there
@@ -66,7 +66,7 @@ func (p *pages) listing(ctx context.Context, after *store.Cursor) (*listView, er
 		v.Next = "/markets?" + url.Values{"before": {last.CreatedAt.UTC().Format(time.RFC3339Nano)}, "beforeId": {last.ID.String()}}.Encode()
 	}
 	for i := range rows {
-		v.Rows = append(v.Rows, listRow{Market: wire.MarketOf(&rows[i].Market), LastPrice: rows[i].LastTradePrice,
+		v.Rows = append(v.Rows, listRow{Market: apijson.MarketOf(&rows[i].Market), LastPrice: rows[i].LastTradePrice,
 			Volume: rows[i].Volume, Seq: rows[i].EventSeq})
 	}
 	return v, nil

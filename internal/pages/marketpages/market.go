@@ -8,7 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
-	"github.com/pmx-dev/pmx/internal/kit/wire"
+	"github.com/pmx-dev/pmx/internal/apijson"
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
@@ -28,14 +28,14 @@ var intervals = []struct {
 // marketData is what a market page's script starts from: the API's answers, in its shapes, and
 // the candle query the chart shows (GET /market/candles?interval=&from=&to=).
 type marketData struct {
-	Market   wire.Market    `json:"market"`
-	Book     wire.OrderBook `json:"book"`
-	Trades   []wire.Trade   `json:"trades"`
-	Candles  []wire.Candle  `json:"candles"`
-	Interval string         `json:"interval"`
-	Seconds  int64          `json:"intervalSeconds"`
-	From     time.Time      `json:"from"`
-	To       time.Time      `json:"to"`
+	Market   apijson.Market    `json:"market"`
+	Book     apijson.OrderBook `json:"book"`
+	Trades   []apijson.Trade   `json:"trades"`
+	Candles  []apijson.Candle  `json:"candles"`
+	Interval string            `json:"interval"`
+	Seconds  int64             `json:"intervalSeconds"`
+	From     time.Time         `json:"from"`
+	To       time.Time         `json:"to"`
 }
 
 // market shows one market.

@@ -12,9 +12,9 @@
 //     show, GET /api/v1 shows a key's holder too.
 //   - One truth. The pages read through the API server's own reads (Reads: the very methods
 //     behind GET /market, /market/order-book, /market/trades and /market/candles) and its JSON
-//     shapes (package wire), and embed that JSON for their script to start from; so a page can
+//     shapes (package apijson), and embed that JSON for their script to start from; so a page can
 //     never show a market otherwise than the API does. The list shows the markets' rows as GET
-//     /markets does (wire.MarketOf); a market's last price is its last trade's
+//     /markets does (apijson.MarketOf); a market's last price is its last trade's
 //     YES price (what GET /market/order-book calls lastTradePrice), its volume the shares traded
 //     in it since it opened, the sum of the volumes of GET /market/candles?interval=1d over its
 //     life, read with its row in one statement (store.MarketList).
@@ -53,9 +53,9 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/internal/apijson"
 	"github.com/pmx-dev/pmx/internal/kit/addrlimit"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
-	"github.com/pmx-dev/pmx/internal/kit/wire"
 	"github.com/pmx-dev/pmx/internal/pages/pagekit"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
@@ -68,16 +68,16 @@ var files embed.FS
 // apiserver, Server.ReadMarket and the others), so that the pages show what the API shows.
 type Reads interface {
 	// ReadMarket reads a market and its row; store.ErrNotFound when there is none.
-	ReadMarket(ctx context.Context, id uuid.UUID) (wire.Market, records.Market, error)
+	ReadMarket(ctx context.Context, id uuid.UUID) (apijson.Market, records.Market, error)
 	// ReadOrderBook reads a market's book as GET /market/order-book answers it.
-	ReadOrderBook(ctx context.Context, id uuid.UUID) (wire.OrderBook, error)
+	ReadOrderBook(ctx context.Context, id uuid.UUID) (apijson.OrderBook, error)
 	// ReadTrades lists a market's last trades, newest first, as GET /market/trades does.
-	ReadTrades(ctx context.Context, id uuid.UUID, limit int) ([]wire.Trade, error)
+	ReadTrades(ctx context.Context, id uuid.UUID, limit int) ([]apijson.Trade, error)
 	// ReadCandles reads a market's candles, as GET /market/candles does.
-	ReadCandles(ctx context.Context, id uuid.UUID, every time.Duration, from, to time.Time) ([]wire.Candle, error)
+	ReadCandles(ctx context.Context, id uuid.UUID, every time.Duration, from, to time.Time) ([]apijson.Candle, error)
 	// ReadEvent reads an event with its outcomes' YES prices as GET /event answers it;
 	// store.ErrNotFound when there is none.
-	ReadEvent(ctx context.Context, id uuid.UUID) (wire.EventDetail, error)
+	ReadEvent(ctx context.Context, id uuid.UUID) (apijson.EventDetail, error)
 }
 
 // Config configures the pages.

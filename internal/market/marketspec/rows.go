@@ -1,0 +1,21 @@
+package marketspec
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/internal/records"
+)
+
+// What the package asks of the database, as an interface of its own rather than the whole store
+// (*store.Store has it).
+
+// Rows reads and writes markets' rows, for Create, Record and Sync.
+type Rows interface {
+	Market(ctx context.Context, id uuid.UUID) (records.Market, error)
+	MarketByName(ctx context.Context, name string) (records.Market, error)
+	CreateMarket(ctx context.Context, m records.Market) (records.Market, error)
+	UpdateMarketText(ctx context.Context, m records.Market, now time.Time) error
+}

@@ -1,0 +1,128 @@
+package shardclient
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/exchange"
+	"github.com/pmx-dev/pmx/internal/shardproto"
+	"github.com/pmx-dev/pmx/internal/store"
+)
+
+// handoffTimeout bounds a handoff as the operator waits for it: a shard's batch loop gives up on a
+// transaction after 30 s, and a stuck shard must not hold the operator's rebalancing longer.
+const handoffTimeout = 30 * time.Second
+
+// HandOff, in the operator, moves markets from one live shard to another by the planned handoff:
+// the old owner finishes what it has taken for them and moves them in Postgres itself, then the new
+// owner is told to load them. An old owner of the release before the handoff (404), or one with no
+// registered address, has them moved as before (store.Move: fenced, as in a failover). moved is
+// false, with no error, when the old owner no longer owns them all: the caller looks again.
+func (r *Router) HandOff(ctx context.Context, markets []uuid.UUID, from, to string) (moved bool, err error) {
+	hc := r.client()
+	ctx, cancel := context.WithTimeout(ctx, handoffTimeout)
+	defer cancel()
+	addr, err := r.Store.ShardAddress(ctx, from)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return false, err
+	}
+	if addr == "" {
+		return r.Store.Move(ctx, markets, from, to)
+	}
+	old := &shardClient{base: "http://" + addr, token: r.Token, http: hc}
+	var handed shardproto.HandedV1
+	err = r.noteVersion(old.call(ctx, http.MethodPost, shardproto.PathHandoff, shardproto.HandoffV1{Markets: markets, To: to}, &handed))
+	switch {
+	case errors.Is(err, shardproto.ErrOlderPeer):
+		r.log.Info("the shard has no planned handoff (an older release): moving its markets as a failover does", "shard", from, "err", err)
+		return r.Store.Move(ctx, markets, from, to)
+	case errors.Is(err, exchange.ErrNotOwner):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("while shard %s handed %d markets to %s: %w", from, len(markets), to, err)
+	case len(handed.Epochs) != len(markets):
+		return true, fmt.Errorf("shard %s handed %d markets to %s and answered %d epochs", from, len(markets), to, len(handed.Epochs))
+	}
+	r.takeOver(ctx, markets, handed.Epochs, to)
+	return true, nil
+}
+
+// takeOver tells the new owner of markets to load them now rather than on their first use or its
+// next heartbeat. It only speeds the handoff up: a failure is logged.
+func (r *Router) takeOver(ctx context.Context, markets []uuid.UUID, epochs []int64, to string) {
+	addr, err := r.Store.ShardAddress(ctx, to)
+	if err == nil && addr != "" {
+		c := &shardClient{base: "http://" + addr, token: r.Token, http: r.client()}
+		err = r.noteVersion(c.call(ctx, http.MethodPost, shardproto.PathTakeOver, shardproto.TakeOverV1{Markets: markets, Epochs: epochs}, nil))
+	}
+	if err != nil && !errors.Is(err, shardproto.ErrOlderPeer) {
+		r.log.Warn("could not tell the new owner to load the markets handed to it; it loads them on first use", "shard", to, "err", err)
+	}
+}
+
+// HandOffAll, in a shard process that stops (SIGTERM), hands every OPEN market it owns (from) to
+// the other live shards — live within ttl — by the planned handoff on its own shards (ho), each
+// unit (a market, or an event's markets together) to the one then holding the fewest markets, and
+// tells each new owner to load them. What it cannot hand over (no other shard is live, or a
+// handoff fails) the process's unregistering releases as before, for the operator to schedule. It
+// returns how many markets it handed over.
+func (r *Router) HandOffAll(ctx context.Context, from string, ho exchange.Handoff, ttl time.Duration) (int, error) {
+	r.client()
+	live, err := r.Store.LiveShards(ctx, ttl)
+	if err != nil {
+		return 0, fmt.Errorf("while listing the live shards to hand markets to: %w", err)
+	}
+	count := map[string]int{}
+	for _, sh := range live {
+		if sh.Name != from && !sh.Draining { // another that stops too takes nothing
+			count[sh.Name] = sh.Markets
+		}
+	}
+	if len(count) == 0 {
+		return 0, nil
+	}
+	rows, err := r.Store.Markets(ctx, domain.MarketOpen)
+	if err != nil {
+		return 0, fmt.Errorf("while listing the markets to hand over: %w", err)
+	}
+	var units [][]uuid.UUID
+	events := map[uuid.UUID]int{}
+	for _, m := range rows {
+		if m.Shard == nil || *m.Shard != from {
+			continue
+		}
+		if m.EventID == nil {
+			units = append(units, []uuid.UUID{m.ID})
+			continue
+		}
+		i, ok := events[*m.EventID]
+		if !ok {
+			i = len(units)
+			events[*m.EventID] = i
+			units = append(units, nil)
+		}
+		units[i] = append(units[i], m.ID)
+	}
+	handed := 0
+	for _, unit := range units {
+		to := slices.MinFunc(slices.Sorted(maps.Keys(count)), func(a, b string) int { return cmp.Compare(count[a], count[b]) })
+		epochs, err := ho.HandOff(ctx, unit, to)
+		if err != nil {
+			r.log.Warn("could not hand markets over on stopping; unregistering releases them", "markets", unit, "to", to, "err", err)
+			continue
+		}
+		count[to] += len(unit)
+		handed += len(unit)
+		r.takeOver(ctx, unit, epochs, to)
+	}
+	return handed, nil
+}
