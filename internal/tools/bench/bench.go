@@ -178,6 +178,10 @@ type RunResult struct {
 	// well above zero, the figures were disturbed.
 	OtherCores float64 `json:"otherCores"`
 
+	// LockWaits are Postgres's backends waiting on row locks (and on any lock) per sample during
+	// the load, from pg_stat_activity (see LockWaits).
+	LockWaits *LockWaits `json:"lockWaits,omitempty"`
+
 	Shards     *ShardCounters `json:"shards,omitempty"`     // from the exchange's /metrics
 	Feed       *FeedResult    `json:"feed,omitempty"`       // with Options.FeedSubscribers
 	Statements *Statements    `json:"statements,omitempty"` // with Options.Statements
@@ -422,6 +426,9 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 		return nil, err
 	}
 	scraped := time.Now()
+	// The bench's connection is the lock sampler's until it stops, with the load.
+	locks := startLockSampler(stats, LockSampleInterval)
+	defer func() { _, _ = locks.stop() }() // an interrupted or failed run
 	rep, err := loadgen.Run(ctx, loadgen.Config{URL: fronts[0], Fronts: fronts[1:], AdminToken: b.token, Bots: o.Bots, Rate: rate,
 		Duration: o.Duration, Markets: o.Markets, Seed: o.Seed, Mix: o.Mix}, o.Progress)
 	if err != nil {
@@ -431,6 +438,10 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 		return nil, err
 	}
 	c1, err := b.proc.sample(pids, cluster.Pid())
+	if err != nil {
+		return nil, err
+	}
+	lockWaits, err := locks.stop()
 	if err != nil {
 		return nil, err
 	}
@@ -463,13 +474,15 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 	r := newRunResult(rate, rep, x1.sub(x0), c1.sub(c0))
 	r.Feed = feedResult
 	r.Shards = shards
+	r.LockWaits = &lockWaits
 	if o.Statements {
 		if r.Statements, err = stats.statements(tail, r.Orders); err != nil {
 			return nil, err
 		}
 	}
-	b.progressf("run %d/%d: %s orders/s, placement p50 %s p99 %s, %.2f transactions and %s CPU per order",
-		i+1, len(o.Rates), formatRate(r.OrdersPerSec), formatUs(r.P50Us), formatUs(r.P99Us), r.TransactionsPerOrder, formatUs(int64(r.CPUPerOrderUs)))
+	b.progressf("run %d/%d: %s orders/s, placement p50 %s p99 %s, %.2f transactions and %s CPU per order, %.2f backends waiting on row locks",
+		i+1, len(o.Rates), formatRate(r.OrdersPerSec), formatUs(r.P50Us), formatUs(r.P99Us), r.TransactionsPerOrder, formatUs(int64(r.CPUPerOrderUs)),
+		lockWaits.RowMean)
 	if rep.Interrupted {
 		return r, ErrInterrupted
 	}

@@ -149,6 +149,10 @@ func checkRun(t *testing.T, res *Result, mix loadgen.Mix) {
 		// Every placement is a command of a batch; a command joins the batch built meanwhile, or is
 		// held, or neither.
 		t.Errorf("shard counters %+v for %d orders", r.Shards, r.Orders)
+	case r.LockWaits == nil || r.LockWaits.Samples < 1 || r.LockWaits.RowMean < 0 || r.LockWaits.AnyMean < r.LockWaits.RowMean ||
+		r.LockWaits.AnyMax < r.LockWaits.RowMax:
+		// The sampler takes its first sample as the load starts; a row lock is a lock.
+		t.Errorf("lock waits %+v", r.LockWaits)
 	case !(r.WALBytesPerOrder > 100) || r.WALFPIPerOrder < 0 || r.Checkpoints < 0:
 		// An order's rows alone take more than 100 bytes of WAL.
 		t.Errorf("WAL: %.0f bytes and %.2f full-page images per order, %d checkpoints", r.WALBytesPerOrder, r.WALFPIPerOrder, r.Checkpoints)
