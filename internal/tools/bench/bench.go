@@ -69,6 +69,14 @@ type Options struct {
 	PGSettings map[string]string
 	// DevArgs are extra arguments for pmx dev, e.g. --pprof-addr=127.0.0.1:6060.
 	DevArgs []string
+	// DevShards, when above 0, is pmx dev's --shards: the matching shards in its one process
+	// (0: pmx dev's default, one per two cores). Not with Distributed, whose Shards are processes.
+	DevShards int
+	// DBLatency, when above 0, puts a proxy of the bench's own between the exchange and Postgres
+	// that adds DBLatency to every round trip, half each way, as a Postgres on another node has
+	// (pmx connects over TCP to the proxy, the proxy to Postgres's socket); the bench's own
+	// connection, which reads the counters, goes direct. The proxy's CPU is the bench's.
+	DBLatency time.Duration
 	// Distributed runs the distributed exchange instead of pmx dev: a kube-apiserver and etcd
 	// (from KubeAssets; see kubeAssets), pmx operator, Shards pmx shard processes (with ShardArgs)
 	// and Fronts pmx api processes, the bots spread over the fronts.
@@ -101,7 +109,9 @@ type Result struct {
 	DurationSeconds float64     `json:"durationSeconds"` // asked for, per run
 	Seed            uint64      `json:"seed"`
 	Mix             loadgen.Mix `json:"mix"`
-	Floors          *Floors     `json:"floors,omitempty"` // with Options.FloorServer
+	DevShards       int         `json:"devShards,omitempty"`   // pmx dev's --shards, when given
+	DBLatencyUs     int64       `json:"dbLatencyUs,omitempty"` // Options.DBLatency, added to every round trip
+	Floors          *Floors     `json:"floors,omitempty"`      // with Options.FloorServer
 	Runs            []RunResult `json:"runs"`
 }
 
@@ -233,12 +243,19 @@ func (o Options) withDefaults() (Options, error) {
 		if o.FeedSubscribers > 0 {
 			return o, errors.New("bench: --feed-subscribers measures pmx dev's feed; it does not combine with --distributed")
 		}
+		if o.DevShards != 0 {
+			return o, errors.New("bench: DevShards is pmx dev's --shards; the distributed exchange's are Shards")
+		}
 	}
 	switch {
 	case o.PMX == "":
 		return o, errors.New("bench: no pmx binary to start")
 	case o.Bots < 0 || o.Markets < 0 || o.Duration < 0:
 		return o, errors.New("bench: bots, markets and duration must be positive")
+	case o.DevShards < 0:
+		return o, fmt.Errorf("bench: pmx dev needs at least one shard, not %d", o.DevShards)
+	case o.DBLatency < 0:
+		return o, fmt.Errorf("bench: a negative database latency (%v)", o.DBLatency)
 	}
 	for _, r := range o.Rates {
 		if r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
@@ -269,7 +286,7 @@ func Run(ctx context.Context, o Options) (_ *Result, err error) {
 		return nil, err
 	}
 	res := &Result{Command: o.Command, PMX: o.PMX, Machine: machineInfo(), Bots: o.Bots, Markets: o.Markets,
-		DurationSeconds: o.Duration.Seconds(), Seed: o.Seed, Mix: o.Mix}
+		DurationSeconds: o.Duration.Seconds(), Seed: o.Seed, Mix: o.Mix, DevShards: o.DevShards, DBLatencyUs: o.DBLatency.Microseconds()}
 	if o.Distributed {
 		res.Distributed = &Topology{Shards: o.Shards, Fronts: o.Fronts}
 	}
@@ -358,6 +375,15 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 		return nil, err
 	}
 	*pg = info
+	databaseURL := cluster.URL() // the exchange's; the bench's own connection (stats) goes direct
+	if o.DBLatency > 0 {
+		proxy, through, err := proxyDatabase(databaseURL, o.DBLatency)
+		if err != nil {
+			return nil, err
+		}
+		defer proxy.Close() // after the exchange has stopped, before Postgres does
+		databaseURL = through
+	}
 
 	var pids []int
 	var metrics func() []string // the exchange's metrics addresses
@@ -372,7 +398,7 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 	}()
 	if o.Distributed {
 		b.progressf("run %d/%d: starting kube-apiserver, etcd, pmx operator, %d pmx shard and %d pmx api (%s)", i+1, len(o.Rates), o.Shards, o.Fronts, o.PMX)
-		d, err := startDistributed(ctx, o, dir, cluster.URL(), b.token)
+		d, err := startDistributed(ctx, o, dir, databaseURL, b.token)
 		stopExchange = d.stop
 		if err != nil {
 			return nil, err
@@ -383,7 +409,11 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 		fronts, pids, metrics = d.fronts, d.pids(), d.metrics
 	} else {
 		b.progressf("run %d/%d: starting pmx dev (%s)", i+1, len(o.Rates), o.PMX)
-		dev, err := startDev(ctx, o.PMX, cluster.URL(), dir, b.token, o.DevArgs, filepath.Join(dir, "pmx-dev.log"))
+		devArgs := o.DevArgs
+		if o.DevShards > 0 {
+			devArgs = append([]string{"--shards=" + strconv.Itoa(o.DevShards)}, devArgs...)
+		}
+		dev, err := startDev(ctx, o.PMX, databaseURL, dir, b.token, devArgs, filepath.Join(dir, "pmx-dev.log"))
 		if err != nil {
 			return nil, err
 		}

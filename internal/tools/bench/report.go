@@ -28,6 +28,9 @@ func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
 	m, pg := r.Machine, r.Machine.Postgres
 	exchange := "pmx dev"
+	if r.DevShards > 0 {
+		exchange = fmt.Sprintf("pmx dev with %d shards", r.DevShards)
+	}
 	if d := r.Distributed; d != nil {
 		exchange = fmt.Sprintf("the distributed exchange (pmx operator on a kube-apiserver, %d pmx shard, %d pmx api; the bots spread over the api)", d.Shards, d.Fronts)
 	}
@@ -44,6 +47,10 @@ func (r *Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "%-8s %d cores%s, %s/%s, %s\n", "machine", m.Cores, cpu, m.OS, m.Arch, m.GoVersion)
 	fmt.Fprintf(&b, "%-8s %s\n", "command", r.Command)
 	fmt.Fprintf(&b, "%-8s %s\n", "pmx", r.PMX)
+	if r.DBLatencyUs > 0 {
+		fmt.Fprintf(&b, "%-8s through the bench's proxy, adding %s to every round trip (half each way), as a Postgres on another node; the bench's own connection direct\n",
+			"database", formatUs(r.DBLatencyUs))
+	}
 	fmt.Fprintf(&b, "%-8s %d bots on %d markets, %s per run, seed %d, %s mix; rate limits lifted (PMX_READ_RATE=0 PMX_WRITE_RATE=0)\n\n", "load", r.Bots, r.Markets,
 		time.Duration(r.DurationSeconds*float64(time.Second)), r.Seed, cmp.Or(r.Mix, loadgen.MixBasic))
 

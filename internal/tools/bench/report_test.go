@@ -114,6 +114,36 @@ func TestWriteJSON(t *testing.T) {
 	if got, _ := back.Runs[0]["lockWaits"].(map[string]any); !maps.Equal(got, want) {
 		t.Errorf("run JSON's lockWaits: %v, want %v", got, want)
 	}
+	for _, k := range []string{"devShards", "dbLatencyUs"} { // given only when asked for
+		if bytes.Contains(b.Bytes(), []byte(`"`+k+`"`)) {
+			t.Errorf("the JSON has %q unasked", k)
+		}
+	}
+}
+
+// TestWriteTextDatabaseLatency: a bench of pmx dev with its shards given, through the latency
+// proxy, says both in its header and its JSON.
+func TestWriteTextDatabaseLatency(t *testing.T) {
+	r := sampleResult()
+	r.DevShards, r.DBLatencyUs = 8, 1000
+	var b bytes.Buffer
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"pmxtools bench: pmx dev with 8 shards on a private PostgreSQL 15.18",
+		"\npmx      /bin/pmx\ndatabase through the bench's proxy, adding 1.00ms to every round trip (half each way), as a Postgres on another node; the bench's own connection direct\nload     64 bots"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("WriteText lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	if err := r.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var back struct{ DevShards, DBLatencyUs int }
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil || back.DevShards != 8 || back.DBLatencyUs != 1000 {
+		t.Errorf("JSON: %+v, %v", back, err)
+	}
 }
 
 func TestFormatting(t *testing.T) {
