@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pmx-dev/pmx/internal/clock"
 )
 
 // delayProxy is a TCP proxy on a free loopback port that forwards each connection to a target
@@ -34,6 +36,10 @@ type delayProxy struct {
 	closed bool
 	wg     sync.WaitGroup // the accept loop and every connection's goroutines
 }
+
+// maxPreciseWait is the longest wait for a chunk's due time on a precise clock, which nothing
+// interrupts; a longer one is on Go's timer, which Close interrupts.
+const maxPreciseWait = 50 * time.Millisecond
 
 // maxPending bounds the chunks one direction holds: past it the reader waits for the writer, so a
 // fast sender is slowed to what the delayed stream carries instead of filling memory.
@@ -174,6 +180,11 @@ func (p *delayProxy) pipe(dst, src net.Conn, fail func()) {
 			}
 		}
 	}()
+	// Go's timers wake up to a millisecond late (package clock), which would add up to that each
+	// way to the half a round trip asked for: the waits are a precise Sleeper's, save long ones,
+	// which Close must be able to cut short.
+	sleeper := clock.NewSleeper()
+	defer sleeper.Close()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	failed := false
@@ -181,15 +192,21 @@ func (p *delayProxy) pipe(dst, src net.Conn, fail func()) {
 		if failed {
 			continue
 		}
-		if wait := time.Until(c.due); wait > 0 {
+		if wait := time.Until(c.due); wait > maxPreciseWait {
 			timer.Reset(wait)
 			select {
 			case <-timer.C:
 			case <-p.closing:
 				timer.Stop()
-				failed = true
-				continue
 			}
+		} else {
+			sleeper.Sleep(wait)
+		}
+		select {
+		case <-p.closing:
+			failed = true
+			continue
+		default:
 		}
 		if _, err := dst.Write(c.b); err != nil {
 			failed = true
