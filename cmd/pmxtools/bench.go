@@ -64,7 +64,10 @@ markets are Market resources the operator places on the shards, and the bots are
 the fronts. CPU per order then counts every pmx process; the control plane counts as other.
 
 --shards N without --distributed runs pmx dev with N matching shards in its one process (pmx dev
---shards; by default one per two cores).
+--shards; by default one per two cores). Each shard keeps a connection of pmx dev's pool as its
+own, so the bench gives the pool one more for each (pool_max_conns in pmx dev's database URL):
+with as many shards as its default pool has connections (16 on 2 cores), the shards would hold
+them all and the API would wait for one for ever.
 
 Every run samples Postgres's backends (pg_stat_activity, every 100ms, on the bench's own
 connection) and reports how many were waiting on row locks, per sample: a backend waiting for a

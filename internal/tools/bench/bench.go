@@ -71,6 +71,8 @@ type Options struct {
 	DevArgs []string
 	// DevShards, when above 0, is pmx dev's --shards: the matching shards in its one process
 	// (0: pmx dev's default, one per two cores). Not with Distributed, whose Shards are processes.
+	// Each shard keeps a connection of pmx dev's pool, so the bench gives the pool one more for
+	// each (devPool).
 	DevShards int
 	// DBLatency, when above 0, puts a proxy of the bench's own between the exchange and Postgres
 	// that adds DBLatency to every round trip, half each way, as a Postgres on another node has
@@ -110,6 +112,7 @@ type Result struct {
 	Seed            uint64      `json:"seed"`
 	Mix             loadgen.Mix `json:"mix"`
 	DevShards       int         `json:"devShards,omitempty"`   // pmx dev's --shards, when given
+	DevPool         int         `json:"devPool,omitempty"`     // then its pool's connections (devPool)
 	DBLatencyUs     int64       `json:"dbLatencyUs,omitempty"` // Options.DBLatency, added to every round trip
 	Floors          *Floors     `json:"floors,omitempty"`      // with Options.FloorServer
 	Runs            []RunResult `json:"runs"`
@@ -287,6 +290,9 @@ func Run(ctx context.Context, o Options) (_ *Result, err error) {
 	}
 	res := &Result{Command: o.Command, PMX: o.PMX, Machine: machineInfo(), Bots: o.Bots, Markets: o.Markets,
 		DurationSeconds: o.Duration.Seconds(), Seed: o.Seed, Mix: o.Mix, DevShards: o.DevShards, DBLatencyUs: o.DBLatency.Microseconds()}
+	if o.DevShards > 0 {
+		res.DevPool = devPool(o.DevShards)
+	}
 	if o.Distributed {
 		res.Distributed = &Topology{Shards: o.Shards, Fronts: o.Fronts}
 	}
@@ -361,11 +367,13 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return nil, err
 	}
-	processes := 1 // pmx dev
+	connections := maxConnections(1, 0) // pmx dev
 	if o.Distributed {
-		processes = o.Shards + o.Fronts + 1
+		connections = maxConnections(o.Shards+o.Fronts+1, 0)
+	} else if o.DevShards > 0 {
+		connections = maxConnections(1, devPool(o.DevShards))
 	}
-	cluster, stats, info, stopPostgres, err := startPostgres(ctx, dir, processes, o.Statements, o.PGSettings, o.Logger)
+	cluster, stats, info, stopPostgres, err := startPostgres(ctx, dir, connections, o.Statements, o.PGSettings, o.Logger)
 	defer func() {
 		if stopErr := stopPostgres(); stopErr != nil && err == nil {
 			err = stopErr
@@ -409,11 +417,12 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 		fronts, pids, metrics = d.fronts, d.pids(), d.metrics
 	} else {
 		b.progressf("run %d/%d: starting pmx dev (%s)", i+1, len(o.Rates), o.PMX)
-		devArgs := o.DevArgs
+		devArgs, devURL := o.DevArgs, databaseURL
 		if o.DevShards > 0 {
 			devArgs = append([]string{"--shards=" + strconv.Itoa(o.DevShards)}, devArgs...)
+			devURL = withPool(devURL, devPool(o.DevShards))
 		}
-		dev, err := startDev(ctx, o.PMX, databaseURL, dir, b.token, devArgs, filepath.Join(dir, "pmx-dev.log"))
+		dev, err := startDev(ctx, o.PMX, devURL, dir, b.token, devArgs, filepath.Join(dir, "pmx-dev.log"))
 		if err != nil {
 			return nil, err
 		}

@@ -89,7 +89,7 @@ func smoke(t *testing.T, bin string, mix loadgen.Mix) {
 	}
 	res, text := run(t, o)
 	checkRun(t, res, mix)
-	if !statements && (res.DevShards != 2 || res.DBLatencyUs != 1000 || !strings.Contains(text, "pmx dev with 2 shards") ||
+	if !statements && (res.DevShards != 2 || res.DBLatencyUs != 1000 || res.DevPool < 2 || !strings.Contains(text, "pmx dev with 2 shards") ||
 		!strings.Contains(text, "adding 1.00ms to every round trip")) {
 		t.Errorf("the report does not say pmx dev's shards and the database's latency: %d shards, %dµs", res.DevShards, res.DBLatencyUs)
 	}

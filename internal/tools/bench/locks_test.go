@@ -38,7 +38,7 @@ func TestOnPostgres(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cluster, stats, _, stop, err := startPostgres(ctx, dir, 1, false, nil, slog.New(slog.DiscardHandler))
+	cluster, stats, _, stop, err := startPostgres(ctx, dir, 100, false, nil, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() {
 		if err := stop(); err != nil {
 			t.Error(err)

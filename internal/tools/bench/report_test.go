@@ -114,7 +114,7 @@ func TestWriteJSON(t *testing.T) {
 	if got, _ := back.Runs[0]["lockWaits"].(map[string]any); !maps.Equal(got, want) {
 		t.Errorf("run JSON's lockWaits: %v, want %v", got, want)
 	}
-	for _, k := range []string{"devShards", "dbLatencyUs"} { // given only when asked for
+	for _, k := range []string{"devShards", "devPool", "dbLatencyUs"} { // given only when asked for
 		if bytes.Contains(b.Bytes(), []byte(`"`+k+`"`)) {
 			t.Errorf("the JSON has %q unasked", k)
 		}
@@ -125,12 +125,12 @@ func TestWriteJSON(t *testing.T) {
 // proxy, says both in its header and its JSON.
 func TestWriteTextDatabaseLatency(t *testing.T) {
 	r := sampleResult()
-	r.DevShards, r.DBLatencyUs = 8, 1000
+	r.DevShards, r.DevPool, r.DBLatencyUs = 8, 24, 1000
 	var b bytes.Buffer
 	if err := r.WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"pmxtools bench: pmx dev with 8 shards on a private PostgreSQL 15.18",
+	for _, want := range []string{"pmxtools bench: pmx dev with 8 shards (its pool 24 connections, one more for each shard) on a private PostgreSQL 15.18",
 		"\npmx      /bin/pmx\ndatabase through the bench's proxy, adding 1.00ms to every round trip (half each way), as a Postgres on another node; the bench's own connection direct\nload     64 bots"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("WriteText lacks %q:\n%s", want, b.String())
@@ -140,9 +140,26 @@ func TestWriteTextDatabaseLatency(t *testing.T) {
 	if err := r.WriteJSON(&b); err != nil {
 		t.Fatal(err)
 	}
-	var back struct{ DevShards, DBLatencyUs int }
-	if err := json.Unmarshal(b.Bytes(), &back); err != nil || back.DevShards != 8 || back.DBLatencyUs != 1000 {
+	var back struct{ DevShards, DevPool, DBLatencyUs int }
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil || back.DevShards != 8 || back.DevPool != 24 || back.DBLatencyUs != 1000 {
 		t.Errorf("JSON: %+v, %v", back, err)
+	}
+}
+
+func TestWithPool(t *testing.T) {
+	for _, c := range []struct{ url, want string }{
+		{"postgres://postgres@/pmx?host=/tmp/run&port=5432&sslmode=disable", "postgres://postgres@/pmx?host=/tmp/run&port=5432&sslmode=disable&pool_max_conns=24"},
+		{"postgres://postgres@127.0.0.1:5432/pmx", "postgres://postgres@127.0.0.1:5432/pmx?pool_max_conns=24"},
+	} {
+		if got := withPool(c.url, 24); got != c.want {
+			t.Errorf("withPool(%q) = %q, want %q", c.url, got, c.want)
+		}
+	}
+	if got, want := maxConnections(1, 200), 214; got != want {
+		t.Errorf("maxConnections(1, 200) = %d, want %d", got, want)
+	}
+	if got := maxConnections(1, 0); got < 100 {
+		t.Errorf("maxConnections(1, 0) = %d, under Postgres's default", got)
 	}
 }
 
