@@ -29,7 +29,11 @@ func (r *Result) WriteText(w io.Writer) error {
 	m, pg := r.Machine, r.Machine.Postgres
 	exchange := "pmx dev"
 	if r.DevShards > 0 {
-		exchange = fmt.Sprintf("pmx dev with %d shards (its pool %d connections, one more for each shard)", r.DevShards, r.DevPool)
+		shards := "shards"
+		if r.DevShards == 1 {
+			shards = "shard"
+		}
+		exchange = fmt.Sprintf("pmx dev with %d %s (its pool %d connections, one more for each shard)", r.DevShards, shards, r.DevPool)
 	}
 	if d := r.Distributed; d != nil {
 		exchange = fmt.Sprintf("the distributed exchange (pmx operator on a kube-apiserver, %d pmx shard, %d pmx api; the bots spread over the api)", d.Shards, d.Fronts)

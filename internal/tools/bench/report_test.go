@@ -136,6 +136,12 @@ func TestWriteTextDatabaseLatency(t *testing.T) {
 			t.Errorf("WriteText lacks %q:\n%s", want, b.String())
 		}
 	}
+	r.DevShards, r.DevPool = 1, 17
+	b.Reset()
+	if err := r.WriteText(&b); err != nil || !strings.Contains(b.String(), "pmx dev with 1 shard (its pool 17 connections") {
+		t.Errorf("one shard: %v\n%s", err, b.String())
+	}
+	r.DevShards, r.DevPool = 8, 24
 	b.Reset()
 	if err := r.WriteJSON(&b); err != nil {
 		t.Fatal(err)
