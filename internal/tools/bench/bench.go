@@ -2,9 +2,9 @@
 // child process on a private, durable PostgreSQL cluster (fsync on, PostgreSQL's defaults) that the
 // bench starts itself, fresh for each run, driven in-process by package loadgen. Around each run
 // it reads the Postgres transaction counter (pg_stat_database) and the CPU time of pmx dev and of
-// every Postgres process (/proc), and reports per acknowledged order: throughput, placement
-// latency, transactions and CPU. A sweep repeats the run in open loop at several offered rates and
-// charts latency against load.
+// every Postgres process (/proc), during it the backends waiting on row locks (pg_stat_activity),
+// and reports per acknowledged order: throughput, placement latency, transactions and CPU. A
+// sweep repeats the run in open loop at several offered rates and charts latency against load.
 package bench
 
 import (
