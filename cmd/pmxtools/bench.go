@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,6 +32,7 @@ func newBenchCommand() *cobra.Command {
 		quiet    bool
 		floors   bool
 		settings []string
+		shards   int
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -59,6 +63,26 @@ or --kube-assets), pmx operator on it, --shards pmx shard and --fronts pmx api p
 markets are Market resources the operator places on the shards, and the bots are spread over
 the fronts. CPU per order then counts every pmx process; the control plane counts as other.
 
+--shards N without --distributed runs pmx dev with N matching shards in its one process (pmx dev
+--shards; by default one per two cores). Each shard keeps a connection of pmx dev's pool as its
+own, so the bench gives the pool one more for each (pool_max_conns in pmx dev's database URL):
+with as many shards as its default pool has connections (16 on 2 cores), the shards would hold
+them all and the API would wait for one for ever.
+
+Every run samples Postgres's backends (pg_stat_activity, every 100ms, on the bench's own
+connection) and reports how many were waiting on row locks, per sample: a backend waiting for a
+row another transaction holds shows wait_event_type Lock with wait_event transactionid, or tuple
+when it queues behind such a waiter.
+
+--db-latency D puts a TCP proxy of the bench's own between the exchange (pmx dev, or every
+process of the distributed one) and Postgres that holds each direction's bytes for D/2, so every
+round trip takes D longer, as it does to a Postgres on another node; the bench's own connection
+goes direct, and the proxy's CPU counts as the load generator's. Whether more shards scale once
+each batch's round trips are that long is issue 53's check: compare
+  pmxtools bench --db-latency 1ms --shards 1
+  pmxtools bench --db-latency 1ms --shards 8
+on a quiet machine (their orders/s, and the rowlocks column).
+
 --sweep R1,R2,... runs open loop at each offered rate in turn; --chart FILE draws their
 placement latency against the offered load (PNG, SVG or PDF, from the extension).
 
@@ -73,7 +97,9 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
   pmxtools bench --pg-setting max_wal_size=16GB --pg-setting shared_buffers=4GB  # a tuned Postgres
   pmxtools bench --dev-arg=--pprof-addr=127.0.0.1:6060   # then: go tool pprof http://127.0.0.1:6060/debug/pprof/profile
   pmxtools bench --dev-arg=--metrics-addr=127.0.0.1:9090 # then: curl 127.0.0.1:9090/metrics (by default a free port)
-  pmxtools bench --distributed --shards 4 --fronts 2 # operator, 4 pmx shard and 2 pmx api processes`,
+  pmxtools bench --distributed --shards 4 --fronts 2 # operator, 4 pmx shard and 2 pmx api processes
+  pmxtools bench --shards 8                   # pmx dev with 8 matching shards
+  pmxtools bench --db-latency 1ms --shards 8  # Postgres 1ms of round trip away, as on another node`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkJSONFile(jsonFile); err != nil {
@@ -98,6 +124,20 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
 				return fmt.Errorf("--pg-setting: %w", err)
 			}
 			o.PGSettings = pgSettings
+			switch f := cmd.Flags(); {
+			case o.Distributed:
+				o.Shards = cmp.Or(shards, 2)
+			case f.Changed("shards") && slices.ContainsFunc(o.DevArgs, func(a string) bool { return a == "--shards" || strings.HasPrefix(a, "--shards=") }):
+				return errors.New("pmx dev's shards are given twice, by --shards and by --dev-arg: give one")
+			case f.Changed("shards"):
+				if shards < 1 {
+					return fmt.Errorf("--shards %d: pmx dev needs at least one shard", shards)
+				}
+				o.DevShards = shards
+			}
+			if o.DBLatency < 0 {
+				return errors.New("--db-latency must not be negative")
+			}
 			if chart != "" && len(o.Rates) < 2 {
 				return errors.New("--chart needs a --sweep of at least two rates")
 			}
@@ -166,7 +206,8 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
 	f.StringArrayVar(&settings, "pg-setting", nil, "a server setting NAME=VALUE for each run's Postgres, repeatable (e.g. --pg-setting max_wal_size=16GB); the report gives the value the server took")
 	f.StringArrayVar(&o.DevArgs, "dev-arg", nil, "extra argument for pmx dev, repeatable (e.g. --dev-arg=--pprof-addr=127.0.0.1:6060)")
 	f.BoolVar(&o.Distributed, "distributed", false, "run the distributed exchange (operator, pmx shard and pmx api processes) instead of pmx dev")
-	f.IntVar(&o.Shards, "shards", 2, "with --distributed: pmx shard processes")
+	f.IntVar(&shards, "shards", 0, "with --distributed: pmx shard processes (default 2); without it, pmx dev's matching shards (pmx dev --shards; default pmx dev's, one per two cores)")
+	f.DurationVar(&o.DBLatency, "db-latency", 0, "add this to every round trip between the exchange and Postgres, through a TCP proxy in the bench (e.g. 1ms, as to a Postgres on another node; 0: none)")
 	f.IntVar(&o.Fronts, "fronts", 1, "with --distributed: pmx api processes")
 	f.StringArrayVar(&o.ShardArgs, "shard-arg", nil, "with --distributed: extra argument for every pmx shard, repeatable (e.g. --shard-arg=--shards=1)")
 	f.StringVar(&o.KubeAssets, "kube-assets", "", "with --distributed: folder of kube-apiserver and etcd (default $KUBEBUILDER_ASSETS, else ./bin/k8s/<version>)")

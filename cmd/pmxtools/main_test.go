@@ -121,3 +121,29 @@ func TestFindPMX(t *testing.T) {
 		t.Errorf("no pmx anywhere: %q (%v), want an error naming --pmx", got, err)
 	}
 }
+
+// TestBenchRefusesFlags checks that bench refuses pmx dev's shards and the database latency given
+// wrong before anything runs.
+func TestBenchRefusesFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--shards", "0"}, "--shards 0: pmx dev needs at least one shard"},
+		{[]string{"--shards", "2", "--dev-arg=--shards=3"}, "given twice"},
+		{[]string{"--shards", "2", "--dev-arg", "--shards"}, "given twice"},
+		{[]string{"--db-latency", "-1ms"}, "--db-latency must not be negative"},
+	} {
+		cmd := newRootCommand()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(io.Discard)
+		cmd.SetArgs(append([]string{"bench", "--pmx", filepath.Join(t.TempDir(), "no-pmx")}, c.args...))
+		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error saying %q", c.args, err, c.want)
+		}
+		if out.Len() > 0 {
+			t.Errorf("%v printed a result:\n%s", c.args, out.String())
+		}
+	}
+}

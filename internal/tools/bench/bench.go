@@ -2,9 +2,9 @@
 // child process on a private, durable PostgreSQL cluster (fsync on, PostgreSQL's defaults) that the
 // bench starts itself, fresh for each run, driven in-process by package loadgen. Around each run
 // it reads the Postgres transaction counter (pg_stat_database) and the CPU time of pmx dev and of
-// every Postgres process (/proc), and reports per acknowledged order: throughput, placement
-// latency, transactions and CPU. A sweep repeats the run in open loop at several offered rates and
-// charts latency against load.
+// every Postgres process (/proc), during it the backends waiting on row locks (pg_stat_activity),
+// and reports per acknowledged order: throughput, placement latency, transactions and CPU. A
+// sweep repeats the run in open loop at several offered rates and charts latency against load.
 package bench
 
 import (
@@ -69,6 +69,16 @@ type Options struct {
 	PGSettings map[string]string
 	// DevArgs are extra arguments for pmx dev, e.g. --pprof-addr=127.0.0.1:6060.
 	DevArgs []string
+	// DevShards, when above 0, is pmx dev's --shards: the matching shards in its one process
+	// (0: pmx dev's default, one per two cores). Not with Distributed, whose Shards are processes.
+	// Each shard keeps a connection of pmx dev's pool, so the bench gives the pool one more for
+	// each (devPool).
+	DevShards int
+	// DBLatency, when above 0, puts a proxy of the bench's own between the exchange and Postgres
+	// that adds DBLatency to every round trip, half each way, as a Postgres on another node has
+	// (pmx connects over TCP to the proxy, the proxy to Postgres's socket); the bench's own
+	// connection, which reads the counters, goes direct. The proxy's CPU is the bench's.
+	DBLatency time.Duration
 	// Distributed runs the distributed exchange instead of pmx dev: a kube-apiserver and etcd
 	// (from KubeAssets; see kubeAssets), pmx operator, Shards pmx shard processes (with ShardArgs)
 	// and Fronts pmx api processes, the bots spread over the fronts.
@@ -101,7 +111,10 @@ type Result struct {
 	DurationSeconds float64     `json:"durationSeconds"` // asked for, per run
 	Seed            uint64      `json:"seed"`
 	Mix             loadgen.Mix `json:"mix"`
-	Floors          *Floors     `json:"floors,omitempty"` // with Options.FloorServer
+	DevShards       int         `json:"devShards,omitempty"`   // pmx dev's --shards, when given
+	DevPool         int         `json:"devPool,omitempty"`     // then its pool's connections (devPool)
+	DBLatencyUs     int64       `json:"dbLatencyUs,omitempty"` // Options.DBLatency, added to every round trip
+	Floors          *Floors     `json:"floors,omitempty"`      // with Options.FloorServer
 	Runs            []RunResult `json:"runs"`
 }
 
@@ -178,6 +191,10 @@ type RunResult struct {
 	// well above zero, the figures were disturbed.
 	OtherCores float64 `json:"otherCores"`
 
+	// LockWaits are Postgres's backends waiting on row locks (and on any lock) per sample during
+	// the load, from pg_stat_activity (see LockWaits).
+	LockWaits *LockWaits `json:"lockWaits,omitempty"`
+
 	Shards     *ShardCounters `json:"shards,omitempty"`     // from the exchange's /metrics
 	Feed       *FeedResult    `json:"feed,omitempty"`       // with Options.FeedSubscribers
 	Statements *Statements    `json:"statements,omitempty"` // with Options.Statements
@@ -229,12 +246,19 @@ func (o Options) withDefaults() (Options, error) {
 		if o.FeedSubscribers > 0 {
 			return o, errors.New("bench: --feed-subscribers measures pmx dev's feed; it does not combine with --distributed")
 		}
+		if o.DevShards != 0 {
+			return o, errors.New("bench: DevShards is pmx dev's --shards; the distributed exchange's are Shards")
+		}
 	}
 	switch {
 	case o.PMX == "":
 		return o, errors.New("bench: no pmx binary to start")
 	case o.Bots < 0 || o.Markets < 0 || o.Duration < 0:
 		return o, errors.New("bench: bots, markets and duration must be positive")
+	case o.DevShards < 0:
+		return o, fmt.Errorf("bench: pmx dev needs at least one shard, not %d", o.DevShards)
+	case o.DBLatency < 0:
+		return o, fmt.Errorf("bench: a negative database latency (%v)", o.DBLatency)
 	}
 	for _, r := range o.Rates {
 		if r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
@@ -265,7 +289,10 @@ func Run(ctx context.Context, o Options) (_ *Result, err error) {
 		return nil, err
 	}
 	res := &Result{Command: o.Command, PMX: o.PMX, Machine: machineInfo(), Bots: o.Bots, Markets: o.Markets,
-		DurationSeconds: o.Duration.Seconds(), Seed: o.Seed, Mix: o.Mix}
+		DurationSeconds: o.Duration.Seconds(), Seed: o.Seed, Mix: o.Mix, DevShards: o.DevShards, DBLatencyUs: o.DBLatency.Microseconds()}
+	if o.DevShards > 0 {
+		res.DevPool = devPool(o.DevShards)
+	}
 	if o.Distributed {
 		res.Distributed = &Topology{Shards: o.Shards, Fronts: o.Fronts}
 	}
@@ -340,11 +367,13 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return nil, err
 	}
-	processes := 1 // pmx dev
+	connections := maxConnections(1, 0) // pmx dev
 	if o.Distributed {
-		processes = o.Shards + o.Fronts + 1
+		connections = maxConnections(o.Shards+o.Fronts+1, 0)
+	} else if o.DevShards > 0 {
+		connections = maxConnections(1, devPool(o.DevShards))
 	}
-	cluster, stats, info, stopPostgres, err := startPostgres(ctx, dir, processes, o.Statements, o.PGSettings, o.Logger)
+	cluster, stats, info, stopPostgres, err := startPostgres(ctx, dir, connections, o.Statements, o.PGSettings, o.Logger)
 	defer func() {
 		if stopErr := stopPostgres(); stopErr != nil && err == nil {
 			err = stopErr
@@ -354,6 +383,15 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 		return nil, err
 	}
 	*pg = info
+	databaseURL := cluster.URL() // the exchange's; the bench's own connection (stats) goes direct
+	if o.DBLatency > 0 {
+		proxy, through, err := proxyDatabase(databaseURL, o.DBLatency)
+		if err != nil {
+			return nil, err
+		}
+		defer proxy.Close() // after the exchange has stopped, before Postgres does
+		databaseURL = through
+	}
 
 	var pids []int
 	var metrics func() []string // the exchange's metrics addresses
@@ -368,7 +406,7 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 	}()
 	if o.Distributed {
 		b.progressf("run %d/%d: starting kube-apiserver, etcd, pmx operator, %d pmx shard and %d pmx api (%s)", i+1, len(o.Rates), o.Shards, o.Fronts, o.PMX)
-		d, err := startDistributed(ctx, o, dir, cluster.URL(), b.token)
+		d, err := startDistributed(ctx, o, dir, databaseURL, b.token)
 		stopExchange = d.stop
 		if err != nil {
 			return nil, err
@@ -379,7 +417,12 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 		fronts, pids, metrics = d.fronts, d.pids(), d.metrics
 	} else {
 		b.progressf("run %d/%d: starting pmx dev (%s)", i+1, len(o.Rates), o.PMX)
-		dev, err := startDev(ctx, o.PMX, cluster.URL(), dir, b.token, o.DevArgs, filepath.Join(dir, "pmx-dev.log"))
+		devArgs, devURL := o.DevArgs, databaseURL
+		if o.DevShards > 0 {
+			devArgs = append([]string{"--shards=" + strconv.Itoa(o.DevShards)}, devArgs...)
+			devURL = withPool(devURL, devPool(o.DevShards))
+		}
+		dev, err := startDev(ctx, o.PMX, devURL, dir, b.token, devArgs, filepath.Join(dir, "pmx-dev.log"))
 		if err != nil {
 			return nil, err
 		}
@@ -422,6 +465,9 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 		return nil, err
 	}
 	scraped := time.Now()
+	// The bench's connection is the lock sampler's until it stops, with the load.
+	locks := startLockSampler(stats, LockSampleInterval)
+	defer func() { _, _ = locks.stop() }() // an interrupted or failed run
 	rep, err := loadgen.Run(ctx, loadgen.Config{URL: fronts[0], Fronts: fronts[1:], AdminToken: b.token, Bots: o.Bots, Rate: rate,
 		Duration: o.Duration, Markets: o.Markets, Seed: o.Seed, Mix: o.Mix}, o.Progress)
 	if err != nil {
@@ -431,6 +477,10 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 		return nil, err
 	}
 	c1, err := b.proc.sample(pids, cluster.Pid())
+	if err != nil {
+		return nil, err
+	}
+	lockWaits, err := locks.stop()
 	if err != nil {
 		return nil, err
 	}
@@ -463,13 +513,15 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 	r := newRunResult(rate, rep, x1.sub(x0), c1.sub(c0))
 	r.Feed = feedResult
 	r.Shards = shards
+	r.LockWaits = &lockWaits
 	if o.Statements {
 		if r.Statements, err = stats.statements(tail, r.Orders); err != nil {
 			return nil, err
 		}
 	}
-	b.progressf("run %d/%d: %s orders/s, placement p50 %s p99 %s, %.2f transactions and %s CPU per order",
-		i+1, len(o.Rates), formatRate(r.OrdersPerSec), formatUs(r.P50Us), formatUs(r.P99Us), r.TransactionsPerOrder, formatUs(int64(r.CPUPerOrderUs)))
+	b.progressf("run %d/%d: %s orders/s, placement p50 %s p99 %s, %.2f transactions and %s CPU per order, %.2f backends waiting on row locks",
+		i+1, len(o.Rates), formatRate(r.OrdersPerSec), formatUs(r.P50Us), formatUs(r.P99Us), r.TransactionsPerOrder, formatUs(int64(r.CPUPerOrderUs)),
+		lockWaits.RowMean)
 	if rep.Interrupted {
 		return r, ErrInterrupted
 	}

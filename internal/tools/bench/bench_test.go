@@ -78,15 +78,24 @@ func run(t *testing.T, o Options) (*Result, string) {
 }
 
 // smoke runs a short bench of pmx dev; the basic mix's also reads pg_stat_statements and gives
-// its Postgres a setting.
+// its Postgres a setting, the others' run pmx dev with two shards through the latency proxy.
 func smoke(t *testing.T, bin string, mix loadgen.Mix) {
 	statements := mix == loadgen.MixBasic
 	o := Options{PMX: bin, Bots: 4, Markets: 2, Duration: time.Second, Mix: mix, Command: "test", Statements: statements}
 	if statements {
 		o.PGSettings = map[string]string{"max_wal_size": "2GB"}
+	} else {
+		o.DevShards, o.DBLatency = 2, time.Millisecond
 	}
 	res, text := run(t, o)
 	checkRun(t, res, mix)
+	if !statements && (res.DevShards != 2 || res.DBLatencyUs != 1000 || res.DevPool < 2 || !strings.Contains(text, "pmx dev with 2 shards") ||
+		!strings.Contains(text, "adding 1.00ms to every round trip")) {
+		t.Errorf("the report does not say pmx dev's shards and the database's latency: %d shards, %dµs", res.DevShards, res.DBLatencyUs)
+	}
+	if sh := res.Runs[0].Shards; !statements && (sh == nil || sh.Shards != 2) {
+		t.Errorf("pmx dev ran %+v shards, want 2", sh)
+	}
 	if got := res.Machine.Postgres.Settings; statements && (got["max_wal_size"] != "2GB" || !strings.Contains(text, "max_wal_size 2GB")) {
 		t.Errorf("Postgres took the settings %v, want max_wal_size 2GB in them and in the report", got)
 	}
@@ -149,6 +158,10 @@ func checkRun(t *testing.T, res *Result, mix loadgen.Mix) {
 		// Every placement is a command of a batch; a command joins the batch built meanwhile, or is
 		// held, or neither.
 		t.Errorf("shard counters %+v for %d orders", r.Shards, r.Orders)
+	case r.LockWaits == nil || r.LockWaits.Samples < 1 || r.LockWaits.RowMean < 0 || r.LockWaits.AnyMean < r.LockWaits.RowMean ||
+		r.LockWaits.AnyMax < r.LockWaits.RowMax:
+		// The sampler takes its first sample as the load starts; a row lock is a lock.
+		t.Errorf("lock waits %+v", r.LockWaits)
 	case !(r.WALBytesPerOrder > 100) || r.WALFPIPerOrder < 0 || r.Checkpoints < 0:
 		// An order's rows alone take more than 100 bytes of WAL.
 		t.Errorf("WAL: %.0f bytes and %.2f full-page images per order, %d checkpoints", r.WALBytesPerOrder, r.WALFPIPerOrder, r.Checkpoints)

@@ -79,7 +79,7 @@ func CommitFloor(ctx context.Context, o CommitFloorOptions) (_ *CommitFloorResul
 			return nil, err
 		}
 	}
-	_, stats, info, stopPostgres, err := startPostgres(ctx, dir, 1, false, nil, o.Logger)
+	_, stats, info, stopPostgres, err := startPostgres(ctx, dir, maxConnections(1, 0), false, nil, o.Logger)
 	defer func() {
 		if stopErr := stopPostgres(); stopErr != nil && err == nil {
 			err = stopErr

@@ -19,22 +19,42 @@ import (
 )
 
 // maxConnections is the max_connections a bench's Postgres needs for processes pmx processes (the
-// distributed exchange: its shards, fronts and operator) whose pools each open up to
-// store.DefaultMaxConns (they run on this machine, with this process's cores), a shard's own
-// connections for its batches and its lease, and the bench's: Postgres's default of 100 is
-// outgrown on a many-core machine, and a connection refused answers a request 503.
-func maxConnections(processes int) int {
-	return max(100, processes*(store.DefaultMaxConns()+4)+10)
+// distributed exchange: its shards, fronts and operator) whose pools each open up to pool
+// connections (0: store.DefaultMaxConns, as they run on this machine with this process's cores;
+// the bench sizes pmx dev's with its shards, devPool), a shard's own connections for its batches
+// and its lease, and the bench's: Postgres's default of 100 is outgrown on a many-core machine,
+// and a connection refused answers a request 503.
+func maxConnections(processes, pool int) int {
+	if pool == 0 {
+		pool = store.DefaultMaxConns()
+	}
+	return max(100, processes*(pool+4)+10)
+}
+
+// devPool is the pool the bench gives a pmx dev with shards matching shards (Options.DevShards):
+// its default and one connection more for each shard. A shard keeps a connection of the pool as
+// its own, so with as many shards as the default pool has connections (16 on up to 4 cores) the
+// shards would hold them all and the API's requests would wait for one for ever.
+func devPool(shards int) int { return store.DefaultMaxConns() + shards }
+
+// withPool is databaseURL with pmx's pool sized to pool connections (pgxpool's pool_max_conns,
+// which pmx takes from the URL in place of its default).
+func withPool(databaseURL string, pool int) string {
+	sep := "?"
+	if strings.Contains(databaseURL, "?") {
+		sep = "&"
+	}
+	return databaseURL + sep + "pool_max_conns=" + strconv.Itoa(pool)
 }
 
 // startPostgres starts a fresh private cluster in dir/postgres with pmx dev's durable settings and
-// room for processes pmx processes' pools, and connects to it for its counters. stop closes the
+// room for connections connections (maxConnections), and connects to it for its counters. stop closes the
 // connection and stops the cluster; it must be called, also after an error (then it has nothing
 // to do). With statements it also loads pg_stat_statements (Options.Statements); the settings in
 // extra (Options.PGSettings) come last, over the bench's own.
-func startPostgres(ctx context.Context, dir string, processes int, statements bool, extra map[string]string, logger *slog.Logger) (_ *pgcluster.Cluster, _ *pgStats, info PostgresInfo, stop func() error, err error) {
+func startPostgres(ctx context.Context, dir string, connections int, statements bool, extra map[string]string, logger *slog.Logger) (_ *pgcluster.Cluster, _ *pgStats, info PostgresInfo, stop func() error, err error) {
 	stop = func() error { return nil }
-	settings := map[string]string{"max_connections": strconv.Itoa(maxConnections(processes))}
+	settings := map[string]string{"max_connections": strconv.Itoa(connections)}
 	if statements {
 		maps.Copy(settings, statementSettings)
 	}

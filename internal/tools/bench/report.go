@@ -28,6 +28,13 @@ func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
 	m, pg := r.Machine, r.Machine.Postgres
 	exchange := "pmx dev"
+	if r.DevShards > 0 {
+		shards := "shards"
+		if r.DevShards == 1 {
+			shards = "shard"
+		}
+		exchange = fmt.Sprintf("pmx dev with %d %s (its pool %d connections, one more for each shard)", r.DevShards, shards, r.DevPool)
+	}
 	if d := r.Distributed; d != nil {
 		exchange = fmt.Sprintf("the distributed exchange (pmx operator on a kube-apiserver, %d pmx shard, %d pmx api; the bots spread over the api)", d.Shards, d.Fronts)
 	}
@@ -44,6 +51,10 @@ func (r *Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "%-8s %d cores%s, %s/%s, %s\n", "machine", m.Cores, cpu, m.OS, m.Arch, m.GoVersion)
 	fmt.Fprintf(&b, "%-8s %s\n", "command", r.Command)
 	fmt.Fprintf(&b, "%-8s %s\n", "pmx", r.PMX)
+	if r.DBLatencyUs > 0 {
+		fmt.Fprintf(&b, "%-8s through the bench's proxy, adding %s to every round trip (half each way), as a Postgres on another node; the bench's own connection direct\n",
+			"database", formatUs(r.DBLatencyUs))
+	}
 	fmt.Fprintf(&b, "%-8s %d bots on %d markets, %s per run, seed %d, %s mix; rate limits lifted (PMX_READ_RATE=0 PMX_WRITE_RATE=0)\n\n", "load", r.Bots, r.Markets,
 		time.Duration(r.DurationSeconds*float64(time.Second)), r.Seed, cmp.Or(r.Mix, loadgen.MixBasic))
 
@@ -51,8 +62,8 @@ func (r *Result) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "floors: HTTP alone %s requests/s (%d bots, a server that does nothing); one durable commit %s back to back (a round trip %s)\n\n",
 			formatRate(f.HTTPRequestsPerSec), r.Bots, formatUs(f.CommitP50Us), formatUs(f.RoundTripP50Us))
 	}
-	const row = "%-14s %10s %8s %8s %8s  %10s  %9s %8s %8s  %5s %5s %7s"
-	fmt.Fprintf(&b, row, "load", "orders/s", "p50", "p99", "p99.9", "xact/order", "CPU/order", "pmx", "postgres", "cores", "other", "failed")
+	const row = "%-14s %10s %8s %8s %8s  %10s  %8s  %9s %8s %8s  %5s %5s %7s"
+	fmt.Fprintf(&b, row, "load", "orders/s", "p50", "p99", "p99.9", "xact/order", "rowlocks", "CPU/order", "pmx", "postgres", "cores", "other", "failed")
 	if r.Floors != nil {
 		fmt.Fprintf(&b, "  %7s %10s", "of HTTP", "p50/commit")
 	}
@@ -74,7 +85,7 @@ func (r *Result) WriteText(w io.Writer) error {
 			xact = strconv.FormatFloat(x.TransactionsPerOrder, 'f', 2, 64)
 		}
 		fmt.Fprintf(&b, row, load, formatRate(x.OrdersPerSec), latency(x, x.P50Us), latency(x, x.P99Us), latency(x, x.P999Us),
-			xact, perOrder(x.CPUPerOrderUs), perOrder(x.PMXPerOrderUs), perOrder(x.PGPerOrderUs),
+			xact, rowLocks(x.LockWaits), perOrder(x.CPUPerOrderUs), perOrder(x.PMXPerOrderUs), perOrder(x.PGPerOrderUs),
 			strconv.FormatFloat(x.CoresBusy, 'f', 2, 64), strconv.FormatFloat(x.OtherCores, 'f', 2, 64), formatCount(float64(x.Failed)))
 		if f := r.Floors; f != nil {
 			ofHTTP, ofCommit := r.ofFloors(x)
@@ -86,6 +97,13 @@ func (r *Result) WriteText(w io.Writer) error {
 		if x := &r.Runs[i]; x.Orders > 0 && x.WALBytesPerOrder > 0 {
 			fmt.Fprintf(&b, "wal, run %d: %s bytes and %s full-page images per order, %d checkpoints\n",
 				i+1, formatCount(math.Round(x.WALBytesPerOrder)), strconv.FormatFloat(x.WALFPIPerOrder, 'f', 2, 64), x.Checkpoints)
+		}
+	}
+	for i := range r.Runs {
+		if l := r.Runs[i].LockWaits; l != nil && l.Samples > 0 {
+			fmt.Fprintf(&b, "locks, run %d: %s backends waiting on row locks per sample (at most %d), %s on any lock (at most %d); %d samples, one every %s\n",
+				i+1, strconv.FormatFloat(l.RowMean, 'f', 2, 64), l.RowMax, strconv.FormatFloat(l.AnyMean, 'f', 2, 64), l.AnyMax,
+				l.Samples, time.Duration(l.IntervalMs*float64(time.Millisecond)))
 		}
 	}
 	for i := range r.Runs {
@@ -117,6 +135,11 @@ p50..p99.9  latency of single placements (POST /order) to the last response byte
             (closed loop) or from the scheduled send time (open loop, so queueing behind a stall
             counts); -v or --json gives every request kind's
 xact/order  Postgres transactions (pg_stat_database xact_commit + xact_rollback) per order
+rowlocks    Postgres backends waiting on row locks, mean per sample: pg_stat_activity read every
+            100ms during the load, counting the backends with wait_event_type Lock and
+            wait_event transactionid (waiting for the transaction holding a row) or tuple (queued
+            behind such a waiter); the locks lines give the most in one sample, and the backends
+            waiting on any lock (advisory, relation, ... too)
 CPU/order   CPU time (user + system, from /proc) of pmx (pmx dev, or every pmx process of the
             distributed exchange) and every Postgres process per order, then split into pmx and
             postgres; the load generator's own CPU is not in it
@@ -145,6 +168,14 @@ p50/commit  the p50 as a multiple of one durable commit back to back (the commit
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// rowLocks is the mean of backends waiting on row locks per sample, "-" where none was taken.
+func rowLocks(l *LockWaits) string {
+	if l == nil || l.Samples == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(l.RowMean, 'f', 2, 64)
 }
 
 // share is part as a percentage of whole, "-" where part is unknown (-1) or whole is none.

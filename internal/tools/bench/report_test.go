@@ -24,6 +24,9 @@ func sampleResult() *Result {
 	none := newRunResult(500, &loadgen.Report{Mode: "open", TargetRate: 500, Seconds: 1}, pgCounters{transactions: 3}, cpuSample{})
 	closed.Shards = &ShardCounters{Batches: 1000, Commands: 29_300, Pipelined: 29_000, Held: 117, Read: 4,
 		DatabaseSeconds: 3.6, Shards: 1, Seconds: 4}
+	closed.LockWaits = &LockWaits{Samples: 200, IntervalMs: 100, RowMean: 1.6, RowMax: 7, AnyMean: 1.7, AnyMax: 8}
+	open.LockWaits = &LockWaits{Samples: 200, IntervalMs: 100} // none waited
+	none.LockWaits = &LockWaits{IntervalMs: 100}               // no sample taken
 	open.Shards = &ShardCounters{Batches: 10, Commands: 20, Pipelined: 5, Held: -1, Read: -1, Rerun: 2, Failures: 1,
 		DatabaseSeconds: -1, Shards: 1, Seconds: 20}
 	return &Result{Command: "pmxtools bench --sweep 20000,500", PMX: "/bin/pmx", Machine: machine, Bots: 64, Markets: 8,
@@ -60,11 +63,13 @@ command  pmxtools bench --sweep 20000,500
 pmx      /bin/pmx
 load     64 bots on 8 markets, 20s per run, seed 1, market-maker mix; rate limits lifted (PMX_READ_RATE=0 PMX_WRITE_RATE=0)
 
-load             orders/s      p50      p99    p99.9  xact/order  CPU/order      pmx postgres  cores other  failed
-closed loop       1,500.0   38.1ms   95.0ms    140ms        1.20     1.20ms    800µs    400µs   2.00  0.20       0
-open 20,000/s     1,561.7    8.10s   17.99s   18.50s        0.96     1.22ms    800µs    416µs   2.00  0.00      12
-open 500/s            0.0        -        -        -           -          -        -        -   0.00  0.00       0
+load             orders/s      p50      p99    p99.9  xact/order  rowlocks  CPU/order      pmx postgres  cores other  failed
+closed loop       1,500.0   38.1ms   95.0ms    140ms        1.20      1.60     1.20ms    800µs    400µs   2.00  0.20       0
+open 20,000/s     1,561.7    8.10s   17.99s   18.50s        0.96      0.00     1.22ms    800µs    416µs   2.00  0.00      12
+open 500/s            0.0        -        -        -           -         -          -        -        -   0.00  0.00       0
 wal, run 1: 3,000 bytes and 0.10 full-page images per order, 1 checkpoints
+locks, run 1: 1.60 backends waiting on row locks per sample (at most 7), 1.70 on any lock (at most 8); 200 samples, one every 100ms
+locks, run 2: 0.00 backends waiting on row locks per sample (at most 0), 0.00 on any lock (at most 0); 200 samples, one every 100ms
 shards, run 1: 1,000 batches of 29.3 commands; 99.0% of the commands pipelined, 0.4% held; 4 batches read what they reserve from, 0 ran again, 0 failed; Postgres busy 90% of each shard's time, 3.60ms a batch
 shards, run 2: 10 batches of 2.0 commands; 25.0% of the commands pipelined, - held; - batches read what they reserve from, 2 ran again, 1 failed; Postgres busy - of each shard's time
 `
@@ -72,7 +77,8 @@ shards, run 2: 10 batches of 2.0 commands; 25.0% of the commands pipelined, - he
 	if !strings.HasPrefix(got, want) {
 		t.Fatalf("WriteText:\n%s\nwant it to start with:\n%s", got, want)
 	}
-	for _, s := range []string{"xact/order  Postgres transactions", "CPU/order   CPU time", "the load generator's own CPU is not in it",
+	for _, s := range []string{"xact/order  Postgres transactions", "rowlocks    Postgres backends waiting on row locks, mean per sample",
+		"read every\n            " + LockSampleInterval.String() + " during the load", "wait_event transactionid", "or tuple", "CPU/order   CPU time", "the load generator's own CPU is not in it",
 		"each placement of a batch counted", "latency of single placements (POST /order)"} {
 		if !strings.Contains(got, s) {
 			t.Errorf("the legend lacks %q", s)
@@ -99,10 +105,67 @@ func TestWriteJSON(t *testing.T) {
 	if back.Mix != "market-maker" || back.Machine.Cores != 2 || back.Machine.Postgres.Fsync != "on" || len(back.Runs) != 3 {
 		t.Fatalf("JSON: %s", b.String())
 	}
-	for _, k := range []string{"ordersPerSec", "p50Us", "p99Us", "p999Us", "pgTransactionsPerOrder", "cpuPerOrderUs", "cpuSeconds", "otherCores", "loadgen"} {
+	for _, k := range []string{"ordersPerSec", "p50Us", "p99Us", "p999Us", "pgTransactionsPerOrder", "cpuPerOrderUs", "cpuSeconds", "otherCores", "lockWaits", "loadgen"} {
 		if _, ok := back.Runs[0][k]; !ok {
 			t.Errorf("run JSON lacks %q", k)
 		}
+	}
+	want := map[string]any{"samples": 200.0, "intervalMs": 100.0, "rowLocksMean": 1.6, "rowLocksMax": 7.0, "locksMean": 1.7, "locksMax": 8.0}
+	if got, _ := back.Runs[0]["lockWaits"].(map[string]any); !maps.Equal(got, want) {
+		t.Errorf("run JSON's lockWaits: %v, want %v", got, want)
+	}
+	for _, k := range []string{"devShards", "devPool", "dbLatencyUs"} { // given only when asked for
+		if bytes.Contains(b.Bytes(), []byte(`"`+k+`"`)) {
+			t.Errorf("the JSON has %q unasked", k)
+		}
+	}
+}
+
+// TestWriteTextDatabaseLatency: a bench of pmx dev with its shards given, through the latency
+// proxy, says both in its header and its JSON.
+func TestWriteTextDatabaseLatency(t *testing.T) {
+	r := sampleResult()
+	r.DevShards, r.DevPool, r.DBLatencyUs = 8, 24, 1000
+	var b bytes.Buffer
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"pmxtools bench: pmx dev with 8 shards (its pool 24 connections, one more for each shard) on a private PostgreSQL 15.18",
+		"\npmx      /bin/pmx\ndatabase through the bench's proxy, adding 1.00ms to every round trip (half each way), as a Postgres on another node; the bench's own connection direct\nload     64 bots"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("WriteText lacks %q:\n%s", want, b.String())
+		}
+	}
+	r.DevShards, r.DevPool = 1, 17
+	b.Reset()
+	if err := r.WriteText(&b); err != nil || !strings.Contains(b.String(), "pmx dev with 1 shard (its pool 17 connections") {
+		t.Errorf("one shard: %v\n%s", err, b.String())
+	}
+	r.DevShards, r.DevPool = 8, 24
+	b.Reset()
+	if err := r.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var back struct{ DevShards, DevPool, DBLatencyUs int }
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil || back.DevShards != 8 || back.DevPool != 24 || back.DBLatencyUs != 1000 {
+		t.Errorf("JSON: %+v, %v", back, err)
+	}
+}
+
+func TestWithPool(t *testing.T) {
+	for _, c := range []struct{ url, want string }{
+		{"postgres://postgres@/pmx?host=/tmp/run&port=5432&sslmode=disable", "postgres://postgres@/pmx?host=/tmp/run&port=5432&sslmode=disable&pool_max_conns=24"},
+		{"postgres://postgres@127.0.0.1:5432/pmx", "postgres://postgres@127.0.0.1:5432/pmx?pool_max_conns=24"},
+	} {
+		if got := withPool(c.url, 24); got != c.want {
+			t.Errorf("withPool(%q) = %q, want %q", c.url, got, c.want)
+		}
+	}
+	if got, want := maxConnections(1, 200), 214; got != want {
+		t.Errorf("maxConnections(1, 200) = %d, want %d", got, want)
+	}
+	if got := maxConnections(1, 0); got < 100 {
+		t.Errorf("maxConnections(1, 0) = %d, under Postgres's default", got)
 	}
 }
 
