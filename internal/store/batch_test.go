@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/internal/records"
+	"github.com/pmx-dev/pmx/internal/store/db"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -58,15 +58,11 @@ func testMigrator(t *testing.T) (*Store, *pgx.Conn, *migrate.Migrator) {
 	}
 	t.Cleanup(st.Close)
 	conn := testConn(t, st)
-	m, err := migrate.NewMigrator(ctx, conn, versionTable)
+	m, err := migrate.NewMigrator(ctx, conn, db.VersionTable)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.LoadMigrations(sub); err != nil {
+	if err := m.LoadMigrations(db.Migrations()); err != nil {
 		t.Fatal(err)
 	}
 	return st, conn, m
@@ -394,7 +390,7 @@ func TestMigrateLeavesANewerSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Pool.Exec(ctx, "update "+versionTable+" set version = $1", known+1); err != nil {
+	if _, err := st.Pool.Exec(ctx, "update "+db.VersionTable+" set version = $1", known+1); err != nil {
 		t.Fatal(err)
 	}
 	from, to, err := st.Migrate(ctx)

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pmx-dev/pmx/internal/records"
+	"github.com/pmx-dev/pmx/internal/store/db"
 )
 
 // A conversion (package event) is written by its shard's batch: its shares and cash as the
@@ -31,5 +32,5 @@ func (s *Store) ConversionByRequest(ctx context.Context, account int64, clientRe
 	err := s.Pool.QueryRow(ctx, `select `+conversionColumns+` from conversions
 		where account_id = $1 and client_request_id = $2`, account, clientRequestID).
 		Scan(&c.ID, &c.EventID, &c.AccountID, &c.ClientRequestID, &c.Outcomes, &c.Quantity, &c.Cash, &c.CreatedAt)
-	return c, notFound(err, fmt.Sprintf("account %d's conversion %q", account, clientRequestID))
+	return c, db.NotFound(err, fmt.Sprintf("account %d's conversion %q", account, clientRequestID))
 }

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/records"
+	"github.com/pmx-dev/pmx/internal/store/db"
 )
 
 // This file reads and writes events' rows (migration 026). An event and its outcomes' markets are
@@ -35,23 +35,16 @@ func scanEvent(row pgx.Row) (records.Event, error) {
 	return e, nil
 }
 
-func notFound(err error, what string) error {
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("%s: %w", what, ErrNotFound)
-	}
-	return err
-}
-
 // Event returns one event.
 func (s *Store) Event(ctx context.Context, id uuid.UUID) (records.Event, error) {
 	e, err := scanEvent(s.Pool.QueryRow(ctx, `select `+eventColumns+` from events where id = $1`, id))
-	return e, notFound(err, "event "+id.String())
+	return e, db.NotFound(err, "event "+id.String())
 }
 
 // EventByName returns the event recorded under name (the Event resource's metadata.name).
 func (s *Store) EventByName(ctx context.Context, name string) (records.Event, error) {
 	e, err := scanEvent(s.Pool.QueryRow(ctx, `select `+eventColumns+` from events where name = $1`, name))
-	return e, notFound(err, "event "+name)
+	return e, db.NotFound(err, "event "+name)
 }
 
 // CreateEvent stores a new OPEN event and its outcomes' markets, markets[i] answering
@@ -88,7 +81,7 @@ func (s *Store) CreateEvent(ctx context.Context, e records.Event, markets []reco
 		}
 		return nil
 	})
-	if isUniqueViolation(err) {
+	if db.IsUniqueViolation(err) {
 		return e, fmt.Errorf("event %s: %w", e.Name, ErrConflict)
 	}
 	return e, err

@@ -215,13 +215,6 @@ type OrderFilter struct {
 	Limit int
 }
 
-// Cursor is a position in a newest-first listing (orders, markets): the last row of a page.
-type Cursor struct {
-	CreatedAt time.Time
-	ID        uuid.UUID
-	Outcome   string // settlements only: the last row's outcome, after its market
-}
-
 // Orders lists an account's orders newest first.
 func (s *Store) Orders(ctx context.Context, f OrderFilter) ([]records.Order, error) {
 	var afterTime *time.Time

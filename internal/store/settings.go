@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pmx-dev/pmx/internal/records"
+	"github.com/pmx-dev/pmx/internal/store/db"
 )
 
 // The SQL of the developer settings pages: accounts with a password, browser sessions, key
@@ -24,7 +25,7 @@ func (s *Store) CreateAccountWithPassword(ctx context.Context, name string, gran
 	err := s.Pool.QueryRow(ctx, `insert into accounts (uid, name, available, locked, granted, created_at, updated_at,
 		password_hash) values ($1, $2, $3, 0, $3, $4, $4, nullif($5, '')) returning id`,
 		a.UID, name, grant, now, passwordHash).Scan(&a.ID)
-	if isUniqueViolation(err) {
+	if db.IsUniqueViolation(err) {
 		return a, fmt.Errorf("account %q: %w", name, ErrConflict)
 	}
 	return a, err

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pmx-dev/pmx/internal/store/db"
 )
 
 // TestAccountNamesAnyCase checks that names are unique whatever their case, through both ways of
@@ -55,7 +57,7 @@ func TestAccountNamesMigrationClashes(t *testing.T) {
 	if _, err := conn.Exec(ctx, `update accounts set name = 'bob-2' where name = 'BOB'`); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := migrateConn(ctx, conn); err != nil {
+	if _, _, err := db.MigrateConn(ctx, conn); err != nil {
 		t.Fatalf("migrating after the rename: %v", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/ed25519"
-	"errors"
 	"fmt"
 	"net/netip"
 	"time"
@@ -16,15 +15,8 @@ import (
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/kit/auth"
 	"github.com/pmx-dev/pmx/internal/records"
+	"github.com/pmx-dev/pmx/internal/store/db"
 )
-
-// uniqueViolation is Postgres's SQLSTATE for a duplicate key.
-const uniqueViolation = "23505"
-
-func isUniqueViolation(err error) bool {
-	var pg *pgconn.PgError
-	return errors.As(err, &pg) && pg.Code == uniqueViolation
-}
 
 // CreateAccount opens an account with a grant of play money and no password (no web sign-in).
 // A taken name, in any case, is ErrConflict.
@@ -87,7 +79,7 @@ func (s *Store) CreateMarket(ctx context.Context, m records.Market) (records.Mar
 		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)`,
 		m.ID, m.Name, m.Question, m.Description, m.Category, m.URL, m.LabelA, m.LabelB, m.Status,
 		m.ClosesAt, m.ResolvesAt, m.CreatedAt)
-	if isUniqueViolation(err) {
+	if db.IsUniqueViolation(err) {
 		return m, fmt.Errorf("market %s: %w", m.ID, ErrConflict)
 	}
 	m.UpdatedAt = m.CreatedAt

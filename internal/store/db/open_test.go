@@ -1,4 +1,4 @@
-package store
+package db
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/pmx-dev/pmx/internal/pgtest"
 )
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // TestApplicationName: a pmx process's connections tell Postgres which process they are, unless
 // the database URL names them itself.
@@ -26,13 +28,13 @@ func TestApplicationName(t *testing.T) {
 		{url, "pmx " + host}, // host names here are short of Postgres's 63 bytes
 		{url + sep + "application_name=trader-tools", "trader-tools"},
 	} {
-		st, err := Open(ctx, tc.url)
+		pool, err := Open(ctx, tc.url)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var got string
-		err = st.Pool.QueryRow(ctx, `select application_name from pg_stat_activity where pid = pg_backend_pid()`).Scan(&got)
-		st.Close()
+		err = pool.QueryRow(ctx, `select application_name from pg_stat_activity where pid = pg_backend_pid()`).Scan(&got)
+		pool.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
