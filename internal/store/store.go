@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pmx-dev/pmx/internal/store/db"
+	"github.com/pmx-dev/pmx/internal/store/feedlog"
 )
 
 // Errors the store translates from Postgres into domain terms (internal/store/db's, named here
@@ -24,12 +25,19 @@ type Cursor = db.Cursor
 // NewID returns a new row id for the hot tables (db.NewID).
 func NewID() uuid.UUID { return db.NewID() }
 
-// Store is the exchange's database.
+// Store is the exchange's database: the aggregate of its concerns, whose methods it promotes.
 type Store struct {
 	// Pool is the connection pool every method uses. Production code goes through the methods;
 	// tests reach it for raw SQL.
 	Pool *pgxpool.Pool
+	*feedlog.Log
 }
+
+// The feed log's rows, which a batch writes (internal/store/feedlog).
+type (
+	EventBatch    = feedlog.EventBatch
+	AccountEvents = feedlog.AccountEvents
+)
 
 // DefaultMaxConns is the most connections one process's pool opens when its database URL sets no
 // pool_max_conns (db.DefaultMaxConns).
@@ -41,7 +49,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{Pool: pool}, nil
+	return &Store{Pool: pool, Log: feedlog.New(pool)}, nil
 }
 
 // ApplicationName is what a pmx process's connections tell Postgres they are, where the database

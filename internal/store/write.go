@@ -171,14 +171,6 @@ type CashDelta struct {
 	RiskVersion int64
 }
 
-// AccountEvents is what a committed batch added to one account's feed: its events, numbered
-// First to Last, as a JSON array without their numbers.
-type AccountEvents struct {
-	Account     int64
-	First, Last int64
-	Events      []byte
-}
-
 // SettledHolding is one holding a settlement paid, as settle() reports it.
 type SettledHolding struct {
 	Market    uuid.UUID
@@ -207,14 +199,6 @@ type MarketUpdate struct {
 	LastTradePrice *int
 	Status         domain.MarketStatus // "" leaves it
 	EventSeq       int64               // the feed's last number after the batch; 0 leaves it
-}
-
-// EventBatch is what one batch changed in one market: its feed events numbered First to Last, as a
-// JSON array (feed.Encode).
-type EventBatch struct {
-	Market      uuid.UUID
-	First, Last int64
-	Events      []byte
 }
 
 // Settlement resolves a market (Outcome YES or NO) or cancels it (Outcome empty).

@@ -1,4 +1,4 @@
-package store
+package feedlog
 
 import (
 	"context"
@@ -46,7 +46,7 @@ func eventsAfterSQL(table, key string) string {
 }
 
 // eventsAfter runs one of the queries above.
-func (s *Store) eventsAfter(ctx context.Context, query string, key any, after int64, limit int) (pgx.Rows, error) {
+func (s *Log) eventsAfter(ctx context.Context, query string, key any, after int64, limit int) (pgx.Rows, error) {
 	return s.Pool.Query(ctx, query, eventsAfterArgs(key, after, limit)...)
 }
 
@@ -62,7 +62,7 @@ func eventsAfterArgs(key any, after int64, limit int) []any {
 
 // EventsAfter returns a market's event batches that hold events after seq, oldest first, until
 // they hold at least limit of them.
-func (s *Store) EventsAfter(ctx context.Context, market uuid.UUID, after int64, limit int) ([]EventBatch, error) {
+func (s *Log) EventsAfter(ctx context.Context, market uuid.UUID, after int64, limit int) ([]EventBatch, error) {
 	rows, err := s.eventsAfter(ctx, marketEventsAfter, market, after, limit)
 	if err != nil {
 		return nil, err
@@ -83,7 +83,7 @@ const (
 )
 
 // FirstEvent returns the first sequence number of a market's feed still kept: 0 when none is.
-func (s *Store) FirstEvent(ctx context.Context, market uuid.UUID) (int64, error) {
+func (s *Log) FirstEvent(ctx context.Context, market uuid.UUID) (int64, error) {
 	var first *int64
 	err := s.Pool.QueryRow(ctx, firstEventSQL, market).Scan(&first)
 	if err != nil || first == nil {
@@ -94,7 +94,7 @@ func (s *Store) FirstEvent(ctx context.Context, market uuid.UUID) (int64, error)
 
 // PruneEvents deletes the event batches, of markets and of accounts, written before cutoff, and
 // says how many.
-func (s *Store) PruneEvents(ctx context.Context, cutoff time.Time) (int64, error) {
+func (s *Log) PruneEvents(ctx context.Context, cutoff time.Time) (int64, error) {
 	tag, err := s.Pool.Exec(ctx, `delete from market_events where created_at < $1`, cutoff)
 	if err != nil {
 		return 0, err
@@ -105,7 +105,7 @@ func (s *Store) PruneEvents(ctx context.Context, cutoff time.Time) (int64, error
 
 // AccountEventsAfter returns an account's event batches that hold events after seq, oldest first,
 // until they hold at least limit of them.
-func (s *Store) AccountEventsAfter(ctx context.Context, account int64, after int64, limit int) ([]AccountEvents, error) {
+func (s *Log) AccountEventsAfter(ctx context.Context, account int64, after int64, limit int) ([]AccountEvents, error) {
 	rows, err := s.eventsAfter(ctx, accountEventsAfter, account, after, limit)
 	if err != nil {
 		return nil, err
@@ -119,13 +119,13 @@ func (s *Store) AccountEventsAfter(ctx context.Context, account int64, after int
 
 // AccountFeed is where an account's feed stands: the first number still kept (0 when none is) and
 // the last number used.
-func (s *Store) AccountFeed(ctx context.Context, account int64) (first, last int64, err error) {
+func (s *Log) AccountFeed(ctx context.Context, account int64) (first, last int64, err error) {
 	err = s.Pool.QueryRow(ctx, accountFeedSQL, account).Scan(&first, &last)
 	return first, last, err
 }
 
 // AccountSeqs returns the last feed number of each of the accounts.
-func (s *Store) AccountSeqs(ctx context.Context, accounts []int64) (map[int64]int64, error) {
+func (s *Log) AccountSeqs(ctx context.Context, accounts []int64) (map[int64]int64, error) {
 	rows, err := s.Pool.Query(ctx, `select id, event_seq from accounts where id = any($1)`, accounts)
 	if err != nil {
 		return nil, err
@@ -153,7 +153,7 @@ type MarketSeq struct {
 
 // MarketsChanged returns the markets updated after since (every market for the zero time): what
 // the live feed compares itself with (package feed's sweep).
-func (s *Store) MarketsChanged(ctx context.Context, since time.Time) ([]MarketSeq, error) {
+func (s *Log) MarketsChanged(ctx context.Context, since time.Time) ([]MarketSeq, error) {
 	rows, err := s.Pool.Query(ctx, `select id, status, event_seq, updated_at, event_id from markets where updated_at > $1`, since)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package store
+package feedlog
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/internal/store/db/dbtest"
 )
 
 // batch is a stored batch of events, as a test lays them out.
@@ -75,7 +77,7 @@ func afters(rng *rand.Rand, batches []batch) []int64 {
 // kind of seq, with limits of one event to more than a feed holds, and compares each with the
 // simplest reading of what it should hold.
 func TestEventsAfterLayouts(t *testing.T) {
-	st := newTestStore(t)
+	st := New(dbtest.New(t))
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(34, 1))
 	now := time.Now()
@@ -139,7 +141,7 @@ type explained struct {
 
 // explain runs query with args (literals: uuids and numbers) as a prepared statement, in a custom
 // or generic plan (what pgx's statement cache gets after a few calls), and says what it read.
-func explain(t *testing.T, st *Store, query string, generic bool, args ...any) explained {
+func explain(t *testing.T, st *Log, query string, generic bool, args ...any) explained {
 	t.Helper()
 	ctx := context.Background()
 	pc, err := st.Pool.Acquire(ctx)
@@ -200,7 +202,7 @@ func explain(t *testing.T, st *Store, query string, generic bool, args ...any) e
 // that each read about as many rows as it returned, not the feed: issue 34's page from seq 0 read
 // every batch, one near the head the whole table. So do the reads of where a feed starts.
 func TestEventPagesBounded(t *testing.T) {
-	st := newTestStore(t)
+	st := New(dbtest.New(t))
 	ctx := context.Background()
 	const batches, size = 20_000, 3
 	market, account := uuid.New(), int64(7)

@@ -1,4 +1,4 @@
-package store
+package feedlog
 
 import (
 	"context"
@@ -8,7 +8,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/internal/pgtest"
+	"github.com/pmx-dev/pmx/internal/store/db/dbtest"
 )
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // TestLastPresenceLeaves checks the cancel-on-disconnect record when an account's connections on
 // two fronts close at the same moment: whichever order Postgres runs the two ends in, the last
@@ -16,16 +21,13 @@ import (
 // there, as two concurrent statements each would from its own snapshot).
 func TestLastPresenceLeaves(t *testing.T) {
 	ctx := context.Background()
-	st := newTestStore(t)
+	st := New(dbtest.New(t))
 	const rounds = 60
 	for i := range rounds {
-		a, err := st.CreateAccount(ctx, fmt.Sprintf("presence-%d", i), 1_000, time.Now().UTC())
-		if err != nil {
-			t.Fatal(err)
-		}
+		account := dbtest.Account(t, st.Pool, fmt.Sprintf("presence-%d", i), 1_000)
 		fronts := []uuid.UUID{uuid.New(), uuid.New()}
 		for _, f := range fronts {
-			if err := st.TouchPresence(ctx, f, []int64{a.ID}); err != nil {
+			if err := st.TouchPresence(ctx, f, []int64{account}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -36,7 +38,7 @@ func TestLastPresenceLeaves(t *testing.T) {
 		for j, f := range fronts {
 			wg.Go(func() {
 				<-start
-				tripped[j], errs[j] = st.LeavePresence(ctx, f, a.ID, time.Minute)
+				tripped[j], errs[j] = st.LeavePresence(ctx, f, account, time.Minute)
 			})
 		}
 		close(start)
@@ -50,7 +52,7 @@ func TestLastPresenceLeaves(t *testing.T) {
 			t.Fatalf("round %d: both fronts' last connections closed together, and the ends tripped the switch %v (want exactly one)", i, tripped)
 		}
 		var n int
-		if err := st.Pool.QueryRow(ctx, `select count(*) from heartbeats where account_id = $1 and tripped is not null`, a.ID).Scan(&n); err != nil || n != 1 {
+		if err := st.Pool.QueryRow(ctx, `select count(*) from heartbeats where account_id = $1 and tripped is not null`, account).Scan(&n); err != nil || n != 1 {
 			t.Fatalf("round %d: the account's switch tripped %d times (%v), want once", i, n, err)
 		}
 	}

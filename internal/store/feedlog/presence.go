@@ -1,57 +1,19 @@
-package store
+package feedlog
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-
-	"github.com/pmx-dev/pmx/internal/kit/auth"
 )
 
-// The live feed's sessions (migration 017): single-use connection tokens, and the presence of
-// connections that cancel their account's orders when the last of them closes.
-
-// CreateWSToken records a connection token's hash for an account and the key that fetched it,
-// valid for ttl, and forgets expired ones.
-func (s *Store) CreateWSToken(ctx context.Context, account int64, key uuid.UUID, hash []byte, ttl time.Duration) (time.Time, error) {
-	var expires time.Time
-	err := s.Pool.QueryRow(ctx, `with old as (delete from ws_tokens where expires_at < now())
-		insert into ws_tokens (token_hash, account_id, key_id, expires_at) values ($1, $2, $3, now() + $4::interval)
-		returning expires_at`, hash, account, key, ttl.String()).Scan(&expires)
-	return expires, err
-}
-
-// UseWSToken spends a connection token: it returns the key that fetched it, for the token to
-// connect with its rights, or ErrNotFound when the token is unknown, spent or expired. (A token
-// from before keys had rights, migration 023, has no key: it has its account's full rights, as
-// before.)
-func (s *Store) UseWSToken(ctx context.Context, hash []byte) (KeyRecord, error) {
-	var k KeyRecord
-	var id *uuid.UUID
-	var prefix *string
-	var scope *auth.Scope
-	var revoked *bool
-	err := s.Pool.QueryRow(ctx, `with used as (
-			delete from ws_tokens where token_hash = $1 and expires_at >= now() returning account_id, key_id)
-		select u.account_id, k.id, k.prefix, k.revoked_at is not null, k.scope, k.expires_at, k.ip_allowlist,
-			k.public_key
-		from used u left join api_keys k on k.id = u.key_id`,
-		hash).Scan(&k.AccountID, &id, &prefix, &revoked, &scope, &k.ExpiresAt, &k.Allowlist, &k.PublicKey)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return k, ErrNotFound
-	}
-	k.Scope = auth.ScopeTrade
-	if id != nil {
-		k.ID, k.Prefix, k.Revoked, k.Scope = *id, *prefix, *revoked, *scope
-	}
-	return k, err
-}
+// The live feed's sessions' presence (migration 017): the connections that cancel their account's
+// orders when the last of them closes. Their single-use connection tokens are the keys' concern
+// (internal/store's wstokens.go).
 
 // TouchPresence records that a front holds cancel-on-disconnect connections of the accounts.
-func (s *Store) TouchPresence(ctx context.Context, front uuid.UUID, accounts []int64) error {
+func (s *Log) TouchPresence(ctx context.Context, front uuid.UUID, accounts []int64) error {
 	if len(accounts) == 0 {
 		return nil
 	}
@@ -74,7 +36,7 @@ const tripGone = `insert into heartbeats (account_id, tripped) select distinct a
 // and only then, in a statement with a new snapshot, removes this front's and looks for others':
 // two fronts whose last connections close at once would otherwise each see the other's record
 // still there, and neither would cancel anything.
-func (s *Store) LeavePresence(ctx context.Context, front uuid.UUID, account int64, ttl time.Duration) (bool, error) {
+func (s *Log) LeavePresence(ctx context.Context, front uuid.UUID, account int64, ttl time.Duration) (bool, error) {
 	var tripped bool
 	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `select from ws_presence where account_id = $1 order by front for update`, account); err != nil {
@@ -96,14 +58,14 @@ func (s *Store) LeavePresence(ctx context.Context, front uuid.UUID, account int6
 // authority must not act on the account by its end. The delete waits on the row locks
 // LeavePresence takes, so another front's last connection ending at the same moment sees this
 // record either still there (and leaves the decision to this one) or gone (and cancels).
-func (s *Store) WithdrawPresence(ctx context.Context, front uuid.UUID, account int64) error {
+func (s *Log) WithdrawPresence(ctx context.Context, front uuid.UUID, account int64) error {
 	_, err := s.Pool.Exec(ctx, `delete from ws_presence where account_id = $1 and front = $2`, account, front)
 	return err
 }
 
 // SweepPresence forgets the presence not refreshed within ttl (a front that stopped) and cancels
 // the open orders of the accounts left with none. It returns how many accounts it tripped.
-func (s *Store) SweepPresence(ctx context.Context, ttl time.Duration) (int64, error) {
+func (s *Log) SweepPresence(ctx context.Context, ttl time.Duration) (int64, error) {
 	tag, err := s.Pool.Exec(ctx, `with stale as (delete from ws_presence where seen_at <= now() - $1::interval returning account_id),
 		gone as (select account_id from stale s where not exists (
 			select 1 from ws_presence p where p.account_id = s.account_id and p.seen_at > now() - $1::interval))
