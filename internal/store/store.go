@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/pmx-dev/pmx/internal/store/bookkeeping"
 	"github.com/pmx-dev/pmx/internal/store/db"
 	"github.com/pmx-dev/pmx/internal/store/feedlog"
 )
@@ -31,12 +32,26 @@ type Store struct {
 	// tests reach it for raw SQL.
 	Pool *pgxpool.Pool
 	*feedlog.Log
+	*bookkeeping.Book
 }
 
 // The feed log's rows, which a batch writes (internal/store/feedlog).
 type (
 	EventBatch    = feedlog.EventBatch
 	AccountEvents = feedlog.AccountEvents
+)
+
+// The operator's books' rows and refusals that the store's callers name (internal/store/bookkeeping).
+type (
+	Shard     = bookkeeping.Shard
+	Ownership = bookkeeping.Ownership
+	Route     = bookkeeping.Route
+)
+
+var (
+	ErrSuperseded    = bookkeeping.ErrSuperseded
+	ErrTargetNotLive = bookkeeping.ErrTargetNotLive
+	ErrSplitsEvent   = bookkeeping.ErrSplitsEvent
 )
 
 // DefaultMaxConns is the most connections one process's pool opens when its database URL sets no
@@ -49,7 +64,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{Pool: pool, Log: feedlog.New(pool)}, nil
+	return &Store{Pool: pool, Log: feedlog.New(pool), Book: bookkeeping.New(pool)}, nil
 }
 
 // ApplicationName is what a pmx process's connections tell Postgres they are, where the database

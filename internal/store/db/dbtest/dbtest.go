@@ -6,6 +6,7 @@ package dbtest
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pmx-dev/pmx/internal/pgtest"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store/db"
 )
 
@@ -43,4 +45,50 @@ func Account(t testing.TB, pool *pgxpool.Pool, name string, grant int64) int64 {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// Market creates an OPEN market with placeholder text, closing at closesAt (nil: never), as the
+// store's CreateMarket does, and returns its id.
+func Market(t testing.TB, pool *pgxpool.Pool, closesAt *time.Time) uuid.UUID {
+	t.Helper()
+	id := db.NewID()
+	_, err := pool.Exec(context.Background(), `insert into markets (id, name, question, description, category, url,
+		label_a, label_b, status, closes_at, resolves_at, created_at, updated_at)
+		values ($1, null, 'q', '', 'c', null, 'Yes', 'No', 'OPEN', $2, null, $3, $3)`, id, closesAt, time.Now().UTC())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// Event creates an OPEN event named name with an outcome, and its market, for each key, as the
+// store's CreateEvent does, and returns the markets' ids in the keys' order.
+func Event(t testing.TB, pool *pgxpool.Pool, name string, keys ...string) []uuid.UUID {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Now().UTC()
+	e := records.Event{ID: db.NewID(), Name: name}
+	for _, key := range keys {
+		e.Outcomes = append(e.Outcomes, records.EventOutcome{Key: key, Label: key, MarketID: db.NewID()})
+	}
+	outcomes, err := json.Marshal(e.Outcomes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `insert into events (id, name, question, category, description, url, outcomes, status,
+		resolution, closes_at, resolves_at, created_at, updated_at)
+		values ($1, $2, 'q', 'c', '', null, $3, 'OPEN', null, null, null, $4, $4)`, e.ID, name, outcomes, now); err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]uuid.UUID, len(keys))
+	for i, o := range e.Outcomes {
+		if _, err := pool.Exec(ctx, `insert into markets (id, name, question, description, category, url,
+			label_a, label_b, status, closes_at, resolves_at, created_at, updated_at, event_id, outcome_key)
+			values ($1, null, 'q', '', 'c', null, 'Yes', 'No', 'OPEN', null, null, $2, $2, $3, $4)`,
+			o.MarketID, now, e.ID, o.Key); err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = o.MarketID
+	}
+	return ids
 }

@@ -1,4 +1,4 @@
-package store
+package bookkeeping
 
 import (
 	"context"
@@ -27,7 +27,7 @@ type Health struct {
 // Health reads the exchange's Health, a shard being live while its heartbeat is within ttl (as
 // LiveShards has it). Two statements, each on indexes of OPEN markets' few columns: it runs at
 // every scrape of the operator's metrics.
-func (s *Store) Health(ctx context.Context, ttl time.Duration) (Health, error) {
+func (s *Book) Health(ctx context.Context, ttl time.Duration) (Health, error) {
 	var h Health
 	rows, err := s.Pool.Query(ctx, `select s.name, extract(epoch from now() - s.heartbeat_at)::float8,
 		(select count(*) from markets m where m.shard = s.name and m.status = 'OPEN')

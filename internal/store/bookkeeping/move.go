@@ -1,4 +1,4 @@
-package store
+package bookkeeping
 
 import (
 	"context"
@@ -36,7 +36,7 @@ var (
 // that is not live is ErrTargetNotLive, and some of an event's markets without the others
 // ErrSplitsEvent, with nothing moved. The new owner takes over as after a failover (§7): it loads
 // each market on its next heartbeat, and the old one's commits for them fail on the epoch.
-func (s *Store) Move(ctx context.Context, markets []uuid.UUID, from, to string) (moved bool, err error) {
+func (s *Book) Move(ctx context.Context, markets []uuid.UUID, from, to string) (moved bool, err error) {
 	if len(markets) == 0 || from == to {
 		return false, nil
 	}
@@ -56,7 +56,7 @@ func (s *Store) Move(ctx context.Context, markets []uuid.UUID, from, to string) 
 // no longer OPEN) leaves every market where it is (moved false): the shard lost it meanwhile, and
 // fencing has the rest. As Move, it refuses a target that is not live (ErrTargetNotLive) and some
 // of an event's markets without the others (ErrSplitsEvent).
-func (s *Store) HandOver(ctx context.Context, markets []uuid.UUID, epochs []int64, from, to string) (moved bool, err error) {
+func (s *Book) HandOver(ctx context.Context, markets []uuid.UUID, epochs []int64, from, to string) (moved bool, err error) {
 	if len(markets) == 0 || len(markets) != len(epochs) || from == to || to == "" {
 		return false, fmt.Errorf("a handoff names each market with its epoch, and another shard to go to")
 	}
@@ -74,7 +74,7 @@ func (s *Store) HandOver(ctx context.Context, markets []uuid.UUID, epochs []int6
 // them (args its parameters) — finds every one; otherwise it changes nothing and reports false.
 // Locking first makes the count and the update see the same owners. It refuses a target that is
 // not live and a part of an event (checkTarget, checkWhole).
-func (s *Store) reassign(ctx context.Context, markets []uuid.UUID, to string, owned string, args ...any) (moved bool, err error) {
+func (s *Book) reassign(ctx context.Context, markets []uuid.UUID, to string, owned string, args ...any) (moved bool, err error) {
 	err = pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
 		if err := checkTarget(ctx, tx, to); err != nil {
 			return err

@@ -1,4 +1,4 @@
-package store
+package bookkeeping
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/records"
+	"github.com/pmx-dev/pmx/internal/store/db/dbtest"
 )
 
 // TestHealth reads the exchange's health as its owners and times change: a market without an
@@ -14,14 +15,10 @@ import (
 // live shard, or closed, or closing in the future, is not.
 func TestHealth(t *testing.T) {
 	ctx := context.Background()
-	st := newTestStore(t)
+	st := New(dbtest.New(t))
 	create := func(status domain.MarketStatus, closesAt *time.Time) records.Market {
 		t.Helper()
-		m, err := st.CreateMarket(ctx, records.Market{ID: NewID(), Question: "Will it rain?", Category: "weather",
-			LabelA: "Yes", LabelB: "No", ClosesAt: closesAt})
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := records.Market{ID: dbtest.Market(t, st.Pool, closesAt)}
 		if _, err := st.Pool.Exec(ctx, `update markets set status = $2 where id = $1`, m.ID, status); err != nil {
 			t.Fatal(err)
 		}

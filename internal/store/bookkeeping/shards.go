@@ -1,4 +1,4 @@
-package store
+package bookkeeping
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/store/db"
 )
 
 // Shard is a registered matching shard.
@@ -34,7 +35,7 @@ var ErrSuperseded = errors.New("another process has registered under this shard'
 // by force, whose old container may still be running — so fences its old incarnation: that one's
 // commits fail on the epoch, it can load no market (Incarnation no longer names it), and its next
 // heartbeat (Beat) tells it to stop.
-func (s *Store) Register(ctx context.Context, name, address string) (uuid.UUID, error) {
+func (s *Book) Register(ctx context.Context, name, address string) (uuid.UUID, error) {
 	incarnation := uuid.New()
 	_, err := s.Pool.Exec(ctx, `with fenced as (update markets set epoch = epoch + 1 where shard = $1)
 		insert into shards (name, address, started_at, heartbeat_at, incarnation)
@@ -49,7 +50,7 @@ func (s *Store) Register(ctx context.Context, name, address string) (uuid.UUID, 
 
 // Beat records that the registered incarnation of a shard is alive, by the database's clock; it
 // fails with ErrSuperseded when another process has registered under the name since.
-func (s *Store) Beat(ctx context.Context, name, address string, incarnation uuid.UUID) error {
+func (s *Book) Beat(ctx context.Context, name, address string, incarnation uuid.UUID) error {
 	tag, err := s.Pool.Exec(ctx, `update shards set address = $2, heartbeat_at = now()
 		where name = $1 and incarnation = $3`, name, address, incarnation)
 	if err != nil {
@@ -62,7 +63,7 @@ func (s *Store) Beat(ctx context.Context, name, address string, incarnation uuid
 }
 
 // Incarnation returns the incarnation registered under a shard's name (uuid.Nil for none).
-func (s *Store) Incarnation(ctx context.Context, name string) (uuid.UUID, error) {
+func (s *Book) Incarnation(ctx context.Context, name string) (uuid.UUID, error) {
 	var id *uuid.UUID
 	err := s.Pool.QueryRow(ctx, `select incarnation from shards where name = $1`, name).Scan(&id)
 	switch {
@@ -79,7 +80,7 @@ func (s *Store) Incarnation(ctx context.Context, name string) (uuid.UUID, error)
 // Unregister removes a stopping shard process and hands its markets back (owner none, epoch + 1),
 // so that the operator moves them at once rather than when the heartbeat lapses. It does nothing
 // when another process has registered under the name since (Register).
-func (s *Store) Unregister(ctx context.Context, name string, incarnation uuid.UUID) error {
+func (s *Book) Unregister(ctx context.Context, name string, incarnation uuid.UUID) error {
 	_, err := s.Pool.Exec(ctx, `with gone as (delete from shards where name = $1 and incarnation = $2 returning name)
 		update markets set shard = null, epoch = epoch + 1 where shard = (select name from gone)`, name, incarnation)
 	return err
@@ -87,7 +88,7 @@ func (s *Store) Unregister(ctx context.Context, name string, incarnation uuid.UU
 
 // LiveShards lists the shards whose last heartbeat is within ttl, by the database's clock, least
 // loaded first.
-func (s *Store) LiveShards(ctx context.Context, ttl time.Duration) ([]Shard, error) {
+func (s *Book) LiveShards(ctx context.Context, ttl time.Duration) ([]Shard, error) {
 	rows, err := s.Pool.Query(ctx, `select s.name, s.address, s.started_at, s.heartbeat_at,
 		(select count(*) from markets m where m.shard = s.name and m.status = 'OPEN'), s.draining_since is not null
 		from shards s where s.heartbeat_at > now() - $1::interval
@@ -105,13 +106,13 @@ func (s *Store) LiveShards(ctx context.Context, ttl time.Duration) ([]Shard, err
 // Drain records that the process registered under a shard's name has begun to stop (migration
 // 029): from now on no market is moved onto it, while it hands its own to the others. A process
 // registered under the name later (Register) takes markets again.
-func (s *Store) Drain(ctx context.Context, name string) error {
+func (s *Book) Drain(ctx context.Context, name string) error {
 	_, err := s.Pool.Exec(ctx, `update shards set draining_since = coalesce(draining_since, now()) where name = $1`, name)
 	return err
 }
 
 // EventOwners lists the shard of each of an event's markets that has one, one entry per market.
-func (s *Store) EventOwners(ctx context.Context, event uuid.UUID) ([]string, error) {
+func (s *Book) EventOwners(ctx context.Context, event uuid.UUID) ([]string, error) {
 	rows, err := s.Pool.Query(ctx, `select shard from markets where event_id = $1 and shard is not null`, event)
 	if err != nil {
 		return nil, err
@@ -128,12 +129,12 @@ type Ownership struct {
 }
 
 // Owner returns a market's owner.
-func (s *Store) Owner(ctx context.Context, market uuid.UUID) (Ownership, error) {
+func (s *Book) Owner(ctx context.Context, market uuid.UUID) (Ownership, error) {
 	o := Ownership{Market: market}
 	var shard *string
 	err := s.Pool.QueryRow(ctx, `select shard, epoch, status from markets where id = $1`, market).Scan(&shard, &o.Epoch, &o.Status)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return o, ErrNotFound
+		return o, db.ErrNotFound
 	}
 	if shard != nil {
 		o.Shard = *shard
@@ -143,7 +144,7 @@ func (s *Store) Owner(ctx context.Context, market uuid.UUID) (Ownership, error) 
 
 // Assign gives a market to a shard ("" for none) with a new epoch, unless the market is settled
 // or already its own. It returns the ownership afterwards.
-func (s *Store) Assign(ctx context.Context, market uuid.UUID, shard string) (Ownership, error) {
+func (s *Book) Assign(ctx context.Context, market uuid.UUID, shard string) (Ownership, error) {
 	var owner *string
 	if shard != "" {
 		owner = &shard
@@ -159,7 +160,7 @@ func (s *Store) Assign(ctx context.Context, market uuid.UUID, shard string) (Own
 		select shard, epoch, status from markets where id = $1 and not exists (select 1 from moved)`,
 		market, owner).Scan(&got, &o.Epoch, &o.Status)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return o, ErrNotFound
+		return o, db.ErrNotFound
 	}
 	if err != nil {
 		return o, fmt.Errorf("while assigning market %s to %q: %w", market, shard, err)
@@ -171,7 +172,7 @@ func (s *Store) Assign(ctx context.Context, market uuid.UUID, shard string) (Own
 }
 
 // OwnedMarkets lists the markets a shard owns, with their epochs.
-func (s *Store) OwnedMarkets(ctx context.Context, shard string) ([]Ownership, error) {
+func (s *Book) OwnedMarkets(ctx context.Context, shard string) ([]Ownership, error) {
 	rows, err := s.Pool.Query(ctx, `select id, epoch, status from markets where shard = $1 order by id`, shard)
 	if err != nil {
 		return nil, err
@@ -184,11 +185,11 @@ func (s *Store) OwnedMarkets(ctx context.Context, shard string) ([]Ownership, er
 }
 
 // ShardAddress returns the internal address a shard registered.
-func (s *Store) ShardAddress(ctx context.Context, name string) (string, error) {
+func (s *Book) ShardAddress(ctx context.Context, name string) (string, error) {
 	var addr string
 	err := s.Pool.QueryRow(ctx, `select address from shards where name = $1`, name).Scan(&addr)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", ErrNotFound
+		return "", db.ErrNotFound
 	}
 	return addr, err
 }
@@ -206,7 +207,7 @@ type Route struct {
 // Routes returns the routes of markets in one query, in no particular order; a market that does
 // not exist has none. An event's read takes all its outcomes' routes so, rather than an Owner and
 // a ShardAddress per outcome.
-func (s *Store) Routes(ctx context.Context, markets []uuid.UUID) ([]Route, error) {
+func (s *Book) Routes(ctx context.Context, markets []uuid.UUID) ([]Route, error) {
 	rows, err := s.Pool.Query(ctx, `select m.id, m.shard, m.epoch, m.status, coalesce(s.address, ''), m.last_trade_price, m.event_seq
 		from markets m left join shards s on s.name = m.shard where m.id = any($1)`, markets)
 	if err != nil {

@@ -1,19 +1,22 @@
-package store
+package bookkeeping
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/records"
+	"github.com/pmx-dev/pmx/internal/store/db/dbtest"
 )
 
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
 // register registers each shard name, live from now on.
-func register(t *testing.T, st *Store, names ...string) {
+func register(t *testing.T, st *Book, names ...string) {
 	t.Helper()
 	for _, name := range names {
 		if _, err := st.Register(context.Background(), name, name+":8090"); err != nil {
@@ -26,14 +29,11 @@ func register(t *testing.T, st *Store, names ...string) {
 // none when one of them is no longer the named shard's, or is no longer OPEN.
 func TestMove(t *testing.T) {
 	ctx := context.Background()
-	st := newTestStore(t)
+	st := New(dbtest.New(t))
 	register(t, st, "a", "b", "c")
 	var ids []uuid.UUID
 	for range 3 {
-		m, err := st.CreateMarket(ctx, records.Market{ID: NewID(), Question: "Moves?", Category: "test", Status: "OPEN", LabelA: "Yes", LabelB: "No"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := records.Market{ID: dbtest.Market(t, st.Pool, nil)}
 		if _, err := st.Assign(ctx, m.ID, "a"); err != nil {
 			t.Fatal(err)
 		}
@@ -89,15 +89,12 @@ func TestMove(t *testing.T) {
 // its own (the owner lost it meanwhile), is another shard's, or is no longer OPEN.
 func TestHandOver(t *testing.T) {
 	ctx := context.Background()
-	st := newTestStore(t)
+	st := New(dbtest.New(t))
 	register(t, st, "a", "b")
 	var ids []uuid.UUID
 	var epochs []int64
 	for range 3 {
-		m, err := st.CreateMarket(ctx, records.Market{ID: NewID(), Question: "Handed?", Category: "test", Status: "OPEN", LabelA: "Yes", LabelB: "No"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := records.Market{ID: dbtest.Market(t, st.Pool, nil)}
 		o, err := st.Assign(ctx, m.ID, "a")
 		if err != nil {
 			t.Fatal(err)
@@ -150,7 +147,7 @@ func TestHandOver(t *testing.T) {
 // markets without the others. The whole event moves.
 func TestMoveRefuses(t *testing.T) {
 	ctx := context.Background()
-	st := newTestStore(t)
+	st := New(dbtest.New(t))
 	register(t, st, "a", "b", "stopping", "stale")
 	if err := st.Drain(ctx, "stopping"); err != nil {
 		t.Fatal(err)
@@ -158,22 +155,9 @@ func TestMoveRefuses(t *testing.T) {
 	if _, err := st.Pool.Exec(ctx, `update shards set heartbeat_at = now() - interval '1 minute' where name = 'stale'`); err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now().UTC().Truncate(time.Microsecond)
-	e := records.Event{ID: NewID(), Name: "cup", Question: "Who wins?", Category: "test", CreatedAt: now}
-	var markets []records.Market
-	for _, key := range []string{"red", "blue", "green"} {
-		m := records.Market{ID: NewID(), Question: "Who wins: " + key + "?", Category: "test", LabelA: "Yes", LabelB: "No", CreatedAt: now}
-		e.Outcomes = append(e.Outcomes, records.EventOutcome{Key: key, Label: key, MarketID: m.ID})
-		markets = append(markets, m)
-	}
-	if _, err := st.CreateEvent(ctx, e, markets); err != nil {
-		t.Fatal(err)
-	}
-	lone, err := st.CreateMarket(ctx, records.Market{ID: NewID(), Question: "Alone?", Category: "test", Status: "OPEN", LabelA: "Yes", LabelB: "No"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := []uuid.UUID{markets[0].ID, markets[1].ID, markets[2].ID, lone.ID}
+	markets := dbtest.Event(t, st.Pool, "cup", "red", "blue", "green")
+	lone := dbtest.Market(t, st.Pool, nil)
+	ids := []uuid.UUID{markets[0], markets[1], markets[2], lone}
 	epochs := make([]int64, len(ids))
 	for i, id := range ids {
 		o, err := st.Assign(ctx, id, "a")

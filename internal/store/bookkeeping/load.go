@@ -1,4 +1,4 @@
-package store
+package bookkeeping
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 // ReportLoad records the orders per second each market took on a shard process over its recent
 // window, for the operator's rebalancing (migration 028). It does nothing when another process
 // has registered under the name since: that one reports its own.
-func (s *Store) ReportLoad(ctx context.Context, name string, incarnation uuid.UUID, load map[uuid.UUID]float64) error {
+func (s *Book) ReportLoad(ctx context.Context, name string, incarnation uuid.UUID, load map[uuid.UUID]float64) error {
 	byID := make(map[string]float64, len(load))
 	for id, rate := range load {
 		byID[id.String()] = rate
@@ -22,7 +22,7 @@ func (s *Store) ReportLoad(ctx context.Context, name string, incarnation uuid.UU
 
 // ShardLoads returns the load each live shard (heartbeat within ttl) last reported, by shard and
 // market; a shard that never reported is absent.
-func (s *Store) ShardLoads(ctx context.Context, ttl time.Duration) (map[string]map[uuid.UUID]float64, error) {
+func (s *Book) ShardLoads(ctx context.Context, ttl time.Duration) (map[string]map[uuid.UUID]float64, error) {
 	rows, err := s.Pool.Query(ctx, `select name, market_load from shards
 		where heartbeat_at > now() - $1::interval and market_load is not null`, ttl.String())
 	if err != nil {

@@ -1,4 +1,4 @@
-package store
+package bookkeeping
 
 import (
 	"context"
@@ -6,13 +6,15 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/internal/store/db/dbtest"
 )
 
 // TestShardLoads checks the load reports: a live shard's last report is read back by market; a
 // shard that never reported, and a process superseded under its name, report nothing.
 func TestShardLoads(t *testing.T) {
 	ctx := context.Background()
-	st := newTestStore(t)
+	st := New(dbtest.New(t))
 	a, err := st.Register(ctx, "a", "a:1")
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +45,7 @@ func TestShardLoads(t *testing.T) {
 // it drains, and that a process registered under its name afterwards takes markets again.
 func TestDrain(t *testing.T) {
 	ctx := context.Background()
-	st := newTestStore(t)
+	st := New(dbtest.New(t))
 	for _, name := range []string{"a", "b"} {
 		if _, err := st.Register(ctx, name, name+":1"); err != nil {
 			t.Fatal(err)
