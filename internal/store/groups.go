@@ -2,14 +2,14 @@ package store
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pmx-dev/pmx/internal/store/db"
 )
 
 // Order groups (migration 027): the front creates, shows and resets them here; the shards read
@@ -44,17 +44,6 @@ func scanOrderGroup(row pgx.Row) (OrderGroup, error) {
 	return g, err
 }
 
-// lockOfAccount takes a transaction-scoped advisory lock on what of an account's kind names (its
-// keys, its order groups), so that the count a cap is checked against cannot change under the
-// transaction from another front; a hash collision only makes two accounts' requests wait.
-func lockOfAccount(ctx context.Context, tx pgx.Tx, kind string, account int64) error {
-	h := fnv.New64a()
-	h.Write([]byte(kind))
-	h.Write(binary.BigEndian.AppendUint64(nil, uint64(account)))
-	_, err := tx.Exec(ctx, `select pg_advisory_xact_lock($1)`, int64(h.Sum64()))
-	return err
-}
-
 // ErrTooManyOrderGroups refuses a group past the most an account may keep (CreateOrderGroup).
 var ErrTooManyOrderGroups = errors.New("the account keeps the most order groups it may")
 
@@ -64,7 +53,7 @@ var ErrTooManyOrderGroups = errors.New("the account keeps the most order groups 
 func (s *Store) CreateOrderGroup(ctx context.Context, account, fillLimit int64, windowSeconds, max int) (OrderGroup, error) {
 	var g OrderGroup
 	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		if err := lockOfAccount(ctx, tx, "order-groups", account); err != nil {
+		if err := db.LockOfAccount(ctx, tx, "order-groups", account); err != nil {
 			return err
 		}
 		var n int

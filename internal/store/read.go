@@ -2,10 +2,8 @@ package store
 
 import (
 	"context"
-	"crypto/ed25519"
 	"errors"
 	"fmt"
-	"net/netip"
 	"time"
 
 	"github.com/google/uuid"
@@ -13,8 +11,8 @@ import (
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
-	"github.com/pmx-dev/pmx/internal/kit/auth"
 	"github.com/pmx-dev/pmx/internal/records"
+	"github.com/pmx-dev/pmx/internal/store/db"
 )
 
 const marketColumns = `id, url, question, description, category, status, closes_at, resolves_at, outcome,
@@ -129,43 +127,6 @@ func (s *Store) Positions(ctx context.Context, account int64) ([]records.Positio
 	})
 }
 
-// Account returns an account by its engine id.
-func (s *Store) Account(ctx context.Context, id int64) (records.Account, error) {
-	var a records.Account
-	err := s.Pool.QueryRow(ctx, `select id, uid, name, available, locked, created_at from accounts where id = $1`, id).
-		Scan(&a.ID, &a.UID, &a.Name, &a.Available, &a.Locked, &a.CreatedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return a, ErrNotFound
-	}
-	return a, err
-}
-
-// KeyRecord is what authentication needs to know of an API key.
-type KeyRecord struct {
-	ID        uuid.UUID
-	Prefix    string // its public part, by which a revocation is announced (ListenKeys)
-	AccountID int64
-	Hash      []byte
-	Revoked   bool
-	Scope     auth.Scope
-	ExpiresAt *time.Time        // nil: never
-	Allowlist []netip.Prefix    // nil: any address
-	PublicKey ed25519.PublicKey // nil: the key's requests need no signature
-}
-
-// KeyByPrefix returns the API key with this public prefix.
-func (s *Store) KeyByPrefix(ctx context.Context, prefix string) (KeyRecord, error) {
-	var k KeyRecord
-	err := s.Pool.QueryRow(ctx, `select id, account_id, hash, revoked_at is not null, scope, expires_at, ip_allowlist,
-		public_key from api_keys where prefix = $1`, prefix).
-		Scan(&k.ID, &k.AccountID, &k.Hash, &k.Revoked, &k.Scope, &k.ExpiresAt, &k.Allowlist, &k.PublicKey)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return k, ErrNotFound
-	}
-	k.Prefix = prefix
-	return k, err
-}
-
 const orderColumns = `id, market_id, side, outcome, price, quantity, filled_quantity, status, created_at,
 	updated_at, seq, account_id, time_in_force, expires_at, post_only, self_trade, client_order_id, placement,
 	cancel_reason, order_group_id`
@@ -174,7 +135,7 @@ func scanOrder(row pgx.Row) (records.Order, error) {
 	var o records.Order
 	var price int16
 	err := row.Scan(&o.ID, &o.MarketID, &o.Side, &o.Outcome, &price, &o.Quantity, &o.FilledQuantity,
-		statusColumn{&o.Status}, &o.CreatedAt, &o.UpdatedAt, &o.Seq, &o.AccountID, &o.TimeInForce, &o.ExpiresAt,
+		db.StatusColumn{To: &o.Status}, &o.CreatedAt, &o.UpdatedAt, &o.Seq, &o.AccountID, &o.TimeInForce, &o.ExpiresAt,
 		&o.PostOnly, &o.SelfTrade, &o.ClientOrderID, &o.Placement, &o.CancelReason, &o.OrderGroupID)
 	o.Price = int(price)
 	return o, err
@@ -226,7 +187,7 @@ func (s *Store) Orders(ctx context.Context, f OrderFilter) ([]records.Order, err
 		where account_id = $1 and ($2::uuid is null or market_id = $2) and ($3 = '' or status = $3)
 		  and ($4::timestamptz is null or (created_at, id) < ($4, $5))
 		order by created_at desc, id desc limit $6`,
-		f.Account, f.Market, statusText(f.Status), afterTime, afterID, f.Limit))
+		f.Account, f.Market, db.StatusText(f.Status), afterTime, afterID, f.Limit))
 }
 
 // RestingOrders lists a market's resting orders in time priority (migration 011), to rebuild its

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/pmx-dev/pmx/internal/store/accounts"
 	"github.com/pmx-dev/pmx/internal/store/bookkeeping"
 	"github.com/pmx-dev/pmx/internal/store/db"
 	"github.com/pmx-dev/pmx/internal/store/feedlog"
@@ -33,6 +34,7 @@ type Store struct {
 	Pool *pgxpool.Pool
 	*feedlog.Log
 	*bookkeeping.Book
+	*accounts.Accounts
 }
 
 // The feed log's rows, which a batch writes (internal/store/feedlog).
@@ -40,6 +42,23 @@ type (
 	EventBatch    = feedlog.EventBatch
 	AccountEvents = feedlog.AccountEvents
 )
+
+// Accounts' and keys' rows, refusals and names that the store's callers name (internal/store/accounts).
+type (
+	KeyRecord     = accounts.KeyRecord
+	APIKey        = accounts.APIKey
+	RiskLimits    = accounts.RiskLimits
+	Session       = accounts.Session
+	SignInAttempt = accounts.SignInAttempt
+	SignUp        = accounts.SignUp
+	OpenOrder     = accounts.OpenOrder
+)
+
+// ErrTooManyKeys refuses a key past the most an account may hold (accounts.ErrTooManyKeys).
+var ErrTooManyKeys = accounts.ErrTooManyKeys
+
+// KeyChannel is the channel a key's revocation is announced on (accounts.KeyChannel).
+const KeyChannel = accounts.KeyChannel
 
 // The operator's books' rows and refusals that the store's callers name (internal/store/bookkeeping).
 type (
@@ -64,7 +83,8 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{Pool: pool, Log: feedlog.New(pool), Book: bookkeeping.New(pool)}, nil
+	return &Store{Pool: pool, Log: feedlog.New(pool), Book: bookkeeping.New(pool),
+		Accounts: accounts.New(pool)}, nil
 }
 
 // ApplicationName is what a pmx process's connections tell Postgres they are, where the database

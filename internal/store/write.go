@@ -3,73 +3,16 @@ package store
 import (
 	"cmp"
 	"context"
-	"crypto/ed25519"
 	"fmt"
-	"net/netip"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/pmx-dev/pmx/internal/domain"
-	"github.com/pmx-dev/pmx/internal/kit/auth"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store/db"
 )
-
-// CreateAccount opens an account with a grant of play money and no password (no web sign-in).
-// A taken name, in any case, is ErrConflict.
-func (s *Store) CreateAccount(ctx context.Context, name string, grant int64, now time.Time) (records.Account, error) {
-	return s.CreateAccountWithPassword(ctx, name, grant, "", now)
-}
-
-// APIKey describes a stored key; the key itself is never stored.
-type APIKey struct {
-	ID         uuid.UUID
-	AccountID  int64
-	Prefix     string
-	Label      string
-	Scope      auth.Scope
-	CreatedAt  time.Time
-	ExpiresAt  *time.Time        // nil: never
-	Allowlist  []netip.Prefix    // nil: any address
-	PublicKey  ed25519.PublicKey // nil: the key does not sign its requests
-	LastUsedAt *time.Time
-	RevokedAt  *time.Time
-}
-
-// InsertAPIKey stores a new key by its public prefix and the SHA-256 hash of the whole key, however
-// many the account holds (CreateAPIKey counts them).
-func (s *Store) InsertAPIKey(ctx context.Context, k APIKey, hash []byte) error {
-	return insertAPIKey(ctx, s.Pool, k, hash)
-}
-
-func insertAPIKey(ctx context.Context, db interface {
-	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
-}, k APIKey, hash []byte) error {
-	var allow []netip.Prefix // an empty allowlist is stored as null, which is what it means
-	if len(k.Allowlist) > 0 {
-		allow = k.Allowlist
-	}
-	_, err := db.Exec(ctx, `insert into api_keys (id, account_id, prefix, hash, label, scope, created_at,
-		expires_at, ip_allowlist, public_key) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		k.ID, k.AccountID, k.Prefix, hash, k.Label, k.Scope, k.CreatedAt, k.ExpiresAt, allow, []byte(k.PublicKey))
-	return err
-}
-
-// TouchAPIKeys records when keys were last used, in one statement: the front gathers its keys'
-// uses in memory and writes them at most once a minute (apiserver's keyUse), never per request.
-// A time older than the one stored (another replica wrote a later use) changes nothing.
-func (s *Store) TouchAPIKeys(ctx context.Context, ids []uuid.UUID, at []time.Time) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	_, err := s.Pool.Exec(ctx, `update api_keys k set last_used_at = u.at
-		from unnest($1::uuid[], $2::timestamptz[]) as u (id, at)
-		where k.id = u.id and (k.last_used_at is null or k.last_used_at < u.at)`, ids, at)
-	return err
-}
 
 // CreateMarket inserts a new OPEN market. A taken manifest name is ErrConflict.
 func (s *Store) CreateMarket(ctx context.Context, m records.Market) (records.Market, error) {

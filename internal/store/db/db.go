@@ -7,8 +7,10 @@ package db
 import (
 	"context"
 	"embed"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"os"
 	"runtime"
@@ -151,4 +153,15 @@ func MigrateConn(ctx context.Context, conn *pgx.Conn) (from, to int32, err error
 		return from, 0, fmt.Errorf("while migrating from version %d: %w", from, err)
 	}
 	return from, int32(len(m.Migrations)), nil
+}
+
+// LockOfAccount takes a transaction-scoped advisory lock on what of an account's kind names (its
+// keys, its order groups), so that the count a cap is checked against cannot change under the
+// transaction from another front; a hash collision only makes two accounts' requests wait.
+func LockOfAccount(ctx context.Context, tx pgx.Tx, kind string, account int64) error {
+	h := fnv.New64a()
+	h.Write([]byte(kind))
+	h.Write(binary.BigEndian.AppendUint64(nil, uint64(account)))
+	_, err := tx.Exec(ctx, `select pg_advisory_xact_lock($1)`, int64(h.Sum64()))
+	return err
 }

@@ -1,4 +1,4 @@
-package store
+package db
 
 import (
 	"fmt"
@@ -6,11 +6,11 @@ import (
 	"github.com/pmx-dev/pmx/engine"
 )
 
-// statusColumn scans an order's status column, text as the API spells it, into an engine.Status.
-type statusColumn struct{ to *engine.Status }
+// StatusColumn scans an order's status column, text as the API spells it, into an engine.Status.
+type StatusColumn struct{ To *engine.Status }
 
 // Scan implements sql.Scanner, which pgx calls for it.
-func (c statusColumn) Scan(src any) error {
+func (c StatusColumn) Scan(src any) error {
 	s, ok := src.(string)
 	if !ok {
 		return fmt.Errorf("order status: got %T, want text", src)
@@ -19,12 +19,12 @@ func (c statusColumn) Scan(src any) error {
 	if !ok {
 		return fmt.Errorf("order status %q is not one the engine knows", s)
 	}
-	*c.to = st
+	*c.To = st
 	return nil
 }
 
-// statusText is a status as its column holds it, "" for none.
-func statusText(s engine.Status) string {
+// StatusText is a status as its column holds it, "" for none.
+func StatusText(s engine.Status) string {
 	if s == 0 {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package store
+package accounts
 
 import (
 	"context"
@@ -8,13 +8,18 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/internal/pgtest"
+	"github.com/pmx-dev/pmx/internal/store/db/dbtest"
 )
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // TestFirstSignedRequest: a signed request is first once per key and message, whichever front
 // asks; the sweep forgets only what is older than the hold.
 func TestFirstSignedRequest(t *testing.T) {
 	ctx := context.Background()
-	st := newTestStore(t)
+	st := New(dbtest.New(t))
 	key, other := uuid.New(), uuid.New()
 	first := func(key uuid.UUID, msg string) bool {
 		t.Helper()
@@ -48,7 +53,7 @@ func TestFirstSignedRequest(t *testing.T) {
 // the unlogged table over a loopback connection, one caller at a time (its latency) and 8 at once
 // (the throughput of many fronts' requests).
 func BenchmarkFirstSignedRequest(b *testing.B) {
-	st := newTestStore(b)
+	st := New(dbtest.New(b))
 	key := uuid.New()
 	var n atomic.Int64
 	insert := func(b *testing.B) {

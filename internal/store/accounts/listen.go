@@ -1,4 +1,4 @@
-package store
+package accounts
 
 import (
 	"context"
@@ -14,7 +14,7 @@ const KeyChannel = "pmx_api_keys"
 // listening, then revoked with the prefix of every key revoked anywhere, until ctx ends or the
 // connection fails, which it returns. Whoever caches keys must drop its cache before ready and
 // whenever ListenKeys returns, since notifications may have been missed meanwhile.
-func (s *Store) ListenKeys(ctx context.Context, ready func(), revoked func(prefix string)) error {
+func (s *Accounts) ListenKeys(ctx context.Context, ready func(), revoked func(prefix string)) error {
 	conn, err := s.Pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -38,7 +38,7 @@ func (s *Store) ListenKeys(ctx context.Context, ready func(), revoked func(prefi
 // RevokedKeys returns those of the prefixes whose keys are revoked (or gone): for a front to check
 // the keys it holds connections of when revocations may have gone unannounced to it, while
 // ListenKeys was not listening.
-func (s *Store) RevokedKeys(ctx context.Context, prefixes []string) ([]string, error) {
+func (s *Accounts) RevokedKeys(ctx context.Context, prefixes []string) ([]string, error) {
 	rows, err := s.Pool.Query(ctx, `select p from unnest($1::text[]) p
 		where not exists (select 1 from api_keys k where k.prefix = p and k.revoked_at is null)`, prefixes)
 	if err != nil {

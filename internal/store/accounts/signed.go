@@ -1,4 +1,4 @@
-package store
+package accounts
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // message signed, and says whether it is the first time any front has seen it: false is a
 // replay. One insert of a primary key into an unlogged table, the one Postgres round trip a
 // signed request costs beyond an unsigned one.
-func (s *Store) FirstSignedRequest(ctx context.Context, key uuid.UUID, message []byte) (bool, error) {
+func (s *Accounts) FirstSignedRequest(ctx context.Context, key uuid.UUID, message []byte) (bool, error) {
 	h := sha256.New()
 	h.Write(key[:])
 	h.Write(message)
@@ -28,7 +28,7 @@ func (s *Store) FirstSignedRequest(ctx context.Context, key uuid.UUID, message [
 
 // SweepSignedRequests forgets the signed requests first seen more than hold ago by Postgres's
 // clock, when no front could accept them again.
-func (s *Store) SweepSignedRequests(ctx context.Context, hold time.Duration) error {
+func (s *Accounts) SweepSignedRequests(ctx context.Context, hold time.Duration) error {
 	_, err := s.Pool.Exec(ctx, `delete from signed_requests where seen_at < now() - $1::interval`, hold.String())
 	return err
 }
