@@ -1,5 +1,18 @@
 // Package store owns pmx's Postgres schema and every SQL statement the exchange runs: migrations,
-// the reads the API serves, and the writes a shard commits for a batch of orders.
+// the reads the API serves, and the writes a shard commits for a batch of orders. It is split by
+// concern; each concern's sub-package is a type that Store embeds, so that its methods are Store's:
+//
+//   - internal/store/db: the shared plumbing: opening the pool, the migrations and migrating, the
+//     errors, new ids, cursors, scan helpers;
+//   - internal/store/accounts: accounts and keys: API keys, ws tokens, sessions, sign-ins and
+//     sign-ups, signed requests' replays, rate limits, risk limits, key revocations;
+//   - internal/store/feedlog: the feeds' log: market and account event batches, presence;
+//   - internal/store/bookkeeping: the operator's books: shards, market ownership, moves, load,
+//     health.
+//
+// This package keeps the aggregate (Store, Open) and the two concerns that share the most: the
+// batch writer (BeginBatch, CommitBatch, order groups, conversions, the standalone claim) and the
+// markets, events, orders and trades it writes and the API reads.
 package store
 
 import (
