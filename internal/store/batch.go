@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pmx-dev/pmx/internal/records"
+	"github.com/pmx-dev/pmx/internal/store/db"
 )
 
 // A shard's batch runs as one transaction on a connection of its own. BeginBatch opens it and, in
@@ -353,7 +354,7 @@ func queueApply(q *pgx.Batch, b *Batch, updated *[]records.Order, accounts *[]Ac
 // orders it cancelled, in their new state.
 func readCancelled(rows pgx.Rows, updated *[]records.Order) error {
 	for rows.Next() {
-		o, err := scanOrder(rows)
+		o, err := db.ScanOrder(rows)
 		if err != nil {
 			return err
 		}
@@ -668,7 +669,7 @@ func cashStatement(b *Batch) (sql string, args []any, withEvents bool) {
 	return sql, []any{b.Now, accounts, avail, locked, counts, events, risk}, withEvents
 }
 
-// updatedOrderColumns is orderColumns, qualified for an update joined with its data.
+// updatedOrderColumns is db.OrderColumns, qualified for an update joined with its data.
 const updatedOrderColumns = `o.id, o.market_id, o.side, o.outcome, o.price, o.quantity, o.filled_quantity,
 	o.status, o.created_at, o.updated_at, o.seq, o.account_id, o.time_in_force, o.expires_at, o.post_only,
 	o.self_trade, o.client_order_id, o.placement, o.cancel_reason, o.order_group_id`

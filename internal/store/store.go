@@ -1,6 +1,6 @@
 // Package store owns pmx's Postgres schema and every SQL statement the exchange runs: migrations,
 // the reads the API serves, and the writes a shard commits for a batch of orders. It is split by
-// concern; each concern's sub-package is a type that Store embeds, so that its methods are Store's:
+// concern; each concern's sub-package has a type that Store embeds, so that its methods are Store's:
 //
 //   - internal/store/db: the shared plumbing: opening the pool, the migrations and migrating, the
 //     errors, new ids, cursors, scan helpers;
@@ -8,11 +8,13 @@
 //     sign-ups, signed requests' replays, rate limits, risk limits, key revocations;
 //   - internal/store/feedlog: the feeds' log: market and account event batches, presence;
 //   - internal/store/bookkeeping: the operator's books: shards, market ownership, moves, load,
-//     health.
+//     health;
+//   - internal/store/markets: markets and events, and the orders, trades, positions, fills,
+//     candles and settlements the API reads.
 //
-// This package keeps the aggregate (Store, Open) and the two concerns that share the most: the
-// batch writer (BeginBatch, CommitBatch, order groups, conversions, the standalone claim) and the
-// markets, events, orders and trades it writes and the API reads.
+// This package keeps the aggregate (Store, Open) and the batch writer: BeginBatch and CommitBatch,
+// which write what a shard's batch decided, with what they share with the API's reads of the same
+// rows (order groups, conversions, risk views), the dead-man switch and the standalone claim.
 package store
 
 import (
@@ -25,6 +27,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/store/bookkeeping"
 	"github.com/pmx-dev/pmx/internal/store/db"
 	"github.com/pmx-dev/pmx/internal/store/feedlog"
+	"github.com/pmx-dev/pmx/internal/store/markets"
 )
 
 // Errors the store translates from Postgres into domain terms (internal/store/db's, named here
@@ -48,6 +51,7 @@ type Store struct {
 	*feedlog.Log
 	*bookkeeping.Book
 	*accounts.Accounts
+	*markets.Rows
 }
 
 // The feed log's rows, which a batch writes (internal/store/feedlog).
@@ -55,6 +59,12 @@ type (
 	EventBatch    = feedlog.EventBatch
 	AccountEvents = feedlog.AccountEvents
 )
+
+// OrderFilter selects an account's orders (markets.OrderFilter).
+type OrderFilter = markets.OrderFilter
+
+// ListedMarket is a row of the markets list (markets.ListedMarket).
+type ListedMarket = markets.ListedMarket
 
 // Accounts' and keys' rows, refusals and names that the store's callers name (internal/store/accounts).
 type (
@@ -97,7 +107,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, err
 	}
 	return &Store{Pool: pool, Log: feedlog.New(pool), Book: bookkeeping.New(pool),
-		Accounts: accounts.New(pool)}, nil
+		Accounts: accounts.New(pool), Rows: markets.New(pool)}, nil
 }
 
 // ApplicationName is what a pmx process's connections tell Postgres they are, where the database

@@ -2,42 +2,15 @@ package store
 
 import (
 	"cmp"
-	"context"
-	"fmt"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/records"
-	"github.com/pmx-dev/pmx/internal/store/db"
 )
-
-// CreateMarket inserts a new OPEN market. A taken manifest name is ErrConflict.
-func (s *Store) CreateMarket(ctx context.Context, m records.Market) (records.Market, error) {
-	m.Status = domain.MarketOpen
-	_, err := s.Pool.Exec(ctx, `insert into markets (id, name, question, description, category, url, label_a,
-		label_b, status, closes_at, resolves_at, created_at, updated_at)
-		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)`,
-		m.ID, m.Name, m.Question, m.Description, m.Category, m.URL, m.LabelA, m.LabelB, m.Status,
-		m.ClosesAt, m.ResolvesAt, m.CreatedAt)
-	if db.IsUniqueViolation(err) {
-		return m, fmt.Errorf("market %s: %w", m.ID, ErrConflict)
-	}
-	m.UpdatedAt = m.CreatedAt
-	return m, err
-}
-
-// UpdateMarketText updates a market's descriptive fields and its schedule, not its status.
-func (s *Store) UpdateMarketText(ctx context.Context, m records.Market, now time.Time) error {
-	_, err := s.Pool.Exec(ctx, `update markets set question = $2, description = $3, category = $4, url = $5,
-		label_a = $6, label_b = $7, closes_at = $8, resolves_at = $9, updated_at = $10 where id = $1
-		and (question, description, category, url, label_a, label_b, closes_at, resolves_at) is distinct from
-		    ($2, $3, $4, $5, $6, $7, $8, $9)`,
-		m.ID, m.Question, m.Description, m.Category, m.URL, m.LabelA, m.LabelB, m.ClosesAt, m.ResolvesAt, now)
-	return err
-}
 
 // Batch is everything one shard transaction writes: the accumulated effects of a batch of orders,
 // cancels and market transitions, already netted per order, account and position.
@@ -188,4 +161,26 @@ func tradeColumnsOf(ts []TradeRow) []any {
 		takerAcc[i], makerAcc[i], sides[i], outcomes[i], prices[i] = t.TakerAccount, t.MakerAccount, t.Side, t.Outcome, int16(t.Price)
 	}
 	return []any{ids, markets, seqs, kinds, yes, qty, takerSeq, makerSeq, takerAcc, makerAcc, sides, outcomes, prices}
+}
+
+// EventChange is an event's move to Status, written in the batch that moves its markets:
+// Resolution is the winning key when RESOLVED; VoidYes and VoidNo, when CANCELED, what each
+// share is paid, which records what the void leaves of the collateral (exchange_remainders).
+type EventChange struct {
+	Event           uuid.UUID
+	Status          domain.MarketStatus
+	Resolution      *string
+	VoidYes, VoidNo int64
+}
+
+// queueEventChanges queues a batch's event changes, before its settlements, which zero the
+// positions a void's remainder is computed from.
+func queueEventChanges(q *pgx.Batch, b *Batch) {
+	for _, ec := range b.EventChanges {
+		q.Queue(`update events set status = $2, resolution = $3, updated_at = $4 where id = $1`,
+			ec.Event, ec.Status, ec.Resolution, b.Now)
+		if ec.Status == domain.MarketCanceled {
+			q.Queue(`select record_void_remainder($1, $2, $3, $4)`, ec.Event, ec.VoidYes, ec.VoidNo, b.Now)
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package store
+package markets
 
 import (
 	"context"
@@ -34,32 +34,32 @@ func scanMarket(row pgx.Row) (records.Market, error) {
 }
 
 // Market returns one market.
-func (s *Store) Market(ctx context.Context, id uuid.UUID) (records.Market, error) {
+func (s *Rows) Market(ctx context.Context, id uuid.UUID) (records.Market, error) {
 	m, err := scanMarket(s.Pool.QueryRow(ctx, `select `+marketColumns+` from markets where id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return m, ErrNotFound
+		return m, db.ErrNotFound
 	}
 	return m, err
 }
 
 // MarketByName returns the market created from the manifest with this metadata.name.
-func (s *Store) MarketByName(ctx context.Context, name string) (records.Market, error) {
+func (s *Rows) MarketByName(ctx context.Context, name string) (records.Market, error) {
 	m, err := scanMarket(s.Pool.QueryRow(ctx, `select `+marketColumns+` from markets where name = $1`, name))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return m, ErrNotFound
+		return m, db.ErrNotFound
 	}
 	return m, err
 }
 
 // Markets lists markets newest first, all of them or only those in one status.
-func (s *Store) Markets(ctx context.Context, status domain.MarketStatus) ([]records.Market, error) {
+func (s *Rows) Markets(ctx context.Context, status domain.MarketStatus) ([]records.Market, error) {
 	return s.MarketsPage(ctx, status, nil, 0)
 }
 
 // MarketsPage lists markets newest first, all of them or only those in one status, after a
 // position (nil: from the newest), at most limit of them (0: no limit). The index on (created_at,
 // id) serves every page alike, however deep.
-func (s *Store) MarketsPage(ctx context.Context, status domain.MarketStatus, after *Cursor, limit int) ([]records.Market, error) {
+func (s *Rows) MarketsPage(ctx context.Context, status domain.MarketStatus, after *db.Cursor, limit int) ([]records.Market, error) {
 	var afterTime *time.Time
 	var afterID *uuid.UUID
 	if after != nil {
@@ -79,7 +79,7 @@ func (s *Store) MarketsPage(ctx context.Context, status domain.MarketStatus, aft
 }
 
 // MarketsClosingBy lists the OPEN markets whose closesAt is at or before t.
-func (s *Store) MarketsClosingBy(ctx context.Context, t time.Time) ([]uuid.UUID, error) {
+func (s *Rows) MarketsClosingBy(ctx context.Context, t time.Time) ([]uuid.UUID, error) {
 	rows, err := s.Pool.Query(ctx, `select id from markets where status = 'OPEN' and closes_at <= $1 order by closes_at, id`, t)
 	if err != nil {
 		return nil, err
@@ -88,14 +88,14 @@ func (s *Store) MarketsClosingBy(ctx context.Context, t time.Time) ([]uuid.UUID,
 }
 
 // NextClosing is the earliest closesAt of an OPEN market, if any.
-func (s *Store) NextClosing(ctx context.Context) (*time.Time, error) {
+func (s *Rows) NextClosing(ctx context.Context) (*time.Time, error) {
 	var t *time.Time
 	err := s.Pool.QueryRow(ctx, `select min(closes_at) from markets where status = 'OPEN'`).Scan(&t)
 	return t, err
 }
 
 // Trades lists a market's most recent trades, newest first, from the taker's side.
-func (s *Store) Trades(ctx context.Context, market uuid.UUID, limit int) ([]records.Trade, error) {
+func (s *Rows) Trades(ctx context.Context, market uuid.UUID, limit int) ([]records.Trade, error) {
 	rows, err := s.Pool.Query(ctx, `select id, market_id, taker_outcome, taker_side, taker_price, quantity,
 		yes_price, created_at from trades where market_id = $1 order by seq desc limit $2`, market, limit)
 	if err != nil {
@@ -111,7 +111,7 @@ func (s *Store) Trades(ctx context.Context, market uuid.UUID, limit int) ([]reco
 }
 
 // Positions lists an account's holdings with a positive quantity, oldest first.
-func (s *Store) Positions(ctx context.Context, account int64) ([]records.Position, error) {
+func (s *Rows) Positions(ctx context.Context, account int64) ([]records.Position, error) {
 	rows, err := s.Pool.Query(ctx, `select p.id, p.market_id, m.question, m.status, p.outcome, p.quantity,
 		p.locked_quantity, p.created_at, p.updated_at
 		from positions p join markets m on m.id = p.market_id
@@ -127,41 +127,27 @@ func (s *Store) Positions(ctx context.Context, account int64) ([]records.Positio
 	})
 }
 
-const orderColumns = `id, market_id, side, outcome, price, quantity, filled_quantity, status, created_at,
-	updated_at, seq, account_id, time_in_force, expires_at, post_only, self_trade, client_order_id, placement,
-	cancel_reason, order_group_id`
-
-func scanOrder(row pgx.Row) (records.Order, error) {
-	var o records.Order
-	var price int16
-	err := row.Scan(&o.ID, &o.MarketID, &o.Side, &o.Outcome, &price, &o.Quantity, &o.FilledQuantity,
-		db.StatusColumn{To: &o.Status}, &o.CreatedAt, &o.UpdatedAt, &o.Seq, &o.AccountID, &o.TimeInForce, &o.ExpiresAt,
-		&o.PostOnly, &o.SelfTrade, &o.ClientOrderID, &o.Placement, &o.CancelReason, &o.OrderGroupID)
-	o.Price = int(price)
-	return o, err
-}
-
 func collectOrders(rows pgx.Rows, err error) ([]records.Order, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (records.Order, error) { return scanOrder(r) })
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (records.Order, error) { return db.ScanOrder(r) })
 }
 
 // Order returns one order, whoever owns it.
-func (s *Store) Order(ctx context.Context, id uuid.UUID) (records.Order, error) {
-	o, err := scanOrder(s.Pool.QueryRow(ctx, `select `+orderColumns+` from orders where id = $1`, id))
+func (s *Rows) Order(ctx context.Context, id uuid.UUID) (records.Order, error) {
+	o, err := db.ScanOrder(s.Pool.QueryRow(ctx, `select `+db.OrderColumns+` from orders where id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return o, ErrNotFound
+		return o, db.ErrNotFound
 	}
 	return o, err
 }
 
 // OrderBySeq reads the order with sequence number seq in a market.
-func (s *Store) OrderBySeq(ctx context.Context, market uuid.UUID, seq int64) (records.Order, error) {
-	o, err := scanOrder(s.Pool.QueryRow(ctx, `select `+orderColumns+` from orders where market_id = $1 and seq = $2`, market, seq))
+func (s *Rows) OrderBySeq(ctx context.Context, market uuid.UUID, seq int64) (records.Order, error) {
+	o, err := db.ScanOrder(s.Pool.QueryRow(ctx, `select `+db.OrderColumns+` from orders where market_id = $1 and seq = $2`, market, seq))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return o, ErrNotFound
+		return o, db.ErrNotFound
 	}
 	return o, err
 }
@@ -172,18 +158,18 @@ type OrderFilter struct {
 	Market  *uuid.UUID
 	Status  engine.Status // one order status, or 0 for all
 	// After continues a listing after this order (the last of the previous page).
-	After *Cursor
+	After *db.Cursor
 	Limit int
 }
 
 // Orders lists an account's orders newest first.
-func (s *Store) Orders(ctx context.Context, f OrderFilter) ([]records.Order, error) {
+func (s *Rows) Orders(ctx context.Context, f OrderFilter) ([]records.Order, error) {
 	var afterTime *time.Time
 	var afterID *uuid.UUID
 	if f.After != nil {
 		afterTime, afterID = &f.After.CreatedAt, &f.After.ID
 	}
-	return collectOrders(s.Pool.Query(ctx, `select `+orderColumns+` from orders
+	return collectOrders(s.Pool.Query(ctx, `select `+db.OrderColumns+` from orders
 		where account_id = $1 and ($2::uuid is null or market_id = $2) and ($3 = '' or status = $3)
 		  and ($4::timestamptz is null or (created_at, id) < ($4, $5))
 		order by created_at desc, id desc limit $6`,
@@ -192,13 +178,13 @@ func (s *Store) Orders(ctx context.Context, f OrderFilter) ([]records.Order, err
 
 // RestingOrders lists a market's resting orders in time priority (migration 011), to rebuild its
 // book.
-func (s *Store) RestingOrders(ctx context.Context, market uuid.UUID) ([]records.Order, error) {
-	return collectOrders(s.Pool.Query(ctx, `select `+orderColumns+` from orders
+func (s *Rows) RestingOrders(ctx context.Context, market uuid.UUID) ([]records.Order, error) {
+	return collectOrders(s.Pool.Query(ctx, `select `+db.OrderColumns+` from orders
 		where market_id = $1 and status in ('OPEN', 'PARTIALLY_FILLED') order by coalesce(priority, seq)`, market))
 }
 
 // RestingMarkets lists the markets where an account has resting orders.
-func (s *Store) RestingMarkets(ctx context.Context, account int64) ([]uuid.UUID, error) {
+func (s *Rows) RestingMarkets(ctx context.Context, account int64) ([]uuid.UUID, error) {
 	rows, err := s.Pool.Query(ctx, `select distinct market_id from orders
 		where account_id = $1 and status in ('OPEN', 'PARTIALLY_FILLED') order by market_id`, account)
 	if err != nil {
@@ -208,7 +194,7 @@ func (s *Store) RestingMarkets(ctx context.Context, account int64) ([]uuid.UUID,
 }
 
 // Sequences returns the last order and trade sequence numbers used in a market.
-func (s *Store) Sequences(ctx context.Context, market uuid.UUID) (orders, trades int64, err error) {
+func (s *Rows) Sequences(ctx context.Context, market uuid.UUID) (orders, trades int64, err error) {
 	// An amend's new priority used a number of the order sequence too; only a resting order's
 	// still matters (it must sort before every later order), and the partial index finds those.
 	err = s.Pool.QueryRow(ctx, `select greatest(coalesce((select max(seq) from orders where market_id = $1), 0),
@@ -224,7 +210,7 @@ func (s *Store) Sequences(ctx context.Context, market uuid.UUID) (orders, trades
 // its seq or as an amend's priority, ended orders included. Sequences may be lower than this (an
 // amended order that ended no longer holds its priority); a shard's counter lies between the two.
 // Only the book check reads it: it scans the market's orders.
-func (s *Store) OrderNumbersUsed(ctx context.Context, market uuid.UUID) (int64, error) {
+func (s *Rows) OrderNumbersUsed(ctx context.Context, market uuid.UUID) (int64, error) {
 	var n int64
 	err := s.Pool.QueryRow(ctx, `select coalesce(max(greatest(seq, coalesce(priority, 0))), 0) from orders
 		where market_id = $1`, market).Scan(&n)
@@ -235,24 +221,24 @@ func (s *Store) OrderNumbersUsed(ctx context.Context, market uuid.UUID) (int64, 
 }
 
 // OrderByClientID reads the account's order with the given client order id.
-func (s *Store) OrderByClientID(ctx context.Context, account int64, clientOrderID string) (records.Order, error) {
-	o, err := scanOrder(s.Pool.QueryRow(ctx, `select `+orderColumns+` from orders
+func (s *Rows) OrderByClientID(ctx context.Context, account int64, clientOrderID string) (records.Order, error) {
+	o, err := db.ScanOrder(s.Pool.QueryRow(ctx, `select `+db.OrderColumns+` from orders
 		where account_id = $1 and client_order_id = $2`, account, clientOrderID))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return o, ErrNotFound
+		return o, db.ErrNotFound
 	}
 	return o, err
 }
 
 // AccountRestingOrders lists an account's resting orders in one market, in time priority.
-func (s *Store) AccountRestingOrders(ctx context.Context, account int64, market uuid.UUID) ([]records.Order, error) {
-	return collectOrders(s.Pool.Query(ctx, `select `+orderColumns+` from orders
+func (s *Rows) AccountRestingOrders(ctx context.Context, account int64, market uuid.UUID) ([]records.Order, error) {
+	return collectOrders(s.Pool.Query(ctx, `select `+db.OrderColumns+` from orders
 		where account_id = $1 and market_id = $2 and status in ('OPEN', 'PARTIALLY_FILLED') order by seq`, account, market))
 }
 
 // Settlements lists an account's settlements newest first (then by market and outcome), after a
 // cursor (the last row of the previous page; nil for the first), at most limit.
-func (s *Store) Settlements(ctx context.Context, account int64, after *Cursor, limit int) ([]records.AccountSettlement, error) {
+func (s *Rows) Settlements(ctx context.Context, account int64, after *db.Cursor, limit int) ([]records.AccountSettlement, error) {
 	var afterTime *time.Time
 	var afterMarket *uuid.UUID
 	var afterOutcome string

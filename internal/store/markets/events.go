@@ -1,4 +1,4 @@
-package store
+package markets
 
 import (
 	"context"
@@ -36,21 +36,21 @@ func scanEvent(row pgx.Row) (records.Event, error) {
 }
 
 // Event returns one event.
-func (s *Store) Event(ctx context.Context, id uuid.UUID) (records.Event, error) {
+func (s *Rows) Event(ctx context.Context, id uuid.UUID) (records.Event, error) {
 	e, err := scanEvent(s.Pool.QueryRow(ctx, `select `+eventColumns+` from events where id = $1`, id))
 	return e, db.NotFound(err, "event "+id.String())
 }
 
 // EventByName returns the event recorded under name (the Event resource's metadata.name).
-func (s *Store) EventByName(ctx context.Context, name string) (records.Event, error) {
+func (s *Rows) EventByName(ctx context.Context, name string) (records.Event, error) {
 	e, err := scanEvent(s.Pool.QueryRow(ctx, `select `+eventColumns+` from events where name = $1`, name))
 	return e, db.NotFound(err, "event "+name)
 }
 
 // CreateEvent stores a new OPEN event and its outcomes' markets, markets[i] answering
 // e.Outcomes[i] (whose MarketID must be markets[i].ID), all in one transaction. A taken name, of
-// the event or of a market, is ErrConflict.
-func (s *Store) CreateEvent(ctx context.Context, e records.Event, markets []records.Market) (records.Event, error) {
+// the event or of a market, is db.ErrConflict.
+func (s *Rows) CreateEvent(ctx context.Context, e records.Event, markets []records.Market) (records.Event, error) {
 	if len(markets) != len(e.Outcomes) {
 		return e, fmt.Errorf("event %s has %d outcomes but %d markets", e.Name, len(e.Outcomes), len(markets))
 	}
@@ -82,7 +82,7 @@ func (s *Store) CreateEvent(ctx context.Context, e records.Event, markets []reco
 		return nil
 	})
 	if db.IsUniqueViolation(err) {
-		return e, fmt.Errorf("event %s: %w", e.Name, ErrConflict)
+		return e, fmt.Errorf("event %s: %w", e.Name, db.ErrConflict)
 	}
 	return e, err
 }
@@ -90,7 +90,7 @@ func (s *Store) CreateEvent(ctx context.Context, e records.Event, markets []reco
 // UpdateEventText updates an event's descriptive fields, its outcomes' labels and its schedule,
 // and its markets' the same way (UpdateMarketText), in one transaction; not statuses, and never
 // the outcomes' keys or markets, which are fixed once the event is created.
-func (s *Store) UpdateEventText(ctx context.Context, e records.Event, markets []records.Market, now time.Time) error {
+func (s *Rows) UpdateEventText(ctx context.Context, e records.Event, markets []records.Market, now time.Time) error {
 	outcomes, err := json.Marshal(e.Outcomes)
 	if err != nil {
 		return err
@@ -119,7 +119,7 @@ func (s *Store) UpdateEventText(ctx context.Context, e records.Event, markets []
 }
 
 // EventMarkets returns an event's markets in the order of its outcomes.
-func (s *Store) EventMarkets(ctx context.Context, e records.Event) ([]records.Market, error) {
+func (s *Rows) EventMarkets(ctx context.Context, e records.Event) ([]records.Market, error) {
 	rows, err := s.Pool.Query(ctx, `select `+marketColumns+` from markets where event_id = $1`, e.ID)
 	if err != nil {
 		return nil, err
@@ -145,7 +145,7 @@ func (s *Store) EventMarkets(ctx context.Context, e records.Event) ([]records.Ma
 
 // EventsPage lists events newest first, of one status when status is not "", after the cursor
 // (the created_at and id of the last event of the previous page; zero for the first page).
-func (s *Store) EventsPage(ctx context.Context, status domain.MarketStatus, afterAt time.Time, afterID uuid.UUID, limit int) ([]records.Event, error) {
+func (s *Rows) EventsPage(ctx context.Context, status domain.MarketStatus, afterAt time.Time, afterID uuid.UUID, limit int) ([]records.Event, error) {
 	rows, err := s.Pool.Query(ctx, `select `+eventColumns+` from events
 		where ($1 = '' or status = $1) and ($2::timestamptz is null or (created_at, id) < ($2, $3))
 		order by created_at desc, id desc limit $4`,
@@ -161,26 +161,4 @@ func nullTime(t time.Time) *time.Time {
 		return nil
 	}
 	return &t
-}
-
-// EventChange is an event's move to Status, written in the batch that moves its markets:
-// Resolution is the winning key when RESOLVED; VoidYes and VoidNo, when CANCELED, what each
-// share is paid, which records what the void leaves of the collateral (exchange_remainders).
-type EventChange struct {
-	Event           uuid.UUID
-	Status          domain.MarketStatus
-	Resolution      *string
-	VoidYes, VoidNo int64
-}
-
-// queueEventChanges queues a batch's event changes, before its settlements, which zero the
-// positions a void's remainder is computed from.
-func queueEventChanges(q *pgx.Batch, b *Batch) {
-	for _, ec := range b.EventChanges {
-		q.Queue(`update events set status = $2, resolution = $3, updated_at = $4 where id = $1`,
-			ec.Event, ec.Status, ec.Resolution, b.Now)
-		if ec.Status == domain.MarketCanceled {
-			q.Queue(`select record_void_remainder($1, $2, $3, $4)`, ec.Event, ec.VoidYes, ec.VoidNo, b.Now)
-		}
-	}
 }

@@ -1,4 +1,4 @@
-package store
+package markets
 
 import (
 	"context"
@@ -9,11 +9,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pmx-dev/pmx/internal/records"
+	"github.com/pmx-dev/pmx/internal/store/db"
 )
 
 // Fills lists an account's fills, as taker and as maker, newest first, after a cursor (the last
 // row's time and trade id), in one market or all (migration 016's indexes, one per role).
-func (s *Store) Fills(ctx context.Context, account int64, market *uuid.UUID, after *Cursor, limit int) ([]records.Fill, error) {
+func (s *Rows) Fills(ctx context.Context, account int64, market *uuid.UUID, after *db.Cursor, limit int) ([]records.Fill, error) {
 	// The cursor is a row comparison the indexes seek to, written out only when there is one:
 	// "$3 is null or (created_at, id) < ($3, $4)" would make Postgres filter rather than seek.
 	args := []any{account, limit}
@@ -55,7 +56,7 @@ func (s *Store) Fills(ctx context.Context, account int64, market *uuid.UUID, aft
 // day), UTC-aligned, from the interval that holds from to those that begin before to; intervals
 // without trades are left out. It reads the rolled-up minutes (1m, 5m) or hours (1h, 1d) that each
 // batch keeps (migration 016), never the trades.
-func (s *Store) Candles(ctx context.Context, market uuid.UUID, every time.Duration, from, to time.Time) ([]records.Candle, error) {
+func (s *Rows) Candles(ctx context.Context, market uuid.UUID, every time.Duration, from, to time.Time) ([]records.Candle, error) {
 	table := "candles_1m"
 	if every >= time.Hour {
 		table = "candles_1h"
@@ -80,7 +81,7 @@ func (s *Store) Candles(ctx context.Context, market uuid.UUID, every time.Durati
 
 // RebuildCandles rebuilds the rolled-up candles from the trades, as migration 016 first built
 // them: for trades written other than by a batch (a bulk load).
-func (s *Store) RebuildCandles(ctx context.Context) error {
+func (s *Rows) RebuildCandles(ctx context.Context) error {
 	for _, c := range []struct{ table, interval string }{{"candles_1m", "1 minute"}, {"candles_1h", "1 hour"}} {
 		if _, err := s.Pool.Exec(ctx, `truncate `+c.table+`; insert into `+c.table+`
 			select market_id, date_bin('`+c.interval+`', created_at, timestamptz '2000-01-01 00:00:00+00'),

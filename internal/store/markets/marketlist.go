@@ -1,4 +1,4 @@
-package store
+package markets
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pmx-dev/pmx/internal/records"
+	"github.com/pmx-dev/pmx/internal/store/db"
 )
 
 // ListedMarket is a market as the public list shows it: its row and the shares traded in it.
@@ -22,7 +23,7 @@ type ListedMarket struct {
 // trades up to the row's seq: the list follows trades from there and counts each once. Its cost is
 // the page's rows of the (created_at, id) index and, for each market, its hours with trades
 // (candles_1h's primary key), however often it is asked.
-func (s *Store) MarketList(ctx context.Context, after *Cursor, limit int) ([]ListedMarket, error) {
+func (s *Rows) MarketList(ctx context.Context, after *db.Cursor, limit int) ([]ListedMarket, error) {
 	var afterTime *time.Time
 	var afterID *uuid.UUID
 	if after != nil {
