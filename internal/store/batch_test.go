@@ -9,13 +9,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/tern/v2/migrate"
 
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/internal/records"
-	"github.com/pmx-dev/pmx/internal/store/db"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -45,27 +43,6 @@ func testConn(t *testing.T, st *Store) *pgx.Conn {
 	}
 	t.Cleanup(pc.Release)
 	return pc.Conn()
-}
-
-// testMigrator opens a store on a new, empty database, with a migrator of its schema on one of
-// its connections, for tests that migrate step by step.
-func testMigrator(t *testing.T) (*Store, *pgx.Conn, *migrate.Migrator) {
-	t.Helper()
-	ctx := context.Background()
-	st, err := Open(ctx, pgtest.NewDatabase(t, pgtest.Shared(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	conn := testConn(t, st)
-	m, err := migrate.NewMigrator(ctx, conn, db.VersionTable)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.LoadMigrations(db.Migrations()); err != nil {
-		t.Fatal(err)
-	}
-	return st, conn, m
 }
 
 // newTestTrader opens a migrated store holding one account, alice, and one open market.
@@ -378,23 +355,5 @@ func TestBatchRetryableAfterMigration(t *testing.T) {
 	}
 	if err := cancel(1); err != nil {
 		t.Fatalf("run again: %v", err)
-	}
-}
-
-// TestMigrateLeavesANewerSchema: a database a later release has migrated is served as it is, as a
-// rolling upgrade needs of the release before it (docs/architecture.md §9), rather than refused.
-func TestMigrateLeavesANewerSchema(t *testing.T) {
-	ctx := t.Context()
-	st := newTestStore(t)
-	_, known, err := st.Migrate(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Pool.Exec(ctx, "update "+db.VersionTable+" set version = $1", known+1); err != nil {
-		t.Fatal(err)
-	}
-	from, to, err := st.Migrate(ctx)
-	if err != nil || from != known+1 || to != known {
-		t.Fatalf("Migrate on a schema one version ahead: from %d to %d, %v; want %d, %d, nil", from, to, err, known+1, known)
 	}
 }

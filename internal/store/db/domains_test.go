@@ -1,4 +1,4 @@
-package store
+package db_test
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/store/db/dbtest"
 )
 
 // domainsSeed is a consistent little exchange in the tables whose checks migration 020 moved to
@@ -34,8 +37,8 @@ const domainsSeed = `
 // that compare columns, which stayed on their tables, still hold.
 func TestCheckDomains(t *testing.T) {
 	ctx := context.Background()
-	st := newTestStore(t)
-	if _, err := st.Pool.Exec(ctx, domainsSeed); err != nil {
+	pool := dbtest.New(t)
+	if _, err := pool.Exec(ctx, domainsSeed); err != nil {
 		t.Fatalf("the consistent seed: %v", err)
 	}
 	cases := []struct{ name, statement, constraint string }{
@@ -70,18 +73,18 @@ func TestCheckDomains(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := st.Pool.Exec(ctx, c.statement)
+			_, err := pool.Exec(ctx, c.statement)
 			var pg *pgconn.PgError
 			if !errors.As(err, &pg) || pg.Code != "23514" || pg.ConstraintName != c.constraint {
 				t.Fatalf("%s: %v; want a check_violation of %s", c.statement, err, c.constraint)
 			}
-			if !Refused(err) {
-				t.Errorf("Refused(%v) = false", err)
+			if !store.Refused(err) {
+				t.Errorf("store.Refused(%v) = false", err)
 			}
 		})
 	}
 	var orders int
-	if err := st.Pool.QueryRow(ctx, `select count(*) from orders where status = 'FILLED' and side = 'BUY' and price = 40`).Scan(&orders); err != nil || orders != 1 {
+	if err := pool.QueryRow(ctx, `select count(*) from orders where status = 'FILLED' and side = 'BUY' and price = 40`).Scan(&orders); err != nil || orders != 1 {
 		t.Errorf("after the refused statements, %d orders match the seed's first (%v), want 1", orders, err)
 	}
 }
@@ -91,7 +94,7 @@ func TestCheckDomains(t *testing.T) {
 // keeps its file), so that it is quick on a large orders table.
 func TestCheckDomainsMigration(t *testing.T) {
 	ctx := context.Background()
-	_, conn, m := testMigrator(t)
+	conn, m := testMigrator(t)
 	if err := m.MigrateTo(ctx, 19); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package store
+package db_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // the bounds, where every answer that carries them can be written again, and leaves the others.
 func TestMigrationBoundsStoredTimes(t *testing.T) {
 	ctx := context.Background()
-	_, conn, m := testMigrator(t)
+	conn, m := testMigrator(t)
 	if err := m.MigrateTo(ctx, 21); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package store
+package db_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 // and migrate again.
 func TestAccountNamesMigrationClashes(t *testing.T) {
 	ctx := context.Background()
-	_, conn, m := testMigrator(t)
+	conn, m := testMigrator(t)
 	if err := m.MigrateTo(ctx, 7); err != nil {
 		t.Fatal(err)
 	}
