@@ -3,27 +3,31 @@
 // concern; each concern's sub-package has a type that Store embeds, so that its methods are Store's:
 //
 //   - internal/store/db: the shared plumbing: opening the pool, the migrations and migrating, the
-//     errors, new ids, cursors, scan helpers;
+//     errors, new ids, cursors, scan helpers, and the rows two concerns share;
 //   - internal/store/accounts: accounts and keys: API keys, ws tokens, sessions, sign-ins and
 //     sign-ups, signed requests' replays, rate limits, risk limits, key revocations;
 //   - internal/store/feedlog: the feeds' log: market and account event batches, presence;
 //   - internal/store/bookkeeping: the operator's books: shards, market ownership, moves, load,
 //     health;
 //   - internal/store/markets: markets and events, and the orders, trades, positions, fills,
-//     candles and settlements the API reads.
+//     candles and settlements the API reads;
+//   - internal/store/batches: the batch writer: BeginBatch and CommitBatch, which write what a
+//     shard's batch decided, with the views it reserves from, order groups, conversions, the
+//     dead-man switch and the standalone claim.
 //
-// This package keeps the aggregate (Store, Open) and the batch writer: BeginBatch and CommitBatch,
-// which write what a shard's batch decided, with what they share with the API's reads of the same
-// rows (order groups, conversions, risk views), the dead-man switch and the standalone claim.
+// This package is the aggregate: Store and Open, Migrate, the pool's metrics, and the names its
+// callers use of the concerns' types and checks (store.Batch, store.ErrNotFound, store.Refused...).
 package store
 
 import (
 	"context"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pmx-dev/pmx/internal/store/accounts"
+	"github.com/pmx-dev/pmx/internal/store/batches"
 	"github.com/pmx-dev/pmx/internal/store/bookkeeping"
 	"github.com/pmx-dev/pmx/internal/store/db"
 	"github.com/pmx-dev/pmx/internal/store/feedlog"
@@ -52,12 +56,13 @@ type Store struct {
 	*bookkeeping.Book
 	*accounts.Accounts
 	*markets.Rows
+	*batches.Writer
 }
 
-// The feed log's rows, which a batch writes (internal/store/feedlog).
+// The feed log's rows, which a batch writes and package feedlog reads.
 type (
-	EventBatch    = feedlog.EventBatch
-	AccountEvents = feedlog.AccountEvents
+	EventBatch    = db.EventBatch
+	AccountEvents = db.AccountEvents
 )
 
 // OrderFilter selects an account's orders (markets.OrderFilter).
@@ -86,7 +91,7 @@ const KeyChannel = accounts.KeyChannel
 // The operator's books' rows and refusals that the store's callers name (internal/store/bookkeeping).
 type (
 	Shard     = bookkeeping.Shard
-	Ownership = bookkeeping.Ownership
+	Ownership = db.Ownership
 	Route     = bookkeeping.Route
 )
 
@@ -107,7 +112,8 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, err
 	}
 	return &Store{Pool: pool, Log: feedlog.New(pool), Book: bookkeeping.New(pool),
-		Accounts: accounts.New(pool), Rows: markets.New(pool)}, nil
+		Accounts: accounts.New(pool), Rows: markets.New(pool),
+		Writer: batches.New(pool)}, nil
 }
 
 // ApplicationName is what a pmx process's connections tell Postgres they are, where the database
@@ -130,3 +136,68 @@ func (s *Store) Acquire(ctx context.Context) (*pgxpool.Conn, error) { return s.P
 func (s *Store) Migrate(ctx context.Context) (from, to int32, err error) {
 	return db.Migrate(ctx, s.Pool)
 }
+
+// The batch writer's rows, refusals and checks, which the shard and its tests name
+// (internal/store/batches).
+type (
+	Batch          = batches.Batch
+	BatchConn      = batches.BatchConn
+	Begin          = batches.Begin
+	CashDelta      = batches.CashDelta
+	Claim          = batches.Claim
+	ClientOrderKey = batches.ClientOrderKey
+	Committed      = batches.Committed
+	EventChange    = batches.EventChange
+	Fence          = batches.Fence
+	GroupDelta     = batches.GroupDelta
+	GroupState     = batches.GroupState
+	Heartbeat      = batches.Heartbeat
+	Holding        = batches.Holding
+	Locked         = batches.Locked
+	MarketUpdate   = batches.MarketUpdate
+	OrderGroup     = batches.OrderGroup
+	Risk           = batches.Risk
+	SettledHolding = batches.SettledHolding
+	Settlement     = batches.Settlement
+	ShareDelta     = batches.ShareDelta
+	ShareKey       = batches.ShareKey
+	TradeRow       = batches.TradeRow
+	TrippedOrder   = batches.TrippedOrder
+)
+
+var (
+	ErrTooManyOrderGroups = batches.ErrTooManyOrderGroups
+	ErrGroupHasOpenOrders = batches.ErrGroupHasOpenOrders
+	ErrClaimed            = batches.ErrClaimed
+	ErrCommitUnknown      = batches.ErrCommitUnknown
+)
+
+const (
+	NoLimit        = batches.NoLimit
+	OrderGroupIdle = batches.OrderGroupIdle
+)
+
+// BeginBatch begins a batch's transaction on conn and locks what it reads (batches.BeginBatch).
+func BeginBatch(ctx context.Context, conn *pgx.Conn, b Begin) (Locked, error) {
+	return batches.BeginBatch(ctx, conn, b)
+}
+
+// CommitBatch writes a batch and commits its transaction (batches.CommitBatch).
+func CommitBatch(ctx context.Context, conn *pgx.Conn, b *Batch) (Committed, error) {
+	return batches.CommitBatch(ctx, conn, b)
+}
+
+// Refused reports whether a batch failed on one of the database's guards (batches.Refused).
+func Refused(err error) bool { return batches.Refused(err) }
+
+// Fenced reports whether a batch failed its fence (batches.Fenced).
+func Fenced(err error) bool { return batches.Fenced(err) }
+
+// Retryable reports whether a batch may simply be run again (batches.Retryable).
+func Retryable(err error) bool { return batches.Retryable(err) }
+
+// Unreachable reports whether err is the database being out of reach (batches.Unreachable).
+func Unreachable(err error) bool { return batches.Unreachable(err) }
+
+// ClaimLost reports whether err is a standalone claim lost (batches.ClaimLost).
+func ClaimLost(err error) bool { return batches.ClaimLost(err) }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/records"
+	"github.com/pmx-dev/pmx/internal/store/db"
 	"github.com/pmx-dev/pmx/internal/store/db/dbtest"
 )
 
@@ -101,7 +102,7 @@ func TestHandOver(t *testing.T) {
 		}
 		ids, epochs = append(ids, m.ID), append(epochs, o.Epoch)
 	}
-	owner := func(i int) Ownership {
+	owner := func(i int) db.Ownership {
 		t.Helper()
 		o, err := st.Owner(ctx, ids[i])
 		if err != nil {
@@ -126,7 +127,7 @@ func TestHandOver(t *testing.T) {
 			t.Fatalf("%s: moved %v (%v), want %v", c.name, moved, err, c.want)
 		}
 	}
-	for i, want := range []Ownership{{Shard: "b", Epoch: epochs[0] + 1}, {Shard: "b", Epoch: epochs[1] + 1}, {Shard: "a", Epoch: epochs[2]}} {
+	for i, want := range []db.Ownership{{Shard: "b", Epoch: epochs[0] + 1}, {Shard: "b", Epoch: epochs[1] + 1}, {Shard: "a", Epoch: epochs[2]}} {
 		if o := owner(i); o.Shard != want.Shard || o.Epoch != want.Epoch {
 			t.Errorf("market %d: owner %s at epoch %d, want %s at %d", i, o.Shard, o.Epoch, want.Shard, want.Epoch)
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/store/db"
 )
 
@@ -120,17 +119,9 @@ func (s *Book) EventOwners(ctx context.Context, event uuid.UUID) ([]string, erro
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
-// Ownership is who owns a market and under which epoch.
-type Ownership struct {
-	Market uuid.UUID
-	Shard  string // "" when nobody does
-	Epoch  int64
-	Status domain.MarketStatus
-}
-
 // Owner returns a market's owner.
-func (s *Book) Owner(ctx context.Context, market uuid.UUID) (Ownership, error) {
-	o := Ownership{Market: market}
+func (s *Book) Owner(ctx context.Context, market uuid.UUID) (db.Ownership, error) {
+	o := db.Ownership{Market: market}
 	var shard *string
 	err := s.Pool.QueryRow(ctx, `select shard, epoch, status from markets where id = $1`, market).Scan(&shard, &o.Epoch, &o.Status)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -144,12 +135,12 @@ func (s *Book) Owner(ctx context.Context, market uuid.UUID) (Ownership, error) {
 
 // Assign gives a market to a shard ("" for none) with a new epoch, unless the market is settled
 // or already its own. It returns the ownership afterwards.
-func (s *Book) Assign(ctx context.Context, market uuid.UUID, shard string) (Ownership, error) {
+func (s *Book) Assign(ctx context.Context, market uuid.UUID, shard string) (db.Ownership, error) {
 	var owner *string
 	if shard != "" {
 		owner = &shard
 	}
-	o := Ownership{Market: market}
+	o := db.Ownership{Market: market}
 	var got *string
 	err := s.Pool.QueryRow(ctx, `with moved as (
 			update markets set shard = $2, epoch = epoch + 1
@@ -172,13 +163,13 @@ func (s *Book) Assign(ctx context.Context, market uuid.UUID, shard string) (Owne
 }
 
 // OwnedMarkets lists the markets a shard owns, with their epochs.
-func (s *Book) OwnedMarkets(ctx context.Context, shard string) ([]Ownership, error) {
+func (s *Book) OwnedMarkets(ctx context.Context, shard string) ([]db.Ownership, error) {
 	rows, err := s.Pool.Query(ctx, `select id, epoch, status from markets where shard = $1 order by id`, shard)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Ownership, error) {
-		o := Ownership{Shard: shard}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (db.Ownership, error) {
+		o := db.Ownership{Shard: shard}
 		err := r.Scan(&o.Market, &o.Epoch, &o.Status)
 		return o, err
 	})
@@ -198,7 +189,7 @@ func (s *Book) ShardAddress(ctx context.Context, name string) (string, error) {
 // ("" when it has none), and, for a market that is not OPEN, whose book no shard holds, what its
 // empty book answers from Postgres: its last trade's YES price and its feed sequence.
 type Route struct {
-	Ownership
+	db.Ownership
 	Address        string
 	LastTradePrice *int
 	EventSeq       int64

@@ -1,7 +1,7 @@
 // Package db is the store's shared plumbing, what every concern of internal/store needs: opening
 // the connection pool, the schema's migrations (embedded here) and migrating to them, the errors
-// the store translates Postgres's into, new row ids, listing cursors and the small helpers that
-// read rows. It runs no statement of any one concern.
+// the store translates Postgres's into, new row ids, listing cursors, the small helpers that read
+// rows, and the rows two concerns share (Ownership, EventBatch, AccountEvents). It runs no statement of any one concern.
 package db
 
 import (
@@ -22,6 +22,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/tern/v2/migrate"
+
+	"github.com/pmx-dev/pmx/internal/domain"
 )
 
 //go:embed migrations/*.sql
@@ -164,4 +166,29 @@ func LockOfAccount(ctx context.Context, tx pgx.Tx, kind string, account int64) e
 	h.Write(binary.BigEndian.AppendUint64(nil, uint64(account)))
 	_, err := tx.Exec(ctx, `select pg_advisory_xact_lock($1)`, int64(h.Sum64()))
 	return err
+}
+
+// Ownership is who owns a market and under which epoch: the operator's books (package
+// bookkeeping) record it, and a batch (package batches) locks and checks it.
+type Ownership struct {
+	Market uuid.UUID
+	Shard  string // "" when nobody does
+	Epoch  int64
+	Status domain.MarketStatus
+}
+
+// EventBatch is what one batch changed in one market: its feed events numbered First to Last, as a
+// JSON array (feed.Encode).
+type EventBatch struct {
+	Market      uuid.UUID
+	First, Last int64
+	Events      []byte
+}
+
+// AccountEvents is what a committed batch added to one account's feed: its events, numbered
+// First to Last, as a JSON array without their numbers.
+type AccountEvents struct {
+	Account     int64
+	First, Last int64
+	Events      []byte
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/store/batches"
 	"github.com/pmx-dev/pmx/internal/store/db/dbtest"
 )
 
@@ -78,8 +78,8 @@ func TestCheckDomains(t *testing.T) {
 			if !errors.As(err, &pg) || pg.Code != "23514" || pg.ConstraintName != c.constraint {
 				t.Fatalf("%s: %v; want a check_violation of %s", c.statement, err, c.constraint)
 			}
-			if !store.Refused(err) {
-				t.Errorf("store.Refused(%v) = false", err)
+			if !batches.Refused(err) {
+				t.Errorf("batches.Refused(%v) = false", err)
 			}
 		})
 	}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pmx-dev/pmx/internal/store/db"
 )
 
 // The event batches of one market or account ($1) that hold events after seq $2, oldest first,
@@ -62,13 +64,13 @@ func eventsAfterArgs(key any, after int64, limit int) []any {
 
 // EventsAfter returns a market's event batches that hold events after seq, oldest first, until
 // they hold at least limit of them.
-func (s *Log) EventsAfter(ctx context.Context, market uuid.UUID, after int64, limit int) ([]EventBatch, error) {
+func (s *Log) EventsAfter(ctx context.Context, market uuid.UUID, after int64, limit int) ([]db.EventBatch, error) {
 	rows, err := s.eventsAfter(ctx, marketEventsAfter, market, after, limit)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (EventBatch, error) {
-		var b EventBatch
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (db.EventBatch, error) {
+		var b db.EventBatch
 		err := r.Scan(&b.Market, &b.First, &b.Last, &b.Events)
 		return b, err
 	})
@@ -105,13 +107,13 @@ func (s *Log) PruneEvents(ctx context.Context, cutoff time.Time) (int64, error) 
 
 // AccountEventsAfter returns an account's event batches that hold events after seq, oldest first,
 // until they hold at least limit of them.
-func (s *Log) AccountEventsAfter(ctx context.Context, account int64, after int64, limit int) ([]AccountEvents, error) {
+func (s *Log) AccountEventsAfter(ctx context.Context, account int64, after int64, limit int) ([]db.AccountEvents, error) {
 	rows, err := s.eventsAfter(ctx, accountEventsAfter, account, after, limit)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (AccountEvents, error) {
-		var b AccountEvents
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (db.AccountEvents, error) {
+		var b db.AccountEvents
 		err := r.Scan(&b.Account, &b.First, &b.Last, &b.Events)
 		return b, err
 	})

@@ -6,7 +6,6 @@
 package feedlog
 
 import (
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -18,19 +17,3 @@ type Log struct {
 
 // New returns the log on pool.
 func New(pool *pgxpool.Pool) *Log { return &Log{Pool: pool} }
-
-// EventBatch is what one batch changed in one market: its feed events numbered First to Last, as a
-// JSON array (feed.Encode).
-type EventBatch struct {
-	Market      uuid.UUID
-	First, Last int64
-	Events      []byte
-}
-
-// AccountEvents is what a committed batch added to one account's feed: its events, numbered
-// First to Last, as a JSON array without their numbers.
-type AccountEvents struct {
-	Account     int64
-	First, Last int64
-	Events      []byte
-}

@@ -1,7 +1,7 @@
 // Package markets owns the rows of what is traded and what trading left, as the API and the pages
 // read them: markets and events (created here, in one transaction for an event and its outcomes'
 // markets), orders, trades, positions, fills and candles, settlements, and the markets list. The
-// batch writer (package store) writes the orders, trades and positions a shard commits.
+// batch writer (package batches) writes the orders, trades and positions a shard commits.
 package markets
 
 import (

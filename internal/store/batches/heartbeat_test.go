@@ -1,4 +1,4 @@
-package store
+package batches
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/internal/records"
+	"github.com/pmx-dev/pmx/internal/store/db"
 )
 
 // TestHeartbeat checks the dead-man switch's record: an armed switch covers nothing until its
@@ -22,7 +23,7 @@ func TestHeartbeat(t *testing.T) {
 	seq := int64(0)
 	place := func(at time.Time, status engine.Status) int64 {
 		seq++
-		b := &Batch{Now: at, Unlocked: true, NewOrders: []records.Order{{ID: NewID(), MarketID: m.ID, Side: "SELL", Outcome: "YES", Price: 40,
+		b := &Batch{Now: at, Unlocked: true, NewOrders: []records.Order{{ID: db.NewID(), MarketID: m.ID, Side: "SELL", Outcome: "YES", Price: 40,
 			Quantity: 1, Status: status, Seq: seq, AccountID: alice.ID}}}
 		if _, err := CommitBatch(ctx, conn, b); err != nil {
 			t.Fatal(err)

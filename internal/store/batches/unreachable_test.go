@@ -1,4 +1,4 @@
-package store
+package batches
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/pmx-dev/pmx/internal/kit/pgcluster"
 	"github.com/pmx-dev/pmx/internal/pgtest"
+	"github.com/pmx-dev/pmx/internal/store/db"
 )
 
 // TestFailoverErrors names what a failover's errors mean: which leave a commit's outcome unknown
@@ -65,13 +66,13 @@ func TestMultiHostURL(t *testing.T) {
 	// Two hosts that refuse connections, then the shared cluster (a primary): pgx tries each in turn.
 	url := strings.Replace(pgtest.NewDatabase(t, pgtest.Shared(t)), "host=", "host=/nonexistent/a,/nonexistent/b,", 1) +
 		"&target_session_attrs=read-write"
-	st, err := Open(ctx, url)
+	pool, err := db.Open(ctx, url)
 	if err != nil {
-		t.Fatalf("Open(%s): %v", url, err)
+		t.Fatalf("db.Open(%s): %v", url, err)
 	}
-	defer st.Close()
+	defer pool.Close()
 	var readOnly string
-	if err := st.Pool.QueryRow(ctx, `show transaction_read_only`).Scan(&readOnly); err != nil || readOnly != "off" {
+	if err := pool.QueryRow(ctx, `show transaction_read_only`).Scan(&readOnly); err != nil || readOnly != "off" {
 		t.Fatalf("the multi-host URL reached a server with transaction_read_only %q (%v), want the primary", readOnly, err)
 	}
 }
@@ -103,11 +104,11 @@ func TestTooManyConnections(t *testing.T) {
 		}
 	})
 	url := cluster.URL() + "&pool_max_conns=8"
-	st, err := Open(ctx, url)
+	pool, err := db.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer pool.Close()
 	var held []*pgxpool.Conn
 	defer func() {
 		for _, c := range held {
@@ -115,7 +116,7 @@ func TestTooManyConnections(t *testing.T) {
 		}
 	}()
 	for i := range 8 {
-		c, err := st.Pool.Acquire(ctx)
+		c, err := pool.Acquire(ctx)
 		if err == nil {
 			held = append(held, c)
 			continue

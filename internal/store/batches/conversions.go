@@ -1,4 +1,4 @@
-package store
+package batches
 
 import (
 	"context"
@@ -26,8 +26,8 @@ func queueConversions(q *pgx.Batch, b *Batch) {
 }
 
 // ConversionByRequest returns the conversion an account made with a client request id, or
-// ErrNotFound.
-func (s *Store) ConversionByRequest(ctx context.Context, account int64, clientRequestID string) (records.Conversion, error) {
+// db.ErrNotFound.
+func (s *Writer) ConversionByRequest(ctx context.Context, account int64, clientRequestID string) (records.Conversion, error) {
 	var c records.Conversion
 	err := s.Pool.QueryRow(ctx, `select `+conversionColumns+` from conversions
 		where account_id = $1 and client_request_id = $2`, account, clientRequestID).

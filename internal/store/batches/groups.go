@@ -1,4 +1,4 @@
-package store
+package batches
 
 import (
 	"context"
@@ -50,7 +50,7 @@ var ErrTooManyOrderGroups = errors.New("the account keeps the most order groups 
 // CreateOrderGroup makes a group of account's, unless it keeps max groups already
 // (ErrTooManyOrderGroups; nothing made). The count is taken under a lock of the account's groups,
 // so that requests at once on every front cannot together pass max.
-func (s *Store) CreateOrderGroup(ctx context.Context, account, fillLimit int64, windowSeconds, max int) (OrderGroup, error) {
+func (s *Writer) CreateOrderGroup(ctx context.Context, account, fillLimit int64, windowSeconds, max int) (OrderGroup, error) {
 	var g OrderGroup
 	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
 		if err := db.LockOfAccount(ctx, tx, "order-groups", account); err != nil {
@@ -68,7 +68,7 @@ func (s *Store) CreateOrderGroup(ctx context.Context, account, fillLimit int64, 
 				insert into order_groups (id, account_id, fill_limit, window_seconds, counted_from, created_at, active_at)
 				values ($1, $2, $3, $4, now(), now(), now()) returning *)
 			select g.id, g.account_id, g.fill_limit, g.window_seconds, 0::bigint, g.triggered_at, g.counted_from, g.created_at from g`,
-			NewID(), account, fillLimit, windowSeconds))
+			db.NewID(), account, fillLimit, windowSeconds))
 		return err
 	})
 	if errors.Is(err, ErrTooManyOrderGroups) {
@@ -82,7 +82,7 @@ func (s *Store) CreateOrderGroup(ctx context.Context, account, fillLimit int64, 
 
 // OrderGroups lists account's groups, newest first: every one, at most as many as
 // CreateOrderGroup lets it keep.
-func (s *Store) OrderGroups(ctx context.Context, account int64) ([]OrderGroup, error) {
+func (s *Writer) OrderGroups(ctx context.Context, account int64) ([]OrderGroup, error) {
 	rows, err := s.Pool.Query(ctx, orderGroupSQL+` where g.account_id = $1 order by g.created_at desc, g.id desc`, account)
 	if err != nil {
 		return nil, fmt.Errorf("while listing the order groups of account %d: %w", account, err)
@@ -92,7 +92,7 @@ func (s *Store) OrderGroups(ctx context.Context, account int64) ([]OrderGroup, e
 
 // OrderGroupsPage lists at most limit of account's groups, newest first, after the cursor (nil:
 // from the newest).
-func (s *Store) OrderGroupsPage(ctx context.Context, account int64, after *Cursor, limit int) ([]OrderGroup, error) {
+func (s *Writer) OrderGroupsPage(ctx context.Context, account int64, after *db.Cursor, limit int) ([]OrderGroup, error) {
 	// The cursor is a row comparison the index seeks to, written out only when there is one (as Fills).
 	args := []any{account, limit}
 	where := ""
@@ -118,7 +118,7 @@ const expireRows = 1000
 // ExpireOrderGroups deletes every group in which nothing happened since cutoff (the fronts pass
 // OrderGroupIdle before now) and that has no open order (expire_order_groups, migration 030), and
 // answers how many.
-func (s *Store) ExpireOrderGroups(ctx context.Context, cutoff time.Time) (int, error) {
+func (s *Writer) ExpireOrderGroups(ctx context.Context, cutoff time.Time) (int, error) {
 	total := 0
 	for {
 		var n int
@@ -132,12 +132,12 @@ func (s *Store) ExpireOrderGroups(ctx context.Context, cutoff time.Time) (int, e
 	}
 }
 
-// OrderGroupOf returns a group of account's: ErrNotFound for no such group and for another
+// OrderGroupOf returns a group of account's: db.ErrNotFound for no such group and for another
 // account's.
-func (s *Store) OrderGroupOf(ctx context.Context, account int64, id uuid.UUID) (OrderGroup, error) {
+func (s *Writer) OrderGroupOf(ctx context.Context, account int64, id uuid.UUID) (OrderGroup, error) {
 	g, err := scanOrderGroup(s.Pool.QueryRow(ctx, orderGroupSQL+` where g.id = $1 and g.account_id = $2`, id, account))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return g, ErrNotFound
+		return g, db.ErrNotFound
 	}
 	if err != nil {
 		return g, fmt.Errorf("while reading order group %s: %w", id, err)
@@ -147,14 +147,14 @@ func (s *Store) OrderGroupOf(ctx context.Context, account int64, id uuid.UUID) (
 
 // ResetOrderGroup lets a group of account's take orders again and forgets its fills so far. The
 // new version fails every batch that decided by the group as it was (migration 027).
-func (s *Store) ResetOrderGroup(ctx context.Context, account int64, id uuid.UUID) (OrderGroup, error) {
+func (s *Writer) ResetOrderGroup(ctx context.Context, account int64, id uuid.UUID) (OrderGroup, error) {
 	tag, err := s.Pool.Exec(ctx, `update order_groups set triggered_at = null, counted_from = now(), active_at = now(), version = version + 1
 		where id = $1 and account_id = $2`, id, account)
 	if err != nil {
 		return OrderGroup{}, fmt.Errorf("while resetting order group %s: %w", id, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return OrderGroup{}, ErrNotFound
+		return OrderGroup{}, db.ErrNotFound
 	}
 	return s.OrderGroupOf(ctx, account, id)
 }
@@ -162,21 +162,21 @@ func (s *Store) ResetOrderGroup(ctx context.Context, account int64, id uuid.UUID
 // ErrGroupHasOpenOrders refuses to delete a group an open order is in (DeleteOrderGroup).
 var ErrGroupHasOpenOrders = errors.New("an open order is in the order group")
 
-// DeleteOrderGroup deletes a group of account's that no open order is in: ErrNotFound for no such
+// DeleteOrderGroup deletes a group of account's that no open order is in: db.ErrNotFound for no such
 // group (and for another account's), ErrGroupHasOpenOrders while an order of it is open (nothing
 // changed). As expire_order_groups does (migration 030), it locks the group first, waiting for a
 // batch that holds it, and looks for its open orders after, by a statement of its own that sees
 // every order such a batch committed: so a group is never deleted under an order placed into it,
 // and a batch that read the group before it was deleted fails at commit, runs again and refuses
 // its placement as naming no group.
-func (s *Store) DeleteOrderGroup(ctx context.Context, account int64, id uuid.UUID) error {
+func (s *Writer) DeleteOrderGroup(ctx context.Context, account int64, id uuid.UUID) error {
 	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `select 1 from order_groups where id = $1 and account_id = $2 for update`, id, account)
 		if err != nil {
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			return ErrNotFound
+			return db.ErrNotFound
 		}
 		var open bool
 		if err := tx.QueryRow(ctx, `select exists (select 1 from orders where account_id = $1 and order_group_id = $2
@@ -192,14 +192,14 @@ func (s *Store) DeleteOrderGroup(ctx context.Context, account int64, id uuid.UUI
 		_, err = tx.Exec(ctx, `delete from order_groups where id = $1`, id)
 		return err
 	})
-	if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrGroupHasOpenOrders) {
+	if err != nil && !errors.Is(err, db.ErrNotFound) && !errors.Is(err, ErrGroupHasOpenOrders) {
 		return fmt.Errorf("while deleting order group %s: %w", id, err)
 	}
 	return err
 }
 
 // TriggeredGroups returns which of ids are triggered now: the shard's sweep (internal/shard/groups.go).
-func (s *Store) TriggeredGroups(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
+func (s *Writer) TriggeredGroups(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
 	rows, err := s.Pool.Query(ctx, `select id from order_groups where id = any($1) and triggered_at is not null`, uuidArray(ids))
 	if err != nil {
 		return nil, fmt.Errorf("while reading which order groups are triggered: %w", err)

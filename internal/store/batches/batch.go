@@ -1,4 +1,4 @@
-package store
+package batches
 
 import (
 	"cmp"
@@ -69,12 +69,12 @@ type ClientOrderKey struct {
 
 // Locked is what BeginBatch found and holds until the transaction ends.
 type Locked struct {
-	Owners map[uuid.UUID]Ownership  // of the markets asked for (FOR SHARE: nobody can move them)
-	Cash   map[int64]int64          // available cash of each account asked for (FOR UPDATE with Begin.LockAccounts)
-	Risk   map[int64]Risk           // and its locked cash and risk limits, read with it
-	Shares map[ShareKey]int64       // unlocked shares of each holding asked for that exists (FOR UPDATE)
-	Taken  map[ClientOrderKey]bool  // the client order ids asked for that an order already has
-	Groups map[uuid.UUID]GroupState // the order groups asked for that exist
+	Owners map[uuid.UUID]db.Ownership // of the markets asked for (FOR SHARE: nobody can move them)
+	Cash   map[int64]int64            // available cash of each account asked for (FOR UPDATE with Begin.LockAccounts)
+	Risk   map[int64]Risk             // and its locked cash and risk limits, read with it
+	Shares map[ShareKey]int64         // unlocked shares of each holding asked for that exists (FOR UPDATE)
+	Taken  map[ClientOrderKey]bool    // the client order ids asked for that an order already has
+	Groups map[uuid.UUID]GroupState   // the order groups asked for that exist
 }
 
 // BeginBatch begins a transaction on conn and locks, in key order so that concurrent batches
@@ -92,14 +92,14 @@ func BeginBatch(ctx context.Context, conn *pgx.Conn, b Begin) (Locked, error) {
 // queueBegin queues the statements of BeginBatch; the Locked it returns is filled in as their
 // results are read.
 func queueBegin(q *pgx.Batch, b Begin) Locked {
-	l := Locked{Owners: map[uuid.UUID]Ownership{}, Cash: map[int64]int64{}, Risk: map[int64]Risk{}, Shares: map[ShareKey]int64{},
+	l := Locked{Owners: map[uuid.UUID]db.Ownership{}, Cash: map[int64]int64{}, Risk: map[int64]Risk{}, Shares: map[ShareKey]int64{},
 		Taken: map[ClientOrderKey]bool{}, Groups: map[uuid.UUID]GroupState{}}
 	queueTxStart(q, b.Claim)
 	if len(b.Markets) > 0 {
 		q.Queue(`select id, shard, epoch, status from markets where id = any($1) order by id for share`, uuidArray(b.Markets)).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
-					var o Ownership
+					var o db.Ownership
 					var shard *string
 					if err := rows.Scan(&o.Market, &shard, &o.Epoch, &o.Status); err != nil {
 						return err
@@ -220,7 +220,7 @@ type Committed struct {
 	Updated []records.Order // the existing orders the batch cancelled, in their new state
 	// Accounts is what the batch added to accounts' feeds (CashDelta.Events and the settlements'
 	// events), numbered, in the order written.
-	Accounts []AccountEvents
+	Accounts []db.AccountEvents
 }
 
 // CommitBatch writes a batch within the transaction BeginBatch opened (or, for a batch that read
@@ -309,7 +309,7 @@ func Retryable(err error) bool {
 // applyStatement), then the accounts' (cashStatement), then the settlements, which read what they
 // wrote. What the statements return is read into updated and accounts; the holdings the
 // settlements paid, into what it returns.
-func queueApply(q *pgx.Batch, b *Batch, updated *[]records.Order, accounts *[]AccountEvents) *[]SettledHolding {
+func queueApply(q *pgx.Batch, b *Batch, updated *[]records.Order, accounts *[]db.AccountEvents) *[]SettledHolding {
 	if sql, args, mask := applyStatement(b); sql != "" {
 		qq := q.Queue(sql, args...)
 		if mask&(1<<partOrderUpdates) != 0 {
@@ -365,7 +365,7 @@ func readCancelled(rows pgx.Rows, updated *[]records.Order) error {
 
 // readAccountSeqs reads what the accounts' statement returns when the batch adds to accounts'
 // feeds: each such account's last feed number.
-func readAccountSeqs(rows pgx.Rows, b *Batch, accounts *[]AccountEvents) error {
+func readAccountSeqs(rows pgx.Rows, b *Batch, accounts *[]db.AccountEvents) error {
 	for rows.Next() {
 		var account, last int64
 		if err := rows.Scan(&account, &last); err != nil {
@@ -376,14 +376,14 @@ func readAccountSeqs(rows pgx.Rows, b *Batch, accounts *[]AccountEvents) error {
 			return fmt.Errorf("the batch's statement returned the feed of account %d, which the batch did not add to", account)
 		}
 		d := &b.Cash[i]
-		*accounts = append(*accounts, AccountEvents{Account: account, First: last - d.EventCount + 1, Last: last, Events: d.Events})
+		*accounts = append(*accounts, db.AccountEvents{Account: account, First: last - d.EventCount + 1, Last: last, Events: d.Events})
 	}
 	return rows.Err()
 }
 
 // queueSettledEvents queues the insert of the events of every holding the batch's settlements
 // paid, one row per account per settlement, encoded by b.SettledEvents, and adds them to accounts.
-func queueSettledEvents(q *pgx.Batch, b *Batch, settled []SettledHolding, accounts *[]AccountEvents) error {
+func queueSettledEvents(q *pgx.Batch, b *Batch, settled []SettledHolding, accounts *[]db.AccountEvents) error {
 	if len(settled) == 0 {
 		return nil
 	}
@@ -402,7 +402,7 @@ func queueSettledEvents(q *pgx.Batch, b *Batch, settled []SettledHolding, accoun
 		if err != nil {
 			return fmt.Errorf("while encoding the settlement events of account %d: %w", settled[i].Account, err)
 		}
-		e := AccountEvents{Account: settled[i].Account, First: settled[i].LastSeq - int64(j-i) + 1, Last: settled[i].LastSeq, Events: raw}
+		e := db.AccountEvents{Account: settled[i].Account, First: settled[i].LastSeq - int64(j-i) + 1, Last: settled[i].LastSeq, Events: raw}
 		*accounts = append(*accounts, e)
 		ids, first, last, events = append(ids, e.Account), append(first, e.First), append(last, e.Last), append(events, raw)
 		i = j
@@ -606,7 +606,7 @@ func applyStatement(b *Batch) (string, []any, int) {
 		qty, locked := make([]int64, n), make([]int64, n)
 		for i, d := range b.Shares {
 			// An id only for the positions the statement inserts; generating it costs little.
-			ids[i], holders[i], holdings[i], outcomes[i], qty[i], locked[i] = NewID(), d.Account, d.Market, d.Outcome, d.Quantity, d.Locked
+			ids[i], holders[i], holdings[i], outcomes[i], qty[i], locked[i] = db.NewID(), d.Account, d.Market, d.Outcome, d.Quantity, d.Locked
 		}
 		add(partShares, ids, holders, holdings, outcomes, qty, locked)
 	}

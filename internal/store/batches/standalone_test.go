@@ -1,4 +1,4 @@
-package store
+package batches
 
 import (
 	"context"
@@ -49,7 +49,7 @@ func TestClaimStandalone(t *testing.T) {
 }
 
 // fencedClaim claims st's database and fences it, as pmx dev does before loading its books.
-func fencedClaim(t *testing.T, st *Store) *Claim {
+func fencedClaim(t *testing.T, st *Writer) *Claim {
 	t.Helper()
 	ctx := context.Background()
 	claim, err := st.ClaimStandalone(ctx, time.Second)
@@ -63,7 +63,7 @@ func fencedClaim(t *testing.T, st *Store) *Claim {
 }
 
 // advisoryWaiters counts the sessions waiting for an advisory lock of st's database.
-func advisoryWaiters(ctx context.Context, st *Store) (int, error) {
+func advisoryWaiters(ctx context.Context, st *Writer) (int, error) {
 	var n int
 	err := st.Pool.QueryRow(ctx, `select count(*) from pg_locks where locktype = 'advisory' and not granted
 		and database = (select oid from pg_database where datname = current_database())`).Scan(&n)
@@ -71,7 +71,7 @@ func advisoryWaiters(ctx context.Context, st *Store) (int, error) {
 }
 
 // waitForWaiters waits until n sessions wait for an advisory lock of st's database.
-func waitForWaiters(t *testing.T, st *Store, n int, what string) {
+func waitForWaiters(t *testing.T, st *Writer, n int, what string) {
 	t.Helper()
 	if err := poll.Until(context.Background(), 10*time.Second, func(ctx context.Context) (bool, error) {
 		got, err := advisoryWaiters(ctx, st)
@@ -84,7 +84,7 @@ func waitForWaiters(t *testing.T, st *Store, n int, what string) {
 // fenceBehind claims st's database and starts its Fence, which must wait for a batch under way
 // (what says so if it does not): it returns the claim, given up when t ends, and the Fence's result
 // to come.
-func fenceBehind(t *testing.T, st *Store, what string) (*Claim, <-chan error) {
+func fenceBehind(t *testing.T, st *Writer, what string) (*Claim, <-chan error) {
 	t.Helper()
 	ctx := context.Background()
 	claim, err := st.ClaimStandalone(ctx, time.Second)
@@ -99,7 +99,7 @@ func fenceBehind(t *testing.T, st *Store, what string) (*Claim, <-chan error) {
 }
 
 // available is an account's available cash, as committed.
-func available(t *testing.T, st *Store, account int64) int64 {
+func available(t *testing.T, st *Writer, account int64) int64 {
 	t.Helper()
 	var n int64
 	if err := st.Pool.QueryRow(context.Background(), `select available from accounts where id = $1`, account).Scan(&n); err != nil {
@@ -275,7 +275,7 @@ func TestClaimDrainBound(t *testing.T) {
 }
 
 // claimHolder is the Postgres session that holds the standalone claim of st's database, 0 if none.
-func claimHolder(ctx context.Context, st *Store) (int32, error) {
+func claimHolder(ctx context.Context, st *Writer) (int32, error) {
 	var pid int32
 	err := st.Pool.QueryRow(ctx, `select coalesce((select pid from pg_locks where locktype = 'advisory' and granted
 		and database = (select oid from pg_database where datname = current_database())
@@ -286,7 +286,7 @@ func claimHolder(ctx context.Context, st *Store) (int32, error) {
 
 // endClaimSession ends the session that holds the claim, as a Postgres restart would, and returns
 // its pid.
-func endClaimSession(t *testing.T, st *Store) int32 {
+func endClaimSession(t *testing.T, st *Writer) int32 {
 	t.Helper()
 	ctx := context.Background()
 	pid, err := claimHolder(ctx, st)
@@ -302,7 +302,7 @@ func endClaimSession(t *testing.T, st *Store) int32 {
 // takeOver claims st's database from another process: a claim waits for it, and the holder's
 // session is then ended under it, so that the waiting claim gets it before the holder can claim it
 // again.
-func takeOver(t *testing.T, st *Store) *Claim {
+func takeOver(t *testing.T, st *Writer) *Claim {
 	t.Helper()
 	var c *Claim
 	claimed := make(chan error, 1)

@@ -1,4 +1,4 @@
-package store
+package batches
 
 import (
 	"context"
@@ -20,7 +20,7 @@ type Heartbeat struct {
 // ArmHeartbeat sets the account's deadline timeout from now, or disarms the switch when timeout
 // is 0. A deadline that had already passed is kept as tripped, so that the orders it covers are
 // still cancelled.
-func (s *Store) ArmHeartbeat(ctx context.Context, account int64, timeout time.Duration) (Heartbeat, error) {
+func (s *Writer) ArmHeartbeat(ctx context.Context, account int64, timeout time.Duration) (Heartbeat, error) {
 	var deadline *time.Time
 	var seconds *float64
 	if timeout > 0 {
@@ -68,7 +68,7 @@ const trippedOrdersSQL = `select o.market_id, m.event_id, o.seq, h.account_id
 // TrippedOrders lists the open orders, in the markets that shard owns (every market when shard is
 // ""), that were placed at or before their account's latest passed heartbeat deadline, each with
 // its market's event: a sweep that takes a market on must take its event whole.
-func (s *Store) TrippedOrders(ctx context.Context, shard string) ([]TrippedOrder, error) {
+func (s *Writer) TrippedOrders(ctx context.Context, shard string) ([]TrippedOrder, error) {
 	rows, err := s.Pool.Query(ctx, trippedOrdersSQL, shard)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package store
+package batches
 
 import (
 	"cmp"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/records"
+	"github.com/pmx-dev/pmx/internal/store/db"
 )
 
 // Batch is everything one shard transaction writes: the accumulated effects of a batch of orders,
@@ -22,7 +23,7 @@ type Batch struct {
 	Cash         []CashDelta // sorted by account: the order its rows are locked in, and how the statement's feed numbers are matched to them
 	Shares       []ShareDelta
 	Markets      []MarketUpdate
-	Events       []EventBatch
+	Events       []db.EventBatch
 	Settlements  []Settlement         // run last, after every other write
 	Groups       []GroupDelta         // what the batch did to order groups, guarded (migration 027)
 	EventChanges []EventChange        // events' status changes, written before the settlements

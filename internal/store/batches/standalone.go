@@ -1,4 +1,4 @@
-package store
+package batches
 
 import (
 	"context"
@@ -59,7 +59,7 @@ type Claim struct {
 // error wraps ErrClaimed and names that process's Postgres session. The claim holds until Close,
 // or until its session ends (Keep). It changes nothing in the database, and needs none of its
 // schema: claim first, then migrate, then Fence, before loading any book.
-func (s *Store) ClaimStandalone(ctx context.Context, wait time.Duration) (*Claim, error) {
+func (s *Writer) ClaimStandalone(ctx context.Context, wait time.Duration) (*Claim, error) {
 	cfg := s.Pool.Config().ConnConfig
 	conn, err := claimOn(ctx, cfg, wait)
 	if errors.Is(err, ErrClaimed) {

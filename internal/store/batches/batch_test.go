@@ -1,4 +1,4 @@
-package store
+package batches
 
 import (
 	"context"
@@ -14,28 +14,20 @@ import (
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/internal/records"
+	"github.com/pmx-dev/pmx/internal/store/db"
+	"github.com/pmx-dev/pmx/internal/store/db/dbtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// newTestStore opens a store on a new, migrated database (internal/storetest does this for other
-// packages, but importing it here would be an import cycle).
-func newTestStore(t testing.TB) *Store {
+// newTestStore opens the batch writer on a new, migrated database.
+func newTestStore(t testing.TB) *Writer {
 	t.Helper()
-	ctx := context.Background()
-	st, err := Open(ctx, pgtest.NewDatabase(t, pgtest.Shared(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if _, _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return st
+	return New(dbtest.New(t))
 }
 
 // testConn holds one of st's connections for the rest of the test.
-func testConn(t *testing.T, st *Store) *pgx.Conn {
+func testConn(t *testing.T, st *Writer) *pgx.Conn {
 	t.Helper()
 	pc, err := st.Pool.Acquire(context.Background())
 	if err != nil {
@@ -45,25 +37,30 @@ func testConn(t *testing.T, st *Store) *pgx.Conn {
 	return pc.Conn()
 }
 
-// newTestTrader opens a migrated store holding one account, alice, and one open market.
-func newTestTrader(t *testing.T) (*Store, records.Account, records.Market) {
+// newTestTrader opens the batch writer on a migrated database holding one account, alice, and
+// one open market.
+func newTestTrader(t *testing.T) (*Writer, records.Account, records.Market) {
 	t.Helper()
-	ctx := context.Background()
 	st := newTestStore(t)
-	alice, err := st.CreateAccount(ctx, "alice", 1_000, time.Now().UTC().Truncate(time.Microsecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := st.CreateMarket(ctx, records.Market{Question: "Will it rain?", Category: "weather", Status: "OPEN", LabelA: "Yes", LabelB: "No"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	alice := records.Account{ID: dbtest.Account(t, st.Pool, "alice", 1_000)}
+	m := records.Market{ID: dbtest.Market(t, st.Pool, nil)}
 	return st, alice, m
+}
+
+// orderByClientID reads an account's order by its client order id, as the store's
+// OrderByClientID does (package markets): db.ErrNotFound when it has none.
+func orderByClientID(ctx context.Context, st *Writer, account int64, clientOrderID string) (records.Order, error) {
+	o, err := db.ScanOrder(st.Pool.QueryRow(ctx, `select `+db.OrderColumns+` from orders
+		where account_id = $1 and client_order_id = $2`, account, clientOrderID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return o, db.ErrNotFound
+	}
+	return o, err
 }
 
 // openOrder is a new resting order of one share on the YES outcome, the seq-th of market m, for a.
 func openOrder(a records.Account, m records.Market, seq int64, side string, price int) records.Order {
-	return records.Order{ID: NewID(), MarketID: m.ID, Seq: seq, AccountID: a.ID, Side: side, Outcome: "YES",
+	return records.Order{ID: db.NewID(), MarketID: m.ID, Seq: seq, AccountID: a.ID, Side: side, Outcome: "YES",
 		Price: price, Quantity: 1, Status: engine.StatusOpen}
 }
 
@@ -123,14 +120,8 @@ func TestCommitBatch(t *testing.T) {
 	ctx := context.Background()
 	st := newTestStore(t)
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	alice, err := st.CreateAccount(ctx, "alice", 1_000, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bob, err := st.CreateAccount(ctx, "bob", 1_000, now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	alice := records.Account{ID: dbtest.Account(t, st.Pool, "alice", 1_000)}
+	bob := records.Account{ID: dbtest.Account(t, st.Pool, "bob", 1_000)}
 	conn := testConn(t, st)
 	if _, err := conn.Exec(ctx, "set lock_timeout = '200ms'"); err != nil {
 		t.Fatal(err)
@@ -255,7 +246,7 @@ func TestClientOrderIDs(t *testing.T) {
 	}
 	id := "quote-1"
 	placement := "a placement"
-	b := &Batch{Now: now, NewOrders: []records.Order{{ID: NewID(), MarketID: m.ID, Side: "SELL", Outcome: "YES", Price: 40, Quantity: 1,
+	b := &Batch{Now: now, NewOrders: []records.Order{{ID: db.NewID(), MarketID: m.ID, Side: "SELL", Outcome: "YES", Price: 40, Quantity: 1,
 		Status: engine.StatusCancelled, Seq: 1, AccountID: alice.ID, ClientOrderID: &id, Placement: &placement}}}
 	if _, err := CommitBatch(ctx, conns[0], b); err != nil {
 		t.Fatal(err)
@@ -266,12 +257,12 @@ func TestClientOrderIDs(t *testing.T) {
 	if _, err := conns[1].Exec(ctx, "rollback"); err != nil {
 		t.Fatal(err)
 	}
-	o, err := st.OrderByClientID(ctx, alice.ID, "quote-1")
+	o, err := orderByClientID(ctx, st, alice.ID, "quote-1")
 	if err != nil || o.Placement == nil || *o.Placement != placement || o.TimeInForce != "GTC" || o.SelfTrade != "CANCEL_RESTING" {
 		t.Errorf("OrderByClientID: %+v, %v", o, err)
 	}
-	if _, err := st.OrderByClientID(ctx, alice.ID, "quote-2"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("an id no order has: %v, want ErrNotFound", err)
+	if _, err := orderByClientID(ctx, st, alice.ID, "quote-2"); !errors.Is(err, db.ErrNotFound) {
+		t.Errorf("an id no order has: %v, want db.ErrNotFound", err)
 	}
 }
 

@@ -1,4 +1,4 @@
-package store
+package batches
 
 import (
 	"context"
@@ -25,7 +25,7 @@ type BatchConn interface {
 type pooledBatchConn struct{ conn *pgxpool.Conn }
 
 // BatchConn takes a connection of the pool for batches, until Release.
-func (s *Store) BatchConn(ctx context.Context) (BatchConn, error) {
+func (s *Writer) BatchConn(ctx context.Context) (BatchConn, error) {
 	c, err := s.Pool.Acquire(ctx)
 	if err != nil {
 		return nil, err

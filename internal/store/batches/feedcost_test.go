@@ -1,4 +1,4 @@
-package store
+package batches
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pmx-dev/pmx/internal/store/db/dbtest"
 )
 
 // TestAccountEventsCost measures what the account feed's rows add to a batch's statement: the
@@ -18,7 +20,7 @@ import (
 // statement's work, not the commit's flush. It is skipped unless PMX_PGCOST is set
 // (docs/performance.md, issue 39):
 //
-//	PMX_PGCOST=1 go test -run TestAccountEventsCost -v ./internal/store
+//	PMX_PGCOST=1 go test -run TestAccountEventsCost -v ./internal/store/batches
 func TestAccountEventsCost(t *testing.T) {
 	if os.Getenv("PMX_PGCOST") == "" {
 		t.Skip("set PMX_PGCOST to measure")
@@ -33,11 +35,7 @@ func TestAccountEventsCost(t *testing.T) {
 	const accounts = 31
 	var ids []int64
 	for i := range accounts {
-		a, err := st.CreateAccount(ctx, fmt.Sprintf("cost%d", i), 1_000, time.Now().UTC())
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, a.ID)
+		ids = append(ids, dbtest.Account(t, st.Pool, fmt.Sprintf("cost%d", i), 1_000))
 	}
 	cpu := func() time.Duration {
 		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", backend))

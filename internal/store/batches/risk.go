@@ -1,4 +1,4 @@
-package store
+package batches
 
 import (
 	"context"
@@ -31,7 +31,7 @@ func (r *Risk) fields() []any { return []any{&r.Locked, &r.MaxPosition, &r.MaxLo
 // AccountViews reads accounts' available cash and risk as a batch's start does (BeginBatch), but
 // outside any transaction: for a shard's views of accounts it has not read yet, taken while a batch
 // of its own commits (internal/shard/views.go, learnAccounts). An id with no account is left out.
-func (s *Store) AccountViews(ctx context.Context, ids []int64) (map[int64]int64, map[int64]Risk, error) {
+func (s *Writer) AccountViews(ctx context.Context, ids []int64) (map[int64]int64, map[int64]Risk, error) {
 	rows, err := s.Pool.Query(ctx, accountsQuery, ids)
 	if err != nil {
 		return nil, nil, fmt.Errorf("while reading accounts: %w", err)
@@ -70,7 +70,7 @@ type Holding struct {
 
 // Holdings lists the positive holdings of a market, for a shard that loads it (the shares count
 // toward the account's position limit).
-func (s *Store) Holdings(ctx context.Context, market uuid.UUID) ([]Holding, error) {
+func (s *Writer) Holdings(ctx context.Context, market uuid.UUID) ([]Holding, error) {
 	rows, err := s.Pool.Query(ctx, `select account_id, outcome, quantity from positions where market_id = $1 and quantity > 0`, market)
 	if err != nil {
 		return nil, fmt.Errorf("while reading the holdings of market %s: %w", market, err)
