@@ -10,7 +10,7 @@ import (
 
 // The live feed's sessions' presence (migration 017): the connections that cancel their account's
 // orders when the last of them closes. Their single-use connection tokens are the keys' concern
-// (internal/store's wstokens.go).
+// (internal/store/accounts/wstokens.go).
 
 // TouchPresence records that a front holds cancel-on-disconnect connections of the accounts.
 func (s *Log) TouchPresence(ctx context.Context, front uuid.UUID, accounts []int64) error {
