@@ -56,3 +56,25 @@ func TestNoUpwardImports(t *testing.T) {
 		}
 	}
 }
+
+// The store's concerns (internal/store/accounts, feedlog, bookkeeping, ...) link only its shared
+// plumbing (internal/store/db), never one another nor the aggregate: what two concerns share
+// belongs in db, and the aggregate package store is the one place they meet.
+func TestStoreConcernsApart(t *testing.T) {
+	pkgs := list(t, module+"internal/store/...")
+	concerns := 0
+	for _, p := range pkgs {
+		if p.path == module+"internal/store" || under(p.path, module+"internal/store/db") {
+			continue
+		}
+		concerns++
+		for _, dep := range p.deps {
+			if under(dep, module+"internal/store") && !under(dep, module+"internal/store/db") {
+				t.Errorf("%s links %s: a concern of the store links only internal/store/db; move what they share there", p.path, dep)
+			}
+		}
+	}
+	if concerns < 3 {
+		t.Fatalf("go list found %d concerns under internal/store, too few: %v", concerns, pkgs)
+	}
+}

@@ -1,88 +1,124 @@
 // Package store owns pmx's Postgres schema and every SQL statement the exchange runs: migrations,
-// the reads the API serves, and the writes a shard commits for a batch of orders.
+// the reads the API serves, and the writes a shard commits for a batch of orders. It is split by
+// concern; each concern's sub-package has a type that Store embeds, so that its methods are Store's:
+//
+//   - internal/store/db: the shared plumbing: opening the pool, the migrations and migrating, the
+//     errors, new ids, cursors, scan helpers, and the rows two concerns share;
+//   - internal/store/accounts: accounts and keys: API keys, ws tokens, sessions, sign-ins and
+//     sign-ups, signed requests' replays, rate limits, risk limits, key revocations;
+//   - internal/store/feedlog: the feeds' log: market and account event batches, presence;
+//   - internal/store/bookkeeping: the operator's books: shards, market ownership, moves, load,
+//     health;
+//   - internal/store/markets: markets and events, and the orders, trades, positions, fills,
+//     candles and settlements the API reads;
+//   - internal/store/batches: the batch writer: BeginBatch and CommitBatch, which write what a
+//     shard's batch decided, with the views it reserves from, order groups, conversions, the
+//     dead-man switch and the standalone claim.
+//
+// This package is the aggregate: Store and Open, Migrate, the pool's metrics, and the names its
+// callers use of the concerns' types and checks (store.Batch, store.ErrNotFound, store.Refused...).
 package store
 
 import (
 	"context"
-	"embed"
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"runtime"
-	"strings"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/tern/v2/migrate"
+
+	"github.com/pmx-dev/pmx/internal/store/accounts"
+	"github.com/pmx-dev/pmx/internal/store/batches"
+	"github.com/pmx-dev/pmx/internal/store/bookkeeping"
+	"github.com/pmx-dev/pmx/internal/store/db"
+	"github.com/pmx-dev/pmx/internal/store/feedlog"
+	"github.com/pmx-dev/pmx/internal/store/markets"
 )
 
-//go:embed migrations/*.sql
-var migrations embed.FS
-
-// versionTable records which migrations have run.
-const versionTable = "schema_version"
-
-// Errors the store translates from Postgres into domain terms.
+// Errors the store translates from Postgres into domain terms (internal/store/db's, named here
+// for the store's callers).
 var (
-	ErrNotFound = errors.New("not found")
-	ErrConflict = errors.New("already exists")
+	ErrNotFound = db.ErrNotFound
+	ErrConflict = db.ErrConflict
 )
 
-// Store is the exchange's database.
+// Cursor is a position in a newest-first listing (orders, markets): the last row of a page.
+type Cursor = db.Cursor
+
+// NewID returns a new row id for the hot tables (db.NewID).
+func NewID() uuid.UUID { return db.NewID() }
+
+// Store is the exchange's database: the aggregate of its concerns, whose methods it promotes.
 type Store struct {
 	// Pool is the connection pool every method uses. Production code goes through the methods;
 	// tests reach it for raw SQL.
 	Pool *pgxpool.Pool
+	*feedlog.Log
+	*bookkeeping.Book
+	*accounts.Accounts
+	*markets.Rows
+	*batches.Writer
 }
 
+// The feed log's rows, which a batch writes and package feedlog reads.
+type (
+	EventBatch    = db.EventBatch
+	AccountEvents = db.AccountEvents
+)
+
+// OrderFilter selects an account's orders (markets.OrderFilter).
+type OrderFilter = markets.OrderFilter
+
+// ListedMarket is a row of the markets list (markets.ListedMarket).
+type ListedMarket = markets.ListedMarket
+
+// Accounts' and keys' rows, refusals and names that the store's callers name (internal/store/accounts).
+type (
+	KeyRecord     = accounts.KeyRecord
+	APIKey        = accounts.APIKey
+	RiskLimits    = accounts.RiskLimits
+	Session       = accounts.Session
+	SignInAttempt = accounts.SignInAttempt
+	SignUp        = accounts.SignUp
+	OpenOrder     = accounts.OpenOrder
+)
+
+// ErrTooManyKeys refuses a key past the most an account may hold (accounts.ErrTooManyKeys).
+var ErrTooManyKeys = accounts.ErrTooManyKeys
+
+// KeyChannel is the channel a key's revocation is announced on (accounts.KeyChannel).
+const KeyChannel = accounts.KeyChannel
+
+// The operator's books' rows and refusals that the store's callers name (internal/store/bookkeeping).
+type (
+	Shard     = bookkeeping.Shard
+	Ownership = db.Ownership
+	Route     = bookkeeping.Route
+)
+
+var (
+	ErrSuperseded    = bookkeeping.ErrSuperseded
+	ErrTargetNotLive = bookkeeping.ErrTargetNotLive
+	ErrSplitsEvent   = bookkeeping.ErrSplitsEvent
+)
+
 // DefaultMaxConns is the most connections one process's pool opens when its database URL sets no
-// pool_max_conns: pgxpool's own default, 4 on a 2-core machine, makes concurrent requests queue
-// for a connection. It follows GOMAXPROCS, which Go sets from a container's CPU limit, rather than
-// the node's cores. Every pmx process has such a pool, so Postgres's max_connections must cover
-// their sum (docs/operations.md, "Database connections").
-func DefaultMaxConns() int {
-	return max(16, 4*runtime.GOMAXPROCS(0))
-}
+// pool_max_conns (db.DefaultMaxConns).
+func DefaultMaxConns() int { return db.DefaultMaxConns() }
 
 // Open connects to the database at url and checks that it answers.
 func Open(ctx context.Context, url string) (*Store, error) {
-	cfg, err := pgxpool.ParseConfig(url)
+	pool, err := db.Open(ctx, url)
 	if err != nil {
-		return nil, fmt.Errorf("while parsing the database URL: %w", err)
+		return nil, err
 	}
-	if !strings.Contains(url, "pool_max_conns") {
-		cfg.MaxConns = int32(DefaultMaxConns())
-	}
-	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
-		cfg.ConnConfig.RuntimeParams["application_name"] = ApplicationName()
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("while connecting to the database: %w", err)
-	}
-	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("while connecting to the database: %w", err)
-	}
-	return &Store{Pool: pool}, nil
+	return &Store{Pool: pool, Log: feedlog.New(pool), Book: bookkeeping.New(pool),
+		Accounts: accounts.New(pool), Rows: markets.New(pool),
+		Writer: batches.New(pool)}, nil
 }
 
 // ApplicationName is what a pmx process's connections tell Postgres they are, where the database
-// URL names nothing (application_name): "pmx " and the host's name, a pod's name on Kubernetes, so
-// that pg_stat_activity and Postgres's log say which process each connection belongs to. Postgres
-// keeps 63 bytes of it.
-func ApplicationName() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		return "pmx"
-	}
-	name := "pmx " + host
-	if len(name) > 63 {
-		name = name[:63]
-	}
-	return name
-}
+// URL names nothing (db.ApplicationName).
+func ApplicationName() string { return db.ApplicationName() }
 
 // Close closes every connection.
 func (s *Store) Close() { s.Pool.Close() }
@@ -98,37 +134,70 @@ func (s *Store) Acquire(ctx context.Context) (*pgxpool.Conn, error) { return s.P
 // A schema newer than this binary's migrations (from > to) is left as it is: a later release
 // migrated it, and each migration keeps the schema usable by the release before it.
 func (s *Store) Migrate(ctx context.Context) (from, to int32, err error) {
-	conn, err := s.Pool.Acquire(ctx)
-	if err != nil {
-		return 0, 0, fmt.Errorf("while migrating: %w", err)
-	}
-	defer conn.Release()
-	return migrateConn(ctx, conn.Conn())
+	return db.Migrate(ctx, s.Pool)
 }
 
-func migrateConn(ctx context.Context, conn *pgx.Conn) (from, to int32, err error) {
-	m, err := migrate.NewMigrator(ctx, conn, versionTable)
-	if err != nil {
-		return 0, 0, fmt.Errorf("while migrating: %w", err)
-	}
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return 0, 0, err
-	}
-	if err := m.LoadMigrations(sub); err != nil {
-		return 0, 0, fmt.Errorf("while loading migrations: %w", err)
-	}
-	if from, err = m.GetCurrentVersion(ctx); err != nil {
-		return 0, 0, fmt.Errorf("while migrating: %w", err)
-	}
-	if known := int32(len(m.Migrations)); from > known {
-		// A later release has migrated the database: this one is running beside it during a
-		// rolling upgrade (or was rolled back). Every migration leaves the schema usable by the
-		// release before it (docs/architecture.md §9), so it serves without migrating.
-		return from, known, nil
-	}
-	if err := m.Migrate(ctx); err != nil {
-		return from, 0, fmt.Errorf("while migrating from version %d: %w", from, err)
-	}
-	return from, int32(len(m.Migrations)), nil
+// The batch writer's rows, refusals and checks, which the shard and its tests name
+// (internal/store/batches).
+type (
+	Batch          = batches.Batch
+	BatchConn      = batches.BatchConn
+	Begin          = batches.Begin
+	CashDelta      = batches.CashDelta
+	Claim          = batches.Claim
+	ClientOrderKey = batches.ClientOrderKey
+	Committed      = batches.Committed
+	EventChange    = batches.EventChange
+	Fence          = batches.Fence
+	GroupDelta     = batches.GroupDelta
+	GroupState     = batches.GroupState
+	Heartbeat      = batches.Heartbeat
+	Holding        = batches.Holding
+	Locked         = batches.Locked
+	MarketUpdate   = batches.MarketUpdate
+	OrderGroup     = batches.OrderGroup
+	Risk           = batches.Risk
+	SettledHolding = batches.SettledHolding
+	Settlement     = batches.Settlement
+	ShareDelta     = batches.ShareDelta
+	ShareKey       = batches.ShareKey
+	TradeRow       = batches.TradeRow
+	TrippedOrder   = batches.TrippedOrder
+)
+
+var (
+	ErrTooManyOrderGroups = batches.ErrTooManyOrderGroups
+	ErrGroupHasOpenOrders = batches.ErrGroupHasOpenOrders
+	ErrClaimed            = batches.ErrClaimed
+	ErrCommitUnknown      = batches.ErrCommitUnknown
+)
+
+const (
+	NoLimit        = batches.NoLimit
+	OrderGroupIdle = batches.OrderGroupIdle
+)
+
+// BeginBatch begins a batch's transaction on conn and locks what it reads (batches.BeginBatch).
+func BeginBatch(ctx context.Context, conn *pgx.Conn, b Begin) (Locked, error) {
+	return batches.BeginBatch(ctx, conn, b)
 }
+
+// CommitBatch writes a batch and commits its transaction (batches.CommitBatch).
+func CommitBatch(ctx context.Context, conn *pgx.Conn, b *Batch) (Committed, error) {
+	return batches.CommitBatch(ctx, conn, b)
+}
+
+// Refused reports whether a batch failed on one of the database's guards (batches.Refused).
+func Refused(err error) bool { return batches.Refused(err) }
+
+// Fenced reports whether a batch failed its fence (batches.Fenced).
+func Fenced(err error) bool { return batches.Fenced(err) }
+
+// Retryable reports whether a batch may simply be run again (batches.Retryable).
+func Retryable(err error) bool { return batches.Retryable(err) }
+
+// Unreachable reports whether err is the database being out of reach (batches.Unreachable).
+func Unreachable(err error) bool { return batches.Unreachable(err) }
+
+// ClaimLost reports whether err is a standalone claim lost (batches.ClaimLost).
+func ClaimLost(err error) bool { return batches.ClaimLost(err) }

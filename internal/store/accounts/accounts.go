@@ -1,0 +1,44 @@
+// Package accounts owns accounts and their keys in Postgres: opening accounts, with or without a
+// password, and reading them; API keys (creation under a cap, revocation and its announcement,
+// last use), the live feed's connection tokens and signed requests' replays; the settings pages'
+// browser sessions, sign-in attempts and sign-ups; the per-account rate limits, and the limits an
+// account sets on its own risk.
+package accounts
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pmx-dev/pmx/internal/records"
+	"github.com/pmx-dev/pmx/internal/store/db"
+)
+
+// Accounts is the exchange's accounts and keys, on its database.
+type Accounts struct {
+	// Pool is the connection pool every method uses (the aggregate store's).
+	Pool *pgxpool.Pool
+}
+
+// New returns the accounts on pool.
+func New(pool *pgxpool.Pool) *Accounts { return &Accounts{Pool: pool} }
+
+// CreateAccount opens an account with a grant of play money and no password (no web sign-in).
+// A taken name, in any case, is db.ErrConflict.
+func (s *Accounts) CreateAccount(ctx context.Context, name string, grant int64, now time.Time) (records.Account, error) {
+	return s.CreateAccountWithPassword(ctx, name, grant, "", now)
+}
+
+// Account returns an account by its engine id.
+func (s *Accounts) Account(ctx context.Context, id int64) (records.Account, error) {
+	var a records.Account
+	err := s.Pool.QueryRow(ctx, `select id, uid, name, available, locked, created_at from accounts where id = $1`, id).
+		Scan(&a.ID, &a.UID, &a.Name, &a.Available, &a.Locked, &a.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return a, db.ErrNotFound
+	}
+	return a, err
+}

@@ -1,0 +1,221 @@
+package bookkeeping
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pmx-dev/pmx/internal/store/db"
+)
+
+// Shard is a registered matching shard.
+type Shard struct {
+	Name        string
+	Address     string
+	StartedAt   time.Time
+	HeartbeatAt time.Time
+	Markets     int // OPEN markets it owns
+	// Draining is set once the process has begun to stop (Drain): it still owns and serves what it
+	// has not handed over, but takes no market.
+	Draining bool
+}
+
+// ErrSuperseded is the answer to a shard process whose name another process has registered
+// since (or whose registration is gone): it must stop serving.
+var ErrSuperseded = errors.New("another process has registered under this shard's name, or its registration is gone")
+
+// Register records that a shard process has started under name, with a new incarnation that it
+// returns: the process is alive now, and every market recorded as name's moves to a new epoch
+// under the same name. A process that comes back under its own name — a StatefulSet's pod deleted
+// by force, whose old container may still be running — so fences its old incarnation: that one's
+// commits fail on the epoch, it can load no market (Incarnation no longer names it), and its next
+// heartbeat (Beat) tells it to stop.
+func (s *Book) Register(ctx context.Context, name, address string) (uuid.UUID, error) {
+	incarnation := uuid.New()
+	_, err := s.Pool.Exec(ctx, `with fenced as (update markets set epoch = epoch + 1 where shard = $1)
+		insert into shards (name, address, started_at, heartbeat_at, incarnation)
+		values ($1, $2, now(), now(), $3)
+		on conflict (name) do update set address = excluded.address, started_at = now(), heartbeat_at = now(),
+			incarnation = excluded.incarnation, draining_since = null`, name, address, incarnation)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	return incarnation, nil
+}
+
+// Beat records that the registered incarnation of a shard is alive, by the database's clock; it
+// fails with ErrSuperseded when another process has registered under the name since.
+func (s *Book) Beat(ctx context.Context, name, address string, incarnation uuid.UUID) error {
+	tag, err := s.Pool.Exec(ctx, `update shards set address = $2, heartbeat_at = now()
+		where name = $1 and incarnation = $3`, name, address, incarnation)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrSuperseded
+	}
+	return nil
+}
+
+// Incarnation returns the incarnation registered under a shard's name (uuid.Nil for none).
+func (s *Book) Incarnation(ctx context.Context, name string) (uuid.UUID, error) {
+	var id *uuid.UUID
+	err := s.Pool.QueryRow(ctx, `select incarnation from shards where name = $1`, name).Scan(&id)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return uuid.Nil, nil
+	case err != nil:
+		return uuid.Nil, err
+	case id == nil:
+		return uuid.Nil, nil
+	}
+	return *id, nil
+}
+
+// Unregister removes a stopping shard process and hands its markets back (owner none, epoch + 1),
+// so that the operator moves them at once rather than when the heartbeat lapses. It does nothing
+// when another process has registered under the name since (Register).
+func (s *Book) Unregister(ctx context.Context, name string, incarnation uuid.UUID) error {
+	_, err := s.Pool.Exec(ctx, `with gone as (delete from shards where name = $1 and incarnation = $2 returning name)
+		update markets set shard = null, epoch = epoch + 1 where shard = (select name from gone)`, name, incarnation)
+	return err
+}
+
+// LiveShards lists the shards whose last heartbeat is within ttl, by the database's clock, least
+// loaded first.
+func (s *Book) LiveShards(ctx context.Context, ttl time.Duration) ([]Shard, error) {
+	rows, err := s.Pool.Query(ctx, `select s.name, s.address, s.started_at, s.heartbeat_at,
+		(select count(*) from markets m where m.shard = s.name and m.status = 'OPEN'), s.draining_since is not null
+		from shards s where s.heartbeat_at > now() - $1::interval
+		order by 5, s.name`, ttl.String())
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Shard, error) {
+		var sh Shard
+		err := r.Scan(&sh.Name, &sh.Address, &sh.StartedAt, &sh.HeartbeatAt, &sh.Markets, &sh.Draining)
+		return sh, err
+	})
+}
+
+// Drain records that the process registered under a shard's name has begun to stop (migration
+// 029): from now on no market is moved onto it, while it hands its own to the others. A process
+// registered under the name later (Register) takes markets again.
+func (s *Book) Drain(ctx context.Context, name string) error {
+	_, err := s.Pool.Exec(ctx, `update shards set draining_since = coalesce(draining_since, now()) where name = $1`, name)
+	return err
+}
+
+// EventOwners lists the shard of each of an event's markets that has one, one entry per market.
+func (s *Book) EventOwners(ctx context.Context, event uuid.UUID) ([]string, error) {
+	rows, err := s.Pool.Query(ctx, `select shard from markets where event_id = $1 and shard is not null`, event)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// Owner returns a market's owner.
+func (s *Book) Owner(ctx context.Context, market uuid.UUID) (db.Ownership, error) {
+	o := db.Ownership{Market: market}
+	var shard *string
+	err := s.Pool.QueryRow(ctx, `select shard, epoch, status from markets where id = $1`, market).Scan(&shard, &o.Epoch, &o.Status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return o, db.ErrNotFound
+	}
+	if shard != nil {
+		o.Shard = *shard
+	}
+	return o, err
+}
+
+// Assign gives a market to a shard ("" for none) with a new epoch, unless the market is settled
+// or already its own. It returns the ownership afterwards.
+func (s *Book) Assign(ctx context.Context, market uuid.UUID, shard string) (db.Ownership, error) {
+	var owner *string
+	if shard != "" {
+		owner = &shard
+	}
+	o := db.Ownership{Market: market}
+	var got *string
+	err := s.Pool.QueryRow(ctx, `with moved as (
+			update markets set shard = $2, epoch = epoch + 1
+			where id = $1 and shard is distinct from $2 and status in ('OPEN', 'CLOSED')
+			returning shard, epoch, status)
+		select shard, epoch, status from moved
+		union all
+		select shard, epoch, status from markets where id = $1 and not exists (select 1 from moved)`,
+		market, owner).Scan(&got, &o.Epoch, &o.Status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return o, db.ErrNotFound
+	}
+	if err != nil {
+		return o, fmt.Errorf("while assigning market %s to %q: %w", market, shard, err)
+	}
+	if got != nil {
+		o.Shard = *got
+	}
+	return o, nil
+}
+
+// OwnedMarkets lists the markets a shard owns, with their epochs.
+func (s *Book) OwnedMarkets(ctx context.Context, shard string) ([]db.Ownership, error) {
+	rows, err := s.Pool.Query(ctx, `select id, epoch, status from markets where shard = $1 order by id`, shard)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (db.Ownership, error) {
+		o := db.Ownership{Shard: shard}
+		err := r.Scan(&o.Market, &o.Epoch, &o.Status)
+		return o, err
+	})
+}
+
+// ShardAddress returns the internal address a shard registered.
+func (s *Book) ShardAddress(ctx context.Context, name string) (string, error) {
+	var addr string
+	err := s.Pool.QueryRow(ctx, `select address from shards where name = $1`, name).Scan(&addr)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", db.ErrNotFound
+	}
+	return addr, err
+}
+
+// Route is where a reader finds a market's book: its owner and that shard's registered address
+// ("" when it has none), and, for a market that is not OPEN, whose book no shard holds, what its
+// empty book answers from Postgres: its last trade's YES price and its feed sequence.
+type Route struct {
+	db.Ownership
+	Address        string
+	LastTradePrice *int
+	EventSeq       int64
+}
+
+// Routes returns the routes of markets in one query, in no particular order; a market that does
+// not exist has none. An event's read takes all its outcomes' routes so, rather than an Owner and
+// a ShardAddress per outcome.
+func (s *Book) Routes(ctx context.Context, markets []uuid.UUID) ([]Route, error) {
+	rows, err := s.Pool.Query(ctx, `select m.id, m.shard, m.epoch, m.status, coalesce(s.address, ''), m.last_trade_price, m.event_seq
+		from markets m left join shards s on s.name = m.shard where m.id = any($1)`, markets)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Route, error) {
+		var rt Route
+		var shard *string
+		var last *int16
+		err := r.Scan(&rt.Market, &shard, &rt.Epoch, &rt.Status, &rt.Address, &last, &rt.EventSeq)
+		if shard != nil {
+			rt.Shard = *shard
+		}
+		if last != nil {
+			p := int(*last)
+			rt.LastTradePrice = &p
+		}
+		return rt, err
+	})
+}
