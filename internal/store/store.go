@@ -106,8 +106,12 @@ var (
 func DefaultMaxConns() int { return db.DefaultMaxConns() }
 
 // Open connects to the database at url and checks that it answers.
-func Open(ctx context.Context, url string) (*Store, error) {
-	pool, err := db.Open(ctx, url)
+func Open(ctx context.Context, url string) (*Store, error) { return OpenHolding(ctx, url, 0) }
+
+// OpenHolding is Open for a process whose matching loops hold held connections of the pool for
+// good (db.OpenHolding).
+func OpenHolding(ctx context.Context, url string, held int) (*Store, error) {
+	pool, err := db.OpenHolding(ctx, url, held)
 	if err != nil {
 		return nil, err
 	}

@@ -74,7 +74,7 @@ func runAPI(ctx context.Context, o apiOptions) error {
 	if err != nil {
 		return err
 	}
-	st, err := process.OpenStore(ctx, o.databaseURL, log)
+	st, err := process.OpenStore(ctx, o.databaseURL, log, 0)
 	if err != nil {
 		return err
 	}

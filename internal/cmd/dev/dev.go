@@ -145,7 +145,7 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 		}()
 		dbURL = cluster.URL()
 	}
-	st, err := store.Open(ctx, dbURL)
+	st, err := store.OpenHolding(ctx, dbURL, o.shards)
 	if err != nil {
 		return err
 	}

@@ -91,7 +91,7 @@ func runOperator(o operatorOptions) error {
 	ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
 	ctx := ctrl.SetupSignalHandler()
 
-	st, err := process.OpenStore(ctx, o.databaseURL, log)
+	st, err := process.OpenStore(ctx, o.databaseURL, log, 0)
 	if err != nil {
 		return err
 	}

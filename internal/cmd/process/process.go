@@ -133,8 +133,10 @@ func MetricsLine(addr string) string {
 
 // OpenStore connects to Postgres and brings its schema up to date: every process migrates at start
 // (concurrent migrations are serialised by the migration library's lock), so no install step has to.
-func OpenStore(ctx context.Context, url string, log *slog.Logger) (*store.Store, error) {
-	st, err := store.Open(ctx, url)
+// held is how many of the pool's connections the process's matching loops keep for good
+// (store.OpenHolding); 0 for a process without any.
+func OpenStore(ctx context.Context, url string, log *slog.Logger, held int) (*store.Store, error) {
+	st, err := store.OpenHolding(ctx, url, held)
 	if err != nil {
 		return nil, err
 	}

@@ -81,7 +81,7 @@ func runShard(ctx context.Context, o shardOptions) error {
 		return err
 	}
 	log = log.With("shard", o.name)
-	st, err := process.OpenStore(ctx, o.databaseURL, log)
+	st, err := process.OpenStore(ctx, o.databaseURL, log, o.shards)
 	if err != nil {
 		return err
 	}

@@ -73,13 +73,20 @@ func DefaultMaxConns() int {
 }
 
 // Open connects to the database at url and checks that it answers.
-func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
+func Open(ctx context.Context, url string) (*pgxpool.Pool, error) { return OpenHolding(ctx, url, 0) }
+
+// OpenHolding is Open for a process that holds held of its pool's connections for good (a
+// matching loop keeps one for its batches): where the URL sets no pool_max_conns, the pool gets
+// them on top of DefaultMaxConns, so that what the process holds never starves its other work.
+// Without them, `pmx dev --shards 16` on 2 cores gave all 16 of its default connections to its
+// matching loops, and every read waited for one until it timed out.
+func OpenHolding(ctx context.Context, url string, held int) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("while parsing the database URL: %w", err)
 	}
 	if !strings.Contains(url, "pool_max_conns") {
-		cfg.MaxConns = int32(DefaultMaxConns())
+		cfg.MaxConns = int32(DefaultMaxConns() + max(held, 0))
 	}
 	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
 		cfg.ConnConfig.RuntimeParams["application_name"] = ApplicationName()
