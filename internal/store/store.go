@@ -115,9 +115,14 @@ func OpenHolding(ctx context.Context, url string, held int) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	return New(pool), nil
+}
+
+// New is the store on a pool already open, each concern on it: a Store is never made as a
+// literal, whose concerns would be nil.
+func New(pool *pgxpool.Pool) *Store {
 	return &Store{Pool: pool, Log: feedlog.New(pool), Book: bookkeeping.New(pool),
-		Accounts: accounts.New(pool), Rows: markets.New(pool),
-		Writer: batches.New(pool)}, nil
+		Accounts: accounts.New(pool), Rows: markets.New(pool), Writer: batches.New(pool)}
 }
 
 // ApplicationName is what a pmx process's connections tell Postgres they are, where the database
