@@ -111,9 +111,15 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	return New(pool), nil
+}
+
+// New is the store on a pool already open, every concern on it: a test that opens its own pool
+// (with a tracer, say) builds its store so.
+func New(pool *pgxpool.Pool) *Store {
 	return &Store{Pool: pool, Log: feedlog.New(pool), Book: bookkeeping.New(pool),
 		Accounts: accounts.New(pool), Rows: markets.New(pool),
-		Writer: batches.New(pool)}, nil
+		Writer: batches.New(pool)}
 }
 
 // ApplicationName is what a pmx process's connections tell Postgres they are, where the database

@@ -206,7 +206,7 @@ func TestListReadsShared(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(pool.Close)
-		c.Store = &store.Store{Pool: pool}
+		c.Store = store.New(pool)
 	})
 	alice, bob := tg.NewAccount(t, "alice"), tg.NewAccount(t, "bob")
 	for i := range 5 {
