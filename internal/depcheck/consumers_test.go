@@ -23,6 +23,7 @@ var consumers = []string{
 	"internal/eventrec",
 	"internal/pages/marketpages",
 	"internal/pages/settings",
+	"controllers",
 }
 
 // storeAggregate reports whether a type expression names the aggregate store (store.Store, or a
