@@ -120,7 +120,7 @@ func (k *keyCache) unwatch(c *wsConn) {
 }
 
 // watchFeeds runs checkFeeds every feedKeyCheck until ctx ends.
-func (k *keyCache) watchFeeds(ctx context.Context, st *store.Store, now func() time.Time, log *slog.Logger) {
+func (k *keyCache) watchFeeds(ctx context.Context, st KeyRevocations, now func() time.Time, log *slog.Logger) {
 	failing := false
 	every(ctx, feedKeyCheck, func() {
 		err := k.checkFeeds(ctx, st, now())
@@ -137,7 +137,7 @@ func (k *keyCache) watchFeeds(ctx context.Context, st *store.Store, now func() t
 // checkFeeds closes the feed connections whose keys have expired at now and, when revocations
 // may have gone unheard (recheck, or the channel is down and the cache bypassed), those whose
 // keys Postgres has revoked. A failed check is tried again on the next call.
-func (k *keyCache) checkFeeds(ctx context.Context, st *store.Store, now time.Time) error {
+func (k *keyCache) checkFeeds(ctx context.Context, st KeyRevocations, now time.Time) error {
 	k.mu.Lock()
 	var expired []*wsConn
 	for _, conns := range k.feeds {
@@ -175,7 +175,7 @@ func (k *keyCache) checkFeeds(ctx context.Context, st *store.Store, now time.Tim
 }
 
 // listen keeps the cache in step with revocations until ctx ends, reconnecting with backoff.
-func (k *keyCache) listen(ctx context.Context, st *store.Store, log *slog.Logger) {
+func (k *keyCache) listen(ctx context.Context, st KeyRevocations, log *slog.Logger) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		err := st.ListenKeys(ctx, func() { k.setValid(true); backoff = 100 * time.Millisecond }, k.revoke)

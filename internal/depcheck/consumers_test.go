@@ -24,6 +24,7 @@ var consumers = []string{
 	"internal/pages/marketpages",
 	"internal/pages/settings",
 	"controllers",
+	"apiserver",
 }
 
 // storeAggregate reports whether a type expression names the aggregate store (store.Store, or a
