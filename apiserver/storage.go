@@ -24,12 +24,13 @@ import (
 
 // The front names what it asks of the database as the small interfaces below, grouped by the
 // store's concerns (accounts and keys, reads of markets, events and accounts' orders, the batch
-// writer's rows outside a batch, the feed log), rather than taking the whole store: the processes
-// (cmd/pmx) and the test harnesses hand it *store.Store, which has them all. Its background work
-// takes the smallest of them: the key cache KeyRevocations, the last-use writer KeyUses, the
-// presence of cancel-on-disconnect connections Presence, the feed's hub FeedLog. The rows they
-// are spelt in are their concerns' (accounts.KeyRecord, batches.OrderGroup, ...); the cursor
-// (store.Cursor) and the errors (store.ErrNotFound, ...) the aggregate's.
+// writer's rows outside a batch, the feed log), rather than taking the whole store: the commands
+// that serve it (internal/cmd/api, internal/cmd/dev) and the test harnesses hand it *store.Store,
+// which has them all. Its background work takes the smallest of them: the key cache
+// KeyRevocations, the last-use writer KeyUses, the presence of cancel-on-disconnect connections
+// Presence, the feed's hub FeedLog. The rows they are spelt in are their concerns'
+// (accounts.KeyRecord, batches.OrderGroup, ...); the cursor (store.Cursor) and the errors
+// (store.ErrNotFound, ...) the aggregate's.
 
 // Store is everything the front asks of the database (Config.Store).
 type Store interface {

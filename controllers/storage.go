@@ -16,8 +16,8 @@ import (
 
 // The operator names what each of its parts asks of the database as the small interfaces below,
 // grouped by concern (markets' and events' rows, the operator's books), rather than taking the
-// whole store: cmd/pmx-operator and the tests hand them *store.Store, which has them all. The
-// rows they are spelt in are their concerns' (bookkeeping.Shard, ...).
+// whole store: its command (internal/cmd/operator) and the tests hand them *store.Store, which
+// has them all. The rows they are spelt in are their concerns' (bookkeeping.Shard, ...).
 
 // MarketStore is everything the Market reconciler asks of the database (MarketReconciler.Store).
 type MarketStore interface {
