@@ -16,6 +16,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/kit/clientaddr"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/store/accounts"
 )
 
 // Where authenticate leaves the caller's account id, and its key's id and scope, in the gin
@@ -155,7 +156,7 @@ func (s *Server) authenticate(c *gin.Context) {
 // (for the feed, keyCache.watch). A refusal here is not counted as a failed authentication
 // (authFailureRate): the credential is right, nothing is being guessed, and counting it would
 // throttle the other clients behind the same address.
-func (s *Server) admit(c *gin.Context, rec store.KeyRecord, gen uint64) {
+func (s *Server) admit(c *gin.Context, rec accounts.KeyRecord, gen uint64) {
 	now := s.now()
 	if auth.Expired(rec.ExpiresAt, now) {
 		httpkit.AbortUnread(c, &httpkit.Error{Status: http.StatusUnauthorized, Code: "key_expired",

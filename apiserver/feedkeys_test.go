@@ -11,7 +11,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/exchangetest"
 	"github.com/pmx-dev/pmx/internal/kit/auth"
 	"github.com/pmx-dev/pmx/internal/poll"
-	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/store/accounts"
 )
 
 // TestFeedKeyEndsOnEveryReplica connects to two replicas on one database with a key, and with
@@ -63,7 +63,7 @@ func TestFeedKeyRevokedUnannounced(t *testing.T) {
 	poll.Wait(t, 30*time.Second, "the replica's announcement channel to be cut", func() bool {
 		var cut int
 		err := tg.Store.Pool.QueryRow(ctx, `select count(*) from (select pg_terminate_backend(pid) from pg_stat_activity
-			where datname = current_database() and query = 'listen `+store.KeyChannel+`') t`).Scan(&cut)
+			where datname = current_database() and query = 'listen `+accounts.KeyChannel+`') t`).Scan(&cut)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,13 +7,12 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/internal/feed"
-	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // feedLog is where the feed's hub reads what it did not see live: books from the Exchange (the
 // owning shard), events and markets' last seqs from Postgres.
 type feedLog struct {
-	store    *store.Store
+	store    FeedLog
 	exchange Exchange
 }
 

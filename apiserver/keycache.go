@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/pmx-dev/pmx/internal/kit/auth"
-	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/store/accounts"
 )
 
 // keyCache remembers API keys by prefix, so that a request costs no database round trip to
@@ -27,7 +27,7 @@ type keyCache struct {
 	mu      sync.Mutex
 	valid   bool // the listener is connected
 	gen     uint64
-	entries map[string]store.KeyRecord
+	entries map[string]accounts.KeyRecord
 	// feeds are the feed connections by their key's prefix; recheck says a revocation of one of
 	// their keys may have gone unheard.
 	feeds   map[string]map[*wsConn]struct{}
@@ -39,12 +39,12 @@ type keyCache struct {
 const feedKeyCheck = time.Second
 
 func (k *keyCache) init() {
-	k.entries = map[string]store.KeyRecord{}
+	k.entries = map[string]accounts.KeyRecord{}
 	k.feeds = map[string]map[*wsConn]struct{}{}
 }
 
 // get returns a cached key, and the generation to pass to put after a lookup.
-func (k *keyCache) get(prefix string) (store.KeyRecord, bool, uint64) {
+func (k *keyCache) get(prefix string) (accounts.KeyRecord, bool, uint64) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	rec, ok := k.entries[prefix]
@@ -61,7 +61,7 @@ func (k *keyCache) generation() uint64 {
 
 // put caches a key read from the database, unless something was revoked since the read began (gen
 // moved on): the key read may be the one revoked.
-func (k *keyCache) put(prefix string, rec store.KeyRecord, gen uint64) {
+func (k *keyCache) put(prefix string, rec accounts.KeyRecord, gen uint64) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.valid && k.gen == gen {
@@ -120,7 +120,7 @@ func (k *keyCache) unwatch(c *wsConn) {
 }
 
 // watchFeeds runs checkFeeds every feedKeyCheck until ctx ends.
-func (k *keyCache) watchFeeds(ctx context.Context, st *store.Store, now func() time.Time, log *slog.Logger) {
+func (k *keyCache) watchFeeds(ctx context.Context, st KeyRevocations, now func() time.Time, log *slog.Logger) {
 	failing := false
 	every(ctx, feedKeyCheck, func() {
 		err := k.checkFeeds(ctx, st, now())
@@ -137,7 +137,7 @@ func (k *keyCache) watchFeeds(ctx context.Context, st *store.Store, now func() t
 // checkFeeds closes the feed connections whose keys have expired at now and, when revocations
 // may have gone unheard (recheck, or the channel is down and the cache bypassed), those whose
 // keys Postgres has revoked. A failed check is tried again on the next call.
-func (k *keyCache) checkFeeds(ctx context.Context, st *store.Store, now time.Time) error {
+func (k *keyCache) checkFeeds(ctx context.Context, st KeyRevocations, now time.Time) error {
 	k.mu.Lock()
 	var expired []*wsConn
 	for _, conns := range k.feeds {
@@ -175,7 +175,7 @@ func (k *keyCache) checkFeeds(ctx context.Context, st *store.Store, now time.Tim
 }
 
 // listen keeps the cache in step with revocations until ctx ends, reconnecting with backoff.
-func (k *keyCache) listen(ctx context.Context, st *store.Store, log *slog.Logger) {
+func (k *keyCache) listen(ctx context.Context, st KeyRevocations, log *slog.Logger) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		err := st.ListenKeys(ctx, func() { k.setValid(true); backoff = 100 * time.Millisecond }, k.revoke)

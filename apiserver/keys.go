@@ -14,6 +14,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/kit/auth"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/store/accounts"
 )
 
 // API keys: making them (for the settings pages, the admin API and the API itself, which choose
@@ -58,25 +59,25 @@ func (s *Server) NewAPIKey(ctx context.Context, account int64, spec auth.KeySpec
 }
 
 // newAPIKey is NewAPIKey, also returning the key as stored: the one way every key is made.
-func (s *Server) newAPIKey(ctx context.Context, account int64, spec auth.KeySpec) (string, store.APIKey, error) {
+func (s *Server) newAPIKey(ctx context.Context, account int64, spec auth.KeySpec) (string, accounts.APIKey, error) {
 	now := s.now().Truncate(time.Microsecond) // as Postgres keeps it
 	scope, err := auth.ParseScope(string(spec.Scope))
 	if err != nil {
-		return "", store.APIKey{}, httpkit.FieldError("scope", "invalid_value", "%v", err)
+		return "", accounts.APIKey{}, httpkit.FieldError("scope", "invalid_value", "%v", err)
 	}
 	if err := auth.CheckLabel(spec.Label); err != nil {
-		return "", store.APIKey{}, httpkit.FieldError("label", "invalid_value", "%v", err)
+		return "", accounts.APIKey{}, httpkit.FieldError("label", "invalid_value", "%v", err)
 	}
 	if spec.ExpiresAt != nil {
 		if err := auth.CheckExpiry(*spec.ExpiresAt, now); err != nil {
-			return "", store.APIKey{}, httpkit.FieldError("expiresAt", "invalid_value", "%v", err)
+			return "", accounts.APIKey{}, httpkit.FieldError("expiresAt", "invalid_value", "%v", err)
 		}
 	}
 	if len(spec.Allowlist) > auth.MaxAllowlist {
-		return "", store.APIKey{}, httpkit.FieldError("ipAllowlist", "invalid_value", "the allowlist takes %d ranges at most", auth.MaxAllowlist)
+		return "", accounts.APIKey{}, httpkit.FieldError("ipAllowlist", "invalid_value", "the allowlist takes %d ranges at most", auth.MaxAllowlist)
 	}
 	key, prefix, hash := auth.NewKey()
-	k := store.APIKey{ID: uuid.New(), AccountID: account, Prefix: prefix, Label: spec.Label, Scope: scope, CreatedAt: now,
+	k := accounts.APIKey{ID: uuid.New(), AccountID: account, Prefix: prefix, Label: spec.Label, Scope: scope, CreatedAt: now,
 		ExpiresAt: spec.ExpiresAt, Allowlist: spec.Allowlist, PublicKey: spec.PublicKey}
 	err = s.cfg.Store.CreateAPIKey(ctx, k, hash, auth.MaxKeys)
 	if errors.Is(err, store.ErrTooManyKeys) {
@@ -251,13 +252,13 @@ func (s *Server) accountKeys(c *gin.Context) error {
 }
 
 // APIKeyOf is a stored key as the API shows it.
-func APIKeyOf(k *store.APIKey, current bool) APIKey {
+func APIKeyOf(k *accounts.APIKey, current bool) APIKey {
 	return APIKey{ID: k.ID, Prefix: k.Prefix, Label: k.Label, Scope: string(k.Scope), CreatedAt: k.CreatedAt.UTC(),
 		ExpiresAt: utc(k.ExpiresAt), IPAllowlist: auth.FormatAllowlist(k.Allowlist), PublicKey: publicKeyOf(k), LastUsedAt: utc(k.LastUsedAt),
 		RevokedAt: utc(k.RevokedAt), Current: current}
 }
 
-func publicKeyOf(k *store.APIKey) *string {
+func publicKeyOf(k *accounts.APIKey) *string {
 	if len(k.PublicKey) == 0 {
 		return nil
 	}

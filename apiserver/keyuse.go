@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-
-	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // keyUseEvery is how often, at most, a front writes when one key was last used.
@@ -70,7 +68,7 @@ func (u *keyUse) take(now time.Time, all bool) (ids []uuid.UUID, at []time.Time)
 }
 
 // flush writes the uses due at now; uses it could not write wait for the next flush.
-func (u *keyUse) flush(ctx context.Context, st *store.Store, now time.Time, all bool) error {
+func (u *keyUse) flush(ctx context.Context, st KeyUses, now time.Time, all bool) error {
 	ids, at := u.take(now, all)
 	err := st.TouchAPIKeys(ctx, ids, at)
 	if err != nil {
@@ -83,7 +81,7 @@ func (u *keyUse) flush(ctx context.Context, st *store.Store, now time.Time, all 
 
 // run writes the keys' uses as they fall due until ctx ends, and all that are left then. clock is
 // the clock of note's times (the server's).
-func (u *keyUse) run(ctx context.Context, st *store.Store, clock func() time.Time, log *slog.Logger) {
+func (u *keyUse) run(ctx context.Context, st KeyUses, clock func() time.Time, log *slog.Logger) {
 	tick := time.NewTicker(keyUseEvery / 4)
 	defer tick.Stop()
 	for {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/store/batches"
 )
 
 // Order groups (POST, GET /api/v1/order-groups, GET and DELETE /order-groups/{id}, POST
@@ -50,7 +51,7 @@ type OrderGroup struct {
 	CreatedAt      time.Time  `json:"createdAt"`
 }
 
-func orderGroupOf(g *store.OrderGroup) OrderGroup {
+func orderGroupOf(g *batches.OrderGroup) OrderGroup {
 	out := OrderGroup{ID: g.ID, FillLimit: g.FillLimit, WindowSeconds: g.WindowSeconds, FilledInWindow: g.Filled,
 		Triggered: g.TriggeredAt != nil, CountedFrom: g.CountedFrom.UTC(), CreatedAt: g.CreatedAt.UTC()}
 	if g.TriggeredAt != nil {
@@ -112,12 +113,12 @@ func (s *Server) listOrderGroups(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	next := nextCursor(groups, limit, func(g *store.OrderGroup) store.Cursor { return store.Cursor{CreatedAt: g.CreatedAt, ID: g.ID} })
+	next := nextCursor(groups, limit, func(g *batches.OrderGroup) store.Cursor { return store.Cursor{CreatedAt: g.CreatedAt, ID: g.ID} })
 	c.JSON(http.StatusOK, gin.H{"orderGroups": orderGroupsOf(groups), "nextCursor": next})
 	return nil
 }
 
-func orderGroupsOf(groups []store.OrderGroup) []OrderGroup {
+func orderGroupsOf(groups []batches.OrderGroup) []OrderGroup {
 	out := make([]OrderGroup, len(groups))
 	for i := range groups {
 		out[i] = orderGroupOf(&groups[i])
@@ -149,7 +150,7 @@ func (s *Server) deleteOrderGroup(c *gin.Context) error {
 			Message: "an open order is in this order group, so it stays: cancel the group's open orders (GET /orders lists them), then delete it"}
 	}
 	if err != nil {
-		return answerOrderGroup(c, store.OrderGroup{}, err)
+		return answerOrderGroup(c, batches.OrderGroup{}, err)
 	}
 	c.Status(http.StatusNoContent)
 	return nil
@@ -179,7 +180,7 @@ func (s *Server) expireOrderGroups(ctx context.Context) {
 	})
 }
 
-func answerOrderGroup(c *gin.Context, g store.OrderGroup, err error) error {
+func answerOrderGroup(c *gin.Context, g batches.OrderGroup, err error) error {
 	if errors.Is(err, store.ErrNotFound) {
 		return &httpkit.Error{Status: http.StatusNotFound, Code: "order_group_not_found", Field: "id",
 			Message: "the account has no order group with this id; list them with GET /order-groups"}

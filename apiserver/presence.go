@@ -80,7 +80,7 @@ func (s *Server) authenticateWS(c *gin.Context) {
 // told (store.TouchPresence), so that the account's orders are cancelled when its last such
 // connection on any front closes, or the front holding it dies.
 type presence struct {
-	store *store.Store
+	store Presence
 	log   *slog.Logger
 	front uuid.UUID
 
@@ -88,7 +88,7 @@ type presence struct {
 	counts map[int64]int
 }
 
-func newPresence(st *store.Store, log *slog.Logger) *presence {
+func newPresence(st Presence, log *slog.Logger) *presence {
 	return &presence{store: st, log: log, front: uuid.New(), counts: map[int64]int{}}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/store/markets"
 )
 
 // Listing limits.
@@ -367,7 +368,7 @@ func (s *Server) account(c *gin.Context) error {
 }
 
 func (s *Server) listOrders(c *gin.Context) error {
-	f := store.OrderFilter{Account: accountOf(c)}
+	f := markets.OrderFilter{Account: accountOf(c)}
 	if v, ok := c.GetQuery("marketId"); ok {
 		id, err := parseUUID("marketId", v)
 		if err != nil {

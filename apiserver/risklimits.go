@@ -9,6 +9,7 @@ import (
 
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/store/accounts"
 )
 
 // Self-set risk limits (GET and PUT /api/v1/account/risk-limits). The front only keeps them in
@@ -38,7 +39,7 @@ type RiskLimitsUse struct {
 	LockedCash       int64      `json:"lockedCash"`
 }
 
-func riskLimitsOf(r *store.RiskLimits) RiskLimits {
+func riskLimitsOf(r *accounts.RiskLimits) RiskLimits {
 	return RiskLimits{MaxPosition: r.MaxPosition, MaxLockedCash: r.MaxLockedCash,
 		Used: RiskLimitsUse{Position: r.Position, PositionMarketID: r.PositionMarketID, PositionOutcome: r.PositionOutcome,
 			LockedCash: r.LockedCash}}
@@ -72,7 +73,7 @@ func (s *Server) setRiskLimits(c *gin.Context) error {
 	return s.answerRiskLimits(c, r, err)
 }
 
-func (s *Server) answerRiskLimits(c *gin.Context, r store.RiskLimits, err error) error {
+func (s *Server) answerRiskLimits(c *gin.Context, r accounts.RiskLimits, err error) error {
 	if errors.Is(err, store.ErrNotFound) {
 		return httpkit.NewError(http.StatusNotFound, "account_not_found", "the account of this API key no longer exists")
 	}

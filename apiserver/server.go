@@ -25,7 +25,6 @@ import (
 	"github.com/pmx-dev/pmx/internal/kit/ratelimit"
 	"github.com/pmx-dev/pmx/internal/pages/marketpages"
 	"github.com/pmx-dev/pmx/internal/pages/settings"
-	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // Exchange executes market writes and serves books (exchange.Exchange): the standalone exchange's
@@ -34,7 +33,8 @@ type Exchange = exchange.Exchange
 
 // Config configures the server.
 type Config struct {
-	Store    *store.Store
+	// Store is what the front asks of the database (storage.go).
+	Store    Store
 	Exchange Exchange
 	Logger   *slog.Logger
 	// AdminToken guards /admin/v1; empty disables the admin API.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/pmx-dev/pmx/internal/kit/auth"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
-	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/store/accounts"
 )
 
 // Signed requests (package auth's signing.go has the rule): a key registered with an Ed25519
@@ -46,7 +46,7 @@ func signedPrefix(r *http.Request) (prefix string, present, ok bool) {
 // reports false when the request is refused. A key without a public key signs nothing, so a
 // request that sends signature headers with it is refused rather than let in unverified, since
 // its client believes its requests are signed when they are not.
-func (s *Server) verifySigned(c *gin.Context, rec store.KeyRecord) bool {
+func (s *Server) verifySigned(c *gin.Context, rec accounts.KeyRecord) bool {
 	r := c.Request
 	if len(rec.PublicKey) == 0 {
 		if r.Header.Get(auth.TimestampHeader) != "" || r.Header.Get(auth.SignatureHeader) != "" {

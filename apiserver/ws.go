@@ -28,6 +28,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/kit/ratelimit"
 	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/store/accounts"
 )
 
 // The live feed over WebSocket, GET /api/v1/ws: documented message by message in asyncapi.yaml.
@@ -220,7 +221,7 @@ type wsConn struct {
 	// key is the API key the connection was opened with (or that fetched its ws-token), which it
 	// ends with (keyCache.watch); nil on a public connection, or one by a ws-token from before
 	// tokens had keys.
-	key *store.KeyRecord
+	key *accounts.KeyRecord
 
 	// The bytes of the messages in q, and at most how many; room is signalled when the writer
 	// takes a message, for SendWait.
@@ -333,8 +334,8 @@ func (s *Server) serveWS(c *gin.Context) {
 		}
 		cancelOnDisconnect = v == "true"
 	}
-	var key *store.KeyRecord
-	if rec, ok := c.Value(keyRecordKey).(store.KeyRecord); ok && rec.Prefix != "" {
+	var key *accounts.KeyRecord
+	if rec, ok := c.Value(keyRecordKey).(accounts.KeyRecord); ok && rec.Prefix != "" {
 		key = &rec
 	}
 	gen, _ := c.Value(keyGenKey).(uint64)
@@ -353,7 +354,7 @@ func (s *Server) servePublicWS(c *gin.Context) {
 
 // serveFeed runs a feed connection: an account's (account > 0), or a public one (account 0). An
 // account's connection ends with its key, which was read at the key cache's generation gen.
-func (s *Server) serveFeed(c *gin.Context, account int64, key *store.KeyRecord, gen uint64, cancelOnDisconnect bool) {
+func (s *Server) serveFeed(c *gin.Context, account int64, key *accounts.KeyRecord, gen uint64, cancelOnDisconnect bool) {
 	// Cross-origin pages may connect: the feed never authenticates by cookie (a bearer key or a
 	// token the page fetched with one), so another site gains nothing from a visitor's browser.
 	ws, err := websocket.Accept(sizedHijacker{c.Writer}, c.Request, &websocket.AcceptOptions{InsecureSkipVerify: true})

@@ -25,7 +25,6 @@ import (
 	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/market"
 	"github.com/pmx-dev/pmx/internal/records"
-	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // eventFinalizer keeps an Event until its event is settled: deleting an unresolved Event voids it,
@@ -39,7 +38,7 @@ const eventFinalizer = "pmx.dev/void-event"
 type EventReconciler struct {
 	client.Client
 	Scheme   *runtime.Scheme
-	Store    *store.Store
+	Store    EventStore
 	Recorder events.EventRecorder
 	// Exchange carries out an event's lifecycle changes, on the shard that owns its markets.
 	Exchange EventExchange

@@ -19,7 +19,6 @@ import (
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/market/marketspec"
 	"github.com/pmx-dev/pmx/internal/records"
-	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // finalizer keeps a Market until its market is settled: deleting an unsettled market voids it.
@@ -36,7 +35,7 @@ func (realClock) Now() time.Time { return time.Now() }
 type MarketReconciler struct {
 	client.Client
 	Scheme   *runtime.Scheme
-	Store    *store.Store
+	Store    MarketStore
 	Recorder events.EventRecorder
 	// Exchange carries out lifecycle changes, on the shard that owns each market.
 	Exchange Exchange

@@ -16,15 +16,15 @@ import (
 	"github.com/pmx-dev/pmx/internal/market"
 	"github.com/pmx-dev/pmx/internal/market/marketspec"
 	"github.com/pmx-dev/pmx/internal/records"
-	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/store/bookkeeping"
 )
 
 func TestPick(t *testing.T) {
-	live := []store.Shard{{Name: "b", Markets: 1}, {Name: "a", Markets: 3}} // least loaded first
+	live := []bookkeeping.Shard{{Name: "b", Markets: 1}, {Name: "a", Markets: 3}} // least loaded first
 	tests := []struct {
 		owner, target string
 		move          bool
-		live          []store.Shard
+		live          []bookkeeping.Shard
 	}{
 		{"a", "a", false, live},       // a live owner keeps its market
 		{"", "b", true, live},         // a new market goes to the least loaded
@@ -33,9 +33,9 @@ func TestPick(t *testing.T) {
 		{"", "", true, nil},           // nobody to take it
 		// A draining shard (stopping) keeps what it owns, which it hands over itself, and takes
 		// nothing new.
-		{"a", "a", false, []store.Shard{{Name: "b"}, {Name: "a", Draining: true}}},
-		{"dead", "a", true, []store.Shard{{Name: "b", Draining: true}, {Name: "a"}}},
-		{"", "", true, []store.Shard{{Name: "b", Draining: true}}},
+		{"a", "a", false, []bookkeeping.Shard{{Name: "b"}, {Name: "a", Draining: true}}},
+		{"dead", "a", true, []bookkeeping.Shard{{Name: "b", Draining: true}, {Name: "a"}}},
+		{"", "", true, []bookkeeping.Shard{{Name: "b", Draining: true}}},
 	}
 	for _, tt := range tests {
 		target, move := pick(tt.owner, tt.live)

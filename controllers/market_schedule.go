@@ -11,6 +11,7 @@ import (
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/store/bookkeeping"
 )
 
 // schedule keeps a market on a live shard — an OPEN one, and one with a lifecycle change to
@@ -85,7 +86,7 @@ func (r *MarketReconciler) schedule(ctx context.Context, mkt *pmxv1.Market, row 
 // pick decides where an OPEN market owned by owner should be: it stays if its owner is live;
 // otherwise it moves to the least-loaded live shard that is not draining (live is sorted least
 // loaded first), or to none ("") when no such shard is live.
-func pick(owner string, live []store.Shard) (target string, move bool) {
+func pick(owner string, live []bookkeeping.Shard) (target string, move bool) {
 	for _, s := range live {
 		if s.Name == owner {
 			return owner, false // a draining owner still serves it, and hands it over itself
@@ -135,7 +136,7 @@ func (r *MarketReconciler) siblingOwners(ctx context.Context, mkt *pmxv1.Market)
 // together is the live shard, not draining, that owns the most of an event's other markets
 // (owners, one entry per market), the least loaded of those tied; "" when no live shard owns any,
 // and the market goes to the least loaded live shard, where its siblings then follow it.
-func together(owners []string, live []store.Shard) string {
+func together(owners []string, live []bookkeeping.Shard) string {
 	count := map[string]int{}
 	for _, o := range owners {
 		count[o]++

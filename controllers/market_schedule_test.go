@@ -7,7 +7,7 @@ import (
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/market/marketspec"
-	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/store/bookkeeping"
 	"github.com/pmx-dev/pmx/internal/storetest"
 )
 
@@ -74,7 +74,7 @@ func TestScheduleLostShard(t *testing.T) {
 // TestTogether checks where a market of an event goes: to the live shard that holds most of its
 // siblings, never to a dead one, else (no live sibling owner) nowhere in particular.
 func TestTogether(t *testing.T) {
-	live := []store.Shard{{Name: "light"}, {Name: "mid"}, {Name: "heavy"}} // least loaded first
+	live := []bookkeeping.Shard{{Name: "light"}, {Name: "mid"}, {Name: "heavy"}} // least loaded first
 	for _, tc := range []struct {
 		name   string
 		owners []string
@@ -95,7 +95,7 @@ func TestTogether(t *testing.T) {
 	if got := together([]string{"a"}, nil); got != "" {
 		t.Errorf("no live shard: %q", got)
 	}
-	draining := []store.Shard{{Name: "light"}, {Name: "stopping", Draining: true}}
+	draining := []bookkeeping.Shard{{Name: "light"}, {Name: "stopping", Draining: true}}
 	if got := together([]string{"stopping", "stopping", "light"}, draining); got != "light" {
 		t.Errorf("most siblings on a draining shard: %q, want light (a draining shard takes no market)", got)
 	}

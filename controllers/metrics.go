@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // healthTimeout bounds the reads of one scrape; Postgres being slower than that is for
@@ -31,7 +29,7 @@ var (
 // market, and when each should close — read from Postgres at each scrape, so that every replica,
 // leader or standby, reports the same figures and alerts need no leader to be right.
 type HealthCollector struct {
-	Store *store.Store
+	Store HealthStore
 	// ShardTTL is the operator's: a shard is live while its heartbeat is this recent.
 	ShardTTL time.Duration
 	Logger   *slog.Logger

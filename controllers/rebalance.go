@@ -19,7 +19,7 @@ import (
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/records"
-	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/store/bookkeeping"
 )
 
 // MoveLog remembers when this operator last moved each market, off a lost shard (the Market
@@ -79,7 +79,7 @@ func (l *MoveLog) forget(before time.Time) {
 // Market reconciler's to schedule.
 type Rebalancer struct {
 	Client   client.Client
-	Store    *store.Store
+	Store    RebalanceStore
 	Recorder events.EventRecorder
 	// ShardTTL is how long a shard stays live after its last heartbeat, as the reconcilers see it.
 	ShardTTL time.Duration
@@ -200,7 +200,7 @@ func (b *Rebalancer) pass(ctx context.Context) error {
 // live, and lists the live shards for the planner. The first pass finds every shard there already.
 // A shard returned when it is live again after its heartbeat lapsed, or a new process registered
 // under its name (one restarted between two passes, whose lapse no pass saw).
-func (b *Rebalancer) arrivals(live []store.Shard) []rebalanceShard {
+func (b *Rebalancer) arrivals(live []bookkeeping.Shard) []rebalanceShard {
 	if b.arrived == nil {
 		b.arrived, b.seen = map[string]arrival{}, map[string]bool{}
 	}

@@ -14,7 +14,7 @@ import (
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/poll"
-	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/store/bookkeeping"
 )
 
 // rebalanced is one event the operator recorded on a Market (or an Event).
@@ -76,7 +76,7 @@ func (w *world) movesCounted(reason string) float64 {
 // waitLive waits until exactly the named shards are live.
 func (w *world) waitLive(names ...string) {
 	w.t.Helper()
-	var live []store.Shard
+	var live []bookkeeping.Shard
 	if err := poll.Until(w.t.Context(), 10*time.Second, func(ctx context.Context) (bool, error) {
 		var err error
 		live, err = w.st.LiveShards(ctx, time.Second)

@@ -11,7 +11,7 @@ import (
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/market/marketspec"
 	"github.com/pmx-dev/pmx/internal/records"
-	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/store/bookkeeping"
 	"github.com/pmx-dev/pmx/internal/storetest"
 )
 
@@ -21,17 +21,19 @@ import (
 // owed markets stops being so when it is no longer live.
 func TestArrivals(t *testing.T) {
 	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
-	sh := func(name string, started time.Time) store.Shard { return store.Shard{Name: name, StartedAt: started} }
+	sh := func(name string, started time.Time) bookkeeping.Shard {
+		return bookkeeping.Shard{Name: name, StartedAt: started}
+	}
 	b := &Rebalancer{}
 	passes := []struct {
-		live []store.Shard
+		live []bookkeeping.Shard
 		want map[string]arrival
 	}{
-		{[]store.Shard{sh("a", t0), sh("b", t0)}, map[string]arrival{}},
-		{[]store.Shard{sh("a", t0), sh("b", t0), sh("c", t0)}, map[string]arrival{"c": shardJoined}},
-		{[]store.Shard{sh("a", t0), sh("c", t0)}, map[string]arrival{"c": shardJoined}},
-		{[]store.Shard{sh("a", t0), sh("b", t0.Add(time.Minute)), sh("c", t0)}, map[string]arrival{"b": shardReturned, "c": shardJoined}},
-		{[]store.Shard{sh("a", t0.Add(2*time.Minute)), sh("b", t0.Add(time.Minute))}, map[string]arrival{"a": shardReturned, "b": shardReturned}},
+		{[]bookkeeping.Shard{sh("a", t0), sh("b", t0)}, map[string]arrival{}},
+		{[]bookkeeping.Shard{sh("a", t0), sh("b", t0), sh("c", t0)}, map[string]arrival{"c": shardJoined}},
+		{[]bookkeeping.Shard{sh("a", t0), sh("c", t0)}, map[string]arrival{"c": shardJoined}},
+		{[]bookkeeping.Shard{sh("a", t0), sh("b", t0.Add(time.Minute)), sh("c", t0)}, map[string]arrival{"b": shardReturned, "c": shardJoined}},
+		{[]bookkeeping.Shard{sh("a", t0.Add(2*time.Minute)), sh("b", t0.Add(time.Minute))}, map[string]arrival{"a": shardReturned, "b": shardReturned}},
 	}
 	for i, p := range passes {
 		got := map[string]arrival{}

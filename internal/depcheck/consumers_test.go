@@ -21,6 +21,10 @@ var consumers = []string{
 	"internal/market",
 	"internal/market/marketspec",
 	"internal/eventrec",
+	"internal/pages/marketpages",
+	"internal/pages/settings",
+	"controllers",
+	"apiserver",
 }
 
 // storeAggregate reports whether a type expression names the aggregate store (store.Store, or a

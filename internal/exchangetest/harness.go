@@ -27,6 +27,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/market"
 	"github.com/pmx-dev/pmx/internal/shard"
 	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/store/accounts"
 	"github.com/pmx-dev/pmx/internal/storetest"
 )
 
@@ -160,7 +161,7 @@ func (tg *Target) AddKey(t testing.TB, c *Client, spec auth.KeySpec) *Client {
 		t.Fatal(err)
 	}
 	key, prefix, hash := auth.NewKey()
-	err := tg.Store.InsertAPIKey(ctx, store.APIKey{ID: uuid.New(), AccountID: account, Prefix: prefix, Label: spec.Label,
+	err := tg.Store.InsertAPIKey(ctx, accounts.APIKey{ID: uuid.New(), AccountID: account, Prefix: prefix, Label: spec.Label,
 		Scope: spec.Scope, CreatedAt: time.Now().UTC().Truncate(time.Microsecond), ExpiresAt: spec.ExpiresAt, Allowlist: spec.Allowlist}, hash)
 	if err != nil {
 		t.Fatal(err)

@@ -65,32 +65,13 @@ type (
 	AccountEvents = db.AccountEvents
 )
 
-// OrderFilter selects an account's orders (markets.OrderFilter).
-type OrderFilter = markets.OrderFilter
-
-// ListedMarket is a row of the markets list (markets.ListedMarket).
-type ListedMarket = markets.ListedMarket
-
-// Accounts' and keys' rows, refusals and names that the store's callers name (internal/store/accounts).
-type (
-	KeyRecord     = accounts.KeyRecord
-	APIKey        = accounts.APIKey
-	RiskLimits    = accounts.RiskLimits
-	Session       = accounts.Session
-	SignInAttempt = accounts.SignInAttempt
-	SignUp        = accounts.SignUp
-	OpenOrder     = accounts.OpenOrder
-)
-
-// ErrTooManyKeys refuses a key past the most an account may hold (accounts.ErrTooManyKeys).
+// ErrTooManyKeys refuses a key past the most an account may hold (accounts.ErrTooManyKeys). The
+// accounts' rows are named in their own package's words (accounts.KeyRecord, accounts.APIKey, ...),
+// as are the operator's (bookkeeping.Shard) and the markets' (markets.OrderFilter).
 var ErrTooManyKeys = accounts.ErrTooManyKeys
-
-// KeyChannel is the channel a key's revocation is announced on (accounts.KeyChannel).
-const KeyChannel = accounts.KeyChannel
 
 // The operator's books' rows and refusals that the store's callers name (internal/store/bookkeeping).
 type (
-	Shard     = bookkeeping.Shard
 	Ownership = db.Ownership
 	Route     = bookkeeping.Route
 )
@@ -160,11 +141,9 @@ type (
 	Fence          = batches.Fence
 	GroupDelta     = batches.GroupDelta
 	GroupState     = batches.GroupState
-	Heartbeat      = batches.Heartbeat
 	Holding        = batches.Holding
 	Locked         = batches.Locked
 	MarketUpdate   = batches.MarketUpdate
-	OrderGroup     = batches.OrderGroup
 	Risk           = batches.Risk
 	SettledHolding = batches.SettledHolding
 	Settlement     = batches.Settlement

@@ -58,7 +58,6 @@ import (
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/pages/pagekit"
 	"github.com/pmx-dev/pmx/internal/records"
-	"github.com/pmx-dev/pmx/internal/store"
 )
 
 //go:embed templates/*.html static/*
@@ -82,7 +81,8 @@ type Reads interface {
 
 // Config configures the pages.
 type Config struct {
-	Store *store.Store
+	// Store is what the lists read of the database (storage.go).
+	Store Store
 	Reads Reads
 	// Now is the clock (default time.Now).
 	Now func() time.Time

@@ -199,7 +199,7 @@ func (q *queryCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryE
 func TestListReadsShared(t *testing.T) {
 	volumes := &queryCounter{table: "candles_1h"}
 	tg := exchangetest.StartDev(t, func(c *apiserver.Config) {
-		cfg := c.Store.Pool.Config()
+		cfg := c.Store.(*store.Store).Pool.Config() // the harness hands the front the aggregate
 		cfg.ConnConfig.Tracer = volumes
 		pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/kit/auth"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/store/accounts"
 )
 
 // Signing up, in and out.
@@ -259,7 +260,7 @@ func (st *settings) signIn(c *gin.Context) {
 // signInLimited says which limit an attempt is over ("" for none) and when it lifts. The name's
 // limit stops only a client that has itself failed on the name in the window; it lifts when the
 // name falls back to its limit or when the client's own failures on it leave the window.
-func signInLimited(a store.SignInAttempt, now time.Time) (string, time.Duration) {
+func signInLimited(a accounts.SignInAttempt, now time.Time) (string, time.Duration) {
 	switch {
 	case a.ByName > signInPerName && a.EarlierByNameAndClient > 0:
 		lifts := a.OldestByName

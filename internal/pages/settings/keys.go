@@ -15,6 +15,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/kit/auth"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/store/accounts"
 )
 
 // The signed-in page: balance, open orders and API keys.
@@ -68,7 +69,7 @@ func (st *settings) dashboard(c *gin.Context, u *user, status int, p *page) {
 
 // keyRow is a key as the page lists it.
 type keyRow struct {
-	store.APIKey
+	accounts.APIKey
 	Expired   bool
 	Allowlist string // its ranges, comma-separated; "" for any address
 	PublicKey string // the Ed25519 public key its requests are signed with, base64; "" for none

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/store/accounts"
 )
 
 // Sessions and CSRF tokens of the settings pages.
@@ -144,7 +145,7 @@ func (st *settings) startSession(c *gin.Context, account int64) error {
 	}
 	token, raw := newToken()
 	_, csrf := newToken()
-	err := st.cfg.Store.CreateSession(ctx, hashToken(raw), store.Session{AccountID: account, CSRFToken: csrf,
+	err := st.cfg.Store.CreateSession(ctx, hashToken(raw), accounts.Session{AccountID: account, CSRFToken: csrf,
 		CreatedAt: now, ExpiresAt: now.Add(sessionIdle)})
 	if err != nil {
 		return err
@@ -238,7 +239,7 @@ type formKeyCache struct {
 	key []byte
 }
 
-func (f *formKeyCache) get(ctx context.Context, s *store.Store) ([]byte, error) {
+func (f *formKeyCache) get(ctx context.Context, s Sessions) ([]byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.key == nil {

@@ -39,7 +39,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
 	"github.com/pmx-dev/pmx/internal/pages/pagekit"
 	"github.com/pmx-dev/pmx/internal/records"
-	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/store/accounts"
 )
 
 //go:embed templates/*.html static/*
@@ -78,7 +78,8 @@ type Accounts interface {
 
 // Config configures the pages.
 type Config struct {
-	Store    *store.Store
+	// Store is what the pages ask of the database (storage.go).
+	Store    Store
 	Accounts Accounts
 	// Grant is the play money, in cents, a new account starts with, as the sign-up page says.
 	Grant int64
@@ -143,7 +144,7 @@ type page struct {
 	Lifetimes   []keyLifetime
 	Keys        []keyRow
 	ActiveKeys  int
-	Orders      []store.OpenOrder
+	Orders      []accounts.OpenOrder
 	BaseURL     string
 	Grant       int64
 }
