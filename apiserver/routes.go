@@ -41,6 +41,8 @@ func (s *Server) routes() []route {
 		{"GET", "/markets", auth.ScopeRead, s.listMarkets},
 		{"GET", "/order", auth.ScopeRead, s.getOrder},
 		{"GET", "/orders", auth.ScopeRead, s.listOrders},
+		{"GET", "/order/queue-position", auth.ScopeRead, s.queuePosition},
+		{"GET", "/orders/queue-positions", auth.ScopeRead, s.queuePositions},
 		{"GET", "/positions", auth.ScopeRead, s.positions},
 		{"GET", "/settlements", auth.ScopeRead, s.settlements},
 		{"POST", "/ws-token", auth.ScopeRead, s.wsToken},

@@ -9,18 +9,19 @@ import (
 // apijson's, which the shards' account feeds and the market pages share. They are named here too
 // for Go clients and tests that read the API.
 type (
-	Order       = apijson.Order
-	Fill        = apijson.Fill
-	Settlement  = apijson.Settlement
-	Market      = apijson.Market
-	Trade       = apijson.Trade
-	Candle      = apijson.Candle
-	BookView    = apijson.BookView
-	OrderBook   = apijson.OrderBook
-	Heartbeat   = apijson.Heartbeat
-	PlacedOrder = apijson.PlacedOrder
-	Position    = apijson.Position
-	Account     = apijson.Account
+	Order         = apijson.Order
+	Fill          = apijson.Fill
+	Settlement    = apijson.Settlement
+	Market        = apijson.Market
+	Trade         = apijson.Trade
+	Candle        = apijson.Candle
+	BookView      = apijson.BookView
+	OrderBook     = apijson.OrderBook
+	Heartbeat     = apijson.Heartbeat
+	PlacedOrder   = apijson.PlacedOrder
+	Position      = apijson.Position
+	Account       = apijson.Account
+	QueuePosition = apijson.QueuePosition
 )
 
 // MarketOf is the API's shape of a market's row.

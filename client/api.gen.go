@@ -1176,6 +1176,22 @@ type Position struct {
 // Price Cents, 1 to 99. A winning share pays 100.
 type Price = int
 
+// QueuePosition Where a resting order stands in its price level's queue, in the order's own terms.
+type QueuePosition struct {
+	// AheadQuantity Unfilled shares of the orders ahead of this one at its price (placed earlier).
+	AheadQuantity int64 `json:"aheadQuantity"`
+
+	// LevelQuantity Unfilled shares of every order at its price, this one's included.
+	LevelQuantity int64              `json:"levelQuantity"`
+	MarketID      openapi_types.UUID `json:"marketId"`
+	OrderID       openapi_types.UUID `json:"orderId"`
+	Outcome       Outcome            `json:"outcome"`
+
+	// Price The order's limit price, in cents of its own outcome.
+	Price int  `json:"price"`
+	Side  Side `json:"side"`
+}
+
 // RateLimit defines model for RateLimit.
 type RateLimit struct {
 	Burst     float32 `json:"burst"`
@@ -1494,6 +1510,12 @@ type AmendOrderJSONBody struct {
 	Quantity *int `json:"quantity,omitempty"`
 }
 
+// GetQueuePositionParams defines parameters for GetQueuePosition.
+type GetQueuePositionParams struct {
+	// OrderID The order's id.
+	OrderID openapi_types.UUID `form:"orderId" json:"orderId"`
+}
+
 // ListOrdersParams defines parameters for ListOrders.
 type ListOrdersParams struct {
 	// MarketID Only orders in this market.
@@ -1545,6 +1567,25 @@ type CancelOrders200JSONResponseBody_Errors struct {
 type CancelOrders200JSONResponseBody struct {
 	Cancelled []CancelledOrder                         `json:"cancelled"`
 	Errors    []CancelOrders200JSONResponseBody_Errors `json:"errors"`
+}
+
+// GetQueuePositionsParams defines parameters for GetQueuePositions.
+type GetQueuePositionsParams struct {
+	// OrderIds From 1 to 100 order ids, separated by commas, none twice.
+	OrderIds string `form:"orderIds" json:"orderIds"`
+}
+
+// GetQueuePositions200JSONResponseBody_Errors defines parameters for GetQueuePositions.
+type GetQueuePositions200JSONResponseBody_Errors struct {
+	Details ErrorDetails       `json:"details"`
+	Error   string             `json:"error"`
+	OrderID openapi_types.UUID `json:"orderId"`
+}
+
+// GetQueuePositions200JSONResponseBody defines parameters for GetQueuePositions.
+type GetQueuePositions200JSONResponseBody struct {
+	Errors    []GetQueuePositions200JSONResponseBody_Errors `json:"errors"`
+	Positions []QueuePosition                               `json:"positions"`
 }
 
 // ListPositions200JSONResponseBody defines parameters for ListPositions.
@@ -2358,6 +2399,22 @@ type ClientInterface interface {
 	// Corresponds with POST /order/amend (the `AmendOrder` operationId).
 	AmendOrder(ctx context.Context, body AmendOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetQueuePosition Where one of your resting orders stands in its price level's queue
+	//
+	// (pmx addition.) The shares resting ahead of one of your `OPEN` or `PARTIALLY_FILLED`
+	// orders at its price, oldest first (time priority), and the shares of the whole level, its
+	// own included, read from the market's book as it stands when the answer is given. An order
+	// at the front of its level has `aheadQuantity` 0; a fill of the orders ahead of it lowers
+	// it, and a cancel or an amend to less quantity of an order ahead does too.
+	//
+	// YES and NO orders share one book (a BUY NO at q rests beside SELL YES orders at 100 − q),
+	// and a level's shares are counted whatever outcome each order is of: the answer is in the
+	// order's own terms (its `side`, `outcome` and `price`). Each request spends one read of the
+	// account's rate limit.
+	//
+	// Corresponds with GET /order/queue-position (the `GetQueuePosition` operationId).
+	GetQueuePosition(ctx context.Context, params *GetQueuePositionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListOrders List your orders
 	//
 	// Lists the caller's orders (pmx addition), newest first, one page at a time. To read the
@@ -2424,6 +2481,17 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /orders/cancel (the `CancelOrders` operationId).
 	CancelOrders(ctx context.Context, body CancelOrdersJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetQueuePositions Where several of your resting orders stand in their queues
+	//
+	// (pmx addition.) `GET /order/queue-position` for up to 100 orders at once, each read as
+	// its own request would be. `positions` lists the orders that rest, in the order their ids
+	// were given; `errors` lists each other order with what `GET /order/queue-position` would
+	// have answered for it (`order_not_found`, `not_your_order`, `order_not_open`,
+	// `unavailable`). Each order spends one read of the account's rate limit.
+	//
+	// Corresponds with GET /orders/queue-positions (the `GetQueuePositions` operationId).
+	GetQueuePositions(ctx context.Context, params *GetQueuePositionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListPositions List your positions
 	//
@@ -3461,6 +3529,32 @@ func (c *RawClient) AmendOrder(ctx context.Context, body AmendOrderJSONRequestBo
 	return c.Client.Do(req)
 }
 
+// GetQueuePosition Where one of your resting orders stands in its price level's queue
+//
+// (pmx addition.) The shares resting ahead of one of your `OPEN` or `PARTIALLY_FILLED`
+// orders at its price, oldest first (time priority), and the shares of the whole level, its
+// own included, read from the market's book as it stands when the answer is given. An order
+// at the front of its level has `aheadQuantity` 0; a fill of the orders ahead of it lowers
+// it, and a cancel or an amend to less quantity of an order ahead does too.
+//
+// YES and NO orders share one book (a BUY NO at q rests beside SELL YES orders at 100 − q),
+// and a level's shares are counted whatever outcome each order is of: the answer is in the
+// order's own terms (its `side`, `outcome` and `price`). Each request spends one read of the
+// account's rate limit.
+//
+// Corresponds with GET /order/queue-position (the `GetQueuePosition` operationId).
+func (c *RawClient) GetQueuePosition(ctx context.Context, params *GetQueuePositionParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetQueuePositionRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListOrders List your orders
 //
 // Lists the caller's orders (pmx addition), newest first, one page at a time. To read the
@@ -3568,6 +3662,27 @@ func (c *RawClient) CancelOrdersWithBody(ctx context.Context, contentType string
 // Corresponds with POST /orders/cancel (the `CancelOrders` operationId).
 func (c *RawClient) CancelOrders(ctx context.Context, body CancelOrdersJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCancelOrdersRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetQueuePositions Where several of your resting orders stand in their queues
+//
+// (pmx addition.) `GET /order/queue-position` for up to 100 orders at once, each read as
+// its own request would be. `positions` lists the orders that rest, in the order their ids
+// were given; `errors` lists each other order with what `GET /order/queue-position` would
+// have answered for it (`order_not_found`, `not_your_order`, `order_not_open`,
+// `unavailable`). Each order spends one read of the account's rate limit.
+//
+// Corresponds with GET /orders/queue-positions (the `GetQueuePositions` operationId).
+func (c *RawClient) GetQueuePositions(ctx context.Context, params *GetQueuePositionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetQueuePositionsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5036,6 +5151,56 @@ func NewAmendOrderRequestWithBody(server string, contentType string, body io.Rea
 	return req, nil
 }
 
+// NewGetQueuePositionRequest constructs an http.Request for the GetQueuePosition method
+func NewGetQueuePositionRequest(server string, params *GetQueuePositionParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/order/queue-position")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "orderId", params.OrderID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListOrdersRequest constructs an http.Request for the ListOrders method
 func NewListOrdersRequest(server string, params *ListOrdersParams) (*http.Request, error) {
 	var err error
@@ -5202,6 +5367,56 @@ func NewCancelOrdersRequestWithBody(server string, contentType string, body io.R
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetQueuePositionsRequest constructs an http.Request for the GetQueuePositions method
+func NewGetQueuePositionsRequest(server string, params *GetQueuePositionsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/orders/queue-positions")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "orderIds", params.OrderIds, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -6040,6 +6255,24 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /order/amend (the `AmendOrder` operationId).
 	AmendOrderWithResponse(ctx context.Context, body AmendOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*AmendOrderResponse, error)
 
+	// GetQueuePositionWithResponse Where one of your resting orders stands in its price level's queue
+	//
+	// (pmx addition.) The shares resting ahead of one of your `OPEN` or `PARTIALLY_FILLED`
+	// orders at its price, oldest first (time priority), and the shares of the whole level, its
+	// own included, read from the market's book as it stands when the answer is given. An order
+	// at the front of its level has `aheadQuantity` 0; a fill of the orders ahead of it lowers
+	// it, and a cancel or an amend to less quantity of an order ahead does too.
+	//
+	// YES and NO orders share one book (a BUY NO at q rests beside SELL YES orders at 100 − q),
+	// and a level's shares are counted whatever outcome each order is of: the answer is in the
+	// order's own terms (its `side`, `outcome` and `price`). Each request spends one read of the
+	// account's rate limit.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /order/queue-position (the `GetQueuePosition` operationId).
+	GetQueuePositionWithResponse(ctx context.Context, params *GetQueuePositionParams, reqEditors ...RequestEditorFn) (*GetQueuePositionResponse, error)
+
 	// ListOrdersWithResponse List your orders
 	//
 	// Lists the caller's orders (pmx addition), newest first, one page at a time. To read the
@@ -6108,6 +6341,19 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /orders/cancel (the `CancelOrders` operationId).
 	CancelOrdersWithResponse(ctx context.Context, body CancelOrdersJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelOrdersResponse, error)
+
+	// GetQueuePositionsWithResponse Where several of your resting orders stand in their queues
+	//
+	// (pmx addition.) `GET /order/queue-position` for up to 100 orders at once, each read as
+	// its own request would be. `positions` lists the orders that rest, in the order their ids
+	// were given; `errors` lists each other order with what `GET /order/queue-position` would
+	// have answered for it (`order_not_found`, `not_your_order`, `order_not_open`,
+	// `unavailable`). Each order spends one read of the account's rate limit.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /orders/queue-positions (the `GetQueuePositions` operationId).
+	GetQueuePositionsWithResponse(ctx context.Context, params *GetQueuePositionsParams, reqEditors ...RequestEditorFn) (*GetQueuePositionsResponse, error)
 
 	// ListPositionsWithResponse List your positions
 	//
@@ -8979,6 +9225,106 @@ func (r AmendOrderResponse) ContentType() string {
 	return ""
 }
 
+// GetQueuePositionResponse401Headers the declared response headers of an HTTP 401 response for GetQueuePosition
+type GetQueuePositionResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GetQueuePositionResponse429Headers the declared response headers of an HTTP 429 response for GetQueuePosition
+type GetQueuePositionResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+}
+
+type GetQueuePositionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *QueuePosition
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetQueuePositionResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetQueuePositionResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetQueuePositionResponse) GetJSON200() *QueuePosition {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetQueuePositionResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetQueuePositionResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetQueuePositionResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetQueuePositionResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r GetQueuePositionResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetQueuePositionResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r GetQueuePositionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetQueuePositionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetQueuePositionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetQueuePositionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListOrdersResponse401Headers the declared response headers of an HTTP 401 response for ListOrders
 type ListOrdersResponse401Headers struct {
 	WWWAuthenticate string
@@ -9258,6 +9604,101 @@ func (r CancelOrdersResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CancelOrdersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetQueuePositionsResponse401Headers the declared response headers of an HTTP 401 response for GetQueuePositions
+type GetQueuePositionsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GetQueuePositionsResponse403Headers the declared response headers of an HTTP 403 response for GetQueuePositions
+type GetQueuePositionsResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
+// GetQueuePositionsResponse429Headers the declared response headers of an HTTP 429 response for GetQueuePositions
+type GetQueuePositionsResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+}
+
+type GetQueuePositionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *GetQueuePositions200JSONResponseBody
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetQueuePositionsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetQueuePositionsResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetQueuePositionsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetQueuePositionsResponse) GetJSON200() *GetQueuePositions200JSONResponseBody {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetQueuePositionsResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetQueuePositionsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetQueuePositionsResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetQueuePositionsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r GetQueuePositionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetQueuePositionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetQueuePositionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetQueuePositionsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10434,6 +10875,30 @@ func (c *ClientWithResponses) AmendOrderWithResponse(ctx context.Context, body A
 	return ParseAmendOrderResponse(rsp)
 }
 
+// GetQueuePositionWithResponse Where one of your resting orders stands in its price level's queue
+//
+// (pmx addition.) The shares resting ahead of one of your `OPEN` or `PARTIALLY_FILLED`
+// orders at its price, oldest first (time priority), and the shares of the whole level, its
+// own included, read from the market's book as it stands when the answer is given. An order
+// at the front of its level has `aheadQuantity` 0; a fill of the orders ahead of it lowers
+// it, and a cancel or an amend to less quantity of an order ahead does too.
+//
+// YES and NO orders share one book (a BUY NO at q rests beside SELL YES orders at 100 − q),
+// and a level's shares are counted whatever outcome each order is of: the answer is in the
+// order's own terms (its `side`, `outcome` and `price`). Each request spends one read of the
+// account's rate limit.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /order/queue-position (the `GetQueuePosition` operationId).
+func (c *ClientWithResponses) GetQueuePositionWithResponse(ctx context.Context, params *GetQueuePositionParams, reqEditors ...RequestEditorFn) (*GetQueuePositionResponse, error) {
+	rsp, err := c.GetQueuePosition(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetQueuePositionResponse(rsp)
+}
+
 // ListOrdersWithResponse List your orders
 //
 // Lists the caller's orders (pmx addition), newest first, one page at a time. To read the
@@ -10531,6 +10996,25 @@ func (c *ClientWithResponses) CancelOrdersWithResponse(ctx context.Context, body
 		return nil, err
 	}
 	return ParseCancelOrdersResponse(rsp)
+}
+
+// GetQueuePositionsWithResponse Where several of your resting orders stand in their queues
+//
+// (pmx addition.) `GET /order/queue-position` for up to 100 orders at once, each read as
+// its own request would be. `positions` lists the orders that rest, in the order their ids
+// were given; `errors` lists each other order with what `GET /order/queue-position` would
+// have answered for it (`order_not_found`, `not_your_order`, `order_not_open`,
+// `unavailable`). Each order spends one read of the account's rate limit.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /orders/queue-positions (the `GetQueuePositions` operationId).
+func (c *ClientWithResponses) GetQueuePositionsWithResponse(ctx context.Context, params *GetQueuePositionsParams, reqEditors ...RequestEditorFn) (*GetQueuePositionsResponse, error) {
+	rsp, err := c.GetQueuePositions(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetQueuePositionsResponse(rsp)
 }
 
 // ListPositionsWithResponse List your positions
@@ -14170,6 +14654,118 @@ func ParseAmendOrderResponse(rsp *http.Response) (*AmendOrderResponse, error) {
 	return response, nil
 }
 
+// ParseGetQueuePositionResponse parses an HTTP response from a GetQueuePositionWithResponse call
+func ParseGetQueuePositionResponse(rsp *http.Response) (*GetQueuePositionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetQueuePositionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest QueuePosition
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetQueuePositionResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetQueuePositionResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListOrdersResponse parses an HTTP response from a ListOrdersWithResponse call
 func ParseListOrdersResponse(rsp *http.Response) (*ListOrdersResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -14502,6 +15098,128 @@ func ParseCancelOrdersResponse(rsp *http.Response) (*CancelOrdersResponse, error
 		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers CancelOrdersResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetQueuePositionsResponse parses an HTTP response from a GetQueuePositionsWithResponse call
+func ParseGetQueuePositionsResponse(rsp *http.Response) (*GetQueuePositionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetQueuePositionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest GetQueuePositions200JSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetQueuePositionsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetQueuePositionsResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetQueuePositionsResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -34,6 +35,9 @@ type (
 	CancelOrdersAnswer = CancelOrders200JSONResponseBody
 	// EventsPage is a page of events, newest first; NextCursor is nil on the last page.
 	EventsPage = ListEvents200JSONResponseBody
+	// QueuePositionsAnswer is where several resting orders stand in their queues, and why the
+	// others have no place.
+	QueuePositionsAnswer = GetQueuePositions200JSONResponseBody
 )
 
 // Markets lists markets (params may be nil: every market, as the contract has it).
@@ -354,6 +358,30 @@ func (c *Client) Order(ctx context.Context, id uuid.UUID) (*Order, error) {
 // with.
 func (c *Client) OrderByClientOrderID(ctx context.Context, clientOrderID string) (*Order, error) {
 	return c.getOrder(ctx, &GetOrderParams{ClientOrderID: &clientOrderID})
+}
+
+// QueuePosition returns where one of the account's resting orders stands in its price level's
+// queue: the shares ahead of it and the level's, in the order's own terms.
+func (c *Client) QueuePosition(ctx context.Context, id uuid.UUID) (*QueuePosition, error) {
+	r, err := c.GetQueuePositionWithResponse(ctx, &GetQueuePositionParams{OrderID: id})
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// QueuePositions returns where up to 100 of the account's orders stand in their queues; each
+// order without a place is in Errors, with what QueuePosition would have answered for it.
+func (c *Client) QueuePositions(ctx context.Context, ids []uuid.UUID) (*QueuePositionsAnswer, error) {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = id.String()
+	}
+	r, err := c.GetQueuePositionsWithResponse(ctx, &GetQueuePositionsParams{OrderIds: strings.Join(s, ",")})
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON200)
 }
 
 func (c *Client) getOrder(ctx context.Context, params *GetOrderParams) (*Order, error) {

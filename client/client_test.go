@@ -74,6 +74,17 @@ func TestEveryOperation(t *testing.T) {
 	if err != nil || byClientID.ID != bid.ID {
 		t.Fatalf("OrderByClientOrderID: %v, %+v", err, byClientID)
 	}
+	// Alone at its price: nothing ahead of it.
+	pos, err := alice.QueuePosition(ctx, bid.ID)
+	if err != nil || pos.OrderID != bid.ID || pos.Side != client.BUY || pos.Price != 60 || pos.AheadQuantity != 0 || pos.LevelQuantity != 10 {
+		t.Fatalf("QueuePosition: %v, %+v", err, pos)
+	}
+	unknown := uuid.New()
+	queues, err := alice.QueuePositions(ctx, []uuid.UUID{bid.ID, unknown})
+	if err != nil || len(queues.Positions) != 1 || queues.Positions[0].OrderID != bid.ID || len(queues.Errors) != 1 ||
+		queues.Errors[0].OrderID != unknown || queues.Errors[0].Details.Code != "order_not_found" {
+		t.Fatalf("QueuePositions: %v, %+v", err, queues)
+	}
 
 	// bob takes 4 of it by buying NO at 40 (a YES ask at 60), then rests two NO bids in a batch.
 	take, err := bob.PlaceOrder(ctx, order(m, client.BUY, client.OutcomeNO, 40, 4))

@@ -468,3 +468,39 @@ func Rebuild(orders []OrderState, lastTrade int) (*Book, error) {
 	b.last = lastTrade
 	return b, nil
 }
+
+// QueuePosition is where a resting order stands in its level's queue: the unfilled shares of the
+// orders ahead of it at its price (time priority) and the unfilled shares of the whole level, its
+// own included. YES and NO orders share a level (a NO bid at X rests beside YES asks at 100 − X),
+// and shares are shares in either outcome, so both numbers are in the order's own terms already.
+type QueuePosition struct {
+	Ahead int64
+	Level int64
+}
+
+// QueuePosition answers where the resting order id stands in its level, and false when it does not
+// rest. A level keeps its total but not each order's rank, so the answer is a walk of the level's
+// list: from the order towards both ends at once, one step each way in turn, until one end is
+// reached — the shares ahead are then the sum walked towards the head, or the level's total less
+// the order's own and the sum walked towards the tail. That is O(min(orders ahead, orders behind)),
+// at most half the level's length; the level is bounded only by the book's resting orders (each
+// account's by the shard's limit on open orders per market). It allocates nothing.
+func (b *Book) QueuePosition(id OrderID) (QueuePosition, bool) {
+	s := b.index.get(id)
+	if s == nilSlot {
+		return QueuePosition{}, false
+	}
+	o := &b.orders[s]
+	total := b.sides[sideOf(o.side, o.outcome)].levels[o.key].total
+	var ahead, behind int64
+	for p, n := o.prev, o.next; ; p, n = b.orders[p].prev, b.orders[n].next {
+		if p == nilSlot {
+			return QueuePosition{Ahead: ahead, Level: total}, true
+		}
+		if n == nilSlot {
+			return QueuePosition{Ahead: total - o.remaining() - behind, Level: total}, true
+		}
+		ahead += b.orders[p].remaining()
+		behind += b.orders[n].remaining()
+	}
+}

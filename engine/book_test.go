@@ -177,6 +177,54 @@ func TestFIFOWithinLevel(t *testing.T) {
 	}
 }
 
+func TestQueuePosition(t *testing.T) {
+	b := New(8)
+	submitAll(t, b,
+		ord(1, 1, "BUY", "YES", 40, 5),
+		ord(2, 2, "SELL", "NO", 60, 3), // a YES bid at 40 too, later in time
+		ord(3, 1, "BUY", "YES", 40, 7),
+		ord(4, 3, "BUY", "YES", 40, 2),
+		ord(5, 3, "BUY", "YES", 39, 4),
+		ord(6, 4, "BUY", "NO", 55, 6), // a YES ask at 45
+		ord(7, 5, "SELL", "YES", 45, 1))
+	check := func(when string, want map[OrderID]QueuePosition) {
+		t.Helper()
+		for id, w := range want {
+			got, ok := b.QueuePosition(id)
+			if w == (QueuePosition{}) {
+				if ok {
+					t.Errorf("%s: order %d rests at %+v, want not resting", when, id, got)
+				}
+				continue
+			}
+			if !ok || got != w {
+				t.Errorf("%s: order %d at %+v (resting %v), want %+v", when, id, got, ok, w)
+			}
+		}
+	}
+	check("placed", map[OrderID]QueuePosition{
+		1: {0, 17}, 2: {5, 17}, 3: {8, 17}, 4: {15, 17},
+		5: {0, 4},
+		6: {0, 7}, 7: {6, 7}, // the NO bid at 55 and the YES ask at 45 share a level
+		99: {},
+	})
+	submitAll(t, b, ord(8, 6, "SELL", "YES", 40, 6)) // fills 1 and one of 2
+	check("after a fill", map[OrderID]QueuePosition{1: {}, 2: {0, 11}, 3: {2, 11}, 4: {9, 11}})
+	if _, err := b.Cancel(3); err != nil {
+		t.Fatal(err)
+	}
+	check("after a cancel", map[OrderID]QueuePosition{2: {0, 4}, 3: {}, 4: {2, 4}})
+	var r Result
+	if err := b.Amend(2, 60, 1, &r); err != nil { // less remaining keeps its place
+		t.Fatal(err)
+	}
+	check("after an amend in place", map[OrderID]QueuePosition{2: {0, 3}, 4: {1, 3}})
+	if err := b.Amend(2, 60, 2, &r); err != nil { // more goes to the back
+		t.Fatal(err)
+	}
+	check("after an amend to the back", map[OrderID]QueuePosition{4: {0, 4}, 2: {2, 4}})
+}
+
 func TestSelfTradePrevention(t *testing.T) {
 	b := New(4)
 	r := submitAll(t, b,

@@ -88,6 +88,35 @@ func (s *sim) step(t testing.TB, pick func(n int) int) {
 		s.rebuild(t)
 	}
 	s.ledger.mustCheck(t, s.book)
+	if err := checkQueuePositions(s.book); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkQueuePositions checks every resting order's QueuePosition against the book's resting
+// orders, oldest first within a level: its shares ahead are the remaining of the orders placed
+// earlier at its level (YES and NO orders that share it included), the level's total is the sum of
+// all of them.
+func checkQueuePositions(b *Book) error {
+	type lk struct{ side, key int }
+	resting := b.Resting(nil)
+	levels := map[lk]int64{}
+	aheads := make([]int64, len(resting))
+	for i, st := range resting {
+		k := lk{sideOf(st.Side, st.Outcome), keyOf(st.Side, st.Price)}
+		aheads[i] = levels[k]
+		levels[k] += st.Remaining()
+	}
+	for i, st := range resting {
+		want := QueuePosition{Ahead: aheads[i], Level: levels[lk{sideOf(st.Side, st.Outcome), keyOf(st.Side, st.Price)}]}
+		if got, ok := b.QueuePosition(st.ID); !ok || got != want {
+			return fmt.Errorf("queue position of %+v: %+v (resting %v), want %+v", st, got, ok, want)
+		}
+	}
+	if _, ok := b.QueuePosition(^OrderID(0)); ok {
+		return errors.New("queue position of an order the book does not hold")
+	}
+	return nil
 }
 
 func (s *sim) submit(t testing.TB, pick func(n int) int) {

@@ -89,3 +89,16 @@ func SettlementOf(a *records.AccountSettlement) Settlement {
 	return Settlement{MarketID: a.MarketID, MarketStatus: string(a.MarketStatus), Outcome: a.Outcome, Quantity: a.Quantity,
 		Payout: a.Payout, SettledAt: a.SettledAt}
 }
+
+// QueuePosition is where a resting order stands in its price level's queue (GET
+// /order/queue-position), in the order's own terms: the unfilled shares of the orders ahead of it
+// at its price, and of the whole level, its own included.
+type QueuePosition struct {
+	OrderID       uuid.UUID `json:"orderId"`
+	MarketID      uuid.UUID `json:"marketId"`
+	Side          string    `json:"side"`
+	Outcome       string    `json:"outcome"`
+	Price         int       `json:"price"`
+	AheadQuantity int64     `json:"aheadQuantity"`
+	LevelQuantity int64     `json:"levelQuantity"`
+}

@@ -28,6 +28,7 @@ type Exchange interface {
 	Converter
 	OperatorManaged
 	BooksReader
+	QueueReader
 
 	Place(ctx context.Context, r PlaceRequest) (records.PlacedOrder, error)
 	Cancel(ctx context.Context, r CancelRequest) (records.Order, error)

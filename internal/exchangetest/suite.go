@@ -97,6 +97,7 @@ var suiteTests = []struct {
 	{"Amend", testAmend},
 	{"BatchPlace", testBatchPlace},
 	{"BatchCancel", testBatchCancel},
+	{"QueuePositions", testQueuePositions}, // suite_queue.go
 	{"MarketEvents", testMarketEvents},
 	{"AccountEvents", testAccountEvents},
 	{"AccountFeedFollow", testAccountFeedFollow},

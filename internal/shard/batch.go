@@ -380,6 +380,9 @@ func (s *Shard) prepareAll(ctx context.Context, cmds []*command) {
 		if c.kind == cmdCheck {
 			c.checkErr = s.checkBooks(ctx)
 		}
+		if c.kind == cmdQueue && c.err == nil {
+			c.err = s.queuePosition(c) // queue.go
+		}
 	}
 }
 

@@ -26,6 +26,7 @@ const (
 	cmdConvert    // converts an event's shares (convert.go)
 	cmdHandoff    // hands markets to another shard, alone in its turn (handoff.go)
 	cmdTakeOver   // loads markets handed to this shard (handoff.go)
+	cmdQueue      // reads a resting order's place in its level's queue (queue.go)
 )
 
 func (k commandKind) String() string {
@@ -58,6 +59,8 @@ func (k commandKind) String() string {
 		return "handoff"
 	case cmdTakeOver:
 		return "take-over"
+	case cmdQueue:
+		return "queue-position"
 	}
 	return "unknown"
 }
@@ -77,6 +80,7 @@ type command struct {
 	groups  []uuid.UUID            // cmdGroupSweep: the order groups found triggered
 	event   *eventMove             // cmdTransition of an event's market, as part of the event's move
 	convert *conversion            // cmdConvert
+	queue   *queueRead             // cmdQueue
 	to      string                 // cmdHandoff: the new owner
 	epochs  []int64                // cmdHandoff's answer, cmdTakeOver's request: the markets' new epochs
 	reply   chan error

@@ -23,7 +23,7 @@ import (
 //	go test ./internal/shardclient -run '^$' -fuzz FuzzInternalRequest -fuzztime 60s
 func FuzzInternalRequest(f *testing.F) {
 	paths := []string{shardproto.PathPlace, shardproto.PathCancel, shardproto.PathAmend, shardproto.PathPlaceMany, shardproto.PathCancelMany, shardproto.PathCancelAll, shardproto.PathTransition,
-		shardproto.PathHandoff, shardproto.PathTakeOver, shardproto.PathBooks}
+		shardproto.PathHandoff, shardproto.PathTakeOver, shardproto.PathBooks, shardproto.PathQueuePositions}
 	seeds := map[string]string{"place": shardproto.PathPlace, "cancel": shardproto.PathCancel, "amend": shardproto.PathAmend,
 		"cancel-all": shardproto.PathCancelAll, "transition": shardproto.PathTransition, "books": shardproto.PathBooks}
 	for name, path := range seeds {
@@ -50,6 +50,9 @@ func FuzzInternalRequest(f *testing.F) {
 	f.Add(uint8(8), []byte(`{"markets":["0b6f6f4e-3c1e-4d7a-9b2e-8f1a2c3d4e5f"],"epochs":[]}`))
 	f.Add(uint8(9), []byte(`{"markets":["0b6f6f4e-3c1e-4d7a-9b2e-8f1a2c3d4e5f"],"epochs":[-1]}`))
 	f.Add(uint8(9), []byte(`{"markets":["0b6f6f4e-3c1e-4d7a-9b2e-8f1a2c3d4e5f","6a1d2c3b-4e5f-4a7b-8c9d-0e1f2a3b4c5d"],"epochs":[0,0]}`))
+	f.Add(uint8(10), []byte(`{"account":1,"market":"0b6f6f4e-3c1e-4d7a-9b2e-8f1a2c3d4e5f","epoch":0,"seqs":[1,2]}`))
+	f.Add(uint8(10), []byte(`{"account":1,"market":"0b6f6f4e-3c1e-4d7a-9b2e-8f1a2c3d4e5f","epoch":0,"seqs":[1,1]}`))
+	f.Add(uint8(10), []byte(`{"account":1,"market":"0b6f6f4e-3c1e-4d7a-9b2e-8f1a2c3d4e5f","epoch":-1,"seqs":[]}`))
 	r := newInternalRig(f)
 	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
 		// The rig's market and account, wherever the body names "the" market or account.

@@ -286,3 +286,30 @@ func (h *handlers) books(c *gin.Context) {
 	}
 	c.JSON(http.StatusOK, out)
 }
+
+func (h *handlers) queuePositions(c *gin.Context) {
+	var w shardproto.QueuePositionsV1
+	if !bind(c, &w) {
+		return
+	}
+	if e := shardproto.CheckQueuePositions(&w); e != nil {
+		refuse(c, e)
+		return
+	}
+	refs := make([]exchange.OrderRef, len(w.Seqs))
+	for i, seq := range w.Seqs {
+		refs[i] = exchange.OrderRef{Market: w.Market, Seq: seq}
+	}
+	out := make([]shardproto.QueueResultV1, len(refs))
+	for i, res := range h.sh.QueuePositions(c.Request.Context(), w.Account, refs) {
+		err := res.Err
+		if err == nil && res.Position.Epoch != w.Epoch {
+			err = exchange.ErrNotOwner // as bookAt: a move this shard has not noticed yet
+		}
+		if out[i].Error = h.resultError(c, err); out[i].Error == nil {
+			p := shardproto.QueuePositionToV1(res.Position)
+			out[i].Position = &p
+		}
+	}
+	c.JSON(http.StatusOK, out)
+}

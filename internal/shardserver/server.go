@@ -68,6 +68,9 @@ func (h *handlers) routes() []route {
 		// Many books at once, for an event's read: each market's answer is what GET /book
 		// answers for it.
 		{http.MethodPost, shardproto.PathBooks, h.books},
+		// Where an account's resting orders of one market stand in its book's queue, from the
+		// front: each order's answer on its own.
+		{http.MethodPost, shardproto.PathQueuePositions, h.queuePositions},
 	}
 }
 

@@ -116,6 +116,16 @@ def test_every_endpoint(exchange: PmxDev, flavour: str) -> None:
         got = await ready(alice.get_order(client_order_id=bid.client_order_id))
         assert got.id == bid.id
 
+        # GET /order/queue-position and GET /orders/queue-positions: the bid alone at 41.
+        pos = await ready(alice.get_queue_position(bid.id))
+        assert isinstance(pos, pmx.QueuePosition)
+        assert (pos.order_id, pos.market_id, pos.side, pos.outcome, pos.price, pos.ahead_quantity,
+                pos.level_quantity) == (bid.id, market, "BUY", "YES", 41, 0, 3)
+        many = await ready(alice.get_queue_positions([bid.id, second.id]))
+        assert [p.order_id for p in many.positions] == [bid.id]
+        assert [(e.order_id, type(e.error), e.error.code) for e in many.errors] == [
+            (second.id, pmx.ConflictError, "order_not_open")]
+
         # GET /orders, one page and every page
         orders = await ready(alice.list_orders(market_id=market))
         assert {o.id for o in orders.orders} == {bid.id, first.id, second.id} and orders.next_cursor is None

@@ -30,7 +30,7 @@ from .models import (
     CandleInterval, Candles, Conversion, EventDetail, EventPage, FillPage, HeartbeatState, Market,
     KeyScope, MarketEventPage, MarketPage,
     MarketStatus, NewKey, Order, OrderBookSnapshot, OrderPage, OrderRequest, OrderStatus, Outcome,
-    OrderGroup, OrderGroupPage, PlacedOrder, Position, RiskLimits, SelfTradePrevention, SettlementPage, Side, TimeInForce, Trade, WsToken,
+    OrderGroup, OrderGroupPage, PlacedOrder, Position, QueuePosition, QueuePositionFailure, QueuePositions, RiskLimits, SelfTradePrevention, SettlementPage, Side, TimeInForce, Trade, WsToken,
     decode, format_time,
 )
 
@@ -177,6 +177,22 @@ def _cancelled_many(status: int, body: Any, headers: Mapping[str, str]) -> Cance
             raise errors.ProtocolError(f"$.errors[{i}] has no 'orderId'")
         failures.append(CancelFailure(e["orderId"], errors.error_from_response(_status_of(e), e, {})))
     return CancelResult(cancelled, failures)
+
+
+def _queue_positions(status: int, body: Any, headers: Mapping[str, str]) -> QueuePositions:
+    _expect(status, (200,))
+    if not isinstance(body, dict):
+        raise errors.ProtocolError("the answer to GET /orders/queue-positions is not an object")
+    positions = _list_of(QueuePosition, "positions", 200)(status, body, headers)
+    failures = []
+    for i, e in enumerate(body.get("errors") or []):
+        if not isinstance(e, dict) or not isinstance(e.get("orderId"), str):
+            raise errors.ProtocolError(f"$.errors[{i}] has no 'orderId'")
+        code = (e.get("details") or {}).get("code")
+        # As GET /order/queue-position would have answered each.
+        st = {"not_your_order": 403, "order_not_found": 404, "order_not_open": 409, "unavailable": 503}.get(str(code), 400)
+        failures.append(QueuePositionFailure(e["orderId"], errors.error_from_response(st, e, {})))
+    return QueuePositions(positions, failures)
 
 
 def _status_of(err: Mapping[str, Any]) -> int:
@@ -352,6 +368,23 @@ def heartbeat(timeout_seconds: int) -> Call[HeartbeatState]:
 def get_order(order_id: Optional[str] = None, *, client_order_id: Optional[str] = None) -> Call[Order]:
     """One of your orders, by id or by client order id."""
     return Call("GET", "/order", _one(Order, 200), _query(**_order_ref(order_id, client_order_id)),
+                resend_safe=True)
+
+
+@endpoint("GET", "/order/queue-position")
+def get_queue_position(order_id: str) -> Call[QueuePosition]:
+    """Where one of your resting orders stands in its price level's queue: the shares ahead of it
+    and the level's, in the order's own terms."""
+    return Call("GET", "/order/queue-position", _one(QueuePosition, 200), _query(orderId=order_id), resend_safe=True)
+
+
+@endpoint("GET", "/orders/queue-positions")
+def get_queue_positions(order_ids: Sequence[str]) -> Call[QueuePositions]:
+    """``get_queue_position`` for 1 to 100 orders at once; each order without a place is in
+    ``errors``, with what ``get_queue_position`` would have answered for it."""
+    if isinstance(order_ids, str):
+        raise TypeError("order_ids is a sequence of order ids, not one string")
+    return Call("GET", "/orders/queue-positions", _queue_positions, _query(orderIds=",".join(order_ids)),
                 resend_safe=True)
 
 

@@ -108,6 +108,8 @@ class AsyncClient:
     cancel_everything = _method(_core.cancel_everything)
     heartbeat = _method(_core.heartbeat)
     get_order = _method(_core.get_order)
+    get_queue_position = _method(_core.get_queue_position)
+    get_queue_positions = _method(_core.get_queue_positions)
     list_orders = _method(_core.list_orders)
     list_fills = _method(_core.list_fills)
     get_account = _method(_core.get_account)

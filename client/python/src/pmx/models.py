@@ -28,7 +28,7 @@ __all__ = [
     "CancelReason", "CandleInterval", "Channel", "AUTO", "Auto",
     "Market", "MarketPage", "Level", "OrderBook", "OrderBookSnapshot", "MarketEvent",
     "MarketEventPage", "Trade", "Order", "PlacedOrder", "OrderPage", "OrderRequest", "BatchResult",
-    "CancelFailure", "CancelResult", "Position", "Settlement", "SettlementPage", "Fill", "FillPage",
+    "CancelFailure", "CancelResult", "QueuePosition", "QueuePositionFailure", "QueuePositions", "Position", "Settlement", "SettlementPage", "Fill", "FillPage",
     "Candle", "Candles", "HeartbeatState", "WsToken", "RateLimit", "AccountLimits", "Account", "ApiKey", "KeyScope", "NewKey",
     "RiskLimits", "RiskLimitsUse", "OrderGroup", "OrderGroupPage",
     "Event", "EventOutcome", "EventPage", "EventDetail", "OutcomeDetail", "Conversion",
@@ -251,6 +251,35 @@ class CancelFailure:
 class CancelResult:
     cancelled: list[Order]
     errors: list[CancelFailure]
+
+
+@dataclass(frozen=True)
+class QueuePosition:
+    """Where a resting order stands in its price level's queue, in the order's own terms: the
+    unfilled shares ahead of it at its price (placed earlier) and of the whole level."""
+
+    order_id: str
+    market_id: str
+    side: Side
+    outcome: Outcome
+    price: int
+    ahead_quantity: int
+    level_quantity: int
+
+
+@dataclass(frozen=True)
+class QueuePositionFailure:
+    """An order of ``get_queue_positions`` with no place in a queue, and why (as
+    ``get_queue_position`` says)."""
+
+    order_id: str
+    error: Any  # an ApiError subclass instance, not raised
+
+
+@dataclass(frozen=True)
+class QueuePositions:
+    positions: list[QueuePosition]
+    errors: list[QueuePositionFailure]
 
 
 # --- Account --------------------------------------------------------------------------------
