@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -28,6 +29,7 @@ func (v Violation) String() string {
 // Report is what Check found.
 type Report struct {
 	Ops, Orders, Trades int // the operations checked, and the log's orders and trades read
+	Fills               int // the fills answers reported that matched the log's trades
 	Linearized          int // the orders whose operations Porcupine checked
 	Unknown             int // of those, the ones whose search timed out (linearizeTimeout): not violations
 	Took                time.Duration
@@ -82,8 +84,9 @@ type cidKey struct {
 	cid     string
 }
 
-// Check checks a history against the log in Postgres, which must be settled (no process writing
-// it), and reports every disagreement:
+// Check checks a history against the log in Postgres, read in one snapshot (so a process may still
+// be writing it, though what it writes after the history ends is then checked against the history
+// as if it had been part of it), and reports every disagreement:
 //
 //   - placement: every acknowledged placement (201) is an order in Postgres with its id, market,
 //     side, outcome, account, client order id, and price and quantity unless the history amends it;
@@ -120,11 +123,17 @@ func Check(ctx context.Context, h []Op, pool *pgxpool.Pool) (*Report, error) {
 	c.trades()
 	c.monotonicReads()
 	n, unknown := c.linearizable()
-	return &Report{Ops: len(h), Orders: len(l.byID), Trades: l.trades, Linearized: n, Unknown: unknown, Took: time.Since(start), Violations: c.v}, nil
+	return &Report{Ops: len(h), Orders: len(l.byID), Trades: l.trades, Fills: c.fills, Linearized: n, Unknown: unknown, Took: time.Since(start), Violations: c.v}, nil
 }
 
-// readLog reads the orders of the markets the history traded in, and their trades.
+// readLog reads the orders of the markets the history traded in, and their trades, in one
+// snapshot.
 func readLog(ctx context.Context, h []Op, pool *pgxpool.Pool) (*log, error) {
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, fmt.Errorf("history: read the log: %w", err)
+	}
+	defer tx.Rollback(ctx)
 	l := &log{byID: map[uuid.UUID]*row{}, bySeq: map[orderKey]*row{}, byCID: map[cidKey][]*row{}}
 	for i := range h {
 		for _, m := range []uuid.UUID{h[i].Req.MarketID, marketOf(&h[i])} {
@@ -133,7 +142,7 @@ func readLog(ctx context.Context, h []Op, pool *pgxpool.Pool) (*log, error) {
 			}
 		}
 	}
-	rows, err := pool.Query(ctx, `
+	rows, err := tx.Query(ctx, `
 		select o.id, o.market_id, o.seq, a.uid, o.side, o.outcome, o.price, o.quantity, o.filled_quantity, o.status,
 		       coalesce(o.client_order_id, ''), coalesce(o.time_in_force, 'GTC')
 		from orders o join accounts a on a.id = o.account_id where o.market_id = any($1)`, l.markets)
@@ -156,7 +165,7 @@ func readLog(ctx context.Context, h []Op, pool *pgxpool.Pool) (*log, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("history: read the orders: %w", err)
 	}
-	rows, err = pool.Query(ctx, `select id, market_id, seq, yes_price, quantity, taker_order_seq, maker_order_seq, created_at
+	rows, err = tx.Query(ctx, `select id, market_id, seq, yes_price, quantity, taker_order_seq, maker_order_seq, created_at
 		from trades where market_id = any($1) order by market_id, seq`, l.markets)
 	if err != nil {
 		return nil, fmt.Errorf("history: read the trades: %w", err)
@@ -190,6 +199,7 @@ type checker struct {
 	h     []Op
 	l     *log
 	order []*row // the order each operation is of (nil: none known)
+	fills int    // the reported fills found in the log
 	v     []Violation
 }
 
@@ -310,6 +320,7 @@ func (c *checker) takerFills(placed *Op, r *row) {
 				k, f.ID, f.Quantity, f.Price, f.YesPrice, k, t.id, t.seq, t.quantity, outcomePrice(r.outcome, t.yesPrice), t.yesPrice, w.op)
 			return
 		}
+		c.fills++
 	}
 	if whole && len(r.taker) > len(want) {
 		t := r.taker[len(want)]

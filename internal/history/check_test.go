@@ -127,7 +127,7 @@ func (f *fixture) history() []Op {
 // Check must report by name: the checks can fail.
 func TestCheck(t *testing.T) {
 	f := newFixture(t)
-	check := func(t *testing.T, h []Op) []Violation {
+	check := func(t *testing.T, h []Op) *Report {
 		t.Helper()
 		r, err := Check(context.Background(), h, f.pool)
 		if err != nil {
@@ -139,10 +139,10 @@ func TestCheck(t *testing.T) {
 		for _, v := range r.Violations {
 			t.Log(v)
 		}
-		return r.Violations
+		return r
 	}
-	if v := check(t, f.history()); len(v) > 0 {
-		t.Fatalf("a correct history has %d violations", len(v))
+	if r := check(t, f.history()); len(r.Violations) > 0 || r.Fills != 1 || r.Linearized != 3 {
+		t.Fatalf("a correct history: %d violations, %d fills found, %d orders linearized; want 0, 1, 3", len(r.Violations), r.Fills, r.Linearized)
 	}
 
 	cases := []struct {
@@ -187,7 +187,7 @@ func TestCheck(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := check(t, tc.wrong(f.history()))
+			got := check(t, tc.wrong(f.history())).Violations
 			for _, want := range tc.want {
 				found := false
 				for _, v := range got {
