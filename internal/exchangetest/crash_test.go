@@ -19,6 +19,7 @@ import (
 
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/internal/apitest"
+	"github.com/pmx-dev/pmx/internal/history"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/internal/store"
@@ -87,7 +88,8 @@ func processTarget(t *testing.T, base, dbURL, token string) *Target {
 // involves a GTD order at or after its expiry; every GTD order open at the kill and due is cancelled
 // as EXPIRED within a bound of the restart; every acknowledged placement with a client order id is
 // still answered 200 with its order when replayed; and the invariants hold and the books equal
-// Postgres, before and after trading resumes.
+// Postgres, before and after trading resumes. Every request of the bots, and every answer, is
+// recorded, and the history is checked against the log at the end (history.Check).
 func TestCrashRecovery(t *testing.T) {
 	seed := testSeed(t)
 	bin := BuildPMX(t)
@@ -99,10 +101,11 @@ func TestCrashRecovery(t *testing.T) {
 	// Eight bots trade at random on two markets; a ninth and a tenth race an expiry on a third.
 	markets := []uuid.UUID{tg.NewMarket(t, nil).ID, tg.NewMarket(t, nil).ID, tg.NewMarket(t, nil).ID}
 	var count atomic.Int64 // orders acknowledged, for the kill's timing
+	rec := &history.Recorder{}
 	bots := make([]*crashBot, 10)
 	for i := range bots {
 		bots[i] = &crashBot{c: tg.NewAccount(t, "crash"), rng: rand.New(rand.NewPCG(seed, uint64(i))),
-			acked: map[uuid.UUID]bool{}, amends: map[uuid.UUID]apiserver.Order{}, count: &count}
+			acked: map[uuid.UUID]bool{}, amends: map[uuid.UUID]apiserver.Order{}, count: &count, rec: rec}
 	}
 	traders, maker, taker := bots[:8], bots[8], bots[9]
 
@@ -179,6 +182,26 @@ func TestCrashRecovery(t *testing.T) {
 	CheckInvariants(t, tg)
 	CheckBooksOverAPI(t, tg, bots[0].c, markets)
 	proc.Stop()
+	checkHistory(t, tg, rec.History())
+}
+
+// checkHistory checks the bots' history against the log (history.Check) and fails the test on
+// each violation.
+func checkHistory(t *testing.T, tg *Target, h []history.Op) {
+	t.Helper()
+	r, err := history.Check(t.Context(), h, tg.Store.Pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("history checked in %v: %d operations, %d orders and %d trades in the log, %d fills reported and found, %d orders linearized by Porcupine (%d timed out)",
+		r.Took.Round(time.Millisecond), r.Ops, r.Orders, r.Trades, r.Fills, r.Linearized, r.Unknown)
+	for i, v := range r.Violations {
+		if i == 20 {
+			t.Errorf("... and %d more violations of the history", len(r.Violations)-i)
+			break
+		}
+		t.Errorf("history: %s", v)
+	}
 }
 
 // crashBot is one account trading until the kill, and what the exchange acknowledged to it. Only
@@ -200,6 +223,20 @@ type crashBot struct {
 	resting []restingOrder                // its orders last seen resting, which it amends
 	amends  map[uuid.UUID]apiserver.Order // each amended order as its last acknowledged amend answered
 	unsure  *request                      // the request under way when the process died, if any
+	rec     *history.Recorder             // every request it sends, and its answer
+}
+
+// call sends a request as call does, and records it and its answer in the bot's history as an
+// operation of a kind on order (uuid.Nil: the one the request names).
+func (b *crashBot) call(tg *Target, kind history.Kind, order uuid.UUID, path string, body map[string]any) (*http.Response, []byte, error) {
+	req := history.RequestOf(body)
+	if order != uuid.Nil {
+		req.OrderID = order
+	}
+	p := b.rec.Begin(b.c.Name, b.c.Account, kind, req)
+	resp, raw, err := call(tg, b.c, path, body)
+	p.End(resp, raw, err)
+	return resp, raw, err
 }
 
 // placement is an acknowledged placement with a client order id, as sent, and its order.
@@ -265,7 +302,7 @@ func (b *crashBot) place(t *testing.T, tg *Target, body map[string]any, tif stri
 		body["clientOrderId"] = clientID
 	}
 	b.unsure = &request{path: "/order", body: body}
-	resp, raw, err := call(tg, b.c, "/order", body)
+	resp, raw, err := b.call(tg, history.Place, uuid.Nil, "/order", body)
 	if err != nil {
 		return o, false
 	}
@@ -319,7 +356,7 @@ func raceExpiry(t *testing.T, tg *Target, maker, taker *crashBot, m uuid.UUID, s
 // replay places an acknowledged placement with a client order id again, which must answer 200
 // with its order and place nothing.
 func (b *crashBot) replay(t *testing.T, tg *Target, p placement) bool {
-	resp, raw, err := call(tg, b.c, "/order", p.body)
+	resp, raw, err := b.call(tg, history.Place, uuid.Nil, "/order", p.body)
 	if err != nil {
 		return false // nothing is unsure: a replay places nothing
 	}
@@ -346,7 +383,7 @@ func (b *crashBot) amend(t *testing.T, tg *Target) bool {
 		fields["quantity"] = 1 + b.rng.IntN(5)
 	}
 	b.unsure = &request{path: "/order/amend", order: r.id}
-	resp, raw, err := call(tg, b.c, "/order/amend", fields)
+	resp, raw, err := b.call(tg, history.Amend, r.id, "/order/amend", fields)
 	if err != nil {
 		return false
 	}
@@ -592,7 +629,7 @@ func checkReplays(t *testing.T, tg *Target, bots []*crashBot) {
 	t.Helper()
 	for _, b := range bots {
 		for _, p := range b.placed {
-			resp, raw := b.c.DoResponse(t, "POST", "/order", p.body)
+			resp, raw := b.doResponse(t, "/order", p.body)
 			var o apiserver.Order
 			if resp.StatusCode != http.StatusOK || resp.Header.Get("Idempotent-Replayed") != "true" || json.Unmarshal(raw, &o) != nil || o.ID != p.order {
 				t.Errorf("%s: a replay of %s after the restart: %d %s, want 200 with order %s", b.c.Name, p.clientID, resp.StatusCode, raw, p.order)
@@ -602,7 +639,7 @@ func checkReplays(t *testing.T, tg *Target, bots []*crashBot) {
 			continue
 		}
 		clientID := b.unsure.body["clientOrderId"].(string)
-		resp, raw := b.c.DoResponse(t, "POST", "/order", b.unsure.body)
+		resp, raw := b.doResponse(t, "/order", b.unsure.body)
 		var o apiserver.Order
 		var e ErrorBody
 		want := 1
@@ -625,6 +662,15 @@ func checkReplays(t *testing.T, tg *Target, bots []*crashBot) {
 				b.c.Name, resp.StatusCode, raw, ids)
 		}
 	}
+}
+
+// doResponse places an order as Client.DoResponse does, and records it in the bot's history.
+func (b *crashBot) doResponse(t *testing.T, path string, body map[string]any) (*http.Response, []byte) {
+	t.Helper()
+	p := b.rec.Begin(b.c.Name, b.c.Account, history.Place, history.RequestOf(body))
+	resp, raw := b.c.DoResponse(t, "POST", path, body)
+	p.End(resp, raw, nil)
+	return resp, raw
 }
 
 // checkNoTradeAfterExpiry checks that no trade involves a GTD order, as maker or as taker, at or
