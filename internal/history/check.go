@@ -97,6 +97,9 @@ type cidKey struct {
 //     reported; and each order's filled quantity in Postgres is the total of its trades.
 //   - trade-price: a trade between orders placed in the history and never amended is at the
 //     maker's price and within the taker's limit.
+//   - queue: the trades one batch made of a taker are at prices ever worse for it, and at one
+//     price with makers in their time priority (where the history placed them and never amended
+//     them).
 //   - final: a cancel or an amend answered with a final state (CANCELLED,
 //     PARTIALLY_FILLED_CANCELLED, FILLED) is the order's row: the same status and filled quantity,
 //     so no fill came after it; one answered order_not_open names an order whose row is final.
@@ -425,6 +428,7 @@ func (c *checker) trades() {
 		if sum != r.filled {
 			c.fail("fills", r.id, "Postgres holds %d filled; its trades add up to %d", r.filled, sum)
 		}
+		c.queue(r)
 		if r.placed == nil || r.amends > 0 {
 			continue
 		}
@@ -442,6 +446,31 @@ func (c *checker) trades() {
 		}
 	}
 }
+
+// queue checks that the trades one batch made of an order as taker met the book in its order: the
+// best price first, and at one price the order that rested first first, where both makers were
+// placed in the history and never amended (an amend may move an order to the back of its level).
+func (c *checker) queue(r *row) {
+	buysYes := r.side == "BUY" && r.outcome == "YES" || r.side == "SELL" && r.outcome == "NO"
+	for k := 1; k < len(r.taker); k++ {
+		a, b := r.taker[k-1], r.taker[k]
+		if !a.at.Equal(b.at) {
+			continue // another batch: an amend's
+		}
+		switch {
+		case buysYes && b.yesPrice < a.yesPrice || !buysYes && b.yesPrice > a.yesPrice:
+			c.fail("queue", r.id, "as taker it traded at YES %d (trade %s, seq %d) before YES %d (trade %s, seq %d), the better price for it",
+				a.yesPrice, a.id, a.seq, b.yesPrice, b.id, b.seq)
+		case a.yesPrice == b.yesPrice && a.maker != b.maker && b.maker.seq < a.maker.seq && untouched(a.maker) && untouched(b.maker):
+			c.fail("queue", r.id, "as taker it met order %s (seq %d, trade %s) before order %s (seq %d, trade %s), which rested at the same price before it",
+				a.maker.id, a.maker.seq, a.id, b.maker.id, b.maker.seq, b.id)
+		}
+	}
+}
+
+// untouched reports whether an order was placed in the history and never amended: its priority is
+// its seq.
+func untouched(r *row) bool { return r.placed != nil && r.amends == 0 }
 
 // seen is one state of an order a client was answered with.
 type seen struct {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pmx-dev/pmx/internal/apijson"
 	"github.com/pmx-dev/pmx/internal/pgtest"
+	"github.com/pmx-dev/pmx/internal/store"
 	"github.com/pmx-dev/pmx/internal/storetest"
 )
 
@@ -20,7 +21,9 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // fixture is a small log in Postgres and the ids its history names.
 type fixture struct {
+	st                   *store.Store
 	pool                 *pgxpool.Pool
+	makerID, takerID     int64 // the accounts' ids in Postgres
 	market               uuid.UUID
 	makerAcct, takerAcct uuid.UUID
 	bid, take, other     uuid.UUID // the maker's bid, the taker's IOC, the maker's other bid
@@ -34,9 +37,10 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	st := storetest.New(t)
 	ctx := context.Background()
-	f := &fixture{pool: st.Pool, market: storetest.Market(t, st), bid: uuid.New(), take: uuid.New(), other: uuid.New(), trade: uuid.New(),
+	f := &fixture{st: st, pool: st.Pool, market: storetest.Market(t, st), bid: uuid.New(), take: uuid.New(), other: uuid.New(), trade: uuid.New(),
 		t0: time.Now().Add(-time.Minute).Truncate(time.Millisecond)}
 	maker, taker := storetest.Account(t, st, "maker", 1e6), storetest.Account(t, st, "taker", 1e6)
+	f.makerID, f.takerID = maker, taker
 	for _, a := range []struct {
 		id  int64
 		uid *uuid.UUID
@@ -231,5 +235,76 @@ func TestRecorder(t *testing.T) {
 	h = r.History()
 	if a, b := h[800], h[801]; a.Ans.Code != "outcome_unknown" || !a.Unknown() || b.Ans.HTTP != 0 || !b.Unknown() || b.Ans.Err == "" {
 		t.Errorf("recorded %+v and %+v", a, b)
+	}
+}
+
+// TestCheckQueue checks the queue check on the log of one taker, an IOC BUY NO 55 × 3, meeting
+// three makers' bids, BUY YES 47, 47 and 48 × 1 (seqs 1, 2, 3): in the book's order (48, then the
+// 47s by time) it passes; a worse price first, or the later 47 first, fails.
+func TestCheckQueue(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	prices := map[int64]int{1: 47, 2: 47, 3: 48}
+	for _, tc := range []struct {
+		name  string
+		order []int64 // the makers' seqs in trade order
+		want  bool    // a queue violation
+	}{
+		{"in the book's order", []int64{3, 1, 2}, false},
+		{"a worse price first", []int64{1, 3, 2}, true},
+		{"a later order at one price first", []int64{3, 2, 1}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			market := storetest.Market(t, f.st)
+			var h []Op
+			for seq := int64(1); seq <= 3; seq++ {
+				id := uuid.New()
+				if _, err := f.pool.Exec(ctx, `insert into orders (id, market_id, seq, account_id, side, outcome, price, quantity, filled_quantity,
+					status, created_at, updated_at) values ($1, $2, $3, $4, 'BUY', 'YES', $5, 1, 1, 'FILLED', $6, $6)`,
+					id, market, seq, f.makerID, prices[seq], f.at(0)); err != nil {
+					t.Fatal(err)
+				}
+				req := Request{MarketID: market, Side: "BUY", Outcome: "YES", Price: prices[seq], Quantity: 1, TimeInForce: "GTC"}
+				ans := f.order(201, id, req, "OPEN", 0)
+				ans.Order.MarketID, ans.FillsReported = market, true
+				h = append(h, f.op("maker", Place, req, int(seq)*100, int(seq)*100+50, ans))
+			}
+			taker := uuid.New()
+			if _, err := f.pool.Exec(ctx, `insert into orders (id, market_id, seq, account_id, side, outcome, price, quantity, filled_quantity,
+				status, created_at, updated_at, time_in_force) values ($1, $2, 4, $3, 'BUY', 'NO', 55, 3, 3, 'FILLED', $4, $4, 'IOC')`,
+				taker, market, f.takerID, f.at(1000)); err != nil {
+				t.Fatal(err)
+			}
+			take := Request{MarketID: market, Side: "BUY", Outcome: "NO", Price: 55, Quantity: 3, TimeInForce: "IOC"}
+			taken := f.order(201, taker, take, "FILLED", 3)
+			taken.Order.MarketID, taken.FillsReported = market, true
+			for i, seq := range tc.order {
+				id, yes := uuid.New(), prices[seq]
+				if _, err := f.pool.Exec(ctx, `insert into trades (id, market_id, seq, kind, yes_price, quantity, taker_order_seq, maker_order_seq,
+					taker_account_id, maker_account_id, taker_side, taker_outcome, taker_price, created_at)
+					values ($1, $2, $3, 'MINT', $4, 1, 4, $5, $6, $7, 'BUY', 'NO', 55, $8)`,
+					id, market, i+1, yes, seq, f.takerID, f.makerID, f.at(1500)); err != nil {
+					t.Fatal(err)
+				}
+				taken.Fills = append(taken.Fills, apijson.Trade{ID: id, MarketID: market, Outcome: "NO", Side: "BUY", Price: 100 - yes, Quantity: 1, YesPrice: yes})
+			}
+			h = append(h, f.op("taker", Place, take, 1000, 2000, taken))
+			r, err := Check(ctx, h, f.pool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var queue int
+			for _, v := range r.Violations {
+				t.Log(v)
+				if v.Check == "queue" && v.Order == taker {
+					queue++
+				} else {
+					t.Errorf("unexpected: %s", v)
+				}
+			}
+			if got := queue > 0; got != tc.want {
+				t.Errorf("%d queue violations, want any: %v", queue, tc.want)
+			}
+		})
 	}
 }
