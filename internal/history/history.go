@@ -19,9 +19,10 @@
 // partition (here one order) at a time, which keeps the search tiny. The model and why its fills
 // are sound with the batch's clock are on linearizeOrder.
 //
-// Not checked yet: time priority (a fill that jumped the queue: which resting order a taker met
-// first), and the operations the crash test does not send (conversions, reads of books and
-// positions). Check reads the orders and trades of the markets the history names, so it suits a
+// Not checked yet: a resting order a taker passed over altogether (a better price, or an earlier
+// order at its price, left untouched while the taker met a worse one: that needs the book at the
+// batch, which the log does not keep), and the operations the crash test does not send
+// (conversions, reads of books and positions). Check reads the orders and trades of the markets the history names, so it suits a
 // test's few thousand orders, not a load test's millions.
 package history
 
