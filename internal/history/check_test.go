@@ -184,6 +184,11 @@ func TestCheck(t *testing.T) {
 			back := f.op("maker-2", Read, Request{OrderID: f.bid}, 5500, 5800, f.order(200, f.bid, h[0].Req, "OPEN", 0))
 			return append(h[:4:4], append([]Op{back}, h[4:]...)...)
 		}, []string{"linearizable"}, f.bid},
+		{"an amend acknowledged and lost", func(h []Op) []Op {
+			req := h[1].Req
+			req.OrderID, req.Price = f.other, 46
+			return append(h, f.op("maker", Amend, req, 14000, 15000, f.order(200, f.other, req, "OPEN", 0)))
+		}, []string{"amend"}, f.other},
 		{"order_not_open for an open order", func(h []Op) []Op {
 			h[7].Req.OrderID, h[7].Client, h[7].Account = f.other, "maker", f.makerAcct
 			return h
