@@ -1,6 +1,7 @@
 package history
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -126,6 +127,9 @@ func Check(ctx context.Context, h []Op, pool *pgxpool.Pool) (*Report, error) {
 	c.trades()
 	c.monotonicReads()
 	n, unknown := c.linearizable()
+	slices.SortStableFunc(c.v, func(a, b Violation) int { // by check and order, whatever the maps' order
+		return cmp.Or(cmp.Compare(a.Check, b.Check), cmp.Compare(a.Order.String(), b.Order.String()))
+	})
 	return &Report{Ops: len(h), Orders: len(l.byID), Trades: l.trades, Fills: c.fills, Linearized: n, Unknown: unknown, Took: time.Since(start), Violations: c.v}, nil
 }
 
