@@ -14,6 +14,7 @@ import (
 
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/internal/apitest"
+	"github.com/pmx-dev/pmx/internal/history"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/internal/shardclient"
@@ -33,7 +34,8 @@ const handoffMoves = 50
 // afterwards each book the shards serve is the one Postgres rebuilds and the ledger's invariants
 // hold. It logs the pause a client saw at each move: the
 // longest request on the moved market in flight during the handoff (docs/performance.md, "The
-// planned handoff's pause").
+// planned handoff's pause"). Every placement and cancel of the bots, and every answer, is
+// recorded, and the history is checked against the log at the end (history.Check).
 func TestDistributedHandoff(t *testing.T) {
 	r := startHandoffRig(t)
 	ctx, st, shards, fronts := t.Context(), r.store, r.names, r.fronts
@@ -143,6 +145,7 @@ func TestDistributedHandoff(t *testing.T) {
 	tg := fronts[0]
 	CheckBooksOverAPI(t, tg, bots[0], markets)
 	CheckInvariants(t, tg)
+	checkHistory(t, tg, load.rec.History())
 }
 
 // handoffRig is two `pmx shard` processes and two `pmx api` processes on one database, without
@@ -275,11 +278,14 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 
 // trading is bots placing orders on markets and cancelling about half of those that rest, until
 // stop, each through its client's target; it records every request with its time, and every order
-// acknowledged.
+// acknowledged, and every placement and cancel of one order, with its answer, in rec (a cancel of
+// everything is not an operation history models: it leaves the orders it cancels to become final
+// with no operation).
 type trading struct {
 	mu     sync.Mutex
 	reqs   []tradeRequest
 	placed []uuid.UUID
+	rec    *history.Recorder
 	done   chan struct{}
 	wg     sync.WaitGroup
 }
@@ -293,7 +299,7 @@ type tradeRequest struct {
 }
 
 func startTrading(bots []*Client, markets []uuid.UUID) *trading {
-	l := &trading{done: make(chan struct{})}
+	l := &trading{rec: &history.Recorder{}, done: make(chan struct{})}
 	for i, bot := range bots {
 		l.wg.Go(func() {
 			for n := 0; ; n++ {
@@ -324,11 +330,22 @@ func startTrading(bots []*Client, markets []uuid.UUID) *trading {
 	return l
 }
 
-// send makes one request and records it.
+// send makes one request and records it, and in the history too unless it is a cancel of
+// everything.
 func (l *trading) send(bot *Client, kind string, market uuid.UUID, path string, body any) (int, []byte) {
+	var p *history.Pending
+	switch kind {
+	case "place":
+		p = l.rec.Begin(bot.Name, bot.Account, history.Place, history.RequestOf(body))
+	case "cancel":
+		p = l.rec.Begin(bot.Name, bot.Account, history.Cancel, history.RequestOf(body))
+	}
 	r := tradeRequest{kind: kind, market: market, start: time.Now()}
 	resp, raw, err := call(bot.T, bot, path, body)
 	r.end = time.Now()
+	if p != nil {
+		p.End(resp, raw, err)
+	}
 	if resp != nil {
 		r.status = resp.StatusCode
 	}
