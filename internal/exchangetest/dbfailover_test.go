@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/apiserver"
+	"github.com/pmx-dev/pmx/internal/history"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/poll"
 )
@@ -33,7 +34,9 @@ const dbResumeBound = 15 * time.Second
 // the new primary, that a placement answered 503 (the commit's outcome unknown, or the database
 // gone) is answered with what actually happened when it is sent again with its clientOrderId,
 // that trading resumes within dbResumeBound, and at the end that the invariants hold and the
-// books equal Postgres.
+// books equal Postgres. Every placement of the bots (the retries at the end included), and every
+// answer, is recorded, and the history is checked against the new primary's log at the end
+// (history.Check).
 func TestDatabaseFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two Postgres servers and pmx, and fails the database over several times")
@@ -61,9 +64,10 @@ func TestDistributedDatabaseFailover(t *testing.T) {
 // database db is.
 func runDBFailover(t *testing.T, db *pgtest.Replicated, tg *Target) {
 	markets := []uuid.UUID{tg.NewMarket(t, nil).ID, tg.NewMarket(t, nil).ID}
+	rec := &history.Recorder{}
 	bots := make([]*failoverBot, 6)
 	for i := range bots {
-		bots[i] = &failoverBot{c: tg.NewAccount(t, "dbfo"), i: i, acked: map[uuid.UUID]time.Time{}, trades: map[uuid.UUID]bool{}}
+		bots[i] = &failoverBot{c: tg.NewAccount(t, "dbfo"), i: i, acked: map[uuid.UUID]time.Time{}, trades: map[uuid.UUID]bool{}, rec: rec}
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -154,6 +158,7 @@ func runDBFailover(t *testing.T, db *pgtest.Replicated, tg *Target) {
 	}
 	CheckInvariants(t, tg)
 	CheckBooksOverAPI(t, tg, bots[0].c, markets)
+	checkHistory(t, tg, rec.History())
 }
 
 // failoverBot places orders with client order ids; it records each acknowledged one and the
@@ -168,6 +173,7 @@ type failoverBot struct {
 	market map[uuid.UUID]uuid.UUID
 	trades map[uuid.UUID]bool
 	unsure []unsurePlacement
+	rec    *history.Recorder // every placement it sends, and its answer; not its cancels of everything
 }
 
 // unsurePlacement is a placement answered with no decision: its body and its answer's error code
@@ -214,7 +220,9 @@ func (b *failoverBot) run(tg *Target, markets []uuid.UUID, stop <-chan struct{})
 		body := OrderBody(m, "BUY", outcome, 45+(b.i*7+n*3)%11, 1+n%3)
 		body["clientOrderId"] = fmt.Sprintf("dbfo-%d-%d", b.i, n)
 		sent := time.Now()
+		p := b.rec.Begin(b.c.Name, b.c.Account, history.Place, history.RequestOf(body))
 		resp, raw, err := call(tg, b.c, "/order", body)
+		p.End(resp, raw, err)
 		status := 0
 		if resp != nil {
 			status = resp.StatusCode
@@ -278,7 +286,9 @@ func (b *failoverBot) checkUnsure(t *testing.T, tg *Target) {
 			t.Errorf("%s: %s is the client order id of %d orders %v", b.c.Name, clientID, len(held), held)
 			continue
 		}
+		p := b.rec.Begin(b.c.Name, b.c.Account, history.Place, history.RequestOf(body))
 		resp, raw := b.c.DoResponse(t, "POST", "/order", body)
+		p.End(resp, raw, nil)
 		var o apiserver.Order
 		switch {
 		case len(held) == 1 && resp.StatusCode == http.StatusOK && json.Unmarshal(raw, &o) == nil && o.ID == held[0]:
