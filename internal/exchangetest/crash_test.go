@@ -185,25 +185,6 @@ func TestCrashRecovery(t *testing.T) {
 	checkHistory(t, tg, rec.History())
 }
 
-// checkHistory checks the bots' history against the log (history.Check) and fails the test on
-// each violation.
-func checkHistory(t *testing.T, tg *Target, h []history.Op) {
-	t.Helper()
-	r, err := history.Check(t.Context(), h, tg.Store.Pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("history checked in %v: %d operations, %d orders and %d trades in the log, %d fills reported and found, %d orders linearized by Porcupine (%d timed out)",
-		r.Took.Round(time.Millisecond), r.Ops, r.Orders, r.Trades, r.Fills, r.Linearized, r.Unknown)
-	for i, v := range r.Violations {
-		if i == 20 {
-			t.Errorf("... and %d more violations of the history", len(r.Violations)-i)
-			break
-		}
-		t.Errorf("history: %s", v)
-	}
-}
-
 // crashBot is one account trading until the kill, and what the exchange acknowledged to it. Only
 // its own goroutine touches it until the bots have stopped.
 //

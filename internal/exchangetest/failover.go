@@ -18,6 +18,7 @@ import (
 
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/history"
 	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -51,6 +52,7 @@ type Distributed struct {
 // shard dies or a front restarts, only make the bot go on; a bot refused for too many open
 // orders cancels them all.
 type Load struct {
+	rec      *history.Recorder // every placement, and its answer (not the cancels of everything); nil: none
 	mu       sync.Mutex
 	acked    map[uuid.UUID]ack
 	failures []failure // placements answered 5xx or not at all
@@ -70,7 +72,14 @@ type ack struct {
 
 // StartLoad starts one goroutine per bot.
 func StartLoad(bots []*Client, markets []uuid.UUID) *Load {
-	l := &Load{acked: map[uuid.UUID]ack{}, stop: make(chan struct{})}
+	return StartRecordedLoad(bots, markets, nil)
+}
+
+// StartRecordedLoad starts one goroutine per bot, as StartLoad does, and records each placement
+// and its answer (a transport error or a 5xx being no answer) in rec, unless rec is nil; not the
+// cancels of everything, which the history checker does not model.
+func StartRecordedLoad(bots []*Client, markets []uuid.UUID, rec *history.Recorder) *Load {
+	l := &Load{rec: rec, acked: map[uuid.UUID]ack{}, stop: make(chan struct{})}
 	for i, bot := range bots {
 		l.wg.Go(func() {
 			for n := 0; ; n++ {
@@ -81,7 +90,7 @@ func StartLoad(bots []*Client, markets []uuid.UUID) *Load {
 				}
 				m := markets[n%len(markets)]
 				sent := time.Now()
-				status, raw, err := post(bot.T, bot, OrderBody(m, "BUY", []string{"YES", "NO"}[(i+n)%2], 40+(i*7+n*3)%21, 1+n%4))
+				status, raw, err := l.place(bot, OrderBody(m, "BUY", []string{"YES", "NO"}[(i+n)%2], 40+(i*7+n*3)%21, 1+n%4))
 				if status == http.StatusBadRequest && bytes.Contains(raw, []byte("too_many_open_orders")) {
 					call(bot.T, bot, "/cancel-everything", nil) // make room, and trade on
 					continue
@@ -110,6 +119,20 @@ func StartLoad(bots []*Client, markets []uuid.UUID) *Load {
 		})
 	}
 	return l
+}
+
+// place places an order as post does, and records it and its answer when the load records.
+func (l *Load) place(bot *Client, body map[string]any) (int, []byte, error) {
+	if l.rec == nil {
+		return post(bot.T, bot, body)
+	}
+	p := l.rec.Begin(bot.Name, bot.Account, history.Place, history.RequestOf(body))
+	resp, raw, err := call(bot.T, bot, "/order", body)
+	p.End(resp, raw, err)
+	if resp == nil {
+		return 0, nil, err
+	}
+	return resp.StatusCode, raw, err
 }
 
 // Acked is how many orders were acknowledged so far.
@@ -213,7 +236,8 @@ func (d Distributed) Samples(t *testing.T, samplesDir string) map[string]uuid.UU
 // markets move to a new epoch, trading on them resumes, no acknowledged order is lost, a dead-man
 // switch that falls due meanwhile still fires, a feed client on each front follows the market's
 // book gaplessly across it, and the invariants hold. Last, a resolution patched with kubectl pays
-// the winning shares.
+// the winning shares, and the bots' placements, recorded with their answers, are checked against
+// the log (history.Check).
 func RunFailover(t *testing.T, d Distributed, samplesDir string) {
 	tg := d.Fronts[len(d.Fronts)-1]
 	// The scheduler gives each new market to the live shard with the fewest OPEN markets, so the
@@ -267,7 +291,8 @@ func RunFailover(t *testing.T, d Distributed, samplesDir string) {
 		w.T = r
 		watchers = append(watchers, FollowLive(w, victim))
 	}
-	load := StartLoad(bots, markets)
+	rec := &history.Recorder{}
+	load := StartRecordedLoad(bots, markets, rec)
 	poll.Wait(t, time.Minute, "400 acknowledged orders", func() bool { return load.Acked() >= 400 })
 	// A dead-man switch whose deadline passes while its market's shard is dead, or the market
 	// moving, still fires: the shard that takes the market over finds it in Postgres.
@@ -384,6 +409,27 @@ func RunFailover(t *testing.T, d Distributed, samplesDir string) {
 		t.Errorf("kubectl get mkt %s:\n%s", name, out)
 	}
 	CheckInvariants(t, tg)
+	// The bots' placements, across the kill and the move, against the log.
+	checkHistory(t, tg, rec.History())
+}
+
+// checkHistory checks the bots' history against the log (history.Check) and fails the test on
+// each violation.
+func checkHistory(t *testing.T, tg *Target, h []history.Op) {
+	t.Helper()
+	r, err := history.Check(t.Context(), h, tg.Store.Pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("history checked in %v: %d operations, %d orders and %d trades in the log, %d fills reported and found, %d orders linearized by Porcupine (%d timed out)",
+		r.Took.Round(time.Millisecond), r.Ops, r.Orders, r.Trades, r.Fills, r.Linearized, r.Unknown)
+	for i, v := range r.Violations {
+		if i == 20 {
+			t.Errorf("... and %d more violations of the history", len(r.Violations)-i)
+			break
+		}
+		t.Errorf("history: %s", v)
+	}
 }
 
 // post places an order without failing the test on a transport error, which is expected while the
