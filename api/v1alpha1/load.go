@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,11 +44,27 @@ func LoadMarkets(dir string) ([]Market, error) {
 // LoadMarketsFS is LoadMarkets on the top folder of fsys (such as the sample markets built into
 // pmx, package config); dir names that folder in messages.
 func LoadMarketsFS(fsys fs.FS, dir string) ([]Market, error) {
+	return loadManifests(fsys, dir, "market", decodeMarket)
+}
+
+// manifest is what loadManifests needs of a kind: a pointer to it, with its name and namespace.
+type manifest[T any] interface {
+	*T
+	GetName() string
+	GetNamespace() string
+}
+
+// loadManifests reads the manifests on the top folder of fsys as LoadMarketsFS documents it, for
+// one kind (noun names it in messages): every manifest file in file name order, each document
+// decoded by decode (nil and no problems: an empty document; an object with problems: its name
+// says where they are), two objects of one namespace and name refused. dir names the folder in
+// messages.
+func loadManifests[T any, P manifest[T]](fsys fs.FS, dir, noun string, decode func(doc []byte) (P, []error)) ([]T, error) {
 	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
-		return nil, fmt.Errorf("while reading market manifests: %w", err)
+		return nil, fmt.Errorf("while reading %s manifests: %w", noun, err)
 	}
-	markets := []Market{}
+	objects := []T{}
 	var errs []error
 	seen := map[string]string{} // namespace/name -> where it was first defined
 	for _, e := range entries {
@@ -62,15 +79,12 @@ func LoadMarketsFS(fsys fs.FS, dir string) ([]Market, error) {
 		}
 		for i, doc := range docs {
 			where := fmt.Sprintf("%s: document %d", path, i+1)
-			m, problems := decodeMarket(doc)
-			if m == nil && problems == nil {
+			obj, problems := decode(doc)
+			if obj == nil && problems == nil {
 				continue // an empty document
 			}
-			if m != nil && m.Name != "" {
-				where = fmt.Sprintf("%s (market %q)", where, m.Name)
-			}
-			if len(problems) == 0 {
-				problems = m.problems()
+			if obj != nil && obj.GetName() != "" {
+				where = fmt.Sprintf("%s (%s %q)", where, noun, obj.GetName())
 			}
 			for _, p := range problems {
 				errs = append(errs, fmt.Errorf("%s: %w", where, p))
@@ -78,22 +92,19 @@ func LoadMarketsFS(fsys fs.FS, dir string) ([]Market, error) {
 			if len(problems) > 0 {
 				continue
 			}
-			key := m.Namespace + "/" + m.Name
-			if m.Namespace == "" {
-				key = "default/" + m.Name
-			}
+			key := cmp.Or(obj.GetNamespace(), "default") + "/" + obj.GetName()
 			if first, dup := seen[key]; dup {
-				errs = append(errs, fmt.Errorf("%s: metadata.name: market %s is already defined in %s", where, key, first))
+				errs = append(errs, fmt.Errorf("%s: metadata.name: %s %s is already defined in %s", where, noun, key, first))
 				continue
 			}
 			seen[key] = where
-			markets = append(markets, *m)
+			objects = append(objects, *obj)
 		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return markets, nil
+	return objects, nil
 }
 
 // isManifest reports whether a directory entry is a YAML file that LoadMarkets reads.
@@ -135,7 +146,7 @@ func readDocuments(fsys fs.FS, name string) ([][]byte, error) {
 // It checks the kind, applies the CRD's defaults and drops the status. It returns nil and no
 // problems for an empty document (only comments, say), and a Market holding at least the name
 // whenever the document is an object of the right kind; the Market is complete only when there
-// are no problems.
+// are no problems, the CRD's rules (problems) included.
 func decodeMarket(doc []byte) (*Market, []error) {
 	js, err := yaml.YAMLToJSONStrict(doc)
 	if err != nil {
@@ -173,7 +184,7 @@ func decodeMarket(doc []byte) (*Market, []error) {
 	}
 	m.Default()
 	m.Status = MarketStatus{}
-	return m, nil
+	return m, m.problems()
 }
 
 // specValueProblems finds the values of spec that the CRD rejects but that a typed Market cannot
@@ -218,57 +229,15 @@ func specValueProblems(spec json.RawMessage) []error {
 // that: the event's rules (its outcomes, each outcome's market) are eventrec.Validate's, which
 // recording the event applies.
 func LoadEventsFS(fsys fs.FS, dir string) ([]Event, error) {
-	entries, err := fs.ReadDir(fsys, ".")
-	if err != nil {
-		return nil, fmt.Errorf("while reading event manifests: %w", err)
-	}
-	events := []Event{}
-	var errs []error
-	seen := map[string]string{}
-	for _, e := range entries {
-		if !isManifest(e) {
-			continue
-		}
-		path := filepath.Join(dir, e.Name())
-		docs, err := readDocuments(fsys, e.Name())
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", path, err))
-			continue
-		}
-		for i, doc := range docs {
-			where := fmt.Sprintf("%s: document %d", path, i+1)
-			ev, err := decodeEvent(doc)
-			switch {
-			case ev == nil && err == nil:
-				continue // an empty document
-			case err != nil:
-				errs = append(errs, fmt.Errorf("%s: %w", where, err))
-				continue
-			}
-			key := ev.Namespace + "/" + ev.Name
-			if ev.Namespace == "" {
-				key = "default/" + ev.Name
-			}
-			if first, dup := seen[key]; dup {
-				errs = append(errs, fmt.Errorf("%s: metadata.name: event %s is already defined in %s", where, key, first))
-				continue
-			}
-			seen[key] = where
-			events = append(events, *ev)
-		}
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return events, nil
+	return loadManifests(fsys, dir, "event", decodeEvent)
 }
 
-// decodeEvent decodes one document as decodeMarket does, for an Event: nil and no error for an
-// empty document.
-func decodeEvent(doc []byte) (*Event, error) {
+// decodeEvent decodes one document as decodeMarket does, for an Event: nil and no problems for
+// an empty document.
+func decodeEvent(doc []byte) (*Event, []error) {
 	js, err := yaml.YAMLToJSONStrict(doc)
 	if err != nil {
-		return nil, err
+		return nil, []error{err}
 	}
 	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
 		return nil, nil
@@ -279,18 +248,18 @@ func decodeEvent(doc []byte) (*Event, error) {
 	}
 	_ = json.Unmarshal(js, &head)
 	if head.APIVersion != GroupVersion.String() || head.Kind != "Event" {
-		return nil, fmt.Errorf("apiVersion %q, kind %q: only %s Event objects are allowed", head.APIVersion, head.Kind, GroupVersion)
+		return nil, []error{fmt.Errorf("apiVersion %q, kind %q: only %s Event objects are allowed", head.APIVersion, head.Kind, GroupVersion)}
 	}
 	ev := &Event{}
 	strict, err := kjson.UnmarshalStrict(js, ev, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
 	if err != nil {
-		return nil, err
+		return nil, []error{err}
 	}
 	if len(strict) > 0 {
-		return nil, errors.Join(strict...)
+		return nil, strict
 	}
 	if ev.Name == "" {
-		return nil, errors.New("metadata.name: an Event needs a name")
+		return nil, []error{errors.New("metadata.name: an Event needs a name")}
 	}
 	ev.Status = EventStatus{}
 	return ev, nil
