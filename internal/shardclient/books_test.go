@@ -3,15 +3,9 @@ package shardclient
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
-	"maps"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
@@ -19,9 +13,7 @@ import (
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/exchange"
-	"github.com/pmx-dev/pmx/internal/shard"
 	"github.com/pmx-dev/pmx/internal/shardproto"
-	"github.com/pmx-dev/pmx/internal/shardserver"
 	"github.com/pmx-dev/pmx/internal/storetest"
 )
 
@@ -32,29 +24,7 @@ import (
 func TestOrderBooksThroughRouter(t *testing.T) {
 	ctx := context.Background()
 	r := newNamedInternalRig(t, "shard-1")
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	second := shard.New(shard.Config{Store: r.st, Name: "shard-2", Logger: log})
-	t.Cleanup(second.Stop)
-	h := shardserver.Server{Shard: second, Store: r.st, Token: validateToken, Logger: log}.Handler()
-	var older atomic.Bool
-	var mu sync.Mutex
-	calls := map[string]int{} // shard-2's, by path
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		mu.Lock()
-		calls[req.URL.Path]++
-		mu.Unlock()
-		if older.Load() && req.URL.Path == shardproto.PathBooks {
-			http.NotFound(w, req)
-			return
-		}
-		h.ServeHTTP(w, req)
-	}))
-	t.Cleanup(srv.Close)
-	for name, url := range map[string]string{"shard-1": r.url, "shard-2": srv.URL} {
-		if _, err := r.st.Register(ctx, name, strings.TrimPrefix(url, "http://")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	second := startSecondShard(t, r, shardproto.PathBooks)
 	ids := []uuid.UUID{r.market, storetest.Market(t, r.st), storetest.Market(t, r.st), storetest.Market(t, r.st), storetest.Market(t, r.st)}
 	for i, id := range ids {
 		if _, err := r.st.Assign(ctx, id, []string{"shard-1", "shard-2"}[i%2]); err != nil {
@@ -75,16 +45,12 @@ func TestOrderBooksThroughRouter(t *testing.T) {
 	// during the read at once.
 	read := func(what string) map[string]int {
 		t.Helper()
-		mu.Lock()
-		clear(calls)
-		mu.Unlock()
+		second.takeCalls()
 		got, err := front.OrderBooks(ctx, ids)
 		if err != nil || len(got) != len(ids) {
 			t.Fatalf("%s: %d books (%v)", what, len(got), err)
 		}
-		mu.Lock()
-		during := maps.Clone(calls)
-		mu.Unlock()
+		during := second.takeCalls()
 		for i, id := range ids {
 			want, err := front.OrderBook(ctx, id)
 			if err != nil {
@@ -102,7 +68,7 @@ func TestOrderBooksThroughRouter(t *testing.T) {
 	if c := read("both shards of this release"); c[shardproto.PathBooks] != 1 || c[shardproto.PathBook] != 0 {
 		t.Errorf("shard-2, owning two of the markets, was called %v; want one books call", c)
 	}
-	older.Store(true)
+	second.older.Store(true)
 	if c := read("shard-2 of the release before"); c[shardproto.PathBooks] != 1 || c[shardproto.PathBook] != 2 {
 		t.Errorf("shard-2 of the release before was called %v; want the books call refused, then a book call per market", c)
 	}

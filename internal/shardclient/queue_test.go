@@ -3,12 +3,7 @@ package shardclient
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
@@ -16,9 +11,7 @@ import (
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/exchange"
-	"github.com/pmx-dev/pmx/internal/shard"
 	"github.com/pmx-dev/pmx/internal/shardproto"
-	"github.com/pmx-dev/pmx/internal/shardserver"
 	"github.com/pmx-dev/pmx/internal/storetest"
 )
 
@@ -29,24 +22,7 @@ import (
 func TestQueuePositionsThroughRouter(t *testing.T) {
 	ctx := context.Background()
 	r := newNamedInternalRig(t, "shard-1")
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	second := shard.New(shard.Config{Store: r.st, Name: "shard-2", Logger: log})
-	t.Cleanup(second.Stop)
-	h := shardserver.Server{Shard: second, Store: r.st, Token: validateToken, Logger: log}.Handler()
-	var older atomic.Bool
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if older.Load() && req.URL.Path == shardproto.PathQueuePositions {
-			http.NotFound(w, req)
-			return
-		}
-		h.ServeHTTP(w, req)
-	}))
-	t.Cleanup(srv.Close)
-	for name, url := range map[string]string{"shard-1": r.url, "shard-2": srv.URL} {
-		if _, err := r.st.Register(ctx, name, strings.TrimPrefix(url, "http://")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	second := startSecondShard(t, r, shardproto.PathQueuePositions)
 	ids := []uuid.UUID{r.market, storetest.Market(t, r.st), storetest.Market(t, r.st)}
 	for i, id := range ids {
 		if _, err := r.st.Assign(ctx, id, []string{"shard-1", "shard-2", "shard-1"}[i]); err != nil {
@@ -93,7 +69,7 @@ func TestQueuePositionsThroughRouter(t *testing.T) {
 	if !errors.Is(got[4].Err, domain.ErrOrderNotOpen) || !strings.Contains(got[4].Err.Error(), "CANCELLED") {
 		t.Errorf("an order of a closed market: %v", got[4].Err)
 	}
-	older.Store(true)
+	second.older.Store(true)
 	got = front.QueuePositions(ctx, r.account, refs[2:4])
 	if got[0].Err != nil || got[0].Position.Ahead != 8 || !errors.Is(got[1].Err, exchange.ErrUnavailable) {
 		t.Errorf("with shard-2 of the release before: %+v", got)

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -302,4 +304,50 @@ func TestRouterRequestsPass(t *testing.T) {
 	if cancelled, err := rt.CancelAll(ctx, r.account, []uuid.UUID{r.market}); err != nil || len(cancelled) != 1 {
 		t.Fatalf("CancelAll: %d orders, %v; want the one left", len(cancelled), err)
 	}
+}
+
+// secondShard is "shard-2", a shard beside the rig's registered with it, behind a server that
+// counts its calls by path and, once older is set, answers 404 to one call, as a shard of the
+// release before that call does.
+type secondShard struct {
+	older atomic.Bool
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+// startSecondShard starts shard-2, whose server refuses newCall while older is set, and registers
+// both shards at their addresses.
+func startSecondShard(t *testing.T, r *internalRig, newCall string) *secondShard {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sh := shard.New(shard.Config{Store: r.st, Name: "shard-2", Logger: log})
+	t.Cleanup(sh.Stop)
+	h := shardserver.Server{Shard: sh, Store: r.st, Token: validateToken, Logger: log}.Handler()
+	s := &secondShard{calls: map[string]int{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		s.mu.Lock()
+		s.calls[req.URL.Path]++
+		s.mu.Unlock()
+		if s.older.Load() && req.URL.Path == newCall {
+			http.NotFound(w, req)
+			return
+		}
+		h.ServeHTTP(w, req)
+	}))
+	t.Cleanup(srv.Close)
+	for name, url := range map[string]string{"shard-1": r.url, "shard-2": srv.URL} {
+		if _, err := r.st.Register(context.Background(), name, strings.TrimPrefix(url, "http://")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// takeCalls returns shard-2's calls since the last take, by path.
+func (s *secondShard) takeCalls() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	calls := s.calls
+	s.calls = map[string]int{}
+	return calls
 }
