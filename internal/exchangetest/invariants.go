@@ -15,10 +15,10 @@ import (
 // invariants are the rules of docs/architecture.md §3 (and a few of the schema's own), each a
 // query that returns one row per violation.
 var invariants = []struct{ name, query string }{
-	{"cash is conserved: Σ available + locked + 100 × pairs outstanding + events' collateral + the exchange's remainders = Σ grants", `
+	{"cash is conserved: Σ wallets + Σ allocations + what open BUY orders lock + 100 × pairs outstanding + events' collateral + the exchange's remainders = Σ grants", `
 		with ` + eventPayouts + `
 		select a.money + 100 * p.pairs + e.collateral + r.kept, g.granted
-		from (select coalesce(sum(available + locked), 0) as money from accounts) a,
+		from (select coalesce(sum(available + locked), 0) as money from account_balances) a,
 		     (select coalesce(sum(p.quantity), 0) as pairs from positions p join markets m on m.id = p.market_id
 		       where p.outcome = 'YES' and m.event_id is null) p,
 		     (select coalesce(sum(pays), 0) as collateral from (select distinct on (event_id) event_id, pays from payout) c) e,
@@ -34,12 +34,17 @@ var invariants = []struct{ name, query string }{
 	{"for every event and outcome w, what the exchange pays if w wins is the event's collateral", `
 		with ` + eventPayouts + `
 		select event_id, min(pays), max(pays) from payout group by event_id having min(pays) <> max(pays)`},
-	{"locked cash = what open BUY orders need", `
-		select a.id, a.locked, coalesce(o.need, 0)
-		from accounts a left join (
-			select account_id, sum(price * (quantity - filled_quantity)) as need from orders
+	// docs/architecture.md §11: what open BUY orders lock and every holder's room stay within the
+	// limit, unless the limit was lowered below the locks, when no holder has room left.
+	{"under a maxLockedCash, Σ room + what open BUY orders lock ≤ the limit, or no room", `
+		select a.id, a.max_locked_cash, coalesce(r.room, 0), coalesce(o.need, 0)
+		from accounts a
+		left join (select account_id, sum(room) as room from allocations group by account_id) r on r.account_id = a.id
+		left join (
+			select account_id, sum(price::bigint * (quantity - filled_quantity)) as need from orders
 			where side = 'BUY' and status in ('OPEN', 'PARTIALLY_FILLED') group by account_id) o on o.account_id = a.id
-		where a.locked <> coalesce(o.need, 0)`},
+		where a.max_locked_cash is not null and coalesce(r.room, 0) > 0
+		  and coalesce(r.room, 0) + coalesce(o.need, 0) > a.max_locked_cash`},
 	{"locked shares = what open SELL orders need", `
 		select coalesce(p.account_id, o.account_id), coalesce(p.market_id, o.market_id), coalesce(p.outcome, o.outcome),
 		       p.locked_quantity, o.need
@@ -49,7 +54,9 @@ var invariants = []struct{ name, query string }{
 		  on o.account_id = p.account_id and o.market_id = p.market_id and o.outcome = p.outcome
 		where coalesce(p.locked_quantity, 0) <> coalesce(o.need, 0)`},
 	{"no negative balance", `
-		select 'account', id::text, available, locked from accounts where available < 0 or locked < 0
+		select 'account', id::text, available, 0 from accounts where available < 0
+		union all
+		select 'allocation', account_id::text || ' ' || holder, available, room from allocations where available < 0 or room < 0
 		union all
 		select 'position', id::text, quantity, locked_quantity from positions
 		where quantity < 0 or locked_quantity < 0 or locked_quantity > quantity`},

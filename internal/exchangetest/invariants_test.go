@@ -19,9 +19,12 @@ func TestInvariantsCatchViolations(t *testing.T) {
 	// Two accounts, one market, and a trade between them that minted 2 pairs at YES 40: A bought 2
 	// YES (80), B bought 2 NO (120); A also rests a BUY YES of 3 at 30 (90 locked).
 	const seed = `
-		insert into accounts (id, uid, name, available, locked, granted, created_at, updated_at) overriding system value values
-		  (1, gen_random_uuid(), 'a', 1000 - 80 - 90, 90, 1000, now(), now()),
-		  (2, gen_random_uuid(), 'b', 1000 - 120, 0, 1000, now(), now());
+		insert into accounts (id, uid, name, available, granted, created_at, updated_at) overriding system value values
+		  (1, gen_random_uuid(), 'a', 1000 - 80 - 90 - 500, 1000, now(), now()),
+		  (2, gen_random_uuid(), 'b', 1000 - 120, 1000, now(), now());
+		-- A's open order locks 90; a shard holds 500 of its free cash, and 10 of room under its limit.
+		update accounts set max_locked_cash = 100 where id = 1;
+		insert into allocations (account_id, holder, available, room) values (1, 'shard-0', 500, 10);
 		insert into markets (id, question, category, label_a, label_b, status, created_at, updated_at) values
 		  ('00000000-0000-0000-0000-0000000000aa', 'q?', 'c', 'Yes', 'No', 'OPEN', now(), now());
 		insert into orders (id, market_id, seq, account_id, side, outcome, price, quantity, filled_quantity, status, created_at, updated_at) values
@@ -40,8 +43,8 @@ func TestInvariantsCatchViolations(t *testing.T) {
 		  ('00000000-0000-0000-0000-0000000000aa', 4, 5, now(), '[]');
 		-- An event of three outcomes: c minted a pair in each market (300 of collateral), then
 		-- converted 1 NO of e1 and of e2 into 1 YES of e3 and 100 cents, leaving 200 whichever wins.
-		insert into accounts (id, uid, name, available, locked, granted, created_at, updated_at) overriding system value values
-		  (3, gen_random_uuid(), 'c', 1000 - 300 + 100, 0, 1000, now(), now());
+		insert into accounts (id, uid, name, available, granted, created_at, updated_at) overriding system value values
+		  (3, gen_random_uuid(), 'c', 1000 - 300 + 100, 1000, now(), now());
 		insert into events (id, name, question, category, outcomes, status, created_at, updated_at) values
 		  ('00000000-0000-0000-0000-0000000000ee', 'cup', 'Who?', 'c', '[{"key":"e1"},{"key":"e2"},{"key":"e3"}]', 'OPEN', now(), now());
 		insert into markets (id, question, category, label_a, label_b, status, created_at, updated_at, event_id, outcome_key) values
@@ -71,10 +74,15 @@ func TestInvariantsCatchViolations(t *testing.T) {
 			`update positions set quantity = 3 where market_id = '00000000-0000-0000-0000-0000000000e3' and outcome = 'YES'`},
 		{"cash is conserved", `update accounts set available = available - 100 where id = 3`},
 		{"cash is conserved", `insert into exchange_remainders values ('00000000-0000-0000-0000-0000000000ee', 1, now())`},
-		{"locked cash = what open BUY orders need", `update accounts set locked = locked + 1, available = available - 1 where id = 1`},
+		{"cash is conserved", `update allocations set available = available + 1 where account_id = 1`},
+		{"cash is conserved", `update orders set price = 31 where seq = 3`},
+		{"under a maxLockedCash, Σ room + what open BUY orders lock ≤ the limit", `update allocations set room = 11 where account_id = 1`},
+		{"under a maxLockedCash, Σ room + what open BUY orders lock ≤ the limit", `insert into allocations (account_id, holder, room) values (1, 'shard-1', 1)`},
 		{"locked shares = what open SELL orders need", `update positions set locked_quantity = 1 where account_id = 1`},
 		{"no negative balance", `alter domain nonnegative drop constraint nonnegative_check;
 			update accounts set available = -1 where id = 2`},
+		{"no negative balance", `alter table allocations drop constraint allocations_room_check;
+			update allocations set room = -1 where account_id = 1`},
 		{"orders are consistent with their status", `update orders set status = 'FILLED' where seq = 3`},
 		{"only OPEN markets have resting orders", `update markets set status = 'CLOSED' where id = ` + market},
 		{"a settled market holds no shares", `update markets set status = 'CANCELED', settled_at = now() where id = ` + market},

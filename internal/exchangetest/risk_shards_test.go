@@ -43,7 +43,7 @@ func testLockedCashAcrossShards(t *testing.T, c *cluster) {
 			default:
 			}
 			var locked int64
-			if err := c.store.Pool.QueryRow(ctx, `select locked from accounts where uid = $1`, a.Account).Scan(&locked); err == nil {
+			if err := c.store.Pool.QueryRow(ctx, `select b.locked from account_balances b join accounts a on a.id = b.id where a.uid = $1`, a.Account).Scan(&locked); err == nil {
 				peak = max(peak, locked)
 			}
 		}

@@ -464,7 +464,7 @@ func (s *Shard) claim() int64 {
 // begin names what a batch locks when it begins: the ownership of the shard's markets (in
 // distributed mode) and the accounts and holdings its placements reserve from.
 func (s *Shard) begin(cmds []*command) store.Begin {
-	b := store.Begin{Claim: s.claim()}
+	b := store.Begin{Holder: s.holder(), Claim: s.claim()}
 	if s.cfg.Name != "" {
 		b.Markets = slices.SortedFunc(maps.Keys(s.markets), func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
 	}
@@ -522,8 +522,19 @@ func (s *Shard) open(b batch, mode reserveMode) (*flight, error) {
 		locked = s.viewed(b.cmds) // a named shard's fence is checked at commit (seal)
 	} else {
 		s.metrics.read.Inc()
+		if mode == fromReads {
+			if err := s.acquire(ctx, conn, b.cmds, s.acc.exhausted); err != nil { // allocations.go
+				return fl, err
+			}
+		}
 		asked := s.begin(b.cmds)
 		asked.LockAccounts = mode == fromLocks
+		asked.AcquireAll = mode == fromLocks
+		if asked.AcquireAll {
+			for _, a := range asked.Accounts {
+				s.acc.exhausted[a] = true
+			}
+		}
 		if asked.LockAccounts {
 			asked.Groups = s.groupsOf(b.cmds, true) // a batch run again decides every group it may meet from a read
 		}
@@ -598,6 +609,7 @@ func (s *Shard) seal(fl *flight) error {
 	s.acc.finish()
 	s.acc.batch.Unlocked = fl.mode == fromViews
 	s.acc.batch.Claim = s.claim()
+	s.acc.batch.Holder = s.holder()
 	if fl.mode == fromViews && s.cfg.Name != "" {
 		s.acc.batch.Fence = s.fenceOf(s.acc.touched)
 	}

@@ -35,7 +35,7 @@ func TestConvertLedgerProperty(t *testing.T) {
 			check := func(step string) int64 {
 				t.Helper()
 				var cash, remainder int64
-				if err := f.st.Pool.QueryRow(ctx, `select sum(available + locked) from accounts where id = any($1)`, accounts).Scan(&cash); err != nil {
+				if err := f.st.Pool.QueryRow(ctx, `select sum(available + locked) from account_balances where id = any($1)`, accounts).Scan(&cash); err != nil {
 					t.Fatal(err)
 				}
 				if err := f.st.Pool.QueryRow(ctx, `select coalesce(sum(amount), 0) from exchange_remainders where event_id = $1`, e.ID).Scan(&remainder); err != nil {

@@ -50,7 +50,7 @@ func (f *fixture) holdings(t *testing.T, e records.Event, account int64) (yes, n
 func (f *fixture) wealth(t *testing.T, account int64) int64 {
 	t.Helper()
 	var available, locked int64
-	if err := f.st.Pool.QueryRow(context.Background(), `select available, locked from accounts where id = $1`, account).Scan(&available, &locked); err != nil {
+	if err := f.st.Pool.QueryRow(context.Background(), `select available, locked from account_balances where id = $1`, account).Scan(&available, &locked); err != nil {
 		t.Fatal(err)
 	}
 	return available + locked

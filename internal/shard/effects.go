@@ -54,6 +54,11 @@ type accumulator struct {
 	// unlocked: they came from the shard's views, not from reads (views.go); doubted: a placement
 	// or amend was refused for want of them, which only reads may decide.
 	unlocked, doubted bool
+	// exhausted are the accounts the batch holds all the free cash (and room) of: it acquired
+	// everything they had (allocations.go). A batch that read its allocations answers a refusal
+	// for want of cash or room only for such an account; for another it is doubted, and runs
+	// again acquiring everything the account has.
+	exhausted map[int64]bool
 
 	takenIDs map[store.ClientOrderKey]bool // client order ids orders already had when the batch began
 	claimed  map[store.ClientOrderKey]bool // and those the batch's placements took
@@ -94,6 +99,10 @@ func (a *accumulator) reset(now time.Time) {
 	clear(a.convertIDs)
 	a.takenIDs = nil
 	a.unlocked, a.doubted = false, false
+	if a.exhausted == nil {
+		a.exhausted = map[int64]bool{}
+	}
+	clear(a.exhausted)
 	clear(a.freeCash)
 	clear(a.freeShares)
 	clear(a.risk)
@@ -127,7 +136,7 @@ func (a *accumulator) reserve(market uuid.UUID, o *engine.Order) error {
 	cash, shares := o.Lock()
 	if o.Side == engine.Buy {
 		if a.freeCash[account] < cash {
-			return a.short(domain.ErrInsufficientFunds)
+			return a.shortOfCash(account, domain.ErrInsufficientFunds)
 		}
 		a.addCash(account, -cash, cash)
 		a.expose(market, account, o.Outcome, o.Quantity)
@@ -142,6 +151,15 @@ func (a *accumulator) reserve(market uuid.UUID, o *engine.Order) error {
 
 // short is a refusal for want of funds or shares: final when the batch reserves from what it
 // read, a doubt about the views when it does not.
+// shortOfCash is short for a refusal for want of an account's cash or room: one only an
+// allocation that holds all the account has may answer (exhausted).
+func (a *accumulator) shortOfCash(account int64, err error) error {
+	if !a.exhausted[account] {
+		a.doubted = true
+	}
+	return err
+}
+
 func (a *accumulator) short(err error) error {
 	if a.unlocked {
 		a.doubted = true
@@ -186,7 +204,7 @@ func (a *accumulator) row(k orderKey, account int64) *records.Order {
 func (a *accumulator) adjust(market uuid.UUID, st *engine.OrderState, cash, shares int64) error {
 	account := int64(st.Account)
 	if cash > 0 && a.freeCash[account] < cash {
-		return a.short(domain.ErrInsufficientFunds)
+		return a.shortOfCash(account, domain.ErrInsufficientFunds)
 	}
 	if shares > 0 && a.freeShares[store.ShareKey{Account: account, Market: market, Outcome: st.Outcome.String()}] < shares {
 		return a.short(domain.ErrInsufficientShares)
@@ -220,16 +238,22 @@ func (a *accumulator) cashDelta(account int64) *store.CashDelta {
 	return &a.batch.Cash[i]
 }
 
+// addCash moves an account's cash in the batch's holder's allocation: available to or from its
+// free cash, and locked into (positive) or out of (negative) the account's orders. Under a
+// maxLockedCash what the orders lock comes out of the holder's room and what they release goes
+// back to it (docs/architecture.md §11), for an account the batch knows the limits of; the
+// room of one it does not know is left as it is, which only leaves less room than there could be.
 func (a *accumulator) addCash(account int64, available, locked int64) {
 	d := a.cashDelta(account)
 	d.Available += available
-	d.Locked += locked
 	if _, tracked := a.freeCash[account]; tracked {
 		a.freeCash[account] += available
 	}
-	if r, tracked := a.risk[account]; tracked {
-		r.Locked += locked
+	if r, tracked := a.risk[account]; tracked && r.MaxLockedCash != store.NoLimit {
+		r.Room -= locked
 		a.risk[account] = r
+		d.Room -= locked
+		d.RoomVersion = r.Version
 	}
 }
 
@@ -302,7 +326,7 @@ func (a *accumulator) market(id uuid.UUID) *store.MarketUpdate {
 // takes its row locks in the same order.
 func (a *accumulator) finish() {
 	a.batch.Cash = slices.DeleteFunc(a.batch.Cash, func(d store.CashDelta) bool {
-		return d.Available == 0 && d.Locked == 0 && d.EventCount == 0 && !d.RiskDecided
+		return d.Available == 0 && d.Room == 0 && d.EventCount == 0 && !d.RiskDecided
 	})
 	a.batch.Shares = slices.DeleteFunc(a.batch.Shares, func(d store.ShareDelta) bool { return d.Quantity == 0 && d.Locked == 0 })
 	slices.SortFunc(a.batch.Cash, func(x, y store.CashDelta) int { return cmp.Compare(x.Account, y.Account) })

@@ -95,7 +95,7 @@ func TestEventTransitions(t *testing.T) {
 				want int64
 			}{{f.alice, alice}, {f.bob, bob}} {
 				var available, locked int64
-				if err := f.st.Pool.QueryRow(ctx, `select available, locked from accounts where id = $1`, a.id).Scan(&available, &locked); err != nil {
+				if err := f.st.Pool.QueryRow(ctx, `select available, locked from account_balances where id = $1`, a.id).Scan(&available, &locked); err != nil {
 					t.Fatal(err)
 				}
 				if available != a.want || locked != 0 {

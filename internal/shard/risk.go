@@ -22,11 +22,14 @@ import (
 //
 // The shard decides the refusals. Exposure (held + open BUY remaining, per account and outcome) of
 // every market it holds is exact in memory: only the market's shard changes its holdings and
-// orders. The limits and the locked cash are the account's, which other shards and the API change:
-// they come with the account's cash, read at the start of a batch or from the views (views.go),
-// and are held at commit by the database (migration 024): a batch decided by limits since changed
-// fails, and locked cash may grow only within the limit, however many shards lock it. As with
-// funds, a refusal from the views is only a doubt, and the batch runs again from reads.
+// orders. The limits are the account's, which the API changes. The locked cash is spread over
+// every shard's markets, so no shard knows it: under a maxLockedCash each shard locks only within
+// the room its allocation holds (docs/architecture.md §11), acquired like cash, and the room of
+// every holder plus what the account's orders lock never passes the limit. Room and limits come
+// with the allocation's cash, read at the start of a batch or from the views (views.go), and are
+// held at commit by the database (migration 032): a batch decided by limits since changed fails,
+// and room cannot go below zero. As with funds, a refusal from the views is only a doubt, and the
+// batch runs again, acquiring room and reading.
 
 // expose adds delta to an account's exposure to an outcome of a market.
 func (s *Shard) expose(market uuid.UUID, account int64, outcome engine.Outcome, delta int64) {
@@ -73,8 +76,10 @@ func (a *accumulator) checkRisk(account int64, outcome engine.Outcome, position,
 	if shares > 0 && r.MaxPosition != store.NoLimit && position+shares > r.MaxPosition {
 		return a.short(domain.PositionLimitExceeded(r.MaxPosition, position, shares, outcome.String()))
 	}
-	if cash > 0 && r.MaxLockedCash != store.NoLimit && r.Locked+cash > r.MaxLockedCash {
-		return a.short(domain.LockedCashLimitExceeded(r.MaxLockedCash, r.Locked, cash))
+	if cash > 0 && r.MaxLockedCash != store.NoLimit && cash > r.Room {
+		// After an acquire, the room is all the limit leaves: what the account's orders lock is
+		// the limit less it (the room of other holders is theirs to use, and was taken first).
+		return a.shortOfCash(account, domain.LockedCashLimitExceeded(r.MaxLockedCash, max(r.MaxLockedCash-r.Room, 0), cash))
 	}
 	if shares > 0 || cash > 0 {
 		d := a.cashDelta(account)
@@ -99,7 +104,7 @@ func (s *Shard) riskRefuses(cmds []*command) bool {
 			continue
 		}
 		if r.MaxPosition != store.NoLimit && m.exposed(p.Account, p.Outcome)+p.Quantity > r.MaxPosition ||
-			r.MaxLockedCash != store.NoLimit && r.Locked+int64(p.Price)*p.Quantity > r.MaxLockedCash {
+			r.MaxLockedCash != store.NoLimit && int64(p.Price)*p.Quantity > r.Room {
 			return true
 		}
 	}

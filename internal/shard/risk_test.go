@@ -277,7 +277,7 @@ func exposures(t *testing.T, st *store.Store) (map[string]int64, map[int64]int64
 		t.Fatal(err)
 	}
 	locked := map[int64]int64{}
-	rows, err = st.Pool.Query(ctx, `select id, locked from accounts`)
+	rows, err = st.Pool.Query(ctx, `select id, locked from account_balances`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,19 +418,9 @@ func orderNow(t *testing.T, st *store.Store, market uuid.UUID, seq int64) (price
 	return price, remaining, resting
 }
 
-// checkBuysLocked checks that each account's locked cash is what its open BUY orders need.
+// checkBuysLocked checks that each account's locked cash is what its open BUY orders need
+// (checkLocked: a SELL locks no cash).
 func (f *fixture) checkBuysLocked(t *testing.T, accounts ...int64) {
 	t.Helper()
-	for _, account := range accounts {
-		var locked, need int64
-		if err := f.st.Pool.QueryRow(context.Background(), `select (select locked from accounts where id = $1),
-			(select coalesce(sum(price * (quantity - filled_quantity)), 0) from orders
-			  where account_id = $1 and side = 'BUY' and status in ('OPEN', 'PARTIALLY_FILLED'))`,
-			account).Scan(&locked, &need); err != nil {
-			t.Fatal(err)
-		}
-		if locked != need {
-			t.Errorf("account %d has %d cents locked, its open BUY orders need %d", account, locked, need)
-		}
-	}
+	f.checkLocked(t, accounts...)
 }

@@ -21,12 +21,14 @@ import (
 // the scenario tests (scenario_*_test.go), as etcd's raft tests its core against MemoryStorage:
 // the shard runs its real code path — its loop, batches, views, matching, risk checks, commits
 // and reloads — with no Postgres. It keeps the rows a standalone shard's batches read and write
-// (markets, orders, trades, accounts' cash, locked cash and risk limits, holdings, the markets'
-// and accounts' feed numbers) and holds to the store's contract for them: a batch commits whole
-// or not at all; a balance, locked amount or holding that would go negative, a client order id
-// taken twice, or risk limits changed since the batch decided by them fail the commit with the
-// errors store.Refused recognises, as Postgres's checks do; Committed reports the existing orders
-// a batch cancelled and the accounts' feed numbers it used.
+// (markets, orders, trades, accounts' wallets, the shards' allocations of them — free cash, room,
+// limits' version, feed numbers — and risk limits, holdings, the markets' feed numbers) and holds
+// to the store's contract for them: a batch commits whole or not at all; an allocation, room or
+// holding that would go negative, a client order id taken twice, or risk limits changed since the
+// batch decided by them fail the commit with the errors store.Refused recognises, as Postgres's
+// checks do; Committed reports the existing orders a batch cancelled and the accounts' feed
+// numbers it used; an acquire moves cash from the wallet, then from other holders, as
+// acquire_cash does (migration 032).
 //
 // What the SQL alone does is not done here, and a batch that needs it fails with an error that
 // says so, rather than passing on a guess: settlements (settle()), events' status changes and
@@ -43,14 +45,18 @@ type memoryStore struct {
 	commits   int                              // batches committed
 }
 
-// memoryAccount is an account's row: available and locked cash, risk limits (store.NoLimit for
-// none) and their version, and the last number of its feed.
+// memoryAccount is an account's row — its wallet, risk limits (store.NoLimit for none) and their
+// version — with every holder's allocation of it.
 type memoryAccount struct {
-	available, locked          int64
+	available                  int64
 	maxPosition, maxLockedCash int64
 	riskVersion                int64
-	feedSeq                    int64
+	alloc                      map[string]memoryAlloc
 }
+
+// memoryAlloc is a holder's allocation of an account: free cash, room, the version of the limits
+// it was last told of, and the last number of the account's feed stream from the holder.
+type memoryAlloc struct{ available, room, riskVersion, feedSeq int64 }
 
 // memoryPosition is a holding's row: the shares held, and how many of them resting sells lock.
 type memoryPosition struct{ quantity, locked int64 }
@@ -76,7 +82,7 @@ func (m *memoryStore) addMarket() uuid.UUID {
 func (m *memoryStore) addAccount(id, cash int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.accounts[id] = &memoryAccount{available: cash, maxPosition: store.NoLimit, maxLockedCash: store.NoLimit}
+	m.accounts[id] = &memoryAccount{available: cash, maxPosition: store.NoLimit, maxLockedCash: store.NoLimit, alloc: map[string]memoryAlloc{}}
 }
 
 // setRiskLimits sets an account's limits, bumping their version as store.SetRiskLimits does.
@@ -86,13 +92,34 @@ func (m *memoryStore) setRiskLimits(id, maxPosition, maxLockedCash int64) {
 	a := m.accounts[id]
 	a.maxPosition, a.maxLockedCash = maxPosition, maxLockedCash
 	a.riskVersion++
+	for h, al := range a.alloc {
+		al.room, al.riskVersion = 0, a.riskVersion
+		a.alloc[h] = al
+	}
 }
 
-// cash returns an account's available and locked cash.
+// cash returns an account's available and locked cash, as account_balances has them: its wallet
+// and every allocation's free cash, and what its open BUY orders lock.
 func (m *memoryStore) cash(id int64) (available, locked int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.accounts[id].available, m.accounts[id].locked
+	a := m.accounts[id]
+	available = a.available
+	for _, al := range a.alloc {
+		available += al.available
+	}
+	return available, m.lockedBy(id)
+}
+
+// lockedBy is what an account's open BUY orders lock.
+func (m *memoryStore) lockedBy(id int64) int64 {
+	var locked int64
+	for _, o := range m.orders {
+		if o.AccountID == id && o.Side == "BUY" && o.Status.Resting() {
+			locked += int64(o.Price) * (o.Quantity - o.FilledQuantity)
+		}
+	}
+	return locked
 }
 
 // position returns the shares an account holds of an outcome of a market, and how many are locked.
@@ -189,20 +216,17 @@ func (m *memoryStore) OrderNumbersUsed(ctx context.Context, market uuid.UUID) (i
 	return orders, err
 }
 
-func (m *memoryStore) AccountViews(_ context.Context, ids []int64) (map[int64]int64, map[int64]store.Risk, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	cash, risk := map[int64]int64{}, map[int64]store.Risk{}
-	for _, id := range ids {
-		if a, ok := m.accounts[id]; ok {
-			cash[id], risk[id] = a.available, a.risk()
-		}
-	}
-	return cash, risk, nil
+func (m *memoryStore) AcquireCash(ctx context.Context, holder string, need []store.Need, spread int) (map[int64]int64, map[int64]store.Risk, error) {
+	return memoryConn{m}.Acquire(ctx, holder, need, spread)
 }
 
-func (a *memoryAccount) risk() store.Risk {
-	return store.Risk{Locked: a.locked, MaxPosition: a.maxPosition, MaxLockedCash: a.maxLockedCash, Version: a.riskVersion}
+// view is what holder holds of the account, with its limits, as allocationsQuery reads it.
+func (a *memoryAccount) view(holder string) (int64, store.Risk) {
+	al, ok := a.alloc[holder]
+	if !ok {
+		al.riskVersion = a.riskVersion
+	}
+	return al.available, store.Risk{Room: al.room, MaxPosition: a.maxPosition, MaxLockedCash: a.maxLockedCash, Version: al.riskVersion}
 }
 
 // TriggeredGroups: the memory store keeps no order groups, so none is triggered.
@@ -280,7 +304,7 @@ func (c memoryConn) BeginBatch(_ context.Context, b store.Begin) (store.Locked, 
 		Taken: map[store.ClientOrderKey]bool{}, Groups: map[uuid.UUID]store.GroupState{}}
 	for _, id := range b.Accounts {
 		if a, ok := m.accounts[id]; ok {
-			l.Cash[id], l.Risk[id] = a.available, a.risk()
+			l.Cash[id], l.Risk[id] = a.view(b.Holder)
 		}
 	}
 	for _, k := range b.Holdings {
@@ -356,26 +380,31 @@ func (c memoryConn) CommitBatch(_ context.Context, b *store.Batch) (store.Commit
 			com.Updated = append(com.Updated, o)
 		}
 	}
-	accounts := map[int64]memoryAccount{}
+	allocs := map[int64]memoryAlloc{}
 	for _, d := range b.Cash {
 		cur, ok := m.accounts[d.Account]
 		if !ok {
 			return store.Committed{}, fmt.Errorf("the batch moves the cash of account %d, which does not exist", d.Account)
 		}
-		a := *cur
-		if d.RiskDecided && a.riskVersion != d.RiskVersion {
+		al, ok := cur.alloc[b.Holder]
+		if !ok {
+			al.riskVersion = cur.riskVersion
+		}
+		if d.RiskDecided && al.riskVersion != d.RiskVersion {
 			return store.Committed{}, refused("23514", "the risk limits of account %d changed since the batch decided by them", d.Account)
 		}
-		a.available += d.Available
-		a.locked += d.Locked
-		if a.available < 0 || a.locked < 0 {
-			return store.Committed{}, refused("23514", "account %d would have %d available and %d locked", d.Account, a.available, a.locked)
+		al.available += d.Available
+		if d.Room < 0 || d.RoomVersion == al.riskVersion {
+			al.room += d.Room
+		}
+		if al.available < 0 || al.room < 0 {
+			return store.Committed{}, refused("23514", "%s's allocation of account %d would have %d available and %d room", b.Holder, d.Account, al.available, al.room)
 		}
 		if d.EventCount > 0 {
-			a.feedSeq += d.EventCount
-			com.Accounts = append(com.Accounts, store.AccountEvents{Account: d.Account, First: a.feedSeq - d.EventCount + 1, Last: a.feedSeq, Events: d.Events})
+			al.feedSeq += d.EventCount
+			com.Accounts = append(com.Accounts, store.AccountEvents{Account: d.Account, First: al.feedSeq - d.EventCount + 1, Last: al.feedSeq, Events: d.Events})
 		}
-		accounts[d.Account] = a
+		allocs[d.Account] = al
 	}
 	positions := map[store.ShareKey]memoryPosition{}
 	for _, d := range b.Shares {
@@ -413,8 +442,8 @@ func (c memoryConn) CommitBatch(_ context.Context, b *store.Batch) (store.Commit
 	for _, t := range b.Trades {
 		m.trades[t.MarketID] = append(m.trades[t.MarketID], t)
 	}
-	for id, a := range accounts {
-		*m.accounts[id] = a
+	for id, al := range allocs {
+		m.accounts[id].alloc[b.Holder] = al
 	}
 	for k, p := range positions {
 		m.positions[k] = &p
@@ -425,4 +454,88 @@ func (c memoryConn) CommitBatch(_ context.Context, b *store.Batch) (store.Commit
 	}
 	m.commits++
 	return com, nil
+}
+
+// Acquire moves to holder's allocations what need asks where the accounts have it, as
+// acquire_cash (migration 032) does: from the wallet, with a 1/spread share of what is left, then
+// from the other holders, largest first; room likewise, from what the limit leaves.
+func (c memoryConn) Acquire(_ context.Context, holder string, need []store.Need, spread int) (map[int64]int64, map[int64]store.Risk, error) {
+	m := c.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cash, risk := map[int64]int64{}, map[int64]store.Risk{}
+	for _, n := range need {
+		a, ok := m.accounts[n.Account]
+		if !ok {
+			continue
+		}
+		mine, ok := a.alloc[holder]
+		if !ok {
+			mine.riskVersion = a.riskVersion
+		}
+		others := slices.Sorted(maps.Keys(a.alloc))
+		others = slices.DeleteFunc(others, func(h string) bool { return h == holder })
+		if short := n.Cash - mine.available; short > 0 {
+			take := min(a.available, short+max(a.available-short, 0)/int64(max(spread, 1)))
+			a.available -= take
+			mine.available += take
+			short -= take
+			slices.SortStableFunc(others, func(x, y string) int { return cmp.Compare(a.alloc[y].available, a.alloc[x].available) })
+			for _, h := range others {
+				if short <= 0 {
+					break
+				}
+				o := a.alloc[h]
+				t := min(o.available, short)
+				o.available -= t
+				a.alloc[h] = o
+				mine.available += t
+				short -= t
+			}
+		}
+		if short := n.Room - mine.room; a.maxLockedCash != store.NoLimit && short > 0 {
+			free := a.maxLockedCash - m.lockedBy(n.Account)
+			for _, al := range a.alloc {
+				free -= al.room
+			}
+			take := min(max(free, 0), short+max(free-short, 0)/int64(max(spread, 1)))
+			mine.room += take
+			short -= take
+			slices.SortStableFunc(others, func(x, y string) int { return cmp.Compare(a.alloc[y].room, a.alloc[x].room) })
+			for _, h := range others {
+				if short <= 0 {
+					break
+				}
+				o := a.alloc[h]
+				t := min(o.room, short)
+				o.room -= t
+				a.alloc[h] = o
+				mine.room += t
+				short -= t
+			}
+		}
+		a.alloc[holder] = mine
+		cash[n.Account], risk[n.Account] = a.view(holder)
+	}
+	return cash, risk, nil
+}
+
+// Return gives back to the wallets what holder holds of accounts (every account when nil).
+func (c memoryConn) Return(_ context.Context, holder string, accounts []int64) (int64, error) {
+	m := c.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var total int64
+	for id, a := range m.accounts {
+		if accounts != nil && !slices.Contains(accounts, id) {
+			continue
+		}
+		if al, ok := a.alloc[holder]; ok {
+			a.available += al.available
+			total += al.available
+			al.available, al.room = 0, 0
+			a.alloc[holder] = al
+		}
+	}
+	return total, nil
 }

@@ -48,6 +48,8 @@ func NewSet(cfg Config, n int) *Set {
 	set := &Set{cfg: cfg, owner: map[uuid.UUID]int{}, counts: make([]int, n)}
 	for i := range n {
 		c := cfg
+		c.Holder = cmp.Or(cfg.Holder, cfg.Name, "standalone") + "#" + strconv.Itoa(i)
+		c.Spread = cmp.Or(cfg.Spread, n)
 		c.owns = func(id uuid.UUID) bool { return set.owns(i, id) }
 		c.ownsEvent = func(id, event uuid.UUID) bool { return set.assignWithEvent(id, event) == i }
 		c.noPruning = i > 0 // one pruner of old events is enough

@@ -152,7 +152,7 @@ func TestSetSharedAccounts(t *testing.T) {
 	wg.Wait()
 
 	var cash, pairs int64
-	if err := f.st.Pool.QueryRow(ctx, `select sum(available + locked) from accounts`).Scan(&cash); err != nil {
+	if err := f.st.Pool.QueryRow(ctx, `select sum(available + locked) from account_balances`).Scan(&cash); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range markets {

@@ -20,6 +20,7 @@
 package shard
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -47,6 +48,15 @@ type Config struct {
 	// records as its own, and every commit checks that ownership (owner and epoch) in its own
 	// transaction. Empty, as in the standalone exchange, the shard serves every market.
 	Name string
+	// Holder names the shard as the holder of its allocations of accounts' cash and of its
+	// streams of their feeds (docs/architecture.md §11): unique among the shards that share the
+	// database. Default: Name, or "standalone" for a standalone shard; a Set names each of its
+	// shards after its own name and its slot ("shard-0#1").
+	Holder string
+	// Spread is how many shards share the accounts' cash: a shard taking cash from an account's
+	// wallet takes, besides what it needs, a 1/Spread share of what is left (store.Acquire).
+	// Default: the number of shards of its Set, 1 for a shard alone.
+	Spread int
 	// Claim, for a standalone shard, is the token of its process's claim on the database
 	// (store.Claim.Token): every batch carries it, and fails once another process has claimed the
 	// database. Zero, a standalone shard's batches are neither marked nor fenced
@@ -163,6 +173,10 @@ func New(cfg Config) *Shard {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Holder == "" {
+		cfg.Holder = cmp.Or(cfg.Name, "standalone")
+	}
+	cfg.Spread = max(cfg.Spread, 1)
 	s := &Shard{
 		cfg:     cfg,
 		log:     cfg.Logger.With("component", "shard"),
@@ -216,6 +230,7 @@ func (s *Shard) Stop() {
 	}
 	<-s.done
 	s.sweepers.Wait()
+	s.returnAll() // allocations.go
 	s.releaseConn()
 }
 

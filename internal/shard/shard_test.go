@@ -51,18 +51,39 @@ func (f *fixture) buy(account int64, outcome engine.Outcome, price int, qty int6
 	return exchange.PlaceRequest{Account: account, Market: f.market, Side: engine.Buy, Outcome: outcome, Price: price, Quantity: qty}
 }
 
-// checkLocked checks that each account's locked cash is what its open orders need.
+// checkLocked checks that each account's locked cash, as the API reads it (account_balances), is
+// what the engine's rule (engine.OrderState.Lock) says its open orders lock.
 func (f *fixture) checkLocked(t *testing.T, accounts ...int64) {
 	t.Helper()
 	for _, account := range accounts {
-		var locked, need int64
-		if err := f.st.Pool.QueryRow(context.Background(), `select (select locked from accounts where id = $1),
-			(select coalesce(sum(price * (quantity - filled_quantity)), 0) from orders where account_id = $1 and status in ('OPEN', 'PARTIALLY_FILLED'))`,
-			account).Scan(&locked, &need); err != nil {
+		a, err := f.st.Account(context.Background(), account)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if locked != need {
-			t.Errorf("account %d has %d cents locked, its open orders need %d", account, locked, need)
+		rows, err := f.st.Pool.Query(context.Background(), `select side, price, quantity, filled_quantity from orders
+			where account_id = $1 and status in ('OPEN', 'PARTIALLY_FILLED')`, account)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var need int64
+		for rows.Next() {
+			var side string
+			var o engine.OrderState
+			if err := rows.Scan(&side, &o.Price, &o.Quantity, &o.Filled); err != nil {
+				t.Fatal(err)
+			}
+			o.Side = engine.Sell
+			if side == "BUY" {
+				o.Side = engine.Buy
+			}
+			cash, _ := o.Lock()
+			need += cash
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if a.Locked != need {
+			t.Errorf("account %d has %d cents locked, its open orders need %d", account, a.Locked, need)
 		}
 	}
 }

@@ -46,8 +46,9 @@ type BookReads interface {
 	Holdings(ctx context.Context, market uuid.UUID) ([]store.Holding, error)
 	OrderBySeq(ctx context.Context, market uuid.UUID, seq int64) (records.Order, error)
 	OrderNumbersUsed(ctx context.Context, market uuid.UUID) (int64, error)
-	// AccountViews reads accounts' available cash and risk, for the views (views.go).
-	AccountViews(ctx context.Context, ids []int64) (map[int64]int64, map[int64]store.Risk, error)
+	// AcquireCash moves to holder's allocations what need asks, where the accounts have it, and
+	// reads them with their limits (store.Acquire), for the views (views.go).
+	AcquireCash(ctx context.Context, holder string, need []store.Need, spread int) (map[int64]int64, map[int64]store.Risk, error)
 	TriggeredGroups(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error)
 	TrippedOrders(ctx context.Context, shard string) ([]store.TrippedOrder, error)
 	ConversionByRequest(ctx context.Context, account int64, clientRequestID string) (records.Conversion, error)

@@ -187,7 +187,7 @@ func (s *Shard) topUp(cmds []*command) bool {
 			a.freeCash[account], _ = cash(account)
 			r := s.risk[account]
 			if i, moved := a.cash[account]; moved {
-				r.Locked += a.batch.Cash[i].Locked
+				r.Room += a.batch.Cash[i].Room
 			}
 			a.risk[account] = r
 		}
@@ -217,24 +217,25 @@ func (s *Shard) viewed(cmds []*command) store.Locked {
 	return l
 }
 
-// learnAccounts reads, outside any transaction, the accounts the commands reserve cash from that
-// the views do not know yet, so that commands arriving while a batch commits can join the next
-// one instead of waiting for both commits and reading in a batch of their own (pipeline): each
-// shard meets each account once, and with several shards trading for the same accounts those
-// first meetings were most of the held commands. What it reads is as good as a view learned at a
-// batch's start: another shard or the API may change the account later either way, and the
-// database's checks catch it as they do then. The shard's own batches cannot have taken from an
-// account it has no view of (reserving needs one); what they added to it (a maker's fill, a
-// release) is in what it reads once they commit, and what the batch being built adds is added when
-// it seals, so the view is never above what the shard's own batches leave. A failed read leaves
-// the views as they were, and the commands wait as before; so does one that takes longer than
-// accountReadTimeout (a busy pool), for the loop waits for it.
+// learnAccounts acquires (store.Acquire, on a connection of the pool, in a transaction of its
+// own) what the commands need of the accounts the views do not know yet, and takes the
+// allocations it leaves into the views, so that commands arriving while a batch commits can join
+// the next one instead of waiting for both commits and an acquire in a batch of their own
+// (pipeline): each shard meets each account once, and with several shards trading for the same
+// accounts those first meetings were most of the held commands. What it reads is as good as a
+// view learned at a batch's start: another shard may take from the allocation later either way,
+// and the database's checks catch it as they do then. The shard's own batches cannot have taken
+// from an account it has no view of (reserving needs one); what they added to it (a maker's fill,
+// a release) is in what it reads once they commit, and what the batch being built adds is added
+// when it seals, so the view is never above what the shard's own batches leave. A failed acquire
+// leaves the views as they were, and the commands wait as before; so does one that takes longer
+// than accountReadTimeout (a busy pool), for the loop waits for it.
 func (s *Shard) learnAccounts(cmds []*command) {
-	accounts, _ := reservedFrom(cmds)
-	var missing []int64
-	for _, a := range accounts {
+	needCash, _ := s.needs(cmds)
+	var missing []store.Need
+	for a, c := range needCash {
 		if _, ok := s.cash[a]; !ok {
-			missing = append(missing, a)
+			missing = append(missing, store.Need{Account: a, Cash: c, Room: c})
 		}
 	}
 	if len(missing) == 0 {
@@ -242,7 +243,7 @@ func (s *Shard) learnAccounts(cmds []*command) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), accountReadTimeout)
 	defer cancel()
-	cash, risk, err := s.cfg.Store.AccountViews(ctx, missing)
+	cash, risk, err := s.cfg.Store.AcquireCash(ctx, s.holder(), missing, s.cfg.Spread)
 	if err != nil {
 		s.log.Debug("could not read accounts for the views; their commands wait for a batch that reads them", "err", err)
 		return
@@ -282,7 +283,9 @@ func (s *Shard) advance(b *store.Batch) {
 		if v, ok := s.cash[d.Account]; ok {
 			s.cash[d.Account] = v + d.Available
 			r := s.risk[d.Account]
-			r.Locked += d.Locked
+			if d.Room < 0 || d.RoomVersion == r.Version {
+				r.Room += d.Room
+			}
 			s.risk[d.Account] = r
 		}
 	}

@@ -6,66 +6,115 @@ import (
 	"time"
 )
 
-// TestRiskLimitsGuard holds migration 024's guard to its rule: locked cash may grow only within
-// max_locked_cash, may fall (and only fall) while over a limit lowered below it, and a write that
-// names a version of the limits other than the current one fails; each failure is one a shard
-// runs its batch again after (Refused).
-func TestRiskLimitsGuard(t *testing.T) {
+// TestAllocationsGuard holds migration 032's acquire and guards to their rules
+// (docs/architecture.md §11): an acquire takes cash from the wallet, then from other holders; under
+// a max_locked_cash it gives room only within what the limit leaves, taking from other holders
+// before refusing; a change of the limits takes every holder's room back and makes a write decided
+// by the older version fail (Refused), as does a write that would take an allocation below zero;
+// a return gives everything back to the wallet.
+func TestAllocationsGuard(t *testing.T) {
 	ctx := context.Background()
 	st := newTestStore(t)
 	a, err := st.CreateAccount(ctx, "guarded", 10_000, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	lock := func(locked int64) error {
-		_, err := st.Pool.Exec(ctx, `update accounts set locked = $2, risk_checked = risk_version where id = $1`, a.ID, locked)
-		return err
-	}
-	limit := int64(100)
-	r, err := st.SetRiskLimits(ctx, a.ID, nil, &limit)
-	if err != nil || r.MaxPosition != nil || r.MaxLockedCash == nil || *r.MaxLockedCash != 100 || r.LockedCash != 0 || r.Position != 0 {
-		t.Fatalf("SetRiskLimits: %+v, %v", r, err)
-	}
-	for _, step := range []struct {
-		locked  int64
-		refused bool
-	}{{100, false}, {101, true}, {50, false}} {
-		if err := lock(step.locked); (err != nil) != step.refused || err != nil && !Refused(err) {
-			t.Fatalf("locking %d under a limit of 100: %v, want refused %v", step.locked, err, step.refused)
-		}
-	}
-	if err := lock(90); err != nil {
+	conn, err := st.BatchConn(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	limit = 40 // below what is locked: allowed
-	if _, err := st.SetRiskLimits(ctx, a.ID, nil, &limit); err != nil {
-		t.Fatalf("lowering the limit below use: %v", err)
-	}
-	for _, step := range []struct {
-		locked  int64
-		refused bool
-	}{{95, true}, {80, false}, {85, true}, {80, false}, {40, false}, {41, true}} {
-		if err := lock(step.locked); (err != nil) != step.refused || err != nil && !Refused(err) {
-			t.Fatalf("locking %d under a limit of 40 lowered below use: %v, want refused %v", step.locked, err, step.refused)
+	defer conn.Release()
+	acquire := func(holder string, cash, room int64, spread int) (int64, Risk) {
+		t.Helper()
+		c, r, err := conn.Acquire(ctx, holder, []Need{{Account: a.ID, Cash: cash, Room: room}}, spread)
+		if err != nil {
+			t.Fatalf("%s acquiring %d cash, %d room: %v", holder, cash, room, err)
 		}
+		return c[a.ID], r[a.ID]
 	}
-	if _, err := st.SetRiskLimits(ctx, a.ID, nil, nil); err != nil {
-		t.Fatal(err)
+	wallet := func() int64 {
+		t.Helper()
+		var w int64
+		if err := st.Pool.QueryRow(ctx, `select available from accounts where id = $1`, a.ID).Scan(&w); err != nil {
+			t.Fatal(err)
+		}
+		return w
 	}
-	if err := lock(5000); err != nil {
-		t.Fatalf("locking without a limit: %v", err)
+	total := func() int64 {
+		t.Helper()
+		got, err := st.Account(ctx, a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Available + got.Locked
 	}
 
-	// A write decided by an older version of the limits fails.
-	var version int64
-	if err := st.Pool.QueryRow(ctx, `select risk_version from accounts where id = $1`, a.ID).Scan(&version); err != nil {
+	// Cash: what is needed and half of the rest with two holders; then the other holder's.
+	if c, r := acquire("a", 1_000, 0, 2); c != 1_000+4_500 || r.Room != 0 || r.MaxLockedCash != NoLimit || wallet() != 4_500 {
+		t.Fatalf("a holds %d (room %d, limit %d), the wallet %d; want 5500, 0, none, 4500", c, r.Room, r.MaxLockedCash, wallet())
+	}
+	if c, _ := acquire("b", 6_000, 0, 2); c != 6_000 || wallet() != 0 {
+		t.Fatalf("b holds %d, the wallet %d; want 6000 (4500 of the wallet, 1500 of a's), 0", c, wallet())
+	}
+	if c, _ := acquire("a", 0, 0, 2); c != 4_000 {
+		t.Fatalf("a holds %d after b took from it, want 4000", c)
+	}
+	if c, _ := acquire("c", 20_000, 0, 2); c != 10_000 || total() != 10_000 {
+		t.Fatalf("c, asking for more than the account has, holds %d of a total %d; want everything, 10000", c, total())
+	}
+	if _, err := st.Pool.Exec(ctx, `update allocations set available = available - 1 where account_id = $1 and holder = 'a'`, a.ID); !Refused(err) {
+		t.Fatalf("spending what a no longer holds: %v, want it refused", err)
+	}
+
+	// Room under a limit: what the limit leaves, then what other holders have.
+	limit := int64(100)
+	if _, err := st.SetRiskLimits(ctx, a.ID, nil, &limit); err != nil {
 		t.Fatal(err)
 	}
-	_, err = st.Pool.Exec(ctx, `update accounts set risk_checked = $2 where id = $1`, a.ID, version-1)
-	if !Refused(err) {
-		t.Fatalf("a write decided by version %d, the current being %d: %v, want it refused", version-1, version, err)
+	if _, r := acquire("a", 0, 60, 1); r.Room != 100 || r.MaxLockedCash != 100 {
+		t.Fatalf("a's room %d under a limit %d, want all 100", r.Room, r.MaxLockedCash)
 	}
-	if _, err := st.Pool.Exec(ctx, `update accounts set risk_checked = $2 where id = $1`, a.ID, version); err != nil {
-		t.Fatalf("a write decided by the current version: %v", err)
+	if _, r := acquire("b", 0, 30, 1); r.Room != 30 {
+		t.Fatalf("b's room %d, want 30 taken from a", r.Room)
+	}
+	if _, r := acquire("b", 0, 200, 1); r.Room != 100 {
+		t.Fatalf("b asking for more room than the limit: %d, want all of it, 100", r.Room)
+	}
+	if _, err := st.Pool.Exec(ctx, `update allocations set room = room - 101 where account_id = $1 and holder = 'b'`, a.ID); !Refused(err) {
+		t.Fatalf("locking past b's room: %v, want it refused", err)
+	}
+
+	// A change of the limits takes the room back; a write decided by the old version fails.
+	var version int64
+	if err := st.Pool.QueryRow(ctx, `select risk_version from allocations where account_id = $1 and holder = 'b'`, a.ID).Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	limit = 40
+	if _, err := st.SetRiskLimits(ctx, a.ID, nil, &limit); err != nil {
+		t.Fatal(err)
+	}
+	var room int64
+	if err := st.Pool.QueryRow(ctx, `select sum(room) from allocations where account_id = $1`, a.ID).Scan(&room); err != nil || room != 0 {
+		t.Fatalf("room left after the limit changed: %d, %v; want 0", room, err)
+	}
+	_, err = st.Pool.Exec(ctx, `update allocations set risk_checked = $2 where account_id = $1 and holder = 'b'`, a.ID, version)
+	if !Refused(err) {
+		t.Fatalf("a write decided by version %d, the current being %d: %v, want it refused", version, version+1, err)
+	}
+	if _, r := acquire("b", 0, 100, 1); r.Room != 40 || r.Version != version+1 {
+		t.Fatalf("b's room %d (version %d) under the lowered limit, want 40 (version %d)", r.Room, r.Version, version+1)
+	}
+
+	// Returns give everything back.
+	for _, h := range []string{"a", "b", "c"} {
+		if _, err := conn.Return(ctx, h, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if wallet() != 10_000 || total() != 10_000 {
+		t.Fatalf("after every holder returned: wallet %d, total %d; want 10000 both", wallet(), total())
+	}
+	if err := st.Pool.QueryRow(ctx, `select sum(room) from allocations where account_id = $1`, a.ID).Scan(&room); err != nil || room != 0 {
+		t.Fatalf("room left after the returns: %d, %v", room, err)
 	}
 }

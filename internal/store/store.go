@@ -145,6 +145,7 @@ type (
 	Locked         = batches.Locked
 	MarketUpdate   = batches.MarketUpdate
 	Risk           = batches.Risk
+	Need           = batches.Need
 	SettledHolding = batches.SettledHolding
 	Settlement     = batches.Settlement
 	ShareDelta     = batches.ShareDelta

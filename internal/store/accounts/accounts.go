@@ -32,10 +32,12 @@ func (s *Accounts) CreateAccount(ctx context.Context, name string, grant int64, 
 	return s.CreateAccountWithPassword(ctx, name, grant, "", now)
 }
 
-// Account returns an account by its engine id.
+// Account returns an account by its engine id, with its balances as account_balances (migration
+// 032) reads them: its wallet and every shard's allocation, and what its open orders lock.
 func (s *Accounts) Account(ctx context.Context, id int64) (records.Account, error) {
 	var a records.Account
-	err := s.Pool.QueryRow(ctx, `select id, uid, name, available, locked, created_at from accounts where id = $1`, id).
+	err := s.Pool.QueryRow(ctx, `select a.id, a.uid, a.name, b.available, b.locked, a.created_at
+		from accounts a join account_balances b on b.id = a.id where a.id = $1`, id).
 		Scan(&a.ID, &a.UID, &a.Name, &a.Available, &a.Locked, &a.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return a, db.ErrNotFound

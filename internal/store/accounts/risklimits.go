@@ -33,8 +33,8 @@ const riskLimitsSQL = `with exposure as (
 			select market_id, outcome, quantity - filled_quantity from orders
 			 where account_id = $1 and side = 'BUY' and status in ('OPEN', 'PARTIALLY_FILLED')
 		) x group by market_id, outcome)
-	select a.max_position, a.max_locked_cash, a.locked, e.market_id, e.outcome::text, coalesce(e.q, 0)
-	from accounts a left join lateral (select * from exposure order by q desc, market_id, outcome limit 1) e on true
+	select a.max_position, a.max_locked_cash, b.locked, e.market_id, e.outcome::text, coalesce(e.q, 0)
+	from accounts a join account_balances b on b.id = a.id left join lateral (select * from exposure order by q desc, market_id, outcome limit 1) e on true
 	where a.id = $1`
 
 // RiskLimits returns an account's limits and what it uses of them.
@@ -52,16 +52,30 @@ func (s *Accounts) RiskLimits(ctx context.Context, account int64) (RiskLimits, e
 }
 
 // SetRiskLimits sets an account's limits (nil: none) and returns them with what it uses. A new
-// version makes every batch that decided an order of the account by the limits before fail at
-// commit (migration 024), so the change holds for every order the shards decide after it.
+// version, written on the account and on every shard's allocation of it, makes every batch that
+// decided an order of the account by the limits before fail at commit (migration 032), so the
+// change holds for every order the shards decide after it. Every allocation's room goes back to
+// no holder: each shard acquires its room again under the new limit (docs/architecture.md §11),
+// which is what makes a lower limit exact at once.
 func (s *Accounts) SetRiskLimits(ctx context.Context, account int64, maxPosition, maxLockedCash *int64) (RiskLimits, error) {
-	tag, err := s.Pool.Exec(ctx, `update accounts set max_position = $2, max_locked_cash = $3,
-		risk_version = risk_version + 1, risk_checked = risk_version + 1 where id = $1`, account, maxPosition, maxLockedCash)
+	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `update accounts set max_position = $2, max_locked_cash = $3,
+			risk_version = risk_version + 1 where id = $1`, account, maxPosition, maxLockedCash)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return db.ErrNotFound
+		}
+		_, err = tx.Exec(ctx, `update allocations al set room = 0, risk_version = a.risk_version, risk_checked = a.risk_version
+			from accounts a where a.id = $1 and al.account_id = a.id`, account)
+		return err
+	})
+	if errors.Is(err, db.ErrNotFound) {
+		return RiskLimits{}, err
+	}
 	if err != nil {
 		return RiskLimits{}, fmt.Errorf("while setting the risk limits of account %d: %w", account, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return RiskLimits{}, db.ErrNotFound
 	}
 	return s.RiskLimits(ctx, account)
 }

@@ -22,8 +22,8 @@ import (
 func (s *Accounts) CreateAccountWithPassword(ctx context.Context, name string, grant int64, passwordHash string,
 	now time.Time) (records.Account, error) {
 	a := records.Account{UID: uuid.New(), Name: name, Available: grant, CreatedAt: now}
-	err := s.Pool.QueryRow(ctx, `insert into accounts (uid, name, available, locked, granted, created_at, updated_at,
-		password_hash) values ($1, $2, $3, 0, $3, $4, $4, nullif($5, '')) returning id`,
+	err := s.Pool.QueryRow(ctx, `insert into accounts (uid, name, available, granted, created_at, updated_at,
+		password_hash) values ($1, $2, $3, $3, $4, $4, nullif($5, '')) returning id`,
 		a.UID, name, grant, now, passwordHash).Scan(&a.ID)
 	if db.IsUniqueViolation(err) {
 		return a, fmt.Errorf("account %q: %w", name, db.ErrConflict)

@@ -37,15 +37,25 @@ type ShareKey struct {
 // Begin names what a batch locks when it begins: the ownership rows of markets, the accounts
 // whose cash and the holdings whose shares it reserves from. Any of the lists may be empty.
 type Begin struct {
+	// Holder names the shard (docs/architecture.md §11): the accounts' cash read is its
+	// allocation of each.
+	Holder   string
 	Markets  []uuid.UUID
 	Accounts []int64
 	Holdings []ShareKey
-	// LockAccounts locks the accounts (FOR UPDATE), so that what is read of them stays true until
-	// the batch commits. Without it they are read as last committed, unlocked: a batch of another
-	// shard may change them meanwhile, and the accounts' checks refuse this batch's commit if what
-	// it reserved is no longer there (Refused). Holdings are locked either way: only the shard of
+	// LockAccounts locks the accounts' wallets (FOR SHARE), so that what is read of the holder's
+	// allocations stays true until the batch commits: another shard's acquire takes from them, and
+	// a change of the limits changes them, only with the wallet locked. Without it they are read as
+	// last committed, unlocked, and the allocations' checks refuse this batch's commit if what it
+	// reserved is no longer there (Refused). Holdings are locked either way: only the shard of
 	// their market changes them.
 	LockAccounts bool
+	// AcquireAll, with LockAccounts, first moves all the free cash and room each account has —
+	// its wallet's, other holders' — to the holder's allocation, in the batch's transaction, which
+	// holds the wallets locked until it ends: what the batch reads is then all the account has,
+	// and a refusal for want of it is true (docs/architecture.md §11). The last resort, as
+	// LockAccounts is.
+	AcquireAll bool
 	// ClientOrderIDs are the client order ids the batch's placements give their orders. The batch
 	// takes a lock on each (so that a placement with the same id in another shard's batch waits
 	// for this one to end) and finds those an order already has.
@@ -70,8 +80,8 @@ type ClientOrderKey struct {
 // Locked is what BeginBatch found and holds until the transaction ends.
 type Locked struct {
 	Owners map[uuid.UUID]db.Ownership // of the markets asked for (FOR SHARE: nobody can move them)
-	Cash   map[int64]int64            // available cash of each account asked for (FOR UPDATE with Begin.LockAccounts)
-	Risk   map[int64]Risk             // and its locked cash and risk limits, read with it
+	Cash   map[int64]int64            // the holder's free cash of each account asked for (its wallet FOR SHARE with Begin.LockAccounts)
+	Risk   map[int64]Risk             // and its room and risk limits, read with it
 	Shares map[ShareKey]int64         // unlocked shares of each holding asked for that exists (FOR UPDATE)
 	Taken  map[ClientOrderKey]bool    // the client order ids asked for that an order already has
 	Groups map[uuid.UUID]GroupState   // the order groups asked for that exist
@@ -113,11 +123,18 @@ func queueBegin(q *pgx.Batch, b Begin) Locked {
 			})
 	}
 	if len(b.Accounts) > 0 {
-		sql := accountsQuery
-		if b.LockAccounts {
-			sql += ` order by id for update`
+		if b.AcquireAll && b.LockAccounts {
+			all := make([]int64, len(b.Accounts))
+			for i := range all {
+				all[i] = everything
+			}
+			q.Queue(`select count(*) from acquire_cash($1, $2, $3, $3, 1)`, b.Holder, b.Accounts, all)
 		}
-		q.Queue(sql, b.Accounts).Query(func(rows pgx.Rows) error { return scanAccounts(rows, l.Cash, l.Risk) })
+		sql := allocationsQuery
+		if b.LockAccounts {
+			sql += ` order by a.id for share of a`
+		}
+		q.Queue(sql, b.Accounts, b.Holder).Query(func(rows pgx.Rows) error { return scanAllocations(rows, l.Cash, l.Risk) })
 	}
 	if len(b.Holdings) > 0 {
 		ids, markets, outcomes := make([]int64, len(b.Holdings)), make([][16]byte, len(b.Holdings)), make([]string, len(b.Holdings))
@@ -335,8 +352,8 @@ func queueApply(q *pgx.Batch, b *Batch, updated *[]records.Order, accounts *[]db
 		if voidYes == 0 { // a market's own void: 50 and 50
 			voidYes, voidNo = 50, 50
 		}
-		q.Queue(`select account_id, outcome, quantity, payout, last_seq from settle_paying($1, $2, $3, $4, $5)`,
-			st.Market, outcome, voidYes, voidNo, b.Now).Query(func(rows pgx.Rows) error {
+		q.Queue(`select account_id, outcome, quantity, payout, last_seq from settle_holder($1, $2, $3, $4, $5, $6)`,
+			b.Holder, st.Market, outcome, voidYes, voidNo, b.Now).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				h := SettledHolding{Market: st.Market, Status: status, SettledAt: b.Now}
 				if err := rows.Scan(&h.Account, &h.Outcome, &h.Quantity, &h.Payout, &h.LastSeq); err != nil {
@@ -407,10 +424,10 @@ func queueSettledEvents(q *pgx.Batch, b *Batch, settled []SettledHolding, accoun
 		ids, first, last, events = append(ids, e.Account), append(first, e.First), append(last, e.Last), append(events, raw)
 		i = j
 	}
-	q.Queue(`insert into account_events (account_id, first_seq, last_seq, created_at, events)
-		select account_id, first_seq, last_seq, $1, events
-		from unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bytea[]) as d(account_id, first_seq, last_seq, events)`,
-		b.Now, ids, first, last, events)
+	q.Queue(`insert into account_events (account_id, holder, first_seq, last_seq, created_at, events)
+		select account_id, $2, first_seq, last_seq, $1, events
+		from unnest($3::bigint[], $4::bigint[], $5::bigint[], $6::bytea[]) as d(account_id, first_seq, last_seq, events)`,
+		b.Now, b.Holder, ids, first, last, events)
 	return nil
 }
 
@@ -437,19 +454,38 @@ const (
 		  as d(market_id, seq, price, quantity, filled, status, cancel_reason, priority)
 		where o.market_id = d.market_id and o.seq = d.seq
 		returning ` + updatedOrderColumns + `)`
-	cashPart = `cash as (
-		update accounts a set available = a.available + d.available, locked = a.locked + d.locked,
-		       event_seq = a.event_seq + d.n,
-		       risk_checked = case when d.risk < 0 then a.risk_version else d.risk end,
-		       updated_at = case when d.available <> 0 or d.locked <> 0 then $1 else a.updated_at end
-		from unnest({1}::bigint[], {2}::bigint[], {3}::bigint[], {4}::bigint[], {5}::bytea[], {6}::bigint[])
-		  as d(id, available, locked, n, events, risk)
-		where a.id = d.id
-		returning a.id, a.event_seq, d.n, d.events)`
-	// accountEventsPart writes the accounts' events the cash part numbered; it takes no parameters.
+	// cashPart writes the batch's deltas to its holder's allocation of each account ({1}: the
+	// holder): an update of the rows that exist and an insert of the others, in one pass (not an
+	// upsert, whose proposed row — negative for a spend — Postgres checks before it finds the
+	// conflict; a new row only ever receives: spending needs cash the row would already hold). A
+	// new row takes the account's version of its limits. It numbers the events the batch adds to
+	// the account's stream from this holder.
+	cashPart = `cash_deltas as (
+		select * from unnest({2}::bigint[], {3}::bigint[], {4}::bigint[], {5}::bigint[], {6}::bigint[], {7}::bytea[], {8}::bigint[])
+		  as d(id, available, room, room_version, n, events, risk)),
+	cash_updated as (
+		update allocations al set available = al.available + d.available,
+		       room = al.room + case when d.room < 0 or d.room_version = al.risk_version then d.room else 0 end,
+		       event_seq = al.event_seq + d.n,
+		       risk_checked = case when d.risk < 0 then al.risk_version else d.risk end
+		from cash_deltas d
+		where al.account_id = d.id and al.holder = {1}
+		returning al.account_id, al.event_seq),
+	cash_inserted as (
+		insert into allocations (account_id, holder, available, room, event_seq, risk_version, risk_checked)
+		select d.id, {1}, d.available, case when d.room < 0 or d.room_version = a.risk_version then d.room else 0 end,
+		       d.n, a.risk_version, case when d.risk < 0 then a.risk_version else d.risk end
+		from cash_deltas d join accounts a on a.id = d.id
+		where not exists (select 1 from cash_updated u where u.account_id = d.id)
+		returning account_id, event_seq),
+	cash as (
+		select d.id, c.event_seq, d.n, d.events
+		from (select * from cash_updated union all select * from cash_inserted) c join cash_deltas d on d.id = c.account_id)`
+	// accountEventsPart writes the accounts' events the cash part numbered, in the holder's
+	// streams ({1}); it takes no parameters of its own.
 	accountEventsPart = `new_account_events as (
-		insert into account_events (account_id, first_seq, last_seq, created_at, events)
-		select id, event_seq - n + 1, event_seq, $1, events from cash where n > 0)`
+		insert into account_events (account_id, holder, first_seq, last_seq, created_at, events)
+		select id, {1}, event_seq - n + 1, event_seq, $1, events from cash where n > 0)`
 	sharesPart = `share_deltas as (
 		select * from unnest({1}::uuid[], {2}::bigint[], {3}::uuid[], {4}::text[], {5}::bigint[], {6}::bigint[])
 		  as d(id, account_id, market_id, outcome, quantity, locked)),
@@ -548,8 +584,10 @@ var (
 	// cashSQL is the accounts' statement (cashStatement) of a batch that adds no events to their
 	// feeds; cashEventsSQL writes the events the cash part numbers, and returns each account's
 	// last feed number.
-	cashSQL       = "with " + numbered(cashPart, 1) + "\nselect id, event_seq from cash where false"
-	cashEventsSQL = "with " + numbered(cashPart, 1) + ",\n\t" + accountEventsPart + "\nselect id, event_seq from cash where n > 0"
+	// (Without events the batch's time, $1, is written nowhere; it is named in the select, which
+	// returns nothing, so that the statement's parameters keep one shape.)
+	cashSQL       = "with " + numbered(cashPart, 1) + "\nselect id, event_seq from cash where $1::timestamptz is null"
+	cashEventsSQL = "with " + numbered(cashPart, 1) + ",\n\t" + numbered(accountEventsPart, 1) + "\nselect id, event_seq from cash where n > 0"
 )
 
 // numbered renumbers a part's own parameters ({1}, {2}, ...) to follow base: {k} becomes $(base+k).
@@ -639,23 +677,22 @@ func applyStatement(b *Batch) (string, []any, int) {
 	return applySQL[mask], args, mask
 }
 
-// cashStatement writes a batch's cash deltas (and the risk version each account's refusals were
-// decided under), numbering and writing the events the batch adds to each account's feed, or ""
-// when the batch moves no account. It is a statement of its own, queued after the batch's other
-// writes (in the same round trip), because it is the one that locks rows other shards' batches
-// need: an account trades in markets on every shard, and a batch holds each of its accounts' rows
-// from this statement until its commit, so every shard's batches touching the account take turns
-// on it. Written last, a batch holds them for this statement and the commit, rather than for the
-// whole of the writes (docs/performance.md, "Measured on 16 cores").
+// cashStatement writes a batch's cash deltas to its holder's allocations of the accounts (and the
+// risk version each account's refusals were decided under), numbering and writing the events the
+// batch adds to each account's stream from the holder, or "" when the batch moves no account. It
+// is a statement of its own, queued after the batch's other writes (in the same round trip). The
+// rows it writes are the holder's own: no other shard's batch writes them (docs/architecture.md
+// §11), so batches of several shards trading for the same accounts do not take turns on them.
 func cashStatement(b *Batch) (sql string, args []any, withEvents bool) {
 	n := len(b.Cash)
 	if n == 0 {
 		return "", nil, false
 	}
-	accounts, avail, locked, counts, events := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([][]byte, n)
-	risk := make([]int64, n)
+	accounts, avail, room, counts, events := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([][]byte, n)
+	risk, roomVersion := make([]int64, n), make([]int64, n)
 	for i, d := range b.Cash {
-		accounts[i], avail[i], locked[i], counts[i], events[i] = d.Account, d.Available, d.Locked, d.EventCount, d.Events
+		accounts[i], avail[i], room[i], counts[i], events[i] = d.Account, d.Available, d.Room, d.EventCount, d.Events
+		roomVersion[i] = d.RoomVersion
 		risk[i] = -1
 		if d.RiskDecided {
 			risk[i] = d.RiskVersion
@@ -666,7 +703,7 @@ func cashStatement(b *Batch) (sql string, args []any, withEvents bool) {
 	if withEvents {
 		sql = cashEventsSQL
 	}
-	return sql, []any{b.Now, accounts, avail, locked, counts, events, risk}, withEvents
+	return sql, []any{b.Now, b.Holder, accounts, avail, room, roomVersion, counts, events, risk}, withEvents
 }
 
 // updatedOrderColumns is db.OrderColumns, qualified for an update joined with its data.

@@ -44,7 +44,22 @@ func newTestTrader(t *testing.T) (*Writer, records.Account, records.Market) {
 	st := newTestStore(t)
 	alice := records.Account{ID: dbtest.Account(t, st.Pool, "alice", 1_000)}
 	m := records.Market{ID: dbtest.Market(t, st.Pool, nil)}
+	allocateAll(t, st, alice.ID)
 	return st, alice, m
+}
+
+// allocateAll moves the whole wallet of each account to the allocation of holder "" (a Batch's
+// holder when it names none), for batches to spend from (docs/architecture.md §11).
+func allocateAll(t *testing.T, st *Writer, accounts ...int64) {
+	t.Helper()
+	conn := testConn(t, st)
+	need := make([]Need, len(accounts))
+	for i, a := range accounts {
+		need[i] = Need{Account: a, Cash: 1 << 60}
+	}
+	if _, _, err := Acquire(context.Background(), conn, "", need, 1); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // orderByClientID reads an account's order by its client order id, as the store's
@@ -99,15 +114,15 @@ func TestApplyStatements(t *testing.T) {
 			t.Errorf("parts %08b: returns %d columns, want %d", mask, len(sd.Fields), columns)
 		}
 	}
-	// The accounts' statement, with and without their events: the batch's time and the cash
-	// part's six arrays, returning each account and its last seq.
+	// The accounts' statement, with and without their events: the batch's time, the holder and the
+	// cash part's seven arrays, returning each account and its last seq.
 	for name, sql := range map[string]string{"cash": cashSQL, "cash_events": cashEventsSQL} {
 		sd, err := conn.Prepare(ctx, name, sql)
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", name, err, sql)
 		}
-		if len(sd.ParamOIDs) != 7 || len(sd.Fields) != 2 {
-			t.Errorf("%s: %d parameters and %d columns, want 7 and 2", name, len(sd.ParamOIDs), len(sd.Fields))
+		if len(sd.ParamOIDs) != 9 || len(sd.Fields) != 2 {
+			t.Errorf("%s: %d parameters and %d columns, want 9 and 2", name, len(sd.ParamOIDs), len(sd.Fields))
 		}
 	}
 }
@@ -122,13 +137,14 @@ func TestCommitBatch(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	alice := records.Account{ID: dbtest.Account(t, st.Pool, "alice", 1_000)}
 	bob := records.Account{ID: dbtest.Account(t, st.Pool, "bob", 1_000)}
+	allocateAll(t, st, alice.ID, bob.ID)
 	conn := testConn(t, st)
 	if _, err := conn.Exec(ctx, "set lock_timeout = '200ms'"); err != nil {
 		t.Fatal(err)
 	}
 	available := func(id int64) int64 {
 		var n int64
-		if err := st.Pool.QueryRow(ctx, `select available from accounts where id = $1`, id).Scan(&n); err != nil {
+		if err := st.Pool.QueryRow(ctx, `select available from allocations where account_id = $1 and holder = ''`, id).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -143,7 +159,7 @@ func TestCommitBatch(t *testing.T) {
 	if _, err := BeginBatch(ctx, conn, Begin{Accounts: []int64{alice.ID}, LockAccounts: true}); err != nil {
 		t.Fatal(err)
 	}
-	b := &Batch{Now: now, Cash: []CashDelta{{Account: alice.ID, Available: -100, Locked: 100}}}
+	b := &Batch{Now: now, Cash: []CashDelta{{Account: alice.ID, Available: -100}}}
 	if _, err := CommitBatch(ctx, conn, b); err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +172,7 @@ func TestCommitBatch(t *testing.T) {
 	if _, err := BeginBatch(ctx, conn, Begin{Accounts: []int64{alice.ID}, LockAccounts: true}); err != nil {
 		t.Fatal(err)
 	}
-	b = &Batch{Now: now, Cash: []CashDelta{{Account: alice.ID, Available: -10_000, Locked: 10_000}}}
+	b = &Batch{Now: now, Cash: []CashDelta{{Account: alice.ID, Available: -10_000}}}
 	if _, err := CommitBatch(ctx, conn, b); err == nil {
 		t.Fatal("a batch overdrawing an account committed")
 	}
@@ -190,14 +206,14 @@ func TestCommitBatch(t *testing.T) {
 	}
 
 	// An unlocked batch.
-	b = &Batch{Now: now, Unlocked: true, Cash: []CashDelta{{Account: alice.ID, Available: -100, Locked: 100}}}
+	b = &Batch{Now: now, Unlocked: true, Cash: []CashDelta{{Account: alice.ID, Available: -100}}}
 	if _, err := CommitBatch(ctx, conn, b); err != nil {
 		t.Fatalf("an unlocked batch: %v", err)
 	}
 	if got := available(alice.ID); got != 800 {
 		t.Errorf("alice has %d available after an unlocked batch, want 800", got)
 	}
-	b = &Batch{Now: now, Unlocked: true, Cash: []CashDelta{{Account: alice.ID, Available: -900, Locked: 900}}}
+	b = &Batch{Now: now, Unlocked: true, Cash: []CashDelta{{Account: alice.ID, Available: -900}}}
 	if _, err := CommitBatch(ctx, conn, b); !Refused(err) {
 		t.Fatalf("an unlocked batch overdrawing an account: %v, want one Refused", err)
 	}
@@ -277,7 +293,7 @@ func TestBatchGenericPlans(t *testing.T) {
 	for i := range 8 {
 		b := &Batch{Now: now, Unlocked: true,
 			NewOrders: []records.Order{openOrder(alice, m, int64(i+1), "BUY", 10)},
-			Cash:      []CashDelta{{Account: alice.ID, Available: -10, Locked: 10}}}
+			Cash:      []CashDelta{{Account: alice.ID, Available: -10}}}
 		if _, err := CommitBatch(ctx, conn, b); err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,14 @@ import (
 type BatchConn interface {
 	BeginBatch(ctx context.Context, b Begin) (Locked, error)
 	CommitBatch(ctx context.Context, b *Batch) (Committed, error)
+	// Acquire moves free cash (and room) to holder's allocations, in a transaction of its own,
+	// so that it holds what Need asks of each account where the account has it (acquire_cash,
+	// migration 032), and reads them as BeginBatch does: the cash and risk returned are the
+	// allocations as it leaves them.
+	Acquire(ctx context.Context, holder string, need []Need, spread int) (map[int64]int64, map[int64]Risk, error)
+	// Return gives back to the wallets what holder holds of accounts (every account when nil),
+	// in a transaction of its own, and reports how much cash it gave.
+	Return(ctx context.Context, holder string, accounts []int64) (int64, error)
 	// Release gives the connection back; a broken one is replaced.
 	Release()
 }
@@ -42,3 +50,11 @@ func (c pooledBatchConn) CommitBatch(ctx context.Context, b *Batch) (Committed, 
 }
 
 func (c pooledBatchConn) Release() { c.conn.Release() }
+
+func (c pooledBatchConn) Acquire(ctx context.Context, holder string, need []Need, spread int) (map[int64]int64, map[int64]Risk, error) {
+	return Acquire(ctx, c.conn.Conn(), holder, need, spread)
+}
+
+func (c pooledBatchConn) Return(ctx context.Context, holder string, accounts []int64) (int64, error) {
+	return Return(ctx, c.conn.Conn(), holder, accounts)
+}

@@ -10,11 +10,12 @@ import (
 	"github.com/pmx-dev/pmx/engine"
 )
 
-// Risk is what a batch reads of an account with its cash: the cash its open orders lock, its
-// self-set limits (NoLimit for none) and their version (migration 024). The shard decides
-// refusals by them (internal/shard/risk.go).
+// Risk is what a batch reads of an account with its cash: the room its shard's allocation has
+// under a maxLockedCash (what it may still lock), the account's self-set limits (NoLimit for none)
+// and the version of the limits the allocation was last told of (migrations 024, 032). The shard
+// decides refusals by them (internal/shard/risk.go).
 type Risk struct {
-	Locked        int64
+	Room          int64
 	MaxPosition   int64
 	MaxLockedCash int64
 	Version       int64
@@ -23,37 +24,22 @@ type Risk struct {
 // NoLimit is a limit that is not set.
 const NoLimit = -1
 
-// riskColumns are the columns of accounts a Risk is scanned from (Risk.fields).
-const riskColumns = `locked, coalesce(max_position, -1), coalesce(max_locked_cash, -1), risk_version`
+// allocationsQuery reads holder $2's allocations of accounts $1 with the accounts' limits, for
+// scanAllocations: a batch's start (BeginBatch, which may lock the accounts' wallets against
+// acquires and changes of limits: see Begin.LockAccounts). A
+// missing allocation reads as nothing held, under the account's current version of its limits.
+const allocationsQuery = `select a.id, coalesce(al.available, 0), coalesce(al.room, 0), coalesce(a.max_position, -1),
+		coalesce(a.max_locked_cash, -1), coalesce(al.risk_version, a.risk_version)
+	from accounts a left join allocations al on al.account_id = a.id and al.holder = $2
+	where a.id = any($1)`
 
-func (r *Risk) fields() []any { return []any{&r.Locked, &r.MaxPosition, &r.MaxLockedCash, &r.Version} }
-
-// AccountViews reads accounts' available cash and risk as a batch's start does (BeginBatch), but
-// outside any transaction: for a shard's views of accounts it has not read yet, taken while a batch
-// of its own commits (internal/shard/views.go, learnAccounts). An id with no account is left out.
-func (s *Writer) AccountViews(ctx context.Context, ids []int64) (map[int64]int64, map[int64]Risk, error) {
-	rows, err := s.Pool.Query(ctx, accountsQuery, ids)
-	if err != nil {
-		return nil, nil, fmt.Errorf("while reading accounts: %w", err)
-	}
-	defer rows.Close()
-	cash, risk := make(map[int64]int64, len(ids)), make(map[int64]Risk, len(ids))
-	if err := scanAccounts(rows, cash, risk); err != nil {
-		return nil, nil, fmt.Errorf("while reading accounts: %w", err)
-	}
-	return cash, risk, nil
-}
-
-// accountsQuery reads accounts' available cash and risk by id ($1), for scanAccounts: a batch's
-// start (BeginBatch, which may lock them) and a shard's views (AccountViews).
-const accountsQuery = `select id, available, ` + riskColumns + ` from accounts where id = any($1)`
-
-// scanAccounts reads accountsQuery's rows into cash and risk, by account id.
-func scanAccounts(rows pgx.Rows, cash map[int64]int64, risk map[int64]Risk) error {
+// scanAllocations reads allocationsQuery's (and acquire_cash's) rows into cash and risk, by
+// account id.
+func scanAllocations(rows pgx.Rows, cash map[int64]int64, risk map[int64]Risk) error {
 	for rows.Next() {
 		var id, available int64
 		var r Risk
-		if err := rows.Scan(append([]any{&id, &available}, r.fields()...)...); err != nil {
+		if err := rows.Scan(&id, &available, &r.Room, &r.MaxPosition, &r.MaxLockedCash, &r.Version); err != nil {
 			return err
 		}
 		cash[id], risk[id] = available, r

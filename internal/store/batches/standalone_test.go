@@ -102,7 +102,7 @@ func fenceBehind(t *testing.T, st *Writer, what string) (*Claim, <-chan error) {
 func available(t *testing.T, st *Writer, account int64) int64 {
 	t.Helper()
 	var n int64
-	if err := st.Pool.QueryRow(context.Background(), `select available from accounts where id = $1`, account).Scan(&n); err != nil {
+	if err := st.Pool.QueryRow(context.Background(), `select available from allocations where account_id = $1 and holder = ''`, account).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -117,7 +117,7 @@ func TestClaimWaitsForStandaloneBatches(t *testing.T) {
 	ctx := context.Background()
 	st, alice, _ := newTestTrader(t)
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	spend := []CashDelta{{Account: alice.ID, Available: -100, Locked: 100}}
+	spend := []CashDelta{{Account: alice.ID, Available: -100}}
 
 	// A killed process's locked batch under way: the next claim's Fence waits for its commit, and
 	// sees what it wrote.
@@ -191,7 +191,7 @@ func TestClaimFencesEarlierBatches(t *testing.T) {
 	ctx := context.Background()
 	st, alice, _ := newTestTrader(t)
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	spend := []CashDelta{{Account: alice.ID, Available: -100, Locked: 100}}
+	spend := []CashDelta{{Account: alice.ID, Available: -100}}
 	conn := testConn(t, st)
 
 	first := fencedClaim(t, st)
@@ -328,7 +328,7 @@ func TestClaimKeep(t *testing.T) {
 	st, alice, _ := newTestTrader(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	spend := []CashDelta{{Account: alice.ID, Available: -100, Locked: 100}}
+	spend := []CashDelta{{Account: alice.ID, Available: -100}}
 	conn := testConn(t, st)
 	// keep runs c.Keep until stop, or until Keep returns by itself: ended waits for that.
 	keep := func(c *Claim, wait time.Duration) (stop, ended func() error) {

@@ -16,6 +16,9 @@ import (
 // Batch is everything one shard transaction writes: the accumulated effects of a batch of orders,
 // cancels and market transitions, already netted per order, account and position.
 type Batch struct {
+	// Holder names the shard whose allocations of the accounts the batch's cash moves
+	// (docs/architecture.md §11), and whose streams of their feeds its events join.
+	Holder       string
 	Now          time.Time
 	NewOrders    []records.Order // inserted in their final state
 	OrderUpdates []records.Order // existing orders: FilledQuantity, Status and CancelReason are written, and Price, Quantity and Priority when not 0 (an amend)
@@ -56,7 +59,7 @@ type Fence struct {
 
 // Reset empties the batch, keeping its storage.
 func (b *Batch) Reset(now time.Time) {
-	*b = Batch{Now: now, NewOrders: b.NewOrders[:0], OrderUpdates: b.OrderUpdates[:0], Trades: b.Trades[:0],
+	*b = Batch{Holder: b.Holder, Now: now, NewOrders: b.NewOrders[:0], OrderUpdates: b.OrderUpdates[:0], Trades: b.Trades[:0],
 		Cash: b.Cash[:0], Shares: b.Shares[:0], Markets: b.Markets[:0], Events: b.Events[:0], Settlements: b.Settlements[:0],
 		Groups: b.Groups[:0], Conversions: b.Conversions[:0]}
 }
@@ -72,12 +75,18 @@ type TradeRow struct {
 	MakerAccount  int64
 }
 
-// CashDelta changes one account's available and locked cash, and adds the batch's events of the
-// account, if any, to its feed.
+// CashDelta changes what the batch's holder holds of one account — its free cash and, under a
+// maxLockedCash, its room — and adds the batch's events of the account, if any, to its stream of
+// the account's feed. (What the account's open orders lock is not a column: it is in the orders.)
 type CashDelta struct {
 	Account   int64
 	Available int64
-	Locked    int64
+	// Room changes the holder's room under a maxLockedCash: less what the batch's orders lock,
+	// more what they release. What it releases counts only if the limits are still those of
+	// RoomVersion (a change of the limits takes every holder's room back): room it did not know
+	// was taken is not given back.
+	Room        int64
+	RoomVersion int64
 	// EventCount events, as a JSON array without their numbers (migration 017); nil for none.
 	EventCount int64
 	Events     []byte

@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -15,9 +16,9 @@ import (
 // domainsSeed is a consistent little exchange in the tables whose checks migration 020 moved to
 // domains: one market, two orders, one trade between them, and the two positions it made.
 const domainsSeed = `
-	insert into accounts (id, uid, name, available, locked, granted, created_at, updated_at) overriding system value values
-	  (1, gen_random_uuid(), 'a', 920, 0, 1000, now(), now()),
-	  (2, gen_random_uuid(), 'b', 880, 0, 1000, now(), now());
+	insert into accounts (id, uid, name, available, granted, created_at, updated_at) overriding system value values
+	  (1, gen_random_uuid(), 'a', 920, 1000, now(), now()),
+	  (2, gen_random_uuid(), 'b', 880, 1000, now(), now());
 	insert into markets (id, question, category, label_a, label_b, status, last_trade_price, created_at, updated_at) values
 	  ('00000000-0000-0000-0000-0000000000aa', 'q?', 'c', 'Yes', 'No', 'OPEN', 40, now(), now());
 	insert into orders (id, market_id, seq, account_id, side, outcome, price, quantity, filled_quantity, status,
@@ -63,7 +64,6 @@ func TestCheckDomains(t *testing.T) {
 			select gen_random_uuid(), '00000000-0000-0000-0000-0000000000aa', 3, 1, s, 'YES', 40, 1, 0, 'OPEN', now(), now()
 			from unnest(array['SELL', 'SHORT']::text[]) as s`, "side_check"},
 		{"a negative balance", `update accounts set available = -1 where id = 1`, "nonnegative_check"},
-		{"negative locked cash", `update accounts set locked = -1 where id = 1`, "nonnegative_check"},
 		{"a negative grant", `update accounts set granted = -1 where id = 1`, "nonnegative_check"},
 		{"a negative holding", `update positions set quantity = -1 where account_id = 1`, "nonnegative_check"},
 		// The checks that compare columns, which stayed on their tables.
@@ -98,7 +98,12 @@ func TestCheckDomainsMigration(t *testing.T) {
 	if err := m.MigrateTo(ctx, 19); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Exec(ctx, domainsSeed); err != nil {
+	// Before migration 032 accounts kept their locked cash in a column.
+	seed := strings.Replace(domainsSeed, `(id, uid, name, available, granted, created_at, updated_at)`,
+		`(id, uid, name, available, granted, created_at, updated_at, locked)`, 1)
+	seed = strings.Replace(seed, `1000, now(), now()),`, `1000, now(), now(), 0),`, 1)
+	seed = strings.Replace(seed, `1000, now(), now());`, `1000, now(), now(), 0);`, 1)
+	if _, err := conn.Exec(ctx, seed); err != nil {
 		t.Fatal(err)
 	}
 	type state struct{ files, rows map[string]int64 }

@@ -39,8 +39,8 @@ func Account(t testing.TB, pool *pgxpool.Pool, name string, grant int64) int64 {
 	t.Helper()
 	var id int64
 	now := time.Now().UTC()
-	err := pool.QueryRow(context.Background(), `insert into accounts (uid, name, available, locked, granted,
-		created_at, updated_at) values ($1, $2, $3, 0, $3, $4, $4) returning id`, uuid.New(), name, grant, now).Scan(&id)
+	err := pool.QueryRow(context.Background(), `insert into accounts (uid, name, available, granted,
+		created_at, updated_at) values ($1, $2, $3, $3, $4, $4) returning id`, uuid.New(), name, grant, now).Scan(&id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,71 @@
+package shard
+
+import (
+	"context"
+	"time"
+
+	"github.com/pmx-dev/pmx/internal/store"
+)
+
+// Allocations (docs/architecture.md §11). The shard's views of accounts' cash are its own
+// allocations of them: the free cash (and, under a maxLockedCash, the room) it holds, which only
+// its batches spend, so that no row its batches write is written by another shard's. When its
+// views cannot pay for a batch, it first acquires what the batch needs — from the account's
+// wallet, else from other shards' allocations — in a short transaction of its own, then runs the
+// batch reading what it holds (batch.go, open). An order is refused for funds only when the
+// account's whole free cash, wherever it lies, could not pay for it.
+
+// holder is the shard's name as a holder of allocations (Config.Holder).
+func (s *Shard) holder() string { return s.cfg.Holder }
+
+// acquire moves to the shard's allocations what the commands' placements and amends need, for
+// every account whose view cannot pay for them or that the views do not know, and takes what it
+// leaves into the views. An account the allocation already pays for is only read. It marks
+// exhausted the accounts it found short: all they had is now the shard's.
+func (s *Shard) acquire(ctx context.Context, conn BatchConn, cmds []*command, exhausted map[int64]bool) error {
+	needCash, _ := s.needs(cmds)
+	var need []store.Need
+	for account, c := range needCash {
+		have, known := s.cash[account]
+		r := s.risk[account]
+		if known && have >= c && (r.MaxLockedCash == store.NoLimit || r.Room >= c) {
+			continue
+		}
+		need = append(need, store.Need{Account: account, Cash: c, Room: c})
+	}
+	if len(need) == 0 {
+		return nil
+	}
+	began := time.Now()
+	cash, risk, err := conn.Acquire(ctx, s.holder(), need, s.cfg.Spread)
+	s.metrics.database.Add(time.Since(began).Seconds())
+	if err != nil {
+		return err
+	}
+	s.metrics.acquires.Inc()
+	s.viewAccounts(cash, risk)
+	for _, n := range need {
+		r := risk[n.Account]
+		if cash[n.Account] < n.Cash || r.MaxLockedCash != store.NoLimit && r.Room < n.Room {
+			exhausted[n.Account] = true
+		}
+	}
+	return nil
+}
+
+// returnAll gives back to the wallets everything the shard holds, once it has stopped: no cash
+// stays with a shard that no longer trades. A shard that cannot (the database is gone) leaves
+// it; the next shard short of an account's cash takes it from the allocation.
+func (s *Shard) returnAll() {
+	ctx, cancel := context.WithTimeout(context.Background(), accountReadTimeout)
+	defer cancel()
+	conn, err := s.connection(ctx)
+	if err != nil {
+		s.log.Warn("could not return the accounts' cash this shard holds; other shards take it when they need it", "err", err)
+		return
+	}
+	if _, err := conn.Return(ctx, s.holder(), nil); err != nil {
+		s.log.Warn("could not return the accounts' cash this shard holds; other shards take it when they need it", "err", err)
+		s.releaseConn()
+	}
+}
