@@ -2,7 +2,11 @@ package shard
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"time"
+
+	"github.com/pmx-dev/pmx/internal/exchange"
 
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -67,5 +71,53 @@ func (s *Shard) returnAll() {
 	if _, err := conn.Return(ctx, s.holder(), nil); err != nil {
 		s.log.Warn("could not return the accounts' cash this shard holds; other shards take it when they need it", "err", err)
 		s.releaseConn()
+	}
+}
+
+// Returning idle cash. What a shard acquired beyond an order's need (a share of the wallet) stays
+// with it while it trades for the account; once the account has been idle here for idleReturn,
+// the return sweep gives it back to the wallet, where any shard takes it without taking it from
+// another (which would make that shard's next batch for the account run again).
+const (
+	returnSweep = 5 * time.Second
+	idleReturn  = 10 * time.Second
+)
+
+// sweepReturns sends the return sweep command (every returnSweep, see New).
+func (s *Shard) sweepReturns(ctx context.Context) {
+	if err := s.do(ctx, &command{kind: cmdReturn}); err != nil && !errors.Is(err, exchange.ErrStopped) {
+		s.log.Warn("the return of idle cash failed; it runs again shortly", "err", err)
+	}
+}
+
+// returnIdle gives back the cash and room of the accounts no committed batch has moved for
+// idleReturn, and forgets their views: the next command for one acquires again. It runs between
+// batches, on the shard's connection.
+func (s *Shard) returnIdle(ctx context.Context) {
+	cutoff := s.cfg.Now().Add(-idleReturn)
+	var idle []int64
+	for a, at := range s.used {
+		if at.Before(cutoff) {
+			idle = append(idle, a)
+		}
+	}
+	if len(idle) == 0 {
+		return
+	}
+	slices.Sort(idle)
+	conn, err := s.connection(ctx)
+	if err != nil {
+		s.log.Debug("could not return idle cash", "err", err)
+		return
+	}
+	if _, err := conn.Return(ctx, s.holder(), idle); err != nil {
+		s.log.Debug("could not return idle cash", "err", err)
+		s.releaseConn()
+		return
+	}
+	for _, a := range idle {
+		delete(s.used, a)
+		delete(s.cash, a)
+		delete(s.risk, a)
 	}
 }

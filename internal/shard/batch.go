@@ -413,6 +413,9 @@ func (s *Shard) prepare(ctx context.Context, c *command) error {
 	case cmdTakeOver:
 		s.takeOver(ctx, c)
 		return nil
+	case cmdReturn:
+		s.returnIdle(ctx) // allocations.go: on the shard's connection, which no batch holds now
+		return nil
 	default:
 		_, err := s.ensure(ctx, c.market)
 		return err

@@ -27,6 +27,7 @@ const (
 	cmdHandoff    // hands markets to another shard, alone in its turn (handoff.go)
 	cmdTakeOver   // loads markets handed to this shard (handoff.go)
 	cmdQueue      // reads a resting order's place in its level's queue (queue.go)
+	cmdReturn     // gives back the cash of accounts the shard has not needed for a while (allocations.go)
 )
 
 func (k commandKind) String() string {
@@ -61,6 +62,8 @@ func (k commandKind) String() string {
 		return "take-over"
 	case cmdQueue:
 		return "queue-position"
+	case cmdReturn:
+		return "return"
 	}
 	return "unknown"
 }

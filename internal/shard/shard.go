@@ -121,6 +121,7 @@ type Shard struct {
 	depth   engine.Depth
 	metrics *metrics
 	cash    map[int64]int64      // the views of accounts' available cash (views.go)
+	used    map[int64]time.Time  // when a committed batch last moved each account's cash (allocations.go)
 	risk    map[int64]store.Risk // and of their locked cash and risk limits (risk.go)
 	handed  map[uuid.UUID]int64  // the markets handed to another shard, refused without a read, with Shard.loads then (handoff.go)
 
@@ -187,6 +188,7 @@ func New(cfg Config) *Shard {
 		groups:  map[uuid.UUID]store.GroupState{},
 		metrics: newMetrics(cfg.Metrics),
 		cash:    map[int64]int64{},
+		used:    map[int64]time.Time{},
 		risk:    map[int64]store.Risk{},
 	}
 	s.loads.Store(1)
@@ -196,6 +198,7 @@ func New(cfg Config) *Shard {
 	s.every(expirySweep, s.sweepExpiries)
 	s.every(heartbeatSweep, s.cancelTripped)
 	s.every(groupSweep, s.sweepGroups)
+	s.every(returnSweep, s.sweepReturns)
 	if !cfg.noPruning {
 		s.every(eventPruning, s.pruneEvents)
 	}

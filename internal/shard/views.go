@@ -258,8 +258,10 @@ func (s *Shard) viewAccounts(cash map[int64]int64, risk map[int64]store.Risk) {
 		clear(s.cash)
 		clear(s.risk)
 	}
+	now := s.cfg.Now()
 	for a, v := range cash {
 		s.cash[a], s.risk[a] = v, risk[a]
+		s.used[a] = now // returned once idle (allocations.go), views or not
 	}
 }
 
@@ -280,6 +282,7 @@ func (s *Shard) learn(b store.Begin, l store.Locked) {
 // advance adds a committed batch's deltas to the views of the accounts and holdings they show.
 func (s *Shard) advance(b *store.Batch) {
 	for _, d := range b.Cash {
+		s.used[d.Account] = b.Now
 		if v, ok := s.cash[d.Account]; ok {
 			s.cash[d.Account] = v + d.Available
 			r := s.risk[d.Account]
