@@ -108,10 +108,10 @@ func (r *Result) WriteText(w io.Writer) error {
 	}
 	for i := range r.Runs {
 		if c := r.Runs[i].Shards; c != nil && c.Batches > 0 {
-			fmt.Fprintf(&b, "shards, run %d: %s batches of %s commands; %s of the commands pipelined, %s held; %s batches read what they reserve from, %s ran again, %s failed; %s\n",
+			fmt.Fprintf(&b, "shards, run %d: %s batches of %s commands; %s of the commands pipelined, %s held; %s batches read what they reserve from, %s ran again, %s failed; %s acquires of cash (%s of the batches); %s\n",
 				i+1, formatCount(float64(c.Batches)), strconv.FormatFloat(float64(c.Commands)/float64(c.Batches), 'f', 1, 64),
 				share(c.Pipelined, c.Commands), share(c.Held, c.Commands), countOrDash(c.Read), countOrDash(c.Rerun), countOrDash(c.Failures),
-				databaseBusy(c))
+				countOrDash(c.Acquires), share(c.Acquires, c.Batches), databaseBusy(c))
 		}
 	}
 	for i := range r.Runs {

@@ -23,6 +23,10 @@ type ShardCounters struct {
 	Held      int64 `json:"held"`      // pmx_shard_commands_held_total
 	Read      int64 `json:"read"`      // pmx_shard_batches_read_total: batches that read what they reserve from
 	Rerun     int64 `json:"rerun"`     // pmx_shard_batches_rerun_total
+	// Acquires are the transactions that moved accounts' cash to a shard's allocation before a
+	// batch that needed it (pmx_shard_acquires_total, docs/architecture.md §11): each a round trip
+	// more for the commands waiting on it.
+	Acquires int64 `json:"acquires"`
 	Failures  int64 `json:"failures"`  // pmx_shard_batch_failures_total
 	// DatabaseSeconds is how long the shards' connections spent on their batches' round trips to
 	// Postgres (pmx_shard_database_seconds_total), -1 if not exported; Shards how many shards
@@ -46,7 +50,7 @@ func (c ShardCounters) DatabaseBusy() float64 {
 // scrapeShards reads the shard counters from each of the metrics addresses and sums them;
 // processes without shards (fronts, the operator) add nothing.
 func scrapeShards(ctx context.Context, urls []string) (ShardCounters, error) {
-	sum := ShardCounters{Held: -1, Read: -1, DatabaseSeconds: -1}
+	sum := ShardCounters{Held: -1, Read: -1, Acquires: -1, DatabaseSeconds: -1}
 	client := &http.Client{Timeout: 10 * time.Second}
 	for _, url := range urls {
 		families, err := scrape(ctx, client, url)
@@ -104,7 +108,7 @@ func (c *ShardCounters) add(families map[string]*dto.MetricFamily) {
 		{"pmx_shard_batches_total", &c.Batches}, {"pmx_shard_batch_commands", &c.Commands},
 		{"pmx_shard_commands_pipelined_total", &c.Pipelined}, {"pmx_shard_commands_held_total", &c.Held},
 		{"pmx_shard_batches_read_total", &c.Read}, {"pmx_shard_batches_rerun_total", &c.Rerun},
-		{"pmx_shard_batch_failures_total", &c.Failures},
+		{"pmx_shard_batch_failures_total", &c.Failures}, {"pmx_shard_acquires_total", &c.Acquires},
 	} {
 		if n, ok := total(x.name); ok {
 			*x.into = max(*x.into, 0) + int64(n)
@@ -122,7 +126,7 @@ func (c *ShardCounters) add(families map[string]*dto.MetricFamily) {
 func (c ShardCounters) sub(base ShardCounters) ShardCounters {
 	return ShardCounters{Batches: rise(c.Batches, base.Batches), Commands: rise(c.Commands, base.Commands),
 		Pipelined: rise(c.Pipelined, base.Pipelined), Held: rise(c.Held, base.Held), Read: rise(c.Read, base.Read),
-		Rerun: rise(c.Rerun, base.Rerun), Failures: rise(c.Failures, base.Failures),
+		Rerun: rise(c.Rerun, base.Rerun), Failures: rise(c.Failures, base.Failures), Acquires: rise(c.Acquires, base.Acquires),
 		DatabaseSeconds: rise(c.DatabaseSeconds, base.DatabaseSeconds), Shards: c.Shards}
 }
 
