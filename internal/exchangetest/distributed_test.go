@@ -18,6 +18,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/store/db"
 )
 
 // cluster is the distributed exchange as separate processes on loopback: a real kube-apiserver
@@ -168,6 +169,10 @@ func TestDistributed(t *testing.T) {
 // testdata/previous-release.
 func TestDistributedMixedVersions(t *testing.T) {
 	previous := BuildPrevious(t)
+	breaking, err := db.BreakingSince(PreviousSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name string
 		b    builds
@@ -177,10 +182,52 @@ func TestDistributedMixedVersions(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cl := startCluster(t, c.b)
+			if len(breaking) > 0 {
+				checkRefusedBeside(t, cl, c.b, breaking)
+				return
+			}
 			RunSuiteTests(t, cl.target(t, 0), "OrderBook", "MatchKinds", "CancelOrder", "CancelEverything", "Amend",
 				"BatchPlace", "BatchCancel", "Lifecycle", "FeedChannels")
 		})
 	}
+}
+
+// checkRefusedBeside checks what the previous release's processes do beside a schema with a
+// migration they cannot run beside (db.BreakingSince): they fail what they are asked, loudly —
+// the previous shards answer a placement 503 unavailable, the previous fronts an account's
+// creation 500 — and write nothing, so that the invariants hold, until the upgrade replaces them.
+func checkRefusedBeside(t *testing.T, cl *cluster, b builds, breaking []string) {
+	t.Logf("the previous release cannot run beside %v: checking that its processes fail without writing", breaking)
+	tg := cl.target(t, 0)
+	var before int64
+	if err := tg.Store.Pool.QueryRow(context.Background(), `select count(*) from orders`).Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	if b.shards != "" { // this build's fronts, the previous shards
+		a := tg.NewAccount(t, "mixed")
+		m := tg.NewMarket(t, nil)
+		status, raw := tg.do(t, "POST", "/api/v1/order", "Bearer "+a.Key, OrderBody(m.ID, "BUY", "YES", 40, 1), false)
+		if status != http.StatusServiceUnavailable {
+			t.Errorf("a placement on a previous shard: %d %s, want 503", status, raw)
+		}
+	} else { // the previous fronts, this build's shards
+		status, raw := tg.do(t, "POST", "/admin/v1/accounts", "Bearer "+tg.AdminToken, map[string]any{"name": "mixed-previous"}, false)
+		if status != http.StatusInternalServerError {
+			t.Errorf("an account opened through a previous front: %d %s, want 500", status, raw)
+		}
+		var n int
+		if err := tg.Store.Pool.QueryRow(context.Background(), `select count(*) from accounts where name = 'mixed-previous'`).Scan(&n); err != nil || n != 0 {
+			t.Errorf("the previous front's account: %d rows (%v), want none", n, err)
+		}
+	}
+	var after int64
+	if err := tg.Store.Pool.QueryRow(context.Background(), `select count(*) from orders`).Scan(&after); err != nil {
+		t.Fatal(err)
+	}
+	if after != before {
+		t.Errorf("%d orders written by the previous release beside a schema it cannot run beside", after-before)
+	}
+	CheckInvariants(t, tg)
 }
 
 // testShardMetrics checks that each shard serves its group commit's metrics on its metrics

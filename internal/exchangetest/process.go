@@ -219,7 +219,9 @@ func (p *Process) RSS() int64 {
 var (
 	previousOnce sync.Once
 	previousDir  string
-	previousErr  error
+	// previousSchema is the last migration the previous release knows.
+	previousSchema int
+	previousErr    error
 )
 
 // BuildPrevious builds pmx as the previous release has it — the commit named in
@@ -234,6 +236,34 @@ func BuildPrevious(t testing.TB) string {
 	}
 	return filepath.Join(previousDir, "pmx")
 }
+
+// PreviousSchema is the last migration the previous release's pmx knows (BuildPrevious reads it
+// from the commit's tree).
+func PreviousSchema(t testing.TB) int {
+	BuildPrevious(t)
+	return previousSchema
+}
+
+// schemaAt is the number of the last migration in a commit's tree, wherever the migrations lay.
+func schemaAt(commit string) (int, error) {
+	out, err := exec.Command("git", "ls-tree", "-r", "--full-tree", "--name-only", commit).Output()
+	if err != nil {
+		return 0, fmt.Errorf("listing the previous release's files (%s): %w", commit, err)
+	}
+	last := 0
+	for name := range strings.SplitSeq(string(out), "\n") {
+		if m := migrationFile.FindStringSubmatch(name); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			last = max(last, n)
+		}
+	}
+	if last == 0 {
+		return 0, fmt.Errorf("the previous release's commit %s has no migrations/NNN_*.sql", commit)
+	}
+	return last, nil
+}
+
+var migrationFile = regexp.MustCompile(`(?:^|/)store/(?:db/)?migrations/(\d+)_[^/]*\.sql$`)
 
 func buildPrevious() (dir string, err error) {
 	const named = "internal/exchangetest/testdata/previous-release"
@@ -255,6 +285,9 @@ func buildPrevious() (dir string, err error) {
 		return "", fmt.Errorf("the previous release's commit %s (%s) is not in this clone (%v %s): fetch it "+
 			"(git fetch origin %s, or a deeper history in a shallow checkout), or bump %s to a commit the clone has",
 			commit, named, err, out, commit, named)
+	}
+	if previousSchema, err = schemaAt(commit); err != nil {
+		return "", err
 	}
 	if dir, err = os.MkdirTemp("", "pmx-previous"); err != nil {
 		return "", err

@@ -14,6 +14,7 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -198,4 +199,31 @@ type AccountEvents struct {
 	Account     int64
 	First, Last int64
 	Events      []byte
+}
+
+// breakingMark is the line a migration carries when the previous release's processes cannot run
+// beside it (docs/architecture.md §9): an upgrade across it replaces every process at once.
+const breakingMark = "-- pmx: the previous release cannot run beside this migration"
+
+// BreakingSince lists the migrations after version that carry breakingMark, by file name.
+func BreakingSince(version int) ([]string, error) {
+	entries, err := fs.ReadDir(Migrations(), ".")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		n, err := strconv.Atoi(strings.SplitN(e.Name(), "_", 2)[0])
+		if err != nil || n <= version {
+			continue
+		}
+		raw, err := fs.ReadFile(Migrations(), e.Name())
+		if err != nil {
+			return nil, err
+		}
+		if strings.Contains(string(raw), breakingMark) {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
 }

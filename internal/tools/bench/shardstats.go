@@ -27,7 +27,7 @@ type ShardCounters struct {
 	// batch that needed it (pmx_shard_acquires_total, docs/architecture.md §11): each a round trip
 	// more for the commands waiting on it.
 	Acquires int64 `json:"acquires"`
-	Failures  int64 `json:"failures"`  // pmx_shard_batch_failures_total
+	Failures int64 `json:"failures"` // pmx_shard_batch_failures_total
 	// DatabaseSeconds is how long the shards' connections spent on their batches' round trips to
 	// Postgres (pmx_shard_database_seconds_total), -1 if not exported; Shards how many shards
 	// counted (the series of pmx_shard_batches_total) and Seconds the time between the two

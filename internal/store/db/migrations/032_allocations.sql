@@ -1,3 +1,7 @@
+-- pmx: the previous release cannot run beside this migration
+-- (its shards write accounts.locked and call settle(), which go below; its fronts read them: roll
+-- every process together, docs/architecture.md §9)
+--
 -- Shards that scale (docs/architecture.md §11): on the order path, no row is written by two
 -- shards. Two changes make room for it; the code that writes them comes with them.
 --
