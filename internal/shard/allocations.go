@@ -25,8 +25,9 @@ func (s *Shard) holder() string { return s.cfg.Holder }
 // acquire moves to the shard's allocations what the commands' placements and amends need, for
 // every account whose view cannot pay for them or that the views do not know, and takes what it
 // leaves into the views. An account the allocation already pays for is only read. It marks
-// exhausted the accounts it found short: all they had is now the shard's.
-func (s *Shard) acquire(ctx context.Context, conn BatchConn, cmds []*command, exhausted map[int64]bool) error {
+// exhausted the accounts it found short, of cash or of room apart: all they had of it is now the
+// shard's.
+func (s *Shard) acquire(ctx context.Context, conn BatchConn, cmds []*command, exhausted map[int64]exhaustion) error {
 	needCash, _ := s.needs(cmds)
 	var need []store.Need
 	for account, c := range needCash {
@@ -50,8 +51,11 @@ func (s *Shard) acquire(ctx context.Context, conn BatchConn, cmds []*command, ex
 	s.viewAccounts(cash, risk)
 	for _, n := range need {
 		r := risk[n.Account]
-		if cash[n.Account] < n.Cash || r.MaxLockedCash != store.NoLimit && r.Room < n.Room {
-			exhausted[n.Account] = true
+		if cash[n.Account] < n.Cash {
+			exhausted[n.Account] |= exhaustedCash
+		}
+		if r.MaxLockedCash != store.NoLimit && r.Room < n.Room {
+			exhausted[n.Account] |= exhaustedRoom
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"sync/atomic"
@@ -9,6 +10,9 @@ import (
 	"time"
 
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/storetest"
 )
 
 // TestIdleCashReturns checks the life of a shard's allocation of an account: its first order
@@ -68,4 +72,53 @@ func TestIdleCashReturns(t *testing.T) {
 		t.Fatalf("after the shard stopped: wallet %d, allocated %d; want %d and 0", w, a, 100_000-400-410)
 	}
 	f.checkLocked(t, f.alice)
+}
+
+// TestRoomTakenAfterCashExhausted is a race TestPropertyDemarcation found: a shard's acquire
+// takes all of an account's cash, which is still short of an order (the account's cash is
+// exhausted), and room enough for it under a maxLockedCash; another holder's acquire then takes
+// that room back before the shard's batch reads its allocation. The batch must not answer the
+// room it no longer has as a refusal on maxLockedCash, a limit the account is far from (it held
+// all the cash, not all the room): it runs again, and the order is refused for funds.
+func TestRoomTakenAfterCashExhausted(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	poor := storetest.Account(t, f.st, "poor", 300)
+	const limit = 10_000
+	f.setLimits(t, poor, -1, limit)
+	if _, err := f.st.Assign(ctx, f.market, "shard-a"); err != nil {
+		t.Fatal(err)
+	}
+	a := f.shard(t, "shard-a")
+	if _, err := a.Place(ctx, f.buy(f.bob, engine.Yes, 10, 1)); err != nil { // loads the market
+		t.Fatal(err)
+	}
+	take := func() { // another holder takes all the room there is, from the wallet's and from shard-a
+		t.Helper()
+		if _, _, err := f.st.AcquireCash(ctx, "other", []store.Need{{Account: poor, Room: limit}}, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	take()
+
+	// shard-a's batch reads its markets' ownership after its acquire: hold it there.
+	tx := lockTable(t, f.st, "markets")
+	placed := make(chan error, 1)
+	go func() { _, err := a.Place(ctx, f.buy(poor, engine.Yes, 50, 10)); placed <- err }()
+	waitBlocked(t, f.st)
+	var room int64
+	if err := f.st.Pool.QueryRow(ctx, `select room from allocations where account_id = $1 and holder = 'shard-a'`, poor).Scan(&room); err != nil {
+		t.Fatalf("shard-a acquired nothing before its batch read: %v", err)
+	}
+	if room < 500 {
+		t.Fatalf("shard-a acquired %d of room, want the order's 500", room)
+	}
+	take()
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err := <-placed
+	if riskField(err) != "" || !errors.Is(err, domain.ErrInsufficientFunds) {
+		t.Fatalf("an order of 500 cents from an account of 300, far under its maxLockedCash of %d: %v, want insufficient funds", limit, err)
+	}
 }

@@ -535,7 +535,7 @@ func (s *Shard) open(b batch, mode reserveMode) (*flight, error) {
 		asked.AcquireAll = mode == fromLocks
 		if asked.AcquireAll {
 			for _, a := range asked.Accounts {
-				s.acc.exhausted[a] = true
+				s.acc.exhausted[a] = exhaustedCash | exhaustedRoom
 			}
 		}
 		if asked.LockAccounts {

@@ -54,11 +54,13 @@ type accumulator struct {
 	// unlocked: they came from the shard's views, not from reads (views.go); doubted: a placement
 	// or amend was refused for want of them, which only reads may decide.
 	unlocked, doubted bool
-	// exhausted are the accounts the batch holds all the free cash (and room) of: it acquired
-	// everything they had (allocations.go). A batch that read its allocations answers a refusal
-	// for want of cash or room only for such an account; for another it is doubted, and runs
-	// again acquiring everything the account has.
-	exhausted map[int64]bool
+	// exhausted are the accounts the batch holds all the free cash, or all the room, of: it
+	// acquired everything they had of it (allocations.go). A batch that read its allocations
+	// answers a refusal for want of cash only for an account whose cash is exhausted, and for
+	// want of room only for one whose room is; for another it is doubted, and runs again
+	// acquiring everything the account has. The two are apart: an account short of cash may
+	// still have room another holder took from this one after its acquire, and the other way.
+	exhausted map[int64]exhaustion
 
 	takenIDs map[store.ClientOrderKey]bool // client order ids orders already had when the batch began
 	claimed  map[store.ClientOrderKey]bool // and those the batch's placements took
@@ -100,7 +102,7 @@ func (a *accumulator) reset(now time.Time) {
 	a.takenIDs = nil
 	a.unlocked, a.doubted = false, false
 	if a.exhausted == nil {
-		a.exhausted = map[int64]bool{}
+		a.exhausted = map[int64]exhaustion{}
 	}
 	clear(a.exhausted)
 	clear(a.freeCash)
@@ -136,7 +138,7 @@ func (a *accumulator) reserve(market uuid.UUID, o *engine.Order) error {
 	cash, shares := o.Lock()
 	if o.Side == engine.Buy {
 		if a.freeCash[account] < cash {
-			return a.shortOfCash(account, domain.ErrInsufficientFunds)
+			return a.shortOf(account, exhaustedCash, domain.ErrInsufficientFunds)
 		}
 		a.addCash(account, -cash, cash)
 		a.expose(market, account, o.Outcome, o.Quantity)
@@ -151,10 +153,19 @@ func (a *accumulator) reserve(market uuid.UUID, o *engine.Order) error {
 
 // short is a refusal for want of funds or shares: final when the batch reserves from what it
 // read, a doubt about the views when it does not.
-// shortOfCash is short for a refusal for want of an account's cash or room: one only an
-// allocation that holds all the account has may answer (exhausted).
-func (a *accumulator) shortOfCash(account int64, err error) error {
-	if !a.exhausted[account] {
+// exhaustion says what of an account's free cash and room a batch holds all of.
+type exhaustion uint8
+
+const (
+	exhaustedCash exhaustion = 1 << iota
+	exhaustedRoom
+)
+
+// shortOf is short for a refusal for want of an account's cash (exhaustedCash) or room
+// (exhaustedRoom): one only an allocation that holds all the account has of it may answer
+// (exhausted).
+func (a *accumulator) shortOf(account int64, what exhaustion, err error) error {
+	if a.exhausted[account]&what == 0 {
 		a.doubted = true
 	}
 	return err
@@ -204,7 +215,7 @@ func (a *accumulator) row(k orderKey, account int64) *records.Order {
 func (a *accumulator) adjust(market uuid.UUID, st *engine.OrderState, cash, shares int64) error {
 	account := int64(st.Account)
 	if cash > 0 && a.freeCash[account] < cash {
-		return a.shortOfCash(account, domain.ErrInsufficientFunds)
+		return a.shortOf(account, exhaustedCash, domain.ErrInsufficientFunds)
 	}
 	if shares > 0 && a.freeShares[store.ShareKey{Account: account, Market: market, Outcome: st.Outcome.String()}] < shares {
 		return a.short(domain.ErrInsufficientShares)

@@ -79,7 +79,7 @@ func (a *accumulator) checkRisk(account int64, outcome engine.Outcome, position,
 	if cash > 0 && r.MaxLockedCash != store.NoLimit && cash > r.Room {
 		// After an acquire, the room is all the limit leaves: what the account's orders lock is
 		// the limit less it (the room of other holders is theirs to use, and was taken first).
-		return a.shortOfCash(account, domain.LockedCashLimitExceeded(r.MaxLockedCash, max(r.MaxLockedCash-r.Room, 0), cash))
+		return a.shortOf(account, exhaustedRoom, domain.LockedCashLimitExceeded(r.MaxLockedCash, max(r.MaxLockedCash-r.Room, 0), cash))
 	}
 	if shares > 0 || cash > 0 {
 		d := a.cashDelta(account)
