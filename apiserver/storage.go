@@ -48,6 +48,7 @@ type Store interface {
 	BatchRows
 	FeedLog
 	Presence
+	Halts
 	// The pages the front serves read through it (package settings, package marketpages).
 	settings.Store
 	marketpages.Store
@@ -104,6 +105,14 @@ type MarketRows interface {
 	MarketsPage(ctx context.Context, status domain.MarketStatus, after *store.Cursor, limit int) ([]records.Market, error)
 	Trades(ctx context.Context, market uuid.UUID, limit int) ([]records.Trade, error)
 	Candles(ctx context.Context, market uuid.UUID, every time.Duration, from, to time.Time) ([]records.Candle, error)
+}
+
+// Halts are the market's, event's and exchange's halts (internal/store/markets, migration 033).
+type Halts interface {
+	ExchangeHalt(ctx context.Context) (halted bool, since time.Time, err error)
+	SetExchangeHalted(ctx context.Context, halted bool, now time.Time) (changed bool, err error)
+	SetMarketPaused(ctx context.Context, id uuid.UUID, paused bool, now time.Time) (changed bool, err error)
+	SetEventPaused(ctx context.Context, id uuid.UUID, paused bool, now time.Time) (changed bool, err error)
 }
 
 // EventRows are events' rows (internal/store/markets); creating one goes through eventrec.Record.

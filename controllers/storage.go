@@ -47,6 +47,8 @@ type HealthStore interface {
 // writes them).
 type MarketRows interface {
 	marketspec.Rows
+	// SetMarketPaused pauses or resumes a market on its own (spec.paused; migration 033).
+	SetMarketPaused(ctx context.Context, id uuid.UUID, paused bool, now time.Time) (changed bool, err error)
 }
 
 // EventRows read and write events' rows, the Event resource's records (eventrec.Record writes
@@ -54,6 +56,8 @@ type MarketRows interface {
 type EventRows interface {
 	eventrec.Rows
 	EventMarkets(ctx context.Context, e records.Event) ([]records.Market, error)
+	// SetEventPaused pauses or resumes every market of an event (spec.paused; migration 033).
+	SetEventPaused(ctx context.Context, id uuid.UUID, paused bool, now time.Time) (changed bool, err error)
 }
 
 // OpenMarkets lists the markets of one status.
