@@ -3,6 +3,7 @@ package exchangetest
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -42,12 +43,36 @@ func testHalts(t *testing.T, tg *Target) {
 		}
 	}
 
+	// lifecycle waits for the lifecycle channel to tell the market's halt (or resume: "").
+	f := a.DialFeed(t)
+	defer f.Close()
+	f.Send(t, map[string]any{"op": "subscribe", "id": 1, "channel": "lifecycle"})
+	f.ExpectReply(t, "subscribed", "")
+	lifecycle := func(id uuid.UUID, want string) {
+		t.Helper()
+		change := "halted"
+		if want == "" {
+			change = "resumed"
+		}
+		for range 10_000 {
+			msg := f.Next(t, 30*time.Second)
+			if msg.Type == "market" && msg.MarketID == id.String() && msg.Change == change {
+				if msg.Halted != want || msg.Status != "OPEN" {
+					t.Fatalf("the lifecycle channel told market %s %s: %s", id, change, msg.Raw)
+				}
+				return
+			}
+		}
+		t.Fatalf("the lifecycle channel never told market %s %s", id, change)
+	}
+
 	// A market paused on its own.
 	halted(m.ID, "")
 	if got := tg.Markets.Pause(t, m.ID, true); got.Halted != "market" || got.Status != "OPEN" {
 		t.Fatalf("paused: halted %q, status %s; want market and OPEN", got.Halted, got.Status)
 	}
 	halted(m.ID, "market")
+	lifecycle(m.ID, "market")
 	refused(m.ID, rest.ID, "market_halted")
 	var cancelled apiserver.Order
 	a.Expect(t, "POST", "/cancel-order", map[string]any{"orderId": second.ID}, http.StatusOK, &cancelled)
@@ -63,6 +88,7 @@ func testHalts(t *testing.T, tg *Target) {
 	if got := tg.Markets.Pause(t, m.ID, false); got.Halted != "" {
 		t.Fatalf("resumed: halted %q", got.Halted)
 	}
+	lifecycle(m.ID, "")
 	a.Place(t, m.ID, "BUY", "YES", 41, 1)
 	a.Expect(t, "POST", "/order/amend", map[string]any{"orderId": rest.ID, "price": 42}, http.StatusOK, nil)
 
@@ -83,6 +109,7 @@ func testHalts(t *testing.T, tg *Target) {
 		t.Fatalf("PUT /admin/v1/halt true: %+v", h)
 	}
 	halted(other.ID, "exchange")
+	lifecycle(other.ID, "exchange")
 	refused(other.ID, uuid.Nil, "exchange_halted")
 	refused(m.ID, rest.ID, "exchange_halted")
 	a.Expect(t, "POST", "/cancel-everything", nil, http.StatusOK, nil)
@@ -101,6 +128,7 @@ func testHalts(t *testing.T, tg *Target) {
 		t.Fatalf("a paused event: halted %q", got.Halted)
 	}
 	halted(x, "event")
+	lifecycle(x, "event")
 	refused(x, uuid.Nil, "event_halted")
 	tg.events().Pause(t, ev.ID, false)
 	halted(x, "")
