@@ -157,22 +157,19 @@ func (r *MarketReconciler) reconcileMarket(ctx context.Context, mkt *pmxv1.Marke
 	return obs, nil
 }
 
-// pause makes the market's own pause what spec.paused says (docs/architecture.md §4, "Halts"):
-// a row in Postgres, which every shard checks placements and amends against, so the halt needs
-// no shard to carry it out. It returns the row as it is afterwards.
+// pause makes the market's own pause what spec.paused says (marketspec.Pause), with a Kubernetes
+// event when it changes. It returns the row as it is afterwards.
 func (r *MarketReconciler) pause(ctx context.Context, mkt *pmxv1.Market, row records.Market) (records.Market, error) {
-	if row.Paused == mkt.Spec.Paused {
-		return row, nil
-	}
-	if _, err := r.Store.SetMarketPaused(ctx, row.ID, mkt.Spec.Paused, r.Clock.Now()); err != nil {
-		return row, fmt.Errorf("while setting market %s paused %v: %w", row.ID, mkt.Spec.Paused, err)
+	row, changed, err := marketspec.Pause(ctx, r.Store, row, mkt.Spec.Paused, r.Clock.Now())
+	if err != nil || !changed {
+		return row, err
 	}
 	reason, action, note := reasonResumed, "Resume", "trading resumed"
 	if mkt.Spec.Paused {
 		reason, action, note = reasonPaused, "Pause", "trading halted: placements and amends are refused, cancels go on"
 	}
 	r.k8sEvent(mkt, corev1.EventTypeNormal, reason, action, "market %s: %s", row.ID, note)
-	return r.Store.Market(ctx, row.ID)
+	return row, nil
 }
 
 // requeueAfter is when to look at a market again: an OPEN market at its closesAt, and at least

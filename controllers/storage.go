@@ -47,8 +47,6 @@ type HealthStore interface {
 // writes them).
 type MarketRows interface {
 	marketspec.Rows
-	// SetMarketPaused pauses or resumes a market on its own (spec.paused; migration 033).
-	SetMarketPaused(ctx context.Context, id uuid.UUID, paused bool, now time.Time) (changed bool, err error)
 }
 
 // EventRows read and write events' rows, the Event resource's records (eventrec.Record writes
