@@ -1,6 +1,7 @@
 package exchangetest
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/apiserver"
+	"github.com/pmx-dev/pmx/internal/poll"
 )
 
 // testHalts: a market's pause, an event's and the exchange's halt refuse placements and amends
@@ -98,6 +100,9 @@ func testHalts(t *testing.T, tg *Target) {
 	if h.Halted {
 		t.Fatalf("the exchange is halted before the test halts it")
 	}
+	// A GTD order's expiry is a cancel: it goes on through the halt.
+	expires := time.Now().Add(2 * time.Second).UTC()
+	gtd := placeWith(t, a, other.ID, "BUY", "YES", 15, 1, map[string]any{"timeInForce": "GTD", "expiresAt": expires.Format(time.RFC3339Nano)}, http.StatusCreated)
 	resumed := false
 	t.Cleanup(func() {
 		if !resumed {
@@ -112,6 +117,14 @@ func testHalts(t *testing.T, tg *Target) {
 	lifecycle(other.ID, "exchange")
 	refused(other.ID, uuid.Nil, "exchange_halted")
 	refused(m.ID, rest.ID, "exchange_halted")
+	var expired apiserver.Order
+	if err := poll.Until(context.Background(), 10*time.Second, func(context.Context) (bool, error) {
+		expired = getOrder(t, a, gtd.ID)
+		return expired.Status != "OPEN", nil
+	}); err != nil {
+		t.Fatalf("a GTD order past its time while the exchange is halted is still %s", expired.Status)
+	}
+	expectReason(t, "a GTD order past its time while the exchange is halted", expired, "CANCELLED", "EXPIRED")
 	a.Expect(t, "POST", "/cancel-everything", nil, http.StatusOK, nil)
 	tg.Admin(t, "PUT", "/admin/v1/halt", map[string]any{"halted": false}, http.StatusOK, &h)
 	resumed = true
