@@ -61,7 +61,9 @@ func (l feedLog) MarketsChanged(ctx context.Context, since time.Time) ([]feed.Ma
 	return out, nil
 }
 
-func (l feedLog) ExchangeHalted(ctx context.Context) (bool, error) { return l.store.ExchangeHalted(ctx) }
+func (l feedLog) ExchangeHalted(ctx context.Context) (bool, error) {
+	return l.store.ExchangeHalted(ctx)
+}
 
 func (l feedLog) AccountEventsAfter(ctx context.Context, account int64, after int64, limit int) ([]feed.Batch, error) {
 	batches, err := l.store.AccountEventsAfter(ctx, account, after, limit)
