@@ -44,8 +44,8 @@ func RunSuite(t *testing.T, tg *Target) {
 		}
 		// 429 (too_many_failures) takes 30 wrong tokens from the suite's address, which would lock
 		// its other admin calls out: the abuse tests provoke it. 503 takes a shard that fails.
-		// POST /markets 409 (managed_by_operator) is a distributed front's only, where
-		// testManagedByOperator sees it.
+		// POST /markets 409 and the pauses' 409 (managed_by_operator) are a distributed front's
+		// only, where testManagedByOperator sees them.
 		missing := slices.DeleteFunc(tg.AdminValidator.Uncovered(), func(s string) bool {
 			return strings.HasSuffix(s, " 429") || strings.HasSuffix(s, " 503") || s == "POST /markets 409" ||
 				strings.HasSuffix(s, "/pause 409") || strings.HasSuffix(s, "/resume 409")
