@@ -56,9 +56,13 @@ func (l feedLog) MarketsChanged(ctx context.Context, since time.Time) ([]feed.Ma
 	}
 	out := make([]feed.MarketState, len(changed))
 	for i, m := range changed {
-		out[i] = feed.MarketState{Market: m.ID, Status: m.Status, Seq: m.EventSeq, UpdatedAt: m.UpdatedAt, Event: m.Event}
+		out[i] = feed.MarketState{Market: m.ID, Status: m.Status, Seq: m.EventSeq, UpdatedAt: m.UpdatedAt, Event: m.Event, Paused: m.Paused}
 	}
 	return out, nil
+}
+
+func (l feedLog) ExchangeHalted(ctx context.Context) (bool, error) {
+	return l.store.ExchangeHalted(ctx)
 }
 
 func (l feedLog) AccountEventsAfter(ctx context.Context, account int64, after int64, limit int) ([]feed.Batch, error) {

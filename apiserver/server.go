@@ -198,11 +198,17 @@ func New(cfg Config) *Server {
 		admin.POST("/markets/:id/reopen", handler(s.transition(domain.ReopenMarket)))
 		admin.POST("/markets/:id/cancel", handler(s.transition(domain.CancelMarket)))
 		admin.POST("/markets/:id/resolve", handler(s.resolve))
+		admin.POST("/markets/:id/pause", handler(s.pauseMarket(true))) // halts.go
+		admin.POST("/markets/:id/resume", handler(s.pauseMarket(false)))
 		admin.POST("/events", handler(s.createEvent)) // adminevents.go
 		admin.POST("/events/:id/close", handler(s.eventTransition(domain.CloseMarket)))
 		admin.POST("/events/:id/reopen", handler(s.eventTransition(domain.ReopenMarket)))
 		admin.POST("/events/:id/cancel", handler(s.eventTransition(domain.CancelMarket)))
 		admin.POST("/events/:id/resolve", handler(s.resolveEvent))
+		admin.POST("/events/:id/pause", handler(s.pauseEvent(true)))
+		admin.POST("/events/:id/resume", handler(s.pauseEvent(false)))
+		admin.GET("/halt", handler(s.exchangeHalt))
+		admin.PUT("/halt", handler(s.setExchangeHalt))
 	}
 	settings.Register(s.engine, settings.Config{Store: cfg.Store, Accounts: s, Grant: cfg.Grant, Now: cfg.Now})
 	marketpages.Register(s.engine, marketpages.Config{Store: cfg.Store, Reads: s, Now: cfg.Now})

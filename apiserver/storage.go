@@ -48,6 +48,7 @@ type Store interface {
 	BatchRows
 	FeedLog
 	Presence
+	Halts
 	// The pages the front serves read through it (package settings, package marketpages).
 	settings.Store
 	marketpages.Store
@@ -106,6 +107,14 @@ type MarketRows interface {
 	Candles(ctx context.Context, market uuid.UUID, every time.Duration, from, to time.Time) ([]records.Candle, error)
 }
 
+// Halts are the market's, event's and exchange's halts (internal/store/markets, migration 033).
+type Halts interface {
+	ExchangeHalt(ctx context.Context) (halted bool, since time.Time, err error)
+	SetExchangeHalted(ctx context.Context, halted bool, now time.Time) (changed bool, err error)
+	SetMarketPaused(ctx context.Context, id uuid.UUID, paused bool, now time.Time) (changed bool, err error)
+	SetEventPaused(ctx context.Context, id uuid.UUID, paused bool, now time.Time) (changed bool, err error)
+}
+
 // EventRows are events' rows (internal/store/markets); creating one goes through eventrec.Record.
 type EventRows interface {
 	eventrec.Rows
@@ -151,6 +160,7 @@ type FeedLog interface {
 	EventsAfter(ctx context.Context, market uuid.UUID, after int64, limit int) ([]db.EventBatch, error)
 	FirstEvent(ctx context.Context, market uuid.UUID) (int64, error)
 	MarketsChanged(ctx context.Context, since time.Time) ([]feedlog.MarketSeq, error)
+	ExchangeHalted(ctx context.Context) (bool, error)
 	AccountEventsAfter(ctx context.Context, account int64, after int64, limit int) ([]db.AccountEvents, error)
 	AccountFeed(ctx context.Context, account int64) (first, last int64, err error)
 	AccountSeqs(ctx context.Context, accounts []int64) (map[int64]int64, error)

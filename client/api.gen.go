@@ -147,6 +147,42 @@ func (e CancelledOrderStatus) Valid() bool {
 	}
 }
 
+// Defines values for EventHalted.
+const (
+	EventHaltedEvent    EventHalted = "event"
+	EventHaltedExchange EventHalted = "exchange"
+)
+
+// Valid indicates whether the value is a known member of the EventHalted enum.
+func (e EventHalted) Valid() bool {
+	switch e {
+	case EventHaltedEvent:
+		return true
+	case EventHaltedExchange:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EventDetailHalted.
+const (
+	EventDetailHaltedEvent    EventDetailHalted = "event"
+	EventDetailHaltedExchange EventDetailHalted = "exchange"
+)
+
+// Valid indicates whether the value is a known member of the EventDetailHalted enum.
+func (e EventDetailHalted) Valid() bool {
+	switch e {
+	case EventDetailHaltedEvent:
+		return true
+	case EventDetailHaltedExchange:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for FillRole.
 const (
 	MAKER FillRole = "MAKER"
@@ -159,6 +195,27 @@ func (e FillRole) Valid() bool {
 	case MAKER:
 		return true
 	case TAKER:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for Halted.
+const (
+	HaltedEvent    Halted = "event"
+	HaltedExchange Halted = "exchange"
+	HaltedMarket   Halted = "market"
+)
+
+// Valid indicates whether the value is a known member of the Halted enum.
+func (e Halted) Valid() bool {
+	switch e {
+	case HaltedEvent:
+		return true
+	case HaltedExchange:
+		return true
+	case HaltedMarket:
 		return true
 	default:
 		return false
@@ -735,8 +792,11 @@ type Event struct {
 	CreatedAt time.Time  `json:"createdAt"`
 
 	// Description Absent when there is none.
-	Description *string            `json:"description,omitempty"`
-	ID          openapi_types.UUID `json:"id"`
+	Description *string `json:"description,omitempty"`
+
+	// Halted While trading in the event's markets is halted, by what (its own pause or the exchange's halt); absent otherwise.
+	Halted *EventHalted       `json:"halted,omitempty"`
+	ID     openapi_types.UUID `json:"id"`
 
 	// Name The Event resource's name, or the name it was created with.
 	Name string `json:"name"`
@@ -760,6 +820,9 @@ type Event struct {
 	URL *string `json:"url,omitempty"`
 }
 
+// EventHalted While trading in the event's markets is halted, by what (its own pause or the exchange's halt); absent otherwise.
+type EventHalted string
+
 // EventDetail An event (see Event) as `GET /event` answers it, its outcomes with their YES prices.
 type EventDetail struct {
 	Category  string     `json:"category"`
@@ -767,9 +830,12 @@ type EventDetail struct {
 	CreatedAt time.Time  `json:"createdAt"`
 
 	// Description Absent when there is none.
-	Description *string            `json:"description,omitempty"`
-	ID          openapi_types.UUID `json:"id"`
-	Name        string             `json:"name"`
+	Description *string `json:"description,omitempty"`
+
+	// Halted While trading in the event's markets is halted, by what (its own pause or the exchange's halt); absent otherwise.
+	Halted *EventDetailHalted `json:"halted,omitempty"`
+	ID     openapi_types.UUID `json:"id"`
+	Name   string             `json:"name"`
 
 	// Outcomes The outcomes, in the event's order.
 	Outcomes []OutcomeDetail `json:"outcomes"`
@@ -790,6 +856,9 @@ type EventDetail struct {
 	// YesMidSum The sum of the outcomes' `yesMid`.
 	YesMidSum float32 `json:"yesMidSum"`
 }
+
+// EventDetailHalted While trading in the event's markets is halted, by what (its own pause or the exchange's halt); absent otherwise.
+type EventDetailHalted string
 
 // EventOutcome defines model for EventOutcome.
 type EventOutcome struct {
@@ -818,6 +887,13 @@ type Fill struct {
 
 // FillRole defines model for Fill.Role.
 type FillRole string
+
+// Halted Present while trading in the market is halted (paused, not closed): by its own pause
+// (`market`), its event's (`event`) or the whole exchange's (`exchange`); the widest is
+// named. Placements and amends are then refused with a `409` whose code names the halt
+// (`market_halted`, `event_halted`, `exchange_halted`); cancels, cancel-everything, GTD
+// expiries and the dead-man switch go on. Absent while the market may trade.
+type Halted string
 
 // Heartbeat defines model for Heartbeat.
 type Heartbeat struct {
@@ -850,7 +926,14 @@ type Market struct {
 
 	// EventID The event whose outcome this market answers (YES means the outcome wins); absent for a market of its own.
 	EventID *openapi_types.UUID `json:"eventId,omitempty"`
-	ID      openapi_types.UUID  `json:"id"`
+
+	// Halted Present while trading in the market is halted (paused, not closed): by its own pause
+	// (`market`), its event's (`event`) or the whole exchange's (`exchange`); the widest is
+	// named. Placements and amends are then refused with a `409` whose code names the halt
+	// (`market_halted`, `event_halted`, `exchange_halted`); cancels, cancel-everything, GTD
+	// expiries and the dead-man switch go on. Absent while the market may trade.
+	Halted *Halted            `json:"halted,omitempty"`
+	ID     openapi_types.UUID `json:"id"`
 
 	// LabelA Display label of the YES outcome.
 	LabelA string `json:"labelA"`
@@ -9158,6 +9241,8 @@ type AmendOrderResponse struct {
 	JSON403 *Error
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -9189,6 +9274,11 @@ func (r AmendOrderResponse) GetJSON403() *Error {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r AmendOrderResponse) GetJSON404() *Error {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r AmendOrderResponse) GetJSON409() *Error {
+	return r.JSON409
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -14597,6 +14687,13 @@ func ParseAmendOrderResponse(rsp *http.Response) (*AmendOrderResponse, error) {
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited

@@ -102,6 +102,7 @@ type eventObservation struct {
 	// says why it cannot be now, "" when it is being.
 	pending domain.MarketAction
 	waiting string
+	halted  domain.Halt // what halts trading in the event's markets, as its row says
 }
 
 // reconcileEvent records the event with its outcome markets, keeps its Markets as its spec says,
@@ -113,6 +114,7 @@ func (r *EventReconciler) reconcileEvent(ctx context.Context, ev *pmxv1.Event) (
 	if err != nil {
 		return obs, err
 	}
+	obs.halted = e.Halted
 	if err := r.ensureMarkets(ctx, ev, &obs); err != nil {
 		return obs, err
 	}
@@ -198,6 +200,7 @@ func (r *EventReconciler) ensureMarkets(ctx context.Context, ev *pmxv1.Event, ob
 			if m.Spec.Resolution != "" && m.Spec.Resolution != want.Resolution {
 				want.Resolution = m.Spec.Resolution // set once (CEL); the Market controller reports it
 			}
+			want.Paused = m.Spec.Paused // an outcome's market may be paused on its own
 			if !equality.Semantic.DeepEqual(m.Spec, want) {
 				patch := client.MergeFrom(m.DeepCopy())
 				m.Spec = want

@@ -288,13 +288,27 @@ func TestEventSampleWithKubectl(t *testing.T) {
 	for _, short := range []string{"evt", "pmxev"} {
 		out = w.env.Kubectl(t, "get", short, "-n", "default")
 		header := strings.Fields(strings.SplitN(out, "\n", 2)[0])
-		if want := "NAME QUESTION STATUS LEADER PRICE SHARD AGE"; strings.Join(header, " ") != want {
+		if want := "NAME QUESTION STATUS LEADER PRICE SHARD HALTED AGE"; strings.Join(header, " ") != want {
 			t.Errorf("kubectl get %s columns %v, want %s:\n%s", short, header, want, out)
 		}
 	}
 	if out := w.env.Kubectl(t, "get", "mkt", "-n", "default", "-l", pmxv1.LabelEvent+"="+name, "-o", "name"); strings.Count(out, "market.pmx.dev/") != 4 {
 		t.Errorf("kubectl get mkt -l %s=%s:\n%s", pmxv1.LabelEvent, name, out)
 	}
+	// spec.paused halts the event's markets: the Halted condition and column say so.
+	w.env.Kubectl(t, "patch", "events.pmx.dev", name, "-n", "default", "--type=merge", "-p", `{"spec":{"paused":true}}`)
+	w.eventuallyEvent(&ev, "Halted", func(e *pmxv1.Event) bool {
+		c := meta.FindStatusCondition(e.Status.Conditions, string(pmxv1.MarketHalted))
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == string(pmxv1.ReasonEventPaused)
+	})
+	if out := w.env.Kubectl(t, "get", "evt", name, "-n", "default", "--no-headers"); strings.Fields(out)[len(strings.Fields(out))-2] != "True" {
+		t.Errorf("kubectl get evt of a paused event does not show it halted:\n%s", out)
+	}
+	w.env.Kubectl(t, "patch", "events.pmx.dev", name, "-n", "default", "--type=merge", "-p", `{"spec":{"paused":false}}`)
+	w.eventuallyEvent(&ev, "trading again", func(e *pmxv1.Event) bool {
+		c := meta.FindStatusCondition(e.Status.Conditions, string(pmxv1.MarketHalted))
+		return c != nil && c.Status == metav1.ConditionFalse
+	})
 	w.env.Kubectl(t, "patch", "events.pmx.dev", name, "-n", "default", "--type=merge", "-p", `{"spec":{"resolution":"hold"}}`)
 	w.eventuallyEvent(&ev, "RESOLVED", func(e *pmxv1.Event) bool { return e.Status.Phase == pmxv1.MarketPhaseResolved })
 }

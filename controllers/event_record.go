@@ -73,7 +73,20 @@ func (r *EventReconciler) recordEvent(ctx context.Context, ev *pmxv1.Event) (rec
 	if created {
 		r.k8sEvent(ev, corev1.EventTypeNormal, reasonRecorded, "Record", "recorded as event %s with %d outcome markets", e.ID, len(e.Outcomes))
 	}
-	return e, err
+	if err != nil || e.Paused == ev.Spec.Paused {
+		return e, err
+	}
+	// The event's pause is a row in Postgres every shard checks placements and amends against
+	// (docs/architecture.md §4, "Halts"): no shard carries it out.
+	if _, err := r.Store.SetEventPaused(ctx, e.ID, ev.Spec.Paused, r.Clock.Now()); err != nil {
+		return e, fmt.Errorf("while setting event %s paused %v: %w", e.ID, ev.Spec.Paused, err)
+	}
+	reason, action, note := reasonResumed, "Resume", "trading resumed in its markets"
+	if ev.Spec.Paused {
+		reason, action, note = reasonPaused, "Pause", "trading halted in its markets: placements and amends are refused, cancels go on"
+	}
+	r.k8sEvent(ev, corev1.EventTypeNormal, reason, action, "event %s: %s", e.ID, note)
+	return r.Store.Event(ctx, e.ID)
 }
 
 // existingEvent finds the recorded event of an Event, without recording it; ok is false when

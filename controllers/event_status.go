@@ -92,6 +92,8 @@ func desiredEventStatus(ev *pmxv1.Event, obs eventObservation, err error) pmxv1.
 		set(pmxv1.MarketScheduled, false, pmxv1.ReasonNoLiveShard, "the outcome markets are not all on one live shard yet")
 	}
 
+	haltedCondition(obs.halted, set)
+
 	switch {
 	case obs.phase.Final():
 		set(pmxv1.MarketSettled, true, pmxv1.ReasonPaidOut, "every share of every outcome was paid and retired")

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -119,6 +120,9 @@ func (r *MarketReconciler) reconcileMarket(ctx context.Context, mkt *pmxv1.Marke
 	if err != nil {
 		return obs, err
 	}
+	if row, err = r.pause(ctx, mkt, row); err != nil {
+		return obs, err
+	}
 	obs.row = &row
 	intent := marketspec.IntentOf(&mkt.Spec)
 	action, pending := intent.Next(row.Status, r.Clock.Now())
@@ -151,6 +155,21 @@ func (r *MarketReconciler) reconcileMarket(ctx context.Context, mkt *pmxv1.Marke
 	obs.row = &row
 	obs.pending, _ = intent.Next(row.Status, r.Clock.Now())
 	return obs, nil
+}
+
+// pause makes the market's own pause what spec.paused says (marketspec.Pause), with a Kubernetes
+// event when it changes. It returns the row as it is afterwards.
+func (r *MarketReconciler) pause(ctx context.Context, mkt *pmxv1.Market, row records.Market) (records.Market, error) {
+	row, changed, err := marketspec.Pause(ctx, r.Store, row, mkt.Spec.Paused, r.Clock.Now())
+	if err != nil || !changed {
+		return row, err
+	}
+	reason, action, note := reasonResumed, "Resume", "trading resumed"
+	if mkt.Spec.Paused {
+		reason, action, note = reasonPaused, "Pause", "trading halted: placements and amends are refused, cancels go on"
+	}
+	r.k8sEvent(mkt, corev1.EventTypeNormal, reason, action, "market %s: %s", row.ID, note)
+	return row, nil
 }
 
 // requeueAfter is when to look at a market again: an OPEN market at its closesAt, and at least

@@ -76,6 +76,8 @@ func desiredStatus(mkt *pmxv1.Market, obs observation, err error) pmxv1.MarketSt
 		set(pmxv1.MarketScheduled, true, pmxv1.ReasonShardAssigned, "served by shard %s at epoch %d", st.Shard, row.Epoch)
 	}
 
+	haltedCondition(row.Halted, set)
+
 	settled := row.Status == domain.MarketResolved || row.Status == domain.MarketCanceled
 	switch {
 	case settled:
@@ -88,6 +90,22 @@ func desiredStatus(mkt *pmxv1.Market, obs observation, err error) pmxv1.MarketSt
 		set(pmxv1.MarketSettled, false, pmxv1.ReasonAwaitingResolution, "no resolution yet")
 	}
 	return st
+}
+
+// haltedCondition sets the Halted condition of a Market or an Event by what halts it (set is the
+// status's own setter).
+func haltedCondition(h domain.Halt, set func(pmxv1.MarketConditionType, bool, pmxv1.MarketConditionReason, string, ...any)) {
+	const refused = ": placements and amends are refused; cancels, GTD expiries and dead-man switches go on"
+	switch h {
+	case domain.HaltExchange:
+		set(pmxv1.MarketHalted, true, pmxv1.ReasonExchangeHalted, "trading on the whole exchange is halted (PUT /admin/v1/halt)"+refused)
+	case domain.HaltEvent:
+		set(pmxv1.MarketHalted, true, pmxv1.ReasonEventPaused, "the Event is paused (its spec.paused)"+refused)
+	case domain.HaltMarket:
+		set(pmxv1.MarketHalted, true, pmxv1.ReasonPaused, "spec.paused is true"+refused)
+	default:
+		set(pmxv1.MarketHalted, false, pmxv1.ReasonTrading, "trading is not halted")
+	}
 }
 
 // errorReason is the Ready reason of a reconcile that failed with err: a spec the market rules

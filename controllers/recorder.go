@@ -28,6 +28,9 @@ const (
 	reasonWaitingForShard recordReason = "WaitingForShard"
 	// reasonMarketCreated: an Event created the Market of one of its outcomes.
 	reasonMarketCreated recordReason = "MarketCreated"
+	// reasonPaused, reasonResumed: spec.paused halted or resumed trading (a halt, not a close).
+	reasonPaused  recordReason = "Paused"
+	reasonResumed recordReason = "Resumed"
 )
 
 // transitionReason is the Kubernetes event's reason of a market having undergone action.

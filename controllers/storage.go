@@ -54,6 +54,8 @@ type MarketRows interface {
 type EventRows interface {
 	eventrec.Rows
 	EventMarkets(ctx context.Context, e records.Event) ([]records.Market, error)
+	// SetEventPaused pauses or resumes every market of an event (spec.paused; migration 033).
+	SetEventPaused(ctx context.Context, id uuid.UUID, paused bool, now time.Time) (changed bool, err error)
 }
 
 // OpenMarkets lists the markets of one status.

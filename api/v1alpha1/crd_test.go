@@ -310,7 +310,7 @@ func TestCRDNamesAndColumns(t *testing.T) {
 	}
 	props := v.Schema.OpenAPIV3Schema.Properties
 	for part, want := range map[string][]string{
-		"spec":   {"category", "closed", "closesAt", "description", "labelA", "labelB", "question", "resolution", "resolvesAt", "url"},
+		"spec":   {"category", "closed", "closesAt", "description", "labelA", "labelB", "paused", "question", "resolution", "resolvesAt", "url"},
 		"status": {"conditions", "epoch", "lastTradePrice", "marketId", "observedGeneration", "phase", "shard"},
 	} {
 		got := slices.Sorted(maps.Keys(props[part].Properties))
@@ -329,7 +329,7 @@ func TestCRDNamesAndColumns(t *testing.T) {
 	}
 	want := []string{
 		"Question=.spec.question", "Status=.status.phase", "Shard=.status.shard",
-		"Last=.status.lastTradePrice", "Closes=.spec.closesAt", "Age=.metadata.creationTimestamp",
+		`Halted=.status.conditions[?(@.type=="Halted")].status`, "Last=.status.lastTradePrice", "Closes=.spec.closesAt", "Age=.metadata.creationTimestamp",
 	}
 	if !slices.Equal(columns, want) {
 		t.Errorf("kubectl get columns\n%v\nwant\n%v", columns, want)

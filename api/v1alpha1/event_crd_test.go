@@ -180,7 +180,7 @@ func TestEventCRDNamesAndColumns(t *testing.T) {
 	}
 	props := v.Schema.OpenAPIV3Schema.Properties
 	for part, want := range map[string][]string{
-		"spec":   {"category", "closed", "closesAt", "description", "outcomes", "question", "resolution", "resolvesAt", "url"},
+		"spec":   {"category", "closed", "closesAt", "description", "outcomes", "paused", "question", "resolution", "resolvesAt", "url"},
 		"status": {"conditions", "eventId", "leader", "leaderPrice", "observedGeneration", "outcomes", "phase", "shard"},
 	} {
 		if got := slices.Sorted(maps.Keys(props[part].Properties)); !slices.Equal(got, want) {
@@ -194,7 +194,7 @@ func TestEventCRDNamesAndColumns(t *testing.T) {
 		}
 	}
 	want := []string{"Question=.spec.question", "Status=.status.phase", "Leader=.status.leader",
-		"Price=.status.leaderPrice", "Shard=.status.shard", "Age=.metadata.creationTimestamp"}
+		"Price=.status.leaderPrice", "Shard=.status.shard", `Halted=.status.conditions[?(@.type=="Halted")].status`, "Age=.metadata.creationTimestamp"}
 	if !slices.Equal(columns, want) {
 		t.Errorf("kubectl get columns\n%v\nwant\n%v", columns, want)
 	}

@@ -98,6 +98,13 @@ type EventSpec struct {
 	// +optional
 	Closed bool `json:"closed,omitempty"`
 
+	// Paused halts trading in every outcome's market without closing them: while true, placements
+	// and amends there are refused (409 event_halted) and resting orders stay on the books;
+	// cancels, GTD expiries and dead-man switches go on. Setting it back to false resumes (a
+	// Market paused on its own stays paused). Defaults to false.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
 	// Resolution ends the event: an outcome's key resolves that outcome's market YES and every
 	// other outcome's market NO, in one transaction; CANCELED voids the event (each YES share pays
 	// ⌊100/n⌋, each NO share (n−1)·⌊100/n⌋). Set once: it cannot be changed or removed. Deleting
@@ -193,6 +200,7 @@ type EventStatus struct {
 // +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.leader`,description="Outcome whose market last traded highest"
 // +kubebuilder:printcolumn:name="Price",type=integer,JSONPath=`.status.leaderPrice`,description="The leader's last YES price, in cents"
 // +kubebuilder:printcolumn:name="Shard",type=string,JSONPath=`.status.shard`,description="Shard that serves the event's markets"
+// +kubebuilder:printcolumn:name="Halted",type=string,JSONPath=`.status.conditions[?(@.type=="Halted")].status`,description="True while trading is halted: by spec.paused or the exchange's halt"
 // +kubebuilder:printcolumn:name="Resolution",type=string,JSONPath=`.spec.resolution`,priority=1,description="Winning outcome, or CANCELED"
 // +kubebuilder:printcolumn:name="ID",type=string,JSONPath=`.status.eventId`,priority=1,description="Event id in the REST API"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

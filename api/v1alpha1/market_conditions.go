@@ -12,6 +12,10 @@ const (
 	// MarketSettled is True once a RESOLVED or CANCELED market has paid out every share; False while
 	// settlement is pending or failing.
 	MarketSettled MarketConditionType = "Settled"
+	// MarketHalted is True while trading in the market (or the event's markets) is halted without
+	// closing: by its spec.paused (reason Paused), its Event's (EventPaused) or the whole
+	// exchange's halt (ExchangeHalted); False (Trading) otherwise. Its phase stays as it is.
+	MarketHalted MarketConditionType = "Halted"
 )
 
 // MarketConditionReason is the machine-readable reason of a Market condition: one CamelCase word
@@ -54,6 +58,13 @@ const (
 	// ReasonSettlementFailed: the settlement transaction failed; the operator retries it (it is
 	// safe to retry: settlement happens exactly once).
 	ReasonSettlementFailed MarketConditionReason = "SettlementFailed"
+	// ReasonPaused, ReasonEventPaused, ReasonExchangeHalted: what halts trading (Halted);
+	// ReasonTrading: nothing does.
+	ReasonPaused         MarketConditionReason = "Paused"
+	ReasonEventPaused    MarketConditionReason = "EventPaused"
+	ReasonExchangeHalted MarketConditionReason = "ExchangeHalted"
+	ReasonTrading        MarketConditionReason = "Trading"
+
 	// ReasonPaidOut: every share of the market was paid and retired (Settled).
 	ReasonPaidOut MarketConditionReason = "PaidOut"
 )

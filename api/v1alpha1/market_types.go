@@ -117,6 +117,14 @@ type MarketSpec struct {
 	// +optional
 	Closed bool `json:"closed,omitempty"`
 
+	// Paused halts trading without closing the market: while true, placements and amends are
+	// refused (409 market_halted) and resting orders stay on the book; cancels, GTD expiries and
+	// dead-man switches go on. Setting it back to false resumes. The Halted condition shows what
+	// halts the market, its Event's pause and the whole exchange's halt included. A Market of an
+	// Event may be paused on its own; its Event leaves the field as it is. Defaults to false.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
 	// Resolution ends the market: YES or NO resolves it (each winning share pays 100), CANCELED voids
 	// it (each share of either outcome pays 50). Settlement happens once; the value cannot be changed
 	// or removed after it is set. Deleting a market that has no resolution voids it. In YAML, quote
@@ -179,6 +187,7 @@ type MarketStatus struct {
 // +kubebuilder:printcolumn:name="Question",type=string,JSONPath=`.spec.question`,description="The question the market asks"
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`,description="Lifecycle phase: OPEN, CLOSED, RESOLVED or CANCELED"
 // +kubebuilder:printcolumn:name="Shard",type=string,JSONPath=`.status.shard`,description="Shard that owns the market"
+// +kubebuilder:printcolumn:name="Halted",type=string,JSONPath=`.status.conditions[?(@.type=="Halted")].status`,description="True while trading is halted: by spec.paused, the Event's pause or the exchange's halt"
 // +kubebuilder:printcolumn:name="Last",type=integer,JSONPath=`.status.lastTradePrice`,description="YES price of the last trade, in cents"
 // +kubebuilder:printcolumn:name="Closes",type=string,JSONPath=`.spec.closesAt`,description="When trading stops"
 // +kubebuilder:printcolumn:name="Category",type=string,JSONPath=`.spec.category`,priority=1,description="Category the market is listed under"

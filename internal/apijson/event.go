@@ -25,13 +25,16 @@ type EventHeader struct {
 	ClosesAt    *time.Time `json:"closesAt,omitempty"`
 	ResolvesAt  *time.Time `json:"resolvesAt,omitempty"`
 	CreatedAt   time.Time  `json:"createdAt"`
+	// Halted, while trading in the event's markets is halted, says by what: "event" (its pause) or
+	// "exchange". Absent otherwise.
+	Halted string `json:"halted,omitempty"`
 }
 
 // EventHeaderOf is an event's row's header as the API answers with it.
 func EventHeaderOf(e *records.Event) EventHeader {
 	return EventHeader{ID: e.ID, Name: e.Name, Question: e.Question, Category: e.Category, Description: e.Description,
 		URL: e.URL, Status: string(e.Status), Resolution: e.Resolution, ClosesAt: e.ClosesAt, ResolvesAt: e.ResolvesAt,
-		CreatedAt: e.CreatedAt}
+		CreatedAt: e.CreatedAt, Halted: string(e.Halted)}
 }
 
 // Event is an event as the API answers with it.

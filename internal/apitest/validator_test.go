@@ -335,7 +335,7 @@ func TestDocumentedStatuses(t *testing.T) {
 		"POST /order 200", "POST /order 201", "POST /order 400", "POST /order 401", "POST /order 403", "POST /order 409", "POST /order 429",
 		"POST /order-groups 201", "POST /order-groups 400", "POST /order-groups 401", "POST /order-groups 403", "POST /order-groups 409", "POST /order-groups 429",
 		"POST /order-groups/{id}/reset 200", "POST /order-groups/{id}/reset 400", "POST /order-groups/{id}/reset 401", "POST /order-groups/{id}/reset 403", "POST /order-groups/{id}/reset 404", "POST /order-groups/{id}/reset 429",
-		"POST /order/amend 200", "POST /order/amend 400", "POST /order/amend 401", "POST /order/amend 403", "POST /order/amend 404", "POST /order/amend 429",
+		"POST /order/amend 200", "POST /order/amend 400", "POST /order/amend 401", "POST /order/amend 403", "POST /order/amend 404", "POST /order/amend 409", "POST /order/amend 429",
 		"POST /orders/batch 201", "POST /orders/batch 400", "POST /orders/batch 401", "POST /orders/batch 403", "POST /orders/batch 429",
 		"POST /orders/cancel 200", "POST /orders/cancel 400", "POST /orders/cancel 401", "POST /orders/cancel 403", "POST /orders/cancel 429",
 		"POST /ws-token 201", "POST /ws-token 401", "POST /ws-token 403", "POST /ws-token 429",

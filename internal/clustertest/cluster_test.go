@@ -109,7 +109,8 @@ func (c *cluster) helmRun(t testing.TB, args ...string) string {
 // real pods: every pod Ready; the samples applied with kubectl scheduled onto the shards; the
 // contract suite through the API Service; a shard pod deleted by force under load; the sample
 // Event applied with kubectl, traded and converted through the Service, its shard killed and its
-// markets moved together, and resolved with kubectl patch; the node's pmx pods drained through the
+// markets moved together, halted and resumed with kubectl patch (spec.paused), and resolved with
+// kubectl patch; the node's pmx pods drained through the
 // Eviction API under load, within their disruption budgets; a rolling upgrade under load; a
 // resolution patched with kubectl; and an uninstall that leaves only what the chart keeps on
 // purpose.

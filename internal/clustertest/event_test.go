@@ -107,6 +107,25 @@ func (c *cluster) testEvent(t *testing.T, tg *exchangetest.Target) {
 		movedAt.Sub(killedAt).Round(time.Millisecond), listed.shard, len(moved.markets), moved.shard, resumed.Round(time.Millisecond))
 	exchangetest.CheckBooksOverAPI(t, tg, yes.c, moved.markets)
 
+	// A halt, patched with kubectl: placements refused through the Service, the Halted column True;
+	// then resumed.
+	c.Kubectl(t, "patch", "events.pmx.dev", ev.Name, "--type=merge", "-p", `{"spec":{"paused":true}}`)
+	poll.Wait(t, time.Minute, "the event to halt", func() bool {
+		var d apiserver.EventDetail
+		yes.c.Expect(t, "GET", "/event?eventId="+listed.id.String(), nil, http.StatusOK, &d)
+		return d.Halted == "event"
+	})
+	yes.c.ExpectError(t, "POST", "/order", exchangetest.OrderBody(moved.markets[0], "BUY", "YES", 1, 1), http.StatusConflict, "event_halted")
+	poll.Wait(t, 30*time.Second, "kubectl to show the Event halted", func() bool {
+		return strings.Contains(c.Kubectl(t, "get", "pmxev", ev.Name, "-o", `jsonpath={.status.conditions[?(@.type=="Halted")].status}`), "True")
+	})
+	c.Kubectl(t, "patch", "events.pmx.dev", ev.Name, "--type=merge", "-p", `{"spec":{"paused":false}}`)
+	poll.Wait(t, time.Minute, "the event to resume", func() bool {
+		var d apiserver.EventDetail
+		yes.c.Expect(t, "GET", "/event?eventId="+listed.id.String(), nil, http.StatusOK, &d)
+		return d.Halted == ""
+	})
+
 	// The resolution, patched with kubectl.
 	resolving := time.Now()
 	c.Kubectl(t, "patch", "events.pmx.dev", ev.Name, "--type=merge", "-p", `{"spec":{"resolution":"`+eventWinner+`"}}`)

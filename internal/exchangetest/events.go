@@ -22,6 +22,8 @@ type Events interface {
 	Resolve(t testing.TB, id uuid.UUID, key string) apiserver.Event
 	// Cancel voids the event.
 	Cancel(t testing.TB, id uuid.UUID) apiserver.Event
+	// Pause pauses (or resumes) trading in every market of the event without closing them.
+	Pause(t testing.TB, id uuid.UUID, paused bool) apiserver.Event
 }
 
 // events is how the suite makes events on tg: its Events; or else, for a target whose markets
@@ -60,6 +62,13 @@ func (a AdminEvents) act(t testing.TB, id uuid.UUID, action string, body any) ap
 	var e apiserver.Event
 	a.T.Admin(t, "POST", "/admin/v1/events/"+id.String()+"/"+action, body, http.StatusOK, &e)
 	return e
+}
+
+func (a AdminEvents) Pause(t testing.TB, id uuid.UUID, paused bool) apiserver.Event {
+	if paused {
+		return a.act(t, id, "pause", nil)
+	}
+	return a.act(t, id, "resume", nil)
 }
 
 func (a AdminEvents) Close(t testing.TB, id uuid.UUID) apiserver.Event {

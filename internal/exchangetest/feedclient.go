@@ -36,6 +36,7 @@ type FeedMessage struct {
 	Status    string       `json:"status"`
 	Change    string       `json:"change"`
 	EventID   string       `json:"eventId"`
+	Halted    string       `json:"halted"`
 	Bids      []feed.Level `json:"bids"`
 	Asks      []feed.Level `json:"asks"`
 	LastPrice *int         `json:"lastPrice"`

@@ -70,6 +70,19 @@ func (k *KubeEvents) patch(t testing.TB, id uuid.UUID, edit func(*pmxv1.EventSpe
 	}
 }
 
+// Pause sets spec.paused and waits until the operator has written it to Postgres.
+func (k *KubeEvents) Pause(t testing.TB, id uuid.UUID, paused bool) apiserver.Event {
+	t.Helper()
+	var e records.Event
+	k.patch(t, id, func(s *pmxv1.EventSpec) { s.Paused = paused })
+	k.Markets.wait(t, fmt.Sprintf("event %s is paused %v", id, paused), func(ctx context.Context) bool {
+		var err error
+		e, err = k.Markets.Store.Event(ctx, id)
+		return err == nil && e.Paused == paused
+	})
+	return apiserver.EventOf(&e)
+}
+
 func (k *KubeEvents) Close(t testing.TB, id uuid.UUID) apiserver.Event {
 	t.Helper()
 	k.patch(t, id, func(s *pmxv1.EventSpec) { s.Closed = true })

@@ -90,6 +90,14 @@ func (k *KubeMarkets) patch(t testing.TB, id uuid.UUID, edit func(*pmxv1.MarketS
 	}
 }
 
+// Pause sets spec.paused and waits until the operator has written it to Postgres, where every
+// shard checks placements against it, and shown it in the Halted condition.
+func (k *KubeMarkets) Pause(t testing.TB, id uuid.UUID, paused bool) apiserver.Market {
+	t.Helper()
+	k.patch(t, id, func(s *pmxv1.MarketSpec) { s.Paused = paused })
+	return k.until(t, id, fmt.Sprintf("paused %v", paused), func(_ context.Context, m records.Market) bool { return m.Paused == paused })
+}
+
 func (k *KubeMarkets) Close(t testing.TB, id uuid.UUID) apiserver.Market {
 	t.Helper()
 	k.patch(t, id, func(s *pmxv1.MarketSpec) { s.Closed = true })

@@ -20,6 +20,9 @@ type Markets interface {
 	Reopen(t testing.TB, id uuid.UUID) apiserver.Market
 	Resolve(t testing.TB, id uuid.UUID, outcome string) apiserver.Market
 	Cancel(t testing.TB, id uuid.UUID) apiserver.Market
+	// Pause pauses (or resumes) trading in the market without closing it, and returns once every
+	// shard refuses (or takes) its placements.
+	Pause(t testing.TB, id uuid.UUID, paused bool) apiserver.Market
 }
 
 // AdminMarkets drives markets through the admin API.
@@ -37,6 +40,13 @@ func (a AdminMarkets) act(t testing.TB, id uuid.UUID, action string, body any) a
 	var m apiserver.Market
 	a.T.Admin(t, "POST", "/admin/v1/markets/"+id.String()+"/"+action, body, http.StatusOK, &m)
 	return m
+}
+
+func (a AdminMarkets) Pause(t testing.TB, id uuid.UUID, paused bool) apiserver.Market {
+	if paused {
+		return a.act(t, id, "pause", nil)
+	}
+	return a.act(t, id, "resume", nil)
 }
 
 func (a AdminMarkets) Close(t testing.TB, id uuid.UUID) apiserver.Market {

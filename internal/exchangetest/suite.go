@@ -44,10 +44,11 @@ func RunSuite(t *testing.T, tg *Target) {
 		}
 		// 429 (too_many_failures) takes 30 wrong tokens from the suite's address, which would lock
 		// its other admin calls out: the abuse tests provoke it. 503 takes a shard that fails.
-		// POST /markets 409 (managed_by_operator) is a distributed front's only, where
-		// testManagedByOperator sees it.
+		// POST /markets 409 and the pauses' 409 (managed_by_operator) are a distributed front's
+		// only, where testManagedByOperator sees them.
 		missing := slices.DeleteFunc(tg.AdminValidator.Uncovered(), func(s string) bool {
-			return strings.HasSuffix(s, " 429") || strings.HasSuffix(s, " 503") || s == "POST /markets 409"
+			return strings.HasSuffix(s, " 429") || strings.HasSuffix(s, " 503") || s == "POST /markets 409" ||
+				strings.HasSuffix(s, "/pause 409") || strings.HasSuffix(s, "/resume 409")
 		})
 		if len(missing) > 0 {
 			t.Errorf("the suite never saw the admin API answer: %s", strings.Join(missing, ", "))
@@ -117,6 +118,7 @@ var suiteTests = []struct {
 	{"EventSettlement", testEventSettlement},       // suite_events.go
 	{"EventReads", testEventReads},                 // suite_eventreads.go
 	{"EventLifecycleFeed", testEventLifecycleFeed}, // suite_eventreads.go
+	{"Halts", testHalts},                           // suite_halts.go
 }
 
 // RunSuiteTests runs the suite's tests of those names, in the suite's order, then the
@@ -397,6 +399,8 @@ func testManagedByOperator(t *testing.T, tg *Target) {
 		{"/admin/v1/events", map[string]any{"name": name, "question": question, "category": "c",
 			"outcomes": []map[string]any{{"key": "a", "label": "A"}, {"key": "b", "label": "B"}}}},
 		{"/admin/v1/markets/" + m.ID.String() + "/close", nil},
+		{"/admin/v1/markets/" + m.ID.String() + "/pause", nil},
+		{"/admin/v1/events/" + uuid.NewString() + "/pause", nil},
 	} {
 		var e ErrorBody
 		tg.Admin(t, "POST", r.path, r.body, http.StatusConflict, &e)

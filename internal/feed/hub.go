@@ -51,6 +51,9 @@ type MarketState struct {
 	Seq       int64
 	UpdatedAt time.Time
 	Event     *uuid.UUID // the event whose outcome the market answers; nil for a market of its own
+	// Paused is what pauses the market apart from the exchange's halt: "market" (its own
+	// pause), "event" (its event's) or "" (docs/architecture.md §4, "Halts").
+	Paused string
 }
 
 // Log is where the hub reads what it did not see live.
@@ -64,6 +67,8 @@ type Log interface {
 	FirstEvent(ctx context.Context, market uuid.UUID) (int64, error)
 	// MarketsChanged returns the markets updated since (all of them for the zero time).
 	MarketsChanged(ctx context.Context, since time.Time) ([]MarketState, error)
+	// ExchangeHalted says whether trading on the whole exchange is halted.
+	ExchangeHalted(ctx context.Context) (bool, error)
 	AccountLog
 }
 
@@ -129,6 +134,12 @@ type Hub struct {
 	// (A batch does not carry the event: a market moved before any sweep saw it is told once
 	// without.)
 	eventOf map[uuid.UUID]uuid.UUID
+	// The halts the lifecycle channel follows: each market's own or event's pause as a sweep last
+	// read it, the exchange's halt, and what halts each market as the channel last told it.
+	paused   map[uuid.UUID]string
+	exchange bool
+	told     map[uuid.UUID]string
+	seqOf    map[uuid.UUID]int64 // each market's last seq the lifecycle channel saw
 }
 
 // NewHub returns a hub reading what it misses from log, keeping the last ring events of each
@@ -145,7 +156,8 @@ func NewHub(log Log, logger *slog.Logger, ring int) *Hub {
 		// An account's events are few beside a market's: no ring, and no topic kept.
 		markets:   newTopics(kind[uuid.UUID, Event](markets{log}), "market", logger, ring, keepIdle, false),
 		accounts:  newTopics(kind[int64, AccountEvent](accounts{log}), "account", logger, 0, 0, true),
-		lifecycle: map[*Subscription]struct{}{}, statuses: map[uuid.UUID]string{}, eventOf: map[uuid.UUID]uuid.UUID{}}
+		lifecycle: map[*Subscription]struct{}{}, statuses: map[uuid.UUID]string{}, eventOf: map[uuid.UUID]uuid.UUID{},
+		paused: map[uuid.UUID]string{}, told: map[uuid.UUID]string{}, seqOf: map[uuid.UUID]int64{}}
 }
 
 // BookLoads is how many times the hub has read a market's whole book (Log.Book): once for each
@@ -218,6 +230,7 @@ func (h *Hub) statusChanged(id uuid.UUID, status string, seq int64) {
 // tellLifecycle tells the lifecycle subscribers of a new market (swept: one the hub has not seen
 // before, found OPEN by a sweep) or a change of status. Under h.mu.
 func (h *Hub) tellLifecycle(id uuid.UUID, status string, seq int64, swept bool) {
+	h.seqOf[id] = max(h.seqOf[id], seq)
 	was, known := h.statuses[id]
 	if known && was == status {
 		return
@@ -232,13 +245,48 @@ func (h *Hub) tellLifecycle(id uuid.UUID, status string, seq int64, swept bool) 
 	}
 	m := MarketMessage{Type: "market", Channel: ChannelLifecycle, MarketID: id, Change: change,
 		Status: status, Seq: seq, At: time.Now().UTC()}
-	if ev, ok := h.eventOf[id]; ok {
+	if status == "OPEN" || status == "CLOSED" {
+		m.Halted = h.told[id]
+	}
+	h.tell(m)
+}
+
+// tell sends a lifecycle message to every subscriber, naming the market's event. Under h.mu.
+func (h *Hub) tell(m MarketMessage) {
+	if ev, ok := h.eventOf[m.MarketID]; ok {
 		m.EventID = &ev
 	}
 	msg := encode(m)
 	for s := range h.lifecycle {
 		s.Out.Send(msg)
 	}
+}
+
+// tellHalt tells the lifecycle subscribers that trading in a market was halted or resumed, once
+// per change of what halts it (a market not OPEN or CLOSED is never told). Under h.mu.
+func (h *Hub) tellHalt(id uuid.UUID) {
+	status := h.statuses[id]
+	if status != "OPEN" && status != "CLOSED" {
+		delete(h.told, id) // settled: never halted again, and nothing to tell
+		return
+	}
+	halted := h.paused[id]
+	if h.exchange {
+		halted = "exchange"
+	}
+	if was := h.told[id]; was == halted {
+		return
+	}
+	h.told[id] = halted
+	if !h.swept || len(h.lifecycle) == 0 {
+		return
+	}
+	change := ChangeHalted
+	if halted == "" {
+		change = ChangeResumed
+	}
+	h.tell(MarketMessage{Type: "market", Channel: ChannelLifecycle, MarketID: id, Change: change,
+		Status: status, Seq: h.seqOf[id], At: time.Now().UTC(), Halted: halted})
 }
 
 // Run sweeps once a second until ctx ends: the lifecycle channel learns of new markets and of
@@ -265,6 +313,10 @@ func (h *Hub) Run(ctx context.Context) {
 
 // sweep looks at the markets updated since and returns where the next sweep begins.
 func (h *Hub) sweep(ctx context.Context, since time.Time) (time.Time, error) {
+	exchange, err := h.log.ExchangeHalted(ctx)
+	if err != nil {
+		return since, err
+	}
 	changed, err := h.log.MarketsChanged(ctx, since)
 	if err != nil {
 		return since, err
@@ -272,14 +324,23 @@ func (h *Hub) sweep(ctx context.Context, since time.Time) (time.Time, error) {
 	next := since
 	seqs := make(map[uuid.UUID]int64, len(changed))
 	h.mu.Lock()
+	flipped := exchange != h.exchange
+	h.exchange = exchange
 	for _, m := range changed {
 		if m.Event != nil {
 			h.eventOf[m.Market] = *m.Event
 		}
 		h.tellLifecycle(m.Market, m.Status, m.Seq, true)
+		h.paused[m.Market] = m.Paused
+		h.tellHalt(m.Market)
 		seqs[m.Market] = m.Seq
 		if m.UpdatedAt.Add(-changedSlack).After(next) {
 			next = m.UpdatedAt.Add(-changedSlack)
+		}
+	}
+	if flipped {
+		for id := range h.statuses {
+			h.tellHalt(id)
 		}
 	}
 	h.swept = true

@@ -62,6 +62,10 @@ type TickerMessage struct {
 const (
 	ChangeListed = "listed" // a new market
 	ChangeStatus = "status" // a market's status changed
+	// ChangeHalted: trading in a market was halted without closing (MarketMessage.Halted says by
+	// what: its own pause, its event's or the exchange's); ChangeResumed: it may trade again.
+	ChangeHalted  = "halted"
+	ChangeResumed = "resumed"
 )
 
 // MarketMessage is a lifecycle change of a market.
@@ -76,6 +80,9 @@ type MarketMessage struct {
 	// EventID names the event of a market that answers one of its outcomes (absent otherwise):
 	// an event's markets move together, so its status changes are theirs.
 	EventID *uuid.UUID `json:"eventId,omitempty"`
+	// Halted, while trading in the market is halted, says by what: "market", "event" or
+	// "exchange" (absent otherwise).
+	Halted string `json:"halted,omitempty"`
 }
 
 func optionalPrice(p int) *int {

@@ -1,6 +1,7 @@
 package feed
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -39,6 +40,9 @@ type memLog struct {
 	acct    []Batch // account batches, in order
 	events  []Event // every market event committed: events[i].Seq == i+1
 	acctEvs []AccountEvent
+	// The halts a sweep reads (hub_halts_test.go).
+	paused, status string
+	exchange       bool
 }
 
 func (l *memLog) kept() []Batch { return l.batches[l.trimmed:] }
@@ -75,8 +79,10 @@ func (l *memLog) FirstEvent(context.Context, uuid.UUID) (int64, error) {
 }
 
 func (l *memLog) MarketsChanged(context.Context, time.Time) ([]MarketState, error) {
-	return []MarketState{{Market: l.market, Seq: int64(len(l.events)), Status: "OPEN"}}, nil
+	return []MarketState{{Market: l.market, Seq: int64(len(l.events)), Status: cmp.Or(l.status, "OPEN"), Paused: l.paused}}, nil
 }
+
+func (l *memLog) ExchangeHalted(context.Context) (bool, error) { return l.exchange, nil }
 
 func (l *memLog) AccountEventsAfter(_ context.Context, _ int64, seq int64, limit int) ([]Batch, error) {
 	return after(l.acct, seq, limit), nil

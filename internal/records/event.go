@@ -25,6 +25,9 @@ type Event struct {
 	ResolvesAt  *time.Time
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+
+	Paused bool        // the event is paused, and every market of it with it (migration 033)
+	Halted domain.Halt // what halts it as read: its pause or the exchange's halt
 }
 
 // EventOutcome is one of an event's outcomes and the market that trades it.
@@ -45,4 +48,18 @@ type Conversion struct {
 	Quantity        int64
 	Cash            int64
 	CreatedAt       time.Time
+}
+
+// Halts are every halt in the exchange as of one version, which every change of one raises
+// (migration 033): the exchange's, the events paused and the markets paused on their own.
+type Halts struct {
+	Version  int64
+	Exchange bool
+	Markets  map[uuid.UUID]bool
+	Events   map[uuid.UUID]bool
+}
+
+// Of is what halts the market id, of event (nil for a market of its own).
+func (h *Halts) Of(id uuid.UUID, event *uuid.UUID) domain.Halt {
+	return domain.Of(h.Exchange, event != nil && h.Events[*event], h.Markets[id])
 }

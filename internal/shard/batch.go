@@ -289,6 +289,11 @@ func (s *Shard) again(b *batch, mode reserveMode, err error, retried *bool) bool
 	if store.Fenced(err) {
 		s.metrics.fenced.Inc() // the shard lost a market it held (ownership.go)
 	}
+	if store.HaltsMoved(err) {
+		s.forgetHalts() // a halt changed since the batch read them: read them again (halts.go)
+		s.metrics.rerun.Inc()
+		return true
+	}
 	if mode < fromLocks && (errors.Is(err, errDoubted) || store.Refused(err) || store.Fenced(err)) {
 		s.metrics.rerun.Inc()
 		s.log.Debug("a batch runs again, reading what it reserves from more surely", "reason", err, "commands", len(b.cmds), "was", mode)
@@ -417,6 +422,11 @@ func (s *Shard) prepare(ctx context.Context, c *command) error {
 		s.returnIdle(ctx) // allocations.go: on the shard's connection, which no batch holds now
 		return nil
 	default:
+		if c.kind == cmdPlace || c.kind == cmdAmend {
+			if err := s.readyHalts(ctx); err != nil { // halts.go
+				return err
+			}
+		}
 		_, err := s.ensure(ctx, c.market)
 		return err
 	}

@@ -38,6 +38,10 @@ func (s *Shard) place(c *command, now time.Time) {
 		c.err = domain.ErrMarketNotOpen
 		return
 	}
+	if halted := s.haltOf(m); halted != nil {
+		c.err = halted
+		return
+	}
 	clientID := store.ClientOrderKey{Account: p.Account, ID: p.ClientOrderID}
 	if p.ClientOrderID != "" && s.acc.taken(clientID) {
 		c.err = domain.ErrClientOrderIDTaken
@@ -188,6 +192,10 @@ func (s *Shard) amend(c *command, now time.Time) {
 	}
 	if int64(st.Account) != r.Account {
 		c.err = domain.ErrNotYourOrder
+		return
+	}
+	if halted := s.haltOf(m); halted != nil {
+		c.err = halted
 		return
 	}
 	price, remaining := cmp.Or(r.Price, st.Price), cmp.Or(r.Remaining, st.Remaining())

@@ -61,7 +61,7 @@ func (s *Shard) load(ctx context.Context, id uuid.UUID) (*marketState, error) {
 		return nil, exchange.ErrNotOwner // another shard of its Set serves it
 	}
 	m := &marketState{id: id, status: row.Status, epoch: row.Epoch, resting: map[int64]*apijson.Order{},
-		free: map[holding]int64{}, inEvent: row.EventID != nil}
+		free: map[holding]int64{}, inEvent: row.EventID != nil, event: row.EventID}
 	if s.cfg.Name != "" && (row.Shard == nil || *row.Shard != s.cfg.Name) {
 		return nil, exchange.ErrNotOwner
 	}

@@ -245,6 +245,9 @@ func (m *memoryStore) ConversionByRequest(context.Context, int64, string) (recor
 
 // EventReads: the memory store keeps no events.
 
+// Halts: the memory store halts nothing (halts run against Postgres: internal/exchangetest).
+func (m *memoryStore) Halts(context.Context) (records.Halts, error) { return records.Halts{}, nil }
+
 func (m *memoryStore) Event(context.Context, uuid.UUID) (records.Event, error) {
 	return records.Event{}, store.ErrNotFound
 }

@@ -128,6 +128,10 @@ type Shard struct {
 	// groups are the order groups with orders resting here, as the last batch that met each left
 	// them (groups.go).
 	groups map[uuid.UUID]store.GroupState
+	// halts are the halts placements and amends are decided under, and haltsKnown whether they
+	// are still to be trusted (halts.go).
+	halts      records.Halts
+	haltsKnown bool
 }
 
 // marketState is one market as the shard holds it.
@@ -141,6 +145,7 @@ type marketState struct {
 	epoch     int64        // the ownership epoch it was loaded under (distributed mode)
 	loadedAt  int64        // Shard.loads when it was loaded
 	inEvent   bool         // an outcome's market of an event: it moves only with the event (eventtransition.go)
+	event     *uuid.UUID   // that event (halts.go)
 	finished  finishedOrders
 	expiries  expiries                         // the resting GTD orders, soonest first
 	resting   map[int64]*apijson.Order         // the resting orders by seq, as their last account event left them (accountfeed.go)

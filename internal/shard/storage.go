@@ -52,6 +52,8 @@ type BookReads interface {
 	TriggeredGroups(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error)
 	TrippedOrders(ctx context.Context, shard string) ([]store.TrippedOrder, error)
 	ConversionByRequest(ctx context.Context, account int64, clientRequestID string) (records.Conversion, error)
+	// Halts reads every halt, as of one version (halts.go).
+	Halts(ctx context.Context) (records.Halts, error)
 }
 
 // EventReads read the events whose markets the shard moves together.

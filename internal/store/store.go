@@ -182,6 +182,9 @@ func Refused(err error) bool { return batches.Refused(err) }
 // Fenced reports whether a batch failed its fence (batches.Fenced).
 func Fenced(err error) bool { return batches.Fenced(err) }
 
+// HaltsMoved reports whether a batch failed its check of the halts (batches.HaltsMoved).
+func HaltsMoved(err error) bool { return batches.HaltsMoved(err) }
+
 // Retryable reports whether a batch may simply be run again (batches.Retryable).
 func Retryable(err error) bool { return batches.Retryable(err) }
 

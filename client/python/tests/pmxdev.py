@@ -157,5 +157,9 @@ class PmxDev:
     def close_market(self, market_id: str) -> None:
         self._admin(f"/markets/{market_id}/close")
 
+    def pause_market(self, market_id: str, paused: bool = True) -> None:
+        """Halts (or resumes) trading in a market without closing it."""
+        self._admin(f"/markets/{market_id}/{'pause' if paused else 'resume'}")
+
     def resolve(self, market_id: str, outcome: str) -> None:
         self._admin(f"/markets/{market_id}/resolve", {"outcome": outcome})

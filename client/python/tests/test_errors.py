@@ -62,6 +62,16 @@ def test_error_answers_are_typed(exchange: PmxDev, flavour: str) -> None:
         closed = exchange.new_market("Closed?")
         exchange.close_market(closed)
         await refused(lambda: c.place_order(closed, "BUY", "YES", 50, 1), pmx.BadRequestError, 400, "market_not_open", "marketId")
+        # 409 market_halted: a paused market refuses placements and amends, and still cancels
+        halted = exchange.new_market("Halted?")
+        resting = await ready(c.place_order(halted, "BUY", "YES", 20, 1))
+        exchange.pause_market(halted)
+        assert (await ready(c.get_market(halted))).halted == "market"
+        await refused(lambda: c.place_order(halted, "BUY", "YES", 21, 1), pmx.ConflictError, 409, "market_halted", "marketId")
+        assert (await ready(c.cancel_order(resting.id))).status == "CANCELLED"
+        exchange.pause_market(halted, False)
+        assert (await ready(c.get_market(halted))).halted is None
+        await ready(c.place_order(halted, "BUY", "YES", 21, 1))
         # 400 on the heartbeat's range
         await refused(lambda: c.heartbeat(3), pmx.BadRequestError, 400, "out_of_range", "timeoutSeconds")
 

@@ -18,4 +18,6 @@ type Rows interface {
 	MarketByName(ctx context.Context, name string) (records.Market, error)
 	CreateMarket(ctx context.Context, m records.Market) (records.Market, error)
 	UpdateMarketText(ctx context.Context, m records.Market, now time.Time) error
+	// SetMarketPaused pauses or resumes a market on its own (spec.paused; Pause).
+	SetMarketPaused(ctx context.Context, id uuid.UUID, paused bool, now time.Time) (changed bool, err error)
 }

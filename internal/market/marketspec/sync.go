@@ -28,6 +28,12 @@ func Sync(ctx context.Context, st Rows, target market.Transitioner, manifests []
 		if created {
 			log.Info("created market from manifest", "name", mf.Name, "market", m.ID)
 		}
+		var paused bool
+		if m, paused, err = Pause(ctx, st, m, mf.Spec.Paused, now); err != nil {
+			return out, err
+		} else if paused {
+			log.Info("applied manifest pause", "name", mf.Name, "market", m.ID, "paused", mf.Spec.Paused)
+		}
 		// At most two steps: e.g. CLOSED → OPEN is one, OPEN → RESOLVED another.
 		intent := IntentOf(&mf.Spec)
 		for range 2 {

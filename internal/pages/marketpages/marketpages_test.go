@@ -71,6 +71,14 @@ func TestPages(t *testing.T) {
 			t.Fatalf("the market page does not hold %s:\n%s", want, body)
 		}
 	}
+	if strings.Contains(body, `id="halted"`) {
+		t.Fatal("the market page shows a market that trades as halted")
+	}
+	tg.Markets.Pause(t, m.ID, true)
+	if _, _, paused := get(t, tg, "/markets/"+m.ID.String()); !strings.Contains(paused, `data-halted="market"`) {
+		t.Fatalf("the page of a paused market does not show it halted:\n%s", paused)
+	}
+	tg.Markets.Pause(t, m.ID, false)
 	if strings.Contains(body, "<b>tags</b>") {
 		t.Fatal("the market page shows the question's markup unescaped")
 	}

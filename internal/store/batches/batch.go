@@ -268,6 +268,9 @@ func CommitBatch(ctx context.Context, conn *pgx.Conn, b *Batch) (Committed, erro
 			return c, fmt.Errorf("while committing a batch: %w", err)
 		}
 	}
+	if b.Halts != nil {
+		q.Queue(`select halt_check($1)`, *b.Halts)
+	}
 	q.Queue("commit").Exec(func(tag pgconn.CommandTag) error {
 		if tag.String() != "COMMIT" {
 			return errors.New("the batch's transaction was rolled back")
@@ -309,6 +312,13 @@ func Refused(err error) bool {
 func Fenced(err error) bool {
 	var pg *pgconn.PgError
 	return errors.As(err, &pg) && pg.Code == "PX001"
+}
+
+// HaltsMoved reports whether a batch failed its check of the halts (Batch.Halts): a market's,
+// an event's or the exchange's halt changed after the shard read the halts it decided under.
+func HaltsMoved(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && pg.Code == "PX003"
 }
 
 // Retryable reports whether a batch failed only because it raced another transaction (a

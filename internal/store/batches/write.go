@@ -48,6 +48,10 @@ type Batch struct {
 	Fence *Fence
 	// Claim is an unlocked batch's standalone claim token, as Begin.Claim is a locked one's.
 	Claim int64
+	// Halts, for a batch that decided a placement or an amend, is the version of the halts it
+	// decided them under: CommitBatch checks it last before committing (halt_check, migration
+	// 033), and the batch fails as HaltsMoved if a halt changed since.
+	Halts *int64
 }
 
 // Fence is a shard's claim on the markets a batch wrote for: each owned by Shard under its epoch.

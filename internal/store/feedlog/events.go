@@ -151,18 +151,31 @@ type MarketSeq struct {
 	EventSeq  int64
 	UpdatedAt time.Time
 	Event     *uuid.UUID // the event whose outcome the market answers; nil for a market of its own
+	// Paused is what pauses the market apart from the exchange's halt (migration 033): "market",
+	// "event" (its event's pause, the wider) or "".
+	Paused string
 }
 
 // MarketsChanged returns the markets updated after since (every market for the zero time): what
 // the live feed compares itself with (package feed's sweep).
 func (s *Log) MarketsChanged(ctx context.Context, since time.Time) ([]MarketSeq, error) {
-	rows, err := s.Pool.Query(ctx, `select id, status, event_seq, updated_at, event_id from markets where updated_at > $1`, since)
+	rows, err := s.Pool.Query(ctx, `select m.id, m.status, m.event_seq, m.updated_at, m.event_id,
+		  case when coalesce((select e.paused from events e where e.id = m.event_id), false) then 'event'
+		       when m.paused then 'market' else '' end
+		from markets m where m.updated_at > $1`, since)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (MarketSeq, error) {
 		var m MarketSeq
-		err := r.Scan(&m.ID, &m.Status, &m.EventSeq, &m.UpdatedAt, &m.Event)
+		err := r.Scan(&m.ID, &m.Status, &m.EventSeq, &m.UpdatedAt, &m.Event, &m.Paused)
 		return m, err
 	})
+}
+
+// ExchangeHalted says whether trading on the whole exchange is halted (migration 033).
+func (s *Log) ExchangeHalted(ctx context.Context) (bool, error) {
+	var halted bool
+	err := s.Pool.QueryRow(ctx, `select exchange from halts where id`).Scan(&halted)
+	return halted, err
 }

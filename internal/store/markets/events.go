@@ -21,11 +21,16 @@ import (
 const eventColumns = `id, name, question, category, description, url, outcomes, status, resolution,
 	closes_at, resolves_at, created_at, updated_at`
 
+// eventRead is what scanEvent reads: eventColumns, the event's pause and the exchange's halt.
+const eventRead = eventColumns + `, paused, (select h.exchange from halts h where h.id)`
+
 func scanEvent(row pgx.Row) (records.Event, error) {
 	var e records.Event
 	var outcomes []byte
+	var exchange bool
 	err := row.Scan(&e.ID, &e.Name, &e.Question, &e.Category, &e.Description, &e.URL, &outcomes, &e.Status,
-		&e.Resolution, &e.ClosesAt, &e.ResolvesAt, &e.CreatedAt, &e.UpdatedAt)
+		&e.Resolution, &e.ClosesAt, &e.ResolvesAt, &e.CreatedAt, &e.UpdatedAt, &e.Paused, &exchange)
+	e.Halted = domain.Of(exchange, e.Paused, false)
 	if err != nil {
 		return e, err
 	}
@@ -37,13 +42,13 @@ func scanEvent(row pgx.Row) (records.Event, error) {
 
 // Event returns one event.
 func (s *Rows) Event(ctx context.Context, id uuid.UUID) (records.Event, error) {
-	e, err := scanEvent(s.Pool.QueryRow(ctx, `select `+eventColumns+` from events where id = $1`, id))
+	e, err := scanEvent(s.Pool.QueryRow(ctx, `select `+eventRead+` from events where id = $1`, id))
 	return e, db.NotFound(err, "event "+id.String())
 }
 
 // EventByName returns the event recorded under name (the Event resource's metadata.name).
 func (s *Rows) EventByName(ctx context.Context, name string) (records.Event, error) {
-	e, err := scanEvent(s.Pool.QueryRow(ctx, `select `+eventColumns+` from events where name = $1`, name))
+	e, err := scanEvent(s.Pool.QueryRow(ctx, `select `+eventRead+` from events where name = $1`, name))
 	return e, db.NotFound(err, "event "+name)
 }
 
@@ -146,7 +151,7 @@ func (s *Rows) EventMarkets(ctx context.Context, e records.Event) ([]records.Mar
 // EventsPage lists events newest first, of one status when status is not "", after the cursor
 // (the created_at and id of the last event of the previous page; zero for the first page).
 func (s *Rows) EventsPage(ctx context.Context, status domain.MarketStatus, afterAt time.Time, afterID uuid.UUID, limit int) ([]records.Event, error) {
-	rows, err := s.Pool.Query(ctx, `select `+eventColumns+` from events
+	rows, err := s.Pool.Query(ctx, `select `+eventRead+` from events
 		where ($1 = '' or status = $1) and ($2::timestamptz is null or (created_at, id) < ($2, $3))
 		order by created_at desc, id desc limit $4`,
 		string(status), nullTime(afterAt), afterID, limit)

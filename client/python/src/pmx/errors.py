@@ -65,7 +65,9 @@ class NotFoundError(ApiError):
 
 
 class ConflictError(ApiError):
-    """409: e.g. ``client_order_id_reused``, a client order id given to other parameters."""
+    """409: e.g. ``client_order_id_reused``, a client order id given to other parameters; or
+    ``market_halted``, ``event_halted``, ``exchange_halted``: a placement or amend in a halted market
+    (``Market.halted``; cancels still work)."""
 
 
 class ResyncRequiredError(ApiError):

@@ -143,16 +143,20 @@ class Ticker:
 
 @dataclass(frozen=True)
 class MarketChange:
-    """``lifecycle``: a new market (``listed``) or a market's new ``status``."""
+    """``lifecycle``: a new market (``listed``), a market's new ``status``, or trading in it
+    ``halted`` (without closing: ``halted`` says by what) or ``resumed``."""
 
     market_id: str
-    change: Literal["listed", "status"]
+    change: Literal["listed", "status", "halted", "resumed"]
     status: MarketStatus
     seq: int
     at: _dt.datetime
     #: The event whose outcome the market answers (``None`` for a market of its own): an event's
     #: status change arrives as one ``status`` message per market of the event, each naming it.
     event_id: Optional[str] = None
+    #: While trading in the market is halted: ``market`` (its own pause), ``event`` or
+    #: ``exchange``; ``None`` otherwise.
+    halted: Optional[str] = None
 
 
 @dataclass(frozen=True)

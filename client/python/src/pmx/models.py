@@ -94,6 +94,10 @@ class Market:
     #: no event.
     event_id: Optional[str] = None
     outcome_key: Optional[str] = None
+    #: While trading in the market is halted (placements and amends refused with a 409
+    #: ``market_halted``, ``event_halted`` or ``exchange_halted``; cancels still work), by what:
+    #: ``market``, ``event`` or ``exchange``. ``None`` while it may trade.
+    halted: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -475,6 +479,8 @@ class Event:
     resolution: Optional[str] = None
     closes_at: Optional[_dt.datetime] = None
     resolves_at: Optional[_dt.datetime] = None
+    #: While trading in the event's markets is halted, by what: ``event`` or ``exchange``.
+    halted: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -519,6 +525,8 @@ class EventDetail:
     resolution: Optional[str] = None
     closes_at: Optional[_dt.datetime] = None
     resolves_at: Optional[_dt.datetime] = None
+    #: While trading in the event's markets is halted, by what: ``event`` or ``exchange``.
+    halted: Optional[str] = None
 
 
 @dataclass(frozen=True)
