@@ -39,6 +39,8 @@ type Market struct {
 
 	EventID    *uuid.UUID // the event whose outcome the market answers; nil for a market of its own
 	OutcomeKey *string    // the outcome's key within that event
+
+	SeriesID *uuid.UUID // the series (MarketSeries) that listed the market, or its event; nil for none
 }
 
 // Order is an order's row.

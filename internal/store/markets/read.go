@@ -17,14 +17,14 @@ import (
 
 const marketColumns = `id, url, question, description, category, status, closes_at, resolves_at, outcome,
 	label_a, label_b, created_at, updated_at, name, last_trade_price, shard, epoch, event_seq,
-	event_id, outcome_key`
+	event_id, outcome_key, series_id`
 
 func scanMarket(row pgx.Row) (records.Market, error) {
 	var m records.Market
 	var last *int16
 	err := row.Scan(&m.ID, &m.URL, &m.Question, &m.Description, &m.Category, &m.Status, &m.ClosesAt,
 		&m.ResolvesAt, &m.Outcome, &m.LabelA, &m.LabelB, &m.CreatedAt, &m.UpdatedAt, &m.Name, &last, &m.Shard, &m.Epoch,
-		&m.EventSeq, &m.EventID, &m.OutcomeKey)
+		&m.EventSeq, &m.EventID, &m.OutcomeKey, &m.SeriesID)
 	if last != nil {
 		p := int(*last)
 		m.LastTradePrice = &p
