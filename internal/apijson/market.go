@@ -34,6 +34,10 @@ type Market struct {
 	// outcome's key. Absent for a market of its own.
 	EventID    *uuid.UUID `json:"eventId,omitempty"`
 	OutcomeKey *string    `json:"outcomeKey,omitempty"`
+
+	// A market listed by a series (GET /series), or whose event was: the series. Absent for
+	// any other.
+	SeriesID *uuid.UUID `json:"seriesId,omitempty"`
 }
 
 // MarketOf is the API's shape of a market's row.
@@ -41,7 +45,7 @@ func MarketOf(m *records.Market) Market {
 	return Market{ID: m.ID, URL: m.URL, Question: m.Question, Description: m.Description, Category: m.Category,
 		Status: string(m.Status), ClosesAt: m.ClosesAt, ResolvesAt: m.ResolvesAt, Resolved: m.Resolved, Outcome: m.Outcome,
 		LabelA: m.LabelA, LabelB: m.LabelB, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
-		EventID: m.EventID, OutcomeKey: m.OutcomeKey}
+		EventID: m.EventID, OutcomeKey: m.OutcomeKey, SeriesID: m.SeriesID}
 }
 
 // Trade is an execution, seen from the taker's side.
