@@ -117,6 +117,7 @@ var suiteTests = []struct {
 	{"EventSettlement", testEventSettlement},       // suite_events.go
 	{"EventReads", testEventReads},                 // suite_eventreads.go
 	{"EventLifecycleFeed", testEventLifecycleFeed}, // suite_eventreads.go
+	{"Series", testSeries},                         // suite_series.go
 }
 
 // RunSuiteTests runs the suite's tests of those names, in the suite's order, then the
