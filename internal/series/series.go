@@ -205,11 +205,20 @@ func (s *Series) Plan(now time.Time) (Plan, error) {
 	return p, nil
 }
 
-// Expired reports whether an instance of scheduled time t, settled at settledAt, may be deleted
-// at now: kept keepSettledFor after it settled, and no longer due (so that deleting it can never
-// make the plan list it again).
+// ExpiresAt is when an instance of scheduled time t, settled at settledAt, may be deleted: kept
+// keepSettledFor after it settled, and no longer due (so that deleting it can never make the plan
+// list it again).
+func (s *Series) ExpiresAt(t, settledAt time.Time) time.Time {
+	kept, due := settledAt.Add(s.keepSettled), t.Add(s.closesAfter)
+	if kept.After(due) {
+		return kept
+	}
+	return due
+}
+
+// Expired reports whether the instance of ExpiresAt may be deleted at now.
 func (s *Series) Expired(t, settledAt, now time.Time) bool {
-	return !settledAt.Add(s.keepSettled).After(now) && !t.Add(s.closesAfter).After(now)
+	return !s.ExpiresAt(t, settledAt).After(now)
 }
 
 // text replaces the placeholders of a template's text with the instance's time.
