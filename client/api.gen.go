@@ -1287,7 +1287,7 @@ type Series struct {
 	// Kind What each instance is.
 	Kind SeriesKind `json:"kind"`
 
-	// Name The MarketSeries resource's name; each instance is named `<name>-<yyyymmdd>-<hhmm>` after its time in `timeZone`.
+	// Name The MarketSeries resource's name, after its namespace and a `/` where the operator runs the exchange (as a market's resource name is recorded); each instance is named `<name>-<yyyymmdd>-<hhmm>` after its time in `timeZone`.
 	Name string `json:"name"`
 
 	// NextInstanceAt The scheduled time of the next instance to be listed; null when the schedule falls no more.
@@ -1324,7 +1324,7 @@ type SeriesDetail struct {
 	// Kind What each instance is.
 	Kind SeriesDetailKind `json:"kind"`
 
-	// Name The MarketSeries resource's name; each instance is named `<name>-<yyyymmdd>-<hhmm>` after its time in `timeZone`.
+	// Name The MarketSeries resource's name, after its namespace and a `/` where the operator runs the exchange (as a market's resource name is recorded); each instance is named `<name>-<yyyymmdd>-<hhmm>` after its time in `timeZone`.
 	Name string `json:"name"`
 
 	// NextInstanceAt The scheduled time of the next instance to be listed; null when the schedule falls no more.
@@ -1356,9 +1356,11 @@ type SeriesInstance struct {
 	EventID *openapi_types.UUID `json:"eventId,omitempty"`
 
 	// MarketID The instance's market, in a series of markets; absent in a series of events.
-	MarketID   *openapi_types.UUID `json:"marketId,omitempty"`
-	Name       string              `json:"name"`
-	ResolvesAt *time.Time          `json:"resolvesAt"`
+	MarketID *openapi_types.UUID `json:"marketId,omitempty"`
+
+	// Name The instance's resource name, `<series>-<yyyymmdd>-<hhmm>`, after its namespace and a `/` where the operator runs the exchange.
+	Name       string     `json:"name"`
+	ResolvesAt *time.Time `json:"resolvesAt"`
 
 	// Status `OPEN` trades. `CLOSED` accepts no orders (may reopen). `RESOLVED` is settled with an
 	// outcome. `CANCELED` is void: every share paid 50 cents. Note the single L in CANCELED

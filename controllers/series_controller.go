@@ -207,10 +207,19 @@ func kindOf(s *series.Series) string {
 	return "Market"
 }
 
+// seriesName is the name a MarketSeries is recorded under in Postgres: its namespace and name, as
+// a Market's market is (marketName), so that series of different namespaces never collide.
+func seriesName(ms *pmxv1.MarketSeries) string {
+	if ms.Namespace == "" {
+		return ms.Name
+	}
+	return ms.Namespace + "/" + ms.Name
+}
+
 // record writes the series' row, under its name, with the next instance's time.
 func (r *SeriesReconciler) record(ctx context.Context, ms *pmxv1.MarketSeries, s *series.Series, plan series.Plan, now time.Time) (uuid.UUID, error) {
 	expr, zone := s.Schedule()
-	row := records.Series{ID: uuid.New(), Name: ms.Name, Kind: records.SeriesOfMarkets, Question: s.Question(),
+	row := records.Series{ID: uuid.New(), Name: seriesName(ms), Kind: records.SeriesOfMarkets, Question: s.Question(),
 		Category: s.Category(), Schedule: expr, TimeZone: zone, UpdatedAt: now.UTC()}
 	if id, err := uuid.Parse(ms.Status.SeriesID); err == nil {
 		row.ID = id // a row recorded already keeps its id anyway; this keeps a lost row's
@@ -420,7 +429,7 @@ func (r *SeriesReconciler) finalize(ctx context.Context, ms *pmxv1.MarketSeries)
 	if !controllerutil.ContainsFinalizer(ms, seriesFinalizer) {
 		return nil
 	}
-	if err := r.Store.EndSeries(ctx, ms.Name, r.Clock.Now().UTC()); err != nil {
+	if err := r.Store.EndSeries(ctx, seriesName(ms), r.Clock.Now().UTC()); err != nil {
 		return fmt.Errorf("while ending series %s: %w", ms.Name, err)
 	}
 	patch := client.MergeFrom(ms.DeepCopy())

@@ -164,7 +164,7 @@ func TestSeriesInstances(t *testing.T) {
 		t.Fatalf("status.seriesId %q: %v", status.SeriesID, err)
 	}
 	row, err := st.Series(ctx, id)
-	if err != nil || row.Name != "rain" || row.Schedule != "0 18 * * *" || row.TimeZone != "Europe/Paris" ||
+	if err != nil || row.Name != "default/rain" || row.Schedule != "0 18 * * *" || row.TimeZone != "Europe/Paris" ||
 		row.NextInstanceAt == nil || !row.NextInstanceAt.Equal(time.Date(2027, 6, 3, 16, 0, 0, 0, time.UTC)) {
 		t.Fatalf("series row %+v, %v", row, err)
 	}
