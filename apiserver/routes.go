@@ -61,6 +61,11 @@ func (s *Server) routes() []route {
 		{"GET", "/events", auth.ScopeRead, s.listEvents},
 		{"GET", "/event", auth.ScopeRead, s.getEvent},
 
+		// Series' public reads (seriesreads.go): one series by its id in the path, as an order
+		// group is, since the list and the one would otherwise share the path /series.
+		{"GET", "/series", auth.ScopeRead, s.listSeries},
+		{"GET", "/series/:id", auth.ScopeRead, s.getSeries},
+
 		// Order groups (ordergroups.go): reads need read; making one and resetting one need trade,
 		// since a reset lets a group that stopped a bot trade again.
 		{"GET", "/order-groups", auth.ScopeRead, s.listOrderGroups},

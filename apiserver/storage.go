@@ -44,6 +44,7 @@ type Store interface {
 	KeyUses
 	MarketRows
 	EventRows
+	SeriesRows
 	AccountReads
 	BatchRows
 	FeedLog
@@ -119,6 +120,14 @@ type Halts interface {
 type EventRows interface {
 	eventrec.Rows
 	EventsPage(ctx context.Context, status domain.MarketStatus, afterAt time.Time, afterID uuid.UUID, limit int) ([]records.Event, error)
+}
+
+// SeriesRows are series' rows and their live instances, as the operator records them
+// (internal/store/markets).
+type SeriesRows interface {
+	SeriesPage(ctx context.Context, after *store.Cursor, limit int) ([]records.Series, error)
+	Series(ctx context.Context, id uuid.UUID) (records.Series, error)
+	SeriesInstances(ctx context.Context, s records.Series) ([]records.SeriesInstance, error)
 }
 
 // AccountReads are what the API reads of an account's trading: its orders, positions, fills and

@@ -489,6 +489,42 @@ func (e RiskLimitsUsedPositionOutcome) Valid() bool {
 	}
 }
 
+// Defines values for SeriesKind.
+const (
+	SeriesKindEVENT  SeriesKind = "EVENT"
+	SeriesKindMARKET SeriesKind = "MARKET"
+)
+
+// Valid indicates whether the value is a known member of the SeriesKind enum.
+func (e SeriesKind) Valid() bool {
+	switch e {
+	case SeriesKindEVENT:
+		return true
+	case SeriesKindMARKET:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SeriesDetailKind.
+const (
+	SeriesDetailKindEVENT  SeriesDetailKind = "EVENT"
+	SeriesDetailKindMARKET SeriesDetailKind = "MARKET"
+)
+
+// Valid indicates whether the value is a known member of the SeriesDetailKind enum.
+func (e SeriesDetailKind) Valid() bool {
+	switch e {
+	case SeriesDetailKindEVENT:
+		return true
+	case SeriesDetailKindMARKET:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SettlementMarketStatus.
 const (
 	SettlementMarketStatusCANCELED SettlementMarketStatus = "CANCELED"
@@ -954,6 +990,11 @@ type Market struct {
 	// ResolvesAt When the outcome is expected to be known, if announced.
 	ResolvesAt *time.Time `json:"resolvesAt"`
 
+	// SeriesID The series (`GET /series/{id}`) that listed this market, or the event it answers;
+	// absent for a market no series listed. Set once the operator has linked the market,
+	// within a few seconds of its listing.
+	SeriesID *openapi_types.UUID `json:"seriesId,omitempty"`
+
 	// Status `OPEN` trades. `CLOSED` accepts no orders (may reopen). `RESOLVED` is settled with an
 	// outcome. `CANCELED` is void: every share paid 50 cents. Note the single L in CANCELED
 	// (markets) versus CANCELLED (orders).
@@ -1318,6 +1359,98 @@ type RiskLimits_Used struct {
 	PositionOutcome *RiskLimitsUsedPositionOutcome `json:"positionOutcome"`
 }
 
+// Series A series: a market or an event listed again and again from one template on a cron
+// schedule, each instance with its own date and time.
+type Series struct {
+	Category    string             `json:"category"`
+	CreatedAt   time.Time          `json:"createdAt"`
+	Description *string            `json:"description"`
+	ID          openapi_types.UUID `json:"id"`
+
+	// Kind What each instance is.
+	Kind SeriesKind `json:"kind"`
+
+	// Name The MarketSeries resource's name, after its namespace and a `/` where the operator runs the exchange (as a market's resource name is recorded); each instance is named `<name>-<yyyymmdd>-<hhmm>` after its time in `timeZone`.
+	Name string `json:"name"`
+
+	// NextInstanceAt The scheduled time of the next instance to be listed; null when the schedule falls no more.
+	NextInstanceAt *time.Time `json:"nextInstanceAt"`
+
+	// Question The template's question; `{date}` (2006-01-02) and `{time}` (15:04) stand for each instance's date and time in `timeZone`.
+	Question string `json:"question"`
+
+	// Schedule The cron schedule of the instances' times: five fields (minute hour day-of-month month day-of-week) or a descriptor such as `@daily`.
+	//
+	// Example: 0 18 * * *
+	Schedule string `json:"schedule"`
+
+	// TimeZone The IANA time zone the schedule is read in.
+	//
+	// Example: Europe/Paris
+	TimeZone  string    `json:"timeZone"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// SeriesKind What each instance is.
+type SeriesKind string
+
+// SeriesDetail defines model for SeriesDetail.
+type SeriesDetail struct {
+	Category    string             `json:"category"`
+	CreatedAt   time.Time          `json:"createdAt"`
+	Description *string            `json:"description"`
+	ID          openapi_types.UUID `json:"id"`
+
+	// Instances The series' instances not settled yet, soonest to close first.
+	Instances []SeriesInstance `json:"instances"`
+
+	// Kind What each instance is.
+	Kind SeriesDetailKind `json:"kind"`
+
+	// Name The MarketSeries resource's name, after its namespace and a `/` where the operator runs the exchange (as a market's resource name is recorded); each instance is named `<name>-<yyyymmdd>-<hhmm>` after its time in `timeZone`.
+	Name string `json:"name"`
+
+	// NextInstanceAt The scheduled time of the next instance to be listed; null when the schedule falls no more.
+	NextInstanceAt *time.Time `json:"nextInstanceAt"`
+
+	// Question The template's question; `{date}` (2006-01-02) and `{time}` (15:04) stand for each instance's date and time in `timeZone`.
+	Question string `json:"question"`
+
+	// Schedule The cron schedule of the instances' times: five fields (minute hour day-of-month month day-of-week) or a descriptor such as `@daily`.
+	//
+	// Example: 0 18 * * *
+	Schedule string `json:"schedule"`
+
+	// TimeZone The IANA time zone the schedule is read in.
+	//
+	// Example: Europe/Paris
+	TimeZone  string    `json:"timeZone"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// SeriesDetailKind What each instance is.
+type SeriesDetailKind string
+
+// SeriesInstance One instance of a series, not settled yet.
+type SeriesInstance struct {
+	ClosesAt *time.Time `json:"closesAt"`
+
+	// EventID The instance's event, in a series of events; absent in a series of markets.
+	EventID *openapi_types.UUID `json:"eventId,omitempty"`
+
+	// MarketID The instance's market, in a series of markets; absent in a series of events.
+	MarketID *openapi_types.UUID `json:"marketId,omitempty"`
+
+	// Name The instance's resource name, `<series>-<yyyymmdd>-<hhmm>`, after its namespace and a `/` where the operator runs the exchange.
+	Name       string     `json:"name"`
+	ResolvesAt *time.Time `json:"resolvesAt"`
+
+	// Status `OPEN` trades. `CLOSED` accepts no orders (may reopen). `RESOLVED` is settled with an
+	// outcome. `CANCELED` is void: every share paid 50 cents. Note the single L in CANCELED
+	// (markets) versus CANCELLED (orders).
+	Status MarketStatus `json:"status"`
+}
+
 // Settlement defines model for Settlement.
 type Settlement struct {
 	MarketID     openapi_types.UUID     `json:"marketId"`
@@ -1674,6 +1807,22 @@ type GetQueuePositions200JSONResponseBody struct {
 // ListPositions200JSONResponseBody defines parameters for ListPositions.
 type ListPositions200JSONResponseBody struct {
 	Positions []Position `json:"positions"`
+}
+
+// ListSeriesParams defines parameters for ListSeries.
+type ListSeriesParams struct {
+	// Cursor The `nextCursor` of the previous page. An invalid cursor is a `400` (`invalid_cursor`).
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Page size, 1 to 500, default 100. Out of range is a `400`.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListSeries200JSONResponseBody defines parameters for ListSeries.
+type ListSeries200JSONResponseBody struct {
+	// NextCursor Pass as `cursor` for the next page; null when there is none.
+	NextCursor *string  `json:"nextCursor"`
+	Series     []Series `json:"series"`
 }
 
 // ListSettlementsParams defines parameters for ListSettlements.
@@ -2585,6 +2734,30 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /positions (the `ListPositions` operationId).
 	ListPositions(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListSeries List series (recurring markets)
+	//
+	// Lists series (pmx addition), newest first (by `createdAt`), one page at a time. A series
+	// lists a market or an event again and again from one template on a schedule (a daily
+	// weather market, a weekly index range): each instance is a market (`kind` `MARKET`) or an
+	// event (`EVENT`) of its own, whose `seriesId` names the series. `question` is the
+	// template's, with `{date}` and `{time}` where each instance has its own date and time.
+	// `nextInstanceAt` is the scheduled time of the next instance to be listed. A deleted
+	// series is no longer listed; its markets stay. To read the next page, repeat the request
+	// with `cursor` set to the previous page's `nextCursor`; it is null on the last page.
+	//
+	// Corresponds with GET /series (the `ListSeries` operationId).
+	ListSeries(ctx context.Context, params *ListSeriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSeries Read one series and its instances not settled yet
+	//
+	// Reads one series (pmx addition), also one deleted since, with its instances that are not
+	// settled yet (`OPEN` or `CLOSED`), soonest to close first: the first `OPEN` one is the
+	// instance trading now, and those after it are listed ahead. Each is a market
+	// (`marketId`) or, for a series of events, an event (`eventId`).
+	//
+	// Corresponds with GET /series/{id} (the `GetSeries` operationId).
+	GetSeries(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListSettlements What you were paid when markets settled (pmx addition)
 	//
@@ -3786,6 +3959,50 @@ func (c *RawClient) GetQueuePositions(ctx context.Context, params *GetQueuePosit
 // Corresponds with GET /positions (the `ListPositions` operationId).
 func (c *RawClient) ListPositions(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListPositionsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListSeries List series (recurring markets)
+//
+// Lists series (pmx addition), newest first (by `createdAt`), one page at a time. A series
+// lists a market or an event again and again from one template on a schedule (a daily
+// weather market, a weekly index range): each instance is a market (`kind` `MARKET`) or an
+// event (`EVENT`) of its own, whose `seriesId` names the series. `question` is the
+// template's, with `{date}` and `{time}` where each instance has its own date and time.
+// `nextInstanceAt` is the scheduled time of the next instance to be listed. A deleted
+// series is no longer listed; its markets stay. To read the next page, repeat the request
+// with `cursor` set to the previous page's `nextCursor`; it is null on the last page.
+//
+// Corresponds with GET /series (the `ListSeries` operationId).
+func (c *RawClient) ListSeries(ctx context.Context, params *ListSeriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSeriesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSeries Read one series and its instances not settled yet
+//
+// Reads one series (pmx addition), also one deleted since, with its instances that are not
+// settled yet (`OPEN` or `CLOSED`), soonest to close first: the first `OPEN` one is the
+// instance trading now, and those after it are listed ahead. Each is a market
+// (`marketId`) or, for a series of events, an event (`eventId`).
+//
+// Corresponds with GET /series/{id} (the `GetSeries` operationId).
+func (c *RawClient) GetSeries(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSeriesRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -5531,6 +5748,106 @@ func NewListPositionsRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListSeriesRequest constructs an http.Request for the ListSeries method
+func NewListSeriesRequest(server string, params *ListSeriesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/series")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetSeriesRequest constructs an http.Request for the GetSeries method
+func NewGetSeriesRequest(server string, id openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/series/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListSettlementsRequest constructs an http.Request for the ListSettlements method
 func NewListSettlementsRequest(server string, params *ListSettlementsParams) (*http.Request, error) {
 	var err error
@@ -6449,6 +6766,34 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /positions (the `ListPositions` operationId).
 	ListPositionsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListPositionsResponse, error)
+
+	// ListSeriesWithResponse List series (recurring markets)
+	//
+	// Lists series (pmx addition), newest first (by `createdAt`), one page at a time. A series
+	// lists a market or an event again and again from one template on a schedule (a daily
+	// weather market, a weekly index range): each instance is a market (`kind` `MARKET`) or an
+	// event (`EVENT`) of its own, whose `seriesId` names the series. `question` is the
+	// template's, with `{date}` and `{time}` where each instance has its own date and time.
+	// `nextInstanceAt` is the scheduled time of the next instance to be listed. A deleted
+	// series is no longer listed; its markets stay. To read the next page, repeat the request
+	// with `cursor` set to the previous page's `nextCursor`; it is null on the last page.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /series (the `ListSeries` operationId).
+	ListSeriesWithResponse(ctx context.Context, params *ListSeriesParams, reqEditors ...RequestEditorFn) (*ListSeriesResponse, error)
+
+	// GetSeriesWithResponse Read one series and its instances not settled yet
+	//
+	// Reads one series (pmx addition), also one deleted since, with its instances that are not
+	// settled yet (`OPEN` or `CLOSED`), soonest to close first: the first `OPEN` one is the
+	// instance trading now, and those after it are listed ahead. Each is a market
+	// (`marketId`) or, for a series of events, an event (`eventId`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /series/{id} (the `GetSeries` operationId).
+	GetSeriesWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetSeriesResponse, error)
 
 	// ListSettlementsWithResponse What you were paid when markets settled (pmx addition)
 	//
@@ -9890,6 +10235,203 @@ func (r ListPositionsResponse) ContentType() string {
 	return ""
 }
 
+// ListSeriesResponse401Headers the declared response headers of an HTTP 401 response for ListSeries
+type ListSeriesResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListSeriesResponse403Headers the declared response headers of an HTTP 403 response for ListSeries
+type ListSeriesResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
+// ListSeriesResponse429Headers the declared response headers of an HTTP 429 response for ListSeries
+type ListSeriesResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+}
+
+type ListSeriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ListSeries200JSONResponseBody
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListSeriesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListSeriesResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListSeriesResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListSeriesResponse) GetJSON200() *ListSeries200JSONResponseBody {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListSeriesResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListSeriesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListSeriesResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListSeriesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r ListSeriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSeriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSeriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListSeriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetSeriesResponse401Headers the declared response headers of an HTTP 401 response for GetSeries
+type GetSeriesResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GetSeriesResponse403Headers the declared response headers of an HTTP 403 response for GetSeries
+type GetSeriesResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
+// GetSeriesResponse429Headers the declared response headers of an HTTP 429 response for GetSeries
+type GetSeriesResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+}
+
+type GetSeriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SeriesDetail
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetSeriesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetSeriesResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetSeriesResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSeriesResponse) GetJSON200() *SeriesDetail {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetSeriesResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSeriesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetSeriesResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetSeriesResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetSeriesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSeriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSeriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSeriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSeriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListSettlementsResponse401Headers the declared response headers of an HTTP 401 response for ListSettlements
 type ListSettlementsResponse401Headers struct {
 	WWWAuthenticate string
@@ -11123,6 +11665,46 @@ func (c *ClientWithResponses) ListPositionsWithResponse(ctx context.Context, req
 		return nil, err
 	}
 	return ParseListPositionsResponse(rsp)
+}
+
+// ListSeriesWithResponse List series (recurring markets)
+//
+// Lists series (pmx addition), newest first (by `createdAt`), one page at a time. A series
+// lists a market or an event again and again from one template on a schedule (a daily
+// weather market, a weekly index range): each instance is a market (`kind` `MARKET`) or an
+// event (`EVENT`) of its own, whose `seriesId` names the series. `question` is the
+// template's, with `{date}` and `{time}` where each instance has its own date and time.
+// `nextInstanceAt` is the scheduled time of the next instance to be listed. A deleted
+// series is no longer listed; its markets stay. To read the next page, repeat the request
+// with `cursor` set to the previous page's `nextCursor`; it is null on the last page.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /series (the `ListSeries` operationId).
+func (c *ClientWithResponses) ListSeriesWithResponse(ctx context.Context, params *ListSeriesParams, reqEditors ...RequestEditorFn) (*ListSeriesResponse, error) {
+	rsp, err := c.ListSeries(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSeriesResponse(rsp)
+}
+
+// GetSeriesWithResponse Read one series and its instances not settled yet
+//
+// Reads one series (pmx addition), also one deleted since, with its instances that are not
+// settled yet (`OPEN` or `CLOSED`), soonest to close first: the first `OPEN` one is the
+// instance trading now, and those after it are listed ahead. Each is a market
+// (`marketId`) or, for a series of events, an event (`eventId`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /series/{id} (the `GetSeries` operationId).
+func (c *ClientWithResponses) GetSeriesWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetSeriesResponse, error) {
+	rsp, err := c.GetSeries(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSeriesResponse(rsp)
 }
 
 // ListSettlementsWithResponse What you were paid when markets settled (pmx addition)
@@ -15439,6 +16021,257 @@ func ParseListPositionsResponse(rsp *http.Response) (*ListPositionsResponse, err
 		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListPositionsResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListSeriesResponse parses an HTTP response from a ListSeriesWithResponse call
+func ParseListSeriesResponse(rsp *http.Response) (*ListSeriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSeriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ListSeries200JSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListSeriesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListSeriesResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListSeriesResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSeriesResponse parses an HTTP response from a GetSeriesWithResponse call
+func ParseGetSeriesResponse(rsp *http.Response) (*GetSeriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSeriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SeriesDetail
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetSeriesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetSeriesResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetSeriesResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

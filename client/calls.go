@@ -35,6 +35,9 @@ type (
 	CancelOrdersAnswer = CancelOrders200JSONResponseBody
 	// EventsPage is a page of events, newest first; NextCursor is nil on the last page.
 	EventsPage = ListEvents200JSONResponseBody
+	// SeriesPage is a page of series (recurring markets), newest first; NextCursor is nil on the
+	// last page.
+	SeriesPage = ListSeries200JSONResponseBody
 	// QueuePositionsAnswer is where several resting orders stand in their queues, and why the
 	// others have no place.
 	QueuePositionsAnswer = GetQueuePositions200JSONResponseBody
@@ -289,6 +292,26 @@ func (c *Client) Events(ctx context.Context, status *MarketStatus, cursor *strin
 // mid, and the mids' sum (about 100 when the outcomes are priced consistently).
 func (c *Client) Event(ctx context.Context, id uuid.UUID) (*EventDetail, error) {
 	r, err := c.GetEventWithResponse(ctx, &GetEventParams{EventID: id})
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// SeriesList lists series (recurring markets), newest first, from cursor (nil: the first page),
+// at most limit (0: the server's default). Pass the page's NextCursor for the next.
+func (c *Client) SeriesList(ctx context.Context, cursor *string, limit int) (*SeriesPage, error) {
+	r, err := c.ListSeriesWithResponse(ctx, &ListSeriesParams{Cursor: cursor, Limit: optional(limit)})
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// Series returns one series with its instances not settled yet, soonest to close first: the
+// first OPEN one trades now, the others are listed ahead. A market's SeriesID names its series.
+func (c *Client) Series(ctx context.Context, id uuid.UUID) (*SeriesDetail, error) {
+	r, err := c.GetSeriesWithResponse(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/client"
 	"github.com/pmx-dev/pmx/internal/exchangetest"
@@ -553,5 +554,32 @@ func TestEvents(t *testing.T) {
 	}
 	if _, err := alice.Event(ctx, uuid.New()); !errors.As(err, &refused) || refused.Status != http.StatusNotFound || refused.Code != "event_not_found" {
 		t.Fatalf("Event of no event: %v, want 404 event_not_found", err)
+	}
+}
+
+// TestSeries reads a series of markets, as pmx dev lists it, through the SDK: the list, the series
+// with its instances, an instance's market naming its series, and an unknown series refused.
+func TestSeries(t *testing.T) {
+	ctx := context.Background()
+	tg := exchangetest.StartDev(t)
+	alice := newClient(t, tg, "")
+	keep := int32(1)
+	id, markets := exchangetest.DevSeries{T: tg}.Create(t, "sdk-series", pmxv1.MarketSeriesSpec{Schedule: "@daily", KeepListed: &keep,
+		Market: &pmxv1.SeriesMarketTemplate{Question: "SDK series market of {date}?", Category: "test"}})
+	page, err := alice.SeriesList(ctx, nil, 0)
+	if err != nil || len(page.Series) != 1 || page.Series[0].ID != id || page.Series[0].Kind != client.SeriesKindMARKET || page.NextCursor != nil {
+		t.Fatalf("SeriesList: %v, %+v: want series %s alone", err, page, id)
+	}
+	s, err := alice.Series(ctx, id)
+	if err != nil || s.Name != "sdk-series" || len(s.Instances) != 1 || s.Instances[0].MarketID == nil || *s.Instances[0].MarketID != markets[0] {
+		t.Fatalf("Series: %v, %+v: want its instance %v", err, s, markets)
+	}
+	m, err := alice.Market(ctx, markets[0])
+	if err != nil || m.SeriesID == nil || *m.SeriesID != id {
+		t.Fatalf("Market of the instance: %v, %+v", err, m)
+	}
+	var refused *client.APIError
+	if _, err := alice.Series(ctx, uuid.New()); !errors.As(err, &refused) || refused.Status != http.StatusNotFound || refused.Code != "series_not_found" {
+		t.Fatalf("Series of an unknown id: %v", err)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"io/fs"
 )
 
-//go:embed samples/*.yaml samples/events/*.yaml
+//go:embed samples/*.yaml samples/events/*.yaml samples/series/*.yaml
 var samples embed.FS
 
 //go:embed crd/bases/*.yaml
@@ -27,6 +27,16 @@ func Samples() fs.FS {
 // SampleEvents is config/samples/events as built into pmx: the sample Event manifests, at its top.
 func SampleEvents() fs.FS {
 	sub, err := fs.Sub(samples, "samples/events")
+	if err != nil {
+		panic(err) // a valid path: fs.Sub cannot fail on it
+	}
+	return sub
+}
+
+// SampleSeries is config/samples/series, the sample MarketSeries built into pmx, which pmx dev
+// lists by default.
+func SampleSeries() fs.FS {
+	sub, err := fs.Sub(samples, "samples/series")
 	if err != nil {
 		panic(err) // a valid path: fs.Sub cannot fail on it
 	}

@@ -43,6 +43,22 @@ func TestSampleEventsBuiltIn(t *testing.T) {
 	}
 }
 
+// TestSampleSeriesBuiltIn checks that the sample series built into pmx are config/samples/series
+// as it is on disk, all of it.
+func TestSampleSeriesBuiltIn(t *testing.T) {
+	builtIn, err := v1alpha1.LoadSeriesFS(SampleSeries(), "built in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	onDisk, err := v1alpha1.LoadSeriesFS(os.DirFS(filepath.Join("samples", "series")), "samples/series")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(builtIn) == 0 || !reflect.DeepEqual(builtIn, onDisk) {
+		t.Fatalf("built in: %d series %v; on disk: %d", len(builtIn), builtIn, len(onDisk))
+	}
+}
+
 // TestCRDsBuiltIn checks that the CRDs built into pmx are config/crd/bases as it is on disk.
 func TestCRDsBuiltIn(t *testing.T) {
 	onDisk, err := filepath.Glob(filepath.Join("crd", "bases", "*.yaml"))

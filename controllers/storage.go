@@ -30,6 +30,17 @@ type EventStore interface {
 	EventRows
 }
 
+// SeriesStore is everything the MarketSeries reconciler asks of the database
+// (SeriesReconciler.Store): the series' rows and the links of its instances' rows.
+type SeriesStore interface {
+	// RecordSeries stores a series under its name, keeping the id of one recorded before.
+	RecordSeries(ctx context.Context, s records.Series) (records.Series, error)
+	// EndSeries marks the series of this name ended: no longer listed.
+	EndSeries(ctx context.Context, name string, now time.Time) error
+	// LinkSeries records markets, and events with their markets, as the series' instances.
+	LinkSeries(ctx context.Context, series uuid.UUID, markets, events []uuid.UUID) error
+}
+
 // RebalanceStore is everything the Rebalancer asks of the database (Rebalancer.Store).
 type RebalanceStore interface {
 	OpenMarkets

@@ -1,6 +1,7 @@
 // Package v1alpha1 holds the pmx.dev/v1alpha1 API: the Market custom resource through which platform
 // teams create, close, resolve and cancel markets with kubectl; the Event custom resource, a question
-// of 2 to 50 mutually exclusive outcomes whose Markets the operator creates and moves together; and
+// of 2 to 50 mutually exclusive outcomes whose Markets the operator creates and moves together; the MarketSeries custom resource,
+// a Market or Event listed again and again on a schedule (internal/series holds its rules); and
 // LoadMarkets, which reads Market manifests from a directory for the standalone exchange.
 //
 // The package depends only on the standard library, k8s.io/apimachinery and sigs.k8s.io/yaml, so
@@ -31,7 +32,7 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &Market{}, &MarketList{}, &Event{}, &EventList{})
+	s.AddKnownTypes(GroupVersion, &Market{}, &MarketList{}, &Event{}, &EventList{}, &MarketSeries{}, &MarketSeriesList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -235,6 +235,33 @@ func LoadEventsFS(fsys fs.FS, dir string) ([]Event, error) {
 // decodeEvent decodes one document as decodeMarket does, for an Event: nil and no problems for
 // an empty document.
 func decodeEvent(doc []byte) (*Event, []error) {
+	ev, problems := decodeObject[Event](doc, "Event")
+	if ev != nil {
+		ev.Status = EventStatus{}
+	}
+	return ev, problems
+}
+
+// LoadSeriesFS reads the MarketSeries manifests on the top folder of fsys (such as the sample
+// series built into pmx, package config) as LoadEventsFS reads Events. It checks no more than
+// that: a series' rules (its schedule, zone and template) are internal/series' (series.New).
+func LoadSeriesFS(fsys fs.FS, dir string) ([]MarketSeries, error) {
+	return loadManifests(fsys, dir, "series", decodeSeries)
+}
+
+// decodeSeries decodes one document as decodeEvent does, for a MarketSeries.
+func decodeSeries(doc []byte) (*MarketSeries, []error) {
+	ms, problems := decodeObject[MarketSeries](doc, "MarketSeries")
+	if ms != nil {
+		ms.Status = MarketSeriesStatus{}
+	}
+	return ms, problems
+}
+
+// decodeObject decodes one document of kind strictly (no unknown or duplicate field), with a
+// metadata.name: nil and no problems for an empty document, nil and problems for anything else
+// wrong.
+func decodeObject[T any, P manifest[T]](doc []byte, kind string) (P, []error) {
 	js, err := yaml.YAMLToJSONStrict(doc)
 	if err != nil {
 		return nil, []error{err}
@@ -247,20 +274,19 @@ func decodeEvent(doc []byte) (*Event, []error) {
 		Kind       string `json:"kind"`
 	}
 	_ = json.Unmarshal(js, &head)
-	if head.APIVersion != GroupVersion.String() || head.Kind != "Event" {
-		return nil, []error{fmt.Errorf("apiVersion %q, kind %q: only %s Event objects are allowed", head.APIVersion, head.Kind, GroupVersion)}
+	if head.APIVersion != GroupVersion.String() || head.Kind != kind {
+		return nil, []error{fmt.Errorf("apiVersion %q, kind %q: only %s %s objects are allowed", head.APIVersion, head.Kind, GroupVersion, kind)}
 	}
-	ev := &Event{}
-	strict, err := kjson.UnmarshalStrict(js, ev, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	obj := P(new(T))
+	strict, err := kjson.UnmarshalStrict(js, obj, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
 	if err != nil {
 		return nil, []error{err}
 	}
 	if len(strict) > 0 {
 		return nil, strict
 	}
-	if ev.Name == "" {
-		return nil, []error{errors.New("metadata.name: an Event needs a name")}
+	if obj.GetName() == "" {
+		return nil, []error{fmt.Errorf("metadata.name: every %s needs a name", kind)}
 	}
-	ev.Status = EventStatus{}
-	return ev, nil
+	return obj, nil
 }

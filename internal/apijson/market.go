@@ -38,6 +38,9 @@ type Market struct {
 	// Halted, while trading in the market is halted (docs/architecture.md §4, "Halts"), says by
 	// what: "market" (its own pause), "event" (its event's) or "exchange". Absent otherwise.
 	Halted string `json:"halted,omitempty"`
+	// A market listed by a series (GET /series), or whose event was: the series. Absent for
+	// any other.
+	SeriesID *uuid.UUID `json:"seriesId,omitempty"`
 }
 
 // MarketOf is the API's shape of a market's row.
@@ -45,7 +48,7 @@ func MarketOf(m *records.Market) Market {
 	return Market{ID: m.ID, URL: m.URL, Question: m.Question, Description: m.Description, Category: m.Category,
 		Status: string(m.Status), ClosesAt: m.ClosesAt, ResolvesAt: m.ResolvesAt, Resolved: m.Resolved, Outcome: m.Outcome,
 		LabelA: m.LabelA, LabelB: m.LabelB, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
-		EventID: m.EventID, OutcomeKey: m.OutcomeKey, Halted: string(m.Halted)}
+		EventID: m.EventID, OutcomeKey: m.OutcomeKey, Halted: string(m.Halted), SeriesID: m.SeriesID}
 }
 
 // Trade is an execution, seen from the taker's side.

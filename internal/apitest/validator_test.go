@@ -326,6 +326,8 @@ func TestDocumentedStatuses(t *testing.T) {
 		"GET /orders 200", "GET /orders 400", "GET /orders 401", "GET /orders 403", "GET /orders 429",
 		"GET /orders/queue-positions 200", "GET /orders/queue-positions 400", "GET /orders/queue-positions 401", "GET /orders/queue-positions 403", "GET /orders/queue-positions 429",
 		"GET /positions 200", "GET /positions 401", "GET /positions 403", "GET /positions 404", "GET /positions 429",
+		"GET /series 200", "GET /series 400", "GET /series 401", "GET /series 403", "GET /series 429",
+		"GET /series/{id} 200", "GET /series/{id} 400", "GET /series/{id} 401", "GET /series/{id} 403", "GET /series/{id} 404", "GET /series/{id} 429",
 		"GET /settlements 200", "GET /settlements 400", "GET /settlements 401", "GET /settlements 403", "GET /settlements 429",
 		"POST /account/keys 201", "POST /account/keys 400", "POST /account/keys 401", "POST /account/keys 403", "POST /account/keys 409", "POST /account/keys 429",
 		"POST /cancel-everything 200", "POST /cancel-everything 401", "POST /cancel-everything 403", "POST /cancel-everything 429",

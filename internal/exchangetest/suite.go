@@ -119,6 +119,7 @@ var suiteTests = []struct {
 	{"EventReads", testEventReads},                 // suite_eventreads.go
 	{"EventLifecycleFeed", testEventLifecycleFeed}, // suite_eventreads.go
 	{"Halts", testHalts},                           // suite_halts.go
+	{"Series", testSeries},                         // suite_series.go
 }
 
 // RunSuiteTests runs the suite's tests of those names, in the suite's order, then the

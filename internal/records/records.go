@@ -40,8 +40,9 @@ type Market struct {
 	EventID    *uuid.UUID // the event whose outcome the market answers; nil for a market of its own
 	OutcomeKey *string    // the outcome's key within that event
 
-	Paused bool        // paused on its own (migration 033); written only by SetMarketPaused
-	Halted domain.Halt // what halts it as read: its own pause, its event's or the exchange's
+	Paused   bool        // paused on its own (migration 033); written only by SetMarketPaused
+	Halted   domain.Halt // what halts it as read: its own pause, its event's or the exchange's
+	SeriesID *uuid.UUID  // the series (MarketSeries) that listed the market, or its event; nil for none
 }
 
 // Order is an order's row.

@@ -59,6 +59,7 @@ SHAPES = {
     "ApiKey": models.ApiKey, "NewKey": models.NewKey, "RiskLimits": models.RiskLimits, "OrderGroup": models.OrderGroup,
     "Event": models.Event, "EventOutcome": models.EventOutcome, "EventDetail": models.EventDetail,
     "OutcomeDetail": models.OutcomeDetail, "Conversion": models.Conversion,
+    "Series": models.Series, "SeriesInstance": models.SeriesInstance,
 }
 
 
@@ -91,6 +92,7 @@ def test_every_response_object_is_read_whole() -> None:
         ("/orders", "get"): models.OrderPage, ("/settlements", "get"): models.SettlementPage,
         ("/fills", "get"): models.FillPage, ("/market/candles", "get"): models.Candles,
         ("/account/limits", "get"): models.AccountLimits, ("/events", "get"): models.EventPage,
+        ("/series", "get"): models.SeriesPage,
     }
     for (path, method), cls in inline.items():
         responses = OPENAPI["paths"][path][method]["responses"]

@@ -30,6 +30,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/kit/pgcluster"
 	"github.com/pmx-dev/pmx/internal/market"
 	"github.com/pmx-dev/pmx/internal/market/marketspec"
+	"github.com/pmx-dev/pmx/internal/series/standalone"
 	"github.com/pmx-dev/pmx/internal/shard"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -82,9 +83,11 @@ Ctrl-C stops it cleanly. --database-url uses an existing Postgres instead.
 
 At start it loads the Market manifests in --markets, the same YAML kubectl apply takes, and the
 Event manifests in its events/ folder (each an event with one market per outcome, as the operator
-records it; its closed and resolution are the admin API's to change here): by default the sample
-markets and the sample event built into pmx (config/samples and config/samples/events in its
-repository), wherever it is started from.`,
+records it; its closed and resolution are the admin API's to change here), and the MarketSeries
+manifests in its series/ folder (each series of markets lists its instances as the operator does,
+at each time of its schedule): by default the sample markets, event and series built into pmx
+(config/samples, config/samples/events and config/samples/series in its repository), wherever it
+is started from.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := process.SignalContext(cmd)
@@ -96,7 +99,7 @@ repository), wherever it is started from.`,
 	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to serve HTTP on (port 0 picks a free one)")
 	f.StringVar(&o.dataDir, "data-dir", ".pmx", "folder for the private Postgres cluster and the admin token")
 	f.StringVar(&o.databaseURL, "database-url", "", "use this Postgres instead of a private cluster (postgres://...); one pmx dev serves a database, a second on it is refused")
-	f.StringVar(&o.markets, "markets", builtinMarkets, `folder of Market manifests, and of Event manifests in its events/, to load at start ("`+builtinMarkets+`": the sample markets and event built into pmx; empty: none; a folder named so: ./`+builtinMarkets+`)`)
+	f.StringVar(&o.markets, "markets", builtinMarkets, `folder of Market manifests, and of Event manifests in its events/, to load at start ("`+builtinMarkets+`": the sample markets, event and series built into pmx; empty: none; a folder named so: ./`+builtinMarkets+`)`)
 	f.StringVar(&o.adminToken, "admin-token", "", "admin API token (default $PMX_ADMIN_TOKEN, else generated into <data-dir>/admin-token)")
 	f.Int64Var(&o.grant, "grant", 1_000_000, "play money, in cents, that a new account starts with")
 	f.Int64Var(&o.maxQuantity, "max-quantity", 1_000_000, "largest order quantity accepted")
@@ -196,8 +199,9 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 		EventRetention: o.eventRetention, Feed: bus, NoEventLog: o.noEventLog}, o.shards)
 	defer sh.Stop()
 
+	lister := &standalone.Lister{Store: st, Logger: log}
 	if o.markets != "" {
-		manifests, events, err := loadManifests(o.markets)
+		manifests, events, series, err := loadManifests(o.markets)
 		if err != nil {
 			return err
 		}
@@ -205,6 +209,13 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 			return err
 		}
 		if err := recordEvents(ctx, st, events, time.Now(), log); err != nil {
+			return err
+		}
+		if lister, err = standalone.New(st, series, log); err != nil {
+			return err
+		}
+		// The instances due now, before the books are loaded below.
+		if _, _, err := lister.Sync(ctx, time.Now()); err != nil {
 			return err
 		}
 	}
@@ -243,6 +254,11 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 		defer close(closerDone)
 		(&market.Closer{Store: st, Target: sh, Logger: log}).Run(closerCtx)
 	}()
+	listerDone := make(chan struct{})
+	go func() {
+		defer close(listerDone)
+		lister.Run(closerCtx)
+	}()
 
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(out, "pmx is running.\n  API:       %s/api/v1\n  Settings:  %s/settings\n  Markets:   %s/markets\n  Admin API: %s/admin/v1 (token %s)\n%s  Press Ctrl-C to stop.\n",
@@ -251,6 +267,7 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 	err = serve.Serve(ctx, ln, api.Handler(), o.serve.HTTPLimits(), log)
 	stopCloser()
 	<-closerDone
+	<-listerDone
 	return err
 }
 
@@ -276,27 +293,45 @@ func adminToken(o devOptions) (token, source string, err error) {
 // shards than that only add transactions (measured in docs/performance.md, "Several shards").
 func defaultShards() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 
-// loadManifests reads the Market manifests of --markets and the Event manifests of its events/
-// folder (none when it has none): the samples built into pmx for builtinMarkets.
-func loadManifests(dir string) ([]v1alpha1.Market, []v1alpha1.Event, error) {
+// loadManifests reads the Market manifests of --markets, the Event manifests of its events/
+// folder and the MarketSeries manifests of its series/ folder (none when it has none): the
+// samples built into pmx for builtinMarkets.
+func loadManifests(dir string) ([]v1alpha1.Market, []v1alpha1.Event, []v1alpha1.MarketSeries, error) {
 	if dir == builtinMarkets {
 		markets, err := v1alpha1.LoadMarketsFS(config.Samples(), "config/samples (built in)")
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		events, err := v1alpha1.LoadEventsFS(config.SampleEvents(), "config/samples/events (built in)")
-		return markets, events, err
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		series, err := v1alpha1.LoadSeriesFS(config.SampleSeries(), "config/samples/series (built in)")
+		return markets, events, series, err
 	}
 	markets, err := v1alpha1.LoadMarkets(dir)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	eventsDir := filepath.Join(dir, "events")
-	if _, err := os.Stat(eventsDir); errors.Is(err, fs.ErrNotExist) {
-		return markets, nil, nil
+	var events []v1alpha1.Event
+	if sub := filepath.Join(dir, "events"); exists(sub) {
+		if events, err = v1alpha1.LoadEventsFS(os.DirFS(sub), sub); err != nil {
+			return nil, nil, nil, err
+		}
 	}
-	events, err := v1alpha1.LoadEventsFS(os.DirFS(eventsDir), eventsDir)
-	return markets, events, err
+	var series []v1alpha1.MarketSeries
+	if sub := filepath.Join(dir, "series"); exists(sub) {
+		if series, err = v1alpha1.LoadSeriesFS(os.DirFS(sub), sub); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return markets, events, series, nil
+}
+
+// exists reports whether there is a file or folder at path.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return !errors.Is(err, fs.ErrNotExist)
 }
 
 // recordEvents records each Event manifest as the operator does (eventrec.Record): a new event

@@ -35,8 +35,9 @@ func (s *syncBuffer) String() string {
 }
 
 // TestDevLoadsSamples starts pmx dev with its default --markets, twice on one database: it loads
-// the sample markets and the sample event (config/samples/events), the event with one open market
-// per outcome, and a restart finds them recorded and records them again without a second copy.
+// the sample markets, the sample event (config/samples/events), the event with one open market
+// per outcome, and the sample series (config/samples/series) with its instances listed; a restart
+// finds them recorded and records them again without a second copy.
 func TestDevLoadsSamples(t *testing.T) {
 	db := pgtest.NewDatabase(t, pgtest.Shared(t))
 	for run := range 2 {
@@ -80,6 +81,24 @@ func TestDevLoadsSamples(t *testing.T) {
 		}
 		if ofEvent != 4 || len(open) < 4+2 {
 			t.Errorf("run %d: %d open markets, %d of the sample event; want the sample markets and 4 of the event's", run, len(open), ofEvent)
+		}
+		// The sample daily series lists two instances ahead of now, each once, whatever the run.
+		series, err := st.SeriesPage(ctx, nil, 10)
+		if err != nil || len(series) != 1 || series[0].Name != "rain-paris-daily" {
+			t.Fatalf("run %d: series %+v, %v; want the sample rain-paris-daily", run, series, err)
+		}
+		instances, err := st.SeriesInstances(ctx, series[0])
+		if err != nil || len(instances) < 2 {
+			t.Errorf("run %d: the sample series' instances %+v, %v; want at least 2 listed", run, instances, err)
+		}
+		var linked int
+		for _, m := range open {
+			if m.SeriesID != nil && *m.SeriesID == series[0].ID {
+				linked++
+			}
+		}
+		if linked != len(instances) {
+			t.Errorf("run %d: %d open markets of the series, %d instances", run, linked, len(instances))
 		}
 		st.Close()
 		cancel()

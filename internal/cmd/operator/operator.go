@@ -2,6 +2,7 @@
 package operator
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -156,6 +157,21 @@ func runOperator(o operatorOptions) error {
 		er := &controllers.EventReconciler{Client: mgr.GetClient(), Scheme: scheme, Store: st,
 			Recorder: mgr.GetEventRecorder("pmx-operator"), Exchange: exchange, Resync: o.resync}
 		if err := er.SetupWithManager(mgr); err != nil {
+			return err
+		}
+	}
+	// Series: recurring Markets and Events, from a CRD that a release upgraded from an older chart
+	// may not have yet either, and which watches Events.
+	_, serr := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: pmxv1.GroupVersion.Group, Kind: "MarketSeries"},
+		pmxv1.GroupVersion.Version)
+	switch {
+	case meta.IsNoMatchError(serr) || meta.IsNoMatchError(err):
+		log.Warn("the cluster serves no MarketSeries (marketseries.pmx.dev) or no Event custom resource, so MarketSeries are not reconciled; "+
+			"apply the chart's CRDs (kubectl apply -f charts/pmx/crds/) and restart the operator", "error", errors.Join(serr, err))
+	default:
+		sr := &controllers.SeriesReconciler{Client: mgr.GetClient(), Scheme: scheme, Store: st,
+			Recorder: mgr.GetEventRecorder("pmx-operator")}
+		if err := sr.SetupWithManager(mgr); err != nil {
 			return err
 		}
 	}

@@ -17,7 +17,7 @@ import (
 
 const marketColumns = `id, url, question, description, category, status, closes_at, resolves_at, outcome,
 	label_a, label_b, created_at, updated_at, name, last_trade_price, shard, epoch, event_seq,
-	event_id, outcome_key, paused,
+	event_id, outcome_key, series_id, paused,
 	(select h.exchange from halts h where h.id), coalesce((select e.paused from events e where e.id = event_id), false)`
 
 func scanMarket(row pgx.Row) (records.Market, error) {
@@ -26,7 +26,7 @@ func scanMarket(row pgx.Row) (records.Market, error) {
 	var exchange, eventPaused bool
 	err := row.Scan(&m.ID, &m.URL, &m.Question, &m.Description, &m.Category, &m.Status, &m.ClosesAt,
 		&m.ResolvesAt, &m.Outcome, &m.LabelA, &m.LabelB, &m.CreatedAt, &m.UpdatedAt, &m.Name, &last, &m.Shard, &m.Epoch,
-		&m.EventSeq, &m.EventID, &m.OutcomeKey, &m.Paused, &exchange, &eventPaused)
+		&m.EventSeq, &m.EventID, &m.OutcomeKey, &m.SeriesID, &m.Paused, &exchange, &eventPaused)
 	m.Halted = domain.Of(exchange, eventPaused, m.Paused)
 	if last != nil {
 		p := int(*last)

@@ -28,6 +28,7 @@ from . import errors, signing
 from .models import (
     AUTO, Account, AccountEventPage, AccountLimits, ApiKey, Auto, BatchResult, CancelFailure, CancelResult,
     CandleInterval, Candles, Conversion, EventDetail, EventPage, FillPage, HeartbeatState, Market,
+    SeriesDetail, SeriesPage,
     KeyScope, MarketEventPage, MarketPage,
     MarketStatus, NewKey, Order, OrderBookSnapshot, OrderPage, OrderRequest, OrderStatus, Outcome,
     OrderGroup, OrderGroupPage, PlacedOrder, Position, QueuePosition, QueuePositionFailure, QueuePositions, RiskLimits, SelfTradePrevention, SettlementPage, Side, TimeInForce, Trade, WsToken,
@@ -539,7 +540,7 @@ def reset_order_group(group_id: str) -> Call[OrderGroup]:
 
 
 def _path_id(group_id: str) -> str:
-    """A group's or a key's id as a path segment: a UUID is sent as it is, anything else escaped (the API
+    """A group's, a key's or a series' id as a path segment: a UUID is sent as it is, anything else escaped (the API
     refuses it with 400 invalid_uuid)."""
     return urllib.parse.quote(group_id, safe="")
 
@@ -557,6 +558,19 @@ def get_event(event_id: str) -> Call[EventDetail]:
     """One event with each outcome's market, best YES bid and ask, last price and YES mid, and the
     mids' sum (``NotFoundError`` with ``code`` ``event_not_found`` if there is none)."""
     return Call("GET", "/event", _one(EventDetail, 200), _query(eventId=event_id), resend_safe=True)
+
+
+@endpoint("GET", "/series")
+def list_series(*, limit: Optional[int] = None, cursor: Optional[str] = None) -> Call[SeriesPage]:
+    """A page of series (recurring markets), newest first (``next_cursor`` continues it)."""
+    return Call("GET", "/series", _one(SeriesPage, 200), _query(limit=limit, cursor=cursor), resend_safe=True)
+
+
+@endpoint("GET", "/series/{id}")
+def get_series(series_id: str) -> Call[SeriesDetail]:
+    """One series with its instances not settled yet, soonest to close first: how a bot finds a
+    series' next market (``NotFoundError`` with ``code`` ``series_not_found`` if there is none)."""
+    return Call("GET", f"/series/{_path_id(series_id)}", _one(SeriesDetail, 200), resend_safe=True)
 
 
 @endpoint("POST", "/event/convert")

@@ -129,6 +129,8 @@ class AsyncClient:
     delete_order_group = _method(_core.delete_order_group)
     list_events = _method(_core.list_events)
     get_event = _method(_core.get_event)
+    list_series = _method(_core.list_series)
+    get_series = _method(_core.get_series)
     convert_event_shares = _method(_core.convert_event_shares)
     create_ws_token = _method(_core.create_ws_token)
 

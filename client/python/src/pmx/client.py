@@ -83,7 +83,7 @@ class Client:
 
     def pages(self, method: Callable[..., Any], **kwargs: Any) -> Iterator[Any]:
         """Every page of a cursor listing (``list_orders``, ``list_fills``, ``list_settlements``,
-        ``list_markets``, ``list_events``), following ``next_cursor``: ``for page in client.pages(client.list_fills)``."""
+        ``list_markets``, ``list_events``, ``list_series``), following ``next_cursor``: ``for page in client.pages(client.list_fills)``."""
         cursor = kwargs.pop("cursor", None)
         while True:
             page = method(cursor=cursor, **kwargs)
@@ -129,6 +129,8 @@ class Client:
     delete_order_group = _method(_core.delete_order_group)
     list_events = _method(_core.list_events)
     get_event = _method(_core.get_event)
+    list_series = _method(_core.list_series)
+    get_series = _method(_core.get_series)
     convert_event_shares = _method(_core.convert_event_shares)
     create_ws_token = _method(_core.create_ws_token)
 

@@ -32,6 +32,7 @@ __all__ = [
     "Candle", "Candles", "HeartbeatState", "WsToken", "RateLimit", "AccountLimits", "Account", "ApiKey", "KeyScope", "NewKey",
     "RiskLimits", "RiskLimitsUse", "OrderGroup", "OrderGroupPage",
     "Event", "EventOutcome", "EventPage", "EventDetail", "OutcomeDetail", "Conversion",
+    "Series", "SeriesKind", "SeriesPage", "SeriesInstance", "SeriesDetail",
     "AccountEvent", "AccountEventPage", "decode", "format_time",
 ]
 
@@ -98,6 +99,8 @@ class Market:
     #: ``market_halted``, ``event_halted`` or ``exchange_halted``; cancels still work), by what:
     #: ``market``, ``event`` or ``exchange``. ``None`` while it may trade.
     halted: Optional[str] = None
+    #: The series (``get_series``) that listed this market or its event; ``None`` for none.
+    series_id: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -527,6 +530,67 @@ class EventDetail:
     resolves_at: Optional[_dt.datetime] = None
     #: While trading in the event's markets is halted, by what: ``event`` or ``exchange``.
     halted: Optional[str] = None
+
+
+SeriesKind = Literal["MARKET", "EVENT"]
+
+
+@dataclass(frozen=True)
+class Series:
+    """A series: a market or an event listed again and again from one template on a cron
+    schedule. ``question`` is the template's: ``{date}`` and ``{time}`` stand for each instance's
+    date and time in ``time_zone``; ``next_instance_at`` is the next instance's scheduled time."""
+
+    id: str
+    name: str
+    kind: SeriesKind
+    question: str
+    description: Optional[str]
+    category: str
+    schedule: str
+    time_zone: str
+    next_instance_at: Optional[_dt.datetime]
+    created_at: _dt.datetime
+    updated_at: _dt.datetime
+
+
+@dataclass(frozen=True)
+class SeriesPage:
+    series: list[Series]
+    #: Pass as ``cursor`` for the next page; ``None`` on the last page.
+    next_cursor: Optional[str]
+
+
+@dataclass(frozen=True)
+class SeriesInstance:
+    """One instance of a series not settled yet: a market (``market_id``), or in a series of events
+    an event (``event_id``)."""
+
+    name: str
+    status: MarketStatus
+    closes_at: Optional[_dt.datetime]
+    resolves_at: Optional[_dt.datetime]
+    market_id: Optional[str] = None
+    event_id: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class SeriesDetail:
+    """A :class:`Series` as ``get_series`` answers it, with its instances not settled yet, soonest
+    to close first: the first OPEN one trades now."""
+
+    id: str
+    name: str
+    kind: SeriesKind
+    question: str
+    description: Optional[str]
+    category: str
+    schedule: str
+    time_zone: str
+    next_instance_at: Optional[_dt.datetime]
+    created_at: _dt.datetime
+    updated_at: _dt.datetime
+    instances: list[SeriesInstance]
 
 
 @dataclass(frozen=True)
