@@ -73,6 +73,9 @@ func (a *auditor) market(ctx context.Context, m market, moves map[uuid.UUID]*his
 	if why != "" {
 		a.r.CannotCheck = append(a.r.CannotCheck, fmt.Sprintf("market %s is not replayed: %s", m.id, why))
 		a.ledger.partial = true
+		for i := range orders {
+			a.ledger.unknown[orders[i].account] = true
+		}
 		return nil
 	}
 	r.run(steps)
