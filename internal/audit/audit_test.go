@@ -222,6 +222,13 @@ func TestAuditAfterTrading(t *testing.T) {
 			delete from orders where market_id = $1 and seq = 9`,
 		undo: `insert into orders select * from deleted_order; drop table deleted_order`,
 		want: []string{"numbering: market", "no order holds number 9 of the order sequence"},
+	}, {
+		name: "a batch of the market's feed lost",
+		inject: `create table lost_batch as select * from market_events where market_id = $1
+				and convert_from(events, 'UTF8') like '%"type":"trade"%' order by first_seq offset 1 limit 1;
+			delete from market_events where (market_id, first_seq) in (select market_id, first_seq from lost_batch)`,
+		undo: `insert into market_events select * from lost_batch; drop table lost_batch`,
+		want: []string{"feed: market", "is not the trades' next after the one before it"},
 	}}
 	for _, f := range faults {
 		t.Run(f.name, func(t *testing.T) {

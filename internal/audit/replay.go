@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/feed"
 )
 
 // opKind is what a command of the replay does to an order after placing it.
@@ -82,6 +83,9 @@ func (a *auditor) market(ctx context.Context, m market, moves map[uuid.UUID]*his
 	a.r.Replayed++
 	a.r.Trades += len(trades)
 	r.compareOrders()
+	if err := r.compareFeed(ctx); err != nil {
+		return err
+	}
 	return r.compareHoldings(ctx)
 }
 
@@ -416,4 +420,102 @@ func (h *opHeap) Pop() any {
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return x
+}
+
+// compareFeed compares the market's feed, as far as it is kept (market_events), with the replay:
+// its trade events are the trades, in their order, and the last quantity it gives each price
+// level, and the last status, are the replayed book's and the market's. A feed kept from its first
+// event describes every level; a pruned one only those changed since.
+func (r *replay) compareFeed(ctx context.Context) error {
+	rows, err := r.a.tx.Query(ctx, `select first_seq, events from market_events where market_id = $1 order by first_seq`, r.m.id)
+	if err != nil {
+		return fmt.Errorf("audit: reading the feed of market %s: %w", r.m.id, err)
+	}
+	defer rows.Close()
+	var levels [2][engine.Payout]int64
+	var seen [2][engine.Payout]bool
+	next := -1 // the index in r.trades of the trade the feed's next trade event must be; -1: not found yet
+	status, first := "", int64(0)
+	look := fmt.Sprintf("market_events of market %s", r.m.id)
+	for rows.Next() {
+		var from int64
+		var events []feed.Event
+		if err := rows.Scan(&from, &feedJSON{&events}); err != nil {
+			return fmt.Errorf("audit: reading the feed of market %s: %w", r.m.id, err)
+		}
+		if first == 0 {
+			first = from
+		}
+		for i := range events {
+			e := &events[i]
+			switch e.Type {
+			case feed.TypeTrade:
+				id, _ := uuid.Parse(e.TradeID)
+				if next < 0 {
+					next = slices.IndexFunc(r.trades, func(t trade) bool { return t.id == id })
+					if next < 0 {
+						r.a.differ("feed", r.m.id, look, "the feed's trade event %d names trade %s, which Postgres does not hold", e.Seq, e.TradeID)
+						return nil
+					}
+				}
+				if next >= len(r.trades) || r.trades[next].id != id || r.trades[next].yesPrice != e.Price || r.trades[next].quantity != e.Quantity {
+					r.a.differ("feed", r.m.id, look, "the feed's trade event %d (trade %s, %d at %d) is not the trades' next after the one before it", e.Seq, e.TradeID, e.Quantity, e.Price)
+					return nil
+				}
+				next++
+			case feed.TypeLevel:
+				side := 0
+				if e.Side == "ask" {
+					side = 1
+				}
+				if e.Price >= engine.MinPrice && e.Price <= engine.MaxPrice {
+					levels[side][e.Price], seen[side][e.Price] = e.Quantity, true
+				}
+			case feed.TypeStatus:
+				status = e.Status
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("audit: reading the feed of market %s: %w", r.m.id, err)
+	}
+	if first == 0 {
+		return nil // nothing kept
+	}
+	if next >= 0 && next != len(r.trades) {
+		r.a.differ("feed", r.m.id, look, "the feed's last trade event is trade seq %d; Postgres holds trades to seq %d", r.trades[next-1].seq, r.trades[len(r.trades)-1].seq)
+	}
+	var d engine.Depth
+	r.book.Depth(engine.Payout, &d)
+	var book [2][engine.Payout]int64
+	for _, l := range d.Yes.Bids {
+		book[0][l.Price] = l.Quantity
+	}
+	for _, l := range d.Yes.Asks {
+		book[1][l.Price] = l.Quantity
+	}
+	for side, name := range []string{"bid", "ask"} {
+		for p := engine.MinPrice; p <= engine.MaxPrice; p++ {
+			if (seen[side][p] || first == 1) && levels[side][p] != book[side][p] {
+				r.a.differ("feed", r.m.id, look, "the feed leaves %d resting at the %s at YES price %d; the replayed book holds %d", levels[side][p], name, p, book[side][p])
+			}
+		}
+	}
+	if status != "" && status != r.m.status {
+		r.a.differ("feed", r.m.id, look+" and its markets row", "the feed's last status is %s; the market is %s", status, r.m.status)
+	}
+	return nil
+}
+
+// feedJSON scans a feed batch's JSON (bytea) straight into its events.
+type feedJSON struct{ events *[]feed.Event }
+
+func (f *feedJSON) Scan(src any) error {
+	b, ok := src.([]byte)
+	if !ok {
+		return fmt.Errorf("a feed batch of type %T", src)
+	}
+	events, err := feed.Decode(b)
+	*f.events = events
+	return err
 }
