@@ -162,6 +162,8 @@ type auditor struct {
 	start    time.Time
 	last     time.Time
 	ledger   ledger
+	done     int // markets audited so far, of total
+	total    int
 }
 
 func (a *auditor) differ(check string, market uuid.UUID, look string, format string, args ...any) {
@@ -169,7 +171,7 @@ func (a *auditor) differ(check string, market uuid.UUID, look string, format str
 }
 
 // tick reports progress when it is time to.
-func (a *auditor) tick(done, total int) {
+func (a *auditor) tick() {
 	if a.progress == nil {
 		return
 	}
@@ -179,7 +181,7 @@ func (a *auditor) tick(done, total int) {
 	}
 	a.last = now
 	events := a.r.LogEvents()
-	a.progress.Info("audit progress", "markets", done, "of", total, "events", events,
+	a.progress.Info("audit progress", "markets", a.done, "of", a.total, "events", events,
 		"eventsPerSecond", int(float64(events)/now.Sub(a.start).Seconds()), "differences", len(a.r.Differences))
 }
 
@@ -204,11 +206,13 @@ func (a *auditor) run(ctx context.Context) error {
 	if err := a.readEvents(ctx, markets); err != nil {
 		return err
 	}
-	for i, m := range markets {
+	a.total = len(markets)
+	for _, m := range markets {
 		if err := a.market(ctx, m, moves); err != nil {
 			return err
 		}
-		a.tick(i+1, len(markets))
+		a.done++
+		a.tick()
 	}
 	if err := a.events(ctx); err != nil {
 		return err

@@ -302,12 +302,16 @@ func TestAuditReadOnly(t *testing.T) {
 	if _, err := conn.Exec(ctx, `update accounts set available = available`); err == nil {
 		t.Fatal("the read-only connection wrote: the test shows nothing")
 	}
-	r, err := audit.Run(ctx, conn, audit.Options{})
+	var progress bytes.Buffer
+	r, err := audit.Run(ctx, conn, audit.Options{Progress: slog.New(slog.NewTextHandler(&progress, nil)), ProgressEvery: time.Nanosecond})
 	if err != nil {
 		t.Fatalf("the audit failed on a read-only connection: %v", err)
 	}
 	if len(r.Differences) > 0 {
 		t.Fatalf("differences: %v", r.Differences)
+	}
+	if !strings.Contains(progress.String(), "msg=\"audit progress\" markets=9 of=9") {
+		t.Errorf("the audit's progress:\n%s", progress.String())
 	}
 	cmd := cmdaudit.NewCommand()
 	var out bytes.Buffer

@@ -192,6 +192,9 @@ func (r *replay) run(steps []step) {
 		if s.order == nil {
 			continue
 		}
+		if i&0xffff == 0 {
+			r.a.tick() // a market of millions of events takes seconds
+		}
 		r.drain(s.at)
 		o := s.order
 		if !s.move {
