@@ -108,6 +108,10 @@ func (r *replay) plan(moves map[uuid.UUID]*history) ([]step, string) {
 		o := &r.orders[i]
 		o.terms = engine.Order{ID: engine.OrderID(o.seq), Account: engine.AccountID(o.account), Side: o.side, Outcome: o.outcome,
 			TimeInForce: o.tif, PostOnly: o.postOnly, SelfTrade: o.stp, Price: o.price, Quantity: o.quantity}
+		if held := steps[o.seq-1].order; held != nil {
+			r.a.differ("numbering", r.m.id, fmt.Sprintf("orders rows (market_id, seq) = (%s, %d) and (%s, %d)", r.m.id, o.seq, r.m.id, held.seq),
+				"order seq %d is also the priority of order seq %d: one number of the order sequence is held twice", o.seq, held.seq)
+		}
 		steps[o.seq-1] = step{order: o, at: o.created}
 		var ops []op
 		if o.priority != 0 {
@@ -121,7 +125,8 @@ func (r *replay) plan(moves map[uuid.UUID]*history) ([]step, string) {
 			lastMove := -1
 			for _, am := range h.amends {
 				kind := opInPlace
-				if !(am.price == price && am.quantity-am.filled <= quantity-am.filled) {
+				before := engine.OrderState{Order: engine.Order{Side: o.side, Price: price, Quantity: quantity}, Filled: am.filled}
+				if !before.AmendKeepsPriority(am.price, am.quantity-am.filled) { // the engine's rule
 					kind, lastMove = opMove, len(ops)
 				}
 				ops = append(ops, op{kind: kind, price: am.price, remaining: am.quantity - am.filled, filled: am.filled, at: am.at})
@@ -130,6 +135,9 @@ func (r *replay) plan(moves map[uuid.UUID]*history) ([]step, string) {
 			if lastMove < 0 {
 				r.a.differ("numbering", r.m.id, fmt.Sprintf("orders row (market_id, seq) = (%s, %d)", r.m.id, o.seq),
 					"order %s (seq %d) has priority %d, but no amend in its account's feed moved it", o.id, o.seq, o.priority)
+			} else if held := steps[o.priority-1].order; held != nil {
+				r.a.differ("numbering", r.m.id, fmt.Sprintf("orders rows (market_id, seq) = (%s, %d) and (%s, %d)", r.m.id, o.seq, r.m.id, held.seq),
+					"order %s (seq %d) has priority %d, a number order seq %d already holds", o.id, o.seq, o.priority, held.seq)
 			} else {
 				steps[o.priority-1] = step{order: o, move: true, at: ops[lastMove].at}
 				for j := range lastMove {
