@@ -233,10 +233,14 @@ func (r *replay) place(o *order) {
 		r.reasons[o] = "EXPIRED"
 		return
 	}
+
 	if err := r.book.Submit(o.terms, &r.res); err != nil {
 		r.a.differ("order", r.m.id, fmt.Sprintf("orders row (market_id, seq) = (%s, %d)", r.m.id, o.seq),
 			"order %s (seq %d) is in Postgres, but the engine refuses it: %v", o.id, o.seq, err)
 		o.state = engine.OrderState{Order: o.terms, Status: o.status, Filled: o.filled}
+		if r.waiting[o] {
+			r.woken = append(r.woken, o)
+		}
 		return
 	}
 	r.settle(o)
@@ -266,6 +270,9 @@ func (r *replay) settle(taker *order) {
 	taker.state = res.Order
 	if res.Reason != engine.ReasonNone {
 		r.reasons[taker] = res.Reason.String()
+	}
+	if r.waiting[taker] { // placed, or filled, in the batch that then amended or cancelled it
+		r.woken = append(r.woken, taker)
 	}
 }
 
@@ -297,7 +304,7 @@ func (r *replay) drain(until time.Time) {
 		if len(r.woken) > 0 {
 			o := r.woken[len(r.woken)-1]
 			r.woken = r.woken[:len(r.woken)-1]
-			if r.waiting[o] && o.state.Filled >= r.queue[o][0].filled {
+			if r.waiting[o] && r.ready(o) {
 				delete(r.waiting, o)
 				r.apply(o)
 			}
@@ -311,12 +318,18 @@ func (r *replay) drain(until time.Time) {
 		if len(ops) == 0 || ops[0].kind == opMove || !ops[0].at.Equal(h.at) {
 			continue // stale
 		}
-		if h.o.state.Filled < ops[0].filled && h.o.state.Status.Resting() {
+		if !r.ready(h.o) {
 			r.waiting[h.o] = true
 			continue
 		}
 		r.apply(h.o)
 	}
+}
+
+// ready reports whether an order's next op can run: the order is placed and has made the fills the
+// log says it had made when the op ran (or can make no more).
+func (r *replay) ready(o *order) bool {
+	return o.state.Status != 0 && (o.state.Filled >= r.queue[o][0].filled || !o.state.Status.Resting())
 }
 
 // apply runs an order's next op.
@@ -331,8 +344,8 @@ func (r *replay) apply(o *order) {
 			o.id, o.seq, p.filled, p.kind, o.state.Filled)
 	}
 	if _, resting := r.book.Order(engine.OrderID(o.seq)); !resting {
-		r.a.differ("order", r.m.id, look, "order %s (seq %d) is %sed in the log, but the replay had already finished it (%s, filled %d)",
-			o.id, o.seq, p.kind, o.state.Status, o.state.Filled)
+		r.a.differ("order", r.m.id, look, "order %s (seq %d) is %s in the log, but the replay had already finished it (%s, filled %d)",
+			o.id, o.seq, map[bool]string{true: "cancelled", false: "amended"}[p.kind == opCancel], o.state.Status, o.state.Filled)
 	} else if p.kind == opCancel {
 		r.a.r.Cancel++
 		st, _ := r.book.Cancel(engine.OrderID(o.seq))
