@@ -89,7 +89,6 @@ type order struct {
 
 	// the replay's
 	state engine.OrderState
-	moves []amend // from its feed, when it was moved: every amend, in order
 	terms engine.Order
 }
 
