@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pmx-dev/pmx/internal/cmd/api"
+	"github.com/pmx-dev/pmx/internal/cmd/audit"
 	"github.com/pmx-dev/pmx/internal/cmd/dev"
 	"github.com/pmx-dev/pmx/internal/cmd/migrate"
 	"github.com/pmx-dev/pmx/internal/cmd/operator"
@@ -39,6 +40,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(dev.NewCommand(), api.NewCommand(), shard.NewCommand(), operator.NewCommand(), migrate.NewCommand())
+	root.AddCommand(dev.NewCommand(), api.NewCommand(), shard.NewCommand(), operator.NewCommand(), migrate.NewCommand(), audit.NewCommand())
 	return root
 }

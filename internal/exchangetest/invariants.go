@@ -8,8 +8,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/audit"
 )
 
 // invariants are the rules of docs/architecture.md §3 (and a few of the schema's own), each a
@@ -122,7 +124,9 @@ const eventPayouts = `held as (
 			from held h)`
 
 // CheckInvariants checks every invariant in SQL, and the books in memory against Postgres when the
-// target can, reporting each violation.
+// target can, reporting each violation; then it audits the database (pmx audit, package
+// internal/audit): the engine's replay of every market's commands against every fill, order,
+// book, position and balance Postgres holds.
 func CheckInvariants(t testing.TB, tg *Target) {
 	t.Helper()
 	if err := Invariants(context.Background(), tg.Store.Pool); err != nil {
@@ -133,6 +137,25 @@ func CheckInvariants(t testing.TB, tg *Target) {
 			t.Errorf("books: %v", err)
 		}
 	}
+	Audit(t, tg.Store.Pool)
+}
+
+// Audit runs pmx audit's check on the database pool reaches, failing t on each difference, and
+// logs its summary (what it replayed, in how long).
+func Audit(t testing.TB, pool *pgxpool.Pool) {
+	t.Helper()
+	r, err := audit.Run(context.Background(), pool, audit.Options{})
+	if err != nil {
+		t.Errorf("audit: %v", err)
+		return
+	}
+	var out strings.Builder
+	r.Write(&out)
+	if len(r.Differences) > 0 {
+		t.Errorf("audit:\n%s", out.String())
+		return
+	}
+	t.Logf("audit: %s", out.String())
 }
 
 // Querier runs a query: a pool, a connection or a transaction.

@@ -74,6 +74,11 @@ type Config struct {
 	MaxOpenOrders int
 	// EventRetention is how long the markets' feed events are kept (default DefaultEventRetention).
 	EventRetention time.Duration
+	// KeepEvents keeps the feeds' events, of markets and accounts, for ever: the shard deletes none.
+	// An audit (pmx audit) needs an amended order's account feed to replay its market, so an
+	// exchange that must be audited back to its first order keeps them (docs/operations.md,
+	// "Auditing the record", has the storage it costs).
+	KeepEvents bool
 	// Feed, when set, is handed every committed batch's events (after the commit, before the
 	// answers), for the live feed.
 	Feed *feed.Bus
@@ -204,7 +209,7 @@ func New(cfg Config) *Shard {
 	s.every(heartbeatSweep, s.cancelTripped)
 	s.every(groupSweep, s.sweepGroups)
 	s.every(returnSweep, s.sweepReturns)
-	if !cfg.noPruning {
+	if !cfg.noPruning && !cfg.KeepEvents {
 		s.every(eventPruning, s.pruneEvents)
 	}
 	return s

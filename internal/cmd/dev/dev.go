@@ -62,6 +62,7 @@ type devOptions struct {
 	maxOrderGroups int
 	maxOpenOrders  int
 	eventRetention time.Duration
+	keepEvents     bool
 	noEventLog     bool
 	shards         int
 	process        process.Options
@@ -106,6 +107,7 @@ is started from.`,
 	f.IntVar(&o.maxOrderGroups, "max-order-groups", apiserver.DefaultMaxOrderGroups, "most order groups one account may keep")
 	f.IntVar(&o.maxOpenOrders, "max-open-orders", shard.DefaultMaxOpenOrders, "most open orders one account may have in one market")
 	f.DurationVar(&o.eventRetention, "event-retention", shard.DefaultEventRetention, "how long the markets' feed events are kept")
+	f.BoolVar(&o.keepEvents, "keep-events", false, "keep the markets' and accounts' feed events for ever, so that pmx audit can replay every amend (--event-retention is then unused; docs/operations.md)")
 	f.IntVar(&o.shards, "shards", defaultShards(), "matching shards to spread the markets over, each with its own batch loop and Postgres connection (default: one per two cores)")
 	f.BoolVar(&o.noEventLog, "no-event-log", false, "record no feed events, of markets or accounts, to measure what they cost (the live feed, GET /market/events and GET /account/events then show nothing useful: for measuring only)")
 	process.AddFlags(cmd, &o.process, true)
@@ -196,7 +198,7 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 	defer stopMetrics()
 	bus := &feed.Bus{}
 	sh := shard.NewSet(shard.Config{Store: st, Claim: claim.Token(), Logger: log, Metrics: reg, MaxOpenOrders: o.maxOpenOrders,
-		EventRetention: o.eventRetention, Feed: bus, NoEventLog: o.noEventLog}, o.shards)
+		EventRetention: o.eventRetention, KeepEvents: o.keepEvents, Feed: bus, NoEventLog: o.noEventLog}, o.shards)
 	defer sh.Stop()
 
 	lister := &standalone.Lister{Store: st, Logger: log}

@@ -27,6 +27,7 @@ import (
 type shardOptions struct {
 	maxOpenOrders  int
 	eventRetention time.Duration
+	keepEvents     bool
 	shards         int
 	databaseURL    string
 	name           string
@@ -63,6 +64,7 @@ fronts the process is one shard.`,
 	f.StringVar(&o.internalToken, "internal-token", process.EnvOr("PMX_INTERNAL_TOKEN", ""), "secret shared with the front API (default $PMX_INTERNAL_TOKEN)")
 	f.IntVar(&o.maxOpenOrders, "max-open-orders", pmxshard.DefaultMaxOpenOrders, "most open orders one account may have in one market")
 	f.DurationVar(&o.eventRetention, "event-retention", pmxshard.DefaultEventRetention, "how long the markets' feed events are kept")
+	f.BoolVar(&o.keepEvents, "keep-events", false, "keep the markets' and accounts' feed events for ever, so that pmx audit can replay every amend (--event-retention is then unused; docs/operations.md)")
 	f.IntVar(&o.shards, "shards", runtime.GOMAXPROCS(0), "matching loops to spread this process's markets over, each with its own Postgres connection (default: one per core it may use, GOMAXPROCS: the container's CPU limit)")
 	process.AddFlags(cmd, &o.process, true)
 	process.AddMetricsFlag(cmd, &o.process, ":9090")
@@ -102,7 +104,7 @@ func runShard(ctx context.Context, o shardOptions) error {
 
 	bus := &feed.Bus{}
 	sh := pmxshard.NewSet(pmxshard.Config{Store: st, Name: o.name, Logger: log, Metrics: reg, MaxOpenOrders: o.maxOpenOrders,
-		EventRetention: o.eventRetention, Feed: bus}, o.shards)
+		EventRetention: o.eventRetention, KeepEvents: o.keepEvents, Feed: bus}, o.shards)
 	beatCtx, stopBeat := context.WithCancel(context.Background())
 	beatDone := make(chan struct{})
 	// A process superseded by another under its name (store.Register) stops, with an error.

@@ -1,0 +1,314 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pmx-dev/pmx/engine"
+	"github.com/pmx-dev/pmx/internal/feed"
+)
+
+// market is a market's row.
+type market struct {
+	id        uuid.UUID
+	status    string
+	outcome   string // RESOLVED: YES or NO
+	event     uuid.UUID
+	key       string // its outcome's key in its event
+	lastTrade int
+	settled   bool
+}
+
+// readMarkets reads the markets the options select, oldest first.
+func (a *auditor) readMarkets(ctx context.Context) ([]market, error) {
+	var since, until *time.Time
+	if !a.opts.Since.IsZero() {
+		since = &a.opts.Since
+	}
+	if !a.opts.Until.IsZero() {
+		until = &a.opts.Until
+	}
+	names := append([]string{}, a.opts.Markets...) // never nil, which pgx would send as null
+	rows, err := a.tx.Query(ctx, `select m.id, m.status, coalesce(m.outcome, ''), m.event_id, coalesce(m.outcome_key, ''),
+		coalesce(m.last_trade_price, 0), m.settled_at is not null
+		from markets m left join events e on e.id = m.event_id
+		where (cardinality($1::text[]) = 0 or m.id::text = any ($1) or m.name = any ($1))
+		  and ($2 = '' or e.id::text = $2 or e.name = $2)
+		  and ($3::timestamptz is null or m.updated_at >= $3)
+		  and ($4::timestamptz is null or m.created_at < $4)
+		order by m.created_at, m.id`, names, a.opts.Event, since, until)
+	if err != nil {
+		return nil, fmt.Errorf("audit: reading the markets: %w", err)
+	}
+	var ms []market
+	for rows.Next() {
+		var m market
+		var event *uuid.UUID
+		if err := rows.Scan(&m.id, &m.status, &m.outcome, &event, &m.key, &m.lastTrade, &m.settled); err != nil {
+			return nil, fmt.Errorf("audit: reading the markets: %w", err)
+		}
+		if event != nil {
+			m.event = *event
+		}
+		ms = append(ms, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("audit: reading the markets: %w", err)
+	}
+	if len(ms) == 0 && (len(a.opts.Markets) > 0 || a.opts.Event != "") {
+		return nil, fmt.Errorf("audit: no market matches --market %v --event %q: give markets' ids or names, or an event's", a.opts.Markets, a.opts.Event)
+	}
+	return ms, nil
+}
+
+// order is an order's row and what the replay made of it.
+type order struct {
+	id       uuid.UUID
+	seq      int64
+	account  int64
+	side     engine.Side
+	outcome  engine.Outcome
+	price    int
+	quantity int64
+	filled   int64
+	status   engine.Status
+	tif      engine.TimeInForce
+	postOnly bool
+	stp      engine.SelfTrade
+	reason   string
+	priority int64 // 0: never moved by an amend
+	created  time.Time
+	updated  time.Time
+	expires  time.Time // GTD
+
+	// the replay's
+	state engine.OrderState
+	terms engine.Order
+}
+
+// amend is one amend of an order, from its account's feed: its new price and quantity, how much had
+// filled, and when.
+type amend struct {
+	price    int
+	quantity int64
+	filled   int64
+	at       time.Time
+}
+
+// history is an order's terms when accepted and its amends, from its account's feed.
+type history struct {
+	accepted bool
+	price    int
+	quantity int64
+	amends   []amend
+}
+
+// readOrders reads a market's orders by seq.
+func (a *auditor) readOrders(ctx context.Context, m uuid.UUID) ([]order, error) {
+	rows, err := a.tx.Query(ctx, `select id, seq, account_id, side, outcome, price, quantity, filled_quantity, status,
+		time_in_force, post_only, self_trade, coalesce(cancel_reason, ''), coalesce(priority, 0), created_at, updated_at,
+		coalesce(expires_at, 'epoch'::timestamptz)
+		from orders where market_id = $1 order by seq`, m)
+	if err != nil {
+		return nil, fmt.Errorf("audit: reading the orders of market %s: %w", m, err)
+	}
+	defer rows.Close()
+	var os []order
+	var side, outcome, status, tif, stp string
+	for rows.Next() {
+		var o order
+		if err := rows.Scan(&o.id, &o.seq, &o.account, &side, &outcome, &o.price, &o.quantity, &o.filled, &status,
+			&tif, &o.postOnly, &stp, &o.reason, &o.priority, &o.created, &o.updated, &o.expires); err != nil {
+			return nil, fmt.Errorf("audit: reading the orders of market %s: %w", m, err)
+		}
+		o.side, _ = engine.ParseSide(side)
+		o.outcome, _ = engine.ParseOutcome(outcome)
+		o.status, _ = engine.ParseStatus(status)
+		o.tif, _ = engine.ParseTimeInForce(tif)
+		o.stp, _ = engine.ParseSelfTrade(stp)
+		os = append(os, o)
+	}
+	return os, rows.Err()
+}
+
+// trade is a trade's row.
+type trade struct {
+	seq          int64
+	id           uuid.UUID
+	kind         string
+	yesPrice     int
+	quantity     int64
+	takerSeq     int64
+	makerSeq     int64
+	takerAccount int64
+	makerAccount int64
+}
+
+func (a *auditor) readTrades(ctx context.Context, m uuid.UUID) ([]trade, error) {
+	rows, err := a.tx.Query(ctx, `select seq, id, kind, yes_price, quantity, taker_order_seq, maker_order_seq,
+		taker_account_id, maker_account_id from trades where market_id = $1 order by seq`, m)
+	if err != nil {
+		return nil, fmt.Errorf("audit: reading the trades of market %s: %w", m, err)
+	}
+	defer rows.Close()
+	var ts []trade
+	for rows.Next() {
+		var t trade
+		if err := rows.Scan(&t.seq, &t.id, &t.kind, &t.yesPrice, &t.quantity, &t.takerSeq, &t.makerSeq,
+			&t.takerAccount, &t.makerAccount); err != nil {
+			return nil, fmt.Errorf("audit: reading the trades of market %s: %w", m, err)
+		}
+		ts = append(ts, t)
+	}
+	return ts, rows.Err()
+}
+
+// readMoves reads, from the accounts' feeds, the history of every order an amend moved (its
+// priority is set), in the markets audited: its terms when accepted and every amend.
+func (a *auditor) readMoves(ctx context.Context, markets []market) (map[uuid.UUID]*history, error) {
+	ids := make([]uuid.UUID, len(markets))
+	for i := range markets {
+		ids[i] = markets[i].id
+	}
+	rows, err := a.tx.Query(ctx, `select id, account_id, created_at from orders
+		where market_id = any ($1) and priority is not null`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("audit: reading the amended orders: %w", err)
+	}
+	moved := map[uuid.UUID]*history{}
+	since := map[int64]time.Time{}
+	for rows.Next() {
+		var id uuid.UUID
+		var account int64
+		var at time.Time
+		if err := rows.Scan(&id, &account, &at); err != nil {
+			return nil, fmt.Errorf("audit: reading the amended orders: %w", err)
+		}
+		moved[id] = &history{}
+		if t, ok := since[account]; !ok || at.Before(t) {
+			since[account] = at
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("audit: reading the amended orders: %w", err)
+	}
+	if len(moved) == 0 {
+		return moved, nil
+	}
+	accounts := make([]int64, 0, len(since))
+	earliest := time.Time{}
+	for acc, t := range since {
+		accounts = append(accounts, acc)
+		if earliest.IsZero() || t.Before(earliest) {
+			earliest = t
+		}
+	}
+	feeds, err := a.tx.Query(ctx, `select events from account_events where account_id = any ($1) and created_at >= $2
+		order by account_id, first_seq`, accounts, earliest)
+	if err != nil {
+		return nil, fmt.Errorf("audit: reading the accounts' feeds: %w", err)
+	}
+	defer feeds.Close()
+	accepted, amended := []byte(`"accepted"`), []byte(`"amended"`)
+	for feeds.Next() {
+		raw := feeds.RawValues()[0]
+		if !bytes.Contains(raw, accepted) && !bytes.Contains(raw, amended) {
+			continue
+		}
+		var events []feed.AccountEvent
+		if err := json.Unmarshal(raw, &events); err != nil {
+			return nil, fmt.Errorf("audit: reading the accounts' feeds: %w", err)
+		}
+		for _, e := range events {
+			if e.Order == nil {
+				continue
+			}
+			h, ok := moved[e.Order.ID]
+			if !ok {
+				continue
+			}
+			switch e.Type {
+			case feed.AccountAccepted:
+				h.accepted, h.price, h.quantity = true, e.Order.Price, e.Order.Quantity
+			case feed.AccountAmended:
+				h.amends = append(h.amends, amend{price: e.Order.Price, quantity: e.Order.Quantity,
+					filled: e.Order.FilledQuantity, at: e.At.Truncate(time.Microsecond)})
+			}
+		}
+	}
+	return moved, feeds.Err()
+}
+
+// position is a holding: an account's shares of one outcome of a market.
+type position struct {
+	account int64
+	outcome engine.Outcome
+}
+
+func (a *auditor) readPositions(ctx context.Context, m uuid.UUID) (map[position][2]int64, error) {
+	rows, err := a.tx.Query(ctx, `select account_id, outcome, quantity, locked_quantity from positions where market_id = $1`, m)
+	if err != nil {
+		return nil, fmt.Errorf("audit: reading the positions of market %s: %w", m, err)
+	}
+	defer rows.Close()
+	ps := map[position][2]int64{}
+	var outcome string
+	for rows.Next() {
+		var p position
+		var q, l int64
+		if err := rows.Scan(&p.account, &outcome, &q, &l); err != nil {
+			return nil, err
+		}
+		p.outcome, _ = engine.ParseOutcome(outcome)
+		ps[p] = [2]int64{q, l}
+	}
+	return ps, rows.Err()
+}
+
+func (a *auditor) readSettlements(ctx context.Context, m uuid.UUID) (map[position][2]int64, error) {
+	rows, err := a.tx.Query(ctx, `select account_id, outcome, quantity, amount from settlements where market_id = $1`, m)
+	if err != nil {
+		return nil, fmt.Errorf("audit: reading the settlements of market %s: %w", m, err)
+	}
+	defer rows.Close()
+	ss := map[position][2]int64{}
+	var outcome string
+	for rows.Next() {
+		var p position
+		var q, amount int64
+		if err := rows.Scan(&p.account, &outcome, &q, &amount); err != nil {
+			return nil, err
+		}
+		p.outcome, _ = engine.ParseOutcome(outcome)
+		ss[p] = [2]int64{q, amount}
+	}
+	return ss, rows.Err()
+}
+
+// storedCash reads what Postgres holds of each account's cash: its available and its locked cents,
+// as account_balances (migration 032) has them — available is the account's wallet and what every
+// shard holds of it free (its allocations, docs/architecture.md §11), locked what its open BUY
+// orders lock — and its grant. It is the one place the audit reads a stored balance.
+func storedCash(ctx context.Context, q pgx.Tx) (map[int64][2]int64, map[int64]int64, error) {
+	rows, err := q.Query(ctx, `select a.id, b.available, b.locked, a.granted from accounts a join account_balances b on b.id = a.id`)
+	if err != nil {
+		return nil, nil, fmt.Errorf("audit: reading the accounts' cash: %w", err)
+	}
+	defer rows.Close()
+	cash, granted := map[int64][2]int64{}, map[int64]int64{}
+	for rows.Next() {
+		var id, available, locked, g int64
+		if err := rows.Scan(&id, &available, &locked, &g); err != nil {
+			return nil, nil, fmt.Errorf("audit: reading the accounts' cash: %w", err)
+		}
+		cash[id] = [2]int64{available, locked}
+		granted[id] = g
+	}
+	return cash, granted, rows.Err()
+}
