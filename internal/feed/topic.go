@@ -23,8 +23,7 @@ import (
 // numbered is an event of a gapless feed.
 type numbered interface{ number() int64 }
 
-func (e Event) number() int64        { return e.Seq }
-func (e AccountEvent) number() int64 { return e.Seq }
+func (e Event) number() int64 { return e.Seq }
 
 // kind is what sets the topics of one kind of feed apart.
 type kind[K comparable, E numbered] interface {

@@ -3,6 +3,8 @@ package shard
 import (
 	"fmt"
 
+	"github.com/google/uuid"
+
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/apijson"
 	"github.com/pmx-dev/pmx/internal/feed"
@@ -20,6 +22,26 @@ import (
 // with the account's sequence (store.CommitBatch) and the shard hands them, numbered, to the
 // feed's followers once the batch has committed. Settlements are numbered by Postgres's settle()
 // and encoded by settledEvents.
+
+// holder is the shard's holder name: which stream of each account's feed its batches' account
+// events are in (docs/architecture.md §11). The one place it is set: "" for now, the stream every
+// feed began with, numbered on the account's row, until the shards' own streams land.
+func (s *Shard) holder() string { return "" }
+
+// epochsOf is the ownership epoch the shard holds each market of an account's events with, which
+// the hub tells a market that stayed from one that moved away and back by (feed.Batch.Epochs): on
+// the loop, as the batch is published. A market it no longer holds, a settlement's (whose events
+// are not in the accumulator's) and a conversion's event are left out, which the hub reads as
+// moved: a read of Postgres, correct either way.
+func (s *Shard) epochsOf(events []feed.AccountEvent) map[uuid.UUID]int64 {
+	out := make(map[uuid.UUID]int64, 1)
+	for i := range events {
+		if m, ok := s.markets[events[i].Market()]; ok {
+			out[m.id] = m.epoch
+		}
+	}
+	return out
+}
 
 // accountEvent records an event in an account's feed.
 func (s *Shard) accountEvent(account int64, e feed.AccountEvent) {

@@ -45,6 +45,11 @@ type Batch struct {
 	Fence *Fence
 	// Claim is an unlocked batch's standalone claim token, as Begin.Claim is a locked one's.
 	Claim int64
+	// Holder is the holder whose stream of each account's feed the batch's account events are in
+	// (docs/architecture.md §11): what Committed.Accounts names. The statements write the stream
+	// of holder '', numbered on the accounts' rows, whatever it is, until the writing side of the
+	// holders' streams lands.
+	Holder string
 }
 
 // Fence is a shard's claim on the markets a batch wrote for: each owned by Shard under its epoch.
