@@ -128,10 +128,15 @@ func parseRequest(text bool, raw []byte, public bool) (wsRequest, *wsReply) {
 }
 
 // resumeCursor reads the resumeFrom of an account's channel: a cursor (feed.ParseCursor), or 0,
-// the start in the feed's first form (a seq above 0 of that form is outdated_cursor).
+// the start in the feed's first form (a seq above 0 of that form is outdated_cursor, anything
+// else not a cursor invalid_resume_from, the feed's code of a resumeFrom it cannot take).
 func resumeCursor(o object) (feed.Cursor, *httpkit.Error) {
 	if s, err := o.string("resumeFrom"); err == nil {
-		return parseCursor("resumeFrom", s)
+		c, refused := parseCursor("resumeFrom", s)
+		if refused != nil && refused.Code == "invalid_cursor" {
+			refused.Code = "invalid_resume_from"
+		}
+		return c, refused
 	}
 	seq, err := o.integer("resumeFrom", 0, math.MaxInt64)
 	if err != nil {

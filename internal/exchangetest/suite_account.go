@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,27 +19,34 @@ import (
 
 // accountEventsPage is GET /account/events's answer.
 type accountEventsPage struct {
-	Seq    int64
+	Seq    int64 // the cursor as a number while the feed is the one stream ""
+	Cursor string
 	Events []feed.AccountEvent
 }
 
-// accountEvents reads every event of the client's account after after, in pages of limit.
-func (c *Client) accountEvents(t testing.TB, after int64, limit int) accountEventsPage {
+// accountEvents reads every event of the client's account after the cursor after, in pages of
+// limit, each page from the cursor the one before gave; each stream's events must follow on from
+// the last of it.
+func (c *Client) accountEvents(t testing.TB, after feed.Cursor, limit int) accountEventsPage {
 	t.Helper()
 	var all accountEventsPage
+	at, cursor := after.Clone(), after.String()
 	for range 1000 {
 		var page accountEventsPage
-		c.Expect(t, "GET", fmt.Sprintf("/account/events?after=%d&limit=%d", after, limit), nil, http.StatusOK, &page)
-		all.Seq = page.Seq
+		c.Expect(t, "GET", fmt.Sprintf("/account/events?after=%s&limit=%d", cursor, limit), nil, http.StatusOK, &page)
+		all.Seq, all.Cursor, cursor = page.Seq, page.Cursor, page.Cursor
 		if len(page.Events) > limit {
-			t.Fatalf("after %d: %d events, more than the limit %d", after, len(page.Events), limit)
+			t.Fatalf("after %s: %d events, more than the limit %d", cursor, len(page.Events), limit)
 		}
 		for _, e := range page.Events {
-			if e.Seq != after+1 {
-				t.Fatalf("account event %d follows %d: a gap or a repeat", e.Seq, after)
+			if e.Seq != at[e.Stream]+1 {
+				t.Fatalf("account event %d of stream %q follows %d: a gap or a repeat", e.Seq, e.Stream, at[e.Stream])
 			}
-			after = e.Seq
+			at[e.Stream] = e.Seq
 			all.Events = append(all.Events, e)
+		}
+		if c, err := feed.ParseCursor(page.Cursor); err != nil || !c.Covers(at) {
+			t.Fatalf("a page's cursor %q (%v) is before its events %v", page.Cursor, err, at)
 		}
 		if len(page.Events) == 0 {
 			return all
@@ -60,8 +68,8 @@ func testAccountEvents(t *testing.T, tg *Target) {
 	live := maker.DialFeed(t)
 	defer live.Close()
 	live.Send(t, map[string]any{"op": "subscribe", "id": 1, "channel": "orders"})
-	if ack := live.ExpectReply(t, "subscribed", ""); ack.Seq != 0 {
-		t.Fatalf("a new account's feed is at seq %d", ack.Seq)
+	if ack := live.ExpectReply(t, "subscribed", ""); ack.Seq != 0 || ack.Cursor != "v2." {
+		t.Fatalf("a new account's feed is at seq %d, cursor %q", ack.Seq, ack.Cursor)
 	}
 	fills := taker.DialFeed(t)
 	defer fills.Close()
@@ -83,7 +91,7 @@ func testAccountEvents(t *testing.T, tg *Target) {
 	tg.Markets.Resolve(t, m.ID, "YES")
 
 	// The maker's feed: accepted, amended, its fill, cancelled, settled, as the REST API shows them.
-	got := maker.accountEvents(t, 0, 2)
+	got := maker.accountEvents(t, feed.Cursor{}, 2)
 	types := []string{}
 	for _, e := range got.Events {
 		types = append(types, e.Type)
@@ -120,7 +128,7 @@ func testAccountEvents(t *testing.T, tg *Target) {
 	}
 
 	// The taker's: its order accepted and filled at once, and its NO shares settled at nothing.
-	tk := taker.accountEvents(t, 0, 1000)
+	tk := taker.accountEvents(t, feed.Cursor{}, 1000)
 	if len(tk.Events) != 3 || tk.Events[0].Type != "accepted" || tk.Events[1].Type != "fill" || tk.Events[2].Type != "settled" {
 		t.Fatalf("the taker's events: %+v", tk.Events)
 	}
@@ -149,36 +157,50 @@ func testAccountEvents(t *testing.T, tg *Target) {
 		t.Errorf("the fills channel delivered %s, want the taker's fill %+v", msg.Raw, tk.Events[1])
 	}
 
-	// Resume: the events after 2, then live.
+	// Resume: from the cursor after the second event, the events after it, then live.
+	second := feed.Cursor{"": 2}.String()
 	again := maker.DialFeed(t)
 	defer again.Close()
-	again.Send(t, map[string]any{"op": "subscribe", "id": 2, "channel": "orders", "resumeFrom": 2})
-	if ack := again.ExpectReply(t, "subscribed", ""); ack.Seq != 2 {
-		t.Errorf("a resume from 2 is acknowledged at %d", ack.Seq)
+	again.Send(t, map[string]any{"op": "subscribe", "id": 2, "channel": "orders", "resumeFrom": second})
+	if ack := again.ExpectReply(t, "subscribed", ""); ack.Cursor != second || ack.Seq != 2 {
+		t.Errorf("a resume from %s is acknowledged at %q (seq %d)", second, ack.Cursor, ack.Seq)
 	}
 	replayed := again.Next(t, 30*time.Second)
-	if !sameAccountEvents(replayed.AccountEvents, got.Events[2:]) {
-		t.Errorf("resumed from 2: %+v, want %+v", replayed.AccountEvents, got.Events[2:])
+	if !sameAccountEvents(replayed.AccountEvents, got.Events[2:]) || replayed.Cursor != got.Cursor {
+		t.Errorf("resumed from 2: %+v to %q, want %+v to %q", replayed.AccountEvents, replayed.Cursor, got.Events[2:], got.Cursor)
 	}
 	next := maker.Place(t, tg.NewMarket(t, nil).ID, "BUY", "NO", 30, 1)
 	if msg := again.Next(t, 30*time.Second); len(msg.AccountEvents) != 1 || msg.AccountEvents[0].Seq != 6 ||
-		msg.AccountEvents[0].Order == nil || msg.AccountEvents[0].Order.ID != next.ID {
+		msg.AccountEvents[0].Order == nil || msg.AccountEvents[0].Order.ID != next.ID || msg.Cursor != (feed.Cursor{"": 6}).String() {
 		t.Errorf("after the resume, live: %s", msg.Raw)
 	}
 
+	// The feed's first form, a seq: 0 is the start, any other is refused with how to resume.
+	again.Send(t, map[string]any{"op": "subscribe", "id": 3, "channel": "fills", "resumeFrom": 2})
+	if reply := again.ExpectReply(t, "error", "outdated_cursor"); !strings.Contains(reply.Message, "cursor") {
+		t.Errorf("outdated_cursor says %q", reply.Message)
+	}
+	maker.ExpectError(t, "GET", "/account/events?after=2", nil, http.StatusBadRequest, "outdated_cursor")
+	if page := maker.accountEvents(t, feed.Cursor{}, 1000); len(page.Events) != 6 {
+		t.Errorf("after=0: %d events, want 6", len(page.Events))
+	}
+
 	// Refusals: nothing changes.
-	again.Send(t, map[string]any{"op": "subscribe", "id": 3, "channel": "fills", "resumeFrom": 100})
+	again.Send(t, map[string]any{"op": "subscribe", "id": 3, "channel": "fills", "resumeFrom": feed.Cursor{"": 100}.String()})
+	again.ExpectReply(t, "error", "invalid_resume_from")
+	again.Send(t, map[string]any{"op": "subscribe", "id": 3, "channel": "fills", "resumeFrom": "v2.x"})
 	again.ExpectReply(t, "error", "invalid_resume_from")
 	again.Send(t, map[string]any{"op": "subscribe", "id": 4, "channel": "fills", "marketId": m.ID})
 	again.ExpectReply(t, "error", "invalid_message")
 	again.Send(t, map[string]any{"op": "subscribe", "id": 5, "channel": "orders"})
 	again.ExpectReply(t, "error", "already_subscribed")
-	maker.ExpectError(t, "GET", "/account/events?after=-1", nil, http.StatusBadRequest, "out_of_range")
+	maker.ExpectError(t, "GET", "/account/events?after=-1", nil, http.StatusBadRequest, "invalid_cursor")
 	maker.ExpectError(t, "GET", "/account/events?limit=1001", nil, http.StatusBadRequest, "out_of_range")
-	if page := maker.accountEvents(t, 6, 10); len(page.Events) != 0 || page.Seq != 6 {
+	if page := maker.accountEvents(t, feed.Cursor{"": 6}, 10); len(page.Events) != 0 || page.Seq != 6 || page.Cursor != (feed.Cursor{"": 6}).String() {
 		t.Errorf("after the last event: %+v", page)
 	}
-	maker.ExpectError(t, "GET", "/account/events?after=7", nil, http.StatusBadRequest, "out_of_range")
+	maker.ExpectError(t, "GET", "/account/events?after="+feed.Cursor{"": 7}.String(), nil, http.StatusBadRequest, "out_of_range")
+	maker.ExpectError(t, "GET", "/account/events?after="+feed.Cursor{"shard-x": 1}.String(), nil, http.StatusBadRequest, "out_of_range")
 	var account apiserver.Account
 	maker.Expect(t, "GET", "/account", nil, http.StatusOK, &account)
 	if _, err := tg.Store.Pool.Exec(context.Background(),
@@ -186,6 +208,12 @@ func testAccountEvents(t *testing.T, tg *Target) {
 		t.Fatal(err)
 	}
 	maker.ExpectError(t, "GET", "/account/events?after=0", nil, http.StatusGone, "resync_required")
+	// Without after, the page starts at the oldest event kept.
+	var oldest accountEventsPage
+	maker.Expect(t, "GET", "/account/events", nil, http.StatusOK, &oldest)
+	if len(oldest.Events) != 5 || oldest.Events[0].Seq != 2 {
+		t.Errorf("without after, once the first event is gone: %+v", oldest.Events)
+	}
 	again.Send(t, map[string]any{"op": "subscribe", "id": 6, "channel": "fills", "resumeFrom": 0})
 	again.ExpectReply(t, "error", "resync_required")
 }
@@ -277,7 +305,7 @@ func testAccountFeedFollow(t *testing.T, tg *Target) {
 		filled := map[uuid.UUID]int64{}
 		var feedFills []apiserver.Fill
 		settled := 0
-		for _, e := range c.accountEvents(t, 0, 1000).Events {
+		for _, e := range c.accountEvents(t, feed.Cursor{}, 1000).Events {
 			events++
 			switch e.Type {
 			case feed.AccountFill:
