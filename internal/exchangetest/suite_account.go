@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -216,6 +218,112 @@ func testAccountEvents(t *testing.T, tg *Target) {
 	}
 	again.Send(t, map[string]any{"op": "subscribe", "id": 6, "channel": "fills", "resumeFrom": 0})
 	again.ExpectReply(t, "error", "resync_required")
+}
+
+// testAccountStreams reads and follows an account's feed of two streams over HTTP and the
+// WebSocket: the shards' stream "" and one of holder shard-x, written into Postgres as its shard
+// will (its rows, numbered by its allocation), between two placements. The orders channel delivers
+// shard-x's events live (the sweep finds them) and each message's cursor follows on; GET
+// /account/events a page at a time merges the streams in commit order, each stream gapless; and
+// resuming the WebSocket from every cursor the pages gave replays each later event once, as the
+// pages have them.
+func testAccountStreams(t *testing.T, tg *Target) {
+	ctx := context.Background()
+	m := tg.NewMarket(t, nil)
+	c := tg.NewAccount(t, "acct-streams")
+	c.Place(t, m.ID, "BUY", "YES", 10, 1)
+	first := c.accountEvents(t, feed.Cursor{}, 1000)
+	if len(first.Events) != 1 || first.Cursor != (feed.Cursor{"": 1}).String() {
+		t.Fatalf("the first placement's events: %+v", first)
+	}
+	live := c.DialFeed(t)
+	defer live.Close()
+	live.Send(t, map[string]any{"op": "subscribe", "id": 1, "channel": "orders"})
+	if ack := live.ExpectReply(t, "subscribed", ""); ack.Cursor != first.Cursor || ack.Seq != 1 {
+		t.Fatalf("subscribed at %q (seq %d), want %q", ack.Cursor, ack.Seq, first.Cursor)
+	}
+
+	// shard-x's stream: two batches, of three events, as its batches will write them.
+	var account apiserver.Account
+	c.Expect(t, "GET", "/account", nil, http.StatusOK, &account)
+	o := first.Events[0]
+	for _, b := range [][2]int64{{1, 2}, {3, 3}} {
+		var evs []feed.AccountEvent
+		for range b[1] - b[0] + 1 {
+			evs = append(evs, feed.AccountEvent{Type: feed.AccountAccepted, Order: o.Order, At: o.At})
+		}
+		raw, err := feed.EncodeAccount(evs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tg.Store.Pool.Exec(ctx, `with a as (select id from accounts where uid = $1),
+			  e as (insert into account_events (account_id, holder, first_seq, last_seq, created_at, events)
+			        select id, 'shard-x', $2, $3, now(), $4 from a)
+			insert into allocations (account_id, holder, event_seq) select id, 'shard-x', $3 from a
+			on conflict (account_id, holder) do update set event_seq = excluded.event_seq`, account.ID, b[0], b[1], raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Place(t, m.ID, "BUY", "YES", 11, 1)
+
+	// Live: ""'s second event and shard-x's three, each stream in order, each message's cursor
+	// covering what came.
+	at := feed.Cursor{"": 1}
+	for n := 0; n < 4; {
+		msg := live.Next(t, 30*time.Second)
+		if msg.Type != "accountEvents" {
+			t.Fatalf("on the orders channel: %s", msg.Raw)
+		}
+		for _, e := range msg.AccountEvents {
+			if e.Seq != at[e.Stream]+1 {
+				t.Fatalf("event %d of stream %q after %d: %s", e.Seq, e.Stream, at[e.Stream], msg.Raw)
+			}
+			at[e.Stream] = e.Seq
+			n++
+		}
+		if cur, err := feed.ParseCursor(msg.Cursor); err != nil || !maps.Equal(cur, at) {
+			t.Fatalf("a message's cursor %q, after %v", msg.Cursor, at)
+		}
+	}
+
+	// A page at a time: in commit order, "" 1, shard-x 1 to 3, "" 2.
+	var pages []string
+	var all []feed.AccountEvent
+	for cursor := "0"; ; {
+		var page accountEventsPage
+		c.Expect(t, "GET", "/account/events?limit=1&after="+cursor, nil, http.StatusOK, &page)
+		if len(page.Events) == 0 {
+			break
+		}
+		all, pages, cursor = append(all, page.Events...), append(pages, page.Cursor), page.Cursor
+	}
+	var order []string
+	for _, e := range all {
+		order = append(order, fmt.Sprintf("%s/%d", e.Stream, e.Seq))
+	}
+	if want := []string{"/1", "shard-x/1", "shard-x/2", "shard-x/3", "/2"}; !slices.Equal(order, want) {
+		t.Fatalf("the pages hold %v, want %v", order, want)
+	}
+	if page := c.accountEvents(t, feed.Cursor{}, 2); page.Seq != 0 || page.Cursor != at.String() {
+		t.Errorf("the feed of two streams ends at %q (seq %d), want %q and no seq", page.Cursor, page.Seq, at.String())
+	}
+
+	// Resume from every cursor a page gave: the events after it, once each.
+	for i, cursor := range pages {
+		again := c.DialFeed(t)
+		again.Send(t, map[string]any{"op": "subscribe", "id": 1, "channel": "orders", "resumeFrom": cursor})
+		if ack := again.ExpectReply(t, "subscribed", ""); ack.Cursor != cursor {
+			t.Fatalf("resumed from %q, confirmed %q", cursor, ack.Cursor)
+		}
+		var got []feed.AccountEvent
+		for len(got) < len(all)-i-1 {
+			got = append(got, again.Next(t, 30*time.Second).AccountEvents...)
+		}
+		if !sameAccountEvents(got, all[i+1:]) {
+			t.Errorf("resumed from %q: %+v, want %+v", cursor, got, all[i+1:])
+		}
+		again.Close()
+	}
 }
 
 // sameOrder compares orders, their times as instants.
