@@ -238,10 +238,14 @@ class _Stream:
         self.cursor: Optional[str] = None
         self.delivered_cursor: Optional[str] = None
         self.seqs: dict[str, int] = {}
+        seq: Optional[int] = None
         if channel in _ACCOUNT_CHANNELS:
-            self.cursor = self.delivered_cursor = None if last is None else str(last)
-            last = None
-        self.last = self.delivered = last  # type: ignore[assignment]
+            if last is not None:
+                self.cursor = self.delivered_cursor = str(last)
+        elif isinstance(last, int):
+            seq = last
+        self.last: Optional[int] = seq
+        self.delivered: Optional[int] = seq
         self.waiter: Optional[asyncio.Future[Subscribed]] = None
 
     @property
