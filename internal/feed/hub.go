@@ -145,7 +145,7 @@ func NewHub(log Log, logger *slog.Logger, ring int) *Hub {
 	logger = logger.With("component", "feed")
 	return &Hub{log: log, logger: logger,
 		// An account's events are few beside a market's: no ring, and no topic kept.
-		markets:   newTopics(kind[uuid.UUID, Event](markets{log}), "market", logger, ring, keepIdle, false),
+		markets:   newTopics(kind[uuid.UUID, Event](markets{log}), "market", logger, ring, keepIdle),
 		accounts:  &accountTopics{log: log, logger: logger, page: pageEvents, m: map[int64]*accountTopic{}},
 		lifecycle: map[*Subscription]struct{}{}, statuses: map[uuid.UUID]string{}, eventOf: map[uuid.UUID]uuid.UUID{}}
 }
