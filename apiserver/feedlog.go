@@ -65,22 +65,38 @@ func (l feedLog) ExchangeHalted(ctx context.Context) (bool, error) {
 	return l.store.ExchangeHalted(ctx)
 }
 
-func (l feedLog) AccountEventsAfter(ctx context.Context, account int64, after int64, limit int) ([]feed.Batch, error) {
-	batches, err := l.store.AccountEventsAfter(ctx, account, after, limit)
+func (l feedLog) AccountEventsAfter(ctx context.Context, account int64, after feed.Cursor, limit int, upTo feed.Cursor) ([]feed.Batch, error) {
+	batches, err := l.store.AccountEventsAfter(ctx, account, after, limit, upTo)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]feed.Batch, len(batches))
 	for i, b := range batches {
-		out[i] = feed.Batch{Account: b.Account, First: b.First, Last: b.Last, Events: b.Events}
+		out[i] = feed.Batch{Account: b.Account, Holder: b.Holder, First: b.First, Last: b.Last, Events: b.Events}
 	}
 	return out, nil
 }
 
-func (l feedLog) AccountFeed(ctx context.Context, account int64) (first, last int64, err error) {
-	return l.store.AccountFeed(ctx, account)
+func (l feedLog) AccountFeed(ctx context.Context, account int64) ([]feed.AccountStream, error) {
+	streams, err := l.store.AccountFeed(ctx, account)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]feed.AccountStream, len(streams))
+	for i, st := range streams {
+		out[i] = feed.AccountStream(st)
+	}
+	return out, nil
 }
 
-func (l feedLog) AccountSeqs(ctx context.Context, accounts []int64) (map[int64]int64, error) {
-	return l.store.AccountSeqs(ctx, accounts)
+func (l feedLog) AccountSeqs(ctx context.Context, accounts []int64) (map[int64]feed.Cursor, error) {
+	seqs, err := l.store.AccountSeqs(ctx, accounts)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]feed.Cursor, len(seqs))
+	for id, c := range seqs {
+		out[id] = c
+	}
+	return out, nil
 }

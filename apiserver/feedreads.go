@@ -70,12 +70,17 @@ func (s *Server) marketFeedMessages(c *gin.Context) error {
 	return nil
 }
 
-// accountFeedMessages lists the account's feed messages after a sequence number, oldest first (package
-// feed), with the feed's last number: the seq to follow on from.
+// accountFeedMessages lists the account's feed messages after a cursor (without one, from the
+// oldest kept), merged across the feed's streams in commit order (package feed), with the cursor
+// after them: what to follow on from.
 func (s *Server) accountFeedMessages(c *gin.Context) error {
-	after, err := queryAfter(c)
-	if err != nil {
-		return err
+	v, given := c.GetQuery("after")
+	after := feed.Cursor{}
+	if given {
+		var err *httpkit.Error
+		if after, err = parseCursor("after", v); err != nil {
+			return err
+		}
 	}
 	limit, err := queryLimit(c, defaultFeedMessages, maxFeedMessages)
 	if err != nil {
@@ -83,32 +88,59 @@ func (s *Server) accountFeedMessages(c *gin.Context) error {
 	}
 	ctx := c.Request.Context()
 	account := accountOf(c)
-	first, last, err := s.cfg.Store.AccountFeed(ctx, account)
+	streams, err := s.feedLog().AccountFeed(ctx, account)
 	if err != nil {
 		return err
 	}
-	if after > last {
-		return errAfterLast(after, last, "your account's")
+	end := feed.FeedEnd(streams)
+	if !given {
+		after = feed.OldestKept(streams)
 	}
-	events := []feed.AccountEvent{}
-	if after < last {
-		if first == 0 || after+1 < first {
+	if !end.Covers(after) {
+		return httpkit.FieldError("after", "out_of_range", "after is past your account's last event: give a cursor the feed gave you")
+	}
+	events, next := []feed.AccountEvent{}, after
+	if !after.Covers(end) {
+		if err := feed.CheckKept(streams, after); err != nil {
 			return errAccountResyncRequired
 		}
-		batches, err := s.feedLog().AccountEventsAfter(ctx, account, after, limit)
+		batches, err := s.feedLog().AccountEventsAfter(ctx, account, after, limit, nil)
 		if err != nil {
 			return err
 		}
-		if events, err = feed.AccountPage(batches, after, limit); err != nil {
+		if events, next, err = feed.AccountPage(batches, after, limit, nil); err != nil {
 			return err
 		}
 	}
-	c.JSON(http.StatusOK, gin.H{"seq": last, "events": events})
+	if len(events) < limit {
+		// The page holds every event up to the end read before it, and perhaps some after.
+		for h, seq := range end {
+			next.Advance(h, seq)
+		}
+	}
+	body := gin.H{"cursor": next.String(), "events": events}
+	if next.Only("") {
+		body["seq"] = next.Seq("") // the feed's first form, while the feed is its one stream
+	}
+	c.JSON(http.StatusOK, body)
 	return nil
 }
 
+// parseCursor reads a cursor of the account's feed a client sends as field (after, resumeFrom):
+// outdated_cursor names the feed's first form, a seq, invalid_cursor anything else not a cursor.
+func parseCursor(field, v string) (feed.Cursor, *httpkit.Error) {
+	c, err := feed.ParseCursor(v)
+	switch {
+	case errors.Is(err, feed.ErrCursorOutdated):
+		return nil, &httpkit.Error{Status: http.StatusBadRequest, Code: "outdated_cursor", Field: field, Message: err.Error()}
+	case err != nil:
+		return nil, &httpkit.Error{Status: http.StatusBadRequest, Code: "invalid_cursor", Field: field, Message: err.Error()}
+	}
+	return c, nil
+}
+
 var errAccountResyncRequired = &httpkit.Error{Status: http.StatusGone, Code: "resync_required", Field: "after",
-	Message: "the events after this number are no longer kept: read your orders, positions and account (GET /orders, /positions, /account), then follow the events after the seq GET /account/events gives"}
+	Message: "the events after this cursor are no longer kept: read your orders, positions and account (GET /orders, /positions, /account), then follow on from the cursor a subscription of the orders channel without resumeFrom confirms, or page through GET /account/events from the oldest event kept (without after)"}
 
 // errAfterLast refuses an after past a feed's last seq. Feed messages reach clients only once
 // committed, and the last seq is read from Postgres, so no client has seen such a number (it may

@@ -170,9 +170,9 @@ type FeedLog interface {
 	FirstEvent(ctx context.Context, market uuid.UUID) (int64, error)
 	MarketsChanged(ctx context.Context, since time.Time) ([]feedlog.MarketSeq, error)
 	ExchangeHalted(ctx context.Context) (bool, error)
-	AccountEventsAfter(ctx context.Context, account int64, after int64, limit int) ([]db.AccountEvents, error)
-	AccountFeed(ctx context.Context, account int64) (first, last int64, err error)
-	AccountSeqs(ctx context.Context, accounts []int64) (map[int64]int64, error)
+	AccountEventsAfter(ctx context.Context, account int64, after map[string]int64, limit int, upTo map[string]int64) ([]db.AccountEvents, error)
+	AccountFeed(ctx context.Context, account int64) ([]db.AccountStream, error)
+	AccountSeqs(ctx context.Context, accounts []int64) (map[int64]map[string]int64, error)
 }
 
 // Presence is this front's record of its cancel-on-disconnect connections (presence.go;

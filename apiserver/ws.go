@@ -198,8 +198,11 @@ type wsReply struct {
 	MarketID string `json:"marketId,omitempty"`
 	Code     string `json:"code,omitempty"`
 	Message  string `json:"message,omitempty"`
-	// Seq, on subscribing to an account channel: the account's seq the events that follow come after.
-	Seq *int64 `json:"seq,omitempty"`
+	// Cursor, on subscribing to an account channel: where in the account's feed the events that
+	// follow come after (feed.Cursor). Seq, beside it, is the same in the feed's first form while
+	// the feed is its one stream "" (deprecated: resume from the cursor).
+	Cursor string `json:"cursor,omitempty"`
+	Seq    *int64 `json:"seq,omitempty"`
 	// RetryAfterSeconds, on rate_limited: how long until the limit allows the subscription.
 	RetryAfterSeconds float64 `json:"retryAfterSeconds,omitempty"`
 }
@@ -592,10 +595,19 @@ func (c *wsConn) handle(ctx context.Context, req wsRequest) {
 	ack.Type = "subscribed"
 	// Account is used by the account's channels only (which a public connection may not take).
 	sub := &feed.Subscription{Channel: req.Channel, Market: key.market, Account: c.account, Out: c, ReadPage: c.readPage}
-	err := c.s.hub.Subscribe(ctx, sub, req.ResumeFrom, func(seq *int64) []byte {
-		ack.Seq = seq
-		return encodeJSON(ack)
-	})
+	var err error
+	if req.Channel == feed.ChannelOrders || req.Channel == feed.ChannelFills {
+		err = c.s.hub.SubscribeAccount(ctx, sub, req.Cursor, func(cursor feed.Cursor) []byte {
+			ack.Cursor = cursor.String()
+			if cursor.Only("") {
+				seq := cursor.Seq("")
+				ack.Seq = &seq
+			}
+			return encodeJSON(ack)
+		})
+	} else {
+		err = c.s.hub.Subscribe(ctx, sub, req.ResumeFrom, func(*int64) []byte { return encodeJSON(ack) })
+	}
 	var limited *wsLimited
 	switch {
 	case err == nil:

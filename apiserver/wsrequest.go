@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -18,9 +19,10 @@ type wsRequest struct {
 	Op         string // subscribe, unsubscribe or ping
 	ID         int64
 	Channel    string
-	MarketID   string    // as the client sent it
-	Market     uuid.UUID // MarketID's, on the book, trades and ticker channels
-	ResumeFrom *int64
+	MarketID   string      // as the client sent it
+	Market     uuid.UUID   // MarketID's, on the book, trades and ticker channels
+	ResumeFrom *int64      // on the book and trades channels: the seq to resume from
+	Cursor     feed.Cursor // on the orders and fills channels: the cursor to resume from (nil: none)
 }
 
 // wsFields are the keys a message of each op may have: asyncapi.yaml's Subscribe, Unsubscribe
@@ -106,7 +108,13 @@ func parseRequest(text bool, raw []byte, public bool) (wsRequest, *wsReply) {
 	default:
 		return refuse("unknown_channel", "channel must be book, trades, ticker, lifecycle, orders or fills")
 	}
-	if o.has("resumeFrom") {
+	if o.has("resumeFrom") && (req.Channel == feed.ChannelOrders || req.Channel == feed.ChannelFills) {
+		c, err := resumeCursor(o)
+		if err != nil {
+			return refuse(err.Code, err.Message)
+		}
+		req.Cursor = c
+	} else if o.has("resumeFrom") {
 		seq, err := o.integer("resumeFrom", 0, math.MaxInt64)
 		if errors.As(err, &e) && e.Code == "invalid_type" {
 			return refuse("invalid_message", "resumeFrom must be a number: the last seq you applied")
@@ -117,4 +125,23 @@ func parseRequest(text bool, raw []byte, public bool) (wsRequest, *wsReply) {
 		req.ResumeFrom = &seq
 	}
 	return req, nil
+}
+
+// resumeCursor reads the resumeFrom of an account's channel: a cursor (feed.ParseCursor), or 0,
+// the start in the feed's first form (a seq above 0 of that form is outdated_cursor, anything
+// else not a cursor invalid_resume_from, the feed's code of a resumeFrom it cannot take).
+func resumeCursor(o object) (feed.Cursor, *httpkit.Error) {
+	if s, err := o.string("resumeFrom"); err == nil {
+		c, refused := parseCursor("resumeFrom", s)
+		if refused != nil && refused.Code == "invalid_cursor" {
+			refused.Code = "invalid_resume_from"
+		}
+		return c, refused
+	}
+	seq, err := o.integer("resumeFrom", 0, math.MaxInt64)
+	if err != nil {
+		return nil, &httpkit.Error{Code: "invalid_message", Field: "resumeFrom",
+			Message: "resumeFrom must be a string on the orders and fills channels: the cursor of the last accountEvents message you applied, or of the subscription's confirmation"}
+	}
+	return parseCursor("resumeFrom", strconv.FormatInt(seq, 10))
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/internal/apitest"
+	"github.com/pmx-dev/pmx/internal/feed"
 )
 
 // FuzzParseRequest checks the feed's reader of client messages against the AsyncAPI document:
@@ -29,6 +30,10 @@ func FuzzParseRequest(f *testing.F) {
 		`{"op":"subscribe","id":4,"channel":"ticker",` + m + `}`,
 		`{"op":"subscribe","id":5,"channel":"lifecycle","marketId":null}`,
 		`{"op":"subscribe","id":6,"channel":"orders","resumeFrom":9223372036854775807}`,
+		`{"op":"subscribe","id":6,"channel":"orders","resumeFrom":0}`,
+		`{"op":"subscribe","id":6,"channel":"fills","resumeFrom":"v2.AKwCB3NoYXJkLWECB3NoYXJkLWIB"}`,
+		`{"op":"subscribe","id":6,"channel":"fills","resumeFrom":"v2.AIAB"}`,
+		`{"op":"subscribe","id":6,"channel":"book",` + m + `,"resumeFrom":"v2."}`,
 		`{"op":"unsubscribe","id":7,"channel":"fills"}`,
 		`{"op":"unsubscribe","id":-8.0,"channel":"book","marketId":"123E4567-E89B-12D3-A456-426614174000"}`,
 		`{"op":"ping","id":9,"op":"ping"}`,
@@ -77,6 +82,19 @@ func FuzzParseRequest(f *testing.F) {
 		}
 		id, _ := num("id")
 		resume, resumed := num("resumeFrom")
+		if account := req.Channel == "orders" || req.Channel == "fills"; account {
+			// A cursor, or the start for 0.
+			want := feed.Cursor{}
+			if s, ok := msg["resumeFrom"].(string); ok {
+				want, _ = feed.ParseCursor(s)
+			}
+			_, given := msg["resumeFrom"]
+			given = given && msg["resumeFrom"] != nil
+			if req.ResumeFrom != nil || (req.Cursor != nil) != given || given && req.Cursor.String() != want.String() {
+				t.Fatalf("read %q as %+v", raw, req)
+			}
+			resumed, resume = false, 0
+		}
 		if req.Op != str("op") || req.ID != id || req.Channel != str("channel") || req.MarketID != str("marketId") ||
 			(req.ResumeFrom != nil) != resumed || resumed && *req.ResumeFrom != resume {
 			t.Fatalf("read %q as %+v", raw, req)
@@ -163,15 +181,26 @@ func conforms(v *apitest.AsyncValidator, keys map[string][]string, raw []byte, p
 	}
 	_, market := msg["marketId"]
 	_, resume := msg["resumeFrom"]
+	cursor, isCursor := msg["resumeFrom"].(string)
 	switch msg["channel"] {
 	case "book", "trades":
-		return market, "no marketId"
+		return market && !isCursor, "no marketId, or a resumeFrom string"
 	case "ticker":
 		return market && !resume, "no marketId, or resumeFrom"
 	case "lifecycle":
 		return !market && !resume, "marketId or resumeFrom"
 	case "orders", "fills":
-		return !market && !public, "marketId, or no key"
+		if market || public {
+			return false, "marketId, or no key"
+		}
+		if n, ok := msg["resumeFrom"].(json.Number); ok {
+			r, _ := new(big.Rat).SetString(string(n))
+			return r.Sign() == 0, "a seq of the feed's first form"
+		}
+		if _, err := feed.ParseCursor(cursor); isCursor && err != nil {
+			return false, "not a cursor"
+		}
+		return true, ""
 	}
 	return false, "unknown channel"
 }

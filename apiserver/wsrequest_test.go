@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/internal/feed"
 )
 
 func TestParseRequest(t *testing.T) {
@@ -24,8 +26,10 @@ func TestParseRequest(t *testing.T) {
 			want: wsRequest{Op: "subscribe", ID: 1, Channel: "book", MarketID: testMarket, Market: uuid.MustParse(testMarket)}},
 		{name: "resume", msg: `{"op":"subscribe","id":1,"channel":"trades",` + m + `,"resumeFrom":1.2e1}`,
 			want: wsRequest{Op: "subscribe", ID: 1, Channel: "trades", MarketID: testMarket, Market: uuid.MustParse(testMarket), ResumeFrom: seq(12)}},
-		{name: "resume from 0", msg: `{"op":"subscribe","channel":"orders","resumeFrom":0}`,
-			want: wsRequest{Op: "subscribe", Channel: "orders", ResumeFrom: seq(0)}},
+		{name: "orders from 0, the start", msg: `{"op":"subscribe","channel":"orders","resumeFrom":0}`,
+			want: wsRequest{Op: "subscribe", Channel: "orders", Cursor: feed.Cursor{}}},
+		{name: "fills from a cursor", msg: `{"op":"subscribe","channel":"fills","resumeFrom":"v2.AAUHc2hhcmQtYQI"}`,
+			want: wsRequest{Op: "subscribe", Channel: "fills", Cursor: feed.Cursor{"": 5, "shard-a": 2}}},
 		{name: "lifecycle", msg: `{"op":"subscribe","channel":"lifecycle","marketId":null}`, public: true,
 			want: wsRequest{Op: "subscribe", Channel: "lifecycle"}},
 		{name: "unsubscribe", msg: `{"op":"unsubscribe","id":-2,"channel":"ticker",` + m + `}`,
@@ -65,6 +69,10 @@ func TestParseRequest(t *testing.T) {
 		{name: "resume from -1", msg: `{"op":"subscribe","id":5,"channel":"book",` + m + `,"resumeFrom":-1}`, code: "invalid_resume_from", id: 5},
 		{name: "resume from a fraction", msg: `{"op":"subscribe","id":5,"channel":"book",` + m + `,"resumeFrom":1.5}`, code: "invalid_resume_from", id: 5},
 		{name: "resume from a string", msg: `{"op":"subscribe","id":5,"channel":"book",` + m + `,"resumeFrom":"1"}`, code: "invalid_message", id: 5},
+		{name: "orders from a seq", msg: `{"op":"subscribe","id":5,"channel":"orders","resumeFrom":7}`, code: "outdated_cursor", id: 5},
+		{name: "orders from a seq as a string", msg: `{"op":"subscribe","id":5,"channel":"orders","resumeFrom":"7"}`, code: "outdated_cursor", id: 5},
+		{name: "orders from a damaged cursor", msg: `{"op":"subscribe","id":5,"channel":"orders","resumeFrom":"v2.A"}`, code: "invalid_resume_from", id: 5},
+		{name: "orders from a fraction", msg: `{"op":"subscribe","id":5,"channel":"orders","resumeFrom":1.5}`, code: "invalid_message", id: 5},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, refused := parseRequest(true, []byte(tt.msg), tt.public)
@@ -74,7 +82,8 @@ func TestParseRequest(t *testing.T) {
 			case tt.code == "":
 				if got.Op != tt.want.Op || got.ID != tt.want.ID || got.Channel != tt.want.Channel || got.MarketID != tt.want.MarketID ||
 					got.Market != tt.want.Market || (got.ResumeFrom == nil) != (tt.want.ResumeFrom == nil) ||
-					got.ResumeFrom != nil && *got.ResumeFrom != *tt.want.ResumeFrom {
+					got.ResumeFrom != nil && *got.ResumeFrom != *tt.want.ResumeFrom ||
+					(got.Cursor == nil) != (tt.want.Cursor == nil) || got.Cursor.String() != tt.want.Cursor.String() {
 					t.Fatalf("read %+v, want %+v", got, tt.want)
 				}
 			case refused == nil:

@@ -621,6 +621,12 @@ type Account struct {
 	Name   string `json:"name"`
 }
 
+// AccountCursor Where a client stands in its account's feed: the last `seq` it has seen of each stream, as
+// an opaque string beginning `v2.`. Keep it as it is and send it back; do not build one.
+//
+// Example: v2.AAU
+type AccountCursor = string
+
 // AccountEvent defines model for AccountEvent.
 type AccountEvent struct {
 	// At When the change committed.
@@ -631,13 +637,18 @@ type AccountEvent struct {
 	Fill       *Fill       `json:"fill,omitempty"`
 
 	// FilledQuantity fill: the order's filled quantity after the fill.
-	FilledQuantity *int        `json:"filledQuantity,omitempty"`
-	Order          *Order      `json:"order,omitempty"`
-	Seq            int         `json:"seq"`
-	Settlement     *Settlement `json:"settlement,omitempty"`
+	FilledQuantity *int   `json:"filledQuantity,omitempty"`
+	Order          *Order `json:"order,omitempty"`
+
+	// Seq The event's number in its stream.
+	Seq        int         `json:"seq"`
+	Settlement *Settlement `json:"settlement,omitempty"`
 
 	// Status fill: the order's status after the fill.
 	Status *AccountEventStatus `json:"status,omitempty"`
+
+	// Stream The stream the event is in, the holder name of the shard that committed it; left out for the stream `""`, every feed's first.
+	Stream *string `json:"stream,omitempty"`
 
 	// Type `accepted`: an order was accepted (`order` before any fill). `amended`: its price or
 	// quantity changed (`order` with its new terms, before any fill they made). `fill`: an
@@ -1511,16 +1522,24 @@ type Unauthorized = Error
 
 // GetAccountEventsParams defines parameters for GetAccountEvents.
 type GetAccountEventsParams struct {
-	After *int `form:"after,omitempty" json:"after,omitempty"`
-	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+	// After A cursor this feed gave you (a page's `cursor`, an `accountEvents` message's, a subscription's confirmation's); `0`, the start. Left out, the page starts at the oldest event kept.
+	After *AccountCursor `form:"after,omitempty" json:"after,omitempty"`
+	Limit *int           `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
 // GetAccountEvents200JSONResponseBody defines parameters for GetAccountEvents.
 type GetAccountEvents200JSONResponseBody struct {
+	// Cursor Where a client stands in its account's feed: the last `seq` it has seen of each stream, as
+	// an opaque string beginning `v2.`. Keep it as it is and send it back; do not build one.
+	//
+	//
+	// Example: v2.AAU
+	Cursor AccountCursor  `json:"cursor"`
 	Events []AccountEvent `json:"events"`
 
-	// Seq The last number of the account's sequence when read.
-	Seq int `json:"seq"`
+	// Seq `cursor` as the number it was while the feed was one stream: given only while your feed is the one stream `""`.
+	// Deprecated: this property has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	Seq *int `json:"seq,omitempty"`
 }
 
 // ListAccountKeys200JSONResponseBody defines parameters for ListAccountKeys.
@@ -2014,19 +2033,31 @@ type ClientInterface interface {
 	// GetAccountEvents Follow your account's private events (pmx addition)
 	//
 	// Every change to the account's orders — accepted, amended, each fill, cancelled (with its
-	// `cancelReason`) — and every settlement that paid it has the next number of the account's
-	// own sequence: gapless and strictly increasing, in commit order, whichever market and shard
-	// it came from. This lists the events after `after` (default 0), oldest first, at most
-	// `limit` (default 100, at most 1,000), and `seq`, the account's last number: ask again
-	// after the last event's `seq` for more. An order event carries the order's whole state
-	// right after it, as `GET /order` shows it: keep each order's latest. A fill event carries
-	// the fill as `GET /fills` shows it and the order's `filledQuantity` and `status` after it
-	// (fills are most events: they carry what changed, not the whole order); `accepted` and
-	// `amended` give the order before any fill its new terms made.
+	// `cancelReason`) — and every settlement that paid it is an event of the account's feed. The
+	// feed is one stream per shard that committed events of the account (`stream`, the shard's
+	// holder name; `""`, left out, is the stream every feed began with): each stream numbers its
+	// events `seq` 1, 2, 3… gapless in commit order, and a market's events keep their commit
+	// order across the streams it moved between. Where you stand in the feed is a **cursor**, an
+	// opaque string (`v2.…`): this lists the events after `after`, oldest first in commit order,
+	// at most `limit` (default 100, at most 1,000), and `cursor`, where the page leaves you: ask
+	// again with `after` = `cursor` for more (an empty page's `cursor` is where the feed ends).
+	// Without `after` the page starts at the oldest event kept. An order event carries the
+	// order's whole state right after it, as `GET /order` shows it: keep each order's latest. A
+	// fill event carries the fill as `GET /fills` shows it and the order's `filledQuantity` and
+	// `status` after it (fills are most events: they carry what changed, not the whole order);
+	// `accepted` and `amended` give the order before any fill its new terms made.
 	//
-	// Events are kept for a retention period (24 hours by default): `after` older than that is
-	// `410 resync_required` — read your orders and positions again and follow from the `seq`
-	// this gives.
+	// **From a seq to a cursor.** The feed was once one stream and `after` a seq. `after=0`
+	// still reads as the feed's start; any other whole number is `400 outdated_cursor`: resume
+	// from the `cursor` this gives without `after` (or the `orders` channel's confirmation
+	// gives), and read your orders and positions again for what happened since. `seq` in the
+	// answer is the same place as a number while your feed is the one stream `""` only
+	// (deprecated: keep `cursor`).
+	//
+	// Events are kept for a retention period (24 hours by default): an `after` older than that is
+	// `410 resync_required` — read your orders and positions again and follow on from the
+	// `cursor` the `orders` channel's confirmation gives, or page from the oldest event kept
+	// (without `after`).
 	//
 	// Corresponds with GET /account/events (the `GetAccountEvents` operationId).
 	GetAccountEvents(ctx context.Context, params *GetAccountEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2808,19 +2839,31 @@ func (c *RawClient) GetAccount(ctx context.Context, reqEditors ...RequestEditorF
 // GetAccountEvents Follow your account's private events (pmx addition)
 //
 // Every change to the account's orders — accepted, amended, each fill, cancelled (with its
-// `cancelReason`) — and every settlement that paid it has the next number of the account's
-// own sequence: gapless and strictly increasing, in commit order, whichever market and shard
-// it came from. This lists the events after `after` (default 0), oldest first, at most
-// `limit` (default 100, at most 1,000), and `seq`, the account's last number: ask again
-// after the last event's `seq` for more. An order event carries the order's whole state
-// right after it, as `GET /order` shows it: keep each order's latest. A fill event carries
-// the fill as `GET /fills` shows it and the order's `filledQuantity` and `status` after it
-// (fills are most events: they carry what changed, not the whole order); `accepted` and
-// `amended` give the order before any fill its new terms made.
+// `cancelReason`) — and every settlement that paid it is an event of the account's feed. The
+// feed is one stream per shard that committed events of the account (`stream`, the shard's
+// holder name; `""`, left out, is the stream every feed began with): each stream numbers its
+// events `seq` 1, 2, 3… gapless in commit order, and a market's events keep their commit
+// order across the streams it moved between. Where you stand in the feed is a **cursor**, an
+// opaque string (`v2.…`): this lists the events after `after`, oldest first in commit order,
+// at most `limit` (default 100, at most 1,000), and `cursor`, where the page leaves you: ask
+// again with `after` = `cursor` for more (an empty page's `cursor` is where the feed ends).
+// Without `after` the page starts at the oldest event kept. An order event carries the
+// order's whole state right after it, as `GET /order` shows it: keep each order's latest. A
+// fill event carries the fill as `GET /fills` shows it and the order's `filledQuantity` and
+// `status` after it (fills are most events: they carry what changed, not the whole order);
+// `accepted` and `amended` give the order before any fill its new terms made.
 //
-// Events are kept for a retention period (24 hours by default): `after` older than that is
-// `410 resync_required` — read your orders and positions again and follow from the `seq`
-// this gives.
+// **From a seq to a cursor.** The feed was once one stream and `after` a seq. `after=0`
+// still reads as the feed's start; any other whole number is `400 outdated_cursor`: resume
+// from the `cursor` this gives without `after` (or the `orders` channel's confirmation
+// gives), and read your orders and positions again for what happened since. `seq` in the
+// answer is the same place as a number while your feed is the one stream `""` only
+// (deprecated: keep `cursor`).
+//
+// Events are kept for a retention period (24 hours by default): an `after` older than that is
+// `410 resync_required` — read your orders and positions again and follow on from the
+// `cursor` the `orders` channel's confirmation gives, or page from the oldest event kept
+// (without `after`).
 //
 // Corresponds with GET /account/events (the `GetAccountEvents` operationId).
 func (c *RawClient) GetAccountEvents(ctx context.Context, params *GetAccountEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4117,7 +4160,7 @@ func NewGetAccountEventsRequest(server string, params *GetAccountEventsParams) (
 
 		if params.After != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -5998,19 +6041,31 @@ type ClientWithResponsesInterface interface {
 	// GetAccountEventsWithResponse Follow your account's private events (pmx addition)
 	//
 	// Every change to the account's orders — accepted, amended, each fill, cancelled (with its
-	// `cancelReason`) — and every settlement that paid it has the next number of the account's
-	// own sequence: gapless and strictly increasing, in commit order, whichever market and shard
-	// it came from. This lists the events after `after` (default 0), oldest first, at most
-	// `limit` (default 100, at most 1,000), and `seq`, the account's last number: ask again
-	// after the last event's `seq` for more. An order event carries the order's whole state
-	// right after it, as `GET /order` shows it: keep each order's latest. A fill event carries
-	// the fill as `GET /fills` shows it and the order's `filledQuantity` and `status` after it
-	// (fills are most events: they carry what changed, not the whole order); `accepted` and
-	// `amended` give the order before any fill its new terms made.
+	// `cancelReason`) — and every settlement that paid it is an event of the account's feed. The
+	// feed is one stream per shard that committed events of the account (`stream`, the shard's
+	// holder name; `""`, left out, is the stream every feed began with): each stream numbers its
+	// events `seq` 1, 2, 3… gapless in commit order, and a market's events keep their commit
+	// order across the streams it moved between. Where you stand in the feed is a **cursor**, an
+	// opaque string (`v2.…`): this lists the events after `after`, oldest first in commit order,
+	// at most `limit` (default 100, at most 1,000), and `cursor`, where the page leaves you: ask
+	// again with `after` = `cursor` for more (an empty page's `cursor` is where the feed ends).
+	// Without `after` the page starts at the oldest event kept. An order event carries the
+	// order's whole state right after it, as `GET /order` shows it: keep each order's latest. A
+	// fill event carries the fill as `GET /fills` shows it and the order's `filledQuantity` and
+	// `status` after it (fills are most events: they carry what changed, not the whole order);
+	// `accepted` and `amended` give the order before any fill its new terms made.
 	//
-	// Events are kept for a retention period (24 hours by default): `after` older than that is
-	// `410 resync_required` — read your orders and positions again and follow from the `seq`
-	// this gives.
+	// **From a seq to a cursor.** The feed was once one stream and `after` a seq. `after=0`
+	// still reads as the feed's start; any other whole number is `400 outdated_cursor`: resume
+	// from the `cursor` this gives without `after` (or the `orders` channel's confirmation
+	// gives), and read your orders and positions again for what happened since. `seq` in the
+	// answer is the same place as a number while your feed is the one stream `""` only
+	// (deprecated: keep `cursor`).
+	//
+	// Events are kept for a retention period (24 hours by default): an `after` older than that is
+	// `410 resync_required` — read your orders and positions again and follow on from the
+	// `cursor` the `orders` channel's confirmation gives, or page from the oldest event kept
+	// (without `after`).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10634,19 +10689,31 @@ func (c *ClientWithResponses) GetAccountWithResponse(ctx context.Context, reqEdi
 // GetAccountEventsWithResponse Follow your account's private events (pmx addition)
 //
 // Every change to the account's orders — accepted, amended, each fill, cancelled (with its
-// `cancelReason`) — and every settlement that paid it has the next number of the account's
-// own sequence: gapless and strictly increasing, in commit order, whichever market and shard
-// it came from. This lists the events after `after` (default 0), oldest first, at most
-// `limit` (default 100, at most 1,000), and `seq`, the account's last number: ask again
-// after the last event's `seq` for more. An order event carries the order's whole state
-// right after it, as `GET /order` shows it: keep each order's latest. A fill event carries
-// the fill as `GET /fills` shows it and the order's `filledQuantity` and `status` after it
-// (fills are most events: they carry what changed, not the whole order); `accepted` and
-// `amended` give the order before any fill its new terms made.
+// `cancelReason`) — and every settlement that paid it is an event of the account's feed. The
+// feed is one stream per shard that committed events of the account (`stream`, the shard's
+// holder name; `""`, left out, is the stream every feed began with): each stream numbers its
+// events `seq` 1, 2, 3… gapless in commit order, and a market's events keep their commit
+// order across the streams it moved between. Where you stand in the feed is a **cursor**, an
+// opaque string (`v2.…`): this lists the events after `after`, oldest first in commit order,
+// at most `limit` (default 100, at most 1,000), and `cursor`, where the page leaves you: ask
+// again with `after` = `cursor` for more (an empty page's `cursor` is where the feed ends).
+// Without `after` the page starts at the oldest event kept. An order event carries the
+// order's whole state right after it, as `GET /order` shows it: keep each order's latest. A
+// fill event carries the fill as `GET /fills` shows it and the order's `filledQuantity` and
+// `status` after it (fills are most events: they carry what changed, not the whole order);
+// `accepted` and `amended` give the order before any fill its new terms made.
 //
-// Events are kept for a retention period (24 hours by default): `after` older than that is
-// `410 resync_required` — read your orders and positions again and follow from the `seq`
-// this gives.
+// **From a seq to a cursor.** The feed was once one stream and `after` a seq. `after=0`
+// still reads as the feed's start; any other whole number is `400 outdated_cursor`: resume
+// from the `cursor` this gives without `after` (or the `orders` channel's confirmation
+// gives), and read your orders and positions again for what happened since. `seq` in the
+// answer is the same place as a number while your feed is the one stream `""` only
+// (deprecated: keep `cursor`).
+//
+// Events are kept for a retention period (24 hours by default): an `after` older than that is
+// `410 resync_required` — read your orders and positions again and follow on from the
+// `cursor` the `orders` channel's confirmation gives, or page from the oldest event kept
+// (without `after`).
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -25,7 +25,7 @@ type (
 	SettlementsPage = ListSettlements200JSONResponseBody
 	// MarketEventsPage is a market's events after a seq.
 	MarketEventsPage = GetMarketEvents200JSONResponseBody
-	// AccountEventsPage is the account's events after a seq, and its last seq.
+	// AccountEventsPage is the account's events after a cursor, and the cursor after them.
 	AccountEventsPage = GetAccountEvents200JSONResponseBody
 	// Candles is a market's OHLC per interval.
 	Candles = GetCandles200JSONResponseBody
@@ -110,10 +110,15 @@ func (c *Client) Account(ctx context.Context) (*Account, error) {
 	return value(r.HTTPResponse, r.Body, r.JSON200)
 }
 
-// AccountEvents returns the account's events after seq after, at most limit (0: the server's
-// default).
-func (c *Client) AccountEvents(ctx context.Context, after int, limit int) (*AccountEventsPage, error) {
-	r, err := c.GetAccountEventsWithResponse(ctx, &GetAccountEventsParams{After: &after, Limit: optional(limit)})
+// AccountEvents returns the account's events after the cursor after (a page's Cursor, a feed
+// message's or its subscription's; "": from the oldest event kept), at most limit (0: the
+// server's default), and the cursor after them.
+func (c *Client) AccountEvents(ctx context.Context, after string, limit int) (*AccountEventsPage, error) {
+	params := &GetAccountEventsParams{Limit: optional(limit)}
+	if after != "" {
+		params.After = &after
+	}
+	r, err := c.GetAccountEventsWithResponse(ctx, params)
 	if err != nil {
 		return nil, err
 	}

@@ -146,8 +146,8 @@ func TestEveryOperation(t *testing.T) {
 	if err != nil || account.Locked != 6*60 {
 		t.Fatalf("Account: %v, %+v: want 360 locked for the rest of the bid", err, account)
 	}
-	accountEvents, err := alice.AccountEvents(ctx, 0, 0)
-	if err != nil || len(accountEvents.Events) != 2 || accountEvents.Seq != 2 { // accepted, fill
+	accountEvents, err := alice.AccountEvents(ctx, "", 0)
+	if err != nil || len(accountEvents.Events) != 2 || accountEvents.Seq == nil || *accountEvents.Seq != 2 || accountEvents.Cursor == "" { // accepted, fill
 		t.Fatalf("AccountEvents: %v, %+v", err, accountEvents)
 	}
 	if _, err := alice.Limits(ctx); err != nil {
@@ -534,7 +534,7 @@ func TestEvents(t *testing.T) {
 			}
 		}
 	}
-	events, err := alice.AccountEvents(ctx, 0, 0)
+	events, err := alice.AccountEvents(ctx, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

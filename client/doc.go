@@ -16,8 +16,9 @@
 //     placements with a clientOrderId; conversions with a clientRequestId; heartbeats) after a
 //     broken connection or a 502, 503 or 504, backing off; and waits out a 429 for the
 //     Retry-After the server names (nothing changed, so every request may be retried).
-//   - Feed (feed.go) follows the WebSocket feed: it tracks each subscription's sequence number,
-//     detects a gap, and reconnects and resumes (resumeFrom) after a disconnect or a gap, so that
+//   - Feed (feed.go) follows the WebSocket feed: it tracks each subscription's sequence number
+//     (on orders and fills, the account feed's cursor and each stream's seq), detects a gap, and
+//     reconnects and resumes (resumeFrom) after a disconnect or a gap, so that
 //     what it delivers is every event once, in order; Ready says when every subscription is
 //     confirmed, from which point nothing is missed.
 package client

@@ -32,9 +32,13 @@ const (
 type Subscription struct {
 	Channel  string
 	MarketID uuid.UUID // book, trades and ticker only
-	// ResumeFrom, when set, starts book, trades, orders or fills after this seq (the last the
-	// caller applied) instead of at now; book then sends no snapshot.
+	// ResumeFrom, when set, starts book or trades after this seq (the last the caller applied)
+	// instead of at now; book then sends no snapshot.
 	ResumeFrom *int
+	// Cursor, when set, starts orders or fills after this cursor of the account's feed (the
+	// Cursor of the last message the caller applied, or of a page of Client.AccountEvents)
+	// instead of at now.
+	Cursor string
 }
 
 // BookSnapshot is a market's whole book as of a seq: YES bids best first, YES asks best first.
@@ -66,8 +70,11 @@ type FeedMessage struct {
 	Channel  string
 	MarketID uuid.UUID // zero on orders and fills
 	// Seq is the seq the message brings its subscription to: a snapshot's, a ticker's, the last
-	// event's.
-	Seq           int
+	// event's (on orders and fills, in the last event's stream: keep Cursor).
+	Seq int
+	// Cursor, on orders and fills, is where the account's feed stands after the message: what to
+	// resume from (Subscription.Cursor).
+	Cursor        string
 	Snapshot      *BookSnapshot  // snapshot
 	Events        []MarketEvent  // events: book (every event, gapless) or trades
 	AccountEvents []AccountEvent // accountEvents: orders (every event, gapless) or fills
@@ -95,6 +102,10 @@ type Feed struct {
 
 	mu   sync.Mutex
 	last map[subKey]int // the last seq delivered per subscription, for resuming
+	// The account's channels: the cursor to resume from, and the last seq delivered of each
+	// stream since (the server sends each event once; these catch a gap on orders).
+	cursors map[subKey]string
+	streams map[subKey]map[string]int
 
 	ready     chan struct{} // closed when the server has first confirmed every subscription (Ready)
 	readyOnce sync.Once
@@ -107,14 +118,22 @@ type subKey struct {
 
 // Feed returns a Feed of subs.
 func (c *Client) Feed(subs ...Subscription) *Feed {
-	f := &Feed{c: c, subs: subs, last: make(map[subKey]int), Heartbeat: 30 * time.Second, ready: make(chan struct{})}
+	f := &Feed{c: c, subs: subs, last: make(map[subKey]int), cursors: make(map[subKey]string),
+		streams: make(map[subKey]map[string]int), Heartbeat: 30 * time.Second, ready: make(chan struct{})}
 	for _, s := range subs {
-		if s.ResumeFrom != nil {
+		if account(s.Channel) {
+			if s.Cursor != "" {
+				f.cursors[s.key()] = s.Cursor
+			}
+		} else if s.ResumeFrom != nil {
 			f.last[s.key()] = *s.ResumeFrom
 		}
 	}
 	return f
 }
+
+// account reports whether a channel is the account's (resumed from a cursor).
+func account(channel string) bool { return channel == ChannelOrders || channel == ChannelFills }
 
 func (s Subscription) key() subKey {
 	if s.Channel == ChannelOrders || s.Channel == ChannelFills || s.Channel == ChannelLifecycle {
@@ -129,7 +148,16 @@ func (s Subscription) key() subKey {
 // not delivered unless the subscription resumes from an earlier seq.
 func (f *Feed) Ready() <-chan struct{} { return f.ready }
 
-// Seq is the last seq the feed delivered on a subscription, if any.
+// Cursor is where the account's feed stands after what the feed delivered on an orders or fills
+// subscription (or its confirmation), if anywhere: keep it to resume from (Subscription.Cursor).
+func (f *Feed) Cursor(s Subscription) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.cursors[s.key()]
+	return c, ok
+}
+
+// Seq is the last seq the feed delivered on a market's subscription, if any.
 func (f *Feed) Seq(s Subscription) (int, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -214,6 +242,7 @@ type wireMessage struct {
 	BestAsk   *int            `json:"bestAsk"`
 	Events    json.RawMessage `json:"events"`
 	EventID   *uuid.UUID      `json:"eventId"`
+	Cursor    string          `json:"cursor"`
 }
 
 type subscribe struct {
@@ -221,7 +250,7 @@ type subscribe struct {
 	ID         int    `json:"id"`
 	Channel    string `json:"channel"`
 	MarketID   string `json:"marketId,omitempty"`
-	ResumeFrom *int   `json:"resumeFrom,omitempty"`
+	ResumeFrom any    `json:"resumeFrom,omitempty"` // a seq, or on orders and fills a cursor
 }
 
 // session is one connection: it subscribes (resuming where the last one stopped), then delivers
@@ -276,8 +305,10 @@ func (f *Feed) session(ctx context.Context, handle func(FeedMessage) error) (del
 		if s.key().market != (uuid.UUID{}) {
 			msg.MarketID = s.MarketID.String()
 		}
-		if seq, ok := f.Seq(s); ok && resumable(s.Channel) {
-			msg.ResumeFrom = &seq
+		if cursor, ok := f.Cursor(s); ok && account(s.Channel) {
+			msg.ResumeFrom = cursor
+		} else if seq, ok := f.Seq(s); ok && resumable(s.Channel) {
+			msg.ResumeFrom = seq
 		}
 		if err := writeJSON(ctx, ws, msg); err != nil {
 			return false, err
@@ -332,11 +363,13 @@ func (f *Feed) session(ctx context.Context, handle func(FeedMessage) error) (del
 			if len(pending) == 0 {
 				f.readyOnce.Do(func() { close(f.ready) })
 			}
-			// orders and fills say the account's seq the live events follow; without a resume
-			// that is where they start.
-			if m.Seq != nil && (s.Channel == ChannelOrders || s.Channel == ChannelFills) {
-				if _, known := f.Seq(s); !known {
-					f.advance(s.key(), *m.Seq)
+			// orders and fills say the cursor the live events follow; without a resume that is
+			// where they start.
+			if m.Cursor != "" && account(s.Channel) {
+				if _, known := f.Cursor(s); !known {
+					f.mu.Lock()
+					f.cursors[s.key()] = m.Cursor
+					f.mu.Unlock()
 				}
 			}
 			continue
@@ -408,10 +441,24 @@ func (f *Feed) accept(m wireMessage) (FeedMessage, error) {
 		if err := json.Unmarshal(m.Events, &out.AccountEvents); err != nil {
 			return out, fmt.Errorf("reading the feed's account events: %w", err)
 		}
-		var err error
-		if out.AccountEvents, out.Seq, err = sequenced(out.AccountEvents, func(e AccountEvent) int { return e.Seq }, last, known, m.Channel); err != nil {
-			return out, err
+		// Each stream's events follow on from the last the feed delivered of it (on orders,
+		// gapless), the streams in the order the server sends them.
+		streams := f.streams[k]
+		if streams == nil {
+			streams = map[string]int{}
+			f.streams[k] = streams
 		}
+		for _, e := range out.AccountEvents {
+			stream := deref(e.Stream)
+			last, known := streams[stream]
+			if known && (e.Seq <= last || m.Channel == ChannelOrders && e.Seq != last+1) {
+				return out, fmt.Errorf("%w: %s stream %q went from %d to %d", ErrGap, m.Channel, stream, last, e.Seq)
+			}
+			streams[stream], out.Seq = e.Seq, e.Seq
+		}
+		out.Cursor = m.Cursor
+		f.cursors[k] = m.Cursor
+		return out, nil
 	default:
 		return out, fmt.Errorf("the feed sent a message of unknown type %q", m.Type)
 	}
@@ -438,21 +485,18 @@ func sequenced[E any](events []E, seqOf func(E) int, last int, known bool, chann
 	return kept, last, nil
 }
 
-func (f *Feed) advance(k subKey, seq int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.last[k] = seq
-}
-
 func (f *Feed) forget(s Subscription) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.last, s.key())
+	delete(f.cursors, s.key())
+	delete(f.streams, s.key())
 }
 
-func deref(p *int) int {
+func deref[T any](p *T) T {
+	var zero T
 	if p == nil {
-		return 0
+		return zero
 	}
 	return *p
 }

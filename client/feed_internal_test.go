@@ -73,14 +73,21 @@ func TestFeedSequenceRule(t *testing.T) {
 
 	t.Run("orders gap", func(t *testing.T) {
 		f := (&Client{}).Feed()
-		f.advance(subKey{channel: ChannelOrders}, 10) // the subscribed answer's seq
-		ok := wireMessage{Type: "accountEvents", Channel: "orders", Events: json.RawMessage(`[{"seq":11,"type":"accepted","at":"2026-11-25T00:00:00Z"}]`)}
-		if out, err := f.accept(ok); err != nil || out.Seq != 11 {
-			t.Fatalf("seq 11 after 10: %v, %+v", err, out)
+		ok := wireMessage{Type: "accountEvents", Channel: "orders", Cursor: "v2.AAs", Events: json.RawMessage(`[{"seq":11,"type":"accepted","at":"2026-11-25T00:00:00Z"}]`)}
+		if out, err := f.accept(ok); err != nil || out.Seq != 11 || out.Cursor != "v2.AAs" {
+			t.Fatalf("seq 11: %v, %+v", err, out)
 		}
-		gap := wireMessage{Type: "accountEvents", Channel: "orders", Events: json.RawMessage(`[{"seq":13,"type":"accepted","at":"2026-11-25T00:00:00Z"}]`)}
+		// Another stream's first event, then the first stream's next: each follows on in its own.
+		other := wireMessage{Type: "accountEvents", Channel: "orders", Cursor: "v2.AAsBYQQ", Events: json.RawMessage(`[{"stream":"a","seq":4,"type":"accepted","at":"2026-11-25T00:00:00Z"},{"seq":12,"type":"accepted","at":"2026-11-25T00:00:00Z"}]`)}
+		if out, err := f.accept(other); err != nil || len(out.AccountEvents) != 2 || out.Cursor != "v2.AAsBYQQ" {
+			t.Fatalf("stream a's 4 and 12: %v, %+v", err, out)
+		}
+		if c, _ := f.Cursor(Subscription{Channel: ChannelOrders}); c != "v2.AAsBYQQ" {
+			t.Fatalf("the cursor to resume from: %q", c)
+		}
+		gap := wireMessage{Type: "accountEvents", Channel: "orders", Events: json.RawMessage(`[{"stream":"a","seq":6,"type":"accepted","at":"2026-11-25T00:00:00Z"}]`)}
 		if _, err := f.accept(gap); !errors.Is(err, ErrGap) {
-			t.Fatalf("seq 13 after 11: %v, want %v", err, ErrGap)
+			t.Fatalf("stream a's 6 after 4: %v, want %v", err, ErrGap)
 		}
 	})
 }

@@ -153,13 +153,13 @@ func TestFeedResumesAcrossCuts(t *testing.T) {
 		if book, err = bob.OrderBook(ctx, m); err != nil {
 			t.Fatal(err)
 		}
-		if events, err = alice.AccountEvents(ctx, 0, 1000); err != nil {
+		if events, err = alice.AccountEvents(ctx, "", 1000); err != nil {
 			t.Fatal(err)
 		}
-		poll.Wait(t, 20*time.Second, fmt.Sprintf("the feed at book seq %d and account seq %d", book.Seq, events.Seq), func() bool {
+		poll.Wait(t, 20*time.Second, fmt.Sprintf("the feed at book seq %d and account seq %d", book.Seq, *events.Seq), func() bool {
 			seen.mu.Lock()
 			defer seen.mu.Unlock()
-			return seen.bookSeq >= book.Seq && seen.accountSeq >= events.Seq
+			return seen.bookSeq >= book.Seq && seen.accountSeq >= *events.Seq
 		})
 	}
 	cancel()
@@ -191,9 +191,9 @@ func TestFeedResumesAcrossCuts(t *testing.T) {
 	for _, e := range events.Events {
 		want[string(e.Type)]++
 	}
-	if seen.accountSeq != events.Seq || fmt.Sprint(seen.accountTypes) != fmt.Sprint(want) {
+	if seen.accountSeq != *events.Seq || fmt.Sprint(seen.accountTypes) != fmt.Sprint(want) {
 		t.Errorf("account events from the feed: seq %d %v; from GET /account/events: seq %d %v",
-			seen.accountSeq, seen.accountTypes, events.Seq, want)
+			seen.accountSeq, seen.accountTypes, *events.Seq, want)
 	}
 }
 

@@ -48,14 +48,20 @@ func TestAsyncAPIDocument(t *testing.T) {
 		{false, `{"type":"ticker","channel":"ticker","marketId":"` + m + `","seq":4,"bestBid":100,"bestAsk":null,"lastPrice":null}`, "breaks"},
 		{false, `{"type":"heartbeat","at":"yesterday"}`, "breaks"},
 		{false, `{"type":"pong","id":3}`, ""},
-		{true, `{"op":"subscribe","id":2,"channel":"orders","resumeFrom":12}`, ""},
-		{false, `{"type":"subscribed","id":2,"channel":"orders","seq":12}`, ""},
-		{false, `{"type":"accountEvents","channel":"fills","events":[{"seq":13,"type":"fill","filledQuantity":2,"status":"PARTIALLY_FILLED","at":"2030-01-02T03:04:05Z",` +
+		{true, `{"op":"subscribe","id":2,"channel":"orders","resumeFrom":"v2.AAw"}`, ""},
+		{true, `{"op":"subscribe","id":2,"channel":"orders","resumeFrom":0}`, ""},
+		{false, `{"type":"subscribed","id":2,"channel":"orders","cursor":"v2.AAw","seq":12}`, ""},
+		{false, `{"type":"accountEvents","channel":"fills","cursor":"v2.AA0","events":[{"seq":13,"type":"fill","filledQuantity":2,"status":"PARTIALLY_FILLED","at":"2030-01-02T03:04:05Z",` +
 			`"fill":{"id":"` + m + `","tradeId":"` + m + `","orderId":"` + m + `","clientOrderId":null,"marketId":"` + m + `","side":"BUY","outcome":"NO","price":60,"quantity":2,"role":"TAKER","createdAt":"2030-01-02T03:04:05Z"}}]}`, ""},
-		{false, `{"type":"accountEvents","channel":"orders","events":[{"seq":14,"type":"cancelled","at":"2030-01-02T03:04:05Z","order":{"id":"` + m + `"}}]}`, "breaks"},
+		{false, `{"type":"accountEvents","channel":"fills","cursor":"v2.AA0BYQE","events":[{"stream":"a","seq":1,"type":"fill","filledQuantity":2,"status":"PARTIALLY_FILLED","at":"2030-01-02T03:04:05Z",` +
+			`"fill":{"id":"` + m + `","tradeId":"` + m + `","orderId":"` + m + `","clientOrderId":null,"marketId":"` + m + `","side":"BUY","outcome":"NO","price":60,"quantity":2,"role":"TAKER","createdAt":"2030-01-02T03:04:05Z"}}]}`, ""},
+		{false, `{"type":"accountEvents","channel":"fills","events":[{"seq":13,"type":"fill","filledQuantity":2,"status":"PARTIALLY_FILLED","at":"2030-01-02T03:04:05Z",` +
+			`"fill":{"id":"` + m + `","tradeId":"` + m + `","orderId":"` + m + `","clientOrderId":null,"marketId":"` + m + `","side":"BUY","outcome":"NO","price":60,"quantity":2,"role":"TAKER","createdAt":"2030-01-02T03:04:05Z"}}]}`, "breaks"},
+		{false, `{"type":"accountEvents","channel":"orders","cursor":"v2.AA4","events":[{"seq":14,"type":"cancelled","at":"2030-01-02T03:04:05Z","order":{"id":"` + m + `"}}]}`, "breaks"},
 		{false, `{"type":"surprise"}`, "not documented"},
 		// Refusals: the documented codes only, each with its message.
 		{false, `{"type":"error","id":4,"channel":"book","marketId":"` + m + `","code":"invalid_resume_from","message":"resumeFrom is beyond the market's last seq"}`, ""},
+		{false, `{"type":"error","id":4,"channel":"orders","code":"outdated_cursor","message":"resume from the cursor a fresh subscription's confirmation gives"}`, ""},
 		{false, `{"type":"error","id":0,"code":"invalid_message","message":"send one JSON object"}`, ""},
 		{false, `{"type":"error","id":4,"code":"seq_too_high","message":"?"}`, "breaks"},
 		{false, `{"type":"error","id":4,"code":"rate_limited","message":"wait","retryAfterSeconds":0.25}`, ""},

@@ -33,6 +33,7 @@ type FeedMessage struct {
 	Code      string       `json:"code"`
 	Message   string       `json:"message"`
 	Seq       int64        `json:"seq"`
+	Cursor    string       `json:"cursor"` // an account channel's confirmation's, an accountEvents message's
 	Status    string       `json:"status"`
 	Change    string       `json:"change"`
 	EventID   string       `json:"eventId"`

@@ -101,6 +101,7 @@ var suiteTests = []struct {
 	{"QueuePositions", testQueuePositions}, // suite_queue.go
 	{"MarketEvents", testMarketEvents},
 	{"AccountEvents", testAccountEvents},
+	{"AccountStreams", testAccountStreams},
 	{"AccountFeedFollow", testAccountFeedFollow},
 	{"Settlements", testSettlements},
 	{"Fills", testFills},

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,27 +21,34 @@ import (
 
 // accountEventsPage is GET /account/events's answer.
 type accountEventsPage struct {
-	Seq    int64
+	Seq    int64 // the cursor as a number while the feed is the one stream ""
+	Cursor string
 	Events []feed.AccountEvent
 }
 
-// accountEvents reads every event of the client's account after after, in pages of limit.
-func (c *Client) accountEvents(t testing.TB, after int64, limit int) accountEventsPage {
+// accountEvents reads every event of the client's account after the cursor after, in pages of
+// limit, each page from the cursor the one before gave; each stream's events must follow on from
+// the last of it.
+func (c *Client) accountEvents(t testing.TB, after feed.Cursor, limit int) accountEventsPage {
 	t.Helper()
 	var all accountEventsPage
+	at, cursor := after.Clone(), after.String()
 	for range 1000 {
 		var page accountEventsPage
-		c.Expect(t, "GET", fmt.Sprintf("/account/events?after=%d&limit=%d", after, limit), nil, http.StatusOK, &page)
-		all.Seq = page.Seq
+		c.Expect(t, "GET", fmt.Sprintf("/account/events?after=%s&limit=%d", cursor, limit), nil, http.StatusOK, &page)
+		all.Seq, all.Cursor, cursor = page.Seq, page.Cursor, page.Cursor
 		if len(page.Events) > limit {
-			t.Fatalf("after %d: %d events, more than the limit %d", after, len(page.Events), limit)
+			t.Fatalf("after %s: %d events, more than the limit %d", cursor, len(page.Events), limit)
 		}
 		for _, e := range page.Events {
-			if e.Seq != after+1 {
-				t.Fatalf("account event %d follows %d: a gap or a repeat", e.Seq, after)
+			if e.Seq != at[e.Stream]+1 {
+				t.Fatalf("account event %d of stream %q follows %d: a gap or a repeat", e.Seq, e.Stream, at[e.Stream])
 			}
-			after = e.Seq
+			at[e.Stream] = e.Seq
 			all.Events = append(all.Events, e)
+		}
+		if c, err := feed.ParseCursor(page.Cursor); err != nil || !c.Covers(at) {
+			t.Fatalf("a page's cursor %q (%v) is before its events %v", page.Cursor, err, at)
 		}
 		if len(page.Events) == 0 {
 			return all
@@ -60,8 +70,8 @@ func testAccountEvents(t *testing.T, tg *Target) {
 	live := maker.DialFeed(t)
 	defer live.Close()
 	live.Send(t, map[string]any{"op": "subscribe", "id": 1, "channel": "orders"})
-	if ack := live.ExpectReply(t, "subscribed", ""); ack.Seq != 0 {
-		t.Fatalf("a new account's feed is at seq %d", ack.Seq)
+	if ack := live.ExpectReply(t, "subscribed", ""); ack.Seq != 0 || ack.Cursor != "v2." {
+		t.Fatalf("a new account's feed is at seq %d, cursor %q", ack.Seq, ack.Cursor)
 	}
 	fills := taker.DialFeed(t)
 	defer fills.Close()
@@ -83,7 +93,7 @@ func testAccountEvents(t *testing.T, tg *Target) {
 	tg.Markets.Resolve(t, m.ID, "YES")
 
 	// The maker's feed: accepted, amended, its fill, cancelled, settled, as the REST API shows them.
-	got := maker.accountEvents(t, 0, 2)
+	got := maker.accountEvents(t, feed.Cursor{}, 2)
 	types := []string{}
 	for _, e := range got.Events {
 		types = append(types, e.Type)
@@ -120,7 +130,7 @@ func testAccountEvents(t *testing.T, tg *Target) {
 	}
 
 	// The taker's: its order accepted and filled at once, and its NO shares settled at nothing.
-	tk := taker.accountEvents(t, 0, 1000)
+	tk := taker.accountEvents(t, feed.Cursor{}, 1000)
 	if len(tk.Events) != 3 || tk.Events[0].Type != "accepted" || tk.Events[1].Type != "fill" || tk.Events[2].Type != "settled" {
 		t.Fatalf("the taker's events: %+v", tk.Events)
 	}
@@ -149,36 +159,50 @@ func testAccountEvents(t *testing.T, tg *Target) {
 		t.Errorf("the fills channel delivered %s, want the taker's fill %+v", msg.Raw, tk.Events[1])
 	}
 
-	// Resume: the events after 2, then live.
+	// Resume: from the cursor after the second event, the events after it, then live.
+	second := feed.Cursor{"": 2}.String()
 	again := maker.DialFeed(t)
 	defer again.Close()
-	again.Send(t, map[string]any{"op": "subscribe", "id": 2, "channel": "orders", "resumeFrom": 2})
-	if ack := again.ExpectReply(t, "subscribed", ""); ack.Seq != 2 {
-		t.Errorf("a resume from 2 is acknowledged at %d", ack.Seq)
+	again.Send(t, map[string]any{"op": "subscribe", "id": 2, "channel": "orders", "resumeFrom": second})
+	if ack := again.ExpectReply(t, "subscribed", ""); ack.Cursor != second || ack.Seq != 2 {
+		t.Errorf("a resume from %s is acknowledged at %q (seq %d)", second, ack.Cursor, ack.Seq)
 	}
 	replayed := again.Next(t, 30*time.Second)
-	if !sameAccountEvents(replayed.AccountEvents, got.Events[2:]) {
-		t.Errorf("resumed from 2: %+v, want %+v", replayed.AccountEvents, got.Events[2:])
+	if !sameAccountEvents(replayed.AccountEvents, got.Events[2:]) || replayed.Cursor != got.Cursor {
+		t.Errorf("resumed from 2: %+v to %q, want %+v to %q", replayed.AccountEvents, replayed.Cursor, got.Events[2:], got.Cursor)
 	}
 	next := maker.Place(t, tg.NewMarket(t, nil).ID, "BUY", "NO", 30, 1)
 	if msg := again.Next(t, 30*time.Second); len(msg.AccountEvents) != 1 || msg.AccountEvents[0].Seq != 6 ||
-		msg.AccountEvents[0].Order == nil || msg.AccountEvents[0].Order.ID != next.ID {
+		msg.AccountEvents[0].Order == nil || msg.AccountEvents[0].Order.ID != next.ID || msg.Cursor != (feed.Cursor{"": 6}).String() {
 		t.Errorf("after the resume, live: %s", msg.Raw)
 	}
 
+	// The feed's first form, a seq: 0 is the start, any other is refused with how to resume.
+	again.Send(t, map[string]any{"op": "subscribe", "id": 3, "channel": "fills", "resumeFrom": 2})
+	if reply := again.ExpectReply(t, "error", "outdated_cursor"); !strings.Contains(reply.Message, "cursor") {
+		t.Errorf("outdated_cursor says %q", reply.Message)
+	}
+	maker.ExpectError(t, "GET", "/account/events?after=2", nil, http.StatusBadRequest, "outdated_cursor")
+	if page := maker.accountEvents(t, feed.Cursor{}, 1000); len(page.Events) != 6 {
+		t.Errorf("after=0: %d events, want 6", len(page.Events))
+	}
+
 	// Refusals: nothing changes.
-	again.Send(t, map[string]any{"op": "subscribe", "id": 3, "channel": "fills", "resumeFrom": 100})
+	again.Send(t, map[string]any{"op": "subscribe", "id": 3, "channel": "fills", "resumeFrom": feed.Cursor{"": 100}.String()})
+	again.ExpectReply(t, "error", "invalid_resume_from")
+	again.Send(t, map[string]any{"op": "subscribe", "id": 3, "channel": "fills", "resumeFrom": "v2.x"})
 	again.ExpectReply(t, "error", "invalid_resume_from")
 	again.Send(t, map[string]any{"op": "subscribe", "id": 4, "channel": "fills", "marketId": m.ID})
 	again.ExpectReply(t, "error", "invalid_message")
 	again.Send(t, map[string]any{"op": "subscribe", "id": 5, "channel": "orders"})
 	again.ExpectReply(t, "error", "already_subscribed")
-	maker.ExpectError(t, "GET", "/account/events?after=-1", nil, http.StatusBadRequest, "out_of_range")
+	maker.ExpectError(t, "GET", "/account/events?after=-1", nil, http.StatusBadRequest, "invalid_cursor")
 	maker.ExpectError(t, "GET", "/account/events?limit=1001", nil, http.StatusBadRequest, "out_of_range")
-	if page := maker.accountEvents(t, 6, 10); len(page.Events) != 0 || page.Seq != 6 {
+	if page := maker.accountEvents(t, feed.Cursor{"": 6}, 10); len(page.Events) != 0 || page.Seq != 6 || page.Cursor != (feed.Cursor{"": 6}).String() {
 		t.Errorf("after the last event: %+v", page)
 	}
-	maker.ExpectError(t, "GET", "/account/events?after=7", nil, http.StatusBadRequest, "out_of_range")
+	maker.ExpectError(t, "GET", "/account/events?after="+feed.Cursor{"": 7}.String(), nil, http.StatusBadRequest, "out_of_range")
+	maker.ExpectError(t, "GET", "/account/events?after="+feed.Cursor{"shard-x": 1}.String(), nil, http.StatusBadRequest, "out_of_range")
 	var account apiserver.Account
 	maker.Expect(t, "GET", "/account", nil, http.StatusOK, &account)
 	if _, err := tg.Store.Pool.Exec(context.Background(),
@@ -186,8 +210,120 @@ func testAccountEvents(t *testing.T, tg *Target) {
 		t.Fatal(err)
 	}
 	maker.ExpectError(t, "GET", "/account/events?after=0", nil, http.StatusGone, "resync_required")
+	// Without after, the page starts at the oldest event kept.
+	var oldest accountEventsPage
+	maker.Expect(t, "GET", "/account/events", nil, http.StatusOK, &oldest)
+	if len(oldest.Events) != 5 || oldest.Events[0].Seq != 2 {
+		t.Errorf("without after, once the first event is gone: %+v", oldest.Events)
+	}
 	again.Send(t, map[string]any{"op": "subscribe", "id": 6, "channel": "fills", "resumeFrom": 0})
 	again.ExpectReply(t, "error", "resync_required")
+}
+
+// testAccountStreams reads and follows an account's feed of two streams over HTTP and the
+// WebSocket: the shards' stream "" and one of holder shard-x, written into Postgres as its shard
+// will (its rows, numbered by its allocation), between two placements. The orders channel delivers
+// shard-x's events live (the sweep finds them) and each message's cursor follows on; GET
+// /account/events a page at a time merges the streams in commit order, each stream gapless; and
+// resuming the WebSocket from every cursor the pages gave replays each later event once, as the
+// pages have them.
+func testAccountStreams(t *testing.T, tg *Target) {
+	ctx := context.Background()
+	m := tg.NewMarket(t, nil)
+	c := tg.NewAccount(t, "acct-streams")
+	c.Place(t, m.ID, "BUY", "YES", 10, 1)
+	first := c.accountEvents(t, feed.Cursor{}, 1000)
+	if len(first.Events) != 1 || first.Cursor != (feed.Cursor{"": 1}).String() {
+		t.Fatalf("the first placement's events: %+v", first)
+	}
+	live := c.DialFeed(t)
+	defer live.Close()
+	live.Send(t, map[string]any{"op": "subscribe", "id": 1, "channel": "orders"})
+	if ack := live.ExpectReply(t, "subscribed", ""); ack.Cursor != first.Cursor || ack.Seq != 1 {
+		t.Fatalf("subscribed at %q (seq %d), want %q", ack.Cursor, ack.Seq, first.Cursor)
+	}
+
+	// shard-x's stream: two batches, of three events, as its batches will write them.
+	var account apiserver.Account
+	c.Expect(t, "GET", "/account", nil, http.StatusOK, &account)
+	o := first.Events[0]
+	for _, b := range [][2]int64{{1, 2}, {3, 3}} {
+		var evs []feed.AccountEvent
+		for range b[1] - b[0] + 1 {
+			evs = append(evs, feed.AccountEvent{Type: feed.AccountAccepted, Order: o.Order, At: o.At})
+		}
+		raw, err := feed.EncodeAccount(evs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tg.Store.Pool.Exec(ctx, `with a as (select id from accounts where uid = $1),
+			  e as (insert into account_events (account_id, holder, first_seq, last_seq, created_at, events)
+			        select id, 'shard-x', $2, $3, now(), $4 from a)
+			insert into allocations (account_id, holder, event_seq) select id, 'shard-x', $3 from a
+			on conflict (account_id, holder) do update set event_seq = excluded.event_seq`, account.ID, b[0], b[1], raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Place(t, m.ID, "BUY", "YES", 11, 1)
+
+	// Live: ""'s second event and shard-x's three, each stream in order, each message's cursor
+	// covering what came.
+	at := feed.Cursor{"": 1}
+	for n := 0; n < 4; {
+		msg := live.Next(t, 30*time.Second)
+		if msg.Type != "accountEvents" {
+			t.Fatalf("on the orders channel: %s", msg.Raw)
+		}
+		for _, e := range msg.AccountEvents {
+			if e.Seq != at[e.Stream]+1 {
+				t.Fatalf("event %d of stream %q after %d: %s", e.Seq, e.Stream, at[e.Stream], msg.Raw)
+			}
+			at[e.Stream] = e.Seq
+			n++
+		}
+		if cur, err := feed.ParseCursor(msg.Cursor); err != nil || !maps.Equal(cur, at) {
+			t.Fatalf("a message's cursor %q, after %v", msg.Cursor, at)
+		}
+	}
+
+	// A page at a time: in commit order, "" 1, shard-x 1 to 3, "" 2.
+	var pages []string
+	var all []feed.AccountEvent
+	for cursor := "0"; ; {
+		var page accountEventsPage
+		c.Expect(t, "GET", "/account/events?limit=1&after="+cursor, nil, http.StatusOK, &page)
+		if len(page.Events) == 0 {
+			break
+		}
+		all, pages, cursor = append(all, page.Events...), append(pages, page.Cursor), page.Cursor
+	}
+	var order []string
+	for _, e := range all {
+		order = append(order, fmt.Sprintf("%s/%d", e.Stream, e.Seq))
+	}
+	if want := []string{"/1", "shard-x/1", "shard-x/2", "shard-x/3", "/2"}; !slices.Equal(order, want) {
+		t.Fatalf("the pages hold %v, want %v", order, want)
+	}
+	if page := c.accountEvents(t, feed.Cursor{}, 2); page.Seq != 0 || page.Cursor != at.String() {
+		t.Errorf("the feed of two streams ends at %q (seq %d), want %q and no seq", page.Cursor, page.Seq, at.String())
+	}
+
+	// Resume from every cursor a page gave: the events after it, once each.
+	for i, cursor := range pages {
+		again := c.DialFeed(t)
+		again.Send(t, map[string]any{"op": "subscribe", "id": 1, "channel": "orders", "resumeFrom": cursor})
+		if ack := again.ExpectReply(t, "subscribed", ""); ack.Cursor != cursor {
+			t.Fatalf("resumed from %q, confirmed %q", cursor, ack.Cursor)
+		}
+		var got []feed.AccountEvent
+		for len(got) < len(all)-i-1 {
+			got = append(got, again.Next(t, 30*time.Second).AccountEvents...)
+		}
+		if !sameAccountEvents(got, all[i+1:]) {
+			t.Errorf("resumed from %q: %+v, want %+v", cursor, got, all[i+1:])
+		}
+		again.Close()
+	}
 }
 
 // sameOrder compares orders, their times as instants.
@@ -277,7 +413,7 @@ func testAccountFeedFollow(t *testing.T, tg *Target) {
 		filled := map[uuid.UUID]int64{}
 		var feedFills []apiserver.Fill
 		settled := 0
-		for _, e := range c.accountEvents(t, 0, 1000).Events {
+		for _, e := range c.accountEvents(t, feed.Cursor{}, 1000).Events {
 			events++
 			switch e.Type {
 			case feed.AccountFill:

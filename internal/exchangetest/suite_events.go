@@ -199,7 +199,7 @@ func convertBeforeResolution(t *testing.T, e apiserver.Event, accounts []*Client
 		t.Errorf("the retry answered %+v, want conversion %s", again, first.ID)
 	}
 	var converted []apiserver.Conversion // the account's feed carries it once, the retry adding nothing
-	for _, ev := range accounts[1].accountEvents(t, 0, 100).Events {
+	for _, ev := range accounts[1].accountEvents(t, feed.Cursor{}, 100).Events {
 		if ev.Type == feed.AccountConverted {
 			converted = append(converted, *ev.Conversion)
 		}

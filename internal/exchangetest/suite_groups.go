@@ -185,7 +185,7 @@ func testOrderGroups(t *testing.T, tg *Target) {
 	}
 	// The cancels are on the account's feed, with their reason.
 	cancelled := map[uuid.UUID]bool{}
-	for _, e := range a.accountEvents(t, 0, 1000).Events {
+	for _, e := range a.accountEvents(t, feed.Cursor{}, 1000).Events {
 		if e.Type == feed.AccountCancelled && e.Order != nil && e.Order.CancelReason != nil && *e.Order.CancelReason == "ORDER_GROUP" {
 			cancelled[e.Order.ID] = true
 		}

@@ -9,12 +9,15 @@ import (
 	"github.com/pmx-dev/pmx/internal/apijson"
 )
 
-// Each account has a feed of its own beside the markets': its private events, numbered by the
-// account's gapless sequence in commit order, whichever shard committed them (the number is kept
-// on the account's row, which every batch that changes the account locks). A batch writes an
-// account's events as one row, a JSON array of AccountEvent without their numbers, which are the
-// row's first to last (store.AccountEvents); they are read with GET /account/events and followed
-// live on the WebSocket's orders and fills channels.
+// Each account has a feed of its own beside the markets': its private events, in one stream per
+// holder, the shard that committed them (docs/architecture.md §11; "" the stream every feed began
+// with), each numbered by a gapless sequence of the holder's own in commit order. A batch writes
+// an account's events as one row, a JSON array of AccountEvent without their numbers, which are
+// the row's first to last in its holder's stream (store.AccountEvents); they are read with GET
+// /account/events and followed live on the WebSocket's orders and fills channels, from a Cursor
+// (cursor.go): the last seq seen of each stream. Reads merge the streams in the order their rows
+// took their positions, so that a market that moved from one shard to another keeps its events in
+// commit order; the live hub keeps that order too (accounttopic.go).
 
 // Account event types.
 const (
@@ -38,7 +41,10 @@ const (
 // order, its filled quantity and status (and its updatedAt, the event's at): kept small, as
 // fills are most of the events.
 type AccountEvent struct {
-	Seq        int64               `json:"seq,omitempty"` // left out where kept: the row's numbers give it
+	// Where the event sits in the feed: its seq in the stream of holder Stream. Both are left out
+	// where kept (the row's holder and numbers give them), and Stream on the wire for the stream "".
+	Stream     string              `json:"stream,omitempty"`
+	Seq        int64               `json:"seq,omitempty"`
 	Type       string              `json:"type"`
 	Order      *apijson.Order      `json:"order,omitempty"`
 	Fill       *apijson.Fill       `json:"fill,omitempty"`
@@ -53,8 +59,9 @@ type AccountEvent struct {
 // EncodeAccount writes an account's events, without their numbers, as a JSON array.
 func EncodeAccount(events []AccountEvent) ([]byte, error) { return json.Marshal(events) }
 
-// DecodeAccount reads the events of an account's batch and numbers them first to last.
-func DecodeAccount(raw []byte, first, last int64) ([]AccountEvent, error) {
+// DecodeAccount reads the events of an account's batch and numbers them first to last in the
+// stream of holder.
+func DecodeAccount(raw []byte, holder string, first, last int64) ([]AccountEvent, error) {
 	var events []AccountEvent
 	if err := json.Unmarshal(raw, &events); err != nil {
 		return nil, err
@@ -63,16 +70,43 @@ func DecodeAccount(raw []byte, first, last int64) ([]AccountEvent, error) {
 		return nil, fmt.Errorf("%d events numbered %d to %d", len(events), first, last)
 	}
 	for i := range events {
-		events[i].Seq = first + int64(i)
+		events[i].Stream, events[i].Seq = holder, first+int64(i)
 	}
 	return events, nil
 }
 
-// AccountEventsMessage carries events of the connection's account in sequence order: on the
-// orders channel every event (gapless: each seq is the one after the last), on the fills channel
-// its fills.
+// AccountEventsMessage carries events of the connection's account, each stream's in sequence
+// order: on the orders channel every event (gapless: each seq is the one after the last of its
+// stream), on the fills channel its fills. Cursor is where the feed stands after them: what to
+// resume from.
 type AccountEventsMessage struct {
 	Type    string         `json:"type"` // "accountEvents"
 	Channel string         `json:"channel"`
 	Events  []AccountEvent `json:"events"`
+	Cursor  string         `json:"cursor"`
+}
+
+// AccountPage reads an account's batches, in the order of their positions
+// (AccountLog.AccountEventsAfter), into its events after the cursor after, at most limit, and
+// those of the streams of upTo only, each up to its seq there (nil: every stream, to its end);
+// next is the cursor after them.
+func AccountPage(batches []Batch, after Cursor, limit int, upTo Cursor) (events []AccountEvent, next Cursor, err error) {
+	events, next = []AccountEvent{}, after.Clone()
+	for _, b := range batches {
+		got, err := DecodeAccount(b.Events, b.Holder, b.First, b.Last)
+		if err != nil {
+			return nil, nil, fmt.Errorf("while reading the events %d to %d of stream %q: %w", b.First, b.Last, b.Holder, err)
+		}
+		for _, e := range got {
+			if len(events) == limit {
+				return events, next, nil
+			}
+			if e.Seq <= next[e.Stream] || upTo != nil && e.Seq > upTo[e.Stream] {
+				continue
+			}
+			events = append(events, e)
+			next[e.Stream] = e.Seq
+		}
+	}
+	return events, next, nil
 }

@@ -11,15 +11,22 @@ import (
 // Batch is what one committed batch of the shard did to one market: its events, numbered First to
 // Last, as a JSON array (Encode), exactly as they are kept in Postgres.
 //
-// A batch of an account's feed names the account (its id within the exchange) and no market; its
-// events are AccountEvents, without their numbers (EncodeAccount).
+// A batch of an account's feed names the account (its id within the exchange), the holder whose
+// stream it is in, and no market; its events are AccountEvents, without their numbers
+// (EncodeAccount), numbered First to Last in the holder's stream.
 type Batch struct {
 	Account int64           `json:"account,omitempty"`
+	Holder  string          `json:"holder,omitempty"`
 	Market  uuid.UUID       `json:"marketId"`
 	First   int64           `json:"first"`
 	Last    int64           `json:"last"`
 	Status  string          `json:"status,omitempty"` // the market's new status, when the batch changed it
 	Events  json.RawMessage `json:"events"`
+	// Epochs, on an account's batch as its shard publishes it, is the ownership epoch under which
+	// the shard held each market of its events: how the hub tells a market that moved away and
+	// back from one that stayed (accounttopic.go). A market left out (and a conversion's event)
+	// is read as moved. Not kept in Postgres: the reads merge the streams by position instead.
+	Epochs map[uuid.UUID]int64 `json:"epochs,omitempty"`
 }
 
 // Bus carries a shard's committed batches to whoever follows them live: the front's hub in the

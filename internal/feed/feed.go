@@ -60,13 +60,6 @@ func MarketPage(batches []Batch, after int64, limit int) ([]Event, error) {
 		func(e *Event) int64 { return e.Seq })
 }
 
-// AccountPage reads an account's batches (AccountLog.AccountEventsAfter) into its events after
-// seq after, at most limit, in order, numbered.
-func AccountPage(batches []Batch, after int64, limit int) ([]AccountEvent, error) {
-	return page(batches, after, limit, func(b Batch) ([]AccountEvent, error) { return DecodeAccount(b.Events, b.First, b.Last) },
-		func(e *AccountEvent) int64 { return e.Seq })
-}
-
 // page decodes batches, oldest first, and keeps the events after seq after, at most limit: a
 // batch read from Postgres may begin before after or end beyond the limit.
 func page[E any](batches []Batch, after int64, limit int, decode func(Batch) ([]E, error), seq func(*E) int64) ([]E, error) {

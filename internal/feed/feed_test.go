@@ -55,11 +55,12 @@ func TestAccountEncoding(t *testing.T) {
 	if string(raw) != want {
 		t.Fatalf("encoded:\n%s\nwant:\n%s", raw, want)
 	}
-	back, err := DecodeAccount(raw, 41, 42)
-	if err != nil || len(back) != 2 || back[0].Seq != 41 || back[1].Seq != 42 || back[0].Status != "PARTIALLY_FILLED" {
+	back, err := DecodeAccount(raw, "shard-2", 41, 42)
+	if err != nil || len(back) != 2 || back[0].Seq != 41 || back[1].Seq != 42 || back[0].Status != "PARTIALLY_FILLED" ||
+		back[0].Stream != "shard-2" || back[1].Stream != "shard-2" {
 		t.Fatalf("decoded %+v, %v", back, err)
 	}
-	if _, err := DecodeAccount(raw, 41, 43); err == nil {
+	if _, err := DecodeAccount(raw, "", 41, 43); err == nil {
 		t.Error("two events numbered 41 to 43 were accepted")
 	}
 }

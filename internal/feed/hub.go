@@ -3,6 +3,7 @@ package feed
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -100,8 +101,9 @@ type Subscription struct {
 // ErrResyncRequired says a subscription asked to resume from events no longer kept.
 var ErrResyncRequired = errors.New("the events after this seq are no longer kept: subscribe without resumeFrom for a snapshot")
 
-// ErrAhead says a subscription asked to resume from a seq the market has not reached.
-var ErrAhead = errors.New("resumeFrom is beyond the market's last seq")
+// ErrAhead says a subscription asked to resume from a seq the market (or a cursor the account's
+// feed) has not reached.
+var ErrAhead = errors.New("resumeFrom is beyond the feed's last event: give a seq or cursor the feed gave you")
 
 // Hub defaults.
 const (
@@ -122,7 +124,7 @@ type Hub struct {
 	log      Log
 	logger   *slog.Logger
 	markets  *topics[uuid.UUID, Event]
-	accounts *topics[int64, AccountEvent]
+	accounts *accountTopics
 
 	mu        sync.Mutex
 	lifecycle map[*Subscription]struct{}
@@ -154,8 +156,8 @@ func NewHub(log Log, logger *slog.Logger, ring int) *Hub {
 	logger = logger.With("component", "feed")
 	return &Hub{log: log, logger: logger,
 		// An account's events are few beside a market's: no ring, and no topic kept.
-		markets:   newTopics(kind[uuid.UUID, Event](markets{log}), "market", logger, ring, keepIdle, false),
-		accounts:  newTopics(kind[int64, AccountEvent](accounts{log}), "account", logger, 0, 0, true),
+		markets:   newTopics(kind[uuid.UUID, Event](markets{log}), "market", logger, ring, keepIdle),
+		accounts:  &accountTopics{log: log, logger: logger, page: pageEvents, m: map[int64]*accountTopic{}},
 		lifecycle: map[*Subscription]struct{}{}, statuses: map[uuid.UUID]string{}, eventOf: map[uuid.UUID]uuid.UUID{},
 		paused: map[uuid.UUID]string{}, told: map[uuid.UUID]string{}, seqOf: map[uuid.UUID]int64{}}
 }
@@ -170,7 +172,7 @@ func (h *Hub) Topics() int { return h.markets.len() }
 // Ingest takes a committed batch, from whichever shard committed it: a market's or an account's.
 func (h *Hub) Ingest(ctx context.Context, b Batch) {
 	if b.Account != 0 {
-		h.accounts.ingest(ctx, b.Account, b)
+		h.accounts.ingest(ctx, b)
 		return
 	}
 	if b.Status != "" {
@@ -179,23 +181,32 @@ func (h *Hub) Ingest(ctx context.Context, b Batch) {
 	h.markets.ingest(ctx, b.Market, b)
 }
 
-// Subscribe starts a subscription of any channel: a market's (book, trades, ticker: of
-// s.Market), the account's (orders, fills: of s.Account) or the lifecycle. Without resume, a
-// book subscription begins with a snapshot and a ticker one with the ticker; with resume, the
-// book, trades, orders and fills channels replay the events after *resume first. Either way the
-// live events follow with no gap and no duplicate. ack(seq) is the confirmation, queued before
-// anything else of the subscription; seq, on the account's channels, is the seq the events that
-// follow come after (nil on the others).
+// Subscribe starts a subscription of a market's channel (book, trades, ticker: of s.Market) or
+// the lifecycle; the account's channels take SubscribeAccount. Without resume, a book
+// subscription begins with a snapshot and a ticker one with the ticker; with resume, the book and
+// trades channels replay the events after *resume first. Either way the live events follow with
+// no gap and no duplicate. ack(nil) is the confirmation, queued before anything else of the
+// subscription.
 func (h *Hub) Subscribe(ctx context.Context, s *Subscription, resume *int64, ack func(seq *int64) []byte) error {
 	switch s.Channel {
 	case ChannelLifecycle:
 		h.subscribeLifecycle(s, ack(nil))
 		return nil
 	case ChannelOrders, ChannelFills:
-		return h.accounts.subscribe(ctx, s.Account, s, resume, ack)
+		return fmt.Errorf("channel %s is an account's: SubscribeAccount", s.Channel)
 	default:
 		return h.markets.subscribe(ctx, s.Market, s, resume, ack)
 	}
+}
+
+// SubscribeAccount starts a subscription of one of the account's channels (orders, fills: of
+// s.Account). With resume, the events after that cursor are replayed first; without, the
+// subscription follows on from where the feed stands. Either way the live events follow, each
+// once, each stream's in seq order, and a market's in commit order across the streams it moved
+// between (accounttopic.go). ack(cursor) is the confirmation, queued before anything else of the
+// subscription: cursor is where the events that follow come after.
+func (h *Hub) SubscribeAccount(ctx context.Context, s *Subscription, resume Cursor, ack func(cursor Cursor) []byte) error {
+	return h.accounts.subscribe(ctx, s, resume, ack)
 }
 
 // Unsubscribe ends a subscription.
@@ -347,7 +358,7 @@ func (h *Hub) sweep(ctx context.Context, since time.Time) (time.Time, error) {
 	h.mu.Unlock()
 	h.markets.dropIdle(time.Now())
 	_ = h.markets.catchUp(ctx, func([]uuid.UUID) (map[uuid.UUID]int64, error) { return seqs, nil })
-	if err := h.accounts.catchUp(ctx, func(ids []int64) (map[int64]int64, error) { return h.log.AccountSeqs(ctx, ids) }); err != nil {
+	if err := h.accounts.catchUpAll(ctx); err != nil {
 		return next, err
 	}
 	return next, nil

@@ -14,7 +14,7 @@ import (
 // what halts it (its own pause, its event's, the exchange's halt), and nothing once it is settled.
 func TestLifecycleHalts(t *testing.T) {
 	ctx := context.Background()
-	log := &memLog{market: uuid.New(), account: 7}
+	log := &memLog{market: uuid.New(), memAccounts: &memAccounts{}}
 	h := NewHub(log, slog.New(slog.DiscardHandler), 0)
 	out := &recorder{}
 	if err := h.Subscribe(ctx, &Subscription{Channel: ChannelLifecycle, Out: out}, nil, func(*int64) []byte { return nil }); err != nil {

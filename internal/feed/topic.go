@@ -10,10 +10,10 @@ import (
 	"time"
 )
 
-// One topic, whatever it follows: a market's feed (its book, trades and ticker channels) and an
-// account's (its orders and fills channels) are followed, resumed and swept the same way, and
-// differ only in what a kind passes in: the key, how a topic starts and reads Postgres, and the
-// messages its channels carry. A topic's sequence is gapless: a batch that does not follow on
+// A topic of one gapless sequence: a market's feed (its book, trades and ticker channels) is
+// followed, resumed and swept through it, what sets it apart passed in as a kind: the key, how a
+// topic starts and reads Postgres, and the messages its channels carry. (An account's feed, one
+// stream per holder, is followed by its own topic: accounttopic.go.) A topic's sequence is gapless: a batch that does not follow on
 // from the topic's last seq first brings the topic up to date from Postgres (fill), one already
 // seen is skipped, and one that cannot be followed ends the topic, its subscribers being dropped
 // to resume (fail). A subscription that resumes is replayed from the topic's ring, or from
@@ -23,8 +23,7 @@ import (
 // numbered is an event of a gapless feed.
 type numbered interface{ number() int64 }
 
-func (e Event) number() int64        { return e.Seq }
-func (e AccountEvent) number() int64 { return e.Seq }
+func (e Event) number() int64 { return e.Seq }
 
 // kind is what sets the topics of one kind of feed apart.
 type kind[K comparable, E numbered] interface {
@@ -60,10 +59,9 @@ type topics[K comparable, E numbered] struct {
 	kind   kind[K, E]
 	name   string // the logs' attribute: market or account
 	logger *slog.Logger
-	ring   int  // events a topic keeps for resumes (0: none, resumes read Postgres)
-	page   int  // events per replay message and per read of Postgres
-	keep   int  // topics kept without subscriptions, each for keepFor (0: none)
-	ackSeq bool // a subscription's confirmation says the seq its events follow on from
+	ring   int // events a topic keeps for resumes (0: none, resumes read Postgres)
+	page   int // events per replay message and per read of Postgres
+	keep   int // topics kept without subscriptions, each for keepFor (0: none)
 
 	loads atomic.Int64 // kind.load calls
 
@@ -72,8 +70,8 @@ type topics[K comparable, E numbered] struct {
 	kept map[*topic[K, E]]struct{} // topics without subscriptions, kept for a while
 }
 
-func newTopics[K comparable, E numbered](k kind[K, E], name string, logger *slog.Logger, ring, keep int, ackSeq bool) *topics[K, E] {
-	return &topics[K, E]{kind: k, name: name, logger: logger, ring: ring, page: pageEvents, keep: keep, ackSeq: ackSeq,
+func newTopics[K comparable, E numbered](k kind[K, E], name string, logger *slog.Logger, ring, keep int) *topics[K, E] {
+	return &topics[K, E]{kind: k, name: name, logger: logger, ring: ring, page: pageEvents, keep: keep,
 		m: map[K]*topic[K, E]{}, kept: map[*topic[K, E]]struct{}{}}
 }
 
@@ -353,14 +351,6 @@ func (r *topics[K, E]) subscribe(ctx context.Context, key K, s *Subscription, re
 	return nil
 }
 
-// ack is the confirmation of a subscription whose events follow on from seq.
-func (t *topic[K, E]) ack(ack func(seq *int64) []byte, seq int64) []byte {
-	if t.r.ackSeq {
-		return ack(&seq)
-	}
-	return ack(nil)
-}
-
 func (t *topic[K, E]) subscribe(ctx context.Context, s *Subscription, resume *int64, ack func(seq *int64) []byte) error {
 	r := t.r
 	if resume == nil || !r.kind.resumes(s.Channel) {
@@ -369,7 +359,7 @@ func (t *topic[K, E]) subscribe(ctx context.Context, s *Subscription, resume *in
 		if t.err != nil {
 			return t.err
 		}
-		s.Out.Send(t.ack(ack, t.seq))
+		s.Out.Send(ack(nil))
 		if msg := t.view.start(s.Channel); msg != nil {
 			s.Out.Send(msg)
 		}
@@ -382,7 +372,7 @@ func (t *topic[K, E]) subscribe(ctx context.Context, s *Subscription, resume *in
 	// not gone yet; it returns the seq the replay has reached.
 	sendPage := func(events []E) (int64, error) {
 		if !acked {
-			if err := s.Out.SendWait(ctx, t.ack(ack, after)); err != nil {
+			if err := s.Out.SendWait(ctx, ack(nil)); err != nil {
 				return 0, err
 			}
 			acked = true
@@ -414,7 +404,7 @@ func (t *topic[K, E]) subscribe(ctx context.Context, s *Subscription, resume *in
 			if len(rest) <= r.page {
 				// The last page, queued and joined to the live events under the lock.
 				if !acked {
-					s.Out.Send(t.ack(ack, after))
+					s.Out.Send(ack(nil))
 				}
 				if len(rest) > 0 {
 					if msg := r.kind.message(t.key, s.Channel, rest); msg != nil {

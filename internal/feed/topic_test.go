@@ -19,8 +19,8 @@ import (
 // batches delivered late, twice or never (a lost stream), sweeps, retention trimming the oldest
 // events, subscribes that resume from anywhere (from the ring or a page at a time from Postgres,
 // with all of the above happening between the pages, where the topic's lock is not held) and
-// unsubscribes, every subscriber of a market's or an account's channel receives its events in
-// order with no gap and no duplicate, each as committed; one still subscribed at the end, once
+// unsubscribes, every subscriber of a market's channel receives its events in order with no gap
+// and no duplicate, each as committed (an account's: TestAccountTopic); one still subscribed at the end, once
 // the stream and a sweep are through, has every event; a book rebuilt from a snapshot and its
 // events equals the committed book, and the last ticker its prices. A topic that loses the
 // thread (events trimmed before it read them) drops its subscribers rather than skip.
@@ -30,16 +30,14 @@ func TestTopicGapless(t *testing.T) {
 	}
 }
 
-// memLog is a feed's Postgres in memory: the committed batches of one market and one account, the
-// oldest trimmed by retention.
+// memLog is a feed's Postgres in memory: the committed batches of one market, the oldest trimmed
+// by retention, and accounts' feeds (memAccounts).
 type memLog struct {
 	market  uuid.UUID
-	account int64
 	batches []Batch // market batches, in order
 	trimmed int     // how many of them retention dropped
-	acct    []Batch // account batches, in order
 	events  []Event // every market event committed: events[i].Seq == i+1
-	acctEvs []AccountEvent
+	*memAccounts
 	// The halts a sweep reads (hub_halts_test.go).
 	paused, status string
 	exchange       bool
@@ -84,21 +82,6 @@ func (l *memLog) MarketsChanged(context.Context, time.Time) ([]MarketState, erro
 
 func (l *memLog) ExchangeHalted(context.Context) (bool, error) { return l.exchange, nil }
 
-func (l *memLog) AccountEventsAfter(_ context.Context, _ int64, seq int64, limit int) ([]Batch, error) {
-	return after(l.acct, seq, limit), nil
-}
-
-func (l *memLog) AccountFeed(context.Context, int64) (first, last int64, err error) {
-	if len(l.acct) > 0 {
-		first = l.acct[0].First
-	}
-	return first, int64(len(l.acctEvs)), nil
-}
-
-func (l *memLog) AccountSeqs(_ context.Context, ids []int64) (map[int64]int64, error) {
-	return map[int64]int64{l.account: int64(len(l.acctEvs))}, nil
-}
-
 // recorder is a connection's queue that never fills; a replay's waits run the trial's next steps.
 type recorder struct {
 	msgs    [][]byte
@@ -125,9 +108,9 @@ type trialSub struct {
 func runTopicTrial(t *testing.T, seed uint64) {
 	ctx := context.Background()
 	rnd := rand.New(rand.NewPCG(seed, 35))
-	log := &memLog{market: uuid.New(), account: 7}
+	log := &memLog{market: uuid.New(), memAccounts: &memAccounts{}}
 	h := NewHub(log, slog.New(slog.DiscardHandler), 8)
-	h.markets.page, h.accounts.page = 3, 3
+	h.markets.page = 3
 	at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	var pending []Batch // committed, not yet through the stream
 	var subs []*trialSub
@@ -148,22 +131,6 @@ func runTopicTrial(t *testing.T, seed uint64) {
 		b := Batch{Market: log.market, First: evs[0].Seq, Last: evs[len(evs)-1].Seq, Events: raw}
 		log.batches = append(log.batches, b)
 		pending = append(pending, b)
-		if rnd.IntN(2) == 0 {
-			var aevs []AccountEvent
-			for range 1 + rnd.IntN(2) {
-				typ := []string{AccountAccepted, AccountFill}[rnd.IntN(2)]
-				aevs = append(aevs, AccountEvent{Type: typ, At: at})
-			}
-			raw, _ := EncodeAccount(aevs)
-			first := int64(len(log.acctEvs) + 1)
-			for i := range aevs {
-				aevs[i].Seq = first + int64(i)
-			}
-			log.acctEvs = append(log.acctEvs, aevs...)
-			ab := Batch{Account: log.account, First: first, Last: first + int64(len(aevs)) - 1, Events: raw}
-			log.acct = append(log.acct, ab)
-			pending = append(pending, ab)
-		}
 	}
 	// step is one thing happening beside the subscribes: a commit, the stream delivering or losing
 	// a batch or delivering an old one again, a sweep, retention.
@@ -186,7 +153,7 @@ func runTopicTrial(t *testing.T, seed uint64) {
 			log.trimmed++
 		}
 	}
-	channels := []string{ChannelBook, ChannelTrades, ChannelTicker, ChannelOrders, ChannelFills}
+	channels := []string{ChannelBook, ChannelTrades, ChannelTicker}
 	subscribe := func() {
 		ch := channels[rnd.IntN(len(channels))]
 		// What happens between a replay's pages, bounded for the replay to catch up.
@@ -198,12 +165,9 @@ func runTopicTrial(t *testing.T, seed uint64) {
 			}
 		}
 		out := &recorder{wait: between}
-		sub := &trialSub{s: &Subscription{Channel: ch, Market: log.market, Account: log.account, Out: out,
+		sub := &trialSub{s: &Subscription{Channel: ch, Market: log.market, Out: out,
 			ReadPage: func(context.Context, int) error { between(); between(); return nil }}, out: out}
 		last := int64(len(log.events))
-		if ch == ChannelOrders || ch == ChannelFills {
-			last = int64(len(log.acctEvs))
-		}
 		if rnd.IntN(3) > 0 {
 			r := rnd.Int64N(last + 1)
 			sub.resume = &r
@@ -271,8 +235,7 @@ func checkSub(t *testing.T, name string, log *memLog, s *trialSub) {
 	if err := json.Unmarshal(s.out.msgs[0], &ack); err != nil || ack.Type != "subscribed" {
 		t.Fatalf("%s: first message %s", name, s.out.msgs[0])
 	}
-	account := s.s.Channel == ChannelOrders || s.s.Channel == ChannelFills
-	if account != (ack.Seq != nil) {
+	if ack.Seq != nil {
 		t.Fatalf("%s: confirmation %s", name, s.out.msgs[0])
 	}
 	msgs := s.out.msgs[1:]
@@ -305,11 +268,6 @@ func checkSub(t *testing.T, name string, log *memLog, s *trialSub) {
 	var from int64 // the seq the events follow on from
 	var book *Book
 	switch {
-	case account:
-		from = *ack.Seq
-		if s.resume != nil && from != *s.resume {
-			t.Fatalf("%s: confirmed from %d", name, from)
-		}
 	case s.resume != nil:
 		from = *s.resume
 	case s.s.Channel == ChannelBook:
@@ -341,34 +299,14 @@ func checkSub(t *testing.T, name string, log *memLog, s *trialSub) {
 	// Every event of the channel's feed after from, as committed, in order.
 	var want []int64
 	all := int64(len(log.events))
-	if account {
-		all = int64(len(log.acctEvs))
-	}
 	for seq := int64(1); seq <= all; seq++ {
-		var pick bool
-		if account {
-			pick = s.s.Channel == ChannelOrders || log.acctEvs[seq-1].Type == AccountFill
-		} else {
-			pick = s.s.Channel == ChannelBook || log.events[seq-1].Type == TypeTrade
-		}
+		pick := s.s.Channel == ChannelBook || log.events[seq-1].Type == TypeTrade
 		if pick && seq > from {
 			want = append(want, seq)
 		}
 	}
 	var got []int64
 	for _, raw := range msgs {
-		if account {
-			var m AccountEventsMessage
-			mustDecode(t, name, raw, &m)
-			for _, e := range m.Events {
-				w := log.acctEvs[e.Seq-1]
-				if m.Channel != s.s.Channel || e.Seq < 1 || e.Seq > all || !e.At.Equal(w.At) || e.Type != w.Type {
-					t.Fatalf("%s: event %+v, committed %+v", name, e, w)
-				}
-				got = append(got, e.Seq)
-			}
-			continue
-		}
 		var m EventsMessage
 		mustDecode(t, name, raw, &m)
 		for _, e := range m.Events {
@@ -429,7 +367,7 @@ func mustDecode(t *testing.T, name string, raw []byte, v any) {
 // dropped first, none past keepFor; an account's topic is not kept.
 func TestTopicsKept(t *testing.T) {
 	ctx := context.Background()
-	log := &memLog{market: uuid.New(), account: 7}
+	log := &memLog{market: uuid.New(), memAccounts: &memAccounts{}}
 	h := NewHub(log, slog.New(slog.DiscardHandler), 0)
 	ack := func(*int64) []byte { return []byte("{}") }
 	follow := func(s *Subscription) {
@@ -460,8 +398,15 @@ func TestTopicsKept(t *testing.T) {
 	if !kept {
 		t.Fatal("the topic taken up last but one was dropped before the longest idle")
 	}
-	follow(&Subscription{Channel: ChannelOrders, Account: log.account, Out: &recorder{}})
-	if n := h.accounts.len(); n != 0 {
+	orders := &Subscription{Channel: ChannelOrders, Account: 7, Out: &recorder{}}
+	if err := h.SubscribeAccount(ctx, orders, nil, func(Cursor) []byte { return []byte("{}") }); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(h.accounts.m); n != 1 {
+		t.Fatalf("%d account topics while subscribed", n)
+	}
+	h.Unsubscribe(orders)
+	if n := len(h.accounts.m); n != 0 {
 		t.Fatalf("%d account topics kept", n)
 	}
 	h.markets.dropIdle(time.Now().Add(keepFor))

@@ -3,6 +3,8 @@ package shard
 import (
 	"fmt"
 
+	"github.com/google/uuid"
+
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/apijson"
 	"github.com/pmx-dev/pmx/internal/feed"
@@ -16,10 +18,25 @@ import (
 // the shard keeps that state for every resting order of its markets (marketState.resting, loaded
 // with the book), the base of the events of orders that rest. Before the batch commits, each
 // account's events become one JSON array on its cash delta (encoded on the commit's goroutine, off
-// the loop: encodeAccountEvents); the batch's accounts' statement numbers them
-// with the account's sequence (store.CommitBatch) and the shard hands them, numbered, to the
-// feed's followers once the batch has committed. Settlements are numbered by Postgres's settle()
-// and encoded by settledEvents.
+// the loop: encodeAccountEvents); the batch's accounts' statement numbers them in the account's
+// stream from this shard, on its allocation of the account (store.CommitBatch, docs/architecture.md
+// §11), and the shard hands them, numbered, to the feed's followers once the batch has committed.
+// Settlements are numbered by Postgres's settle_holder() and encoded by settledEvents.
+
+// epochsOf is the ownership epoch the shard holds each market of an account's events with, which
+// the hub tells a market that stayed from one that moved away and back by (feed.Batch.Epochs): on
+// the loop, as the batch is published. A market it no longer holds, a settlement's (whose events
+// are not in the accumulator's) and a conversion's event are left out, which the hub reads as
+// moved: a read of Postgres, correct either way.
+func (s *Shard) epochsOf(events []feed.AccountEvent) map[uuid.UUID]int64 {
+	out := make(map[uuid.UUID]int64, 1)
+	for i := range events {
+		if m, ok := s.markets[events[i].Market()]; ok {
+			out[m.id] = m.epoch
+		}
+	}
+	return out
+}
 
 // accountEvent records an event in an account's feed.
 func (s *Shard) accountEvent(account int64, e feed.AccountEvent) {

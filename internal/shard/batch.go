@@ -344,7 +344,8 @@ func (s *Shard) landed(fl *flight) bool {
 	a := fl.acc
 	s.answerCancels(a, fl.b.cmds, fl.res.Updated)
 	for _, e := range fl.res.Accounts {
-		a.published = append(a.published, feed.Batch{Account: e.Account, First: e.First, Last: e.Last, Events: e.Events})
+		a.published = append(a.published, feed.Batch{Account: e.Account, Holder: e.Holder, First: e.First, Last: e.Last,
+			Events: e.Events, Epochs: s.epochsOf(a.accountEvents[e.Account])})
 	}
 	s.metrics.batches.Inc()
 	s.metrics.size.Observe(float64(len(fl.b.cmds)))

@@ -341,19 +341,23 @@ func (w *refusalV1) Refusal() *domain.Error {
 // feed.Batch). The events are Postgres's JSON as it is, whose shape the database keeps.
 type FeedBatchV1 struct {
 	Account int64           `json:"account,omitempty"`
+	Holder  string          `json:"holder,omitempty"` // an account's batch: the holder whose stream it is in (left out: "", what a shard before it sends)
 	Market  uuid.UUID       `json:"marketId"`
 	First   int64           `json:"first"`
 	Last    int64           `json:"last"`
 	Status  string          `json:"status,omitempty"`
 	Events  json.RawMessage `json:"events"`
+	// An account's batch: the epoch its shard held each market of its events with (left out by a
+	// shard before it: the front reads every market as moved, and Postgres for their order).
+	Epochs map[uuid.UUID]int64 `json:"epochs,omitempty"`
 }
 
 func FeedBatchToV1(b feed.Batch) FeedBatchV1 {
-	return FeedBatchV1{Account: b.Account, Market: b.Market, First: b.First, Last: b.Last, Status: b.Status, Events: b.Events}
+	return FeedBatchV1{Account: b.Account, Holder: b.Holder, Market: b.Market, First: b.First, Last: b.Last, Status: b.Status, Events: b.Events, Epochs: b.Epochs}
 }
 
 func (w FeedBatchV1) Batch() feed.Batch {
-	return feed.Batch{Account: w.Account, Market: w.Market, First: w.First, Last: w.Last, Status: w.Status, Events: w.Events}
+	return feed.Batch{Account: w.Account, Holder: w.Holder, Market: w.Market, First: w.First, Last: w.Last, Status: w.Status, Events: w.Events, Epochs: w.Epochs}
 }
 
 // The answers of the many-at-once calls: one result per request, in order, each the answer or

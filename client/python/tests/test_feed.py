@@ -312,3 +312,34 @@ def test_cancel_on_disconnect(exchange: PmxDev, key: str, market: str) -> None:
             assert time.monotonic() < deadline, "the order outlived its feed connection"
             time.sleep(0.05)
         assert (got.status, got.cancel_reason) == ("CANCELLED", "HEARTBEAT")
+
+
+def test_orders_resume_from_a_cursor(exchange: PmxDev, key: str, market: str) -> None:
+    """The account feed's place is a cursor: every message carries the one after it, a new feed
+    resumes from any of them with the events after it, and a seq of the feed's first form is
+    refused (outdated_cursor) with how to resume."""
+    with pmx.Client(exchange.url, key) as c:
+        with c.feed() as feed:
+            start = feed.subscribe("orders").cursor
+            assert start is not None and start.startswith("v2.")
+            for i in range(3):
+                c.place_order(market, "BUY", "YES", 30 + i, 1)
+            msgs = collect(feed, lambda ms: len(account_seqs(ms)) >= 3)
+            cursors = [m.cursor for m in msgs if isinstance(m, pmx.AccountEvents)]
+            assert all(cur.startswith("v2.") for cur in cursors)
+            assert feed.last_cursor("orders") == cursors[-1]
+            seqs = account_seqs(msgs)
+        page = c.get_account_events(after=start)
+        assert [e.seq for e in page.events] == seqs and page.cursor == cursors[-1]
+        first = msgs[0]
+        assert isinstance(first, pmx.AccountEvents)
+        with c.feed() as again:
+            again.subscribe("orders", resume_from=first.cursor)
+            replayed = collect(again, lambda ms: len(account_seqs(ms)) >= len(seqs) - len(first.events))
+            assert account_seqs(replayed) == seqs[len(first.events):]
+            with pytest.raises(pmx.SubscriptionError) as info:
+                again.subscribe("fills", resume_from=seqs[0])
+            assert info.value.code == "outdated_cursor" and "cursor" in info.value.message
+        with pytest.raises(pmx.ApiError) as err:
+            c.get_account_events(after="1")
+        assert err.value.code == "outdated_cursor"

@@ -403,7 +403,7 @@ func readAccountSeqs(rows pgx.Rows, b *Batch, accounts *[]db.AccountEvents) erro
 			return fmt.Errorf("the batch's statement returned the feed of account %d, which the batch did not add to", account)
 		}
 		d := &b.Cash[i]
-		*accounts = append(*accounts, db.AccountEvents{Account: account, First: last - d.EventCount + 1, Last: last, Events: d.Events})
+		*accounts = append(*accounts, db.AccountEvents{Account: account, Holder: b.Holder, First: last - d.EventCount + 1, Last: last, Events: d.Events})
 	}
 	return rows.Err()
 }
@@ -429,7 +429,7 @@ func queueSettledEvents(q *pgx.Batch, b *Batch, settled []SettledHolding, accoun
 		if err != nil {
 			return fmt.Errorf("while encoding the settlement events of account %d: %w", settled[i].Account, err)
 		}
-		e := db.AccountEvents{Account: settled[i].Account, First: settled[i].LastSeq - int64(j-i) + 1, Last: settled[i].LastSeq, Events: raw}
+		e := db.AccountEvents{Account: settled[i].Account, Holder: b.Holder, First: settled[i].LastSeq - int64(j-i) + 1, Last: settled[i].LastSeq, Events: raw}
 		*accounts = append(*accounts, e)
 		ids, first, last, events = append(ids, e.Account), append(first, e.First), append(last, e.Last), append(events, raw)
 		i = j

@@ -194,11 +194,23 @@ type EventBatch struct {
 }
 
 // AccountEvents is what a committed batch added to one account's feed: its events, numbered
-// First to Last, as a JSON array without their numbers.
+// First to Last in the stream of its holder (the shard that committed them, by its holder name;
+// docs/architecture.md §11), as a JSON array without their numbers.
 type AccountEvents struct {
 	Account     int64
+	Holder      string
 	First, Last int64
-	Events      []byte
+	// Position orders the streams' batches for a merged read (account_events.position): set by
+	// the reads of the feed, 0 where the batch was just written.
+	Position int64
+	Events   []byte
+}
+
+// AccountStream is where one stream of an account's feed stands: its holder, the first seq still
+// kept (0: none is) and the last used.
+type AccountStream struct {
+	Holder      string
+	First, Last int64
 }
 
 // breakingMark is the line a migration carries when the previous release's processes cannot run

@@ -1,8 +1,10 @@
 package feedlog
 
 import (
+	"cmp"
 	"context"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -11,34 +13,35 @@ import (
 	"github.com/pmx-dev/pmx/internal/store/db"
 )
 
-// The event batches of one market or account ($1) that hold events after seq $2, oldest first,
-// until they hold at least $3 of them. A key's batches hold contiguous, non-overlapping ranges of
-// seqs, so these are the one that began at or before $2 if it holds $2 + 1, then those that begin
-// after it, of which the ones beginning by $4 = $2 + $3 (the head) are all needed when there is
-// no gap, and those beyond only when the head holds fewer than $3 events (a gap: never in a kept
-// feed, but a page must not depend on it). Each part is a range of the primary key bounded by $3
-// rows, so a page costs the same whether the feed keeps a hundred batches or a million; a filter
-// on last_seq, which no index orders, would read every batch after $2 (issue 34). The running
-// count then keeps the batches up to the one that brings the count to $3, as before.
+// The event batches of one market, or of one stream of an account's feed ($1, and $5 the
+// stream's holder), that hold events after seq $2, oldest first, until they hold at least $3 of
+// them. A key's batches hold contiguous, non-overlapping ranges of seqs, so these are the one that
+// began at or before $2 if it holds $2 + 1, then those that begin after it, of which the ones
+// beginning by $4 = $2 + $3 (the head) are all needed when there is no gap, and those beyond only
+// when the head holds fewer than $3 events (a gap: never in a kept feed, but a page must not
+// depend on it). Each part is a range of the primary key bounded by $3 rows, so a page costs the
+// same whether the feed keeps a hundred batches or a million; a filter on last_seq, which no
+// index orders, would read every batch after $2 (issue 34). The running count then keeps the
+// batches up to the one that brings the count to $3, as before.
 var (
-	marketEventsAfter  = eventsAfterSQL("market_events", "market_id")
-	accountEventsAfter = eventsAfterSQL("account_events", "account_id")
+	marketEventsAfter  = eventsAfterSQL("market_events", "market_id = $1", "market_id, first_seq, last_seq, events")
+	accountStreamAfter = eventsAfterSQL("account_events", "account_id = $1 and holder = $5",
+		"account_id, holder, position, first_seq, last_seq, events")
 )
 
-func eventsAfterSQL(table, key string) string {
-	cols := key + `, first_seq, last_seq, events`
+func eventsAfterSQL(table, match, cols string) string {
 	// n: how many of a batch's events are after $2; written so that no seq near 2^63 overflows.
 	const n = `last_seq - greatest(first_seq - 1, $2)`
 	return `with head as (
-		  (select ` + cols + ` from ` + table + ` where ` + key + ` = $1 and first_seq <= $2
+		  (select ` + cols + ` from ` + table + ` where ` + match + ` and first_seq <= $2
 		   order by first_seq desc limit 1)
 		  union all
-		  (select ` + cols + ` from ` + table + ` where ` + key + ` = $1 and first_seq > $2 and first_seq <= $4
+		  (select ` + cols + ` from ` + table + ` where ` + match + ` and first_seq > $2 and first_seq <= $4
 		   order by first_seq)
 		), kept as (
 		  select * from head where last_seq > $2
 		  union all
-		  (select ` + cols + ` from ` + table + ` where ` + key + ` = $1 and first_seq > $4
+		  (select ` + cols + ` from ` + table + ` where ` + match + ` and first_seq > $4
 		     and (select coalesce(sum(` + n + `), 0) from head where last_seq > $2) < $3
 		   order by first_seq limit $3)
 		)
@@ -78,10 +81,19 @@ func (s *Log) EventsAfter(ctx context.Context, market uuid.UUID, after int64, li
 
 // Where a feed starts: the first key of the primary key's range, one index entry however many
 // batches the feed keeps.
+const firstEventSQL = `select min(first_seq) from market_events where market_id = $1`
+
+// The streams of accounts' feeds and their last numbers: the stream of holder ” numbered on the
+// account's row (every feed's first stream), each other holder's on its allocation (migration
+// 032). streamsSQL reads them for accounts $1; accountFeedSQL for account $1, with each stream's
+// first seq kept: one index entry each, however many batches the streams keep.
 const (
-	firstEventSQL  = `select min(first_seq) from market_events where market_id = $1`
-	accountFeedSQL = `select coalesce((select min(first_seq) from account_events where account_id = $1), 0),
-		(select event_seq from accounts where id = $1)`
+	streamsSQL = `select id, '', event_seq from accounts where id = any($1)
+		union all select account_id, holder, event_seq from allocations where account_id = any($1)`
+	accountFeedSQL = `select s.holder, s.last,
+		  coalesce((select min(first_seq) from account_events e where e.account_id = $1 and e.holder = s.holder), 0)
+		from (select '' as holder, event_seq as last from accounts where id = $1
+		      union all select holder, event_seq from allocations where account_id = $1) s`
 )
 
 // FirstEvent returns the first sequence number of a market's feed still kept: 0 when none is.
@@ -105,41 +117,128 @@ func (s *Log) PruneEvents(ctx context.Context, cutoff time.Time) (int64, error) 
 	return tag.RowsAffected() + accounts.RowsAffected(), err
 }
 
-// AccountEventsAfter returns an account's event batches that hold events after seq, oldest first,
-// until they hold at least limit of them.
-func (s *Log) AccountEventsAfter(ctx context.Context, account int64, after int64, limit int) ([]db.AccountEvents, error) {
-	rows, err := s.eventsAfter(ctx, accountEventsAfter, account, after, limit)
+// AccountEventsAfter returns the batches of an account's feed that hold events after the cursor
+// after (the last seq seen of each stream, by holder: a missing one is at 0), merged across its
+// streams in the order of their positions, until they hold at least limit of them; a stream's
+// first batch may begin before its seq in after, and the last one hold more than the page needs
+// (feed.AccountPage keeps the page's events). With upTo, only the streams it names are read, each
+// up to its seq there; without, every stream of the account's feed (AccountFeed) and of after.
+//
+// A page costs the same however long the feed: each stream's part is the bounded read of one
+// market's feed (eventsAfterSQL), one round trip for them all. The merge by position is what keeps
+// a market that moved from one holder to another in commit order: the old holder's last batch of
+// it committed before the new one's first took its position.
+func (s *Log) AccountEventsAfter(ctx context.Context, account int64, after map[string]int64, limit int, upTo map[string]int64) ([]db.AccountEvents, error) {
+	type part struct {
+		holder string
+		limit  int
+	}
+	var parts []part
+	if upTo != nil {
+		for h, last := range upTo {
+			if n := min(int64(limit), last-after[h]); n > 0 {
+				parts = append(parts, part{h, int(n)})
+			}
+		}
+	} else {
+		streams, err := s.AccountFeed(ctx, account)
+		if err != nil {
+			return nil, err
+		}
+		seen := map[string]bool{}
+		for _, st := range streams {
+			if st.Last > after[st.Holder] {
+				parts, seen[st.Holder] = append(parts, part{st.Holder, limit}), true
+			}
+		}
+		for h := range after {
+			if !seen[h] {
+				parts = append(parts, part{h, limit})
+			}
+		}
+	}
+	if len(parts) == 0 || limit <= 0 {
+		return []db.AccountEvents{}, nil
+	}
+	var q pgx.Batch
+	var out []db.AccountEvents
+	for _, p := range parts {
+		q.Queue(accountStreamAfter, append(eventsAfterArgs(account, after[p.holder], p.limit), p.holder)...).
+			Query(func(rows pgx.Rows) error {
+				got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (db.AccountEvents, error) {
+					var b db.AccountEvents
+					err := r.Scan(&b.Account, &b.Holder, &b.Position, &b.First, &b.Last, &b.Events)
+					return b, err
+				})
+				out = append(out, got...)
+				return err
+			})
+	}
+	if err := s.Pool.SendBatch(ctx, &q).Close(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b db.AccountEvents) int { return cmp.Compare(a.Position, b.Position) })
+	// The batches up to the one that brings the page's events to limit.
+	held := int64(0)
+	for i, b := range out {
+		if held >= int64(limit) {
+			return out[:i], nil
+		}
+		last := b.Last
+		if upTo != nil {
+			last = min(last, upTo[b.Holder])
+		}
+		held += max(0, last-max(b.First-1, after[b.Holder]))
+	}
+	return out, nil
+}
+
+// AccountFeed is where each stream of an account's feed stands, its holders in order: a stream
+// that has numbered no event is left out.
+func (s *Log) AccountFeed(ctx context.Context, account int64) ([]db.AccountStream, error) {
+	rows, err := s.Pool.Query(ctx, accountFeedSQL, account)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (db.AccountEvents, error) {
-		var b db.AccountEvents
-		err := r.Scan(&b.Account, &b.First, &b.Last, &b.Events)
-		return b, err
+	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (db.AccountStream, error) {
+		var st db.AccountStream
+		err := r.Scan(&st.Holder, &st.Last, &st.First)
+		return st, err
 	})
+	if err != nil {
+		return nil, err
+	}
+	// Holder '' could be on both rows: the account's and an allocation's, when a shard holds as
+	// ''; its last number is then the greater.
+	slices.SortFunc(got, func(a, b db.AccountStream) int {
+		return cmp.Or(cmp.Compare(a.Holder, b.Holder), cmp.Compare(b.Last, a.Last))
+	})
+	got = slices.CompactFunc(got, func(a, b db.AccountStream) bool { return a.Holder == b.Holder })
+	return slices.DeleteFunc(got, func(st db.AccountStream) bool { return st.Last == 0 }), nil
 }
 
-// AccountFeed is where an account's feed stands: the first number still kept (0 when none is) and
-// the last number used.
-func (s *Log) AccountFeed(ctx context.Context, account int64) (first, last int64, err error) {
-	err = s.Pool.QueryRow(ctx, accountFeedSQL, account).Scan(&first, &last)
-	return first, last, err
-}
-
-// AccountSeqs returns the last feed number of each of the accounts.
-func (s *Log) AccountSeqs(ctx context.Context, accounts []int64) (map[int64]int64, error) {
-	rows, err := s.Pool.Query(ctx, `select id, event_seq from accounts where id = any($1)`, accounts)
+// AccountSeqs returns the last number of each stream of each of the accounts' feeds, by holder
+// (streams that numbered nothing left out).
+func (s *Log) AccountSeqs(ctx context.Context, accounts []int64) (map[int64]map[string]int64, error) {
+	rows, err := s.Pool.Query(ctx, streamsSQL, accounts)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := make(map[int64]int64, len(accounts))
+	out := make(map[int64]map[string]int64, len(accounts))
 	for rows.Next() {
 		var id, seq int64
-		if err := rows.Scan(&id, &seq); err != nil {
+		var holder string
+		if err := rows.Scan(&id, &holder, &seq); err != nil {
 			return nil, err
 		}
-		out[id] = seq
+		if seq == 0 {
+			continue
+		}
+		if out[id] == nil {
+			out[id] = map[string]int64{}
+		}
+		out[id][holder] = max(out[id][holder], seq)
 	}
 	return out, rows.Err()
 }

@@ -428,8 +428,9 @@ def list_settlements(*, limit: Optional[int] = None, cursor: Optional[str] = Non
 
 
 @endpoint("GET", "/account/events")
-def get_account_events(*, after: Optional[int] = None, limit: Optional[int] = None) -> Call[AccountEventPage]:
-    """Your account's feed events after ``after``, oldest first, and its last ``seq``."""
+def get_account_events(*, after: Optional[str] = None, limit: Optional[int] = None) -> Call[AccountEventPage]:
+    """Your account's feed events after the cursor ``after`` (a page's ``cursor``, a feed
+    message's; ``None``: from the oldest kept), oldest first, and the ``cursor`` after them."""
     return Call("GET", "/account/events", _one(AccountEventPage, 200), _query(after=after, limit=limit),
                 resend_safe=True)
 

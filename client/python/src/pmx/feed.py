@@ -6,12 +6,13 @@ delivered, and guarantee the consumer a sequence without gaps or duplicates:
 
 - **Duplicates** (an event at or below the last seq, as a resume may replay) are dropped.
 - **Gaps**: on ``book`` (every event of a market) and ``orders`` (every event of your account) each
-  event must be the one after the last. If one is missing, the feed delivers a
-  :class:`GapDetected` notice, drops the connection and resumes.
+  event must be the one after the last (on ``orders``, the last of its stream: your account's feed
+  is one stream per shard, each event naming its ``stream`` and ``seq``). If one is missing, the
+  feed delivers a :class:`GapDetected` notice, drops the connection and resumes.
 - **Resume**: after any lost connection (cut, server restart, close code 4001/4002/4003, no
   heartbeat for ``silence_timeout``) it reconnects with back-off and subscribes again with
-  ``resumeFrom`` = the last seq delivered, so the events in between are replayed first, then the
-  live ones follow. It delivers a :class:`Reconnected` notice before them. If the exchange no
+  ``resumeFrom`` = the last seq delivered (on ``orders`` and ``fills``, the ``cursor`` of the last
+  message queued), so the events in between are replayed first, then the live ones follow. It delivers a :class:`Reconnected` notice before them. If the exchange no
   longer keeps those events (``resync_required``), it subscribes afresh (``book`` starts again
   with a snapshot) and delivers a :class:`Resynced` notice: rebuild your state then.
 - **The key's end**: a connection closed because its API key was revoked or expired (close code
@@ -96,12 +97,14 @@ class FeedOptions:
 
 @dataclass(frozen=True)
 class Subscribed:
-    """The exchange's answer to a subscription. ``seq``: on ``orders`` and ``fills``, the
-    account's seq the events that follow come after."""
+    """The exchange's answer to a subscription. ``cursor``: on ``orders`` and ``fills``, where in
+    the account's feed the events that follow come after (``seq``: the same as a number while the
+    feed is the one stream ``""``; deprecated)."""
 
     channel: Channel
     market_id: Optional[str] = None
     seq: Optional[int] = None
+    cursor: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -161,10 +164,12 @@ class MarketChange:
 
 @dataclass(frozen=True)
 class AccountEvents:
-    """Your account's events, in order (``orders``: every one; ``fills``: the fills)."""
+    """Your account's events, in order (``orders``: every one; ``fills``: the fills), and the
+    ``cursor`` after them: what to resume from."""
 
     channel: Literal["orders", "fills"]
     events: list[AccountEvent]
+    cursor: str = ""
 
 
 @dataclass(frozen=True)
@@ -221,16 +226,30 @@ FeedMessage = Union[BookSnapshot, MarketEvents, Ticker, MarketChange, AccountEve
 _STRICT = {"book", "orders"}
 _RESUMABLE = {"book", "trades", "orders", "fills"}
 _MARKET_CHANNELS = {"book", "trades", "ticker"}
+_ACCOUNT_CHANNELS = {"orders", "fills"}
 
 
 class _Stream:
     """One subscription: what the feed sends to the exchange and the last seq it delivered."""
 
-    def __init__(self, channel: str, market_id: Optional[str], last: Optional[int]) -> None:
+    def __init__(self, channel: str, market_id: Optional[str], last: Union[int, str, None]) -> None:
         self.channel, self.market_id = channel, market_id
         # last: the last seq queued for the consumer (what a reconnection resumes from);
         # delivered: the last seq the consumer has received (what last_seq() tells).
-        self.last = self.delivered = last
+        # On orders and fills: cursor, the cursor after the last message queued (what a
+        # reconnection resumes from), delivered_cursor the consumer's (last_cursor()), and the
+        # last seq queued of each stream of the account's feed.
+        self.cursor: Optional[str] = None
+        self.delivered_cursor: Optional[str] = None
+        self.seqs: dict[str, int] = {}
+        seq: Optional[int] = None
+        if channel in _ACCOUNT_CHANNELS:
+            if last is not None:
+                self.cursor = self.delivered_cursor = str(last)
+        elif isinstance(last, int):
+            seq = last
+        self.last: Optional[int] = seq
+        self.delivered: Optional[int] = seq
         self.waiter: Optional[asyncio.Future[Subscribed]] = None
 
     @property
@@ -319,10 +338,11 @@ class AsyncFeed:
         self._runner = asyncio.create_task(self._run(), name="pmx-feed")
 
     async def subscribe(self, channel: Channel, market_id: Optional[str] = None, *,
-                        resume_from: Optional[int] = None, timeout: float = 30.0) -> Subscribed:
+                        resume_from: Union[int, str, None] = None, timeout: float = 30.0) -> Subscribed:
         """Subscribes to ``channel`` (of ``market_id`` for book, trades and ticker) and waits for
         the answer; a refusal raises :class:`~pmx.errors.SubscriptionError`. ``resume_from``:
-        the last seq you applied (e.g. kept from an earlier run); the events after it come first."""
+        the last seq you applied (e.g. kept from an earlier run), or on ``orders`` and ``fills``
+        the last cursor (:meth:`last_cursor`); the events after it come first."""
         if self._runner is None:
             raise errors.FeedError("the feed is not connected: use it as a context manager or call connect()")
         if (channel in _MARKET_CHANNELS) != (market_id is not None):
@@ -359,9 +379,17 @@ class AsyncFeed:
 
     def last_seq(self, channel: Channel, market_id: Optional[str] = None) -> Optional[int]:
         """The seq of the last message of a subscription that the consumer has received (from
-        :meth:`recv` or iterating): keep it to resume from it later (``resume_from``)."""
+        :meth:`recv` or iterating): keep it to resume from it later (``resume_from``). On
+        ``orders`` and ``fills``, keep :meth:`last_cursor` instead."""
         stream = self._streams.get((channel, market_id))
         return stream.delivered if stream is not None else None
+
+    def last_cursor(self, channel: Channel) -> Optional[str]:
+        """On ``orders`` and ``fills``: the cursor after the last message the consumer has
+        received (or of the subscription's answer): keep it to resume from it later
+        (``resume_from``)."""
+        stream = self._streams.get((channel, None))
+        return stream.delivered_cursor if stream is not None else None
 
     async def recv(self, timeout: Optional[float] = None) -> FeedMessage:
         """The next message; ``TimeoutError`` if none comes within ``timeout`` seconds.
@@ -384,6 +412,13 @@ class AsyncFeed:
         return item  # type: ignore[no-any-return]
 
     def _mark_delivered(self, item: Any) -> None:
+        if isinstance(item, AccountEvents):
+            account = self._streams.get((item.channel, None))
+            if account is not None:
+                account.delivered = item.events[-1].seq
+                if item.cursor:  # none on the events before a gap: the resume replays them
+                    account.delivered_cursor = item.cursor
+            return
         if isinstance(item, (MarketEvents, AccountEvents)):
             key: tuple[str, Optional[str]] = (item.channel, getattr(item, "market_id", None))
             seq = item.events[-1].seq
@@ -574,13 +609,13 @@ class AsyncFeed:
         if typ == "subscribed":
             stream = self._ids.pop(msg.get("id"), None)  # type: ignore[arg-type]
             if stream is not None:
-                seq = msg.get("seq")
-                if stream.last is None and isinstance(seq, int):
-                    stream.last = seq  # orders and fills: the events that follow come after it
-                    if stream.delivered is None:
-                        stream.delivered = seq
+                seq, cursor = msg.get("seq"), msg.get("cursor")
+                if stream.cursor is None and isinstance(cursor, str):
+                    stream.cursor = cursor  # orders and fills: the events that follow come after it
+                    if stream.delivered_cursor is None:
+                        stream.delivered_cursor = cursor
                 if stream.waiter is not None and not stream.waiter.done():
-                    stream.waiter.set_result(Subscribed(msg.get("channel"), msg.get("marketId"), seq))  # type: ignore[arg-type]
+                    stream.waiter.set_result(Subscribed(msg.get("channel"), msg.get("marketId"), seq, cursor))  # type: ignore[arg-type]
             return None
         if typ == "unsubscribed":
             fut = self._unsubs.get(msg.get("id"))  # type: ignore[arg-type]
@@ -616,9 +651,11 @@ class AsyncFeed:
             if stream is None:
                 return None
             abatch = decode(AccountEvents, msg)
-            kept_a, gap = self._admit(stream, abatch.events)
+            kept_a, gap = self._admit_account(stream, abatch.events)
+            if gap is None:
+                stream.cursor = abatch.cursor
             if kept_a:
-                await self._deliver(AccountEvents(abatch.channel, kept_a))
+                await self._deliver(AccountEvents(abatch.channel, kept_a, abatch.cursor if gap is None else ""))
             return await self._gap(gap)
         if typ == "ticker":
             stream = self._streams.get(("ticker", msg.get("marketId")))
@@ -643,6 +680,21 @@ class AsyncFeed:
                 return kept, GapDetected(stream.channel, stream.market_id, stream.last + 1, ev.seq)  # type: ignore[arg-type]
             kept.append(ev)
             stream.last = ev.seq
+        return kept, None
+
+    def _admit_account(self, stream: _Stream, events: list[AccountEvent]) -> tuple[list[AccountEvent], Optional[GapDetected]]:
+        """The account's events that follow on from the last of their stream; the gap, if one
+        is missing on ``orders``. The exchange sends each event once after the cursor resumed
+        from, so the first event of a stream this feed has not seen yet starts it."""
+        kept: list[AccountEvent] = []
+        for ev in events:
+            last = stream.seqs.get(ev.stream)
+            if last is not None and ev.seq <= last:
+                continue  # seen already
+            if stream.channel in _STRICT and last is not None and ev.seq != last + 1:
+                return kept, GapDetected(stream.channel, None, last + 1, ev.seq)  # type: ignore[arg-type]
+            kept.append(ev)
+            stream.seqs[ev.stream] = ev.seq
         return kept, None
 
     async def _gap(self, gap: Optional[GapDetected]) -> Optional[str]:
@@ -670,7 +722,7 @@ class AsyncFeed:
             stream.waiter.set_exception(errors.SubscriptionError(code, text, stream.channel, stream.market_id))
             return None
         if code == "resync_required":
-            stream.last = None
+            stream.last, stream.cursor, stream.seqs = None, None, {}
             await self._deliver(Resynced(stream.channel, stream.market_id, code, text))  # type: ignore[arg-type]
             await self._send_subscribe(self._ws, stream)
             return None
@@ -692,7 +744,10 @@ class AsyncFeed:
         msg: dict[str, Any] = {"op": "subscribe", "id": sid, "channel": stream.channel}
         if stream.market_id is not None:
             msg["marketId"] = stream.market_id
-        if stream.last is not None and stream.channel in _RESUMABLE:
+        if stream.channel in _ACCOUNT_CHANNELS:
+            if stream.cursor is not None:
+                msg["resumeFrom"] = stream.cursor
+        elif stream.last is not None and stream.channel in _RESUMABLE:
             msg["resumeFrom"] = stream.last
         await self._send(ws, msg)
 
@@ -783,7 +838,7 @@ class Feed:
         self._wait(self._feed.connect())
 
     def subscribe(self, channel: Channel, market_id: Optional[str] = None, *,
-                  resume_from: Optional[int] = None, timeout: float = 30.0) -> Subscribed:
+                  resume_from: Union[int, str, None] = None, timeout: float = 30.0) -> Subscribed:
         """As :meth:`AsyncFeed.subscribe`."""
         return self._wait(self._feed.subscribe(channel, market_id, resume_from=resume_from, timeout=timeout))  # type: ignore[no-any-return]
 
@@ -794,6 +849,10 @@ class Feed:
     def last_seq(self, channel: Channel, market_id: Optional[str] = None) -> Optional[int]:
         """The last seq delivered on a subscription: keep it to resume from it later."""
         return self._feed.last_seq(channel, market_id)
+
+    def last_cursor(self, channel: Channel) -> Optional[str]:
+        """As :meth:`AsyncFeed.last_cursor`."""
+        return self._feed.last_cursor(channel)
 
     def recv(self, timeout: Optional[float] = None) -> FeedMessage:
         """The next message; ``TimeoutError`` if none comes within ``timeout`` seconds;

@@ -657,7 +657,8 @@ class NewKey:
 
 @dataclass(frozen=True)
 class AccountEvent:
-    """One change to your account, numbered by its gapless sequence.
+    """One change to your account: ``seq`` in its ``stream`` (the shard that committed it;
+    ``""``, every feed's first), each stream gapless.
 
     ``accepted``, ``amended``, ``cancelled``: ``order`` is the order's whole state after it.
     ``fill``: ``fill``, and the order's ``filled_quantity`` and ``status`` after it.
@@ -674,13 +675,16 @@ class AccountEvent:
     conversion: Optional[Conversion] = None
     filled_quantity: Optional[int] = None
     status: Optional[OrderStatus] = None
+    stream: str = ""
 
 
 @dataclass(frozen=True)
 class AccountEventPage:
-    #: The account's last seq when read.
-    seq: int
+    #: Where the page leaves you in the feed: pass it as ``after`` for more.
+    cursor: str
     events: list[AccountEvent]
+    #: Deprecated: ``cursor`` as a number, given only while the feed is the one stream ``""``.
+    seq: Optional[int] = None
 
 
 # --- Decoding -------------------------------------------------------------------------------
