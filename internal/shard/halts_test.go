@@ -16,13 +16,14 @@ import (
 	"github.com/pmx-dev/pmx/internal/storetest"
 )
 
-// ledger is a digest of every account's cash, every holding and every order: what a refused
+// ledger is a digest of every account's cash (account_balances: the totals, which an acquire a
+// refused request made does not change), every holding and every order: what a refused
 // request must leave as it was.
 func (f *fixture) ledger(t *testing.T) string {
 	t.Helper()
 	var d string
 	err := f.st.Pool.QueryRow(context.Background(), `select md5(coalesce(string_agg(x, ',' order by x), '')) from (
-		select 'a' || id || ':' || available || ':' || locked as x from accounts
+		select 'a' || id || ':' || available || ':' || locked as x from account_balances
 		union all select 'p' || account_id || market_id || outcome || ':' || quantity || ':' || locked_quantity from positions
 		union all select 'o' || id || status || ':' || filled_quantity || ':' || price || ':' || quantity from orders) s`).Scan(&d)
 	if err != nil {
