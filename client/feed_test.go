@@ -25,8 +25,8 @@ import (
 type followed struct {
 	mu           sync.Mutex
 	bookSeq      int
-	bids, asks   map[int]int // YES price → quantity
-	accountSeq   int
+	bids, asks   map[int]int    // YES price → quantity
+	accountSeqs  map[string]int // the last seq of each stream of the account's feed
 	accountTypes map[string]int
 	snapshots    int
 	broken       error
@@ -60,14 +60,43 @@ func (f *followed) handle(m client.FeedMessage) error {
 		}
 	case "accountEvents":
 		for _, e := range m.AccountEvents {
-			if e.Seq != f.accountSeq+1 && f.broken == nil {
-				f.broken = fmt.Errorf("account went from seq %d to %d", f.accountSeq, e.Seq)
+			stream := streamOf(e)
+			if e.Seq != f.accountSeqs[stream]+1 && f.broken == nil {
+				f.broken = fmt.Errorf("account stream %q went from seq %d to %d", stream, f.accountSeqs[stream], e.Seq)
 			}
-			f.accountSeq = e.Seq
+			f.accountSeqs[stream] = e.Seq
 			f.accountTypes[string(e.Type)]++
 		}
 	}
 	return nil
+}
+
+// streamOf is the stream of the account's feed an event is in: its shard's holder name, "" for
+// the feed's first.
+func streamOf(e client.AccountEvent) string {
+	if e.Stream == nil {
+		return ""
+	}
+	return *e.Stream
+}
+
+// lastSeqs is the last seq of each stream among events.
+func lastSeqs(events []client.AccountEvent) map[string]int {
+	last := map[string]int{}
+	for _, e := range events {
+		last[streamOf(e)] = max(last[streamOf(e)], e.Seq)
+	}
+	return last
+}
+
+// reached reports whether the seqs seen reach want's in every stream.
+func reached(seen, want map[string]int) bool {
+	for stream, seq := range want {
+		if seen[stream] < seq {
+			return false
+		}
+	}
+	return true
 }
 
 func levels(ls []client.Level) map[int]int {
@@ -116,7 +145,7 @@ func TestFeedResumesAcrossCuts(t *testing.T) {
 	bob := newClient(t, tg, "")
 
 	var reconnects atomic.Int32
-	seen := &followed{accountTypes: make(map[string]int)}
+	seen := &followed{accountTypes: make(map[string]int), accountSeqs: make(map[string]int)}
 	feed := alice.Feed(client.Subscription{Channel: client.ChannelBook, MarketID: m}, client.Subscription{Channel: client.ChannelOrders})
 	feed.OnReconnect = func(error) { reconnects.Add(1) }
 	done := make(chan error, 1)
@@ -156,10 +185,11 @@ func TestFeedResumesAcrossCuts(t *testing.T) {
 		if events, err = alice.AccountEvents(ctx, "", 1000); err != nil {
 			t.Fatal(err)
 		}
-		poll.Wait(t, 20*time.Second, fmt.Sprintf("the feed at book seq %d and account seq %d", book.Seq, *events.Seq), func() bool {
+		want := lastSeqs(events.Events)
+		poll.Wait(t, 20*time.Second, fmt.Sprintf("the feed at book seq %d and account seqs %v", book.Seq, want), func() bool {
 			seen.mu.Lock()
 			defer seen.mu.Unlock()
-			return seen.bookSeq >= book.Seq && seen.accountSeq >= *events.Seq
+			return seen.bookSeq >= book.Seq && reached(seen.accountSeqs, want)
 		})
 	}
 	cancel()
@@ -191,9 +221,9 @@ func TestFeedResumesAcrossCuts(t *testing.T) {
 	for _, e := range events.Events {
 		want[string(e.Type)]++
 	}
-	if seen.accountSeq != *events.Seq || fmt.Sprint(seen.accountTypes) != fmt.Sprint(want) {
-		t.Errorf("account events from the feed: seq %d %v; from GET /account/events: seq %d %v",
-			seen.accountSeq, seen.accountTypes, *events.Seq, want)
+	if fmt.Sprint(seen.accountSeqs) != fmt.Sprint(lastSeqs(events.Events)) || fmt.Sprint(seen.accountTypes) != fmt.Sprint(want) {
+		t.Errorf("account events from the feed: seqs %v %v; from GET /account/events: seqs %v %v",
+			seen.accountSeqs, seen.accountTypes, lastSeqs(events.Events), want)
 	}
 }
 
