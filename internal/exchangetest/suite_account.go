@@ -98,8 +98,9 @@ func testAccountEvents(t *testing.T, tg *Target) {
 	for _, e := range got.Events {
 		types = append(types, e.Type)
 	}
-	if want := []string{"accepted", "amended", "fill", "cancelled", "settled"}; !reflect.DeepEqual(types, want) || got.Seq != 5 {
-		t.Fatalf("the maker's events are %v up to seq %d, want %v up to 5", types, got.Seq, want)
+	if want := []string{"accepted", "amended", "fill", "cancelled", "settled"}; !reflect.DeepEqual(types, want) || got.Events[4].Seq != 5 ||
+		got.Cursor != (feed.Cursor{got.Events[0].Stream: 5}).String() {
+		t.Fatalf("the maker's events are %v up to %q, want %v up to 5 in one stream", types, got.Cursor, want)
 	}
 	ev := got.Events
 	if o := ev[0].Order; o == nil || o.ID != placed.ID || o.Status != "OPEN" || o.FilledQuantity != 0 || o.Price != 40 ||
@@ -159,21 +160,25 @@ func testAccountEvents(t *testing.T, tg *Target) {
 		t.Errorf("the fills channel delivered %s, want the taker's fill %+v", msg.Raw, tk.Events[1])
 	}
 
-	// Resume: from the cursor after the second event, the events after it, then live.
-	second := feed.Cursor{"": 2}.String()
+	// Resume: from the cursor after the second event, the events after it, then live. The
+	// market's shard wrote them all, in its own stream.
+	own := got.Events[0].Stream
+	second := feed.Cursor{own: 2}.String()
 	again := maker.DialFeed(t)
 	defer again.Close()
 	again.Send(t, map[string]any{"op": "subscribe", "id": 2, "channel": "orders", "resumeFrom": second})
-	if ack := again.ExpectReply(t, "subscribed", ""); ack.Cursor != second || ack.Seq != 2 {
-		t.Errorf("a resume from %s is acknowledged at %q (seq %d)", second, ack.Cursor, ack.Seq)
+	if ack := again.ExpectReply(t, "subscribed", ""); ack.Cursor != second {
+		t.Errorf("a resume from %s is acknowledged at %q", second, ack.Cursor)
 	}
 	replayed := again.Next(t, 30*time.Second)
 	if !sameAccountEvents(replayed.AccountEvents, got.Events[2:]) || replayed.Cursor != got.Cursor {
 		t.Errorf("resumed from 2: %+v to %q, want %+v to %q", replayed.AccountEvents, replayed.Cursor, got.Events[2:], got.Cursor)
 	}
-	next := maker.Place(t, tg.NewMarket(t, nil).ID, "BUY", "NO", 30, 1)
-	if msg := again.Next(t, 30*time.Second); len(msg.AccountEvents) != 1 || msg.AccountEvents[0].Seq != 6 ||
-		msg.AccountEvents[0].Order == nil || msg.AccountEvents[0].Order.ID != next.ID || msg.Cursor != (feed.Cursor{"": 6}).String() {
+	nm := tg.NewMarket(t, nil)
+	next := maker.Place(t, nm.ID, "BUY", "NO", 30, 1)
+	// The new market may be on another shard, whose stream starts at 1.
+	if msg := again.Next(t, 30*time.Second); len(msg.AccountEvents) != 1 || msg.AccountEvents[0].Order == nil ||
+		msg.AccountEvents[0].Order.ID != next.ID || msg.AccountEvents[0].Seq != map[bool]int64{true: 6, false: 1}[msg.AccountEvents[0].Stream == own] {
 		t.Errorf("after the resume, live: %s", msg.Raw)
 	}
 
@@ -188,7 +193,7 @@ func testAccountEvents(t *testing.T, tg *Target) {
 	}
 
 	// Refusals: nothing changes.
-	again.Send(t, map[string]any{"op": "subscribe", "id": 3, "channel": "fills", "resumeFrom": feed.Cursor{"": 100}.String()})
+	again.Send(t, map[string]any{"op": "subscribe", "id": 3, "channel": "fills", "resumeFrom": feed.Cursor{own: 100}.String()})
 	again.ExpectReply(t, "error", "invalid_resume_from")
 	again.Send(t, map[string]any{"op": "subscribe", "id": 3, "channel": "fills", "resumeFrom": "v2.x"})
 	again.ExpectReply(t, "error", "invalid_resume_from")
@@ -198,15 +203,23 @@ func testAccountEvents(t *testing.T, tg *Target) {
 	again.ExpectReply(t, "error", "already_subscribed")
 	maker.ExpectError(t, "GET", "/account/events?after=-1", nil, http.StatusBadRequest, "invalid_cursor")
 	maker.ExpectError(t, "GET", "/account/events?limit=1001", nil, http.StatusBadRequest, "out_of_range")
-	if page := maker.accountEvents(t, feed.Cursor{"": 6}, 10); len(page.Events) != 0 || page.Seq != 6 || page.Cursor != (feed.Cursor{"": 6}).String() {
+	end := maker.accountEvents(t, feed.Cursor{}, 1000).Cursor
+	last, err := feed.ParseCursor(end)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page := maker.accountEvents(t, last, 10); len(page.Events) != 0 || page.Cursor != end {
 		t.Errorf("after the last event: %+v", page)
 	}
-	maker.ExpectError(t, "GET", "/account/events?after="+feed.Cursor{"": 7}.String(), nil, http.StatusBadRequest, "out_of_range")
+	beyond := last.Clone()
+	beyond[own]++
+	maker.ExpectError(t, "GET", "/account/events?after="+beyond.String(), nil, http.StatusBadRequest, "out_of_range")
 	maker.ExpectError(t, "GET", "/account/events?after="+feed.Cursor{"shard-x": 1}.String(), nil, http.StatusBadRequest, "out_of_range")
 	var account apiserver.Account
 	maker.Expect(t, "GET", "/account", nil, http.StatusOK, &account)
 	if _, err := tg.Store.Pool.Exec(context.Background(),
-		`delete from account_events where account_id = (select id from accounts where uid = $1) and first_seq = 1`, account.ID); err != nil {
+		`delete from account_events where account_id = (select id from accounts where uid = $1) and holder = $2 and first_seq = 1`,
+		account.ID, own); err != nil {
 		t.Fatal(err)
 	}
 	maker.ExpectError(t, "GET", "/account/events?after=0", nil, http.StatusGone, "resync_required")
@@ -221,9 +234,9 @@ func testAccountEvents(t *testing.T, tg *Target) {
 }
 
 // testAccountStreams reads and follows an account's feed of two streams over HTTP and the
-// WebSocket: the shards' stream "" and one of holder shard-x, written into Postgres as its shard
-// will (its rows, numbered by its allocation), between two placements. The orders channel delivers
-// shard-x's events live (the sweep finds them) and each message's cursor follows on; GET
+// WebSocket: the stream of the shard the market is on (own) and one of holder shard-x, written
+// into Postgres as a shard does (its rows, numbered by its allocation), between two placements.
+// The orders channel delivers shard-x's events live (the sweep finds them) and each message's cursor follows on; GET
 // /account/events a page at a time merges the streams in commit order, each stream gapless; and
 // resuming the WebSocket from every cursor the pages gave replays each later event once, as the
 // pages have them.
@@ -233,14 +246,15 @@ func testAccountStreams(t *testing.T, tg *Target) {
 	c := tg.NewAccount(t, "acct-streams")
 	c.Place(t, m.ID, "BUY", "YES", 10, 1)
 	first := c.accountEvents(t, feed.Cursor{}, 1000)
-	if len(first.Events) != 1 || first.Cursor != (feed.Cursor{"": 1}).String() {
+	if len(first.Events) != 1 || first.Events[0].Stream == "shard-x" || first.Cursor != (feed.Cursor{first.Events[0].Stream: 1}).String() {
 		t.Fatalf("the first placement's events: %+v", first)
 	}
+	own := first.Events[0].Stream
 	live := c.DialFeed(t)
 	defer live.Close()
 	live.Send(t, map[string]any{"op": "subscribe", "id": 1, "channel": "orders"})
-	if ack := live.ExpectReply(t, "subscribed", ""); ack.Cursor != first.Cursor || ack.Seq != 1 {
-		t.Fatalf("subscribed at %q (seq %d), want %q", ack.Cursor, ack.Seq, first.Cursor)
+	if ack := live.ExpectReply(t, "subscribed", ""); ack.Cursor != first.Cursor {
+		t.Fatalf("subscribed at %q, want %q", ack.Cursor, first.Cursor)
 	}
 
 	// shard-x's stream: two batches, of three events, as its batches will write them.
@@ -266,9 +280,9 @@ func testAccountStreams(t *testing.T, tg *Target) {
 	}
 	c.Place(t, m.ID, "BUY", "YES", 11, 1)
 
-	// Live: ""'s second event and shard-x's three, each stream in order, each message's cursor
+	// Live: own's second event and shard-x's three, each stream in order, each message's cursor
 	// covering what came.
-	at := feed.Cursor{"": 1}
+	at := feed.Cursor{own: 1}
 	for n := 0; n < 4; {
 		msg := live.Next(t, 30*time.Second)
 		if msg.Type != "accountEvents" {
@@ -286,7 +300,7 @@ func testAccountStreams(t *testing.T, tg *Target) {
 		}
 	}
 
-	// A page at a time: in commit order, "" 1, shard-x 1 to 3, "" 2.
+	// A page at a time: in commit order, own 1, shard-x 1 to 3, own 2.
 	var pages []string
 	var all []feed.AccountEvent
 	for cursor := "0"; ; {
@@ -301,7 +315,7 @@ func testAccountStreams(t *testing.T, tg *Target) {
 	for _, e := range all {
 		order = append(order, fmt.Sprintf("%s/%d", e.Stream, e.Seq))
 	}
-	if want := []string{"/1", "shard-x/1", "shard-x/2", "shard-x/3", "/2"}; !slices.Equal(order, want) {
+	if want := []string{own + "/1", "shard-x/1", "shard-x/2", "shard-x/3", own + "/2"}; !slices.Equal(order, want) {
 		t.Fatalf("the pages hold %v, want %v", order, want)
 	}
 	if page := c.accountEvents(t, feed.Cursor{}, 2); page.Seq != 0 || page.Cursor != at.String() {

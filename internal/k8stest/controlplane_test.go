@@ -75,7 +75,7 @@ func TestControlPlane(t *testing.T) {
 
 		out = env.Kubectl(t, "get", "mkt")
 		header := strings.Fields(strings.SplitN(out, "\n", 2)[0])
-		if want := []string{"NAME", "QUESTION", "STATUS", "SHARD", "LAST", "CLOSES", "AGE"}; strings.Join(header, " ") != strings.Join(want, " ") {
+		if want := []string{"NAME", "QUESTION", "STATUS", "SHARD", "HALTED", "LAST", "CLOSES", "AGE"}; strings.Join(header, " ") != strings.Join(want, " ") {
 			t.Errorf("kubectl get mkt columns %v, want %v:\n%s", header, want, out)
 		}
 		for _, want := range []string{"rain-paris-2027-06-01", "Will it rain in Paris on 1 June 2027?", "2027-05-31T20:00:00Z",

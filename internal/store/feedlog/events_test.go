@@ -224,8 +224,8 @@ func TestEventPagesBounded(t *testing.T) {
 		order by i`, batches, size, account); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Pool.Exec(ctx, `insert into accounts (id, uid, name, available, locked, granted, event_seq, created_at, updated_at) overriding system value
-		values ($1, gen_random_uuid(), 'a', 0, 0, 0, $2, now(), now())`, account, batches*size); err != nil {
+	if _, err := st.Pool.Exec(ctx, `insert into accounts (id, uid, name, available, granted, event_seq, created_at, updated_at) overriding system value
+		values ($1, gen_random_uuid(), 'a', 0, 0, $2, now(), now())`, account, batches*size); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.Pool.Exec(ctx, `insert into allocations (account_id, holder, event_seq)
