@@ -207,23 +207,25 @@ func (c *cluster) podUID(t testing.TB, comp string) string {
 	return ""
 }
 
-// testUninstall deletes the Events, then the Markets, while the operator still runs, as
-// docs/operations.md ("Uninstalling") tells users to: each finalizer needs the operator, which
-// voids what is unsettled (a Market of an unsettled Event waits for its Event, so Events go
-// first). Then it uninstalls the release: nothing of pmx's is left but the CRDs (helm keeps a
+// testUninstall deletes the MarketSeries, then the Events, then the Markets, while the operator
+// still runs, as docs/operations.md ("Uninstalling") tells users to: a series would list its next
+// instances again, and each finalizer needs the operator, which voids what is unsettled (a
+// Market of an unsettled Event waits for its Event, so Events go first). Then it uninstalls the release: nothing of pmx's is left but the CRDs (helm keeps a
 // chart's crds/), serving no Event or Market, and the Postgres data the chart keeps on purpose
 // (the StatefulSet's claim and the Secret with its password, which a reinstall reuses), besides
 // the test's own volume.
 func (c *cluster) testUninstall(t *testing.T) {
+	c.Kubectl(t, "delete", "marketseries.pmx.dev", "--all", "--all-namespaces", "--timeout", "2m")
 	c.Kubectl(t, "delete", "events.pmx.dev", "--all", "--all-namespaces", "--timeout", "2m")
 	c.Kubectl(t, "delete", "mkt", "--all", "--all-namespaces", "--timeout", "2m")
 	c.helmRun(t, "uninstall", release, "--namespace", namespace, "--wait", "--timeout", "3m")
-	if out := strings.TrimSpace(c.Kubectl(t, "get", "events.pmx.dev,markets.pmx.dev", "--all-namespaces", "-o", "name")); out != "" {
-		t.Errorf("after helm uninstall, Events or Markets are left, their finalizers waiting for an operator:\n%s", out)
+	if out := strings.TrimSpace(c.Kubectl(t, "get", "marketseries.pmx.dev,events.pmx.dev,markets.pmx.dev", "--all-namespaces", "-o", "name")); out != "" {
+		t.Errorf("after helm uninstall, MarketSeries, Events or Markets are left, their finalizers waiting for an operator:\n%s", out)
 	}
 	want := []string{
 		"customresourcedefinition.apiextensions.k8s.io/events.pmx.dev",
 		"customresourcedefinition.apiextensions.k8s.io/markets.pmx.dev",
+		"customresourcedefinition.apiextensions.k8s.io/marketseries.pmx.dev",
 		"persistentvolume/pmx-test-postgres",
 		"persistentvolumeclaim/data-" + fullname + "-postgres-0",
 		"secret/" + fullname + "-postgres",
