@@ -51,9 +51,10 @@ func keyOf(s Side, price int) int {
 // pass it to every Submit and Amend: its slices are reused, so steady-state matching allocates
 // nothing.
 //
-// To settle it the caller applies each fill's two legs, releases the Lock of each Cancelled order,
-// and, when Order does not rest, releases Order's Lock too: what the order left unfilled (nothing
-// when it FILLED).
+// To settle it the caller applies each fill's two legs (and pays the exchange each leg's Fee),
+// releases the Lock of each Cancelled order, and releases what Order's remainder holds beyond what
+// it locks from now on: its TakerLock less its Lock when it rests, all of its TakerLock when it
+// does not (nothing when it FILLED).
 type Result struct {
 	// Order is the order's state afterwards: OPEN or PARTIALLY_FILLED when it rests, FILLED when it
 	// filled, CANCELLED or PARTIALLY_FILLED_CANCELLED when the engine cancelled its remainder.
@@ -110,6 +111,7 @@ func (b *Book) submit(o *Order, r *Result) error {
 	t.id, t.account, t.qty = o.ID, o.Account, o.Quantity
 	t.side, t.outcome, t.price, t.key = o.Side, o.Outcome, uint8(o.Price), uint8(keyOf(o.Side, o.Price))
 	t.tif, t.postOnly, t.stp = o.TimeInForce, o.PostOnly, o.SelfTrade
+	t.taker, t.maker = int16(o.Fees.Taker), int16(o.Fees.Maker) // Validate bounds them
 	own := sideOf(o.Side, o.Outcome)
 	opp := &b.sides[own^1]
 	if o.PostOnly || o.TimeInForce == FOK { // rare: checks that must precede any change
@@ -151,6 +153,7 @@ func (b *Book) submit(o *Order, r *Result) error {
 	r.Order.ID, r.Order.Account, r.Order.Price, r.Order.Quantity = o.ID, o.Account, o.Price, o.Quantity
 	r.Order.Side, r.Order.Outcome = o.Side, o.Outcome
 	r.Order.TimeInForce, r.Order.PostOnly, r.Order.SelfTrade = o.TimeInForce, o.PostOnly, o.SelfTrade
+	r.Order.Fees = o.Fees
 	r.Order.Filled = t.filled
 	r.Order.Status = status(t.qty, t.filled, reason != ReasonNone)
 	r.Reason = reason
@@ -212,8 +215,12 @@ func (b *Book) match(t *order, bs *bookSide, side, k int, r *Result) bool {
 		lv.total -= q
 		r.Fills = append(r.Fills, Fill{YesPrice: p, Quantity: q})
 		f := &r.Fills[len(r.Fills)-1]
-		f.Taker.set(t, p, q)
-		f.Maker.set(m, p, q)
+		f.Taker.set(t, p, q, int(t.taker))
+		f.Maker.set(m, p, q, int(m.maker))
+		if f.Maker.Fee < -f.Taker.Fee { // a rebate is paid out of the taker's fee of the same fill
+			f.Maker.Cash -= -f.Taker.Fee - f.Maker.Fee
+			f.Maker.Fee = -f.Taker.Fee
+		}
 		if side == askSide { // the taker is the bid
 			f.Kind = matchKind(t.side, m.side)
 		} else {
@@ -460,6 +467,8 @@ func Rebuild(orders []OrderState, lastTrade int) (*Book, error) {
 			tif:      o.TimeInForce,
 			postOnly: o.PostOnly,
 			stp:      o.SelfTrade,
+			taker:    int16(o.Fees.Taker),
+			maker:    int16(o.Fees.Maker),
 		}, &b.sides[sideOf(o.Side, o.Outcome)])
 	}
 	if b.sides[bidSide].bits.best()+b.sides[askSide].bits.best() >= Payout {

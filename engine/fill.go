@@ -23,12 +23,14 @@ func (f *Fill) Pairs() int64 {
 }
 
 // Leg is one side of a fill: the order, its state after the fill, and the signed changes the fill
-// makes to its account. Applying the four deltas of both legs to a ledger is all the accounting a
-// fill needs.
+// makes to its account. Applying the four deltas of both legs to a ledger, and each leg's Fee to
+// the exchange's account, is all the accounting a fill needs.
 //
-// A BUY leg spends its lock: CashLocked falls by limit × quantity, the account pays Price ×
-// quantity and the rest — the surplus of price improvement, only ever a taker's — returns to Cash;
-// Shares grow by quantity. A SELL leg gives up quantity locked shares and receives Price × quantity.
+// A BUY leg spends its lock: CashLocked falls by what the order locked for quantity shares (its
+// limit and the fee reserve of its role's rate, Order.Lock or OrderState.Lock), the account pays
+// Price × quantity and Fee, and the rest — the surplus of price improvement, only ever a taker's,
+// and what the reserve held beyond the fee — returns to Cash; Shares grow by quantity. A SELL leg
+// gives up quantity locked shares and receives Price × quantity less Fee.
 type Leg struct {
 	Order   OrderID
 	Account AccountID
@@ -42,9 +44,11 @@ type Leg struct {
 	CashLocked   int64 // change in locked cash (≤ 0)
 	Shares       int64 // change in shares of Outcome held, locked ones included
 	SharesLocked int64 // change in locked shares of Outcome (≤ 0)
+	Fee          int64 // what the leg paid the exchange (Fee of its role's rate): negative for a rebate
 }
 
-// Surplus is the cash a BUY taker gets back from its lock because it executed below its limit.
+// Surplus is the cash a BUY gets back from its lock because it executed below its limit or paid
+// less fee than its lock reserved.
 func (l *Leg) Surplus() int64 {
 	if l.Side == Buy {
 		return l.Cash
@@ -53,8 +57,8 @@ func (l *Leg) Surplus() int64 {
 }
 
 // set fills in the leg of order o, whose filled count already includes this fill, executing q
-// shares at YES price p.
-func (l *Leg) set(o *order, p int, q int64) {
+// shares at YES price p as the side paying rate (its taker or maker rate).
+func (l *Leg) set(o *order, p int, q int64, rate int) {
 	l.Order = o.id
 	l.Account = o.account
 	l.Side = o.side
@@ -63,15 +67,16 @@ func (l *Leg) set(o *order, p int, q int64) {
 	l.Price = e
 	l.Filled = o.filled
 	l.Status = status(o.qty, o.filled, false)
+	l.Fee = Fee(rate, e, q)
 	if o.side == Buy {
-		limit := int64(o.price)
-		l.Cash = (limit - int64(e)) * q
-		l.CashLocked = -limit * q
+		lock := int64(o.price) + feeReserve(rate, int(o.price))
+		l.Cash = (lock-int64(e))*q - l.Fee
+		l.CashLocked = -lock * q
 		l.Shares = q
 		l.SharesLocked = 0
 		return
 	}
-	l.Cash = int64(e) * q
+	l.Cash = int64(e)*q - l.Fee
 	l.CashLocked = 0
 	l.Shares = -q
 	l.SharesLocked = -q

@@ -8,12 +8,13 @@ import (
 // ledger is a minimal account store that applies a Result's effects exactly as a service would, so
 // the tests can check that the engine's reported effects conserve cash and shares.
 type ledger struct {
-	grants int64
-	pairs  int64
-	cash   map[AccountID]int64 // available
-	locked map[AccountID]int64
-	shares map[holding]int64 // held, locked included
-	sLock  map[holding]int64
+	grants   int64
+	pairs    int64
+	exchange int64               // the fees the exchange took, less the rebates it paid
+	cash     map[AccountID]int64 // available
+	locked   map[AccountID]int64
+	shares   map[holding]int64 // held, locked included
+	sLock    map[holding]int64
 }
 
 type holding struct {
@@ -73,14 +74,21 @@ func (l *ledger) apply(r *Result) {
 		f := &r.Fills[i]
 		l.applyLeg(&f.Taker)
 		l.applyLeg(&f.Maker)
+		l.exchange += f.Taker.Fee + f.Maker.Fee
 		l.pairs += f.Pairs()
 	}
 	for _, c := range r.Cancelled {
 		l.release(c)
 	}
-	if !r.Order.Status.Resting() { // an IOC, FOK or self-trade remainder; nothing once FILLED
-		l.release(r.Order)
+	// What the remainder holds as the taker it was, beyond what it locks from now on: the taker's
+	// fee reserve beyond the maker's when it rests, all of it when it does not (an IOC, FOK or
+	// self-trade remainder; nothing once FILLED).
+	held, shares := r.Order.TakerLock()
+	if r.Order.Status.Resting() {
+		rest, _ := r.Order.Lock()
+		held, shares = held-rest, 0
 	}
+	l.lock(r.Order.Account, r.Order.Outcome, -held, -shares)
 }
 
 // check verifies every invariant of docs/architecture.md §3 over the ledger and the book,
@@ -100,8 +108,11 @@ func (l *ledger) check(b *Book) error {
 		}
 		money += c + l.locked[a]
 	}
-	if got := money + Payout*l.pairs; got != l.grants {
-		return fmt.Errorf("cash not conserved: accounts %d + 100 × %d pairs = %d, grants %d", money, l.pairs, got, l.grants)
+	if l.exchange < 0 {
+		return fmt.Errorf("the exchange paid %d cents more rebates than it took fees", -l.exchange)
+	}
+	if got := money + l.exchange + Payout*l.pairs; got != l.grants {
+		return fmt.Errorf("cash not conserved: accounts %d + exchange %d + 100 × %d pairs = %d, grants %d", money, l.exchange, l.pairs, got, l.grants)
 	}
 	for h, s := range l.shares {
 		if s < 0 || l.sLock[h] < 0 || l.sLock[h] > s {

@@ -24,6 +24,8 @@ type order struct {
 	tif        TimeInForce
 	postOnly   bool      // kept for Amend, which refuses to make a post-only order cross
 	stp        SelfTrade // kept for Amend, whose repriced order may take
+	taker      int16     // Fees.Taker, basis points
+	maker      int16     // Fees.Maker, basis points
 }
 
 func (o *order) remaining() int64 { return o.qty - o.filled }
@@ -40,6 +42,7 @@ func (o *order) state(cancelled bool) OrderState {
 			SelfTrade:   o.stp,
 			Price:       int(o.price),
 			Quantity:    o.qty,
+			Fees:        Fees{Taker: int(o.taker), Maker: int(o.maker)},
 		},
 		Filled: o.filled,
 		Status: status(o.qty, o.filled, cancelled),

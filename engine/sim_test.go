@@ -22,12 +22,14 @@ type sim struct {
 	res      Result
 	log      hash.Hash64 // digest of every outcome, for the determinism test
 	stats    simStats
+	fees     Fees // the schedule new orders carry; changed now and then
 }
 
 type simStats struct {
 	submits, fills, stp, cancels, refused                             int
 	ioc, fokFilled, fokKilled, postOnly, postOnlyRefused, stpIncoming int
 	amends, amendsInPlace, amendsTrading, amendsRefused               int
+	feesPaid, rebatesPaid                                             int // legs that paid a fee, or were paid a rebate
 }
 
 const simGrant = 100_000
@@ -128,6 +130,12 @@ func (s *sim) submit(t testing.TB, pick func(n int) int) {
 		Outcome:  Outcome(1 + pick(2)),
 		Quantity: int64(1 + pick(25)),
 	}
+	if pick(40) == 0 { // a new schedule, for the orders placed from now on
+		rates := []int{0, 1, 700, 2500, MaxFeeRate}
+		taker := rates[pick(len(rates))]
+		s.fees = Fees{Taker: taker, Maker: taker * (pick(5) - 2) / 2}
+	}
+	o.Fees = s.fees
 	o.Price = s.price(pick)
 	// Mostly GTC, as on a real venue; then IOC and FOK takers, GTD, and post-only makers.
 	switch tif := pick(20); {
@@ -151,7 +159,8 @@ func (s *sim) submit(t testing.TB, pick func(n int) int) {
 	before := s.book.Resting(nil)
 	err := s.book.Submit(o, &s.res)
 	if errors.Is(err, ErrPostOnlyWouldCross) {
-		s.ledger.release(OrderState{Order: o})
+		cash, shares := o.Lock() // what it reserved: its lock as a taker
+		s.ledger.lock(o.Account, o.Outcome, -cash, -shares)
 		if !o.PostOnly || !crosses(s.book, &o) {
 			t.Fatalf("submit %+v refused as crossing; best bid %d, ask %d", o, s.book.BestBid(), s.book.BestAsk())
 		}
@@ -170,6 +179,16 @@ func (s *sim) submit(t testing.TB, pick func(n int) int) {
 	s.stats.submits++
 	s.stats.fills += len(s.res.Fills)
 	s.stats.stp += len(s.res.Cancelled)
+	for i := range s.res.Fills {
+		for _, fee := range []int64{s.res.Fills[i].Taker.Fee, s.res.Fills[i].Maker.Fee} {
+			switch {
+			case fee > 0:
+				s.stats.feesPaid++
+			case fee < 0:
+				s.stats.rebatesPaid++
+			}
+		}
+	}
 	if err := checkResult(&o, 0, before, &s.res); err != nil {
 		t.Fatal(err)
 	}
@@ -249,6 +268,16 @@ func (s *sim) amend(t testing.TB, pick func(n int) int) {
 	s.stats.amends++
 	s.stats.fills += len(s.res.Fills)
 	s.stats.stp += len(s.res.Cancelled)
+	for i := range s.res.Fills {
+		for _, fee := range []int64{s.res.Fills[i].Taker.Fee, s.res.Fills[i].Maker.Fee} {
+			switch {
+			case fee > 0:
+				s.stats.feesPaid++
+			case fee < 0:
+				s.stats.rebatesPaid++
+			}
+		}
+	}
 	amended := old.Order
 	amended.Price, amended.Quantity = price, old.Filled+remaining
 	if s.res.Order.Order != amended {
@@ -452,7 +481,8 @@ func TestPropertyRandomSequences(t *testing.T) {
 			// prove little.
 			st := s.stats
 			for _, n := range []int{st.fills, st.stp, st.cancels, st.ioc, st.fokFilled, st.fokKilled, st.postOnly,
-				st.postOnlyRefused, st.stpIncoming, st.amends, st.amendsInPlace, st.amendsTrading, st.amendsRefused} {
+				st.postOnlyRefused, st.stpIncoming, st.amends, st.amendsInPlace, st.amendsTrading, st.amendsRefused,
+				st.feesPaid, st.rebatesPaid} {
 				if n == 0 || s.ledger.pairs == 0 {
 					t.Fatalf("sequence too tame: %+v, pairs %d", s.stats, s.ledger.pairs)
 				}
