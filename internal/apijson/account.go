@@ -17,12 +17,21 @@ type Heartbeat struct {
 // PlacedOrder answers a placement: the order and the fills it made, in order.
 type PlacedOrder struct {
 	Order
-	Trades []Trade `json:"trades"`
+	Trades []PlacedTrade `json:"trades"`
+}
+
+// PlacedTrade is a fill the placed (or amended) order made as the taker: the trade, and the fee
+// the order paid for it (cents; 0 in a market without fees).
+type PlacedTrade struct {
+	Trade
+	Fee int64 `json:"fee"`
 }
 
 // PlacedOf is the API's shape of a placement's answer.
 func PlacedOf(p *records.PlacedOrder) PlacedOrder {
-	return PlacedOrder{Order: OrderOf(&p.Order), Trades: ListOf(p.Trades, TradeOf)}
+	return PlacedOrder{Order: OrderOf(&p.Order), Trades: ListOf(p.Trades, func(t *records.Trade) PlacedTrade {
+		return PlacedTrade{Trade: TradeOf(t), Fee: t.Fee}
+	})}
 }
 
 // Position is an account's holding of one outcome of one market.

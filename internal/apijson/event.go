@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/records"
 )
 
@@ -28,13 +29,24 @@ type EventHeader struct {
 	// Halted, while trading in the event's markets is halted, says by what: "event" (its pause) or
 	// "exchange". Absent otherwise.
 	Halted string `json:"halted,omitempty"`
+	// Fees is the event's fee schedule, which its markets without one of their own carry; absent
+	// when it has none.
+	Fees *Fees `json:"fees,omitempty"`
 }
 
 // EventHeaderOf is an event's row's header as the API answers with it.
 func EventHeaderOf(e *records.Event) EventHeader {
 	return EventHeader{ID: e.ID, Name: e.Name, Question: e.Question, Category: e.Category, Description: e.Description,
 		URL: e.URL, Status: string(e.Status), Resolution: e.Resolution, ClosesAt: e.ClosesAt, ResolvesAt: e.ResolvesAt,
-		CreatedAt: e.CreatedAt, Halted: string(e.Halted)}
+		CreatedAt: e.CreatedAt, Halted: string(e.Halted), Fees: eventFees(e)}
+}
+
+func eventFees(e *records.Event) *Fees {
+	if e.Fees == (engine.Fees{}) {
+		return nil
+	}
+	f := FeesOf(e.Fees)
+	return &f
 }
 
 // Event is an event as the API answers with it.

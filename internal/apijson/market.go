@@ -41,14 +41,27 @@ type Market struct {
 	// A market listed by a series (GET /series), or whose event was: the series. Absent for
 	// any other.
 	SeriesID *uuid.UUID `json:"seriesId,omitempty"`
+	// Fees is the fee schedule an order placed now carries: the market's own, else its event's;
+	// both rates 0 in a market without fees (docs/fees.md).
+	Fees Fees `json:"fees"`
 }
+
+// Fees is a fee schedule (engine.Fees): a taker and a maker rate in basis points of P × (1 − P)
+// per share; a negative maker rate is a rebate.
+type Fees struct {
+	TakerBps int `json:"takerBps"`
+	MakerBps int `json:"makerBps"`
+}
+
+// FeesOf is the API's shape of a schedule.
+func FeesOf(f engine.Fees) Fees { return Fees{TakerBps: f.Taker, MakerBps: f.Maker} }
 
 // MarketOf is the API's shape of a market's row.
 func MarketOf(m *records.Market) Market {
 	return Market{ID: m.ID, URL: m.URL, Question: m.Question, Description: m.Description, Category: m.Category,
 		Status: string(m.Status), ClosesAt: m.ClosesAt, ResolvesAt: m.ResolvesAt, Resolved: m.Resolved, Outcome: m.Outcome,
 		LabelA: m.LabelA, LabelB: m.LabelB, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
-		EventID: m.EventID, OutcomeKey: m.OutcomeKey, Halted: string(m.Halted), SeriesID: m.SeriesID}
+		EventID: m.EventID, OutcomeKey: m.OutcomeKey, Halted: string(m.Halted), SeriesID: m.SeriesID, Fees: FeesOf(m.Fees)}
 }
 
 // Trade is an execution, seen from the taker's side.

@@ -63,12 +63,15 @@ type Fill struct {
 	Quantity      int64     `json:"quantity"`
 	Role          string    `json:"role"`
 	CreatedAt     time.Time `json:"createdAt"`
+	// Fee is what this side paid the exchange for the fill, in cents: negative for a rebate, 0 in a
+	// market without fees (docs/fees.md).
+	Fee int64 `json:"fee"`
 }
 
 // FillOf is the API's shape of a fill's row.
 func FillOf(f *records.Fill) Fill {
 	return Fill{ID: FillID(f.TradeID, f.Role), TradeID: f.TradeID, OrderID: f.OrderID, ClientOrderID: f.ClientOrderID,
-		MarketID: f.MarketID, Side: f.Side, Outcome: f.Outcome, Price: f.Price, Quantity: f.Quantity, Role: f.Role, CreatedAt: f.CreatedAt.UTC()}
+		MarketID: f.MarketID, Side: f.Side, Outcome: f.Outcome, Price: f.Price, Quantity: f.Quantity, Role: f.Role, CreatedAt: f.CreatedAt.UTC(), Fee: f.Fee}
 }
 
 // FillID is the id of a trade's fill in one role (MAKER or TAKER): a UUIDv5 of the two.

@@ -162,6 +162,7 @@ type auditor struct {
 	start    time.Time
 	last     time.Time
 	ledger   ledger
+	exchange int64 // the exchange's own account, which the fills' fees are paid to (migration 035)
 	done     int // markets audited so far, of total
 	total    int
 }
@@ -199,6 +200,9 @@ func (a *auditor) run(ctx context.Context) error {
 	}
 	a.r.Events = len(events)
 	a.ledger = newLedger()
+	if err := a.tx.QueryRow(ctx, `select id from accounts where name = 'pmx:exchange'`).Scan(&a.exchange); err != nil {
+		return fmt.Errorf("audit: reading the exchange's account: %w", err)
+	}
 	moves, err := a.readMoves(ctx, markets)
 	if err != nil {
 		return err

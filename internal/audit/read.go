@@ -86,6 +86,7 @@ type order struct {
 	created  time.Time
 	updated  time.Time
 	expires  time.Time // GTD
+	fees     engine.Fees
 
 	// the replay's
 	state engine.OrderState
@@ -113,7 +114,7 @@ type history struct {
 func (a *auditor) readOrders(ctx context.Context, m uuid.UUID) ([]order, error) {
 	rows, err := a.tx.Query(ctx, `select id, seq, account_id, side, outcome, price, quantity, filled_quantity, status,
 		time_in_force, post_only, self_trade, coalesce(cancel_reason, ''), coalesce(priority, 0), created_at, updated_at,
-		coalesce(expires_at, 'epoch'::timestamptz)
+		coalesce(expires_at, 'epoch'::timestamptz), taker_fee_bps, maker_fee_bps
 		from orders where market_id = $1 order by seq`, m)
 	if err != nil {
 		return nil, fmt.Errorf("audit: reading the orders of market %s: %w", m, err)
@@ -121,12 +122,14 @@ func (a *auditor) readOrders(ctx context.Context, m uuid.UUID) ([]order, error) 
 	defer rows.Close()
 	var os []order
 	var side, outcome, status, tif, stp string
+	var takerFee, makerFee int16
 	for rows.Next() {
 		var o order
 		if err := rows.Scan(&o.id, &o.seq, &o.account, &side, &outcome, &o.price, &o.quantity, &o.filled, &status,
-			&tif, &o.postOnly, &stp, &o.reason, &o.priority, &o.created, &o.updated, &o.expires); err != nil {
+			&tif, &o.postOnly, &stp, &o.reason, &o.priority, &o.created, &o.updated, &o.expires, &takerFee, &makerFee); err != nil {
 			return nil, fmt.Errorf("audit: reading the orders of market %s: %w", m, err)
 		}
+		o.fees = engine.Fees{Taker: int(takerFee), Maker: int(makerFee)}
 		o.side, _ = engine.ParseSide(side)
 		o.outcome, _ = engine.ParseOutcome(outcome)
 		o.status, _ = engine.ParseStatus(status)
@@ -148,11 +151,13 @@ type trade struct {
 	makerSeq     int64
 	takerAccount int64
 	makerAccount int64
+	takerFee     int64
+	makerFee     int64
 }
 
 func (a *auditor) readTrades(ctx context.Context, m uuid.UUID) ([]trade, error) {
 	rows, err := a.tx.Query(ctx, `select seq, id, kind, yes_price, quantity, taker_order_seq, maker_order_seq,
-		taker_account_id, maker_account_id from trades where market_id = $1 order by seq`, m)
+		taker_account_id, maker_account_id, taker_fee, maker_fee from trades where market_id = $1 order by seq`, m)
 	if err != nil {
 		return nil, fmt.Errorf("audit: reading the trades of market %s: %w", m, err)
 	}
@@ -161,7 +166,7 @@ func (a *auditor) readTrades(ctx context.Context, m uuid.UUID) ([]trade, error) 
 	for rows.Next() {
 		var t trade
 		if err := rows.Scan(&t.seq, &t.id, &t.kind, &t.yesPrice, &t.quantity, &t.takerSeq, &t.makerSeq,
-			&t.takerAccount, &t.makerAccount); err != nil {
+			&t.takerAccount, &t.makerAccount, &t.takerFee, &t.makerFee); err != nil {
 			return nil, fmt.Errorf("audit: reading the trades of market %s: %w", m, err)
 		}
 		ts = append(ts, t)

@@ -74,6 +74,7 @@ func (a *auditor) market(ctx context.Context, m market, moves map[uuid.UUID]*his
 	if why != "" {
 		a.r.CannotCheck = append(a.r.CannotCheck, fmt.Sprintf("market %s is not replayed: %s", m.id, why))
 		a.ledger.partial = true
+		a.ledger.unknown[a.exchange] = true // the fees of the market's fills
 		for i := range orders {
 			a.ledger.unknown[orders[i].account] = true
 		}
@@ -107,7 +108,7 @@ func (r *replay) plan(moves map[uuid.UUID]*history) ([]step, string) {
 	for i := range r.orders {
 		o := &r.orders[i]
 		o.terms = engine.Order{ID: engine.OrderID(o.seq), Account: engine.AccountID(o.account), Side: o.side, Outcome: o.outcome,
-			TimeInForce: o.tif, PostOnly: o.postOnly, SelfTrade: o.stp, Price: o.price, Quantity: o.quantity}
+			TimeInForce: o.tif, PostOnly: o.postOnly, SelfTrade: o.stp, Price: o.price, Quantity: o.quantity, Fees: o.fees}
 		if held := steps[o.seq-1].order; held != nil {
 			r.a.differ("numbering", r.m.id, fmt.Sprintf("orders rows (market_id, seq) = (%s, %d) and (%s, %d)", r.m.id, o.seq, r.m.id, held.seq),
 				"order seq %d is also the priority of order seq %d: one number of the order sequence is held twice", o.seq, held.seq)
@@ -254,6 +255,7 @@ func (r *replay) settle(taker *order) {
 		r.fill(f)
 		r.a.ledger.leg(r.m.id, &f.Taker)
 		r.a.ledger.leg(r.m.id, &f.Maker)
+		r.a.ledger.cash[r.a.exchange] += f.Taker.Fee + f.Maker.Fee
 		if mk := r.bySeq[int64(f.Maker.Order)]; mk != nil {
 			mk.state.Filled, mk.state.Status = f.Maker.Filled, f.Maker.Status
 			if r.waiting[mk] {
@@ -289,6 +291,11 @@ func (r *replay) fill(f *engine.Fill) {
 	if t.takerSeq == int64(f.Taker.Order) && t.makerSeq == int64(f.Maker.Order) && t.yesPrice == f.YesPrice &&
 		t.quantity == f.Quantity && t.kind == f.Kind.String() && t.takerAccount == int64(f.Taker.Account) &&
 		t.makerAccount == int64(f.Maker.Account) {
+		if t.takerFee != f.Taker.Fee || t.makerFee != f.Maker.Fee {
+			r.a.differ("fee", r.m.id, fmt.Sprintf("trades row (market_id, seq) = (%s, %d), id %s, and its orders' fee schedules", r.m.id, t.seq, t.id),
+				"trade seq %d charged the taker %d and the maker %d cents; the orders' schedules (engine.Fee) charge %d and %d",
+				t.seq, t.takerFee, t.makerFee, f.Taker.Fee, f.Maker.Fee)
+		}
 		return
 	}
 	r.a.differ("fill", r.m.id, fmt.Sprintf("trades row (market_id, seq) = (%s, %d), id %s", r.m.id, t.seq, t.id),

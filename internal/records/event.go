@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
 )
 
@@ -28,6 +29,9 @@ type Event struct {
 
 	Paused bool        // the event is paused, and every market of it with it (migration 033)
 	Halted domain.Halt // what halts it as read: its pause or the exchange's halt
+	// Fees is its fee schedule (migration 035), which its markets without one of their own take;
+	// the zero Fees for none.
+	Fees engine.Fees
 }
 
 // EventOutcome is one of an event's outcomes and the market that trades it.
@@ -52,11 +56,28 @@ type Conversion struct {
 
 // Halts are every halt in the exchange as of one version, which every change of one raises
 // (migration 033): the exchange's, the events paused and the markets paused on their own.
+//
+// The fee schedules (migration 035) are trading rules read and versioned with them: Fees holds the
+// markets' own schedules and EventFees the events'.
 type Halts struct {
-	Version  int64
-	Exchange bool
-	Markets  map[uuid.UUID]bool
-	Events   map[uuid.UUID]bool
+	Version   int64
+	Exchange  bool
+	Markets   map[uuid.UUID]bool
+	Events    map[uuid.UUID]bool
+	Fees      map[uuid.UUID]engine.Fees
+	EventFees map[uuid.UUID]engine.Fees
+}
+
+// FeesOf is the schedule an order placed in the market id, of event (nil for a market of its own),
+// carries: the market's own, else its event's, else none.
+func (h *Halts) FeesOf(id uuid.UUID, event *uuid.UUID) engine.Fees {
+	if f, ok := h.Fees[id]; ok {
+		return f
+	}
+	if event != nil {
+		return h.EventFees[*event]
+	}
+	return engine.Fees{}
 }
 
 // Of is what halts the market id, of event (nil for a market of its own).

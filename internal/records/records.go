@@ -43,6 +43,10 @@ type Market struct {
 	Paused   bool        // paused on its own (migration 033); written only by SetMarketPaused
 	Halted   domain.Halt // what halts it as read: its own pause, its event's or the exchange's
 	SeriesID *uuid.UUID  // the series (MarketSeries) that listed the market, or its event; nil for none
+	// Fees is the fee schedule its new orders carry (migration 035): its own, else its event's,
+	// else none (the zero Fees). OwnFees says whether it is its own.
+	Fees    engine.Fees
+	OwnFees bool
 }
 
 // Order is an order's row.
@@ -75,6 +79,8 @@ type Order struct {
 	Priority int64
 	// OrderGroupID is the order group it belongs to, if any (migration 027): fixed at placement.
 	OrderGroupID *uuid.UUID
+	// Fees is the fee schedule it was placed under, which all its fills pay (migration 035).
+	Fees engine.Fees
 }
 
 // PlacedOrder is an order just placed and the fills it made, in order.
@@ -93,6 +99,7 @@ type Trade struct {
 	Quantity  int64
 	YesPrice  int
 	CreatedAt time.Time
+	Fee       int64 // what the taker paid the exchange, in cents (engine.Leg.Fee)
 }
 
 // Position is an account's holding of one outcome of one market.
@@ -130,6 +137,7 @@ type Fill struct {
 	Quantity      int64
 	Role          string // MAKER or TAKER
 	CreatedAt     time.Time
+	Fee           int64 // what this side paid the exchange, in cents: negative for a rebate
 }
 
 // Candle is one interval's trades of a market: the YES price's open, high, low and close, the

@@ -56,7 +56,7 @@ func (s *Shard) orderEvent(account int64, typ string, o apijson.Order) {
 func (s *Shard) fillEvent(account int64, o *apijson.Order, l *engine.Leg, t *records.Trade, role string) {
 	s.accountEvent(account, feed.AccountEvent{Type: feed.AccountFill, FilledQuantity: o.FilledQuantity, Status: o.Status, Fill: &apijson.Fill{
 		ID: apijson.FillID(t.ID, role), TradeID: t.ID, OrderID: o.ID, ClientOrderID: o.ClientOrderID, MarketID: o.MarketID,
-		Side: o.Side, Outcome: o.Outcome, Price: l.Price, Quantity: t.Quantity, Role: role, CreatedAt: t.CreatedAt}})
+		Side: o.Side, Outcome: o.Outcome, Price: l.Price, Quantity: t.Quantity, Role: role, CreatedAt: t.CreatedAt, Fee: l.Fee}})
 }
 
 // restingOrder returns the state of a resting order of a market as its last event left it.

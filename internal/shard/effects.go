@@ -308,9 +308,35 @@ func (a *accumulator) taken(k store.ClientOrderKey) bool { return a.takenIDs[k] 
 // that is recorded claims its id: a placement refused for another reason leaves it free.
 func (a *accumulator) claim(k store.ClientOrderKey) { a.claimed[k] = true }
 
-// unlock releases what an order still locks: cash and shares as engine.OrderState.Lock says.
+// unlock releases what a resting order locks: cash and shares as engine.OrderState.Lock says.
 func (a *accumulator) unlock(market uuid.UUID, st *engine.OrderState) {
 	cash, shares := st.Lock()
+	a.unlockOf(market, st, cash, shares)
+}
+
+// unlockTaker releases what an order reserved as the taker it was (engine.OrderState.TakerLock)
+// and did not fill: an order the engine refused, or the remainder it did not rest.
+func (a *accumulator) unlockTaker(market uuid.UUID, st *engine.OrderState) {
+	cash, shares := st.TakerLock()
+	a.unlockOf(market, st, cash, shares)
+}
+
+// arrived settles what a submitted or amended order's remainder holds once the engine is done
+// with it as a taker (engine.Result): all of its TakerLock when it does not rest; when it rests,
+// what its taker fee reserve holds beyond its maker fee reserve.
+func (a *accumulator) arrived(market uuid.UUID, st *engine.OrderState) {
+	if !st.Status.Resting() {
+		a.unlockTaker(market, st)
+		return
+	}
+	held, _ := st.TakerLock()
+	rest, _ := st.Lock()
+	if d := held - rest; d != 0 {
+		a.addCash(int64(st.Account), d, -d)
+	}
+}
+
+func (a *accumulator) unlockOf(market uuid.UUID, st *engine.OrderState, cash, shares int64) {
 	if cash != 0 {
 		a.addCash(int64(st.Account), cash, -cash)
 	}

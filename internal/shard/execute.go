@@ -56,7 +56,7 @@ func (s *Shard) place(c *command, now time.Time) {
 	s.expire(m, now) // an expired order never trades
 	o := engine.Order{ID: engine.OrderID(m.lastOrder + 1), Account: engine.AccountID(p.Account),
 		Side: p.Side, Outcome: p.Outcome, Price: p.Price, Quantity: p.Quantity,
-		TimeInForce: p.TimeInForce, PostOnly: p.PostOnly, SelfTrade: p.SelfTrade}
+		TimeInForce: p.TimeInForce, PostOnly: p.PostOnly, SelfTrade: p.SelfTrade, Fees: s.feesOf(m)}
 	if o.TimeInForce.Rests() && m.book.OpenOrders(o.Account) >= s.cfg.MaxOpenOrders {
 		c.err = domain.TooManyOpenOrders(s.cfg.MaxOpenOrders)
 		return
@@ -80,16 +80,14 @@ func (s *Shard) place(c *command, now time.Time) {
 			return
 		}
 		if err := m.book.Submit(o, r); err != nil {
-			s.acc.unlock(m.id, &engine.OrderState{Order: o})
+			s.acc.unlockTaker(m.id, &engine.OrderState{Order: o})
 			c.err = err
 			if errors.Is(err, engine.ErrPostOnlyWouldCross) {
 				c.err = domain.ErrPostOnlyWouldCross
 			}
 			return
 		}
-		if !r.Order.Status.Resting() {
-			s.acc.unlock(m.id, &r.Order) // what an IOC or FOK order left unfilled
-		}
+		s.acc.arrived(m.id, &r.Order) // what an IOC or FOK order left unfilled, a maker's fee reserve
 	}
 	m.lastOrder++
 	s.acc.touch(m)
@@ -98,7 +96,7 @@ func (s *Shard) place(c *command, now time.Time) {
 			Price: p.Price, Quantity: p.Quantity, FilledQuantity: r.Order.Filled, Status: r.Order.Status,
 			CreatedAt: now, UpdatedAt: now, Seq: m.lastOrder, AccountID: p.Account,
 			TimeInForce: p.TimeInForce.String(), PostOnly: p.PostOnly, SelfTrade: p.SelfTrade.String(),
-			CancelReason: reasonText(r.Reason)},
+			CancelReason: reasonText(r.Reason), Fees: o.Fees},
 		Trades: make([]records.Trade, 0, len(r.Fills)),
 	}
 	if p.OrderGroupID != uuid.Nil {
@@ -137,13 +135,16 @@ func (s *Shard) settle(m *marketState, r *engine.Result, now time.Time, trades [
 		f := &r.Fills[i]
 		m.lastTrade++
 		t := records.Trade{ID: store.NewID(), MarketID: m.id, Outcome: f.Taker.Outcome.String(), Side: f.Taker.Side.String(),
-			Price: f.Taker.Price, Quantity: f.Quantity, YesPrice: f.YesPrice, CreatedAt: now}
+			Price: f.Taker.Price, Quantity: f.Quantity, YesPrice: f.YesPrice, CreatedAt: now, Fee: f.Taker.Fee}
 		trades = append(trades, t)
 		s.acc.batch.Trades = append(s.acc.batch.Trades, store.TradeRow{Trade: t, Seq: m.lastTrade, Kind: f.Kind.String(),
 			TakerOrderSeq: int64(f.Taker.Order), MakerOrderSeq: int64(f.Maker.Order),
-			TakerAccount: int64(f.Taker.Account), MakerAccount: int64(f.Maker.Account)})
+			TakerAccount: int64(f.Taker.Account), MakerAccount: int64(f.Maker.Account), MakerFee: f.Maker.Fee})
 		s.acc.leg(m.id, &f.Taker)
 		s.acc.leg(m.id, &f.Maker)
+		if fee := f.Taker.Fee + f.Maker.Fee; fee != 0 {
+			s.acc.addCash(s.exchange, fee, 0) // never negative: a rebate is paid out of the fill's taker fee
+		}
 		s.acc.orderState(orderKey{m.id, int64(f.Maker.Order)}, int64(f.Maker.Account), f.Maker.Filled, f.Maker.Status, engine.ReasonNone)
 		if taker != nil {
 			s.groupFilled(taker.OrderGroupID, f.Quantity)
@@ -228,9 +229,7 @@ func (s *Shard) amend(c *command, now time.Time) {
 	if st.Side == engine.Buy {
 		s.expose(m.id, r.Account, st.Outcome, added)
 	}
-	if !res.Order.Status.Resting() {
-		s.acc.unlock(m.id, &res.Order) // what a self-trade cancel left unfilled
-	}
+	s.acc.arrived(m.id, &res.Order) // what a self-trade cancel left unfilled, a maker's fee reserve
 	s.acc.touch(m)
 	k := orderKey{m.id, r.Seq}
 	s.acc.orderState(k, r.Account, res.Order.Filled, res.Order.Status, res.Reason)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
 )
 
@@ -23,9 +24,21 @@ import (
 
 // readyHalts reads the halts if the shard does not know them: before a batch that may decide a
 // placement or an amend.
+//
+// The fee schedules (migration 035) are read with them, under the same version: every placement
+// carries the schedule of its market as of the halts it was decided under (feesOf), so a change of
+// a schedule, which raises the version, applies exactly to the orders of the batches that commit
+// after it.
 func (s *Shard) readyHalts(ctx context.Context) error {
 	if s.haltsKnown {
 		return nil
+	}
+	if s.exchange == 0 {
+		id, err := s.cfg.Store.ExchangeAccount(ctx)
+		if err != nil {
+			return fmt.Errorf("while reading the exchange's account: %w", err)
+		}
+		s.exchange = id
 	}
 	h, err := s.cfg.Store.Halts(ctx)
 	if err != nil {
@@ -42,6 +55,10 @@ func (s *Shard) haltOf(m *marketState) *domain.Error {
 	s.acc.batch.Halts = &v
 	return s.halts.Of(m.id, m.event).Refusal()
 }
+
+// feesOf is the fee schedule an order placed in m now carries: its own, else its event's, as of the
+// halts' version the batch decides under (haltOf, which every placement calls first).
+func (s *Shard) feesOf(m *marketState) engine.Fees { return s.halts.FeesOf(m.id, m.event) }
 
 // forgetHalts makes the next batch that decides a placement or an amend read the halts again.
 func (s *Shard) forgetHalts() { s.haltsKnown = false }

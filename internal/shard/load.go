@@ -125,7 +125,8 @@ func engineState(o records.Order) (engine.OrderState, error) {
 	}
 	return engine.OrderState{
 		Order: engine.Order{ID: engine.OrderID(o.Seq), Account: engine.AccountID(o.AccountID), Side: side,
-			Outcome: outcome, Price: o.Price, Quantity: o.Quantity, TimeInForce: tif, PostOnly: o.PostOnly, SelfTrade: selfTrade},
+			Outcome: outcome, Price: o.Price, Quantity: o.Quantity, TimeInForce: tif, PostOnly: o.PostOnly, SelfTrade: selfTrade,
+			Fees: o.Fees},
 		Filled: o.FilledQuantity,
 		Status: o.Status,
 	}, nil

@@ -248,6 +248,9 @@ func (m *memoryStore) ConversionByRequest(context.Context, int64, string) (recor
 // Halts: the memory store halts nothing (halts run against Postgres: internal/exchangetest).
 func (m *memoryStore) Halts(context.Context) (records.Halts, error) { return records.Halts{}, nil }
 
+// ExchangeAccount is an account no scenario trades from: the scenarios place orders with no fee.
+func (m *memoryStore) ExchangeAccount(context.Context) (int64, error) { return 1 << 40, nil }
+
 func (m *memoryStore) Event(context.Context, uuid.UUID) (records.Event, error) {
 	return records.Event{}, store.ErrNotFound
 }

@@ -137,6 +137,9 @@ type Shard struct {
 	// are still to be trusted (halts.go).
 	halts      records.Halts
 	haltsKnown bool
+	// exchange is the exchange's own account, which fills' fees are paid to (read with the halts
+	// the first time, halts.go); 0 until then.
+	exchange int64
 }
 
 // marketState is one market as the shard holds it.

@@ -52,8 +52,10 @@ type BookReads interface {
 	TriggeredGroups(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error)
 	TrippedOrders(ctx context.Context, shard string) ([]store.TrippedOrder, error)
 	ConversionByRequest(ctx context.Context, account int64, clientRequestID string) (records.Conversion, error)
-	// Halts reads every halt, as of one version (halts.go).
+	// Halts reads every halt, and the fee schedules, as of one version (halts.go).
 	Halts(ctx context.Context) (records.Halts, error)
+	// ExchangeAccount is the exchange's own account, which the fees of fills are paid to.
+	ExchangeAccount(ctx context.Context) (int64, error)
 }
 
 // EventReads read the events whose markets the shard moves together.

@@ -114,6 +114,9 @@ func (s *Shard) needs(cmds []*command) (map[int64]int64, map[store.ShareKey]int6
 			p := &c.place
 			account, market = p.Account, p.Market
 			o = engine.Order{Side: p.Side, Outcome: p.Outcome, Price: p.Price, Quantity: p.Quantity}
+			if m := s.markets[p.Market]; m != nil {
+				o.Fees = s.feesOf(m)
+			}
 		case cmdAmend:
 			// At most the amended order's whole new lock.
 			a := &c.amend
@@ -123,6 +126,7 @@ func (s *Shard) needs(cmds []*command) (map[int64]int64, map[store.ShareKey]int6
 				if st, ok := m.book.Order(engine.OrderID(a.Seq)); ok {
 					o.Price = max(o.Price, st.Price)
 					o.Quantity = max(o.Quantity, st.Remaining())
+					o.Fees = st.Fees
 				}
 			}
 		default:

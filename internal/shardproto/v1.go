@@ -175,6 +175,10 @@ type OrderV1 struct {
 	CancelReason   *string    `json:"CancelReason"`
 	Priority       int64      `json:"Priority"`
 	OrderGroupID   *uuid.UUID `json:"OrderGroupID,omitempty"` // an addition to version 1, as PlaceV1's
+	// TakerFeeBps and MakerFeeBps, the schedule the order carries (issue 55), are an addition to
+	// version 1, left out when zero.
+	TakerFeeBps int `json:"TakerFeeBps,omitempty"`
+	MakerFeeBps int `json:"MakerFeeBps,omitempty"`
 }
 
 func OrderToV1(o records.Order) OrderV1 {
@@ -182,7 +186,7 @@ func OrderToV1(o records.Order) OrderV1 {
 		FilledQuantity: o.FilledQuantity, Status: uint8(o.Status), CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt, Seq: o.Seq,
 		AccountID: o.AccountID, TimeInForce: o.TimeInForce, ExpiresAt: o.ExpiresAt, PostOnly: o.PostOnly, SelfTrade: o.SelfTrade,
 		ClientOrderID: o.ClientOrderID, Placement: o.Placement, CancelReason: o.CancelReason, Priority: o.Priority,
-		OrderGroupID: o.OrderGroupID}
+		OrderGroupID: o.OrderGroupID, TakerFeeBps: o.Fees.Taker, MakerFeeBps: o.Fees.Maker}
 }
 
 func (w OrderV1) Order() records.Order {
@@ -190,7 +194,7 @@ func (w OrderV1) Order() records.Order {
 		FilledQuantity: w.FilledQuantity, Status: engine.Status(w.Status), CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt, Seq: w.Seq,
 		AccountID: w.AccountID, TimeInForce: w.TimeInForce, ExpiresAt: w.ExpiresAt, PostOnly: w.PostOnly, SelfTrade: w.SelfTrade,
 		ClientOrderID: w.ClientOrderID, Placement: w.Placement, CancelReason: w.CancelReason, Priority: w.Priority,
-		OrderGroupID: w.OrderGroupID}
+		OrderGroupID: w.OrderGroupID, Fees: engine.Fees{Taker: w.TakerFeeBps, Maker: w.MakerFeeBps}}
 }
 
 func OrdersToV1(os []records.Order) []OrderV1 {
@@ -225,6 +229,7 @@ type tradeV1 struct {
 	Quantity  int64     `json:"Quantity"`
 	YesPrice  int       `json:"YesPrice"`
 	CreatedAt time.Time `json:"CreatedAt"`
+	Fee       int64     `json:"Fee,omitempty"` // the taker's fee (issue 55): an addition to version 1, left out when zero
 }
 
 // PlacedV1 is an order just placed or amended with its fills: the order's fields and Trades, in
@@ -240,7 +245,7 @@ func PlacedToV1(p records.PlacedOrder) PlacedV1 {
 		w.Trades = make([]tradeV1, len(p.Trades))
 		for i, t := range p.Trades {
 			w.Trades[i] = tradeV1{ID: t.ID, MarketID: t.MarketID, Outcome: t.Outcome, Side: t.Side, Price: t.Price,
-				Quantity: t.Quantity, YesPrice: t.YesPrice, CreatedAt: t.CreatedAt}
+				Quantity: t.Quantity, YesPrice: t.YesPrice, CreatedAt: t.CreatedAt, Fee: t.Fee}
 		}
 	}
 	return w
@@ -252,7 +257,7 @@ func (w PlacedV1) Placed() records.PlacedOrder {
 		p.Trades = make([]records.Trade, len(w.Trades))
 		for i, t := range w.Trades {
 			p.Trades[i] = records.Trade{ID: t.ID, MarketID: t.MarketID, Outcome: t.Outcome, Side: t.Side, Price: t.Price,
-				Quantity: t.Quantity, YesPrice: t.YesPrice, CreatedAt: t.CreatedAt}
+				Quantity: t.Quantity, YesPrice: t.YesPrice, CreatedAt: t.CreatedAt, Fee: t.Fee}
 		}
 	}
 	return p

@@ -32,6 +32,18 @@ func (s *Accounts) CreateAccount(ctx context.Context, name string, grant int64, 
 	return s.CreateAccountWithPassword(ctx, name, grant, "", now)
 }
 
+// ExchangeName is the name of the exchange's own account, where fees go and rebates come from
+// (migration 035): no one can open an account of that name, since names start with a letter or a
+// digit.
+const ExchangeName = "pmx:exchange"
+
+// ExchangeAccount returns the engine id of the exchange's own account.
+func (s *Accounts) ExchangeAccount(ctx context.Context) (int64, error) {
+	var id int64
+	err := s.Pool.QueryRow(ctx, `select id from accounts where name = $1`, ExchangeName).Scan(&id)
+	return id, db.NotFound(err, "the exchange's account "+ExchangeName)
+}
+
 // Account returns an account by its engine id, with its balances as account_balances (migration
 // 032) reads them: its wallet and every shard's allocation, and what its open orders lock.
 func (s *Accounts) Account(ctx context.Context, id int64) (records.Account, error) {

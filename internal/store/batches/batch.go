@@ -448,14 +448,18 @@ const (
 	newOrdersPart = `new_orders as (
 		insert into orders (id, market_id, seq, account_id, side, outcome, price, quantity,
 		                    filled_quantity, status, created_at, updated_at, time_in_force, expires_at, post_only,
-		                    self_trade, client_order_id, placement, cancel_reason, priority, order_group_id)
+		                    self_trade, client_order_id, placement, cancel_reason, priority, order_group_id,
+		                    taker_fee_bps, maker_fee_bps)
 		select id, market_id, seq, account_id, side, outcome, price, quantity, filled, status, $1, $1,
-		       tif, expires_at, post_only, self_trade, client_order_id, placement, cancel_reason, nullif(priority, 0), order_group_id
+		       tif, expires_at, post_only, self_trade, client_order_id, placement, cancel_reason, nullif(priority, 0), order_group_id,
+		       taker_fee, maker_fee
 		from unnest({1}::uuid[], {2}::uuid[], {3}::bigint[], {4}::bigint[], {5}::text[], {6}::text[],
 		            {7}::smallint[], {8}::bigint[], {9}::bigint[], {10}::text[], {11}::text[], {12}::timestamptz[],
-		            {13}::boolean[], {14}::text[], {15}::text[], {16}::text[], {17}::text[], {18}::bigint[], {19}::uuid[])
+		            {13}::boolean[], {14}::text[], {15}::text[], {16}::text[], {17}::text[], {18}::bigint[], {19}::uuid[],
+		            {20}::smallint[], {21}::smallint[])
 		  as d(id, market_id, seq, account_id, side, outcome, price, quantity, filled, status, tif, expires_at,
-		       post_only, self_trade, client_order_id, placement, cancel_reason, priority, order_group_id))`
+		       post_only, self_trade, client_order_id, placement, cancel_reason, priority, order_group_id,
+		       taker_fee, maker_fee))`
 	orderUpdatesPart = `order_updates as (
 		update orders o set price = coalesce(nullif(d.price, 0), o.price), quantity = coalesce(nullif(d.quantity, 0), o.quantity),
 		       filled_quantity = d.filled, status = d.status,
@@ -522,14 +526,16 @@ const (
 // tradesPart writes the trades and adds them to the candles (a var: built from candlesRollup).
 var tradesPart = `trade_rows as (
 		select * from unnest({1}::uuid[], {2}::uuid[], {3}::bigint[], {4}::text[], {5}::smallint[], {6}::bigint[],
-		            {7}::bigint[], {8}::bigint[], {9}::bigint[], {10}::bigint[], {11}::text[], {12}::text[], {13}::smallint[])
+		            {7}::bigint[], {8}::bigint[], {9}::bigint[], {10}::bigint[], {11}::text[], {12}::text[], {13}::smallint[],
+		            {14}::bigint[], {15}::bigint[])
 		  as d(id, market_id, seq, kind, yes_price, quantity, taker_seq, maker_seq, taker_account, maker_account,
-		       side, outcome, price)),
+		       side, outcome, price, taker_fee, maker_fee)),
 	new_trades as (
 		insert into trades (id, market_id, seq, kind, yes_price, quantity, taker_order_seq, maker_order_seq,
-		                    taker_account_id, maker_account_id, taker_side, taker_outcome, taker_price, created_at)
+		                    taker_account_id, maker_account_id, taker_side, taker_outcome, taker_price, created_at,
+		                    taker_fee, maker_fee)
 		select id, market_id, seq, kind, yes_price, quantity, taker_seq, maker_seq, taker_account, maker_account,
-		       side, outcome, price, $1
+		       side, outcome, price, $1, taker_fee, maker_fee
 		from trade_rows),
 	` + candlesRollup("candles_1m", "1 minute") + `,
 	` + candlesRollup("candles_1h", "1 hour")
@@ -568,7 +574,7 @@ var (
 	applyParts = []struct {
 		sql  string
 		args int
-	}{{newOrdersPart, 19}, {orderUpdatesPart, 8}, {tradesPart, 13}, {sharesPart, 6}, {marketsPart, 4}, {eventsPart, 4}}
+	}{{newOrdersPart, 21}, {orderUpdatesPart, 8}, {tradesPart, 15}, {sharesPart, 6}, {marketsPart, 4}, {eventsPart, 4}}
 	applySQL = func() []string {
 		out := make([]string, 1<<len(applyParts))
 		for mask := 1; mask < len(out); mask++ {
@@ -719,7 +725,7 @@ func cashStatement(b *Batch) (sql string, args []any, withEvents bool) {
 // updatedOrderColumns is db.OrderColumns, qualified for an update joined with its data.
 const updatedOrderColumns = `o.id, o.market_id, o.side, o.outcome, o.price, o.quantity, o.filled_quantity,
 	o.status, o.created_at, o.updated_at, o.seq, o.account_id, o.time_in_force, o.expires_at, o.post_only,
-	o.self_trade, o.client_order_id, o.placement, o.cancel_reason, o.order_group_id`
+	o.self_trade, o.client_order_id, o.placement, o.cancel_reason, o.order_group_id, o.taker_fee_bps, o.maker_fee_bps`
 
 // uuidArray converts ids for pgx, which encodes [16]byte directly rather than through each
 // uuid.UUID's text form.

@@ -77,6 +77,7 @@ type TradeRow struct {
 	MakerOrderSeq int64
 	TakerAccount  int64
 	MakerAccount  int64
+	MakerFee      int64 // what the maker paid the exchange (Trade.Fee is the taker's): negative for a rebate
 }
 
 // CashDelta changes what the batch's holder holds of one account — its free cash and, under a
@@ -149,7 +150,9 @@ func orderColumnsOf(os []records.Order) []any {
 	tifs, expires, postOnly, selfTrade := make([]string, n), make([]*time.Time, n), make([]bool, n), make([]string, n)
 	clientIDs, placements, reasons, priorities := make([]*string, n), make([]*string, n), make([]*string, n), make([]int64, n)
 	groups := make([]pgtype.UUID, n)
+	takerFees, makerFees := make([]int16, n), make([]int16, n)
 	for i, o := range os {
+		takerFees[i], makerFees[i] = int16(o.Fees.Taker), int16(o.Fees.Maker)
 		if o.OrderGroupID != nil {
 			groups[i] = pgtype.UUID{Bytes: *o.OrderGroupID, Valid: true}
 		}
@@ -160,7 +163,7 @@ func orderColumnsOf(os []records.Order) []any {
 		clientIDs[i], placements[i], reasons[i], priorities[i] = o.ClientOrderID, o.Placement, o.CancelReason, o.Priority
 	}
 	return []any{ids, markets, seqs, accounts, sides, outcomes, prices, qty, filled, status, tifs, expires, postOnly,
-		selfTrade, clientIDs, placements, reasons, priorities, groups}
+		selfTrade, clientIDs, placements, reasons, priorities, groups, takerFees, makerFees}
 }
 
 // tradeColumnsOf lays trades out as tradesPart's parameters, one array per column.
@@ -169,12 +172,14 @@ func tradeColumnsOf(ts []TradeRow) []any {
 	ids, markets, seqs, kinds := make([][16]byte, n), make([][16]byte, n), make([]int64, n), make([]string, n)
 	yes, qty, takerSeq, makerSeq := make([]int16, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	takerAcc, makerAcc, sides, outcomes, prices := make([]int64, n), make([]int64, n), make([]string, n), make([]string, n), make([]int16, n)
+	takerFees, makerFees := make([]int64, n), make([]int64, n)
 	for i, t := range ts {
+		takerFees[i], makerFees[i] = t.Fee, t.MakerFee
 		ids[i], markets[i], seqs[i], kinds[i] = t.ID, t.MarketID, t.Seq, t.Kind
 		yes[i], qty[i], takerSeq[i], makerSeq[i] = int16(t.YesPrice), t.Quantity, t.TakerOrderSeq, t.MakerOrderSeq
 		takerAcc[i], makerAcc[i], sides[i], outcomes[i], prices[i] = t.TakerAccount, t.MakerAccount, t.Side, t.Outcome, int16(t.Price)
 	}
-	return []any{ids, markets, seqs, kinds, yes, qty, takerSeq, makerSeq, takerAcc, makerAcc, sides, outcomes, prices}
+	return []any{ids, markets, seqs, kinds, yes, qty, takerSeq, makerSeq, takerAcc, makerAcc, sides, outcomes, prices, takerFees, makerFees}
 }
 
 // EventChange is an event's move to Status, written in the batch that moves its markets:

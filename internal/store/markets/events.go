@@ -22,14 +22,16 @@ const eventColumns = `id, name, question, category, description, url, outcomes, 
 	closes_at, resolves_at, created_at, updated_at`
 
 // eventRead is what scanEvent reads: eventColumns, the event's pause and the exchange's halt.
-const eventRead = eventColumns + `, paused, (select h.exchange from halts h where h.id)`
+const eventRead = eventColumns + `, paused, (select h.exchange from halts h where h.id),
+	coalesce(taker_fee_bps, 0), coalesce(maker_fee_bps, 0)`
 
 func scanEvent(row pgx.Row) (records.Event, error) {
 	var e records.Event
 	var outcomes []byte
 	var exchange bool
 	err := row.Scan(&e.ID, &e.Name, &e.Question, &e.Category, &e.Description, &e.URL, &outcomes, &e.Status,
-		&e.Resolution, &e.ClosesAt, &e.ResolvesAt, &e.CreatedAt, &e.UpdatedAt, &e.Paused, &exchange)
+		&e.Resolution, &e.ClosesAt, &e.ResolvesAt, &e.CreatedAt, &e.UpdatedAt, &e.Paused, &exchange,
+		&e.Fees.Taker, &e.Fees.Maker)
 	e.Halted = domain.Of(exchange, e.Paused, false)
 	if err != nil {
 		return e, err

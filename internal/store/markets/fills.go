@@ -28,15 +28,15 @@ func (s *Rows) Fills(ctx context.Context, account int64, market *uuid.UUID, afte
 		where += fmt.Sprintf(" and (created_at, id) < ($%d, $%d)", len(args)-1, len(args))
 	}
 	rows, err := s.Pool.Query(ctx, `with f as (
-		  (select id, market_id, created_at, 'TAKER' as role, taker_order_seq as order_seq, yes_price, quantity
+		  (select id, market_id, created_at, 'TAKER' as role, taker_order_seq as order_seq, yes_price, quantity, taker_fee as fee
 		   from trades where taker_account_id = $1`+where+`
 		   order by created_at desc, id desc limit $2)
 		  union all
-		  (select id, market_id, created_at, 'MAKER', maker_order_seq, yes_price, quantity
+		  (select id, market_id, created_at, 'MAKER', maker_order_seq, yes_price, quantity, maker_fee
 		   from trades where maker_account_id = $1`+where+`
 		   order by created_at desc, id desc limit $2))
 		select f.id, o.id, o.client_order_id, f.market_id, o.side, o.outcome,
-		       case when o.outcome = 'YES' then f.yes_price else 100 - f.yes_price end, f.quantity, f.role, f.created_at
+		       case when o.outcome = 'YES' then f.yes_price else 100 - f.yes_price end, f.quantity, f.role, f.created_at, f.fee
 		from (select * from f order by created_at desc, id desc limit $2) f
 		join orders o on o.market_id = f.market_id and o.seq = f.order_seq
 		order by f.created_at desc, f.id desc`, args...)
@@ -46,10 +46,31 @@ func (s *Rows) Fills(ctx context.Context, account int64, market *uuid.UUID, afte
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (records.Fill, error) {
 		var f records.Fill
 		var price int16
-		err := r.Scan(&f.TradeID, &f.OrderID, &f.ClientOrderID, &f.MarketID, &f.Side, &f.Outcome, &price, &f.Quantity, &f.Role, &f.CreatedAt)
+		err := r.Scan(&f.TradeID, &f.OrderID, &f.ClientOrderID, &f.MarketID, &f.Side, &f.Outcome, &price, &f.Quantity, &f.Role, &f.CreatedAt, &f.Fee)
 		f.Price = int(price)
 		return f, err
 	})
+}
+
+// FeeTotals is what an account paid the exchange over a period (GET /account/fees): the fees of
+// its fills, the rebates it was paid, and how many of its fills paid either.
+type FeeTotals struct {
+	Paid    int64 // cents of fees, as taker and as maker
+	Rebates int64 // cents of rebates (≥ 0)
+	Fills   int64 // fills that paid a fee or were paid a rebate
+}
+
+// Fees sums an account's fees and rebates over its fills made at or after since and before until,
+// through the fills' indexes (migration 016).
+func (s *Rows) Fees(ctx context.Context, account int64, since, until time.Time) (FeeTotals, error) {
+	var t FeeTotals
+	err := s.Pool.QueryRow(ctx, `with f as (
+		  select taker_fee as fee from trades where taker_account_id = $1 and created_at >= $2 and created_at < $3 and taker_fee <> 0
+		  union all
+		  select maker_fee from trades where maker_account_id = $1 and created_at >= $2 and created_at < $3 and maker_fee <> 0)
+		select coalesce(sum(fee) filter (where fee > 0), 0)::bigint, coalesce(-sum(fee) filter (where fee < 0), 0)::bigint, count(*)
+		from f`, account, since, until).Scan(&t.Paid, &t.Rebates, &t.Fills)
+	return t, err
 }
 
 // Candles sums a market's trades up in intervals of every (a minute, 5 minutes, an hour or a

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store/db"
 )
@@ -19,7 +20,8 @@ import (
 
 // Halts reads every halt, as of one version: the shards decide placements and amends under them.
 func (s *Rows) Halts(ctx context.Context) (records.Halts, error) {
-	h := records.Halts{Markets: map[uuid.UUID]bool{}, Events: map[uuid.UUID]bool{}}
+	h := records.Halts{Markets: map[uuid.UUID]bool{}, Events: map[uuid.UUID]bool{},
+		Fees: map[uuid.UUID]engine.Fees{}, EventFees: map[uuid.UUID]engine.Fees{}}
 	err := pgx.BeginTxFunc(ctx, s.Pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `select version, exchange from halts where id`).Scan(&h.Version, &h.Exchange); err != nil {
 			return err
@@ -40,9 +42,61 @@ func (s *Rows) Halts(ctx context.Context) (records.Halts, error) {
 				q.into[id] = true
 			}
 		}
+		for _, q := range []struct {
+			sql  string
+			into map[uuid.UUID]engine.Fees
+		}{{`select id, taker_fee_bps, maker_fee_bps from markets where taker_fee_bps is not null`, h.Fees},
+			{`select id, taker_fee_bps, maker_fee_bps from events where taker_fee_bps is not null`, h.EventFees}} {
+			rows, err := tx.Query(ctx, q.sql)
+			if err != nil {
+				return err
+			}
+			var id uuid.UUID
+			var f engine.Fees
+			if _, err := pgx.ForEachRow(rows, []any{&id, &f.Taker, &f.Maker}, func() error {
+				q.into[id] = f
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 	return h, err
+}
+
+// SetMarketFees gives a market its own fee schedule (migration 035), or takes it away (nil: the
+// market's orders then carry its event's, or none), at now. Orders placed after it commits carry
+// it; resting orders keep theirs. It reports whether that changed anything; an unknown market is
+// db.ErrNotFound. The schedule must be valid (engine.Fees.Validate); the database checks it too.
+func (s *Rows) SetMarketFees(ctx context.Context, id uuid.UUID, fees *engine.Fees, now time.Time) (changed bool, err error) {
+	return s.setFees(ctx, "markets", "market", id, fees, now)
+}
+
+// SetEventFees gives an event its fee schedule, which its markets without one of their own carry,
+// or takes it away (nil), at now; as SetMarketFees.
+func (s *Rows) SetEventFees(ctx context.Context, id uuid.UUID, fees *engine.Fees, now time.Time) (changed bool, err error) {
+	return s.setFees(ctx, "events", "event", id, fees, now)
+}
+
+func (s *Rows) setFees(ctx context.Context, table, what string, id uuid.UUID, fees *engine.Fees, now time.Time) (changed bool, err error) {
+	var taker, maker *int
+	if fees != nil {
+		if err := fees.Validate(); err != nil {
+			return false, err
+		}
+		taker, maker = &fees.Taker, &fees.Maker
+	}
+	err = s.changeHalts(ctx, func(tx pgx.Tx) (int64, error) {
+		var found bool
+		if err := tx.QueryRow(ctx, `select true from `+table+` where id = $1 for update`, id).Scan(&found); err != nil {
+			return 0, db.NotFound(err, what+" "+id.String())
+		}
+		tag, err := tx.Exec(ctx, `update `+table+` set taker_fee_bps = $2, maker_fee_bps = $3, updated_at = $4
+			where id = $1 and (taker_fee_bps, maker_fee_bps) is distinct from ($2::integer, $3::integer)`, id, taker, maker, now)
+		return tag.RowsAffected(), err
+	}, &changed)
+	return changed, err
 }
 
 // ExchangeHalt says whether the whole exchange is halted, and since when (its last change).

@@ -18,7 +18,9 @@ import (
 const marketColumns = `id, url, question, description, category, status, closes_at, resolves_at, outcome,
 	label_a, label_b, created_at, updated_at, name, last_trade_price, shard, epoch, event_seq,
 	event_id, outcome_key, series_id, paused,
-	(select h.exchange from halts h where h.id), coalesce((select e.paused from events e where e.id = event_id), false)`
+	(select h.exchange from halts h where h.id), coalesce((select e.paused from events e where e.id = event_id), false),
+	coalesce(taker_fee_bps, (select e.taker_fee_bps from events e where e.id = event_id), 0),
+	coalesce(maker_fee_bps, (select e.maker_fee_bps from events e where e.id = event_id), 0), taker_fee_bps is not null`
 
 func scanMarket(row pgx.Row) (records.Market, error) {
 	var m records.Market
@@ -26,7 +28,8 @@ func scanMarket(row pgx.Row) (records.Market, error) {
 	var exchange, eventPaused bool
 	err := row.Scan(&m.ID, &m.URL, &m.Question, &m.Description, &m.Category, &m.Status, &m.ClosesAt,
 		&m.ResolvesAt, &m.Outcome, &m.LabelA, &m.LabelB, &m.CreatedAt, &m.UpdatedAt, &m.Name, &last, &m.Shard, &m.Epoch,
-		&m.EventSeq, &m.EventID, &m.OutcomeKey, &m.SeriesID, &m.Paused, &exchange, &eventPaused)
+		&m.EventSeq, &m.EventID, &m.OutcomeKey, &m.SeriesID, &m.Paused, &exchange, &eventPaused,
+		&m.Fees.Taker, &m.Fees.Maker, &m.OwnFees)
 	m.Halted = domain.Of(exchange, eventPaused, m.Paused)
 	if last != nil {
 		p := int(*last)
