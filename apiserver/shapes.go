@@ -13,6 +13,7 @@ type (
 	Fill          = apijson.Fill
 	Settlement    = apijson.Settlement
 	Market        = apijson.Market
+	Fees          = apijson.Fees
 	Trade         = apijson.Trade
 	Candle        = apijson.Candle
 	BookView      = apijson.BookView

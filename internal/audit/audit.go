@@ -163,7 +163,7 @@ type auditor struct {
 	last     time.Time
 	ledger   ledger
 	exchange int64 // the exchange's own account, which the fills' fees are paid to (migration 035)
-	done     int // markets audited so far, of total
+	done     int   // markets audited so far, of total
 	total    int
 }
 

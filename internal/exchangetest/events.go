@@ -24,6 +24,9 @@ type Events interface {
 	Cancel(t testing.TB, id uuid.UUID) apiserver.Event
 	// Pause pauses (or resumes) trading in every market of the event without closing them.
 	Pause(t testing.TB, id uuid.UUID, paused bool) apiserver.Event
+	// SetFees gives the event a fee schedule, which its markets without one of their own carry (nil:
+	// takes it away), and returns once every shard places their orders under it.
+	SetFees(t testing.TB, id uuid.UUID, fees *apiserver.Fees) apiserver.Event
 }
 
 // events is how the suite makes events on tg: its Events; or else, for a target whose markets
@@ -69,6 +72,17 @@ func (a AdminEvents) Pause(t testing.TB, id uuid.UUID, paused bool) apiserver.Ev
 		return a.act(t, id, "pause", nil)
 	}
 	return a.act(t, id, "resume", nil)
+}
+
+func (a AdminEvents) SetFees(t testing.TB, id uuid.UUID, fees *apiserver.Fees) apiserver.Event {
+	t.Helper()
+	var e apiserver.Event
+	if fees == nil {
+		a.T.Admin(t, "DELETE", "/admin/v1/events/"+id.String()+"/fees", nil, http.StatusOK, &e)
+	} else {
+		a.T.Admin(t, "PUT", "/admin/v1/events/"+id.String()+"/fees", fees, http.StatusOK, &e)
+	}
+	return e
 }
 
 func (a AdminEvents) Close(t testing.TB, id uuid.UUID) apiserver.Event {

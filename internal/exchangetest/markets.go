@@ -23,6 +23,9 @@ type Markets interface {
 	// Pause pauses (or resumes) trading in the market without closing it, and returns once every
 	// shard refuses (or takes) its placements.
 	Pause(t testing.TB, id uuid.UUID, paused bool) apiserver.Market
+	// SetFees gives the market its own fee schedule (nil: takes it away, leaving its event's or
+	// none), and returns once every shard places its orders under it.
+	SetFees(t testing.TB, id uuid.UUID, fees *apiserver.Fees) apiserver.Market
 }
 
 // AdminMarkets drives markets through the admin API.
@@ -47,6 +50,17 @@ func (a AdminMarkets) Pause(t testing.TB, id uuid.UUID, paused bool) apiserver.M
 		return a.act(t, id, "pause", nil)
 	}
 	return a.act(t, id, "resume", nil)
+}
+
+func (a AdminMarkets) SetFees(t testing.TB, id uuid.UUID, fees *apiserver.Fees) apiserver.Market {
+	t.Helper()
+	var m apiserver.Market
+	if fees == nil {
+		a.T.Admin(t, "DELETE", "/admin/v1/markets/"+id.String()+"/fees", nil, http.StatusOK, &m)
+	} else {
+		a.T.Admin(t, "PUT", "/admin/v1/markets/"+id.String()+"/fees", fees, http.StatusOK, &m)
+	}
+	return m
 }
 
 func (a AdminMarkets) Close(t testing.TB, id uuid.UUID) apiserver.Market {
