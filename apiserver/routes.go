@@ -32,6 +32,7 @@ func (s *Server) routes() []route {
 		{"GET", "/account/keys", auth.ScopeRead, s.accountKeys},
 		{"GET", "/account/limits", auth.ScopeRead, s.accountLimits},
 		{"GET", "/account/risk-limits", auth.ScopeRead, s.riskLimits},
+		{"GET", "/account/fees", auth.ScopeRead, s.accountFees},
 		{"GET", "/fills", auth.ScopeRead, s.fills},
 		{"GET", "/market", auth.ScopeRead, s.getMarket},
 		{"GET", "/market/candles", auth.ScopeRead, s.candles},

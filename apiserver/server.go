@@ -200,6 +200,8 @@ func New(cfg Config) *Server {
 		admin.POST("/markets/:id/resolve", handler(s.resolve))
 		admin.POST("/markets/:id/pause", handler(s.pauseMarket(true))) // halts.go
 		admin.POST("/markets/:id/resume", handler(s.pauseMarket(false)))
+		admin.PUT("/markets/:id/fees", handler(s.setFees(false, false))) // fees.go
+		admin.DELETE("/markets/:id/fees", handler(s.setFees(false, true)))
 		admin.POST("/events", handler(s.createEvent)) // adminevents.go
 		admin.POST("/events/:id/close", handler(s.eventTransition(domain.CloseMarket)))
 		admin.POST("/events/:id/reopen", handler(s.eventTransition(domain.ReopenMarket)))
@@ -207,6 +209,8 @@ func New(cfg Config) *Server {
 		admin.POST("/events/:id/resolve", handler(s.resolveEvent))
 		admin.POST("/events/:id/pause", handler(s.pauseEvent(true)))
 		admin.POST("/events/:id/resume", handler(s.pauseEvent(false)))
+		admin.PUT("/events/:id/fees", handler(s.setFees(true, false)))
+		admin.DELETE("/events/:id/fees", handler(s.setFees(true, true)))
 		admin.GET("/halt", handler(s.exchangeHalt))
 		admin.PUT("/halt", handler(s.setExchangeHalt))
 	}

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,7 +27,7 @@ func shapeRows() map[string]struct {
 	url, txt, yes, price, shard := "https://example.com/q?a=1&b=<2>", "Rain? <b>\"yes\"</b> & \u2028 é", "YES", 42, "shard-1"
 	order := records.Order{ID: id, MarketID: mk, Side: "BUY", Outcome: "NO", Price: 57, Quantity: 10, FilledQuantity: 7,
 		Status: engine.StatusPartiallyFilled, CreatedAt: t1, UpdatedAt: t2, Seq: 99, AccountID: 7}
-	trade := records.Trade{ID: id, MarketID: mk, Outcome: "NO", Side: "BUY", Price: 57, Quantity: 3, YesPrice: 43, CreatedAt: t1}
+	trade := records.Trade{ID: id, MarketID: mk, Outcome: "NO", Side: "BUY", Price: 57, Quantity: 3, YesPrice: 43, CreatedAt: t1, Fee: 2}
 	const orderJSON = `{"id":"0190f6a4-7a55-7c3e-9b1d-2f0e8c4b5a6f","marketId":"123e4567-e89b-12d3-a456-426614174000","side":"BUY","outcome":"NO","price":57,"quantity":10,"filledQuantity":7,"status":"PARTIALLY_FILLED","createdAt":"2027-01-31T18:00:00.123456Z","updatedAt":"2027-06-01T00:00:00Z","timeInForce":"GTC","expiresAt":null,"postOnly":false,"clientOrderId":null,"cancelReason":null`
 	coid, reason := "quote:7.b-1", "EXPIRED"
 	gtd := records.Order{ID: id, MarketID: mk, Side: "SELL", Outcome: "YES", Price: 60, Quantity: 5, Status: engine.StatusCancelled,
@@ -39,14 +40,14 @@ func shapeRows() map[string]struct {
 	}{
 		"market": {MarketOf(&records.Market{ID: mk, URL: &url, Question: txt, Description: &txt, Category: "a&b", Status: "RESOLVED",
 			ClosesAt: &t1, ResolvesAt: &t2, Resolved: true, Outcome: &yes, LabelA: "<A>", LabelB: "B", CreatedAt: t1, UpdatedAt: t2,
-			Name: &txt, LastTradePrice: &price, Shard: &shard, Epoch: 3}),
-			`{"id":"123e4567-e89b-12d3-a456-426614174000","url":"https://example.com/q?a=1\u0026b=\u003c2\u003e","question":"Rain? \u003cb\u003e\"yes\"\u003c/b\u003e \u0026 \u2028 é","description":"Rain? \u003cb\u003e\"yes\"\u003c/b\u003e \u0026 \u2028 é","category":"a\u0026b","status":"RESOLVED","closesAt":"2027-01-31T18:00:00.123456Z","resolvesAt":"2027-06-01T00:00:00Z","resolved":true,"outcome":"YES","labelA":"\u003cA\u003e","labelB":"B","createdAt":"2027-01-31T18:00:00.123456Z","updatedAt":"2027-06-01T00:00:00Z"}`},
+			Name: &txt, LastTradePrice: &price, Shard: &shard, Epoch: 3, Fees: engine.Fees{Taker: 700, Maker: -175}}),
+			`{"id":"123e4567-e89b-12d3-a456-426614174000","url":"https://example.com/q?a=1\u0026b=\u003c2\u003e","question":"Rain? \u003cb\u003e\"yes\"\u003c/b\u003e \u0026 \u2028 é","description":"Rain? \u003cb\u003e\"yes\"\u003c/b\u003e \u0026 \u2028 é","category":"a\u0026b","status":"RESOLVED","closesAt":"2027-01-31T18:00:00.123456Z","resolvesAt":"2027-06-01T00:00:00Z","resolved":true,"outcome":"YES","labelA":"\u003cA\u003e","labelB":"B","createdAt":"2027-01-31T18:00:00.123456Z","updatedAt":"2027-06-01T00:00:00Z","fees":{"takerBps":700,"makerBps":-175}}`},
 		"market with nulls": {MarketOf(&records.Market{ID: mk, Question: "Q", Category: "c", Status: "OPEN", LabelA: "Yes", LabelB: "No", CreatedAt: t1, UpdatedAt: t1}),
-			`{"id":"123e4567-e89b-12d3-a456-426614174000","url":null,"question":"Q","description":null,"category":"c","status":"OPEN","closesAt":null,"resolvesAt":null,"resolved":false,"outcome":null,"labelA":"Yes","labelB":"No","createdAt":"2027-01-31T18:00:00.123456Z","updatedAt":"2027-01-31T18:00:00.123456Z"}`},
+			`{"id":"123e4567-e89b-12d3-a456-426614174000","url":null,"question":"Q","description":null,"category":"c","status":"OPEN","closesAt":null,"resolvesAt":null,"resolved":false,"outcome":null,"labelA":"Yes","labelB":"No","createdAt":"2027-01-31T18:00:00.123456Z","updatedAt":"2027-01-31T18:00:00.123456Z","fees":{"takerBps":0,"makerBps":0}}`},
 		"order": {orderOf(&order), orderJSON + `}`},
 		"order, every field": {orderOf(&gtd),
 			`{"id":"0190f6a4-7a55-7c3e-9b1d-2f0e8c4b5a6f","marketId":"123e4567-e89b-12d3-a456-426614174000","side":"SELL","outcome":"YES","price":60,"quantity":5,"filledQuantity":0,"status":"CANCELLED","createdAt":"2027-01-31T18:00:00.123456Z","updatedAt":"2027-06-01T00:00:00Z","timeInForce":"GTD","expiresAt":"2027-06-01T00:00:00Z","postOnly":true,"clientOrderId":"quote:7.b-1","cancelReason":"EXPIRED"}`},
-		"placed":          {placedOf(&records.PlacedOrder{Order: order, Trades: []records.Trade{trade}}), orderJSON + `,"trades":[` + tradeJSON + `]}`},
+		"placed":          {placedOf(&records.PlacedOrder{Order: order, Trades: []records.Trade{trade}}), orderJSON + `,"trades":[` + strings.TrimSuffix(tradeJSON, "}") + `,"fee":2}]}`},
 		"placed, no fill": {placedOf(&records.PlacedOrder{Order: order, Trades: []records.Trade{}}), orderJSON + `,"trades":[]}`},
 		"trade":           {tradeOf(&trade), tradeJSON},
 		"orders, none":    {listOf([]records.Order(nil), orderOf), `[]`},

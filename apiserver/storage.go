@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/eventrec"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
@@ -114,6 +115,9 @@ type Halts interface {
 	SetExchangeHalted(ctx context.Context, halted bool, now time.Time) (changed bool, err error)
 	SetMarketPaused(ctx context.Context, id uuid.UUID, paused bool, now time.Time) (changed bool, err error)
 	SetEventPaused(ctx context.Context, id uuid.UUID, paused bool, now time.Time) (changed bool, err error)
+	// The fee schedules (migration 035), trading rules versioned with the halts (fees.go).
+	SetMarketFees(ctx context.Context, id uuid.UUID, fees *engine.Fees, now time.Time) (changed bool, err error)
+	SetEventFees(ctx context.Context, id uuid.UUID, fees *engine.Fees, now time.Time) (changed bool, err error)
 }
 
 // EventRows are events' rows (internal/store/markets); creating one goes through eventrec.Record.
@@ -142,6 +146,8 @@ type AccountReads interface {
 	RestingMarkets(ctx context.Context, account int64) ([]uuid.UUID, error)
 	Positions(ctx context.Context, account int64) ([]records.Position, error)
 	Fills(ctx context.Context, account int64, market *uuid.UUID, after *store.Cursor, limit int) ([]records.Fill, error)
+	// Fees sums an account's fees and rebates over its fills in a period (GET /account/fees).
+	Fees(ctx context.Context, account int64, since, until time.Time) (markets.FeeTotals, error)
 	Settlements(ctx context.Context, account int64, after *store.Cursor, limit int) ([]records.AccountSettlement, error)
 }
 

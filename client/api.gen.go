@@ -674,6 +674,23 @@ type AccountEventStatus string
 // `POST /event/convert` answered it).
 type AccountEventType string
 
+// AccountFees defines model for AccountFees.
+type AccountFees struct {
+	// Fills The account's fills in the period that paid a fee or were paid a rebate.
+	Fills int `json:"fills"`
+
+	// Net paid − rebates.
+	Net int `json:"net"`
+
+	// Paid Cents of fees the account's fills made at or after `since` and before `until` paid, as taker and as maker.
+	Paid int `json:"paid"`
+
+	// Rebates Cents of rebates the exchange paid the account for its fills in the period.
+	Rebates int       `json:"rebates"`
+	Since   time.Time `json:"since"`
+	Until   time.Time `json:"until"`
+}
+
 // APIKey defines model for ApiKey.
 type APIKey struct {
 	CreatedAt time.Time `json:"createdAt"`
@@ -841,6 +858,9 @@ type Event struct {
 	// Description Absent when there is none.
 	Description *string `json:"description,omitempty"`
 
+	// Fees The event's fee schedule, which its markets without one of their own carry; absent when it has none.
+	Fees *Fees `json:"fees,omitempty"`
+
 	// Halted While trading in the event's markets is halted, by what (its own pause or the exchange's halt); absent otherwise.
 	Halted *EventHalted       `json:"halted,omitempty"`
 	ID     openapi_types.UUID `json:"id"`
@@ -878,6 +898,9 @@ type EventDetail struct {
 
 	// Description Absent when there is none.
 	Description *string `json:"description,omitempty"`
+
+	// Fees The event's fee schedule, which its markets without one of their own carry; absent when it has none.
+	Fees *Fees `json:"fees,omitempty"`
 
 	// Halted While trading in the event's markets is halted, by what (its own pause or the exchange's halt); absent otherwise.
 	Halted *EventDetailHalted `json:"halted,omitempty"`
@@ -917,19 +940,41 @@ type EventOutcome struct {
 	MarketID openapi_types.UUID `json:"marketId"`
 }
 
+// Fees A fee schedule (pmx addition): the rates an order placed now pays on each of its fills, in
+// basis points of P × (1 − P) per share, P the execution price over 100. A fill of q shares
+// at price p cents costs the taker ⌈takerBps × q × p × (100 − p) / 1,000,000⌉ cents and the
+// maker the same with makerBps, a negative makerBps being a rebate rounded down (and never
+// more than the fill's taker fee). Each order keeps the schedule in force when it was
+// placed for all its fills; a change applies to orders placed after it. A BUY locks, beside
+// its price, ⌈rate × p × (100 − p) / 1,000,000⌉ per share for its fee (its taker rate while
+// it matches on arrival, its maker rate while it rests), and gets back what its fills did
+// not use. Both rates 0: no fees. On a market, the schedule in force: its own, else its
+// event's.
+//
+// Example: {"makerBps":-175,"takerBps":700}
+type Fees struct {
+	// MakerBps From −takerBps (a rebate as large as the taker's fee) to takerBps.
+	MakerBps int `json:"makerBps"`
+	TakerBps int `json:"takerBps"`
+}
+
 // Fill defines model for Fill.
 type Fill struct {
-	ClientOrderID *string            `json:"clientOrderId"`
-	CreatedAt     time.Time          `json:"createdAt"`
-	ID            openapi_types.UUID `json:"id"`
-	MarketID      openapi_types.UUID `json:"marketId"`
-	OrderID       openapi_types.UUID `json:"orderId"`
-	Outcome       Outcome            `json:"outcome"`
-	Price         int                `json:"price"`
-	Quantity      int                `json:"quantity"`
-	Role          FillRole           `json:"role"`
-	Side          Side               `json:"side"`
-	TradeID       openapi_types.UUID `json:"tradeId"`
+	ClientOrderID *string   `json:"clientOrderId"`
+	CreatedAt     time.Time `json:"createdAt"`
+
+	// Fee Cents this side paid the exchange for the fill (pmx addition): negative for a maker's
+	// rebate, 0 in a market without fees. See `Fees`.
+	Fee      int                `json:"fee"`
+	ID       openapi_types.UUID `json:"id"`
+	MarketID openapi_types.UUID `json:"marketId"`
+	OrderID  openapi_types.UUID `json:"orderId"`
+	Outcome  Outcome            `json:"outcome"`
+	Price    int                `json:"price"`
+	Quantity int                `json:"quantity"`
+	Role     FillRole           `json:"role"`
+	Side     Side               `json:"side"`
+	TradeID  openapi_types.UUID `json:"tradeId"`
 }
 
 // FillRole defines model for Fill.Role.
@@ -973,6 +1018,21 @@ type Market struct {
 
 	// EventID The event whose outcome this market answers (YES means the outcome wins); absent for a market of its own.
 	EventID *openapi_types.UUID `json:"eventId,omitempty"`
+
+	// Fees A fee schedule (pmx addition): the rates an order placed now pays on each of its fills, in
+	// basis points of P × (1 − P) per share, P the execution price over 100. A fill of q shares
+	// at price p cents costs the taker ⌈takerBps × q × p × (100 − p) / 1,000,000⌉ cents and the
+	// maker the same with makerBps, a negative makerBps being a rebate rounded down (and never
+	// more than the fill's taker fee). Each order keeps the schedule in force when it was
+	// placed for all its fills; a change applies to orders placed after it. A BUY locks, beside
+	// its price, ⌈rate × p × (100 − p) / 1,000,000⌉ per share for its fee (its taker rate while
+	// it matches on arrival, its maker rate while it rests), and gets back what its fills did
+	// not use. Both rates 0: no fees. On a market, the schedule in force: its own, else its
+	// event's.
+	//
+	//
+	// Example: {"makerBps":-175,"takerBps":700}
+	Fees *Fees `json:"fees,omitempty"`
 
 	// Halted Present while trading in the market is halted (paused, not closed): by its own pause
 	// (`market`), its event's (`event`) or the whole exchange's (`exchange`); the widest is
@@ -1276,8 +1336,8 @@ type PlacedOrder struct {
 	TimeInForce TimeInForce `json:"timeInForce"`
 
 	// Trades The fills this placement made, in execution order, from this order's view.
-	Trades    []Trade   `json:"trades"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	Trades    []PlacedTrade `json:"trades"`
+	UpdatedAt time.Time     `json:"updatedAt"`
 }
 
 // PlacedOrderCancelReason Why a `CANCELLED` or `PARTIALLY_FILLED_CANCELLED` order was cancelled; null for the
@@ -1286,6 +1346,26 @@ type PlacedOrder struct {
 // closed or was cancelled; `HEARTBEAT`: the dead-man switch fired; `ORDER_GROUP`: its
 // order group's fills reached the group's limit.
 type PlacedOrderCancelReason string
+
+// PlacedTrade A fill the placed (or amended) order made as the taker, and the fee it paid for it.
+type PlacedTrade struct {
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Fee Cents this order paid the exchange for the fill (pmx addition): 0 in a market
+	// without fees. See `Fees`.
+	Fee      int                `json:"fee"`
+	ID       openapi_types.UUID `json:"id"`
+	MarketID openapi_types.UUID `json:"marketId"`
+	Outcome  Outcome            `json:"outcome"`
+
+	// Price Cents, 1 to 99. A winning share pays 100.
+	Price    Price `json:"price"`
+	Quantity int   `json:"quantity"`
+	Side     Side  `json:"side"`
+
+	// YesPrice The execution price in YES terms (equal to `price` when `outcome` is YES, else 100 − `price`).
+	YesPrice int `json:"yesPrice"`
+}
 
 // Position defines model for Position.
 type Position struct {
@@ -1540,6 +1620,15 @@ type GetAccountEvents200JSONResponseBody struct {
 	// Seq `cursor` as the number it was while the feed was one stream: given only while your feed is the one stream `""`.
 	// Deprecated: this property has been marked as deprecated upstream, but no `x-deprecated-reason` was set
 	Seq *int `json:"seq,omitempty"`
+}
+
+// GetAccountFeesParams defines parameters for GetAccountFees.
+type GetAccountFeesParams struct {
+	// Since Start of the period (inclusive); default `until` less 30 days.
+	Since *time.Time `form:"since,omitempty" json:"since,omitempty"`
+
+	// Until End of the period (exclusive); default now.
+	Until *time.Time `form:"until,omitempty" json:"until,omitempty"`
 }
 
 // ListAccountKeys200JSONResponseBody defines parameters for ListAccountKeys.
@@ -2061,6 +2150,15 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /account/events (the `GetAccountEvents` operationId).
 	GetAccountEvents(ctx context.Context, params *GetAccountEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAccountFees What your fills paid in fees over a period (pmx addition)
+	//
+	// The fees the account's fills paid and the rebates it was paid, for its fills made at or
+	// after `since` and before `until` (default: the 30 days before now). A call spans at most
+	// 366 days. See `Fees` for how each fill's fee is worked out.
+	//
+	// Corresponds with GET /account/fees (the `GetAccountFees` operationId).
+	GetAccountFees(ctx context.Context, params *GetAccountFeesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListAccountKeys Your API keys (pmx addition)
 	//
@@ -2868,6 +2966,25 @@ func (c *RawClient) GetAccount(ctx context.Context, reqEditors ...RequestEditorF
 // Corresponds with GET /account/events (the `GetAccountEvents` operationId).
 func (c *RawClient) GetAccountEvents(ctx context.Context, params *GetAccountEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAccountEventsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetAccountFees What your fills paid in fees over a period (pmx addition)
+//
+// The fees the account's fills paid and the rebates it was paid, for its fills made at or
+// after `since` and before `until` (default: the 30 days before now). A call spans at most
+// 366 days. See `Fees` for how each fill's fee is worked out.
+//
+// Corresponds with GET /account/fees (the `GetAccountFees` operationId).
+func (c *RawClient) GetAccountFees(ctx context.Context, params *GetAccountFeesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAccountFeesRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4173,6 +4290,72 @@ func NewGetAccountEventsRequest(server string, params *GetAccountEventsParams) (
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetAccountFeesRequest constructs an http.Request for the GetAccountFees method
+func NewGetAccountFeesRequest(server string, params *GetAccountFeesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/account/fees")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Until != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "until", *params.Until, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -6072,6 +6255,17 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /account/events (the `GetAccountEvents` operationId).
 	GetAccountEventsWithResponse(ctx context.Context, params *GetAccountEventsParams, reqEditors ...RequestEditorFn) (*GetAccountEventsResponse, error)
 
+	// GetAccountFeesWithResponse What your fills paid in fees over a period (pmx addition)
+	//
+	// The fees the account's fills paid and the rebates it was paid, for its fills made at or
+	// after `since` and before `until` (default: the 30 days before now). A call spans at most
+	// 366 days. See `Fees` for how each fill's fee is worked out.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /account/fees (the `GetAccountFees` operationId).
+	GetAccountFeesWithResponse(ctx context.Context, params *GetAccountFeesParams, reqEditors ...RequestEditorFn) (*GetAccountFeesResponse, error)
+
 	// ListAccountKeysWithResponse Your API keys (pmx addition)
 	//
 	// Every key of the caller's account, revoked ones included, newest first: what each may do,
@@ -7066,6 +7260,101 @@ func (r GetAccountEventsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetAccountEventsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetAccountFeesResponse401Headers the declared response headers of an HTTP 401 response for GetAccountFees
+type GetAccountFeesResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GetAccountFeesResponse403Headers the declared response headers of an HTTP 403 response for GetAccountFees
+type GetAccountFeesResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
+// GetAccountFeesResponse429Headers the declared response headers of an HTTP 429 response for GetAccountFees
+type GetAccountFeesResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+}
+
+type GetAccountFeesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AccountFees
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *KeyForbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetAccountFeesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetAccountFeesResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetAccountFeesResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetAccountFeesResponse) GetJSON200() *AccountFees {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetAccountFeesResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAccountFeesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAccountFeesResponse) GetJSON403() *KeyForbidden {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetAccountFeesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAccountFeesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAccountFeesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAccountFeesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAccountFeesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10726,6 +11015,23 @@ func (c *ClientWithResponses) GetAccountEventsWithResponse(ctx context.Context, 
 	return ParseGetAccountEventsResponse(rsp)
 }
 
+// GetAccountFeesWithResponse What your fills paid in fees over a period (pmx addition)
+//
+// The fees the account's fills paid and the rebates it was paid, for its fills made at or
+// after `since` and before `until` (default: the 30 days before now). A call spans at most
+// 366 days. See `Fees` for how each fill's fee is worked out.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /account/fees (the `GetAccountFees` operationId).
+func (c *ClientWithResponses) GetAccountFeesWithResponse(ctx context.Context, params *GetAccountFeesParams, reqEditors ...RequestEditorFn) (*GetAccountFeesResponse, error) {
+	rsp, err := c.GetAccountFees(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAccountFeesResponse(rsp)
+}
+
 // ListAccountKeysWithResponse Your API keys (pmx addition)
 //
 // Every key of the caller's account, revoked ones included, newest first: what each may do,
@@ -12027,6 +12333,128 @@ func ParseGetAccountEventsResponse(rsp *http.Response) (*GetAccountEventsRespons
 		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetAccountEventsResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetAccountFeesResponse parses an HTTP response from a GetAccountFeesWithResponse call
+func ParseGetAccountFeesResponse(rsp *http.Response) (*GetAccountFeesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAccountFeesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AccountFees
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest KeyForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetAccountFeesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetAccountFeesResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetAccountFeesResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -177,6 +177,17 @@ func (c *Client) RevokeKey(ctx context.Context, id uuid.UUID) error {
 	return nil
 }
 
+// AccountFees returns what the account's fills paid in fees, and were paid in rebates, over the
+// period from since (inclusive) to until (exclusive); nil: the server's default (the 30 days
+// before now). A call spans at most 366 days.
+func (c *Client) AccountFees(ctx context.Context, since, until *time.Time) (*AccountFees, error) {
+	r, err := c.GetAccountFeesWithResponse(ctx, &GetAccountFeesParams{Since: since, Until: until})
+	if err != nil {
+		return nil, err
+	}
+	return value(r.HTTPResponse, r.Body, r.JSON200)
+}
+
 // RiskLimits returns the account's self-set risk limits (nil: none) and what it uses of them.
 func (c *Client) RiskLimits(ctx context.Context) (*RiskLimits, error) {
 	r, err := c.GetRiskLimitsWithResponse(ctx)

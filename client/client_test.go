@@ -134,6 +134,9 @@ func TestEveryOperation(t *testing.T) {
 	if err != nil || one.Status != client.OrderStatusFILLED {
 		t.Fatalf("Order: %v, %+v", err, one)
 	}
+	if fees, err := bob.AccountFees(ctx, nil, nil); err != nil || fees.Paid != 0 || fees.Net != 0 || !fees.Since.Before(fees.Until) {
+		t.Fatalf("AccountFees in a market without fees: %v, %+v", err, fees)
+	}
 	fills, err := alice.Fills(ctx, nil)
 	if err != nil || len(fills.Fills) != 1 || fills.Fills[0].Role != client.MAKER || fills.Fills[0].OrderID != bid.ID {
 		t.Fatalf("Fills: %v, %+v", err, fills)

@@ -21,7 +21,7 @@ type ledger struct {
 	locked  map[int64]int64 // what the replay's open BUY orders lock
 	events  map[uuid.UUID]*eventRow
 	partial bool           // a market was not replayed
-	unknown map[int64]bool // the accounts with orders in a market not replayed: their cash cannot be derived
+	unknown map[int64]bool // the accounts with orders (or, the exchange's, fees) in a market not replayed: their cash cannot be derived
 }
 
 type holding struct {
@@ -263,7 +263,7 @@ func (a *auditor) accounts(ctx context.Context) error {
 		return err
 	}
 	if n := len(a.ledger.unknown); n > 0 {
-		a.r.CannotCheck = append(a.r.CannotCheck, fmt.Sprintf("the cash of %d accounts with orders in a market not replayed (above)", n))
+		a.r.CannotCheck = append(a.r.CannotCheck, fmt.Sprintf("the cash of %d accounts with orders or fees in a market not replayed (above)", n))
 	}
 	for id, c := range stored {
 		if a.ledger.unknown[id] {

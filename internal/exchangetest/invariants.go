@@ -17,7 +17,7 @@ import (
 // invariants are the rules of docs/architecture.md §3 (and a few of the schema's own), each a
 // query that returns one row per violation.
 var invariants = []struct{ name, query string }{
-	{"cash is conserved: Σ wallets + Σ allocations + what open BUY orders lock + 100 × pairs outstanding + events' collateral + the exchange's remainders = Σ grants", `
+	{"cash is conserved: Σ wallets + Σ allocations (the exchange's account, which fees pay, among them) + what open BUY orders lock (fee reserves included) + 100 × pairs outstanding + events' collateral + the exchange's remainders = Σ grants", `
 		with ` + eventPayouts + `
 		select a.money + 100 * p.pairs + e.collateral + r.kept, g.granted
 		from (select coalesce(sum(available + locked), 0) as money from account_balances) a,
@@ -39,14 +39,11 @@ var invariants = []struct{ name, query string }{
 	// docs/architecture.md §11: what open BUY orders lock and every holder's room stay within the
 	// limit, unless the limit was lowered below the locks, when no holder has room left.
 	{"under a maxLockedCash, Σ room + what open BUY orders lock ≤ the limit, or no room", `
-		select a.id, a.max_locked_cash, coalesce(r.room, 0), coalesce(o.need, 0)
+		select a.id, a.max_locked_cash, coalesce(r.room, 0), open_buy_locks(a.id)
 		from accounts a
 		left join (select account_id, sum(room) as room from allocations group by account_id) r on r.account_id = a.id
-		left join (
-			select account_id, sum(price::bigint * (quantity - filled_quantity)) as need from orders
-			where side = 'BUY' and status in ('OPEN', 'PARTIALLY_FILLED') group by account_id) o on o.account_id = a.id
 		where a.max_locked_cash is not null and coalesce(r.room, 0) > 0
-		  and coalesce(r.room, 0) + coalesce(o.need, 0) > a.max_locked_cash`},
+		  and coalesce(r.room, 0) + open_buy_locks(a.id) > a.max_locked_cash`},
 	{"locked shares = what open SELL orders need", `
 		select coalesce(p.account_id, o.account_id), coalesce(p.market_id, o.market_id), coalesce(p.outcome, o.outcome),
 		       p.locked_quantity, o.need

@@ -120,6 +120,7 @@ var suiteTests = []struct {
 	{"EventReads", testEventReads},                 // suite_eventreads.go
 	{"EventLifecycleFeed", testEventLifecycleFeed}, // suite_eventreads.go
 	{"Halts", testHalts},                           // suite_halts.go
+	{"Fees", testFees},                             // suite_fees.go
 	{"Series", testSeries},                         // suite_series.go
 }
 

@@ -537,7 +537,7 @@ func (s *Shard) open(b batch, mode reserveMode) (*flight, error) {
 	} else {
 		s.metrics.read.Inc()
 		if mode == fromReads {
-			if err := s.acquire(ctx, conn, b.cmds, s.acc.exhausted); err != nil { // allocations.go
+			if err := s.acquire(ctx, conn, b.cmds); err != nil { // allocations.go
 				return fl, err
 			}
 		}

@@ -94,6 +94,37 @@ func TestPropertyDemarcation(t *testing.T) {
 		start()
 	}
 
+	var ev eventrecEvent // the event of the moment (newEvent)
+	// Fee schedules (docs/fees.md): every other market and every event is listed with one, and
+	// every 25 steps one market's changes (a deterministic turn, so that the random choices stay
+	// those the seed was picked for); orders resting keep theirs.
+	schedules := []engine.Fees{{Taker: 700, Maker: -175}, {Taker: 2500, Maker: 1000}, {Taker: 10000, Maker: -10000}, {}}
+	turn := 0
+	nextFees := func() engine.Fees { turn++; return schedules[turn%len(schedules)] }
+	fees := map[uuid.UUID]engine.Fees{} // markets' own
+	var eventFees engine.Fees
+	setFees := func(m uuid.UUID, f engine.Fees) {
+		t.Helper()
+		if _, err := st.SetMarketFees(ctx, m, &f, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		fees[m] = f
+	}
+	feesOf := func(m uuid.UUID) engine.Fees {
+		if f, ok := fees[m]; ok {
+			return f
+		}
+		if slices.Contains(ev.markets, m) {
+			return eventFees
+		}
+		return engine.Fees{}
+	}
+	lockOf := func(p exchange.PlaceRequest) int64 {
+		o := engine.Order{Side: p.Side, Outcome: p.Outcome, Price: p.Price, Quantity: p.Quantity, Fees: feesOf(p.Market)}
+		cash, _ := o.Lock()
+		return cash
+	}
+
 	// owner records which live shard serves each market; an event's markets share one.
 	owner := map[uuid.UUID]*propShard{}
 	var plain []uuid.UUID
@@ -109,12 +140,14 @@ func TestPropertyDemarcation(t *testing.T) {
 	newMarket := func() {
 		m := storetest.Market(t, st)
 		plain = append(plain, m)
+		if len(plain)%2 == 0 {
+			setFees(m, nextFees())
+		}
 		assign(m, live[rng.IntN(len(live))])
 	}
 	for range 4 {
 		newMarket()
 	}
-	var ev eventrecEvent
 	newEvent := func() {
 		spec := eventrec.Spec{Question: "Which one", Category: "test"}
 		for i := range 3 {
@@ -125,6 +158,10 @@ func TestPropertyDemarcation(t *testing.T) {
 			t.Fatal(err)
 		}
 		ev = eventrecEvent{id: e.ID}
+		eventFees = nextFees()
+		if _, err := st.SetEventFees(ctx, e.ID, &eventFees, time.Now()); err != nil {
+			t.Fatal(err)
+		}
 		p := live[rng.IntN(len(live))]
 		for _, o := range e.Outcomes {
 			ev.markets, ev.keys = append(ev.markets, o.MarketID), append(ev.keys, o.Key)
@@ -154,7 +191,7 @@ func TestPropertyDemarcation(t *testing.T) {
 	var (
 		refusedFunds, refusedLimit, placed, fills, conversions, cancels int
 		settled, handoffs, stops, crashes, limitChanges, fromOthers     int
-		bursts                                                          int
+		bursts, halted                                                  int
 	)
 	before := locks()
 	for step := range steps {
@@ -162,6 +199,16 @@ func TestPropertyDemarcation(t *testing.T) {
 		fail := func(format string, args ...any) {
 			t.Helper()
 			t.Fatalf("seed %d, step %d (%s): %s", seed, step, what, fmt.Sprintf(format, args...))
+		}
+		// Every 25 steps a plain market's schedule changes; every 50, the first plain market is
+		// paused for 10 steps (its placements refused, market_halted).
+		if step%25 == 0 {
+			setFees(plain[step/25%len(plain)], nextFees())
+		}
+		if step%50 == 10 || step%50 == 20 {
+			if _, err := st.SetMarketPaused(ctx, plain[0], step%50 == 10, time.Now()); err != nil {
+				t.Fatal(err)
+			}
 		}
 		switch k := rng.IntN(100); {
 		case k < 62: // a placement, in the event's markets as often as in the plain ones
@@ -190,7 +237,7 @@ func TestPropertyDemarcation(t *testing.T) {
 			}
 			need := int64(0)
 			if p.Side == engine.Buy {
-				need = int64(p.Price) * p.Quantity
+				need = lockOf(p)
 			}
 			got, err := owner[m].s.Place(ctx, p)
 			var de *domain.Error
@@ -217,6 +264,8 @@ func TestPropertyDemarcation(t *testing.T) {
 					fail("refused on maxLockedCash %d, while the account locked %d and the order locks %d", l, locked, need)
 				}
 			case errors.Is(err, domain.ErrInsufficientShares):
+			case errors.Is(err, domain.ErrMarketHalted):
+				halted++
 			default:
 				fail("%v", err)
 			}
@@ -356,11 +405,11 @@ func TestPropertyDemarcation(t *testing.T) {
 			for i, p := range burst {
 				if errs[i] == nil {
 					placed++
-					took += int64(p.Price) * p.Quantity
+					took += lockOf(p) // at most: a resting BUY gives back its taker fee's reserve beyond its maker's
 				}
 			}
 			for i, p := range burst {
-				need := int64(p.Price) * p.Quantity
+				need := lockOf(p)
 				var de *domain.Error
 				switch err := errs[i]; {
 				case err == nil:
@@ -376,6 +425,8 @@ func TestPropertyDemarcation(t *testing.T) {
 						fail("%+v refused on maxLockedCash %d, while the account locked %d before the burst, its placements that passed %d more, and the order locks %d (free cash %d; the burst's answers: %v)",
 							p, l, locked, took, need, cash, errs)
 					}
+				case errors.Is(err, domain.ErrMarketHalted):
+					halted++
 				default:
 					fail("%+v: %v", p, err)
 				}
@@ -445,8 +496,14 @@ func TestPropertyDemarcation(t *testing.T) {
 		"%d conversions, %d settlements, %d limit changes, %d handoffs, %d stops, %d crashes, %d bursts; %d placements paid with another holder's cash",
 		seed, steps, placed, fills, refusedFunds, refusedLimit, cancels, conversions, settled, limitChanges, handoffs,
 		stops, crashes, bursts, fromOthers)
+	var feesPaid, rebates int
+	if err := st.Pool.QueryRow(ctx, `select count(*) filter (where taker_fee > 0 or maker_fee > 0), count(*) filter (where maker_fee < 0)
+		from trades`).Scan(&feesPaid, &rebates); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d trades paid fees, %d paid a maker a rebate; %d placements refused by a halt", feesPaid, rebates, halted)
 	if refusedFunds < 5 || refusedLimit < 5 || fills < 10 || conversions == 0 || handoffs == 0 || stops+crashes < 2 ||
-		bursts == 0 || fromOthers == 0 {
+		bursts == 0 || fromOthers == 0 || feesPaid == 0 || rebates == 0 || halted == 0 {
 		t.Errorf("the run did not exercise the protocol: see the counts above")
 	}
 }

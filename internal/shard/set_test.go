@@ -124,7 +124,7 @@ func TestSetSharedAccounts(t *testing.T) {
 	f, set, markets := setFixture(t)
 	ctx := context.Background()
 	const grant = 3_000
-	if _, err := f.st.Pool.Exec(ctx, `update accounts set available = $1, granted = $1`, grant); err != nil {
+	if _, err := f.st.Pool.Exec(ctx, `update accounts set available = $1, granted = $1 where id = any($2)`, grant, []int64{f.alice, f.bob}); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup

@@ -47,6 +47,7 @@ def test_every_endpoint(exchange: PmxDev, flavour: str) -> None:
         assert isinstance(m, pmx.Market)
         assert (m.id, m.status, m.resolved, m.outcome) == (market, "OPEN", False, None)
         assert m.created_at.tzinfo is not None
+        assert isinstance(m.fees, pmx.Fees) and (m.fees.taker_bps, m.fees.maker_bps) == (0, 0)  # no fees
 
         # POST /order: a resting bid. It gets a client order id of its own, for safe retries.
         bid = await ready(alice.place_order(market, "BUY", "YES", 40, 10))
@@ -66,6 +67,7 @@ def test_every_endpoint(exchange: PmxDev, flavour: str) -> None:
         assert taker.client_order_id is None
         assert (taker.status, taker.filled_quantity) == ("FILLED", 4)
         assert [(t.outcome, t.side, t.price, t.yes_price, t.quantity) for t in taker.trades] == [("NO", "BUY", 60, 40, 4)]
+        assert isinstance(taker.trades[0], pmx.PlacedTrade) and taker.trades[0].fee == 0
 
         # GET /market/trades, GET /fills
         trades = await ready(alice.list_market_trades(market, limit=10))
@@ -75,6 +77,21 @@ def test_every_endpoint(exchange: PmxDev, flavour: str) -> None:
             ("MAKER", "BUY", "YES", 40, 4, bid.id)]
         bob_fills = await ready(bob.list_fills())
         assert [(f.role, f.price, f.trade_id) for f in bob_fills.fills] == [("TAKER", 60, taker.trades[0].id)]
+        assert [f.fee for f in fills.fills + bob_fills.fills] == [0, 0]  # a market without fees
+
+        # GET /account/fees: the last 30 days by default, then a period of one's own; nothing paid.
+        fees = await ready(alice.get_account_fees())
+        assert isinstance(fees, pmx.AccountFees) and fees.since < fees.until
+        assert (fees.paid, fees.rebates, fees.net, fees.fills) == (0, 0, 0, 0)
+        since = dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=1)
+        until = since + dt.timedelta(hours=2)
+        period = await ready(bob.get_account_fees(since=since, until=until))
+        assert (period.since, period.until, period.paid, period.net) == (since, until, 0, 0)
+        try:
+            await ready(alice.get_account_fees(since=until, until=since))
+            raise AssertionError("a period ending before it starts was accepted")
+        except pmx.BadRequestError as e:
+            assert (e.code, e.field) == ("out_of_range", "since")
 
         # GET /positions
         positions = await ready(alice.list_positions())
@@ -165,6 +182,7 @@ def test_every_endpoint(exchange: PmxDev, flavour: str) -> None:
         assert acct.events[0].type == "accepted" and acct.events[0].order is not None
         assert acct.events[0].order.id == bid.id
         assert any(e.type == "fill" and e.fill is not None and e.fill.order_id == bid.id for e in acct.events)
+        assert [e.fill.fee for e in acct.events if e.fill is not None] == [0]
 
         # GET /market/candles
         candles = await ready(alice.get_candles(market, "1m"))
@@ -271,7 +289,7 @@ def test_every_endpoint(exchange: PmxDev, flavour: str) -> None:
         listed = newest.events[0]
         assert [(o.key, o.market_id) for o in listed.outcomes] == [("a", event_markets[0]), ("b", event_markets[1]),
                                                                    ("c", event_markets[2])]
-        assert (listed.status, listed.question, listed.resolution) == ("OPEN", f"Events ({flavour})?", None)
+        assert (listed.status, listed.question, listed.resolution, listed.fees) == ("OPEN", f"Events ({flavour})?", None, None)
         assert (await ready(alice.list_events(status="RESOLVED"))).events == []
         for m in event_markets[:2]:
             await ready(bob.place_order(m, "BUY", "YES", 30, 3))
@@ -282,7 +300,7 @@ def test_every_endpoint(exchange: PmxDev, flavour: str) -> None:
         assert isinstance(detail, pmx.EventDetail) and detail.id == event["id"]
         assert [(o.key, o.best_bid, o.best_ask, o.last_price, o.yes_mid) for o in detail.outcomes] == [
             ("a", None, None, 30, 50.0), ("b", None, None, 30, 50.0), ("c", 20, None, None, 60.0)]
-        assert detail.yes_mid_sum == 160.0
+        assert detail.yes_mid_sum == 160.0 and detail.fees is None  # an event without fees
         before = await ready(alice.get_account())
         conv = await ready(alice.convert_event_shares(event["id"], ["a", "b"], 2))
         assert isinstance(conv, pmx.Conversion) and not conv.replayed

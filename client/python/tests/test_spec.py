@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import typing
 from typing import Any
 
 import pytest
@@ -60,7 +61,22 @@ SHAPES = {
     "Event": models.Event, "EventOutcome": models.EventOutcome, "EventDetail": models.EventDetail,
     "OutcomeDetail": models.OutcomeDetail, "Conversion": models.Conversion,
     "Series": models.Series, "SeriesInstance": models.SeriesInstance,
+    "Fees": models.Fees, "AccountFees": models.AccountFees, "PlacedTrade": models.PlacedTrade,
 }
+
+
+def schema_of(name: str) -> dict[str, Any]:
+    """A component schema's properties and required names, its allOf parts (a $ref to another
+    component, or an inline object) merged as one object."""
+    doc = OPENAPI["components"]["schemas"][name]
+    properties = dict(doc.get("properties", {}))
+    required = list(doc.get("required", []))
+    for part in doc.get("allOf", []):
+        if "$ref" in part:
+            part = schema_of(part["$ref"].rsplit("/", 1)[1])
+        properties.update(part.get("properties", {}))
+        required += part.get("required", [])
+    return {"properties": properties, "required": required}
 
 
 def json_fields(cls: type) -> dict[str, dataclasses.Field[Any]]:
@@ -74,7 +90,7 @@ def json_fields(cls: type) -> dict[str, dataclasses.Field[Any]]:
 
 @pytest.mark.parametrize("schema", sorted(SHAPES))
 def test_every_documented_property_is_a_field(schema: str) -> None:
-    doc = OPENAPI["components"]["schemas"][schema]
+    doc = schema_of(schema)
     fields = json_fields(SHAPES[schema])
     missing = set(doc["properties"]) - set(fields)
     assert not missing, f"{schema}: the SDK's {SHAPES[schema].__name__} lacks {sorted(missing)}"
@@ -118,3 +134,30 @@ def test_the_feed_knows_every_channel_and_message() -> None:
                          "Event": models.MarketEvent, "AccountEvent": models.AccountEvent}.items():
         missing = set(schemas[payload]["properties"]) - set(json_fields(cls)) - {"type", "channel"}
         assert not missing, f"{payload}: {cls.__name__} lacks {sorted(missing)}"
+
+
+def test_fees_decode_as_documented() -> None:
+    # A placement's trades are PlacedTrades (a Trade and its fee).
+    items = schema_of("PlacedOrder")["properties"]["trades"]["items"]["$ref"].rsplit("/", 1)[1]
+    assert SHAPES[items] is models.PlacedTrade
+    assert typing.get_type_hints(models.PlacedOrder)["trades"] == list[models.PlacedTrade]
+    # Optional in the document: a market without `fees` has none, an event without them None.
+    market = {"id": "m", "url": None, "question": "q", "description": None, "category": "c", "status": "OPEN",
+              "closesAt": None, "resolvesAt": None, "resolved": False, "outcome": None, "labelA": "Yes",
+              "labelB": "No", "createdAt": "2030-05-01T12:00:00Z", "updatedAt": "2030-05-01T12:00:00Z"}
+    assert models.decode(models.Market, market).fees == models.Fees(0, 0)
+    got = models.decode(models.Market, {**market, "fees": {"takerBps": 700, "makerBps": -175}})
+    assert (got.fees.taker_bps, got.fees.maker_bps) == (700, -175)
+    event = {"id": "e", "name": "n", "question": "q", "category": "c", "status": "OPEN",
+             "createdAt": "2030-05-01T12:00:00Z", "outcomes": []}
+    assert models.decode(models.Event, event).fees is None
+    assert models.decode(models.Event, {**event, "fees": {"takerBps": 1, "makerBps": 0}}).fees == models.Fees(1, 0)
+    # Required: a fill without its fee is a ProtocolError, not a silent 0.
+    fill = {"id": "f", "tradeId": "t", "orderId": "o", "clientOrderId": None, "marketId": "m", "side": "BUY",
+            "outcome": "YES", "price": 40, "quantity": 1, "role": "MAKER", "createdAt": "2030-05-01T12:00:00Z"}
+    assert models.decode(models.Fill, {**fill, "fee": -3}).fee == -3
+    with pytest.raises(pmx.ProtocolError, match="'fee'"):
+        models.decode(models.Fill, fill)
+    fees = models.decode(models.AccountFees, {"since": "2030-05-01T00:00:00Z", "until": "2030-05-31T00:00:00.123456789Z",
+                                              "paid": 12, "rebates": 3, "net": 9, "fills": 4})
+    assert (fees.paid, fees.rebates, fees.net, fees.fills, fees.until.microsecond) == (12, 3, 9, 4, 123456)

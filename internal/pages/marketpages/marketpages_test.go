@@ -79,6 +79,13 @@ func TestPages(t *testing.T) {
 		t.Fatalf("the page of a paused market does not show it halted:\n%s", paused)
 	}
 	tg.Markets.Pause(t, m.ID, false)
+	if !strings.Contains(body, `id="fees" data-taker-bps="0" data-maker-bps="0"`) {
+		t.Fatalf("the page of a market without fees does not say so:\n%s", body)
+	}
+	tg.Markets.SetFees(t, m.ID, &apiserver.Fees{TakerBps: 700, MakerBps: -175})
+	if _, _, fees := get(t, tg, "/markets/"+m.ID.String()); !strings.Contains(fees, "taker 700 bp, maker -175 bp") {
+		t.Fatalf("the page of a market with fees does not show its schedule:\n%s", fees)
+	}
 	if strings.Contains(body, "<b>tags</b>") {
 		t.Fatal("the market page shows the question's markup unescaped")
 	}

@@ -26,7 +26,7 @@ import httpx
 
 from . import errors, signing
 from .models import (
-    AUTO, Account, AccountEventPage, AccountLimits, ApiKey, Auto, BatchResult, CancelFailure, CancelResult,
+    AUTO, Account, AccountEventPage, AccountFees, AccountLimits, ApiKey, Auto, BatchResult, CancelFailure, CancelResult,
     CandleInterval, Candles, Conversion, EventDetail, EventPage, FillPage, HeartbeatState, Market,
     SeriesDetail, SeriesPage,
     KeyScope, MarketEventPage, MarketPage,
@@ -439,6 +439,15 @@ def get_account_events(*, after: Optional[str] = None, limit: Optional[int] = No
 def get_account_limits() -> Call[AccountLimits]:
     """Your read and write rate limits and what is left of them."""
     return Call("GET", "/account/limits", _one(AccountLimits, 200), resend_safe=True)
+
+
+@endpoint("GET", "/account/fees")
+def get_account_fees(since: Optional[_dt.datetime] = None, until: Optional[_dt.datetime] = None) -> Call[AccountFees]:
+    """What your fills made at or after ``since`` and before ``until`` paid in fees and were paid
+    in rebates, in cents (default: the 30 days before now; at most 366 days a call). A
+    ``BadRequestError`` ``out_of_range`` when ``since`` is not before ``until`` or the period is
+    longer."""
+    return Call("GET", "/account/fees", _one(AccountFees, 200), _query(since=since, until=until), resend_safe=True)
 
 
 @endpoint("GET", "/account/keys")

@@ -117,6 +117,7 @@ class Client:
     list_settlements = _method(_core.list_settlements)
     get_account_events = _method(_core.get_account_events)
     get_account_limits = _method(_core.get_account_limits)
+    get_account_fees = _method(_core.get_account_fees)
     list_account_keys = _method(_core.list_account_keys)
     create_account_key = _method(_core.create_account_key)
     revoke_account_key = _method(_core.revoke_account_key)

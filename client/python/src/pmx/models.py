@@ -26,10 +26,10 @@ from .errors import ProtocolError
 __all__ = [
     "Side", "Outcome", "MarketStatus", "OrderStatus", "TimeInForce", "SelfTradePrevention",
     "CancelReason", "CandleInterval", "Channel", "AUTO", "Auto",
-    "Market", "MarketPage", "Level", "OrderBook", "OrderBookSnapshot", "MarketEvent",
-    "MarketEventPage", "Trade", "Order", "PlacedOrder", "OrderPage", "OrderRequest", "BatchResult",
+    "Fees", "Market", "MarketPage", "Level", "OrderBook", "OrderBookSnapshot", "MarketEvent",
+    "MarketEventPage", "Trade", "PlacedTrade", "Order", "PlacedOrder", "OrderPage", "OrderRequest", "BatchResult",
     "CancelFailure", "CancelResult", "QueuePosition", "QueuePositionFailure", "QueuePositions", "Position", "Settlement", "SettlementPage", "Fill", "FillPage",
-    "Candle", "Candles", "HeartbeatState", "WsToken", "RateLimit", "AccountLimits", "Account", "ApiKey", "KeyScope", "NewKey",
+    "Candle", "Candles", "HeartbeatState", "WsToken", "RateLimit", "AccountLimits", "Account", "AccountFees", "ApiKey", "KeyScope", "NewKey",
     "RiskLimits", "RiskLimitsUse", "OrderGroup", "OrderGroupPage",
     "Event", "EventOutcome", "EventPage", "EventDetail", "OutcomeDetail", "Conversion",
     "Series", "SeriesKind", "SeriesPage", "SeriesInstance", "SeriesDetail",
@@ -75,6 +75,19 @@ AUTO = Auto()
 
 
 @dataclass(frozen=True)
+class Fees:
+    """A fee schedule, in basis points of P × (1 − P) per share, P the execution price over 100: a
+    fill of q shares at p cents costs the taker ⌈taker_bps × q × p × (100 − p) / 1,000,000⌉ cents
+    and the maker the same with ``maker_bps`` (a negative ``maker_bps`` is a rebate, rounded down).
+    An order keeps the schedule in force when it was placed. Both 0: no fees."""
+
+    #: 0 to 10,000.
+    taker_bps: int
+    #: From ``-taker_bps`` (a rebate as large as the taker's fee) to ``taker_bps``.
+    maker_bps: int
+
+
+@dataclass(frozen=True)
 class Market:
     id: str
     url: Optional[str]
@@ -101,6 +114,9 @@ class Market:
     halted: Optional[str] = None
     #: The series (``get_series``) that listed this market or its event; ``None`` for none.
     series_id: Optional[str] = None
+    #: The fee schedule in force for orders placed now: the market's own, else its event's
+    #: (both rates 0 without fees, and when the exchange sends none).
+    fees: Fees = Fees(taker_bps=0, maker_bps=0)
 
 
 @dataclass(frozen=True)
@@ -170,6 +186,14 @@ class Trade:
     created_at: _dt.datetime
 
 
+@dataclass(frozen=True)
+class PlacedTrade(Trade):
+    """A fill a placement (or amend) made as the taker, and the fee it paid for it."""
+
+    #: Cents the order paid the exchange for the fill; 0 in a market without fees.
+    fee: int
+
+
 # --- Orders ---------------------------------------------------------------------------------
 
 
@@ -203,7 +227,7 @@ class PlacedOrder(Order):
     order is as it stands now, and ``trades`` is empty (its fills are in ``list_fills``).
     """
 
-    trades: list[Trade] = field(default_factory=list)
+    trades: list[PlacedTrade] = field(default_factory=list)
     replayed: bool = field(default=False, metadata={"json": None})
 
 
@@ -338,6 +362,9 @@ class Fill:
     quantity: int
     role: Literal["MAKER", "TAKER"]
     created_at: _dt.datetime
+    #: Cents this side paid the exchange for the fill: negative for a maker's rebate, 0 in a
+    #: market without fees.
+    fee: int
 
 
 @dataclass(frozen=True)
@@ -484,6 +511,9 @@ class Event:
     resolves_at: Optional[_dt.datetime] = None
     #: While trading in the event's markets is halted, by what: ``event`` or ``exchange``.
     halted: Optional[str] = None
+    #: The event's fee schedule, which its markets without one of their own carry; ``None`` when
+    #: it has none.
+    fees: Optional[Fees] = None
 
 
 @dataclass(frozen=True)
@@ -530,6 +560,9 @@ class EventDetail:
     resolves_at: Optional[_dt.datetime] = None
     #: While trading in the event's markets is halted, by what: ``event`` or ``exchange``.
     halted: Optional[str] = None
+    #: The event's fee schedule, which its markets without one of their own carry; ``None`` when
+    #: it has none.
+    fees: Optional[Fees] = None
 
 
 SeriesKind = Literal["MARKET", "EVENT"]
@@ -619,6 +652,23 @@ class Account:
     #: Cash locked by open BUY orders, in cents.
     locked: int
     created_at: _dt.datetime
+
+
+@dataclass(frozen=True)
+class AccountFees:
+    """What your fills made at or after ``since`` and before ``until`` paid in fees and were paid
+    in rebates (``get_account_fees``), in cents."""
+
+    since: _dt.datetime
+    until: _dt.datetime
+    #: Fees your fills in the period paid, as taker and as maker.
+    paid: int
+    #: Rebates the exchange paid you for your fills in the period.
+    rebates: int
+    #: ``paid - rebates``.
+    net: int
+    #: Your fills in the period that paid a fee or were paid a rebate.
+    fills: int
 
 
 @dataclass(frozen=True)
