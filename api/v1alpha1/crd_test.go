@@ -361,6 +361,11 @@ func TestSamples(t *testing.T) {
 	if len(markets) < 2 {
 		t.Errorf("%d sample markets, want at least 2", len(markets))
 	}
+	// One sample shows a fee schedule (spec.fees), which the distributed tests' failover checks
+	// through the API (exchangetest.RunFailover).
+	if !slices.ContainsFunc(markets, func(m Market) bool { return m.Spec.Fees != nil }) {
+		t.Error("no sample market has spec.fees; one shows how a fee schedule is given")
+	}
 
 	files := globNames(t, dir, "market_*.yaml")
 	// The Event and MarketSeries samples sit in folders of their own (TestEventSamples,
