@@ -201,6 +201,7 @@ func (r *EventReconciler) ensureMarkets(ctx context.Context, ev *pmxv1.Event, ob
 				want.Resolution = m.Spec.Resolution // set once (CEL); the Market controller reports it
 			}
 			want.Paused = m.Spec.Paused // an outcome's market may be paused on its own
+			want.Fees = m.Spec.Fees     // and have a fee schedule of its own
 			if !equality.Semantic.DeepEqual(m.Spec, want) {
 				patch := client.MergeFrom(m.DeepCopy())
 				m.Spec = want

@@ -9,10 +9,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/event"
 	"github.com/pmx-dev/pmx/internal/eventrec"
 	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/market/marketspec"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -60,7 +62,8 @@ func intentOfEvent(spec *pmxv1.EventSpec) market.Intent {
 }
 
 // recordEvent creates the event and its outcomes' markets in Postgres on first sight (one
-// transaction, eventrec.Record), and afterwards keeps their text and schedule equal to the spec.
+// transaction, eventrec.Record), and afterwards keeps their text and schedule equal to the spec;
+// then the event's pause and fee schedule (pauseEvent, eventFees).
 func (r *EventReconciler) recordEvent(ctx context.Context, ev *pmxv1.Event) (records.Event, error) {
 	id := uuid.Nil
 	if ev.Status.EventID != "" {
@@ -73,8 +76,20 @@ func (r *EventReconciler) recordEvent(ctx context.Context, ev *pmxv1.Event) (rec
 	if created {
 		r.k8sEvent(ev, corev1.EventTypeNormal, reasonRecorded, "Record", "recorded as event %s with %d outcome markets", e.ID, len(e.Outcomes))
 	}
-	if err != nil || e.Paused == ev.Spec.Paused {
+	if err != nil {
 		return e, err
+	}
+	if e, err = r.pauseEvent(ctx, ev, e); err != nil {
+		return e, err
+	}
+	return r.eventFees(ctx, ev, e)
+}
+
+// pauseEvent makes the event's pause what spec.paused says, with a Kubernetes event when it
+// changes. It returns the event's row as it is afterwards.
+func (r *EventReconciler) pauseEvent(ctx context.Context, ev *pmxv1.Event, e records.Event) (records.Event, error) {
+	if e.Paused == ev.Spec.Paused {
+		return e, nil
 	}
 	// The event's pause is a row in Postgres every shard checks placements and amends against
 	// (docs/architecture.md §4, "Halts"): no shard carries it out.
@@ -86,6 +101,28 @@ func (r *EventReconciler) recordEvent(ctx context.Context, ev *pmxv1.Event) (rec
 		reason, action, note = reasonPaused, "Pause", "trading halted in its markets: placements and amends are refused, cancels go on"
 	}
 	r.k8sEvent(ev, corev1.EventTypeNormal, reason, action, "event %s: %s", e.ID, note)
+	return r.Store.Event(ctx, e.ID)
+}
+
+// eventFees makes the event's fee schedule what spec.fees says — set, changed, or taken away when
+// spec.fees is unset — with a Kubernetes event when it changes. The schedule, like the pause, is a
+// row in Postgres that every shard reads with the halts, so that the orders placed in the event's
+// markets (those without a schedule of their own) after it commits carry it: no shard carries it
+// out. The event's row shows no schedule as the zero one, so a spec.fees of two zero rates counts
+// as none, which charges the same. It returns the event's row as it is afterwards.
+func (r *EventReconciler) eventFees(ctx context.Context, ev *pmxv1.Event, e records.Event) (records.Event, error) {
+	want := marketspec.FeesOf(ev.Spec.Fees)
+	if want == nil && e.Fees == (engine.Fees{}) || want != nil && *want == e.Fees {
+		return e, nil
+	}
+	if _, err := r.Store.SetEventFees(ctx, e.ID, want, r.Clock.Now()); err != nil {
+		return e, fmt.Errorf("while setting the fee schedule of event %s to %s: %w", e.ID, marketspec.DescribeFees(want), err)
+	}
+	note := "fee schedule taken away: orders placed from now on in its markets carry their own, or none"
+	if want != nil {
+		note = "orders placed from now on in its markets without a schedule of their own carry its fee schedule, " + marketspec.DescribeFees(want)
+	}
+	r.k8sEvent(ev, corev1.EventTypeNormal, reasonFeesSet, "SetFees", "event %s: %s", e.ID, note)
 	return r.Store.Event(ctx, e.ID)
 }
 

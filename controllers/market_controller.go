@@ -123,6 +123,9 @@ func (r *MarketReconciler) reconcileMarket(ctx context.Context, mkt *pmxv1.Marke
 	if row, err = r.pause(ctx, mkt, row); err != nil {
 		return obs, err
 	}
+	if row, err = r.fees(ctx, mkt, row); err != nil {
+		return obs, err
+	}
 	obs.row = &row
 	intent := marketspec.IntentOf(&mkt.Spec)
 	action, pending := intent.Next(row.Status, r.Clock.Now())
@@ -169,6 +172,22 @@ func (r *MarketReconciler) pause(ctx context.Context, mkt *pmxv1.Market, row rec
 		reason, action, note = reasonPaused, "Pause", "trading halted: placements and amends are refused, cancels go on"
 	}
 	r.k8sEvent(mkt, corev1.EventTypeNormal, reason, action, "market %s: %s", row.ID, note)
+	return row, nil
+}
+
+// fees makes the market's own fee schedule what spec.fees says (marketspec.SetFees): set, changed,
+// or taken away when spec.fees is unset (its orders then carry its event's schedule, or none), with
+// a Kubernetes event when it changes. It returns the row as it is afterwards.
+func (r *MarketReconciler) fees(ctx context.Context, mkt *pmxv1.Market, row records.Market) (records.Market, error) {
+	row, changed, err := marketspec.SetFees(ctx, r.Store, row, mkt.Spec.Fees, r.Clock.Now())
+	if err != nil || !changed {
+		return row, err
+	}
+	note := "its own fee schedule taken away: orders placed from now on carry its event's, or none"
+	if mkt.Spec.Fees != nil {
+		note = "orders placed from now on carry its fee schedule, " + marketspec.DescribeFees(marketspec.FeesOf(mkt.Spec.Fees))
+	}
+	r.k8sEvent(mkt, corev1.EventTypeNormal, reasonFeesSet, "SetFees", "market %s: %s", row.ID, note)
 	return row, nil
 }
 

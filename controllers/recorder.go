@@ -31,6 +31,9 @@ const (
 	// reasonPaused, reasonResumed: spec.paused halted or resumed trading (a halt, not a close).
 	reasonPaused  recordReason = "Paused"
 	reasonResumed recordReason = "Resumed"
+	// reasonFeesSet: spec.fees gave the market or event its fee schedule, changed it or took it
+	// away.
+	reasonFeesSet recordReason = "FeesSet"
 )
 
 // transitionReason is the Kubernetes event's reason of a market having undergone action.

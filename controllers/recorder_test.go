@@ -28,7 +28,7 @@ func TestRecordReasons(t *testing.T) {
 	camel := regexp.MustCompile(`^[A-Z][A-Za-z]*$`)
 	seen := map[recordReason]bool{}
 	for _, r := range []recordReason{reasonRecorded, reasonClosed, reasonReopened, reasonResolved, reasonCanceled,
-		reasonVoided, reasonScheduled, reasonShardLost, reasonPaused, reasonResumed} {
+		reasonVoided, reasonScheduled, reasonShardLost, reasonPaused, reasonResumed, reasonFeesSet} {
 		if !camel.MatchString(string(r)) || seen[r] {
 			t.Errorf("event reason %q is not one CamelCase word, or is used twice", r)
 		}

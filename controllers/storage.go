@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/eventrec"
 	"github.com/pmx-dev/pmx/internal/market/marketspec"
@@ -67,6 +68,9 @@ type EventRows interface {
 	EventMarkets(ctx context.Context, e records.Event) ([]records.Market, error)
 	// SetEventPaused pauses or resumes every market of an event (spec.paused; migration 033).
 	SetEventPaused(ctx context.Context, id uuid.UUID, paused bool, now time.Time) (changed bool, err error)
+	// SetEventFees gives an event its fee schedule, which its markets without one of their own
+	// carry, or takes it away (nil) (spec.fees; migration 035).
+	SetEventFees(ctx context.Context, id uuid.UUID, fees *engine.Fees, now time.Time) (changed bool, err error)
 }
 
 // OpenMarkets lists the markets of one status.

@@ -190,6 +190,19 @@ resolution: CANCELED`, ""},
 	{"closesAt in year -1 in UTC", validSpec + `closesAt: "0000-01-01T00:00:00+23:59"`, "spec.closesAt"},
 	{"resolvesAt in year 0", validSpec + `resolvesAt: "0000-06-01T00:00:00Z"`, "spec.resolvesAt"},
 	{"closesAt after resolvesAt", validSpec + "closesAt: \"2027-12-02T12:00:00Z\"\nresolvesAt: \"2027-11-30T12:00:00Z\"", "closesAt must be before resolvesAt"},
+	{"fees", validSpec + "fees:\n  takerBps: 700\n  makerBps: -175", ""},
+	{"fees at the bounds", validSpec + "fees:\n  takerBps: 10000\n  makerBps: -10000", ""},
+	{"no fees, explicitly zero", validSpec + "fees:\n  takerBps: 0\n  makerBps: 0", ""},
+	{"maker fee equal to the taker's", validSpec + "fees:\n  takerBps: 300\n  makerBps: 300", ""},
+	{"rebate above the taker fee", validSpec + "fees:\n  takerBps: 700\n  makerBps: -701", "makerBps must lie between -takerBps and takerBps"},
+	{"maker fee above the taker's", validSpec + "fees:\n  takerBps: 100\n  makerBps: 200", "makerBps must lie between -takerBps and takerBps"},
+	{"rebate without a taker fee", validSpec + "fees:\n  takerBps: 0\n  makerBps: -1", "makerBps must lie between -takerBps and takerBps"},
+	{"taker fee above 10000", validSpec + "fees:\n  takerBps: 10001\n  makerBps: 0", "spec.fees.takerBps"},
+	{"negative taker fee", validSpec + "fees:\n  takerBps: -1\n  makerBps: 0", "spec.fees.takerBps"},
+	{"maker rate below -10000", validSpec + "fees:\n  takerBps: 10000\n  makerBps: -10001", "spec.fees.makerBps"},
+	{"fees without makerBps", validSpec + "fees:\n  takerBps: 700", "spec.fees.makerBps"},
+	{"fees without takerBps", validSpec + "fees:\n  makerBps: 0", "spec.fees.takerBps"},
+	{"fractional fee", validSpec + "fees:\n  takerBps: 7.5\n  makerBps: 0", "spec.fees.takerBps"},
 	{"closesAt equal to resolvesAt", validSpec + "closesAt: \"2027-12-02T12:00:00Z\"\nresolvesAt: \"2027-12-02T13:00:00+01:00\"", "closesAt must be before resolvesAt"},
 }
 
@@ -310,7 +323,7 @@ func TestCRDNamesAndColumns(t *testing.T) {
 	}
 	props := v.Schema.OpenAPIV3Schema.Properties
 	for part, want := range map[string][]string{
-		"spec":   {"category", "closed", "closesAt", "description", "labelA", "labelB", "paused", "question", "resolution", "resolvesAt", "url"},
+		"spec":   {"category", "closed", "closesAt", "description", "fees", "labelA", "labelB", "paused", "question", "resolution", "resolvesAt", "url"},
 		"status": {"conditions", "epoch", "lastTradePrice", "marketId", "observedGeneration", "phase", "shard"},
 	} {
 		got := slices.Sorted(maps.Keys(props[part].Properties))
@@ -347,6 +360,11 @@ func TestSamples(t *testing.T) {
 	}
 	if len(markets) < 2 {
 		t.Errorf("%d sample markets, want at least 2", len(markets))
+	}
+	// One sample shows a fee schedule (spec.fees), which the distributed tests' failover checks
+	// through the API (exchangetest.RunFailover).
+	if !slices.ContainsFunc(markets, func(m Market) bool { return m.Spec.Fees != nil }) {
+		t.Error("no sample market has spec.fees; one shows how a fee schedule is given")
 	}
 
 	files := globNames(t, dir, "market_*.yaml")

@@ -72,6 +72,11 @@ resolution: blue`, ""},
 		{"key of 63 characters", eventQuestion + outcomes(strings.Repeat("k", 63), "b"), ""},
 		{"label of 50 characters", eventQuestion + "outcomes:\n- key: a\n  label: " + strings.Repeat("é", 50) + "\n- key: b\n  label: B", ""},
 
+		{"fees", validEvent + "fees:\n  takerBps: 700\n  makerBps: -175", ""},
+		{"rebate above the taker fee", validEvent + "fees:\n  takerBps: 700\n  makerBps: -701", "makerBps must lie between -takerBps and takerBps"},
+		{"taker fee above 10000", validEvent + "fees:\n  takerBps: 10001\n  makerBps: 0", "spec.fees.takerBps"},
+		{"fees without makerBps", validEvent + "fees:\n  takerBps: 700", "spec.fees.makerBps"},
+
 		{"one outcome", eventQuestion + outcomes("red"), "spec.outcomes"},
 		{"question of 446 characters", "category: c\nquestion: " + strings.Repeat("é", 446) + "\n" + outcomes("a", "b"), "spec.question"},
 		{"no outcomes", eventQuestion, "spec.outcomes"},
@@ -137,6 +142,8 @@ func TestEventCRDUpdate(t *testing.T) {
 		{"remove an outcome", validEvent, eventQuestion + outcomes("red", "blue"), fixed},
 		{"rename an outcome", validEvent, eventQuestion + outcomes("red", "blue", "lime"), fixed},
 		{"reorder the outcomes", validEvent, eventQuestion + outcomes("blue", "red", "green"), fixed},
+		{"change fees", validEvent + "fees:\n  takerBps: 700\n  makerBps: -175", validEvent + "fees:\n  takerBps: 500\n  makerBps: 0", ""},
+		{"remove fees", validEvent + "fees:\n  takerBps: 700\n  makerBps: -175", validEvent, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			old := object(t, eventManifest(tc.old))
@@ -180,7 +187,7 @@ func TestEventCRDNamesAndColumns(t *testing.T) {
 	}
 	props := v.Schema.OpenAPIV3Schema.Properties
 	for part, want := range map[string][]string{
-		"spec":   {"category", "closed", "closesAt", "description", "outcomes", "paused", "question", "resolution", "resolvesAt", "url"},
+		"spec":   {"category", "closed", "closesAt", "description", "fees", "outcomes", "paused", "question", "resolution", "resolvesAt", "url"},
 		"status": {"conditions", "eventId", "leader", "leaderPrice", "observedGeneration", "outcomes", "phase", "shard"},
 	} {
 		if got := slices.Sorted(maps.Keys(props[part].Properties)); !slices.Equal(got, want) {

@@ -105,6 +105,15 @@ type EventSpec struct {
 	// +optional
 	Paused bool `json:"paused,omitempty"`
 
+	// Fees is the event's fee schedule, which every outcome's market without a schedule of its own
+	// (a Market's spec.fees) carries: takerBps and makerBps, in basis points of P × (1 − P) per
+	// share. A fill of q shares at price p cents costs ⌈rate × q × p × (100 − p) / 1,000,000⌉
+	// cents, a negative rate paying a rebate rounded down. An order keeps the schedule in force
+	// when it was placed; a change applies to the orders placed after it. Unset, its markets
+	// charge no fees but their own; removing fees takes the event's schedule away.
+	// +optional
+	Fees *FeeSchedule `json:"fees,omitempty"`
+
 	// Resolution ends the event: an outcome's key resolves that outcome's market YES and every
 	// other outcome's market NO, in one transaction; CANCELED voids the event (each YES share pays
 	// ⌊100/n⌋, each NO share (n−1)·⌊100/n⌋). Set once: it cannot be changed or removed. Deleting

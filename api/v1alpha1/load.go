@@ -190,7 +190,8 @@ func decodeMarket(doc []byte) (*Market, []error) {
 // specValueProblems finds the values of spec that the CRD rejects but that a typed Market cannot
 // show or would report without the field's name: an empty string where the CRD wants a non-empty
 // one (the Go type cannot tell it from an absent field), a boolean where it wants a string (YAML
-// reads unquoted yes, no, on and off as booleans), and a malformed date-time.
+// reads unquoted yes, no, on and off as booleans), a fee schedule without one of its rates (taken
+// as 0 otherwise), and a malformed date-time.
 func specValueProblems(spec json.RawMessage) []error {
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(spec, &fields) != nil {
@@ -208,6 +209,15 @@ func specValueProblems(spec json.RawMessage) []error {
 			problems = append(problems, fmt.Errorf("spec.%s: must not be empty (leave it out instead)", name))
 		case v == "true" || v == "false":
 			problems = append(problems, fmt.Errorf("spec.%s: is the boolean %s, not a string: quote the value (YAML reads an unquoted yes, no, on or off as a boolean)", name, v))
+		}
+	}
+	// A fee schedule needs both rates, which the typed decoding would take as 0 when absent.
+	var fees map[string]json.RawMessage
+	if json.Unmarshal(fields["fees"], &fees) == nil && fees != nil {
+		for _, name := range []string{"takerBps", "makerBps"} {
+			if _, ok := fees[name]; !ok {
+				problems = append(problems, fmt.Errorf("spec.fees.%s: required when fees is given (give both takerBps and makerBps, or leave fees out)", name))
+			}
 		}
 	}
 	for _, name := range []string{"closesAt", "resolvesAt"} {

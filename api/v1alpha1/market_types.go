@@ -125,6 +125,15 @@ type MarketSpec struct {
 	// +optional
 	Paused bool `json:"paused,omitempty"`
 
+	// Fees is the market's own fee schedule: takerBps and makerBps, in basis points of P × (1 − P)
+	// per share. A fill of q shares at price p cents costs ⌈rate × q × p × (100 − p) / 1,000,000⌉
+	// cents, a negative rate paying a rebate rounded down. An order keeps the schedule in force
+	// when it was placed; a change applies to the orders placed after it. Unset, the market's
+	// orders carry its Event's schedule, or none (no fees); removing fees leaves that. A Market of
+	// an Event may have a schedule of its own; its Event leaves the field as it is.
+	// +optional
+	Fees *FeeSchedule `json:"fees,omitempty"`
+
 	// Resolution ends the market: YES or NO resolves it (each winning share pays 100), CANCELED voids
 	// it (each share of either outcome pays 50). Settlement happens once; the value cannot be changed
 	// or removed after it is set. Deleting a market that has no resolution voids it. In YAML, quote

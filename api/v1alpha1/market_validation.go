@@ -41,9 +41,9 @@ func (m *Market) Default() {
 
 // Validate checks a new Market, after Default, against what the apiserver checks on create and
 // can be checked without one: metadata.name and namespace, the required fields, lengths, the
-// resolution enum, the url rule, times within the exchange's range (domain.CheckTime) and
-// closesAt before resolvesAt. Beyond the CRD, which cannot say
-// it, every text field must be what Postgres text can hold: valid UTF-8 without NUL. Transition
+// resolution enum, the url rule, the fee schedule's ranges and rule, times within the exchange's
+// range (domain.CheckTime) and closesAt before resolvesAt. Beyond the CRD, which cannot say it,
+// every text field must be what Postgres text can hold: valid UTF-8 without NUL. Transition
 // rules (a resolution cannot change) need the old object and are left to the apiserver or the
 // caller. The error, if any, joins one error per problem, each starting with the field's path.
 func (m *Market) Validate() error {
@@ -100,6 +100,9 @@ func (m *Market) problems() []error {
 	default:
 		add("spec.resolution", "%q: must be one of %s, %s, %s", s.Resolution, ResolutionYes, ResolutionNo, ResolutionCanceled)
 	}
+	if f := s.Fees; f != nil {
+		errs = append(errs, f.problems("spec.fees")...)
+	}
 	// The CRD's rule on each time (XValidation on ClosesAt and ResolvesAt) says the same bound.
 	for _, t := range []struct {
 		name string
@@ -122,4 +125,20 @@ func (m *Market) problems() []error {
 func isHTTPURL(s string) bool {
 	u, err := url.ParseRequestURI(s)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https")
+}
+
+// problems checks a schedule by the CRD's markers on FeeSchedule: each rate's range, then the rule
+// that makerBps lies between -takerBps and takerBps. field is the schedule's path.
+func (f *FeeSchedule) problems(field string) []error {
+	var errs []error
+	if f.TakerBps < 0 || f.TakerBps > MaxFeeBps {
+		errs = append(errs, fmt.Errorf("%s.takerBps: %d: must be from 0 to %d basis points", field, f.TakerBps, MaxFeeBps))
+	}
+	if f.MakerBps < -MaxFeeBps || f.MakerBps > MaxFeeBps {
+		errs = append(errs, fmt.Errorf("%s.makerBps: %d: must be from %d to %d basis points", field, f.MakerBps, -MaxFeeBps, MaxFeeBps))
+	}
+	if len(errs) == 0 && (f.MakerBps < -f.TakerBps || f.MakerBps > f.TakerBps) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, FeeRuleMessage))
+	}
+	return errs
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
+	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/history"
@@ -231,8 +232,34 @@ func (d Distributed) Samples(t *testing.T, samplesDir string) map[string]uuid.UU
 	return samples
 }
 
+// checkSampleFees checks that each sample Market's spec.fees, as the operator wrote it, is its
+// market's schedule in the API (GET /market), both rates 0 for a sample without one.
+func checkSampleFees(t *testing.T, tg *Target, samplesDir string, samples map[string]uuid.UUID) {
+	t.Helper()
+	manifests, err := pmxv1.LoadMarkets(samplesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tg.NewAccount(t, "samples")
+	for _, mf := range manifests {
+		id, ok := samples[mf.Name]
+		if !ok {
+			t.Logf("sample Market %s not among those scheduled (%d): its fees not checked", mf.Name, len(samples))
+			continue
+		}
+		want := `"fees":{"takerBps":0,"makerBps":0}`
+		if f := mf.Spec.Fees; f != nil {
+			want = fmt.Sprintf(`"fees":{"takerBps":%d,"makerBps":%d}`, f.TakerBps, f.MakerBps)
+		}
+		raw := c.Expect(t, "GET", "/market?marketId="+id.String(), nil, http.StatusCreated, nil) // 201: the contract
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("sample Market %s: GET /market answers %s, want %s", mf.Name, raw, want)
+		}
+	}
+}
+
 // RunFailover applies config/samples (samplesDir) and checks that they are spread over the
-// shards; then bots trade on them through every front while the shard of one is killed: its
+// shards, each sample's spec.fees its market's schedule in the API; then bots trade on them through every front while the shard of one is killed: its
 // markets move to a new epoch, trading on them resumes, no acknowledged order is lost, a dead-man
 // switch that falls due meanwhile still fires, a feed client on each front follows the market's
 // book gaplessly across it, and the invariants hold. Last, a resolution patched with kubectl pays
@@ -253,6 +280,7 @@ func RunFailover(t *testing.T, d Distributed, samplesDir string) {
 		fewest, most = min(fewest, s.Markets), max(most, s.Markets)
 	}
 	samples := d.Samples(t, samplesDir)
+	checkSampleFees(t, tg, samplesDir, samples)
 	owners := map[string]bool{}
 	var markets []uuid.UUID
 	for _, id := range samples {

@@ -13,7 +13,9 @@ import (
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/apiserver"
+	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/market/marketspec"
 	"github.com/pmx-dev/pmx/internal/records"
 )
 
@@ -79,6 +81,26 @@ func (k *KubeEvents) Pause(t testing.TB, id uuid.UUID, paused bool) apiserver.Ev
 		var err error
 		e, err = k.Markets.Store.Event(ctx, id)
 		return err == nil && e.Paused == paused
+	})
+	return apiserver.EventOf(&e)
+}
+
+// SetFees sets spec.fees (nil removes it) and waits until the operator has written the event's
+// schedule to Postgres, which its markets without one of their own then carry (an event's row
+// shows none as the zero schedule).
+func (k *KubeEvents) SetFees(t testing.TB, id uuid.UUID, fees *apiserver.Fees) apiserver.Event {
+	t.Helper()
+	spec := feeSchedule(fees)
+	var want engine.Fees
+	if spec != nil {
+		want = *marketspec.FeesOf(spec)
+	}
+	var e records.Event
+	k.patch(t, id, func(s *pmxv1.EventSpec) { s.Fees = spec })
+	k.Markets.wait(t, fmt.Sprintf("event %s is under fee schedule %s", id, marketspec.DescribeFees(marketspec.FeesOf(spec))), func(ctx context.Context) bool {
+		var err error
+		e, err = k.Markets.Store.Event(ctx, id)
+		return err == nil && e.Fees == want
 	})
 	return apiserver.EventOf(&e)
 }

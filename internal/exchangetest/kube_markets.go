@@ -13,6 +13,7 @@ import (
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/apiserver"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/market/marketspec"
 	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
@@ -96,6 +97,28 @@ func (k *KubeMarkets) Pause(t testing.TB, id uuid.UUID, paused bool) apiserver.M
 	t.Helper()
 	k.patch(t, id, func(s *pmxv1.MarketSpec) { s.Paused = paused })
 	return k.until(t, id, fmt.Sprintf("paused %v", paused), func(_ context.Context, m records.Market) bool { return m.Paused == paused })
+}
+
+// SetFees sets spec.fees (nil removes it) and waits until the operator has written the market's
+// own schedule to Postgres, where every shard reads it with the halts for the orders placed next.
+func (k *KubeMarkets) SetFees(t testing.TB, id uuid.UUID, fees *apiserver.Fees) apiserver.Market {
+	t.Helper()
+	spec := feeSchedule(fees)
+	k.patch(t, id, func(s *pmxv1.MarketSpec) { s.Fees = spec })
+	return k.until(t, id, "under fee schedule "+marketspec.DescribeFees(marketspec.FeesOf(spec)), func(_ context.Context, m records.Market) bool {
+		if spec == nil {
+			return !m.OwnFees
+		}
+		return m.OwnFees && m.Fees == *marketspec.FeesOf(spec)
+	})
+}
+
+// feeSchedule is spec.fees for the API's shape of a schedule; nil for nil.
+func feeSchedule(f *apiserver.Fees) *pmxv1.FeeSchedule {
+	if f == nil {
+		return nil
+	}
+	return &pmxv1.FeeSchedule{TakerBps: int32(f.TakerBps), MakerBps: int32(f.MakerBps)}
 }
 
 func (k *KubeMarkets) Close(t testing.TB, id uuid.UUID) apiserver.Market {

@@ -172,6 +172,83 @@ func TestControlPlane(t *testing.T) {
 		}
 	})
 
+	t.Run("FeeSchedule", func(t *testing.T) {
+		// The CRD refuses a schedule out of range (OpenAPI) or breaking the rule (CEL), and stores
+		// nothing.
+		for _, tc := range []struct {
+			name string
+			fees v1alpha1.FeeSchedule
+			want []string // in the error
+		}{
+			{"rebate above the taker fee", v1alpha1.FeeSchedule{TakerBps: 700, MakerBps: -701}, []string{"spec.fees", v1alpha1.FeeRuleMessage}},
+			{"maker fee above the taker's", v1alpha1.FeeSchedule{TakerBps: 100, MakerBps: 200}, []string{"spec.fees", v1alpha1.FeeRuleMessage}},
+			{"taker fee above 10000", v1alpha1.FeeSchedule{TakerBps: 10001, MakerBps: 0}, []string{"spec.fees.takerBps", "less than or equal to 10000"}},
+			{"negative taker fee", v1alpha1.FeeSchedule{TakerBps: -1, MakerBps: 0}, []string{"spec.fees.takerBps", "greater than or equal to 0"}},
+			{"maker rate below -10000", v1alpha1.FeeSchedule{TakerBps: 10000, MakerBps: -10001}, []string{"spec.fees.makerBps", "greater than or equal to -10000"}},
+		} {
+			m := newMarket("fees-refused")
+			m.Spec.Fees = &tc.fees
+			err := c.Create(t.Context(), m)
+			if !apierrors.IsInvalid(err) {
+				t.Errorf("%s: create: %v, want Invalid", tc.name, err)
+				continue
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("%s: create: %v, want it to say %q", tc.name, err, want)
+				}
+			}
+			if err := c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: "fees-refused"}, &v1alpha1.Market{}); !apierrors.IsNotFound(err) {
+				t.Errorf("%s: get after the refused create: %v, want NotFound", tc.name, err)
+			}
+		}
+		// Both rates are required: kubectl apply of a schedule without makerBps is refused.
+		apply := func(manifest string) (string, error) {
+			cmd := env.KubectlCmd(t.Context(), "apply", "-f", "-")
+			cmd.Stdin = strings.NewReader(manifest)
+			out, err := cmd.CombinedOutput()
+			return string(out), err
+		}
+		out, err := apply("apiVersion: pmx.dev/v1alpha1\nkind: Market\nmetadata:\n  name: fees-half\n  namespace: default\n" +
+			"spec:\n  question: Will it?\n  category: testing\n  fees:\n    takerBps: 700\n")
+		if err == nil || !strings.Contains(out, "spec.fees.makerBps") || !strings.Contains(out, "Required value") {
+			t.Errorf("kubectl apply of fees without makerBps: err %v, output %s; want spec.fees.makerBps required", err, out)
+		}
+		// An Event's schedule follows the same rules.
+		ev := &v1alpha1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "fees-refused"},
+			Spec: v1alpha1.EventSpec{Question: "Which?", Category: "testing", Outcomes: []v1alpha1.EventOutcome{{Key: "a", Label: "A"}, {Key: "b", Label: "B"}},
+				Fees: &v1alpha1.FeeSchedule{TakerBps: 700, MakerBps: -701}}}
+		if err := c.Create(t.Context(), ev); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), v1alpha1.FeeRuleMessage) {
+			t.Errorf("create of an Event whose rebate is above its taker fee: %v, want Invalid with %q", err, v1alpha1.FeeRuleMessage)
+		}
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(ev), &v1alpha1.Event{}); !apierrors.IsNotFound(err) {
+			t.Errorf("get of the refused Event: %v, want NotFound", err)
+		}
+
+		// A valid schedule is kept as given; a patch that breaks the rule is refused and leaves
+		// it; removing it leaves none.
+		m := newMarket("fees")
+		m.Spec.Fees = &v1alpha1.FeeSchedule{TakerBps: 700, MakerBps: -175}
+		if err := c.Create(t.Context(), m); err != nil {
+			t.Fatal(err)
+		}
+		refused, err := env.KubectlCmd(t.Context(), "patch", "mkt", "fees", "--type=merge", "-p", `{"spec":{"fees":{"makerBps":-800}}}`).CombinedOutput()
+		if err == nil || !strings.Contains(string(refused), v1alpha1.FeeRuleMessage) {
+			t.Errorf("patching makerBps below -takerBps: err %v, output %s; want rejected with %q", err, refused, v1alpha1.FeeRuleMessage)
+		}
+		if got := getMarket(t, env, "fees").Spec.Fees; got == nil || *got != (v1alpha1.FeeSchedule{TakerBps: 700, MakerBps: -175}) {
+			t.Errorf("fees after the refused patch: %+v, want takerBps 700, makerBps -175", got)
+		}
+		env.Kubectl(t, "patch", "mkt", "fees", "--type=merge", "-p", `{"spec":{"fees":{"takerBps":10000,"makerBps":-10000}}}`)
+		if got := getMarket(t, env, "fees").Spec.Fees; got == nil || *got != (v1alpha1.FeeSchedule{TakerBps: 10000, MakerBps: -10000}) {
+			t.Errorf("fees after patching them to the bounds: %+v", got)
+		}
+		env.Kubectl(t, "patch", "mkt", "fees", "--type=json", "-p", `[{"op":"remove","path":"/spec/fees"}]`)
+		if got := getMarket(t, env, "fees").Spec.Fees; got != nil {
+			t.Errorf("fees after removing them: %+v, want none", got)
+		}
+	})
+
 	t.Run("StatusSubresource", func(t *testing.T) {
 		if err := c.Create(t.Context(), newMarket("status")); err != nil {
 			t.Fatal(err)

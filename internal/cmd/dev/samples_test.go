@@ -8,7 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/config"
+	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/market/marketspec"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/internal/store"
@@ -35,10 +39,14 @@ func (s *syncBuffer) String() string {
 }
 
 // TestDevLoadsSamples starts pmx dev with its default --markets, twice on one database: it loads
-// the sample markets, the sample event (config/samples/events), the event with one open market
+// the sample markets, each with the fee schedule its manifest gives, the sample event (config/samples/events), the event with one open market
 // per outcome, and the sample series (config/samples/series) with its instances listed; a restart
 // finds them recorded and records them again without a second copy.
 func TestDevLoadsSamples(t *testing.T) {
+	samples, err := v1alpha1.LoadMarketsFS(config.Samples(), "config/samples")
+	if err != nil {
+		t.Fatal(err)
+	}
 	db := pgtest.NewDatabase(t, pgtest.Shared(t))
 	for run := range 2 {
 		ctx, cancel := context.WithCancel(t.Context())
@@ -81,6 +89,17 @@ func TestDevLoadsSamples(t *testing.T) {
 		}
 		if ofEvent != 4 || len(open) < 4+2 {
 			t.Errorf("run %d: %d open markets, %d of the sample event; want the sample markets and 4 of the event's", run, len(open), ofEvent)
+		}
+		// Each sample market carries the fee schedule its manifest gives (spec.fees), or none.
+		for _, mf := range samples {
+			m, err := st.MarketByName(ctx, mf.Name)
+			want := marketspec.FeesOf(mf.Spec.Fees)
+			switch {
+			case err != nil:
+				t.Errorf("run %d: sample market %s: %v", run, mf.Name, err)
+			case want == nil && (m.OwnFees || m.Fees != engine.Fees{}), want != nil && (!m.OwnFees || m.Fees != *want):
+				t.Errorf("run %d: sample market %s has fees %+v (its own: %v), want %s", run, mf.Name, m.Fees, m.OwnFees, marketspec.DescribeFees(want))
+			}
 		}
 		// The sample daily series lists two instances ahead of now, each once, whatever the run.
 		series, err := st.SeriesPage(ctx, nil, 10)

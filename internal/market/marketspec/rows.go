@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/records"
 )
 
@@ -20,4 +21,6 @@ type Rows interface {
 	UpdateMarketText(ctx context.Context, m records.Market, now time.Time) error
 	// SetMarketPaused pauses or resumes a market on its own (spec.paused; Pause).
 	SetMarketPaused(ctx context.Context, id uuid.UUID, paused bool, now time.Time) (changed bool, err error)
+	// SetMarketFees gives a market its own fee schedule or takes it away (nil) (spec.fees; SetFees).
+	SetMarketFees(ctx context.Context, id uuid.UUID, fees *engine.Fees, now time.Time) (changed bool, err error)
 }

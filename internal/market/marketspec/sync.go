@@ -14,8 +14,9 @@ import (
 )
 
 // Sync makes the markets in the database match Market manifests, as the standalone exchange does
-// at start: each manifest is recorded under its metadata.name (Record), then its lifecycle intent
-// (closed, resolution, closesAt) is carried out through target. It returns the markets in manifest
+// at start: each manifest is recorded under its metadata.name (Record), its pause and fee schedule
+// made what it says (Pause, SetFees), then its lifecycle intent (closed, resolution, closesAt) is
+// carried out through target. It returns the markets in manifest
 // order.
 func Sync(ctx context.Context, st Rows, target market.Transitioner, manifests []v1alpha1.Market, now time.Time, log *slog.Logger) ([]records.Market, error) {
 	out := make([]records.Market, 0, len(manifests))
@@ -33,6 +34,12 @@ func Sync(ctx context.Context, st Rows, target market.Transitioner, manifests []
 			return out, err
 		} else if paused {
 			log.Info("applied manifest pause", "name", mf.Name, "market", m.ID, "paused", mf.Spec.Paused)
+		}
+		var feesSet bool
+		if m, feesSet, err = SetFees(ctx, st, m, mf.Spec.Fees, now); err != nil {
+			return out, err
+		} else if feesSet {
+			log.Info("applied manifest fee schedule", "name", mf.Name, "market", m.ID, "fees", DescribeFees(FeesOf(mf.Spec.Fees)))
 		}
 		// At most two steps: e.g. CLOSED → OPEN is one, OPEN → RESOLVED another.
 		intent := IntentOf(&mf.Spec)
