@@ -1032,7 +1032,7 @@ type Market struct {
 	//
 	//
 	// Example: {"makerBps":-175,"takerBps":700}
-	Fees *Fees `json:"fees,omitempty"`
+	Fees Fees `json:"fees"`
 
 	// Halted Present while trading in the market is halted (paused, not closed): by its own pause
 	// (`market`), its event's (`event`) or the whole exchange's (`exchange`); the widest is

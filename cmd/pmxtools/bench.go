@@ -11,11 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/tools/bench"
 	"github.com/pmx-dev/pmx/internal/tools/loadgen"
 )
@@ -23,6 +25,7 @@ import (
 func newBenchCommand() *cobra.Command {
 	var (
 		o        bench.Options
+		fees     string
 		rate     float64
 		sweep    string
 		chart    string
@@ -138,6 +141,13 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
 			if o.DBLatency < 0 {
 				return errors.New("--db-latency must not be negative")
 			}
+			if fees != "" {
+				f, err := parseFees(fees)
+				if err != nil {
+					return err
+				}
+				o.Fees = &f
+			}
 			if chart != "" && len(o.Rates) < 2 {
 				return errors.New("--chart needs a --sweep of at least two rates")
 			}
@@ -207,6 +217,7 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
 	f.StringArrayVar(&o.DevArgs, "dev-arg", nil, "extra argument for pmx dev, repeatable (e.g. --dev-arg=--pprof-addr=127.0.0.1:6060)")
 	f.BoolVar(&o.Distributed, "distributed", false, "run the distributed exchange (operator, pmx shard and pmx api processes) instead of pmx dev")
 	f.IntVar(&shards, "shards", 0, "with --distributed: pmx shard processes (default 2); without it, pmx dev's matching shards (pmx dev --shards; default pmx dev's, one per two cores)")
+	f.StringVar(&fees, "fees", "", "give every market this fee schedule, TAKER,MAKER in basis points of P × (1 − P) per share (e.g. 700,-175; docs/fees.md); default none")
 	f.DurationVar(&o.DBLatency, "db-latency", 0, "add this to every round trip between the exchange and Postgres, through a TCP proxy in the bench (e.g. 1ms, as to a Postgres on another node; 0: none)")
 	f.IntVar(&o.Fronts, "fronts", 1, "with --distributed: pmx api processes")
 	f.StringArrayVar(&o.ShardArgs, "shard-arg", nil, "with --distributed: extra argument for every pmx shard, repeatable (e.g. --shard-arg=--shards=1)")
@@ -381,4 +392,19 @@ func writeJSONFile(path string, write func(io.Writer) error) error {
 		return fmt.Errorf("--json-file: while writing %s: %w", path, err)
 	}
 	return nil
+}
+
+// parseFees reads --fees: TAKER,MAKER in basis points, a schedule engine.Fees.Validate accepts.
+func parseFees(s string) (engine.Fees, error) {
+	taker, maker, ok := strings.Cut(s, ",")
+	t, err1 := strconv.Atoi(strings.TrimSpace(taker))
+	m, err2 := strconv.Atoi(strings.TrimSpace(maker))
+	f := engine.Fees{Taker: t, Maker: m}
+	if !ok || err1 != nil || err2 != nil {
+		return f, fmt.Errorf("--fees %q: give the taker's and the maker's rate in basis points, TAKER,MAKER (e.g. 700,-175)", s)
+	}
+	if err := f.Validate(); err != nil {
+		return f, fmt.Errorf("--fees %q: the taker's rate must be 0 to 10000 and the maker's from minus the taker's to the taker's", s)
+	}
+	return f, nil
 }

@@ -133,6 +133,10 @@ func TestBenchRefusesFlags(t *testing.T) {
 		{[]string{"--shards", "2", "--dev-arg=--shards=3"}, "given twice"},
 		{[]string{"--shards", "2", "--dev-arg", "--shards"}, "given twice"},
 		{[]string{"--db-latency", "-1ms"}, "--db-latency must not be negative"},
+		{[]string{"--fees", "700"}, "TAKER,MAKER"},
+		{[]string{"--fees", "700,x"}, "TAKER,MAKER"},
+		{[]string{"--fees", "700,-701"}, "from minus the taker's to the taker's"},
+		{[]string{"--fees", "10001,0"}, "0 to 10000"},
 	} {
 		cmd := newRootCommand()
 		var out bytes.Buffer

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/kit/auth"
 	"github.com/pmx-dev/pmx/internal/tools/loadgen"
 )
@@ -79,6 +80,10 @@ type Options struct {
 	// (pmx connects over TCP to the proxy, the proxy to Postgres's socket); the bench's own
 	// connection, which reads the counters, goes direct. The proxy's CPU is the bench's.
 	DBLatency time.Duration
+	// Fees, when set, gives every market the bench creates this fee schedule (docs/fees.md): in
+	// pmx dev through the admin API, in the distributed exchange as the Market's spec.fees. Nil:
+	// no fees, as before.
+	Fees *engine.Fees
 	// Distributed runs the distributed exchange instead of pmx dev: a kube-apiserver and etcd
 	// (from KubeAssets; see kubeAssets), pmx operator, Shards pmx shard processes (with ShardArgs)
 	// and Fronts pmx api processes, the bots spread over the fronts.
@@ -114,6 +119,7 @@ type Result struct {
 	DevShards       int         `json:"devShards,omitempty"`   // pmx dev's --shards, when given
 	DevPool         int         `json:"devPool,omitempty"`     // then its pool's connections (devPool)
 	DBLatencyUs     int64       `json:"dbLatencyUs,omitempty"` // Options.DBLatency, added to every round trip
+	Fees            *FeesOption `json:"fees,omitempty"`        // Options.Fees, every market's schedule
 	Floors          *Floors     `json:"floors,omitempty"`      // with Options.FloorServer
 	Runs            []RunResult `json:"runs"`
 }
@@ -198,6 +204,9 @@ type RunResult struct {
 	Shards     *ShardCounters `json:"shards,omitempty"`     // from the exchange's /metrics
 	Feed       *FeedResult    `json:"feed,omitempty"`       // with Options.FeedSubscribers
 	Statements *Statements    `json:"statements,omitempty"` // with Options.Statements
+	// FeesTaken, with Options.Fees, is what the run's fills paid the exchange less its rebates,
+	// in cents, and the trades that paid a fee: proof that the schedule was charged.
+	FeesTaken *FeesTaken `json:"feesTaken,omitempty"`
 
 	Loadgen *loadgen.Report `json:"loadgen"`
 }
@@ -290,6 +299,9 @@ func Run(ctx context.Context, o Options) (_ *Result, err error) {
 	}
 	res := &Result{Command: o.Command, PMX: o.PMX, Machine: machineInfo(), Bots: o.Bots, Markets: o.Markets,
 		DurationSeconds: o.Duration.Seconds(), Seed: o.Seed, Mix: o.Mix, DevShards: o.DevShards, DBLatencyUs: o.DBLatency.Microseconds()}
+	if o.Fees != nil {
+		res.Fees = &FeesOption{TakerBps: o.Fees.Taker, MakerBps: o.Fees.Maker}
+	}
 	if o.DevShards > 0 {
 		res.DevPool = devPool(o.DevShards)
 	}
@@ -430,6 +442,11 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 		if ids, err = createMarkets(ctx, dev.url, b.token, o.Markets, fmt.Sprintf("bench %s, run %d", b.id, i+1)); err != nil {
 			return nil, err
 		}
+		if o.Fees != nil {
+			if err := setFees(ctx, dev.url, b.token, ids, *o.Fees); err != nil {
+				return nil, err
+			}
+		}
 		fronts, pids = []string{dev.url}, []int{dev.pid()}
 		metrics = func() []string {
 			if u := dev.metrics(); u != "" {
@@ -514,6 +531,11 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 	r.Feed = feedResult
 	r.Shards = shards
 	r.LockWaits = &lockWaits
+	if o.Fees != nil {
+		if r.FeesTaken, err = stats.feesTaken(tail); err != nil {
+			return nil, err
+		}
+	}
 	if o.Statements {
 		if r.Statements, err = stats.statements(tail, r.Orders); err != nil {
 			return nil, err

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/tools/loadgen"
 )
 
@@ -53,10 +54,12 @@ func smokeDistributed(t *testing.T, bin string) {
 		assets = found[len(found)-1]
 	}
 	res, text := run(t, Options{PMX: bin, Bots: 4, Markets: 2, Duration: time.Second, Command: "test",
-		Distributed: true, Shards: 2, Fronts: 2, KubeAssets: assets, ShardArgs: []string{"--shards=1"}})
+		Distributed: true, Shards: 2, Fronts: 2, KubeAssets: assets, ShardArgs: []string{"--shards=1"},
+		Fees: &engine.Fees{Taker: 10000, Maker: 0}})
 	if !strings.Contains(text, "2 pmx shard, 2 pmx api") || res.Distributed == nil {
 		t.Errorf("the report does not describe the distributed exchange: %+v", res.Distributed)
 	}
+	checkFees(t, res, text)
 	checkRun(t, res, loadgen.MixBasic)
 }
 
@@ -86,9 +89,15 @@ func smoke(t *testing.T, bin string, mix loadgen.Mix) {
 		o.PGSettings = map[string]string{"max_wal_size": "2GB"}
 	} else {
 		o.DevShards, o.DBLatency = 2, time.Millisecond
+		o.Fees = &engine.Fees{Taker: 10000, Maker: -5000}
 	}
 	res, text := run(t, o)
 	checkRun(t, res, mix)
+	if !statements {
+		checkFees(t, res, text)
+	} else if res.Runs[0].FeesTaken != nil || res.Fees != nil {
+		t.Errorf("fees reported unasked: %+v, %+v", res.Fees, res.Runs[0].FeesTaken)
+	}
 	if !statements && (res.DevShards != 2 || res.DBLatencyUs != 1000 || res.DevPool < 2 || !strings.Contains(text, "pmx dev with 2 shards") ||
 		!strings.Contains(text, "adding 1.00ms to every round trip")) {
 		t.Errorf("the report does not say pmx dev's shards and the database's latency: %d shards, %dµs", res.DevShards, res.DBLatencyUs)
@@ -179,5 +188,17 @@ func checkRun(t *testing.T, res *Result, mix loadgen.Mix) {
 	}
 	if pg := res.Machine.Postgres; pg.Fsync != "on" || pg.SynchronousCommit != "on" {
 		t.Errorf("the cluster is not durable: %+v", pg)
+	}
+}
+
+// checkFees checks a run with every market under a schedule (Options.Fees): the report says the
+// schedule, and its trades paid fees.
+func checkFees(t *testing.T, res *Result, text string) {
+	t.Helper()
+	if res.Fees == nil || !strings.Contains(text, "every market's schedule: taker 10000") {
+		t.Errorf("the report does not give the markets' fee schedule: %+v", res.Fees)
+	}
+	if f := res.Runs[0].FeesTaken; f == nil || f.Trades == 0 || f.Net <= 0 || !strings.Contains(text, "fees, run 1: the exchange took") {
+		t.Errorf("the run's trades paid no fee under a schedule of 10000 basis points: %+v", f)
 	}
 }

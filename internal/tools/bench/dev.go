@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/kit/pgcluster"
 )
 
@@ -223,6 +224,36 @@ func createMarkets(ctx context.Context, baseURL, token string, n int, label stri
 		ids = append(ids, m.ID)
 	}
 	return ids, nil
+}
+
+// FeesOption is the report's record of Options.Fees.
+type FeesOption struct {
+	TakerBps int `json:"takerBps"`
+	MakerBps int `json:"makerBps"`
+}
+
+// setFees gives each market the schedule through the admin API.
+func setFees(ctx context.Context, baseURL, token string, ids []string, fees engine.Fees) error {
+	client := &http.Client{Timeout: 30 * time.Second}
+	body, _ := json.Marshal(map[string]int{"takerBps": fees.Taker, "makerBps": fees.Maker})
+	for _, id := range ids {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, baseURL+"/admin/v1/markets/"+id+"/fees", bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := client.Do(req)
+		if err != nil {
+			return fmt.Errorf("while setting market %s's fees: %w", id, err)
+		}
+		b, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return fmt.Errorf("while setting market %s's fees: HTTP %d: %s", id, res.StatusCode, bytes.TrimSpace(b))
+		}
+	}
+	return nil
 }
 
 // cleanEnv is the environment without the variables through which pmx and libpq would pick up

@@ -21,6 +21,7 @@ import (
 
 	"github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/config"
+	"github.com/pmx-dev/pmx/engine"
 )
 
 // The distributed exchange of `pmxtools bench --distributed`, as processes on this machine for one
@@ -40,6 +41,7 @@ type distributed struct {
 	k8s    client.Client
 	procs  []*devProcess // the operator, the shards, the fronts
 	fronts []string      // the fronts' base addresses
+	fees   *engine.Fees  // every market's schedule (Options.Fees)
 }
 
 // kubeAssets finds the folder of kube-apiserver and etcd: dir if set, else $KUBEBUILDER_ASSETS,
@@ -67,7 +69,7 @@ func kubeAssets(dir string) (string, error) {
 // startDistributed starts the control plane, the operator, the shards and the fronts for one run
 // in dir, on Postgres at databaseURL. Stop it with stop, also after an error.
 func startDistributed(ctx context.Context, o Options, dir, databaseURL, token string) (*distributed, error) {
-	d := &distributed{}
+	d := &distributed{fees: o.Fees}
 	assets, err := kubeAssets(o.KubeAssets)
 	if err != nil {
 		return d, err
@@ -169,6 +171,10 @@ func (d *distributed) createMarkets(ctx context.Context, stats *pgStats, n int, 
 	for i := range n {
 		m := v1alpha1.Market{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("bench-%d", i+1)}, Spec: samples[0].Spec}
 		m.Spec.Question = fmt.Sprintf("Bench market %d (%s)?", i+1, label)
+		m.Spec.Fees = nil // the sample's, if any: the bench's markets charge only what --fees says
+		if d.fees != nil {
+			m.Spec.Fees = &v1alpha1.FeeSchedule{TakerBps: int32(d.fees.Taker), MakerBps: int32(d.fees.Maker)}
+		}
 		if err := d.k8s.Create(ctx, &m); err != nil {
 			return nil, fmt.Errorf("while creating Market %s: %w", m.Name, err)
 		}

@@ -218,3 +218,20 @@ func (p *pgStats) settings(ctx context.Context, names []string) (PostgresInfo, e
 	}
 	return info, nil
 }
+
+// FeesTaken is what a run's fills paid the exchange (RunResult.FeesTaken).
+type FeesTaken struct {
+	Net    int64 `json:"net"`    // cents: fees less rebates
+	Trades int64 `json:"trades"` // trades whose taker or maker paid a fee
+}
+
+// feesTaken sums the fees of the run's trades (each run has a database of its own).
+func (p *pgStats) feesTaken(ctx context.Context) (*FeesTaken, error) {
+	var f FeesTaken
+	err := p.conn.QueryRow(ctx, `select coalesce(sum(taker_fee + maker_fee), 0)::bigint,
+		count(*) filter (where taker_fee > 0 or maker_fee > 0) from trades`).Scan(&f.Net, &f.Trades)
+	if err != nil {
+		return nil, fmt.Errorf("bench: reading the fees the trades paid: %w", err)
+	}
+	return &f, nil
+}

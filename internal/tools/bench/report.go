@@ -55,6 +55,9 @@ func (r *Result) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "%-8s through the bench's proxy, adding %s to every round trip (half each way), as a Postgres on another node; the bench's own connection direct\n",
 			"database", formatUs(r.DBLatencyUs))
 	}
+	if f := r.Fees; f != nil {
+		fmt.Fprintf(&b, "%-8s every market's schedule: taker %d, maker %d basis points of P × (1 − P) per share\n", "fees", f.TakerBps, f.MakerBps)
+	}
 	fmt.Fprintf(&b, "%-8s %d bots on %d markets, %s per run, seed %d, %s mix; rate limits lifted (PMX_READ_RATE=0 PMX_WRITE_RATE=0)\n\n", "load", r.Bots, r.Markets,
 		time.Duration(r.DurationSeconds*float64(time.Second)), r.Seed, cmp.Or(r.Mix, loadgen.MixBasic))
 
@@ -97,6 +100,12 @@ func (r *Result) WriteText(w io.Writer) error {
 		if x := &r.Runs[i]; x.Orders > 0 && x.WALBytesPerOrder > 0 {
 			fmt.Fprintf(&b, "wal, run %d: %s bytes and %s full-page images per order, %d checkpoints\n",
 				i+1, formatCount(math.Round(x.WALBytesPerOrder)), strconv.FormatFloat(x.WALFPIPerOrder, 'f', 2, 64), x.Checkpoints)
+		}
+	}
+	for i := range r.Runs {
+		if f := r.Runs[i].FeesTaken; f != nil {
+			fmt.Fprintf(&b, "fees, run %d: the exchange took %s cents net of rebates, from %s trades that paid a fee\n",
+				i+1, formatCount(float64(f.Net)), formatCount(float64(f.Trades)))
 		}
 	}
 	for i := range r.Runs {
