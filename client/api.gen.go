@@ -964,8 +964,9 @@ type Fill struct {
 	CreatedAt     time.Time `json:"createdAt"`
 
 	// Fee Cents this side paid the exchange for the fill (pmx addition): negative for a maker's
-	// rebate, 0 in a market without fees. See `Fees`.
-	Fee      int                `json:"fee"`
+	// rebate, 0 in a market without fees. See `Fees`. `GET /fills` always gives it; a fill
+	// event of the account feed recorded before fees existed has none (read it as 0).
+	Fee      *int               `json:"fee,omitempty"`
 	ID       openapi_types.UUID `json:"id"`
 	MarketID openapi_types.UUID `json:"marketId"`
 	OrderID  openapi_types.UUID `json:"orderId"`
@@ -1007,7 +1008,7 @@ type Level struct {
 	Total int `json:"total"`
 }
 
-// Market Example: {"category":"weather","closesAt":"2030-06-01T00:00:00Z","createdAt":"2030-05-01T12:00:00Z","description":"Resolves YES if Météo-France reports any rain.","id":"6f1c2a8e-3b4d-4c5e-9f60-718293a4b5c6","labelA":"Rain","labelB":"No rain","outcome":null,"question":"Will it rain in Paris on 1 June?","resolved":false,"resolvesAt":"2030-06-02T00:00:00Z","status":"OPEN","updatedAt":"2030-05-01T12:00:00Z","url":null}
+// Market Example: {"category":"weather","closesAt":"2030-06-01T00:00:00Z","createdAt":"2030-05-01T12:00:00Z","description":"Resolves YES if Météo-France reports any rain.","fees":{"makerBps":0,"takerBps":0},"id":"6f1c2a8e-3b4d-4c5e-9f60-718293a4b5c6","labelA":"Rain","labelB":"No rain","outcome":null,"question":"Will it rain in Paris on 1 June?","resolved":false,"resolvesAt":"2030-06-02T00:00:00Z","status":"OPEN","updatedAt":"2030-05-01T12:00:00Z","url":null}
 type Market struct {
 	Category string `json:"category"`
 

@@ -18,10 +18,11 @@ func TestAdminDocument(t *testing.T) {
 	if s := v.Document().Servers; len(s) != 1 || s[0].URL != "/admin/v1" {
 		t.Errorf("servers = %v, want one with url /admin/v1", s)
 	}
-	want := []string{"GET /halt", "POST /accounts", "POST /accounts/{id}/keys", "POST /events", "POST /events/{id}/cancel",
+	want := []string{"DELETE /events/{id}/fees", "DELETE /markets/{id}/fees", "GET /halt", "POST /accounts", "POST /accounts/{id}/keys", "POST /events", "POST /events/{id}/cancel",
 		"POST /events/{id}/close", "POST /events/{id}/pause", "POST /events/{id}/reopen", "POST /events/{id}/resolve",
 		"POST /events/{id}/resume", "POST /markets", "POST /markets/{id}/cancel", "POST /markets/{id}/close",
-		"POST /markets/{id}/pause", "POST /markets/{id}/reopen", "POST /markets/{id}/resolve", "POST /markets/{id}/resume", "PUT /halt"}
+		"POST /markets/{id}/pause", "POST /markets/{id}/reopen", "POST /markets/{id}/resolve", "POST /markets/{id}/resume",
+		"PUT /events/{id}/fees", "PUT /halt", "PUT /markets/{id}/fees"}
 	var ops []string
 	for path, item := range v.Document().Paths.Map() {
 		for method, op := range item.Operations() {

@@ -29,6 +29,7 @@ func market() map[string]any {
 		"description": nil, "category": "weather", "status": "OPEN",
 		"closesAt": "2030-06-01T00:00:00Z", "resolvesAt": nil, "resolved": false, "outcome": nil,
 		"labelA": "Rain", "labelB": "No rain", "createdAt": now, "updatedAt": now,
+		"fees": map[string]any{"takerBps": 700, "makerBps": -175},
 	}
 }
 
@@ -81,7 +82,7 @@ func order() map[string]any {
 
 func placed() map[string]any {
 	o := order()
-	o["trades"] = []any{trade()}
+	o["trades"] = []any{set(trade(), "fee", 17)} // the taker's fee rides on each of its trades
 	return o
 }
 
@@ -307,6 +308,7 @@ func TestDocumentedStatuses(t *testing.T) {
 		"DELETE /order-groups/{id} 204", "DELETE /order-groups/{id} 400", "DELETE /order-groups/{id} 401", "DELETE /order-groups/{id} 403", "DELETE /order-groups/{id} 404", "DELETE /order-groups/{id} 409", "DELETE /order-groups/{id} 429",
 		"GET /account 200", "GET /account 401", "GET /account 403", "GET /account 429",
 		"GET /account/events 200", "GET /account/events 400", "GET /account/events 401", "GET /account/events 403", "GET /account/events 410", "GET /account/events 429",
+		"GET /account/fees 200", "GET /account/fees 400", "GET /account/fees 401", "GET /account/fees 403", "GET /account/fees 429",
 		"GET /account/keys 200", "GET /account/keys 401", "GET /account/keys 403", "GET /account/keys 429",
 		"GET /account/limits 200", "GET /account/limits 401", "GET /account/limits 403", "GET /account/limits 429",
 		"GET /account/risk-limits 200", "GET /account/risk-limits 401", "GET /account/risk-limits 403", "GET /account/risk-limits 429",

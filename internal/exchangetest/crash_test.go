@@ -100,6 +100,9 @@ func TestCrashRecovery(t *testing.T) {
 
 	// Eight bots trade at random on two markets; a ninth and a tenth race an expiry on a third.
 	markets := []uuid.UUID{tg.NewMarket(t, nil).ID, tg.NewMarket(t, nil).ID, tg.NewMarket(t, nil).ID}
+	// The second charges fees and pays makers a rebate (docs/fees.md): what the crash leaves of
+	// them is checked with the rest (the invariants, with the exchange's account; the audit).
+	tg.Markets.SetFees(t, markets[1], &apiserver.Fees{TakerBps: 700, MakerBps: -175})
 	var count atomic.Int64 // orders acknowledged, for the kill's timing
 	rec := &history.Recorder{}
 	bots := make([]*crashBot, 10)

@@ -141,23 +141,23 @@ def test_fees_decode_as_documented() -> None:
     items = schema_of("PlacedOrder")["properties"]["trades"]["items"]["$ref"].rsplit("/", 1)[1]
     assert SHAPES[items] is models.PlacedTrade
     assert typing.get_type_hints(models.PlacedOrder)["trades"] == list[models.PlacedTrade]
-    # Optional in the document: a market without `fees` has none, an event without them None.
+    # A market always has its schedule (both 0: none); an event without one has None.
     market = {"id": "m", "url": None, "question": "q", "description": None, "category": "c", "status": "OPEN",
               "closesAt": None, "resolvesAt": None, "resolved": False, "outcome": None, "labelA": "Yes",
               "labelB": "No", "createdAt": "2030-05-01T12:00:00Z", "updatedAt": "2030-05-01T12:00:00Z"}
-    assert models.decode(models.Market, market).fees == models.Fees(0, 0)
+    with pytest.raises(pmx.ProtocolError, match="'fees'"):
+        models.decode(models.Market, market)
     got = models.decode(models.Market, {**market, "fees": {"takerBps": 700, "makerBps": -175}})
     assert (got.fees.taker_bps, got.fees.maker_bps) == (700, -175)
     event = {"id": "e", "name": "n", "question": "q", "category": "c", "status": "OPEN",
              "createdAt": "2030-05-01T12:00:00Z", "outcomes": []}
     assert models.decode(models.Event, event).fees is None
     assert models.decode(models.Event, {**event, "fees": {"takerBps": 1, "makerBps": 0}}).fees == models.Fees(1, 0)
-    # Required: a fill without its fee is a ProtocolError, not a silent 0.
+    # Optional: a fill event of the account feed recorded before fees existed has none, read as 0.
     fill = {"id": "f", "tradeId": "t", "orderId": "o", "clientOrderId": None, "marketId": "m", "side": "BUY",
             "outcome": "YES", "price": 40, "quantity": 1, "role": "MAKER", "createdAt": "2030-05-01T12:00:00Z"}
     assert models.decode(models.Fill, {**fill, "fee": -3}).fee == -3
-    with pytest.raises(pmx.ProtocolError, match="'fee'"):
-        models.decode(models.Fill, fill)
+    assert models.decode(models.Fill, fill).fee == 0
     fees = models.decode(models.AccountFees, {"since": "2030-05-01T00:00:00Z", "until": "2030-05-31T00:00:00.123456789Z",
                                               "paid": 12, "rebates": 3, "net": 9, "fills": 4})
     assert (fees.paid, fees.rebates, fees.net, fees.fills, fees.until.microsecond) == (12, 3, 9, 4, 123456)

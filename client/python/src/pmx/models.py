@@ -104,6 +104,9 @@ class Market:
     label_b: str
     created_at: _dt.datetime
     updated_at: _dt.datetime
+    #: The fee schedule in force for orders placed now: the market's own, else its event's (both
+    #: rates 0 without fees).
+    fees: Fees
     #: The event this market is an outcome of, and that outcome's key; ``None`` for a market of
     #: no event.
     event_id: Optional[str] = None
@@ -114,9 +117,6 @@ class Market:
     halted: Optional[str] = None
     #: The series (``get_series``) that listed this market or its event; ``None`` for none.
     series_id: Optional[str] = None
-    #: The fee schedule in force for orders placed now: the market's own, else its event's
-    #: (both rates 0 without fees, and when the exchange sends none).
-    fees: Fees = Fees(taker_bps=0, maker_bps=0)
 
 
 @dataclass(frozen=True)
@@ -363,8 +363,9 @@ class Fill:
     role: Literal["MAKER", "TAKER"]
     created_at: _dt.datetime
     #: Cents this side paid the exchange for the fill: negative for a maker's rebate, 0 in a
-    #: market without fees.
-    fee: int
+    #: market without fees. A fill event of the account feed recorded before fees existed has
+    #: none: it reads as 0.
+    fee: int = 0
 
 
 @dataclass(frozen=True)
