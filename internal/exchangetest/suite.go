@@ -44,11 +44,11 @@ func RunSuite(t *testing.T, tg *Target) {
 		}
 		// 429 (too_many_failures) takes 30 wrong tokens from the suite's address, which would lock
 		// its other admin calls out: the abuse tests provoke it. 503 takes a shard that fails.
-		// POST /markets 409 and the pauses' 409 (managed_by_operator) are a distributed front's
-		// only, where testManagedByOperator sees them.
+		// POST /markets 409 and the pauses' and fees' 409 (managed_by_operator) are a distributed
+		// front's only, where testManagedByOperator sees them.
 		missing := slices.DeleteFunc(tg.AdminValidator.Uncovered(), func(s string) bool {
 			return strings.HasSuffix(s, " 429") || strings.HasSuffix(s, " 503") || s == "POST /markets 409" ||
-				strings.HasSuffix(s, "/pause 409") || strings.HasSuffix(s, "/resume 409")
+				strings.HasSuffix(s, "/pause 409") || strings.HasSuffix(s, "/resume 409") || strings.HasSuffix(s, "/fees 409")
 		})
 		if len(missing) > 0 {
 			t.Errorf("the suite never saw the admin API answer: %s", strings.Join(missing, ", "))
@@ -394,21 +394,26 @@ func testManagedByOperator(t *testing.T, tg *Target) {
 	m := tg.NewMarket(t, nil)
 	question := "Made through the admin API where the operator manages markets " + uuid.NewString() + "?"
 	name := "admin-made-" + uuid.NewString()[:8]
+	fees := map[string]any{"takerBps": 700, "makerBps": 0}
 	for _, r := range []struct {
-		path string
-		body any
+		method, path string
+		body         any
 	}{
-		{"/admin/v1/markets", map[string]any{"question": question, "category": "c"}},
-		{"/admin/v1/events", map[string]any{"name": name, "question": question, "category": "c",
+		{"POST", "/admin/v1/markets", map[string]any{"question": question, "category": "c"}},
+		{"POST", "/admin/v1/events", map[string]any{"name": name, "question": question, "category": "c",
 			"outcomes": []map[string]any{{"key": "a", "label": "A"}, {"key": "b", "label": "B"}}}},
-		{"/admin/v1/markets/" + m.ID.String() + "/close", nil},
-		{"/admin/v1/markets/" + m.ID.String() + "/pause", nil},
-		{"/admin/v1/events/" + uuid.NewString() + "/pause", nil},
+		{"POST", "/admin/v1/markets/" + m.ID.String() + "/close", nil},
+		{"POST", "/admin/v1/markets/" + m.ID.String() + "/pause", nil},
+		{"POST", "/admin/v1/events/" + uuid.NewString() + "/pause", nil},
+		{"PUT", "/admin/v1/markets/" + m.ID.String() + "/fees", fees},
+		{"DELETE", "/admin/v1/markets/" + m.ID.String() + "/fees", nil},
+		{"PUT", "/admin/v1/events/" + uuid.NewString() + "/fees", fees},
+		{"DELETE", "/admin/v1/events/" + uuid.NewString() + "/fees", nil},
 	} {
 		var e ErrorBody
-		tg.Admin(t, "POST", r.path, r.body, http.StatusConflict, &e)
+		tg.Admin(t, r.method, r.path, r.body, http.StatusConflict, &e)
 		if e.Details.Code != "managed_by_operator" {
-			t.Errorf("POST %s: %+v, want managed_by_operator", r.path, e)
+			t.Errorf("%s %s: %+v, want managed_by_operator", r.method, r.path, e)
 		}
 	}
 	ctx := context.Background()
@@ -422,7 +427,7 @@ func testManagedByOperator(t *testing.T, tg *Target) {
 	if markets != 0 || events != 0 {
 		t.Errorf("refused creations wrote %d markets and %d events", markets, events)
 	}
-	if got, err := tg.Store.Market(ctx, m.ID); err != nil || got.Status != "OPEN" {
-		t.Errorf("a refused close left the market %s (%v)", got.Status, err)
+	if got, err := tg.Store.Market(ctx, m.ID); err != nil || got.Status != "OPEN" || got.OwnFees {
+		t.Errorf("a refused close left the market %s, with fees of its own %v (%v)", got.Status, got.OwnFees, err)
 	}
 }

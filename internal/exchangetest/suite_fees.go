@@ -144,7 +144,29 @@ func testFees(t *testing.T, tg *Target) {
 				t.Fatalf("PUT fees %v: %+v names no field", body, e)
 			}
 		}
-		tg.Admin(t, "PUT", "/admin/v1/markets/"+uuid.NewString()+"/fees", map[string]any{"takerBps": 1, "makerBps": 0}, http.StatusNotFound, nil)
+		var e ErrorBody
+		tg.Admin(t, "PUT", "/admin/v1/events/"+ev.ID.String()+"/fees", map[string]any{"takerBps": 1}, http.StatusBadRequest, &e)
+		if e.Details.Code != "missing_field" || e.Details.Field != "makerBps" {
+			t.Fatalf("PUT an event's fees without makerBps: %+v", e)
+		}
+		ok := map[string]any{"takerBps": 1, "makerBps": 0}
+		for _, kind := range []struct{ path, notFound string }{{"/admin/v1/markets/", "market_not_found"}, {"/admin/v1/events/", "event_not_found"}} {
+			for _, method := range []string{"PUT", "DELETE"} {
+				var body any
+				if method == "PUT" {
+					body = ok
+				}
+				tg.AdminAs(t, "", method, kind.path+b.String()+"/fees", body, http.StatusUnauthorized, nil)
+				tg.Admin(t, method, kind.path+"42/fees", body, http.StatusBadRequest, &e)
+				if e.Details.Code != "invalid_uuid" {
+					t.Errorf("%s %s42/fees: %+v", method, kind.path, e)
+				}
+				tg.Admin(t, method, kind.path+uuid.NewString()+"/fees", body, http.StatusNotFound, &e)
+				if e.Details.Code != kind.notFound {
+					t.Errorf("%s %s{unknown}/fees: %+v", method, kind.path, e)
+				}
+			}
+		}
 		if got := maker.market(t, b).Fees; got != (apiserver.Fees{TakerBps: 200, MakerBps: 200}) {
 			t.Fatalf("refused schedules changed the market's fees to %+v", got)
 		}

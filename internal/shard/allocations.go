@@ -24,15 +24,16 @@ func (s *Shard) holder() string { return s.cfg.Holder }
 
 // acquire moves to the shard's allocations what the commands' placements and amends need, for
 // every account whose view cannot pay for them or that the views do not know, and takes what it
-// leaves into the views. An account the allocation already pays for is only read.
-//
-// An account it found short is not taken as exhausted: another shard may take back some of what
-// it moved here before the batch reads its allocation (its own acquire steals the largest free
-// cash first), so a refusal for funds decided from that read is doubted, and the batch runs again
-// locked, acquiring everything (Begin.AcquireAll), which answers it exactly. Fees made the race
-// likely enough for TestPropertyDemarcation's bursts to meet it: their placements' summed needs
-// exceed an account's cash more often.
-func (s *Shard) acquire(ctx context.Context, conn BatchConn, cmds []*command) error {
+// leaves into the views. An account the allocation already pays for is only read. It marks
+// exhausted the accounts whose cash it found short: all they had free is now the shard's — as of
+// the acquire. Another shard's acquire may take some of it back before the batch reads its
+// allocation, so the batch's read keeps the mark only if it finds no free cash of the account
+// outside this shard's allocation (store.Locked.Elsewhere, accumulator.track): then a refusal for
+// funds decided from that read is true as of it. (Fees made the race likely enough for
+// TestPropertyDemarcation's bursts to meet it, when the mark was kept from the acquire alone.)
+// Room is not marked: a refusal on maxLockedCash from a read is doubted, and the batch that runs
+// again locked acquires all the room there is (Begin.AcquireAll).
+func (s *Shard) acquire(ctx context.Context, conn BatchConn, cmds []*command, exhausted map[int64]exhaustion) error {
 	needCash, _ := s.needs(cmds)
 	var need []store.Need
 	for account, c := range needCash {
@@ -54,6 +55,11 @@ func (s *Shard) acquire(ctx context.Context, conn BatchConn, cmds []*command) er
 	}
 	s.metrics.acquires.Inc()
 	s.viewAccounts(cash, risk)
+	for _, n := range need {
+		if cash[n.Account] < n.Cash {
+			exhausted[n.Account] |= exhaustedCash
+		}
+	}
 	return nil
 }
 

@@ -537,7 +537,7 @@ func (s *Shard) open(b batch, mode reserveMode) (*flight, error) {
 	} else {
 		s.metrics.read.Inc()
 		if mode == fromReads {
-			if err := s.acquire(ctx, conn, b.cmds); err != nil { // allocations.go
+			if err := s.acquire(ctx, conn, b.cmds, s.acc.exhausted); err != nil { // allocations.go
 				return fl, err
 			}
 		}
@@ -564,6 +564,9 @@ func (s *Shard) open(b batch, mode reserveMode) (*flight, error) {
 		if s.cfg.Name != "" {
 			s.fence(locked.Owners, b.cmds)
 		}
+	}
+	if mode == fromLocks {
+		locked.Elsewhere = nil // what the locked batch acquired is all there is: its refusals are final
 	}
 	s.acc.track(locked)
 	s.trackGroups(locked.Groups)

@@ -129,6 +129,11 @@ func (a *accumulator) track(l store.Locked) {
 		a.seeded[k] = true
 	}
 	a.takenIDs = l.Taken
+	for account, outside := range l.Elsewhere {
+		if outside > 0 {
+			a.exhausted[account] &^= exhaustedCash // another holder took some back since the acquire (allocations.go)
+		}
+	}
 }
 
 // reserve locks what an order needs (engine.Order.Lock) — cash for a BUY, shares for a SELL — or

@@ -82,6 +82,10 @@ type Locked struct {
 	Owners map[uuid.UUID]db.Ownership // of the markets asked for (FOR SHARE: nobody can move them)
 	Cash   map[int64]int64            // the holder's free cash of each account asked for (its wallet FOR SHARE with Begin.LockAccounts)
 	Risk   map[int64]Risk             // and its room and risk limits, read with it
+	// Elsewhere is each account's free cash outside the holder's allocation — its wallet and every
+	// other holder's — read with Cash in one statement: 0 means the holder held all of it then,
+	// so a refusal for want of it, decided from Cash, is true as of that read.
+	Elsewhere map[int64]int64
 	Shares map[ShareKey]int64         // unlocked shares of each holding asked for that exists (FOR UPDATE)
 	Taken  map[ClientOrderKey]bool    // the client order ids asked for that an order already has
 	Groups map[uuid.UUID]GroupState   // the order groups asked for that exist
@@ -102,8 +106,8 @@ func BeginBatch(ctx context.Context, conn *pgx.Conn, b Begin) (Locked, error) {
 // queueBegin queues the statements of BeginBatch; the Locked it returns is filled in as their
 // results are read.
 func queueBegin(q *pgx.Batch, b Begin) Locked {
-	l := Locked{Owners: map[uuid.UUID]db.Ownership{}, Cash: map[int64]int64{}, Risk: map[int64]Risk{}, Shares: map[ShareKey]int64{},
-		Taken: map[ClientOrderKey]bool{}, Groups: map[uuid.UUID]GroupState{}}
+	l := Locked{Owners: map[uuid.UUID]db.Ownership{}, Cash: map[int64]int64{}, Risk: map[int64]Risk{}, Elsewhere: map[int64]int64{},
+		Shares: map[ShareKey]int64{}, Taken: map[ClientOrderKey]bool{}, Groups: map[uuid.UUID]GroupState{}}
 	queueTxStart(q, b.Claim)
 	if len(b.Markets) > 0 {
 		q.Queue(`select id, shard, epoch, status from markets where id = any($1) order by id for share`, uuidArray(b.Markets)).
@@ -134,7 +138,9 @@ func queueBegin(q *pgx.Batch, b Begin) Locked {
 		if b.LockAccounts {
 			sql += ` order by a.id for share of a`
 		}
-		q.Queue(sql, b.Accounts, b.Holder).Query(func(rows pgx.Rows) error { return scanAllocations(rows, l.Cash, l.Risk) })
+		q.Queue(sql, b.Accounts, b.Holder).Query(func(rows pgx.Rows) error {
+			return scanBeginAllocations(rows, l.Cash, l.Risk, l.Elsewhere)
+		})
 	}
 	if len(b.Holdings) > 0 {
 		ids, markets, outcomes := make([]int64, len(b.Holdings)), make([][16]byte, len(b.Holdings)), make([]string, len(b.Holdings))

@@ -24,17 +24,31 @@ type Risk struct {
 // NoLimit is a limit that is not set.
 const NoLimit = -1
 
-// allocationsQuery reads holder $2's allocations of accounts $1 with the accounts' limits, for
-// scanAllocations: a batch's start (BeginBatch, which may lock the accounts' wallets against
-// acquires and changes of limits: see Begin.LockAccounts). A
-// missing allocation reads as nothing held, under the account's current version of its limits.
+// allocationsQuery reads holder $2's allocations of accounts $1 with the accounts' limits, and
+// the free cash each account has outside them (its wallet and every other holder's), all from one
+// snapshot, for scanBeginAllocations: a batch's start (BeginBatch, which may lock the accounts'
+// wallets against acquires and changes of limits: see Begin.LockAccounts). A missing allocation
+// reads as nothing held, under the account's current version of its limits.
 const allocationsQuery = `select a.id, coalesce(al.available, 0), coalesce(al.room, 0), coalesce(a.max_position, -1),
-		coalesce(a.max_locked_cash, -1), coalesce(al.risk_version, a.risk_version)
+		coalesce(a.max_locked_cash, -1), coalesce(al.risk_version, a.risk_version),
+		a.available + coalesce((select sum(o.available) from allocations o where o.account_id = a.id and o.holder <> $2), 0)
 	from accounts a left join allocations al on al.account_id = a.id and al.holder = $2
 	where a.id = any($1)`
 
-// scanAllocations reads allocationsQuery's (and acquire_cash's) rows into cash and risk, by
-// account id.
+// scanBeginAllocations reads allocationsQuery's rows into cash, risk and elsewhere, by account id.
+func scanBeginAllocations(rows pgx.Rows, cash map[int64]int64, risk map[int64]Risk, elsewhere map[int64]int64) error {
+	for rows.Next() {
+		var id, available, outside int64
+		var r Risk
+		if err := rows.Scan(&id, &available, &r.Room, &r.MaxPosition, &r.MaxLockedCash, &r.Version, &outside); err != nil {
+			return err
+		}
+		cash[id], risk[id], elsewhere[id] = available, r, outside
+	}
+	return rows.Err()
+}
+
+// scanAllocations reads acquire_cash's rows into cash and risk, by account id.
 func scanAllocations(rows pgx.Rows, cash map[int64]int64, risk map[int64]Risk) error {
 	for rows.Next() {
 		var id, available int64
