@@ -86,9 +86,9 @@ type Locked struct {
 	// other holder's — read with Cash in one statement: 0 means the holder held all of it then,
 	// so a refusal for want of it, decided from Cash, is true as of that read.
 	Elsewhere map[int64]int64
-	Shares map[ShareKey]int64         // unlocked shares of each holding asked for that exists (FOR UPDATE)
-	Taken  map[ClientOrderKey]bool    // the client order ids asked for that an order already has
-	Groups map[uuid.UUID]GroupState   // the order groups asked for that exist
+	Shares    map[ShareKey]int64       // unlocked shares of each holding asked for that exists (FOR UPDATE)
+	Taken     map[ClientOrderKey]bool  // the client order ids asked for that an order already has
+	Groups    map[uuid.UUID]GroupState // the order groups asked for that exist
 }
 
 // BeginBatch begins a transaction on conn and locks, in key order so that concurrent batches
