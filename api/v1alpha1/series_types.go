@@ -71,6 +71,11 @@ type SeriesMarketTemplate struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=50
 	LabelB string `json:"labelB,omitempty"`
+
+	// Fees is each instance's fee schedule, as a Market's spec.fees (docs/fees.md); none when
+	// unset. A change applies to the instances listed after it.
+	// +optional
+	Fees *FeeSchedule `json:"fees,omitempty"`
 }
 
 // SeriesEventTemplate is the text and outcomes of each Event a series lists; the question and
@@ -106,6 +111,11 @@ type SeriesEventTemplate struct {
 	// +listType=map
 	// +listMapKey=key
 	Outcomes []EventOutcome `json:"outcomes"`
+
+	// Fees is each instance's fee schedule, as an Event's spec.fees (docs/fees.md); none when
+	// unset. A change applies to the instances listed after it.
+	// +optional
+	Fees *FeeSchedule `json:"fees,omitempty"`
 }
 
 // MarketSeriesSpec is a recurring market or event: a template, the schedule its instances follow,

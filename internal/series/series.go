@@ -235,7 +235,8 @@ func metaTime(t time.Time) *metav1.Time {
 func (s *Series) MarketSpec(in Instance) v1alpha1.MarketSpec {
 	tm := s.spec.Market
 	spec := v1alpha1.MarketSpec{Question: text(tm.Question, in.Time), Description: text(tm.Description, in.Time),
-		Category: tm.Category, URL: tm.URL, LabelA: tm.LabelA, LabelB: tm.LabelB, ClosesAt: metaTime(in.ClosesAt)}
+		Category: tm.Category, URL: tm.URL, LabelA: tm.LabelA, LabelB: tm.LabelB, ClosesAt: metaTime(in.ClosesAt),
+		Fees: tm.Fees.DeepCopy()}
 	if in.ResolvesAt != nil {
 		spec.ResolvesAt = metaTime(*in.ResolvesAt)
 	}
@@ -246,7 +247,8 @@ func (s *Series) MarketSpec(in Instance) v1alpha1.MarketSpec {
 func (s *Series) EventSpec(in Instance) v1alpha1.EventSpec {
 	te := s.spec.Event
 	spec := v1alpha1.EventSpec{Question: text(te.Question, in.Time), Description: text(te.Description, in.Time),
-		Category: te.Category, URL: te.URL, Outcomes: append([]v1alpha1.EventOutcome(nil), te.Outcomes...), ClosesAt: metaTime(in.ClosesAt)}
+		Category: te.Category, URL: te.URL, Outcomes: append([]v1alpha1.EventOutcome(nil), te.Outcomes...), ClosesAt: metaTime(in.ClosesAt),
+		Fees: te.Fees.DeepCopy()}
 	if in.ResolvesAt != nil {
 		spec.ResolvesAt = metaTime(*in.ResolvesAt)
 	}

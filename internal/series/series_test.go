@@ -163,3 +163,42 @@ func TestNewRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestInstanceFees: an instance carries its template's fee schedule, a copy of its own (a later
+// change of the template leaves the instances made before as they are), and none without one.
+func TestInstanceFees(t *testing.T) {
+	spec := daily("UTC", 1, 0)
+	spec.Market.Fees = &v1alpha1.FeeSchedule{TakerBps: 700, MakerBps: -175}
+	s, err := New("rain", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := s.Plan(time.Date(2027, 6, 1, 12, 0, 0, 0, time.UTC))
+	m := s.MarketSpec(p.Due[0])
+	if m.Fees == nil || *m.Fees != (v1alpha1.FeeSchedule{TakerBps: 700, MakerBps: -175}) || m.Fees == spec.Market.Fees {
+		t.Fatalf("a market instance's fees: %+v, want a copy of 700/-175", m.Fees)
+	}
+	spec.Market.Fees.TakerBps = 1
+	if m.Fees.TakerBps != 700 {
+		t.Fatal("changing the template changed an instance made before")
+	}
+
+	ev := daily("UTC", 1, 0)
+	ev.Market = nil
+	ev.Event = &v1alpha1.SeriesEventTemplate{Question: "Which on {date}?", Category: "c",
+		Outcomes: []v1alpha1.EventOutcome{{Key: "a", Label: "A"}, {Key: "b", Label: "B"}},
+		Fees:     &v1alpha1.FeeSchedule{TakerBps: 100}}
+	s, err = New("which", ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ = s.Plan(time.Date(2027, 6, 1, 12, 0, 0, 0, time.UTC))
+	if e := s.EventSpec(p.Due[0]); e.Fees == nil || e.Fees.TakerBps != 100 {
+		t.Fatalf("an event instance's fees: %+v", e.Fees)
+	}
+	ev.Event.Fees = nil
+	s, _ = New("which", ev)
+	if e := s.EventSpec(p.Due[0]); e.Fees != nil {
+		t.Fatalf("an instance of a template without fees: %+v", e.Fees)
+	}
+}

@@ -84,8 +84,14 @@ func (l *Lister) Sync(ctx context.Context, now time.Time) (time.Time, map[string
 			m, err := l.Store.MarketByName(ctx, due.Name)
 			if err != nil {
 				var created bool
-				if m, created, err = marketspec.Record(ctx, l.Store, uuid.Nil, due.Name, s.MarketSpec(due), now); err != nil {
+				spec := s.MarketSpec(due)
+				if m, created, err = marketspec.Record(ctx, l.Store, uuid.Nil, due.Name, spec, now); err != nil {
 					return next, ids, fmt.Errorf("series %q: %w", s.Name, err)
+				}
+				if created && spec.Fees != nil { // the template's schedule, given once: the instance keeps it
+					if m, _, err = marketspec.SetFees(ctx, l.Store, m, spec.Fees, now); err != nil {
+						return next, ids, fmt.Errorf("series %q: %w", s.Name, err)
+					}
 				}
 				if created {
 					l.Logger.Info("series instance listed", "series", s.Name, "market", m.ID, "name", due.Name, "closesAt", due.ClosesAt)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/config"
+	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/storetest"
 )
@@ -25,7 +26,8 @@ func TestSync(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	keep := int32(1)
 	ms := v1alpha1.MarketSeries{Spec: v1alpha1.MarketSeriesSpec{Schedule: "0 12 * * *", KeepListed: &keep,
-		ClosesAfter: &metav1.Duration{}, Market: &v1alpha1.SeriesMarketTemplate{Question: "Sunny at noon on {date}?", Category: "weather"}}}
+		ClosesAfter: &metav1.Duration{}, Market: &v1alpha1.SeriesMarketTemplate{Question: "Sunny at noon on {date}?", Category: "weather",
+			Fees: &v1alpha1.FeeSchedule{TakerBps: 700, MakerBps: -175}}}}
 	ms.Name = "sun"
 	l, err := New(st, []v1alpha1.MarketSeries{ms}, log)
 	if err != nil {
@@ -42,6 +44,9 @@ func TestSync(t *testing.T) {
 	m, err := st.MarketByName(ctx, "sun-20270601-1200")
 	if err != nil || m.SeriesID == nil || *m.SeriesID != ids["sun"] || m.Question != "Sunny at noon on 2027-06-01?" {
 		t.Fatalf("instance %+v, %v; want it linked to %s", m, err, ids["sun"])
+	}
+	if !m.OwnFees || m.Fees != (engine.Fees{Taker: 700, Maker: -175}) {
+		t.Errorf("instance's fees %+v (own %v), want the template's 700/-175", m.Fees, m.OwnFees)
 	}
 
 	again, err := New(st, []v1alpha1.MarketSeries{ms}, log)
