@@ -1,8 +1,6 @@
 package apiserver
 
 import (
-	"context"
-	"errors"
 	"net/http"
 	"time"
 
@@ -10,9 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/engine"
-	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
-	"github.com/pmx-dev/pmx/internal/store"
 )
 
 // Fees (docs/fees.md; package engine owns the rule, engine.Fees): a market's or an event's fee
@@ -99,53 +95,22 @@ func feesOf(c *gin.Context) (*engine.Fees, error) {
 // setFees answers PUT (set) and DELETE (remove) /admin/v1/{markets|events}/{id}/fees with the market
 // or the event as it is afterwards.
 func (s *Server) setFees(events, remove bool) func(*gin.Context) error {
-	return func(c *gin.Context) error {
-		if s.operatorManaged() {
-			return exchange.ErrManagedByOperator
-		}
-		id, err := parseUUID("id", c.Param("id"))
-		if err != nil {
-			return err
-		}
+	set := s.cfg.Store.SetMarketFees
+	if events {
+		set = s.cfg.Store.SetEventFees
+	}
+	return s.changeRow(events, func(c *gin.Context, id uuid.UUID) error {
 		var fees *engine.Fees
 		if !remove {
+			var err error
 			if fees, err = feesOf(c); err != nil {
 				return err
 			}
 		}
-		ctx := c.Request.Context()
-		set, what := s.cfg.Store.SetMarketFees, "market"
-		if events {
-			set, what = s.cfg.Store.SetEventFees, "event"
-		}
-		changed, err := set(ctx, id, fees, s.now())
-		if errors.Is(err, store.ErrNotFound) {
-			return &httpkit.Error{Status: http.StatusNotFound, Code: what + "_not_found", Field: "id", Message: "no " + what + " has this id"}
-		}
-		if err != nil {
-			return err
-		}
+		changed, err := set(c.Request.Context(), id, fees, s.now())
 		if changed {
-			s.log.Info("a fee schedule changed", what, id, "fees", fees)
+			s.log.Info("a fee schedule changed", "id", id, "event", events, "fees", fees)
 		}
-		return s.answerWith(ctx, c, events, id)
-	}
-}
-
-// answerWith answers with the market or the event id as it now is.
-func (s *Server) answerWith(ctx context.Context, c *gin.Context, event bool, id uuid.UUID) error {
-	if event {
-		e, err := s.cfg.Store.Event(ctx, id)
-		if err != nil {
-			return err
-		}
-		c.JSON(http.StatusOK, EventOf(&e))
-		return nil
-	}
-	m, err := s.cfg.Store.Market(ctx, id)
-	if err != nil {
 		return err
-	}
-	c.JSON(http.StatusOK, MarketOf(&m))
-	return nil
+	})
 }

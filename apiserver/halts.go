@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/kit/httpkit"
@@ -63,6 +64,29 @@ func (s *Server) setExchangeHalt(c *gin.Context) error {
 
 // pauseMarket answers POST /admin/v1/markets/{id}/pause and /resume.
 func (s *Server) pauseMarket(paused bool) func(*gin.Context) error {
+	return s.changeRow(false, func(c *gin.Context, id uuid.UUID) error {
+		_, err := s.cfg.Store.SetMarketPaused(c.Request.Context(), id, paused, s.now())
+		return err
+	})
+}
+
+// pauseEvent answers POST /admin/v1/events/{id}/pause and /resume.
+func (s *Server) pauseEvent(paused bool) func(*gin.Context) error {
+	return s.changeRow(true, func(c *gin.Context, id uuid.UUID) error {
+		_, err := s.cfg.Store.SetEventPaused(c.Request.Context(), id, paused, s.now())
+		return err
+	})
+}
+
+// changeRow is an admin change of one market's (or, events, one event's) row in pmx dev — a
+// pause, a fee schedule — which answers with the market or the event as it is afterwards. Where
+// the operator manages markets and events it is 409 managed_by_operator; an id that is not a
+// UUID is 400, one no row has 404 (change returns store.ErrNotFound).
+func (s *Server) changeRow(events bool, change func(c *gin.Context, id uuid.UUID) error) func(*gin.Context) error {
+	what := "market"
+	if events {
+		what = "event"
+	}
 	return func(c *gin.Context) error {
 		if s.operatorManaged() {
 			return exchange.ErrManagedByOperator
@@ -71,44 +95,25 @@ func (s *Server) pauseMarket(paused bool) func(*gin.Context) error {
 		if err != nil {
 			return err
 		}
-		ctx := c.Request.Context()
-		if _, err := s.cfg.Store.SetMarketPaused(ctx, id, paused, s.now()); err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				return &httpkit.Error{Status: http.StatusNotFound, Code: "market_not_found", Field: "id", Message: "no market has this id"}
-			}
+		if err := change(c, id); errors.Is(err, store.ErrNotFound) {
+			return &httpkit.Error{Status: http.StatusNotFound, Code: what + "_not_found", Field: "id", Message: "no " + what + " has this id"}
+		} else if err != nil {
 			return err
+		}
+		ctx := c.Request.Context()
+		if events {
+			e, err := s.cfg.Store.Event(ctx, id)
+			if err != nil {
+				return err
+			}
+			c.JSON(http.StatusOK, EventOf(&e))
+			return nil
 		}
 		m, err := s.cfg.Store.Market(ctx, id)
 		if err != nil {
 			return err
 		}
 		c.JSON(http.StatusOK, MarketOf(&m))
-		return nil
-	}
-}
-
-// pauseEvent answers POST /admin/v1/events/{id}/pause and /resume.
-func (s *Server) pauseEvent(paused bool) func(*gin.Context) error {
-	return func(c *gin.Context) error {
-		if s.operatorManaged() {
-			return exchange.ErrManagedByOperator
-		}
-		id, err := parseUUID("id", c.Param("id"))
-		if err != nil {
-			return err
-		}
-		ctx := c.Request.Context()
-		if _, err := s.cfg.Store.SetEventPaused(ctx, id, paused, s.now()); err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				return &httpkit.Error{Status: http.StatusNotFound, Code: "event_not_found", Field: "id", Message: "no event has this id"}
-			}
-			return err
-		}
-		e, err := s.cfg.Store.Event(ctx, id)
-		if err != nil {
-			return err
-		}
-		c.JSON(http.StatusOK, EventOf(&e))
 		return nil
 	}
 }

@@ -565,9 +565,6 @@ func (s *Shard) open(b batch, mode reserveMode) (*flight, error) {
 			s.fence(locked.Owners, b.cmds)
 		}
 	}
-	if mode == fromLocks {
-		locked.Elsewhere = nil // what the locked batch acquired is all there is: its refusals are final
-	}
 	s.acc.track(locked)
 	s.trackGroups(locked.Groups)
 	s.acc.unlocked = mode == fromViews

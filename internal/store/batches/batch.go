@@ -84,7 +84,8 @@ type Locked struct {
 	Risk   map[int64]Risk             // and its room and risk limits, read with it
 	// Elsewhere is each account's free cash outside the holder's allocation — its wallet and every
 	// other holder's — read with Cash in one statement: 0 means the holder held all of it then,
-	// so a refusal for want of it, decided from Cash, is true as of that read.
+	// so a refusal for want of it, decided from Cash, is true as of that read. A locked batch
+	// (Begin.LockAccounts with AcquireAll) holds it all: 0, not read.
 	Elsewhere map[int64]int64
 	Shares    map[ShareKey]int64       // unlocked shares of each holding asked for that exists (FOR UPDATE)
 	Taken     map[ClientOrderKey]bool  // the client order ids asked for that an order already has
@@ -134,9 +135,9 @@ func queueBegin(q *pgx.Batch, b Begin) Locked {
 			}
 			q.Queue(`select count(*) from acquire_cash($1, $2, $3, $3, 1)`, b.Holder, b.Accounts, all)
 		}
-		sql := allocationsQuery
+		sql := allocationsUnlocked
 		if b.LockAccounts {
-			sql += ` order by a.id for share of a`
+			sql = allocationsLocked
 		}
 		q.Queue(sql, b.Accounts, b.Holder).Query(func(rows pgx.Rows) error {
 			return scanBeginAllocations(rows, l.Cash, l.Risk, l.Elsewhere)

@@ -25,15 +25,23 @@ type Risk struct {
 const NoLimit = -1
 
 // allocationsQuery reads holder $2's allocations of accounts $1 with the accounts' limits, and
-// the free cash each account has outside them (its wallet and every other holder's), all from one
-// snapshot, for scanBeginAllocations: a batch's start (BeginBatch, which may lock the accounts'
-// wallets against acquires and changes of limits: see Begin.LockAccounts). A missing allocation
-// reads as nothing held, under the account's current version of its limits.
-const allocationsQuery = `select a.id, coalesce(al.available, 0), coalesce(al.room, 0), coalesce(a.max_position, -1),
-		coalesce(a.max_locked_cash, -1), coalesce(al.risk_version, a.risk_version),
-		a.available + coalesce((select sum(o.available) from allocations o where o.account_id = a.id and o.holder <> $2), 0)
+// (elsewhereColumn, for an unlocked read) the free cash each account has outside them — its wallet
+// and every other holder's — all from one snapshot, for scanBeginAllocations: a batch's start
+// (BeginBatch, which may lock the accounts' wallets against acquires and changes of limits: see
+// Begin.LockAccounts; a locked batch has acquired everything, and reads 0 there). A missing
+// allocation reads as nothing held, under the account's current version of its limits.
+const (
+	allocationsQuery = `select a.id, coalesce(al.available, 0), coalesce(al.room, 0), coalesce(a.max_position, -1),
+		coalesce(a.max_locked_cash, -1), coalesce(al.risk_version, a.risk_version), %s
 	from accounts a left join allocations al on al.account_id = a.id and al.holder = $2
 	where a.id = any($1)`
+	elsewhereColumn = `a.available + coalesce((select sum(o.available) from allocations o where o.account_id = a.id and o.holder <> $2), 0)`
+)
+
+var (
+	allocationsUnlocked = fmt.Sprintf(allocationsQuery, elsewhereColumn)
+	allocationsLocked   = fmt.Sprintf(allocationsQuery, "0::bigint") + ` order by a.id for share of a`
+)
 
 // scanBeginAllocations reads allocationsQuery's rows into cash, risk and elsewhere, by account id.
 func scanBeginAllocations(rows pgx.Rows, cash map[int64]int64, risk map[int64]Risk, elsewhere map[int64]int64) error {
