@@ -22,6 +22,31 @@ import (
 // holder is the shard's name as a holder of allocations (Config.Holder).
 func (s *Shard) holder() string { return s.cfg.Holder }
 
+// allAllocated reports whether a batch's every account has an allocation row of the shard's that
+// a batch of it committed (Shard.allocated): the batch's accounts' statement then writes them by
+// an update alone (store.Batch.Allocated), the cheaper statement. A batch that meets an account
+// for the first time since the shard started, or since a failed batch, writes them with the
+// insert of the rows that do not exist; its commit adds them (committedAllocations).
+func (s *Shard) allAllocated(cash []store.CashDelta) bool {
+	for _, d := range cash {
+		if _, ok := s.allocated[d.Account]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// committedAllocations records, once a batch has committed, that the shard's allocation row of
+// each of its accounts exists (a new one starting afresh past maxCashViews of them).
+func (s *Shard) committedAllocations(cash []store.CashDelta) {
+	if len(s.allocated)+len(cash) > maxCashViews {
+		clear(s.allocated)
+	}
+	for _, d := range cash {
+		s.allocated[d.Account] = struct{}{}
+	}
+}
+
 // acquire moves to the shard's allocations what the commands' placements and amends need, for
 // every account whose view cannot pay for them or that the views do not know, and takes what it
 // leaves into the views. An account the allocation already pays for is only read. It marks

@@ -294,6 +294,14 @@ func (s *Shard) again(b *batch, mode reserveMode, err error, retried *bool) bool
 		s.metrics.rerun.Inc()
 		return true
 	}
+	if store.AllocationMissing(err) {
+		// An allocation row the shard had seen committed was not there (none is ever deleted, so
+		// only by someone's hand): undo has forgotten which rows exist, and the batch runs again
+		// writing its rows with the insert.
+		s.log.Warn("an allocation row this shard had committed was missing; the batch runs again", "err", err)
+		s.metrics.rerun.Inc()
+		return true
+	}
 	if mode < fromLocks && (errors.Is(err, errDoubted) || store.Refused(err) || store.Fenced(err)) {
 		s.metrics.rerun.Inc()
 		s.log.Debug("a batch runs again, reading what it reserves from more surely", "reason", err, "commands", len(b.cmds), "was", mode)
@@ -342,6 +350,7 @@ func (s *Shard) landed(fl *flight) bool {
 		return false
 	}
 	a := fl.acc
+	s.committedAllocations(a.batch.Cash) // allocations.go
 	s.answerCancels(a, fl.b.cmds, fl.res.Updated)
 	for _, e := range fl.res.Accounts {
 		a.published = append(a.published, feed.Batch{Account: e.Account, Holder: e.Holder, First: e.First, Last: e.Last,
@@ -624,6 +633,7 @@ func (s *Shard) seal(fl *flight) error {
 	s.acc.batch.Unlocked = fl.mode == fromViews
 	s.acc.batch.Claim = s.claim()
 	s.acc.batch.Holder = s.holder()
+	s.acc.batch.Allocated = s.allAllocated(s.acc.batch.Cash) // allocations.go
 	if fl.mode == fromViews && s.cfg.Name != "" {
 		s.acc.batch.Fence = s.fenceOf(s.acc.touched)
 	}

@@ -129,6 +129,9 @@ type Shard struct {
 	used    map[int64]time.Time  // when a committed batch last moved each account's cash (allocations.go)
 	risk    map[int64]store.Risk // and of their locked cash and risk limits (risk.go)
 	handed  map[uuid.UUID]int64  // the markets handed to another shard, refused without a read, with Shard.loads then (handoff.go)
+	// allocated are the accounts whose allocation row of this shard's a batch of it has committed
+	// (allocations.go): a batch whose accounts are all here writes them by an update alone.
+	allocated map[int64]struct{}
 
 	// groups are the order groups with orders resting here, as the last batch that met each left
 	// them (groups.go).
@@ -203,6 +206,8 @@ func New(cfg Config) *Shard {
 		cash:    map[int64]int64{},
 		used:    map[int64]time.Time{},
 		risk:    map[int64]store.Risk{},
+
+		allocated: map[int64]struct{}{},
 	}
 	s.loads.Store(1)
 	s.accs[0].expose, s.accs[1].expose = s.expose, s.expose

@@ -320,6 +320,7 @@ func (s *Shard) advance(b *store.Batch) {
 func (s *Shard) forget() {
 	clear(s.cash)
 	clear(s.risk)
+	clear(s.allocated)
 	for _, m := range s.markets {
 		clear(m.free)
 	}

@@ -188,6 +188,10 @@ func HaltsMoved(err error) bool { return batches.HaltsMoved(err) }
 // Retryable reports whether a batch may simply be run again (batches.Retryable).
 func Retryable(err error) bool { return batches.Retryable(err) }
 
+// AllocationMissing reports whether a batch found an allocation row it took as written missing
+// (batches.AllocationMissing).
+func AllocationMissing(err error) bool { return batches.AllocationMissing(err) }
+
 // Unreachable reports whether err is the database being out of reach (batches.Unreachable).
 func Unreachable(err error) bool { return batches.Unreachable(err) }
 

@@ -275,7 +275,7 @@ func CommitBatch(ctx context.Context, conn *pgx.Conn, b *Batch) (Committed, erro
 			return c, fmt.Errorf("while committing a batch: %w", err)
 		}
 	}
-	if b.Halts != nil {
+	if b.Halts != nil && len(b.Cash) == 0 { // with cash, the accounts' statement checks them (cashStatement)
 		q.Queue(`select halt_check($1)`, *b.Halts)
 	}
 	q.Queue("commit").Exec(func(tag pgconn.CommandTag) error {
@@ -321,6 +321,14 @@ func Fenced(err error) bool {
 	return errors.As(err, &pg) && pg.Code == "PX001"
 }
 
+// AllocationMissing reports whether a batch of Batch.Allocated found one of its holder's
+// allocation rows missing (batch_checks, migration 036): nothing was written, and the batch can
+// run again without Allocated.
+func AllocationMissing(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && pg.Code == "PX004"
+}
+
 // HaltsMoved reports whether a batch failed its check of the halts (Batch.Halts): a market's,
 // an event's or the exchange's halt changed after the shard read the halts it decided under.
 func HaltsMoved(err error) bool {
@@ -340,7 +348,7 @@ func Retryable(err error) bool {
 }
 
 // queueApply queues every write of a batch: one statement for all of them but the accounts' (see
-// applyStatement), then the accounts' (cashStatement), then the settlements, which read what they
+// applyStatement), then the accounts' (cashStatement, which checks the batch's halts too), then the settlements, which read what they
 // wrote. What the statements return is read into updated and accounts; the holdings the
 // settlements paid, into what it returns.
 func queueApply(q *pgx.Batch, b *Batch, updated *[]records.Order, accounts *[]db.AccountEvents) *[]SettledHolding {
@@ -502,6 +510,17 @@ const (
 	cash as (
 		select d.id, c.event_seq, d.n, d.events
 		from (select * from cash_updated union all select * from cash_inserted) c join cash_deltas d on d.id = c.account_id)`
+	// cashUpdatePart is cashPart for a batch whose rows all exist (Batch.Allocated): the update
+	// alone, each row's delta straight from the parameters.
+	cashUpdatePart = `cash as (
+		update allocations al set available = al.available + d.available,
+		       room = al.room + case when d.room < 0 or d.room_version = al.risk_version then d.room else 0 end,
+		       event_seq = al.event_seq + d.n,
+		       risk_checked = case when d.risk < 0 then al.risk_version else d.risk end
+		from unnest({2}::bigint[], {3}::bigint[], {4}::bigint[], {5}::bigint[], {6}::bigint[], {7}::bytea[], {8}::bigint[])
+		  as d(id, available, room, room_version, n, events, risk)
+		where al.account_id = d.id and al.holder = {1}
+		returning al.account_id as id, al.event_seq, d.n, d.events)`
 	// accountEventsPart writes the accounts' events the cash part numbered, in the holder's
 	// streams ({1}); it takes no parameters of its own.
 	accountEventsPart = `new_account_events as (
@@ -604,13 +623,38 @@ var (
 		}
 		return out
 	}()
-	// cashSQL is the accounts' statement (cashStatement) of a batch that adds no events to their
-	// feeds; cashEventsSQL writes the events the cash part numbers, and returns each account's
-	// last feed number.
-	// (Without events the batch's time, $1, is written nowhere; it is named in the select, which
-	// returns nothing, so that the statement's parameters keep one shape.)
-	cashSQL       = "with " + numbered(cashPart, 1) + "\nselect id, event_seq from cash where $1::timestamptz is null"
-	cashEventsSQL = "with " + numbered(cashPart, 1) + ",\n\t" + numbered(accountEventsPart, 1) + "\nselect id, event_seq from cash where n > 0"
+	// cashSQL[variant] is the accounts' statement (cashStatement): with cashEvents it writes the
+	// events the cash part numbers and returns each such account's last feed number (without, it
+	// returns nothing); with cashAllocated it writes the rows by an update alone (Batch.Allocated),
+	// its guard counting the rows written. Every variant ends with the batch's checks
+	// (batch_checks, migration 036): the halts' ($10, when not null) and the rows' count. They are
+	// a one-time filter of the final select, which Postgres evaluates before the select's first row
+	// (so also when it returns none), after the data-modifying parts have run to completion.
+	// (Without events the batch's time, $1, is written nowhere; it is named in the select so that
+	// every variant's parameters keep one shape.)
+	cashSQL = func() [4]string {
+		var out [4]string
+		for v := range out {
+			write, expected := numbered(cashPart, 1), "null"
+			if v&cashAllocated != 0 {
+				write, expected = numbered(cashUpdatePart, 1), "cardinality($3::bigint[])"
+			}
+			checks := "(select batch_checks(count(*), " + expected + ", $10::bigint) from cash)"
+			if v&cashEvents != 0 {
+				out[v] = "with " + write + ",\n\t" + numbered(accountEventsPart, 1) +
+					"\nselect id, event_seq from cash where n > 0 and " + checks
+			} else {
+				out[v] = "with " + write + "\nselect id, event_seq from cash where n > 0 and $1::timestamptz is not null and " + checks
+			}
+		}
+		return out
+	}()
+)
+
+// The variants of the accounts' statement (cashSQL).
+const (
+	cashEvents    = 1 << iota // the batch adds events to accounts' feeds
+	cashAllocated             // every row exists (Batch.Allocated): an update alone
 )
 
 // numbered renumbers a part's own parameters ({1}, {2}, ...) to follow base: {k} becomes $(base+k).
@@ -703,9 +747,11 @@ func applyStatement(b *Batch) (string, []any, int) {
 // cashStatement writes a batch's cash deltas to its holder's allocations of the accounts (and the
 // risk version each account's refusals were decided under), numbering and writing the events the
 // batch adds to each account's stream from the holder, or "" when the batch moves no account. It
-// is a statement of its own, queued after the batch's other writes (in the same round trip). The
-// rows it writes are the holder's own: no other shard's batch writes them (docs/architecture.md
-// §11), so batches of several shards trading for the same accounts do not take turns on them.
+// is a statement of its own, queued after the batch's other writes (in the same round trip), and
+// it checks the batch's halts (Batch.Halts) with its rows, so that the batch needs no statement
+// for them. The rows it writes are the holder's own: no other shard's batch writes
+// them (docs/architecture.md §11), so batches of several shards trading for the same accounts do
+// not take turns on them.
 func cashStatement(b *Batch) (sql string, args []any, withEvents bool) {
 	n := len(b.Cash)
 	if n == 0 {
@@ -722,11 +768,14 @@ func cashStatement(b *Batch) (sql string, args []any, withEvents bool) {
 		}
 		withEvents = withEvents || d.EventCount > 0
 	}
-	sql = cashSQL
+	variant := 0
 	if withEvents {
-		sql = cashEventsSQL
+		variant |= cashEvents
 	}
-	return sql, []any{b.Now, b.Holder, accounts, avail, room, roomVersion, counts, events, risk}, withEvents
+	if b.Allocated {
+		variant |= cashAllocated
+	}
+	return cashSQL[variant], []any{b.Now, b.Holder, accounts, avail, room, roomVersion, counts, events, risk, b.Halts}, withEvents
 }
 
 // updatedOrderColumns is db.OrderColumns, qualified for an update joined with its data.

@@ -114,15 +114,15 @@ func TestApplyStatements(t *testing.T) {
 			t.Errorf("parts %08b: returns %d columns, want %d", mask, len(sd.Fields), columns)
 		}
 	}
-	// The accounts' statement, with and without their events: the batch's time, the holder and the
-	// cash part's seven arrays, returning each account and its last seq.
-	for name, sql := range map[string]string{"cash": cashSQL, "cash_events": cashEventsSQL} {
-		sd, err := conn.Prepare(ctx, name, sql)
+	// The accounts' statement in each variant: the batch's time, the holder, the cash part's seven
+	// arrays and the halts' version, returning each account and its last seq.
+	for v, sql := range cashSQL {
+		sd, err := conn.Prepare(ctx, fmt.Sprintf("cash_%d", v), sql)
 		if err != nil {
-			t.Fatalf("%s: %v\n%s", name, err, sql)
+			t.Fatalf("variant %d: %v\n%s", v, err, sql)
 		}
-		if len(sd.ParamOIDs) != 9 || len(sd.Fields) != 2 {
-			t.Errorf("%s: %d parameters and %d columns, want 9 and 2", name, len(sd.ParamOIDs), len(sd.Fields))
+		if len(sd.ParamOIDs) != 10 || len(sd.Fields) != 2 {
+			t.Errorf("variant %d: %d parameters and %d columns, want 10 and 2", v, len(sd.ParamOIDs), len(sd.Fields))
 		}
 	}
 }
@@ -221,6 +221,102 @@ func TestCommitBatch(t *testing.T) {
 		t.Errorf("alice has %d available after a refused batch, want 800", got)
 	}
 	idle("after a refused batch")
+}
+
+// TestAllocatedBatch checks the accounts' statement of a batch whose shard takes its allocation
+// rows as written (Batch.Allocated): it writes them by an update and numbers their events as the
+// statement with the insert does; a missing row fails the whole batch as AllocationMissing, with or
+// without events (the check runs before the statement returns a row, also when it returns none),
+// writing nothing; and the halts are checked in the same statement, with no statement of their
+// own.
+func TestAllocatedBatch(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	alice := dbtest.Account(t, st.Pool, "alice", 1_000)
+	carol := dbtest.Account(t, st.Pool, "carol", 1_000)
+	allocateAll(t, st, alice) // carol has no allocation of holder ''
+	conn := testConn(t, st)
+	row := func(id int64) (available, seq int64, found bool) {
+		t.Helper()
+		err := st.Pool.QueryRow(ctx, `select available, event_seq from allocations where account_id = $1 and holder = ''`, id).Scan(&available, &seq)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return 0, 0, false
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return available, seq, true
+	}
+	event := []byte(`[{"type":"accepted"}]`)
+
+	// Alice's row exists: the update alone writes it and numbers her event.
+	c, err := CommitBatch(ctx, conn, &Batch{Now: now, Unlocked: true, Allocated: true,
+		Cash: []CashDelta{{Account: alice, Available: -100, EventCount: 1, Events: event}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if avail, seq, _ := row(alice); avail != 900 || seq != 1 || len(c.Accounts) != 1 || c.Accounts[0].First != 1 || c.Accounts[0].Last != 1 {
+		t.Fatalf("after an allocated batch alice holds %d with feed at %d, events %+v; want 900, 1, one event numbered 1", avail, seq, c.Accounts)
+	}
+
+	// Carol's row is missing: the batch fails whole, with events or without.
+	for _, n := range []int64{0, 1} {
+		var events []byte
+		if n > 0 {
+			events = event
+		}
+		_, err := CommitBatch(ctx, conn, &Batch{Now: now, Unlocked: true, Allocated: true,
+			Cash: []CashDelta{{Account: alice, Available: -100, EventCount: n, Events: events}, {Account: carol, Available: 50, EventCount: n, Events: events}}})
+		if !AllocationMissing(err) {
+			t.Fatalf("an allocated batch with a missing row (%d events an account): %v, want AllocationMissing", n, err)
+		}
+		if avail, seq, _ := row(alice); avail != 900 || seq != 1 {
+			t.Fatalf("a failed batch wrote alice's row: %d, feed at %d", avail, seq)
+		}
+		if _, _, found := row(carol); found {
+			t.Fatal("a failed batch wrote carol's row")
+		}
+		if s := conn.PgConn().TxStatus(); s != 'I' {
+			t.Fatalf("connection left in transaction status %q", s)
+		}
+	}
+	// Run again without Allocated, it inserts the row.
+	if _, err := CommitBatch(ctx, conn, &Batch{Now: now, Unlocked: true,
+		Cash: []CashDelta{{Account: alice, Available: -100}, {Account: carol, Available: 50, EventCount: 1, Events: event}}}); err != nil {
+		t.Fatal(err)
+	}
+	if avail, seq, found := row(carol); !found || avail != 50 || seq != 1 {
+		t.Fatalf("carol's new row: %d, feed at %d (found %v); want 50, 1", avail, seq, found)
+	}
+
+	// The halts are checked in the accounts' statement, in both of its forms.
+	var version int64
+	if err := st.Pool.QueryRow(ctx, `select version from halts`).Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	for _, allocated := range []bool{true, false} {
+		stale := version + 1
+		_, err := CommitBatch(ctx, conn, &Batch{Now: now, Unlocked: true, Allocated: allocated, Halts: &stale,
+			Cash: []CashDelta{{Account: alice, Available: -1}}})
+		if !HaltsMoved(err) {
+			t.Fatalf("a batch (allocated %v) decided under halts' version %d at %d: %v, want HaltsMoved", allocated, stale, version, err)
+		}
+		if _, err := CommitBatch(ctx, conn, &Batch{Now: now, Unlocked: true, Allocated: allocated, Halts: &version,
+			Cash: []CashDelta{{Account: alice, Available: -1}}}); err != nil {
+			t.Fatalf("a batch (allocated %v) decided under the halts' version: %v", allocated, err)
+		}
+	}
+	if avail, _, _ := row(alice); avail != 798 {
+		t.Fatalf("alice holds %d, want 798", avail)
+	}
+	var checks int64
+	if err := conn.QueryRow(ctx, `select count(*) from pg_prepared_statements where statement like 'select halt_check(%'`).Scan(&checks); err != nil {
+		t.Fatal(err)
+	}
+	if checks != 0 {
+		t.Errorf("%d statements of halt_check prepared; a batch with cash checks the halts in its accounts' statement", checks)
+	}
 }
 
 // TestClientOrderIDs checks how a batch claims client order ids: one that an order has is found,

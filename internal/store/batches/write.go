@@ -49,9 +49,14 @@ type Batch struct {
 	// Claim is an unlocked batch's standalone claim token, as Begin.Claim is a locked one's.
 	Claim int64
 	// Halts, for a batch that decided a placement or an amend, is the version of the halts it
-	// decided them under: CommitBatch checks it last before committing (halt_check, migration
-	// 033), and the batch fails as HaltsMoved if a halt changed since.
+	// decided them under: CommitBatch checks it before committing (halt_check, migration 033; in
+	// the accounts' statement when the batch has one, batch_checks, migration 036), and the batch
+	// fails as HaltsMoved if a halt changed since.
 	Halts *int64
+	// Allocated says Holder's allocation row of every account of Cash exists: its shard has seen
+	// one committed (allocation rows are never deleted). The accounts' statement then writes them
+	// by an update alone, and fails the batch as AllocationMissing should one not exist after all.
+	Allocated bool
 }
 
 // Fence is a shard's claim on the markets a batch wrote for: each owned by Shard under its epoch.
