@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -127,6 +128,20 @@ func (f *FeedConn) Send(t testing.TB, msg map[string]any) {
 		t.Fatalf("the test sends an undocumented message: %v", err)
 	}
 	f.SendRaw(t, raw)
+}
+
+// TrySend is Send that returns its error: for a goroutine other than the test's.
+func (f *FeedConn) TrySend(msg map[string]any) error {
+	raw, err := json.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	if err := f.T.Feed.ValidateClient(raw); err != nil {
+		return fmt.Errorf("an undocumented message: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return f.ws.Write(ctx, websocket.MessageText, raw)
 }
 
 // SendRaw sends a text message as it is, unchecked: for tests of refusals.

@@ -32,7 +32,8 @@ const handoffMoves = 50
 // 5xx, no shard may be fenced (a move that fell back to a failover's, store.Move, fences the old
 // owner's next commit for the market: the test fails then), no acknowledged order may be lost, and
 // afterwards each book the shards serve is the one Postgres rebuilds and the ledger's invariants
-// hold. It logs the pause a client saw at each move: the
+// hold; two bots follow their account feeds live over the WebSocket (checkAccountFeed: each
+// event once, in commit order per market, across the streams of both shards). It logs the pause a client saw at each move: the
 // longest request on the moved market in flight during the handoff (docs/performance.md, "The
 // planned handoff's pause"). Every placement and cancel of the bots, and every answer, is
 // recorded, and the history is checked against the log at the end (history.Check).
@@ -52,6 +53,8 @@ func TestDistributedHandoff(t *testing.T) {
 	for i := range 8 {
 		bots = append(bots, fronts[i%2].NewAccount(t, fmt.Sprintf("handoff-bot%d", i)))
 	}
+	// Two bots follow their account feeds live, one through each front, as the markets move.
+	followers := []*accountFollower{followAccount(t, bots[0]), followAccount(t, bots[1])}
 	load := startTrading(bots, markets)
 	if err := poll.Until(ctx, 30*time.Second, func(context.Context) (bool, error) { return load.acked() > 200, nil }); err != nil {
 		load.stop()
@@ -146,6 +149,16 @@ func TestDistributedHandoff(t *testing.T) {
 	CheckBooksOverAPI(t, tg, bots[0], markets)
 	CheckInvariants(t, tg)
 	checkHistory(t, tg, load.rec.History())
+
+	// Each follower's feed: every event once, in commit order per market, across the moves of
+	// its markets from one shard's stream to the other's and back.
+	spanning := 0
+	for _, f := range followers {
+		spanning += checkAccountFeed(t, f)
+	}
+	if spanning == 0 {
+		t.Error("no followed order had events in two streams: the moves did not meet the account feed")
+	}
 }
 
 // handoffRig is two `pmx shard` processes and two `pmx api` processes on one database, without
@@ -181,7 +194,7 @@ func startHandoffRig(t *testing.T) *handoffRig {
 			"--log-level", "warn"}, SuiteLimitFlags()...)...)
 		WaitReady(t, base+"/readyz")
 		r.fronts = append(r.fronts, &Target{URL: base, AdminToken: clusterAdminToken, Store: st, HTTP: &http.Client{Timeout: time.Minute},
-			Validator: apitest.NewValidator(t)})
+			Validator: apitest.NewValidator(t), Feed: apitest.NewAsyncValidator(t)})
 	}
 	if err := poll.Until(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
 		live, err := st.LiveShards(ctx, 5*time.Second)
