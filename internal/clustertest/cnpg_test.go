@@ -18,6 +18,7 @@ import (
 
 	"github.com/pmx-dev/pmx/internal/apitest"
 	"github.com/pmx-dev/pmx/internal/exchangetest"
+	"github.com/pmx-dev/pmx/internal/history"
 	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
@@ -245,7 +246,8 @@ func (c *cluster) tradeThrough(t *testing.T, tg *exchangetest.Target, name strin
 	for i := range bots {
 		bots[i] = tg.NewAccount(t, name)
 	}
-	load := exchangetest.StartLoad(bots, markets)
+	rec := &history.Recorder{} // every placement and its answer, judged against the log at the end
+	load := exchangetest.StartRecordedLoad(bots, markets, rec)
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -288,6 +290,7 @@ func (c *cluster) tradeThrough(t *testing.T, tg *exchangetest.Target, name strin
 	}
 	load.CheckKept(t, tg)
 	exchangetest.CheckInvariants(t, tg)
+	exchangetest.CheckHistory(t, tg, rec.History())
 	exchangetest.CheckBooksOverAPI(t, tg, bots[0], markets)
 }
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/pmx-dev/pmx/internal/exchangetest"
+	"github.com/pmx-dev/pmx/internal/history"
 	"github.com/pmx-dev/pmx/internal/poll"
 )
 
@@ -35,7 +36,8 @@ func (c *cluster) testDrain(t *testing.T, tg *exchangetest.Target, image string)
 	for i := range bots {
 		bots[i] = tg.NewAccount(t, "drain")
 	}
-	load := exchangetest.StartLoad(bots, markets)
+	rec := &history.Recorder{} // every placement and its answer, judged against the log at the end
+	load := exchangetest.StartRecordedLoad(bots, markets, rec)
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -95,6 +97,7 @@ func (c *cluster) testDrain(t *testing.T, tg *exchangetest.Target, image string)
 		}
 	}
 	exchangetest.CheckInvariants(t, tg)
+	exchangetest.CheckHistory(t, tg, rec.History())
 	exchangetest.CheckBooksOverAPI(t, tg, bots[0], markets)
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/internal/exchangetest"
+	"github.com/pmx-dev/pmx/internal/history"
 	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -37,7 +38,8 @@ func (c *cluster) testScale(t *testing.T, tg *exchangetest.Target) {
 	for i := range bots {
 		bots[i] = tg.NewAccount(t, "scale")
 	}
-	load := exchangetest.StartLoad(bots, markets)
+	rec := &history.Recorder{} // every placement and its answer, judged against the log at the end
+	load := exchangetest.StartRecordedLoad(bots, markets, rec)
 	stopped := false
 	stop := func() {
 		if !stopped {
@@ -86,7 +88,7 @@ func (c *cluster) testScale(t *testing.T, tg *exchangetest.Target) {
 	if len(extra) > 12 {
 		extra = extra[:12]
 	}
-	more := exchangetest.StartLoad(bots[:4], extra)
+	more := exchangetest.StartRecordedLoad(bots[:4], extra, rec)
 	poll.Wait(t, time.Minute, "orders on the new shard's markets", func() bool { return more.Acked() >= 50 })
 	leaving := c.followLogs(t, newShard) // its log goes with it: for the failures' report
 	downBegan := time.Now()
@@ -127,6 +129,7 @@ func (c *cluster) testScale(t *testing.T, tg *exchangetest.Target) {
 		}
 	}
 	exchangetest.CheckInvariants(t, tg)
+	exchangetest.CheckHistory(t, tg, rec.History())
 	exchangetest.CheckBooksOverAPI(t, tg, bots[0], append(slices.Clone(markets), extra...))
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/internal/exchangetest"
+	"github.com/pmx-dev/pmx/internal/history"
 	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -33,7 +34,8 @@ func (c *cluster) testUpgrade(t *testing.T, tg *exchangetest.Target) {
 	for i := range bots {
 		bots[i] = tg.NewAccount(t, "upgrade")
 	}
-	load := exchangetest.StartLoad(bots, markets)
+	rec := &history.Recorder{} // every placement and its answer, judged against the log at the end
+	load := exchangetest.StartRecordedLoad(bots, markets, rec)
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -90,6 +92,7 @@ func (c *cluster) testUpgrade(t *testing.T, tg *exchangetest.Target) {
 		t.Errorf("the upgrade, which changed only pmx's image, restarted Postgres")
 	}
 	exchangetest.CheckInvariants(t, tg)
+	exchangetest.CheckHistory(t, tg, rec.History())
 	exchangetest.CheckBooksOverAPI(t, tg, bots[0], markets)
 }
 

@@ -185,7 +185,7 @@ func TestCrashRecovery(t *testing.T) {
 	CheckInvariants(t, tg)
 	CheckBooksOverAPI(t, tg, bots[0].c, markets)
 	proc.Stop()
-	checkHistory(t, tg, rec.History())
+	CheckHistory(t, tg, rec.History())
 }
 
 // crashBot is one account trading until the kill, and what the exchange acknowledged to it. Only

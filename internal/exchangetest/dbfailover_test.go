@@ -158,7 +158,7 @@ func runDBFailover(t *testing.T, db *pgtest.Replicated, tg *Target) {
 	}
 	CheckInvariants(t, tg)
 	CheckBooksOverAPI(t, tg, bots[0].c, markets)
-	checkHistory(t, tg, rec.History())
+	CheckHistory(t, tg, rec.History())
 }
 
 // failoverBot places orders with client order ids; it records each acknowledged one and the

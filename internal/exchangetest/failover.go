@@ -438,12 +438,12 @@ func RunFailover(t *testing.T, d Distributed, samplesDir string) {
 	}
 	CheckInvariants(t, tg)
 	// The bots' placements, across the kill and the move, against the log.
-	checkHistory(t, tg, rec.History())
+	CheckHistory(t, tg, rec.History())
 }
 
-// checkHistory checks the bots' history against the log (history.Check) and fails the test on
+// CheckHistory checks the bots' history against the log (history.Check) and fails the test on
 // each violation.
-func checkHistory(t *testing.T, tg *Target, h []history.Op) {
+func CheckHistory(t *testing.T, tg *Target, h []history.Op) {
 	t.Helper()
 	r, err := history.Check(t.Context(), h, tg.Store.Pool)
 	if err != nil {

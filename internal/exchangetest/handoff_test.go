@@ -148,7 +148,7 @@ func TestDistributedHandoff(t *testing.T) {
 	tg := fronts[0]
 	CheckBooksOverAPI(t, tg, bots[0], markets)
 	CheckInvariants(t, tg)
-	checkHistory(t, tg, load.rec.History())
+	CheckHistory(t, tg, load.rec.History())
 
 	// Each follower's feed: every event once, in commit order per market, across the moves of
 	// its markets from one shard's stream to the other's and back.
