@@ -54,7 +54,7 @@ func (o *Options) all() bool {
 
 // Difference is one thing Postgres holds that the replay does not derive.
 type Difference struct {
-	Check  string    // which check: fill, order, book, position, settlement, conversion, cash, locked, numbering
+	Check  string    // which check: fill, order, book, position, settlement, conversion, cash, locked, numbering, feed, account feed
 	Market uuid.UUID // uuid.Nil for an account's
 	What   string    // what differs: what Postgres holds and what the replay derives
 	Look   string    // where to look
@@ -85,6 +85,7 @@ type Report struct {
 	Conversions            int
 	Settlements            int // settlement rows checked
 	Accounts               int // accounts whose cash was checked (0 when only some markets were audited)
+	AccountFills           int // fill events of the accounts' feeds checked against the trades
 	Took                   time.Duration
 	Differences            []Difference
 	// CannotCheck says what the audit could not check, and why: markets whose amends' feed is past
@@ -110,6 +111,9 @@ func (r *Report) Write(w io.Writer) {
 		r.Markets, r.Replayed, r.Events, r.Orders, r.Amends, r.Cancel, r.Trades, r.Conversions, r.Settlements)
 	if r.Accounts > 0 {
 		fmt.Fprintf(w, ", %d accounts' cash", r.Accounts)
+	}
+	if r.AccountFills > 0 {
+		fmt.Fprintf(w, ", %d fills in the accounts' feeds", r.AccountFills)
 	}
 	fmt.Fprintf(w, "; %d log events in %s (%.0f events/s)\n", r.LogEvents(), r.Took.Round(time.Millisecond), r.EventsPerSecond())
 	for _, c := range r.CannotCheck {
@@ -219,6 +223,9 @@ func (a *auditor) run(ctx context.Context) error {
 		a.tick()
 	}
 	if err := a.events(ctx); err != nil {
+		return err
+	}
+	if err := a.accountFeeds(ctx, markets); err != nil { // accountfeeds.go
 		return err
 	}
 	if a.opts.all() {

@@ -181,7 +181,8 @@ func TestAuditAfterTrading(t *testing.T) {
 	if len(r.Differences) > 0 || len(r.CannotCheck) > 0 {
 		t.Fatalf("the audit of real trading is not clean:\n%s", out.String())
 	}
-	if r.Replayed != 9 || r.Amends < 3 || r.Cancel < 3 || r.Trades < 10 || r.Conversions != 2 || r.Accounts != 4 { // three traders and the exchange's own
+	if r.Replayed != 9 || r.Amends < 3 || r.Cancel < 3 || r.Trades < 10 || r.Conversions != 2 || r.Accounts != 4 || // three traders and the exchange's own
+		r.AccountFills != 2*r.Trades { // every trade's two fills, each account's feed kept whole
 		t.Fatalf("the audit checked less than the trading did: %+v", r)
 	}
 
@@ -235,6 +236,25 @@ func TestAuditAfterTrading(t *testing.T) {
 			delete from market_events where (market_id, first_seq) in (select market_id, first_seq from lost_batch)`,
 		undo: `insert into market_events select * from lost_batch; drop table lost_batch`,
 		want: []string{"feed: market", "is not the trades' next after the one before it"},
+	}, {
+		name:   "a fill in an account's feed altered",
+		inject: fillEvents(`jsonb_set(e, '{fill,quantity}', to_jsonb((e->'fill'->>'quantity')::int + 1))`, 1),
+		undo:   fillEvents(`jsonb_set(e, '{fill,quantity}', to_jsonb((e->'fill'->>'quantity')::int - 1))`, 1),
+		want:   []string{"account feed: market", "is a TAKER fill of 6 for order", "is a MAKER fill of 6 for order", "trade seq 1 is 5 for account"},
+	}, {
+		name:   "a fill lost from an account's feed",
+		inject: fillEvents(`jsonb_set(e, '{type}', '"lost"')`, 2),
+		undo:   fillEvents(`jsonb_set(e, '{type}', '"fill"')`, 2),
+		want:   []string{"account feed: market", "trade seq 2 has no fill event in account 1's feed", "trade seq 2 has no fill event in account 2's feed"},
+	}, {
+		name: "an account's feed numbered with a gap",
+		inject: `update account_events set first_seq = first_seq + 1, last_seq = last_seq + 1
+			where account_id = (select id from accounts where name = 'alice')
+			  and first_seq = (select max(first_seq) from account_events where account_id = (select id from accounts where name = 'alice'))`,
+		undo: `update account_events set first_seq = first_seq - 1, last_seq = last_seq - 1
+			where account_id = (select id from accounts where name = 'alice')
+			  and first_seq = (select max(first_seq) from account_events where account_id = (select id from accounts where name = 'alice'))`,
+		want: []string{"account feed: account 1's stream", "jumps from event", "ends at event"},
 	}}
 	for _, f := range faults {
 		t.Run(f.name, func(t *testing.T) {
@@ -280,6 +300,16 @@ func TestAuditAfterTrading(t *testing.T) {
 		!strings.Contains(out.String(), "not checked: the cash of 4 accounts with orders or fees in a market not replayed") {
 		t.Fatalf("the audit past retention:\n%s", out.String())
 	}
+}
+
+// fillEvents is a statement that rewrites, with change (an expression of e, one event as jsonb),
+// the fill events of the market's trade of seq in the accounts' feeds, and no other event.
+func fillEvents(change string, seq int) string {
+	return fmt.Sprintf(`update account_events set events = convert_to((
+			select jsonb_agg(case when e->>'type' in ('fill', 'lost') and e->'fill'->>'tradeId' = t.id::text then %s else e end order by i)::text
+			from jsonb_array_elements(convert_from(events, 'UTF8')::jsonb) with ordinality as x(e, i)), 'UTF8')
+		from trades t
+		where t.market_id = $1 and t.seq = %d and position(t.id::text in convert_from(events, 'UTF8')) > 0`, change, seq)
 }
 
 // args gives a statement the argument it names: $1 the market.
