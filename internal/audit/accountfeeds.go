@@ -80,9 +80,19 @@ func (a *auditor) accountFeeds(ctx context.Context, markets []market) error {
 		return fmt.Errorf("audit: reading the trades: %w", err)
 	}
 
-	// What the feeds hold, and their numbering.
-	rows, err = a.tx.Query(ctx, `select account_id, holder, first_seq, last_seq, events from account_events
-		order by account_id, holder, first_seq`)
+	// What the feeds hold, and their numbering: every account's when every market is audited, else
+	// those of the audited markets' traders.
+	feeds := `select account_id, holder, first_seq, last_seq, events from account_events
+		order by account_id, holder, first_seq`
+	var feedArgs []any
+	if !a.opts.all() {
+		feeds = `select account_id, holder, first_seq, last_seq, events from account_events
+			where account_id in (select taker_account_id from trades where market_id = any ($1)
+			                     union select maker_account_id from trades where market_id = any ($1))
+			order by account_id, holder, first_seq`
+		feedArgs = []any{ids}
+	}
+	rows, err = a.tx.Query(ctx, feeds, feedArgs...)
 	if err != nil {
 		return fmt.Errorf("audit: reading the accounts' feeds: %w", err)
 	}
