@@ -22,7 +22,6 @@ import (
 	"github.com/pmx-dev/pmx/internal/cmd/process"
 	"github.com/pmx-dev/pmx/internal/cmd/serve"
 	"github.com/pmx-dev/pmx/internal/domain"
-	"github.com/pmx-dev/pmx/internal/event"
 	"github.com/pmx-dev/pmx/internal/eventrec"
 	"github.com/pmx-dev/pmx/internal/feed"
 	"github.com/pmx-dev/pmx/internal/kit/auth"
@@ -337,29 +336,34 @@ func exists(path string) bool {
 }
 
 // recordEvents records each Event manifest as the operator does (eventrec.Record): a new event
-// with one market per outcome, or an event of that name given the manifest's text and schedule.
-// Its lifecycle is the admin API's here: a manifest that sets closed or resolution is refused.
+// with one market per outcome, or an event of that name given the manifest's text and schedule;
+// then its pause and fee schedule are made what the manifest says (eventrec.Pause, SetFees, the
+// operator's Event reconciler's rules), so that a manifest without spec.paused resumes an event
+// paused before and one without spec.fees takes its schedule away, as a Market manifest's do (the
+// admin API changes them between starts). Its lifecycle is the admin API's here: a manifest that
+// sets closed or resolution is refused.
 func recordEvents(ctx context.Context, st *store.Store, events []v1alpha1.Event, now time.Time, log *slog.Logger) error {
 	for _, ev := range events {
 		if ev.Spec.Closed || ev.Spec.Resolution != "" {
-			return fmt.Errorf("event %q: pmx dev records an Event manifest's question, outcomes and schedule, not its closed or resolution: "+
+			return fmt.Errorf("event %q: pmx dev records an Event manifest's question, outcomes, schedule, pause and fees, not its closed or resolution: "+
 				"leave them out, and close or resolve the event with the admin API (/admin/v1/events/{id}/close, /resolve)", ev.Name)
 		}
-		spec := eventrec.Spec{Question: ev.Spec.Question, Category: ev.Spec.Category, Description: ev.Spec.Description, URL: ev.Spec.URL}
-		for _, o := range ev.Spec.Outcomes {
-			spec.Outcomes = append(spec.Outcomes, event.Outcome{Key: o.Key, Label: o.Label})
-		}
-		if ev.Spec.ClosesAt != nil {
-			spec.ClosesAt = &ev.Spec.ClosesAt.Time
-		}
-		if ev.Spec.ResolvesAt != nil {
-			spec.ResolvesAt = &ev.Spec.ResolvesAt.Time
-		}
-		e, created, err := eventrec.Record(ctx, st, uuid.Nil, ev.Name, spec, now)
+		e, created, err := eventrec.Record(ctx, st, uuid.Nil, ev.Name, eventrec.SpecOf(&ev.Spec), now)
 		if err != nil {
 			return err
 		}
 		log.Info("event loaded", "event", e.Name, "id", e.ID, "outcomes", len(e.Outcomes), "created", created)
+		var changed bool
+		if e, changed, err = eventrec.Pause(ctx, st, e, ev.Spec.Paused, now); err != nil {
+			return fmt.Errorf("event %q: %w", ev.Name, err)
+		} else if changed {
+			log.Info("applied manifest pause", "name", ev.Name, "event", e.ID, "paused", ev.Spec.Paused)
+		}
+		if e, changed, err = eventrec.SetFees(ctx, st, e, ev.Spec.Fees, now); err != nil {
+			return fmt.Errorf("event %q: %w", ev.Name, err)
+		} else if changed {
+			log.Info("applied manifest fee schedule", "name", ev.Name, "event", e.ID, "fees", marketspec.DescribeFees(marketspec.FeesOf(ev.Spec.Fees)))
+		}
 	}
 	return nil
 }
