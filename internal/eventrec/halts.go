@@ -43,11 +43,16 @@ func Pause(ctx context.Context, st HaltRows, e records.Event, paused bool, now t
 // SetFees makes a recorded event's fee schedule what its spec says (spec.fees): set, changed, or
 // taken away when fees is nil. The schedule, like the pause, is a row in Postgres that every shard
 // reads with the halts, so that the orders placed in the event's markets (those without a schedule
-// of their own) after it commits carry it: no shard carries it out. The event's row shows no
-// schedule as the zero one, so a schedule of two zero rates counts as none, which charges the
-// same. It returns the event's row as it is afterwards, and whether it changed; the operator's
+// of their own) after it commits carry it: no shard carries it out. A schedule out of the CRD's
+// bounds (FeeSchedule.Check) is refused, nothing changed. The event's row shows no schedule as
+// the zero one, so a schedule of two zero rates counts as none, which charges the same. It returns the event's row as it is afterwards, and whether it changed; the operator's
 // Event reconciler and pmx dev's manifests both call it, as marketspec.SetFees is a Market's.
 func SetFees(ctx context.Context, st HaltRows, e records.Event, fees *v1alpha1.FeeSchedule, now time.Time) (records.Event, bool, error) {
+	if fees != nil {
+		if err := fees.Check("spec.fees"); err != nil {
+			return e, false, err
+		}
+	}
 	want := marketspec.FeesOf(fees)
 	if want == nil && e.Fees == (engine.Fees{}) || want != nil && *want == e.Fees {
 		return e, false, nil

@@ -142,4 +142,12 @@ func TestPauseAndFees(t *testing.T) {
 				step.name, changed, e.Fees, stored.Fees, err, step.changed, step.want)
 		}
 	}
+	// Out of the CRD's bounds: refused, nothing changed.
+	if _, changed, err := SetFees(ctx, st, e, &v1alpha1.FeeSchedule{TakerBps: 700, MakerBps: -800}, now); err == nil || changed ||
+		!strings.Contains(err.Error(), "spec.fees") {
+		t.Errorf("a maker rebate above the taker's fee: changed %v, %v; want refused naming spec.fees", changed, err)
+	}
+	if stored, err := st.Event(ctx, e.ID); err != nil || stored.Fees != (engine.Fees{}) {
+		t.Errorf("after the refusal the event has fees %+v (%v), want none", stored.Fees, err)
+	}
 }
