@@ -83,9 +83,9 @@ Ctrl-C stops it cleanly. --database-url uses an existing Postgres instead.
 
 At start it loads the Market manifests in --markets, the same YAML kubectl apply takes, and the
 Event manifests in its events/ folder (each an event with one market per outcome, as the operator
-records it; its closed and resolution are the admin API's to change here), and the MarketSeries
-manifests in its series/ folder (each series of markets lists its instances as the operator does,
-at each time of its schedule): by default the sample markets, event and series built into pmx
+records it, with its paused and fees; its closed and resolution are the admin API's to change
+here), and the MarketSeries manifests in its series/ folder (each series of markets or of events
+lists its instances as the operator does, at each time of its schedule): by default the sample markets, event and series built into pmx
 (config/samples, config/samples/events and config/samples/series in its repository), wherever it
 is started from.`,
 		Args: cobra.NoArgs,
@@ -99,7 +99,7 @@ is started from.`,
 	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to serve HTTP on (port 0 picks a free one)")
 	f.StringVar(&o.dataDir, "data-dir", ".pmx", "folder for the private Postgres cluster and the admin token")
 	f.StringVar(&o.databaseURL, "database-url", "", "use this Postgres instead of a private cluster (postgres://...); one pmx dev serves a database, a second on it is refused")
-	f.StringVar(&o.markets, "markets", builtinMarkets, `folder of Market manifests, and of Event manifests in its events/, to load at start ("`+builtinMarkets+`": the sample markets, event and series built into pmx; empty: none; a folder named so: ./`+builtinMarkets+`)`)
+	f.StringVar(&o.markets, "markets", builtinMarkets, `folder of Market manifests, and of Event and MarketSeries manifests in its events/ and series/, to load at start ("`+builtinMarkets+`": the sample markets, event and series built into pmx; empty: none; a folder named so: ./`+builtinMarkets+`)`)
 	f.StringVar(&o.adminToken, "admin-token", "", "admin API token (default $PMX_ADMIN_TOKEN, else generated into <data-dir>/admin-token)")
 	f.Int64Var(&o.grant, "grant", 1_000_000, "play money, in cents, that a new account starts with")
 	f.Int64Var(&o.maxQuantity, "max-quantity", 1_000_000, "largest order quantity accepted")
