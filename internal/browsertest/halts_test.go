@@ -130,7 +130,7 @@ func TestHaltBadgeLive(t *testing.T) {
 	p.await("the badge as rendered before the pause", haltedJS(""))
 	p.run("let the page's feed connect", chromedp.Evaluate[chromedp.Void](`window.pmxHoldFeed = false`))
 	p.await("the pause told before the page subscribed", haltedJS("market"))
-	if _, err := chromedp.Call(ctx, page.RemoveScriptToEvaluateOnNewDocument, page.RemoveScriptToEvaluateOnNewDocumentParams{Identifier: hold.Identifier}); err != nil {
+	if _, err := chromedp.Call(ctx, page.RemoveScriptToEvaluateOnNewDocument, page.RemoveScriptToEvaluateOnNewDocumentParams(hold)); err != nil {
 		t.Fatal(err)
 	}
 }
