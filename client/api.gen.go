@@ -878,6 +878,11 @@ type Event struct {
 	// ResolvesAt When the winner is expected to be known, if announced.
 	ResolvesAt *time.Time `json:"resolvesAt,omitempty"`
 
+	// SeriesID The series (`GET /series/{id}`) that listed this event, as its markets' `seriesId`
+	// says too; absent for an event no series listed. Set once the series' instance is
+	// linked, within a few seconds of its listing.
+	SeriesID *openapi_types.UUID `json:"seriesId,omitempty"`
+
 	// Status `OPEN` trades. `CLOSED` accepts no orders (may reopen). `RESOLVED` is settled with an
 	// outcome. `CANCELED` is void: every share paid 50 cents. Note the single L in CANCELED
 	// (markets) versus CANCELLED (orders).
@@ -914,6 +919,11 @@ type EventDetail struct {
 	// Resolution The winning outcome's key; present only once RESOLVED.
 	Resolution *string    `json:"resolution,omitempty"`
 	ResolvesAt *time.Time `json:"resolvesAt,omitempty"`
+
+	// SeriesID The series (`GET /series/{id}`) that listed this event, as its markets' `seriesId`
+	// says too; absent for an event no series listed. Set once the series' instance is
+	// linked, within a few seconds of its listing.
+	SeriesID *openapi_types.UUID `json:"seriesId,omitempty"`
 
 	// Status `OPEN` trades. `CLOSED` accepts no orders (may reopen). `RESOLVED` is settled with an
 	// outcome. `CANCELED` is void: every share paid 50 cents. Note the single L in CANCELED

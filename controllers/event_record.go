@@ -9,8 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
-	"github.com/pmx-dev/pmx/engine"
-	"github.com/pmx-dev/pmx/internal/event"
 	"github.com/pmx-dev/pmx/internal/eventrec"
 	"github.com/pmx-dev/pmx/internal/exchange"
 	"github.com/pmx-dev/pmx/internal/market"
@@ -34,21 +32,7 @@ func eventName(ev *pmxv1.Event) string {
 }
 
 // specOf is what the Event's spec defines of its event, in the form eventrec records.
-func specOf(ev *pmxv1.Event) eventrec.Spec {
-	s := eventrec.Spec{Question: ev.Spec.Question, Category: ev.Spec.Category, Description: ev.Spec.Description, URL: ev.Spec.URL}
-	for _, o := range ev.Spec.Outcomes {
-		s.Outcomes = append(s.Outcomes, event.Outcome{Key: o.Key, Label: o.Label})
-	}
-	if ev.Spec.ClosesAt != nil {
-		t := ev.Spec.ClosesAt.Time
-		s.ClosesAt = &t
-	}
-	if ev.Spec.ResolvesAt != nil {
-		t := ev.Spec.ResolvesAt.Time
-		s.ResolvesAt = &t
-	}
-	return s
-}
+func specOf(ev *pmxv1.Event) eventrec.Spec { return eventrec.SpecOf(&ev.Spec) }
 
 // intentOfEvent is the part of an Event's spec that a market's intent also has: closed and
 // closesAt (its resolution names an outcome, which eventNext handles).
@@ -85,45 +69,36 @@ func (r *EventReconciler) recordEvent(ctx context.Context, ev *pmxv1.Event) (rec
 	return r.eventFees(ctx, ev, e)
 }
 
-// pauseEvent makes the event's pause what spec.paused says, with a Kubernetes event when it
-// changes. It returns the event's row as it is afterwards.
+// pauseEvent makes the event's pause what spec.paused says (eventrec.Pause), with a Kubernetes
+// event when it changes. It returns the event's row as it is afterwards.
 func (r *EventReconciler) pauseEvent(ctx context.Context, ev *pmxv1.Event, e records.Event) (records.Event, error) {
-	if e.Paused == ev.Spec.Paused {
-		return e, nil
-	}
-	// The event's pause is a row in Postgres every shard checks placements and amends against
-	// (docs/architecture.md §4, "Halts"): no shard carries it out.
-	if _, err := r.Store.SetEventPaused(ctx, e.ID, ev.Spec.Paused, r.Clock.Now()); err != nil {
-		return e, fmt.Errorf("while setting event %s paused %v: %w", e.ID, ev.Spec.Paused, err)
+	e, changed, err := eventrec.Pause(ctx, r.Store, e, ev.Spec.Paused, r.Clock.Now())
+	if err != nil || !changed {
+		return e, err
 	}
 	reason, action, note := reasonResumed, "Resume", "trading resumed in its markets"
 	if ev.Spec.Paused {
 		reason, action, note = reasonPaused, "Pause", "trading halted in its markets: placements and amends are refused, cancels go on"
 	}
 	r.k8sEvent(ev, corev1.EventTypeNormal, reason, action, "event %s: %s", e.ID, note)
-	return r.Store.Event(ctx, e.ID)
+	return e, nil
 }
 
-// eventFees makes the event's fee schedule what spec.fees says — set, changed, or taken away when
-// spec.fees is unset — with a Kubernetes event when it changes. The schedule, like the pause, is a
-// row in Postgres that every shard reads with the halts, so that the orders placed in the event's
-// markets (those without a schedule of their own) after it commits carry it: no shard carries it
-// out. The event's row shows no schedule as the zero one, so a spec.fees of two zero rates counts
-// as none, which charges the same. It returns the event's row as it is afterwards.
+// eventFees makes the event's fee schedule what spec.fees says (eventrec.SetFees): set, changed,
+// or taken away when spec.fees is unset, with a Kubernetes event when it changes. It returns the
+// event's row as it is afterwards.
 func (r *EventReconciler) eventFees(ctx context.Context, ev *pmxv1.Event, e records.Event) (records.Event, error) {
-	want := marketspec.FeesOf(ev.Spec.Fees)
-	if want == nil && e.Fees == (engine.Fees{}) || want != nil && *want == e.Fees {
-		return e, nil
-	}
-	if _, err := r.Store.SetEventFees(ctx, e.ID, want, r.Clock.Now()); err != nil {
-		return e, fmt.Errorf("while setting the fee schedule of event %s to %s: %w", e.ID, marketspec.DescribeFees(want), err)
+	e, changed, err := eventrec.SetFees(ctx, r.Store, e, ev.Spec.Fees, r.Clock.Now())
+	if err != nil || !changed {
+		return e, err
 	}
 	note := "fee schedule taken away: orders placed from now on in its markets carry their own, or none"
-	if want != nil {
-		note = "orders placed from now on in its markets without a schedule of their own carry its fee schedule, " + marketspec.DescribeFees(want)
+	if ev.Spec.Fees != nil {
+		note = "orders placed from now on in its markets without a schedule of their own carry its fee schedule, " +
+			marketspec.DescribeFees(marketspec.FeesOf(ev.Spec.Fees))
 	}
 	r.k8sEvent(ev, corev1.EventTypeNormal, reasonFeesSet, "SetFees", "event %s: %s", e.ID, note)
-	return r.Store.Event(ctx, e.ID)
+	return e, nil
 }
 
 // existingEvent finds the recorded event of an Event, without recording it; ok is false when

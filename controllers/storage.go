@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/eventrec"
 	"github.com/pmx-dev/pmx/internal/market/marketspec"
@@ -62,15 +61,13 @@ type MarketRows interface {
 }
 
 // EventRows read and write events' rows, the Event resource's records (eventrec.Record writes
-// them), and read an event's markets.
+// them, eventrec.Pause and SetFees their pause and fee schedule), and read an event's markets.
 type EventRows interface {
 	eventrec.Rows
 	EventMarkets(ctx context.Context, e records.Event) ([]records.Market, error)
-	// SetEventPaused pauses or resumes every market of an event (spec.paused; migration 033).
-	SetEventPaused(ctx context.Context, id uuid.UUID, paused bool, now time.Time) (changed bool, err error)
-	// SetEventFees gives an event its fee schedule, which its markets without one of their own
-	// carry, or takes it away (nil) (spec.fees; migration 035).
-	SetEventFees(ctx context.Context, id uuid.UUID, fees *engine.Fees, now time.Time) (changed bool, err error)
+	// The event's pause and fee schedule (spec.paused, spec.fees), which eventrec.Pause and
+	// eventrec.SetFees write.
+	eventrec.HaltRows
 }
 
 // OpenMarkets lists the markets of one status.

@@ -127,6 +127,11 @@ func isHTTPURL(s string) bool {
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https")
 }
 
+// Check checks a schedule by the CRD's rules on FeeSchedule, as a Market's Validate does its own:
+// for where no API server has applied them (pmx dev's Event manifests, a MarketSeries' Event
+// template). field is the schedule's path in the messages, "spec.fees".
+func (f *FeeSchedule) Check(field string) error { return errors.Join(f.problems(field)...) }
+
 // problems checks a schedule by the CRD's markers on FeeSchedule: each rate's range, then the rule
 // that makerBps lies between -takerBps and takerBps. field is the schedule's path.
 func (f *FeeSchedule) problems(field string) []error {

@@ -32,13 +32,16 @@ type EventHeader struct {
 	// Fees is the event's fee schedule, which its markets without one of their own carry; absent
 	// when it has none.
 	Fees *Fees `json:"fees,omitempty"`
+	// SeriesID is the series that listed the event (GET /series/{id}); absent for an event no
+	// series listed.
+	SeriesID *uuid.UUID `json:"seriesId,omitempty"`
 }
 
 // EventHeaderOf is an event's row's header as the API answers with it.
 func EventHeaderOf(e *records.Event) EventHeader {
 	return EventHeader{ID: e.ID, Name: e.Name, Question: e.Question, Category: e.Category, Description: e.Description,
 		URL: e.URL, Status: string(e.Status), Resolution: e.Resolution, ClosesAt: e.ClosesAt, ResolvesAt: e.ResolvesAt,
-		CreatedAt: e.CreatedAt, Halted: string(e.Halted), Fees: eventFees(e)}
+		CreatedAt: e.CreatedAt, Halted: string(e.Halted), Fees: eventFees(e), SeriesID: e.SeriesID}
 }
 
 func eventFees(e *records.Event) *Fees {

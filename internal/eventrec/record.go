@@ -34,6 +34,25 @@ type Spec struct {
 	ResolvesAt  *time.Time      `json:"resolvesAt,omitempty"`
 }
 
+// SpecOf is what an Event's spec defines of its event, in the form Record records: its text,
+// outcomes and schedule (its pause and fee schedule are Pause's and SetFees', its lifecycle
+// intent its owner's).
+func SpecOf(s *v1alpha1.EventSpec) Spec {
+	spec := Spec{Question: s.Question, Category: s.Category, Description: s.Description, URL: s.URL}
+	for _, o := range s.Outcomes {
+		spec.Outcomes = append(spec.Outcomes, event.Outcome{Key: o.Key, Label: o.Label})
+	}
+	if s.ClosesAt != nil {
+		t := s.ClosesAt.Time
+		spec.ClosesAt = &t
+	}
+	if s.ResolvesAt != nil {
+		t := s.ResolvesAt.Time
+		spec.ResolvesAt = &t
+	}
+	return spec
+}
+
 // ErrOutcomesChanged refuses an update that adds, removes, renames or reorders outcomes: each
 // outcome's key names its market, whose shares people hold.
 var ErrOutcomesChanged = &domain.Error{Kind: domain.Conflict, Code: "outcomes_fixed", Field: "outcomes",

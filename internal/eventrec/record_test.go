@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/event"
 	"github.com/pmx-dev/pmx/internal/pgtest"
@@ -88,5 +90,64 @@ func TestOutcomeQuestion(t *testing.T) {
 	spec.Outcomes[0].Label = strings.Repeat("é", 50)
 	if err := Validate(spec); err != nil {
 		t.Errorf("a 445-character question with a 50-character label: %v", err)
+	}
+}
+
+// TestPauseAndFees: Pause and SetFees make an event's pause and fee schedule what its spec says,
+// and say whether they changed it; a schedule of two zero rates is none, as the event's row shows
+// it.
+func TestPauseAndFees(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.New(t)
+	now := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	e, _, err := Record(ctx, st, uuid.Nil, "default/halts", Spec{Question: "Who wins", Category: "sports",
+		Outcomes: []event.Outcome{{Key: "red", Label: "Red"}, {Key: "blue", Label: "Blue"}}}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		name    string
+		paused  bool
+		changed bool
+	}{{"paused", true, true}, {"paused again", true, false}, {"resumed", false, true}, {"resumed again", false, false}} {
+		var changed bool
+		if e, changed, err = Pause(ctx, st, e, step.paused, now); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		stored, err := st.Event(ctx, e.ID)
+		if err != nil || changed != step.changed || e.Paused != step.paused || stored.Paused != step.paused {
+			t.Errorf("%s: changed %v, returned paused %v, stored %v (%v); want changed %v, paused %v",
+				step.name, changed, e.Paused, stored.Paused, err, step.changed, step.paused)
+		}
+	}
+	for _, step := range []struct {
+		name    string
+		fees    *v1alpha1.FeeSchedule
+		changed bool
+		want    engine.Fees
+	}{
+		{"set", &v1alpha1.FeeSchedule{TakerBps: 700, MakerBps: -175}, true, engine.Fees{Taker: 700, Maker: -175}},
+		{"same again", &v1alpha1.FeeSchedule{TakerBps: 700, MakerBps: -175}, false, engine.Fees{Taker: 700, Maker: -175}},
+		{"changed", &v1alpha1.FeeSchedule{TakerBps: 300}, true, engine.Fees{Taker: 300}},
+		{"removed", nil, true, engine.Fees{}},
+		{"zero rates, as none", &v1alpha1.FeeSchedule{}, false, engine.Fees{}},
+	} {
+		var changed bool
+		if e, changed, err = SetFees(ctx, st, e, step.fees, now); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		stored, err := st.Event(ctx, e.ID)
+		if err != nil || changed != step.changed || e.Fees != step.want || stored.Fees != step.want {
+			t.Errorf("%s: changed %v, returned %+v, stored %+v (%v); want changed %v, %+v",
+				step.name, changed, e.Fees, stored.Fees, err, step.changed, step.want)
+		}
+	}
+	// Out of the CRD's bounds: refused, nothing changed.
+	if _, changed, err := SetFees(ctx, st, e, &v1alpha1.FeeSchedule{TakerBps: 700, MakerBps: -800}, now); err == nil || changed ||
+		!strings.Contains(err.Error(), "spec.fees") {
+		t.Errorf("a maker rebate above the taker's fee: changed %v, %v; want refused naming spec.fees", changed, err)
+	}
+	if stored, err := st.Event(ctx, e.ID); err != nil || stored.Fees != (engine.Fees{}) {
+		t.Errorf("after the refusal the event has fees %+v (%v), want none", stored.Fees, err)
 	}
 }

@@ -16,15 +16,17 @@ import (
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/apiserver"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/series/standalone"
 )
 
-// SeriesLister lists a series of markets on a target, as its mode does: a MarketSeries resource
-// that the operator follows, or the standalone exchange's lister (pmx dev's).
+// SeriesLister lists a series of markets or of events on a target, as its mode does: a
+// MarketSeries resource that the operator follows, or the standalone exchange's lister (pmx
+// dev's).
 type SeriesLister interface {
-	// Create lists the daily series of markets spec under name and waits until every instance
-	// it makes due now is recorded and linked to it; it returns the series' id and the
-	// instances' market ids, soonest to close first.
+	// Create lists the series spec under name and waits until every instance it makes due now is
+	// recorded, linked to it and, under the operator, scheduled; it returns the series' id and
+	// the instances' ids (markets', or events' for a series of events), soonest to close first.
 	Create(t testing.TB, name string, spec pmxv1.MarketSeriesSpec) (uuid.UUID, []uuid.UUID)
 }
 
@@ -54,14 +56,14 @@ func (d DevSeries) Create(t testing.TB, name string, spec pmxv1.MarketSeriesSpec
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ids[name], instanceMarkets(t, d.T, ids[name])
+	return ids[name], instanceIDs(t, d.T, ids[name])
 }
 
 // KubeSeries lists series through MarketSeries resources.
 type KubeSeries struct{ Markets *KubeMarkets }
 
 // Create applies a MarketSeries and waits until the operator records it and links every
-// instance's market to it.
+// instance to it, each instance's markets scheduled.
 func (k KubeSeries) Create(t testing.TB, name string, spec pmxv1.MarketSeriesSpec) (uuid.UUID, []uuid.UUID) {
 	t.Helper()
 	ms := &pmxv1.MarketSeries{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: k.Markets.Namespace}, Spec: spec}
@@ -78,7 +80,7 @@ func (k KubeSeries) Create(t testing.TB, name string, spec pmxv1.MarketSeriesSpe
 		id, want = uuid.MustParse(got.Status.SeriesID), got.Status.Instances
 		return true
 	})
-	var markets []uuid.UUID
+	var ids []uuid.UUID
 	k.Markets.wait(t, "the instances of "+name+" are recorded, open and linked", func(ctx context.Context) bool {
 		row, err := k.Markets.Store.Series(ctx, id)
 		if err != nil {
@@ -88,21 +90,43 @@ func (k KubeSeries) Create(t testing.TB, name string, spec pmxv1.MarketSeriesSpe
 		if err != nil || len(instances) != int(want) {
 			return false
 		}
-		markets = markets[:0]
+		ids = ids[:0]
 		for _, in := range instances {
-			m, err := k.Markets.Store.Market(ctx, in.ID)
-			if err != nil || !k.Markets.Scheduled(ctx, m) {
+			if !k.scheduled(ctx, row.Kind, in.ID) {
 				return false
 			}
-			markets = append(markets, in.ID)
+			ids = append(ids, in.ID)
 		}
 		return true
 	})
-	return id, markets
+	return id, ids
 }
 
-// instanceMarkets are the markets the database lists as the series' instances.
-func instanceMarkets(t testing.TB, tg *Target, id uuid.UUID) []uuid.UUID {
+// scheduled reports whether an instance's markets (a series of markets' one, or an event's
+// outcomes') are all scheduled onto a shard.
+func (k KubeSeries) scheduled(ctx context.Context, kind records.SeriesKind, id uuid.UUID) bool {
+	if kind != records.SeriesOfEvents {
+		m, err := k.Markets.Store.Market(ctx, id)
+		return err == nil && k.Markets.Scheduled(ctx, m)
+	}
+	e, err := k.Markets.Store.Event(ctx, id)
+	if err != nil {
+		return false
+	}
+	markets, err := k.Markets.Store.EventMarkets(ctx, e)
+	if err != nil || len(markets) != len(e.Outcomes) {
+		return false
+	}
+	for _, m := range markets {
+		if !k.Markets.Scheduled(ctx, m) {
+			return false
+		}
+	}
+	return true
+}
+
+// instanceIDs are the instances the database lists as the series': markets, or events.
+func instanceIDs(t testing.TB, tg *Target, id uuid.UUID) []uuid.UUID {
 	t.Helper()
 	ctx := context.Background()
 	row, err := tg.Store.Series(ctx, id)
@@ -121,8 +145,10 @@ func instanceMarkets(t testing.TB, tg *Target, id uuid.UUID) []uuid.UUID {
 }
 
 // testSeries lists a daily series of markets, two listed ahead, and reads it back: GET /series
-// lists it (named as its markets are: under the operator, after its namespace too), GET /series/{id} gives its two instances soonest first, each instance's market names
-// its series, and a bad or unknown id is refused.
+// lists it (named as its markets are: under the operator, after its namespace too), GET
+// /series/{id} gives its two instances soonest first, each instance's market names its series,
+// and a bad or unknown id is refused. Then a daily series of events: GET /event and GET /events
+// name the series of its instance, as its outcomes' markets do.
 func testSeries(t *testing.T, tg *Target) {
 	c := tg.NewAccount(t, "series")
 	name := fmt.Sprintf("suite-ser-%d-%d", time.Now().UnixNano()%1e6, tg.names.Add(1))
@@ -179,7 +205,58 @@ func testSeries(t *testing.T, tg *Target) {
 		t.Errorf("GET /markets does not show the second instance with its series")
 	}
 
+	testEventSeries(t, tg, c, name+"-ev")
+
 	c.ExpectError(t, "GET", "/series/42", nil, http.StatusBadRequest, "invalid_uuid")
 	c.ExpectError(t, "GET", "/series/"+uuid.NewString(), nil, http.StatusNotFound, "series_not_found")
 	c.ExpectError(t, "GET", "/series?limit=0", nil, http.StatusBadRequest, "out_of_range")
+}
+
+// testEventSeries lists a daily series of events, one listed ahead, under name: its instance is an
+// event whose seriesId, in GET /event and GET /events, names the series, as its outcomes' markets'
+// do in GET /market; GET /series/{id} lists the event as its instance.
+func testEventSeries(t *testing.T, tg *Target, c *Client, name string) {
+	keep := int32(1)
+	spec := pmxv1.MarketSeriesSpec{Schedule: "0 0 * * *", TimeZone: "UTC", KeepListed: &keep,
+		ResolvesAfter: &metav1.Duration{Duration: time.Hour},
+		Event: &pmxv1.SeriesEventTemplate{Question: "Suite series event of {date}?", Category: "test",
+			Outcomes: []pmxv1.EventOutcome{{Key: "up", Label: "Up"}, {Key: "down", Label: "Down"}}}}
+	id, events := tg.series().Create(t, name, spec)
+	if len(events) != 1 {
+		t.Fatalf("instances %v, want the next midnight's event", events)
+	}
+	// Voided once done with, as newEvent's are: an open event keeps its markets on one shard.
+	t.Cleanup(func() { tg.events().Cancel(t, events[0]) })
+	var d apiserver.SeriesDetail
+	c.Expect(t, "GET", "/series/"+id.String(), nil, http.StatusOK, &d)
+	if d.Kind != "EVENT" || len(d.Instances) != 1 || d.Instances[0].EventID == nil || *d.Instances[0].EventID != events[0] ||
+		d.Instances[0].MarketID != nil {
+		t.Fatalf("GET /series/{id} of a series of events: %+v", d)
+	}
+
+	var e apiserver.EventDetail
+	c.Expect(t, "GET", "/event?eventId="+events[0].String(), nil, http.StatusOK, &e)
+	if e.SeriesID == nil || *e.SeriesID != id || !strings.HasSuffix(e.Name, d.Instances[0].Name) || len(e.Outcomes) != 2 {
+		t.Fatalf("GET /event of an instance: seriesId %v, name %q, %d outcomes; want series %s", e.SeriesID, e.Name, len(e.Outcomes), id)
+	}
+	var page eventPage
+	c.Expect(t, "GET", "/events?status=OPEN&limit=500", nil, http.StatusOK, &page)
+	if j := slices.IndexFunc(page.Events, func(ev apiserver.Event) bool { return ev.ID == events[0] }); j < 0 ||
+		page.Events[j].SeriesID == nil || *page.Events[j].SeriesID != id {
+		t.Errorf("GET /events does not show the instance with its series")
+	}
+	for _, o := range e.Outcomes {
+		var m apiserver.Market
+		c.Expect(t, "GET", "/market?marketId="+o.MarketID.String(), nil, http.StatusCreated, &m)
+		if m.SeriesID == nil || *m.SeriesID != id {
+			t.Errorf("GET /market of outcome %s: seriesId %v, want %s", o.Key, m.SeriesID, id)
+		}
+	}
+	// An event no series listed has none.
+	other := newEvent(t, tg, "x", "y")
+	var plain apiserver.EventDetail
+	c.Expect(t, "GET", "/event?eventId="+other.ID.String(), nil, http.StatusOK, &plain)
+	if plain.SeriesID != nil {
+		t.Errorf("GET /event of an event of no series: seriesId %v", plain.SeriesID)
+	}
 }

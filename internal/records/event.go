@@ -32,6 +32,9 @@ type Event struct {
 	// Fees is its fee schedule (migration 035), which its markets without one of their own take;
 	// the zero Fees for none.
 	Fees engine.Fees
+	// SeriesID is the series (MarketSeries) that listed the event (migration 034; linked by
+	// LinkSeries, with its markets); nil for none.
+	SeriesID *uuid.UUID
 }
 
 // EventOutcome is one of an event's outcomes and the market that trades it.

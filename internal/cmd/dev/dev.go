@@ -22,7 +22,6 @@ import (
 	"github.com/pmx-dev/pmx/internal/cmd/process"
 	"github.com/pmx-dev/pmx/internal/cmd/serve"
 	"github.com/pmx-dev/pmx/internal/domain"
-	"github.com/pmx-dev/pmx/internal/event"
 	"github.com/pmx-dev/pmx/internal/eventrec"
 	"github.com/pmx-dev/pmx/internal/feed"
 	"github.com/pmx-dev/pmx/internal/kit/auth"
@@ -84,9 +83,9 @@ Ctrl-C stops it cleanly. --database-url uses an existing Postgres instead.
 
 At start it loads the Market manifests in --markets, the same YAML kubectl apply takes, and the
 Event manifests in its events/ folder (each an event with one market per outcome, as the operator
-records it; its closed and resolution are the admin API's to change here), and the MarketSeries
-manifests in its series/ folder (each series of markets lists its instances as the operator does,
-at each time of its schedule): by default the sample markets, event and series built into pmx
+records it, with its paused and fees; its closed and resolution are the admin API's to change
+here), and the MarketSeries manifests in its series/ folder (each series of markets or of events
+lists its instances as the operator does, at each time of its schedule): by default the sample markets, event and series built into pmx
 (config/samples, config/samples/events and config/samples/series in its repository), wherever it
 is started from.`,
 		Args: cobra.NoArgs,
@@ -100,7 +99,7 @@ is started from.`,
 	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to serve HTTP on (port 0 picks a free one)")
 	f.StringVar(&o.dataDir, "data-dir", ".pmx", "folder for the private Postgres cluster and the admin token")
 	f.StringVar(&o.databaseURL, "database-url", "", "use this Postgres instead of a private cluster (postgres://...); one pmx dev serves a database, a second on it is refused")
-	f.StringVar(&o.markets, "markets", builtinMarkets, `folder of Market manifests, and of Event manifests in its events/, to load at start ("`+builtinMarkets+`": the sample markets, event and series built into pmx; empty: none; a folder named so: ./`+builtinMarkets+`)`)
+	f.StringVar(&o.markets, "markets", builtinMarkets, `folder of Market manifests, and of Event and MarketSeries manifests in its events/ and series/, to load at start ("`+builtinMarkets+`": the sample markets, event and series built into pmx; empty: none; a folder named so: ./`+builtinMarkets+`)`)
 	f.StringVar(&o.adminToken, "admin-token", "", "admin API token (default $PMX_ADMIN_TOKEN, else generated into <data-dir>/admin-token)")
 	f.Int64Var(&o.grant, "grant", 1_000_000, "play money, in cents, that a new account starts with")
 	f.Int64Var(&o.maxQuantity, "max-quantity", 1_000_000, "largest order quantity accepted")
@@ -337,29 +336,34 @@ func exists(path string) bool {
 }
 
 // recordEvents records each Event manifest as the operator does (eventrec.Record): a new event
-// with one market per outcome, or an event of that name given the manifest's text and schedule.
-// Its lifecycle is the admin API's here: a manifest that sets closed or resolution is refused.
+// with one market per outcome, or an event of that name given the manifest's text and schedule;
+// then its pause and fee schedule are made what the manifest says (eventrec.Pause, SetFees, the
+// operator's Event reconciler's rules), so that a manifest without spec.paused resumes an event
+// paused before and one without spec.fees takes its schedule away, as a Market manifest's do (the
+// admin API changes them between starts). Its lifecycle is the admin API's here: a manifest that
+// sets closed or resolution is refused.
 func recordEvents(ctx context.Context, st *store.Store, events []v1alpha1.Event, now time.Time, log *slog.Logger) error {
 	for _, ev := range events {
 		if ev.Spec.Closed || ev.Spec.Resolution != "" {
-			return fmt.Errorf("event %q: pmx dev records an Event manifest's question, outcomes and schedule, not its closed or resolution: "+
+			return fmt.Errorf("event %q: pmx dev records an Event manifest's question, outcomes, schedule, pause and fees, not its closed or resolution: "+
 				"leave them out, and close or resolve the event with the admin API (/admin/v1/events/{id}/close, /resolve)", ev.Name)
 		}
-		spec := eventrec.Spec{Question: ev.Spec.Question, Category: ev.Spec.Category, Description: ev.Spec.Description, URL: ev.Spec.URL}
-		for _, o := range ev.Spec.Outcomes {
-			spec.Outcomes = append(spec.Outcomes, event.Outcome{Key: o.Key, Label: o.Label})
-		}
-		if ev.Spec.ClosesAt != nil {
-			spec.ClosesAt = &ev.Spec.ClosesAt.Time
-		}
-		if ev.Spec.ResolvesAt != nil {
-			spec.ResolvesAt = &ev.Spec.ResolvesAt.Time
-		}
-		e, created, err := eventrec.Record(ctx, st, uuid.Nil, ev.Name, spec, now)
+		e, created, err := eventrec.Record(ctx, st, uuid.Nil, ev.Name, eventrec.SpecOf(&ev.Spec), now)
 		if err != nil {
 			return err
 		}
 		log.Info("event loaded", "event", e.Name, "id", e.ID, "outcomes", len(e.Outcomes), "created", created)
+		var changed bool
+		if e, changed, err = eventrec.Pause(ctx, st, e, ev.Spec.Paused, now); err != nil {
+			return fmt.Errorf("event %q: %w", ev.Name, err)
+		} else if changed {
+			log.Info("applied manifest pause", "name", ev.Name, "event", e.ID, "paused", ev.Spec.Paused)
+		}
+		if e, changed, err = eventrec.SetFees(ctx, st, e, ev.Spec.Fees, now); err != nil {
+			return fmt.Errorf("event %q: %w", ev.Name, err)
+		} else if changed {
+			log.Info("applied manifest fee schedule", "name", ev.Name, "event", e.ID, "fees", marketspec.DescribeFees(marketspec.FeesOf(ev.Spec.Fees)))
+		}
 	}
 	return nil
 }

@@ -49,23 +49,8 @@ func TestDevLoadsSamples(t *testing.T) {
 	}
 	db := pgtest.NewDatabase(t, pgtest.Shared(t))
 	for run := range 2 {
-		ctx, cancel := context.WithCancel(t.Context())
-		cmd := NewCommand()
-		out := &syncBuffer{}
-		cmd.SetOut(out)
-		cmd.SetArgs([]string{"--addr", "127.0.0.1:0", "--metrics-addr", "", "--database-url", db, "--data-dir", t.TempDir(),
-			"--admin-token", "dev-samples-test-token-0123456789abcdef", "--shards", "1", "--log-level", "warn"})
-		done := make(chan error, 1)
-		go func() { done <- cmd.ExecuteContext(ctx) }()
-		poll.Wait(t, time.Minute, "pmx dev running", func() bool {
-			select {
-			case err := <-done:
-				t.Fatalf("run %d: pmx dev stopped: %v\n%s", run, err, out)
-			default:
-			}
-			return strings.Contains(out.String(), "pmx is running")
-		})
-
+		ctx := t.Context()
+		stop := startDev(t, db, builtinMarkets)
 		st, err := store.Open(ctx, db)
 		if err != nil {
 			t.Fatal(err)
@@ -120,9 +105,42 @@ func TestDevLoadsSamples(t *testing.T) {
 			t.Errorf("run %d: %d open markets of the series, %d instances", run, linked, len(instances))
 		}
 		st.Close()
+		stop()
+	}
+}
+
+// startDev starts pmx dev on the database db with --markets markets, waits until it runs, and
+// returns what stops it, failing t unless it stops cleanly. A test that fails first stops it as
+// it ends, before its database goes.
+func startDev(t *testing.T, db, markets string) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := NewCommand()
+	out := &syncBuffer{}
+	cmd.SetOut(out)
+	cmd.SetArgs([]string{"--addr", "127.0.0.1:0", "--metrics-addr", "", "--database-url", db, "--data-dir", t.TempDir(),
+		"--admin-token", "dev-samples-test-token-0123456789abcdef", "--shards", "1", "--log-level", "warn", "--markets", markets})
+	exited := make(chan struct{})
+	var runErr error
+	go func() {
+		defer close(exited)
+		runErr = cmd.ExecuteContext(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-exited })
+	poll.Wait(t, time.Minute, "pmx dev running", func() bool {
+		select {
+		case <-exited:
+			t.Fatalf("pmx dev stopped: %v\n%s", runErr, out)
+		default:
+		}
+		return strings.Contains(out.String(), "pmx is running")
+	})
+	return func() {
+		t.Helper()
 		cancel()
-		if err := <-done; err != nil {
-			t.Fatalf("run %d: pmx dev: %v", run, err)
+		<-exited
+		if runErr != nil {
+			t.Fatalf("pmx dev: %v", runErr)
 		}
 	}
 }

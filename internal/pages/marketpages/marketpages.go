@@ -33,7 +33,10 @@
 //     list follows lifecycle (statuses, new markets) and its newest markets' trades (last price,
 //     volume). The script checks every book event's seq follows the last; on a gap or a lost
 //     connection it reconnects and resumes from the last seq it applied, and starts again from a
-//     snapshot only if the feed no longer keeps those events.
+//     snapshot only if the feed no longer keeps those events. A market's page and an event's also
+//     follow lifecycle for their halted badge (rendered hidden while trading goes on); as that
+//     channel is live only, once subscribed they read themselves again for what halts them now,
+//     so that no change between the render and the subscription is missed (static/feed.js).
 //   - No build step, no CDN, no dependency. Server-rendered HTML from embedded templates, one
 //     stylesheet, plain JavaScript; the depth and price charts are hand-written SVG (a few dozen
 //     lines each, where a charting library would be tens of kilobytes to vendor and review).

@@ -71,11 +71,12 @@ func TestPages(t *testing.T) {
 			t.Fatalf("the market page does not hold %s:\n%s", want, body)
 		}
 	}
-	if strings.Contains(body, `id="halted"`) {
-		t.Fatal("the market page shows a market that trades as halted")
+	// The badge is there for the script to show live, hidden while the market may trade.
+	if !strings.Contains(body, `class="status hidden" id="halted" data-status="HALTED" data-halted=""`) {
+		t.Fatalf("the market page does not hide the halted badge of a market that trades:\n%s", body)
 	}
 	tg.Markets.Pause(t, m.ID, true)
-	if _, _, paused := get(t, tg, "/markets/"+m.ID.String()); !strings.Contains(paused, `data-halted="market"`) {
+	if _, _, paused := get(t, tg, "/markets/"+m.ID.String()); !strings.Contains(paused, `class="status" id="halted" data-status="HALTED" data-halted="market"`) {
 		t.Fatalf("the page of a paused market does not show it halted:\n%s", paused)
 	}
 	tg.Markets.Pause(t, m.ID, false)

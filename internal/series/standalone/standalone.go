@@ -1,8 +1,9 @@
 // Package standalone lists series' instances in the standalone exchange (pmx dev), which has no
 // operator: it does what the MarketSeries controller does there (controllers/), through the same
 // rules (package series): at each of a series' times it records every instance due that is not
-// recorded yet, under its name (marketspec.Record, so never twice, whatever restarts), and links
-// it to the series. Only series of markets: a series of events needs the operator.
+// recorded yet, under its name (marketspec.Record for a series of markets, eventrec.Record for one
+// of events, so never twice, whatever restarts), gives it the template's fee schedule, and links
+// it (an event with its markets) to the series.
 package standalone
 
 import (
@@ -15,15 +16,18 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/internal/eventrec"
 	"github.com/pmx-dev/pmx/internal/market/marketspec"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/series"
 )
 
-// Rows is what the lister asks of the database (*store.Store has it): markets' rows, and the
-// series' rows and links.
+// Rows is what the lister asks of the database (*store.Store has it): markets' and events' rows,
+// and the series' rows and links.
 type Rows interface {
 	marketspec.Rows
+	eventrec.Rows
+	eventrec.HaltRows
 	RecordSeries(ctx context.Context, s records.Series) (records.Series, error)
 	LinkSeries(ctx context.Context, series uuid.UUID, markets, events []uuid.UUID) error
 }
@@ -35,23 +39,40 @@ type Lister struct {
 	series []*series.Series
 }
 
-// New reads the MarketSeries manifests, refusing any whose spec cannot be followed or that lists
-// events; the error names the series and the field.
+// New reads the MarketSeries manifests, refusing any whose spec cannot be followed; the error
+// names the series and the field. A template of events is also checked by the rules of an event
+// (eventrec.Validate, its fee schedule by the CRD's), which an Event's CRD would apply under the
+// operator.
 func New(st Rows, manifests []v1alpha1.MarketSeries, log *slog.Logger) (*Lister, error) {
 	l := &Lister{Store: st, Logger: log}
 	var errs []error
 	for _, ms := range manifests {
 		s, err := series.New(ms.Name, ms.Spec)
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("series %q: %w", ms.Name, err))
-		case s.IsEvent():
-			errs = append(errs, fmt.Errorf("series %q: pmx dev lists series of markets only; a series of events needs the operator (leave it out here)", ms.Name))
-		default:
-			l.series = append(l.series, s)
+		if err == nil && s.IsEvent() {
+			err = checkEvent(s)
 		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("series %q: %w", ms.Name, err))
+			continue
+		}
+		l.series = append(l.series, s)
 	}
 	return l, errors.Join(errs...)
+}
+
+// checkEvent checks the event a series of events lists, as of its instance of now (the outcomes
+// and their text do not depend on the time; the times' order was series.New's).
+func checkEvent(s *series.Series) error {
+	spec := s.EventSpec(s.InstanceAt(time.Now()))
+	if err := eventrec.Validate(eventrec.SpecOf(&spec)); err != nil {
+		return fmt.Errorf("spec.event: %w", err)
+	}
+	if spec.Fees != nil {
+		if err := spec.Fees.Check("spec.event.fees"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Sync records, at now, each series and every instance of it due and not recorded yet, and
@@ -66,7 +87,11 @@ func (l *Lister) Sync(ctx context.Context, now time.Time) (time.Time, map[string
 			return next, ids, fmt.Errorf("series %q: %w", s.Name, err)
 		}
 		expr, zone := s.Schedule()
-		row := records.Series{ID: uuid.New(), Name: s.Name, Kind: records.SeriesOfMarkets, Question: s.Question(),
+		kind := records.SeriesOfMarkets
+		if s.IsEvent() {
+			kind = records.SeriesOfEvents
+		}
+		row := records.Series{ID: uuid.New(), Name: s.Name, Kind: kind, Question: s.Question(),
 			Category: s.Category(), Schedule: expr, TimeZone: zone, UpdatedAt: now.UTC()}
 		if d := s.Description(); d != "" {
 			row.Description = &d
@@ -79,27 +104,23 @@ func (l *Lister) Sync(ctx context.Context, now time.Time) (time.Time, map[string
 			return next, ids, fmt.Errorf("while recording series %q: %w", s.Name, err)
 		}
 		ids[s.Name] = row.ID
-		var markets []uuid.UUID
+		var markets, events []uuid.UUID
 		for _, due := range plan.Due {
-			m, err := l.Store.MarketByName(ctx, due.Name)
-			if err != nil {
-				var created bool
-				spec := s.MarketSpec(due)
-				if m, created, err = marketspec.Record(ctx, l.Store, uuid.Nil, due.Name, spec, now); err != nil {
+			if s.IsEvent() {
+				id, err := l.listEvent(ctx, s, due, now)
+				if err != nil {
 					return next, ids, fmt.Errorf("series %q: %w", s.Name, err)
 				}
-				if created && spec.Fees != nil { // the template's schedule, given once: the instance keeps it
-					if m, _, err = marketspec.SetFees(ctx, l.Store, m, spec.Fees, now); err != nil {
-						return next, ids, fmt.Errorf("series %q: %w", s.Name, err)
-					}
-				}
-				if created {
-					l.Logger.Info("series instance listed", "series", s.Name, "market", m.ID, "name", due.Name, "closesAt", due.ClosesAt)
-				}
+				events = append(events, id)
+				continue
 			}
-			markets = append(markets, m.ID)
+			id, err := l.listMarket(ctx, s, due, now)
+			if err != nil {
+				return next, ids, fmt.Errorf("series %q: %w", s.Name, err)
+			}
+			markets = append(markets, id)
 		}
-		if err := l.Store.LinkSeries(ctx, row.ID, markets, nil); err != nil {
+		if err := l.Store.LinkSeries(ctx, row.ID, markets, events); err != nil {
 			return next, ids, fmt.Errorf("while linking the instances of series %q: %w", s.Name, err)
 		}
 		if !plan.NextDueAt.IsZero() && (next.IsZero() || plan.NextDueAt.Before(next)) {
@@ -107,6 +128,52 @@ func (l *Lister) Sync(ctx context.Context, now time.Time) (time.Time, map[string
 		}
 	}
 	return next, ids, nil
+}
+
+// listMarket records the market of a series' instance due, unless it is recorded already, and
+// returns its id. The template's fee schedule is given once, when it is created: the instance
+// keeps it, as a Market the operator creates keeps its spec.
+func (l *Lister) listMarket(ctx context.Context, s *series.Series, due series.Instance, now time.Time) (uuid.UUID, error) {
+	if m, err := l.Store.MarketByName(ctx, due.Name); err == nil {
+		return m.ID, nil
+	}
+	spec := s.MarketSpec(due)
+	m, created, err := marketspec.Record(ctx, l.Store, uuid.Nil, due.Name, spec, now)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	if created && spec.Fees != nil {
+		if m, _, err = marketspec.SetFees(ctx, l.Store, m, spec.Fees, now); err != nil {
+			return uuid.Nil, err
+		}
+	}
+	if created {
+		l.Logger.Info("series instance listed", "series", s.Name, "market", m.ID, "name", due.Name, "closesAt", due.ClosesAt)
+	}
+	return m.ID, nil
+}
+
+// listEvent records the event of a series' instance due, with its outcomes' markets, unless it
+// is recorded already, and returns its id; as listMarket, with the event's fee schedule
+// (eventrec.SetFees, as the operator's Event reconciler gives an Event its spec.fees).
+func (l *Lister) listEvent(ctx context.Context, s *series.Series, due series.Instance, now time.Time) (uuid.UUID, error) {
+	if e, err := l.Store.EventByName(ctx, due.Name); err == nil {
+		return e.ID, nil
+	}
+	spec := s.EventSpec(due)
+	e, created, err := eventrec.Record(ctx, l.Store, uuid.Nil, due.Name, eventrec.SpecOf(&spec), now)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	if created && spec.Fees != nil {
+		if e, _, err = eventrec.SetFees(ctx, l.Store, e, spec.Fees, now); err != nil {
+			return uuid.Nil, err
+		}
+	}
+	if created {
+		l.Logger.Info("series instance listed", "series", s.Name, "event", e.ID, "name", due.Name, "outcomes", len(e.Outcomes), "closesAt", due.ClosesAt)
+	}
+	return e.ID, nil
 }
 
 // Run syncs at each time an instance comes due until ctx ends; a failed sync is logged and tried

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/pmx-dev/pmx/config"
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/pgtest"
+	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/storetest"
 )
 
@@ -73,10 +75,70 @@ func TestSync(t *testing.T) {
 	if _, err := New(st, samples, log); err != nil {
 		t.Fatalf("the sample series: %v", err)
 	}
-	events := ms
-	events.Spec.Market, events.Spec.Event = nil, &v1alpha1.SeriesEventTemplate{Question: "q", Category: "c",
-		Outcomes: []v1alpha1.EventOutcome{{Key: "a", Label: "A"}, {Key: "b", Label: "B"}}}
-	if _, err := New(st, []v1alpha1.MarketSeries{events}, log); err == nil {
-		t.Fatal("a series of events was taken")
+}
+
+// TestSyncEvents: a series of events lists each instance due as an event with its outcomes'
+// markets, once, with the template's fee schedule, the event and its markets linked to the
+// series; a template whose outcomes an event cannot have is refused.
+func TestSyncEvents(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.New(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	keep := int32(1)
+	ms := v1alpha1.MarketSeries{Spec: v1alpha1.MarketSeriesSpec{Schedule: "0 12 * * *", KeepListed: &keep,
+		Event: &v1alpha1.SeriesEventTemplate{Question: "Noon weather in Paris on {date}?", Category: "weather",
+			Outcomes: []v1alpha1.EventOutcome{{Key: "sun", Label: "Sun"}, {Key: "rain", Label: "Rain"}, {Key: "other", Label: "Other"}},
+			Fees:     &v1alpha1.FeeSchedule{TakerBps: 500, MakerBps: -100}}}}
+	ms.Name = "noon"
+	now := time.Date(2027, 6, 1, 9, 0, 0, 0, time.UTC)
+	var first records.Event
+	for run := range 2 { // the second, a restarted pmx dev, finds the instance listed
+		l, err := New(st, []v1alpha1.MarketSeries{ms}, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, ids, err := l.Sync(ctx, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := st.EventByName(ctx, "noon-20270601-1200")
+		if err != nil || e.SeriesID == nil || *e.SeriesID != ids["noon"] || e.Question != "Noon weather in Paris on 2027-06-01?" ||
+			len(e.Outcomes) != 3 || e.Fees != (engine.Fees{Taker: 500, Maker: -100}) {
+			t.Fatalf("run %d: instance %+v, %v; want it linked to %s with the template's fees", run, e, err, ids["noon"])
+		}
+		if run == 0 {
+			first = e
+		} else if e.ID != first.ID {
+			t.Fatalf("run %d: instance %s, want %s again", run, e.ID, first.ID)
+		}
+		markets, err := st.EventMarkets(ctx, e)
+		if err != nil || len(markets) != 3 {
+			t.Fatalf("run %d: the instance's markets %+v, %v", run, markets, err)
+		}
+		for _, m := range markets {
+			if m.SeriesID == nil || *m.SeriesID != ids["noon"] || m.OwnFees || m.Fees != e.Fees {
+				t.Errorf("run %d: outcome market %s: series %v, fees %+v (own %v); want the series' and the event's fees", run, m.ID, m.SeriesID, m.Fees, m.OwnFees)
+			}
+		}
+		row, err := st.Series(ctx, ids["noon"])
+		if err != nil || row.Kind != records.SeriesOfEvents {
+			t.Fatalf("run %d: the series' row %+v, %v; want a series of events", run, row, err)
+		}
+		instances, err := st.SeriesInstances(ctx, row)
+		if err != nil || len(instances) != 1 || instances[0].ID != e.ID {
+			t.Fatalf("run %d: the series' instances %+v, %v; want the event %s", run, instances, err, e.ID)
+		}
+	}
+
+	bad := ms
+	bad.Spec.Event = bad.Spec.Event.DeepCopy()
+	bad.Spec.Event.Outcomes[2].Key = "sun"
+	if _, err := New(st, []v1alpha1.MarketSeries{bad}, log); err == nil || !strings.Contains(err.Error(), "spec.event") {
+		t.Fatalf("a template of two outcomes keyed sun: %v, want refused naming spec.event", err)
+	}
+	bad.Spec.Event = ms.Spec.Event.DeepCopy()
+	bad.Spec.Event.Fees = &v1alpha1.FeeSchedule{TakerBps: 100, MakerBps: 200}
+	if _, err := New(st, []v1alpha1.MarketSeries{bad}, log); err == nil || !strings.Contains(err.Error(), "spec.event.fees") {
+		t.Fatalf("a maker fee above the taker's: %v, want refused naming spec.event.fees", err)
 	}
 }

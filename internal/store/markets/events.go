@@ -21,9 +21,10 @@ import (
 const eventColumns = `id, name, question, category, description, url, outcomes, status, resolution,
 	closes_at, resolves_at, created_at, updated_at`
 
-// eventRead is what scanEvent reads: eventColumns, the event's pause and the exchange's halt.
+// eventRead is what scanEvent reads: eventColumns, the event's pause and the exchange's halt, its
+// fee schedule and its series.
 const eventRead = eventColumns + `, paused, (select h.exchange from halts h where h.id),
-	coalesce(taker_fee_bps, 0), coalesce(maker_fee_bps, 0)`
+	coalesce(taker_fee_bps, 0), coalesce(maker_fee_bps, 0), series_id`
 
 func scanEvent(row pgx.Row) (records.Event, error) {
 	var e records.Event
@@ -31,7 +32,7 @@ func scanEvent(row pgx.Row) (records.Event, error) {
 	var exchange bool
 	err := row.Scan(&e.ID, &e.Name, &e.Question, &e.Category, &e.Description, &e.URL, &outcomes, &e.Status,
 		&e.Resolution, &e.ClosesAt, &e.ResolvesAt, &e.CreatedAt, &e.UpdatedAt, &e.Paused, &exchange,
-		&e.Fees.Taker, &e.Fees.Maker)
+		&e.Fees.Taker, &e.Fees.Maker, &e.SeriesID)
 	e.Halted = domain.Of(exchange, e.Paused, false)
 	if err != nil {
 		return e, err

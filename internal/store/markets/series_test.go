@@ -79,6 +79,12 @@ func TestSeries(t *testing.T) {
 			t.Errorf("event's market %s: series %v, %v", mk.ID, m.SeriesID, err)
 		}
 	}
+	if got, err := rows.Event(ctx, e.ID); err != nil || got.SeriesID == nil || *got.SeriesID != events.ID {
+		t.Errorf("the event: series %v, %v", got.SeriesID, err)
+	}
+	if page, err := rows.EventsPage(ctx, "", time.Time{}, uuid.Nil, 10); err != nil || len(page) != 1 || page[0].SeriesID == nil || *page[0].SeriesID != events.ID {
+		t.Errorf("EventsPage: %+v, %v; want the event with its series", page, err)
+	}
 	if in, err := rows.SeriesInstances(ctx, events); err != nil || len(in) != 1 || in[0].ID != e.ID {
 		t.Errorf("event series' instances: %+v, %v", in, err)
 	}

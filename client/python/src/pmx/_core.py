@@ -566,7 +566,8 @@ def list_events(*, status: Optional[MarketStatus] = None, limit: Optional[int] =
 @endpoint("GET", "/event")
 def get_event(event_id: str) -> Call[EventDetail]:
     """One event with each outcome's market, best YES bid and ask, last price and YES mid, and the
-    mids' sum (``NotFoundError`` with ``code`` ``event_not_found`` if there is none)."""
+    mids' sum, and the series that listed it if one did (``series_id``; ``NotFoundError`` with
+    ``code`` ``event_not_found`` if there is none)."""
     return Call("GET", "/event", _one(EventDetail, 200), _query(eventId=event_id), resend_safe=True)
 
 

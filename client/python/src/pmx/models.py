@@ -515,6 +515,9 @@ class Event:
     #: The event's fee schedule, which its markets without one of their own carry; ``None`` when
     #: it has none.
     fees: Optional[Fees] = None
+    #: The series (``get_series``) that listed this event, as its markets' ``series_id`` says too;
+    #: ``None`` for none.
+    series_id: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -564,6 +567,9 @@ class EventDetail:
     #: The event's fee schedule, which its markets without one of their own carry; ``None`` when
     #: it has none.
     fees: Optional[Fees] = None
+    #: The series (``get_series``) that listed this event, as its markets' ``series_id`` says too;
+    #: ``None`` for none.
+    series_id: Optional[str] = None
 
 
 SeriesKind = Literal["MARKET", "EVENT"]

@@ -1,6 +1,8 @@
 // pmx event page: each outcome's YES price as a probability bar, its book top and last price, and
 // the sum of the outcomes' mids. An outcome is a market: the page follows each outcome's book
-// channel (a snapshot, then every event, gapless by seq), as a market page follows its one.
+// channel (a snapshot, then every event, gapless by seq), as a market page follows its one, and
+// the lifecycle channel for the halted badge (pmxHalt): what halts the event's markets together,
+// its pause or the exchange's halt, which every message of one of them says.
 "use strict";
 
 (function () {
@@ -123,11 +125,17 @@
   renderAll();
 
   const live = document.getElementById("live");
+  const halt = window.pmxHalt(function (m) {
+    if (!outcomes.has(m.marketId)) return null;
+    return m.halted === "event" || m.halted === "exchange" ? m.halted : ""; // a market's own pause is not its event's
+  });
   const feed = window.pmxFeed({
     open: function (send) {
+      halt.open(send);
       outcomes.forEach(function (_, id) { subscribe(send, id); });
     },
     message: function (m, send) {
+      if (halt.message(m)) return;
       if (m.channel === "book" && (m.type === "snapshot" || m.type === "events")) applyBook(m);
       else if (m.type === "error") {
         if (m.code === "resync_required" && m.channel === "book" && outcomes.has(m.marketId)) {

@@ -65,6 +65,66 @@ window.pmxFeed = function (handlers) {
   };
 };
 
+// pmxHalt keeps the halted badge of a market's or an event's page (#halted, which the server
+// renders hidden while trading goes on) live, from the feed's lifecycle channel, which says when
+// what halts a market changes (halted, resumed; within about a second of the change) and is live
+// only: so once the page's lifecycle subscription is confirmed, it reads the badge from the page as
+// the server renders it now, which closes the gap between the page's render and the subscription
+// (and any while the connection was lost). A lifecycle message that comes while that read is on
+// its way wins over it: the read may be older, and any change after the subscription comes as a
+// message. haltedOf(m) is what halts the page's market or event by a lifecycle message of an OPEN
+// or CLOSED market ("" for nothing), or null for a message of another market. The page calls
+// open(send) from its feed's open, and message(m) with each message, which answers whether it was
+// the halts'.
+window.pmxHalt = function (haltedOf) {
+  const badge = document.getElementById("halted");
+  let told = 0; // lifecycle messages applied: a read of the page begun before one is older
+
+  function show(by) {
+    badge.dataset.halted = by;
+    badge.textContent = "halted (" + by + ")";
+    badge.classList.toggle("hidden", !by);
+  }
+
+  // recheck reads the page's badge as the server renders it now; a refusal (429 above all) is
+  // tried again when the server says, at most tries times.
+  function recheck(tries) {
+    const before = told;
+    fetch(location.pathname, { headers: { Accept: "text/html" }, cache: "no-store" })
+      .then(function (r) { return r.ok ? r.text() : Promise.reject(r); })
+      .then(function (html) {
+        const fresh = new DOMParser().parseFromString(html, "text/html").getElementById("halted");
+        if (told === before && fresh) show(fresh.dataset.halted || "");
+        badge.dataset.live = "true"; // for whoever checks the page: the badge follows the feed
+      })
+      .catch(function (r) {
+        if (tries <= 1) return;
+        const wait = r && r.headers ? Number(r.headers.get("Retry-After")) || 1 : 1;
+        setTimeout(function () { recheck(tries - 1); }, wait * 1000 + Math.random() * 500);
+      });
+  }
+
+  return {
+    open: function (send) {
+      badge.dataset.live = "false";
+      send({ op: "subscribe", channel: "lifecycle" });
+    },
+    message: function (m) {
+      if (m.channel !== "lifecycle") return false;
+      if (m.type === "subscribed") {
+        recheck(3);
+      } else if (m.type === "market" && (m.status === "OPEN" || m.status === "CLOSED")) {
+        const by = haltedOf(m);
+        if (by !== null) {
+          told++;
+          show(by);
+        }
+      }
+      return m.type !== "error";
+    },
+  };
+};
+
 // pmx's small DOM helpers, shared by the pages' scripts.
 window.pmxDOM = {
   el: function (tag, attrs, text) {

@@ -1,8 +1,10 @@
 // pmx market page: the book (ladder and depth chart, in YES and NO views), the price chart and the
 // recent trades, from the API's answers the page embeds, then live from the feed: the book
 // channel (a snapshot, then every event, each seq the one after the last; a gap or a lost
-// connection resumes from the last seq applied) and the trades channel (from the seq of the book
-// the page was rendered with, so that no trade between the render and the feed is missed).
+// connection resumes from the last seq applied), the trades channel (from the seq of the book
+// the page was rendered with, so that no trade between the render and the feed is missed) and
+// the lifecycle channel, for the halted badge (pmxHalt: the market's own pause, its event's or
+// the exchange's halt).
 "use strict";
 
 (function () {
@@ -252,14 +254,17 @@
   renderFacts();
 
   const live = document.getElementById("live");
+  const halt = window.pmxHalt(function (m) { return m.marketId === marketId ? m.halted || "" : null; });
   const feed = window.pmxFeed({
     open: function (send) {
+      halt.open(send);
       const book = { op: "subscribe", channel: "book", marketId: marketId };
       if (whole) book.resumeFrom = seq; // resume; the first time, a snapshot of the whole book
       send(book);
       send({ op: "subscribe", channel: "trades", marketId: marketId, resumeFrom: tradesSeq });
     },
     message: function (m, send) {
+      if (halt.message(m)) return;
       if (m.channel === "book" && (m.type === "snapshot" || m.type === "events")) applyBook(m);
       else if (m.channel === "trades" && m.type === "events") applyTrades(m);
       else if (m.type === "error") {
