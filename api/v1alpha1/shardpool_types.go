@@ -222,7 +222,7 @@ const (
 	// ReasonNoShardToTakeOver: shards that are to go own markets, and no live shard outside them
 	// can take them; they keep serving, and the scale-down or deletion waits (Draining).
 	ReasonNoShardToTakeOver ShardPoolConditionReason = "NoShardToTakeOver"
-	// ReasonNoShardLeaving: no shard of the pool is to go (Draining False).
+	// ReasonNoShardLeaving: no shard that is to go owns a market (Draining False).
 	ReasonNoShardLeaving ShardPoolConditionReason = "NoShardLeaving"
 )
 
