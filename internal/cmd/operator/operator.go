@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -19,6 +20,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -199,12 +201,26 @@ func runOperator(o operatorOptions) error {
 	// Shard pools: from a CRD that a release upgraded from an older chart may not have yet either.
 	_, perr := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: pmxv1.GroupVersion.Group, Kind: "ShardPool"},
 		pmxv1.GroupVersion.Version)
+	var denied []string
+	if poolNS != "" && perr == nil {
+		direct, err := client.New(cfg, client.Options{Scheme: scheme}) // the manager's waits for its cache
+		if err != nil {
+			return err
+		}
+		if denied, err = poolAccess(ctx, direct, poolNS); err != nil {
+			return err
+		}
+	}
 	switch {
 	case poolNS == "":
 		log.Warn("no namespace to run ShardPools in (not in a cluster, and no --shard-pool-namespace), so ShardPools are not reconciled")
 	case meta.IsNoMatchError(perr):
 		log.Warn("the cluster serves no ShardPool custom resource (shardpools.pmx.dev), so ShardPools are not reconciled; "+
 			"apply the chart's CRDs (kubectl apply -f charts/pmx/crds/) and restart the operator", "error", perr)
+	case len(denied) > 0:
+		// Watching what it may not list would keep the manager from starting at all.
+		log.Warn("the operator may not manage ShardPools' objects in its namespace, so ShardPools are not reconciled; "+
+			"grant it the chart's Role (operator-rbac.yaml) and restart it", "namespace", poolNS, "denied", denied)
 	default:
 		pr := &controllers.ShardPoolReconciler{Client: mgr.GetClient(), Scheme: scheme, Store: st,
 			Recorder: mgr.GetEventRecorder("pmx-operator"), Namespace: poolNS, ShardTTL: o.shardTTL,
@@ -224,6 +240,30 @@ func runOperator(o operatorOptions) error {
 	}
 	log.Info("starting the operator", "leader_election", o.leaderElect, "rebalance", o.rebalance, "shard_pool_namespace", poolNS)
 	return mgr.Start(ctx)
+}
+
+// poolAccess asks the API server which of the permissions the ShardPool reconciler needs in
+// namespace the operator lacks (its +kubebuilder:rbac markers with a namespace).
+func poolAccess(ctx context.Context, c client.Client, namespace string) ([]string, error) {
+	var denied []string
+	for _, want := range []struct{ group, resource, verbs string }{
+		{"apps", "statefulsets", "get list watch create patch"},
+		{"", "services", "get list watch create patch"},
+		{"policy", "poddisruptionbudgets", "get list watch create patch"},
+		{"", "pods", "get"},
+	} {
+		for _, verb := range strings.Fields(want.verbs) {
+			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb, Group: want.group, Resource: want.resource}}}
+			if err := c.Create(ctx, review); err != nil {
+				return nil, fmt.Errorf("while asking whether the operator may %s %s in %s: %w", verb, want.resource, namespace, err)
+			}
+			if !review.Status.Allowed {
+				denied = append(denied, verb+" "+want.resource)
+			}
+		}
+	}
+	return denied, nil
 }
 
 // serviceAccountNamespace is where a pod finds the namespace it runs in.
