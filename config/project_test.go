@@ -47,7 +47,9 @@ func TestProjectFileWrong(t *testing.T) {
 		"- api:\n    crdVersion: v1\n    namespaced: true\n  controller: true\n" +
 		"  domain: pmx.dev\n  kind: Event\n  path: github.com/pmx-dev/pmx/api/v1alpha1\n  version: v1alpha1\n" +
 		"- api:\n    crdVersion: v1\n    namespaced: true\n  controller: true\n" +
-		"  domain: pmx.dev\n  kind: MarketSeries\n  path: github.com/pmx-dev/pmx/api/v1alpha1\n  version: v1alpha1\n"
+		"  domain: pmx.dev\n  kind: MarketSeries\n  path: github.com/pmx-dev/pmx/api/v1alpha1\n  version: v1alpha1\n" +
+		"- api:\n    crdVersion: v1\n    namespaced: true\n  controller: true\n" +
+		"  domain: pmx.dev\n  kind: ShardPool\n  path: github.com/pmx-dev/pmx/api/v1alpha1\n  version: v1alpha1\n"
 	for _, tc := range []struct{ name, old, new, want string }{
 		{"module", "repo: github.com/pmx-dev/pmx\n", "repo: github.com/pmx-dev/pmx2\n", "go.mod's module"},
 		{"no repo", "repo: github.com/pmx-dev/pmx\n", "", "go.mod's module"},

@@ -14,4 +14,11 @@
 // The Rebalancer keeps the OPEN markets spread over the live shards — when a shard joins or
 // returns, or the spread is off by more than a margin — moving one market, or one event's
 // markets, at a time within the bounds planRebalance decides (docs/architecture.md §6).
+//
+// The ShardPool reconciler runs the shards themselves: each ShardPool of the operator's namespace
+// becomes a StatefulSet of `pmx shard` pods with its headless Service and PodDisruptionBudget, owned
+// by the pool and written by server-side apply, and its status reports the pods and the shards as
+// Postgres sees them. A scale-down, or the pool's deletion, marks the shards that go draining and
+// hands their markets to the other live shards by the planned handoff before the StatefulSet loses
+// them (docs/kubernetes.md, "Shard pools").
 package controllers

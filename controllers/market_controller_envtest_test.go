@@ -14,10 +14,12 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -55,6 +57,8 @@ type world struct {
 	admin  string
 	// rebalancer is the operator's, in a world made by newWorldRebalancing.
 	rebalancer *Rebalancer
+	// pools is the operator's ShardPool reconciler, in a world made with worldOptions.poolNamespace.
+	pools *ShardPoolReconciler
 }
 
 const internalToken = "internal-token"
@@ -63,6 +67,22 @@ func newWorld(t *testing.T) *world { return newWorldRebalancing(t, nil) }
 
 // newWorldRebalancing is a world whose operator also runs a Rebalancer with policy, when not nil.
 func newWorldRebalancing(t *testing.T, policy *RebalancePolicy) *world {
+	return newWorldWith(t, worldOptions{policy: policy, shards: []string{"shard-a", "shard-b"}})
+}
+
+// worldOptions are what sets worlds apart.
+type worldOptions struct {
+	policy *RebalancePolicy // the Rebalancer's, when not nil
+	shards []string         // the shards started at once
+	// poolNamespace, when not "", has the operator run the ShardPools of that namespace (which the
+	// world creates), with handOff emptying the shards that go (nil: through the operator's
+	// router).
+	poolNamespace string
+	handOff       func(ctx context.Context, router *shardclient.Router, shard string) (int, error)
+}
+
+// newWorldWith is a world made with opts.
+func newWorldWith(t *testing.T, opts worldOptions) *world {
 	env := k8stest.Start(t)
 	ctx := context.Background()
 	st := storetest.New(t)
@@ -70,8 +90,8 @@ func newWorldRebalancing(t *testing.T, policy *RebalancePolicy) *world {
 	w := &world{t: t, env: env, k8s: env.Client, st: st, shards: map[string]*shard.Shard{}, addrs: map[string]string{},
 		beats: map[string]context.CancelFunc{}, admin: "admin-token"}
 
-	// Two shards, heartbeating every 100ms, reachable over their internal API.
-	for _, name := range []string{"shard-a", "shard-b"} {
+	// The shards, heartbeating every 100ms, reachable over their internal API.
+	for _, name := range opts.shards {
 		w.addShard(name)
 	}
 	front := apiserver.New(apiserver.Config{Store: st, Logger: log, AdminToken: w.admin,
@@ -83,8 +103,12 @@ func newWorldRebalancing(t *testing.T, policy *RebalancePolicy) *world {
 
 	// Each test's world has a manager of its own, in one process: the controller's name repeats.
 	skip := true
+	var cacheOpts cache.Options
+	if opts.poolNamespace != "" {
+		cacheOpts.ByObject = ShardPoolCache(opts.poolNamespace)
+	}
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: &skip}})
+		Controller: config.Controller{SkipNameValidation: &skip}, Cache: cacheOpts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,10 +118,28 @@ func newWorldRebalancing(t *testing.T, policy *RebalancePolicy) *world {
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	if policy != nil {
+	if opts.policy != nil {
 		w.rebalancer = &Rebalancer{Client: mgr.GetClient(), Store: st, Recorder: mgr.GetEventRecorder("pmx-operator"),
-			ShardTTL: time.Second, Policy: *policy, Moves: moves, Metrics: prometheus.NewRegistry()}
+			ShardTTL: time.Second, Policy: *opts.policy, Moves: moves, Metrics: prometheus.NewRegistry()}
 		if err := mgr.Add(w.rebalancer); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ns := opts.poolNamespace; ns != "" {
+		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+		router := &shardclient.Router{Store: st, Token: internalToken, Lifecycle: true}
+		handOff := opts.handOff
+		if handOff == nil {
+			handOff = func(ctx context.Context, router *shardclient.Router, shard string) (int, error) {
+				return router.HandOffShard(ctx, shard, time.Second)
+			}
+		}
+		w.pools = &ShardPoolReconciler{Client: mgr.GetClient(), Scheme: env.Scheme, Store: st, Recorder: mgr.GetEventRecorder("pmx-operator"),
+			Namespace: ns, ShardTTL: time.Second, Resync: 200 * time.Millisecond, DrainResync: 100 * time.Millisecond,
+			HandOffShard: func(ctx context.Context, shard string) (int, error) { return handOff(ctx, router, shard) }}
+		if err := w.pools.SetupWithManager(mgr); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -416,7 +458,8 @@ func TestConfigManifests(t *testing.T) {
 	env.Kubectl(t, "apply", "-f", root+"/config/manager/namespace.yaml")
 	out := env.Kubectl(t, "apply", "--server-side", "--dry-run=server", "-f", root+"/config/rbac", "-f", root+"/config/manager/manager.yaml")
 	for _, want := range []string{"clusterrole.rbac.authorization.k8s.io/pmx-operator", "serviceaccount/pmx-operator",
-		"clusterrolebinding.rbac.authorization.k8s.io/pmx-operator", "deployment.apps/pmx-operator"} {
+		"clusterrolebinding.rbac.authorization.k8s.io/pmx-operator", "deployment.apps/pmx-operator",
+		"role.rbac.authorization.k8s.io/pmx-operator", "rolebinding.rbac.authorization.k8s.io/pmx-operator"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("kubectl apply did not accept %s:\n%s", want, out)
 		}

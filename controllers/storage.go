@@ -47,6 +47,24 @@ type RebalanceStore interface {
 	Loads
 }
 
+// ShardPoolStore is everything the ShardPool reconciler asks of the database
+// (ShardPoolReconciler.Store): the shards' registrations, the markets each owns and the load each
+// reported, as the Rebalancer reads them, and marking a shard that is to go draining.
+type ShardPoolStore interface {
+	// LiveShards lists the shards whose heartbeat is within ttl, with the OPEN markets each owns
+	// and whether it drains.
+	LiveShards(ctx context.Context, ttl time.Duration) ([]bookkeeping.Shard, error)
+	// ShardLoads returns the load each live shard last reported, by shard and market.
+	ShardLoads(ctx context.Context, ttl time.Duration) (map[string]map[uuid.UUID]float64, error)
+	// OwnedMarkets lists the markets a shard owns, with their epochs and statuses.
+	OwnedMarkets(ctx context.Context, shard string) ([]db.Ownership, error)
+	// Drain marks a shard draining (migration 029): it keeps what it owns, and no market is moved
+	// onto it.
+	Drain(ctx context.Context, name string) error
+	// Undrain takes a drain back: the shard takes markets again.
+	Undrain(ctx context.Context, name string) error
+}
+
 // HealthStore is what the operator's metrics read at each scrape (HealthCollector.Store).
 type HealthStore interface {
 	// Health reads each live shard's heartbeat and markets, and the OPEN markets with no live

@@ -1,11 +1,12 @@
 // Package v1alpha1 holds the pmx.dev/v1alpha1 API: the Market custom resource through which platform
 // teams create, close, resolve and cancel markets with kubectl; the Event custom resource, a question
 // of 2 to 50 mutually exclusive outcomes whose Markets the operator creates and moves together; the MarketSeries custom resource,
-// a Market or Event listed again and again on a schedule (internal/series holds its rules); and
+// a Market or Event listed again and again on a schedule (internal/series holds its rules); the
+// ShardPool custom resource, a set of matching shards the operator runs as a StatefulSet; and
 // LoadMarkets, which reads Market manifests from a directory for the standalone exchange.
 //
-// The package depends only on the standard library, k8s.io/apimachinery and sigs.k8s.io/yaml, so
-// that anything in pmx can import it cheaply.
+// The package depends only on the standard library, k8s.io/apimachinery, k8s.io/api/core/v1 (the
+// ShardPool's pod fields) and sigs.k8s.io/yaml, so that anything in pmx can import it cheaply.
 //
 // +kubebuilder:object:generate=true
 // +groupName=pmx.dev
@@ -32,7 +33,8 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &Market{}, &MarketList{}, &Event{}, &EventList{}, &MarketSeries{}, &MarketSeriesList{})
+	s.AddKnownTypes(GroupVersion, &Market{}, &MarketList{}, &Event{}, &EventList{}, &MarketSeries{}, &MarketSeriesList{},
+		&ShardPool{}, &ShardPoolList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -744,12 +744,13 @@ func secretData(t *testing.T, s *corev1.Secret, key string) string {
 type rbacRule struct{ group, resource, verb string }
 
 // checkOperatorRBAC checks that the operator's ClusterRole and leader-election Role grant exactly
-// what the +kubebuilder:rbac markers of controllers/ ask for: leases through the Role (in the
-// release's namespace, where the operator keeps its leader lease), the rest through the
-// ClusterRole (the operator watches Markets in every namespace).
+// what the +kubebuilder:rbac markers of controllers/ ask for: leases, and the markers that name a
+// namespace (the ShardPools' objects), through the Role (in the release's namespace, where the
+// operator keeps its leader lease and runs its ShardPools), the rest through the ClusterRole (the
+// operator watches Markets in every namespace).
 func checkOperatorRBAC(t *testing.T, r *render, clusterRole, role string) {
 	t.Helper()
-	want := markerRules(t)
+	want, inNamespace := markerRules(t)
 	granted := func(kind, name string) map[rbacRule]bool {
 		got := map[rbacRule]bool{}
 		cr := decode[rbacv1.ClusterRole](t, r, kind, name) // Role has the same rules field
@@ -765,33 +766,34 @@ func checkOperatorRBAC(t *testing.T, r *render, clusterRole, role string) {
 		return got
 	}
 	cluster, namespaced := granted("ClusterRole", clusterRole), granted("Role", role)
+	byRole := func(rule rbacRule) bool { return rule.resource == "leases" || inNamespace[rule] }
 	for rule := range want {
-		byRole := rule.resource == "leases"
-		if (byRole && !namespaced[rule]) || (!byRole && !cluster[rule]) {
+		if (byRole(rule) && !namespaced[rule]) || (!byRole(rule) && !cluster[rule]) {
 			t.Errorf("the operator's roles do not grant %+v, which controllers/ asks for", rule)
 		}
 	}
 	for rule := range cluster {
-		if !want[rule] || rule.resource == "leases" {
-			t.Errorf("ClusterRole %s grants %+v, beyond what controllers/ asks for", clusterRole, rule)
+		if !want[rule] || byRole(rule) {
+			t.Errorf("ClusterRole %s grants %+v, beyond what controllers/ asks for cluster-wide", clusterRole, rule)
 		}
 	}
 	for rule := range namespaced {
-		if !want[rule] || rule.resource != "leases" {
-			t.Errorf("Role %s grants %+v, beyond leader election", role, rule)
+		if !want[rule] || !byRole(rule) {
+			t.Errorf("Role %s grants %+v, beyond leader election and the ShardPools' objects", role, rule)
 		}
 	}
 }
 
-// markerRules reads the +kubebuilder:rbac markers of controllers/*.go.
-func markerRules(t *testing.T) map[rbacRule]bool {
+// markerRules reads the +kubebuilder:rbac markers of controllers/*.go: every rule, and those of the
+// markers that name a namespace.
+func markerRules(t *testing.T) (rules, inNamespace map[rbacRule]bool) {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(k8stest.RepoRoot(t), "controllers", "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	marker := regexp.MustCompile(`(?m)^// \+kubebuilder:rbac:(\S+)$`)
-	rules := map[rbacRule]bool{}
+	rules, inNamespace = map[rbacRule]bool{}, map[rbacRule]bool{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -807,6 +809,9 @@ func markerRules(t *testing.T) map[rbacRule]bool {
 				for _, res := range fields["resources"] {
 					for _, v := range fields["verbs"] {
 						rules[rbacRule{g, res, v}] = true
+						if len(fields["namespace"]) > 0 {
+							inNamespace[rbacRule{g, res, v}] = true
+						}
 					}
 				}
 			}
@@ -815,5 +820,5 @@ func markerRules(t *testing.T) map[rbacRule]bool {
 	if len(rules) == 0 {
 		t.Fatal("no +kubebuilder:rbac markers in controllers/")
 	}
-	return rules
+	return rules, inNamespace
 }

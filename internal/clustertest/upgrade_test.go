@@ -229,6 +229,7 @@ func (c *cluster) testUninstall(t *testing.T) {
 		"customresourcedefinition.apiextensions.k8s.io/events.pmx.dev",
 		"customresourcedefinition.apiextensions.k8s.io/markets.pmx.dev",
 		"customresourcedefinition.apiextensions.k8s.io/marketseries.pmx.dev",
+		"customresourcedefinition.apiextensions.k8s.io/shardpools.pmx.dev",
 		"persistentvolume/pmx-test-postgres",
 		"persistentvolumeclaim/data-" + fullname + "-postgres-0",
 		"secret/" + fullname + "-postgres",

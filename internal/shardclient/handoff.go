@@ -76,6 +76,43 @@ func (r *Router) takeOver(ctx context.Context, markets []uuid.UUID, epochs []int
 // handoff fails) the process's unregistering releases as before, for the operator to schedule. It
 // returns how many markets it handed over.
 func (r *Router) HandOffAll(ctx context.Context, from string, ho exchange.Handoff, ttl time.Duration) (int, error) {
+	return r.handOffAll(ctx, from, ttl, "could not hand markets over on stopping; unregistering releases them",
+		func(ctx context.Context, unit []uuid.UUID, to string) (bool, error) {
+			epochs, err := ho.HandOff(ctx, unit, to)
+			if err != nil {
+				return false, err
+			}
+			r.takeOver(ctx, unit, epochs, to)
+			return true, nil
+		})
+}
+
+// HandOffShard, in the operator, empties a live shard that is to stop — one that a ShardPool's
+// scale-down or deletion removes, which the operator has marked draining (store.Drain) — before
+// its pod is told to: it hands every OPEN market the shard owns to the other live shards as
+// HandOffAll does on the shard's own stop, each unit to the live shard, neither from nor
+// draining, then holding the fewest markets, but from outside, by HandOff (the old owner moves the
+// unit itself, then the new one is told to load it). A unit whose handoff fails stays where it is
+// for the next call. It returns how many markets it handed over.
+func (r *Router) HandOffShard(ctx context.Context, from string, ttl time.Duration) (int, error) {
+	var failed []error
+	n, err := r.handOffAll(ctx, from, ttl, "could not hand markets over from a shard being drained; trying again at the next look",
+		func(ctx context.Context, unit []uuid.UUID, to string) (bool, error) {
+			moved, err := r.HandOff(ctx, unit, from, to)
+			if err != nil {
+				failed = append(failed, err)
+			}
+			return moved, err
+		})
+	return n, errors.Join(append(failed, err)...)
+}
+
+// handOffAll hands every OPEN market that from owns, unit by unit (a market, or an event's
+// markets together), to the live shard (within ttl), neither from nor draining, then holding the
+// fewest markets, with move; a unit whose move fails is logged with warn and left, and one that
+// move says was no longer from's is not counted. It returns how many markets moved.
+func (r *Router) handOffAll(ctx context.Context, from string, ttl time.Duration, warn string,
+	move func(ctx context.Context, unit []uuid.UUID, to string) (bool, error)) (int, error) {
 	r.client()
 	live, err := r.Store.LiveShards(ctx, ttl)
 	if err != nil {
@@ -115,14 +152,16 @@ func (r *Router) HandOffAll(ctx context.Context, from string, ho exchange.Handof
 	handed := 0
 	for _, unit := range units {
 		to := slices.MinFunc(slices.Sorted(maps.Keys(count)), func(a, b string) int { return cmp.Compare(count[a], count[b]) })
-		epochs, err := ho.HandOff(ctx, unit, to)
+		moved, err := move(ctx, unit, to)
 		if err != nil {
-			r.log.Warn("could not hand markets over on stopping; unregistering releases them", "markets", unit, "to", to, "err", err)
+			r.log.Warn(warn, "markets", unit, "from", from, "to", to, "err", err)
+			continue
+		}
+		if !moved {
 			continue
 		}
 		count[to] += len(unit)
 		handed += len(unit)
-		r.takeOver(ctx, unit, epochs, to)
 	}
 	return handed, nil
 }

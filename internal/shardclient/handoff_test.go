@@ -153,6 +153,25 @@ func TestHandOffThroughRouter(t *testing.T) {
 	if n, err := front.HandOffAll(ctx, "shard-2", second, time.Minute); err != nil || n != 0 {
 		t.Errorf("HandOffAll of a shard that owns nothing: %d markets, %v", n, err)
 	}
+
+	// The operator empties shard-0, which a scale-down removes, from outside (HandOffShard): its
+	// market goes to the live shard that does not drain holding the fewest (shard-1: shard-2 drains
+	// too), as a failover's move since shard-0 has no planned handoff. (controllers' TestShardPool
+	// empties shards that have it.)
+	for _, name := range []string{"shard-0", "shard-2"} {
+		if err := r.st.Drain(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := operator.HandOffShard(ctx, "shard-0", time.Minute); err != nil || n != 1 {
+		t.Fatalf("HandOffShard: %d markets, %v", n, err)
+	}
+	if o, err := r.st.Owner(ctx, r.market); err != nil || o.Shard != "shard-1" {
+		t.Fatalf("after the operator emptied shard-0: %+v (%v), want shard-1's", o, err)
+	}
+	if n, err := operator.HandOffShard(ctx, "shard-0", time.Minute); err != nil || n != 0 {
+		t.Errorf("HandOffShard of a shard that owns nothing: %d markets, %v", n, err)
+	}
 }
 
 // TestHandOffRefused: the old owner refuses, with nothing moved, a handoff to a shard that is not

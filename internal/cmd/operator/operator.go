@@ -2,19 +2,25 @@
 package operator
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -36,6 +42,7 @@ type operatorOptions struct {
 	resync           time.Duration
 	rebalance        bool
 	policy           controllers.RebalancePolicy
+	poolNamespace    string
 	process          process.Options
 }
 
@@ -56,6 +63,10 @@ when a shard joins or returns or the spread is off by more than --rebalance-marg
 planned handoff (the old owner finishes what it has, hands the market over and the new one loads it
 at once), which clients see as a pause of milliseconds, not as errors.
 
+It runs the ShardPools of its own namespace (--shard-pool-namespace): each a StatefulSet of shards,
+their headless Service and a PodDisruptionBudget, reporting the shards' readiness, markets and
+orders per second; a scale-down first hands the markets of the shards that go to the others.
+
 It uses the kubeconfig of its environment (in-cluster, $KUBECONFIG or ~/.kube/config).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runOperator(o) },
@@ -74,6 +85,7 @@ It uses the kubeconfig of its environment (in-cluster, $KUBECONFIG or ~/.kube/co
 	f.DurationVar(&o.policy.Interval, "rebalance-interval", o.policy.Interval, "the least time between two rebalancing moves")
 	f.DurationVar(&o.policy.Cooldown, "rebalance-cooldown", o.policy.Cooldown, "a market that moved stays where it is this long (also the wait before the first move after the operator starts)")
 	f.Float64Var(&o.policy.MaxFraction, "rebalance-max-fraction", o.policy.MaxFraction, "at most this fraction of the open markets moved within the cooldown (at least one market)")
+	f.StringVar(&o.poolNamespace, "shard-pool-namespace", "", "the namespace whose ShardPools the operator runs as StatefulSets of shards (default: the one it runs in; none outside a cluster)")
 	process.AddFlags(cmd, &o.process, false)
 	return cmd
 }
@@ -105,8 +117,19 @@ func runOperator(o operatorOptions) error {
 	if err != nil {
 		return fmt.Errorf("while finding the Kubernetes API: %w", err)
 	}
+	poolNS := o.poolNamespace
+	if poolNS == "" {
+		poolNS = inClusterNamespace()
+	}
+	var cacheOpts cache.Options
+	if poolNS != "" {
+		// The objects a ShardPool owns are watched in its namespace only, where the operator's Role
+		// lets it.
+		cacheOpts.ByObject = controllers.ShardPoolCache(poolNS)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
+		Cache:                   cacheOpts,
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
@@ -175,6 +198,39 @@ func runOperator(o operatorOptions) error {
 			return err
 		}
 	}
+	// Shard pools: from a CRD that a release upgraded from an older chart may not have yet either.
+	_, perr := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: pmxv1.GroupVersion.Group, Kind: "ShardPool"},
+		pmxv1.GroupVersion.Version)
+	var denied []string
+	if poolNS != "" && perr == nil {
+		direct, err := client.New(cfg, client.Options{Scheme: scheme}) // the manager's waits for its cache
+		if err != nil {
+			return err
+		}
+		if denied, err = poolAccess(ctx, direct, poolNS); err != nil {
+			return err
+		}
+	}
+	switch {
+	case poolNS == "":
+		log.Warn("no namespace to run ShardPools in (not in a cluster, and no --shard-pool-namespace), so ShardPools are not reconciled")
+	case meta.IsNoMatchError(perr):
+		log.Warn("the cluster serves no ShardPool custom resource (shardpools.pmx.dev), so ShardPools are not reconciled; "+
+			"apply the chart's CRDs (kubectl apply -f charts/pmx/crds/) and restart the operator", "error", perr)
+	case len(denied) > 0:
+		// Watching what it may not list would keep the manager from starting at all.
+		log.Warn("the operator may not manage ShardPools' objects in its namespace, so ShardPools are not reconciled; "+
+			"grant it the chart's Role (operator-rbac.yaml) and restart it", "namespace", poolNS, "denied", denied)
+	default:
+		pr := &controllers.ShardPoolReconciler{Client: mgr.GetClient(), Scheme: scheme, Store: st,
+			Recorder: mgr.GetEventRecorder("pmx-operator"), Namespace: poolNS, ShardTTL: o.shardTTL,
+			HandOffShard: func(ctx context.Context, shard string) (int, error) {
+				return exchange.HandOffShard(ctx, shard, o.shardTTL)
+			}}
+		if err := pr.SetupWithManager(mgr); err != nil {
+			return err
+		}
+	}
 	ctrlmetrics.Registry.MustRegister(st.Collector(), &controllers.HealthCollector{Store: st, ShardTTL: o.shardTTL, Logger: log})
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
@@ -182,6 +238,46 @@ func runOperator(o operatorOptions) error {
 	if err := mgr.AddReadyzCheck("database", func(req *http.Request) error { return st.Ping(req.Context()) }); err != nil {
 		return err
 	}
-	log.Info("starting the operator", "leader_election", o.leaderElect, "rebalance", o.rebalance)
+	log.Info("starting the operator", "leader_election", o.leaderElect, "rebalance", o.rebalance, "shard_pool_namespace", poolNS)
 	return mgr.Start(ctx)
+}
+
+// poolAccess asks the API server which of the permissions the ShardPool reconciler needs in
+// namespace the operator lacks (its +kubebuilder:rbac markers with a namespace).
+func poolAccess(ctx context.Context, c client.Client, namespace string) ([]string, error) {
+	var denied []string
+	for _, want := range []struct{ group, resource, verbs string }{
+		{"apps", "statefulsets", "get list watch create patch"},
+		{"", "services", "get list watch create patch"},
+		{"policy", "poddisruptionbudgets", "get list watch create patch"},
+		{"", "pods", "get"},
+	} {
+		for _, verb := range strings.Fields(want.verbs) {
+			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb, Group: want.group, Resource: want.resource}}}
+			if err := c.Create(ctx, review); err != nil {
+				return nil, fmt.Errorf("while asking whether the operator may %s %s in %s: %w", verb, want.resource, namespace, err)
+			}
+			if !review.Status.Allowed {
+				denied = append(denied, verb+" "+want.resource)
+			}
+		}
+	}
+	return denied, nil
+}
+
+// serviceAccountNamespace is where a pod finds the namespace it runs in.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// inClusterNamespace is the namespace the operator's pod runs in, as its service account's mounted
+// token says ("" outside a cluster); $POD_NAMESPACE, when set, says it instead.
+func inClusterNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	data, err := os.ReadFile(serviceAccountNamespace)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
 }

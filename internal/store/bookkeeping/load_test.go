@@ -42,7 +42,8 @@ func TestShardLoads(t *testing.T) {
 }
 
 // TestDrain checks that a draining shard stays live (it still owns and serves its markets) but says
-// it drains, and that a process registered under its name afterwards takes markets again.
+// it drains, that a drain taken back (Undrain) or a process registered under its name afterwards
+// takes markets again.
 func TestDrain(t *testing.T) {
 	ctx := context.Background()
 	st := New(dbtest.New(t))
@@ -71,6 +72,15 @@ func TestDrain(t *testing.T) {
 	}
 	if got := draining(); len(got) != 2 || !got["a"] || got["b"] {
 		t.Errorf("after a drains: %v, want a live and draining, b not", got)
+	}
+	if err := st.Undrain(ctx, "a"); err != nil { // the operator's scale-down undone
+		t.Fatal(err)
+	}
+	if got := draining(); len(got) != 2 || got["a"] || got["b"] {
+		t.Errorf("after a's drain is taken back: %v, want neither draining", got)
+	}
+	if err := st.Drain(ctx, "a"); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := st.Register(ctx, "a", "a:2"); err != nil { // a's pod back under its name
 		t.Fatal(err)

@@ -110,6 +110,15 @@ func (s *Book) Drain(ctx context.Context, name string) error {
 	return err
 }
 
+// Undrain takes a drain back (migration 029): the shard takes markets again. The operator calls it
+// only for a shard it marked draining itself, to scale a ShardPool down, when the scale-down is
+// undone before the shard went (controllers.ShardPoolReconciler); a process that drains because it
+// is stopping (its SIGTERM) clears its drain only by registering anew.
+func (s *Book) Undrain(ctx context.Context, name string) error {
+	_, err := s.Pool.Exec(ctx, `update shards set draining_since = null where name = $1`, name)
+	return err
+}
+
 // EventOwners lists the shard of each of an event's markets that has one, one entry per market.
 func (s *Book) EventOwners(ctx context.Context, event uuid.UUID) ([]string, error) {
 	rows, err := s.Pool.Query(ctx, `select shard from markets where event_id = $1 and shard is not null`, event)
