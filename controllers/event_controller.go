@@ -217,10 +217,11 @@ func (r *EventReconciler) ensureMarkets(ctx context.Context, ev *pmxv1.Event, ob
 
 // marketSpec is the spec of the Market that lists outcome o of ev: the one its market is recorded
 // with (eventrec.MarketSpec, so that the Market controller's marketspec.Record keeps the same text),
-// and the lifecycle fields its Event sets (lifecycleOf).
+// the lifecycle fields its Event sets (lifecycleOf), and its Event's pool and placement.
 func marketSpec(ev *pmxv1.Event, o pmxv1.EventOutcome) pmxv1.MarketSpec {
 	spec := eventrec.MarketSpec(specOf(ev), event.Outcome{Key: o.Key, Label: o.Label})
 	spec.Closed, spec.Resolution = lifecycleOf(ev, o.Key)
+	spec.ShardPool, spec.Placement = ev.Spec.ShardPool, ev.Spec.Placement // an event's markets are one unit
 	return spec
 }
 

@@ -19,7 +19,9 @@ import (
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/market/marketspec"
+	"github.com/pmx-dev/pmx/internal/placement"
 	"github.com/pmx-dev/pmx/internal/records"
+	"github.com/pmx-dev/pmx/internal/store/bookkeeping"
 )
 
 // finalizer keeps a Market until its market is settled: deleting an unsettled market voids it.
@@ -107,9 +109,39 @@ type observation struct {
 	pending domain.MarketAction
 	noLive  bool   // OPEN or with a change pending, and no shard is live to own it
 	lost    string // with noLive: the owner whose heartbeat lapsed, if a shard owned it
+	pool    string // with noLive: the market's pool, none of whose shards is live
+	// at is where a market with a live owner is served, as its placement sees it.
+	at *placedAt
 	// inEvent: the market belongs to an event, whose Event carries out its pending change, or
 	// refuses the change when only the Market asks for it.
 	inEvent *eventMarket
+}
+
+// placedAt is where a market with a live owner is, against where its placement asks.
+type placedAt struct {
+	shard, shardPool string // its owner and the owner's pool
+	pool             string // the market's pool
+	dedicated        bool   // the market asked for a shard of its own
+	alone            bool   // no other market's unit is on its shard
+	free             string // with dedicated and not alone: a free shard of its pool, if one is live
+}
+
+// placed notes in obs where the market of unit u is served: on owner, among live.
+func (obs *observation) placed(live []bookkeeping.Shard, owner string, u placement.Unit) {
+	for _, s := range live {
+		if s.Name != owner {
+			continue
+		}
+		at := &placedAt{shard: owner, shardPool: placement.Pool(s.Pool), pool: placement.Pool(u.Pool),
+			dedicated: u.Dedicated, alone: placement.Alone(s)}
+		if u.Dedicated && !at.alone {
+			if i, fits := placement.Choose(live, u); fits && live[i].Name != owner {
+				at.free = live[i].Name
+			}
+		}
+		obs.at = at
+		return
+	}
 }
 
 // reconcileMarket records the market, schedules it and carries out its intent. A market that is
@@ -124,6 +156,9 @@ func (r *MarketReconciler) reconcileMarket(ctx context.Context, mkt *pmxv1.Marke
 		return obs, err
 	}
 	if row, err = r.fees(ctx, mkt, row); err != nil {
+		return obs, err
+	}
+	if row, err = r.place(ctx, mkt, row); err != nil {
 		return obs, err
 	}
 	obs.row = &row
@@ -188,6 +223,30 @@ func (r *MarketReconciler) fees(ctx context.Context, mkt *pmxv1.Market, row reco
 		note = "orders placed from now on carry its fee schedule, " + marketspec.DescribeFees(marketspec.FeesOf(mkt.Spec.Fees))
 	}
 	r.k8sEvent(mkt, corev1.EventTypeNormal, reasonFeesSet, "SetFees", "market %s: %s", row.ID, note)
+	return row, nil
+}
+
+// place records the pool and the placement the market's spec asks for (store.SetMarketPlacement),
+// with a Kubernetes event when they change: the market moves by them at its next scheduling or
+// rebalancing. It returns the row as it is afterwards.
+func (r *MarketReconciler) place(ctx context.Context, mkt *pmxv1.Market, row records.Market) (records.Market, error) {
+	pool, dedicated := placement.Pool(mkt.Spec.ShardPool), mkt.Spec.Placement == pmxv1.PlacementDedicated
+	if row.Pool == pool && row.Dedicated == dedicated {
+		return row, nil
+	}
+	changed, err := r.Store.SetMarketPlacement(ctx, row.ID, pool, dedicated)
+	if err != nil {
+		return row, fmt.Errorf("while recording the market's pool and placement: %w", err)
+	}
+	if !changed {
+		return row, nil
+	}
+	how := "shares a shard"
+	if dedicated {
+		how = "has a shard of its own"
+	}
+	r.k8sEvent(mkt, corev1.EventTypeNormal, reasonPlaced, "Place", "market %s is served by pool %s and %s", row.ID, pool, how)
+	row.Pool, row.Dedicated = pool, dedicated
 	return row, nil
 }
 

@@ -53,6 +53,8 @@ type world struct {
 	shards map[string]*shard.Shard
 	addrs  map[string]string // each shard's internal API
 	beats  map[string]context.CancelFunc
+	// poolOf is the pool each shard registers in ("" for the default pool, as with no --pool).
+	poolOf map[string]string
 	api    string
 	admin  string
 	// rebalancer is the operator's, in a world made by newWorldRebalancing.
@@ -88,7 +90,7 @@ func newWorldWith(t *testing.T, opts worldOptions) *world {
 	st := storetest.New(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	w := &world{t: t, env: env, k8s: env.Client, st: st, shards: map[string]*shard.Shard{}, addrs: map[string]string{},
-		beats: map[string]context.CancelFunc{}, admin: "admin-token"}
+		beats: map[string]context.CancelFunc{}, poolOf: map[string]string{}, admin: "admin-token"}
 
 	// The shards, heartbeating every 100ms, reachable over their internal API.
 	for _, name := range opts.shards {
@@ -160,6 +162,12 @@ func newWorldWith(t *testing.T, opts worldOptions) *world {
 	return w
 }
 
+// addShardIn starts a shard of a pool, as addShard does.
+func (w *world) addShardIn(name, pool string) {
+	w.poolOf[name] = pool
+	w.addShard(name)
+}
+
 // addShard starts a shard behind its internal API, heartbeating every 100ms.
 func (w *world) addShard(name string) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -179,7 +187,7 @@ func (w *world) beat(name string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		incarnation, err := w.st.Register(ctx, name, addr)
+		incarnation, err := w.st.RegisterIn(ctx, name, addr, w.poolOf[name])
 		if err != nil {
 			w.t.Errorf("registration: %v", err)
 			return

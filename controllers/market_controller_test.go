@@ -15,6 +15,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/market"
 	"github.com/pmx-dev/pmx/internal/market/marketspec"
+	"github.com/pmx-dev/pmx/internal/placement"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store/bookkeeping"
 )
@@ -38,7 +39,7 @@ func TestPick(t *testing.T) {
 		{"", "", true, []bookkeeping.Shard{{Name: "b", Draining: true}}},
 	}
 	for _, tt := range tests {
-		target, move := pick(tt.owner, tt.live)
+		target, move := pick(tt.owner, tt.live, placement.Unit{Key: "m"})
 		if target != tt.target || move != tt.move {
 			t.Errorf("pick(%q) = %q, %v; want %q, %v", tt.owner, target, move, tt.target, tt.move)
 		}

@@ -9,25 +9,29 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/internal/placement"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
 	"github.com/pmx-dev/pmx/internal/store/bookkeeping"
 )
 
-// schedule keeps a market on a live shard — an OPEN one, and one with a lifecycle change to
-// undergo, which its owner carries out: one without a live owner goes to the least loaded live
-// shard, with epoch + 1. When no shard is live it notes so in obs, and which shard was lost if one
-// owned the market.
+// schedule keeps a market on a live shard of its pool — an OPEN one, and one with a lifecycle
+// change to undergo, which its owner carries out: one without a live owner goes, with epoch + 1,
+// to the shard placement.Choose gives it (the least loaded live shard of its pool that may take
+// it: a free one for a dedicated market). When no shard of its pool is live it notes so in obs,
+// and which shard was lost if one owned the market. A market whose owner is live stays there: the
+// Rebalancer moves it by the planned handoff when its placement asks for another shard.
 func (r *MarketReconciler) schedule(ctx context.Context, mkt *pmxv1.Market, row records.Market, obs *observation) (records.Market, error) {
 	live, err := r.Store.LiveShards(ctx, r.ShardTTL)
 	if err != nil {
 		return row, fmt.Errorf("while listing live shards: %w", err)
 	}
+	unit := placement.UnitOf(row)
 	owner := ""
 	if row.Shard != nil {
 		owner = *row.Shard
 	}
-	target, move := pick(owner, live)
+	target, move := pick(owner, live, unit)
 	regroup := false
 	if !move && row.EventID != nil {
 		// An event's markets split over live shards (one moved, and before the others followed its
@@ -38,11 +42,12 @@ func (r *MarketReconciler) schedule(ctx context.Context, mkt *pmxv1.Market, row 
 		if err != nil {
 			return row, fmt.Errorf("while listing the shards of the market's event: %w", err)
 		}
-		if s := together(owners, live); s != "" && s != owner {
+		if s := together(owners, live, unit); s != "" && s != owner {
 			target, move, regroup = s, true, true
 		}
 	}
 	if !move {
+		obs.placed(live, owner, unit)
 		return row, nil
 	}
 	if target != "" && !regroup {
@@ -52,7 +57,7 @@ func (r *MarketReconciler) schedule(ctx context.Context, mkt *pmxv1.Market, row 
 		if err != nil {
 			return row, err
 		}
-		if s := together(owners, live); s != "" {
+		if s := together(owners, live, unit); s != "" {
 			target = s
 		}
 	}
@@ -60,7 +65,7 @@ func (r *MarketReconciler) schedule(ctx context.Context, mkt *pmxv1.Market, row 
 	// to close it).
 	lost := owner != "" && !regroup
 	if target == "" {
-		obs.noLive = true
+		obs.noLive, obs.pool = true, placement.Pool(unit.Pool)
 		if lost {
 			obs.lost = owner
 		}
@@ -80,22 +85,24 @@ func (r *MarketReconciler) schedule(ctx context.Context, mkt *pmxv1.Market, row 
 	} else {
 		r.k8sEvent(mkt, corev1.EventTypeNormal, reasonScheduled, "Schedule", "market served by shard %s at epoch %d", o.Shard, o.Epoch)
 	}
+	if live, err = r.Store.LiveShards(ctx, r.ShardTTL); err != nil {
+		return row, fmt.Errorf("while listing live shards: %w", err)
+	}
+	obs.placed(live, o.Shard, unit)
 	return r.Store.Market(ctx, row.ID)
 }
 
-// pick decides where an OPEN market owned by owner should be: it stays if its owner is live;
-// otherwise it moves to the least-loaded live shard that is not draining (live is sorted least
-// loaded first), or to none ("") when no such shard is live.
-func pick(owner string, live []bookkeeping.Shard) (target string, move bool) {
+// pick decides where an OPEN market of unit u owned by owner should be: it stays if its owner is
+// live; otherwise it moves to the shard placement.Choose gives it among the live ones (sorted
+// least loaded first), or to none ("") when no shard of its pool is live and not draining.
+func pick(owner string, live []bookkeeping.Shard, u placement.Unit) (target string, move bool) {
 	for _, s := range live {
 		if s.Name == owner {
 			return owner, false // a draining owner still serves it, and hands it over itself
 		}
 	}
-	for _, s := range live { // least loaded first
-		if !s.Draining {
-			return s.Name, true
-		}
+	if i, _ := placement.Choose(live, u); i >= 0 {
+		return live[i].Name, true
 	}
 	return "", true
 }
@@ -133,17 +140,17 @@ func (r *MarketReconciler) siblingOwners(ctx context.Context, mkt *pmxv1.Market)
 	return owners, nil
 }
 
-// together is the live shard, not draining, that owns the most of an event's other markets
-// (owners, one entry per market), the least loaded of those tied; "" when no live shard owns any,
-// and the market goes to the least loaded live shard, where its siblings then follow it.
-func together(owners []string, live []bookkeeping.Shard) string {
+// together is the live shard that may take unit u (placement.Takes) and owns the most of an
+// event's other markets (owners, one entry per market), the least loaded of those tied; "" when
+// no such shard owns any, and the market goes where pick sends it, where its siblings then follow.
+func together(owners []string, live []bookkeeping.Shard, u placement.Unit) string {
 	count := map[string]int{}
 	for _, o := range owners {
 		count[o]++
 	}
 	best := ""
 	for _, s := range live { // least loaded first
-		if !s.Draining && count[s.Name] > count[best] {
+		if placement.Takes(s, u) && count[s.Name] > count[best] {
 			best = s.Name
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/market/marketspec"
+	"github.com/pmx-dev/pmx/internal/placement"
 	"github.com/pmx-dev/pmx/internal/store/bookkeeping"
 	"github.com/pmx-dev/pmx/internal/storetest"
 )
@@ -88,15 +89,15 @@ func TestTogether(t *testing.T) {
 		{"most siblings win", []string{"light", "heavy", "heavy"}, "heavy"},
 		{"a tie goes to the least loaded", []string{"heavy", "mid"}, "mid"},
 	} {
-		if got := together(tc.owners, live); got != tc.want {
+		if got := together(tc.owners, live, placement.Unit{Key: "e"}); got != tc.want {
 			t.Errorf("%s: together(%v) = %q, want %q", tc.name, tc.owners, got, tc.want)
 		}
 	}
-	if got := together([]string{"a"}, nil); got != "" {
+	if got := together([]string{"a"}, nil, placement.Unit{Key: "e"}); got != "" {
 		t.Errorf("no live shard: %q", got)
 	}
 	draining := []bookkeeping.Shard{{Name: "light"}, {Name: "stopping", Draining: true}}
-	if got := together([]string{"stopping", "stopping", "light"}, draining); got != "light" {
+	if got := together([]string{"stopping", "stopping", "light"}, draining, placement.Unit{Key: "e"}); got != "light" {
 		t.Errorf("most siblings on a draining shard: %q, want light (a draining shard takes no market)", got)
 	}
 }

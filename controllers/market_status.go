@@ -17,6 +17,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/market"
 	"github.com/pmx-dev/pmx/internal/market/marketspec"
+	"github.com/pmx-dev/pmx/internal/placement"
 )
 
 // desiredStatus is the status a Market should show after a reconcile that observed obs and ended
@@ -70,10 +71,19 @@ func desiredStatus(mkt *pmxv1.Market, obs observation, err error) pmxv1.MarketSt
 		set(pmxv1.MarketScheduled, false, pmxv1.ReasonNotServed, "a %s market needs no shard", row.Status)
 	case obs.lost != "":
 		set(pmxv1.MarketScheduled, false, pmxv1.ReasonShardLost, "shard %s stopped sending heartbeats and no shard is live to take the market; waiting for one", obs.lost)
+	case obs.noLive && obs.pool != "" && obs.pool != placement.DefaultPool:
+		set(pmxv1.MarketScheduled, false, pmxv1.ReasonNoLiveShard, "no shard of pool %s has sent a heartbeat recently; waiting for one (is ShardPool %s running?)", obs.pool, obs.pool)
 	case obs.noLive:
 		set(pmxv1.MarketScheduled, false, pmxv1.ReasonNoLiveShard, "no shard has sent a heartbeat recently; waiting for one")
+	case st.Shard != "" && obs.at != nil && obs.at.shardPool != obs.at.pool:
+		set(pmxv1.MarketScheduled, true, pmxv1.ReasonMoving, "served by shard %s of pool %s at epoch %d; moving to a shard of pool %s", st.Shard, obs.at.shardPool, row.Epoch, obs.at.pool)
 	case st.Shard != "":
 		set(pmxv1.MarketScheduled, true, pmxv1.ReasonShardAssigned, "served by shard %s at epoch %d", st.Shard, row.Epoch)
+	}
+	if mkt.Spec.Placement != pmxv1.PlacementDedicated || row.Status != domain.MarketOpen {
+		meta.RemoveStatusCondition(&st.Conditions, string(pmxv1.MarketDedicated))
+	} else if obs.at != nil {
+		dedicatedCondition(obs.at, set)
 	}
 
 	haltedCondition(row.Halted, set)
@@ -90,6 +100,23 @@ func desiredStatus(mkt *pmxv1.Market, obs observation, err error) pmxv1.MarketSt
 		set(pmxv1.MarketSettled, false, pmxv1.ReasonAwaitingResolution, "no resolution yet")
 	}
 	return st
+}
+
+// dedicatedCondition shows, for an OPEN market whose spec.placement is Dedicated, whether it is
+// alone on its shard (at: where it is served), and why not; a market that shares a shard, or is
+// no longer OPEN, shows none (desiredStatus).
+func dedicatedCondition(at *placedAt, set func(pmxv1.MarketConditionType, bool, pmxv1.MarketConditionReason, string, ...any)) {
+	switch {
+	case at.shardPool != at.pool:
+		set(pmxv1.MarketDedicated, false, pmxv1.ReasonMoving, "on shard %s of pool %s; moving to a free shard of pool %s", at.shard, at.shardPool, at.pool)
+	case at.alone:
+		set(pmxv1.MarketDedicated, true, pmxv1.ReasonAlone, "alone on shard %s of pool %s", at.shard, at.pool)
+	case at.free != "":
+		set(pmxv1.MarketDedicated, false, pmxv1.ReasonMoving, "shares shard %s with other markets; moving to shard %s, free in pool %s", at.shard, at.free, at.pool)
+	default:
+		set(pmxv1.MarketDedicated, false, pmxv1.ReasonNoFreeShard, "shares shard %s with other markets: no shard of pool %s is free; "+
+			"the ShardPool adds one per dedicated market up to its spec.maxDedicatedShards: raise it, or spec.replicas", at.shard, at.pool)
+	}
 }
 
 // haltedCondition sets the Halted condition of a Market or an Event by what halts it (set is the

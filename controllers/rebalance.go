@@ -18,6 +18,7 @@ import (
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/placement"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store/bookkeeping"
 )
@@ -73,7 +74,9 @@ func (l *MoveLog) forget(before time.Time) {
 
 // Rebalancer keeps the OPEN markets spread over the live shards (docs/architecture.md §6,
 // "Spread"): on the leader only, every pass it reads the live shards and the markets' owners from
-// Postgres, asks planRebalance for the next move and carries it out with Move — the planned
+// Postgres, asks planPlacement for the next move that puts a market where its pool and placement
+// ask, else planSpread for the next move to spread each pool (planRebalance), and carries it out
+// with Move — the planned
 // handoff, under the next epoch, with no error for a client — recording a Rebalanced event on each
 // Market moved (and on its Event). It never moves a market whose owner is not live: that is the
 // Market reconciler's to schedule.
@@ -116,7 +119,7 @@ func (b *Rebalancer) Start(ctx context.Context) error {
 	b.started = b.Clock.Now()
 	if b.Metrics != nil && b.moved == nil {
 		b.moved = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pmx_operator_rebalance_moves_total",
-			Help: "Moves the operator made to spread the markets over the live shards, by why: a shard joined, returned, or the spread was off by more than the margin (skew). An event's markets are one move."},
+			Help: "Moves the operator made to spread the markets over the live shards, by why: a shard joined, returned, the spread was off by more than the margin (skew), or a market was not where its pool and placement ask (placement). An event's markets are one move."},
 			[]string{"reason"})
 		if err := b.Metrics.Register(b.moved); err != nil {
 			return fmt.Errorf("while registering the rebalancing metric: %w", err)
@@ -170,7 +173,12 @@ func (b *Rebalancer) pass(ctx context.Context) error {
 	}
 	units, byID := b.units(now, rows, loads)
 	b.Moves.forget(now.Add(-b.Policy.Cooldown))
-	mv, ok, balanced := planRebalance(rebalanceInput{now: now, started: b.started, lastMove: b.lastMove, shards: shards, units: units}, b.Policy)
+	in := rebalanceInput{now: now, started: b.started, lastMove: b.lastMove, shards: shards, units: units}
+	mv, ok := planPlacement(in, liveShards, b.Policy)
+	balanced := false
+	if !ok {
+		mv, ok, balanced = planSpread(in, liveShards, b.Policy)
+	}
 	if balanced {
 		clear(b.arrived)
 	}
@@ -245,7 +253,7 @@ func (b *Rebalancer) units(now time.Time, rows []records.Market, loads map[strin
 		}
 		moved := b.Moves.last(m.ID)
 		if m.EventID == nil {
-			units = append(units, rebalanceUnit{key: m.ID.String(), markets: []uuid.UUID{m.ID}, shard: shard, movedAt: moved,
+			units = append(units, rebalanceUnit{key: m.ID.String(), place: placement.UnitOf(m), markets: []uuid.UUID{m.ID}, shard: shard, movedAt: moved,
 				load: loads[shard][m.ID]})
 			if shard == "" || m.ClosesAt != nil && !m.ClosesAt.After(now) {
 				split[len(units)-1] = true
@@ -256,7 +264,7 @@ func (b *Rebalancer) units(now time.Time, rows []records.Market, loads map[strin
 		if !ok {
 			i = len(units)
 			events[*m.EventID] = i
-			units = append(units, rebalanceUnit{key: m.EventID.String(), event: true, shard: shard})
+			units = append(units, rebalanceUnit{key: m.EventID.String(), place: placement.UnitOf(m), event: true, shard: shard})
 		}
 		u := &units[i]
 		u.markets = append(u.markets, m.ID)

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -9,6 +10,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/internal/placement"
+	"github.com/pmx-dev/pmx/internal/store/bookkeeping"
 )
 
 // RebalancePolicy bounds how the operator spreads markets over the live shards
@@ -69,6 +73,8 @@ type rebalanceShard struct {
 // event, on one live shard.
 type rebalanceUnit struct {
 	key     string // the market's or the event's id
+	// place is its pool and whether it asked for a shard of its own (package placement).
+	place   placement.Unit
 	event   bool
 	markets []uuid.UUID
 	shard   string
@@ -94,7 +100,7 @@ type rebalanceInput struct {
 type rebalanceMove struct {
 	unit     rebalanceUnit
 	from, to string
-	kind     string // why, in a word: joined, returned or skew (the metric's label)
+	kind     string // why, in a word: joined, returned, skew or placement (the metric's label)
 	reason   string // why, for the Market's event
 }
 
@@ -251,4 +257,115 @@ func spreadOf(shards []rebalanceShard, count map[string]int, orders map[string]f
 		return "markets and orders/s: " + strings.Join(parts, ", ")
 	}
 	return "markets: " + strings.Join(parts, ", ")
+}
+
+// planPlacement decides the next move that puts a unit where its placement asks, before any move
+// to spread (planRebalance): a unit on a live shard of another pool than its own goes to one of its
+// pool; a dedicated unit that shares its shard goes to a free shard of its pool; a shared unit on
+// a shard dedicated to another goes to a shared shard of its pool. Each target is the one
+// placement.Choose gives among the live shards but its own; a dedicated unit that finds no free
+// shard, or a shared one no shared shard, stays (its Market's Dedicated condition says why).
+// Dedicated units are looked at first, so that a shard shared with one empties by moving it rather
+// than the others. The same bounds as the spread's hold: none within a cooldown after start, one
+// move per interval, and no unit that moved within the cooldown.
+func planPlacement(in rebalanceInput, live []bookkeeping.Shard, p RebalancePolicy) (mv rebalanceMove, ok bool) {
+	if in.now.Sub(in.started) < p.Cooldown || !in.lastMove.IsZero() && in.now.Sub(in.lastMove) < p.Interval {
+		return mv, false
+	}
+	units := slices.Clone(in.units)
+	slices.SortStableFunc(units, func(a, b rebalanceUnit) int {
+		if a.place.Dedicated != b.place.Dedicated {
+			if a.place.Dedicated {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	for _, u := range units {
+		at := slices.IndexFunc(live, func(s bookkeeping.Shard) bool { return s.Name == u.shard })
+		if at < 0 || !u.movedAt.IsZero() && in.now.Sub(u.movedAt) < p.Cooldown {
+			continue // not live: the Market reconciler's to schedule
+		}
+		s := live[at]
+		pool, anywhere := placement.Pool(u.place.Pool), false
+		var why string
+		switch {
+		case placement.Pool(s.Pool) != pool:
+			why, anywhere = fmt.Sprintf("its pool is %s, and shard %s is of pool %s", pool, s.Name, placement.Pool(s.Pool)), true
+		case u.place.Dedicated && !placement.Alone(s):
+			why = fmt.Sprintf("it has a shard of its own, and shard %s serves other markets", s.Name)
+		case !u.place.Dedicated && s.DedicatedTo != "" && s.DedicatedTo != u.key:
+			why = fmt.Sprintf("shard %s is dedicated to %s", s.Name, s.DedicatedTo)
+		default:
+			continue
+		}
+		others := slices.Delete(slices.Clone(live), at, at+1)
+		i, fits := placement.Choose(others, u.place)
+		if i < 0 || !fits && !anywhere {
+			continue
+		}
+		return rebalanceMove{unit: u, from: s.Name, to: others[i].Name, kind: "placement", reason: why}, true
+	}
+	return mv, false
+}
+
+// planSpread decides the next move to spread the units within each pool (planRebalance, pool by
+// pool in the order of their names, the first that moves), over the pool's shards that no
+// dedicated unit holds and among its shared units. balanced is true when every pool is. A pool
+// waits while one of its dedicated units shares a shard and a free one is live.
+func planSpread(in rebalanceInput, live []bookkeeping.Shard, p RebalancePolicy) (mv rebalanceMove, ok, balanced bool) {
+	poolOf := map[string]string{} // the shared shards, by name
+	for _, s := range live {
+		if s.DedicatedTo == "" {
+			poolOf[s.Name] = placement.Pool(s.Pool)
+		}
+	}
+	pools := slices.Sorted(maps.Keys(set(slices.Collect(maps.Values(poolOf)))))
+	// A pool with a dedicated unit that shares its shard while a free one is live keeps that shard
+	// free for it (planPlacement moves it once its cooldown is over) rather than spread onto it.
+	waits := map[string]bool{}
+	for _, u := range in.units {
+		if at := slices.IndexFunc(live, func(s bookkeeping.Shard) bool { return s.Name == u.shard }); u.place.Dedicated && at >= 0 &&
+			!placement.Alone(live[at]) {
+			others := slices.Delete(slices.Clone(live), at, at+1)
+			if _, fits := placement.Choose(others, u.place); fits {
+				waits[placement.Pool(u.place.Pool)] = true
+			}
+		}
+	}
+	balanced = true
+	for _, pool := range pools {
+		if waits[pool] {
+			balanced = false
+			continue
+		}
+		sub := in
+		sub.shards, sub.units = nil, nil
+		for _, s := range in.shards {
+			if poolOf[s.name] == pool {
+				sub.shards = append(sub.shards, s)
+			}
+		}
+		for _, u := range in.units {
+			if !u.place.Dedicated && poolOf[u.shard] == pool && placement.Pool(u.place.Pool) == pool {
+				sub.units = append(sub.units, u)
+			}
+		}
+		m, found, b := planRebalance(sub, p)
+		balanced = balanced && b
+		if found && !ok {
+			mv, ok = m, true
+		}
+	}
+	return mv, ok, balanced
+}
+
+// set is the set of xs.
+func set[T comparable](xs []T) map[T]struct{} {
+	out := make(map[T]struct{}, len(xs))
+	for _, x := range xs {
+		out[x] = struct{}{}
+	}
+	return out
 }

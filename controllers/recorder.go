@@ -34,6 +34,9 @@ const (
 	// reasonFeesSet: spec.fees gave the market or event its fee schedule, changed it or took it
 	// away.
 	reasonFeesSet recordReason = "FeesSet"
+	// reasonPlaced: spec.shardPool or spec.placement changed the market's pool or whether it has
+	// a shard of its own.
+	reasonPlaced recordReason = "Placed"
 )
 
 // transitionReason is the Kubernetes event's reason of a market having undergone action.

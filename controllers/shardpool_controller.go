@@ -25,6 +25,7 @@ import (
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/placement"
 	"github.com/pmx-dev/pmx/internal/store/bookkeeping"
 )
 
@@ -104,8 +105,12 @@ type poolObservation struct {
 	outside bool
 	taken   []string // objects of the pool's names that it does not control ("StatefulSet x")
 	applied bool     // the pool's objects were applied: replicas and the shards below mean something
-	// replicas is the StatefulSet's replicas as applied (the spec's, or more while shards drain).
+	// replicas is the StatefulSet's replicas as applied (the spec's and dedicated, or more while
+	// shards drain).
 	replicas int32
+	// dedicated is how many shards the pool runs beyond the spec's replicas for its dedicated
+	// markets and events.
+	dedicated int32
 	pods     appsv1.StatefulSetStatus // the StatefulSet's, as the apply (or the read) answered it
 	live     []bookkeeping.Shard      // the pool's live shards
 	orders   float64                  // orders per second its live shards reported
@@ -185,7 +190,14 @@ func (r *ShardPoolReconciler) reconcilePool(ctx context.Context, pool *pmxv1.Sha
 	if sts != nil {
 		current = ptr.Deref(sts.Spec.Replicas, 0)
 	}
-	desired := ptr.Deref(pool.Spec.Replicas, pmxv1.DefaultShardPoolReplicas)
+	// A shard of its own for each dedicated market or event of the pool, beyond the replicas, up
+	// to maxDedicatedShards.
+	units, err := r.Store.DedicatedUnits(ctx, pool.Name)
+	if err != nil {
+		return obs, fmt.Errorf("while counting the pool's dedicated markets: %w", err)
+	}
+	obs.dedicated = min(pool.Spec.MaxDedicatedShards, int32(units))
+	desired := ptr.Deref(pool.Spec.Replicas, pmxv1.DefaultShardPoolReplicas) + obs.dedicated
 	obs.replicas = desired
 	obs.draining = pool.Status.DrainingShards
 	if desired < current {
@@ -284,7 +296,9 @@ func (r *ShardPoolReconciler) drain(ctx context.Context, pool *pmxv1.ShardPool, 
 	for _, name := range d.leaving {
 		leaving[name] = true
 	}
-	target := slices.ContainsFunc(live, func(s bookkeeping.Shard) bool { return !leaving[s.Name] && !s.Draining })
+	target := slices.ContainsFunc(live, func(s bookkeeping.Shard) bool {
+		return !leaving[s.Name] && !s.Draining && placement.Pool(s.Pool) == pool.Name
+	})
 	if d.owned > 0 && !target {
 		// Nowhere to hand the markets to: the shards serve on, taking markets as before, until a
 		// shard outside them is live.

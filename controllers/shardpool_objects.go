@@ -153,6 +153,9 @@ func shardPodTemplate(pool *pmxv1.ShardPool) corev1.PodTemplateSpec {
 		// after a restart, the address of the pod before it.
 		fieldEnv("POD_IP", "status.podIP"),
 		{Name: "PMX_ADVERTISE_ADDRESS", Value: "$(POD_IP)"},
+		// The pool it registers in, which the operator places markets by (package placement):
+		// an environment variable, which a release before --pool ignores.
+		{Name: "PMX_SHARD_POOL", Value: pool.Name},
 		secretEnv("PMX_DATABASE_URL", spec.DatabaseURL),
 		secretEnv("PMX_INTERNAL_TOKEN", spec.InternalToken),
 	}

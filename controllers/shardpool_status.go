@@ -66,7 +66,10 @@ func desiredPoolStatus(pool *pmxv1.ShardPool, obs poolObservation, rerr error) p
 	st.StatefulSet = pmxv1.ShardPoolStatefulSetName(pool.Name)
 	st.DrainingShards = obs.draining
 	if obs.applied {
-		st.Replicas, st.ReadyReplicas = obs.pods.Replicas, obs.pods.ReadyReplicas
+		// The scale subresource's status.replicas is the spec's to compare with: the shards added
+		// for dedicated markets are not the autoscaler's.
+		st.Replicas, st.ReadyReplicas = max(obs.pods.Replicas-obs.dedicated, 0), obs.pods.ReadyReplicas
+		st.DedicatedShards = obs.dedicated
 		st.LiveShards, st.Markets = int32(len(obs.live)), 0
 		for _, s := range obs.live {
 			st.Markets += int32(s.Markets)

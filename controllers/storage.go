@@ -63,6 +63,9 @@ type ShardPoolStore interface {
 	Drain(ctx context.Context, name string) error
 	// Undrain takes a drain back: the shard takes markets again.
 	Undrain(ctx context.Context, name string) error
+	// DedicatedUnits counts the pool's OPEN dedicated markets of their own and events with an OPEN
+	// dedicated market: each is owed a shard of its own.
+	DedicatedUnits(ctx context.Context, pool string) (int, error)
 }
 
 // HealthStore is what the operator's metrics read at each scrape (HealthCollector.Store).
@@ -103,6 +106,9 @@ type Placement interface {
 	// Assign gives a market to a shard ("" for none) under a new epoch, unless it is settled or
 	// already the shard's, and returns its ownership afterwards.
 	Assign(ctx context.Context, market uuid.UUID, shard string) (db.Ownership, error)
+	// SetMarketPlacement records the pool a market is served by and whether it has a shard of its
+	// own (spec.shardPool, spec.placement), and says whether that changed anything.
+	SetMarketPlacement(ctx context.Context, id uuid.UUID, pool string, dedicated bool) (bool, error)
 }
 
 // Loads is the operator's books as the Rebalancer balances by them: the live shards, the load

@@ -114,6 +114,20 @@ type EventSpec struct {
 	// +optional
 	Fees *FeeSchedule `json:"fees,omitempty"`
 
+	// ShardPool names the ShardPool, in the operator's namespace, whose shards serve the event's
+	// markets (each outcome's Market takes it); unset, the default pool. An event's markets are
+	// always on one shard.
+	// +optional
+	// +kubebuilder:validation:MaxLength=46
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	ShardPool string `json:"shardPool,omitempty"`
+
+	// Placement is Shared (the default) or Dedicated: the operator keeps the event's markets alone
+	// on a shard of their pool (each outcome's Market takes it).
+	// +optional
+	// +kubebuilder:validation:Enum=Shared;Dedicated
+	Placement Placement `json:"placement,omitempty"`
+
 	// Resolution ends the event: an outcome's key resolves that outcome's market YES and every
 	// other outcome's market NO, in one transaction; CANCELED voids the event (each YES share pays
 	// ⌊100/n⌋, each NO share (n−1)·⌊100/n⌋). Set once: it cannot be changed or removed. Deleting

@@ -16,6 +16,10 @@ const (
 	// closing: by its spec.paused (reason Paused), its Event's (EventPaused) or the whole
 	// exchange's halt (ExchangeHalted); False (Trading) otherwise. Its phase stays as it is.
 	MarketHalted MarketConditionType = "Halted"
+	// MarketDedicated is shown only for a market whose spec.placement is Dedicated: True while it
+	// is alone on its shard (reason Alone), False while it shares one because its pool has no free
+	// shard (NoFreeShard) or it is on its way there (Moving).
+	MarketDedicated MarketConditionType = "Dedicated"
 )
 
 // MarketConditionReason is the machine-readable reason of a Market condition: one CamelCase word
@@ -38,6 +42,15 @@ const (
 	// market's shard carrying out a lifecycle change); the operator retries.
 	ReasonDatabaseError MarketConditionReason = "DatabaseError"
 
+	// ReasonAlone: a dedicated market is alone on its shard (Dedicated).
+	ReasonAlone MarketConditionReason = "Alone"
+	// ReasonNoFreeShard: a dedicated market shares its shard, as no shard of its pool is free and
+	// the pool has added as many as its spec.maxDedicatedShards allows (Dedicated).
+	ReasonNoFreeShard MarketConditionReason = "NoFreeShard"
+	// ReasonMoving: a market is not yet where its placement asks (another pool's shard, or a
+	// shared one while a free shard of its pool is live); the rebalancer moves it by the planned
+	// handoff (Dedicated, Scheduled).
+	ReasonMoving MarketConditionReason = "Moving"
 	// ReasonShardAssigned: a live shard owns the market (Scheduled).
 	ReasonShardAssigned MarketConditionReason = "ShardAssigned"
 	// ReasonNoLiveShard: no shard has a recent heartbeat, so the market has no owner yet (Scheduled),

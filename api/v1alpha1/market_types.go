@@ -134,6 +134,25 @@ type MarketSpec struct {
 	// +optional
 	Fees *FeeSchedule `json:"fees,omitempty"`
 
+	// ShardPool names the ShardPool, in the operator's namespace, whose shards serve the market:
+	// the operator places it only on a shard of that pool, moves it within the pool when its shard
+	// stops, and the rebalancer spreads it only over that pool. Unset, the default pool (the
+	// chart's, named default, which runs every shard started without a pool). A Market of an
+	// Event takes its Event's. A change moves the market to the new pool by the planned handoff.
+	// +optional
+	// +kubebuilder:validation:MaxLength=46
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	ShardPool string `json:"shardPool,omitempty"`
+
+	// Placement is Shared (the default: the market shares a shard with others) or Dedicated: the
+	// operator keeps the market alone on a shard of its pool, which the pool adds for it up to its
+	// spec.maxDedicatedShards, and no other market is moved onto that shard. The Dedicated
+	// condition says whether it is alone, and why not when it is not. A Market of an Event takes
+	// its Event's: the event's markets share their dedicated shard.
+	// +optional
+	// +kubebuilder:validation:Enum=Shared;Dedicated
+	Placement Placement `json:"placement,omitempty"`
+
 	// Resolution ends the market: YES or NO resolves it (each winning share pays 100), CANCELED voids
 	// it (each share of either outcome pays 50). Settlement happens once; the value cannot be changed
 	// or removed after it is set. Deleting a market that has no resolution voids it. In YAML, quote
@@ -141,6 +160,15 @@ type MarketSpec struct {
 	// +optional
 	Resolution Resolution `json:"resolution,omitempty"`
 }
+
+// Placement is whether a market shares a shard with others (Shared) or has one of its own
+// (Dedicated).
+type Placement string
+
+const (
+	PlacementShared    Placement = "Shared"
+	PlacementDedicated Placement = "Dedicated"
+)
 
 // MarketStatus is what the operator last observed and did: the market's id in the REST API, its
 // phase, the shard that serves it and the conditions of each step.

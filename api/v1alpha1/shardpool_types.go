@@ -74,6 +74,16 @@ type ShardPoolSpec struct {
 	// +kubebuilder:validation:Maximum=1000
 	Replicas *int32 `json:"replicas,omitempty"`
 
+	// MaxDedicatedShards is how many shards the operator may run beyond replicas for the pool's
+	// dedicated markets and events (spec.placement: Dedicated): one each, so that the shared
+	// markets keep replicas shards. Beyond it a dedicated market takes a free shard of the
+	// replicas if there is one, and otherwise shares a shard, with its Dedicated condition False
+	// (NoFreeShard). Defaults to 0: the pool never grows by itself.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	MaxDedicatedShards int32 `json:"maxDedicatedShards,omitempty"`
+
 	// Image is the pmx image the shards run (`pmx shard`), e.g. registry.example.com/pmx:1.0.
 	// +required
 	// +kubebuilder:validation:MinLength=1
@@ -105,22 +115,22 @@ type ShardPoolSpec struct {
 
 	// Args are added to `pmx shard`'s own (--addr=:8090 --metrics-addr=:9090), e.g.
 	// --log-level=debug, --shards=4 or --keep-events. The flags the operator sets — the addresses,
-	// the name, the database and the token — cannot be given here.
+	// the name, the pool, the database and the token — cannot be given here.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=1024
-	// +kubebuilder:validation:XValidation:rule="!self.exists(a, a.matches('^--?(addr|metrics-addr|name|advertise-address|database-url|internal-token)(=.*)?$'))",message="args cannot set --addr, --metrics-addr, --name, --advertise-address, --database-url or --internal-token: the operator sets them"
+	// +kubebuilder:validation:XValidation:rule="!self.exists(a, a.matches('^--?(addr|metrics-addr|name|pool|advertise-address|database-url|internal-token)(=.*)?$'))",message="args cannot set --addr, --metrics-addr, --name, --pool, --advertise-address, --database-url or --internal-token: the operator sets them"
 	Args []string `json:"args,omitempty"`
 
 	// Env is added to the shard container's environment. The variables the operator sets
-	// (POD_NAME, POD_IP, PMX_SHARD_NAME, PMX_ADVERTISE_ADDRESS, PMX_DATABASE_URL,
+	// (POD_NAME, POD_IP, PMX_SHARD_NAME, PMX_SHARD_POOL, PMX_ADVERTISE_ADDRESS, PMX_DATABASE_URL,
 	// PMX_INTERNAL_TOKEN) cannot be given here.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=64
-	// +kubebuilder:validation:XValidation:rule="!self.exists(e, e.name in ['POD_NAME', 'POD_IP', 'PMX_SHARD_NAME', 'PMX_ADVERTISE_ADDRESS', 'PMX_DATABASE_URL', 'PMX_INTERNAL_TOKEN'])",message="env cannot set POD_NAME, POD_IP, PMX_SHARD_NAME, PMX_ADVERTISE_ADDRESS, PMX_DATABASE_URL or PMX_INTERNAL_TOKEN: the operator sets them"
+	// +kubebuilder:validation:XValidation:rule="!self.exists(e, e.name in ['POD_NAME', 'POD_IP', 'PMX_SHARD_NAME', 'PMX_SHARD_POOL', 'PMX_ADVERTISE_ADDRESS', 'PMX_DATABASE_URL', 'PMX_INTERNAL_TOKEN'])",message="env cannot set POD_NAME, POD_IP, PMX_SHARD_NAME, PMX_SHARD_POOL, PMX_ADVERTISE_ADDRESS, PMX_DATABASE_URL or PMX_INTERNAL_TOKEN: the operator sets them"
 	Env []corev1.EnvVar `json:"env,omitempty"`
 
 	// Resources of the shard container. No CPU limit is advised: the matching loop is the
@@ -229,10 +239,16 @@ const (
 // ShardPoolStatus is what the operator last observed of the pool: its StatefulSet's pods and its
 // shards as they are registered in Postgres.
 type ShardPoolStatus struct {
-	// Replicas is how many shard pods the pool's StatefulSet has (the scale subresource's
-	// status.replicas).
+	// Replicas is how many shard pods the pool's StatefulSet has, less the dedicatedShards added
+	// for dedicated markets: the scale subresource's status.replicas, which spec.replicas sets.
 	// +optional
 	Replicas int32 `json:"replicas,omitempty"`
+
+	// DedicatedShards is how many shards the operator runs beyond spec.replicas for the pool's
+	// dedicated markets and events (at most spec.maxDedicatedShards); the StatefulSet runs
+	// replicas + dedicatedShards pods.
+	// +optional
+	DedicatedShards int32 `json:"dedicatedShards,omitempty"`
 
 	// ReadyReplicas is how many of them are ready.
 	// +optional
@@ -297,6 +313,7 @@ type ShardPoolStatus struct {
 // +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.spec.replicas`,description="Shards the pool is to run"
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`,description="Shard pods ready"
 // +kubebuilder:printcolumn:name="Live",type=integer,JSONPath=`.status.liveShards`,description="Shards live in Postgres (heartbeat within the TTL)"
+// +kubebuilder:printcolumn:name="Dedicated",type=integer,JSONPath=`.status.dedicatedShards`,priority=1,description="Shards added for dedicated markets"
 // +kubebuilder:printcolumn:name="Markets",type=integer,JSONPath=`.status.markets`,description="OPEN markets its live shards own"
 // +kubebuilder:printcolumn:name="Orders/s",type=integer,JSONPath=`.status.ordersPerSecond`,description="Orders per second its shards took over the last minute"
 // +kubebuilder:printcolumn:name="Draining",type=string,JSONPath=`.status.conditions[?(@.type=="Draining")].status`,description="True while shards that are to go hand their markets over"

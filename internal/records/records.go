@@ -47,6 +47,10 @@ type Market struct {
 	// else none (the zero Fees). OwnFees says whether it is its own.
 	Fees    engine.Fees
 	OwnFees bool
+	// Pool is the ShardPool whose shards may serve it, and Dedicated whether it asked for a shard
+	// of its own (migration 037; package placement). Written only by SetMarketPlacement.
+	Pool      string
+	Dedicated bool
 }
 
 // Order is an order's row.

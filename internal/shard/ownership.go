@@ -97,6 +97,8 @@ type Registration struct {
 	// Address is where the front API reaches this shard's internal HTTP API.
 	Address  string
 	Interval time.Duration // default 1s
+	// Pool is the ShardPool the process runs in (pmx shard --pool); "" is the default pool.
+	Pool string
 }
 
 // Run registers the shard (store.Register) and heartbeats until ctx ends, then unregisters it so
@@ -119,7 +121,7 @@ func register(ctx context.Context, st Bookkeeping, name string, log *slog.Logger
 	var rates orderRates
 	for beats := 0; ; beats++ {
 		var err error
-		incarnation, err = beat(ctx, st, name, log, reg.Address, shards, incarnation)
+		incarnation, err = beat(ctx, st, name, log, reg, shards, incarnation)
 		if err == nil && incarnation != uuid.Nil && beats%loadEvery == 0 {
 			reportLoad(ctx, st, name, log, shards, incarnation, &rates)
 		}
@@ -165,12 +167,13 @@ func reportLoad(ctx context.Context, st Bookkeeping, name string, log *slog.Logg
 	}
 }
 
-// beat registers the process (store.Register), or heartbeats once it is registered, then syncs
+// beat registers the process in its pool (store.RegisterIn), or heartbeats once it is registered, then syncs
 // its shards' markets. It returns the process's incarnation, and store.ErrSuperseded when
 // another process has registered under the name.
-func beat(ctx context.Context, st Bookkeeping, name string, log *slog.Logger, address string, shards []*Shard, incarnation uuid.UUID) (uuid.UUID, error) {
+func beat(ctx context.Context, st Bookkeeping, name string, log *slog.Logger, reg Registration, shards []*Shard, incarnation uuid.UUID) (uuid.UUID, error) {
+	address := reg.Address
 	if incarnation == uuid.Nil {
-		id, err := st.Register(ctx, name, address)
+		id, err := st.RegisterIn(ctx, name, address, reg.Pool)
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Warn("registration failed", "err", err)

@@ -1,11 +1,9 @@
 package shardclient
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"slices"
 	"time"
@@ -14,8 +12,10 @@ import (
 
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/exchange"
+	"github.com/pmx-dev/pmx/internal/placement"
 	"github.com/pmx-dev/pmx/internal/shardproto"
 	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/store/bookkeeping"
 )
 
 // handoffTimeout bounds a handoff as the operator waits for it: a shard's batch loop gives up on a
@@ -108,9 +108,11 @@ func (r *Router) HandOffShard(ctx context.Context, from string, ttl time.Duratio
 }
 
 // handOffAll hands every OPEN market that from owns, unit by unit (a market, or an event's
-// markets together), to the live shard (within ttl), neither from nor draining, then holding the
-// fewest markets, with move; a unit whose move fails is logged with warn and left, and one that
-// move says was no longer from's is not counted. It returns how many markets moved.
+// markets together), to the live shard (within ttl) that placement.Choose gives the unit among
+// the others — of its pool, not draining, a free one for a dedicated unit, the fewest markets
+// first — with move; a unit whose move fails is logged with warn and left, and one that move says
+// was no longer from's is not counted. A unit none of whose pool's other shards is live stays. It
+// returns how many markets moved.
 func (r *Router) handOffAll(ctx context.Context, from string, ttl time.Duration, warn string,
 	move func(ctx context.Context, unit []uuid.UUID, to string) (bool, error)) (int, error) {
 	r.client()
@@ -118,50 +120,68 @@ func (r *Router) handOffAll(ctx context.Context, from string, ttl time.Duration,
 	if err != nil {
 		return 0, fmt.Errorf("while listing the live shards to hand markets to: %w", err)
 	}
-	count := map[string]int{}
-	for _, sh := range live {
-		if sh.Name != from && !sh.Draining { // another that stops too takes nothing
-			count[sh.Name] = sh.Markets
-		}
-	}
-	if len(count) == 0 {
+	others := slices.DeleteFunc(live, func(sh bookkeeping.Shard) bool { return sh.Name == from || sh.Draining })
+	if len(others) == 0 {
 		return 0, nil
 	}
 	rows, err := r.Store.Markets(ctx, domain.MarketOpen)
 	if err != nil {
 		return 0, fmt.Errorf("while listing the markets to hand over: %w", err)
 	}
-	var units [][]uuid.UUID
+	type unit struct {
+		placement.Unit
+		markets []uuid.UUID
+	}
+	var units []unit
 	events := map[uuid.UUID]int{}
 	for _, m := range rows {
 		if m.Shard == nil || *m.Shard != from {
 			continue
 		}
 		if m.EventID == nil {
-			units = append(units, []uuid.UUID{m.ID})
+			units = append(units, unit{placement.UnitOf(m), []uuid.UUID{m.ID}})
 			continue
 		}
 		i, ok := events[*m.EventID]
 		if !ok {
 			i = len(units)
 			events[*m.EventID] = i
-			units = append(units, nil)
+			units = append(units, unit{Unit: placement.UnitOf(m)})
 		}
-		units[i] = append(units[i], m.ID)
+		units[i].markets = append(units[i].markets, m.ID)
 	}
+	// Dedicated units first, so that they find the free shards before shared ones fill them.
+	slices.SortStableFunc(units, func(a, b unit) int {
+		if a.Dedicated != b.Dedicated {
+			if a.Dedicated {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
 	handed := 0
-	for _, unit := range units {
-		to := slices.MinFunc(slices.Sorted(maps.Keys(count)), func(a, b string) int { return cmp.Compare(count[a], count[b]) })
-		moved, err := move(ctx, unit, to)
+	for _, u := range units {
+		i, _ := placement.Choose(others, u.Unit)
+		if i < 0 {
+			r.log.Warn("no live shard of the markets' pool to hand them to; they stay", "markets", u.markets, "from", from, "pool", placement.Pool(u.Pool))
+			continue
+		}
+		to := others[i].Name
+		moved, err := move(ctx, u.markets, to)
 		if err != nil {
-			r.log.Warn(warn, "markets", unit, "from", from, "to", to, "err", err)
+			r.log.Warn(warn, "markets", u.markets, "from", from, "to", to, "err", err)
 			continue
 		}
 		if !moved {
 			continue
 		}
-		count[to] += len(unit)
-		handed += len(unit)
+		others[i].Markets += len(u.markets)
+		others[i].Units++
+		if u.Dedicated && others[i].DedicatedTo == "" {
+			others[i].DedicatedTo = u.Key
+		}
+		handed += len(u.markets)
 	}
 	return handed, nil
 }

@@ -31,6 +31,7 @@ type shardOptions struct {
 	shards         int
 	databaseURL    string
 	name           string
+	pool           string
 	addr           string
 	advertise      string
 	internalToken  string
@@ -59,6 +60,7 @@ fronts the process is one shard.`,
 	f := cmd.Flags()
 	f.StringVar(&o.databaseURL, "database-url", process.EnvOr("PMX_DATABASE_URL", ""), "the exchange's Postgres (default $PMX_DATABASE_URL)")
 	f.StringVar(&o.name, "name", process.EnvOr("PMX_SHARD_NAME", host), "the shard's name, unique among shards (default $PMX_SHARD_NAME, else the host name)")
+	f.StringVar(&o.pool, "pool", process.EnvOr("PMX_SHARD_POOL", "default"), "the ShardPool this shard runs in: the operator places on it only the markets of that pool (default $PMX_SHARD_POOL, else default; docs/operations.md)")
 	f.StringVar(&o.addr, "addr", ":8090", "address to serve the internal API and health endpoints on")
 	f.StringVar(&o.advertise, "advertise-address", process.EnvOr("PMX_ADVERTISE_ADDRESS", ""), "host:port the front API reaches this shard at, or a host alone with the listening port (default: the host name and the listening port)")
 	f.StringVar(&o.internalToken, "internal-token", process.EnvOr("PMX_INTERNAL_TOKEN", ""), "secret shared with the front API (default $PMX_INTERNAL_TOKEN)")
@@ -112,7 +114,7 @@ func runShard(ctx context.Context, o shardOptions) error {
 	defer supersede(nil)
 	go func() {
 		defer close(beatDone)
-		if err := sh.Run(beatCtx, pmxshard.Registration{Address: advertise}); err != nil {
+		if err := sh.Run(beatCtx, pmxshard.Registration{Address: advertise, Pool: o.pool}); err != nil {
 			supersede(fmt.Errorf("shard %s: %w", o.name, err))
 		}
 	}()

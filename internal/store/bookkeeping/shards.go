@@ -19,9 +19,16 @@ type Shard struct {
 	StartedAt   time.Time
 	HeartbeatAt time.Time
 	Markets     int // OPEN markets it owns
+	Units       int // what they make up: markets of their own, and events (each counts once)
 	// Draining is set once the process has begun to stop (Drain): it still owns and serves what it
 	// has not handed over, but takes no market.
 	Draining bool
+	// Pool is the ShardPool the process runs in (RegisterIn; migration 037): "default" for one
+	// started without --pool.
+	Pool string
+	// DedicatedTo is the unit (a market's id, or an event's) of the dedicated OPEN market the shard
+	// owns, if any: it then takes no other (package placement).
+	DedicatedTo string
 }
 
 // ErrSuperseded is the answer to a shard process whose name another process has registered
@@ -35,12 +42,17 @@ var ErrSuperseded = errors.New("another process has registered under this shard'
 // commits fail on the epoch, it can load no market (Incarnation no longer names it), and its next
 // heartbeat (Beat) tells it to stop.
 func (s *Book) Register(ctx context.Context, name, address string) (uuid.UUID, error) {
+	return s.RegisterIn(ctx, name, address, "")
+}
+
+// RegisterIn is Register for a process of a ShardPool, pool ("" for the default pool).
+func (s *Book) RegisterIn(ctx context.Context, name, address, pool string) (uuid.UUID, error) {
 	incarnation := uuid.New()
 	_, err := s.Pool.Exec(ctx, `with fenced as (update markets set epoch = epoch + 1 where shard = $1)
-		insert into shards (name, address, started_at, heartbeat_at, incarnation)
-		values ($1, $2, now(), now(), $3)
+		insert into shards (name, address, started_at, heartbeat_at, incarnation, pool)
+		values ($1, $2, now(), now(), $3, coalesce(nullif($4, ''), 'default'))
 		on conflict (name) do update set address = excluded.address, started_at = now(), heartbeat_at = now(),
-			incarnation = excluded.incarnation, draining_since = null`, name, address, incarnation)
+			incarnation = excluded.incarnation, draining_since = null, pool = excluded.pool`, name, address, incarnation, pool)
 	if err != nil {
 		return uuid.Nil, err
 	}
@@ -86,10 +98,14 @@ func (s *Book) Unregister(ctx context.Context, name string, incarnation uuid.UUI
 }
 
 // LiveShards lists the shards whose last heartbeat is within ttl, by the database's clock, least
-// loaded first.
+// loaded first, each with its pool and the unit it is dedicated to, if any.
 func (s *Book) LiveShards(ctx context.Context, ttl time.Duration) ([]Shard, error) {
 	rows, err := s.Pool.Query(ctx, `select s.name, s.address, s.started_at, s.heartbeat_at,
-		(select count(*) from markets m where m.shard = s.name and m.status = 'OPEN'), s.draining_since is not null
+		(select count(*) from markets m where m.shard = s.name and m.status = 'OPEN'),
+		(select count(distinct coalesce(m.event_id, m.id)) from markets m where m.shard = s.name and m.status = 'OPEN'),
+		s.draining_since is not null, s.pool,
+		coalesce((select coalesce(m.event_id, m.id)::text from markets m
+			where m.shard = s.name and m.status = 'OPEN' and m.dedicated order by m.created_at, m.id limit 1), '')
 		from shards s where s.heartbeat_at > now() - $1::interval
 		order by 5, s.name`, ttl.String())
 	if err != nil {
@@ -97,7 +113,7 @@ func (s *Book) LiveShards(ctx context.Context, ttl time.Duration) ([]Shard, erro
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Shard, error) {
 		var sh Shard
-		err := r.Scan(&sh.Name, &sh.Address, &sh.StartedAt, &sh.HeartbeatAt, &sh.Markets, &sh.Draining)
+		err := r.Scan(&sh.Name, &sh.Address, &sh.StartedAt, &sh.HeartbeatAt, &sh.Markets, &sh.Units, &sh.Draining, &sh.Pool, &sh.DedicatedTo)
 		return sh, err
 	})
 }
@@ -117,6 +133,15 @@ func (s *Book) Drain(ctx context.Context, name string) error {
 func (s *Book) Undrain(ctx context.Context, name string) error {
 	_, err := s.Pool.Exec(ctx, `update shards set draining_since = null where name = $1`, name)
 	return err
+}
+
+// DedicatedUnits counts a pool's OPEN dedicated markets of their own and its events with an OPEN
+// dedicated market (migration 037): each is owed a shard of its own.
+func (s *Book) DedicatedUnits(ctx context.Context, pool string) (int, error) {
+	var n int
+	err := s.Pool.QueryRow(ctx, `select count(distinct coalesce(event_id, id)) from markets
+		where status = 'OPEN' and dedicated and pool = $1`, pool).Scan(&n)
+	return n, err
 }
 
 // EventOwners lists the shard of each of an event's markets that has one, one entry per market.

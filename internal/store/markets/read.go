@@ -20,7 +20,8 @@ const marketColumns = `id, url, question, description, category, status, closes_
 	event_id, outcome_key, series_id, paused,
 	(select h.exchange from halts h where h.id), coalesce((select e.paused from events e where e.id = event_id), false),
 	coalesce(taker_fee_bps, (select e.taker_fee_bps from events e where e.id = event_id), 0),
-	coalesce(maker_fee_bps, (select e.maker_fee_bps from events e where e.id = event_id), 0), taker_fee_bps is not null`
+	coalesce(maker_fee_bps, (select e.maker_fee_bps from events e where e.id = event_id), 0), taker_fee_bps is not null,
+	pool, dedicated`
 
 func scanMarket(row pgx.Row) (records.Market, error) {
 	var m records.Market
@@ -29,7 +30,7 @@ func scanMarket(row pgx.Row) (records.Market, error) {
 	err := row.Scan(&m.ID, &m.URL, &m.Question, &m.Description, &m.Category, &m.Status, &m.ClosesAt,
 		&m.ResolvesAt, &m.Outcome, &m.LabelA, &m.LabelB, &m.CreatedAt, &m.UpdatedAt, &m.Name, &last, &m.Shard, &m.Epoch,
 		&m.EventSeq, &m.EventID, &m.OutcomeKey, &m.SeriesID, &m.Paused, &exchange, &eventPaused,
-		&m.Fees.Taker, &m.Fees.Maker, &m.OwnFees)
+		&m.Fees.Taker, &m.Fees.Maker, &m.OwnFees, &m.Pool, &m.Dedicated)
 	m.Halted = domain.Of(exchange, eventPaused, m.Paused)
 	if last != nil {
 		p := int(*last)
