@@ -23,6 +23,11 @@ var (
 		nil, nil)
 	overdueDesc = prometheus.NewDesc("pmx_operator_markets_overdue",
 		"OPEN markets whose closesAt has passed: the operator closes each at that time through its shard.", nil, nil)
+	poolOrdersDesc = prometheus.NewDesc("pmx_operator_pool_orders_per_second",
+		"Orders per second the live shards of each pool took over the last minute, as each last reported: what an autoscaler on a ShardPool scales by.",
+		[]string{"pool"}, nil)
+	poolShardsDesc = prometheus.NewDesc("pmx_operator_pool_live_shards",
+		"Live shards (heartbeat within the shard TTL) of each pool.", []string{"pool"}, nil)
 )
 
 // HealthCollector exports what the operator alone knows the exchange by — which shard owns each
@@ -41,6 +46,8 @@ func (c *HealthCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- shardMarketsDesc
 	ch <- unownedDesc
 	ch <- overdueDesc
+	ch <- poolOrdersDesc
+	ch <- poolShardsDesc
 }
 
 // Collect implements prometheus.Collector. When Postgres cannot be read it reports nothing (and
@@ -55,9 +62,21 @@ func (c *HealthCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		return
 	}
+	orders, live := map[string]float64{}, map[string]int{}
 	for _, s := range h.Shards {
 		ch <- prometheus.MustNewConstMetric(heartbeatAgeDesc, prometheus.GaugeValue, s.HeartbeatAge.Seconds(), s.Name)
 		ch <- prometheus.MustNewConstMetric(shardMarketsDesc, prometheus.GaugeValue, float64(s.Markets), s.Name)
+		if _, ok := live[s.Pool]; !ok {
+			orders[s.Pool], live[s.Pool] = 0, 0 // a pool whose shards are all down reports zeros
+		}
+		if s.Live {
+			orders[s.Pool] += s.Orders
+			live[s.Pool]++
+		}
+	}
+	for pool, n := range live {
+		ch <- prometheus.MustNewConstMetric(poolOrdersDesc, prometheus.GaugeValue, orders[pool], pool)
+		ch <- prometheus.MustNewConstMetric(poolShardsDesc, prometheus.GaugeValue, float64(n), pool)
 	}
 	ch <- prometheus.MustNewConstMetric(unownedDesc, prometheus.GaugeValue, float64(h.Unowned))
 	ch <- prometheus.MustNewConstMetric(overdueDesc, prometheus.GaugeValue, float64(h.Overdue))

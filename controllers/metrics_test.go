@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,8 +17,9 @@ import (
 )
 
 // TestHealthCollector scrapes the operator's health metrics from a real store: an OPEN market past
-// its closesAt on a shard whose heartbeat lapsed is both unowned and overdue; and once Postgres is
-// gone the collector reports none of them, rather than zeros that would clear the alerts.
+// its closesAt on a shard whose heartbeat lapsed is both unowned and overdue; each pool reports its
+// live shards and the orders per second they reported; and once Postgres is gone the collector
+// reports none of them, rather than zeros that would clear the alerts.
 func TestHealthCollector(t *testing.T) {
 	ctx := context.Background()
 	st := storetest.New(t)
@@ -64,6 +66,30 @@ pmx_operator_shard_markets{shard="s1"} 1
 		}
 	}
 
+	// A live shard of the hot pool reporting its load: the pools' figures sum their live shards.
+	if _, err := st.RegisterIn(ctx, "h1", "h1:1", "hot"); err != nil {
+		t.Fatal(err)
+	}
+	inc, err := st.Incarnation(ctx, "h1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.ReportLoad(ctx, "h1", inc, map[uuid.UUID]float64{row.ID: 12.5}); err != nil {
+		t.Fatal(err)
+	}
+	err = testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP pmx_operator_pool_live_shards Live shards (heartbeat within the shard TTL) of each pool.
+# TYPE pmx_operator_pool_live_shards gauge
+pmx_operator_pool_live_shards{pool="default"} 0
+pmx_operator_pool_live_shards{pool="hot"} 1
+# HELP pmx_operator_pool_orders_per_second Orders per second the live shards of each pool took over the last minute, as each last reported: what an autoscaler on a ShardPool scales by.
+# TYPE pmx_operator_pool_orders_per_second gauge
+pmx_operator_pool_orders_per_second{pool="default"} 0
+pmx_operator_pool_orders_per_second{pool="hot"} 12.5
+`), "pmx_operator_pool_live_shards", "pmx_operator_pool_orders_per_second")
+	if err != nil {
+		t.Fatal(err)
+	}
 	st.Close()
 	if n, err := testutil.GatherAndCount(reg); err != nil || n != 0 {
 		t.Fatalf("with Postgres gone: %d series, %v; want none", n, err)

@@ -13,6 +13,11 @@ type ShardHealth struct {
 	// HeartbeatAge is the time since its last heartbeat, by the database's clock.
 	HeartbeatAge time.Duration
 	Markets      int // OPEN markets it owns
+	// Pool is its ShardPool (migration 037), Live whether its heartbeat is within the TTL asked,
+	// and Orders the orders per second its markets took, as it last reported (ReportLoad).
+	Pool   string
+	Live   bool
+	Orders float64
 }
 
 // Health is what the distributed exchange's alerts watch in Postgres: every registered shard's
@@ -30,15 +35,17 @@ type Health struct {
 func (s *Book) Health(ctx context.Context, ttl time.Duration) (Health, error) {
 	var h Health
 	rows, err := s.Pool.Query(ctx, `select s.name, extract(epoch from now() - s.heartbeat_at)::float8,
-		(select count(*) from markets m where m.shard = s.name and m.status = 'OPEN')
-		from shards s order by s.name`)
+		(select count(*) from markets m where m.shard = s.name and m.status = 'OPEN'),
+		s.pool, s.heartbeat_at > now() - $1::interval,
+		coalesce((select sum(l.value::float8) from jsonb_each_text(s.market_load) l), 0)
+		from shards s order by s.name`, ttl.String())
 	if err != nil {
 		return h, err
 	}
 	h.Shards, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (ShardHealth, error) {
 		var sh ShardHealth
 		var age float64
-		err := r.Scan(&sh.Name, &age, &sh.Markets)
+		err := r.Scan(&sh.Name, &age, &sh.Markets, &sh.Pool, &sh.Live, &sh.Orders)
 		sh.HeartbeatAge = time.Duration(age * float64(time.Second))
 		return sh, err
 	})

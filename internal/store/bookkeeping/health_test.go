@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store/db/dbtest"
@@ -67,4 +69,26 @@ func TestHealth(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("its owner's heartbeat lapsed", 2, 1, ShardHealth{Name: "s1", HeartbeatAge: 2 * time.Minute, Markets: 2})
+
+	// Each shard's pool, liveness and reported orders per second, which the operator sums by pool.
+	if _, err := st.RegisterIn(ctx, "h1", "h1:1", "hot"); err != nil {
+		t.Fatal(err)
+	}
+	inc, err := st.Incarnation(ctx, "h1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.ReportLoad(ctx, "h1", inc, map[uuid.UUID]float64{a.ID: 2.5, b.ID: 4}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := st.Health(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ShardHealth{{Name: "h1", Pool: "hot", Live: true, Orders: 6.5}, {Name: "s1", Pool: "default", Live: false, Markets: 2}}
+	for i, sh := range h.Shards {
+		if sh.Name != want[i].Name || sh.Pool != want[i].Pool || sh.Live != want[i].Live || sh.Orders != want[i].Orders {
+			t.Errorf("shard %d is %+v, want %+v", i, sh, want[i])
+		}
+	}
 }
