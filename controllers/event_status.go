@@ -7,12 +7,8 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/domain"
@@ -110,30 +106,13 @@ func desiredEventStatus(ev *pmxv1.Event, obs eventObservation, err error) pmxv1.
 // updateStatus writes the status of a reconcile, as the Market controller's updateStatus does:
 // with an optimistic lock, skipped when nothing changed, never claiming a newer spec.
 func (r *EventReconciler) updateStatus(ctx context.Context, ev *pmxv1.Event, obs eventObservation, rerr error) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if ev.Status.ObservedGeneration > ev.Generation {
-			return nil
-		}
-		want := desiredEventStatus(ev, obs, rerr)
-		if equality.Semantic.DeepEqual(ev.Status, want) {
-			return nil
-		}
-		obj := ev.DeepCopy()
-		patch := client.MergeFromWithOptions(ev.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		obj.Status = want
-		err := r.Status().Patch(ctx, obj, patch)
-		switch {
-		case err == nil:
-			ev.ResourceVersion, ev.Status = obj.ResourceVersion, obj.Status
-		case apierrors.IsConflict(err):
-			var stored pmxv1.Event
-			if gerr := r.Get(ctx, client.ObjectKeyFromObject(ev), &stored); gerr != nil {
-				return gerr
+	return writeStatus(ctx, r.Client, ev, func(e *pmxv1.Event) *pmxv1.EventStatus { return &e.Status },
+		func() (pmxv1.EventStatus, bool) {
+			if ev.Status.ObservedGeneration > ev.Generation {
+				return pmxv1.EventStatus{}, false // a reconcile of a newer spec has reported already
 			}
-			ev.ResourceVersion, ev.Status = stored.ResourceVersion, stored.Status
-		}
-		return err
-	})
+			return desiredEventStatus(ev, obs, rerr), true
+		})
 }
 
 // eventErrorReason is the Ready reason of an Event's reconcile that failed with err: a spec the

@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -157,32 +154,13 @@ func errorReason(err error) pmxv1.MarketConditionReason {
 // with the generation it was computed from: a status never claims a spec it did not act on (the
 // newer generation has a reconcile of its own coming). mkt's spec and generation are left as read.
 func (r *MarketReconciler) updateStatus(ctx context.Context, mkt *pmxv1.Market, obs observation, rerr error) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if mkt.Status.ObservedGeneration > mkt.Generation {
-			return nil // a reconcile of a newer spec has reported already
-		}
-		want := desiredStatus(mkt, obs, rerr)
-		if equality.Semantic.DeepEqual(mkt.Status, want) {
-			return nil
-		}
-		// Patch a copy: the answer is the whole stored object, whose spec may be newer than mkt's
-		// (after a conflict, the lock is the stored resourceVersion).
-		obj := mkt.DeepCopy()
-		patch := client.MergeFromWithOptions(mkt.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		obj.Status = want
-		err := r.Status().Patch(ctx, obj, patch)
-		switch {
-		case err == nil:
-			mkt.ResourceVersion, mkt.Status = obj.ResourceVersion, obj.Status
-		case apierrors.IsConflict(err):
-			var stored pmxv1.Market
-			if gerr := r.Get(ctx, client.ObjectKeyFromObject(mkt), &stored); gerr != nil {
-				return gerr
+	return writeStatus(ctx, r.Client, mkt, func(m *pmxv1.Market) *pmxv1.MarketStatus { return &m.Status },
+		func() (pmxv1.MarketStatus, bool) {
+			if mkt.Status.ObservedGeneration > mkt.Generation {
+				return pmxv1.MarketStatus{}, false // a reconcile of a newer spec has reported already
 			}
-			mkt.ResourceVersion, mkt.Status = stored.ResourceVersion, stored.Status
-		}
-		return err
-	})
+			return desiredStatus(mkt, obs, rerr), true
+		})
 }
 
 func (r *MarketReconciler) removeFinalizer(ctx context.Context, mkt *pmxv1.Market) error {

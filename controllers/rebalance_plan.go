@@ -72,7 +72,7 @@ type rebalanceShard struct {
 // rebalanceUnit is what moves as one: an OPEN market of its own, or all the OPEN markets of an
 // event, on one live shard.
 type rebalanceUnit struct {
-	key     string // the market's or the event's id
+	key string // the market's or the event's id
 	// place is its pool and whether it asked for a shard of its own (package placement).
 	place   placement.Unit
 	event   bool

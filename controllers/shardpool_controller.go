@@ -111,12 +111,12 @@ type poolObservation struct {
 	// dedicated is how many shards the pool runs beyond the spec's replicas for its dedicated
 	// markets and events.
 	dedicated int32
-	pods     appsv1.StatefulSetStatus // the StatefulSet's, as the apply (or the read) answered it
-	live     []bookkeeping.Shard      // the pool's live shards
-	orders   float64                  // orders per second its live shards reported
-	drain    drainObservation
-	draining []string // the shards the operator marked draining and still drains
-	applyErr bool     // the error, if any, came from writing the objects
+	pods      appsv1.StatefulSetStatus // the StatefulSet's, as the apply (or the read) answered it
+	live      []bookkeeping.Shard      // the pool's live shards
+	orders    float64                  // orders per second its live shards reported
+	drain     drainObservation
+	draining  []string // the shards the operator marked draining and still drains
+	applyErr  bool     // the error, if any, came from writing the objects
 }
 
 // drainObservation is a scale-down's, or a deletion's, progress.

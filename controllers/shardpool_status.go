@@ -5,12 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 )
@@ -19,27 +15,8 @@ import (
 // when nothing changed; on a conflict it takes the stored resourceVersion and status and writes the
 // same observation again.
 func (r *ShardPoolReconciler) updateStatus(ctx context.Context, pool *pmxv1.ShardPool, obs poolObservation, rerr error) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		want := desiredPoolStatus(pool, obs, rerr)
-		if equality.Semantic.DeepEqual(pool.Status, want) {
-			return nil
-		}
-		obj := pool.DeepCopy()
-		patch := client.MergeFromWithOptions(pool.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		obj.Status = want
-		err := r.Status().Patch(ctx, obj, patch)
-		switch {
-		case err == nil:
-			pool.ResourceVersion, pool.Status = obj.ResourceVersion, obj.Status
-		case apierrors.IsConflict(err):
-			var stored pmxv1.ShardPool
-			if gerr := r.Get(ctx, client.ObjectKeyFromObject(pool), &stored); gerr != nil {
-				return gerr
-			}
-			pool.ResourceVersion, pool.Status = stored.ResourceVersion, stored.Status
-		}
-		return err
-	})
+	return writeStatus(ctx, r.Client, pool, func(p *pmxv1.ShardPool) *pmxv1.ShardPoolStatus { return &p.Status },
+		func() (pmxv1.ShardPoolStatus, bool) { return desiredPoolStatus(pool, obs, rerr), true })
 }
 
 // desiredPoolStatus is the pool's status after a look that found obs (and failed with rerr).
