@@ -48,7 +48,7 @@ type Market struct {
 	Fees    engine.Fees
 	OwnFees bool
 	// Pool is the ShardPool whose shards may serve it, and Dedicated whether it asked for a shard
-	// of its own (migration 037; package placement). Written only by SetMarketPlacement.
+	// of its own (migration 038; package placement). Written only by SetMarketPlacement.
 	Pool      string
 	Dedicated bool
 }

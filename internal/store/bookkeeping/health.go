@@ -13,7 +13,7 @@ type ShardHealth struct {
 	// HeartbeatAge is the time since its last heartbeat, by the database's clock.
 	HeartbeatAge time.Duration
 	Markets      int // OPEN markets it owns
-	// Pool is its ShardPool (migration 037), Live whether its heartbeat is within the TTL asked,
+	// Pool is its ShardPool (migration 038), Live whether its heartbeat is within the TTL asked,
 	// and Orders the orders per second its markets took, as it last reported (ReportLoad).
 	Pool   string
 	Live   bool

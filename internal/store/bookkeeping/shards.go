@@ -23,7 +23,7 @@ type Shard struct {
 	// Draining is set once the process has begun to stop (Drain): it still owns and serves what it
 	// has not handed over, but takes no market.
 	Draining bool
-	// Pool is the ShardPool the process runs in (RegisterIn; migration 037): "default" for one
+	// Pool is the ShardPool the process runs in (RegisterIn; migration 038): "default" for one
 	// started without --pool.
 	Pool string
 	// DedicatedTo is the unit (a market's id, or an event's) of the dedicated OPEN market the shard
@@ -136,7 +136,7 @@ func (s *Book) Undrain(ctx context.Context, name string) error {
 }
 
 // DedicatedUnits counts a pool's OPEN dedicated markets of their own and its events with an OPEN
-// dedicated market (migration 037): each is owed a shard of its own.
+// dedicated market (migration 038): each is owed a shard of its own.
 func (s *Book) DedicatedUnits(ctx context.Context, pool string) (int, error) {
 	var n int
 	err := s.Pool.QueryRow(ctx, `select count(distinct coalesce(event_id, id)) from markets

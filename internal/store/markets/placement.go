@@ -10,7 +10,7 @@ import (
 )
 
 // SetMarketPlacement records the pool whose shards may serve a market ("" for the default pool)
-// and whether it asked for a shard of its own (migration 037): the operator writes them from the
+// and whether it asked for a shard of its own (migration 038): the operator writes them from the
 // market's Market (or Event) spec, and places the market by them (package placement). It reports
 // whether that changed anything; an unknown market is db.ErrNotFound. It moves nothing: the
 // market's owner keeps it until the operator moves it.
