@@ -302,6 +302,67 @@ func TestAuditAfterTrading(t *testing.T) {
 	}
 }
 
+// TestAuditAfterPruning prunes every feed event of real trading by the shards' own pruning
+// (Store.PruneEvents, what the sweeper runs), which keeps the terms of the orders amends moved in
+// order_terms: the market whose order was moved twice is still replayed whole and found clean,
+// and a fault injected into those kept terms is a difference that names them.
+func TestAuditAfterPruning(t *testing.T) {
+	d := trade(t)
+	ctx := context.Background()
+	if _, err := d.st.PruneEvents(ctx, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := d.st.Pool.QueryRow(ctx, `select (select count(*) from account_events) + (select count(*) from market_events)`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Fatalf("%d event batches left after pruning them all", left)
+	}
+	r := run(t, d)
+	var out bytes.Buffer
+	r.Write(&out)
+	t.Log(out.String())
+	if len(r.Differences) > 0 || r.Replayed != 9 || r.Amends < 3 || strings.Contains(out.String(), "is not replayed") ||
+		len(r.CannotCheck) != 1 || !strings.Contains(r.CannotCheck[0], "the accounts' feeds: none is kept") {
+		t.Fatalf("the audit after pruning every feed is not clean, or not whole:\n%s", out.String())
+	}
+	var moved uuid.UUID
+	if err := d.st.Pool.QueryRow(ctx, `select id from orders where market_id = $1 and priority is not null`, d.market).Scan(&moved); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct{ name, inject, undo string }{{
+		name:   "the terms accepted altered",
+		inject: `update order_terms set price = price - 1 where order_id = $1 and not amended`,
+		undo:   `update order_terms set price = price + 1 where order_id = $1 and not amended`,
+	}, {
+		name:   "an amend's price altered",
+		inject: `update order_terms set price = price + 2 where order_id = $1 and seq = (select max(seq) from order_terms where order_id = $1)`,
+		undo:   `update order_terms set price = price - 2 where order_id = $1 and seq = (select max(seq) from order_terms where order_id = $1)`,
+	}} {
+		t.Run(f.name, func(t *testing.T) {
+			if _, err := d.st.Pool.Exec(ctx, f.inject, moved); err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if _, err := d.st.Pool.Exec(ctx, f.undo, moved); err != nil {
+					t.Fatal(err)
+				}
+			}()
+			r := run(t, d)
+			var out bytes.Buffer
+			r.Write(&out)
+			t.Log(out.String())
+			if want := "order_terms rows order_id = " + moved.String(); len(r.Differences) == 0 || !strings.Contains(out.String(), want) {
+				t.Errorf("the audit did not name the fault (%q missing):\n%s", want, out.String())
+			}
+		})
+	}
+	if r := run(t, d); len(r.Differences) > 0 {
+		t.Fatalf("the faults were not undone: %v", r.Differences)
+	}
+}
+
 // fillEvents is a statement that rewrites, with change (an expression of e, one event as jsonb),
 // the fill events of the market's trade of seq in the accounts' feeds, and no other event.
 func fillEvents(change string, seq int) string {
