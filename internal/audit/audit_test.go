@@ -309,6 +309,44 @@ func TestAuditAfterTrading(t *testing.T) {
 func TestAuditAfterPruning(t *testing.T) {
 	d := trade(t)
 	ctx := context.Background()
+	var moved uuid.UUID
+	if err := d.st.Pool.QueryRow(ctx, `select id from orders where market_id = $1 and priority is not null`, d.market).Scan(&moved); err != nil {
+		t.Fatal(err)
+	}
+	// Pruned a batch at a time, up to each batch that holds an event of the moved order's, the
+	// order's terms are read part from order_terms, part from its feed, and the audit is clean.
+	const terms = `exists (select 1 from jsonb_array_elements(convert_from(events, 'UTF8')::jsonb) e
+		where e->'order'->>'id' = $1::text and e->>'type' in ('accepted', 'amended'))`
+	rows, err := d.st.Pool.Query(ctx, `select created_at from account_events where `+terms+` order by position`, moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cutoffs, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cutoffs) < 4 { // accepted, and three amends
+		t.Fatalf("the moved order's events are in %d batches: the test shows little", len(cutoffs))
+	}
+	for i, cutoff := range cutoffs {
+		if _, err := d.st.PruneEvents(ctx, cutoff); err != nil {
+			t.Fatal(err)
+		}
+		var archived, kept int
+		if err := d.st.Pool.QueryRow(ctx, `select (select count(*) from order_terms where order_id = $1),
+			(select count(*) from account_events where `+terms+`)`, moved).Scan(&archived, &kept); err != nil {
+			t.Fatal(err)
+		}
+		if archived != i || kept != len(cutoffs)-i {
+			t.Fatalf("pruned up to the moved order's batch %d: order_terms holds %d of its events, its feed %d batches", i, archived, kept)
+		}
+		r := run(t, d)
+		var out bytes.Buffer
+		r.Write(&out)
+		if len(r.Differences) > 0 || r.Replayed != 9 || strings.Contains(out.String(), "is not replayed") {
+			t.Fatalf("pruned up to the moved order's batch %d, the audit is not clean or not whole:\n%s", i, out.String())
+		}
+	}
 	if _, err := d.st.PruneEvents(ctx, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
@@ -326,10 +364,6 @@ func TestAuditAfterPruning(t *testing.T) {
 	if len(r.Differences) > 0 || r.Replayed != 9 || r.Amends < 3 || strings.Contains(out.String(), "is not replayed") ||
 		len(r.CannotCheck) != 1 || !strings.Contains(r.CannotCheck[0], "the accounts' feeds: none is kept") {
 		t.Fatalf("the audit after pruning every feed is not clean, or not whole:\n%s", out.String())
-	}
-	var moved uuid.UUID
-	if err := d.st.Pool.QueryRow(ctx, `select id from orders where market_id = $1 and priority is not null`, d.market).Scan(&moved); err != nil {
-		t.Fatal(err)
 	}
 	for _, f := range []struct{ name, inject, undo string }{{
 		name:   "the terms accepted altered",
