@@ -247,6 +247,17 @@ func TestAuditAfterTrading(t *testing.T) {
 		undo:   fillEvents(`jsonb_set(e, '{type}', '"fill"')`, 2),
 		want:   []string{"account feed: market", "trade seq 2 has no fill event in account 1's feed", "trade seq 2 has no fill event in account 2's feed"},
 	}, {
+		name: "a batch of a moved order's terms unreadable",
+		inject: `create table broken_batch as select * from account_events where account_id = (select id from accounts where name = 'alice')
+				and convert_from(events, 'UTF8') like '%"type":"amended"%' order by first_seq limit 1;
+			update account_events e set events = convert_to('[{"type":"amended"', 'UTF8') from broken_batch b
+				where (e.account_id, e.holder, e.first_seq) = (b.account_id, b.holder, b.first_seq)`,
+		undo: `update account_events e set events = b.events from broken_batch b
+				where (e.account_id, e.holder, e.first_seq) = (b.account_id, b.holder, b.first_seq);
+			drop table broken_batch`,
+		want: []string{"account feed: account 1's events", "do not read as the orders' terms the replay needs",
+			"look at account_events row (account_id, holder, first_seq) = (1, "},
+	}, {
 		name: "an account's feed numbered with a gap",
 		inject: `update account_events set first_seq = first_seq + 1, last_seq = last_seq + 1
 			where account_id = (select id from accounts where name = 'alice')

@@ -136,13 +136,16 @@ const pruneAccountEventsSQL = `delete from account_events e
 	using (select account_id, holder, first_seq from account_events where created_at < $1
 	       limit $2 for update skip locked) d
 	where e.account_id = d.account_id and e.holder = d.holder and e.first_seq = d.first_seq
-	returning e.holder, e.first_seq, e.last_seq, e.position, e.events`
+	returning e.account_id, e.holder, e.first_seq, e.last_seq, e.position, e.events`
 
 // pruneAccountEvents deletes up to limit account event batches written before cutoff, and, in the
 // same transaction, copies into order_terms (migration 037) their "accepted" and "amended" events
 // (feed.TermsOf) of every order an amend moved (its priority is set) or still may (it rests): what
 // pmx audit needs to replay such an order once the batches are gone. An order that no longer rests
 // and was never moved never will be, and its row is all the audit needs.
+//
+// It never deletes what it cannot read: a batch whose events do not decode stops the pruning, with
+// an error naming it, rather than lose the terms it may hold.
 //
 // Safe against a crash (the copy and the delete commit together) and against other sweepers:
 // each takes the batches no other holds (skip locked), and a copy made twice is one row (the key
@@ -162,15 +165,16 @@ func (s *Log) pruneAccountEvents(ctx context.Context, cutoff time.Time, limit in
 	for rows.Next() {
 		n++
 		var holder string
-		var first, last, position int64
-		if err := rows.Scan(&holder, &first, &last, &position, nil); err != nil {
+		var account, first, last, position int64
+		if err := rows.Scan(&account, &holder, &first, &last, &position, nil); err != nil {
 			rows.Close()
 			return 0, err
 		}
-		got, err := feed.TermsOf(rows.RawValues()[4], holder, first, last, position)
+		got, err := feed.TermsOf(rows.RawValues()[5], holder, first, last, position)
 		if err != nil {
 			rows.Close()
-			return 0, fmt.Errorf("keeping the orders' terms of an account's feed: %w", err)
+			return 0, fmt.Errorf("account_events row (account_id, holder, first_seq) = (%d, '%s', %d) does not read, so the orders' terms it holds cannot be kept: "+
+				"no batch is pruned until it is mended or deleted by hand: %w", account, holder, first, err)
 		}
 		terms = append(terms, got...)
 	}

@@ -225,3 +225,34 @@ func TestPruneKeepsOrderTerms(t *testing.T) {
 	}
 	check("pruned a third time")
 }
+
+// TestPruneKeepsUnreadableBatches prunes a feed one of whose old batches does not decode: the
+// pruning fails with an error naming the batch, and deletes nothing, rather than lose the terms
+// it may hold.
+func TestPruneKeepsUnreadableBatches(t *testing.T) {
+	ctx := context.Background()
+	st := New(dbtest.New(t))
+	account := dbtest.Account(t, st.Pool, "unreadable", 0)
+	old := time.Now().Add(-48 * time.Hour)
+	good, err := feed.EncodeAccount([]feed.AccountEvent{{Type: feed.AccountAccepted, Order: &apijson.Order{ID: uuid.New()}, At: old}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, raw := range [][]byte{good, []byte(`[{"type":"amended"`)} {
+		if _, err := st.Pool.Exec(ctx, `insert into account_events (account_id, holder, first_seq, last_seq, created_at, events)
+			values ($1, '', $2, $2, $3, $4)`, account, i+1, old, raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = st.PruneEvents(ctx, time.Now().Add(-time.Hour))
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("account_events row (account_id, holder, first_seq) = (%d, '', 2) does not read", account)) {
+		t.Fatalf("pruning an unreadable batch answered %v", err)
+	}
+	var left int
+	if err := st.Pool.QueryRow(ctx, `select count(*) from account_events`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 2 {
+		t.Fatalf("%d of the 2 batches left after a pruning that failed", left)
+	}
+}
