@@ -13,8 +13,10 @@
 //   - Amends that moved an order to the back of a queue took the next number of the order
 //     sequence (orders.priority holds the last one); their terms, and the order's terms when it was
 //     placed, are in its account's feed (account_events, "accepted" and "amended"), which is kept
-//     for the event retention. An order moved by an amend whose feed is gone cannot be replayed, and
-//     its market is reported as not checkable rather than as different.
+//     for the event retention, and, once pruned, in order_terms: the pruning copies them there, for
+//     ever, for every order an amend moved or still may (migration 037, feedlog.PruneEvents; both
+//     read the events with feed.TermsOf). Only an order whose feed was pruned before that copy
+//     existed cannot be replayed: its market is reported as not checkable rather than as different.
 //   - Cancels (by the owner, the dead-man switch, an order group, expiry, a market closing) are not
 //     numbered: the replay cancels an order in the batch its row was last changed in (updated_at),
 //     once its fills up to its final filled quantity are made. The engine's own cancels (IOC, FOK,
@@ -88,8 +90,9 @@ type Report struct {
 	AccountFills           int // fill events of the accounts' feeds checked against the trades
 	Took                   time.Duration
 	Differences            []Difference
-	// CannotCheck says what the audit could not check, and why: markets whose amends' feed is past
-	// retention, and the limits of a partial audit.
+	// CannotCheck says what the audit could not check, and why: markets with an order moved by an
+	// amend whose terms neither the feeds nor order_terms hold, the accounts' feeds when none is
+	// kept, and the limits of a partial audit.
 	CannotCheck []string
 }
 

@@ -247,6 +247,17 @@ func TestAuditAfterTrading(t *testing.T) {
 		undo:   fillEvents(`jsonb_set(e, '{type}', '"fill"')`, 2),
 		want:   []string{"account feed: market", "trade seq 2 has no fill event in account 1's feed", "trade seq 2 has no fill event in account 2's feed"},
 	}, {
+		name: "a batch of a moved order's terms unreadable",
+		inject: `create table broken_batch as select * from account_events where account_id = (select id from accounts where name = 'alice')
+				and convert_from(events, 'UTF8') like '%"type":"amended"%' order by first_seq limit 1;
+			update account_events e set events = convert_to('[{"type":"amended"', 'UTF8') from broken_batch b
+				where (e.account_id, e.holder, e.first_seq) = (b.account_id, b.holder, b.first_seq)`,
+		undo: `update account_events e set events = b.events from broken_batch b
+				where (e.account_id, e.holder, e.first_seq) = (b.account_id, b.holder, b.first_seq);
+			drop table broken_batch`,
+		want: []string{"account feed: account 1's events", "do not read as the orders' terms the replay needs",
+			"look at account_events row (account_id, holder, first_seq) = (1, "},
+	}, {
 		name: "an account's feed numbered with a gap",
 		inject: `update account_events set first_seq = first_seq + 1, last_seq = last_seq + 1
 			where account_id = (select id from accounts where name = 'alice')
@@ -299,6 +310,101 @@ func TestAuditAfterTrading(t *testing.T) {
 	if len(r.Differences) > 0 || r.Replayed != 8 || !strings.Contains(out.String(), "not checked: market "+d.market.String()+" is not replayed: order") ||
 		!strings.Contains(out.String(), "not checked: the cash of 4 accounts with orders or fees in a market not replayed") {
 		t.Fatalf("the audit past retention:\n%s", out.String())
+	}
+}
+
+// TestAuditAfterPruning prunes every feed event of real trading by the shards' own pruning
+// (Store.PruneEvents, what the sweeper runs), which keeps the terms of the orders amends moved in
+// order_terms: the market whose order was moved twice is still replayed whole and found clean,
+// and a fault injected into those kept terms is a difference that names them.
+func TestAuditAfterPruning(t *testing.T) {
+	d := trade(t)
+	ctx := context.Background()
+	var moved uuid.UUID
+	if err := d.st.Pool.QueryRow(ctx, `select id from orders where market_id = $1 and priority is not null`, d.market).Scan(&moved); err != nil {
+		t.Fatal(err)
+	}
+	// Pruned a batch at a time, up to each batch that holds an event of the moved order's, the
+	// order's terms are read part from order_terms, part from its feed, and the audit is clean.
+	const terms = `exists (select 1 from jsonb_array_elements(convert_from(events, 'UTF8')::jsonb) e
+		where e->'order'->>'id' = $1::text and e->>'type' in ('accepted', 'amended'))`
+	rows, err := d.st.Pool.Query(ctx, `select created_at from account_events where `+terms+` order by position`, moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cutoffs, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cutoffs) < 4 { // accepted, and three amends
+		t.Fatalf("the moved order's events are in %d batches: the test shows little", len(cutoffs))
+	}
+	for i, cutoff := range cutoffs {
+		if _, err := d.st.PruneEvents(ctx, cutoff); err != nil {
+			t.Fatal(err)
+		}
+		var archived, kept int
+		if err := d.st.Pool.QueryRow(ctx, `select (select count(*) from order_terms where order_id = $1),
+			(select count(*) from account_events where `+terms+`)`, moved).Scan(&archived, &kept); err != nil {
+			t.Fatal(err)
+		}
+		if archived != i || kept != len(cutoffs)-i {
+			t.Fatalf("pruned up to the moved order's batch %d: order_terms holds %d of its events, its feed %d batches", i, archived, kept)
+		}
+		r := run(t, d)
+		var out bytes.Buffer
+		r.Write(&out)
+		if len(r.Differences) > 0 || r.Replayed != 9 || strings.Contains(out.String(), "is not replayed") {
+			t.Fatalf("pruned up to the moved order's batch %d, the audit is not clean or not whole:\n%s", i, out.String())
+		}
+	}
+	if _, err := d.st.PruneEvents(ctx, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := d.st.Pool.QueryRow(ctx, `select (select count(*) from account_events) + (select count(*) from market_events)`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Fatalf("%d event batches left after pruning them all", left)
+	}
+	r := run(t, d)
+	var out bytes.Buffer
+	r.Write(&out)
+	t.Log(out.String())
+	if len(r.Differences) > 0 || r.Replayed != 9 || r.Amends < 3 || strings.Contains(out.String(), "is not replayed") ||
+		len(r.CannotCheck) != 1 || !strings.Contains(r.CannotCheck[0], "the accounts' feeds: none is kept") {
+		t.Fatalf("the audit after pruning every feed is not clean, or not whole:\n%s", out.String())
+	}
+	for _, f := range []struct{ name, inject, undo string }{{
+		name:   "the terms accepted altered",
+		inject: `update order_terms set price = price - 1 where order_id = $1 and not amended`,
+		undo:   `update order_terms set price = price + 1 where order_id = $1 and not amended`,
+	}, {
+		name:   "an amend's price altered",
+		inject: `update order_terms set price = price + 2 where order_id = $1 and seq = (select max(seq) from order_terms where order_id = $1)`,
+		undo:   `update order_terms set price = price - 2 where order_id = $1 and seq = (select max(seq) from order_terms where order_id = $1)`,
+	}} {
+		t.Run(f.name, func(t *testing.T) {
+			if _, err := d.st.Pool.Exec(ctx, f.inject, moved); err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if _, err := d.st.Pool.Exec(ctx, f.undo, moved); err != nil {
+					t.Fatal(err)
+				}
+			}()
+			r := run(t, d)
+			var out bytes.Buffer
+			r.Write(&out)
+			t.Log(out.String())
+			if want := "order_terms rows order_id = " + moved.String(); len(r.Differences) == 0 || !strings.Contains(out.String(), want) {
+				t.Errorf("the audit did not name the fault (%q missing):\n%s", want, out.String())
+			}
+		})
+	}
+	if r := run(t, d); len(r.Differences) > 0 {
+		t.Fatalf("the faults were not undone: %v", r.Differences)
 	}
 }
 

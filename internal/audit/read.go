@@ -1,10 +1,10 @@
 package audit
 
 import (
-	"bytes"
+	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -102,12 +102,15 @@ type amend struct {
 	at       time.Time
 }
 
-// history is an order's terms when accepted and its amends, from its account's feed.
+// history is an order's terms when accepted and its amends, from its account's feed or, once that
+// is pruned, from order_terms (migration 037), which the pruning copies them into.
 type history struct {
 	accepted bool
 	price    int
 	quantity int64
 	amends   []amend
+	archived bool // some of it is from order_terms
+	events   []feed.Terms
 }
 
 // readOrders reads a market's orders by seq.
@@ -174,8 +177,9 @@ func (a *auditor) readTrades(ctx context.Context, m uuid.UUID) ([]trade, error) 
 	return ts, rows.Err()
 }
 
-// readMoves reads, from the accounts' feeds, the history of every order an amend moved (its
-// priority is set), in the markets audited: its terms when accepted and every amend.
+// readMoves reads the history of every order an amend moved (its priority is set), in the markets
+// audited: its terms when accepted and every amend, from the accounts' feeds still kept and from
+// what their pruning kept of them (order_terms), in the order of the feeds.
 func (a *auditor) readMoves(ctx context.Context, markets []market) (map[uuid.UUID]*history, error) {
 	ids := make([]uuid.UUID, len(markets))
 	for i := range markets {
@@ -206,6 +210,26 @@ func (a *auditor) readMoves(ctx context.Context, markets []market) (map[uuid.UUI
 	if len(moved) == 0 {
 		return moved, nil
 	}
+	orders := make([]uuid.UUID, 0, len(moved))
+	for id := range moved {
+		orders = append(orders, id)
+	}
+	kept, err := a.tx.Query(ctx, `select order_id, holder, seq, position, amended, price, quantity, filled, at
+		from order_terms where order_id = any ($1)`, orders)
+	if err != nil {
+		return nil, fmt.Errorf("audit: reading the orders' terms kept from the pruned feeds (order_terms): %w", err)
+	}
+	for kept.Next() {
+		var t feed.Terms
+		if err := kept.Scan(&t.Order, &t.Holder, &t.Seq, &t.Position, &t.Amended, &t.Price, &t.Quantity, &t.Filled, &t.At); err != nil {
+			return nil, fmt.Errorf("audit: reading the orders' terms kept from the pruned feeds (order_terms): %w", err)
+		}
+		h := moved[t.Order]
+		h.events, h.archived = append(h.events, t), true
+	}
+	if err := kept.Err(); err != nil {
+		return nil, fmt.Errorf("audit: reading the orders' terms kept from the pruned feeds (order_terms): %w", err)
+	}
 	accounts := make([]int64, 0, len(since))
 	earliest := time.Time{}
 	for acc, t := range since {
@@ -214,40 +238,54 @@ func (a *auditor) readMoves(ctx context.Context, markets []market) (map[uuid.UUI
 			earliest = t
 		}
 	}
-	feeds, err := a.tx.Query(ctx, `select events from account_events where account_id = any ($1) and created_at >= $2
-		order by account_id, first_seq`, accounts, earliest)
+	feeds, err := a.tx.Query(ctx, `select account_id, holder, first_seq, last_seq, position, events from account_events
+		where account_id = any ($1) and created_at >= $2`, accounts, earliest)
 	if err != nil {
 		return nil, fmt.Errorf("audit: reading the accounts' feeds: %w", err)
 	}
 	defer feeds.Close()
-	accepted, amended := []byte(`"accepted"`), []byte(`"amended"`)
 	for feeds.Next() {
-		raw := feeds.RawValues()[0]
-		if !bytes.Contains(raw, accepted) && !bytes.Contains(raw, amended) {
-			continue
-		}
-		var events []feed.AccountEvent
-		if err := json.Unmarshal(raw, &events); err != nil {
+		var holder string
+		var account, first, last, position int64
+		if err := feeds.Scan(&account, &holder, &first, &last, &position, nil); err != nil {
 			return nil, fmt.Errorf("audit: reading the accounts' feeds: %w", err)
 		}
-		for _, e := range events {
-			if e.Order == nil {
-				continue
-			}
-			h, ok := moved[e.Order.ID]
-			if !ok {
-				continue
-			}
-			switch e.Type {
-			case feed.AccountAccepted:
-				h.accepted, h.price, h.quantity = true, e.Order.Price, e.Order.Quantity
-			case feed.AccountAmended:
-				h.amends = append(h.amends, amend{price: e.Order.Price, quantity: e.Order.Quantity,
-					filled: e.Order.FilledQuantity, at: e.At.Truncate(time.Microsecond)})
+		terms, err := feed.TermsOf(feeds.RawValues()[5], holder, first, last, position)
+		if err != nil { // the orders whose terms it holds are then not replayed, or differ
+			a.differ("account feed", uuid.Nil, fmt.Sprintf("account_events row (account_id, holder, first_seq) = (%d, '%s', %d)", account, holder, first),
+				"account %d's events %d to %d of stream %q do not read as the orders' terms the replay needs: %v", account, first, last, holder, err)
+			continue
+		}
+		for _, t := range terms {
+			if h := moved[t.Order]; h != nil {
+				h.events = append(h.events, t)
 			}
 		}
 	}
-	return moved, feeds.Err()
+	if err := feeds.Err(); err != nil {
+		return nil, fmt.Errorf("audit: reading the accounts' feeds: %w", err)
+	}
+	for _, h := range moved {
+		h.replay()
+	}
+	return moved, nil
+}
+
+// replay lays an order's terms events out in the order of its feed (by its batches' positions,
+// then by number; an event both kept and copied counted once) into its history.
+func (h *history) replay() {
+	slices.SortFunc(h.events, func(x, y feed.Terms) int {
+		return cmp.Or(cmp.Compare(x.Position, y.Position), cmp.Compare(x.Holder, y.Holder), cmp.Compare(x.Seq, y.Seq))
+	})
+	h.events = slices.CompactFunc(h.events, func(x, y feed.Terms) bool { return x.Holder == y.Holder && x.Seq == y.Seq })
+	for _, e := range h.events {
+		if !e.Amended {
+			h.accepted, h.price, h.quantity = true, e.Price, e.Quantity
+			continue
+		}
+		h.amends = append(h.amends, amend{price: e.Price, quantity: e.Quantity, filled: e.Filled, at: e.At})
+	}
+	h.events = nil
 }
 
 // position is a holding: an account's shares of one outcome of a market.

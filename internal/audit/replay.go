@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -56,6 +57,21 @@ type replay struct {
 	waiting map[*order]bool // orders whose head op's batch has come, waiting for its fills
 	woken   []*order
 	reasons map[*order]string
+	// archived are the orders replayed from terms the feeds' pruning kept (order_terms): a
+	// difference about one names them, as what to look at beside the rows.
+	archived map[int64]bool
+}
+
+// lookTerms names, for a difference about the orders of seqs, the terms of those among them that
+// the replay read from order_terms: "" when none is.
+func (r *replay) lookTerms(seqs ...int64) string {
+	var b strings.Builder
+	for i, seq := range seqs {
+		if o := r.bySeq[seq]; o != nil && r.archived[seq] && !slices.Contains(seqs[:i], seq) {
+			fmt.Fprintf(&b, ", and order seq %d's terms as accepted and amended, kept from its pruned feed: order_terms rows order_id = %s", seq, o.id)
+		}
+	}
+	return b.String()
 }
 
 // market replays one market and compares what it derives with Postgres.
@@ -69,7 +85,7 @@ func (a *auditor) market(ctx context.Context, m market, moves map[uuid.UUID]*his
 		return err
 	}
 	r := &replay{a: a, m: m, book: engine.New(1024), orders: orders, bySeq: make(map[int64]*order, len(orders)), trades: trades,
-		queue: map[*order][]op{}, waiting: map[*order]bool{}, reasons: map[*order]string{}}
+		queue: map[*order][]op{}, waiting: map[*order]bool{}, reasons: map[*order]string{}, archived: map[int64]bool{}}
 	steps, why := r.plan(moves)
 	if why != "" {
 		a.r.CannotCheck = append(a.r.CannotCheck, fmt.Sprintf("market %s is not replayed: %s", m.id, why))
@@ -118,10 +134,13 @@ func (r *replay) plan(moves map[uuid.UUID]*history) ([]step, string) {
 		if o.priority != 0 {
 			h := moves[o.id]
 			if h == nil || !h.accepted {
-				return nil, fmt.Sprintf("order %s (seq %d) was moved by an amend (its priority is %d) before the kept feed begins, so its terms when placed are not kept (keep the log longer: docs/operations.md, \"Auditing the record\")",
+				return nil, fmt.Sprintf("order %s (seq %d) was moved by an amend (its priority is %d), but neither its account's feed (account_events) nor what its pruning keeps (order_terms) holds its terms when placed: its feed was pruned by a pmx older than migration 037, which kept nothing of it (docs/operations.md, \"Keeping the log long enough\")",
 					o.id, o.seq, o.priority)
 			}
 			o.terms.Price, o.terms.Quantity = h.price, h.quantity
+			if h.archived {
+				r.archived[o.seq] = true
+			}
 			price, quantity := h.price, h.quantity
 			lastMove := -1
 			for _, am := range h.amends {
@@ -281,7 +300,8 @@ func (r *replay) settle(taker *order) {
 // fill compares one of the replay's fills with the next trade of the log.
 func (r *replay) fill(f *engine.Fill) {
 	if r.next >= len(r.trades) {
-		r.a.differ("fill", r.m.id, fmt.Sprintf("the trades of market %s after seq %d, and orders seq %d and %d", r.m.id, len(r.trades), f.Taker.Order, f.Maker.Order),
+		r.a.differ("fill", r.m.id, fmt.Sprintf("the trades of market %s after seq %d, and orders seq %d and %d%s", r.m.id, len(r.trades), f.Taker.Order, f.Maker.Order,
+			r.lookTerms(int64(f.Taker.Order), int64(f.Maker.Order))),
 			"the replay fills order seq %d (taker) against seq %d (maker), %d at %d, but Postgres holds no trade after seq %d",
 			f.Taker.Order, f.Maker.Order, f.Quantity, f.YesPrice, len(r.trades))
 		return
@@ -298,7 +318,8 @@ func (r *replay) fill(f *engine.Fill) {
 		}
 		return
 	}
-	r.a.differ("fill", r.m.id, fmt.Sprintf("trades row (market_id, seq) = (%s, %d), id %s", r.m.id, t.seq, t.id),
+	r.a.differ("fill", r.m.id, fmt.Sprintf("trades row (market_id, seq) = (%s, %d), id %s%s", r.m.id, t.seq, t.id,
+		r.lookTerms(t.takerSeq, t.makerSeq, int64(f.Taker.Order), int64(f.Maker.Order))),
 		"trade seq %d is taker seq %d (account %d), maker seq %d (account %d), %d at YES price %d, %s; the replay's fill there is taker seq %d (account %d), maker seq %d (account %d), %d at YES price %d, %s",
 		t.seq, t.takerSeq, t.takerAccount, t.makerSeq, t.makerAccount, t.quantity, t.yesPrice, t.kind,
 		f.Taker.Order, f.Taker.Account, f.Maker.Order, f.Maker.Account, f.Quantity, f.YesPrice, f.Kind)
@@ -345,7 +366,7 @@ func (r *replay) apply(o *order) {
 	p := ops[0]
 	r.queue[o] = ops[1:]
 	delete(r.waiting, o)
-	look := fmt.Sprintf("orders row (market_id, seq) = (%s, %d) and the trades of that order", r.m.id, o.seq)
+	look := fmt.Sprintf("orders row (market_id, seq) = (%s, %d) and the trades of that order%s", r.m.id, o.seq, r.lookTerms(o.seq))
 	if o.state.Filled != p.filled {
 		r.a.differ("order", r.m.id, look, "order %s (seq %d) had filled %d when its %s ran, per the log; the replay had filled %d",
 			o.id, o.seq, p.filled, p.kind, o.state.Filled)
@@ -386,13 +407,13 @@ func (k opKind) String() string {
 func (r *replay) compareOrders() {
 	for i := r.next; i < len(r.trades); i++ {
 		t := &r.trades[i]
-		r.a.differ("fill", r.m.id, fmt.Sprintf("trades row (market_id, seq) = (%s, %d), id %s", r.m.id, t.seq, t.id),
+		r.a.differ("fill", r.m.id, fmt.Sprintf("trades row (market_id, seq) = (%s, %d), id %s%s", r.m.id, t.seq, t.id, r.lookTerms(t.takerSeq, t.makerSeq)),
 			"trade seq %d (taker seq %d, maker seq %d, %d at %d) is in Postgres, but the replay made no such fill", t.seq, t.takerSeq, t.makerSeq, t.quantity, t.yesPrice)
 	}
 	var open []*order
 	for i := range r.orders {
 		o := &r.orders[i]
-		look := fmt.Sprintf("orders row (market_id, seq) = (%s, %d), id %s", r.m.id, o.seq, o.id)
+		look := fmt.Sprintf("orders row (market_id, seq) = (%s, %d), id %s%s", r.m.id, o.seq, o.id, r.lookTerms(o.seq))
 		if o.state.Status != o.status || o.state.Filled != o.filled {
 			r.a.differ("order", r.m.id, look, "order seq %d is %s with %d filled in Postgres; the replay makes it %s with %d filled",
 				o.seq, o.status, o.filled, o.state.Status, o.state.Filled)

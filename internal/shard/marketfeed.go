@@ -104,12 +104,14 @@ const DefaultEventRetention = 24 * time.Hour
 // eventPruning is how often the shard deletes events past the retention.
 const eventPruning = time.Minute
 
-// pruneEvents deletes the events older than the retention (every eventPruning, see New). Every
-// shard does it: a delete of what is already gone is nothing.
+// pruneEvents deletes the events older than the retention (every eventPruning, see New), keeping
+// what pmx audit needs of the accounts' (order_terms, Store.PruneEvents). Every shard of a Set
+// but one leaves it to that one; two processes' sweepers may run at once, each deleting and
+// copying batches the other does not hold.
 func (s *Shard) pruneEvents(ctx context.Context) {
 	if n, err := s.cfg.Store.PruneEvents(ctx, time.Now().Add(-s.cfg.EventRetention)); err != nil {
-		s.log.Warn("could not delete old market events; trying again later", "err", err)
+		s.log.Warn("could not delete old feed events, nor keep their orders' terms; trying again later", "err", err)
 	} else if n > 0 {
-		s.log.Debug("deleted old market events", "batches", n)
+		s.log.Debug("deleted old feed events, their orders' terms kept", "batches", n)
 	}
 }

@@ -75,9 +75,10 @@ type Config struct {
 	// EventRetention is how long the markets' feed events are kept (default DefaultEventRetention).
 	EventRetention time.Duration
 	// KeepEvents keeps the feeds' events, of markets and accounts, for ever: the shard deletes none.
-	// An audit (pmx audit) needs an amended order's account feed to replay its market, so an
-	// exchange that must be audited back to its first order keeps them (docs/operations.md,
-	// "Auditing the record", has the storage it costs).
+	// An audit (pmx audit) needs none of it: the pruning keeps what it needs of the accounts' feeds
+	// (the terms of the orders amends moved, order_terms) for ever; it is for clients that page
+	// back through the feeds further than the retention (docs/operations.md, "Keeping the log long
+	// enough", has the storage each costs).
 	KeepEvents bool
 	// Feed, when set, is handed every committed batch's events (after the commit, before the
 	// answers), for the live feed.

@@ -3,6 +3,7 @@ package feedlog
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pmx-dev/pmx/internal/feed"
 	"github.com/pmx-dev/pmx/internal/store/db"
 )
 
@@ -107,14 +109,129 @@ func (s *Log) FirstEvent(ctx context.Context, market uuid.UUID) (int64, error) {
 }
 
 // PruneEvents deletes the event batches, of markets and of accounts, written before cutoff, and
-// says how many.
+// says how many. Before it deletes an account's batch it keeps what the audit needs of it in
+// order_terms (pruneAccountEvents).
 func (s *Log) PruneEvents(ctx context.Context, cutoff time.Time) (int64, error) {
 	tag, err := s.Pool.Exec(ctx, `delete from market_events where created_at < $1`, cutoff)
 	if err != nil {
 		return 0, err
 	}
-	accounts, err := s.Pool.Exec(ctx, `delete from account_events where created_at < $1`, cutoff)
-	return tag.RowsAffected() + accounts.RowsAffected(), err
+	n := tag.RowsAffected()
+	for {
+		got, err := s.pruneAccountEvents(ctx, cutoff, pruneChunk)
+		n += got
+		if err != nil || got < pruneChunk {
+			return n, err
+		}
+	}
+}
+
+// pruneChunk is how many account event batches one transaction of the pruning deletes: what it
+// holds in memory is their orders' terms events.
+const pruneChunk = 5000
+
+// The account event batches written before $1, at most $2, that no other transaction is deleting,
+// deleted.
+const pruneAccountEventsSQL = `delete from account_events e
+	using (select account_id, holder, first_seq from account_events where created_at < $1
+	       limit $2 for update skip locked) d
+	where e.account_id = d.account_id and e.holder = d.holder and e.first_seq = d.first_seq
+	returning e.account_id, e.holder, e.first_seq, e.last_seq, e.position, e.events`
+
+// pruneAccountEvents deletes up to limit account event batches written before cutoff, and, in the
+// same transaction, copies into order_terms (migration 037) their "accepted" and "amended" events
+// (feed.TermsOf) of every order an amend moved (its priority is set) or still may (it rests): what
+// pmx audit needs to replay such an order once the batches are gone. An order that no longer rests
+// and was never moved never will be, and its row is all the audit needs.
+//
+// It never deletes what it cannot read: a batch whose events do not decode stops the pruning, with
+// an error naming it, rather than lose the terms it may hold.
+//
+// Safe against a crash (the copy and the delete commit together) and against other sweepers:
+// each takes the batches no other holds (skip locked), and a copy made twice is one row (the key
+// is the order and the event's number in its stream).
+func (s *Log) pruneAccountEvents(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
+	tx, err := s.Pool.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // after a commit, nothing
+	rows, err := tx.Query(ctx, pruneAccountEventsSQL, cutoff, limit)
+	if err != nil {
+		return 0, err
+	}
+	var terms []feed.Terms
+	n := int64(0)
+	for rows.Next() {
+		n++
+		var holder string
+		var account, first, last, position int64
+		if err := rows.Scan(&account, &holder, &first, &last, &position, nil); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		got, err := feed.TermsOf(rows.RawValues()[5], holder, first, last, position)
+		if err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("account_events row (account_id, holder, first_seq) = (%d, '%s', %d) does not read, so the orders' terms it holds cannot be kept: "+
+				"no batch is pruned until it is mended or deleted by hand: %w", account, holder, first, err)
+		}
+		terms = append(terms, got...)
+	}
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	if len(terms) > 0 {
+		if err := keepTerms(ctx, tx, terms); err != nil {
+			return 0, err
+		}
+	}
+	return n, tx.Commit(ctx)
+}
+
+// keepTerms writes into order_terms the terms events of the orders an amend moved or may still
+// move.
+func keepTerms(ctx context.Context, tx pgx.Tx, terms []feed.Terms) error {
+	ids := make([]uuid.UUID, 0, len(terms))
+	for i := range terms {
+		ids = append(ids, terms[i].Order)
+	}
+	rows, err := tx.Query(ctx, `select id from orders where id = any ($1)
+		and (priority is not null or status in ('OPEN', 'PARTIALLY_FILLED'))`, ids)
+	if err != nil {
+		return err
+	}
+	keep, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return err
+	}
+	if len(keep) == 0 {
+		return nil
+	}
+	kept := make(map[uuid.UUID]bool, len(keep))
+	for _, id := range keep {
+		kept[id] = true
+	}
+	var cols struct {
+		order                    []uuid.UUID
+		holder                   []string
+		seq, position, q, filled []int64
+		amended                  []bool
+		price                    []int32
+		at                       []time.Time
+	}
+	for _, t := range terms {
+		if !kept[t.Order] {
+			continue
+		}
+		cols.order, cols.holder, cols.seq, cols.position = append(cols.order, t.Order), append(cols.holder, t.Holder), append(cols.seq, t.Seq), append(cols.position, t.Position)
+		cols.amended, cols.price, cols.q, cols.filled, cols.at = append(cols.amended, t.Amended), append(cols.price, int32(t.Price)), append(cols.q, t.Quantity), append(cols.filled, t.Filled), append(cols.at, t.At)
+	}
+	_, err = tx.Exec(ctx, `insert into order_terms (order_id, holder, seq, position, amended, price, quantity, filled, at)
+		select * from unnest($1::uuid[], $2::text[], $3::bigint[], $4::bigint[], $5::boolean[], $6::smallint[], $7::bigint[], $8::bigint[], $9::timestamptz[])
+		on conflict do nothing`,
+		cols.order, cols.holder, cols.seq, cols.position, cols.amended, cols.price, cols.q, cols.filled, cols.at)
+	return err
 }
 
 // AccountEventsAfter returns the batches of an account's feed that hold events after the cursor
