@@ -10,6 +10,8 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 )
 
 // The chart's ports its NetworkPolicies name.
@@ -28,11 +30,12 @@ func TestNetworkPolicyDefault(t *testing.T) {
 	t.Parallel()
 	r := renderChart(t, "pmx", "exchange")
 	policies := networkPolicies(t, r)
-	if len(policies) != 2 {
-		t.Fatalf("%d NetworkPolicies rendered, want 2 (shards, Postgres)", len(policies))
+	if len(policies) != 3 {
+		t.Fatalf("%d NetworkPolicies rendered, want 3 (shards, ShardPools' shards, Postgres)", len(policies))
 	}
 	pods := podLabels(t, r)
 	api, shard, op, pg := pods["pmx-api"], pods["pmx-shard"], pods["pmx-operator"], pods["pmx-postgres"]
+	pooled := poolShardLabels("default")
 	stranger := map[string]string{"app": "curl"}
 	otherRelease := maps.Clone(api)
 	otherRelease["app.kubernetes.io/instance"] = "other"
@@ -51,10 +54,17 @@ func TestNetworkPolicyDefault(t *testing.T) {
 		{"another release's api to a shard's internal API", otherRelease, shard, shardInternalPort, false},
 		{"another pod to a shard's other ports", stranger, shard, apiPort, false},
 		{"a scraper to a shard's metrics", stranger, shard, metricsPort, true},
+		{"api to a pool shard's internal API", api, pooled, shardInternalPort, true},
+		{"the operator to a pool shard's internal API", op, pooled, shardInternalPort, true},
+		{"a pool shard to a pool shard's internal API", pooled, pooled, shardInternalPort, false},
+		{"another pod to a pool shard's internal API", stranger, pooled, shardInternalPort, false},
+		{"another release's api to a pool shard's internal API", otherRelease, pooled, shardInternalPort, false},
+		{"a scraper to a pool shard's metrics", stranger, pooled, metricsPort, true},
 
 		{"the operator to Postgres", op, pg, postgresPort, true},
 		{"api to Postgres", api, pg, postgresPort, true},
 		{"a shard to Postgres", shard, pg, postgresPort, true},
+		{"a pool shard to Postgres", pooled, pg, postgresPort, true},
 		{"another pod to Postgres", stranger, pg, postgresPort, false},
 		{"another release's api to Postgres", otherRelease, pg, postgresPort, false},
 
@@ -90,7 +100,7 @@ func TestNetworkPolicyOff(t *testing.T) {
 	}
 	r := renderChart(t, "exchange", "markets", "-f", valuesFile("values-external-url.yaml"))
 	policies := networkPolicies(t, r)
-	if len(policies) != 1 || policies[0].Name != "exchange-pmx-shard" {
+	if len(policies) != 2 || policies[0].Name != "exchange-pmx-shard" || policies[1].Name != "exchange-pmx-shard-pools" {
 		t.Fatalf("with an external database: NetworkPolicies %v, want the shards' alone", r.ofKind("NetworkPolicy"))
 	}
 	pods := podLabels(t, r)
@@ -98,6 +108,13 @@ func TestNetworkPolicyOff(t *testing.T) {
 		!allows(t, policies, pods["exchange-pmx-api"], pods["exchange-pmx-shard"], shardInternalPort) {
 		t.Error("with an external database the shards' internal API is not the front API's alone")
 	}
+}
+
+// poolShardLabels are the labels the operator gives a ShardPool's shard pods
+// (controllers/shardpool_objects.go): none of the release's instance labels.
+func poolShardLabels(pool string) map[string]string {
+	return map[string]string{"app.kubernetes.io/name": "pmx", "app.kubernetes.io/managed-by": "pmx-operator",
+		"app.kubernetes.io/component": "shard", pmxv1.LabelShardPool: pool}
 }
 
 func networkPolicies(t *testing.T, r *render) []networkingv1.NetworkPolicy {

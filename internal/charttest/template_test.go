@@ -19,6 +19,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -36,7 +37,7 @@ func TestTemplateDefault(t *testing.T) {
 	wantKinds := map[string]int{
 		"ServiceAccount": 1, "Secret": 2, "ClusterRole": 3, "ClusterRoleBinding": 1, "Role": 1,
 		"RoleBinding": 1, "Service": 7, "Deployment": 2, "StatefulSet": 2, "PodDisruptionBudget": 2,
-		"Lease": 1, "NetworkPolicy": 2,
+		"Lease": 1, "NetworkPolicy": 3,
 	}
 	if got := kindCounts(r); !maps.Equal(got, wantKinds) {
 		t.Errorf("rendered kinds %v, want %v", got, wantKinds)
@@ -116,7 +117,7 @@ func TestTemplateProduction(t *testing.T) {
 	wantKinds := map[string]int{
 		"ServiceAccount": 1, "Secret": 1, "ClusterRole": 3, "ClusterRoleBinding": 1, "Role": 1,
 		"RoleBinding": 1, "Service": 5, "Deployment": 2, "StatefulSet": 1, "PodDisruptionBudget": 2,
-		"HorizontalPodAutoscaler": 1, "Ingress": 1, "ServiceMonitor": 3, "Lease": 1, "NetworkPolicy": 1,
+		"HorizontalPodAutoscaler": 1, "Ingress": 1, "ServiceMonitor": 4, "Lease": 1, "NetworkPolicy": 2,
 	}
 	if got := kindCounts(r); !maps.Equal(got, wantKinds) {
 		t.Errorf("rendered kinds %v, want %v", got, wantKinds)
@@ -256,7 +257,7 @@ func TestTemplateExternalURL(t *testing.T) {
 
 	wantKinds := map[string]int{
 		"Secret": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
-		"Service": 5, "Deployment": 2, "StatefulSet": 1, "NetworkPolicy": 1,
+		"Service": 5, "Deployment": 2, "StatefulSet": 1, "NetworkPolicy": 2,
 	}
 	if got := kindCounts(r); !maps.Equal(got, wantKinds) {
 		t.Errorf("rendered kinds %v, want %v", got, wantKinds)
@@ -387,17 +388,36 @@ func checkConsistent(t *testing.T, r *render, image string, external []string) {
 	for _, m := range r.ofKind("ServiceMonitor") {
 		var sm struct {
 			Spec struct {
-				NamespaceSelector struct{ MatchNames []string }           `json:"namespaceSelector"`
-				Selector          struct{ MatchLabels map[string]string } `json:"selector"`
-				Endpoints         []struct{ Port, Path string }
+				NamespaceSelector struct{ MatchNames []string } `json:"namespaceSelector"`
+				Selector          metav1.LabelSelector          `json:"selector"`
+				Endpoints         []struct {
+					Port, Path  string
+					Relabelings []struct{ TargetLabel, Replacement string }
+				}
 			}
 		}
 		if err := yaml.Unmarshal(m.raw, &sm); err != nil {
 			t.Fatal(err)
 		}
+		sel, err := metav1.LabelSelectorAsSelector(&sm.Spec.Selector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.obj.GetName() == r.fullname()+"-shard-pools" {
+			// The ShardPools' shards: the operator makes each pool's Service (never the chart), so
+			// the monitor selects a pool's Service's labels, and gives its shards the chart's
+			// shards' job, which the alerts and the dashboard select.
+			pool := labels.Set(poolShardLabels("default"))
+			if !sel.Matches(pool) || sel.Matches(labels.Set(r.find("Service", r.fullname()+"-shard-metrics").obj.GetLabels())) ||
+				len(sm.Spec.Endpoints) != 1 || sm.Spec.Endpoints[0].Port != "metrics" || len(sm.Spec.Endpoints[0].Relabelings) != 1 ||
+				sm.Spec.Endpoints[0].Relabelings[0].TargetLabel != "job" || sm.Spec.Endpoints[0].Relabelings[0].Replacement != r.fullname()+"-shard-metrics" {
+				t.Errorf("%s: selector %v, endpoints %+v; want a pool's Service alone, its metrics port under the job %s-shard-metrics", m, sel, sm.Spec.Endpoints, r.fullname())
+			}
+			continue
+		}
 		var matched []string
 		for _, s := range r.ofKind("Service") {
-			if labels.SelectorFromSet(sm.Spec.Selector.MatchLabels).Matches(labels.Set(s.obj.GetLabels())) {
+			if sel.Matches(labels.Set(s.obj.GetLabels())) {
 				matched = append(matched, s.obj.GetName())
 			}
 		}

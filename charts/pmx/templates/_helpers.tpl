@@ -301,3 +301,15 @@ imagePullSecrets:
   {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end -}}
+
+{{/*
+The selector of the pods of the operator's ShardPools (controllers/shardpool_objects.go labels
+them): shard pods with a pool, which carry none of the release's instance labels.
+*/}}
+{{- define "pmx.poolShardSelector" -}}
+matchLabels:
+  app.kubernetes.io/component: shard
+matchExpressions:
+  - key: pmx.dev/shard-pool
+    operator: Exists
+{{- end }}
