@@ -270,7 +270,7 @@ k8s-bins:
 	@echo "KUBEBUILDER_ASSETS is set: the tests use the binaries in $(KUBEBUILDER_ASSETS)"
 endif
 
-$(K8S_BINS)/kube-apiserver $(K8S_BINS)/kubectl $(addprefix $(K8S_BINS)/,$(K8S_NODE_BINS)):
+$(K8S_BINS)/kube-apiserver $(K8S_BINS)/kubectl $(K8S_BINS)/kubeadm $(addprefix $(K8S_BINS)/,$(K8S_NODE_BINS)):
 	@echo "building $(@F) $(K8S_VERSION) from source into $(@D), $(if $(filter kube-apiserver,$(@F)),about 5 minutes of 2 cores,about a minute after kube-apiserver) the first time"
 	@mkdir -p $(@D)
 	@date=$$(cd hack/k8s && $(GO) list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes); \
