@@ -310,7 +310,7 @@ up() {
 	if kind get clusters 2>/dev/null | grep -qx "$cluster"; then
 		log "cluster $cluster is up already"
 	else
-		kind create cluster --name "$cluster" --image "$node_image" --config hack/kind/cluster.yaml
+		KUBECONFIG=$dir/kubeconfig kind create cluster --name "$cluster" --image "$node_image" --config hack/kind/cluster.yaml
 	fi
 	if [ -f "$run/dockerd.mine" ]; then
 		echo "br-$($docker network inspect kind --format '{{.Id}}' | cut -c1-12)" >"$dir/kind-bridge"
@@ -318,12 +318,63 @@ up() {
 	print_env
 }
 
+# print_env: the shell's settings for the docs' commands (eval "$(hack/kind/kind.sh env)"): the
+# private dockerd's DOCKER_HOST when there is one, the cluster's kubeconfig (kept in DIR, not in
+# ~/.kube/config), and kind, kubectl, helm and docker first on PATH.
 print_env() {
-	if [ -S "$run/docker.sock" ]; then
-		echo "export DOCKER_HOST=unix://$run/docker.sock PATH=$dir/path:\$PATH"
-	else
-		echo "export PATH=$dir/path:\$PATH"
+	path
+	[ -S "$run/docker.sock" ] && echo "export DOCKER_HOST=unix://$run/docker.sock"
+	echo "export KUBECONFIG=$dir/kubeconfig"
+	echo "export PATH=$dir/path:\$PATH"
+}
+
+# blocks: the shell blocks of docs/kubernetes.md marked <!-- test: kind -->, one after another, each
+# after a line #@block: what `make test-kind` runs (internal/doctest checks that this reads what
+# its Markdown parser reads).
+blocks() {
+	awk '
+		fence == "" && /^[ \t]*<!--[ \t]*test:[ \t]*kind[ \t]*-->[ \t]*$/ { marked = 1; next }
+		fence == "" && /^[ \t]*(```|~~~)/ { fence = substr($1, 1, 3); if (marked) { inblock = 1; print "#@block" }; marked = 0; next }
+		fence != "" && index($1, fence) == 1 && $0 ~ /^[ \t]*(```+|~~~+)[ \t]*$/ { fence = ""; inblock = 0; next }
+		fence == "" && NF > 0 { marked = 0 }
+		inblock { print }
+	' docs/kubernetes.md
+}
+
+# test: the docs' no-registry commands, as a user runs them from the repository's root, on a free
+# port in place of their 8080 (which a `make run` here may hold), then checks that the order
+# rests in the market's book; the machine's state (hack/cluster/cluster.sh fingerprint: links,
+# addresses, iptables and nftables rules, sysctls, mounts, cgroups) must be as it was before.
+test_docs() {
+	local script port before after
+	script=$(blocks)
+	[ -n "$script" ] || die "docs/kubernetes.md has no block marked <!-- test: kind -->"
+	port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	for s in 'port-forward service/pmx-api 8080:80' 'PMX=http://127.0.0.1:8080'; do
+		[ "$(grep -cF "$s" <<<"$script")" = 1 ] || die "the docs' kind block should say '$s' once"
+	done
+	script=${script/port-forward service\/pmx-api 8080:80/port-forward service\/pmx-api $port:80}
+	script=${script/PMX=http:\/\/127.0.0.1:8080/PMX=http:\/\/127.0.0.1:$port}
+	before=$(mktemp) after=$(mktemp)
+	hack/cluster/cluster.sh fingerprint >"$before"
+	local start=$SECONDS rc=0
+	# The last block deletes the cluster: the check runs before it.
+	local check='curl -s -H "Authorization: Bearer $ALICE_KEY" "$PMX/api/v1/market/order-book?marketId=$MARKET" | jq -e ".orderBookYes | length > 0" >/dev/null || { echo "kind test: the order is not in the book" >&2; exit 1; }'
+	script="${script%\#@block*}$check
+${script##*\#@block}"
+	log "running docs/kubernetes.md's kind blocks:"
+	sed 's/^/    /' <<<"$script" >&2
+	timeout 30m bash -c "set -euxo pipefail
+$script" || rc=$?
+	log "the docs' commands took $((SECONDS - start)) s (exit $rc)"
+	down
+	hack/cluster/cluster.sh fingerprint >"$after"
+	if ! diff "$before" "$after" >&2; then
+		log "the machine is not as it was before (above: < before, > after)"
+		rc=1
 	fi
+	rm -f "$before" "$after"
+	return $rc
 }
 
 down() {
@@ -332,7 +383,7 @@ down() {
 		export DOCKER_HOST=unix://$run/docker.sock
 	fi
 	if $docker version >/dev/null 2>&1 && [ -x "$kind" ]; then
-		PATH=$dir/path:$PATH "$kind" delete cluster --name "$cluster" 2>&1 | grep -v '^$' >&2
+		PATH=$dir/path:$PATH KUBECONFIG=$dir/kubeconfig "$kind" delete cluster --name "$cluster" 2>&1 | grep -v '^$' >&2
 		# kind's network, which kind leaves for the next cluster: its bridge is this machine's.
 		[ -f "$run/dockerd.mine" ] && $docker network rm kind >/dev/null 2>&1
 	fi
@@ -361,5 +412,7 @@ images) images ;;
 up) up ;;
 down) down ;;
 env) print_env ;;
-*) die "usage: kind.sh images | up | down | env | test" ;;
+blocks) blocks ;;
+test) test_docs ;;
+*) die "usage: kind.sh images | up | down | env | blocks | test" ;;
 esac
