@@ -355,6 +355,9 @@ test_docs() {
 	done
 	script=${script/port-forward service\/pmx-api 8080:80/port-forward service\/pmx-api $port:80}
 	script=${script/PMX=http:\/\/127.0.0.1:8080/PMX=http:\/\/127.0.0.1:$port}
+	# From a machine without the engine kind.sh may have started (make's prerequisites build the
+	# images with it): the docs' commands start it again.
+	down
 	before=$(mktemp) after=$(mktemp)
 	hack/cluster/cluster.sh fingerprint >"$before"
 	local start=$SECONDS rc=0
