@@ -107,6 +107,7 @@ EOF
 		chmod +x "$run/runc-nosysresource"
 		flags+=(--add-runtime "runc-nosysresource=$run/runc-nosysresource" --default-runtime runc-nosysresource)
 	fi
+	save_sysctls
 	log "starting a dockerd of its own (state in $dir/docker, log in $dir/dockerd.log)"
 	/usr/sbin/dockerd "${flags[@]}" >"$dir/dockerd.log" 2>&1 &
 	echo $! >"$run/dockerd.mine"
@@ -117,6 +118,31 @@ EOF
 		sleep 0.2
 	done
 	die "dockerd did not answer in 30 s; its log is $dir/dockerd.log"
+}
+
+# The sysctls that are the machine's, not the node's network namespace's, and that a kind node's
+# kubelet sets (it is privileged: its /proc/sys is the machine's), with those a node's network
+# settings touch: saved when kind.sh starts its engine, written back by down. (kernel.panic, for
+# one, is 1 on this machine's kernel command line and 10 after a kind node started.)
+sysctls=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys
+	kernel.keys.root_maxbytes net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables
+	net.bridge.bridge-nf-call-ip6tables net.ipv4.conf.all.route_localnet)
+
+save_sysctls() {
+	[ -f "$dir/sysctls.saved" ] && return
+	local s v
+	for s in "${sysctls[@]}"; do
+		v=$(sysctl -n "$s" 2>/dev/null) && printf '%s=%s\n' "$s" "$v"
+	done >"$dir/sysctls.saved"
+}
+
+restore_sysctls() {
+	[ -f "$dir/sysctls.saved" ] || return 0
+	local kv
+	while IFS= read -r kv; do
+		[ "$(sysctl -n "${kv%%=*}" 2>/dev/null)" = "${kv#*=}" ] || sysctl -q -w "$kv" >/dev/null
+	done <"$dir/sysctls.saved"
+	rm -f "$dir/sysctls.saved"
 }
 
 has_image() { $docker image inspect "$1" >/dev/null 2>&1; }
@@ -367,7 +393,9 @@ test_docs() {
 ${script##*\#@block}"
 	log "running docs/kubernetes.md's kind blocks:"
 	sed 's/^/    /' <<<"$script" >&2
-	timeout 30m bash -c "set -euxo pipefail
+	# Each command is printed with the seconds since the first began.
+	timeout 30m bash -c "PS4='+ [\${SECONDS}s] '
+set -euxo pipefail
 $script" || rc=$?
 	log "the docs' commands took $((SECONDS - start)) s (exit $rc)"
 	down
@@ -402,6 +430,7 @@ down() {
 		[ -f "$dir/kind-bridge" ] && ip link del "$(cat "$dir/kind-bridge")" 2>/dev/null
 		rm -f "$dir/kind-bridge"
 		rm -rf "$run"
+		restore_sysctls
 	fi
 	set -e
 }
