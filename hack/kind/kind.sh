@@ -306,7 +306,7 @@ EOF
 	build_container=
 	for i in "${images[@]}"; do $docker rmi "$i" >/dev/null; done
 	$docker image prune --force >/dev/null
-	log "$node_image holds: $(tr '\n' ' ' <"$dir/node-images.txt")"
+	log "$node_image holds: $(grep -v -e '^import-' -e '^sha256:' "$dir/node-images.txt" | tr '\n' ' ')"
 }
 
 images() {

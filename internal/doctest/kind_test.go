@@ -41,10 +41,7 @@ func TestKindBlocks(t *testing.T) {
 	if err != nil {
 		t.Fatalf("hack/kind/kind.sh blocks: %v", err)
 	}
-	var got []string
-	for _, part := range strings.Split(string(out), "#@block\n")[1:] {
-		got = append(got, part)
-	}
+	got := strings.Split(string(out), "#@block\n")[1:]
 	if strings.Join(got, "\x00") != strings.Join(want, "\x00") {
 		t.Errorf("hack/kind/kind.sh blocks reads docs/kubernetes.md's kind blocks otherwise than the Markdown parser:\nkind.sh:\n%s\nparser:\n%s",
 			strings.Join(got, "----\n"), strings.Join(want, "----\n"))
