@@ -338,9 +338,6 @@ up() {
 	else
 		KUBECONFIG=$dir/kubeconfig kind create cluster --name "$cluster" --image "$node_image" --config hack/kind/cluster.yaml
 	fi
-	if [ -f "$run/dockerd.mine" ]; then
-		echo "br-$($docker network inspect kind --format '{{.Id}}' | cut -c1-12)" >"$dir/kind-bridge"
-	fi
 	print_env
 }
 
@@ -393,10 +390,16 @@ test_docs() {
 ${script##*\#@block}"
 	log "running docs/kubernetes.md's kind blocks:"
 	sed 's/^/    /' <<<"$script" >&2
-	# Each command is printed with the seconds since the first began.
+	# Each command is printed with the seconds since the first began. The commands run in a process
+	# group of their own (timeout makes one), so that what they left running when they failed (the
+	# port-forward) is stopped with them.
+	local pid
 	timeout 30m bash -c "PS4='+ [\${SECONDS}s] '
 set -euxo pipefail
-$script" || rc=$?
+$script" &
+	pid=$!
+	wait "$pid" || rc=$?
+	kill -- "-$pid" 2>/dev/null || true
 	log "the docs' commands took $((SECONDS - start)) s (exit $rc)"
 	down
 	hack/cluster/cluster.sh fingerprint >"$after"
@@ -426,9 +429,12 @@ down() {
 		kill -9 "$pid" 2>/dev/null
 		# What dockerd mounts under its state it unmounts on a clean stop; make sure of it.
 		grep -o " $dir/[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m"; done
-		# The bridge of kind's network, when a dockerd that died left it.
-		[ -f "$dir/kind-bridge" ] && ip link del "$(cat "$dir/kind-bridge")" 2>/dev/null
-		rm -f "$dir/kind-bridge"
+		# The bridge of a network of this dockerd's (kind's, br-<the network's id, 12 digits>) that
+		# a dockerd that died left behind: the id is in the dockerd's network store.
+		local l
+		for l in $(ip -o link show type bridge 2>/dev/null | awk -F': ' '$2 ~ /^br-[0-9a-f]+$/ { print $2 }'); do
+			grep -aq "${l#br-}" "$dir/docker/network/files/local-kv.db" 2>/dev/null && ip link del "$l"
+		done
 		rm -rf "$run"
 		restore_sysctls
 	fi
