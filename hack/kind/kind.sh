@@ -16,7 +16,7 @@
 #                          provisioner kind installs (local-path-provisioner, built from its module)
 #                          and its helper
 #
-# Usage: kind.sh images | up | down | env | test
+# Usage: kind.sh images | up | down | env | blocks | test
 #
 #   images  make the node image (and the engine's base images) when missing: once, then kept in
 #           the engine's state.
@@ -24,9 +24,12 @@
 #           hack/kind/cluster.yaml. The private dockerd, when there is one, keeps running for the
 #           cluster: `kind.sh env` prints the DOCKER_HOST that reaches it.
 #   down    delete the cluster, stop the private dockerd and undo what it changed (its network's
-#           bridge, its mounts), also after a failed up.
-#   test    up, then run the commands of docs/kubernetes.md's no-registry block (extracted from it,
-#           see run_docs), then down; the machine is compared before and after.
+#           bridge, its mounts, the machine's sysctls a node's kubelet set), also after a failed up.
+#   env     print the shell's settings for the docs' commands: DOCKER_HOST, KUBECONFIG, PATH.
+#   blocks  print the blocks of docs/kubernetes.md that test runs.
+#   test    from a machine without its engine, run the commands of docs/kubernetes.md's blocks
+#           marked <!-- test: kind --> (see test_docs), then down; the machine is compared before
+#           and after.
 #
 # The private dockerd has no default bridge (--bridge=none) and writes no iptables rules
 # (--iptables=false, --ip-masq=false, --ip-forward=false), so that it leaves the machine's
