@@ -328,7 +328,7 @@ path() {
 	mkdir -p "$dir/path"
 	ln -sf "$kind" "$dir/path/kind"
 	ln -sf "$bins/kubectl" "$dir/path/kubectl"
-	ln -sf "$(realpath -m "${HELM:-bin/helm-v4.3.1}")" "$dir/path/helm"
+	ln -sf "$(realpath -m "${HELM:-bin/helm-$(awk '$1 == "HELM_VERSION" { print $3 }' Makefile)}")" "$dir/path/helm"
 	ln -sf "$docker" "$dir/path/docker"
 }
 
