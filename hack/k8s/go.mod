@@ -1,6 +1,7 @@
 // Throwaway build module for the Kubernetes binaries that `make k8s-bins` (kube-apiserver, kubectl: the
 // tests') and `make cluster-bins` (kubelet, kube-scheduler, kube-controller-manager, kube-proxy: the
-// node of `make test-cluster`) build into bin/k8s/. It is its own module so that the pmx module ignores it; it pins
+// node of `make test-cluster`) build into bin/k8s/, with kubeadm for the kind node image of
+// `make kind-images` (hack/kind). It is its own module so that the pmx module ignores it; it pins
 // k8s.io/kubernetes and, like kubernetes' own go.mod does with ./staging, replaces every k8s.io staging
 // module that kubernetes lists at v0.0.0 with the release of the same patch level.
 //
