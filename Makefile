@@ -130,6 +130,7 @@ lint: $(STATICCHECK) lint-api ## Check formatting, go vet and staticcheck; lint 
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 	cd hack/metricscheck && $(GO) vet ./... && $(STATICCHECK) ./...
+	cd hack/kind && $(GO) vet ./... && $(STATICCHECK) ./...
 
 .PHONY: lint-api
 lint-api: $(REDOCLY) ## Lint the OpenAPI (public, admin) and AsyncAPI documents under apiserver/ with Redocly CLI (redocly.yaml).
@@ -270,7 +271,7 @@ k8s-bins:
 	@echo "KUBEBUILDER_ASSETS is set: the tests use the binaries in $(KUBEBUILDER_ASSETS)"
 endif
 
-$(K8S_BINS)/kube-apiserver $(K8S_BINS)/kubectl $(addprefix $(K8S_BINS)/,$(K8S_NODE_BINS)):
+$(K8S_BINS)/kube-apiserver $(K8S_BINS)/kubectl $(K8S_BINS)/kubeadm $(addprefix $(K8S_BINS)/,$(K8S_NODE_BINS)):
 	@echo "building $(@F) $(K8S_VERSION) from source into $(@D), $(if $(filter kube-apiserver,$(@F)),about 5 minutes of 2 cores,about a minute after kube-apiserver) the first time"
 	@mkdir -p $(@D)
 	@date=$$(cd hack/k8s && $(GO) list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes); \
@@ -418,3 +419,56 @@ cnpg-images: image-deps cnpg-bins image $(CNPG_MANIFEST) ## Build the CloudNativ
 	CNPG_MANAGER=$(CNPG_MANAGER) CNPG_VERSION=$(CNPG_VERSION) hack/image/build.sh --cnpg
 
 test-cluster cluster-up: cnpg-images
+
+##@ kind
+
+# kind for real where no registry is reachable (hack/kind/kind.sh; docs/kubernetes.md, "kind without
+# a registry"): kind and the local-path-provisioner of its node image, built from the throwaway
+# module hack/kind that pins them, into KIND_DIR/bin/ (once); a node image made from Debian's
+# packages, kind's base files and the binaries of `make cluster-bins`, kept in the Docker engine's
+# state; a dockerd of its own (its state in KIND_DIR) where none answers. `make test-kind` runs the
+# docs' blocks marked <!-- test: kind --> and leaves the machine as it found it.
+KIND_DIR ?= $(BIN)/kind
+KIND_VERSION := $(shell awk '$$1 == "sigs.k8s.io/kind" && $$2 ~ /^v/ { print $$2 }' hack/kind/go.mod)
+LPP_VERSION  := $(shell awk '$$1 == "github.com/rancher/local-path-provisioner" && $$2 ~ /^v/ { print $$2 }' hack/kind/go.mod)
+KIND := $(KIND_DIR)/bin/kind-$(KIND_VERSION)
+LPP  := $(KIND_DIR)/bin/local-path-provisioner-$(LPP_VERSION)
+KIND_DEBS := docker.io mmdebstrap busybox-static jq curl
+export KIND_DIR
+
+.PHONY: kind
+kind: kind-images helm ## Create the kind cluster of docs/kubernetes.md with no registry (node image built locally) and leave it up (docs/kubernetes.md says how to use it).
+	HELM=$(HELM) hack/kind/kind.sh up
+
+.PHONY: kind-down
+kind-down: ## Delete the kind cluster, stop the dockerd kind.sh started (if it did) and remove what it added to the machine.
+	hack/kind/kind.sh down
+
+.PHONY: test-kind
+test-kind: kind-images helm image jq ## Run docs/kubernetes.md's kind commands (create, load, helm install, samples, a trade through the API Service, delete) with no registry.
+	HELM=$(HELM) hack/kind/kind.sh test
+
+.PHONY: kind-images
+kind-images: kind-deps cluster-bins $(K8S_BINS)/kubeadm $(KIND) $(LPP) ## Build kind and its node image from local parts (once), starting a dockerd of its own if none answers.
+	hack/kind/kind.sh images
+
+$(KIND):
+	@echo "building kind $(KIND_VERSION) from source into $(@D)"
+	@mkdir -p $(@D)
+	@cd hack/kind && $(K8S_GO_BUILD) -ldflags "-s -w" -o $@.tmp sigs.k8s.io/kind
+	@mv $@.tmp $@
+
+$(LPP):
+	@echo "building local-path-provisioner $(LPP_VERSION) from source into $(@D), about 2 minutes of 2 cores the first time"
+	@mkdir -p $(@D)
+	@cd hack/kind && $(K8S_GO_BUILD) -ldflags "-s -w" -o $@.tmp github.com/rancher/local-path-provisioner
+	@mv $@.tmp $@
+
+# Installed with apt when missing.
+.PHONY: kind-deps
+kind-deps:
+	@missing=$$(for p in $(KIND_DEBS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	[ -z "$$missing" ] && exit 0; \
+	echo "installing kind's packages with apt-get:" $$missing; \
+	SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
+	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing

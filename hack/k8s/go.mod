@@ -1,6 +1,7 @@
 // Throwaway build module for the Kubernetes binaries that `make k8s-bins` (kube-apiserver, kubectl: the
 // tests') and `make cluster-bins` (kubelet, kube-scheduler, kube-controller-manager, kube-proxy: the
-// node of `make test-cluster`) build into bin/k8s/. It is its own module so that the pmx module ignores it; it pins
+// node of `make test-cluster`) build into bin/k8s/, with kubeadm for the kind node image of
+// `make kind-images` (hack/kind). It is its own module so that the pmx module ignores it; it pins
 // k8s.io/kubernetes and, like kubernetes' own go.mod does with ./staging, replaces every k8s.io staging
 // module that kubernetes lists at v0.0.0 with the release of the same patch level.
 //
@@ -17,6 +18,7 @@ tool (
 	k8s.io/kubernetes/cmd/kube-controller-manager
 	k8s.io/kubernetes/cmd/kube-proxy
 	k8s.io/kubernetes/cmd/kube-scheduler
+	k8s.io/kubernetes/cmd/kubeadm
 	k8s.io/kubernetes/cmd/kubectl
 	k8s.io/kubernetes/cmd/kubelet
 )
@@ -40,6 +42,8 @@ require (
 	github.com/containerd/containerd/api v1.11.1 // indirect
 	github.com/containerd/log v0.1.0 // indirect
 	github.com/containerd/ttrpc v1.2.9 // indirect
+	github.com/coredns/caddy v1.1.1 // indirect
+	github.com/coredns/corefile-migration v1.0.34 // indirect
 	github.com/coreos/go-oidc v2.5.0+incompatible // indirect
 	github.com/coreos/go-semver v0.3.1 // indirect
 	github.com/coreos/go-systemd/v22 v22.7.0 // indirect
@@ -192,6 +196,7 @@ require (
 	k8s.io/mount-utils v0.0.0 // indirect
 	k8s.io/pod-security-admission v0.0.0 // indirect
 	k8s.io/streaming v0.37.1 // indirect
+	k8s.io/system-validators v1.12.1 // indirect
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.36.0 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
