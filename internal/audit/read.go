@@ -274,10 +274,12 @@ func (a *auditor) readMoves(ctx context.Context, markets []market) (map[uuid.UUI
 }
 
 // replay lays an order's terms events out in the order of its feed (by its batches' positions,
-// then by number; an event both kept and copied counted once) into its history.
+// then by number; an event both kept and copied counted once, the copy that tells a move's number
+// if one does: a sweeper of the release before copies none) into its history.
 func (h *history) replay() {
 	slices.SortFunc(h.events, func(x, y feed.Terms) int {
-		return cmp.Or(cmp.Compare(x.Position, y.Position), cmp.Compare(x.Holder, y.Holder), cmp.Compare(x.Seq, y.Seq))
+		return cmp.Or(cmp.Compare(x.Position, y.Position), cmp.Compare(x.Holder, y.Holder), cmp.Compare(x.Seq, y.Seq),
+			cmp.Compare(y.Priority, x.Priority))
 	})
 	h.events = slices.CompactFunc(h.events, func(x, y feed.Terms) bool { return x.Holder == y.Holder && x.Seq == y.Seq })
 	for _, e := range h.events {
