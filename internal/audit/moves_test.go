@@ -74,8 +74,12 @@ func TestAuditMovesInOneBatch(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { place(alice, engine.Yes, 10, 1) }) // seq 4
-	for waiting := false; !waiting; time.Sleep(10 * time.Millisecond) {
-		if err := st.Pool.QueryRow(ctx, `select exists (select 1 from pg_locks where relation = 'orders'::regclass and not granted)`).Scan(&waiting); err != nil {
+	for waiting, deadline := false, time.Now().Add(30*time.Second); !waiting; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the batch of seq 4 never waited on the lock on orders: the test shows nothing")
+		}
+		if err := st.Pool.QueryRow(ctx, `select exists (select 1 from pg_locks where relation = 'orders'::regclass and not granted
+			and database = (select oid from pg_database where datname = current_database()))`).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
 	}
