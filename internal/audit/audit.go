@@ -15,8 +15,12 @@
 //     placed, are in its account's feed (account_events, "accepted" and "amended"), which is kept
 //     for the event retention, and, once pruned, in order_terms: the pruning copies them there, for
 //     ever, for every order an amend moved or still may (migration 037, feedlog.PruneEvents; both
-//     read the events with feed.TermsOf). Only an order whose feed was pruned before that copy
-//     existed cannot be replayed: its market is reported as not checkable rather than as different.
+//     read the events with feed.TermsOf). Each "amended" event of a move also tells the number it
+//     took ("priority", feed.Terms.Priority; order_terms.priority, migration 039), so each move
+//     replays at its own; a move an older pmx told no number of, overwritten by a later move of
+//     its order, takes a number no order holds, in time order, ties broken by the order's seq (a
+//     guess: plan). Only an order whose feed was pruned before the copy existed cannot be
+//     replayed: its market is reported as not checkable rather than as different.
 //   - Cancels (by the owner, the dead-man switch, an order group, expiry, a market closing) are not
 //     numbered: the replay cancels an order in the batch its row was last changed in (updated_at),
 //     once its fills up to its final filled quantity are made. The engine's own cancels (IOC, FOK,

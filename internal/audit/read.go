@@ -94,12 +94,14 @@ type order struct {
 }
 
 // amend is one amend of an order, from its account's feed: its new price and quantity, how much had
-// filled, and when.
+// filled, when, and the number of the order sequence it took if it moved the order and its event
+// tells it (feed.Terms.Priority; 0: not told, in a feed written before the shards told it).
 type amend struct {
 	price    int
 	quantity int64
 	filled   int64
 	at       time.Time
+	priority int64
 }
 
 // history is an order's terms when accepted and its amends, from its account's feed or, once that
@@ -214,14 +216,14 @@ func (a *auditor) readMoves(ctx context.Context, markets []market) (map[uuid.UUI
 	for id := range moved {
 		orders = append(orders, id)
 	}
-	kept, err := a.tx.Query(ctx, `select order_id, holder, seq, position, amended, price, quantity, filled, at
+	kept, err := a.tx.Query(ctx, `select order_id, holder, seq, position, amended, price, quantity, filled, at, coalesce(priority, 0)
 		from order_terms where order_id = any ($1)`, orders)
 	if err != nil {
 		return nil, fmt.Errorf("audit: reading the orders' terms kept from the pruned feeds (order_terms): %w", err)
 	}
 	for kept.Next() {
 		var t feed.Terms
-		if err := kept.Scan(&t.Order, &t.Holder, &t.Seq, &t.Position, &t.Amended, &t.Price, &t.Quantity, &t.Filled, &t.At); err != nil {
+		if err := kept.Scan(&t.Order, &t.Holder, &t.Seq, &t.Position, &t.Amended, &t.Price, &t.Quantity, &t.Filled, &t.At, &t.Priority); err != nil {
 			return nil, fmt.Errorf("audit: reading the orders' terms kept from the pruned feeds (order_terms): %w", err)
 		}
 		h := moved[t.Order]
@@ -272,10 +274,12 @@ func (a *auditor) readMoves(ctx context.Context, markets []market) (map[uuid.UUI
 }
 
 // replay lays an order's terms events out in the order of its feed (by its batches' positions,
-// then by number; an event both kept and copied counted once) into its history.
+// then by number; an event both kept and copied counted once, the copy that tells a move's number
+// if one does: a sweeper of the release before copies none) into its history.
 func (h *history) replay() {
 	slices.SortFunc(h.events, func(x, y feed.Terms) int {
-		return cmp.Or(cmp.Compare(x.Position, y.Position), cmp.Compare(x.Holder, y.Holder), cmp.Compare(x.Seq, y.Seq))
+		return cmp.Or(cmp.Compare(x.Position, y.Position), cmp.Compare(x.Holder, y.Holder), cmp.Compare(x.Seq, y.Seq),
+			cmp.Compare(y.Priority, x.Priority))
 	})
 	h.events = slices.CompactFunc(h.events, func(x, y feed.Terms) bool { return x.Holder == y.Holder && x.Seq == y.Seq })
 	for _, e := range h.events {
@@ -283,7 +287,7 @@ func (h *history) replay() {
 			h.accepted, h.price, h.quantity = true, e.Price, e.Quantity
 			continue
 		}
-		h.amends = append(h.amends, amend{price: e.Price, quantity: e.Quantity, filled: e.Filled, at: e.At})
+		h.amends = append(h.amends, amend{price: e.Price, quantity: e.Quantity, filled: e.Filled, at: e.At, priority: e.Priority})
 	}
 	h.events = nil
 }

@@ -31,6 +31,7 @@ type op struct {
 	remaining int64
 	filled    int64     // the order's filled quantity when the command ran, per the log
 	at        time.Time // the batch's time
+	priority  int64     // a move's number of the order sequence, as its event tells it; 0: not told
 }
 
 // step is a number of a market's order sequence: the placement of the order of that seq, or an
@@ -148,9 +149,17 @@ func (r *replay) plan(moves map[uuid.UUID]*history) ([]step, string) {
 				before := engine.OrderState{Order: engine.Order{Side: o.side, Price: price, Quantity: quantity}, Filled: am.filled}
 				if !before.AmendKeepsPriority(am.price, am.quantity-am.filled) { // the engine's rule
 					kind, lastMove = opMove, len(ops)
+				} else if am.priority != 0 {
+					r.a.differ("numbering", r.m.id, fmt.Sprintf("orders row (market_id, seq) = (%s, %d) and its account's feed (account_events, or order_terms once pruned)%s", r.m.id, o.seq, r.lookTerms(o.seq)),
+						"order %s (seq %d) took number %d of the order sequence when amended to %d at %d, per its account's feed, but the engine's rule keeps its place on that amend",
+						o.id, o.seq, am.priority, am.quantity, am.price)
 				}
-				ops = append(ops, op{kind: kind, price: am.price, remaining: am.quantity - am.filled, filled: am.filled, at: am.at})
+				ops = append(ops, op{kind: kind, price: am.price, remaining: am.quantity - am.filled, filled: am.filled, at: am.at, priority: am.priority})
 				price, quantity = am.price, am.quantity
+			}
+			if lastMove >= 0 && ops[lastMove].priority != 0 && ops[lastMove].priority != o.priority {
+				r.a.differ("numbering", r.m.id, fmt.Sprintf("orders row (market_id, seq) = (%s, %d) and its account's feed (account_events, or order_terms once pruned)%s", r.m.id, o.seq, r.lookTerms(o.seq)),
+					"order %s (seq %d) has priority %d, but its last move took number %d of the order sequence, per its account's feed", o.id, o.seq, o.priority, ops[lastMove].priority)
 			}
 			if lastMove < 0 {
 				r.a.differ("numbering", r.m.id, fmt.Sprintf("orders row (market_id, seq) = (%s, %d)", r.m.id, o.seq),
@@ -182,8 +191,31 @@ func (r *replay) plan(moves map[uuid.UUID]*history) ([]step, string) {
 		}
 	}
 	// The numbers an order's earlier moves took were overwritten by its later ones: they are the
-	// numbers no order holds, taken in time order.
-	slices.SortStableFunc(overwritten, func(x, y early) int {
+	// numbers no order holds. A move whose event tells its number (feed.Terms.Priority) takes it.
+	var guessed []early
+	for _, e := range overwritten {
+		p := &r.queue[e.o][e.i]
+		if p.priority == 0 {
+			guessed = append(guessed, e)
+			continue
+		}
+		look := fmt.Sprintf("orders row (market_id, seq) = (%s, %d) and its account's feed (account_events, or order_terms once pruned)%s", r.m.id, e.o.seq, r.lookTerms(e.o.seq))
+		if p.priority < 1 || p.priority > int64(len(steps)) {
+			r.a.differ("numbering", r.m.id, look, "order %s (seq %d) took number %d of the order sequence when amended to %d at %d, per its account's feed, but the market's orders end at number %d",
+				e.o.id, e.o.seq, p.priority, p.remaining+p.filled, p.price, len(steps))
+		} else if held := steps[p.priority-1].order; held != nil {
+			r.a.differ("numbering", r.m.id, look, "order %s (seq %d) took number %d of the order sequence when amended to %d at %d, per its account's feed, but order seq %d holds it",
+				e.o.id, e.o.seq, p.priority, p.remaining+p.filled, p.price, held.seq)
+		} else {
+			steps[p.priority-1] = step{order: e.o, move: true, at: p.at}
+			continue
+		}
+		guessed = append(guessed, e) // replayed at a free number, as one not told
+	}
+	// The others, in feeds written before the shards told a move's number, take the numbers left
+	// in time order, ties (the moves of one batch) broken by the order's seq: a guess, which
+	// can be wrong where a placement of the batch came between two of its moves.
+	slices.SortStableFunc(guessed, func(x, y early) int {
 		return cmp.Or(r.queue[x.o][x.i].at.Compare(r.queue[y.o][y.i].at), cmp.Compare(x.o.seq, y.o.seq))
 	})
 	k := 0
@@ -191,8 +223,8 @@ func (r *replay) plan(moves map[uuid.UUID]*history) ([]step, string) {
 		if steps[n].order != nil {
 			continue
 		}
-		if k < len(overwritten) {
-			e := overwritten[k]
+		if k < len(guessed) {
+			e := guessed[k]
 			steps[n] = step{order: e.o, move: true, at: r.queue[e.o][e.i].at}
 			k++
 			continue
@@ -200,9 +232,9 @@ func (r *replay) plan(moves map[uuid.UUID]*history) ([]step, string) {
 		r.a.differ("numbering", r.m.id, fmt.Sprintf("the orders of market %s around seq %d, and the accounts' feeds (account_events) of its traders", r.m.id, n+1),
 			"no order holds number %d of the order sequence and no amend took it: an acknowledged order may be missing", n+1)
 	}
-	if k < len(overwritten) {
+	if k < len(guessed) {
 		r.a.differ("numbering", r.m.id, "the orders' priority and the accounts' feeds (account_events)",
-			"the accounts' feeds hold %d amends that moved orders more than once, but only %d numbers of the order sequence are free for them", len(overwritten), k)
+			"the accounts' feeds hold %d amends that moved orders more than once without telling the number they took, but only %d numbers of the order sequence are free for them", len(guessed), k)
 	}
 	return steps, ""
 }

@@ -54,10 +54,40 @@ type AccountEvent struct {
 	FilledQuantity int64     `json:"filledQuantity,omitempty"`
 	Status         string    `json:"status,omitempty"`
 	At             time.Time `json:"at"` // when the change committed (the batch's time)
+	// Priority, on an "amended" event of an amend that moved its order to the back of its price
+	// (engine.OrderState.AmendKeepsPriority false): the number of its market's order sequence the
+	// move took, its place in time, as orders.priority keeps its last move's. Kept in the stored
+	// batch (EncodeAccount, as "priority"), for pmx audit to replay every move at its number
+	// (TermsOf); never sent to a client: DecodeAccount leaves it 0, and the API's JSON has no
+	// such field.
+	Priority int64 `json:"-"`
 }
 
-// EncodeAccount writes an account's events, without their numbers, as a JSON array.
-func EncodeAccount(events []AccountEvent) ([]byte, error) { return json.Marshal(events) }
+// keptEvent is an AccountEvent as a batch keeps it when it holds a move's number.
+type keptEvent struct {
+	*AccountEvent
+	Priority int64 `json:"priority,omitempty"`
+}
+
+// EncodeAccount writes an account's events, without their numbers, as a JSON array: each as
+// the API's JSON has it, and an amend's move with its number as "priority" (AccountEvent.Priority).
+func EncodeAccount(events []AccountEvent) ([]byte, error) {
+	moved := false
+	for i := range events {
+		if events[i].Priority != 0 {
+			moved = true
+			break
+		}
+	}
+	if !moved { // most batches: no wrapping
+		return json.Marshal(events)
+	}
+	kept := make([]keptEvent, len(events))
+	for i := range events {
+		kept[i] = keptEvent{&events[i], events[i].Priority}
+	}
+	return json.Marshal(kept)
+}
 
 // DecodeAccount reads the events of an account's batch and numbers them first to last in the
 // stream of holder.

@@ -1,9 +1,14 @@
 package feed
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pmx-dev/pmx/internal/apijson"
 )
 
 // TestEncode pins the events' JSON, as the API shows it, and checks it reads back as it was and
@@ -62,5 +67,48 @@ func TestAccountEncoding(t *testing.T) {
 	}
 	if _, err := DecodeAccount(raw, "", 41, 43); err == nil {
 		t.Error("two events numbered 41 to 43 were accepted")
+	}
+}
+
+// TestMoveNumberKept checks that an amend's move number (AccountEvent.Priority) is kept in the
+// stored batch, read by TermsOf, and never in what a client gets: DecodeAccount leaves it out, and
+// the events encode for the API as before.
+func TestMoveNumberKept(t *testing.T) {
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	id := uuid.MustParse("00000000-0000-0000-0000-000000000001")
+	events := []AccountEvent{
+		{Type: AccountAmended, Order: &apijson.Order{ID: id, Price: 40, Quantity: 10}, At: at, Priority: 17},
+		{Type: AccountAmended, Order: &apijson.Order{ID: id, Price: 40, Quantity: 8}, At: at}, // in place
+	}
+	raw, err := EncodeAccount(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(raw, []byte(`"at":"2030-01-02T03:04:05Z","priority":17}`)) || bytes.Count(raw, []byte(`"priority"`)) != 1 {
+		t.Fatalf("kept as %s", raw)
+	}
+	terms, err := TermsOf(raw, "s", 5, 6, 9)
+	if err != nil || len(terms) != 2 || terms[0].Priority != 17 || terms[1].Priority != 0 || terms[0].Price != 40 || terms[1].Quantity != 8 {
+		t.Fatalf("TermsOf: %+v, %v", terms, err)
+	}
+	back, err := DecodeAccount(raw, "s", 5, 6)
+	if err != nil || len(back) != 2 || back[0].Priority != 0 {
+		t.Fatalf("decoded %+v, %v", back, err)
+	}
+	wire, err := json.Marshal(back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(wire, []byte("priority")) {
+		t.Fatalf("a client would get the move's number: %s", wire)
+	}
+	plain, err := EncodeAccount(events[1:])
+	if err != nil || bytes.Contains(plain, []byte("priority")) {
+		t.Fatalf("a batch without a move kept as %s, %v", plain, err)
+	}
+	// A batch written before the number was told reads as 0 (not told).
+	old := bytes.Replace(raw, []byte(`,"priority":17`), nil, 1)
+	if terms, err := TermsOf(old, "s", 5, 6, 9); err != nil || terms[0].Priority != 0 {
+		t.Fatalf("an old batch: %+v, %v", terms, err)
 	}
 }

@@ -20,6 +20,10 @@ type Terms struct {
 	Quantity int64     // its quantity after the event
 	Filled   int64     // how much had filled when the event ran (0 when accepted)
 	At       time.Time // when its batch committed, to the microsecond as Postgres keeps times
+	// Priority: the number of the market's order sequence an amend that moved the order took
+	// (AccountEvent.Priority); 0 for one that kept its place, for the terms accepted, and for
+	// every amend kept before the feeds told it (then the audit deduces the number).
+	Priority int64
 	// Where the event sits: its number in its account's stream of Holder, and its batch's
 	// position (account_events.position), which orders an order's events across streams.
 	Holder   string
@@ -36,7 +40,8 @@ type termsEvent struct {
 		Quantity       int64     `json:"quantity"`
 		FilledQuantity int64     `json:"filledQuantity"`
 	} `json:"order"`
-	At time.Time `json:"at"`
+	At       time.Time `json:"at"`
+	Priority int64     `json:"priority"`
 }
 
 var (
@@ -65,7 +70,7 @@ func TermsOf(raw []byte, holder string, first, last, position int64) ([]Terms, e
 		}
 		out = append(out, Terms{Order: e.Order.ID, Amended: e.Type == AccountAmended, Price: e.Order.Price,
 			Quantity: e.Order.Quantity, Filled: e.Order.FilledQuantity, At: e.At.Truncate(time.Microsecond),
-			Holder: holder, Seq: first + int64(i), Position: position})
+			Priority: e.Priority, Holder: holder, Seq: first + int64(i), Position: position})
 	}
 	return out, nil
 }

@@ -235,18 +235,23 @@ func (s *Shard) amend(c *command, now time.Time) {
 	s.acc.orderState(k, r.Account, res.Order.Filled, res.Order.Status, res.Reason)
 	row := s.acc.row(k, r.Account)
 	row.Price, row.Quantity = price, res.Order.Quantity
+	var moved int64 // the number its move took, if it moved
 	if !st.AmendKeepsPriority(price, remaining) {
 		// Its new place in time is the next number of the order sequence, so that a book rebuilt
 		// from Postgres puts it where this one did: behind every order before, ahead of every after.
 		m.lastOrder++
-		row.Priority = m.lastOrder
+		row.Priority, moved = m.lastOrder, m.lastOrder
 	}
 	var amended *apijson.Order // its state for its account's feed, as amended: before any fill
 	if base, ok := s.restingOrder(m, id); ok {
 		o := *base
 		o.Price, o.Quantity, o.FilledQuantity, o.Status, o.UpdatedAt = price, res.Order.Quantity, st.Filled, st.Status.String(), now
 		amended = &o
-		s.orderEvent(r.Account, feed.AccountAmended, o)
+		// The move's number goes with the event, as its batch keeps it (never to a client): the
+		// row keeps only an order's last, and pmx audit replays each move at its own
+		// (feed.AccountEvent.Priority).
+		event := o // a copy: settle changes amended
+		s.accountEvent(r.Account, feed.AccountEvent{Type: feed.AccountAmended, Order: &event, Priority: moved})
 	}
 	c.placed.Trades = s.settle(m, res, now, make([]records.Trade, 0, len(res.Fills)), amended)
 	if amended != nil {

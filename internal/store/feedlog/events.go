@@ -190,7 +190,7 @@ func (s *Log) pruneAccountEvents(ctx context.Context, cutoff time.Time, limit in
 }
 
 // keepTerms writes into order_terms the terms events of the orders an amend moved or may still
-// move.
+// move, with the number each move took where its event tells it (migration 039).
 func keepTerms(ctx context.Context, tx pgx.Tx, terms []feed.Terms) error {
 	ids := make([]uuid.UUID, 0, len(terms))
 	for i := range terms {
@@ -216,6 +216,7 @@ func keepTerms(ctx context.Context, tx pgx.Tx, terms []feed.Terms) error {
 		order                    []uuid.UUID
 		holder                   []string
 		seq, position, q, filled []int64
+		priority                 []*int64 // null: no number told
 		amended                  []bool
 		price                    []int32
 		at                       []time.Time
@@ -226,11 +227,16 @@ func keepTerms(ctx context.Context, tx pgx.Tx, terms []feed.Terms) error {
 		}
 		cols.order, cols.holder, cols.seq, cols.position = append(cols.order, t.Order), append(cols.holder, t.Holder), append(cols.seq, t.Seq), append(cols.position, t.Position)
 		cols.amended, cols.price, cols.q, cols.filled, cols.at = append(cols.amended, t.Amended), append(cols.price, int32(t.Price)), append(cols.q, t.Quantity), append(cols.filled, t.Filled), append(cols.at, t.At)
+		var priority *int64
+		if t.Priority != 0 {
+			priority = &t.Priority
+		}
+		cols.priority = append(cols.priority, priority)
 	}
-	_, err = tx.Exec(ctx, `insert into order_terms (order_id, holder, seq, position, amended, price, quantity, filled, at)
-		select * from unnest($1::uuid[], $2::text[], $3::bigint[], $4::bigint[], $5::boolean[], $6::smallint[], $7::bigint[], $8::bigint[], $9::timestamptz[])
+	_, err = tx.Exec(ctx, `insert into order_terms (order_id, holder, seq, position, amended, price, quantity, filled, at, priority)
+		select * from unnest($1::uuid[], $2::text[], $3::bigint[], $4::bigint[], $5::boolean[], $6::smallint[], $7::bigint[], $8::bigint[], $9::timestamptz[], $10::bigint[])
 		on conflict do nothing`,
-		cols.order, cols.holder, cols.seq, cols.position, cols.amended, cols.price, cols.q, cols.filled, cols.at)
+		cols.order, cols.holder, cols.seq, cols.position, cols.amended, cols.price, cols.q, cols.filled, cols.at, cols.priority)
 	return err
 }
 
