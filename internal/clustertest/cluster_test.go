@@ -180,7 +180,9 @@ func TestCluster(t *testing.T) {
 	t.Run("Uninstall", func(t *testing.T) { c.testUninstall(t) })
 }
 
-func isShard(name string) bool { return strings.HasPrefix(name, fullname+"-shard-") }
+// isShard says whether a shard's name is a pod's of the chart's StatefulSet (<fullname>-shard-N)
+// or of a ShardPool's (<pool>-shard-N).
+func isShard(name string) bool { return strings.Contains(name, "-shard-") }
 
 // install gives Postgres a volume (the cluster has no StorageClass: a hostPath PersistentVolume,
 // bound in advance to the claim the chart's StatefulSet makes) and installs the chart with the
