@@ -158,6 +158,8 @@ resolution: CANCELED`, ""},
 	{"question of 500 characters", "category: c\nquestion: " + strings.Repeat("é", 500), ""},
 	{"resolution YES", validSpec + "resolution: \"YES\"", ""},
 	{"resolution NO", validSpec + "resolution: \"NO\"", ""},
+	{"a pool, dedicated", validSpec + "shardPool: hot\nplacement: Dedicated", ""},
+	{"shared", validSpec + "placement: Shared", ""},
 
 	{"no question", "category: weather", "spec.question"},
 	{"empty question", "category: weather\nquestion: \"\"", "spec.question"},
@@ -180,6 +182,9 @@ resolution: CANCELED`, ""},
 	{"unquoted Yes label, a YAML boolean", validSpec + "labelA: Yes", "spec.labelA"},
 	{"unquoted no category, a YAML boolean", "question: Will it?\ncategory: no", "spec.category"},
 	{"closed as a string", validSpec + `closed: "true"`, "spec.closed"},
+	{"a pool that is no DNS label", validSpec + "shardPool: Hot_Pool", "spec.shardPool"},
+	{"a pool name too long", validSpec + "shardPool: " + strings.Repeat("p", 47), "spec.shardPool"},
+	{"an unknown placement", validSpec + "placement: alone", "spec.placement"},
 	{"malformed closesAt", validSpec + "closesAt: next tuesday", "spec.closesAt"},
 	{"times at the bounds", validSpec + "closesAt: \"1970-01-01T00:00:00Z\"\nresolvesAt: \"9999-12-31T23:59:59.999999999Z\"", ""},
 	{"resolvesAt at the end of year 9999 by its offset", validSpec + `resolvesAt: "9999-12-31T23:59:59+00:01"`, ""},
@@ -323,7 +328,7 @@ func TestCRDNamesAndColumns(t *testing.T) {
 	}
 	props := v.Schema.OpenAPIV3Schema.Properties
 	for part, want := range map[string][]string{
-		"spec":   {"category", "closed", "closesAt", "description", "fees", "labelA", "labelB", "paused", "question", "resolution", "resolvesAt", "url"},
+		"spec":   {"category", "closed", "closesAt", "description", "fees", "labelA", "labelB", "paused", "placement", "question", "resolution", "resolvesAt", "shardPool", "url"},
 		"status": {"conditions", "epoch", "lastTradePrice", "marketId", "observedGeneration", "phase", "shard"},
 	} {
 		got := slices.Sorted(maps.Keys(props[part].Properties))

@@ -187,7 +187,7 @@ func TestEventCRDNamesAndColumns(t *testing.T) {
 	}
 	props := v.Schema.OpenAPIV3Schema.Properties
 	for part, want := range map[string][]string{
-		"spec":   {"category", "closed", "closesAt", "description", "fees", "outcomes", "paused", "question", "resolution", "resolvesAt", "url"},
+		"spec":   {"category", "closed", "closesAt", "description", "fees", "outcomes", "paused", "placement", "question", "resolution", "resolvesAt", "shardPool", "url"},
 		"status": {"conditions", "eventId", "leader", "leaderPrice", "observedGeneration", "outcomes", "phase", "shard"},
 	} {
 		if got := slices.Sorted(maps.Keys(props[part].Properties)); !slices.Equal(got, want) {

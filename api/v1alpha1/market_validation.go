@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -26,7 +27,11 @@ const (
 	maxCategory    = 100
 	maxURL         = 2048
 	maxLabel       = 50
+	maxShardPool   = 46
 )
+
+// shardPoolName is the pattern of spec.shardPool, the CRD's (and a ShardPool's metadata.name's).
+var shardPoolName = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
 
 // Default sets what the CRD defaults when a field is absent: labelA "Yes" and labelB "No". A typed
 // Market cannot tell an absent label from an empty one, so both are defaulted here.
@@ -102,6 +107,14 @@ func (m *Market) problems() []error {
 	}
 	if f := s.Fees; f != nil {
 		errs = append(errs, f.problems("spec.fees")...)
+	}
+	if s.ShardPool != "" && (len(s.ShardPool) > maxShardPool || !shardPoolName.MatchString(s.ShardPool)) {
+		add("spec.shardPool", "%q: must name a ShardPool: at most %d lower-case letters, digits and '-', starting with a letter and ending with a letter or digit", s.ShardPool, maxShardPool)
+	}
+	switch s.Placement {
+	case "", PlacementShared, PlacementDedicated:
+	default:
+		add("spec.placement", "%q: must be %s or %s", s.Placement, PlacementShared, PlacementDedicated)
 	}
 	// The CRD's rule on each time (XValidation on ClosesAt and ResolvesAt) says the same bound.
 	for _, t := range []struct {

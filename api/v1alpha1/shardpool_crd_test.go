@@ -47,6 +47,10 @@ terminationGracePeriodSeconds: 60
 podMetadata: {labels: {team: markets}, annotations: {checksum/config: abc}}
 podDisruptionBudget: {maxUnavailable: 25%}`, ""},
 		{"zero replicas", "default", "replicas: 0", ""},
+		{"dedicated shards", "hot", "replicas: 0\nmaxDedicatedShards: 2", ""},
+		{"negative dedicated shards", "hot", "maxDedicatedShards: -1", "spec.maxDedicatedShards"},
+		{"args set the pool", "default", "args: [--pool=hot]", "args cannot set"},
+		{"env sets the pool", "default", "env: [{name: PMX_SHARD_POOL, value: hot}]", "env cannot set"},
 		{"minAvailable", "default", "podDisruptionBudget: {minAvailable: 2}", ""},
 
 		{"negative replicas", "default", "replicas: -1", "spec.replicas"},
@@ -105,7 +109,7 @@ func TestShardPoolCRDNames(t *testing.T) {
 		t.Errorf("subresources %+v: want status, and scale on .spec.replicas, .status.replicas and .status.selector", v.Subresources)
 	}
 	props := v.Schema.OpenAPIV3Schema.Properties
-	want := []string{"conditions", "drainingShards", "liveShards", "markets", "observedGeneration", "ordersPerSecond", "readyReplicas", "replicas", "selector", "statefulSet"}
+	want := []string{"conditions", "dedicatedShards", "drainingShards", "liveShards", "markets", "observedGeneration", "ordersPerSecond", "readyReplicas", "replicas", "selector", "statefulSet"}
 	if got := slices.Sorted(maps.Keys(props["status"].Properties)); !slices.Equal(got, want) {
 		t.Errorf("status fields %v, want %v", got, want)
 	}
