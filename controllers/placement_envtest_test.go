@@ -64,6 +64,7 @@ func TestDedicated(t *testing.T) {
 	w.statefulSet("hot", "it has 2 replicas", func(s *appsv1.StatefulSet) bool { return ptr.Deref(s.Spec.Replicas, 0) == 2 })
 	w.podsReady("hot", 2)
 	w.addShardIn("hot-shard-1", "hot")
+	w.waitLive("hot-shard-0", "hot-shard-1", "shard-a", "shard-b")
 	w.eventuallyPool(hot, "one dedicated shard, status.replicas 1", func(p *pmxv1.ShardPool) bool {
 		return p.Status.DedicatedShards == 1 && p.Status.Replicas == 1
 	})
