@@ -49,6 +49,8 @@ func TestChartOnAPIServer(t *testing.T) {
 			{"default values", "pmx", "exchange", nil},
 			{"values-production.yaml", "ex", "trading", []string{"-f", valuesFile("values-production.yaml")}},
 			{"values-external-url.yaml", "exchange", "markets", []string{"-f", valuesFile("values-external-url.yaml")}},
+			{"a shard pool", "pmx", "pools", []string{"--set", "shardPool.enabled=true", "--set", "shardPool.maxDedicatedShards=2",
+				"--set", "serviceMonitor.enabled=true", "--set", "shard.podLabels.team=markets"}},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {

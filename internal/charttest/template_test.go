@@ -23,8 +23,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/k8stest"
 )
 
@@ -841,4 +843,38 @@ func markerRules(t *testing.T) (rules, inNamespace map[rbacRule]bool) {
 		t.Fatal("no +kubebuilder:rbac markers in controllers/")
 	}
 	return rules, inNamespace
+}
+
+// TestTemplateShardPool checks shardPool.enabled: the shards become a ShardPool of the shard
+// values, which the operator runs, and the chart renders none of its own shard objects (the
+// StatefulSet, its Services, its budget, its ServiceMonitor).
+func TestTemplateShardPool(t *testing.T) {
+	t.Parallel()
+	r := renderChart(t, "pmx", "exchange", "--set", "shardPool.enabled=true", "--set", "shardPool.maxDedicatedShards=2",
+		"--set", "shard.replicas=3", "--set", "shard.extraArgs={--max-open-orders=50}", "--set", "shard.podLabels.team=markets",
+		"--set", "shard.nodeSelector.pool=matching", "--set", "serviceMonitor.enabled=true")
+	pool := decode[pmxv1.ShardPool](t, r, "ShardPool", "default")
+	spec := pool.Spec
+	if pool.Namespace != "exchange" || ptr.Deref(spec.Replicas, 0) != 3 || spec.MaxDedicatedShards != 2 || spec.Image != "pmx:dev" ||
+		spec.DatabaseURL.Name != "pmx-postgres" || spec.DatabaseURL.Key != "database-url" ||
+		spec.InternalToken.Name != "pmx-tokens" || spec.InternalToken.Key != "internal-token" ||
+		!slices.Equal(spec.Args, []string{"--log-level=info", "--max-open-orders=50"}) ||
+		spec.NodeSelector["pool"] != "matching" || spec.PodMetadata == nil || spec.PodMetadata.Labels["team"] != "markets" ||
+		spec.PodDisruptionBudget == nil || spec.PodDisruptionBudget.MaxUnavailable == nil || spec.PodDisruptionBudget.MaxUnavailable.IntVal != 1 ||
+		ptr.Deref(spec.TerminationGracePeriodSeconds, 0) != 30 || spec.Resources.Requests.Cpu().String() != "250m" ||
+		spec.SecurityContext == nil || !ptr.Deref(spec.SecurityContext.ReadOnlyRootFilesystem, false) {
+		t.Errorf("ShardPool %s/%s: %+v", pool.Namespace, pool.Name, spec)
+	}
+	for _, obj := range []struct{ kind, name string }{{"StatefulSet", "pmx-shard"}, {"Service", "pmx-shard"}, {"Service", "pmx-shard-metrics"},
+		{"PodDisruptionBudget", "pmx-shard"}, {"ServiceMonitor", "pmx-shard"}} {
+		if r.find(obj.kind, obj.name) != nil {
+			t.Errorf("%s %s rendered with shardPool.enabled", obj.kind, obj.name)
+		}
+	}
+	if r.find("ServiceMonitor", "pmx-shard-pools") == nil {
+		t.Error("no ServiceMonitor for the pool's shards")
+	}
+	if n := len(renderChart(t, "pmx", "exchange").ofKind("ShardPool")); n != 0 {
+		t.Errorf("the default values render %d ShardPools", n)
+	}
 }

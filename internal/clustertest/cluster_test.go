@@ -113,7 +113,8 @@ func (c *cluster) helmRun(t testing.TB, args ...string) string {
 // kubectl patch; the node's pmx pods drained through the
 // Eviction API under load, within their disruption budgets; the shard StatefulSet scaled under
 // load; two ShardPools, a dedicated market of one trading while the other scales through its
-// scale subresource; a rolling upgrade under load; a
+// scale subresource; the shards moved under the operator's pool and back with helm upgrade under
+// load; a rolling upgrade under load; a
 // resolution patched with kubectl; and an uninstall that leaves only what the chart keeps on
 // purpose.
 func TestCluster(t *testing.T) {
@@ -176,6 +177,7 @@ func TestCluster(t *testing.T) {
 	t.Run("Drain", func(t *testing.T) { c.testDrain(t, target(api), "pmx:dev") })
 	t.Run("Scale", func(t *testing.T) { c.testScale(t, target(api)) })
 	t.Run("Pools", func(t *testing.T) { c.testPools(t, target(api)) })
+	t.Run("PoolUpgrade", func(t *testing.T) { c.testPoolUpgrade(t, target(api)) })
 	t.Run("RollingUpgrade", func(t *testing.T) { c.testUpgrade(t, target(api)) })
 	t.Run("Uninstall", func(t *testing.T) { c.testUninstall(t) })
 }
