@@ -1,11 +1,13 @@
 package operator
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -15,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/pmx-dev/pmx/internal/k8stest"
+	"github.com/pmx-dev/pmx/internal/poll"
 )
 
 // TestPoolAccess asks a real API server whether an operator's service account may manage
@@ -64,8 +67,15 @@ func TestPoolAccess(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if denied, err := poolAccess(ctx, operator, ns); err != nil || len(denied) != 0 {
-		t.Errorf("with config/rbac's Role: denied %v (%v), want none", denied, err)
+	// The API server's authorizer learns of the Role and its binding from its informers, a moment
+	// after they are stored: ask until it answers for them.
+	var denied2 []string
+	if err := poll.Until(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		var err error
+		denied2, err = poolAccess(ctx, operator, ns)
+		return err == nil && len(denied2) == 0, err
+	}); err != nil {
+		t.Errorf("with config/rbac's Role: denied %v (%v), want none", denied2, err)
 	}
 	if denied, err := poolAccess(ctx, operator, "elsewhere"); err != nil || !slices.Contains(denied, "list statefulsets") {
 		t.Errorf("in another namespace: denied %v (%v), want list statefulsets among them", denied, err)
