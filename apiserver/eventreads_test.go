@@ -76,7 +76,7 @@ func TestEventReadCostIsFlat(t *testing.T) {
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	if _, err := st.Register(ctx, "shard-1", strings.TrimPrefix(srv.URL, "http://")); err != nil {
+	if _, err := st.Register(ctx, "shard-1", strings.TrimPrefix(srv.URL, "http://"), ""); err != nil {
 		t.Fatal(err)
 	}
 	s := &Server{cfg: Config{Store: front, Exchange: &shardclient.Router{Store: front, Token: "internal-token"}}}

@@ -258,7 +258,7 @@ func newCancelBench(t *testing.T, distributed bool) *cancelBench {
 	if distributed {
 		srv := httptest.NewServer(shardserver.Server{Shard: b.shard, Store: b.store, Token: "internal-token", Logger: log}.Handler())
 		t.Cleanup(srv.Close)
-		if _, err := b.store.Register(ctx, b.name, strings.TrimPrefix(srv.URL, "http://")); err != nil {
+		if _, err := b.store.Register(ctx, b.name, strings.TrimPrefix(srv.URL, "http://"), ""); err != nil {
 			t.Fatal(err)
 		}
 		exchange = &shardclient.Router{Store: b.store, Token: "internal-token"}

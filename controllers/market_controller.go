@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -121,26 +122,22 @@ type observation struct {
 type placedAt struct {
 	shard, shardPool string // its owner and the owner's pool
 	pool             string // the market's pool
-	dedicated        bool   // the market asked for a shard of its own
 	alone            bool   // no other market's unit is on its shard
-	free             string // with dedicated and not alone: a free shard of its pool, if one is live
+	free             string // dedicated and not alone: a free shard of its pool, if one is live
 }
 
 // placed notes in obs where the market of unit u is served: on owner, among live.
 func (obs *observation) placed(live []bookkeeping.Shard, owner string, u placement.Unit) {
-	for _, s := range live {
-		if s.Name != owner {
-			continue
-		}
-		at := &placedAt{shard: owner, shardPool: placement.Pool(s.Pool), pool: placement.Pool(u.Pool),
-			dedicated: u.Dedicated, alone: placement.Alone(s)}
-		if u.Dedicated && !at.alone {
-			if i, fits := placement.Choose(live, u); fits && live[i].Name != owner {
-				at.free = live[i].Name
-			}
-		}
-		obs.at = at
+	i := slices.IndexFunc(live, func(s bookkeeping.Shard) bool { return s.Name == owner })
+	if i < 0 {
 		return
+	}
+	s := live[i]
+	obs.at = &placedAt{shard: owner, shardPool: placement.Pool(s.Pool), pool: placement.Pool(u.Pool), alone: placement.Alone(s)}
+	if u.Dedicated && !obs.at.alone {
+		if to, fits := elsewhere(live, i, u); fits {
+			obs.at.free = to
+		}
 	}
 }
 

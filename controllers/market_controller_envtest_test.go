@@ -187,7 +187,7 @@ func (w *world) beat(name string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		incarnation, err := w.st.RegisterIn(ctx, name, addr, w.poolOf[name])
+		incarnation, err := w.st.Register(ctx, name, addr, w.poolOf[name])
 		if err != nil {
 			w.t.Errorf("registration: %v", err)
 			return

@@ -22,7 +22,7 @@ func TestScheduleLostShard(t *testing.T) {
 	now := time.Now()
 
 	// "dead" sent its last heartbeat longer ago than the TTL.
-	if _, err := st.Register(ctx, "dead", "dead:1"); err != nil {
+	if _, err := st.Register(ctx, "dead", "dead:1", ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.Pool.Exec(ctx, `update shards set heartbeat_at = now() - interval '1 hour' where name = 'dead'`); err != nil {
@@ -53,7 +53,7 @@ func TestScheduleLostShard(t *testing.T) {
 			}
 		}
 		if tt.live { // the last case, so that "alive" is not live in the others
-			if _, err := st.Register(ctx, "alive", "alive:1"); err != nil {
+			if _, err := st.Register(ctx, "alive", "alive:1", ""); err != nil {
 				t.Fatal(err)
 			}
 		}

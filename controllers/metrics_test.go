@@ -31,7 +31,7 @@ func TestHealthCollector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Register(ctx, "s1", "s1:1"); err != nil {
+	if _, err := st.Register(ctx, "s1", "s1:1", ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.Assign(ctx, row.ID, "s1"); err != nil {
@@ -67,7 +67,7 @@ pmx_operator_shard_markets{shard="s1"} 1
 	}
 
 	// A live shard of the hot pool reporting its load: the pools' figures sum their live shards.
-	if _, err := st.RegisterIn(ctx, "h1", "h1:1", "hot"); err != nil {
+	if _, err := st.Register(ctx, "h1", "h1:1", "hot"); err != nil {
 		t.Fatal(err)
 	}
 	inc, err := st.Incarnation(ctx, "h1")

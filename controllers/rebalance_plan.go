@@ -300,14 +300,24 @@ func planPlacement(in rebalanceInput, live []bookkeeping.Shard, p RebalancePolic
 		default:
 			continue
 		}
-		others := slices.Delete(slices.Clone(live), at, at+1)
-		i, fits := placement.Choose(others, u.place)
-		if i < 0 || !fits && !anywhere {
+		to, fits := elsewhere(live, at, u.place)
+		if to == "" || !fits && !anywhere {
 			continue
 		}
-		return rebalanceMove{unit: u, from: s.Name, to: others[i].Name, kind: "placement", reason: why}, true
+		return rebalanceMove{unit: u, from: s.Name, to: to, kind: "placement", reason: why}, true
 	}
 	return mv, false
+}
+
+// elsewhere is the shard placement.Choose gives unit u among the live shards but live[at], its
+// own, and whether it fits there ("" for none).
+func elsewhere(live []bookkeeping.Shard, at int, u placement.Unit) (string, bool) {
+	others := slices.Delete(slices.Clone(live), at, at+1)
+	i, fits := placement.Choose(others, u)
+	if i < 0 {
+		return "", false
+	}
+	return others[i].Name, fits
 }
 
 // planSpread decides the next move to spread the units within each pool (planRebalance, pool by
@@ -316,26 +326,27 @@ func planPlacement(in rebalanceInput, live []bookkeeping.Shard, p RebalancePolic
 // waits while one of its dedicated units shares a shard and a free one is live.
 func planSpread(in rebalanceInput, live []bookkeeping.Shard, p RebalancePolicy) (mv rebalanceMove, ok, balanced bool) {
 	poolOf := map[string]string{} // the shared shards, by name
+	pools := map[string]bool{}
 	for _, s := range live {
 		if s.DedicatedTo == "" {
 			poolOf[s.Name] = placement.Pool(s.Pool)
+			pools[placement.Pool(s.Pool)] = true
 		}
 	}
-	pools := slices.Sorted(maps.Keys(set(slices.Collect(maps.Values(poolOf)))))
 	// A pool with a dedicated unit that shares its shard while a free one is live keeps that shard
 	// free for it (planPlacement moves it once its cooldown is over) rather than spread onto it.
 	waits := map[string]bool{}
 	for _, u := range in.units {
-		if at := slices.IndexFunc(live, func(s bookkeeping.Shard) bool { return s.Name == u.shard }); u.place.Dedicated && at >= 0 &&
-			!placement.Alone(live[at]) {
-			others := slices.Delete(slices.Clone(live), at, at+1)
-			if _, fits := placement.Choose(others, u.place); fits {
-				waits[placement.Pool(u.place.Pool)] = true
-			}
+		at := slices.IndexFunc(live, func(s bookkeeping.Shard) bool { return s.Name == u.shard })
+		if !u.place.Dedicated || at < 0 || placement.Alone(live[at]) {
+			continue
+		}
+		if _, fits := elsewhere(live, at, u.place); fits {
+			waits[placement.Pool(u.place.Pool)] = true
 		}
 	}
 	balanced = true
-	for _, pool := range pools {
+	for _, pool := range slices.Sorted(maps.Keys(pools)) {
 		if waits[pool] {
 			balanced = false
 			continue
@@ -359,13 +370,4 @@ func planSpread(in rebalanceInput, live []bookkeeping.Shard, p RebalancePolicy) 
 		}
 	}
 	return mv, ok, balanced
-}
-
-// set is the set of xs.
-func set[T comparable](xs []T) map[T]struct{} {
-	out := make(map[T]struct{}, len(xs))
-	for _, x := range xs {
-		out[x] = struct{}{}
-	}
-	return out
 }

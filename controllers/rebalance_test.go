@@ -98,7 +98,7 @@ func TestRebalanceWaitsForDraining(t *testing.T) {
 	ctx := context.Background()
 	st := storetest.New(t)
 	for _, name := range []string{"a", "b"} {
-		if _, err := st.Register(ctx, name, name+":1"); err != nil {
+		if _, err := st.Register(ctx, name, name+":1", ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -127,7 +127,7 @@ func TestRebalanceWaitsForDraining(t *testing.T) {
 	if len(moves) != 0 {
 		t.Fatalf("moved %v while b drains", moves)
 	}
-	if _, err := st.Register(ctx, "b", "b:2"); err != nil { // b's pod back: it takes markets again
+	if _, err := st.Register(ctx, "b", "b:2", ""); err != nil { // b's pod back: it takes markets again
 		t.Fatal(err)
 	}
 	if err := b.pass(ctx); err != nil {

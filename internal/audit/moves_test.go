@@ -17,7 +17,6 @@ import (
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/audit"
 	"github.com/pmx-dev/pmx/internal/exchange"
-	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/shard"
 	"github.com/pmx-dev/pmx/internal/store"
 	"github.com/pmx-dev/pmx/internal/storetest"
@@ -106,15 +105,7 @@ type move struct {
 // a goroutine within 200 ms can reorder them; the test then sets the scene again.
 func movesInOneBatch(t *testing.T, ctx context.Context) (st *store.Store, m uuid.UUID, p, r, q int64, moves []move, ok bool) {
 	t.Helper()
-	url := pgtest.NewDatabase(t, pgtest.Shared(t))
-	st, err := store.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if _, _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st = storetest.New(t)
 	s := shard.New(shard.Config{Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	t.Cleanup(s.Stop)
 	m = storetest.Market(t, st)

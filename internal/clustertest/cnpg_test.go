@@ -18,7 +18,6 @@ import (
 
 	"github.com/pmx-dev/pmx/internal/apitest"
 	"github.com/pmx-dev/pmx/internal/exchangetest"
-	"github.com/pmx-dev/pmx/internal/history"
 	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/store"
@@ -242,19 +241,8 @@ func (c *cluster) cnpgStore(t *testing.T) *store.Store {
 func (c *cluster) tradeThrough(t *testing.T, tg *exchangetest.Target, name string, act func(t *testing.T, primary string)) {
 	before := c.cnpgHealthy(t, 5*time.Minute, "")
 	markets := []uuid.UUID{tg.NewMarket(t, nil).ID, tg.NewMarket(t, nil).ID, tg.NewMarket(t, nil).ID}
-	bots := make([]*exchangetest.Client, 8)
-	for i := range bots {
-		bots[i] = tg.NewAccount(t, name)
-	}
-	rec := &history.Recorder{} // every placement and its answer, judged against the log at the end
-	load := exchangetest.StartRecordedLoad(bots, markets, rec)
-	stopped := false
-	defer func() {
-		if !stopped {
-			load.Stop()
-		}
-	}()
-	poll.Wait(t, time.Minute, "200 acknowledged orders", func() bool { return load.Acked() >= 200 })
+	load, rec, bots := startLoad(t, tg, name, markets)
+	defer load.Stop()
 
 	began := time.Now()
 	act(t, before.CurrentPrimary)
@@ -271,7 +259,6 @@ func (c *cluster) tradeThrough(t *testing.T, tg *exchangetest.Target, name strin
 	acked := load.Acked()
 	poll.Wait(t, time.Minute, "100 more acknowledged orders", func() bool { return load.Acked() >= acked+100 })
 	load.Stop()
-	stopped = true
 	// The first order sent after act may still reach the old primary before it stops: the outage
 	// is the longest stretch from act until the Cluster was healthy again in which no order that
 	// was acknowledged had been sent.

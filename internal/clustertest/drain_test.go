@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/pmx-dev/pmx/internal/exchangetest"
-	"github.com/pmx-dev/pmx/internal/history"
 	"github.com/pmx-dev/pmx/internal/poll"
 )
 
@@ -32,19 +31,8 @@ var budgeted = []string{"api", "shard"}
 // Postgres is left alone: the drain is of pmx's own pods.
 func (c *cluster) testDrain(t *testing.T, tg *exchangetest.Target, image string) {
 	markets := []uuid.UUID{tg.NewMarket(t, nil).ID, tg.NewMarket(t, nil).ID, tg.NewMarket(t, nil).ID}
-	bots := make([]*exchangetest.Client, 8)
-	for i := range bots {
-		bots[i] = tg.NewAccount(t, "drain")
-	}
-	rec := &history.Recorder{} // every placement and its answer, judged against the log at the end
-	load := exchangetest.StartRecordedLoad(bots, markets, rec)
-	stopped := false
-	defer func() {
-		if !stopped {
-			load.Stop()
-		}
-	}()
-	poll.Wait(t, time.Minute, "200 acknowledged orders", func() bool { return load.Acked() >= 200 })
+	load, rec, bots := startLoad(t, tg, "drain", markets)
+	defer load.Stop()
 
 	var drained []pod
 	for _, p := range c.pods(t) {
@@ -75,7 +63,6 @@ func (c *cluster) testDrain(t *testing.T, tg *exchangetest.Target, image string)
 		return load.Sent(ended, time.Now().Add(time.Hour)) > 0
 	})
 	load.Stop()
-	stopped = true
 	during := load.Sent(began, ended)
 	t.Logf("drained %d pmx pods under load in %v; the budgets refused %v; %d orders sent meanwhile were acknowledged, %d in all",
 		len(drained), ended.Sub(began).Round(time.Second), refused, during, load.Acked())

@@ -11,7 +11,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/internal/exchangetest"
-	"github.com/pmx-dev/pmx/internal/history"
 	"github.com/pmx-dev/pmx/internal/poll"
 )
 
@@ -88,21 +87,8 @@ func (c *cluster) testPools(t *testing.T, tg *exchangetest.Target) {
 	for range 8 {
 		markets = append(markets, tg.NewMarket(t, nil).ID)
 	}
-	bots := make([]*exchangetest.Client, 8)
-	for i := range bots {
-		bots[i] = tg.NewAccount(t, "pools")
-	}
-	rec := &history.Recorder{}
-	load := exchangetest.StartRecordedLoad(bots, markets, rec)
-	stopped := false
-	stop := func() {
-		if !stopped {
-			load.Stop()
-			stopped = true
-		}
-	}
-	defer stop()
-	poll.Wait(t, time.Minute, "200 acknowledged orders", func() bool { return load.Acked() >= 200 })
+	load, rec, bots := startLoad(t, tg, "pools", markets)
+	defer load.Stop()
 	alone := func(when string) {
 		t.Helper()
 		if _, shard, why := hotStatus(); shard != "hot-shard-0" || why != "Alone" {
@@ -136,23 +122,12 @@ func (c *cluster) testPools(t *testing.T, tg *exchangetest.Target) {
 	poll.Wait(t, time.Minute, "an order sent after the scale-down to be acknowledged", func() bool {
 		return load.Sent(down, time.Now().Add(time.Hour)) > 0
 	})
-	stop()
+	load.Stop()
 	alone("after the scale-down")
 	t.Logf("pool default scaled back to 2 in %v; %d orders acknowledged", down.Sub(downBegan).Round(time.Second), load.Acked())
 
-	phases := []struct {
-		name     string
-		from, to time.Time
-	}{{"scaling up", began, up}, {"between", up, downBegan}, {"scaling down", downBegan, time.Now()}}
-	failed := false
-	for _, ph := range phases {
-		if f := load.Failures(ph.from, ph.to); len(f) > 0 {
-			failed = true
-			t.Errorf("%s (%s to %s): %d placements answered 5xx or not at all, first: %s", ph.name,
-				ph.from.Format("15:04:05.000"), ph.to.Format("15:04:05.000"), len(f), strings.Join(f[:min(len(f), 5)], "; "))
-		}
-	}
-	if failed {
+	phases := []phase{{"scaling up", began, up}, {"between", up, downBegan}, {"scaling down", downBegan, time.Now()}}
+	if placementFailures(t, phases, load) {
 		t.Logf("the leaving shard's warnings and errors:\n%s", warnings(leaving()))
 		t.Logf("the operator's warnings and errors:\n%s", warnings(c.Kubectl(t, "logs", "-n", namespace,
 			"-l", "app.kubernetes.io/component=operator", "--since=5m", "--tail=-1", "--prefix")))

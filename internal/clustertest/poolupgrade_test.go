@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/internal/exchangetest"
-	"github.com/pmx-dev/pmx/internal/history"
 	"github.com/pmx-dev/pmx/internal/poll"
 )
 
@@ -33,25 +32,12 @@ func (c *cluster) testPoolUpgrade(t *testing.T, tg *exchangetest.Target) {
 	for range 8 {
 		markets = append(markets, tg.NewMarket(t, nil).ID)
 	}
-	bots := make([]*exchangetest.Client, 8)
-	for i := range bots {
-		bots[i] = tg.NewAccount(t, "poolupgrade")
-	}
-	rec := &history.Recorder{}
-	load := exchangetest.StartRecordedLoad(bots, markets, rec)
-	stopped := false
-	stop := func() {
-		if !stopped {
-			load.Stop()
-			stopped = true
-		}
-	}
-	defer stop()
 	defer func() { // whatever happened, the subtests after this one run as installed
 		c.helmRun(t, "upgrade", release, chart, "--namespace", namespace, "--reuse-values",
 			"--set", "shardPool.enabled=false", "--wait", "--timeout", "3m")
 	}()
-	poll.Wait(t, time.Minute, "200 acknowledged orders", func() bool { return load.Acked() >= 200 })
+	load, rec, bots := startLoad(t, tg, "poolupgrade", markets)
+	defer load.Stop()
 	// onShards says whether every OPEN market is owned by a shard whose name has prefix, and no
 	// pod of the other kind is left.
 	onShards := func(prefix string, gone func(pod) bool) func() bool {
@@ -87,10 +73,8 @@ func (c *cluster) testPoolUpgrade(t *testing.T, tg *exchangetest.Target) {
 	poll.Wait(t, time.Minute, "an order acknowledged after the move back", func() bool {
 		return load.Sent(down, time.Now().Add(time.Hour)) > 0
 	})
-	stop()
-	if f := load.Failures(downBegan, time.Now()); len(f) > 0 {
-		t.Errorf("back to the chart's shards: %d placements answered 5xx or not at all%s", len(f), firstOf(f))
-	}
+	load.Stop()
+	placementFailures(t, []phase{{"back to the chart's shards", downBegan, time.Now()}}, load)
 	t.Logf("back to the chart's shards in %v; %d orders acknowledged in all", down.Sub(downBegan).Round(time.Second), load.Acked())
 	load.CheckKept(t, tg)
 	exchangetest.CheckInvariants(t, tg)

@@ -34,21 +34,8 @@ func (c *cluster) testScale(t *testing.T, tg *exchangetest.Target) {
 	for range 12 {
 		markets = append(markets, tg.NewMarket(t, nil).ID)
 	}
-	bots := make([]*exchangetest.Client, 8)
-	for i := range bots {
-		bots[i] = tg.NewAccount(t, "scale")
-	}
-	rec := &history.Recorder{} // every placement and its answer, judged against the log at the end
-	load := exchangetest.StartRecordedLoad(bots, markets, rec)
-	stopped := false
-	stop := func() {
-		if !stopped {
-			load.Stop()
-			stopped = true
-		}
-	}
-	defer stop()
-	poll.Wait(t, time.Minute, "200 acknowledged orders", func() bool { return load.Acked() >= 200 })
+	load, rec, bots := startLoad(t, tg, "scale", markets)
+	defer load.Stop()
 	began := time.Now()
 	defer func() { // whatever happened, the subtests after this one run as installed
 		c.helmRun(t, "upgrade", release, chart, "--namespace", namespace, "--reuse-values",
@@ -103,25 +90,13 @@ func (c *cluster) testScale(t *testing.T, tg *exchangetest.Target) {
 		return load.Sent(down, time.Now().Add(time.Hour)) > 0 && more.Sent(down, time.Now().Add(time.Hour)) > 0
 	})
 	more.Stop()
-	stop()
+	load.Stop()
 	t.Logf("scaled back to 2 shards in %v; %d orders acknowledged under the scaling, %d of them on the leaving shard's markets",
 		down.Sub(up).Round(time.Second), load.Acked()+more.Acked(), more.Acked())
-	phases := []struct {
-		name     string
-		from, to time.Time
-	}{{"scaling up and spreading", began, up}, {"between", up, downBegan}, {"scaling down", downBegan, time.Now()}}
-	failed := false
-	for _, l := range []*exchangetest.Load{load, more} {
-		for _, ph := range phases {
-			if f := l.Failures(ph.from, ph.to); len(f) > 0 {
-				failed = true
-				t.Errorf("%s (%s to %s): %d placements answered 5xx or not at all, first: %s", ph.name,
-					ph.from.Format("15:04:05.000"), ph.to.Format("15:04:05.000"), len(f), strings.Join(f[:min(len(f), 5)], "; "))
-			}
-		}
-		l.CheckKept(t, tg)
-	}
-	if failed {
+	phases := []phase{{"scaling up and spreading", began, up}, {"between", up, downBegan}, {"scaling down", downBegan, time.Now()}}
+	load.CheckKept(t, tg)
+	more.CheckKept(t, tg)
+	if placementFailures(t, phases, load, more) {
 		t.Logf("the leaving shard's warnings and errors:\n%s", warnings(leaving()))
 		for _, comp := range []string{"shard", "api", "operator"} {
 			t.Logf("the %s pods' warnings and errors:\n%s", comp, warnings(c.Kubectl(t, "logs", "-n", namespace,
@@ -167,4 +142,42 @@ func warnings(log string) string {
 		}
 	}
 	return out.String()
+}
+
+// startLoad starts eight bots, accounts named name, placing orders on markets through tg, each
+// placement and its answer recorded, and waits until 200 are acknowledged. The caller defers
+// load.Stop (which it may also call before its checks).
+func startLoad(t *testing.T, tg *exchangetest.Target, name string, markets []uuid.UUID) (*exchangetest.Load, *history.Recorder, []*exchangetest.Client) {
+	t.Helper()
+	bots := make([]*exchangetest.Client, 8)
+	for i := range bots {
+		bots[i] = tg.NewAccount(t, name)
+	}
+	rec := &history.Recorder{} // every placement and its answer, judged against the log at the end
+	load := exchangetest.StartRecordedLoad(bots, markets, rec)
+	poll.Wait(t, time.Minute, "200 acknowledged orders", func() bool { return load.Acked() >= 200 })
+	return load, rec, bots
+}
+
+// placementFailures fails t for every placement of loads answered 5xx or not at all in each
+// phase, and says whether there was any.
+func placementFailures(t *testing.T, phases []phase, loads ...*exchangetest.Load) bool {
+	t.Helper()
+	failed := false
+	for _, l := range loads {
+		for _, ph := range phases {
+			if f := l.Failures(ph.from, ph.to); len(f) > 0 {
+				failed = true
+				t.Errorf("%s (%s to %s): %d placements answered 5xx or not at all%s", ph.name,
+					ph.from.Format("15:04:05.000"), ph.to.Format("15:04:05.000"), len(f), firstOf(f))
+			}
+		}
+	}
+	return failed
+}
+
+// phase is a stretch of a subtest under load, named for its failures.
+type phase struct {
+	name     string
+	from, to time.Time
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/internal/exchangetest"
-	"github.com/pmx-dev/pmx/internal/history"
 	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/internal/store"
 )
@@ -30,19 +29,8 @@ func (c *cluster) testUpgrade(t *testing.T, tg *exchangetest.Target) {
 		"docker.io/library/pmx:dev", "docker.io/library/pmx:"+upgradeTag)
 	postgres := c.podUID(t, "postgres")
 	markets := []uuid.UUID{tg.NewMarket(t, nil).ID, tg.NewMarket(t, nil).ID, tg.NewMarket(t, nil).ID}
-	bots := make([]*exchangetest.Client, 8)
-	for i := range bots {
-		bots[i] = tg.NewAccount(t, "upgrade")
-	}
-	rec := &history.Recorder{} // every placement and its answer, judged against the log at the end
-	load := exchangetest.StartRecordedLoad(bots, markets, rec)
-	stopped := false
-	defer func() {
-		if !stopped {
-			load.Stop()
-		}
-	}()
-	poll.Wait(t, time.Minute, "200 acknowledged orders", func() bool { return load.Acked() >= 200 })
+	load, rec, bots := startLoad(t, tg, "upgrade", markets)
+	defer load.Stop()
 	// Every pod of the release running now: the ones the roll replaces.
 	rolled := c.followLogs(t, "--selector", "app.kubernetes.io/instance="+release, "--all-containers", "--prefix",
 		"--tail=0", "--max-log-requests=20", "--ignore-errors")
@@ -55,7 +43,6 @@ func (c *cluster) testUpgrade(t *testing.T, tg *exchangetest.Target) {
 		return load.Sent(ended, time.Now().Add(time.Hour)) > 0
 	})
 	load.Stop()
-	stopped = true
 	logged := rolled()
 	waited := waits()
 	warned := warnings(logged)

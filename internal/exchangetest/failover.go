@@ -58,6 +58,7 @@ type Load struct {
 	acked    map[uuid.UUID]ack
 	failures []failure // placements answered 5xx or not at all
 	stop     chan struct{}
+	stopOnce sync.Once
 	wg       sync.WaitGroup
 }
 
@@ -184,9 +185,10 @@ func (l *Load) Failures(from, to time.Time) []string {
 	return out
 }
 
-// Stop stops the bots and waits for them.
+// Stop stops the bots and waits for them; once stopped, it does nothing (a test defers it, and
+// calls it before its checks).
 func (l *Load) Stop() {
-	close(l.stop)
+	l.stopOnce.Do(func() { close(l.stop) })
 	l.wg.Wait()
 }
 

@@ -67,25 +67,14 @@ func Takes(s bookkeeping.Shard, u Unit) bool {
 // Alone says whether a unit with an OPEN market on shard s has it to itself.
 func Alone(s bookkeeping.Shard) bool { return s.Units <= 1 }
 
-// InPool lists the shards of live in pool, in live's order.
-func InPool(live []bookkeeping.Shard, pool string) []bookkeeping.Shard {
-	var out []bookkeeping.Shard
-	for _, s := range live {
-		if Pool(s.Pool) == Pool(pool) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // Choose picks the shard of shards to give unit u, which has no live owner or must leave its own:
 // of those that Take it, the one with the fewest OPEN markets (the first of those tied, so that
 // live shards sorted least loaded first keep their order). When none may take it, a market still
 // needs a shard to trade on: a dedicated unit then goes to the least loaded shard of its pool that
 // is not dedicated to another unit, and failing that, like a shared unit that finds every shard of
-// its pool dedicated, to the least loaded shard of its pool not draining; fits says it is not
-// where its placement asks, which the rebalancer mends once a shard frees up. -1 when no shard of
-// u's pool is live and not draining.
+// its pool dedicated, to the least loaded shard of its pool not draining. fits says whether the
+// shard chosen Takes u: false, the unit is not where its placement asks, which the rebalancer
+// mends once a shard frees up. best is -1 when no shard of u's pool is live and not draining.
 func Choose(shards []bookkeeping.Shard, u Unit) (best int, fits bool) {
 	best, tier := -1, 0
 	for i, s := range shards {

@@ -82,7 +82,7 @@ func TestPropertyDemarcation(t *testing.T) {
 		started++
 		s := shard.New(shard.Config{Store: st, Name: name, Spread: 3, Logger: quiet})
 		t.Cleanup(s.Stop)
-		inc, err := st.Register(ctx, name, name+":8090")
+		inc, err := st.Register(ctx, name, name+":8090", "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,7 +21,7 @@ func TestHandoff(t *testing.T) {
 	ctx := context.Background()
 	a, b := f.shard(t, "shard-a"), f.shard(t, "shard-b")
 	for _, name := range []string{"shard-a", "shard-b"} { // a handoff goes only to a live shard
-		if _, err := f.st.Register(ctx, name, name+":8090"); err != nil {
+		if _, err := f.st.Register(ctx, name, name+":8090", ""); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -167,13 +167,13 @@ func reportLoad(ctx context.Context, st Bookkeeping, name string, log *slog.Logg
 	}
 }
 
-// beat registers the process in its pool (store.RegisterIn), or heartbeats once it is registered, then syncs
+// beat registers the process in its pool (store.Register), or heartbeats once it is registered, then syncs
 // its shards' markets. It returns the process's incarnation, and store.ErrSuperseded when
 // another process has registered under the name.
 func beat(ctx context.Context, st Bookkeeping, name string, log *slog.Logger, reg Registration, shards []*Shard, incarnation uuid.UUID) (uuid.UUID, error) {
 	address := reg.Address
 	if incarnation == uuid.Nil {
-		id, err := st.RegisterIn(ctx, name, address, reg.Pool)
+		id, err := st.Register(ctx, name, address, reg.Pool)
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Warn("registration failed", "err", err)

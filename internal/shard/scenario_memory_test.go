@@ -265,7 +265,7 @@ func (m *memoryStore) PruneEvents(context.Context, time.Time) (int64, error) { r
 
 // Bookkeeping: a standalone shard registers nowhere; a named one needs Postgres.
 
-func (m *memoryStore) RegisterIn(context.Context, string, string, string) (uuid.UUID, error) {
+func (m *memoryStore) Register(context.Context, string, string, string) (uuid.UUID, error) {
 	return uuid.Nil, errMemory("the registry of shard processes")
 }
 func (m *memoryStore) Beat(context.Context, string, string, uuid.UUID) error {

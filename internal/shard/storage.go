@@ -72,7 +72,7 @@ type FeedLog interface {
 // Bookkeeping is the operator's record of shard processes and the markets each owns: a named
 // shard registers, heartbeats and reports its load there, and hands markets over through it.
 type Bookkeeping interface {
-	RegisterIn(ctx context.Context, name, address, pool string) (uuid.UUID, error)
+	Register(ctx context.Context, name, address, pool string) (uuid.UUID, error)
 	Beat(ctx context.Context, name, address string, incarnation uuid.UUID) error
 	Incarnation(ctx context.Context, name string) (uuid.UUID, error)
 	Unregister(ctx context.Context, name string, incarnation uuid.UUID) error

@@ -29,7 +29,7 @@ func TestConvertOnOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.st.Register(ctx, "shard-1", strings.TrimPrefix(r.url, "http://")); err != nil {
+	if _, err := r.st.Register(ctx, "shard-1", strings.TrimPrefix(r.url, "http://"), ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range e.Outcomes {

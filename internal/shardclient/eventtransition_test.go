@@ -27,7 +27,7 @@ func TestEventTransitionOnOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.st.Register(ctx, "shard-1", strings.TrimPrefix(r.url, "http://")); err != nil {
+	if _, err := r.st.Register(ctx, "shard-1", strings.TrimPrefix(r.url, "http://"), ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range e.Outcomes[:2] {

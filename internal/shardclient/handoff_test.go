@@ -90,7 +90,7 @@ func TestHandOffThroughRouter(t *testing.T) {
 	srv := httptest.NewServer(shardserver.Server{Shard: second, Store: r.st, Token: validateToken, Logger: log}.Handler())
 	t.Cleanup(srv.Close)
 	for name, url := range map[string]string{"shard-1": r.url, "shard-2": srv.URL} {
-		if _, err := r.st.Register(ctx, name, strings.TrimPrefix(url, "http://")); err != nil {
+		if _, err := r.st.Register(ctx, name, strings.TrimPrefix(url, "http://"), ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -128,7 +128,7 @@ func TestHandOffThroughRouter(t *testing.T) {
 	// A shard of the release before answers 404: the market moves as before the handoff.
 	older := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(older.Close)
-	if _, err := r.st.Register(ctx, "shard-0", strings.TrimPrefix(older.URL, "http://")); err != nil {
+	if _, err := r.st.Register(ctx, "shard-0", strings.TrimPrefix(older.URL, "http://"), ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.st.Assign(ctx, r.market, "shard-0"); err != nil {
@@ -183,7 +183,7 @@ func TestHandOffRefused(t *testing.T) {
 	// shard-2 is live but serves nothing: the take-over the operator sends it after a move fails,
 	// which only slows the new owner's first use.
 	for name, addr := range map[string]string{"shard-1": strings.TrimPrefix(r.url, "http://"), "shard-2": "127.0.0.1:1"} {
-		if _, err := r.st.Register(ctx, name, addr); err != nil {
+		if _, err := r.st.Register(ctx, name, addr, ""); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -105,7 +105,7 @@ func TestRouterRefusesUnknownVersions(t *testing.T) {
 	future := func(h http.HandlerFunc) string {
 		srv := httptest.NewServer(h)
 		t.Cleanup(srv.Close)
-		if _, err := r.st.Register(ctx, "shard-1", strings.TrimPrefix(srv.URL, "http://")); err != nil {
+		if _, err := r.st.Register(ctx, "shard-1", strings.TrimPrefix(srv.URL, "http://"), ""); err != nil {
 			t.Fatal(err)
 		}
 		return srv.URL
@@ -168,7 +168,7 @@ func TestTransitionOnOwner(t *testing.T) {
 	if err := rt.Transition(ctx, r.market, domain.CloseMarket); !errors.Is(err, exchange.ErrUnavailable) {
 		t.Fatalf("Transition of a market nobody owns: %v, want unavailable", err)
 	}
-	if _, err := r.st.Register(ctx, "shard-1", strings.TrimPrefix(r.url, "http://")); err != nil {
+	if _, err := r.st.Register(ctx, "shard-1", strings.TrimPrefix(r.url, "http://"), ""); err != nil {
 		t.Fatal(err)
 	}
 	owned, err := r.st.Assign(ctx, r.market, "shard-1")

@@ -260,7 +260,7 @@ func TestRouterRequestsPass(t *testing.T) {
 	ctx := context.Background()
 	r := newNamedInternalRig(t, "shard-1")
 	st, now := r.st, time.Now()
-	if _, err := st.Register(ctx, "shard-1", strings.TrimPrefix(r.url, "http://")); err != nil {
+	if _, err := st.Register(ctx, "shard-1", strings.TrimPrefix(r.url, "http://"), ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.Assign(ctx, r.market, "shard-1"); err != nil {
@@ -336,7 +336,7 @@ func startSecondShard(t *testing.T, r *internalRig, newCall string) *secondShard
 	}))
 	t.Cleanup(srv.Close)
 	for name, url := range map[string]string{"shard-1": r.url, "shard-2": srv.URL} {
-		if _, err := r.st.Register(context.Background(), name, strings.TrimPrefix(url, "http://")); err != nil {
+		if _, err := r.st.Register(context.Background(), name, strings.TrimPrefix(url, "http://"), ""); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -56,7 +56,7 @@ func TestHealth(t *testing.T) {
 	past, future := time.Now().Add(-time.Hour).UTC(), time.Now().Add(time.Hour).UTC()
 	a := create(domain.MarketOpen, &future)
 	check("an OPEN market without an owner", 1, 0)
-	if _, err := st.Register(ctx, "s1", "s1:1"); err != nil {
+	if _, err := st.Register(ctx, "s1", "s1:1", ""); err != nil {
 		t.Fatal(err)
 	}
 	assign(a, "s1")
@@ -71,7 +71,7 @@ func TestHealth(t *testing.T) {
 	check("its owner's heartbeat lapsed", 2, 1, ShardHealth{Name: "s1", HeartbeatAge: 2 * time.Minute, Markets: 2})
 
 	// Each shard's pool, liveness and reported orders per second, which the operator sums by pool.
-	if _, err := st.RegisterIn(ctx, "h1", "h1:1", "hot"); err != nil {
+	if _, err := st.Register(ctx, "h1", "h1:1", "hot"); err != nil {
 		t.Fatal(err)
 	}
 	inc, err := st.Incarnation(ctx, "h1")

@@ -15,11 +15,11 @@ import (
 func TestShardLoads(t *testing.T) {
 	ctx := context.Background()
 	st := New(dbtest.New(t))
-	a, err := st.Register(ctx, "a", "a:1")
+	a, err := st.Register(ctx, "a", "a:1", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Register(ctx, "b", "b:1"); err != nil {
+	if _, err := st.Register(ctx, "b", "b:1", ""); err != nil {
 		t.Fatal(err)
 	}
 	m1, m2 := uuid.New(), uuid.New()
@@ -48,7 +48,7 @@ func TestDrain(t *testing.T) {
 	ctx := context.Background()
 	st := New(dbtest.New(t))
 	for _, name := range []string{"a", "b"} {
-		if _, err := st.Register(ctx, name, name+":1"); err != nil {
+		if _, err := st.Register(ctx, name, name+":1", ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -82,7 +82,7 @@ func TestDrain(t *testing.T) {
 	if err := st.Drain(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Register(ctx, "a", "a:2"); err != nil { // a's pod back under its name
+	if _, err := st.Register(ctx, "a", "a:2", ""); err != nil { // a's pod back under its name
 		t.Fatal(err)
 	}
 	if got := draining(); got["a"] {

@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 func register(t *testing.T, st *Book, names ...string) {
 	t.Helper()
 	for _, name := range names {
-		if _, err := st.Register(context.Background(), name, name+":8090"); err != nil {
+		if _, err := st.Register(context.Background(), name, name+":8090", ""); err != nil {
 			t.Fatal(err)
 		}
 	}

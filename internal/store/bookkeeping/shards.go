@@ -23,7 +23,7 @@ type Shard struct {
 	// Draining is set once the process has begun to stop (Drain): it still owns and serves what it
 	// has not handed over, but takes no market.
 	Draining bool
-	// Pool is the ShardPool the process runs in (RegisterIn; migration 038): "default" for one
+	// Pool is the ShardPool the process runs in (Register; migration 038): "default" for one
 	// started without --pool.
 	Pool string
 	// DedicatedTo is the unit (a market's id, or an event's) of the dedicated OPEN market the shard
@@ -35,18 +35,13 @@ type Shard struct {
 // since (or whose registration is gone): it must stop serving.
 var ErrSuperseded = errors.New("another process has registered under this shard's name, or its registration is gone")
 
-// Register records that a shard process has started under name, with a new incarnation that it
-// returns: the process is alive now, and every market recorded as name's moves to a new epoch
-// under the same name. A process that comes back under its own name — a StatefulSet's pod deleted
+// Register records that a shard process of a pool ("" for the default pool) has started under
+// name, with a new incarnation that it returns: the process is alive now, and every market
+// recorded as name's moves to a new epoch under the same name. A process that comes back under its own name — a StatefulSet's pod deleted
 // by force, whose old container may still be running — so fences its old incarnation: that one's
 // commits fail on the epoch, it can load no market (Incarnation no longer names it), and its next
 // heartbeat (Beat) tells it to stop.
-func (s *Book) Register(ctx context.Context, name, address string) (uuid.UUID, error) {
-	return s.RegisterIn(ctx, name, address, "")
-}
-
-// RegisterIn is Register for a process of a ShardPool, pool ("" for the default pool).
-func (s *Book) RegisterIn(ctx context.Context, name, address, pool string) (uuid.UUID, error) {
+func (s *Book) Register(ctx context.Context, name, address, pool string) (uuid.UUID, error) {
 	incarnation := uuid.New()
 	_, err := s.Pool.Exec(ctx, `with fenced as (update markets set epoch = epoch + 1 where shard = $1)
 		insert into shards (name, address, started_at, heartbeat_at, incarnation, pool)
