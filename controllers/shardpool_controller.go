@@ -18,10 +18,15 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/domain"
@@ -150,14 +155,10 @@ func (r *ShardPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if !pool.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, &pool)
 	}
-	if !controllerutil.ContainsFinalizer(&pool, shardPoolFinalizer) {
-		patch := client.MergeFrom(pool.DeepCopy())
-		controllerutil.AddFinalizer(&pool, shardPoolFinalizer)
-		if err := r.Patch(ctx, &pool, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("while adding the finalizer: %w", err)
-		}
-	}
 	obs, err := r.reconcilePool(ctx, &pool)
+	if err == nil && obs.applied {
+		err = r.holdWhileOwning(ctx, &pool, obs)
+	}
 	if err != nil {
 		log.Error(err, "reconcile failed; retrying with backoff")
 	}
@@ -449,6 +450,33 @@ func (r *ShardPoolReconciler) finalize(ctx context.Context, pool *pmxv1.ShardPoo
 	return ctrl.Result{}, client.IgnoreNotFound(r.Patch(ctx, pool, patch))
 }
 
+// holdWhileOwning puts the pool's finalizer on while its shards own OPEN markets or drain, and
+// takes it off once they own none: a pool whose shards own nothing goes at once when deleted —
+// above all in helm uninstall, which deletes the chart's pool after the operator's Deployment, its
+// RBAC and the bundled Postgres, when no operator could let it go any more (the Markets deleted
+// first, as docs/kubernetes.md says, leave the pool's shards nothing). The Market watch brings the
+// pool here as soon as a market is placed on or taken off its shards.
+func (r *ShardPoolReconciler) holdWhileOwning(ctx context.Context, pool *pmxv1.ShardPool, obs poolObservation) error {
+	owned, err := r.ownedBy(ctx, union(shardNames(pool, 0, obs.replicas), obs.draining))
+	if err != nil {
+		return err
+	}
+	hold := owned > 0 || len(obs.draining) > 0
+	if hold == controllerutil.ContainsFinalizer(pool, shardPoolFinalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(pool.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if hold {
+		controllerutil.AddFinalizer(pool, shardPoolFinalizer)
+	} else {
+		controllerutil.RemoveFinalizer(pool, shardPoolFinalizer)
+	}
+	if err := r.Patch(ctx, pool, patch); err != nil {
+		return fmt.Errorf("while updating the finalizer (markets owned: %d): %w", owned, err)
+	}
+	return nil
+}
+
 // union is a with the names of b it lacks, in order.
 func union(a, b []string) []string {
 	out := slices.Clone(a)
@@ -512,6 +540,27 @@ func (r *ShardPoolReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.Service{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
+		// A Market placed on a shard, moved, or deleted: its pool looks again at whether it holds
+		// markets (holdWhileOwning). Its other changes (orders per second, conditions) do not.
+		Watches(&pmxv1.Market{}, handler.EnqueueRequestsFromMapFunc(r.poolOfMarket),
+			builder.WithPredicates(predicate.Funcs{
+				CreateFunc:  func(event.CreateEvent) bool { return false },
+				GenericFunc: func(event.GenericEvent) bool { return false },
+				UpdateFunc: func(e event.UpdateEvent) bool {
+					before, after := e.ObjectOld.(*pmxv1.Market), e.ObjectNew.(*pmxv1.Market)
+					return before.Status.Shard != after.Status.Shard || before.Status.Phase != after.Status.Phase ||
+						before.DeletionTimestamp.IsZero() != after.DeletionTimestamp.IsZero()
+				},
+			})).
 		Named("shardpool").
 		Complete(r)
+}
+
+// poolOfMarket is the ShardPool of the operator's namespace that a Market goes to.
+func (r *ShardPoolReconciler) poolOfMarket(_ context.Context, obj client.Object) []reconcile.Request {
+	mkt, ok := obj.(*pmxv1.Market)
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: r.Namespace, Name: placement.Pool(mkt.Spec.ShardPool)}}}
 }

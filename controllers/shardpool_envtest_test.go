@@ -286,9 +286,10 @@ func TestShardPool(t *testing.T) {
 			return poolCondition(p, pmxv1.ShardPoolReady, metav1.ConditionFalse, pmxv1.ReasonProgressing) &&
 				poolCondition(p, pmxv1.ShardPoolDraining, metav1.ConditionFalse, pmxv1.ReasonNoShardLeaving)
 		})
+		// No finalizer while its shards own no market: deleted now, it would go at once.
 		if got.Status.StatefulSet != "default-shard" || got.Status.Selector != "app.kubernetes.io/component=shard,pmx.dev/shard-pool=default" ||
-			!slices.Contains(got.Finalizers, shardPoolFinalizer) {
-			t.Errorf("status %+v, finalizers %v", got.Status, got.Finalizers)
+			slices.Contains(got.Finalizers, shardPoolFinalizer) {
+			t.Errorf("status %+v, finalizers %v, want none", got.Status, got.Finalizers)
 		}
 	})
 
@@ -312,10 +313,11 @@ func TestShardPool(t *testing.T) {
 		if err := w.st.ReportLoad(ctx, "default-shard-0", incarnation, map[uuid.UUID]float64{uuid.New(): 10, uuid.New(): 2.4}); err != nil {
 			t.Fatal(err)
 		}
-		w.eventuallyPool(p, "its 3 shards are ready and live with the 6 markets", func(p *pmxv1.ShardPool) bool {
+		w.eventuallyPool(p, "its 3 shards are ready and live with the 6 markets, its finalizer on", func(p *pmxv1.ShardPool) bool {
 			s := p.Status
 			return s.Replicas == 3 && s.ReadyReplicas == 3 && s.LiveShards == 3 && s.Markets == 6 && s.OrdersPerSecond == 12 &&
-				poolCondition(p, pmxv1.ShardPoolReady, metav1.ConditionTrue, pmxv1.ReasonShardsReady)
+				poolCondition(p, pmxv1.ShardPoolReady, metav1.ConditionTrue, pmxv1.ReasonShardsReady) &&
+				slices.Contains(p.Finalizers, shardPoolFinalizer)
 		})
 		out := w.env.Kubectl(t, "get", "shardpools", "-n", poolNS)
 		lines := strings.Split(strings.TrimSpace(out), "\n")

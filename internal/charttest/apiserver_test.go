@@ -11,11 +11,12 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/k8stest"
 	"github.com/pmx-dev/pmx/internal/poll"
 )
@@ -49,8 +50,10 @@ func TestChartOnAPIServer(t *testing.T) {
 			{"default values", "pmx", "exchange", nil},
 			{"values-production.yaml", "ex", "trading", []string{"-f", valuesFile("values-production.yaml")}},
 			{"values-external-url.yaml", "exchange", "markets", []string{"-f", valuesFile("values-external-url.yaml")}},
-			{"a shard pool", "pmx", "pools", []string{"--set", "shardPool.enabled=true", "--set", "shardPool.maxDedicatedShards=2",
+			{"a pool with dedicated shards and monitors", "pmx", "pools", []string{"--set", "shardPool.maxDedicatedShards=2",
 				"--set", "serviceMonitor.enabled=true", "--set", "shard.podLabels.team=markets"}},
+			{"the chart's own shard StatefulSet", "pmx", "statefulset", []string{"--set", "shardPool.enabled=false",
+				"--set", "serviceMonitor.enabled=true"}},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
@@ -120,12 +123,12 @@ func TestChartOnAPIServer(t *testing.T) {
 
 		// An upgrade that changes something else keeps every generated value.
 		helm("upgrade", "pmx", chartDir, "--set", "shard.replicas=3")
-		var shards appsv1.StatefulSet
-		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "pmx-shard"}, &shards); err != nil {
+		var shards pmxv1.ShardPool
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "default"}, &shards); err != nil {
 			t.Fatal(err)
 		}
-		if *shards.Spec.Replicas != 3 {
-			t.Fatalf("after the upgrade the shards' replicas are %d, want 3", *shards.Spec.Replicas)
+		if got := ptr.Deref(shards.Spec.Replicas, 0); got != 3 {
+			t.Fatalf("after the upgrade the shards' pool's replicas are %d, want 3", got)
 		}
 		sameSecret(t, "after an upgrade", "pmx-tokens", secret(t, env, ns, "pmx-tokens"), tokens)
 		sameSecret(t, "after an upgrade", "pmx-postgres", secret(t, env, ns, "pmx-postgres"), postgres)

@@ -19,8 +19,8 @@ func TestTemplateCloudNativePG(t *testing.T) {
 	r := renderChart(t, "exchange", "markets", cnpgArgs...)
 	checkConsistent(t, r, "pmx:dev", []string{"exchange-pmx-db-app"})
 
-	if n := len(r.ofKind("StatefulSet")); n != 1 {
-		t.Errorf("%d StatefulSets, want the shards' only (no bundled Postgres)", n)
+	if n := len(r.ofKind("StatefulSet")); n != 0 {
+		t.Errorf("%d StatefulSets, want none (no bundled Postgres; the shards are the operator's pool's)", n)
 	}
 	m := r.find("Cluster", "exchange-pmx-db")
 	if m == nil {

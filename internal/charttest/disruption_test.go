@@ -9,6 +9,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
 )
 
 // TestDisruptionBudgets renders the PodDisruptionBudgets of the front API and the shards: by
@@ -27,7 +29,12 @@ func TestDisruptionBudgets(t *testing.T) {
 			"--set-string", "shard.podDisruptionBudget.maxUnavailable=50%"}, intstr.FromInt32(2), intstr.FromString("50%"), true},
 	}
 	for _, tt := range tests {
-		r := renderChart(t, "pmx", "pmx", tt.args...)
+		// The pool's budget (the default) is the operator's to make: the ShardPool carries the values.
+		pool := decode[pmxv1.ShardPool](t, renderChart(t, "pmx", "pmx", tt.args...), "ShardPool", "default").Spec.PodDisruptionBudget
+		if pool == nil || pool.MaxUnavailable == nil || *pool.MaxUnavailable != tt.shd || pool.MinAvailable != nil {
+			t.Errorf("%s: the ShardPool's budget %+v, want maxUnavailable %v", tt.name, pool, tt.shd)
+		}
+		r := renderChart(t, "pmx", "pmx", append(slices.Clone(tt.args), "--set", "shardPool.enabled=false")...)
 		ws := workloads(t, r)
 		api := decode[policyv1.PodDisruptionBudget](t, r, "PodDisruptionBudget", "pmx-api")
 		shard := decode[policyv1.PodDisruptionBudget](t, r, "PodDisruptionBudget", "pmx-shard")
@@ -88,9 +95,13 @@ func TestAPITopologySpread(t *testing.T) {
 		t.Errorf("the values' constraints: rendered %+v, want them alone", got)
 	}
 	// The shards keep their own: nothing by default.
-	r := renderChart(t, "pmx", "pmx")
-	if s := decode[appsv1.StatefulSet](t, r, "StatefulSet", "pmx-shard"); len(s.Spec.Template.Spec.TopologySpreadConstraints) != 0 {
-		t.Errorf("shards spread by default: %v", s.Spec.Template.Spec.TopologySpreadConstraints)
+	for _, args := range [][]string{nil, {"--set", "shardPool.enabled=false"}} {
+		r := renderChart(t, "pmx", "pmx", args...)
+		for _, w := range workloads(t, r) {
+			if w.name == shardWorkload(r) && len(w.pod.TopologySpreadConstraints) != 0 {
+				t.Errorf("%s: shards spread by default: %v", w.name, w.pod.TopologySpreadConstraints)
+			}
+		}
 	}
 }
 
@@ -111,7 +122,7 @@ func TestPriorityClassName(t *testing.T) {
 	}
 	for _, w := range ws {
 		want := "pmx-high"
-		if w.name == "pmx-shard" {
+		if w.name == shardWorkload(r) {
 			want = "pmx-critical"
 		}
 		if w.pod.PriorityClassName != want {

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -28,14 +29,23 @@ const (
 // the front API to everyone, and no pod's outgoing traffic (DNS, the kube-apiserver) is limited.
 func TestNetworkPolicyDefault(t *testing.T) {
 	t.Parallel()
-	r := renderChart(t, "pmx", "exchange")
+	// The policies are the same with the shards as the chart's pool (the default) or its own
+	// StatefulSet: both kinds of shard pod are judged, from a render that has both workloads' labels.
+	pool := renderChart(t, "pmx", "exchange")
+	r := renderChart(t, "pmx", "exchange", "--set", "shardPool.enabled=false")
 	policies := networkPolicies(t, r)
 	if len(policies) != 3 {
 		t.Fatalf("%d NetworkPolicies rendered, want 3 (shards, ShardPools' shards, Postgres)", len(policies))
 	}
+	if p := networkPolicies(t, pool); !slices.EqualFunc(p, policies, func(a, b networkingv1.NetworkPolicy) bool { return equality.Semantic.DeepEqual(a, b) }) {
+		t.Errorf("the policies differ with the shards as a pool:\n%v\n%v", p, policies)
+	}
 	pods := podLabels(t, r)
 	api, shard, op, pg := pods["pmx-api"], pods["pmx-shard"], pods["pmx-operator"], pods["pmx-postgres"]
 	pooled := poolShardLabels("default")
+	if got := podLabels(t, pool)["default-shard"]; !labels.SelectorFromSet(pooled).Matches(labels.Set(got)) {
+		t.Errorf("the chart's pool's shards are labelled %v, want %v among them", got, pooled)
+	}
 	stranger := map[string]string{"app": "curl"}
 	otherRelease := maps.Clone(api)
 	otherRelease["app.kubernetes.io/instance"] = "other"
@@ -104,8 +114,9 @@ func TestNetworkPolicyOff(t *testing.T) {
 		t.Fatalf("with an external database: NetworkPolicies %v, want the shards' alone", r.ofKind("NetworkPolicy"))
 	}
 	pods := podLabels(t, r)
-	if allows(t, policies, map[string]string{"app": "curl"}, pods["exchange-pmx-shard"], shardInternalPort) ||
-		!allows(t, policies, pods["exchange-pmx-api"], pods["exchange-pmx-shard"], shardInternalPort) {
+	shards := pods[shardWorkload(r)]
+	if shards == nil || allows(t, policies, map[string]string{"app": "curl"}, shards, shardInternalPort) ||
+		!allows(t, policies, pods["exchange-pmx-api"], shards, shardInternalPort) {
 		t.Error("with an external database the shards' internal API is not the front API's alone")
 	}
 }

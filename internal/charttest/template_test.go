@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	pmxv1 "github.com/pmx-dev/pmx/api/v1alpha1"
+	"github.com/pmx-dev/pmx/controllers"
 	"github.com/pmx-dev/pmx/internal/k8stest"
 )
 
@@ -38,8 +39,8 @@ func TestTemplateDefault(t *testing.T) {
 
 	wantKinds := map[string]int{
 		"ServiceAccount": 1, "Secret": 2, "ClusterRole": 3, "ClusterRoleBinding": 1, "Role": 1,
-		"RoleBinding": 1, "Service": 7, "Deployment": 2, "StatefulSet": 2, "PodDisruptionBudget": 2,
-		"Lease": 1, "NetworkPolicy": 3,
+		"RoleBinding": 1, "Service": 5, "Deployment": 2, "StatefulSet": 1, "PodDisruptionBudget": 1,
+		"Lease": 1, "NetworkPolicy": 3, "ShardPool": 1,
 	}
 	if got := kindCounts(r); !maps.Equal(got, wantKinds) {
 		t.Errorf("rendered kinds %v, want %v", got, wantKinds)
@@ -76,10 +77,20 @@ func TestTemplateDefault(t *testing.T) {
 		t.Error("PMX_TRUSTED_PROXIES is set by default: X-Forwarded-For must be ignored unless proxies are named")
 	}
 
-	shards := decode[appsv1.StatefulSet](t, r, "StatefulSet", "pmx-shard")
+	// The shards: a ShardPool the operator runs, by default; the chart's own StatefulSet with
+	// shardPool.enabled=false.
+	if g := checkPoolShards(t, r, 2).TerminationGracePeriodSeconds; g == nil || *g != 30 {
+		t.Errorf("the pool's shards' terminationGracePeriodSeconds %v, want 30 (time to drain and hand markets back)", g)
+	}
+	chartShards := renderChart(t, "pmx", "exchange", "--set", "shardPool.enabled=false")
+	checkConsistent(t, chartShards, "pmx:dev", nil)
+	shards := decode[appsv1.StatefulSet](t, chartShards, "StatefulSet", "pmx-shard")
 	checkShards(t, shards, 2, "pmx-shard", "exchange")
 	if g := shards.Spec.Template.Spec.TerminationGracePeriodSeconds; g == nil || *g != 30 {
 		t.Errorf("shards' terminationGracePeriodSeconds %v, want 30 (time to drain and hand markets back)", g)
+	}
+	if chartShards.find("ShardPool", "default") != nil {
+		t.Error("shardPool.enabled=false renders a ShardPool")
 	}
 
 	op := decode[appsv1.Deployment](t, r, "Deployment", "pmx-operator")
@@ -92,8 +103,9 @@ func TestTemplateDefault(t *testing.T) {
 		t.Errorf("operator ServiceAccount %q, want pmx-operator", op.Spec.Template.Spec.ServiceAccountName)
 	}
 
-	// Every pmx pod waits for the bundled Postgres before it starts.
-	for _, w := range workloads(t, r) {
+	// Every pmx pod waits for the bundled Postgres before it starts; the pool's shards need not:
+	// the operator, which waits, makes their StatefulSet only once it has reached Postgres.
+	for _, w := range workloads(t, chartShards) {
 		if w.name == "pmx-postgres" {
 			continue
 		}
@@ -118,8 +130,8 @@ func TestTemplateProduction(t *testing.T) {
 
 	wantKinds := map[string]int{
 		"ServiceAccount": 1, "Secret": 1, "ClusterRole": 3, "ClusterRoleBinding": 1, "Role": 1,
-		"RoleBinding": 1, "Service": 5, "Deployment": 2, "StatefulSet": 1, "PodDisruptionBudget": 2,
-		"HorizontalPodAutoscaler": 1, "Ingress": 1, "ServiceMonitor": 4, "Lease": 1, "NetworkPolicy": 2,
+		"RoleBinding": 1, "Service": 3, "Deployment": 2, "ShardPool": 1, "PodDisruptionBudget": 1,
+		"HorizontalPodAutoscaler": 1, "Ingress": 1, "ServiceMonitor": 3, "Lease": 1, "NetworkPolicy": 2,
 	}
 	if got := kindCounts(r); !maps.Equal(got, wantKinds) {
 		t.Errorf("rendered kinds %v, want %v", got, wantKinds)
@@ -179,10 +191,8 @@ func TestTemplateProduction(t *testing.T) {
 	}
 
 	// Five shards with their values' resources and scheduling.
-	shards := decode[appsv1.StatefulSet](t, r, "StatefulSet", "ex-pmx-shard")
-	checkShards(t, shards, 5, "ex-pmx-shard", "trading")
-	checkResources(t, "ex-pmx-shard", shards.Spec.Template.Spec.Containers[0].Resources, "1", "1Gi", "2", "2Gi")
-	pod := shards.Spec.Template.Spec
+	pod := checkPoolShards(t, r, 5)
+	checkResources(t, "ShardPool default", pod.Containers[0].Resources, "1", "1Gi", "2", "2Gi")
 	if pod.NodeSelector["example.com/pool"] != "matching" || len(pod.Tolerations) != 1 || pod.Affinity == nil || pod.Affinity.PodAntiAffinity == nil {
 		t.Errorf("shard scheduling not applied: nodeSelector %v, tolerations %v, affinity %v", pod.NodeSelector, pod.Tolerations, pod.Affinity)
 	}
@@ -259,7 +269,7 @@ func TestTemplateExternalURL(t *testing.T) {
 
 	wantKinds := map[string]int{
 		"Secret": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
-		"Service": 5, "Deployment": 2, "StatefulSet": 1, "NetworkPolicy": 2,
+		"Service": 3, "Deployment": 2, "ShardPool": 1, "NetworkPolicy": 2,
 	}
 	if got := kindCounts(r); !maps.Equal(got, wantKinds) {
 		t.Errorf("rendered kinds %v, want %v", got, wantKinds)
@@ -284,11 +294,12 @@ func TestTemplateExternalURL(t *testing.T) {
 		"--leader-election-namespace=markets", "--shard-ttl=5s", "--resync=2s",
 		"--rebalance=true", "--rebalance-margin=0.2", "--rebalance-interval=5s", "--rebalance-cooldown=1m", "--rebalance-max-fraction=0.1",
 		"--log-level=info")
-	checkShards(t, decode[appsv1.StatefulSet](t, r, "StatefulSet", "exchange-pmx-shard"), 1, "exchange-pmx-shard", "markets")
+	checkPoolShards(t, r, 1)
 	checkOperatorRBAC(t, r, "exchange-pmx-operator", "exchange-pmx-operator-leader-election")
 }
 
-// workload is a rendered Deployment or StatefulSet.
+// workload is a rendered Deployment or StatefulSet, or the StatefulSet the operator makes of a
+// rendered ShardPool (named <pool>-shard, its pods as controllers.ShardPoolPodTemplate makes them).
 type workload struct {
 	kind, name string
 	labels     map[string]string // of the pod template
@@ -311,7 +322,21 @@ func workloads(t *testing.T, r *render) []workload {
 			t.Errorf("%s: serviceName %s is not rendered", m, s.Spec.ServiceName)
 		}
 	}
+	for _, m := range r.ofKind("ShardPool") {
+		pool := decode[pmxv1.ShardPool](t, r, "ShardPool", m.obj.GetName())
+		pod := controllers.ShardPoolPodTemplate(pool)
+		out = append(out, workload{"ShardPool", pmxv1.ShardPoolStatefulSetName(pool.Name), pod.Labels, pod.Spec})
+	}
 	return out
+}
+
+// shardWorkload is the name of the workload that runs the release's shards: the chart's
+// StatefulSet, or the operator's of the ShardPool the chart renders (shardPool.enabled).
+func shardWorkload(r *render) string {
+	if pools := r.ofKind("ShardPool"); len(pools) == 1 {
+		return pmxv1.ShardPoolStatefulSetName(pools[0].obj.GetName())
+	}
+	return r.fullname() + "-shard"
 }
 
 func checkSelector(t *testing.T, what string, selector, podLabels map[string]string) {
@@ -410,7 +435,8 @@ func checkConsistent(t *testing.T, r *render, image string, external []string) {
 			// the monitor selects a pool's Service's labels, and gives its shards the chart's
 			// shards' job, which the alerts and the dashboard select.
 			pool := labels.Set(poolShardLabels("default"))
-			if !sel.Matches(pool) || sel.Matches(labels.Set(r.find("Service", r.fullname()+"-shard-metrics").obj.GetLabels())) ||
+			chartShards := r.find("Service", r.fullname()+"-shard-metrics") // none with shardPool.enabled
+			if !sel.Matches(pool) || (chartShards != nil && sel.Matches(labels.Set(chartShards.obj.GetLabels()))) ||
 				len(sm.Spec.Endpoints) != 1 || sm.Spec.Endpoints[0].Port != "metrics" || len(sm.Spec.Endpoints[0].Relabelings) != 1 ||
 				sm.Spec.Endpoints[0].Relabelings[0].TargetLabel != "job" || sm.Spec.Endpoints[0].Relabelings[0].Replacement != r.fullname()+"-shard-metrics" {
 				t.Errorf("%s: selector %v, endpoints %+v; want a pool's Service alone, its metrics port under the job %s-shard-metrics", m, sel, sm.Spec.Endpoints, r.fullname())
@@ -460,6 +486,9 @@ func checkMetrics(t *testing.T, r *render, ws []workload) {
 	flags := map[string]string{"api": "--metrics-addr=:9090", "shard": "--metrics-addr=:9090", "operator": "--metrics-bind-address=:9090"}
 	for component, flag := range flags {
 		name := r.fullname() + "-" + component
+		if component == "shard" {
+			name = shardWorkload(r)
+		}
 		i := slices.IndexFunc(ws, func(w workload) bool { return w.name == name })
 		if i < 0 {
 			t.Errorf("no workload %s", name)
@@ -477,6 +506,9 @@ func checkMetrics(t *testing.T, r *render, ws []workload) {
 		}
 		if !slices.Equal(ports, []string{"metrics:9090"}) {
 			t.Errorf("%s: ports %v, want one named metrics on 9090", name, c.Ports)
+		}
+		if ws[i].kind == "ShardPool" {
+			continue // the operator makes the pool's Service, metrics port included (shardService)
 		}
 		if r.find("Service", name+"-metrics") == nil {
 			t.Errorf("no Service %s-metrics", name)
@@ -671,18 +703,39 @@ func checkShards(t *testing.T, s *appsv1.StatefulSet, replicas int32, service, n
 	if s.Spec.ServiceName != service || s.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
 		t.Errorf("%s serviceName %q, podManagementPolicy %q", s.Name, s.Spec.ServiceName, s.Spec.PodManagementPolicy)
 	}
-	env := s.Spec.Template.Spec.Containers[0].Env
+	checkShardEnv(t, s.Name, s.Spec.Template.Spec.Containers[0].Env)
+}
+
+// checkPoolShards checks the ShardPool the chart renders (shardPool.enabled, the default): its
+// replicas, and its pods as the operator makes them. It returns their pod spec.
+func checkPoolShards(t *testing.T, r *render, replicas int32) corev1.PodSpec {
+	t.Helper()
+	if r.find("StatefulSet", r.fullname()+"-shard") != nil {
+		t.Errorf("StatefulSet %s-shard rendered beside the ShardPool", r.fullname())
+	}
+	pool := decode[pmxv1.ShardPool](t, r, "ShardPool", "default")
+	if got := ptr.Deref(pool.Spec.Replicas, 0); got != replicas {
+		t.Errorf("ShardPool %s replicas %d, want %d", pool.Name, got, replicas)
+	}
+	pod := controllers.ShardPoolPodTemplate(pool).Spec
+	checkShardEnv(t, "ShardPool "+pool.Name, pod.Containers[0].Env)
+	return pod
+}
+
+// checkShardEnv checks what a shard's container must be told of its pod.
+func checkShardEnv(t *testing.T, what string, env []corev1.EnvVar) {
+	t.Helper()
 	idx := map[string]int{}
 	for i, e := range env {
 		idx[e.Name] = i
 	}
 	pod, ok := idx["POD_NAME"]
 	if !ok || env[pod].ValueFrom == nil || env[pod].ValueFrom.FieldRef == nil || env[pod].ValueFrom.FieldRef.FieldPath != "metadata.name" {
-		t.Fatalf("%s: no POD_NAME from metadata.name in %v", s.Name, env)
+		t.Fatalf("%s: no POD_NAME from metadata.name in %v", what, env)
 	}
 	ip, ok := idx["POD_IP"]
 	if !ok || env[ip].ValueFrom == nil || env[ip].ValueFrom.FieldRef == nil || env[ip].ValueFrom.FieldRef.FieldPath != "status.podIP" {
-		t.Fatalf("%s: no POD_IP from status.podIP in %v", s.Name, env)
+		t.Fatalf("%s: no POD_IP from status.podIP in %v", what, env)
 	}
 	// Each shard advertises its pod's IP (pmx adds the port it listens on), never a DNS name that
 	// may still answer the address of the pod before it.
@@ -692,7 +745,7 @@ func checkShards(t *testing.T, s *appsv1.StatefulSet, replicas int32, service, n
 	} {
 		// $(VAR) is expanded only from variables defined earlier in the list.
 		if i, ok := idx[w.name]; !ok || env[i].Value != w.value || i < idx[w.after] {
-			t.Errorf("%s: %s, want %s = %q after %s", s.Name, w.name, w.name, w.value, w.after)
+			t.Errorf("%s: %s, want %s = %q after %s", what, w.name, w.name, w.value, w.after)
 		}
 	}
 }
@@ -845,7 +898,7 @@ func markerRules(t *testing.T) (rules, inNamespace map[rbacRule]bool) {
 	return rules, inNamespace
 }
 
-// TestTemplateShardPool checks shardPool.enabled: the shards become a ShardPool of the shard
+// TestTemplateShardPool checks shardPool.enabled (the default): the shards become a ShardPool of the shard
 // values, which the operator runs, and the chart renders none of its own shard objects (the
 // StatefulSet, its Services, its budget, its ServiceMonitor).
 func TestTemplateShardPool(t *testing.T) {
@@ -874,7 +927,7 @@ func TestTemplateShardPool(t *testing.T) {
 	if r.find("ServiceMonitor", "pmx-shard-pools") == nil {
 		t.Error("no ServiceMonitor for the pool's shards")
 	}
-	if n := len(renderChart(t, "pmx", "exchange").ofKind("ShardPool")); n != 0 {
-		t.Errorf("the default values render %d ShardPools", n)
+	if n := len(renderChart(t, "pmx", "exchange", "--set", "shardPool.enabled=false").ofKind("ShardPool")); n != 0 {
+		t.Errorf("shardPool.enabled=false renders %d ShardPools", n)
 	}
 }

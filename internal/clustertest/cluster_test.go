@@ -35,6 +35,9 @@ const (
 	// upgradeTag is the image tag `helm upgrade` rolls the release to: pmx:dev tagged anew in the
 	// node's containerd.
 	upgradeTag = "dev-upgrade"
+	// chartPool is the ShardPool the chart runs the release's shards as (shardPool.name), whose
+	// pods are <chartPool>-shard-N.
+	chartPool = "default"
 )
 
 // cluster is the one-node cluster hack/cluster brought up, with pmx's release on it.
@@ -111,12 +114,12 @@ func (c *cluster) helmRun(t testing.TB, args ...string) string {
 // Event applied with kubectl, traded and converted through the Service, its shard killed and its
 // markets moved together, halted and resumed with kubectl patch (spec.paused), and resolved with
 // kubectl patch; the node's pmx pods drained through the
-// Eviction API under load, within their disruption budgets; the shard StatefulSet scaled under
-// load; two ShardPools, a dedicated market of one trading while the other scales through its
-// scale subresource; the shards moved under the operator's pool and back with helm upgrade under
-// load; a rolling upgrade under load; a
-// resolution patched with kubectl; and an uninstall that leaves only what the chart keeps on
-// purpose.
+// Eviction API under load, within their disruption budgets; the chart's shard pool scaled with
+// helm upgrade under load; a second ShardPool, a dedicated market of it trading while the chart's
+// scales through its scale subresource; the shards moved from the operator's pool to the chart's
+// own StatefulSet (the chart before pools) and back with helm upgrade under load; a rolling
+// upgrade under load; a resolution patched with kubectl; and an uninstall that leaves only what
+// the chart keeps on purpose.
 func TestCluster(t *testing.T) {
 	c := attach(t)
 	t.Cleanup(func() {
@@ -182,8 +185,8 @@ func TestCluster(t *testing.T) {
 	t.Run("Uninstall", func(t *testing.T) { c.testUninstall(t) })
 }
 
-// isShard says whether a shard's name is a pod's of the chart's StatefulSet (<fullname>-shard-N)
-// or of a ShardPool's (<pool>-shard-N).
+// isShard says whether a shard's name is a pod's of a ShardPool's (<pool>-shard-N) or of the
+// chart's own StatefulSet (<fullname>-shard-N, with shardPool.enabled=false).
 func isShard(name string) bool { return strings.Contains(name, "-shard-") }
 
 // install gives Postgres a volume (the cluster has no StorageClass: a hostPath PersistentVolume,

@@ -109,8 +109,11 @@ func TestCNPG(t *testing.T) {
 		})
 	})
 	// The release takes its Cluster with it (the test's volumes stay; the cluster goes after the
-	// tests). In the test's body, not a cleanup: t.Context() is done by the time cleanups run.
+	// tests), its Markets deleted first, as docs/kubernetes.md says (the operator must void them,
+	// and its pool's shards, owning none then, let the pool go). In the test's body, not a
+	// cleanup: t.Context() is done by the time cleanups run.
 	if !t.Failed() {
+		c.Kubectl(t, "delete", "mkt", "--all", "--all-namespaces", "--timeout", "2m")
 		c.helmRun(t, "uninstall", release, "--namespace", namespace, "--wait", "--timeout", "5m")
 	}
 }

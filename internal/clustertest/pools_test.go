@@ -25,28 +25,24 @@ func poolJSON(name string, replicas, maxDedicated int) string {
 		name, namespace, replicas, maxDedicated, fullname+"-postgres", fullname+"-tokens", exchangetest.SuiteMaxOpenOrders)
 }
 
-// testPools runs two ShardPools beside the chart's shards, on real pods: default, the chart's
-// pool (its two shards join the chart's own in it), and hot, which runs no shared shard and at
-// most one dedicated. A Market asking for a dedicated shard of hot gets one, which the pool adds
-// for it; it trades under load, with markets of the default pool beside it, while default scales
-// 2 → 3 → 2 through its scale subresource (kubectl scale) with the rebalancer on: the new shard
-// takes markets of its pool, never the hot one, and the scale-down hands them over before its pod
-// goes. No placement may be answered 5xx or fail in transit, none acknowledged may be lost, the
-// history must check against the log, and the hot market must stay alone on its shard
-// throughout. The pools are deleted at the end, their markets drained to the chart's shards.
+// testPools runs a second ShardPool beside the chart's (default), on real pods: hot, which runs
+// no shared shard and at most one dedicated. A Market asking for a dedicated shard of hot gets
+// one, which the pool adds for it; it trades under load, with markets of the default pool beside
+// it, while default scales 2 → 3 → 2 through its scale subresource (kubectl scale) with the
+// rebalancer on: the new shard takes markets of its pool, never the hot one, and the scale-down
+// hands them over before its pod goes. No placement may be answered 5xx or fail in transit, none
+// acknowledged may be lost, the history must check against the log, and the hot market must stay
+// alone on its shard throughout. The hot market and its pool are deleted at the end.
 func (c *cluster) testPools(t *testing.T, tg *exchangetest.Target) {
 	chart := filepath.Join(c.repo, "charts", "pmx")
 	defer func() { // whatever happened, the subtests after this one run as installed
 		c.run(t, 3*time.Minute, c.KubectlPath, "delete", "mkt", "hot-election", "--ignore-not-found", "--wait", "--timeout=2m")
-		c.run(t, 4*time.Minute, c.KubectlPath, "delete", "shardpools", "-n", namespace, "--all", "--wait", "--timeout=3m")
-		poll.Wait(t, 3*time.Minute, "the pools' pods to go", func() bool {
-			n := 0
-			for _, p := range c.pods(t) {
-				if p.Metadata.Labels["pmx.dev/shard-pool"] != "" {
-					n++
-				}
-			}
-			return n == 0
+		c.run(t, 4*time.Minute, c.KubectlPath, "delete", "shardpool", "hot", "-n", namespace, "--ignore-not-found", "--wait", "--timeout=3m")
+		c.Kubectl(t, "scale", "-n", namespace, "shardpool/"+chartPool, "--replicas=2")
+		poll.Wait(t, 3*time.Minute, "pool hot's pods to go, and pool default's third", func() bool {
+			return !slices.ContainsFunc(c.pods(t), func(p pod) bool {
+				return p.Metadata.Labels["pmx.dev/shard-pool"] == "hot" || p.Metadata.Name == chartPool+"-shard-2"
+			})
 		})
 		c.helmRun(t, "upgrade", release, chart, "--namespace", namespace, "--reuse-values",
 			"--set", "operator.rebalance.enabled=false", "--wait", "--timeout", "3m")
@@ -54,7 +50,6 @@ func (c *cluster) testPools(t *testing.T, tg *exchangetest.Target) {
 	c.helmRun(t, "upgrade", release, chart, "--namespace", namespace, "--reuse-values",
 		"--set", "operator.rebalance.enabled=true", "--set", "operator.rebalance.interval=1s",
 		"--set", "operator.rebalance.cooldown=5s", "--set", "operator.rebalance.maxFraction=1", "--wait", "--timeout", "3m")
-	c.applyJSON(t, poolJSON("default", 2, 0))
 	c.applyJSON(t, poolJSON("hot", 0, 1))
 
 	// The hot market: the hot pool adds a shard for it, which takes it alone.

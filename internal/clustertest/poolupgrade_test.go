@@ -13,18 +13,19 @@ import (
 	"github.com/pmx-dev/pmx/internal/poll"
 )
 
-// testPoolUpgrade moves the installed release's shards under the operator and back, with helm
-// upgrade, under load:
-//   - shardPool.enabled=true: the chart's shard StatefulSet goes and a ShardPool default takes its
-//     place; every OPEN market ends on the pool's shards (each chart shard hands its markets to a
-//     live shard of its pool as it stops, or releases them to the operator's scheduling when none
-//     is live yet). Placements refused meanwhile are counted, not failed: that is the upgrade's
-//     known cost until a stopping shard waits for its successors (docs/kubernetes.md).
+// testPoolUpgrade moves the installed release's shards from the operator's pool to the chart's
+// own StatefulSet — the chart before pools, shardPool.enabled=false — and back, with helm upgrade,
+// under load:
 //   - shardPool.enabled=false: the pool's finalizer keeps its shards serving until the chart's
 //     StatefulSet's are live, then hands every market over by the planned handoff before the pool
-//     goes: no placement may be answered 5xx or fail in transit.
+//     goes;
+//   - shardPool.enabled=true, the upgrade from the chart before pools: the chart's StatefulSet
+//     goes and the pool takes its place; each chart shard, stopping, waits for the pool's shards
+//     (the operator records which it is to run) and hands its markets to them by the planned
+//     handoff.
 //
-// None acknowledged may be lost either way, and the history must check against the log.
+// No placement may be answered 5xx or fail in transit either way, none acknowledged may be lost,
+// and the history must check against the log.
 func (c *cluster) testPoolUpgrade(t *testing.T, tg *exchangetest.Target) {
 	ctx := t.Context()
 	chart := filepath.Join(c.repo, "charts", "pmx")
@@ -34,7 +35,7 @@ func (c *cluster) testPoolUpgrade(t *testing.T, tg *exchangetest.Target) {
 	}
 	defer func() { // whatever happened, the subtests after this one run as installed
 		c.helmRun(t, "upgrade", release, chart, "--namespace", namespace, "--reuse-values",
-			"--set", "shardPool.enabled=false", "--wait", "--timeout", "3m")
+			"--set", "shardPool.enabled=true", "--wait", "--timeout", "3m")
 	}()
 	load, rec, bots := startLoad(t, tg, "poolupgrade", markets)
 	defer load.Stop()
@@ -50,32 +51,30 @@ func (c *cluster) testPoolUpgrade(t *testing.T, tg *exchangetest.Target) {
 			return !slices.ContainsFunc(c.pods(t), gone)
 		}
 	}
+	poolPod := func(p pod) bool { return p.Metadata.Labels["pmx.dev/shard-pool"] != "" }
+	chartPod := func(p pod) bool { return strings.HasPrefix(p.Metadata.Name, fullname+"-shard-") }
 
 	began := time.Now()
 	c.helmRun(t, "upgrade", release, chart, "--namespace", namespace, "--reuse-values",
-		"--set", "shardPool.enabled=true", "--wait", "--timeout", "3m")
-	poll.Wait(t, 3*time.Minute, "every OPEN market on the pool's shards, the chart's shard pods gone", onShards("default-shard-",
-		func(p pod) bool { return strings.HasPrefix(p.Metadata.Name, fullname+"-shard-") }))
-	up := time.Now()
-	poll.Wait(t, time.Minute, "an order acknowledged after the move to the pool", func() bool {
-		return load.Sent(up, time.Now().Add(time.Hour)) > 0
-	})
-	refused := load.Failures(began, time.Now())
-	t.Logf("shards moved under the operator's pool in %v, %d placements refused or lost in transit meanwhile (not acknowledged)%s",
-		up.Sub(began).Round(time.Second), len(refused), firstOf(refused))
-
-	downBegan := time.Now()
-	c.helmRun(t, "upgrade", release, chart, "--namespace", namespace, "--reuse-values",
 		"--set", "shardPool.enabled=false", "--wait", "--timeout", "3m")
-	poll.Wait(t, 3*time.Minute, "every OPEN market on the chart's shards, the pool's pods gone", onShards(fullname+"-shard-",
-		func(p pod) bool { return p.Metadata.Labels["pmx.dev/shard-pool"] != "" }))
-	down := time.Now()
-	poll.Wait(t, time.Minute, "an order acknowledged after the move back", func() bool {
-		return load.Sent(down, time.Now().Add(time.Hour)) > 0
+	poll.Wait(t, 3*time.Minute, "every OPEN market on the chart's shards, the pool's pods gone", onShards(fullname+"-shard-", poolPod))
+	off := time.Now()
+	poll.Wait(t, time.Minute, "an order acknowledged after the move to the chart's shards", func() bool {
+		return load.Sent(off, time.Now().Add(time.Hour)) > 0
+	})
+	t.Logf("shards moved from the pool to the chart's StatefulSet in %v", off.Sub(began).Round(time.Second))
+
+	onBegan := time.Now()
+	c.helmRun(t, "upgrade", release, chart, "--namespace", namespace, "--reuse-values",
+		"--set", "shardPool.enabled=true", "--wait", "--timeout", "3m")
+	poll.Wait(t, 3*time.Minute, "every OPEN market on the pool's shards, the chart's shard pods gone", onShards(chartPool+"-shard-", chartPod))
+	on := time.Now()
+	poll.Wait(t, time.Minute, "an order acknowledged after the move back to the pool", func() bool {
+		return load.Sent(on, time.Now().Add(time.Hour)) > 0
 	})
 	load.Stop()
-	placementFailures(t, []phase{{"back to the chart's shards", downBegan, time.Now()}}, load)
-	t.Logf("back to the chart's shards in %v; %d orders acknowledged in all", down.Sub(downBegan).Round(time.Second), load.Acked())
+	placementFailures(t, []phase{{"to the chart's shards", began, onBegan}, {"back to the pool", onBegan, time.Now()}}, load)
+	t.Logf("shards moved back under the pool in %v; %d orders acknowledged in all", on.Sub(onBegan).Round(time.Second), load.Acked())
 	load.CheckKept(t, tg)
 	exchangetest.CheckInvariants(t, tg)
 	exchangetest.CheckHistory(t, tg, rec.History())

@@ -16,20 +16,22 @@ import (
 	"github.com/pmx-dev/pmx/internal/store"
 )
 
-// testScale scales the shard StatefulSet from 2 pods to 3 and back while bots trade through the
-// API Service, with the operator's rebalancing on (the install leaves it off for the other
-// subtests, whose kills and drains it would answer with moves in the middle of their load; here a
-// short interval and cooldown, and no bound on the fraction moved, so that the test takes seconds):
+// testScale scales the chart's shard pool from 2 shards to 3 and back with helm upgrade
+// (shard.replicas) while bots trade through the API Service, with the operator's rebalancing on
+// (the install leaves it off for the other subtests, whose kills and drains it would answer with
+// moves in the middle of their load; here a short interval and cooldown, and no bound on the
+// fraction moved, so that the test takes seconds):
 //   - up: the new pod must get its share of the OPEN markets, each moved by a planned handoff;
-//   - down: the pod that goes (SIGTERM from the StatefulSet) hands its markets to the other two
-//     before it stops, under a load on those very markets.
+//   - down: the shard that goes hands its markets to the other two (the operator drains it by the
+//     planned handoff before it lowers the StatefulSet's replicas), under a load on those very
+//     markets.
 //
 // No placement may be answered 5xx or fail in transit at any moment, none acknowledged may be
 // lost, and the books must equal Postgres. Rebalancing is left off again afterwards.
 func (c *cluster) testScale(t *testing.T, tg *exchangetest.Target) {
 	ctx := t.Context()
 	chart := filepath.Join(c.repo, "charts", "pmx")
-	newShard := fullname + "-shard-2"
+	newShard := chartPool + "-shard-2"
 	var markets []uuid.UUID
 	for range 12 {
 		markets = append(markets, tg.NewMarket(t, nil).ID)

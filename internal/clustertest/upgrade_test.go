@@ -31,13 +31,16 @@ func (c *cluster) testUpgrade(t *testing.T, tg *exchangetest.Target) {
 	markets := []uuid.UUID{tg.NewMarket(t, nil).ID, tg.NewMarket(t, nil).ID, tg.NewMarket(t, nil).ID}
 	load, rec, bots := startLoad(t, tg, "upgrade", markets)
 	defer load.Stop()
-	// Every pod of the release running now: the ones the roll replaces.
-	rolled := c.followLogs(t, "--selector", "app.kubernetes.io/instance="+release, "--all-containers", "--prefix",
+	// Every pmx pod running now: the ones the roll replaces (the pool's shards carry the name
+	// label, not the release's instance label).
+	rolled := c.followLogs(t, "--selector", "app.kubernetes.io/name=pmx", "--all-containers", "--prefix",
 		"--tail=0", "--max-log-requests=20", "--ignore-errors")
 	waits := sampleWaits(t, tg.Store)
 	began := time.Now()
 	c.helmRun(t, "upgrade", release, filepath.Join(c.repo, "charts", "pmx"), "--namespace", namespace,
 		"--reuse-values", "--set", "image.tag="+upgradeTag, "--wait", "--timeout", "5m")
+	// helm waits for the chart's workloads; the operator rolls the pool's StatefulSet on its own.
+	c.checkPods(t, "pmx:"+upgradeTag)
 	ended := time.Now()
 	poll.Wait(t, 2*time.Minute, "an order sent after the upgrade to be acknowledged", func() bool {
 		return load.Sent(ended, time.Now().Add(time.Hour)) > 0
@@ -59,7 +62,7 @@ func (c *cluster) testUpgrade(t *testing.T, tg *exchangetest.Target) {
 	if f := load.Failures(began, ended); len(f) > 0 {
 		t.Logf("%d placements were answered 5xx or not at all during the roll, first: %s", len(f), strings.Join(f[:min(len(f), 3)], "; "))
 		t.Logf("the warnings and errors the pods that rolled logged meanwhile (their logs go with them):\n%s", warned)
-		t.Logf("all that the shards logged meanwhile:\n%s", lines(logged, "[pod/"+fullname+"-shard-"))
+		t.Logf("all that the shards logged meanwhile:\n%s", lines(logged, "[pod/"+chartPool+"-shard-"))
 		t.Logf("Postgres's connections busy for over a second meanwhile (sampled every %v; none: %v):\n%s",
 			waitSample, len(waited) == 0, strings.Join(waited, "\n"))
 		var refused []string
