@@ -927,6 +927,17 @@ func TestTemplateShardPool(t *testing.T) {
 	if r.find("ServiceMonitor", "pmx-shard-pools") == nil {
 		t.Error("no ServiceMonitor for the pool's shards")
 	}
+	// The pool's pods roll when the Secrets' values change, as the chart's own shards do.
+	checksum := func(args ...string) string {
+		p := decode[pmxv1.ShardPool](t, renderChart(t, "pmx", "exchange", args...), "ShardPool", "default")
+		if p.Spec.PodMetadata == nil {
+			return ""
+		}
+		return p.Spec.PodMetadata.Annotations["checksum/config"]
+	}
+	if before, after := checksum(), checksum("--set", "secrets.internalToken=rotated-0123456789abcdef"); before == "" || before == after {
+		t.Errorf("the pool's pods' checksum/config %q, %q with a new internal token: want one that changes", before, after)
+	}
 	if n := len(renderChart(t, "pmx", "exchange", "--set", "shardPool.enabled=false").ofKind("ShardPool")); n != 0 {
 		t.Errorf("shardPool.enabled=false renders %d ShardPools", n)
 	}
