@@ -16,10 +16,10 @@ import (
 // testPoolUpgrade moves the installed release's shards under the operator and back, with helm
 // upgrade, under load:
 //   - shardPool.enabled=true: the chart's shard StatefulSet goes and a ShardPool default takes its
-//     place; every OPEN market ends on the pool's shards (each chart shard hands its markets to a
-//     live shard of its pool as it stops, or releases them to the operator's scheduling when none
-//     is live yet). Placements refused meanwhile are counted, not failed: that is the upgrade's
-//     known cost until a stopping shard waits for its successors (docs/kubernetes.md).
+//     place; every OPEN market ends on the pool's shards (each chart shard, as it stops, waits,
+//     bounded, for the pool's shards and hands its markets to the first live one, releasing to the
+//     operator's scheduling what is left when the wait ends). Placements refused meanwhile are
+//     counted, not failed: shards of a release before the wait refuse some (docs/kubernetes.md).
 //   - shardPool.enabled=false: the pool's finalizer keeps its shards serving until the chart's
 //     StatefulSet's are live, then hands every market over by the planned handoff before the pool
 //     goes: no placement may be answered 5xx or fail in transit.
