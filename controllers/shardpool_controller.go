@@ -54,6 +54,11 @@ const fieldOwner = "pmx-operator"
 // markets, the scale-down or the deletion waits, the shards serving on, and says so (Draining,
 // NoShardToTakeOver). A scale-down undone before it completes takes the drains back.
 //
+// It records in Postgres the names of the shards each pool is to run (store.ExpectShards; none
+// once the pool is being deleted): a shard of the pool that stops with no live shard of its pool
+// to hand its markets to waits, bounded, for those not live yet (pmx shard; store.Successors), as
+// when a pool replaces the chart's own shards.
+//
 // The objects are written by server-side apply, with the operator as their field manager: each
 // apply states only the fields the operator sets, so the apiserver's defaults and fields others
 // own (an annotation kubectl adds, a label a policy engine puts) are neither fought over nor
@@ -174,8 +179,9 @@ func (r *ShardPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	return ctrl.Result{RequeueAfter: r.Resync}, nil
 }
 
-// reconcilePool applies the pool's objects, with the StatefulSet's replicas lowered only once the
-// shards that go own no market, and reads the pool's shards.
+// reconcilePool records the shards the pool is to run (store.ExpectShards), applies the pool's
+// objects, with the StatefulSet's replicas lowered only once the shards that go own no market, and
+// reads the pool's shards.
 func (r *ShardPoolReconciler) reconcilePool(ctx context.Context, pool *pmxv1.ShardPool) (poolObservation, error) {
 	var obs poolObservation
 	sts, taken, err := r.owned(ctx, pool)
@@ -200,6 +206,11 @@ func (r *ShardPoolReconciler) reconcilePool(ctx context.Context, pool *pmxv1.Sha
 	obs.dedicated = min(pool.Spec.MaxDedicatedShards, int32(units))
 	desired := ptr.Deref(pool.Spec.Replicas, pmxv1.DefaultShardPoolReplicas) + obs.dedicated
 	obs.replicas = desired
+	// The shards the pool is to run, for a shard of the pool that stops to wait for those not live
+	// yet (store.Successors): those a scale-down removes are not among them, even while they drain.
+	if err := r.Store.ExpectShards(ctx, pool.Name, shardNames(pool, 0, desired)); err != nil {
+		return obs, fmt.Errorf("while recording the shards the pool is to run: %w", err)
+	}
 	obs.draining = pool.Status.DrainingShards
 	if desired < current {
 		obs.drain, err = r.drain(ctx, pool, live, current, desired, false)
@@ -417,6 +428,12 @@ func (r *ShardPoolReconciler) readShards(ctx context.Context, pool *pmxv1.ShardP
 func (r *ShardPoolReconciler) finalize(ctx context.Context, pool *pmxv1.ShardPool) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(pool, shardPoolFinalizer) {
 		return ctrl.Result{}, nil
+	}
+	// The pool expects no shard from now on: its shards are drained (below) and their pods go with
+	// it, and none of them that stops is to wait for another of them, draining too
+	// (store.Successors).
+	if err := r.Store.ExpectShards(ctx, pool.Name, nil); err != nil {
+		return ctrl.Result{}, fmt.Errorf("while removing the shards the pool is to run: %w", err)
 	}
 	sts, _, err := r.owned(ctx, pool)
 	if err != nil {

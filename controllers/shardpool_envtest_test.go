@@ -148,6 +148,20 @@ func (w *world) draining() []string {
 	return out
 }
 
+// expected waits until the shards the pool expects in Postgres (store.ExpectShards, what its
+// stopping shards wait for) are want: none, no row.
+func (w *world) expected(pool string, want ...string) {
+	w.t.Helper()
+	var got []string
+	var err error
+	if poll.Until(w.t.Context(), 20*time.Second, func(ctx context.Context) (bool, error) {
+		err = w.st.Pool.QueryRow(ctx, `select coalesce((select shards from shard_pools where name = $1), '{}')`, pool).Scan(&got)
+		return err == nil && slices.Equal(got, want), nil
+	}) != nil {
+		w.t.Fatalf("pool %s: the shards expected %q (%v), want %q", pool, got, err, want)
+	}
+}
+
 // openOwned lists the OPEN markets a shard owns.
 func (w *world) openOwned(shard string) []uuid.UUID {
 	w.t.Helper()
@@ -188,14 +202,15 @@ func (w *world) poolEvents(name string) []string {
 //     the spec's essentials;
 //   - its status reports the pods ready, the shards live in Postgres, their markets and orders/s,
 //     which `kubectl get shardpools` shows;
-//   - `kubectl scale` (the scale subresource) changes the StatefulSet's replicas;
+//   - `kubectl scale` (the scale subresource) changes the StatefulSet's replicas, and the shards
+//     the pool expects in Postgres (what its stopping shards wait for);
 //   - a scale-down marks the shard that goes draining and hands its markets to the others before
 //     the StatefulSet loses it, saying so in Draining; one undone before it completes takes the
 //     drain back;
 //   - names held by objects the pool does not own, and a pool outside the operator's namespace,
 //     are refused;
 //   - deleting a pool whose shards own markets waits for a live shard outside it, then hands them
-//     over before the pool goes.
+//     over before the pool goes, which expects no shard from then on.
 func TestShardPool(t *testing.T) {
 	gate := &handOffGate{}
 	w := newWorldWith(t, worldOptions{poolNamespace: poolNS, handOff: gate.handOff})
@@ -331,6 +346,7 @@ func TestShardPool(t *testing.T) {
 	t.Run("Scale", func(t *testing.T) {
 		w.env.Kubectl(t, "scale", "-n", poolNS, "shardpool/default", "--replicas=4")
 		w.statefulSet("default", "it has 4 replicas", func(s *appsv1.StatefulSet) bool { return ptr.Deref(s.Spec.Replicas, 0) == 4 })
+		w.expected("default", "default-shard-0", "default-shard-1", "default-shard-2", "default-shard-3")
 		raw := w.env.Kubectl(t, "get", "--raw", "/apis/pmx.dev/v1alpha1/namespaces/"+poolNS+"/shardpools/default/scale")
 		var scale struct {
 			Spec   struct{ Replicas int32 }
@@ -348,6 +364,7 @@ func TestShardPool(t *testing.T) {
 		// Back to 3: default-shard-3 never started, owns nothing, and goes at once.
 		w.env.Kubectl(t, "scale", "-n", poolNS, "shardpool/default", "--replicas=3")
 		w.statefulSet("default", "it has 3 replicas again", func(s *appsv1.StatefulSet) bool { return ptr.Deref(s.Spec.Replicas, 0) == 3 })
+		w.expected("default", "default-shard-0", "default-shard-1", "default-shard-2")
 	})
 
 	// Down to 2: default-shard-2 drains first. While the gate holds its handoffs back, the
@@ -367,6 +384,7 @@ func TestShardPool(t *testing.T) {
 		if got := w.draining(); !slices.Equal(got, []string{"default-shard-2"}) {
 			t.Errorf("shards draining in Postgres %v, want default-shard-2", got)
 		}
+		w.expected("default", "default-shard-0", "default-shard-1") // the shard that goes is not, while it drains
 		if sts := w.statefulSet("default", "read", func(*appsv1.StatefulSet) bool { return true }); ptr.Deref(sts.Spec.Replicas, 0) != 3 {
 			t.Fatalf("the StatefulSet has %d replicas while default-shard-2 still owns %d markets, want 3", ptr.Deref(sts.Spec.Replicas, 0), len(w.openOwned("default-shard-2")))
 		}
@@ -496,6 +514,7 @@ func TestShardPool(t *testing.T) {
 		if got := w.draining(); len(got) != 0 {
 			t.Errorf("shards draining in Postgres %v with nowhere to hand their markets, want none", got)
 		}
+		w.expected("default") // from the deletion on, before the pool goes
 		w.addShard("shard-a")
 		w.gone(p)
 		if n := len(w.openOwned("shard-a")); n != 6 {

@@ -49,7 +49,8 @@ type RebalanceStore interface {
 
 // ShardPoolStore is everything the ShardPool reconciler asks of the database
 // (ShardPoolReconciler.Store): the shards' registrations, the markets each owns and the load each
-// reported, as the Rebalancer reads them, and marking a shard that is to go draining.
+// reported, as the Rebalancer reads them, marking a shard that is to go draining, and recording
+// the shards each pool is to run.
 type ShardPoolStore interface {
 	// LiveShards lists the shards whose heartbeat is within ttl, with the OPEN markets each owns
 	// and whether it drains.
@@ -66,6 +67,10 @@ type ShardPoolStore interface {
 	// DedicatedUnits counts the pool's OPEN dedicated markets of their own and events with an OPEN
 	// dedicated market: each is owed a shard of its own.
 	DedicatedUnits(ctx context.Context, pool string) (int, error)
+	// ExpectShards records the names of the shards the pool is to run now (migration 040), none
+	// removing its row: what a stopping shard of the pool waits for (Successors). An expectation
+	// unchanged writes nothing.
+	ExpectShards(ctx context.Context, pool string, shards []string) error
 }
 
 // HealthStore is what the operator's metrics read at each scrape (HealthCollector.Store).

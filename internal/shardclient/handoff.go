@@ -72,10 +72,12 @@ func (r *Router) takeOver(ctx context.Context, markets []uuid.UUID, epochs []int
 // HandOffAll, in a shard process that stops (SIGTERM), hands every OPEN market it owns (from) to
 // the other live shards — live within ttl — by the planned handoff on its own shards (ho), each
 // unit (a market, or an event's markets together) to the one then holding the fewest markets, and
-// tells each new owner to load them. What it cannot hand over (no other shard is live, or a
-// handoff fails) the process's unregistering releases as before, for the operator to schedule. It
-// returns how many markets it handed over.
-func (r *Router) HandOffAll(ctx context.Context, from string, ho exchange.Handoff, ttl time.Duration) (int, error) {
+// tells each new owner to load them. What it cannot hand over (no other shard of the unit's pool
+// is live, or a handoff fails) the process's unregistering releases as before, for the operator to
+// schedule. It returns how many markets it handed over, and how many units stayed for want of a
+// live shard of their pool: those a later call may yet hand over, once one is (the stopping
+// shard's wait for its pool's successors, pmx shard).
+func (r *Router) HandOffAll(ctx context.Context, from string, ho exchange.Handoff, ttl time.Duration) (handed, stayed int, err error) {
 	return r.handOffAll(ctx, from, ttl, "could not hand markets over on stopping; unregistering releases them",
 		func(ctx context.Context, unit []uuid.UUID, to string) (bool, error) {
 			epochs, err := ho.HandOff(ctx, unit, to)
@@ -96,7 +98,7 @@ func (r *Router) HandOffAll(ctx context.Context, from string, ho exchange.Handof
 // for the next call. It returns how many markets it handed over.
 func (r *Router) HandOffShard(ctx context.Context, from string, ttl time.Duration) (int, error) {
 	var failed []error
-	n, err := r.handOffAll(ctx, from, ttl, "could not hand markets over from a shard being drained; trying again at the next look",
+	n, _, err := r.handOffAll(ctx, from, ttl, "could not hand markets over from a shard being drained; trying again at the next look",
 		func(ctx context.Context, unit []uuid.UUID, to string) (bool, error) {
 			moved, err := r.HandOff(ctx, unit, from, to)
 			if err != nil {
@@ -111,22 +113,19 @@ func (r *Router) HandOffShard(ctx context.Context, from string, ttl time.Duratio
 // markets together), to the live shard (within ttl) that placement.Choose gives the unit among
 // the others — of its pool, not draining, a free one for a dedicated unit, the fewest markets
 // first — with move; a unit whose move fails is logged with warn and left, and one that move says
-// was no longer from's is not counted. A unit none of whose pool's other shards is live stays. It
-// returns how many markets moved.
+// was no longer from's is not counted. A unit none of whose pool's other shards is live stays
+// (logged once for each pool). It returns how many markets moved, and how many units stayed so.
 func (r *Router) handOffAll(ctx context.Context, from string, ttl time.Duration, warn string,
-	move func(ctx context.Context, unit []uuid.UUID, to string) (bool, error)) (int, error) {
+	move func(ctx context.Context, unit []uuid.UUID, to string) (bool, error)) (handed, stayed int, err error) {
 	r.client()
 	live, err := r.Store.LiveShards(ctx, ttl)
 	if err != nil {
-		return 0, fmt.Errorf("while listing the live shards to hand markets to: %w", err)
+		return 0, 0, fmt.Errorf("while listing the live shards to hand markets to: %w", err)
 	}
 	others := slices.DeleteFunc(live, func(sh bookkeeping.Shard) bool { return sh.Name == from || sh.Draining })
-	if len(others) == 0 {
-		return 0, nil
-	}
 	rows, err := r.Store.Markets(ctx, domain.MarketOpen)
 	if err != nil {
-		return 0, fmt.Errorf("while listing the markets to hand over: %w", err)
+		return 0, 0, fmt.Errorf("while listing the markets to hand over: %w", err)
 	}
 	type unit struct {
 		placement.Unit
@@ -160,11 +159,17 @@ func (r *Router) handOffAll(ctx context.Context, from string, ttl time.Duration,
 		}
 		return 0
 	})
-	handed := 0
+	stay := map[string][]uuid.UUID{} // by pool, the markets of the units that stay
+	var pools []string
 	for _, u := range units {
 		i, _ := placement.Choose(others, u.Unit)
 		if i < 0 {
-			r.log.Warn("no live shard of the markets' pool to hand them to; they stay", "markets", u.markets, "from", from, "pool", placement.Pool(u.Pool))
+			p := placement.Pool(u.Pool)
+			if _, ok := stay[p]; !ok {
+				pools = append(pools, p)
+			}
+			stay[p] = append(stay[p], u.markets...)
+			stayed++
 			continue
 		}
 		to := others[i].Name
@@ -183,5 +188,8 @@ func (r *Router) handOffAll(ctx context.Context, from string, ttl time.Duration,
 		}
 		handed += len(u.markets)
 	}
-	return handed, nil
+	for _, p := range pools {
+		r.log.Warn("no live shard of the markets' pool to hand them to; they stay", "pool", p, "markets", len(stay[p]), "ids", stay[p], "from", from)
+	}
+	return handed, stayed, nil
 }

@@ -144,14 +144,14 @@ func TestHandOffThroughRouter(t *testing.T) {
 	// shard-2 stops: it hands its market to the live shard holding the fewest, by name first
 	// (shard-0, which does not serve the take-over: it loads on first use). shard-2 still holds
 	// the market under the epoch it was handed it with, two moves ago: it loads it afresh first.
-	if n, err := front.HandOffAll(ctx, "shard-2", second, time.Minute); err != nil || n != 1 {
-		t.Fatalf("HandOffAll: %d markets, %v", n, err)
+	if n, stayed, err := front.HandOffAll(ctx, "shard-2", second, time.Minute); err != nil || n != 1 || stayed != 0 {
+		t.Fatalf("HandOffAll: %d markets, %d units stayed, %v", n, stayed, err)
 	}
 	if o, err := r.st.Owner(ctx, r.market); err != nil || o.Shard != "shard-0" {
 		t.Fatalf("after shard-2 handed everything over: %+v (%v)", o, err)
 	}
-	if n, err := front.HandOffAll(ctx, "shard-2", second, time.Minute); err != nil || n != 0 {
-		t.Errorf("HandOffAll of a shard that owns nothing: %d markets, %v", n, err)
+	if n, stayed, err := front.HandOffAll(ctx, "shard-2", second, time.Minute); err != nil || n != 0 || stayed != 0 {
+		t.Errorf("HandOffAll of a shard that owns nothing: %d markets, %d units stayed, %v", n, stayed, err)
 	}
 
 	// The operator empties shard-0, which a scale-down removes, from outside (HandOffShard): its
@@ -171,6 +171,15 @@ func TestHandOffThroughRouter(t *testing.T) {
 	}
 	if n, err := operator.HandOffShard(ctx, "shard-0", time.Minute); err != nil || n != 0 {
 		t.Errorf("HandOffShard of a shard that owns nothing: %d markets, %v", n, err)
+	}
+
+	// shard-1 stops too, the others draining: no live shard of its market's pool can take it, and
+	// HandOffAll says the unit stayed, for the stopping shard to wait for its pool's successors.
+	if n, stayed, err := front.HandOffAll(ctx, "shard-1", r.sh, time.Minute); err != nil || n != 0 || stayed != 1 {
+		t.Errorf("HandOffAll with every other shard draining: %d markets, %d units stayed, %v; want 0, 1", n, stayed, err)
+	}
+	if o, err := r.st.Owner(ctx, r.market); err != nil || o.Shard != "shard-1" {
+		t.Errorf("after a HandOffAll with nowhere to go: %+v (%v), want shard-1's still", o, err)
 	}
 }
 

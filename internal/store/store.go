@@ -7,8 +7,8 @@
 //   - internal/store/accounts: accounts and keys: API keys, ws tokens, sessions, sign-ins and
 //     sign-ups, signed requests' replays, rate limits, risk limits, key revocations;
 //   - internal/store/feedlog: the feeds' log: market and account event batches, presence;
-//   - internal/store/bookkeeping: the operator's books: shards, market ownership, moves, load,
-//     health;
+//   - internal/store/bookkeeping: the operator's books: shards, the shards each ShardPool
+//     expects, market ownership, moves, load, health;
 //   - internal/store/markets: markets and events, and the orders, trades, positions, fills,
 //     candles and settlements the API reads;
 //   - internal/store/batches: the batch writer: BeginBatch and CommitBatch, which write what a

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,6 +37,9 @@ type shardOptions struct {
 	advertise      string
 	internalToken  string
 	process        process.Options
+	// logger, when set, is the process's log in place of process.Start's (on stderr): a test's,
+	// which reads what the shard says it did.
+	logger *slog.Logger
 }
 
 func NewCommand() *cobra.Command {
@@ -83,6 +87,9 @@ func runShard(ctx context.Context, o shardOptions) error {
 	log, err := process.Start(o.process)
 	if err != nil {
 		return err
+	}
+	if o.logger != nil {
+		log = o.logger
 	}
 	log = log.With("shard", o.name)
 	st, err := process.OpenStore(ctx, o.databaseURL, log, o.shards)
@@ -169,11 +176,14 @@ func advertised(flag, addr, listening, hostname string) string {
 	return net.JoinHostPort(hostname, port)
 }
 
-// handOffOnStop hands a stopping shard's markets to the other live shards (shardclient.Router.HandOffAll),
-// then keeps serving for a moment: a front that still routes to this shard from its cache of owners
-// (a second) is refused with nothing done and follows the market, rather than finding the port
-// closed under a request it sent.
+// handOffOnStop hands a stopping shard's markets to the other live shards of their pools, waiting,
+// bounded, for its pool's successors when none can take them (handOver), then keeps serving for
+// a moment: a front that still routes to this shard from its cache of owners (a second) is refused
+// with nothing done and follows the market, rather than finding the port closed under a request
+// it sent. It returns within handOffOnStopTimeout of the SIGTERM; what it could not hand over, the
+// process's unregistering releases.
 func handOffOnStop(st *store.Store, o shardOptions, sh *pmxshard.Set, log *slog.Logger) {
+	stopped := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), handOffOnStopTimeout)
 	defer cancel()
 	// First no market may be moved onto this shard (the operator's spread would answer its
@@ -182,17 +192,100 @@ func handOffOnStop(st *store.Store, o shardOptions, sh *pmxshard.Set, log *slog.
 		log.Warn("could not mark the shard as draining; handing its markets over all the same", "err", err)
 	}
 	router := &shardclient.Router{Store: st, Token: o.internalToken, Logger: log}
-	n, err := router.HandOffAll(ctx, o.name, sh, handOffOnStopTTL)
-	if err != nil {
-		log.Warn("could not hand the markets over on stopping; unregistering releases them", "err", err)
-	}
+	n := handOver(ctx, stopped, func(ctx context.Context) ([]string, error) {
+		return st.Successors(ctx, o.pool, o.name, handOffOnStopTTL)
+	}, func(ctx context.Context) (handed, stayed int) {
+		handed, stayed, err := router.HandOffAll(ctx, o.name, sh, handOffOnStopTTL)
+		if err != nil {
+			log.Warn("could not hand the markets over on stopping; unregistering releases them", "err", err)
+		}
+		return handed, stayed
+	}, log)
 	if n == 0 {
 		return
 	}
 	log.Info("handed the markets over to the other live shards", "markets", n)
 	t := time.NewTimer(time.Second) // the fronts' cache of owners (shardclient.Router.OwnerTTL)
 	defer t.Stop()
-	<-t.C
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// handOver is a stopping shard's handoffs: handOff (shardclient.Router.HandOffAll) hands every
+// OPEN market it owns to a live shard of the market's pool, and returns how many markets it
+// handed over and how many units stayed for want of one. While some stay and the pool expects
+// shards other than this one that are not live (successors: store.Successors, the names the
+// ShardPool reconciler records), handOver reads them again every successorsPoll, and hands over
+// again as soon as they change — one of them is live now, which the planned handoff then finds.
+// It returns how many markets were handed over in all.
+//
+// It waits only for shards known to be coming. When the pool expects none but this one — a
+// single-replica pool's rolling update, whose replacement has this shard's name and starts only
+// once this process has exited, or a pool no ShardPool runs (the chart's own StatefulSet, scaled
+// down) — it gives up successorsLag after the SIGTERM (stopped), and unregistering releases the
+// markets as before. The wait ends, whatever is still to come, successorsWait after the SIGTERM.
+func handOver(ctx context.Context, stopped time.Time, successors func(context.Context) ([]string, error),
+	handOff func(context.Context) (handed, stayed int), log *slog.Logger) int {
+	// The successors are read before the first handoff, so that one that goes live between the
+	// two is seen to: its name leaves the list.
+	names, err := successors(ctx)
+	if err != nil {
+		log.Warn("could not read the pool's successors; handing the markets to the live shards alone", "err", err)
+		handed, _ := handOff(ctx)
+		return handed
+	}
+	handed, stayed := handOff(ctx)
+	if stayed == 0 {
+		return handed
+	}
+	tick := time.NewTicker(successorsPoll)
+	defer tick.Stop()
+	waiting := false
+	for {
+		if len(names) > 0 && !waiting {
+			log.Info("waiting for the pool's successors", "successors", names, "units", stayed,
+				"for", time.Until(stopped.Add(successorsWait)).Round(time.Millisecond))
+			waiting = true
+		}
+		switch elapsed := time.Since(stopped); {
+		case waiting && len(names) == 0:
+			log.Warn("the pool expects no shard that is not live, yet some markets found no shard of their pool to take them; unregistering releases them",
+				"units", stayed, "handed", handed, "waited", elapsed.Round(time.Millisecond))
+			return handed
+		case !waiting && elapsed >= successorsLag:
+			return handed // none is coming
+		case elapsed >= successorsWait:
+			log.Warn("gave up waiting for the pool's successors; unregistering releases the markets left",
+				"successors", names, "units", stayed, "handed", handed, "waited", elapsed.Round(time.Millisecond))
+			return handed
+		}
+		select {
+		case <-ctx.Done():
+			log.Warn("stopped waiting for the pool's successors: the stop's time is up", "successors", names, "handed", handed)
+			return handed
+		case <-tick.C:
+		}
+		next, err := successors(ctx)
+		if err != nil {
+			log.Warn("could not read the pool's successors; unregistering releases the markets left", "err", err, "handed", handed)
+			return handed
+		}
+		if !slices.Equal(next, names) {
+			// One of them is live now (its name left the list), or the expectation changed or was
+			// just written: another handoff finds whoever is live, if any. (The operator writes the
+			// expectation before the pool's StatefulSet, so before any of its shards is live.)
+			n, left := handOff(ctx)
+			handed, stayed = handed+n, left
+			if stayed == 0 {
+				log.Info("handed the markets left over to the pool's successors", "markets", handed,
+					"waited", time.Since(stopped).Round(time.Millisecond))
+				return handed
+			}
+		}
+		names = next
+	}
 }
 
 // shardShutdownDelay is how long a stopping shard's server serves on once it is done with its
@@ -202,10 +295,28 @@ func handOffOnStop(st *store.Store, o shardOptions, sh *pmxshard.Set, log *slog.
 // outcome_unknown), while one that finds the port closed knows it was not, and re-routes.
 const shardShutdownDelay = time.Second
 
-// handOffOnStopTimeout bounds the handoffs of a stopping shard, well within Kubernetes' default
-// grace of 30 s; handOffOnStopTTL is how recent a shard's heartbeat must be for it to be given
-// markets (three heartbeats).
+// A stopping shard's handoffs (handOffOnStop) fit in its pod's terminationGracePeriodSeconds, 30 s
+// by default (the chart's and a ShardPool's), after which Kubernetes kills it:
 const (
-	handOffOnStopTimeout = 15 * time.Second
-	handOffOnStopTTL     = 3 * time.Second
+	// handOffOnStopTimeout bounds the whole of handOffOnStop from the SIGTERM: the wait for the
+	// pool's successors, the handoffs after it and the pause for the fronts' cache of owners. What
+	// follows it — shardShutdownDelay, the batch loops' last batches, unregistering — takes about
+	// 2 s, so that 25 s leaves some slack within the 30.
+	handOffOnStopTimeout = 25 * time.Second
+	// successorsWait bounds the wait for the pool's successors (handOver), from the SIGTERM: the
+	// pods of a ShardPool that replaces the chart's shards start and register in about 5 s, and
+	// the handoffs once one has have the 10 s left of handOffOnStopTimeout.
+	successorsWait = 15 * time.Second
+	// successorsLag is how long after the SIGTERM a stopping shard reads its pool's successors
+	// again when it finds none. When a ShardPool replaces the chart's own shards (helm upgrade),
+	// the operator records the pool's shards within milliseconds of the ShardPool's creation, but
+	// Kubernetes SIGTERMs the old pods at about the same time, as Helm deletes their StatefulSet:
+	// a shard can stop just before the pool's expectation is written. Waiting so long for nothing
+	// costs only a slower stop (the shard serves on meanwhile).
+	successorsLag = 1500 * time.Millisecond
+	// successorsPoll is how often the successors are read again while waiting.
+	successorsPoll = 250 * time.Millisecond
+	// handOffOnStopTTL is how recent a shard's heartbeat must be for it to be given markets, or
+	// counted as a successor that is live (three heartbeats).
+	handOffOnStopTTL = 3 * time.Second
 )

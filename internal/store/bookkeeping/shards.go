@@ -139,6 +139,51 @@ func (s *Book) DedicatedUnits(ctx context.Context, pool string) (int, error) {
 	return n, err
 }
 
+// ExpectShards records the names of the shards a pool ("" for the default pool) is to run now
+// (migration 040): the ShardPool reconciler calls it at each look at a pool, with the shards its
+// StatefulSet keeps, and with none when the pool is deleted, which removes the pool's row. An
+// expectation unchanged writes nothing, so that calling it at every look costs one read.
+func (s *Book) ExpectShards(ctx context.Context, pool string, shards []string) error {
+	if len(shards) == 0 {
+		if _, err := s.Pool.Exec(ctx, `delete from shard_pools where name = coalesce(nullif($1, ''), 'default')`, pool); err != nil {
+			return fmt.Errorf("while removing the shards pool %q expects: %w", pool, err)
+		}
+		return nil
+	}
+	// The insert's select finds nothing to write when the row already says so: no row is locked or
+	// updated then.
+	_, err := s.Pool.Exec(ctx, `insert into shard_pools (name, shards)
+		select coalesce(nullif($1, ''), 'default'), $2::text[]
+		where not exists (select 1 from shard_pools where name = coalesce(nullif($1, ''), 'default') and shards = $2::text[])
+		on conflict (name) do update set shards = excluded.shards, updated_at = now()`, pool, shards)
+	if err != nil {
+		return fmt.Errorf("while recording the shards pool %q expects, %v: %w", pool, shards, err)
+	}
+	return nil
+}
+
+// Successors lists, in the order ExpectShards recorded them, the shards a pool ("" for the default
+// pool) expects, other than self, that are not live now: no process registered under the name
+// with a heartbeat within ttl (by the database's clock), or one that drains. They are what a
+// stopping shard of the pool may wait for, when no live shard of its pool can take its markets
+// (pmx shard's handOffOnStop): shards its pool is to run that have yet to start. None when the pool
+// expects nothing (no ShardPool of that name, or a release whose operator records no expectation).
+func (s *Book) Successors(ctx context.Context, pool, self string, ttl time.Duration) ([]string, error) {
+	rows, err := s.Pool.Query(ctx, `select e.name from shard_pools p, unnest(p.shards) with ordinality as e(name, ordinal)
+		where p.name = coalesce(nullif($1, ''), 'default') and e.name <> $2
+			and not exists (select 1 from shards s where s.name = e.name
+				and s.heartbeat_at > now() - $3::interval and s.draining_since is null)
+		order by e.ordinal`, pool, self, ttl.String())
+	if err != nil {
+		return nil, fmt.Errorf("while reading the shards pool %q expects: %w", pool, err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("while reading the shards pool %q expects: %w", pool, err)
+	}
+	return names, nil
+}
+
 // EventOwners lists the shard of each of an event's markets that has one, one entry per market.
 func (s *Book) EventOwners(ctx context.Context, event uuid.UUID) ([]string, error) {
 	rows, err := s.Pool.Query(ctx, `select shard from markets where event_id = $1 and shard is not null`, event)
