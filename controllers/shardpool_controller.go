@@ -50,7 +50,8 @@ const fieldOwner = "pmx-operator"
 // are marked draining in Postgres (store.Drain, the mark a stopping shard puts on itself: nothing
 // is scheduled or rebalanced onto them) and emptied by the planned handoff (HandOffShard), and the
 // StatefulSet's replicas are lowered only once they own no OPEN market. Deleting a pool does the
-// same for all its shards (its finalizer). With no live shard outside those that go to take their
+// same for all its shards (its finalizer, which a pool carries only while its shards own OPEN
+// markets or drain: holdWhileOwning). With no live shard outside those that go to take their
 // markets, the scale-down or the deletion waits, the shards serving on, and says so (Draining,
 // NoShardToTakeOver). A scale-down undone before it completes takes the drains back.
 //
@@ -145,6 +146,11 @@ func (r *ShardPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	log := logf.FromContext(ctx).WithValues("shardpool", req.NamespacedName)
 	var pool pmxv1.ShardPool
 	if err := r.Get(ctx, req.NamespacedName, &pool); err != nil {
+		if apierrors.IsNotFound(err) && req.Namespace == r.Namespace {
+			// Gone without its finalizer (its shards owned nothing): none of its shards is to be
+			// waited for any more.
+			return ctrl.Result{}, r.Store.ExpectShards(ctx, req.Name, nil)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if pool.Namespace != r.Namespace {
