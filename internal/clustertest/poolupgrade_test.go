@@ -64,6 +64,9 @@ func (c *cluster) testPoolUpgrade(t *testing.T, tg *exchangetest.Target) {
 	})
 	t.Logf("shards moved from the pool to the chart's StatefulSet in %v", off.Sub(began).Round(time.Second))
 
+	// The chart's shards' logs go with their pods: kept for the failures' report.
+	stopping := c.followLogs(t, "--selector", "app.kubernetes.io/component=shard", "--prefix", "--tail=0",
+		"--max-log-requests=10", "--ignore-errors")
 	onBegan := time.Now()
 	c.helmRun(t, "upgrade", release, chart, "--namespace", namespace, "--reuse-values",
 		"--set", "shardPool.enabled=true", "--wait", "--timeout", "3m")
@@ -73,7 +76,15 @@ func (c *cluster) testPoolUpgrade(t *testing.T, tg *exchangetest.Target) {
 		return load.Sent(on, time.Now().Add(time.Hour)) > 0
 	})
 	load.Stop()
-	placementFailures(t, []phase{{"to the chart's shards", began, onBegan}, {"back to the pool", onBegan, time.Now()}}, load)
+	if placementFailures(t, []phase{{"to the chart's shards", began, onBegan}, {"back to the pool", onBegan, time.Now()}}, load) {
+		t.Logf("what the chart's shards logged as they stopped:\n%s", stopping())
+		t.Logf("the pool's shards' log:\n%s", c.Kubectl(t, "logs", "-n", namespace, "-l", "pmx.dev/shard-pool="+chartPool,
+			"--since=5m", "--tail=200", "--prefix"))
+		for _, comp := range []string{"api", "operator"} {
+			t.Logf("the %s pods' warnings and errors:\n%s", comp, warnings(c.Kubectl(t, "logs", "-n", namespace,
+				"-l", "app.kubernetes.io/component="+comp, "--since=5m", "--tail=-1", "--prefix")))
+		}
+	}
 	t.Logf("shards moved back under the pool in %v; %d orders acknowledged in all", on.Sub(onBegan).Round(time.Second), load.Acked())
 	load.CheckKept(t, tg)
 	exchangetest.CheckInvariants(t, tg)
