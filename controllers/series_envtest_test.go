@@ -270,3 +270,71 @@ func TestSeriesInvalid(t *testing.T) {
 		}
 	}
 }
+
+// TestSeriesPool: a series' shardPool and placement go into each instance it creates, a Market's
+// or an Event's; a change of them applies to the instances listed after it, and those listed
+// already keep theirs.
+func TestSeriesPool(t *testing.T) {
+	env := k8stest.Start(t)
+	st := storetest.New(t)
+	ctx := context.Background()
+	clock := &manualClock{now: time.Date(2027, 6, 1, 12, 0, 0, 0, time.UTC)}
+	startSeriesOperator(t, env, st, clock)
+
+	// Each lists one instance ahead: at noon, today's of 18:00.
+	rain := &pmxv1.MarketSeries{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "rain"},
+		Spec: pmxv1.MarketSeriesSpec{Schedule: "0 18 * * *", ClosesAfter: &metav1.Duration{Duration: time.Hour},
+			ShardPool: "hot", Placement: pmxv1.PlacementDedicated,
+			Market: &pmxv1.SeriesMarketTemplate{Question: "Will it rain on {date}?", Category: "weather"}}}
+	which := &pmxv1.MarketSeries{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "which"},
+		Spec: pmxv1.MarketSeriesSpec{Schedule: "0 18 * * *", ShardPool: "hot", Placement: pmxv1.PlacementDedicated,
+			Event: &pmxv1.SeriesEventTemplate{Question: "Which range on {date}?", Category: "finance",
+				Outcomes: []pmxv1.EventOutcome{{Key: "low", Label: "Low"}, {Key: "high", Label: "High"}}}}}
+	for _, ms := range []*pmxv1.MarketSeries{rain, which} {
+		if err := env.Client.Create(ctx, ms); err != nil {
+			t.Fatal(err)
+		}
+	}
+	market := func(name string) pmxv1.MarketSpec {
+		t.Helper()
+		var m pmxv1.Market
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m.Spec
+	}
+
+	waitInstances(t, env.Client, "rain", "rain-20270601-1800")
+	if s := market("rain-20270601-1800"); s.ShardPool != "hot" || s.Placement != pmxv1.PlacementDedicated {
+		t.Errorf("the Market instance's pool %q, placement %q; want hot, Dedicated", s.ShardPool, s.Placement)
+	}
+	var ev pmxv1.Event
+	if !within(10*time.Second, func() bool {
+		return env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "which-20270601-1800"}, &ev) == nil
+	}) {
+		t.Fatal("no Event instance which-20270601-1800")
+	}
+	if ev.Spec.ShardPool != "hot" || ev.Spec.Placement != pmxv1.PlacementDedicated {
+		t.Errorf("the Event instance's pool %q, placement %q; want hot, Dedicated", ev.Spec.ShardPool, ev.Spec.Placement)
+	}
+
+	// Back to the default pool, shared: the instance listed next, at 18:00 (tomorrow's), takes
+	// that; today's, listed already and open until 19:00, keeps hot.
+	got := getSeries(t, env.Client, "rain")
+	got.Spec.ShardPool, got.Spec.Placement = "", ""
+	if err := env.Client.Update(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	// Once the operator has seen the change (its cache holds it), the clock moves on.
+	if !within(10*time.Second, func() bool { return getSeries(t, env.Client, "rain").Status.ObservedGeneration == got.Generation }) {
+		t.Fatalf("the operator did not observe generation %d of the series", got.Generation)
+	}
+	clock.Set(time.Date(2027, 6, 1, 18, 0, 0, 0, time.UTC))
+	waitInstances(t, env.Client, "rain", "rain-20270601-1800", "rain-20270602-1800")
+	if s := market("rain-20270602-1800"); s.ShardPool != "" || s.Placement != "" {
+		t.Errorf("the instance listed after the change: pool %q, placement %q; want neither", s.ShardPool, s.Placement)
+	}
+	if s := market("rain-20270601-1800"); s.ShardPool != "hot" || s.Placement != pmxv1.PlacementDedicated {
+		t.Errorf("the instance listed before the change: pool %q, placement %q; want hot, Dedicated as it was", s.ShardPool, s.Placement)
+	}
+}

@@ -125,7 +125,9 @@ func defaultSecurityContext() *corev1.SecurityContext {
 // ShardPoolPodTemplate is the pod template of a pool's shards, as the operator's StatefulSet of the
 // pool carries it: the chart's tests check the pods of the ShardPool it renders by it, as they
 // check the chart's own.
-func ShardPoolPodTemplate(pool *pmxv1.ShardPool) corev1.PodTemplateSpec { return shardPodTemplate(pool) }
+func ShardPoolPodTemplate(pool *pmxv1.ShardPool) corev1.PodTemplateSpec {
+	return shardPodTemplate(pool)
+}
 
 // shardPodTemplate is the pod of one shard, as the chart's shard StatefulSet makes it.
 func shardPodTemplate(pool *pmxv1.ShardPool) corev1.PodTemplateSpec {

@@ -108,13 +108,11 @@ func (m *Market) problems() []error {
 	if f := s.Fees; f != nil {
 		errs = append(errs, f.problems("spec.fees")...)
 	}
-	if s.ShardPool != "" && (len(s.ShardPool) > maxShardPool || !shardPoolName.MatchString(s.ShardPool)) {
-		add("spec.shardPool", "%q: must name a ShardPool: at most %d lower-case letters, digits and '-', starting with a letter and ending with a letter or digit", s.ShardPool, maxShardPool)
+	if err := CheckShardPool(s.ShardPool); err != nil {
+		add("spec.shardPool", "%v", err)
 	}
-	switch s.Placement {
-	case "", PlacementShared, PlacementDedicated:
-	default:
-		add("spec.placement", "%q: must be %s or %s", s.Placement, PlacementShared, PlacementDedicated)
+	if err := s.Placement.Check(); err != nil {
+		add("spec.placement", "%v", err)
 	}
 	// The CRD's rule on each time (XValidation on ClosesAt and ResolvesAt) says the same bound.
 	for _, t := range []struct {
@@ -131,6 +129,27 @@ func (m *Market) problems() []error {
 		add("spec", "closesAt must be before resolvesAt")
 	}
 	return errs
+}
+
+// CheckShardPool checks a spec.shardPool by the CRD's markers on it, which a Market, an Event and
+// a MarketSeries share: empty (the default pool), or the name a ShardPool may have. The error
+// says what is wrong, without the field's path.
+func CheckShardPool(pool string) error {
+	if pool != "" && (len(pool) > maxShardPool || !shardPoolName.MatchString(pool)) {
+		return fmt.Errorf("%q: must name a ShardPool: at most %d lower-case letters, digits and '-', starting with a letter and ending with a letter or digit", pool, maxShardPool)
+	}
+	return nil
+}
+
+// Check checks a spec.placement by the CRD's enum, which a Market, an Event and a MarketSeries
+// share: empty (Shared), Shared or Dedicated. The error says what is wrong, without the field's
+// path.
+func (p Placement) Check() error {
+	switch p {
+	case "", PlacementShared, PlacementDedicated:
+		return nil
+	}
+	return fmt.Errorf("%q: must be %s or %s", p, PlacementShared, PlacementDedicated)
 }
 
 // isHTTPURL mirrors the CRD's rule for spec.url, `isURL(self) && url(self).getScheme() in ['http',

@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 )
 
 // These tests run the MarketSeries' CRD through the apiserver's own code, as crd_test.go does the
@@ -44,6 +47,8 @@ keepListed: 0
 keepSettledFor: 0s` + seriesMarket, ""},
 		{"event", "schedule: \"0 0 1 * *\"\nevent:\n  question: Which index range on {date}?\n  category: finance\n  outcomes:\n  - key: low\n    label: Low\n  - key: high\n    label: High", ""},
 		{"ranges and steps", "schedule: \"*/15 8-17 1,15 */2 ?\"" + seriesMarket, ""},
+		{"a pool, dedicated", "schedule: \"@daily\"\nshardPool: hot\nplacement: Dedicated" + seriesMarket, ""},
+		{"shared", "schedule: \"@daily\"\nplacement: Shared" + seriesMarket, ""},
 
 		{"four fields", "schedule: \"0 18 * *\"" + seriesMarket, "schedule must be five cron fields"},
 		{"six fields", "schedule: \"0 0 18 * * *\"" + seriesMarket, "schedule must be five cron fields"},
@@ -57,6 +62,9 @@ keepSettledFor: 0s` + seriesMarket, ""},
 		{"negative keepSettledFor", "schedule: \"@daily\"\nkeepSettledFor: -1h" + seriesMarket, "keepSettledFor must be 0s or more"},
 		{"resolves before it closes", "schedule: \"@daily\"\nclosesAfter: 2h\nresolvesAfter: 1h" + seriesMarket, "resolvesAfter must be longer than closesAfter"},
 		{"resolves at 0s", "schedule: \"@daily\"\nresolvesAfter: 0s" + seriesMarket, "resolvesAfter must be longer than closesAfter"},
+		{"a pool that is no DNS label", "schedule: \"@daily\"\nshardPool: Hot_Pool" + seriesMarket, "spec.shardPool in body should match '^[a-z]([-a-z0-9]*[a-z0-9])?$'"},
+		{"a pool name too long", "schedule: \"@daily\"\nshardPool: " + strings.Repeat("p", 47) + seriesMarket, "spec.shardPool: Too long: may not be more than 46"},
+		{"an unknown placement", "schedule: \"@daily\"\nplacement: alone" + seriesMarket, `spec.placement: Unsupported value: "alone": supported values: "Shared", "Dedicated"`},
 		{"zone with a space", "schedule: \"@daily\"\ntimeZone: Europe/Par is" + seriesMarket, "spec.timeZone"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -97,6 +105,26 @@ func TestSeriesCRDNames(t *testing.T) {
 	want := []string{"conditions", "instances", "lastInstance", "lastInstanceTime", "nextInstance", "nextInstanceTime", "observedGeneration", "seriesId"}
 	if got := slices.Sorted(maps.Keys(props["status"].Properties)); !slices.Equal(got, want) {
 		t.Errorf("status fields %v, want %v", got, want)
+	}
+}
+
+// TestSeriesCRDPlacement: a series' shardPool and placement, which each instance takes, have the
+// schema of a Market's and an Event's (their descriptions aside), so that no instance the series
+// makes can be refused for them.
+func TestSeriesCRDPlacement(t *testing.T) {
+	spec := func(file string) map[string]apiextensionsv1.JSONSchemaProps {
+		return loadCRDFile(t, file).def.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties
+	}
+	series := spec("pmx.dev_marketseries.yaml")
+	for _, file := range []string{"pmx.dev_markets.yaml", "pmx.dev_events.yaml"} {
+		other := spec(file)
+		for _, name := range []string{"shardPool", "placement"} {
+			a, b := series[name], other[name]
+			a.Description, b.Description = "", ""
+			if !equality.Semantic.DeepEqual(a, b) {
+				t.Errorf("spec.%s: the series' schema %+v, %s's %+v", name, a, file, b)
+			}
+		}
 	}
 }
 

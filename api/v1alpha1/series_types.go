@@ -180,6 +180,24 @@ type MarketSeriesSpec struct {
 	// Event is the template of each instance when the series lists Events.
 	// +optional
 	Event *SeriesEventTemplate `json:"event,omitempty"`
+
+	// ShardPool names the ShardPool, in the operator's namespace, whose shards serve every
+	// instance: each Market instance's spec.shardPool, or each Event instance's (which its Markets
+	// take). Unset, the default pool. A change applies to the instances listed after it; those
+	// listed already keep theirs (change an instance's own spec.shardPool to move it).
+	// +optional
+	// +kubebuilder:validation:MaxLength=46
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	ShardPool string `json:"shardPool,omitempty"`
+
+	// Placement is Shared (the default) or Dedicated: each instance's spec.placement, as
+	// shardPool is. Dedicated keeps each instance (its market, or its event's markets) alone on a
+	// shard of its pool, so that the pool needs a shard for each instance OPEN at once, those
+	// listed ahead included (the ShardPool's spec.maxDedicatedShards). A change applies to the
+	// instances listed after it; those listed already keep theirs.
+	// +optional
+	// +kubebuilder:validation:Enum=Shared;Dedicated
+	Placement Placement `json:"placement,omitempty"`
 }
 
 // MarketSeriesStatus is what the operator last observed and did.

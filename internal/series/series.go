@@ -118,6 +118,13 @@ func New(name string, spec v1alpha1.MarketSeriesSpec) (*Series, error) {
 	if (spec.Market == nil) == (spec.Event == nil) {
 		return nil, &Error{"market", "set exactly one of market and event: the template of each instance"}
 	}
+	// Each instance's, checked here under the series' own fields rather than as the template's.
+	if err := v1alpha1.CheckShardPool(spec.ShardPool); err != nil {
+		return nil, &Error{"shardPool", err.Error()}
+	}
+	if err := spec.Placement.Check(); err != nil {
+		return nil, &Error{"placement", err.Error()}
+	}
 	// The template must make a valid instance; its first time will do.
 	if first := s.schedule.Next(time.Unix(0, 0)); first.IsZero() {
 		return nil, &Error{"schedule", fmt.Sprintf("%q never falls; check its day of month and month", expr)}
@@ -231,24 +238,26 @@ func metaTime(t time.Time) *metav1.Time {
 	return &mt
 }
 
-// MarketSpec is the spec of a market series' instance.
+// MarketSpec is the spec of a market series' instance: its template's, with the series' pool and
+// placement.
 func (s *Series) MarketSpec(in Instance) v1alpha1.MarketSpec {
 	tm := s.spec.Market
 	spec := v1alpha1.MarketSpec{Question: text(tm.Question, in.Time), Description: text(tm.Description, in.Time),
 		Category: tm.Category, URL: tm.URL, LabelA: tm.LabelA, LabelB: tm.LabelB, ClosesAt: metaTime(in.ClosesAt),
-		Fees: tm.Fees.DeepCopy()}
+		Fees: tm.Fees.DeepCopy(), ShardPool: s.spec.ShardPool, Placement: s.spec.Placement}
 	if in.ResolvesAt != nil {
 		spec.ResolvesAt = metaTime(*in.ResolvesAt)
 	}
 	return spec
 }
 
-// EventSpec is the spec of an event series' instance.
+// EventSpec is the spec of an event series' instance: its template's, with the series' pool and
+// placement (which the event's Markets take from it).
 func (s *Series) EventSpec(in Instance) v1alpha1.EventSpec {
 	te := s.spec.Event
 	spec := v1alpha1.EventSpec{Question: text(te.Question, in.Time), Description: text(te.Description, in.Time),
 		Category: te.Category, URL: te.URL, Outcomes: append([]v1alpha1.EventOutcome(nil), te.Outcomes...), ClosesAt: metaTime(in.ClosesAt),
-		Fees: te.Fees.DeepCopy()}
+		Fees: te.Fees.DeepCopy(), ShardPool: s.spec.ShardPool, Placement: s.spec.Placement}
 	if in.ResolvesAt != nil {
 		spec.ResolvesAt = metaTime(*in.ResolvesAt)
 	}

@@ -153,6 +153,9 @@ func TestNewRefuses(t *testing.T) {
 			s.Event = &v1alpha1.SeriesEventTemplate{Question: "q", Category: "c"}
 		}},
 		{"market", func(s *v1alpha1.MarketSeriesSpec) { s.Market.Question = strings.Repeat("x", 501) }},
+		{"shardPool", func(s *v1alpha1.MarketSeriesSpec) { s.ShardPool = "Hot_Pool" }},
+		{"shardPool", func(s *v1alpha1.MarketSeriesSpec) { s.ShardPool = strings.Repeat("p", 47) }},
+		{"placement", func(s *v1alpha1.MarketSeriesSpec) { s.Placement = "alone" }},
 	} {
 		spec := daily("UTC", 1, 0)
 		c.edit(&spec)
@@ -200,5 +203,39 @@ func TestInstanceFees(t *testing.T) {
 	s, _ = New("which", ev)
 	if e := s.EventSpec(p.Due[0]); e.Fees != nil {
 		t.Fatalf("an instance of a template without fees: %+v", e.Fees)
+	}
+}
+
+// TestInstancePool: every instance, of markets or of events, carries the series' shardPool and
+// placement; without them, neither.
+func TestInstancePool(t *testing.T) {
+	at := time.Date(2027, 6, 1, 12, 0, 0, 0, time.UTC)
+	spec := daily("UTC", 1, 0)
+	spec.ShardPool, spec.Placement = "hot", v1alpha1.PlacementDedicated
+	s, err := New("rain", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := s.Plan(at)
+	if m := s.MarketSpec(p.Due[0]); m.ShardPool != "hot" || m.Placement != v1alpha1.PlacementDedicated {
+		t.Errorf("a market instance's pool %q, placement %q; want hot, Dedicated", m.ShardPool, m.Placement)
+	}
+
+	ev := spec
+	ev.Market = nil
+	ev.Event = &v1alpha1.SeriesEventTemplate{Question: "Which on {date}?", Category: "c",
+		Outcomes: []v1alpha1.EventOutcome{{Key: "a", Label: "A"}, {Key: "b", Label: "B"}}}
+	if s, err = New("which", ev); err != nil {
+		t.Fatal(err)
+	}
+	p, _ = s.Plan(at)
+	if e := s.EventSpec(p.Due[0]); e.ShardPool != "hot" || e.Placement != v1alpha1.PlacementDedicated {
+		t.Errorf("an event instance's pool %q, placement %q; want hot, Dedicated", e.ShardPool, e.Placement)
+	}
+
+	s, _ = New("rain", daily("UTC", 1, 0))
+	p, _ = s.Plan(at)
+	if m := s.MarketSpec(p.Due[0]); m.ShardPool != "" || m.Placement != "" {
+		t.Errorf("an instance of a series without a pool: pool %q, placement %q", m.ShardPool, m.Placement)
 	}
 }

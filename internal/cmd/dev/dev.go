@@ -354,7 +354,7 @@ func recordEvents(ctx context.Context, st *store.Store, events []v1alpha1.Event,
 		}
 		log.Info("event loaded", "event", e.Name, "id", e.ID, "outcomes", len(e.Outcomes), "created", created)
 		if ev.Spec.ShardPool != "" || ev.Spec.Placement != "" {
-			log.Info("spec.shardPool and spec.placement are the operator's: pmx dev serves every market itself (docs/operations.md, \"Shard pools\")",
+			log.Info("spec.shardPool and spec.placement are the operator's: pmx dev serves every market itself (docs/kubernetes.md, \"Shard pools\")",
 				"name", ev.Name, "shardPool", ev.Spec.ShardPool, "placement", ev.Spec.Placement)
 		}
 		var changed bool

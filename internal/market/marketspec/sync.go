@@ -30,7 +30,7 @@ func Sync(ctx context.Context, st Rows, target market.Transitioner, manifests []
 			log.Info("created market from manifest", "name", mf.Name, "market", m.ID)
 		}
 		if mf.Spec.ShardPool != "" || mf.Spec.Placement != "" {
-			log.Info("spec.shardPool and spec.placement are the operator's: this process serves every market itself (docs/operations.md, \"Shard pools\")",
+			log.Info("spec.shardPool and spec.placement are the operator's: this process serves every market itself (docs/kubernetes.md, \"Shard pools\")",
 				"name", mf.Name, "shardPool", mf.Spec.ShardPool, "placement", mf.Spec.Placement)
 		}
 		var paused bool

@@ -42,7 +42,8 @@ type Lister struct {
 // New reads the MarketSeries manifests, refusing any whose spec cannot be followed; the error
 // names the series and the field. A template of events is also checked by the rules of an event
 // (eventrec.Validate, its fee schedule by the CRD's), which an Event's CRD would apply under the
-// operator.
+// operator. A series' shardPool and placement are checked (series.New) and otherwise ignored, as
+// a Market's or an Event's are here: this process serves every market itself, and logs so.
 func New(st Rows, manifests []v1alpha1.MarketSeries, log *slog.Logger) (*Lister, error) {
 	l := &Lister{Store: st, Logger: log}
 	var errs []error
@@ -54,6 +55,10 @@ func New(st Rows, manifests []v1alpha1.MarketSeries, log *slog.Logger) (*Lister,
 		if err != nil {
 			errs = append(errs, fmt.Errorf("series %q: %w", ms.Name, err))
 			continue
+		}
+		if ms.Spec.ShardPool != "" || ms.Spec.Placement != "" {
+			log.Info("spec.shardPool and spec.placement are the operator's: this process serves every market itself (docs/kubernetes.md, \"Shard pools\")",
+				"series", ms.Name, "shardPool", ms.Spec.ShardPool, "placement", ms.Spec.Placement)
 		}
 		l.series = append(l.series, s)
 	}

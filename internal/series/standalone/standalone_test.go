@@ -77,6 +77,40 @@ func TestSync(t *testing.T) {
 	}
 }
 
+// TestPoolIgnored: pmx dev serves every market itself, so a series' shardPool and placement are
+// checked, logged as the operator's and otherwise ignored, as a Market's and an Event's are: the
+// instance is in the default pool, shared.
+func TestPoolIgnored(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.New(t)
+	var logged strings.Builder
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	ms := v1alpha1.MarketSeries{Spec: v1alpha1.MarketSeriesSpec{Schedule: "0 12 * * *", ShardPool: "hot", Placement: v1alpha1.PlacementDedicated,
+		Market: &v1alpha1.SeriesMarketTemplate{Question: "Sunny at noon on {date}?", Category: "weather"}}}
+	ms.Name = "sun"
+	l, err := New(st, []v1alpha1.MarketSeries{ms}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := logged.String(); !strings.Contains(out, "spec.shardPool and spec.placement are the operator's") ||
+		!strings.Contains(out, "series=sun shardPool=hot placement=Dedicated") {
+		t.Errorf("log %q, want that the series' shardPool and placement are the operator's", out)
+	}
+	if _, _, err := l.Sync(ctx, time.Date(2027, 6, 1, 9, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.MarketByName(ctx, "sun-20270601-1200")
+	if err != nil || m.Pool != "default" || m.Dedicated {
+		t.Fatalf("instance %+v, %v; want it in the default pool, shared", m, err)
+	}
+
+	bad := ms
+	bad.Spec.ShardPool = "Hot_Pool"
+	if _, err := New(st, []v1alpha1.MarketSeries{bad}, log); err == nil || !strings.Contains(err.Error(), "spec.shardPool") {
+		t.Fatalf("a pool that is no DNS label: %v, want refused naming spec.shardPool", err)
+	}
+}
+
 // TestSyncEvents: a series of events lists each instance due as an event with its outcomes'
 // markets, once, with the template's fee schedule, the event and its markets linked to the
 // series; a template whose outcomes an event cannot have is refused.
