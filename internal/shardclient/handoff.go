@@ -73,12 +73,12 @@ func (r *Router) takeOver(ctx context.Context, markets []uuid.UUID, epochs []int
 // the other live shards — live within ttl — by the planned handoff on its own shards (ho), each
 // unit (a market, or an event's markets together) to the one then holding the fewest markets, and
 // tells each new owner to load them. What it cannot hand over (no other shard of the unit's pool
-// is live, or a handoff fails) the process's unregistering releases as before, for the operator to
-// schedule. It returns how many markets it handed over, and how many units stayed for want of a
-// live shard of their pool: those a later call may yet hand over, once one is (the stopping
-// shard's wait for its pool's successors, pmx shard).
+// is live, or a handoff fails) stays; the process's unregistering releases it as before, for the
+// operator to schedule. It returns how many markets it handed over, and how many units stayed:
+// those a later call may yet hand over, once a shard of their pool is live that takes them (the
+// stopping shard's wait for its pool's successors, pmx shard).
 func (r *Router) HandOffAll(ctx context.Context, from string, ho exchange.Handoff, ttl time.Duration) (handed, stayed int, err error) {
-	return r.handOffAll(ctx, from, ttl, "could not hand markets over on stopping; unregistering releases them",
+	return r.handOffAll(ctx, from, ttl, "could not hand markets over on stopping; they stay, for a later handoff or the release on unregistering",
 		func(ctx context.Context, unit []uuid.UUID, to string) (bool, error) {
 			epochs, err := ho.HandOff(ctx, unit, to)
 			if err != nil {
@@ -114,7 +114,8 @@ func (r *Router) HandOffShard(ctx context.Context, from string, ttl time.Duratio
 // the others — of its pool, not draining, a free one for a dedicated unit, the fewest markets
 // first — with move; a unit whose move fails is logged with warn and left, and one that move says
 // was no longer from's is not counted. A unit none of whose pool's other shards is live stays
-// (logged once for each pool). It returns how many markets moved, and how many units stayed so.
+// (logged once for each pool), as does one whose move failed (the shard that refused it is then
+// left out of the rest of the call). It returns how many markets moved, and how many units stayed.
 func (r *Router) handOffAll(ctx context.Context, from string, ttl time.Duration, warn string,
 	move func(ctx context.Context, unit []uuid.UUID, to string) (bool, error)) (handed, stayed int, err error) {
 	r.client()
@@ -175,7 +176,12 @@ func (r *Router) handOffAll(ctx context.Context, from string, ttl time.Duration,
 		to := others[i].Name
 		moved, err := move(ctx, u.markets, to)
 		if err != nil {
+			// The unit is still from's, for a later call. The shard that refused it is not asked
+			// for the rest in this one: it may have begun to stop since the list was read (the
+			// chart's shards, SIGTERMed together, each find the other live at first).
 			r.log.Warn(warn, "markets", u.markets, "from", from, "to", to, "err", err)
+			others = slices.Delete(others, i, i+1)
+			stayed++
 			continue
 		}
 		if !moved {

@@ -21,6 +21,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/shardproto"
 	"github.com/pmx-dev/pmx/internal/shardserver"
 	"github.com/pmx-dev/pmx/internal/store"
+	"github.com/pmx-dev/pmx/internal/storetest"
 )
 
 // TestFollow tables what follows a request its owner refused with nothing done: the first refusal
@@ -244,5 +245,43 @@ func TestHandOffRefused(t *testing.T) {
 		if o, err := r.st.Owner(ctx, id); err != nil || o.Shard != "shard-2" {
 			t.Errorf("after the whole event's handoff: %+v (%v), want shard-2's", o, err)
 		}
+	}
+}
+
+// TestHandOffAllAfterARefusal: a unit whose move fails stays from's, counted with the units that
+// stayed (a stopping shard waiting for its pool's successors hands it over later), and the shard
+// that refused is not asked again in the same call — the chart's shards, SIGTERMed together, each
+// find the other live at first, and every move to it then fails once it has begun to stop.
+func TestHandOffAllAfterARefusal(t *testing.T) {
+	ctx := context.Background()
+	r := newNamedInternalRig(t, "shard-1")
+	markets := []uuid.UUID{r.market, storetest.Market(t, r.st), storetest.Market(t, r.st)}
+	for _, name := range []string{"shard-1", "shard-2", "shard-3"} {
+		if _, err := r.st.Register(ctx, name, "127.0.0.1:1", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range markets {
+		if _, err := r.st.Assign(ctx, id, "shard-1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// shard-3 owns one market already: shard-2, holding none, is the first choice.
+	if _, err := r.st.Assign(ctx, storetest.Market(t, r.st), "shard-3"); err != nil {
+		t.Fatal(err)
+	}
+	front := &Router{Store: r.st, Token: validateToken, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	asked := map[string]int{}
+	handed, stayed, err := front.handOffAll(ctx, "shard-1", time.Minute, "refused",
+		func(_ context.Context, unit []uuid.UUID, to string) (bool, error) {
+			asked[to]++
+			if to == "shard-2" {
+				return false, errors.New("shard-2 is stopping")
+			}
+			return true, nil
+		})
+	if err != nil || handed != 2 || stayed != 1 || asked["shard-2"] != 1 || asked["shard-3"] != 2 {
+		t.Errorf("handOffAll: %d markets handed, %d units stayed, asked %v (%v); want 2, 1, shard-2 once and shard-3 for the rest",
+			handed, stayed, asked, err)
 	}
 }
