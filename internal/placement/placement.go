@@ -7,6 +7,8 @@
 package placement
 
 import (
+	"log/slog"
+
 	"github.com/google/uuid"
 
 	"github.com/pmx-dev/pmx/internal/records"
@@ -93,4 +95,15 @@ func Choose(shards []bookkeeping.Shard, u Unit) (best int, fits bool) {
 		}
 	}
 	return best, tier == 3
+}
+
+// LogIgnored says, in a process that serves every market itself (pmx dev), that a resource's
+// spec.shardPool and spec.placement are the operator's, when either is set: kind and name say
+// which resource (a market, an event, a series).
+func LogIgnored(log *slog.Logger, kind, name, pool, placement string) {
+	if pool == "" && placement == "" {
+		return
+	}
+	log.Info("spec.shardPool and spec.placement are the operator's: this process serves every market itself (docs/kubernetes.md, \"Shard pools\")",
+		kind, name, "shardPool", pool, "placement", placement)
 }

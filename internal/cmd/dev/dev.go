@@ -29,6 +29,7 @@ import (
 	"github.com/pmx-dev/pmx/internal/kit/pgcluster"
 	"github.com/pmx-dev/pmx/internal/market"
 	"github.com/pmx-dev/pmx/internal/market/marketspec"
+	"github.com/pmx-dev/pmx/internal/placement"
 	"github.com/pmx-dev/pmx/internal/series/standalone"
 	"github.com/pmx-dev/pmx/internal/shard"
 	"github.com/pmx-dev/pmx/internal/store"
@@ -353,10 +354,7 @@ func recordEvents(ctx context.Context, st *store.Store, events []v1alpha1.Event,
 			return err
 		}
 		log.Info("event loaded", "event", e.Name, "id", e.ID, "outcomes", len(e.Outcomes), "created", created)
-		if ev.Spec.ShardPool != "" || ev.Spec.Placement != "" {
-			log.Info("spec.shardPool and spec.placement are the operator's: pmx dev serves every market itself (docs/kubernetes.md, \"Shard pools\")",
-				"name", ev.Name, "shardPool", ev.Spec.ShardPool, "placement", ev.Spec.Placement)
-		}
+		placement.LogIgnored(log, "name", ev.Name, ev.Spec.ShardPool, string(ev.Spec.Placement))
 		var changed bool
 		if e, changed, err = eventrec.Pause(ctx, st, e, ev.Spec.Paused, now); err != nil {
 			return fmt.Errorf("event %q: %w", ev.Name, err)

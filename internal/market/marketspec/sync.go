@@ -10,6 +10,7 @@ import (
 
 	"github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/market"
+	"github.com/pmx-dev/pmx/internal/placement"
 	"github.com/pmx-dev/pmx/internal/records"
 )
 
@@ -29,10 +30,7 @@ func Sync(ctx context.Context, st Rows, target market.Transitioner, manifests []
 		if created {
 			log.Info("created market from manifest", "name", mf.Name, "market", m.ID)
 		}
-		if mf.Spec.ShardPool != "" || mf.Spec.Placement != "" {
-			log.Info("spec.shardPool and spec.placement are the operator's: this process serves every market itself (docs/kubernetes.md, \"Shard pools\")",
-				"name", mf.Name, "shardPool", mf.Spec.ShardPool, "placement", mf.Spec.Placement)
-		}
+		placement.LogIgnored(log, "name", mf.Name, mf.Spec.ShardPool, string(mf.Spec.Placement))
 		var paused bool
 		if m, paused, err = Pause(ctx, st, m, mf.Spec.Paused, now); err != nil {
 			return out, err

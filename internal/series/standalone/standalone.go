@@ -18,6 +18,7 @@ import (
 	"github.com/pmx-dev/pmx/api/v1alpha1"
 	"github.com/pmx-dev/pmx/internal/eventrec"
 	"github.com/pmx-dev/pmx/internal/market/marketspec"
+	"github.com/pmx-dev/pmx/internal/placement"
 	"github.com/pmx-dev/pmx/internal/records"
 	"github.com/pmx-dev/pmx/internal/series"
 )
@@ -56,10 +57,7 @@ func New(st Rows, manifests []v1alpha1.MarketSeries, log *slog.Logger) (*Lister,
 			errs = append(errs, fmt.Errorf("series %q: %w", ms.Name, err))
 			continue
 		}
-		if ms.Spec.ShardPool != "" || ms.Spec.Placement != "" {
-			log.Info("spec.shardPool and spec.placement are the operator's: this process serves every market itself (docs/kubernetes.md, \"Shard pools\")",
-				"series", ms.Name, "shardPool", ms.Spec.ShardPool, "placement", ms.Spec.Placement)
-		}
+		placement.LogIgnored(log, "series", ms.Name, ms.Spec.ShardPool, string(ms.Spec.Placement))
 		l.series = append(l.series, s)
 	}
 	return l, errors.Join(errs...)
