@@ -579,11 +579,17 @@ func (r *ShardPoolReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// poolOfMarket is the ShardPool of the operator's namespace that a Market goes to.
-func (r *ShardPoolReconciler) poolOfMarket(_ context.Context, obj client.Object) []reconcile.Request {
+// poolOfMarket is the ShardPool of the operator's namespace that a Market goes to, if it exists
+// (in the manager's cache): the Markets of a pool no ShardPool runs — the chart's own StatefulSet's
+// shards — bring nothing to look at. (A pool's own deletion brings it, by its watch.)
+func (r *ShardPoolReconciler) poolOfMarket(ctx context.Context, obj client.Object) []reconcile.Request {
 	mkt, ok := obj.(*pmxv1.Market)
 	if !ok {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: r.Namespace, Name: placement.Pool(mkt.Spec.ShardPool)}}}
+	key := types.NamespacedName{Namespace: r.Namespace, Name: placement.Pool(mkt.Spec.ShardPool)}
+	if err := r.Get(ctx, key, &pmxv1.ShardPool{}); err != nil {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: key}}
 }
