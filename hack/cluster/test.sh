@@ -7,6 +7,8 @@
 # cluster down, also after a failure, and check that the machine is
 # as it was before (cluster.sh fingerprint).
 # GO_TEST_FLAGS adds flags to go test (e.g. -run 'TestCluster/Suite').
+# The tests' output goes through hack/testrecap, which keeps what each failed test printed last
+# for the end of the run, below the cluster's report and teardown.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=$(realpath -m "${CLUSTER_DIR:-bin/.cluster}")
@@ -15,7 +17,10 @@ export CLUSTER_DIR=$dir
 
 before=$(mktemp)
 after=$(mktemp)
-trap 'rm -f "$before" "$after"' EXIT
+recap=$(mktemp) # what the failed tests printed last (hack/testrecap), printed at the very end
+tools=$(mktemp -d)
+trap 'rm -rf "$before" "$after" "$recap" "$tools"' EXIT
+go build -o "$tools/testrecap" ./hack/testrecap
 hack/cluster/cluster.sh fingerprint >"$before"
 
 status=0
@@ -25,14 +30,22 @@ up=$((SECONDS - started))
 if [ "$status" -eq 0 ]; then
 	echo "test-cluster: the cluster was up in ${up}s"
 	PMX_TEST_CLUSTER=$dir PMX_TEST_HELM=$(realpath "$HELM") \
-		go test -count=1 -timeout 30m -v ${GO_TEST_FLAGS:-} ./internal/clustertest || status=$?
+		go test -json -count=1 -timeout 30m -v ${GO_TEST_FLAGS:-} ./internal/clustertest 2>&1 |
+		"$tools/testrecap" -o "$recap" || status=$?
 	[ "$status" -eq 0 ] || hack/cluster/cluster.sh report || true
 fi
 hack/cluster/cluster.sh down
 hack/cluster/cluster.sh fingerprint >"$after"
-if ! diff -u "$before" "$after"; then
+changed=0
+if diff -u "$before" "$after"; then
+	echo "test-cluster: the machine is as it was before the cluster"
+else
 	echo "test-cluster: cluster.sh down left the machine changed (the diff above: - before up, + after down)" >&2
-	exit 1
+	changed=1
 fi
-echo "test-cluster: the machine is as it was before the cluster"
+if [ -s "$recap" ]; then
+	echo "test-cluster: what each failed test printed last (the whole of it is above):"
+	cat "$recap"
+fi
+[ "$changed" -eq 0 ] || exit 1
 exit "$status"
