@@ -34,6 +34,8 @@ type cluster struct {
 	// shards serve /metrics.
 	apiMetrics   []string
 	shardMetrics map[string]string
+	// shardBin and dbURL start more shards (testMovesAfterTheSuite).
+	shardBin, dbURL string
 }
 
 const (
@@ -70,7 +72,8 @@ func startClusterOn(t *testing.T, b builds, dbURL string) *cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	c := &cluster{env: env, store: st, shards: map[string]*Process{}, shardURLs: map[string]string{}, shardMetrics: map[string]string{}}
+	c := &cluster{env: env, store: st, shards: map[string]*Process{}, shardURLs: map[string]string{}, shardMetrics: map[string]string{},
+		shardBin: b.shards, dbURL: dbURL}
 
 	operator := func() {
 		args := []string{"operator", "--database-url", dbURL,
@@ -143,11 +146,12 @@ func (c *cluster) target(t *testing.T, i int) *Target {
 }
 
 // TestDistributed runs the distributed exchange as separate processes: the contract suite through
-// one api replica, then Market resources applied with kubectl, trading through both replicas, a
+// one api replica, every market it left moved between shards under load, then Market resources applied with kubectl, trading through both replicas, a
 // shard killed under load, and a resolution patched with kubectl.
 func TestDistributed(t *testing.T) {
 	c := startCluster(t, builds{})
 	t.Run("Suite", func(t *testing.T) { RunSuite(t, c.target(t, 0)) })
+	t.Run("MovesAfterTheSuite", func(t *testing.T) { testMovesAfterTheSuite(t, c) })
 	t.Run("RateLimitAcrossReplicas", func(t *testing.T) { CheckRateAcrossReplicas(t, []*Target{c.target(t, 0), c.target(t, 1)}) })
 	t.Run("SignedReplayAcrossFronts", func(t *testing.T) { CheckSignedReplayAcrossFronts(t, []*Target{c.target(t, 0), c.target(t, 1)}) })
 	t.Run("KeyRevokedAcrossFronts", func(t *testing.T) { CheckKeyRevokedAcrossFronts(t, []*Target{c.target(t, 0), c.target(t, 1)}) })
