@@ -20,15 +20,15 @@ import (
 const moveRounds = 4
 
 // testMovesAfterTheSuite is the real cluster's Scale in processes: after the contract suite, bots
-// new to the markets trade on every market the suite left OPEN (events' outcomes, markets with
-// fees, halted markets and markets whose accounts have limits among them), while each market —
-// an event's markets together — is moved to another shard by the planned handoff (what the
-// operator's rebalancer and drains do), four rounds: two between the two shards, then, with a
-// third shard started (a holder new to every account), two over the three; then the third stops
-// (SIGTERM), handing what it holds to the others as it goes. No placement may be answered 5xx or
-// fail in transit, none acknowledged may be lost, and afterwards the ledger's invariants and the
-// audit must hold over the whole database, the history must check against the log and the books
-// the shards serve must be Postgres's.
+// new to the markets trade on every market the suite left OPEN (events' outcomes and markets with
+// fee schedules among them), while each market — an event's markets together — is moved to
+// another shard by the planned handoff (what the operator's rebalancer and drains do), four
+// rounds: two between the two shards, then, with a third shard started (a holder new to every
+// account), two over the three; then the third stops (SIGTERM), handing what it holds to the
+// others as it goes. No placement may be answered 5xx or fail in transit, none acknowledged may
+// be lost, and afterwards the ledger's invariants and the audit must hold over the whole
+// database, the history must check against the log and the books the shards serve must be
+// Postgres's.
 func testMovesAfterTheSuite(t *testing.T, c *cluster) {
 	ctx := t.Context()
 	tg := c.target(t, 0)
