@@ -35,16 +35,11 @@ func (s *Shard) checkBooks(ctx context.Context) error {
 			return fmt.Errorf("market %s: memory has last price %d, trade sequence %d; Postgres %d, %d", id,
 				m.book.LastTradePrice(), m.lastTrade, fresh.book.LastTradePrice(), fresh.lastTrade)
 		}
-		// The order counter may run ahead of a rebuild's by the priorities amends gave to orders
-		// that have since ended (no resting order holds them, so a rebuild need not skip them),
-		// but never past the highest number any order took, nor behind what a rebuild reads.
-		used, err := s.cfg.Store.OrderNumbersUsed(ctx, id)
-		if err != nil {
-			return err
-		}
-		if m.lastOrder < fresh.lastOrder || m.lastOrder > used {
-			return fmt.Errorf("market %s: memory's order sequence is at %d; Postgres has %d for a rebuild and %d used at most",
-				id, m.lastOrder, fresh.lastOrder, used)
+		// The order counter is where a rebuild continues it: after every number an order took,
+		// the priorities amends gave to orders that have since ended included.
+		if m.lastOrder != fresh.lastOrder {
+			return fmt.Errorf("market %s: memory's order sequence is at %d; Postgres's last number taken is %d",
+				id, m.lastOrder, fresh.lastOrder)
 		}
 	}
 	return nil

@@ -122,3 +122,70 @@ func TestHandoff(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestNumbersAfterAHandoff: an amend that moves an order gives it the next number of its market's
+// order sequence, which no order may take after it, even once the moved order has ended and the
+// market has changed shards. The new owner's first order must take the number after it: a number
+// held twice makes the market's history ambiguous (pmx audit reports it as a numbering
+// difference, and replays the market wrong). Before the fix, the new owner counted only the
+// priorities of resting orders and gave the next order the ended order's number.
+func TestNumbersAfterAHandoff(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	a, b := f.shard(t, "shard-a"), f.shard(t, "shard-b")
+	for _, name := range []string{"shard-a", "shard-b"} {
+		if _, err := f.st.Register(ctx, name, name+":8090", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.st.Assign(ctx, f.market, "shard-a"); err != nil {
+		t.Fatal(err)
+	}
+	first, err := a.Place(ctx, f.buy(f.alice, engine.Yes, 40, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Place(ctx, f.buy(f.bob, engine.Yes, 41, 5)); err != nil {
+		t.Fatal(err)
+	}
+	// A new price moves it to the back: number 3. Then it ends.
+	if _, err := a.Amend(ctx, exchange.AmendRequest{Account: f.alice, Market: f.market, Seq: first.Seq, Side: engine.Buy,
+		Outcome: engine.Yes, Price: 42, Remaining: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Cancel(ctx, exchange.CancelRequest{Account: f.alice, Market: f.market, Seq: first.Seq}); err != nil {
+		t.Fatal(err)
+	}
+	var priority int64
+	if err := f.st.Pool.QueryRow(ctx, `select priority from orders where id = $1`, first.ID).Scan(&priority); err != nil || priority != 3 {
+		t.Fatalf("the amended order's priority is %d (%v), want 3, the next number after the two orders", priority, err)
+	}
+
+	epochs, err := a.HandOff(ctx, []uuid.UUID{f.market}, "shard-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.TakeOver(ctx, []uuid.UUID{f.market}, epochs); err != nil {
+		t.Fatal(err)
+	}
+	next, err := b.Place(ctx, f.buy(f.bob, engine.Yes, 30, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Seq != 4 {
+		t.Errorf("the new owner's first order took number %d of the order sequence, want 4: number 3 is the ended order's priority", next.Seq)
+	}
+	var twice int
+	if err := f.st.Pool.QueryRow(ctx, `select count(*) from (select n from (
+			select seq as n from orders where market_id = $1
+			union all select priority from orders where market_id = $1 and priority is not null) u
+		group by n having count(*) > 1) d`, f.market).Scan(&twice); err != nil {
+		t.Fatal(err)
+	}
+	if twice > 0 {
+		t.Errorf("%d numbers of the market's order sequence are held twice", twice)
+	}
+	if err := b.CheckBooks(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -160,10 +160,7 @@ func (m *memoryStore) Sequences(_ context.Context, market uuid.UUID) (orders, tr
 	defer m.mu.Unlock()
 	for _, o := range m.orders {
 		if o.MarketID == market {
-			orders = max(orders, o.Seq)
-			if o.Status.Resting() {
-				orders = max(orders, o.Priority)
-			}
+			orders = max(orders, o.Seq, o.Priority)
 		}
 	}
 	for _, t := range m.trades[market] {
@@ -209,11 +206,6 @@ func (m *memoryStore) OrderBySeq(_ context.Context, market uuid.UUID, seq int64)
 		}
 	}
 	return records.Order{}, store.ErrNotFound
-}
-
-func (m *memoryStore) OrderNumbersUsed(ctx context.Context, market uuid.UUID) (int64, error) {
-	orders, _, err := m.Sequences(ctx, market)
-	return orders, err
 }
 
 func (m *memoryStore) AcquireCash(ctx context.Context, holder string, need []store.Need, spread int) (map[int64]int64, map[int64]store.Risk, error) {

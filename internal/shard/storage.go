@@ -39,13 +39,13 @@ type BatchConn = store.BatchConn
 // for orders and order groups outside a batch.
 type BookReads interface {
 	Market(ctx context.Context, id uuid.UUID) (records.Market, error)
-	// Sequences are the last order and trade numbers a market has used.
+	// Sequences are the last order and trade numbers a market has used: an amend's move's
+	// included, for ever.
 	Sequences(ctx context.Context, market uuid.UUID) (orders, trades int64, err error)
 	// RestingOrders are a market's resting orders in time priority.
 	RestingOrders(ctx context.Context, market uuid.UUID) ([]records.Order, error)
 	Holdings(ctx context.Context, market uuid.UUID) ([]store.Holding, error)
 	OrderBySeq(ctx context.Context, market uuid.UUID, seq int64) (records.Order, error)
-	OrderNumbersUsed(ctx context.Context, market uuid.UUID) (int64, error)
 	// AcquireCash moves to holder's allocations what need asks, where the accounts have it, and
 	// reads them with their limits (store.Acquire), for the views (views.go).
 	AcquireCash(ctx context.Context, holder string, need []store.Need, spread int) (map[int64]int64, map[int64]store.Risk, error)

@@ -200,31 +200,19 @@ func (s *Rows) RestingMarkets(ctx context.Context, account int64) ([]uuid.UUID, 
 	return pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 }
 
-// Sequences returns the last order and trade sequence numbers used in a market.
+// Sequences returns the last numbers of a market's order and trade sequences, which a shard that
+// loads the market continues. The order sequence's is the highest number any order took: its seq,
+// or the priority an amend that moved it gave it, ended orders included — the number a move took
+// is never taken again, even once the moved order has ended (migrations 011 and 041: the partial
+// index orders_moved finds the highest priority among the market's few moved orders).
 func (s *Rows) Sequences(ctx context.Context, market uuid.UUID) (orders, trades int64, err error) {
-	// An amend's new priority used a number of the order sequence too; only a resting order's
-	// still matters (it must sort before every later order), and the partial index finds those.
 	err = s.Pool.QueryRow(ctx, `select greatest(coalesce((select max(seq) from orders where market_id = $1), 0),
-		coalesce((select max(priority) from orders where market_id = $1 and status in ('OPEN', 'PARTIALLY_FILLED')), 0)),
+		coalesce((select max(priority) from orders where market_id = $1 and priority is not null), 0)),
 		coalesce((select max(seq) from trades where market_id = $1), 0)`, market).Scan(&orders, &trades)
 	if err != nil {
 		err = fmt.Errorf("while reading the sequences of market %s: %w", market, err)
 	}
 	return orders, trades, err
-}
-
-// OrderNumbersUsed is the highest number of a market's order sequence any order has taken, as
-// its seq or as an amend's priority, ended orders included. Sequences may be lower than this (an
-// amended order that ended no longer holds its priority); a shard's counter lies between the two.
-// Only the book check reads it: it scans the market's orders.
-func (s *Rows) OrderNumbersUsed(ctx context.Context, market uuid.UUID) (int64, error) {
-	var n int64
-	err := s.Pool.QueryRow(ctx, `select coalesce(max(greatest(seq, coalesce(priority, 0))), 0) from orders
-		where market_id = $1`, market).Scan(&n)
-	if err != nil {
-		err = fmt.Errorf("while reading the order numbers market %s used: %w", market, err)
-	}
-	return n, err
 }
 
 // OrderByClientID reads the account's order with the given client order id.
