@@ -37,13 +37,12 @@ func TestAlone(t *testing.T) { t.Fatal("alone failed") }
 func TestFine(t *testing.T) {}
 `
 
-// TestRecapOfARealRun runs go test -json on the throwaway package and checks what testrecap
-// passes through and what it recaps: the failed subtest's last lines (its error among them), the
-// failed test with no subtest, not the parent that failed only through its subtest, nor what its
-// cleanup logged after the failure, nor the tests that passed.
-func TestRecapOfARealRun(t *testing.T) {
+// goTestJSON runs `go test -json` on a throwaway module of one test file, as test.sh runs it
+// (stderr with stdout), and returns what it printed; the file's tests must fail.
+func goTestJSON(t *testing.T, testFile string) []byte {
+	t.Helper()
 	dir := t.TempDir()
-	for name, text := range map[string]string{"go.mod": "module demo\n\ngo 1.26\n", "demo_test.go": failing} {
+	for name, text := range map[string]string{"go.mod": "module demo\n\ngo 1.26\n", "demo_test.go": testFile} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -51,10 +50,19 @@ func TestRecapOfARealRun(t *testing.T) {
 	cmd := exec.Command("go", "test", "-json", "-count=1", ".")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
-	stream, err := cmd.Output()
+	stream, err := cmd.CombinedOutput()
 	if err == nil {
 		t.Fatalf("the throwaway package's tests passed:\n%s", stream)
 	}
+	return stream
+}
+
+// TestRecapOfARealRun runs go test -json on the throwaway package and checks what testrecap
+// passes through and what it recaps: the failed subtest's last lines (its error among them), the
+// failed test with no subtest, not the parent that failed only through its subtest, nor what its
+// cleanup logged after the failure, nor the tests that passed.
+func TestRecapOfARealRun(t *testing.T) {
+	stream := goTestJSON(t, failing)
 
 	r := recap{lines: 5, cut: "after the failure:"}
 	var out bytes.Buffer
@@ -100,16 +108,7 @@ func TestRecapOfARealRun(t *testing.T) {
 // TestRecapOfAFailedBuild: a package that does not build has no test that failed; the recap
 // gives the package's own lines, the compiler's error among them.
 func TestRecapOfAFailedBuild(t *testing.T) {
-	dir := t.TempDir()
-	for name, text := range map[string]string{"go.mod": "module demo\n\ngo 1.26\n", "demo_test.go": "package demo\n\nfunc broken() int { return \"x\" }\n"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cmd := exec.Command("go", "test", "-json", "-count=1", ".")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
-	stream, _ := cmd.CombinedOutput()
+	stream := goTestJSON(t, "package demo\n\nfunc broken() int { return \"x\" }\n")
 	r := recap{lines: 40, width: 400}
 	var out bytes.Buffer
 	if err := r.copy(bytes.NewReader(stream), &out); err != nil {
