@@ -15,7 +15,8 @@ import (
 
 // TestHalts holds migration 033 to its rule: every change of a halt raises the version (a change
 // of nothing does not), a batch that decided under another version fails at commit (HaltsMoved),
-// and a change waits for the batches checking the version to commit before it lands.
+// a change waits for the batches under way to commit before it lands, and a batch that waited
+// for a change checks the version it committed.
 func TestHalts(t *testing.T) {
 	ctx := context.Background()
 	st := newTestStore(t)
@@ -87,13 +88,17 @@ func TestHalts(t *testing.T) {
 		}
 	}
 
-	// A change waits for a batch that holds the check, and lands after it.
-	tx, err := st.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
+	// A change waits for a batch under way, which holds the halts' mark from its first statement,
+	// and lands after its commit: the batch, decided under version 2, commits.
+	waitingForMark := func(what string) {
+		t.Helper()
+		poll.Wait(t, 10*time.Second, what, func() bool {
+			var waiting bool
+			err := st.Pool.QueryRow(ctx, `select exists (select 1 from pg_locks where locktype = 'advisory' and not granted)`).Scan(&waiting)
+			return err == nil && waiting
+		})
 	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, `select halt_check(2)`); err != nil {
+	if _, err := conn.BeginBatch(ctx, Begin{}); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -101,23 +106,47 @@ func TestHalts(t *testing.T) {
 		_, err := st.SetExchangeHalted(ctx, false, now)
 		done <- err
 	}()
-	poll.Wait(t, 10*time.Second, "the change to wait for the halts' mark", func() bool {
-		var waiting bool
-		err := st.Pool.QueryRow(ctx, `select exists (select 1 from pg_locks where locktype = 'advisory' and not granted)`).Scan(&waiting)
-		return err == nil && waiting
-	})
+	waitingForMark("the change to wait for the halts' mark")
 	select {
 	case err := <-done:
-		t.Fatalf("the change landed while a batch held the check: %v", err)
+		t.Fatalf("the change landed while a batch held the halts' mark: %v", err)
 	default:
 	}
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
+	v2 := int64(2)
+	if _, err := conn.CommitBatch(ctx, &Batch{Now: now, Halts: &v2}); err != nil {
+		t.Fatalf("a batch decided under version 2 that began before the change: %v", err)
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 	if v := version(); v != 3 {
 		t.Fatalf("version %d after the third change, want 3", v)
+	}
+
+	// A batch that waits for the mark behind a change under way reads the version the change
+	// committed: decided under version 3, it fails once the change raises it to 4.
+	tx, err := st.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `select change_halts()`); err != nil {
+		t.Fatal(err)
+	}
+	committed := make(chan error, 1)
+	go func() {
+		v3 := int64(3)
+		_, err := conn.CommitBatch(ctx, &Batch{Now: now, Unlocked: true, Halts: &v3})
+		committed <- err
+	}()
+	waitingForMark("the batch to wait for the halts' mark")
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-committed; !HaltsMoved(err) {
+		t.Fatalf("a batch decided under version 3 that waited for a change to 4: %v, want HaltsMoved", err)
+	}
+	if v := version(); v != 4 {
+		t.Fatalf("version %d after the fourth change, want 4", v)
 	}
 }

@@ -109,7 +109,7 @@ func BeginBatch(ctx context.Context, conn *pgx.Conn, b Begin) (Locked, error) {
 func queueBegin(q *pgx.Batch, b Begin) Locked {
 	l := Locked{Owners: map[uuid.UUID]db.Ownership{}, Cash: map[int64]int64{}, Risk: map[int64]Risk{}, Elsewhere: map[int64]int64{},
 		Shares: map[ShareKey]int64{}, Taken: map[ClientOrderKey]bool{}, Groups: map[uuid.UUID]GroupState{}}
-	queueTxStart(q, b.Claim)
+	queueTxStart(q, b.Claim, true)
 	if len(b.Markets) > 0 {
 		q.Queue(`select id, shard, epoch, status from markets where id = any($1) order by id for share`, uuidArray(b.Markets)).
 			Query(func(rows pgx.Rows) error {
@@ -173,10 +173,11 @@ func queueBegin(q *pgx.Batch, b Begin) Locked {
 	return l
 }
 
-// queueTxStart begins a batch's transaction and sets the planner for its statements; a batch of a
-// claimed standalone exchange (claim, its token) also takes its shared mark and checks its token
-// (standalone.go).
-func queueTxStart(q *pgx.Batch, claim int64) {
+// queueTxStart begins a batch's transaction, sets the planner for its statements and takes the
+// halts' mark shared (haltsCheck); a batch of a claimed standalone exchange (claim, its token) also
+// takes its shared mark (standalone.go) and, with checkClaim, checks its token now, as BeginBatch
+// does; an unlocked batch's commit, in the same round trip, checks it instead (claimCheck).
+func queueTxStart(q *pgx.Batch, claim int64, checkClaim bool) {
 	q.Queue("begin")
 	// Every statement of a batch joins a few rows of parameters to large tables by an indexed key:
 	// a nested loop over the index is always the right plan. Without this, a planner working from
@@ -191,19 +192,63 @@ func queueTxStart(q *pgx.Batch, claim int64) {
 	// JIT compilation goes with them: a plan that must scan a table anyway carries the disabled
 	// scan's cost (10^10), far above jit_above_cost, and was compiled again for every execution,
 	// 10 ms for a statement that needs microseconds (a one-row table's lookup, measured).
-	if claim != 0 {
+	switch {
+	case claim != 0 && checkClaim:
 		q.Queue(txStartStandaloneSQL, claim)
-	} else {
+	case claim != 0:
+		q.Queue(txStartMarkedSQL)
+	default:
 		q.Queue(txStartSQL)
 	}
 }
 
-// txStartSQL sets the planner for a batch's statements (queueTxStart); txStartStandaloneSQL also
-// takes the standalone batches' shared mark and checks the claim's token, its one parameter
-// (standalone_batch, migration 021).
-const txStartSQL = "select set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true), set_config('enable_seqscan', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true)"
+// txStartSQL sets the planner for a batch's statements (queueTxStart) and takes the halts' mark
+// shared (haltsCheck); txStartStandaloneSQL also takes the standalone batches' shared mark and
+// checks the claim's token, its one parameter (standalone_batch, migration 021); txStartMarkedSQL
+// takes that mark only, under which the batch's commit checks the token (claimCheck).
+var txStartSQL = "select set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true), set_config('enable_seqscan', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true)" +
+	fmt.Sprintf(", pg_advisory_xact_lock_shared(%d, %d)", haltsSpace, haltsKey)
 
-var txStartStandaloneSQL = txStartSQL + fmt.Sprintf(", standalone_batch(%d, %d, $1)", lockSpace, batchKey)
+var (
+	txStartStandaloneSQL = txStartSQL + fmt.Sprintf(", standalone_batch(%d, %d, $1)", lockSpace, batchKey)
+	txStartMarkedSQL     = txStartSQL + fmt.Sprintf(", pg_advisory_xact_lock_shared(%d, %d)", lockSpace, batchKey)
+)
+
+// The halts' mark (migration 033): change_halts takes it exclusively, first in the transaction of
+// every change of a halt, and raises halts.version; every batch takes it shared in the first
+// statement of its transaction (txStartSQL) and holds it to its commit.
+const (
+	haltsSpace int32 = 0x706d7868 // "pmxh"
+	haltsKey   int32 = 1
+)
+
+// haltsCheck is the check of a batch's halts (Batch.Halts) as an expression of the bigint
+// parameter p, true when p is null: the halts' version is still p. The batch has held the halts'
+// mark since its first statement, so no change of a halt can commit until it ends, and a later
+// statement's snapshot, taken after the mark was granted, reads the version as it will be at the
+// commit: the check is a plain read, with no function call nor lock of its own. Only when it
+// fails does it call batch_checks (migration 036), which raises PX003 (HaltsMoved). It is a
+// scalar subquery so that Postgres evaluates it once, before a statement's first row.
+func haltsCheck(p string) string {
+	return "(select " + p + "::bigint is null or exists (select from halts where id and version = " + p + ") or batch_checks(0, null, " + p + "))"
+}
+
+// claimCheck is, as haltsCheck is for the halts, the check of a standalone batch's claim token
+// (Batch.Claim) as an expression of the bigint parameter p, true when p is null: the token is
+// still the database's. The batch has held the standalone batches' mark since its first statement
+// (txStartMarkedSQL, or txStartStandaloneSQL for a batch that began with BeginBatch), which
+// Claim.Fence takes exclusively to raise the token, so a later statement reads the token as it
+// will be at the commit. Only when it fails does it call standalone_batch (migration 021), which
+// raises PX002 (ClaimLost).
+func claimCheck(p string) string {
+	return "(select " + p + "::bigint is null or exists (select from standalone_claim where id and token = " + p + ") or " +
+		fmt.Sprintf("standalone_batch(%d, %d, %s) is null)", lockSpace, batchKey, p)
+}
+
+// commitChecks is the statement that checks a batch's halts and claim ($1, $2: Batch.Halts and
+// the claim's token, each null when there is none to check) for a batch that has no accounts'
+// statement, which otherwise checks them (cashSQL).
+var commitChecks = "select " + haltsCheck("$1") + " and " + claimCheck("$2")
 
 // queueClientOrderIDs queues the claim of client order ids. The unique index on (account_id,
 // client_order_id) is the guarantee, but meeting it at commit would fail the whole batch; so a
@@ -255,7 +300,7 @@ func CommitBatch(ctx context.Context, conn *pgx.Conn, b *Batch) (Committed, erro
 	var q pgx.Batch
 	var c Committed
 	if b.Unlocked {
-		queueTxStart(&q, b.Claim)
+		queueTxStart(&q, b.Claim, false)
 		if f := b.Fence; f != nil {
 			q.Queue(`select fence_markets($1, $2, $3)`, f.Shard, uuidArray(f.Markets), f.Epochs)
 		}
@@ -275,8 +320,8 @@ func CommitBatch(ctx context.Context, conn *pgx.Conn, b *Batch) (Committed, erro
 			return c, fmt.Errorf("while committing a batch: %w", err)
 		}
 	}
-	if b.Halts != nil && len(b.Cash) == 0 { // with cash, the accounts' statement checks them (cashStatement)
-		q.Queue(`select halt_check($1)`, *b.Halts)
+	if (b.Halts != nil || b.Claim != 0) && len(b.Cash) == 0 { // with cash, the accounts' statement checks them (cashStatement)
+		q.Queue(commitChecks, b.Halts, claimParam(b.Claim))
 	}
 	q.Queue("commit").Exec(func(tag pgconn.CommandTag) error {
 		if tag.String() != "COMMIT" {
@@ -626,20 +671,22 @@ var (
 	// cashSQL[variant] is the accounts' statement (cashStatement): with cashEvents it writes the
 	// events the cash part numbers and returns each such account's last feed number (without, it
 	// returns nothing); with cashAllocated it writes the rows by an update alone (Batch.Allocated),
-	// its guard counting the rows written. Every variant ends with the batch's checks
-	// (batch_checks, migration 036): the halts' ($10, when not null) and the rows' count. They are
-	// a one-time filter of the final select, which Postgres evaluates before the select's first row
-	// (so also when it returns none), after the data-modifying parts have run to completion.
-	// (Without events the batch's time, $1, is written nowhere; it is named in the select so that
-	// every variant's parameters keep one shape.)
+	// its guard counting the rows written. Every variant ends with the batch's checks: the halts'
+	// ($10, when not null; haltsCheck), the standalone claim's ($11, when not null; claimCheck)
+	// and, with cashAllocated, the rows' count. Each is a plain
+	// expression that calls batch_checks (migration 036) to raise the batch's error only when it
+	// fails. They are one-time filters of the final select (scalar subqueries), which Postgres
+	// evaluates before the select's first row (so also when it returns none), after the
+	// data-modifying parts have run to completion. (Without events the batch's time, $1, is
+	// written nowhere; it is named in the select so that every variant's parameters keep one shape.)
 	cashSQL = func() [4]string {
 		var out [4]string
 		for v := range out {
-			write, expected := numbered(cashPart, 1), "null"
+			write, checks := numbered(cashPart, 1), haltsCheck("$10")+" and "+claimCheck("$11")
 			if v&cashAllocated != 0 {
-				write, expected = numbered(cashUpdatePart, 1), "cardinality($3::bigint[])"
+				write = numbered(cashUpdatePart, 1)
+				checks += " and (select count(*) = cardinality($3::bigint[]) or batch_checks(count(*), cardinality($3::bigint[]), null) from cash)"
 			}
-			checks := "(select batch_checks(count(*), " + expected + ", $10::bigint) from cash)"
 			if v&cashEvents != 0 {
 				out[v] = "with " + write + ",\n\t" + numbered(accountEventsPart, 1) +
 					"\nselect id, event_seq from cash where n > 0 and " + checks
@@ -748,10 +795,10 @@ func applyStatement(b *Batch) (string, []any, int) {
 // risk version each account's refusals were decided under), numbering and writing the events the
 // batch adds to each account's stream from the holder, or "" when the batch moves no account. It
 // is a statement of its own, queued after the batch's other writes (in the same round trip), and
-// it checks the batch's halts (Batch.Halts) with its rows, so that the batch needs no statement
-// for them. The rows it writes are the holder's own: no other shard's batch writes
-// them (docs/architecture.md §11), so batches of several shards trading for the same accounts do
-// not take turns on them.
+// it checks the batch's halts and claim (Batch.Halts, Batch.Claim) with its rows, so that the
+// batch needs no statement for them. The rows it writes are the holder's own: no other shard's
+// batch writes them (docs/architecture.md §11), so batches of several shards trading for the same
+// accounts do not take turns on them.
 func cashStatement(b *Batch) (sql string, args []any, withEvents bool) {
 	n := len(b.Cash)
 	if n == 0 {
@@ -775,7 +822,15 @@ func cashStatement(b *Batch) (sql string, args []any, withEvents bool) {
 	if b.Allocated {
 		variant |= cashAllocated
 	}
-	return cashSQL[variant], []any{b.Now, b.Holder, accounts, avail, room, roomVersion, counts, events, risk, b.Halts}, withEvents
+	return cashSQL[variant], []any{b.Now, b.Holder, accounts, avail, room, roomVersion, counts, events, risk, b.Halts, claimParam(b.Claim)}, withEvents
+}
+
+// claimParam is a claim token as the parameter of claimCheck: null for none.
+func claimParam(claim int64) *int64 {
+	if claim == 0 {
+		return nil
+	}
+	return &claim
 }
 
 // updatedOrderColumns is db.OrderColumns, qualified for an update joined with its data.

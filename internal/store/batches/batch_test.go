@@ -115,14 +115,14 @@ func TestApplyStatements(t *testing.T) {
 		}
 	}
 	// The accounts' statement in each variant: the batch's time, the holder, the cash part's seven
-	// arrays and the halts' version, returning each account and its last seq.
+	// arrays, the halts' version and the claim's token, returning each account and its last seq.
 	for v, sql := range cashSQL {
 		sd, err := conn.Prepare(ctx, fmt.Sprintf("cash_%d", v), sql)
 		if err != nil {
 			t.Fatalf("variant %d: %v\n%s", v, err, sql)
 		}
-		if len(sd.ParamOIDs) != 10 || len(sd.Fields) != 2 {
-			t.Errorf("variant %d: %d parameters and %d columns, want 10 and 2", v, len(sd.ParamOIDs), len(sd.Fields))
+		if len(sd.ParamOIDs) != 11 || len(sd.Fields) != 2 {
+			t.Errorf("variant %d: %d parameters and %d columns, want 11 and 2", v, len(sd.ParamOIDs), len(sd.Fields))
 		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/pmx-dev/pmx/internal/poll"
 )
 
@@ -206,6 +208,9 @@ func TestClaimFencesEarlierBatches(t *testing.T) {
 	}
 	if _, err := CommitBatch(ctx, conn, &Batch{Now: now, Unlocked: true, Claim: old, Cash: spend}); !ClaimLost(err) {
 		t.Errorf("an unlocked batch with the earlier claim's token: %v; want ClaimLost", err)
+	}
+	if _, err := CommitBatch(ctx, conn, &Batch{Now: now, Unlocked: true, Claim: old, Markets: []MarketUpdate{{ID: uuid.New()}}}); !ClaimLost(err) {
+		t.Errorf("an unlocked batch with the earlier claim's token and no cash: %v; want ClaimLost", err)
 	}
 	if got := available(t, st, alice.ID); got != 1_000 {
 		t.Errorf("alice has %d available after two fenced batches, want 1000: one of them wrote", got)

@@ -46,12 +46,15 @@ type Batch struct {
 	// when it commits: CommitBatch checks it in the batch's transaction, before the writes
 	// (fence_markets, migration 018), and the batch fails as Fenced otherwise.
 	Fence *Fence
-	// Claim is an unlocked batch's standalone claim token, as Begin.Claim is a locked one's.
+	// Claim is a standalone batch's claim token (Claim.Token), as Begin.Claim is a locked batch's
+	// when it begins: CommitBatch checks it (claimCheck), under the standalone batches' mark that
+	// the batch's first statement took, and the batch fails as ClaimLost if the token moved.
 	Claim int64
 	// Halts, for a batch that decided a placement or an amend, is the version of the halts it
-	// decided them under: CommitBatch checks it before committing (halt_check, migration 033; in
-	// the accounts' statement when the batch has one, batch_checks, migration 036), and the batch
-	// fails as HaltsMoved if a halt changed since.
+	// decided them under: CommitBatch checks it before committing (haltsCheck: in the accounts'
+	// statement when the batch has one, else in a statement of its own), under the halts' mark
+	// that every batch holds from its first statement to its commit, and the batch fails as
+	// HaltsMoved if a halt changed since.
 	Halts *int64
 	// Allocated says Holder's allocation row of every account of Cash exists: its shard has seen
 	// one committed (allocation rows are never deleted). The accounts' statement then writes them
