@@ -162,10 +162,13 @@ func (s *Shard) pipeline(fl *flight) *flight {
 	return s.after(fl, next, nextErr, held)
 }
 
-// after lands fl, then sends next (the batch built on it), then starts held: it returns the batch
-// then in flight.
+// after lands fl, sends next (the batch built on it), then starts held: it returns the batch then
+// in flight. Once fl has committed, next is sealed and sent before fl's books and events are
+// published and its callers answered (announce), so that the shard's connection, which carries
+// one batch at a time, does not wait on that work: next commits no sooner (its round trip follows
+// fl's), and fl is still published and answered before it.
 func (s *Shard) after(fl, next *flight, nextErr error, held []*command) *flight {
-	if !s.landed(fl) {
+	if !s.committed(fl) {
 		if next != nil {
 			s.discard(next) // built on what did not commit
 		}
@@ -176,15 +179,15 @@ func (s *Shard) after(fl, next *flight, nextErr error, held []*command) *flight 
 		return s.startAfter(nil, held)
 	}
 	if next != nil && nextErr == nil {
-		nextErr = s.seal(next)
+		if nextErr = s.seal(next); nextErr == nil {
+			s.send(next)
+		}
 	}
+	s.announce(fl)
 	if next != nil && nextErr != nil {
 		s.discard(next)
 		s.runNow(next.b, fromViews, nextErr)
 		next = nil
-	}
-	if next != nil {
-		s.send(next)
 	}
 	return s.startAfter(next, held)
 }
@@ -343,14 +346,29 @@ func answer(cmds []*command) {
 // and answers its commands. It reports whether the batch committed; if not, its books are undone,
 // and the caller runs it again.
 func (s *Shard) landed(fl *flight) bool {
+	if !s.committed(fl) {
+		return false
+	}
+	s.announce(fl)
+	return true
+}
+
+// committed waits for a flight's commit and reports whether the batch committed; if not, its books
+// are undone. A batch that committed is then announced (announce) before any batch after it.
+func (s *Shard) committed(fl *flight) bool {
 	<-fl.done
 	fl.cancel()
 	if fl.err != nil {
 		s.undo(fl.acc)
 		return false
 	}
+	s.committedAllocations(fl.acc.batch.Cash) // allocations.go
+	return true
+}
+
+// announce publishes a committed batch's books and events and answers its commands.
+func (s *Shard) announce(fl *flight) {
 	a := fl.acc
-	s.committedAllocations(a.batch.Cash) // allocations.go
 	s.answerCancels(a, fl.b.cmds, fl.res.Updated)
 	for _, e := range fl.res.Accounts {
 		a.published = append(a.published, feed.Batch{Account: e.Account, Holder: e.Holder, First: e.First, Last: e.Last,
@@ -368,7 +386,6 @@ func (s *Shard) landed(fl *flight) bool {
 	for _, c := range fl.b.cmds {
 		c.reply <- c.err
 	}
-	return true
 }
 
 // recordFinished remembers, once a batch has committed, the final status of every order that
