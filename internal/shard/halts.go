@@ -16,11 +16,11 @@ import (
 // The halts live in Postgres (migration 033), as of a version that each change raises. The shard
 // reads them when it does not know them (haltOf's caller readies them, readyHalts), decides every
 // placement and amend of a batch under that version, and the batch's commit checks that the
-// version is still the database's (store.Batch.Halts, halt_check), holding the halts' mark shared
-// until it commits: a change of a halt waits for such commits and raises the version, so a batch
-// that committed decided under the halts as they were at its commit. A batch whose check fails
-// (store.HaltsMoved) is undone like any failed batch; the shard forgets the halts, reads them
-// again and runs the batch again (again, in batch.go).
+// version is still the database's (store.Batch.Halts), under the halts' mark that every batch
+// holds shared from its first statement until it commits: a change of a halt waits for such
+// commits and raises the version, so a batch that committed decided under the halts as they were
+// at its commit. A batch whose check fails (store.HaltsMoved) is undone like any failed batch; the
+// shard forgets the halts, reads them again and runs the batch again (again, in batch.go).
 
 // readyHalts reads the halts if the shard does not know them: before a batch that may decide a
 // placement or an amend.

@@ -29,7 +29,8 @@ import (
 //     to end, and the books are then loaded from what they wrote.
 //   - the token (table standalone_claim, migration 021): Fence raises it while it holds batchKey,
 //     and each batch checks, once it holds the mark, that the token it carries is still the
-//     database's (standalone_batch), failing with ClaimLost otherwise. The claim's session can end
+//     database's (standalone_batch when it begins with BeginBatch; an unlocked batch in its
+//     accounts' statement, claimCheck), failing with ClaimLost otherwise. The claim's session can end
 //     while its process lives on (Postgres restarted, or someone ended the session): another
 //     process may then claim the database, and the token keeps the first from writing anything
 //     more. The first, meanwhile, claims the database again if it can (Claim.Keep), or stops.
