@@ -673,8 +673,8 @@ var (
 	// returns nothing); with cashAllocated it writes the rows by an update alone (Batch.Allocated),
 	// its guard counting the rows written. Every variant ends with the batch's checks: the halts'
 	// ($10, when not null; haltsCheck), the standalone claim's ($11, when not null; claimCheck)
-	// and, with cashAllocated, the rows' count. Each is a plain
-	// expression that calls batch_checks (migration 036) to raise the batch's error only when it
+	// and, with cashAllocated, the rows' count. Each is a plain expression that calls batch_checks
+	// (migration 036) or standalone_batch (migration 021) only to raise the batch's error when it
 	// fails. They are one-time filters of the final select (scalar subqueries), which Postgres
 	// evaluates before the select's first row (so also when it returns none), after the
 	// data-modifying parts have run to completion. (Without events the batch's time, $1, is
