@@ -74,11 +74,13 @@ func (s *Shard) acquire(ctx context.Context, conn BatchConn, cmds []*command, ex
 	}
 	began := time.Now()
 	cash, risk, err := conn.Acquire(ctx, s.holder(), need, s.cfg.Spread)
-	s.metrics.database.Add(time.Since(began).Seconds())
+	took := time.Since(began).Seconds()
+	s.metrics.database.Add(took)
 	if err != nil {
 		return err
 	}
 	s.metrics.acquires.Inc()
+	s.metrics.acquireSeconds.Add(took)
 	s.viewAccounts(cash, risk)
 	for _, n := range need {
 		if cash[n.Account] < n.Cash {

@@ -18,7 +18,7 @@ import (
 // TestIdleCashReturns checks the life of a shard's allocation of an account: its first order
 // acquires the account's cash (all of it, alone), the order's lock stays in the order, the rest
 // goes back to the wallet once the account has been idle for idleReturn, the next order acquires
-// again, and a stopping shard returns everything it holds.
+// again (each acquire counted, with its time), and a stopping shard returns everything it holds.
 func TestIdleCashReturns(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -65,6 +65,10 @@ func TestIdleCashReturns(t *testing.T) {
 	}
 	if _, a := held(); a != 100_000-400-410 {
 		t.Fatalf("after the next order: allocated %d, want %d", a, 100_000-400-410)
+	}
+	// Both orders acquired, and the time the batches waited on it is counted with them.
+	if n, took := counter(t, s.metrics.acquires), counter(t, s.metrics.acquireSeconds); n != 2 || took <= 0 {
+		t.Fatalf("pmx_shard_acquires_total %v, pmx_shard_acquire_seconds_total %v; want 2 and above 0", n, took)
 	}
 	s.Stop()
 	stopped = true

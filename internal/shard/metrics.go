@@ -11,6 +11,9 @@ type metrics struct {
 	// acquires counts the transactions that moved cash or room to the shard's allocations
 	// (allocations.go).
 	acquires prometheus.Counter
+	// acquireSeconds is the time those transactions took, which the batches that needed them
+	// waited (allocations.go).
+	acquireSeconds prometheus.Counter
 	// groupsRead counts the order groups batches read at their start (groups.go).
 	groupsRead prometheus.Counter
 	ahead      prometheus.Counter
@@ -36,6 +39,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Batches that read what their placements reserve from at their start, because the shard's views did not show enough (or a batch ran again); the others reserve from the views and read nothing."}),
 		acquires: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_acquires_total",
 			Help: "Transactions that moved accounts' free cash (or room under a maxLockedCash) to this shard's allocations before a batch that needed it: from the accounts' wallets, else from other shards' allocations. Each costs the batch one round trip more."}),
+		acquireSeconds: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_acquire_seconds_total",
+			Help: "Seconds the acquires of pmx_shard_acquires_total took, each a round trip to Postgres in a transaction of its own: what the batches that needed them waited before they could decide. Divided by pmx_shard_acquires_total, what one costs."}),
 		groupsRead: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_order_groups_read_total",
 			Help: "Order groups batches read at their start: those their placements name, and those resting in a market they trade in that the shard does not know yet (loaded, or met again after a batch ran again). A group the shard knows is decided from what it keeps."}),
 		ahead: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_commands_pipelined_total",
@@ -54,7 +59,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Times this shard found that a market it held had moved without its part — a failover's move, not a handoff: a commit the fence refused, or the market dropped at a batch's start or a heartbeat."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.batches, m.failures, m.rerun, m.read, m.acquires, m.groupsRead, m.ahead, m.held, m.size, m.duration, m.database, m.handedOver, m.fenced)
+		reg.MustRegister(m.batches, m.failures, m.rerun, m.read, m.acquires, m.acquireSeconds, m.groupsRead, m.ahead, m.held, m.size, m.duration, m.database, m.handedOver, m.fenced)
 	}
 	return m
 }

@@ -117,10 +117,10 @@ func (r *Result) WriteText(w io.Writer) error {
 	}
 	for i := range r.Runs {
 		if c := r.Runs[i].Shards; c != nil && c.Batches > 0 {
-			fmt.Fprintf(&b, "shards, run %d: %s batches of %s commands; %s of the commands pipelined, %s held; %s batches read what they reserve from, %s ran again, %s failed; %s acquires of cash (%s of the batches); %s\n",
+			fmt.Fprintf(&b, "shards, run %d: %s batches of %s commands; %s of the commands pipelined, %s held; %s batches read what they reserve from, %s ran again, %s failed; %s acquires of cash (%s of the batches%s); %s\n",
 				i+1, formatCount(float64(c.Batches)), strconv.FormatFloat(float64(c.Commands)/float64(c.Batches), 'f', 1, 64),
 				share(c.Pipelined, c.Commands), share(c.Held, c.Commands), countOrDash(c.Read), countOrDash(c.Rerun), countOrDash(c.Failures),
-				countOrDash(c.Acquires), share(c.Acquires, c.Batches), databaseBusy(c))
+				countOrDash(c.Acquires), share(c.Acquires, c.Batches), acquireCost(c), databaseBusy(c))
 		}
 	}
 	for i := range r.Runs {
@@ -159,9 +159,11 @@ wal         WAL Postgres wrote per order, with the pages it copied whole (the fi
 shards      what the shards counted during the load (their /metrics, summed): batches and commands
             per batch; commands matched while the batch before theirs committed (pipelined) and
             those that could not join it and waited for two commits (held); batches that read
-            what their placements reserve from, ran again or failed; the share of the time each
-            shard's connection spent on its batches' round trips to Postgres, and one's mean: near
-            100%, the shards are bound by Postgres, not by pmx ("-": not exported by this pmx)
+            what their placements reserve from, ran again or failed; the acquires of cash (moving an
+            account's free cash to a shard before a batch that needed it) and what one took on
+            average; the share of the time each shard's connection spent on its batches' round
+            trips to Postgres, and one's mean: near 100%, the shards are bound by Postgres, not by
+            pmx ("-": not exported by this pmx)
 `)
 	if slices.ContainsFunc(r.Runs, func(x RunResult) bool { return x.Statements != nil }) {
 		b.WriteString(`statements  execution time of the statements pmx sent Postgres (pg_stat_statements), per order: in all,
@@ -204,6 +206,15 @@ func databaseBusy(c *ShardCounters) string {
 	}
 	return fmt.Sprintf("Postgres busy %s of each shard's time, %s a batch", strconv.FormatFloat(100*busy, 'f', 0, 64)+"%",
 		formatUs(int64(math.Round(c.DatabaseSeconds/float64(c.Batches)*1e6))))
+}
+
+// acquireCost is what one acquire took on average (", 1.20ms each"), or "" where that is unknown
+// (a pmx build that does not count it) or there was none.
+func acquireCost(c *ShardCounters) string {
+	if c.AcquireSeconds < 0 || c.Acquires <= 0 {
+		return ""
+	}
+	return ", " + formatUs(int64(math.Round(c.AcquireSeconds/float64(c.Acquires)*1e6))) + " each"
 }
 
 // countOrDash is a count, or "-" where it is unknown (-1).

@@ -23,12 +23,12 @@ func sampleResult() *Result {
 		pgCounters{transactions: 30_000}, cpuSample{pmx: 25 * time.Second, postgres: 13 * time.Second, loadgen: 2 * time.Second})
 	none := newRunResult(500, &loadgen.Report{Mode: "open", TargetRate: 500, Seconds: 1}, pgCounters{transactions: 3}, cpuSample{})
 	closed.Shards = &ShardCounters{Batches: 1000, Commands: 29_300, Pipelined: 29_000, Held: 117, Read: 4, Acquires: 20,
-		DatabaseSeconds: 3.6, Shards: 1, Seconds: 4}
+		AcquireSeconds: 0.024, DatabaseSeconds: 3.6, Shards: 1, Seconds: 4}
 	closed.LockWaits = &LockWaits{Samples: 200, IntervalMs: 100, RowMean: 1.6, RowMax: 7, AnyMean: 1.7, AnyMax: 8}
 	open.LockWaits = &LockWaits{Samples: 200, IntervalMs: 100} // none waited
 	none.LockWaits = &LockWaits{IntervalMs: 100}               // no sample taken
 	open.Shards = &ShardCounters{Batches: 10, Commands: 20, Pipelined: 5, Held: -1, Read: -1, Rerun: 2, Failures: 1, Acquires: -1,
-		DatabaseSeconds: -1, Shards: 1, Seconds: 20}
+		AcquireSeconds: -1, DatabaseSeconds: -1, Shards: 1, Seconds: 20}
 	return &Result{Command: "pmxtools bench --sweep 20000,500", PMX: "/bin/pmx", Machine: machine, Bots: 64, Markets: 8,
 		DurationSeconds: 20, Seed: 1, Mix: loadgen.MixMarketMaker, Runs: []RunResult{*closed, *open, *none}}
 }
@@ -70,7 +70,7 @@ open 500/s            0.0        -        -        -           -         -      
 wal, run 1: 3,000 bytes and 0.10 full-page images per order, 1 checkpoints
 locks, run 1: 1.60 backends waiting on row locks per sample (at most 7), 1.70 on any lock (at most 8); 200 samples, one every 100ms
 locks, run 2: 0.00 backends waiting on row locks per sample (at most 0), 0.00 on any lock (at most 0); 200 samples, one every 100ms
-shards, run 1: 1,000 batches of 29.3 commands; 99.0% of the commands pipelined, 0.4% held; 4 batches read what they reserve from, 0 ran again, 0 failed; 20 acquires of cash (2.0% of the batches); Postgres busy 90% of each shard's time, 3.60ms a batch
+shards, run 1: 1,000 batches of 29.3 commands; 99.0% of the commands pipelined, 0.4% held; 4 batches read what they reserve from, 0 ran again, 0 failed; 20 acquires of cash (2.0% of the batches, 1.20ms each); Postgres busy 90% of each shard's time, 3.60ms a batch
 shards, run 2: 10 batches of 2.0 commands; 25.0% of the commands pipelined, - held; - batches read what they reserve from, 2 ran again, 1 failed; - acquires of cash (- of the batches); Postgres busy - of each shard's time
 `
 	got := b.String()

@@ -27,7 +27,10 @@ type ShardCounters struct {
 	// batch that needed it (pmx_shard_acquires_total, docs/architecture.md §11): each a round trip
 	// more for the commands waiting on it.
 	Acquires int64 `json:"acquires"`
-	Failures int64 `json:"failures"` // pmx_shard_batch_failures_total
+	// AcquireSeconds is the time those transactions took, which their batches waited
+	// (pmx_shard_acquire_seconds_total), -1 if not exported.
+	AcquireSeconds float64 `json:"acquireSeconds"`
+	Failures       int64   `json:"failures"` // pmx_shard_batch_failures_total
 	// DatabaseSeconds is how long the shards' connections spent on their batches' round trips to
 	// Postgres (pmx_shard_database_seconds_total), -1 if not exported; Shards how many shards
 	// counted (the series of pmx_shard_batches_total) and Seconds the time between the two
@@ -50,7 +53,7 @@ func (c ShardCounters) DatabaseBusy() float64 {
 // scrapeShards reads the shard counters from each of the metrics addresses and sums them;
 // processes without shards (fronts, the operator) add nothing.
 func scrapeShards(ctx context.Context, urls []string) (ShardCounters, error) {
-	sum := ShardCounters{Held: -1, Read: -1, Acquires: -1, DatabaseSeconds: -1}
+	sum := ShardCounters{Held: -1, Read: -1, Acquires: -1, AcquireSeconds: -1, DatabaseSeconds: -1}
 	client := &http.Client{Timeout: 10 * time.Second}
 	for _, url := range urls {
 		families, err := scrape(ctx, client, url)
@@ -114,8 +117,13 @@ func (c *ShardCounters) add(families map[string]*dto.MetricFamily) {
 			*x.into = max(*x.into, 0) + int64(n)
 		}
 	}
-	if n, ok := total("pmx_shard_database_seconds_total"); ok {
-		c.DatabaseSeconds = max(c.DatabaseSeconds, 0) + n
+	for _, x := range []struct {
+		name string
+		into *float64
+	}{{"pmx_shard_database_seconds_total", &c.DatabaseSeconds}, {"pmx_shard_acquire_seconds_total", &c.AcquireSeconds}} {
+		if n, ok := total(x.name); ok {
+			*x.into = max(*x.into, 0) + n
+		}
 	}
 	if f, ok := families["pmx_shard_batches_total"]; ok {
 		c.Shards += len(f.GetMetric())
@@ -127,7 +135,8 @@ func (c ShardCounters) sub(base ShardCounters) ShardCounters {
 	return ShardCounters{Batches: rise(c.Batches, base.Batches), Commands: rise(c.Commands, base.Commands),
 		Pipelined: rise(c.Pipelined, base.Pipelined), Held: rise(c.Held, base.Held), Read: rise(c.Read, base.Read),
 		Rerun: rise(c.Rerun, base.Rerun), Failures: rise(c.Failures, base.Failures), Acquires: rise(c.Acquires, base.Acquires),
-		DatabaseSeconds: rise(c.DatabaseSeconds, base.DatabaseSeconds), Shards: c.Shards}
+		AcquireSeconds: rise(c.AcquireSeconds, base.AcquireSeconds), DatabaseSeconds: rise(c.DatabaseSeconds, base.DatabaseSeconds),
+		Shards: c.Shards}
 }
 
 // rise is how much a counter went up from base to now, -1 where either reading lacks it (-1).
