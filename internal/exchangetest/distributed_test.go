@@ -146,8 +146,9 @@ func (c *cluster) target(t *testing.T, i int) *Target {
 }
 
 // TestDistributed runs the distributed exchange as separate processes: the contract suite through
-// one api replica, every market it left moved between shards under load, then Market resources applied with kubectl, trading through both replicas, a
-// shard killed under load, and a resolution patched with kubectl.
+// one api replica, every market it left moved between shards under load, then Market resources
+// applied with kubectl, trading through both replicas, a shard killed under load, and a
+// resolution patched with kubectl.
 func TestDistributed(t *testing.T) {
 	c := startCluster(t, builds{})
 	t.Run("Suite", func(t *testing.T) { RunSuite(t, c.target(t, 0)) })

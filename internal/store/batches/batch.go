@@ -233,12 +233,11 @@ func haltsCheck(p string) string {
 	return "(select " + p + "::bigint is null or exists (select from halts where id and version = " + p + ") or batch_checks(0, null, " + p + "))"
 }
 
-// claimCheck is, as haltsCheck is for the halts, the check of a standalone batch's claim token
-// (Batch.Claim) as an expression of the bigint parameter p, true when p is null: the token is
-// still the database's. The batch has held the standalone batches' mark since its first statement
-// (txStartMarkedSQL, or txStartStandaloneSQL for a batch that began with BeginBatch), which
-// Claim.Fence takes exclusively to raise the token, so a later statement reads the token as it
-// will be at the commit. Only when it fails does it call standalone_batch (migration 021), which
+// claimCheck is, as haltsCheck is for the halts, the check of an unlocked standalone batch's claim
+// token (Batch.Claim) as an expression of the bigint parameter p, true when p is null: the token
+// is still the database's. The batch has held the standalone batches' mark since its first
+// statement (txStartMarkedSQL), which Claim.Fence takes exclusively to raise the token, so a later
+// statement reads the token as it will be at the commit. Only when it fails does it call standalone_batch (migration 021), which
 // raises PX002 (ClaimLost).
 func claimCheck(p string) string {
 	return "(select " + p + "::bigint is null or exists (select from standalone_claim where id and token = " + p + ") or " +
@@ -320,8 +319,8 @@ func CommitBatch(ctx context.Context, conn *pgx.Conn, b *Batch) (Committed, erro
 			return c, fmt.Errorf("while committing a batch: %w", err)
 		}
 	}
-	if (b.Halts != nil || b.Claim != 0) && len(b.Cash) == 0 { // with cash, the accounts' statement checks them (cashStatement)
-		q.Queue(commitChecks, b.Halts, claimParam(b.Claim))
+	if claim := claimParam(b); (b.Halts != nil || claim != nil) && len(b.Cash) == 0 { // with cash, the accounts' statement checks them (cashStatement)
+		q.Queue(commitChecks, b.Halts, claim)
 	}
 	q.Queue("commit").Exec(func(tag pgconn.CommandTag) error {
 		if tag.String() != "COMMIT" {
@@ -822,15 +821,17 @@ func cashStatement(b *Batch) (sql string, args []any, withEvents bool) {
 	if b.Allocated {
 		variant |= cashAllocated
 	}
-	return cashSQL[variant], []any{b.Now, b.Holder, accounts, avail, room, roomVersion, counts, events, risk, b.Halts, claimParam(b.Claim)}, withEvents
+	return cashSQL[variant], []any{b.Now, b.Holder, accounts, avail, room, roomVersion, counts, events, risk, b.Halts, claimParam(b)}, withEvents
 }
 
-// claimParam is a claim token as the parameter of claimCheck: null for none.
-func claimParam(claim int64) *int64 {
-	if claim == 0 {
+// claimParam is the claim token a batch's commit checks, as the parameter of claimCheck: null for
+// none, and for a batch that began with BeginBatch, which checked it then (txStartStandaloneSQL)
+// under the mark it holds since, so that it cannot have moved.
+func claimParam(b *Batch) *int64 {
+	if b.Claim == 0 || !b.Unlocked {
 		return nil
 	}
-	return &claim
+	return &b.Claim
 }
 
 // updatedOrderColumns is db.OrderColumns, qualified for an update joined with its data.

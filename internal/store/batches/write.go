@@ -46,9 +46,10 @@ type Batch struct {
 	// when it commits: CommitBatch checks it in the batch's transaction, before the writes
 	// (fence_markets, migration 018), and the batch fails as Fenced otherwise.
 	Fence *Fence
-	// Claim is a standalone batch's claim token (Claim.Token), as Begin.Claim is a locked batch's
-	// when it begins: CommitBatch checks it (claimCheck), under the standalone batches' mark that
-	// the batch's first statement took, and the batch fails as ClaimLost if the token moved.
+	// Claim is an unlocked standalone batch's claim token (Claim.Token), as Begin.Claim is a
+	// locked batch's, which BeginBatch checks: CommitBatch checks it (claimCheck), under the
+	// standalone batches' mark that the batch's first statement took, and the batch fails as
+	// ClaimLost if the token moved.
 	Claim int64
 	// Halts, for a batch that decided a placement or an amend, is the version of the halts it
 	// decided them under: CommitBatch checks it before committing (haltsCheck: in the accounts'
