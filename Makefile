@@ -111,7 +111,7 @@ bench-sweep: build postgres ## Chart placement latency against offered load (SWE
 	$(PMXTOOLS) bench --sweep $(SWEEP_RATES) --chart docs/latency.png $(E2E_FLAGS)
 
 .PHONY: devbench
-devbench: k8s-bins ## Pack pmx, pmxtools, Postgres, kube-apiserver and etcd for a bare 16-core device machine, one carry (bin/devbench; then hack/devbench/issue17.sh there).
+devbench: k8s-bins ## Pack pmx, pmxtools, Postgres, kube-apiserver and etcd for a bare 16-core device machine, one carry (bin/devbench; then hack/devbench/issue53.sh or issue17.sh there).
 	hack/devbench/pack.sh $(KUBEBUILDER_ASSETS)
 
 .PHONY: fuzz

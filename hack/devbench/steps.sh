@@ -1,0 +1,98 @@
+# Sourced by the scripts that take a list of figures on the device machine in one call
+# (issue17.sh, issue53.sh): the setup they share, and step, ceiling and note. The script sets name
+# (its results: $out/$name.tar, and a copy of the steps as $out/steps.txt) and budget (seconds,
+# past which a step is skipped) before sourcing this.
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+runner=${PMXBENCH_RUN:-$root/bin/devbench/run}
+out=${OUT:-$root/devbench-out}
+work=$(mktemp -d) # every file of the results, packed into $out/$name.tar after each step
+trap 'rm -rf "$work"' EXIT
+k8s=${K8S_ASSETS:-${PMXBENCH_DIR:-/opt/pmxbench}/k8s} # where bin/devbench/run unpacks the pack's k8s/
+started=$SECONDS
+
+# usage prints the script's opening comment.
+usage() {
+	awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2
+	exit 2
+}
+
+# note adds a line to steps.txt and brings $out up to date: the device gives back at most 8
+# files, and what is there if the call is cut short.
+note() {
+	echo "$1" | tee -a "$work/steps.txt"
+	cp "$work/steps.txt" "$out/steps.txt"
+	tar -C "$work" -cf "$out/$name.tar.part" . && mv "$out/$name.tar.part" "$out/$name.tar"
+}
+
+# machine records what the figures were taken on, in machine.txt.
+machine() {
+	{
+		echo "date: $(date -u +%FT%TZ)"
+		echo "cores: $(nproc)"
+		grep -m1 'model name' /proc/cpuinfo || true
+		grep MemTotal /proc/meminfo || true
+		uname -r
+	} | tee "$work/machine.txt"
+}
+
+# unpack checks the runner and unpacks the pack, once.
+unpack() {
+	[ -x "$runner" ] || { echo "no runner at $runner: run make devbench here, then carry bin/devbench" >&2; exit 1; }
+	mkdir -p "$out"
+	local t0=$SECONDS
+	bash "$runner" true
+	echo "pack unpacked in $((SECONDS - t0))s"
+}
+
+# step NAME ARGS...: runs pmxtools ARGS through the pack's runner (which may be prefixed by taskset:
+# TASKSET=0-7), its table on stdout and in NAME.txt, its JSON in NAME.json. pmxtools bench starts
+# the pmx beside it in the pack. A failed step is logged and the next one runs.
+step() {
+	local label=$1
+	shift
+	local elapsed=$((SECONDS - started))
+	if [ "$elapsed" -ge "$budget" ]; then
+		note "$label: skipped, ${elapsed}s of the ${budget}s budget spent"
+		return 0
+	fi
+	local pin=()
+	[ -n "${TASKSET:-}" ] && pin=(taskset -c "$TASKSET")
+	echo "== $label: ${pin[*]} pmxtools $*"
+	local t0=$SECONDS rc=0
+	bash "$runner" "${pin[@]}" pmxtools "$@" --json-file "$work/$label.json" >"$work/$label.txt" 2>&1 || rc=$?
+	# The command and the table's rows (the file has the progress and the legend of the columns too).
+	awk '/^command / { print } /^(load  |gap  |  requests\/s)/ { rows = 1 } /^$/ { rows = 0 } rows' "$work/$label.txt"
+	[ "$rc" = 0 ] || tail -n 5 "$work/$label.txt"
+	note "$label: rc=$rc, $((SECONDS - t0))s $(summary "$work/$label.txt")"
+}
+
+# summary FILE: the bench's result line and its row-lock waits, from a step's table.
+summary() {
+	{
+		grep -E '^(closed loop|open [0-9,.]+/s)' "$1" | tr -s ' ' | head -1
+		grep -m1 -oE '[0-9.]+ backends waiting on row locks' "$1"
+	} 2>/dev/null | paste -sd ' ' - || true
+}
+
+# ceiling NAME DURATION BOTS MARKETS: nproc/2 benches at once, bench i pinned to cores 2i and
+# 2i+1, each table and JSON as NAME-i.txt and NAME-i.json, and the sum of their orders/s in
+# steps.txt: what the whole machine makes when nothing is shared.
+ceiling() {
+	local label=$1 dur=$2 bots=$3 markets=$4
+	local elapsed=$((SECONDS - started))
+	if [ "$elapsed" -ge "$budget" ]; then
+		note "$label: skipped, ${elapsed}s of the ${budget}s budget spent"
+		return 0
+	fi
+	local pairs=$(($(nproc) / 2)) i t0=$SECONDS pids=() rc=0
+	echo "== $label: $pairs independent pmxtools bench, two cores each"
+	for ((i = 0; i < pairs; i++)); do
+		bash "$runner" taskset -c "$((2 * i)),$((2 * i + 1))" pmxtools bench --duration "$dur" \
+			--bots "$bots" --markets "$markets" --json-file "$work/$label-$i.json" >"$work/$label-$i.txt" 2>&1 &
+		pids+=($!)
+	done
+	for i in "${pids[@]}"; do wait "$i" || rc=$?; done
+	local sum
+	sum=$(cat "$work/$label"-*.json 2>/dev/null | grep -o '"ordersPerSec": *[0-9.]*' | awk -F: '{ s += $2 } END { printf "%.0f", s }')
+	note "$label: rc=$rc, $((SECONDS - t0))s, $pairs pairs, sum ${sum:-?} orders/s"
+}
