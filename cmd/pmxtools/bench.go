@@ -221,6 +221,7 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
 	f.DurationVar(&o.DBLatency, "db-latency", 0, "add this to every round trip between the exchange and Postgres, through a TCP proxy in the bench (e.g. 1ms, as to a Postgres on another node; 0: none)")
 	f.IntVar(&o.Fronts, "fronts", 1, "with --distributed: pmx api processes")
 	f.StringArrayVar(&o.ShardArgs, "shard-arg", nil, "with --distributed: extra argument for every pmx shard, repeatable (e.g. --shard-arg=--shards=1)")
+	f.StringArrayVar(&o.FrontArgs, "front-arg", nil, "with --distributed: extra argument for every pmx api, repeatable (e.g. --front-arg=--pprof-addr=127.0.0.1:6070 with --fronts 1)")
 	f.StringVar(&o.KubeAssets, "kube-assets", "", "with --distributed: folder of kube-apiserver and etcd (default $KUBEBUILDER_ASSETS, else ./bin/k8s/<version>)")
 	f.BoolVar(&o.Statements, "statements", false, "load pg_stat_statements into each run's Postgres and report the statements that took most of its execution time, per order (the module costs Postgres a little on every statement)")
 	f.BoolVar(&floors, "floors", false, "first measure this machine's HTTP floor (the same bots against a server that does nothing) and commit floor (one durable commit, back to back), and give each run's ratio to them")

@@ -10,7 +10,7 @@
 #   bash bin/devbench/run pmxtools bench --help    # there; hack/devbench/issue17.sh runs it so
 #
 # The four Go programs share much (the runtime, Kubernetes' client libraries), so they go first and
-# side by side, and xz gets a window that spans them all (256 MiB, one thread: 5 to 8 minutes on 2
+# side by side, and xz gets a window that spans them all (256 MiB, one thread: 4 to 8 minutes on 2
 # cores; as much memory to unpack): 7.5 MiB less than xz -9e -T0, whose blocks start afresh every
 # 192 MiB, and which was over the carry. xz's x86 filter (branch targets made absolute, so that
 # calls to one function repeat) takes 1.1 MiB more off.

@@ -86,11 +86,12 @@ type Options struct {
 	Fees *engine.Fees
 	// Distributed runs the distributed exchange instead of pmx dev: a kube-apiserver and etcd
 	// (from KubeAssets; see kubeAssets), pmx operator, Shards pmx shard processes (with ShardArgs)
-	// and Fronts pmx api processes, the bots spread over the fronts.
+	// and Fronts pmx api processes (with FrontArgs), the bots spread over the fronts.
 	Distributed bool
 	Shards      int
 	Fronts      int
 	ShardArgs   []string
+	FrontArgs   []string
 	KubeAssets  string
 	// FloorServer, when set, measures this machine's floors before the runs, so that the report
 	// can say how close each run came to them: the HTTP floor (Floor, with the same bots, served by

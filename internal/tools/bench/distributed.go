@@ -150,8 +150,9 @@ func startDistributed(ctx context.Context, o Options, dir, databaseURL, token st
 		}
 	}
 	for i := range o.Fronts {
-		p, err := start("pmx api", fmt.Sprintf("pmx-api-%d.log", i+1), []string{"api", "--addr", "127.0.0.1:0",
-			"--database-url", databaseURL}, []string{"PMX_ADMIN_TOKEN=" + token, "PMX_INTERNAL_TOKEN=" + internal}, apiLine, "")
+		args := append([]string{"api", "--addr", "127.0.0.1:0", "--database-url", databaseURL}, o.FrontArgs...)
+		p, err := start("pmx api", fmt.Sprintf("pmx-api-%d.log", i+1), args,
+			[]string{"PMX_ADMIN_TOKEN=" + token, "PMX_INTERNAL_TOKEN=" + internal}, apiLine, "")
 		if err != nil {
 			return d, err
 		}
