@@ -27,6 +27,26 @@ type Batch struct {
 	// back from one that stayed (accounttopic.go). A market left out (and a conversion's event)
 	// is read as moved. Not kept in Postgres: the reads merge the streams by position instead.
 	Epochs map[uuid.UUID]int64 `json:"epochs,omitempty"`
+	// wire is the batch's encoding for a shard's internal feed stream, made once for all the
+	// fronts that follow it (Wire); Publish sets it, so that the copies its followers get share it.
+	wire *wire
+}
+
+type wire struct {
+	once sync.Once
+	line []byte
+	err  error
+}
+
+// Wire returns encode(b), called once for all the copies of a batch that Publish handed to more
+// than one follower: a shard that several fronts follow encodes each batch for them once. The
+// bytes are shared: read them, never change them.
+func (b Batch) Wire(encode func(Batch) ([]byte, error)) ([]byte, error) {
+	if b.wire == nil {
+		return encode(b)
+	}
+	b.wire.once.Do(func() { b.wire.line, b.wire.err = encode(b) })
+	return b.wire.line, b.wire.err
 }
 
 // Bus carries a shard's committed batches to whoever follows them live: the front's hub in the
@@ -82,6 +102,11 @@ func (b *Bus) Publish(batches []Batch) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if len(b.subs) > 1 {
+		for i := range batches {
+			batches[i].wire = &wire{}
+		}
+	}
 	for s := range b.subs {
 		for _, batch := range batches {
 			select {

@@ -1,6 +1,9 @@
 package feed
 
 import (
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
@@ -43,6 +46,52 @@ func TestBus(t *testing.T) {
 	bus.Publish([]Batch{{Market: m, First: 6, Last: 6}}) // nobody follows: nothing waits
 	var none *Bus
 	none.Publish([]Batch{{Market: m}}) // a shard without a bus
+}
+
+// TestBusWire checks that the followers of a batch share one encoding of it: Wire calls encode
+// once for all the copies of a batch published to several followers, concurrently too, and
+// once per call for a batch that only one follows or that was never published.
+func TestBusWire(t *testing.T) {
+	var bus Bus
+	subs := []*Sub{bus.Subscribe(4), bus.Subscribe(4), bus.Subscribe(4)}
+	m := uuid.New()
+	var calls atomic.Int64
+	encode := func(b Batch) ([]byte, error) {
+		calls.Add(1)
+		return []byte(fmt.Sprintf("%d-%d", b.First, b.Last)), nil
+	}
+	bus.Publish([]Batch{{Market: m, First: 1, Last: 2}, {Market: m, First: 3, Last: 3}})
+	for _, want := range []string{"1-2", "3-3"} {
+		calls.Store(0)
+		var wg sync.WaitGroup
+		for _, s := range subs {
+			b := <-s.C()
+			wg.Go(func() {
+				if got, err := b.Wire(encode); err != nil || string(got) != want {
+					t.Errorf("Wire = %q, %v; want %q", got, err, want)
+				}
+			})
+		}
+		wg.Wait()
+		if n := calls.Load(); n != 1 {
+			t.Errorf("batch %s: encoded %d times for 3 followers, want once", want, n)
+		}
+	}
+	for _, s := range subs[1:] {
+		s.Close()
+	}
+	calls.Store(0)
+	bus.Publish([]Batch{{Market: m, First: 4, Last: 4}})
+	b := <-subs[0].C()
+	_, _ = b.Wire(encode)
+	_, _ = b.Wire(encode)
+	unpublished := Batch{Market: m, First: 5, Last: 5}
+	if got, _ := unpublished.Wire(encode); string(got) != "5-5" {
+		t.Errorf("an unpublished batch's Wire = %q, want 5-5", got)
+	}
+	if n := calls.Load(); n != 3 {
+		t.Errorf("one follower's batch encoded twice and an unpublished one once: %d calls, want 3", n)
+	}
 }
 
 // TestBookApply checks the book a hub rebuilds from events, and its best prices.

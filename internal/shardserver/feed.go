@@ -43,7 +43,7 @@ func streamFeed(bus *feed.Bus, stopping <-chan struct{}) gin.HandlerFunc {
 			select {
 			case b := <-sub.C():
 				for more := true; more; {
-					line, err := json.Marshal(shardproto.FeedBatchToV1(b))
+					line, err := b.Wire(feedLine)
 					if err != nil {
 						return
 					}
@@ -73,3 +73,6 @@ func streamFeed(bus *feed.Bus, stopping <-chan struct{}) gin.HandlerFunc {
 		}
 	}
 }
+
+// feedLine is a batch's line of the feed stream, without its newline.
+func feedLine(b feed.Batch) ([]byte, error) { return json.Marshal(shardproto.FeedBatchToV1(b)) }
