@@ -46,10 +46,10 @@ for cmd in pmx pmxtools; do
 	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$tmp/$cmd" "./cmd/$cmd"
 done
 # Postgres as Debian installs it, less what pmx dev and the bench never run: the programs but
-# those pmx calls (internal/kit/pgcluster) and two for a person at the machine, the modules but
-# PL/pgSQL, pg_stat_statements (--statements), the text search dictionaries and the encoding
-# conversions that initdb's catalog names, the JIT (LLVM: large, and off unless asked for), the
-# other extensions' scripts, and the manual pages.
+# those pmx calls (requiredBinaries in internal/kit/pgcluster, checked below) and a few for a
+# person at the machine, the modules but PL/pgSQL, pg_stat_statements (--statements), the text
+# search dictionaries and the encoding conversions that initdb's catalog names, the JIT (LLVM:
+# large, and off unless asked for), the other extensions' scripts, and the manual pages.
 mkdir -p "$tmp/root/usr/lib/postgresql" "$tmp/root/usr/share/postgresql" "$tmp/libs" "$tmp/k8s"
 cp -a "$pglib" "$tmp/root/usr/lib/postgresql/"
 cp -a "$pgshare" "$tmp/root/usr/share/postgresql/"

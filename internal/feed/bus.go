@@ -95,7 +95,9 @@ func (b *Bus) drop(s *Sub) {
 	s.once.Do(func() { close(s.lost) })
 }
 
-// Publish hands committed batches to every follower, in order, without waiting.
+// Publish hands committed batches to every follower, in order, without waiting. With more than
+// one follower it gives each batch in batches the encoding its copies share (Wire): the caller
+// fills the slice afresh for its next batches.
 func (b *Bus) Publish(batches []Batch) {
 	if b == nil || len(batches) == 0 {
 		return

@@ -237,8 +237,8 @@ func haltsCheck(p string) string {
 // token (Batch.Claim) as an expression of the bigint parameter p, true when p is null: the token
 // is still the database's. The batch has held the standalone batches' mark since its first
 // statement (txStartMarkedSQL), which Claim.Fence takes exclusively to raise the token, so a later
-// statement reads the token as it will be at the commit. Only when it fails does it call standalone_batch (migration 021), which
-// raises PX002 (ClaimLost).
+// statement reads the token as it will be at the commit. Only when it fails does it call
+// standalone_batch (migration 021), which raises PX002 (ClaimLost).
 func claimCheck(p string) string {
 	return "(select " + p + "::bigint is null or exists (select from standalone_claim where id and token = " + p + ") or " +
 		fmt.Sprintf("standalone_batch(%d, %d, %s) is null)", lockSpace, batchKey, p)
