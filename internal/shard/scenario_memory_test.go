@@ -455,8 +455,10 @@ func (c memoryConn) CommitBatch(_ context.Context, b *store.Batch) (store.Commit
 }
 
 // Acquire moves to holder's allocations what need asks where the accounts have it, as
-// acquire_cash (migration 032) does: from the wallet, with a 1/spread share of what is left, then
-// from the other holders, largest first; room likewise, from what the limit leaves.
+// acquire_cash (migration 042) does: from the wallet, with a share of what is left, then from the
+// other holders, largest first, with a share of what the first has beyond the need; room
+// likewise, from what the limit leaves. A share is 1/spread, or 1/(the holders of the account)
+// when they are more.
 func (c memoryConn) Acquire(_ context.Context, holder string, need []store.Need, spread int) (map[int64]int64, map[int64]store.Risk, error) {
 	m := c.m
 	m.mu.Lock()
@@ -473,18 +475,22 @@ func (c memoryConn) Acquire(_ context.Context, holder string, need []store.Need,
 		}
 		others := slices.Sorted(maps.Keys(a.alloc))
 		others = slices.DeleteFunc(others, func(h string) bool { return h == holder })
+		shares := int64(max(spread, len(others)+1))
 		if short := n.Cash - mine.available; short > 0 {
-			take := min(a.available, short+max(a.available-short, 0)/int64(max(spread, 1)))
+			take := min(a.available, short+max(a.available-short, 0)/shares)
 			a.available -= take
 			mine.available += take
 			short -= take
 			slices.SortStableFunc(others, func(x, y string) int { return cmp.Compare(a.alloc[y].available, a.alloc[x].available) })
-			for _, h := range others {
+			for i, h := range others {
 				if short <= 0 {
 					break
 				}
 				o := a.alloc[h]
 				t := min(o.available, short)
+				if i == 0 {
+					t = min(o.available, short+max(o.available-short, 0)/shares)
+				}
 				o.available -= t
 				a.alloc[h] = o
 				mine.available += t
@@ -496,16 +502,19 @@ func (c memoryConn) Acquire(_ context.Context, holder string, need []store.Need,
 			for _, al := range a.alloc {
 				free -= al.room
 			}
-			take := min(max(free, 0), short+max(free-short, 0)/int64(max(spread, 1)))
+			take := min(max(free, 0), short+max(free-short, 0)/shares)
 			mine.room += take
 			short -= take
 			slices.SortStableFunc(others, func(x, y string) int { return cmp.Compare(a.alloc[y].room, a.alloc[x].room) })
-			for _, h := range others {
+			for i, h := range others {
 				if short <= 0 {
 					break
 				}
 				o := a.alloc[h]
 				t := min(o.room, short)
+				if i == 0 {
+					t = min(o.room, short+max(o.room-short, 0)/shares)
+				}
 				o.room -= t
 				a.alloc[h] = o
 				mine.room += t

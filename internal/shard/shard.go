@@ -53,9 +53,10 @@ type Config struct {
 	// database. Default: Name, or "standalone" for a standalone shard; a Set names each of its
 	// shards after its own name and its slot ("shard-0#1").
 	Holder string
-	// Spread is how many shards share the accounts' cash: a shard taking cash from an account's
-	// wallet takes, besides what it needs, a 1/Spread share of what is left (store.Acquire).
-	// Default: the number of shards of its Set, 1 for a shard alone.
+	// Spread is how many shards of its process share the accounts' cash: a shard taking cash from
+	// an account's wallet takes, besides what it needs, a 1/Spread share of what is left, or less
+	// when more holders have a row of the account (store.Acquire). Default: the number of shards
+	// of its Set, 1 for a shard alone.
 	Spread int
 	// Claim, for a standalone shard, is the token of its process's claim on the database
 	// (store.Claim.Token): every batch carries it, and fails once another process has claimed the

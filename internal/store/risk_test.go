@@ -6,10 +6,11 @@ import (
 	"time"
 )
 
-// TestAllocationsGuard holds migration 032's acquire and guards to their rules
-// (docs/architecture.md §11): an acquire takes cash from the wallet, then from other holders; under
-// a max_locked_cash it gives room only within what the limit leaves, taking from other holders
-// before refusing; a change of the limits takes every holder's room back and makes a write decided
+// TestAllocationsGuard holds the acquire (migration 042) and migration 032's guards to their rules
+// (docs/architecture.md §11): an acquire takes cash from the wallet, then from other holders, with
+// a share of what is left beyond the need (1/spread, or 1/the account's holders when they are
+// more); under a max_locked_cash it gives room only within what the limit leaves, taking from
+// other holders before refusing; a change of the limits takes every holder's room back and makes a write decided
 // by the older version fail (Refused), as does a write that would take an allocation below zero;
 // a return gives everything back to the wallet.
 func TestAllocationsGuard(t *testing.T) {
@@ -53,11 +54,11 @@ func TestAllocationsGuard(t *testing.T) {
 	if c, r := acquire("a", 1_000, 0, 2); c != 1_000+4_500 || r.Room != 0 || r.MaxLockedCash != NoLimit || wallet() != 4_500 {
 		t.Fatalf("a holds %d (room %d, limit %d), the wallet %d; want 5500, 0, none, 4500", c, r.Room, r.MaxLockedCash, wallet())
 	}
-	if c, _ := acquire("b", 6_000, 0, 2); c != 6_000 || wallet() != 0 {
-		t.Fatalf("b holds %d, the wallet %d; want 6000 (4500 of the wallet, 1500 of a's), 0", c, wallet())
+	if c, _ := acquire("b", 6_000, 0, 2); c != 8_000 || wallet() != 0 {
+		t.Fatalf("b holds %d, the wallet %d; want 8000 (4500 of the wallet, of a's the 1500 more it needs and half of a's 4000 left), 0", c, wallet())
 	}
-	if c, _ := acquire("a", 0, 0, 2); c != 4_000 {
-		t.Fatalf("a holds %d after b took from it, want 4000", c)
+	if c, _ := acquire("a", 0, 0, 2); c != 2_000 {
+		t.Fatalf("a holds %d after b took from it, want 2000", c)
 	}
 	if c, _ := acquire("c", 20_000, 0, 2); c != 10_000 || total() != 10_000 {
 		t.Fatalf("c, asking for more than the account has, holds %d of a total %d; want everything, 10000", c, total())
@@ -71,11 +72,11 @@ func TestAllocationsGuard(t *testing.T) {
 	if _, err := st.SetRiskLimits(ctx, a.ID, nil, &limit); err != nil {
 		t.Fatal(err)
 	}
-	if _, r := acquire("a", 0, 60, 1); r.Room != 100 || r.MaxLockedCash != 100 {
-		t.Fatalf("a's room %d under a limit %d, want all 100", r.Room, r.MaxLockedCash)
+	if _, r := acquire("a", 0, 60, 1); r.Room != 73 || r.MaxLockedCash != 100 {
+		t.Fatalf("a's room %d under a limit %d, want 73 (60 and a third of the 40 left: a, b and c hold the account)", r.Room, r.MaxLockedCash)
 	}
-	if _, r := acquire("b", 0, 30, 1); r.Room != 30 {
-		t.Fatalf("b's room %d, want 30 taken from a", r.Room)
+	if _, r := acquire("b", 0, 30, 1); r.Room != 53 {
+		t.Fatalf("b's room %d, want 53 (the 27 a left, then 3 of a's and a third of the 70 a has beyond them)", r.Room)
 	}
 	if _, r := acquire("b", 0, 200, 1); r.Room != 100 {
 		t.Fatalf("b asking for more room than the limit: %d, want all of it, 100", r.Room)
@@ -116,5 +117,50 @@ func TestAllocationsGuard(t *testing.T) {
 	}
 	if err := st.Pool.QueryRow(ctx, `select sum(room) from allocations where account_id = $1`, a.ID).Scan(&room); err != nil || room != 0 {
 		t.Fatalf("room left after the returns: %d, %v", room, err)
+	}
+}
+
+// TestAcquireSharesBetweenHolders: two shard processes of one matching loop each (spread 1, pmx
+// shard --shards 1) spend one account's cash by turns, each acquiring before it spends. An acquire
+// shares what it takes from another holder (migration 042), so cash moves at each one's first
+// meeting with the account and then not again until a half runs out: twice in 40 turns. Taking
+// only the need from the other holder moved it on every turn of the second shard (21 times).
+func TestAcquireSharesBetweenHolders(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t)
+	a, err := st.CreateAccount(ctx, "shared", 10_000, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := st.BatchConn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	moves := 0
+	for turn := range 40 {
+		holder := []string{"a", "b"}[turn%2]
+		var before int64
+		if err := st.Pool.QueryRow(ctx, `select coalesce((select available from allocations where account_id = $1 and holder = $2), 0)`,
+			a.ID, holder).Scan(&before); err != nil {
+			t.Fatal(err)
+		}
+		c, _, err := conn.Acquire(ctx, holder, []Need{{Account: a.ID, Cash: 200}}, 1)
+		if err != nil {
+			t.Fatalf("turn %d: %s acquiring 200: %v", turn, holder, err)
+		}
+		if c[a.ID] < 200 {
+			t.Fatalf("turn %d: %s holds %d after acquiring 200 of an account with %d spent of 10000", turn, holder, c[a.ID], turn*200)
+		}
+		if c[a.ID] != before {
+			moves++
+		}
+		// Spend it as a batch would: lock 200 into an order (here, out of the ledger).
+		if _, err := st.Pool.Exec(ctx, `update allocations set available = available - 200 where account_id = $1 and holder = $2`, a.ID, holder); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if moves != 2 {
+		t.Errorf("%d of 40 acquires moved cash to their holder, want 2 (each holder's first)", moves)
 	}
 }

@@ -30,9 +30,11 @@ type Need struct {
 // Acquire moves to holder's allocations what need asks where the accounts have it — from their
 // wallets, then from other holders — in one transaction of its own, and returns every
 // allocation asked for as it leaves it, with the account's limits (an account that does not exist
-// is left out). With spread the number of live holders, a holder taking from a wallet takes
-// besides what it needs a 1/spread share of what is left, so that it need not come back soon.
-// An account the holder already holds enough of is read, not locked.
+// is left out). Besides what it needs, a holder takes a share of what is left in the wallet, and
+// of what the first other holder it takes from holds beyond the need, so that it need not come
+// back soon: 1/spread (the holders of its own process) or 1/(the holders with a row of the
+// account), whichever is less (migration 042). An account the holder already holds enough of is
+// read, not locked.
 func Acquire(ctx context.Context, conn *pgx.Conn, holder string, need []Need, spread int) (map[int64]int64, map[int64]Risk, error) {
 	need = slices.Clone(need)
 	slices.SortFunc(need, func(a, b Need) int { return cmp.Compare(a.Account, b.Account) }) // the order wallets are locked in
