@@ -15,7 +15,9 @@
 #   ceiling-N       one independent pmx dev + Postgres per two cores, at once: closed-8 at least 80% of their sum
 #   open-10000      the same at 10,000 offered orders/s: p99 under 15 ms
 #   closed-16       16 shards: faster than closed-8 (and closed-8-again, taken after it)
-#   distributed-8x4 pmxtools bench --distributed, 8 shards and 4 fronts: at least 25,000 orders/s
+#   distributed-8x4 pmxtools bench --distributed, 8 shards and 4 fronts: at least 25,000 orders/s;
+#                   each pmx shard runs one matching loop per core of its eighth of the machine,
+#                   as on a pod with that many cores (by default it runs one per core it sees)
 #   latency-1, latency-8   Postgres 1 ms of round trip away (--db-latency): 8 shards at least 4x one
 #
 # Every step reports Postgres's backends waiting on row locks per sample, to be near 0. Results
@@ -47,7 +49,8 @@ measure() {
 	TASKSET=$all step open-$rate "${run[@]}" --shards 8 --rate "$rate"
 	TASKSET=$all step closed-16 "${run[@]}" --shards 16
 	if [ -x "$k8s/kube-apiserver" ]; then
-		TASKSET=$all step distributed-8x4 "${run[@]}" --distributed --kube-assets "$k8s" --shards 8 --fronts 4
+		TASKSET=$all step distributed-8x4 "${run[@]}" --distributed --kube-assets "$k8s" --shards 8 --fronts 4 \
+			--shard-arg=--shards=$((cores / 8 > 0 ? cores / 8 : 1))
 	else
 		note "distributed-8x4: skipped, no kube-apiserver in $k8s (make devbench packs it)"
 	fi
