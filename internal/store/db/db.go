@@ -159,10 +159,38 @@ func MigrateConn(ctx context.Context, conn *pgx.Conn) (from, to int32, err error
 		// release before it (docs/architecture.md §9), so it serves without migrating.
 		return from, known, nil
 	}
-	if err := m.Migrate(ctx); err != nil {
+	if err := retryDeadlocks(ctx, migrateAttempts, migrateBackoff, func() error { return m.Migrate(ctx) }); err != nil {
 		return from, 0, fmt.Errorf("while migrating from version %d: %w", from, err)
 	}
 	return from, int32(len(m.Migrations)), nil
+}
+
+// During a rolling upgrade the release before keeps trading while this one migrates, and a
+// migration that alters a table its batches write can meet one of them in a deadlock, which
+// Postgres breaks by failing one side; when that is the migration, nothing of it is kept (tern runs
+// each in a transaction of its own), and running it again once the batch has gone succeeds. So a
+// migration failed by a deadlock runs again, up to migrateAttempts times in all, migrateBackoff
+// more apart each time.
+const (
+	migrateAttempts = 5
+	migrateBackoff  = 100 * time.Millisecond
+)
+
+// retryDeadlocks runs run until it returns anything but a deadlock's error (SQLSTATE 40P01), at
+// most attempts times, waiting backoff, then twice that, and so on, in between.
+func retryDeadlocks(ctx context.Context, attempts int, backoff time.Duration, run func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := run()
+		var pg *pgconn.PgError
+		if err == nil || attempt >= attempts || !errors.As(err, &pg) || pg.Code != "40P01" {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(time.Duration(attempt) * backoff):
+		}
+	}
 }
 
 // LockOfAccount takes a transaction-scoped advisory lock on what of an account's kind names (its
