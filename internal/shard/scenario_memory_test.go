@@ -28,7 +28,7 @@ import (
 // batch decided by them fail the commit with the errors store.Refused recognises, as Postgres's
 // checks do; Committed reports the existing orders a batch cancelled and the accounts' feed
 // numbers it used; an acquire moves cash from the wallet, then from other holders, as
-// acquire_cash does (migration 032).
+// acquire_cash does (migration 042).
 //
 // What the SQL alone does is not done here, and a batch that needs it fails with an error that
 // says so, rather than passing on a guess: settlements (settle()), events' status changes and
