@@ -6,7 +6,7 @@
 -- core) both passed p_spread 1. The first to meet an account took its whole wallet; the other,
 -- short, then took from it exactly what each of its batches needed, so about half of its batches
 -- began with an acquire, and the first shard's views kept going out of date (the distributed
--- bench, two such shards: 49% of the batches acquired). Now:
+-- bench, two such shards: 45–52% of the batches acquired). Now:
 --
 -- - a share is 1/shares of what is left, shares being p_spread or the number of holders with a row
 --   of the account (the caller's own among them), whichever is more;
