@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/pmx-dev/pmx/internal/records"
 )
 
 // TestAllocationsGuard holds the acquire (migration 042) and migration 032's guards to their rules
@@ -15,16 +17,7 @@ import (
 // a return gives everything back to the wallet.
 func TestAllocationsGuard(t *testing.T) {
 	ctx := context.Background()
-	st := newTestStore(t)
-	a, err := st.CreateAccount(ctx, "guarded", 10_000, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := st.BatchConn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
+	st, a, conn := accountToAcquire(t, "guarded")
 	acquire := func(holder string, cash, room int64, spread int) (int64, Risk) {
 		t.Helper()
 		c, r, err := conn.Acquire(ctx, holder, []Need{{Account: a.ID, Cash: cash, Room: room}}, spread)
@@ -98,7 +91,7 @@ func TestAllocationsGuard(t *testing.T) {
 	if err := st.Pool.QueryRow(ctx, `select sum(room) from allocations where account_id = $1`, a.ID).Scan(&room); err != nil || room != 0 {
 		t.Fatalf("room left after the limit changed: %d, %v; want 0", room, err)
 	}
-	_, err = st.Pool.Exec(ctx, `update allocations set risk_checked = $2 where account_id = $1 and holder = 'b'`, a.ID, version)
+	_, err := st.Pool.Exec(ctx, `update allocations set risk_checked = $2 where account_id = $1 and holder = 'b'`, a.ID, version)
 	if !Refused(err) {
 		t.Fatalf("a write decided by version %d, the current being %d: %v, want it refused", version, version+1, err)
 	}
@@ -127,16 +120,7 @@ func TestAllocationsGuard(t *testing.T) {
 // only the need from the other holder moved it on every turn of the second shard (21 times).
 func TestAcquireSharesBetweenHolders(t *testing.T) {
 	ctx := context.Background()
-	st := newTestStore(t)
-	a, err := st.CreateAccount(ctx, "shared", 10_000, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := st.BatchConn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
+	st, a, conn := accountToAcquire(t, "shared")
 	moves := 0
 	for turn := range 40 {
 		holder := []string{"a", "b"}[turn%2]
@@ -163,4 +147,22 @@ func TestAcquireSharesBetweenHolders(t *testing.T) {
 	if moves != 2 {
 		t.Errorf("%d of 40 acquires moved cash to their holder, want 2 (each holder's first)", moves)
 	}
+}
+
+// accountToAcquire opens a store on a new database with one account of 10,000 in its wallet, and
+// a batch connection to acquire on, released when the test ends.
+func accountToAcquire(t *testing.T, name string) (*Store, records.Account, BatchConn) {
+	t.Helper()
+	ctx := context.Background()
+	st := newTestStore(t)
+	a, err := st.CreateAccount(ctx, name, 10_000, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := st.BatchConn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Release)
+	return st, a, conn
 }
