@@ -12,6 +12,8 @@
 # on another node"):
 #
 #   closed-8        one pmx dev on the whole machine, 8 shards, closed loop: at least 40,000 orders/s
+#                   (more than the last 16-core machine's ceiling, 24,333: docs/performance.md, "The
+#                   ceiling counted twice")
 #   ceiling-N       one independent pmx dev + Postgres per two cores, at once: closed-8 at least 80% of their sum
 #   open-10000      the same at 10,000 offered orders/s: p99 under 15 ms
 #   closed-16       16 shards: faster than closed-8 (and closed-8-again, taken after it)

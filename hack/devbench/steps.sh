@@ -74,9 +74,9 @@ summary() {
 	} 2>/dev/null | paste -sd ' ' - || true
 }
 
-# ceiling NAME DURATION BOTS MARKETS: nproc/2 benches at once, bench i pinned to cores 2i and
-# 2i+1, each table and JSON as NAME-i.txt and NAME-i.json, and the sum of their orders/s in
-# steps.txt: what the whole machine makes when nothing is shared.
+# ceiling NAME DURATION BOTS MARKETS: PAIRS benches at once (default nproc/2), bench i pinned to
+# cores 2i and 2i+1, each table and JSON as NAME-i.txt and NAME-i.json, and the sum of their
+# orders/s in steps.txt: what the whole machine makes when nothing is shared.
 ceiling() {
 	local label=$1 dur=$2 bots=$3 markets=$4
 	local elapsed=$((SECONDS - started))
@@ -84,7 +84,7 @@ ceiling() {
 		note "$label: skipped, ${elapsed}s of the ${budget}s budget spent"
 		return 0
 	fi
-	local pairs=$(($(nproc) / 2)) i t0=$SECONDS pids=() rc=0
+	local pairs=${PAIRS:-$(($(nproc) / 2))} i t0=$SECONDS pids=() rc=0
 	echo "== $label: $pairs independent pmxtools bench, two cores each"
 	for ((i = 0; i < pairs; i++)); do
 		bash "$runner" taskset -c "$((2 * i)),$((2 * i + 1))" pmxtools bench --duration "$dur" \
@@ -92,7 +92,20 @@ ceiling() {
 		pids+=($!)
 	done
 	for i in "${pids[@]}"; do wait "$i" || rc=$?; done
-	local sum
-	sum=$(cat "$work/$label"-*.json 2>/dev/null | grep -o '"ordersPerSec": *[0-9.]*' | awk -F: '{ s += $2 } END { printf "%.0f", s }')
-	note "$label: rc=$rc, $((SECONDS - t0))s, $pairs pairs, sum ${sum:-?} orders/s"
+	note "$label: rc=$rc, $((SECONDS - t0))s, $pairs pairs, sum $(sum_orders "$work/$label"-*.txt) orders/s"
+}
+
+# sum_orders FILE...: the sum of the benches' orders/s, each file's closed-loop row of its table
+# counted once ("?" when a file has none: a bench that failed). Not from the JSON: every run's
+# figures appear there twice, in the run and again in its loadgen report, and a sum of every
+# "ordersPerSec" in it counted each bench twice (the ceilings of the 16-core sittings before
+# December 2026 were double what the pairs made; docs/performance.md, "The ceiling counted twice").
+sum_orders() {
+	local f v sum=0
+	for f in "$@"; do
+		v=$(awk '/^closed loop / { gsub(",", "", $3); print $3; exit }' "$f" 2>/dev/null)
+		[ -n "$v" ] || { echo "?"; return 0; }
+		sum=$(awk -v a="$sum" -v b="$v" 'BEGIN { printf "%.1f", a + b }')
+	done
+	awk -v s="$sum" 'BEGIN { printf "%.0f\n", s }'
 }
