@@ -62,9 +62,11 @@ children and the children it reaped, from /proc), divided by the acknowledged or
 
 --distributed runs the distributed exchange instead of pmx dev, as processes on this machine:
 a kube-apiserver and etcd with pmx's CRDs (the binaries ` + "`make k8s-bins`" + ` builds into bin/k8s/,
-or --kube-assets), pmx operator on it, --shards pmx shard and --fronts pmx api processes; the
-markets are Market resources the operator places on the shards, and the bots are spread over
-the fronts. CPU per order then counts every pmx process; the control plane counts as other.
+or --kube-assets), pmx operator on it (with the chart's defaults, the rebalancer off), --shards
+pmx shard and --fronts pmx api processes; the markets are Market resources the operator places
+on the shards, and the bots are spread over the fronts. CPU per order then counts every pmx
+process, and a line gives it by process (pmx api, pmx shard, pmx operator); the control plane
+counts as other.
 
 --shards N without --distributed runs pmx dev with N matching shards in its one process (pmx dev
 --shards; by default one per two cores). Each shard keeps a connection of pmx dev's pool as its

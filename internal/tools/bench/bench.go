@@ -218,6 +218,9 @@ type CPUSeconds struct {
 	Postgres float64 `json:"postgres"`
 	Loadgen  float64 `json:"loadgen"` // the bench process itself, not counted per order
 	Others   float64 `json:"others"`  // every other process of the machine
+	// PMXByProcess is the distributed exchange's pmx time by what each process runs ("pmx api",
+	// "pmx shard", "pmx operator"), every process of a kind together.
+	PMXByProcess map[string]float64 `json:"pmxByProcess,omitempty"`
 }
 
 // ErrInterrupted is returned by Run when ctx was cancelled; the result holds what was measured.
@@ -406,7 +409,7 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 		databaseURL = through
 	}
 
-	var pids []int
+	var pmxProcs []pmxProcess
 	var metrics func() []string // the exchange's metrics addresses
 	var fronts []string
 	var ids []string
@@ -427,7 +430,7 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 		if ids, err = d.createMarkets(ctx, stats, o.Markets, fmt.Sprintf("bench %s, run %d", b.id, i+1)); err != nil {
 			return nil, err
 		}
-		fronts, pids, metrics = d.fronts, d.pids(), d.metrics
+		fronts, pmxProcs, metrics = d.fronts, d.processes(), d.metrics
 	} else {
 		b.progressf("run %d/%d: starting pmx dev (%s)", i+1, len(o.Rates), o.PMX)
 		devArgs, devURL := o.DevArgs, databaseURL
@@ -448,7 +451,7 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 				return nil, err
 			}
 		}
-		fronts, pids = []string{dev.url}, []int{dev.pid()}
+		fronts, pmxProcs = []string{dev.url}, []pmxProcess{{dev.name, dev.pid()}}
 		metrics = func() []string {
 			if u := dev.metrics(); u != "" {
 				return []string{u}
@@ -474,7 +477,7 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 	if err != nil {
 		return nil, err
 	}
-	c0, err := b.proc.sample(pids, cluster.Pid())
+	c0, err := b.proc.sample(pmxProcs, cluster.Pid())
 	if err != nil {
 		return nil, err
 	}
@@ -494,7 +497,7 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 		}
 		return nil, err
 	}
-	c1, err := b.proc.sample(pids, cluster.Pid())
+	c1, err := b.proc.sample(pmxProcs, cluster.Pid())
 	if err != nil {
 		return nil, err
 	}
@@ -557,6 +560,12 @@ func newRunResult(rate float64, rep *loadgen.Report, pg pgCounters, cpu cpuSampl
 		Transactions: pg.transactions, Checkpoints: pg.checkpoints, Loadgen: rep,
 		CPU: CPUSeconds{PMX: cpu.pmx.Seconds(), Postgres: cpu.postgres.Seconds(), Loadgen: cpu.loadgen.Seconds(),
 			Others: cpu.others().Seconds()}}
+	if len(cpu.pmxBy) > 1 {
+		r.CPU.PMXByProcess = make(map[string]float64, len(cpu.pmxBy))
+		for name, d := range cpu.pmxBy {
+			r.CPU.PMXByProcess[name] = d.Seconds()
+		}
+	}
 	for _, k := range rep.Requests {
 		if k.Kind == "place" {
 			r.P50Us, r.P99Us, r.P999Us = k.P50Us, k.P99Us, k.P999Us

@@ -133,10 +133,11 @@ func startDistributed(ctx context.Context, o Options, dir, databaseURL, token st
 		return p, err
 	}
 	if _, err := start("pmx operator", "pmx-operator.log", []string{"operator", "--database-url", databaseURL,
-		"--leader-elect=false", "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
-		"--shard-ttl", "2s", "--resync", "250ms", "--log-level", "info",
+		"--leader-elect=false", "--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--log-level", "info",
 		// The markets stay where they were scheduled: a rebalancing move would put a failover's
-		// 503s into the figures.
+		// 503s into the figures. Otherwise the operator's defaults, which the chart's are: each
+		// market reconciled every 2s (--resync; every reconcile reads Postgres and writes the
+		// Market's status), a shard live for 5s after its last heartbeat (--shard-ttl).
 		"--rebalance=false"},
 		[]string{"KUBECONFIG=" + kubeconfig, "PMX_INTERNAL_TOKEN=" + internal}, operatorLine, ""); err != nil {
 		return d, err
@@ -199,7 +200,6 @@ func (d *distributed) createMarkets(ctx context.Context, stats *pgStats, n int, 
 	}
 }
 
-// pids are the pmx processes' ids.
 // metrics lists the processes' metrics addresses, those their banners named.
 func (d *distributed) metrics() []string {
 	var out []string
@@ -211,10 +211,11 @@ func (d *distributed) metrics() []string {
 	return out
 }
 
-func (d *distributed) pids() []int {
-	out := make([]int, len(d.procs))
+// processes are the pmx processes, each with what it runs ("pmx operator", "pmx shard", "pmx api").
+func (d *distributed) processes() []pmxProcess {
+	out := make([]pmxProcess, len(d.procs))
 	for i, p := range d.procs {
-		out[i] = p.pid()
+		out[i] = pmxProcess{p.name, p.pid()}
 	}
 	return out
 }

@@ -174,25 +174,34 @@ func parseMachineBusy(b []byte, tick time.Duration) (time.Duration, error) {
 	return time.Duration(busy) * tick, nil
 }
 
+// pmxProcess is a pmx process the bench watches: its id, and what it runs ("pmx dev", "pmx
+// shard", ...), under which its CPU time is told apart.
+type pmxProcess struct {
+	name string
+	pid  int
+}
+
 // cpuSample is the CPU time used so far by the processes the bench watches, and by the machine.
 type cpuSample struct {
-	pmx      time.Duration // pmx dev
-	postgres time.Duration // the postmaster and every process it forked
-	loadgen  time.Duration // this process: the load generator (and the bench's bookkeeping)
-	machine  time.Duration // every processor, busy with anything
+	pmx      time.Duration            // pmx dev, or every pmx process of the distributed exchange
+	pmxBy    map[string]time.Duration // pmx's, by what each process runs (pmxProcess.name)
+	postgres time.Duration            // the postmaster and every process it forked
+	loadgen  time.Duration            // this process: the load generator (and the bench's bookkeeping)
+	machine  time.Duration            // every processor, busy with anything
 }
 
 // sample reads the CPU time of the pmx processes (pmx dev, or every pmx process of a distributed
 // exchange), of Postgres, of the load generator and of the machine.
-func (p procFS) sample(pmxPIDs []int, postmasterPID int) (cpuSample, error) {
-	var s cpuSample
-	errs := make([]error, 0, 3+len(pmxPIDs))
+func (p procFS) sample(pmx []pmxProcess, postmasterPID int) (cpuSample, error) {
+	s := cpuSample{pmxBy: map[string]time.Duration{}}
+	errs := make([]error, 0, 3+len(pmx))
 	var err error
 	s.machine, err = p.machineBusy()
 	errs = append(errs, err)
-	for _, pid := range pmxPIDs {
-		cpu, err := p.processCPU(pid)
+	for _, proc := range pmx {
+		cpu, err := p.processCPU(proc.pid)
 		s.pmx += cpu
+		s.pmxBy[proc.name] += cpu
 		errs = append(errs, err)
 	}
 	s.postgres, err = p.treeCPU(postmasterPID)
@@ -203,8 +212,15 @@ func (p procFS) sample(pmxPIDs []int, postmasterPID int) (cpuSample, error) {
 }
 
 func (s cpuSample) sub(before cpuSample) cpuSample {
-	return cpuSample{pmx: s.pmx - before.pmx, postgres: s.postgres - before.postgres,
+	d := cpuSample{pmx: s.pmx - before.pmx, postgres: s.postgres - before.postgres,
 		loadgen: s.loadgen - before.loadgen, machine: s.machine - before.machine}
+	if len(s.pmxBy) > 0 {
+		d.pmxBy = make(map[string]time.Duration, len(s.pmxBy))
+		for name, cpu := range s.pmxBy {
+			d.pmxBy[name] = cpu - before.pmxBy[name]
+		}
+	}
+	return d
 }
 
 // others is the CPU time the rest of the machine used: what disturbed the measurement.

@@ -155,12 +155,22 @@ func TestProcFSOnThisMachine(t *testing.T) {
 	if p.tick <= 0 || p.tick > time.Second {
 		t.Fatalf("clock tick %v", p.tick)
 	}
-	s, err := p.sample([]int{os.Getpid()}, os.Getpid())
+	s, err := p.sample([]pmxProcess{{"pmx dev", os.Getpid()}}, os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.pmx < 0 || s.postgres < s.pmx || s.loadgen < 0 || s.machine <= 0 {
+	if s.pmx < 0 || s.postgres < s.pmx || s.loadgen < 0 || s.machine <= 0 || len(s.pmxBy) != 1 || s.pmxBy["pmx dev"] != s.pmx {
 		t.Fatalf("sample of this process: %+v", s)
+	}
+	// Two processes of each of two kinds (the same two, as the bench never watches): pmx is all
+	// four, each kind its two.
+	two := []pmxProcess{{"pmx shard", os.Getpid()}, {"pmx api", os.Getppid()}, {"pmx shard", os.Getpid()}, {"pmx api", os.Getppid()}}
+	s, err = p.sample(two, os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.pmxBy) != 2 || s.pmxBy["pmx shard"]+s.pmxBy["pmx api"] != s.pmx {
+		t.Fatalf("sample of two kinds of process: %+v", s)
 	}
 	b, _ := os.ReadFile("/proc/self/stat")
 	if st, err := parseStat(b); err != nil || st.pid != os.Getpid() || !strings.Contains(string(b), st.comm) {

@@ -103,6 +103,12 @@ func (r *Result) WriteText(w io.Writer) error {
 		}
 	}
 	for i := range r.Runs {
+		if x := &r.Runs[i]; x.Orders > 0 && len(x.CPU.PMXByProcess) > 0 {
+			fmt.Fprintf(&b, "cpu, run %d: pmx's CPU per order by process, %s; the rest of the machine (the control plane in it) %s cores\n",
+				i+1, byProcess(x), strconv.FormatFloat(x.OtherCores, 'f', 2, 64))
+		}
+	}
+	for i := range r.Runs {
 		if f := r.Runs[i].FeesTaken; f != nil {
 			fmt.Fprintf(&b, "fees, run %d: the exchange took %s cents net of rebates, from %s trades that paid a fee\n",
 				i+1, formatCount(float64(f.Net)), formatCount(float64(f.Trades)))
@@ -154,6 +160,8 @@ CPU/order   CPU time (user + system, from /proc) of pmx (pmx dev, or every pmx p
             postgres; the load generator's own CPU is not in it
 cores       CPU seconds per second of pmx, Postgres and the load generator together
 other       CPU seconds per second of every other process (/proc/stat): well above 0, the run was disturbed
+cpu         the distributed exchange's pmx CPU per order by what each process runs, all of a kind
+            together; its other is mostly the control plane (kube-apiserver and etcd)
 wal         WAL Postgres wrote per order, with the pages it copied whole (the first change of each
             page after a checkpoint), and the checkpoints completed during the run
 shards      what the shards counted during the load (their /metrics, summed): batches and commands
@@ -257,3 +265,16 @@ func formatCount(f float64) string { return loadgen.FormatInt(int64(math.Round(f
 
 // formatRate prints a rate with thousands separators and one decimal.
 func formatRate(f float64) string { return loadgen.FormatRate(f) }
+
+// byProcess lists a run's pmx CPU per order by what each process runs, the costliest first.
+func byProcess(x *RunResult) string {
+	names := slices.Collect(maps.Keys(x.CPU.PMXByProcess))
+	slices.SortFunc(names, func(a, b string) int {
+		return cmp.Or(cmp.Compare(x.CPU.PMXByProcess[b], x.CPU.PMXByProcess[a]), cmp.Compare(a, b))
+	})
+	parts := make([]string, len(names))
+	for i, name := range names {
+		parts[i] = name + " " + formatUs(int64(math.Round(x.CPU.PMXByProcess[name]*1e6/float64(x.Orders))))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -152,6 +152,41 @@ func TestWriteTextDatabaseLatency(t *testing.T) {
 	}
 }
 
+// TestWriteTextByProcess: a distributed run tells its pmx CPU per order apart by what each process
+// runs, the costliest first; pmx dev's runs, one process, have no such line.
+func TestWriteTextByProcess(t *testing.T) {
+	r := sampleResult()
+	if r.Runs[0].CPU.PMXByProcess != nil {
+		t.Errorf("pmx dev's run has its CPU by process: %v", r.Runs[0].CPU.PMXByProcess)
+	}
+	r.Distributed = &Topology{Shards: 2, Fronts: 2}
+	r.Runs[0] = *newRunResult(0, &loadgen.Report{Mode: "closed", Seconds: 20, Orders: 30_000, OrdersPerSec: 1500},
+		pgCounters{transactions: 36_000}, cpuSample{pmx: 24 * time.Second, postgres: 12 * time.Second, loadgen: 4 * time.Second,
+			machine: 46 * time.Second, pmxBy: map[string]time.Duration{"pmx shard": 9 * time.Second, "pmx api": 12 * time.Second,
+				"pmx operator": 3 * time.Second}})
+	var b bytes.Buffer
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := "\ncpu, run 1: pmx's CPU per order by process, pmx api 400µs, pmx shard 300µs, pmx operator 100µs; " +
+		"the rest of the machine (the control plane in it) 0.30 cores\n"
+	if !strings.Contains(b.String(), want) || strings.Count(b.String(), "\ncpu, run") != 1 {
+		t.Errorf("WriteText lacks %q, or has more than it:\n%s", want, b.String())
+	}
+	b.Reset()
+	if err := r.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		Runs []struct {
+			CPUSeconds CPUSeconds `json:"cpuSeconds"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil || back.Runs[0].CPUSeconds.PMXByProcess["pmx api"] != 12 {
+		t.Errorf("JSON: %+v, %v", back, err)
+	}
+}
+
 func TestWithPool(t *testing.T) {
 	for _, c := range []struct{ url, want string }{
 		{"postgres://postgres@/pmx?host=/tmp/run&port=5432&sslmode=disable", "postgres://postgres@/pmx?host=/tmp/run&port=5432&sslmode=disable&pool_max_conns=24"},
