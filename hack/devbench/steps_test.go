@@ -4,9 +4,9 @@ package devbench
 
 import (
 	"archive/tar"
+	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"math"
 	"os"
@@ -15,7 +15,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestCeilingCountsEachBenchOnce runs steps.sh's ceiling with one real pair (pmxtools bench on a
@@ -51,8 +53,15 @@ name=ceilingtest budget=600
 source steps.sh
 ceiling ceiling 2s 8 2
 `
-	cmd := exec.Command("bash", "-c", script)
+	// The bench stops cleanly on an interrupt (its pmx dev and Postgres with it): past the
+	// deadline, the whole process group gets one, and a kill 30s later.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", script)
 	cmd.Env = append(os.Environ(), "PMXBENCH_RUN="+runner, "OUT="+out, "PAIRS=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) }
+	cmd.WaitDelay = 30 * time.Second
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("ceiling: %v\n%s", err, b)
 	}
@@ -144,7 +153,7 @@ func untar(t *testing.T, path, name string) []byte {
 	for {
 		h, err := r.Next()
 		if errors.Is(err, io.EOF) {
-			t.Fatal(fmt.Errorf("%s holds no %s", path, name))
+			t.Fatalf("%s holds no %s", path, name)
 		}
 		if err != nil {
 			t.Fatal(err)
