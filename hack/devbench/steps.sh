@@ -98,8 +98,8 @@ ceiling() {
 # sum_orders FILE...: the sum of the benches' orders/s, each file's closed-loop row of its table
 # counted once ("?" when a file has none: a bench that failed). Not from the JSON: every run's
 # figures appear there twice, in the run and again in its loadgen report, and a sum of every
-# "ordersPerSec" in it counted each bench twice (the ceilings of the 16-core sittings before
-# December 2026 were double what the pairs made; docs/performance.md, "The ceiling counted twice").
+# "ordersPerSec" in it counted each bench twice (the ceilings of the first three 16-core sittings
+# were double what their pairs made; docs/performance.md, "The ceiling counted twice").
 sum_orders() {
 	local f v sum=0
 	for f in "$@"; do
