@@ -155,10 +155,12 @@ func TestWriteTextDatabaseLatency(t *testing.T) {
 // TestWriteTextByProcess: a distributed run tells its pmx CPU per order apart by what each process
 // runs, the costliest first; pmx dev's runs, one process, have no such line.
 func TestWriteTextByProcess(t *testing.T) {
-	r := sampleResult()
-	if r.Runs[0].CPU.PMXByProcess != nil {
-		t.Errorf("pmx dev's run has its CPU by process: %v", r.Runs[0].CPU.PMXByProcess)
+	dev := newRunResult(0, &loadgen.Report{Mode: "closed", Seconds: 20, Orders: 30_000, OrdersPerSec: 1500},
+		pgCounters{transactions: 36_000}, cpuSample{pmx: 24 * time.Second, pmxBy: map[string]time.Duration{"pmx dev": 24 * time.Second}})
+	if dev.CPU.PMXByProcess != nil {
+		t.Errorf("pmx dev's run has its CPU by process: %v", dev.CPU.PMXByProcess)
 	}
+	r := sampleResult()
 	r.Distributed = &Topology{Shards: 2, Fronts: 2}
 	r.Runs[0] = *newRunResult(0, &loadgen.Report{Mode: "closed", Seconds: 20, Orders: 30_000, OrdersPerSec: 1500},
 		pgCounters{transactions: 36_000}, cpuSample{pmx: 24 * time.Second, postgres: 12 * time.Second, loadgen: 4 * time.Second,
