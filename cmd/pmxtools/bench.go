@@ -77,7 +77,9 @@ them all and the API would wait for one for ever.
 Every run samples Postgres's backends (pg_stat_activity, every 100ms, on the bench's own
 connection) and reports how many were waiting on row locks, per sample: a backend waiting for a
 row another transaction holds shows wait_event_type Lock with wait_event transactionid, or tuple
-when it queues behind such a waiter.
+when it queues behind such a waiter. The backends line gives what every backend not idle was doing,
+per sample: running, idle in transaction (waiting for pmx), or the wait it was in, such as
+IO:WALSync (a commit's flush) or LWLock:WALWrite (queued for one).
 
 --db-latency D puts a TCP proxy of the bench's own between the exchange (pmx dev, or every
 process of the distributed one) and Postgres that holds each direction's bytes for D/2, so every

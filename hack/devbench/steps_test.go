@@ -24,7 +24,8 @@ import (
 // real pmx dev and Postgres, for two seconds) and checks that the sum it reports is that bench's
 // orders/s, as its JSON gives them: once, not twice. Before, the sum was of every "ordersPerSec"
 // in the JSON, where each run's appears in its loadgen report too, and the 16-core sittings'
-// ceilings were double what the pairs made.
+// ceilings were double what the pairs made. It checks summary, each step's line in steps.txt, on
+// that real table too.
 func TestCeilingCountsEachBenchOnce(t *testing.T) {
 	if _, err := exec.LookPath("taskset"); err != nil {
 		t.Fatal("no taskset: install util-linux")
@@ -52,6 +53,7 @@ func TestCeilingCountsEachBenchOnce(t *testing.T) {
 name=ceilingtest budget=600
 source steps.sh
 ceiling ceiling 2s 8 2
+summary "$work/ceiling-0.txt" >"$OUT/summary.txt"
 `
 	// The bench stops cleanly on an interrupt (its pmx dev and Postgres with it): past the
 	// deadline, the whole process group gets one, and a kill 30s later.
@@ -90,6 +92,15 @@ ceiling ceiling 2s 8 2
 	// The table rounds to a tenth, the sum to a whole order.
 	if want := report.Runs[0].OrdersPerSec; math.Abs(float64(sum)-want) > 1 {
 		t.Errorf("the ceiling's sum is %d orders/s; the one pair made %.1f", sum, want)
+	}
+
+	// The result's row, its row-lock waits, then what the backends did most (one to three).
+	line, err := os.ReadFile(filepath.Join(out, "summary.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^closed loop [\d,.]+ .* [\d.]+ backends waiting on row locks \(backends: [\d.]+ [^,]+(, [\d.]+ [^,]+){0,2}\)\n$`).Match(line) {
+		t.Errorf("summary of the pair's table: %q; want its closed-loop row, row-lock waits and backends", line)
 	}
 }
 

@@ -5,14 +5,16 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // LockSampleInterval is how often a run's lock waits are sampled (pg_stat_activity).
 const LockSampleInterval = 100 * time.Millisecond
 
 // LockWaits is how many of Postgres's client backends were waiting on locks during a run's load,
-// from pg_stat_activity, sampled every LockSampleInterval on the bench's own connection (never
-// counted itself).
+// and what all of them were doing, from pg_stat_activity, sampled every LockSampleInterval on the
+// bench's own connection (never counted itself).
 //
 // A backend waiting on a row shows wait_event_type 'Lock' with wait_event 'transactionid' (it
 // waits for the transaction that holds the row, whose id Postgres keeps in the row itself: the
@@ -32,10 +34,33 @@ type LockWaits struct {
 	// AnyMean and AnyMax are those waiting on any lock (wait_event_type 'Lock'), row locks too.
 	AnyMean float64 `json:"locksMean"`
 	AnyMax  int     `json:"locksMax"`
+	// Backends is what the client backends not idle were doing, mean per sample, by activity (see
+	// activityOf): "running", "idle in transaction", or the wait they were in as
+	// "wait_event_type:wait_event" ("IO:WALSync", "LWLock:WALWrite", "Lock:transactionid", ...).
+	// An activity seen in no sample is absent.
+	Backends map[string]float64 `json:"backendsMean,omitempty"`
 }
 
-// lockSample is one reading of pg_stat_activity: backends waiting on row locks, on any lock.
-type lockSample struct{ row, lock int }
+// lockSample is one reading of pg_stat_activity: backends waiting on row locks, on any lock, and
+// the backends not idle by activity.
+type lockSample struct {
+	row, lock int
+	backends  map[string]int
+}
+
+// activityOf names what a client backend is doing from its pg_stat_activity row: "running" when
+// active with no wait event (on a CPU, or in a wait Postgres does not report), its state when it
+// is not active ("idle in transaction": its transaction waits for the client, pmx or the round
+// trip to it), else its wait as "wait_event_type:wait_event".
+func activityOf(state, waitType, wait string) string {
+	switch {
+	case state != "active":
+		return state
+	case waitType == "":
+		return "running"
+	}
+	return waitType + ":" + wait
+}
 
 // lockTally adds up lock samples into LockWaits.
 type lockTally struct {
@@ -44,6 +69,7 @@ type lockTally struct {
 	row, lock int64 // sums
 	rowMax    int
 	lockMax   int
+	backends  map[string]int64 // sums
 }
 
 func (t *lockTally) add(s lockSample) {
@@ -51,6 +77,12 @@ func (t *lockTally) add(s lockSample) {
 	t.row += int64(s.row)
 	t.lock += int64(s.lock)
 	t.rowMax, t.lockMax = max(t.rowMax, s.row), max(t.lockMax, s.lock)
+	for a, n := range s.backends {
+		if t.backends == nil {
+			t.backends = make(map[string]int64)
+		}
+		t.backends[a] += int64(n)
+	}
 }
 
 // waits is the tally so far; with no sample its means and maxima are 0.
@@ -59,22 +91,43 @@ func (t *lockTally) waits() LockWaits {
 	if t.n > 0 {
 		w.RowMean = float64(t.row) / float64(t.n)
 		w.AnyMean = float64(t.lock) / float64(t.n)
+		for a, n := range t.backends {
+			if w.Backends == nil {
+				w.Backends = make(map[string]float64, len(t.backends))
+			}
+			w.Backends[a] = float64(n) / float64(t.n)
+		}
 	}
 	return w
 }
 
-// lockWaits reads how many client backends but ours are waiting on row locks and on any lock
-// (see LockWaits). Reading pg_stat_activity takes no lock and touches no table: it copies the
-// backends' status from shared memory.
+// lockWaits reads what the client backends but ours that are not idle are doing: how many wait
+// on row locks and on any lock, and how many are in each activity (see LockWaits). Reading
+// pg_stat_activity takes no lock and touches no table: it copies the backends' status from shared
+// memory.
 func (p *pgStats) lockWaits(ctx context.Context) (lockSample, error) {
-	var s lockSample
-	err := p.conn.QueryRow(ctx, `select
-			count(*) filter (where wait_event in ('transactionid', 'tuple')),
-			count(*)
+	s := lockSample{backends: make(map[string]int)}
+	rows, err := p.conn.Query(ctx, `select coalesce(state, ''), coalesce(wait_event_type, ''), coalesce(wait_event, ''), count(*)
 		from pg_stat_activity
-		where wait_event_type = 'Lock' and backend_type = 'client backend' and pid <> pg_backend_pid()`).Scan(&s.row, &s.lock)
+		where backend_type = 'client backend' and pid <> pg_backend_pid() and state <> 'idle'
+		group by 1, 2, 3`)
 	if err != nil {
-		return s, fmt.Errorf("while reading the lock waits (pg_stat_activity): %w", err)
+		return s, fmt.Errorf("while reading the backends' activity (pg_stat_activity): %w", err)
+	}
+	var state, waitType, wait string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&state, &waitType, &wait, &n}, func() error {
+		if waitType == "Lock" {
+			s.lock += n
+			if wait == "transactionid" || wait == "tuple" {
+				s.row += n
+			}
+		}
+		s.backends[activityOf(state, waitType, wait)] += n
+		return nil
+	})
+	if err != nil {
+		return s, fmt.Errorf("while reading the backends' activity (pg_stat_activity): %w", err)
 	}
 	return s, nil
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"reflect"
 	"testing"
 	"time"
 
@@ -14,14 +16,20 @@ import (
 
 func TestLockTally(t *testing.T) {
 	tally := lockTally{interval: 100 * time.Millisecond}
-	if w := tally.waits(); w != (LockWaits{IntervalMs: 100}) {
+	if w := tally.waits(); !reflect.DeepEqual(w, LockWaits{IntervalMs: 100}) {
 		t.Errorf("no samples: %+v", w)
 	}
-	for _, s := range []lockSample{{row: 0, lock: 1}, {row: 3, lock: 3}, {row: 1, lock: 5}, {row: 0, lock: 0}} {
+	for _, s := range []lockSample{
+		{row: 0, lock: 1, backends: map[string]int{"running": 2, "Lock:advisory": 1}},
+		{row: 3, lock: 3, backends: map[string]int{"Lock:transactionid": 2, "Lock:tuple": 1}},
+		{row: 1, lock: 5, backends: map[string]int{"running": 1, "Lock:transactionid": 1, "Lock:advisory": 4}},
+		{row: 0, lock: 0}, // every backend idle
+	} {
 		tally.add(s)
 	}
-	want := LockWaits{Samples: 4, IntervalMs: 100, RowMean: 1, RowMax: 3, AnyMean: 2.25, AnyMax: 5}
-	if w := tally.waits(); w != want {
+	want := LockWaits{Samples: 4, IntervalMs: 100, RowMean: 1, RowMax: 3, AnyMean: 2.25, AnyMax: 5,
+		Backends: map[string]float64{"running": 0.75, "Lock:advisory": 1.25, "Lock:transactionid": 0.75, "Lock:tuple": 0.25}}
+	if w := tally.waits(); !reflect.DeepEqual(w, want) {
 		t.Errorf("waits %+v, want %+v", w, want)
 	}
 }
@@ -101,7 +109,7 @@ func lockWaitsOnPostgres(ctx context.Context, t *testing.T, stats *pgStats, conn
 		}
 	}
 	exec(stats.conn, `create table held (id int primary key, v int); insert into held values (1, 0)`)
-	if s, err := stats.lockWaits(ctx); err != nil || s != (lockSample{}) {
+	if s, err := stats.lockWaits(ctx); err != nil || !s.equal(lockSample{}) {
 		t.Fatalf("before any lock: %+v, %v", s, err)
 	}
 	holder := connect()
@@ -129,7 +137,7 @@ func lockWaitsOnPostgres(ctx context.Context, t *testing.T, stats *pgStats, conn
 			done <- err
 		}()
 		if i == 0 { // the second must queue behind the first, on the row's tuple lock
-			waitFor(ctx, t, stats, lockSample{row: 1, lock: 1})
+			waitFor(ctx, t, stats, lockSample{row: 1, lock: 1, backends: map[string]int{"idle in transaction": 1, "Lock:transactionid": 1}})
 		}
 	}
 	defer func() { // whatever happened, the waiters end before their connections close
@@ -140,7 +148,10 @@ func lockWaitsOnPostgres(ctx context.Context, t *testing.T, stats *pgStats, conn
 			}
 		}
 	}()
-	waitFor(ctx, t, stats, lockSample{row: 2, lock: 3})
+	// The holder waits for its client in its transaction; the first waiter for the holder's
+	// transaction, the second for the row's tuple lock behind it, the third for the advisory lock.
+	all := map[string]int{"idle in transaction": 1, "Lock:transactionid": 1, "Lock:tuple": 1, "Lock:advisory": 1}
+	waitFor(ctx, t, stats, lockSample{row: 2, lock: 3, backends: all})
 
 	s := startLockSampler(stats, time.Millisecond)
 	for s.samples() < 3 && ctx.Err() == nil {
@@ -153,7 +164,10 @@ func lockWaitsOnPostgres(ctx context.Context, t *testing.T, stats *pgStats, conn
 	if w.Samples < 3 || w.IntervalMs != 1 || w.RowMean != 2 || w.RowMax != 2 || w.AnyMean != 3 || w.AnyMax != 3 {
 		t.Errorf("the sampler counted %+v; want every sample at 2 waiting on rows, 3 on locks", w)
 	}
-	if again, err := s.stop(); err != nil || again != w {
+	if want := map[string]float64{"idle in transaction": 1, "Lock:transactionid": 1, "Lock:tuple": 1, "Lock:advisory": 1}; !maps.Equal(w.Backends, want) {
+		t.Errorf("the sampler counted the backends %v; want every sample at %v", w.Backends, want)
+	}
+	if again, err := s.stop(); err != nil || !reflect.DeepEqual(again, w) {
 		t.Errorf("a second stop: %+v, %v", again, err)
 	}
 	release()
@@ -169,7 +183,7 @@ func waitFor(ctx context.Context, t *testing.T, stats *pgStats, want lockSample)
 		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatal(err)
 		}
-		if err == nil && s == want {
+		if err == nil && s.equal(want) {
 			return
 		}
 		last = s
@@ -177,6 +191,27 @@ func waitFor(ctx context.Context, t *testing.T, stats *pgStats, want lockSample)
 		case <-ctx.Done():
 			t.Fatalf("the lock waits stayed %+v, never %+v", last, want)
 		case <-time.After(delay):
+		}
+	}
+}
+
+// equal says whether two samples counted the same (maps.Equal takes an empty count of backends for
+// none).
+func (s lockSample) equal(o lockSample) bool {
+	return s.row == o.row && s.lock == o.lock && maps.Equal(s.backends, o.backends)
+}
+
+func TestActivityOf(t *testing.T) {
+	for _, c := range []struct{ state, waitType, wait, want string }{
+		{"active", "", "", "running"},
+		{"active", "IO", "WALSync", "IO:WALSync"},
+		{"active", "LWLock", "WALWrite", "LWLock:WALWrite"},
+		{"active", "Client", "ClientRead", "Client:ClientRead"}, // mid-pipeline, reading the next message
+		{"idle in transaction", "Client", "ClientRead", "idle in transaction"},
+		{"idle in transaction (aborted)", "Client", "ClientRead", "idle in transaction (aborted)"},
+	} {
+		if got := activityOf(c.state, c.waitType, c.wait); got != c.want {
+			t.Errorf("activityOf(%q, %q, %q) = %q, want %q", c.state, c.waitType, c.wait, got, c.want)
 		}
 	}
 }

@@ -122,6 +122,11 @@ func (r *Result) WriteText(w io.Writer) error {
 		}
 	}
 	for i := range r.Runs {
+		if l := r.Runs[i].LockWaits; l != nil && l.Samples > 0 {
+			fmt.Fprintf(&b, "backends, run %d: Postgres's client backends not idle, per sample: %s\n", i+1, byActivity(l.Backends))
+		}
+	}
+	for i := range r.Runs {
 		if c := r.Runs[i].Shards; c != nil && c.Batches > 0 {
 			fmt.Fprintf(&b, "shards, run %d: %s batches of %s commands; %s of the commands pipelined, %s held; %s batches read what they reserve from, %s ran again, %s failed; %s acquires of cash (%s of the batches%s); %s\n",
 				i+1, formatCount(float64(c.Batches)), strconv.FormatFloat(float64(c.Commands)/float64(c.Batches), 'f', 1, 64),
@@ -164,6 +169,12 @@ cpu         the distributed exchange's pmx CPU per order by what each process ru
             together; its other is mostly the control plane (kube-apiserver and etcd)
 wal         WAL Postgres wrote per order, with the pages it copied whole (the first change of each
             page after a checkpoint), and the checkpoints completed during the run
+backends    what Postgres's client backends but the bench's own were doing, mean per sample (the
+            samples of rowlocks), the idle left out: running (on a CPU, or in a wait Postgres does
+            not report), idle in transaction (its transaction waiting for its client: pmx, or the
+            round trip to it), else the wait it was in as wait_event_type:wait_event (IO:WALSync
+            flushing the WAL at a commit, LWLock:WALWrite queued for that flush, Client:ClientRead
+            reading the client's next message, Lock:transactionid a row lock, ...)
 shards      what the shards counted during the load (their /metrics, summed): batches and commands
             per batch; commands matched while the batch before theirs committed (pipelined) and
             those that could not join it and waited for two commits (held); batches that read
@@ -187,6 +198,29 @@ p50/commit  the p50 as a multiple of one durable commit back to back (the commit
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// byActivity lists the backends' activities, the most first, each mean to two places; those that
+// round to 0.00 are counted at the end ("none" when no backend was ever seen busy).
+func byActivity(m map[string]float64) string {
+	names := slices.Collect(maps.Keys(m))
+	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(m[b], m[a]), cmp.Compare(a, b)) })
+	var parts []string
+	small := 0
+	for _, a := range names {
+		if v := strconv.FormatFloat(m[a], 'f', 2, 64); v != "0.00" {
+			parts = append(parts, v+" "+a)
+		} else {
+			small++
+		}
+	}
+	switch {
+	case small > 0:
+		parts = append(parts, fmt.Sprintf("%d more under 0.01", small))
+	case len(parts) == 0:
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // rowLocks is the mean of backends waiting on row locks per sample, "-" where none was taken.

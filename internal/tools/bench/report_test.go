@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,9 @@ func sampleResult() *Result {
 	none := newRunResult(500, &loadgen.Report{Mode: "open", TargetRate: 500, Seconds: 1}, pgCounters{transactions: 3}, cpuSample{})
 	closed.Shards = &ShardCounters{Batches: 1000, Commands: 29_300, Pipelined: 29_000, Held: 117, Read: 4, Acquires: 20,
 		AcquireSeconds: 0.024, DatabaseSeconds: 3.6, Shards: 1, Seconds: 4}
-	closed.LockWaits = &LockWaits{Samples: 200, IntervalMs: 100, RowMean: 1.6, RowMax: 7, AnyMean: 1.7, AnyMax: 8}
+	closed.LockWaits = &LockWaits{Samples: 200, IntervalMs: 100, RowMean: 1.6, RowMax: 7, AnyMean: 1.7, AnyMax: 8,
+		Backends: map[string]float64{"running": 3.6, "Lock:transactionid": 1.5, "IO:WALSync": 0.3, "Lock:tuple": 0.1,
+			"idle in transaction": 0.3, "Lock:advisory": 0.004, "LWLock:WALWrite": 0.0049}}
 	open.LockWaits = &LockWaits{Samples: 200, IntervalMs: 100} // none waited
 	none.LockWaits = &LockWaits{IntervalMs: 100}               // no sample taken
 	open.Shards = &ShardCounters{Batches: 10, Commands: 20, Pipelined: 5, Held: -1, Read: -1, Rerun: 2, Failures: 1, Acquires: -1,
@@ -70,6 +73,8 @@ open 500/s            0.0        -        -        -           -         -      
 wal, run 1: 3,000 bytes and 0.10 full-page images per order, 1 checkpoints
 locks, run 1: 1.60 backends waiting on row locks per sample (at most 7), 1.70 on any lock (at most 8); 200 samples, one every 100ms
 locks, run 2: 0.00 backends waiting on row locks per sample (at most 0), 0.00 on any lock (at most 0); 200 samples, one every 100ms
+backends, run 1: Postgres's client backends not idle, per sample: 3.60 running, 1.50 Lock:transactionid, 0.30 IO:WALSync, 0.30 idle in transaction, 0.10 Lock:tuple, 2 more under 0.01
+backends, run 2: Postgres's client backends not idle, per sample: none
 shards, run 1: 1,000 batches of 29.3 commands; 99.0% of the commands pipelined, 0.4% held; 4 batches read what they reserve from, 0 ran again, 0 failed; 20 acquires of cash (2.0% of the batches, 1.20ms each); Postgres busy 90% of each shard's time, 3.60ms a batch
 shards, run 2: 10 batches of 2.0 commands; 25.0% of the commands pipelined, - held; - batches read what they reserve from, 2 ran again, 1 failed; - acquires of cash (- of the batches); Postgres busy - of each shard's time
 `
@@ -79,7 +84,8 @@ shards, run 2: 10 batches of 2.0 commands; 25.0% of the commands pipelined, - he
 	}
 	for _, s := range []string{"xact/order  Postgres transactions", "rowlocks    Postgres backends waiting on row locks, mean per sample",
 		"read every\n            " + LockSampleInterval.String() + " during the load", "wait_event transactionid", "or tuple", "CPU/order   CPU time", "the load generator's own CPU is not in it",
-		"each placement of a batch counted", "latency of single placements (POST /order)"} {
+		"each placement of a batch counted", "latency of single placements (POST /order)",
+		"backends    what Postgres's client backends", "idle in transaction (its transaction waiting for its client"} {
 		if !strings.Contains(got, s) {
 			t.Errorf("the legend lacks %q", s)
 		}
@@ -110,8 +116,10 @@ func TestWriteJSON(t *testing.T) {
 			t.Errorf("run JSON lacks %q", k)
 		}
 	}
-	want := map[string]any{"samples": 200.0, "intervalMs": 100.0, "rowLocksMean": 1.6, "rowLocksMax": 7.0, "locksMean": 1.7, "locksMax": 8.0}
-	if got, _ := back.Runs[0]["lockWaits"].(map[string]any); !maps.Equal(got, want) {
+	want := map[string]any{"samples": 200.0, "intervalMs": 100.0, "rowLocksMean": 1.6, "rowLocksMax": 7.0, "locksMean": 1.7, "locksMax": 8.0,
+		"backendsMean": map[string]any{"running": 3.6, "Lock:transactionid": 1.5, "IO:WALSync": 0.3, "Lock:tuple": 0.1,
+			"idle in transaction": 0.3, "Lock:advisory": 0.004, "LWLock:WALWrite": 0.0049}}
+	if got, _ := back.Runs[0]["lockWaits"].(map[string]any); !reflect.DeepEqual(got, want) {
 		t.Errorf("run JSON's lockWaits: %v, want %v", got, want)
 	}
 	for _, k := range []string{"devShards", "devPool", "dbLatencyUs"} { // given only when asked for
