@@ -90,6 +90,13 @@ each batch's round trips are that long is issue 53's check: compare
   pmxtools bench --db-latency 1ms --shards 8
 on a quiet machine (their orders/s, and the rowlocks column).
 
+Each run's Postgres is a fresh cluster, which has no WAL file made ahead: it creates and
+zero-fills each one as its WAL reaches it, while the commits waiting for the WAL's flush wait for
+that too (the wal line counts the files created; the backends line shows IO:WALInitWrite and
+IO:WALInitSync). A server that has run a while writes into files its checkpoints recycled.
+--warm-wal MIB writes that much WAL and checkpoints before the exchange starts, so that each run
+writes into recycled files (up to max_wal_size of them), as such a server does.
+
 --sweep R1,R2,... runs open loop at each offered rate in turn; --chart FILE draws their
 placement latency against the offered load (PNG, SVG or PDF, from the extension).
 
@@ -106,7 +113,8 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
   pmxtools bench --dev-arg=--metrics-addr=127.0.0.1:9090 # then: curl 127.0.0.1:9090/metrics (by default a free port)
   pmxtools bench --distributed --shards 4 --fronts 2 # operator, 4 pmx shard and 2 pmx api processes
   pmxtools bench --shards 8                   # pmx dev with 8 matching shards
-  pmxtools bench --db-latency 1ms --shards 8  # Postgres 1ms of round trip away, as on another node`,
+  pmxtools bench --db-latency 1ms --shards 8  # Postgres 1ms of round trip away, as on another node
+  pmxtools bench --warm-wal 1024 --rate 2000  # WAL files made ahead, as on a server that has run a while`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkJSONFile(jsonFile); err != nil {
@@ -144,6 +152,9 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
 			}
 			if o.DBLatency < 0 {
 				return errors.New("--db-latency must not be negative")
+			}
+			if o.WarmWALMiB < 0 {
+				return errors.New("--warm-wal must not be negative (MiB of WAL; 0: none)")
 			}
 			if fees != "" {
 				f, err := parseFees(fees)
@@ -222,6 +233,7 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
 	f.BoolVar(&o.Distributed, "distributed", false, "run the distributed exchange (operator, pmx shard and pmx api processes) instead of pmx dev")
 	f.IntVar(&shards, "shards", 0, "with --distributed: pmx shard processes (default 2); without it, pmx dev's matching shards (pmx dev --shards; default pmx dev's, one per two cores)")
 	f.StringVar(&fees, "fees", "", "give every market this fee schedule, TAKER,MAKER in basis points of P × (1 − P) per share (e.g. 700,-175; docs/fees.md); default none")
+	f.IntVar(&o.WarmWALMiB, "warm-wal", 0, "before each run, write this many MiB of WAL into its Postgres and checkpoint, so that the run writes into recycled WAL files as a server that has run a while does (at most max_wal_size of them; 0: none, every WAL file created as it is reached)")
 	f.DurationVar(&o.DBLatency, "db-latency", 0, "add this to every round trip between the exchange and Postgres, through a TCP proxy in the bench (e.g. 1ms, as to a Postgres on another node; 0: none)")
 	f.IntVar(&o.Fronts, "fronts", 1, "with --distributed: pmx api processes")
 	f.StringArrayVar(&o.ShardArgs, "shard-arg", nil, "with --distributed: extra argument for every pmx shard, repeatable (e.g. --shard-arg=--shards=1)")

@@ -68,6 +68,11 @@ type Options struct {
 	// PGSettings are extra server settings for each run's Postgres (postgres -c name=value), e.g.
 	// max_wal_size; the report gives their values as the server took them.
 	PGSettings map[string]string
+	// WarmWALMiB, when above 0, writes that many MiB of WAL into each run's Postgres and
+	// checkpoints before the exchange starts, so that the run writes its WAL into files the
+	// checkpoint recycled, as on a server that has been running a while, rather than creating and
+	// zero-filling each (see pgStats.warmWAL). At most max_wal_size of them are kept.
+	WarmWALMiB int
 	// DevArgs are extra arguments for pmx dev, e.g. --pprof-addr=127.0.0.1:6060.
 	DevArgs []string
 	// DevShards, when above 0, is pmx dev's --shards: the matching shards in its one process
@@ -121,6 +126,7 @@ type Result struct {
 	DevPool         int         `json:"devPool,omitempty"`     // then its pool's connections (devPool)
 	DBLatencyUs     int64       `json:"dbLatencyUs,omitempty"` // Options.DBLatency, added to every round trip
 	Fees            *FeesOption `json:"fees,omitempty"`        // Options.Fees, every market's schedule
+	WarmWALMiB      int         `json:"warmWalMiB,omitempty"`  // Options.WarmWALMiB
 	Floors          *Floors     `json:"floors,omitempty"`      // with Options.FloorServer
 	Runs            []RunResult `json:"runs"`
 }
@@ -188,6 +194,11 @@ type RunResult struct {
 	WALBytesPerOrder float64 `json:"walBytesPerOrder"`
 	WALFPIPerOrder   float64 `json:"walFpiPerOrder"`
 	Checkpoints      int64   `json:"checkpoints"`
+	// WALFilesReady are the WAL files past the one being written when the run began, made ahead;
+	// WALFilesCreated those created during it, each zero-filled as the WAL reached it (-1: not
+	// known, a checkpoint ran, which recycles and removes files).
+	WALFilesReady   int64 `json:"walFilesReady"`
+	WALFilesCreated int64 `json:"walFilesCreated"`
 
 	CPU           CPUSeconds `json:"cpuSeconds"`
 	CPUPerOrderUs float64    `json:"cpuPerOrderUs"` // pmx dev + Postgres
@@ -302,7 +313,8 @@ func Run(ctx context.Context, o Options) (_ *Result, err error) {
 		return nil, err
 	}
 	res := &Result{Command: o.Command, PMX: o.PMX, Machine: machineInfo(), Bots: o.Bots, Markets: o.Markets,
-		DurationSeconds: o.Duration.Seconds(), Seed: o.Seed, Mix: o.Mix, DevShards: o.DevShards, DBLatencyUs: o.DBLatency.Microseconds()}
+		DurationSeconds: o.Duration.Seconds(), Seed: o.Seed, Mix: o.Mix, DevShards: o.DevShards, DBLatencyUs: o.DBLatency.Microseconds(),
+		WarmWALMiB: o.WarmWALMiB}
 	if o.Fees != nil {
 		res.Fees = &FeesOption{TakerBps: o.Fees.Taker, MakerBps: o.Fees.Maker}
 	}
@@ -399,6 +411,13 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 		return nil, err
 	}
 	*pg = info
+	if o.WarmWALMiB > 0 {
+		t0 := time.Now()
+		if err := stats.warmWAL(ctx, o.WarmWALMiB); err != nil {
+			return nil, err
+		}
+		b.progressf("run %d/%d: warmed the WAL (%d MiB written, then a checkpoint) in %v", i+1, len(o.Rates), o.WarmWALMiB, time.Since(t0).Round(time.Millisecond))
+	}
 	databaseURL := cluster.URL() // the exchange's; the bench's own connection (stats) goes direct
 	if o.DBLatency > 0 {
 		proxy, through, err := proxyDatabase(databaseURL, o.DBLatency)
@@ -532,6 +551,7 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 		return nil, err
 	}
 	r := newRunResult(rate, rep, x1.sub(x0), c1.sub(c0))
+	r.WALFilesReady = x0.walReady
 	r.Feed = feedResult
 	r.Shards = shards
 	r.LockWaits = &lockWaits
@@ -557,9 +577,12 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 func newRunResult(rate float64, rep *loadgen.Report, pg pgCounters, cpu cpuSample) *RunResult {
 	r := &RunResult{Mode: rep.Mode, OfferedRate: rate, Seconds: rep.Seconds, Orders: rep.Orders,
 		OrdersPerSec: rep.OrdersPerSec, Fills: rep.Fills, Rejected: rep.Rejected, Failed: rep.Failed,
-		Transactions: pg.transactions, Checkpoints: pg.checkpoints, Loadgen: rep,
+		Transactions: pg.transactions, Checkpoints: pg.checkpoints, WALFilesCreated: pg.walFiles, Loadgen: rep,
 		CPU: CPUSeconds{PMX: cpu.pmx.Seconds(), Postgres: cpu.postgres.Seconds(), Loadgen: cpu.loadgen.Seconds(),
 			Others: cpu.others().Seconds()}}
+	if pg.checkpoints > 0 {
+		r.WALFilesCreated = -1
+	}
 	if len(cpu.pmxBy) > 1 {
 		r.CPU.PMXByProcess = make(map[string]float64, len(cpu.pmxBy))
 		for name, d := range cpu.pmxBy {

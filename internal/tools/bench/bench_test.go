@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,13 +81,15 @@ func run(t *testing.T, o Options) (*Result, string) {
 	return res, text.String()
 }
 
-// smoke runs a short bench of pmx dev; the basic mix's also reads pg_stat_statements and gives
-// its Postgres a setting, the others' run pmx dev with two shards through the latency proxy.
+// smoke runs a short bench of pmx dev; the basic mix's also reads pg_stat_statements, gives its
+// Postgres a setting and warms its WAL, the others' run pmx dev with two shards through the latency
+// proxy.
 func smoke(t *testing.T, bin string, mix loadgen.Mix) {
 	statements := mix == loadgen.MixBasic
 	o := Options{PMX: bin, Bots: 4, Markets: 2, Duration: time.Second, Mix: mix, Command: "test", Statements: statements}
 	if statements {
 		o.PGSettings = map[string]string{"max_wal_size": "2GB"}
+		o.WarmWALMiB = 64
 	} else {
 		o.DevShards, o.DBLatency = 2, time.Millisecond
 		o.Fees = &engine.Fees{Taker: 10000, Maker: -5000}
@@ -104,6 +107,16 @@ func smoke(t *testing.T, bin string, mix loadgen.Mix) {
 	}
 	if sh := res.Runs[0].Shards; !statements && (sh == nil || sh.Shards != 2) {
 		t.Errorf("pmx dev ran %+v shards, want 2", sh)
+	}
+	// 64 MiB of WAL fill four files of 16 MiB, which the checkpoint after them recycles as the next
+	// ones; a fresh cluster has at most the one it preallocates.
+	switch r := res.Runs[0]; {
+	case statements && (r.WALFilesReady < 3 || res.WarmWALMiB != 64 || !strings.Contains(text, "warmed before each run: 64 MiB")):
+		t.Errorf("a warmed WAL: %d files ready at the start, %d MiB in the report", r.WALFilesReady, res.WarmWALMiB)
+	case !statements && (r.WALFilesReady > 1 || res.WarmWALMiB != 0 || strings.Contains(text, "warmed before")):
+		t.Errorf("a cold WAL: %d files ready at the start, %d MiB warmed in the report", r.WALFilesReady, res.WarmWALMiB)
+	case !strings.Contains(text, fmt.Sprintf("WAL files: %d ready at the start, ", r.WALFilesReady)):
+		t.Errorf("the report does not give the WAL files")
 	}
 	if got := res.Machine.Postgres.Settings; statements && (got["max_wal_size"] != "2GB" || !strings.Contains(text, "max_wal_size 2GB")) {
 		t.Errorf("Postgres took the settings %v, want max_wal_size 2GB in them and in the report", got)
@@ -171,7 +184,8 @@ func checkRun(t *testing.T, res *Result, mix loadgen.Mix) {
 		r.LockWaits.AnyMax < r.LockWaits.RowMax:
 		// The sampler takes its first sample as the load starts; a row lock is a lock.
 		t.Errorf("lock waits %+v", r.LockWaits)
-	case !(r.WALBytesPerOrder > 100) || r.WALFPIPerOrder < 0 || r.Checkpoints < 0:
+	case !(r.WALBytesPerOrder > 100) || r.WALFPIPerOrder < 0 || r.Checkpoints < 0 || r.WALFilesReady < 0 ||
+		r.WALFilesCreated < 0 && r.Checkpoints == 0:
 		// An order's rows alone take more than 100 bytes of WAL.
 		t.Errorf("WAL: %.0f bytes and %.2f full-page images per order, %d checkpoints", r.WALBytesPerOrder, r.WALFPIPerOrder, r.Checkpoints)
 	}

@@ -137,12 +137,17 @@ type pgCounters struct {
 	walBytes     int64 // WAL written (pg_current_wal_lsn)
 	walFPI       int64 // full-page images in it (pg_stat_wal)
 	checkpoints  int64 // checkpoints completed, timed or requested
+	// walFiles are the WAL segment files in pg_wal; walReady those of them past the one being
+	// written (made ahead: recycled by a checkpoint, or preallocated), which the WAL opens when it
+	// reaches them instead of creating and zero-filling a file while the commits wait.
+	walFiles, walReady int64
 }
 
-// sub is what the counters went up by since base.
+// sub is what the counters went up by since base (walReady is not a counter: it is c's).
 func (c pgCounters) sub(base pgCounters) pgCounters {
 	return pgCounters{transactions: c.transactions - base.transactions, walBytes: c.walBytes - base.walBytes,
-		walFPI: c.walFPI - base.walFPI, checkpoints: c.checkpoints - base.checkpoints}
+		walFPI: c.walFPI - base.walFPI, checkpoints: c.checkpoints - base.checkpoints,
+		walFiles: c.walFiles - base.walFiles, walReady: c.walReady}
 }
 
 // counters reads the cluster's counters. A backend publishes its counts when it goes idle, at most
@@ -155,12 +160,30 @@ func (p *pgStats) counters(ctx context.Context) (pgCounters, error) {
 		checkpoints = `(select num_timed + num_requested from pg_stat_checkpointer)`
 	}
 	err := p.conn.QueryRow(ctx, `select (select coalesce(sum(xact_commit + xact_rollback), 0)::bigint from pg_stat_database),
-		(pg_current_wal_lsn() - '0/0')::bigint, (select wal_fpi from pg_stat_wal), `+checkpoints).
-		Scan(&c.transactions, &c.walBytes, &c.walFPI, &c.checkpoints)
+		(pg_current_wal_lsn() - '0/0')::bigint, (select wal_fpi from pg_stat_wal), `+checkpoints+`,
+		(select count(*) from pg_ls_waldir() where name ~ '^[0-9A-F]{24}$'),
+		(select count(*) from pg_ls_waldir() where name ~ '^[0-9A-F]{24}$' and name > pg_walfile_name(pg_current_wal_lsn()))`).
+		Scan(&c.transactions, &c.walBytes, &c.walFPI, &c.checkpoints, &c.walFiles, &c.walReady)
 	if err != nil {
 		return c, fmt.Errorf("while reading the Postgres counters: %w", err)
 	}
 	return c, nil
+}
+
+// warmWAL writes mib MiB of WAL and then checkpoints, so that the checkpoint recycles the files
+// that WAL filled as the next ones to write (up to max_wal_size of them), as a server that has been
+// running for a while has them: a fresh cluster has none, and creates and zero-fills each file the
+// WAL reaches while the commits waiting for the WAL's flush wait for that too. The WAL is logical
+// decoding messages, which nothing reads and no table keeps.
+func (p *pgStats) warmWAL(ctx context.Context, mib int) error {
+	if _, err := p.conn.Exec(ctx, `select pg_logical_emit_message(false, 'pmxtools bench', repeat('x', 1048576))
+		from generate_series(1, $1)`, mib); err != nil {
+		return fmt.Errorf("while writing WAL to warm it: %w", err)
+	}
+	if _, err := p.conn.Exec(ctx, `checkpoint`); err != nil {
+		return fmt.Errorf("while checkpointing to recycle the WAL written to warm it: %w", err)
+	}
+	return nil
 }
 
 // waitClientsGone waits until no client backend but ours is connected. A backend writes out its

@@ -51,6 +51,9 @@ func (r *Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "%-8s %d cores%s, %s/%s, %s\n", "machine", m.Cores, cpu, m.OS, m.Arch, m.GoVersion)
 	fmt.Fprintf(&b, "%-8s %s\n", "command", r.Command)
 	fmt.Fprintf(&b, "%-8s %s\n", "pmx", r.PMX)
+	if r.WarmWALMiB > 0 {
+		fmt.Fprintf(&b, "%-8s warmed before each run: %d MiB written, then a checkpoint, so that the run writes into recycled files\n", "wal", r.WarmWALMiB)
+	}
 	if r.DBLatencyUs > 0 {
 		fmt.Fprintf(&b, "%-8s through the bench's proxy, adding %s to every round trip (half each way), as a Postgres on another node; the bench's own connection direct\n",
 			"database", formatUs(r.DBLatencyUs))
@@ -98,8 +101,9 @@ func (r *Result) WriteText(w io.Writer) error {
 	}
 	for i := range r.Runs {
 		if x := &r.Runs[i]; x.Orders > 0 && x.WALBytesPerOrder > 0 {
-			fmt.Fprintf(&b, "wal, run %d: %s bytes and %s full-page images per order, %d checkpoints\n",
-				i+1, formatCount(math.Round(x.WALBytesPerOrder)), strconv.FormatFloat(x.WALFPIPerOrder, 'f', 2, 64), x.Checkpoints)
+			fmt.Fprintf(&b, "wal, run %d: %s bytes and %s full-page images per order, %d checkpoints; WAL files: %d ready at the start, %s created\n",
+				i+1, formatCount(math.Round(x.WALBytesPerOrder)), strconv.FormatFloat(x.WALFPIPerOrder, 'f', 2, 64), x.Checkpoints,
+				x.WALFilesReady, countOrDash(x.WALFilesCreated))
 		}
 	}
 	for i := range r.Runs {
@@ -168,7 +172,9 @@ other       CPU seconds per second of every other process (/proc/stat): well abo
 cpu         the distributed exchange's pmx CPU per order by what each process runs, all of a kind
             together; its other is mostly the control plane (kube-apiserver and etcd)
 wal         WAL Postgres wrote per order, with the pages it copied whole (the first change of each
-            page after a checkpoint), and the checkpoints completed during the run
+            page after a checkpoint), and the checkpoints completed during the run; the WAL files
+            made ahead when it began (recycled by a checkpoint: --warm-wal) and those created
+            during it, each zero-filled while commits wait for it ("-": a checkpoint ran)
 backends    what Postgres's client backends but the bench's own were doing, mean per sample (the
             samples of rowlocks), the idle left out: running (on a CPU, or in a wait Postgres does
             not report), idle in transaction (its transaction waiting for its client: pmx, or the

@@ -25,6 +25,7 @@ func sampleResult() *Result {
 	none := newRunResult(500, &loadgen.Report{Mode: "open", TargetRate: 500, Seconds: 1}, pgCounters{transactions: 3}, cpuSample{})
 	closed.Shards = &ShardCounters{Batches: 1000, Commands: 29_300, Pipelined: 29_000, Held: 117, Read: 4, Acquires: 20,
 		AcquireSeconds: 0.024, DatabaseSeconds: 3.6, Shards: 1, Seconds: 4}
+	closed.WALFilesReady = 40
 	closed.LockWaits = &LockWaits{Samples: 200, IntervalMs: 100, RowMean: 1.6, RowMax: 7, AnyMean: 1.7, AnyMax: 8,
 		Backends: map[string]float64{"running": 3.6, "Lock:transactionid": 1.5, "IO:WALSync": 0.3, "Lock:tuple": 0.1,
 			"idle in transaction": 0.3, "Lock:advisory": 0.004, "LWLock:WALWrite": 0.0049}}
@@ -50,6 +51,13 @@ func TestNewRunResult(t *testing.T) {
 	if r.WALBytesPerOrder != 3000 || r.WALFPIPerOrder != 0.1 || r.Checkpoints != 1 {
 		t.Errorf("wal: %.1f bytes and %.2f full-page images per order, %d checkpoints; want 3000, 0.10, 1", r.WALBytesPerOrder, r.WALFPIPerOrder, r.Checkpoints)
 	}
+	if r.WALFilesCreated != -1 {
+		t.Errorf("WAL files created during a run with a checkpoint: %d; want -1, not known", r.WALFilesCreated)
+	}
+	noCheckpoint := newRunResult(0, &loadgen.Report{Mode: "closed", Seconds: 1, Orders: 10}, pgCounters{walBytes: 50_000_000, walFiles: 3}, cpuSample{})
+	if noCheckpoint.WALFilesCreated != 3 {
+		t.Errorf("WAL files created during a run without a checkpoint: %d; want 3", noCheckpoint.WALFilesCreated)
+	}
 	if z := sampleResult().Runs[2]; z.TransactionsPerOrder != 0 || z.CPUPerOrderUs != 0 {
 		t.Errorf("a run without orders has per-order figures: %+v", z)
 	}
@@ -70,7 +78,7 @@ load             orders/s      p50      p99    p99.9  xact/order  rowlocks  CPU/
 closed loop       1,500.0   38.1ms   95.0ms    140ms        1.20      1.60     1.20ms    800µs    400µs   2.00  0.20       0
 open 20,000/s     1,561.7    8.10s   17.99s   18.50s        0.96      0.00     1.22ms    800µs    416µs   2.00  0.00      12
 open 500/s            0.0        -        -        -           -         -          -        -        -   0.00  0.00       0
-wal, run 1: 3,000 bytes and 0.10 full-page images per order, 1 checkpoints
+wal, run 1: 3,000 bytes and 0.10 full-page images per order, 1 checkpoints; WAL files: 40 ready at the start, - created
 locks, run 1: 1.60 backends waiting on row locks per sample (at most 7), 1.70 on any lock (at most 8); 200 samples, one every 100ms
 locks, run 2: 0.00 backends waiting on row locks per sample (at most 0), 0.00 on any lock (at most 0); 200 samples, one every 100ms
 backends, run 1: Postgres's client backends not idle, per sample: 3.60 running, 1.50 Lock:transactionid, 0.30 IO:WALSync, 0.30 idle in transaction, 0.10 Lock:tuple, 2 more under 0.01
@@ -122,7 +130,7 @@ func TestWriteJSON(t *testing.T) {
 	if got, _ := back.Runs[0]["lockWaits"].(map[string]any); !reflect.DeepEqual(got, want) {
 		t.Errorf("run JSON's lockWaits: %v, want %v", got, want)
 	}
-	for _, k := range []string{"devShards", "devPool", "dbLatencyUs"} { // given only when asked for
+	for _, k := range []string{"devShards", "devPool", "dbLatencyUs", "warmWalMiB"} { // given only when asked for
 		if bytes.Contains(b.Bytes(), []byte(`"`+k+`"`)) {
 			t.Errorf("the JSON has %q unasked", k)
 		}
@@ -130,16 +138,16 @@ func TestWriteJSON(t *testing.T) {
 }
 
 // TestWriteTextDatabaseLatency: a bench of pmx dev with its shards given, through the latency
-// proxy, says both in its header and its JSON.
+// proxy, with its WAL warmed, says all three in its header and its JSON.
 func TestWriteTextDatabaseLatency(t *testing.T) {
 	r := sampleResult()
-	r.DevShards, r.DevPool, r.DBLatencyUs = 8, 24, 1000
+	r.DevShards, r.DevPool, r.DBLatencyUs, r.WarmWALMiB = 8, 24, 1000, 512
 	var b bytes.Buffer
 	if err := r.WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"pmxtools bench: pmx dev with 8 shards (its pool 24 connections, one more for each shard) on a private PostgreSQL 15.18",
-		"\npmx      /bin/pmx\ndatabase through the bench's proxy, adding 1.00ms to every round trip (half each way), as a Postgres on another node; the bench's own connection direct\nload     64 bots"} {
+		"\npmx      /bin/pmx\nwal      warmed before each run: 512 MiB written, then a checkpoint, so that the run writes into recycled files\ndatabase through the bench's proxy, adding 1.00ms to every round trip (half each way), as a Postgres on another node; the bench's own connection direct\nload     64 bots"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("WriteText lacks %q:\n%s", want, b.String())
 		}
@@ -154,8 +162,8 @@ func TestWriteTextDatabaseLatency(t *testing.T) {
 	if err := r.WriteJSON(&b); err != nil {
 		t.Fatal(err)
 	}
-	var back struct{ DevShards, DevPool, DBLatencyUs int }
-	if err := json.Unmarshal(b.Bytes(), &back); err != nil || back.DevShards != 8 || back.DevPool != 24 || back.DBLatencyUs != 1000 {
+	var back struct{ DevShards, DevPool, DBLatencyUs, WarmWALMiB int }
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil || back.DevShards != 8 || back.DevPool != 24 || back.DBLatencyUs != 1000 || back.WarmWALMiB != 512 {
 		t.Errorf("JSON: %+v, %v", back, err)
 	}
 }
