@@ -160,9 +160,9 @@ func (p *pgStats) counters(ctx context.Context) (pgCounters, error) {
 		checkpoints = `(select num_timed + num_requested from pg_stat_checkpointer)`
 	}
 	err := p.conn.QueryRow(ctx, `select (select coalesce(sum(xact_commit + xact_rollback), 0)::bigint from pg_stat_database),
-		(pg_current_wal_lsn() - '0/0')::bigint, (select wal_fpi from pg_stat_wal), `+checkpoints+`,
-		(select count(*) from pg_ls_waldir() where name ~ '^[0-9A-F]{24}$'),
-		(select count(*) from pg_ls_waldir() where name ~ '^[0-9A-F]{24}$' and name > pg_walfile_name(pg_current_wal_lsn()))`).
+		(pg_current_wal_lsn() - '0/0')::bigint, (select wal_fpi from pg_stat_wal), `+checkpoints+`, w.files, w.ready
+		from (select count(*) as files, count(*) filter (where name > pg_walfile_name(pg_current_wal_lsn())) as ready
+		      from pg_ls_waldir() where name ~ '^[0-9A-F]{24}$') as w`).
 		Scan(&c.transactions, &c.walBytes, &c.walFPI, &c.checkpoints, &c.walFiles, &c.walReady)
 	if err != nil {
 		return c, fmt.Errorf("while reading the Postgres counters: %w", err)
