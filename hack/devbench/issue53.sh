@@ -19,6 +19,8 @@
 #   open-10000-warm the same with the WAL warmed first (--warm-wal): the run writes into WAL files a
 #                   checkpoint recycled, as on a server that has run a while, instead of creating and
 #                   zero-filling each one while the commits wait (at 10,000/s, two or three a second)
+#   open-10000-tuned the same on a Postgres tuned as docs/operations.md says: max_wal_size 16GB (no
+#                   checkpoint, so no page written whole again, within the run) and shared_buffers 8GB
 #   closed-16       16 shards: faster than closed-8 (and closed-8-again, taken after it)
 #   distributed-8x4 pmxtools bench --distributed, 8 shards and 4 fronts: at least 25,000 orders/s;
 #                   each pmx shard runs one matching loop per core of its eighth of the machine,
@@ -30,6 +32,8 @@
 # (steps.txt) in $OUT/issue53.tar (default OUT: ./devbench-out), rewritten after every step; a
 # failed step is logged and the next one runs; a step that would start past BUDGET seconds (default
 # 420) is skipped. Without kube-apiserver and etcd in the pack, the distributed step is skipped.
+#
+# ONLY="closed-8 ceiling-8" takes only the steps it names (see steps.sh).
 #
 # SMOKE=1 shortens every run (3 s, 16 bots, 4 markets, 300 offered/s) to check the script on any
 # machine; PMXBENCH_RUN names the pack's runner (default bin/devbench/run), and PMXBENCH_DIR the
@@ -55,6 +59,8 @@ measure() {
 	ceiling "ceiling-$((cores / 2))" "$dur" "$base_bots" "$base_markets"
 	TASKSET=$all step open-$rate "${run[@]}" --shards 8 --rate "$rate"
 	TASKSET=$all step open-$rate-warm "${run[@]}" --shards 8 --rate "$rate" --warm-wal "$warm"
+	TASKSET=$all step open-$rate-tuned "${run[@]}" --shards 8 --rate "$rate" --warm-wal "$warm" \
+		--pg-setting max_wal_size=16GB --pg-setting shared_buffers=8GB
 	TASKSET=$all step closed-16 "${run[@]}" --shards 16
 	if [ -x "$k8s/kube-apiserver" ]; then
 		TASKSET=$all step distributed-8x4 "${run[@]}" --distributed --kube-assets "$k8s" --shards 8 --fronts 4 \

@@ -1,7 +1,8 @@
 # Sourced by the scripts that take a list of figures on the device machine in one call
 # (issue17.sh, issue53.sh): the setup they share, and step, ceiling and note. The script sets name
 # (its results: $out/$name.tar, and a copy of the steps as $out/steps.txt) and budget (seconds,
-# past which a step is skipped) before sourcing this.
+# past which a step is skipped) before sourcing this. ONLY, a list of step names separated by
+# spaces, takes those steps and skips the others without a word (to retake some figures).
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 runner=${PMXBENCH_RUN:-$root/bin/devbench/run}
 out=${OUT:-$root/devbench-out}
@@ -44,12 +45,20 @@ unpack() {
 	echo "pack unpacked in $((SECONDS - t0))s"
 }
 
+# wanted NAME: whether ONLY is unset or names the step.
+wanted() {
+	[ -z "${ONLY:-}" ] && return 0
+	case " $ONLY " in *" $1 "*) return 0 ;; esac
+	return 1
+}
+
 # step NAME ARGS...: runs pmxtools ARGS through the pack's runner (which may be prefixed by taskset:
 # TASKSET=0-7), its table on stdout and in NAME.txt, its JSON in NAME.json. pmxtools bench starts
 # the pmx beside it in the pack. A failed step is logged and the next one runs.
 step() {
 	local label=$1
 	shift
+	wanted "$label" || return 0
 	local elapsed=$((SECONDS - started))
 	if [ "$elapsed" -ge "$budget" ]; then
 		note "$label: skipped, ${elapsed}s of the ${budget}s budget spent"
@@ -81,6 +90,7 @@ summary() {
 # orders/s in steps.txt: what the whole machine makes when nothing is shared.
 ceiling() {
 	local label=$1 dur=$2 bots=$3 markets=$4
+	wanted "$label" || return 0
 	local elapsed=$((SECONDS - started))
 	if [ "$elapsed" -ge "$budget" ]; then
 		note "$label: skipped, ${elapsed}s of the ${budget}s budget spent"

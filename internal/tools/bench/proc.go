@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -126,7 +127,7 @@ func (p procFS) treeCPU(root int) (time.Duration, error) {
 		}
 		s, err := p.stat(pid)
 		if err != nil {
-			if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
+			if gone(err) {
 				continue // exited meanwhile, or not ours to read
 			}
 			return 0, err
@@ -144,6 +145,13 @@ func (p procFS) treeCPU(root int) (time.Duration, error) {
 		}
 	}
 	return time.Duration(ticks) * p.tick, nil
+}
+
+// gone reports whether reading a process's stat failed because the process exited after /proc was
+// listed (ENOENT once it is reaped, ESRCH while it is being: the file opened, the read found no
+// task) or is not ours to read: one to leave out of a scan of every process.
+func gone(err error) bool {
+	return errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH) || errors.Is(err, os.ErrPermission)
 }
 
 // machineBusy is the CPU time all processors of the machine have spent busy since boot, from

@@ -1,10 +1,13 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -114,6 +117,30 @@ func TestTreeCPU(t *testing.T) {
 	}
 	if _, err := p.treeCPU(999); err == nil {
 		t.Fatal("treeCPU of a missing process did not fail")
+	}
+}
+
+// TestGone: a scan of every process leaves out one that exited after /proc was listed, whichever
+// error its stat's read gave (a 16-core bench once failed on ESRCH, a process being reaped), and
+// one it may not read; any other error fails the sample.
+func TestGone(t *testing.T) {
+	read := func(errno syscall.Errno) error {
+		return &fs.PathError{Op: "read", Path: "/proc/1477/stat", Err: errno}
+	}
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{&fs.PathError{Op: "open", Path: "/proc/1477/stat", Err: syscall.ENOENT}, true},
+		{read(syscall.ESRCH), true},
+		{read(syscall.EACCES), true},
+		{fmt.Errorf("while scanning: %w", read(syscall.ESRCH)), true},
+		{read(syscall.EIO), false},
+		{errors.New("malformed stat line"), false},
+	} {
+		if got := gone(c.err); got != c.want {
+			t.Errorf("gone(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }
 
