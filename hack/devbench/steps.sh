@@ -75,13 +75,15 @@ step() {
 	note "$label: rc=$rc, $((SECONDS - t0))s $(summary "$work/$label.txt")"
 }
 
-# summary FILE: the bench's result line, its row-lock waits and the three activities of Postgres's
-# backends it saw most of (running, a wait event such as IO:WALSync), from a step's table.
+# summary FILE: the bench's result line, its row-lock waits, the three activities of Postgres's
+# backends it saw most of (running, a wait event such as IO:WALSync) and the p99s pmx timed itself
+# (its batches', its placements'), from a step's table.
 summary() {
 	{
 		grep -E '^(closed loop|open [0-9,.]+/s)' "$1" | tr -s ' ' | head -1
 		grep -m1 -oE '[0-9.]+ backends waiting on row locks' "$1"
 		grep -m1 '^backends, run 1: ' "$1" | sed 's/^.*per sample: //' | cut -d, -f1-3 | sed 's/^/(backends: /; s/$/)/'
+		grep -m1 '^server, run 1: ' "$1" | sed 's/^server, run 1: /(server: /; s/$/)/'
 	} 2>/dev/null | paste -sd ' ' - || true
 }
 

@@ -214,6 +214,7 @@ type RunResult struct {
 	LockWaits *LockWaits `json:"lockWaits,omitempty"`
 
 	Shards     *ShardCounters `json:"shards,omitempty"`     // from the exchange's /metrics
+	Server     *ServerTimes   `json:"server,omitempty"`     // from the exchange's /metrics too
 	Feed       *FeedResult    `json:"feed,omitempty"`       // with Options.FeedSubscribers
 	Statements *Statements    `json:"statements,omitempty"` // with Options.Statements
 	// FeesTaken, with Options.Fees, is what the run's fills paid the exchange less its rebates,
@@ -500,7 +501,7 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 	if err != nil {
 		return nil, err
 	}
-	s0, err := scrapeShards(ctx, metrics())
+	s0, h0, err := scrapeShards(ctx, metrics())
 	if err != nil {
 		return nil, err
 	}
@@ -525,14 +526,16 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 		return nil, err
 	}
 	var shards *ShardCounters
+	var server *ServerTimes
 	if urls := metrics(); len(urls) > 0 {
-		s1, err := scrapeShards(ctx, urls)
+		s1, h1, err := scrapeShards(ctx, urls)
 		if err != nil {
 			return nil, err
 		}
 		d := s1.sub(s0)
 		d.Seconds = time.Since(scraped).Seconds()
 		shards = &d
+		server = h1.times(h0)
 	}
 	var feedResult *FeedResult
 	if watch != nil {
@@ -554,6 +557,7 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 	r.WALFilesReady = x0.walReady
 	r.Feed = feedResult
 	r.Shards = shards
+	r.Server = server
 	r.LockWaits = &lockWaits
 	if o.Fees != nil {
 		if r.FeesTaken, err = stats.feesTaken(tail); err != nil {

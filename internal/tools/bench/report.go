@@ -139,6 +139,12 @@ func (r *Result) WriteText(w io.Writer) error {
 		}
 	}
 	for i := range r.Runs {
+		if t := r.Runs[i].Server; t != nil {
+			fmt.Fprintf(&b, "server, run %d: p99 of the shards' %s batches %s; of the %s POST /order pmx answered %s\n",
+				i+1, formatCount(float64(t.Batches)), t.BatchP99, formatCount(float64(t.Orders)), t.OrderP99)
+		}
+	}
+	for i := range r.Runs {
 		if f := r.Runs[i].Feed; f != nil {
 			fmt.Fprintf(&b, "feed, run %d: %d subscribers received %s events/s together (%s events), commit to receipt p50 %s p99 %s, %d disconnects\n",
 				i+1, f.Subscribers, formatRate(f.EventsPerSec), formatCount(float64(f.Events)), formatUs(f.P50Us), formatUs(f.P99Us), f.Disconnects)
@@ -189,6 +195,11 @@ shards      what the shards counted during the load (their /metrics, summed): ba
             average; the share of the time each shard's connection spent on its batches' round
             trips to Postgres, and one's mean: near 100%, the shards are bound by Postgres, not by
             pmx ("-": not exported by this pmx)
+server      the 99th percentiles of the latency histograms pmx keeps (its /metrics, summed over the
+            same time as shards): a shard's batch, from its first command to its commit, and a
+            single placement (POST /order), from its route matched to its answer written; within a
+            factor of two (the buckets double). Far below the bots' p99, the tail is made outside
+            pmx's handlers: the kernel's queues, the network, the load generator, no free CPU
 `)
 	if slices.ContainsFunc(r.Runs, func(x RunResult) bool { return x.Statements != nil }) {
 		b.WriteString(`statements  execution time of the statements pmx sent Postgres (pg_stat_statements), per order: in all,

@@ -51,18 +51,21 @@ func (c ShardCounters) DatabaseBusy() float64 {
 }
 
 // scrapeShards reads the shard counters from each of the metrics addresses and sums them;
-// processes without shards (fronts, the operator) add nothing.
-func scrapeShards(ctx context.Context, urls []string) (ShardCounters, error) {
+// processes without shards (fronts, the operator) add nothing. It reads the histograms of
+// ServerTimes too, which fronts add their placements to.
+func scrapeShards(ctx context.Context, urls []string) (ShardCounters, serverHistograms, error) {
 	sum := ShardCounters{Held: -1, Read: -1, Acquires: -1, AcquireSeconds: -1, DatabaseSeconds: -1}
+	hists := newServerHistograms()
 	client := &http.Client{Timeout: 10 * time.Second}
 	for _, url := range urls {
 		families, err := scrape(ctx, client, url)
 		if err != nil {
-			return sum, err
+			return sum, hists, err
 		}
 		sum.add(families)
+		hists.add(families)
 	}
-	return sum, nil
+	return sum, hists, nil
 }
 
 func scrape(ctx context.Context, client *http.Client, url string) (map[string]*dto.MetricFamily, error) {

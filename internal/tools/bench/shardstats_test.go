@@ -69,7 +69,7 @@ func serveMetrics(t *testing.T, body string, status int) string {
 func TestScrapeShards(t *testing.T) {
 	ctx := context.Background()
 	front := serveMetrics(t, "# TYPE pmx_http_requests_total counter\npmx_http_requests_total 3\n", http.StatusOK)
-	got, err := scrapeShards(ctx, []string{serveMetrics(t, shardMetrics(true), http.StatusOK), front})
+	got, _, err := scrapeShards(ctx, []string{serveMetrics(t, shardMetrics(true), http.StatusOK), front})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestScrapeShards(t *testing.T) {
 		t.Errorf("busy = %v, want 0.8", busy)
 	}
 
-	old, err := scrapeShards(ctx, []string{serveMetrics(t, shardMetrics(false), http.StatusOK)})
+	old, _, err := scrapeShards(ctx, []string{serveMetrics(t, shardMetrics(false), http.StatusOK)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,14 +102,14 @@ func TestScrapeShards(t *testing.T) {
 	if d := old.sub(old); d.Held != -1 || d.Read != -1 || d.DatabaseSeconds != -1 || d.Batches != 0 {
 		t.Errorf("sub of a build without held and read: %+v", d)
 	}
-	if none, err := scrapeShards(ctx, nil); err != nil || none.Batches != 0 || none.Held != -1 {
+	if none, _, err := scrapeShards(ctx, nil); err != nil || none.Batches != 0 || none.Held != -1 {
 		t.Errorf("no process to read: %+v, %v", none, err)
 	}
 
-	if _, err := scrapeShards(ctx, []string{serveMetrics(t, "", http.StatusServiceUnavailable)}); err == nil || !strings.Contains(err.Error(), "503") {
+	if _, _, err := scrapeShards(ctx, []string{serveMetrics(t, "", http.StatusServiceUnavailable)}); err == nil || !strings.Contains(err.Error(), "503") {
 		t.Errorf("a metrics endpoint answering 503: err %v, want it named", err)
 	}
-	if _, err := scrapeShards(ctx, []string{serveMetrics(t, "pmx_shard_batches_total{ 1\n", http.StatusOK)}); err == nil {
+	if _, _, err := scrapeShards(ctx, []string{serveMetrics(t, "pmx_shard_batches_total{ 1\n", http.StatusOK)}); err == nil {
 		t.Error("metrics that do not parse: no error")
 	}
 }
