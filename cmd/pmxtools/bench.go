@@ -221,6 +221,7 @@ Ctrl-C stops the bench early, stops pmx dev and Postgres cleanly and prints what
 	f.IntVar(&o.Bots, "bots", bench.DefaultBots, "concurrent bots, each its own account")
 	f.IntVar(&o.Markets, "markets", bench.DefaultMarkets, "markets to create and trade, fresh for each run")
 	f.DurationVar(&o.Duration, "duration", bench.DefaultDuration, "length of each run")
+	f.DurationVar(&o.Warmup, "warmup", 0, "run the load this long before each run's --duration, apart from every figure (an exchange just started is slower at first: the report gives the warm-up's own p99)")
 	f.Float64Var(&rate, "rate", 0, "open loop: offered order placements per second over all bots (0 = closed loop)")
 	f.StringVar(&sweep, "sweep", "", "open-loop runs at each of these offered rates, comma-separated (e.g. 500,1000,2000)")
 	f.StringVar(&chart, "chart", "", "with --sweep: draw placement latency against offered load into this file (.png, .svg, .pdf)")

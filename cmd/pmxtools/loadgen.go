@@ -84,6 +84,7 @@ Ctrl-C stops the run early and still prints the report.`,
 	f.Float64Var(&cfg.Rate, "rate", 0, "open loop: total order placements per second over all bots, latency measured from each request's intended send time; 0 = closed loop")
 	f.DurationVar(&cfg.Duration, "duration", 30*time.Second, "how long to run (with --orders alone: until the orders are sent)")
 	f.Int64Var(&cfg.Orders, "orders", 0, "stop after this many order placements (0 = unlimited)")
+	f.DurationVar(&cfg.Warmup, "warmup", 0, "run the load this long before the measured --duration, apart from its figures (an exchange just started is slower at first: the report gives the warm-up's own p99)")
 	f.IntVar(&cfg.Markets, "markets", 0, "trade at most this many of the OPEN markets, newest first (0 = all)")
 	f.Uint64Var(&cfg.Seed, "seed", 0, "seed of the bots' random choices (0 = from the clock; the report shows it)")
 	f.StringVar((*string)(&cfg.Mix), "mix", string(loadgen.MixBasic), "the bots' choice of requests: "+loadgen.MixNames())

@@ -84,6 +84,7 @@ summary() {
 		grep -m1 -oE '[0-9.]+ backends waiting on row locks' "$1"
 		grep -m1 '^backends, run 1: ' "$1" | sed 's/^.*per sample: //' | cut -d, -f1-3 | sed 's/^/(backends: /; s/$/)/'
 		grep -m1 '^server, run 1: ' "$1" | sed 's/^server, run 1: /(server: /; s/$/)/'
+		grep -m1 '^warm-up, run 1: ' "$1" | sed 's/^warm-up, run 1: /(warm-up: /; s/$/)/'
 	} 2>/dev/null | paste -sd ' ' - || true
 }
 

@@ -3,6 +3,7 @@ package exchangetest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -114,5 +115,58 @@ func TestLoadgenMarketMaker(t *testing.T) {
 	}
 	if n := placementsRefused(rep, "too_many_open_orders"); n != 0 {
 		t.Errorf("%d placements met the limit of open orders (%d)", n, SuiteMaxOpenOrders)
+	}
+}
+
+// TestLoadgenWarmup runs an open loop with a warm-up: its requests are counted apart from the
+// measured run's, Measuring is called once, as the measured run begins, and its error stops the
+// run and is Run's. Nothing here is timed against the clock: the checks are counts, and the
+// order of events.
+func TestLoadgenWarmup(t *testing.T) {
+	tg := StartDev(t)
+	tg.NewMarket(t, nil)
+	cfg := loadgen.Config{URL: tg.URL, AdminToken: tg.AdminToken, Bots: 4, Rate: 200, Warmup: 1100 * time.Millisecond, // a progress line's second
+		Duration: 500 * time.Millisecond, Seed: 7}
+	var calls int
+	var progress bytes.Buffer
+	cfg.Measuring = func() error {
+		calls++
+		return nil
+	}
+	rep, err := loadgen.Run(context.Background(), cfg, &progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := rep.WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + progress.String() + out.String())
+	w := rep.Warmup
+	switch {
+	case calls != 1:
+		t.Errorf("Measuring called %d times, want once", calls)
+	case w == nil || w.Orders <= 0 || w.Failed != 0 || w.P99Us <= 0 || w.Seconds != 1.1:
+		t.Errorf("warm-up %+v: want its own orders, latency and its 1.1s", w)
+	case rep.Orders <= 0 || rep.Failed != 0 || rep.Seconds < 0.4: // its bots stop at their first step due past the end
+		t.Errorf("measured run: %d orders, %d failed, %.2fs", rep.Orders, rep.Failed, rep.Seconds)
+	case !strings.Contains(out.String(), "warm-up          1.1s before the measured run"):
+		t.Errorf("the report does not show the warm-up:\n%s", out.String())
+	case !strings.Contains(progress.String(), "warm-up "):
+		t.Errorf("no progress line of the warm-up:\n%s", progress.String())
+	}
+	// The two are apart: the measured run's placements are not the warm-up's, and both together
+	// are what the exchange acknowledged.
+	var acked int
+	if err := tg.Store.Pool.QueryRow(context.Background(), `SELECT count(*) FROM orders`).Scan(&acked); err != nil {
+		t.Fatal(err)
+	}
+	if int64(acked) < rep.Orders+w.Orders {
+		t.Errorf("the exchange holds %d orders, fewer than the warm-up's %d and the run's %d", acked, w.Orders, rep.Orders)
+	}
+
+	cfg.Measuring = func() error { return errors.New("the readings failed") }
+	if _, err := loadgen.Run(context.Background(), cfg, nil); err == nil || err.Error() != "the readings failed" {
+		t.Errorf("a failed Measuring: Run's error %v, want it", err)
 	}
 }

@@ -50,6 +50,11 @@ type Options struct {
 	Bots     int
 	Markets  int
 	Duration time.Duration
+	// Warmup, when above 0, runs the load that long before each measured run (loadgen's Warmup):
+	// every figure of the run, Postgres's, the CPU's and the shards' too, is taken over the
+	// Duration after it, and the warm-up's own placements and latency are reported apart
+	// (RunResult.Loadgen.Warmup). An exchange just started is slower in its first second.
+	Warmup time.Duration
 	// Rates has one entry per run: 0 for closed loop, else the offered placements per second of
 	// an open-loop run. Empty means one closed-loop run.
 	Rates []float64
@@ -119,7 +124,8 @@ type Result struct {
 	Distributed     *Topology   `json:"distributed,omitempty"`
 	Bots            int         `json:"bots"`
 	Markets         int         `json:"markets"`
-	DurationSeconds float64     `json:"durationSeconds"` // asked for, per run
+	DurationSeconds float64     `json:"durationSeconds"`         // asked for, per run
+	WarmupSeconds   float64     `json:"warmupSeconds,omitempty"` // Options.Warmup, before each run
 	Seed            uint64      `json:"seed"`
 	Mix             loadgen.Mix `json:"mix"`
 	DevShards       int         `json:"devShards,omitempty"`   // pmx dev's --shards, when given
@@ -280,6 +286,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, errors.New("bench: no pmx binary to start")
 	case o.Bots < 0 || o.Markets < 0 || o.Duration < 0:
 		return o, errors.New("bench: bots, markets and duration must be positive")
+	case o.Warmup < 0:
+		return o, fmt.Errorf("bench: a negative warm-up (%v)", o.Warmup)
 	case o.DevShards < 0:
 		return o, fmt.Errorf("bench: pmx dev needs at least one shard, not %d", o.DevShards)
 	case o.DBLatency < 0:
@@ -314,7 +322,7 @@ func Run(ctx context.Context, o Options) (_ *Result, err error) {
 		return nil, err
 	}
 	res := &Result{Command: o.Command, PMX: o.PMX, Machine: machineInfo(), Bots: o.Bots, Markets: o.Markets,
-		DurationSeconds: o.Duration.Seconds(), Seed: o.Seed, Mix: o.Mix, DevShards: o.DevShards, DBLatencyUs: o.DBLatency.Microseconds(),
+		DurationSeconds: o.Duration.Seconds(), WarmupSeconds: o.Warmup.Seconds(), Seed: o.Seed, Mix: o.Mix, DevShards: o.DevShards, DBLatencyUs: o.DBLatency.Microseconds(),
 		WarmWALMiB: o.WarmWALMiB}
 	if o.Fees != nil {
 		res.Fees = &FeesOption{TakerBps: o.Fees.Taker, MakerBps: o.Fees.Maker}
@@ -488,34 +496,59 @@ func (b *bench) run(ctx context.Context, i int, rate float64, pg *PostgresInfo) 
 		defer watch.stop()
 	}
 
-	if o.Statements {
-		if err := stats.startStatements(ctx); err != nil {
-			return nil, err
+	// The readings every figure of the run starts from: before the load (its bots' accounts
+	// included), or, with a warm-up, as the measured run begins, taken by loadgen's Measuring
+	// while the bots run on.
+	var (
+		x0      pgCounters
+		c0      cpuSample
+		s0      ShardCounters
+		h0      serverHistograms
+		scraped time.Time
+		locks   *lockSampler
+	)
+	begin := func() error {
+		if o.Statements {
+			if err := stats.startStatements(ctx); err != nil {
+				return err
+			}
 		}
+		var err error
+		if x0, err = stats.counters(ctx); err != nil {
+			return err
+		}
+		if c0, err = b.proc.sample(pmxProcs, cluster.Pid()); err != nil {
+			return err
+		}
+		if s0, h0, err = scrapeShards(ctx, metrics()); err != nil {
+			return err
+		}
+		scraped = time.Now()
+		// The bench's connection is the lock sampler's until it stops, with the load.
+		locks = startLockSampler(stats, LockSampleInterval)
+		return nil
 	}
-	x0, err := stats.counters(ctx)
-	if err != nil {
+	defer func() { // an interrupted or failed run
+		if locks != nil {
+			_, _ = locks.stop()
+		}
+	}()
+	lc := loadgen.Config{URL: fronts[0], Fronts: fronts[1:], AdminToken: b.token, Bots: o.Bots, Rate: rate,
+		Duration: o.Duration, Markets: o.Markets, Seed: o.Seed, Mix: o.Mix}
+	if o.Warmup > 0 {
+		lc.Warmup, lc.Measuring = o.Warmup, begin
+	} else if err := begin(); err != nil {
 		return nil, err
 	}
-	c0, err := b.proc.sample(pmxProcs, cluster.Pid())
-	if err != nil {
-		return nil, err
-	}
-	s0, h0, err := scrapeShards(ctx, metrics())
-	if err != nil {
-		return nil, err
-	}
-	scraped := time.Now()
-	// The bench's connection is the lock sampler's until it stops, with the load.
-	locks := startLockSampler(stats, LockSampleInterval)
-	defer func() { _, _ = locks.stop() }() // an interrupted or failed run
-	rep, err := loadgen.Run(ctx, loadgen.Config{URL: fronts[0], Fronts: fronts[1:], AdminToken: b.token, Bots: o.Bots, Rate: rate,
-		Duration: o.Duration, Markets: o.Markets, Seed: o.Seed, Mix: o.Mix}, o.Progress)
+	rep, err := loadgen.Run(ctx, lc, o.Progress)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ErrInterrupted
 		}
 		return nil, err
+	}
+	if locks == nil { // interrupted in the warm-up: nothing was measured
+		return nil, ErrInterrupted
 	}
 	c1, err := b.proc.sample(pmxProcs, cluster.Pid())
 	if err != nil {

@@ -83,7 +83,7 @@ func run(t *testing.T, o Options) (*Result, string) {
 
 // smoke runs a short bench of pmx dev; the basic mix's also reads pg_stat_statements, gives its
 // Postgres a setting and warms its WAL, the others' run pmx dev with two shards through the latency
-// proxy.
+// proxy, after a warm-up.
 func smoke(t *testing.T, bin string, mix loadgen.Mix) {
 	statements := mix == loadgen.MixBasic
 	o := Options{PMX: bin, Bots: 4, Markets: 2, Duration: time.Second, Mix: mix, Command: "test", Statements: statements}
@@ -93,9 +93,17 @@ func smoke(t *testing.T, bin string, mix loadgen.Mix) {
 	} else {
 		o.DevShards, o.DBLatency = 2, time.Millisecond
 		o.Fees = &engine.Fees{Taker: 10000, Maker: -5000}
+		o.Warmup = 500 * time.Millisecond
 	}
 	res, text := run(t, o)
 	checkRun(t, res, mix)
+	// With a warm-up, its placements are reported apart from the run's; checkRun checked that
+	// the run's figures, taken after it, still add up.
+	if w := res.Runs[0].Loadgen.Warmup; statements != (w == nil) || !statements && (w.Orders <= 0 || w.Failed != 0 ||
+		res.WarmupSeconds != 0.5 || !strings.Contains(text, "per run after a warm-up of 500ms") || !strings.Contains(text, "warm-up, run 1: 500ms before it")) ||
+		statements && strings.Contains(text, "warm-up,") {
+		t.Errorf("the warm-up: %+v, %vs in the report", w, res.WarmupSeconds)
+	}
 	if !statements {
 		checkFees(t, res, text)
 	} else if res.Runs[0].FeesTaken != nil || res.Fees != nil {

@@ -61,8 +61,12 @@ func (r *Result) WriteText(w io.Writer) error {
 	if f := r.Fees; f != nil {
 		fmt.Fprintf(&b, "%-8s every market's schedule: taker %d, maker %d basis points of P × (1 − P) per share\n", "fees", f.TakerBps, f.MakerBps)
 	}
-	fmt.Fprintf(&b, "%-8s %d bots on %d markets, %s per run, seed %d, %s mix; rate limits lifted (PMX_READ_RATE=0 PMX_WRITE_RATE=0)\n\n", "load", r.Bots, r.Markets,
-		time.Duration(r.DurationSeconds*float64(time.Second)), r.Seed, cmp.Or(r.Mix, loadgen.MixBasic))
+	warmup := ""
+	if r.WarmupSeconds > 0 {
+		warmup = " after a warm-up of " + time.Duration(r.WarmupSeconds*float64(time.Second)).String()
+	}
+	fmt.Fprintf(&b, "%-8s %d bots on %d markets, %s per run%s, seed %d, %s mix; rate limits lifted (PMX_READ_RATE=0 PMX_WRITE_RATE=0)\n\n", "load", r.Bots, r.Markets,
+		time.Duration(r.DurationSeconds*float64(time.Second)), warmup, r.Seed, cmp.Or(r.Mix, loadgen.MixBasic))
 
 	if f := r.Floors; f != nil {
 		fmt.Fprintf(&b, "floors: HTTP alone %s requests/s (%d bots, a server that does nothing); one durable commit %s back to back (a round trip %s)\n\n",
@@ -139,6 +143,14 @@ func (r *Result) WriteText(w io.Writer) error {
 		}
 	}
 	for i := range r.Runs {
+		if l := r.Runs[i].Loadgen; l != nil && l.Warmup != nil {
+			w := l.Warmup
+			fmt.Fprintf(&b, "warm-up, run %d: %s before it, in none of its figures: %s orders/s, placement p50 %s p99 %s max %s, %s failed\n",
+				i+1, loadgen.FormatLatency(time.Duration(w.Seconds*float64(time.Second))), formatRate(float64(w.Orders)/max(w.Seconds, 1e-9)),
+				formatUs(w.P50Us), formatUs(w.P99Us), formatUs(w.MaxUs), formatCount(float64(w.Failed)))
+		}
+	}
+	for i := range r.Runs {
 		if t := r.Runs[i].Server; t != nil {
 			fmt.Fprintf(&b, "server, run %d: p99 of the shards' %s batches %s; of the %s POST /order pmx answered %s\n",
 				i+1, formatCount(float64(t.Batches)), t.BatchP99, formatCount(float64(t.Orders)), t.OrderP99)
@@ -195,6 +207,8 @@ shards      what the shards counted during the load (their /metrics, summed): ba
             average; the share of the time each shard's connection spent on its batches' round
             trips to Postgres, and one's mean: near 100%, the shards are bound by Postgres, not by
             pmx ("-": not exported by this pmx)
+warm-up     with --warmup: the load before each run, apart from its figures, as an exchange just started
+            (its caches filled and connections opened by the bots' first requests) answers it
 server      the 99th percentiles of the latency histograms pmx keeps (its /metrics, summed over the
             same time as shards): a shard's batch, from its first command to its commit, and a
             single placement (POST /order), from its route matched to its answer written; within a

@@ -56,6 +56,16 @@ type Config struct {
 	Mix Mix
 	// RequestTimeout bounds every request, including reading its response.
 	RequestTimeout time.Duration
+	// Warmup, when positive, runs the load that long before the measured run begins, at the same
+	// rate: its requests are counted and timed apart (Report.Warmup), not in the report's figures.
+	// An exchange just started fills its caches and opens its connections on the bots' first
+	// requests, which is its cold start, not its latency under load. It needs a Duration, for
+	// the measured run, and no Orders budget.
+	Warmup time.Duration
+	// Measuring, when set with a Warmup, is called once as the measured run begins, while the bots
+	// run on: where a caller takes the readings its own figures for the run start from. An error
+	// stops the bots, and Run returns it. It is not called when the run ends before the warm-up does.
+	Measuring func() error
 }
 
 // withDefaults fills zero fields with defaults and checks the result.
@@ -100,6 +110,10 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("loadgen: duration, orders, markets and request timeout must not be negative")
 	case c.Duration == 0 && c.Orders == 0:
 		return c, errors.New("loadgen: the run needs a bound: a duration or a number of orders")
+	case c.Warmup < 0:
+		return c, fmt.Errorf("loadgen: the warm-up must not be negative (%v)", c.Warmup)
+	case c.Warmup > 0 && (c.Duration == 0 || c.Orders > 0):
+		return c, errors.New("loadgen: a warm-up needs a duration for the measured run, and no order budget (which would count the warm-up's orders)")
 	}
 	return c, nil
 }

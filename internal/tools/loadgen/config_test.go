@@ -23,6 +23,9 @@ func TestConfigDefaultsAndBounds(t *testing.T) {
 		{AdminToken: "t", Duration: time.Second, URL: "127.0.0.1:8080"},
 		{AdminToken: "t", Duration: time.Second, URL: "ftp://host"},
 		{AdminToken: "t", Duration: time.Second, Mix: "hft"},
+		{AdminToken: "t", Duration: time.Second, Warmup: -time.Second},
+		{AdminToken: "t", Orders: 100, Warmup: time.Second},                        // no measured duration
+		{AdminToken: "t", Orders: 100, Duration: time.Second, Warmup: time.Second}, // a budget with a warm-up
 	} {
 		if _, err := bad.withDefaults(); err == nil {
 			t.Errorf("%+v accepted", bad)
@@ -39,6 +42,9 @@ func TestConfigDefaultsAndBounds(t *testing.T) {
 	}
 	if _, err := (Config{AdminToken: "t", Orders: 100}).withDefaults(); err != nil {
 		t.Errorf("orders alone should bound a run: %v", err)
+	}
+	if _, err := (Config{AdminToken: "t", Duration: time.Second, Warmup: time.Second}).withDefaults(); err != nil {
+		t.Errorf("a warm-up before a measured duration: %v", err)
 	}
 }
 

@@ -47,6 +47,8 @@ type Report struct {
 	Errors   []ErrorCount `json:"errors"`
 
 	Setup SetupStats `json:"setup"`
+	// Warmup, with Config.Warmup, is what the warm-up before the measured run did.
+	Warmup *WarmupStats `json:"warmup,omitempty"`
 
 	// SendLag (open loop only) is how late the requests left after they were due, as the load
 	// generator kept its schedule; every latency above is timed from when its request was due.
@@ -107,6 +109,31 @@ type ErrorCount struct {
 type SetupStats struct {
 	Accounts int     `json:"accounts"`
 	Seconds  float64 `json:"seconds"`
+}
+
+// WarmupStats are the warm-up's placements (single, and in batches), acknowledged and refused,
+// and the latency of the single ones: on an exchange just started, its cold start.
+type WarmupStats struct {
+	Seconds  float64 `json:"seconds"`
+	Orders   int64   `json:"orders"`
+	Rejected int64   `json:"rejected"`
+	Failed   int64   `json:"failed"`
+	P50Us    int64   `json:"p50Us"`
+	P99Us    int64   `json:"p99Us"`
+	MaxUs    int64   `json:"maxUs"`
+}
+
+// warmupStats sums the warm-up's recorders over its time.
+func warmupStats(recs []*recorder, kinds []stepKind, d time.Duration) *WarmupStats {
+	r := &Report{Seconds: d.Seconds()}
+	r.build(recs, kinds)
+	w := &WarmupStats{Seconds: r.Seconds, Orders: r.Orders, Rejected: r.Rejected, Failed: r.Failed}
+	for _, k := range r.Requests {
+		if k.Kind == stepPlace.String() {
+			w.P50Us, w.P99Us, w.MaxUs = k.P50Us, k.P99Us, k.MaxUs
+		}
+	}
+	return w
 }
 
 // fill computes the kind's statistics from its histogram.
@@ -320,6 +347,11 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "%-16s %s requests came due while their bot still awaited its last answer: the exchange fell behind\n%-16s the offered rate, and their latencies count the wait\n",
 				"behind", FormatInt(l.Behind), "")
 		}
+	}
+	if w := r.Warmup; w != nil {
+		us := func(v int64) string { return FormatLatency(time.Duration(v) * time.Microsecond) }
+		fmt.Fprintf(&b, "%-16s %.1fs before the measured run, not in its figures: %s orders, %s rejected, %s failed; placement p50 %s  p99 %s  max %s\n",
+			"warm-up", w.Seconds, FormatInt(w.Orders), FormatInt(w.Rejected), FormatInt(w.Failed), us(w.P50Us), us(w.P99Us), us(w.MaxUs))
 	}
 	fmt.Fprintf(&b, "\nlatency: %s; setup: %d accounts in %.1fs\n", latencyNote(r.Mode), r.Setup.Accounts, r.Setup.Seconds)
 	_, err := io.WriteString(w, b.String())

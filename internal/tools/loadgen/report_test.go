@@ -183,6 +183,36 @@ func TestSnapshot(t *testing.T) {
 	}
 }
 
+// TestSinceQuantile takes the p99 of what a cumulative histogram recorded between two exports,
+// as the progress line's "this second" does: not the run's so far.
+func TestSinceQuantile(t *testing.T) {
+	h := newHist()
+	for i := range 100 {
+		recordLatency(h, time.Duration(i+1)*time.Millisecond)
+	}
+	first := h.Export()
+	for range 100 {
+		recordLatency(h, 200*time.Millisecond)
+	}
+	second := h.Export()
+	near := func(d, want time.Duration) bool { return d > want*99/100 && d < want*101/100 }
+	if d := sinceQuantile(first, nil, 99); !near(d, 99*time.Millisecond) {
+		t.Errorf("from the start: p99 %v, want ~99ms", d)
+	}
+	if d := sinceQuantile(second, first, 99); !near(d, 200*time.Millisecond) {
+		t.Errorf("since the first export: p99 %v, want ~200ms", d)
+	}
+	if d := sinceQuantile(second, first, 0); !near(d, 200*time.Millisecond) {
+		t.Errorf("since the first export: min %v, want ~200ms (none of the first's)", d)
+	}
+	if d := sinceQuantile(second, second, 99); d != 0 {
+		t.Errorf("nothing recorded in between: %v, want 0", d)
+	}
+	if d := sinceQuantile(first, nil, 50); !near(d, 50*time.Millisecond) || !near(sinceQuantile(first, nil, 99), 99*time.Millisecond) {
+		t.Errorf("an export was changed by a quantile taken from it: p50 %v", d)
+	}
+}
+
 func TestFormatting(t *testing.T) {
 	for _, c := range []struct {
 		got, want string

@@ -17,6 +17,7 @@ import (
 	json "github.com/goccy/go-json"
 	"github.com/google/uuid"
 
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	sdk "github.com/pmx-dev/pmx/client"
 )
 
@@ -45,6 +46,7 @@ type runner struct {
 	mids        *mids
 
 	start    time.Time
+	measured time.Time // when the measured run begins: start, or start + Warmup
 	deadline time.Time // zero: none
 	pacer    *pacer    // open loop: releases the bots on their schedule
 
@@ -146,9 +148,9 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 		fronts = append(fronts, fc)
 	}
 	bots := make([]*bot, cfg.Bots)
-	recs := make([]*recorder, cfg.Bots)
+	recs, warmRecs := make([]*recorder, cfg.Bots), make([]*recorder, cfg.Bots)
 	for i := range bots {
-		recs[i] = newRecorder()
+		recs[i], warmRecs[i] = newRecorder(), newRecorder()
 		bots[i] = &bot{
 			r:     r,
 			c:     fronts[i%len(fronts)],
@@ -156,19 +158,42 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 			auth:  authorization(keys[i]),
 			gen:   newGenerator(cfg.Seed, uint64(i)+1, r.mids, cfg.Mix),
 			state: newBotState(r.marketIndex),
-			rec:   recs[i],
+			meas:  recs[i],
+			warm:  warmRecs[i],
 		}
 	}
 
 	r.start = time.Now()
-	rep.StartedAt = r.start
+	r.measured = r.start.Add(cfg.Warmup)
+	rep.StartedAt = r.measured
 	if cfg.Duration > 0 {
-		r.deadline = r.start.Add(cfg.Duration)
+		r.deadline = r.measured.Add(cfg.Duration)
 	}
 	progressDone := make(chan struct{})
 	var progressWG sync.WaitGroup
 	if progress != nil {
-		progressWG.Go(func() { reportProgress(progress, recs, r.start, progressDone) })
+		progressWG.Go(func() {
+			if cfg.Warmup > 0 {
+				reportProgress(progress, "warm-up ", warmRecs, r.start, until(r.measured, progressDone))
+			}
+			reportProgress(progress, "", recs, r.measured, progressDone)
+		})
+	}
+	var measuringErr error
+	var measuringWG sync.WaitGroup
+	if cfg.Warmup > 0 && cfg.Measuring != nil {
+		measuringWG.Go(func() {
+			select {
+			case <-time.After(time.Until(r.measured)):
+			case <-r.stopCh:
+				return
+			case <-ctx.Done():
+				return
+			}
+			if measuringErr = cfg.Measuring(); measuringErr != nil {
+				r.stop("measuring")
+			}
+		})
 	}
 	var wg, pacerWG sync.WaitGroup
 	pacerStop := make(chan struct{})
@@ -185,15 +210,41 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	pacerWG.Wait()
 	close(progressDone)
 	progressWG.Wait()
+	r.stop("duration") // no-op when already stopped by the order budget; ends the measuring wait
+	measuringWG.Wait()
+	if measuringErr != nil {
+		return nil, measuringErr
+	}
 
-	rep.Seconds = end.Sub(r.start).Seconds()
-	r.stop("duration") // no-op when already stopped by the order budget
+	rep.Seconds = max(0, end.Sub(r.measured).Seconds())
 	rep.StopReason = r.stopReason
 	if ctx.Err() != nil {
 		rep.StopReason, rep.Interrupted = "interrupted", true
 	}
 	rep.build(recs, r.mix.kinds)
+	if cfg.Warmup > 0 {
+		warmEnd := r.measured
+		if end.Before(warmEnd) {
+			warmEnd = end
+		}
+		rep.Warmup = warmupStats(warmRecs, r.mix.kinds, warmEnd.Sub(r.start))
+	}
 	return rep, nil
+}
+
+// until is a channel closed at t, or when done is.
+func until(t time.Time, done <-chan struct{}) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		timer := time.NewTimer(time.Until(t))
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-done:
+		}
+	}()
+	return ch
 }
 
 // newRunID returns a short id that makes this run's account names unique.
@@ -355,7 +406,9 @@ type bot struct {
 	auth  sdk.RequestEditorFn
 	gen   *generator
 	state *botState
-	rec   *recorder
+	rec   *recorder // the current step's: meas, or warm for a step of the warm-up
+	meas  *recorder // the measured run's
+	warm  *recorder // the warm-up's
 	buf   bytes.Buffer
 	taken []openOrder // scratch: the orders of a batch cancel
 }
@@ -396,6 +449,11 @@ func (b *bot) run(ctx context.Context) {
 				return
 			}
 		}
+		// A step due (or sent) before the measured run begins is the warm-up's.
+		b.rec = b.warm
+		if !start.Before(r.measured) {
+			b.rec = b.meas
+		}
 		switch {
 		case r.pacer == nil:
 		case idle:
@@ -407,7 +465,7 @@ func (b *bot) run(ctx context.Context) {
 	}
 }
 
-// exec sends one step's request, applies its answer to the bot's state and records it.
+// exec sends one step's request, applies its answer to the bot's state and records it in b.rec.
 func (b *bot) exec(ctx context.Context, s step, start time.Time) {
 	r := b.r
 	var res result
@@ -591,13 +649,17 @@ func serverFailure(code string) bool {
 }
 
 // reportProgress writes a progress line once a second until done is closed: on a terminal one
-// line rewritten in place, otherwise one line each time.
-func reportProgress(w io.Writer, recs []*recorder, start time.Time, done <-chan struct{}) {
+// line rewritten in place, otherwise one line each time, each starting with label (the warm-up's
+// lines: "warm-up "). Its p99 is the run's so far, then that of
+// the placements answered since the line before: a run's first seconds, on an exchange just
+// started, can be slower than the rest, which the run's p99 alone does not show.
+func reportProgress(w io.Writer, label string, recs []*recorder, start time.Time, done <-chan struct{}) {
 	tty := isTerminal(w)
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	scratch := newHist()
 	var lastPlaced int64
+	var last *hdrhistogram.Snapshot // the placements' latencies up to the line before
 	lastAt := start
 	wrote := false
 	for {
@@ -614,12 +676,17 @@ func reportProgress(w io.Writer, recs []*recorder, start time.Time, done <-chan 
 				rate = float64(s.placed-lastPlaced) / dt
 			}
 			lastPlaced, lastAt = s.placed, now
-			p99 := "-"
+			p99, p99Last := "-", "-"
 			if s.p99 > 0 {
 				p99 = FormatLatency(s.p99)
 			}
-			line := fmt.Sprintf("%6.0fs  orders %s  %s orders/s  p99 %s  failed %s  rejected %s",
-				now.Sub(start).Seconds(), FormatInt(s.placed), FormatRate(rate), p99, FormatInt(s.failed), FormatInt(s.rejected))
+			cum := scratch.Export()
+			if d := sinceQuantile(cum, last, 99); d > 0 {
+				p99Last = FormatLatency(d)
+			}
+			last = cum
+			line := fmt.Sprintf("%s%6.0fs  orders %s  %s orders/s  p99 %s (this second %s)  failed %s  rejected %s",
+				label, now.Sub(start).Seconds(), FormatInt(s.placed), FormatRate(rate), p99, p99Last, FormatInt(s.failed), FormatInt(s.rejected))
 			if tty {
 				fmt.Fprintf(w, "\r%s\x1b[K", line)
 			} else {

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -139,6 +140,23 @@ func (r *recorder) item(k stepKind, ok, rejected bool, status int, code string) 
 		kc.itemsFailed++
 		r.errs[errKey{class: "failed", kind: k, status: status, code: code, item: true}]++
 	}
+}
+
+// sinceQuantile is the q-th percentile of the latencies recorded between two exports of one
+// cumulative histogram, before (nil: none) and now; 0 when none was recorded in between.
+func sinceQuantile(now, before *hdrhistogram.Snapshot, q float64) time.Duration {
+	d := *now
+	d.Counts = slices.Clone(now.Counts)
+	if before != nil {
+		for i := range min(len(d.Counts), len(before.Counts)) {
+			d.Counts[i] -= before.Counts[i]
+		}
+	}
+	h := hdrhistogram.Import(&d)
+	if h.TotalCount() == 0 {
+		return 0
+	}
+	return time.Duration(h.ValueAtQuantile(q)) * time.Microsecond
 }
 
 // snapshot is the progress reporter's view of all bots.
