@@ -15,7 +15,8 @@ import (
 )
 
 // Report is the outcome of a run. Latencies are in microseconds; rates are per second of the
-// measured run (from the bots' start to the last response).
+// measured run (from the bots' start, or the end of the warm-up, to the last response), which
+// StartedAt and Seconds give.
 type Report struct {
 	URL         string    `json:"url"`
 	StartedAt   time.Time `json:"startedAt"`
