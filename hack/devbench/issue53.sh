@@ -28,6 +28,8 @@
 #                   each pmx shard runs one matching loop per core of its eighth of the machine,
 #                   as on a pod with that many cores (by default it runs one per core it sees)
 #   latency-1, latency-8   Postgres 1 ms of round trip away (--db-latency): 8 shards at least 4x one
+#   closed-16-commit-delay 16 shards with Postgres's commit_delay at 200 µs: whether group commit
+#                   shortens the queue for the WAL's flush that keeps 16 shards from beating 8
 #
 # Every step reports Postgres's backends waiting on row locks per sample, to be near 0. Results
 # as issue17.sh's: each step's table and log (NAME.txt), its JSON (NAME.json) and one line per step
@@ -75,6 +77,9 @@ measure() {
 	# The two closest comparisons again, in the other order, while the budget lasts.
 	TASKSET=$all step closed-16-again "${run[@]}" --shards 16
 	TASKSET=$all step closed-8-again "${run[@]}" --shards 8
+	# 16 shards queue for the WAL's flush: whether Postgres's group commit (a committer waits
+	# commit_delay µs for others to join its flush when commit_siblings are active) shortens it.
+	TASKSET=$all step closed-16-commit-delay "${run[@]}" --shards 16 --pg-setting commit_delay=200
 	echo "== done in $((SECONDS - started))s; results in $out/$name.tar"
 	cat "$work/steps.txt"
 }
