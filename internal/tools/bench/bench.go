@@ -195,9 +195,8 @@ type RunResult struct {
 	Transactions         int64   `json:"pgTransactions"` // pg_stat_database xact_commit + xact_rollback
 	TransactionsPerOrder float64 `json:"pgTransactionsPerOrder"`
 	// WAL written during the run (from before the bots' accounts, or from the end of the warm-up,
-	// to pmx dev's exit): bytes and
-	// full-page images (pg_stat_wal) per order, and the checkpoints completed, which copy pages
-	// whole into the WAL again the next time each changes.
+	// to pmx dev's exit): bytes and full-page images (pg_stat_wal) per order, and the checkpoints
+	// completed, which copy pages whole into the WAL again the next time each changes.
 	WALBytesPerOrder float64 `json:"walBytesPerOrder"`
 	WALFPIPerOrder   float64 `json:"walFpiPerOrder"`
 	Checkpoints      int64   `json:"checkpoints"`

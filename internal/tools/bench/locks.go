@@ -77,10 +77,10 @@ func (t *lockTally) add(s lockSample) {
 	t.row += int64(s.row)
 	t.lock += int64(s.lock)
 	t.rowMax, t.lockMax = max(t.rowMax, s.row), max(t.lockMax, s.lock)
+	if t.backends == nil {
+		t.backends = make(map[string]int64)
+	}
 	for a, n := range s.backends {
-		if t.backends == nil {
-			t.backends = make(map[string]int64)
-		}
 		t.backends[a] += int64(n)
 	}
 }
@@ -91,10 +91,10 @@ func (t *lockTally) waits() LockWaits {
 	if t.n > 0 {
 		w.RowMean = float64(t.row) / float64(t.n)
 		w.AnyMean = float64(t.lock) / float64(t.n)
+		if len(t.backends) > 0 {
+			w.Backends = make(map[string]float64, len(t.backends))
+		}
 		for a, n := range t.backends {
-			if w.Backends == nil {
-				w.Backends = make(map[string]float64, len(t.backends))
-			}
 			w.Backends[a] = float64(n) / float64(t.n)
 		}
 	}

@@ -146,7 +146,7 @@ func (r *Result) WriteText(w io.Writer) error {
 		if l := r.Runs[i].Loadgen; l != nil && l.Warmup != nil {
 			w := l.Warmup
 			fmt.Fprintf(&b, "warm-up, run %d: %s before it, in none of its figures: %s orders/s, placement p50 %s p99 %s max %s, %s failed\n",
-				i+1, loadgen.FormatLatency(time.Duration(w.Seconds*float64(time.Second))), formatRate(float64(w.Orders)/max(w.Seconds, 1e-9)),
+				i+1, loadgen.FormatLatency(time.Duration(w.Seconds*float64(time.Second))), formatRate(w.OrdersPerSec),
 				formatUs(w.P50Us), formatUs(w.P99Us), formatUs(w.MaxUs), formatCount(float64(w.Failed)))
 		}
 	}

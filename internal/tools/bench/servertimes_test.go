@@ -2,9 +2,9 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"math"
 	"net/http"
+	"strconv"
 	"testing"
 )
 
@@ -12,7 +12,7 @@ import (
 // batches (the 99th percentile of their 200 in the bucket up to 6.4ms) and the placements a front
 // answered (of 100, 99 within 12.8ms), beside a route that does not count.
 func serverMetrics(scale int) string {
-	n := func(v int) string { return itoa(v * scale) }
+	n := func(v int) string { return strconv.Itoa(v * scale) }
 	return `# TYPE pmx_shard_batch_seconds histogram
 pmx_shard_batch_seconds_bucket{shard="0",le="0.0032"} ` + n(90) + `
 pmx_shard_batch_seconds_bucket{shard="0",le="0.0064"} ` + n(99) + `
@@ -37,8 +37,6 @@ pmx_http_request_duration_seconds_sum{method="GET",route="/api/v1/order"} 1000
 pmx_http_request_duration_seconds_count{method="GET",route="/api/v1/order"} ` + n(1000) + `
 `
 }
-
-func itoa(v int) string { b, _ := json.Marshal(v); return string(b) }
 
 // TestServerTimes reads the histograms over HTTP before and after a load, and takes the 99th
 // percentiles of what they counted in between: only POST /api/v1/order's placements, every

@@ -115,20 +115,21 @@ type SetupStats struct {
 // WarmupStats are the warm-up's placements (single, and in batches), acknowledged and refused,
 // and the latency of the single ones: on an exchange just started, its cold start.
 type WarmupStats struct {
-	Seconds  float64 `json:"seconds"`
-	Orders   int64   `json:"orders"`
-	Rejected int64   `json:"rejected"`
-	Failed   int64   `json:"failed"`
-	P50Us    int64   `json:"p50Us"`
-	P99Us    int64   `json:"p99Us"`
-	MaxUs    int64   `json:"maxUs"`
+	Seconds      float64 `json:"seconds"`
+	Orders       int64   `json:"orders"`
+	OrdersPerSec float64 `json:"ordersPerSec"` // Orders / Seconds
+	Rejected     int64   `json:"rejected"`
+	Failed       int64   `json:"failed"`
+	P50Us        int64   `json:"p50Us"`
+	P99Us        int64   `json:"p99Us"`
+	MaxUs        int64   `json:"maxUs"`
 }
 
 // warmupStats sums the warm-up's recorders over its time.
 func warmupStats(recs []*recorder, kinds []stepKind, d time.Duration) *WarmupStats {
 	r := &Report{Seconds: d.Seconds()}
 	r.build(recs, kinds)
-	w := &WarmupStats{Seconds: r.Seconds, Orders: r.Orders, Rejected: r.Rejected, Failed: r.Failed}
+	w := &WarmupStats{Seconds: r.Seconds, Orders: r.Orders, OrdersPerSec: r.OrdersPerSec, Rejected: r.Rejected, Failed: r.Failed}
 	for _, k := range r.Requests {
 		if k.Kind == stepPlace.String() {
 			w.P50Us, w.P99Us, w.MaxUs = k.P50Us, k.P99Us, k.MaxUs

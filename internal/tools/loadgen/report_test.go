@@ -213,6 +213,28 @@ func TestSinceQuantile(t *testing.T) {
 	}
 }
 
+// TestProgressClosingLine: a phase that closes with a line (the warm-up) shows even when it ends
+// before the first second's line; one that does not writes nothing then. done is closed before
+// the call, so no tick can come first.
+func TestProgressClosingLine(t *testing.T) {
+	rec := newRecorder()
+	t0 := time.Now()
+	rec.record(stepPlace, t0, &result{status: 201, end: t0.Add(3 * time.Millisecond)})
+	rec.placed(stepPlace, &orderResp{})
+	done := make(chan struct{})
+	close(done)
+	var closing, plain bytes.Buffer
+	reportProgress(&closing, "warm-up ", true, []*recorder{rec}, t0, done)
+	reportProgress(&plain, "", false, []*recorder{rec}, t0, done)
+	if got := closing.String(); !strings.HasPrefix(got, "warm-up      0s  orders 1  ") || !strings.Contains(got, "(this second 3.00ms)") ||
+		strings.Count(got, "\n") != 1 {
+		t.Errorf("the closing line: %q", got)
+	}
+	if plain.Len() != 0 {
+		t.Errorf("a phase without a closing line wrote %q", plain.String())
+	}
+}
+
 func TestFormatting(t *testing.T) {
 	for _, c := range []struct {
 		got, want string

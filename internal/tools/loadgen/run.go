@@ -174,9 +174,9 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	if progress != nil {
 		progressWG.Go(func() {
 			if cfg.Warmup > 0 {
-				reportProgress(progress, "warm-up ", warmRecs, r.start, until(r.measured, progressDone))
+				reportProgress(progress, "warm-up ", true, warmRecs, r.start, until(r.measured, progressDone))
 			}
-			reportProgress(progress, "", recs, r.measured, progressDone)
+			reportProgress(progress, "", false, recs, r.measured, progressDone)
 		})
 	}
 	var measuringErr error
@@ -649,11 +649,13 @@ func serverFailure(code string) bool {
 }
 
 // reportProgress writes a progress line once a second until done is closed: on a terminal one
-// line rewritten in place, otherwise one line each time, each starting with label (the warm-up's
-// lines: "warm-up "). Its p99 is the run's so far, then that of
-// the placements answered since the line before: a run's first seconds, on an exchange just
-// started, can be slower than the rest, which the run's p99 alone does not show.
-func reportProgress(w io.Writer, label string, recs []*recorder, start time.Time, done <-chan struct{}) {
+// line rewritten in place, otherwise one line each time, each starting with label. With closing
+// (the warm-up's lines, labelled "warm-up "), it writes one more when done closes, so that a phase
+// shorter than a second, or one whose last second a line fell just short of, still shows. Its p99
+// is the run's so far, then that of the placements answered since the line before: a run's first
+// seconds, on an exchange just started, can be slower than the rest, which the run's p99 alone does
+// not show.
+func reportProgress(w io.Writer, label string, closing bool, recs []*recorder, start time.Time, done <-chan struct{}) {
 	tty := isTerminal(w)
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
@@ -662,37 +664,43 @@ func reportProgress(w io.Writer, label string, recs []*recorder, start time.Time
 	var last *hdrhistogram.Snapshot // the placements' latencies up to the line before
 	lastAt := start
 	wrote := false
+	line := func(now time.Time) {
+		s := takeSnapshot(recs, scratch)
+		rate := 0.0
+		if dt := now.Sub(lastAt).Seconds(); dt > 0 {
+			rate = float64(s.placed-lastPlaced) / dt
+		}
+		lastPlaced, lastAt = s.placed, now
+		p99, p99Last := "-", "-"
+		if s.p99 > 0 {
+			p99 = FormatLatency(s.p99)
+		}
+		cum := scratch.Export()
+		if d := sinceQuantile(cum, last, 99); d > 0 {
+			p99Last = FormatLatency(d)
+		}
+		last = cum
+		text := fmt.Sprintf("%s%6.0fs  orders %s  %s orders/s  p99 %s (this second %s)  failed %s  rejected %s",
+			label, now.Sub(start).Seconds(), FormatInt(s.placed), FormatRate(rate), p99, p99Last, FormatInt(s.failed), FormatInt(s.rejected))
+		if tty {
+			fmt.Fprintf(w, "\r%s\x1b[K", text)
+		} else {
+			fmt.Fprintln(w, text)
+		}
+		wrote = true
+	}
 	for {
 		select {
 		case <-done:
+			if closing {
+				line(time.Now())
+			}
 			if tty && wrote {
 				fmt.Fprintln(w)
 			}
 			return
 		case now := <-t.C:
-			s := takeSnapshot(recs, scratch)
-			rate := 0.0
-			if dt := now.Sub(lastAt).Seconds(); dt > 0 {
-				rate = float64(s.placed-lastPlaced) / dt
-			}
-			lastPlaced, lastAt = s.placed, now
-			p99, p99Last := "-", "-"
-			if s.p99 > 0 {
-				p99 = FormatLatency(s.p99)
-			}
-			cum := scratch.Export()
-			if d := sinceQuantile(cum, last, 99); d > 0 {
-				p99Last = FormatLatency(d)
-			}
-			last = cum
-			line := fmt.Sprintf("%s%6.0fs  orders %s  %s orders/s  p99 %s (this second %s)  failed %s  rejected %s",
-				label, now.Sub(start).Seconds(), FormatInt(s.placed), FormatRate(rate), p99, p99Last, FormatInt(s.failed), FormatInt(s.rejected))
-			if tty {
-				fmt.Fprintf(w, "\r%s\x1b[K", line)
-			} else {
-				fmt.Fprintln(w, line)
-			}
-			wrote = true
+			line(now)
 		}
 	}
 }
