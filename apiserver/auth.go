@@ -124,7 +124,7 @@ func (s *Server) authenticate(c *gin.Context) {
 			return
 		}
 		var err error
-		rec, err = s.cfg.Store.KeyByPrefix(c.Request.Context(), prefix)
+		rec, gen, err = s.keyRead.get(c.Request.Context(), prefix) // cached, unless a key was revoked meanwhile
 		if errors.Is(err, store.ErrNotFound) {
 			s.refuse(c, "api_key", errInvalidKey)
 			return
@@ -133,7 +133,6 @@ func (s *Server) authenticate(c *gin.Context) {
 			writeError(c, err)
 			return
 		}
-		s.keys.put(prefix, rec, gen)
 	}
 	if rec.Revoked || bearer && !auth.KeyMatches(key, rec.Hash) {
 		s.refuse(c, "api_key", errInvalidKey)

@@ -72,6 +72,7 @@ type Server struct {
 	log     *slog.Logger
 	engine  *gin.Engine
 	keys    keyCache
+	keyRead *keyReads // the keys the cache misses, read together (keyreads.go)
 	keyUse  *keyUse
 	orders  *orderCache // nil when disabled
 	limiter *ratelimit.Limiter
@@ -140,6 +141,7 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "api"), engine: gin.New(),
 		orders: newOrderCache(cfg.OrderCacheSize)}
 	s.keys.init()
+	s.keyRead = newKeyReads(&s.keys, cfg.Store.KeysByPrefix)
 	s.keyUse = newKeyUse()
 	s.limiter = ratelimit.New(cfg.Store, cfg.ReadLimit, cfg.WriteLimit)
 	s.authFailures = addrlimit.New(authFailureRate, authFailureBurst)

@@ -72,7 +72,8 @@ type Accounts interface {
 // connection tokens a key fetches, and the signed requests seen, against replays
 // (internal/store/accounts).
 type Keys interface {
-	KeyByPrefix(ctx context.Context, prefix string) (accounts.KeyRecord, error)
+	// KeysByPrefix returns the keys with these prefixes, by prefix, in one statement (keyReads).
+	KeysByPrefix(ctx context.Context, prefixes []string) (map[string]accounts.KeyRecord, error)
 	APIKeys(ctx context.Context, account int64) ([]accounts.APIKey, error)
 	APIKeyOf(ctx context.Context, account int64, id uuid.UUID) (accounts.APIKey, error)
 	// CreateAPIKey stores a new key unless the account holds max active ones already
