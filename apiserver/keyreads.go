@@ -16,9 +16,10 @@ import (
 // wait for it to end and are read together in the next. A front just started, or whose cache was
 // emptied (keyCache.setValid), meets every bot's key at once; read one by one, those reads queued
 // for the pool's connections and for Postgres, and the last waited tens of milliseconds (on 2
-// cores, 128 bots: up to 44 ms, the most of a fresh exchange's first-second p99). Read
-// together, they cost one round trip each time the read before has ended. A single miss costs
-// what it did: its read starts when it comes.
+// cores, 128 bots: up to 44 ms, a large part of a fresh exchange's first-second p99;
+// docs/performance.md, "The first second of a fresh exchange"). Read together, they cost one
+// round trip each time the read before has ended. A single miss costs what it did: its read
+// starts when it comes.
 type keyReads struct {
 	cache *keyCache
 	read  func(ctx context.Context, prefixes []string) (map[string]accounts.KeyRecord, error)
