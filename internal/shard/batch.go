@@ -672,7 +672,9 @@ func (s *Shard) send(fl *flight) {
 		}
 		sent := time.Now()
 		fl.res, fl.err = fl.conn.CommitBatch(fl.ctx, &fl.acc.batch)
-		s.metrics.database.Add(time.Since(sent).Seconds())
+		took := time.Since(sent).Seconds()
+		s.metrics.database.Add(took)
+		s.metrics.commit.Observe(took)
 	}()
 }
 

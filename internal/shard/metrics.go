@@ -20,6 +20,8 @@ type metrics struct {
 	held       prometheus.Counter
 	size       prometheus.Histogram
 	duration   prometheus.Histogram
+	// commit is the round trip of a batch's writes and commit alone (batch.go, send).
+	commit prometheus.Histogram
 	// database is the time the shard's connection spent on its batches' round trips.
 	database prometheus.Counter
 	// The planned handoff (handoff.go): markets handed over, and markets lost without one.
@@ -51,6 +53,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Commands per batch.", Buckets: prometheus.ExponentialBuckets(1, 2, 12)}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "pmx_shard_batch_seconds",
 			Help: "Time to run a batch, from its first command to its commit.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)}),
+		commit: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "pmx_shard_commit_seconds",
+			Help:    "Time a batch's writes and commit took on the shard's connection, one round trip once the batch was built: the part of pmx_shard_batch_seconds spent in Postgres (with the wait for the WAL's flush). A batch's time far above its commit's was spent in the shard: waiting for the batch before it, or for the shard's loop.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)}),
 		database: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_database_seconds_total",
 			Help: "Seconds the shard waited on Postgres for its batches: each batch's writes and commit, and the read at the start of a batch that reads, one at a time on the shard's own connection. Its rate is the share of the time that connection was busy: near 1, the shard is bound by Postgres (its statements and commit flushes), not by pmx."}),
 		handedOver: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_markets_handed_over_total",
@@ -59,7 +64,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Times this shard found that a market it held had moved without its part — a failover's move, not a handoff: a commit the fence refused, or the market dropped at a batch's start or a heartbeat."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.batches, m.failures, m.rerun, m.read, m.acquires, m.acquireSeconds, m.groupsRead, m.ahead, m.held, m.size, m.duration, m.database, m.handedOver, m.fenced)
+		reg.MustRegister(m.batches, m.failures, m.rerun, m.read, m.acquires, m.acquireSeconds, m.groupsRead, m.ahead, m.held, m.size, m.duration, m.commit, m.database, m.handedOver, m.fenced)
 	}
 	return m
 }

@@ -152,8 +152,12 @@ func (r *Result) WriteText(w io.Writer) error {
 	}
 	for i := range r.Runs {
 		if t := r.Runs[i].Server; t != nil {
-			fmt.Fprintf(&b, "server, run %d: p99 of the shards' %s batches %s; of the %s POST /order pmx answered %s\n",
-				i+1, formatCount(float64(t.Batches)), t.BatchP99, formatCount(float64(t.Orders)), t.OrderP99)
+			commits := ""
+			if t.CommitP99 != nil {
+				commits = fmt.Sprintf(", of their %s commits %s", formatCount(float64(t.Commits)), t.CommitP99)
+			}
+			fmt.Fprintf(&b, "server, run %d: p99 of the shards' %s batches %s%s; of the %s POST /order pmx answered %s\n",
+				i+1, formatCount(float64(t.Batches)), t.BatchP99, commits, formatCount(float64(t.Orders)), t.OrderP99)
 		}
 	}
 	for i := range r.Runs {
@@ -210,10 +214,12 @@ shards      what the shards counted during the load (their /metrics, summed): ba
 warm-up     with --warmup: the load before each run, apart from its figures, as an exchange just started
             (its caches filled and connections opened by the bots' first requests) answers it
 server      the 99th percentiles of the latency histograms pmx keeps (its /metrics, summed over the
-            same time as shards): a shard's batch, from its first command to its commit, and a
+            same time as shards): a shard's batch, from its first command to its commit; its
+            commit, the writes' and commit's round trip to Postgres once the batch was built; and a
             single placement (POST /order), from its route matched to its answer written; within a
             factor of two (the buckets double). Far below the bots' p99, the tail is made outside
-            pmx's handlers: the kernel's queues, the network, the load generator, no free CPU
+            pmx's handlers: the kernel's queues, the network, the load generator, no free CPU; the
+            batches' far above the commits', it is made in the shard, not in Postgres
 `)
 	if slices.ContainsFunc(r.Runs, func(x RunResult) bool { return x.Statements != nil }) {
 		b.WriteString(`statements  execution time of the statements pmx sent Postgres (pg_stat_statements), per order: in all,

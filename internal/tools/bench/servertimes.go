@@ -11,18 +11,23 @@ import (
 // orderRoute is the public API's placement, as the HTTP metrics label it (httpkit.HTTPMetrics).
 const orderRoute, orderMethod = "/api/v1/order", "POST"
 
-// ServerTimes are the 99th percentiles of two latency histograms that the exchange's own processes
-// keep, over the same time as the shards' counters: how long a shard's batch took, from its first
-// command to its commit (pmx_shard_batch_seconds), and how long pmx took to answer a single
-// placement (not those of POST /orders/batch), from its route matched to its answer written (pmx_http_request_duration_seconds of POST
-// /api/v1/order: on a front, the shard's answer included). Set beside the bots' p99, they tell a
-// tail that pmx's handlers and batches make from one made outside them: the kernel's queues, the
-// network, the load generator, a CPU not free to run either.
+// ServerTimes are the 99th percentiles of three latency histograms that the exchange's own
+// processes keep, over the same time as the shards' counters: how long a shard's batch took, from
+// its first command to its commit (pmx_shard_batch_seconds); how long its writes and commit took,
+// the one round trip to Postgres once it was built (pmx_shard_commit_seconds); and how long pmx
+// took to answer a single placement (not those of POST /orders/batch), from its route matched to
+// its answer written (pmx_http_request_duration_seconds of POST /api/v1/order: on a front, the
+// shard's answer included). Set beside the bots' p99, they tell a tail that pmx's handlers and
+// batches make from one made outside them: the kernel's queues, the network, the load generator,
+// a CPU not free to run either; and the commits' beside the batches', a tail made in Postgres from
+// one made in the shard.
 type ServerTimes struct {
-	Batches  int64    `json:"batches"` // the batches and single placements the histograms counted
-	Orders   int64    `json:"orders"`
-	BatchP99 Quantile `json:"batchP99Seconds"`
-	OrderP99 Quantile `json:"orderP99Seconds"`
+	Batches   int64     `json:"batches"` // the batches, commits and single placements the histograms counted
+	Commits   int64     `json:"commits,omitempty"`
+	Orders    int64     `json:"orders"`
+	BatchP99  Quantile  `json:"batchP99Seconds"`
+	CommitP99 *Quantile `json:"commitP99Seconds,omitempty"` // nil from a pmx without the histogram
+	OrderP99  Quantile  `json:"orderP99Seconds"`
 }
 
 // Quantile is where a quantile of a histogram lies: in its bucket (Over, AtMost], AtMost 0 past
@@ -99,26 +104,32 @@ func (h histogram) quantile(q float64) Quantile {
 	return Quantile{Over: over}
 }
 
-// serverHistograms are the two histograms of ServerTimes, as read from the processes' /metrics.
-type serverHistograms struct{ batch, order histogram }
+// serverHistograms are the three histograms of ServerTimes, as read from the processes' /metrics.
+type serverHistograms struct{ batch, commit, order histogram }
 
 func newServerHistograms() serverHistograms {
-	return serverHistograms{batch: histogram{}, order: histogram{}}
+	return serverHistograms{batch: histogram{}, commit: histogram{}, order: histogram{}}
 }
 
 func (s serverHistograms) add(families map[string]*dto.MetricFamily) {
 	s.batch.add(families["pmx_shard_batch_seconds"], nil)
+	s.commit.add(families["pmx_shard_commit_seconds"], nil)
 	s.order.add(families["pmx_http_request_duration_seconds"], map[string]string{"route": orderRoute, "method": orderMethod})
 }
 
 // times is ServerTimes over what the histograms counted since base; nil when they counted no
 // batch and no placement (a pmx build without them).
 func (s serverHistograms) times(base serverHistograms) *ServerTimes {
-	batch, order := s.batch.sub(base.batch), s.order.sub(base.order)
+	batch, commit, order := s.batch.sub(base.batch), s.commit.sub(base.commit), s.order.sub(base.order)
 	if batch.count() <= 0 && order.count() <= 0 {
 		return nil
 	}
-	return &ServerTimes{Batches: batch.count(), Orders: order.count(), BatchP99: batch.quantile(0.99), OrderP99: order.quantile(0.99)}
+	t := &ServerTimes{Batches: batch.count(), Orders: order.count(), BatchP99: batch.quantile(0.99), OrderP99: order.quantile(0.99)}
+	if n := commit.count(); n > 0 {
+		q := commit.quantile(0.99)
+		t.Commits, t.CommitP99 = n, &q
+	}
+	return t
 }
 
 // String says where the quantile lies: "at most 6.40ms" (over half that), or "over 3.28s".

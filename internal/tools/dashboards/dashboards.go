@@ -128,6 +128,9 @@ func Overview() (dashboard.Dashboard, error) {
 		WithPanel(panel("Batch commit latency per shard",
 			"Time to run a batch, from its first command to its commit (PmxBatchCommitSlow).", "s",
 			quantiles("pmx_shard_batch_seconds", shard, "pod", "{{pod}}")...)).
+		WithPanel(panel("Commit round trip per shard",
+			"Time a batch's writes and commit took in Postgres, one round trip once the batch was built. Near the batches' own time, a slow batch is a slow commit (Postgres: the WAL's flush, a lock); far below it, the batch waited in the shard.", "s",
+			quantiles("pmx_shard_commit_seconds", shard, "pod", "{{pod}}")...)).
 		WithPanel(panel("Shard time on Postgres",
 			"Share of each shard's time its connection spent on its batches' round trips to Postgres: writes and commit, and the read of a batch that reads (the busiest shard of the pod). Near 100%, the shard is bound by Postgres: its statements and commit flushes; well below it while orders are slow, by pmx itself.",
 			"percentunit",
