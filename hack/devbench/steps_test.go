@@ -95,13 +95,14 @@ summary "$work/ceiling-0.txt" >"$OUT/summary.txt"
 	}
 
 	// The result's row, its row-lock waits, what the backends did most (one to three), then the
-	// p99s pmx timed itself.
+	// p99s pmx timed itself: its batches', their commits' and its placements'.
 	line, err := os.ReadFile(filepath.Join(out, "summary.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !regexp.MustCompile(`^closed loop [\d,.]+ .* [\d.]+ backends waiting on row locks \(backends: (none|[\d.]+ [^,]+(, [\d.]+ [^,]+){0,2})\)` +
-		` \(server: p99 of the shards' [\d,]+ batches (at most|over) [\d.]+[µm]?s; of the [\d,]+ POST /order pmx answered (at most|over) [\d.]+[µm]?s\)\n$`).Match(line) {
+		` \(server: p99 of the shards' [\d,]+ batches (at most|over) [\d.]+[µm]?s, of their [\d,]+ commits (at most|over) [\d.]+[µm]?s;` +
+		` of the [\d,]+ POST /order pmx answered (at most|over) [\d.]+[µm]?s\)\n$`).Match(line) {
 		t.Errorf("summary of the pair's table: %q; want its closed-loop row, row-lock waits, backends and the server's p99s", line)
 	}
 }
