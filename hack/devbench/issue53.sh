@@ -31,6 +31,13 @@
 #   closed-16-commit-delay 16 shards with Postgres's commit_delay at 200 µs: whether group commit
 #                   shortens the queue for the WAL's flush that keeps 16 shards from beating 8
 #
+# Every step but the distributed one runs a warm-up of 3 s before its measured run (--warmup), the
+# ceiling's pairs too: each shard's first meeting with each bot's account is an acquire its loop
+# waits for (8 shards and 512 bots: 4,096 of them, 16 shards twice that), which a running exchange
+# has long done; on 2 cores, 8 shards closed loop made 7-11% more once warm, and 16 shards 12-22%
+# (docs/performance.md, "What each more shard costs Postgres"). The warm-up lines give the cold
+# figures apart.
+#
 # Every step reports Postgres's backends waiting on row locks per sample, to be near 0. Results
 # as issue17.sh's: each step's table and log (NAME.txt), its JSON (NAME.json) and one line per step
 # (steps.txt) in $OUT/issue53.tar (default OUT: ./devbench-out), rewritten after every step; a
@@ -59,27 +66,27 @@ measure() {
 	local all="0-$((cores - 1))" run=(bench --duration "$dur" --bots "$bots" --markets "$markets")
 	machine
 
-	TASKSET=$all step closed-8 "${run[@]}" --shards 8
-	ceiling "ceiling-$((cores / 2))" "$dur" "$base_bots" "$base_markets"
+	TASKSET=$all step closed-8 "${run[@]}" --shards 8 --warmup "$warmup"
+	CEILING_WARMUP=$warmup ceiling "ceiling-$((cores / 2))" "$dur" "$base_bots" "$base_markets"
 	TASKSET=$all step open-$rate "${run[@]}" --shards 8 --rate "$rate" --warmup "$warmup"
 	TASKSET=$all step open-$rate-warm "${run[@]}" --shards 8 --rate "$rate" --warmup "$warmup" --warm-wal "$warm"
 	TASKSET=$all step open-$rate-tuned "${run[@]}" --shards 8 --rate "$rate" --warmup "$warmup" --warm-wal "$warm" \
 		--pg-setting max_wal_size=16GB --pg-setting shared_buffers=8GB
-	TASKSET=$all step closed-16 "${run[@]}" --shards 16
+	TASKSET=$all step closed-16 "${run[@]}" --shards 16 --warmup "$warmup"
 	if [ -x "$k8s/kube-apiserver" ]; then
 		TASKSET=$all step distributed-8x4 "${run[@]}" --distributed --kube-assets "$k8s" --shards 8 --fronts 4 \
 			--shard-arg=--shards=$((cores / 8 > 0 ? cores / 8 : 1))
 	else
 		note "distributed-8x4: skipped, no kube-apiserver in $k8s (make devbench packs it)"
 	fi
-	TASKSET=$all step latency-1 "${run[@]}" --db-latency 1ms --shards 1
-	TASKSET=$all step latency-8 "${run[@]}" --db-latency 1ms --shards 8
+	TASKSET=$all step latency-1 "${run[@]}" --db-latency 1ms --shards 1 --warmup "$warmup"
+	TASKSET=$all step latency-8 "${run[@]}" --db-latency 1ms --shards 8 --warmup "$warmup"
 	# The two closest comparisons again, in the other order, while the budget lasts.
-	TASKSET=$all step closed-16-again "${run[@]}" --shards 16
-	TASKSET=$all step closed-8-again "${run[@]}" --shards 8
+	TASKSET=$all step closed-16-again "${run[@]}" --shards 16 --warmup "$warmup"
+	TASKSET=$all step closed-8-again "${run[@]}" --shards 8 --warmup "$warmup"
 	# 16 shards queue for the WAL's flush: whether Postgres's group commit (a committer waits
 	# commit_delay µs for others to join its flush when commit_siblings are active) shortens it.
-	TASKSET=$all step closed-16-commit-delay "${run[@]}" --shards 16 --pg-setting commit_delay=200
+	TASKSET=$all step closed-16-commit-delay "${run[@]}" --shards 16 --warmup "$warmup" --pg-setting commit_delay=200
 	echo "== done in $((SECONDS - started))s; results in $out/$name.tar"
 	cat "$work/steps.txt"
 }

@@ -90,7 +90,8 @@ summary() {
 
 # ceiling NAME DURATION BOTS MARKETS: PAIRS benches at once (default nproc/2), bench i pinned to
 # cores 2i and 2i+1, each table and JSON as NAME-i.txt and NAME-i.json, and the sum of their
-# orders/s in steps.txt: what the whole machine makes when nothing is shared.
+# orders/s in steps.txt: what the whole machine makes when nothing is shared. CEILING_WARMUP, when
+# set, is each bench's --warmup.
 ceiling() {
 	local label=$1 dur=$2 bots=$3 markets=$4
 	wanted "$label" || return 0
@@ -103,7 +104,8 @@ ceiling() {
 	echo "== $label: $pairs independent pmxtools bench, two cores each"
 	for ((i = 0; i < pairs; i++)); do
 		bash "$runner" taskset -c "$((2 * i)),$((2 * i + 1))" pmxtools bench --duration "$dur" \
-			--bots "$bots" --markets "$markets" --json-file "$work/$label-$i.json" >"$work/$label-$i.txt" 2>&1 &
+			--bots "$bots" --markets "$markets" ${CEILING_WARMUP:+--warmup "$CEILING_WARMUP"} \
+			--json-file "$work/$label-$i.json" >"$work/$label-$i.txt" 2>&1 &
 		pids+=($!)
 	done
 	for i in "${pids[@]}"; do wait "$i" || rc=$?; done

@@ -14,6 +14,11 @@ type metrics struct {
 	// acquireSeconds is the time those transactions took, which the batches that needed them
 	// waited (allocations.go).
 	acquireSeconds prometheus.Counter
+	// aside counts the acquires learnAccounts makes on a pool connection for accounts the views
+	// do not know, while a batch commits (views.go); asideSeconds is what they took, which the
+	// shard's loop waited.
+	aside        prometheus.Counter
+	asideSeconds prometheus.Counter
 	// groupsRead counts the order groups batches read at their start (groups.go).
 	groupsRead prometheus.Counter
 	ahead      prometheus.Counter
@@ -43,6 +48,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Transactions that moved accounts' free cash (or room under a maxLockedCash) to this shard's allocations before a batch that needed it: from the accounts' wallets, else from other shards' allocations. Each costs the batch one round trip more."}),
 		acquireSeconds: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_acquire_seconds_total",
 			Help: "Seconds the acquires of pmx_shard_acquires_total took, each a round trip to Postgres in a transaction of its own: what the batches that needed them waited before they could decide. Divided by pmx_shard_acquires_total, what one costs."}),
+		aside: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_acquires_aside_total",
+			Help: "Acquires the shard made aside, on a connection of the pool, for accounts its views did not know yet, while a batch of its own committed, so that their commands could join the batch built meanwhile: each shard meets each account so once (again after returning its idle cash, or after a failed batch). Not in pmx_shard_acquires_total. The shard's loop waits for each: most come in a shard's first seconds."}),
+		asideSeconds: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_acquire_aside_seconds_total",
+			Help: "Seconds the acquires of pmx_shard_acquires_aside_total took, failed ones too, which the shard's loop waited: it built no batch and answered none meanwhile."}),
 		groupsRead: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_order_groups_read_total",
 			Help: "Order groups batches read at their start: those their placements name, and those resting in a market they trade in that the shard does not know yet (loaded, or met again after a batch ran again). A group the shard knows is decided from what it keeps."}),
 		ahead: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_commands_pipelined_total",
@@ -64,7 +73,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Times this shard found that a market it held had moved without its part — a failover's move, not a handoff: a commit the fence refused, or the market dropped at a batch's start or a heartbeat."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.batches, m.failures, m.rerun, m.read, m.acquires, m.acquireSeconds, m.groupsRead, m.ahead, m.held, m.size, m.duration, m.commit, m.database, m.handedOver, m.fenced)
+		reg.MustRegister(m.batches, m.failures, m.rerun, m.read, m.acquires, m.acquireSeconds, m.aside, m.asideSeconds, m.groupsRead, m.ahead, m.held, m.size, m.duration, m.commit, m.database, m.handedOver, m.fenced)
 	}
 	return m
 }

@@ -247,7 +247,10 @@ func (s *Shard) learnAccounts(cmds []*command) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), accountReadTimeout)
 	defer cancel()
+	began := time.Now()
 	cash, risk, err := s.cfg.Store.AcquireCash(ctx, s.holder(), missing, s.cfg.Spread)
+	s.metrics.aside.Inc()
+	s.metrics.asideSeconds.Add(time.Since(began).Seconds())
 	if err != nil {
 		s.log.Debug("could not read accounts for the views; their commands wait for a batch that reads them", "err", err)
 		return

@@ -392,7 +392,8 @@ func TestHoldingViewFromAFillIsALowerBound(t *testing.T) {
 }
 
 // TestUnknownAccountJoinsPipelinedBatch places for an account the shard has never read while a
-// batch of another account's commits: the shard reads the account on the side and the placement
+// batch of another account's commits: the shard reads the account on the side (an acquire aside,
+// which pmx_shard_acquires_aside_total counts, not pmx_shard_acquires_total) and the placement
 // joins the batch built meanwhile, instead of waiting for both commits and a batch of its own.
 func TestUnknownAccountJoinsPipelinedBatch(t *testing.T) {
 	f := newFixture(t)
@@ -401,6 +402,10 @@ func TestUnknownAccountJoinsPipelinedBatch(t *testing.T) {
 	if _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 40, 10)); err != nil { // the shard learns alice's cash
 		t.Fatal(err)
 	}
+	if aside := counter(t, s.metrics.aside); aside != 0 {
+		t.Errorf("%v acquires aside for a placement that was not pipelined, want 0", aside)
+	}
+	acquires := counter(t, s.metrics.acquires)
 	tx := lockTable(t, f.st, "orders")
 	done := make(chan error, 2)
 	go func() { _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 41, 1)); done <- err }()
@@ -413,6 +418,12 @@ func TestUnknownAccountJoinsPipelinedBatch(t *testing.T) {
 	})
 	if held, ahead := counter(t, s.metrics.held), counter(t, s.metrics.ahead); held != 0 || ahead != 1 {
 		t.Errorf("%v commands held and %v pipelined, want bob's placement pipelined", held, ahead)
+	}
+	if aside, took := counter(t, s.metrics.aside), counter(t, s.metrics.asideSeconds); aside != 1 || took <= 0 {
+		t.Errorf("%v acquires aside taking %v s, want bob's one, taking some time", aside, took)
+	}
+	if now := counter(t, s.metrics.acquires); now != acquires {
+		t.Errorf("pmx_shard_acquires_total went from %v to %v with the acquire aside", acquires, now)
 	}
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)

@@ -136,10 +136,10 @@ func (r *Result) WriteText(w io.Writer) error {
 	}
 	for i := range r.Runs {
 		if c := r.Runs[i].Shards; c != nil && c.Batches > 0 {
-			fmt.Fprintf(&b, "shards, run %d: %s batches of %s commands; %s of the commands pipelined, %s held; %s batches read what they reserve from, %s ran again, %s failed; %s acquires of cash (%s of the batches%s); %s\n",
+			fmt.Fprintf(&b, "shards, run %d: %s batches of %s commands; %s of the commands pipelined, %s held; %s batches read what they reserve from, %s ran again, %s failed; %s acquires of cash (%s of the batches%s)%s; %s\n",
 				i+1, formatCount(float64(c.Batches)), strconv.FormatFloat(float64(c.Commands)/float64(c.Batches), 'f', 1, 64),
 				share(c.Pipelined, c.Commands), share(c.Held, c.Commands), countOrDash(c.Read), countOrDash(c.Rerun), countOrDash(c.Failures),
-				countOrDash(c.Acquires), share(c.Acquires, c.Batches), acquireCost(c), databaseBusy(c))
+				countOrDash(c.Acquires), share(c.Acquires, c.Batches), acquireCost(c), asideAcquires(c), databaseBusy(c))
 		}
 	}
 	for i := range r.Runs {
@@ -208,9 +208,10 @@ shards      what the shards counted during the load (their /metrics, summed): ba
             those that could not join it and waited for two commits (held); batches that read
             what their placements reserve from, ran again or failed; the acquires of cash (moving an
             account's free cash to a shard before a batch that needed it) and what one took on
-            average; the share of the time each shard's connection spent on its batches' round
-            trips to Postgres, and one's mean: near 100%, the shards are bound by Postgres, not by
-            pmx ("-": not exported by this pmx)
+            average, then those made aside (for accounts a shard met while a batch of its own
+            committed: its loop waited for each, most in its first seconds); the share of the time
+            each shard's connection spent on its batches' round trips to Postgres, and one's mean:
+            near 100%, the shards are bound by Postgres, not by pmx ("-": not exported by this pmx)
 warm-up     with --warmup: the load before each run, apart from its figures, as an exchange just started
             (its caches filled and connections opened by the bots' first requests) answers it
 server      the 99th percentiles of the latency histograms pmx keeps (its /metrics, summed over the
@@ -294,6 +295,20 @@ func acquireCost(c *ShardCounters) string {
 		return ""
 	}
 	return ", " + formatUs(int64(math.Round(c.AcquireSeconds/float64(c.Acquires)*1e6))) + " each"
+}
+
+// asideAcquires gives the acquires made aside for accounts met while a batch committed, with what
+// one took on average (", 12 aside for accounts met while a batch committed, 1.20ms each"), or ""
+// where a pmx build does not count them.
+func asideAcquires(c *ShardCounters) string {
+	if c.Aside < 0 {
+		return ""
+	}
+	each := ""
+	if c.Aside > 0 && c.AsideSeconds >= 0 {
+		each = ", " + formatUs(int64(math.Round(c.AsideSeconds/float64(c.Aside)*1e6))) + " each"
+	}
+	return fmt.Sprintf(", %s aside for accounts met while a batch committed%s", formatCount(float64(c.Aside)), each)
 }
 
 // countOrDash is a count, or "-" where it is unknown (-1).

@@ -24,7 +24,7 @@ func sampleResult() *Result {
 		pgCounters{transactions: 30_000}, cpuSample{pmx: 25 * time.Second, postgres: 13 * time.Second, loadgen: 2 * time.Second})
 	none := newRunResult(500, &loadgen.Report{Mode: "open", TargetRate: 500, Seconds: 1}, pgCounters{transactions: 3}, cpuSample{})
 	closed.Shards = &ShardCounters{Batches: 1000, Commands: 29_300, Pipelined: 29_000, Held: 117, Read: 4, Acquires: 20,
-		AcquireSeconds: 0.024, DatabaseSeconds: 3.6, Shards: 1, Seconds: 4}
+		AcquireSeconds: 0.024, Aside: 12, AsideSeconds: 0.0144, DatabaseSeconds: 3.6, Shards: 1, Seconds: 4}
 	closed.WALFilesReady = 40
 	closed.Server = &ServerTimes{Batches: 1000, Commits: 1001, Orders: 30_000, BatchP99: Quantile{Over: 0.0032, AtMost: 0.0064},
 		CommitP99: &Quantile{Over: 0.0008, AtMost: 0.0016}, OrderP99: Quantile{Over: 3.2768}}
@@ -34,7 +34,7 @@ func sampleResult() *Result {
 	open.LockWaits = &LockWaits{Samples: 200, IntervalMs: 100} // none waited
 	none.LockWaits = &LockWaits{IntervalMs: 100}               // no sample taken
 	open.Shards = &ShardCounters{Batches: 10, Commands: 20, Pipelined: 5, Held: -1, Read: -1, Rerun: 2, Failures: 1, Acquires: -1,
-		AcquireSeconds: -1, DatabaseSeconds: -1, Shards: 1, Seconds: 20}
+		AcquireSeconds: -1, Aside: -1, AsideSeconds: -1, DatabaseSeconds: -1, Shards: 1, Seconds: 20}
 	return &Result{Command: "pmxtools bench --sweep 20000,500", PMX: "/bin/pmx", Machine: machine, Bots: 64, Markets: 8,
 		DurationSeconds: 20, Seed: 1, Mix: loadgen.MixMarketMaker, Runs: []RunResult{*closed, *open, *none}}
 }
@@ -85,7 +85,7 @@ locks, run 1: 1.60 backends waiting on row locks per sample (at most 7), 1.70 on
 locks, run 2: 0.00 backends waiting on row locks per sample (at most 0), 0.00 on any lock (at most 0); 200 samples, one every 100ms
 backends, run 1: Postgres's client backends not idle, per sample: 3.60 running, 1.50 Lock:transactionid, 0.30 IO:WALSync, 0.30 idle in transaction, 0.10 Lock:tuple, 2 more under 0.01
 backends, run 2: Postgres's client backends not idle, per sample: none
-shards, run 1: 1,000 batches of 29.3 commands; 99.0% of the commands pipelined, 0.4% held; 4 batches read what they reserve from, 0 ran again, 0 failed; 20 acquires of cash (2.0% of the batches, 1.20ms each); Postgres busy 90% of each shard's time, 3.60ms a batch
+shards, run 1: 1,000 batches of 29.3 commands; 99.0% of the commands pipelined, 0.4% held; 4 batches read what they reserve from, 0 ran again, 0 failed; 20 acquires of cash (2.0% of the batches, 1.20ms each), 12 aside for accounts met while a batch committed, 1.20ms each; Postgres busy 90% of each shard's time, 3.60ms a batch
 shards, run 2: 10 batches of 2.0 commands; 25.0% of the commands pipelined, - held; - batches read what they reserve from, 2 ran again, 1 failed; - acquires of cash (- of the batches); Postgres busy - of each shard's time
 server, run 1: p99 of the shards' 1,000 batches at most 6.40ms, of their 1,001 commits at most 1.60ms; of the 30,000 POST /order pmx answered over 3.28s
 `

@@ -30,7 +30,12 @@ type ShardCounters struct {
 	// AcquireSeconds is the time those transactions took, which their batches waited
 	// (pmx_shard_acquire_seconds_total), -1 if not exported.
 	AcquireSeconds float64 `json:"acquireSeconds"`
-	Failures       int64   `json:"failures"` // pmx_shard_batch_failures_total
+	// Aside are the acquires a shard made on the side, on a pool connection, for accounts it met
+	// while a batch of its own committed (pmx_shard_acquires_aside_total), and AsideSeconds what
+	// they took, which its loop waited (pmx_shard_acquire_aside_seconds_total); -1 if not exported.
+	Aside        int64   `json:"acquiresAside"`
+	AsideSeconds float64 `json:"acquireAsideSeconds"`
+	Failures     int64   `json:"failures"` // pmx_shard_batch_failures_total
 	// DatabaseSeconds is how long the shards' connections spent on their batches' round trips to
 	// Postgres (pmx_shard_database_seconds_total), -1 if not exported; Shards how many shards
 	// counted (the series of pmx_shard_batches_total) and Seconds the time between the two
@@ -54,7 +59,7 @@ func (c ShardCounters) DatabaseBusy() float64 {
 // processes without shards (fronts, the operator) add nothing. It reads the histograms of
 // ServerTimes too, which fronts add their placements to.
 func scrapeShards(ctx context.Context, urls []string) (ShardCounters, serverHistograms, error) {
-	sum := ShardCounters{Held: -1, Read: -1, Acquires: -1, AcquireSeconds: -1, DatabaseSeconds: -1}
+	sum := ShardCounters{Held: -1, Read: -1, Acquires: -1, AcquireSeconds: -1, Aside: -1, AsideSeconds: -1, DatabaseSeconds: -1}
 	hists := newServerHistograms()
 	client := &http.Client{Timeout: 10 * time.Second}
 	for _, url := range urls {
@@ -115,6 +120,7 @@ func (c *ShardCounters) add(families map[string]*dto.MetricFamily) {
 		{"pmx_shard_commands_pipelined_total", &c.Pipelined}, {"pmx_shard_commands_held_total", &c.Held},
 		{"pmx_shard_batches_read_total", &c.Read}, {"pmx_shard_batches_rerun_total", &c.Rerun},
 		{"pmx_shard_batch_failures_total", &c.Failures}, {"pmx_shard_acquires_total", &c.Acquires},
+		{"pmx_shard_acquires_aside_total", &c.Aside},
 	} {
 		if n, ok := total(x.name); ok {
 			*x.into = max(*x.into, 0) + int64(n)
@@ -123,7 +129,8 @@ func (c *ShardCounters) add(families map[string]*dto.MetricFamily) {
 	for _, x := range []struct {
 		name string
 		into *float64
-	}{{"pmx_shard_database_seconds_total", &c.DatabaseSeconds}, {"pmx_shard_acquire_seconds_total", &c.AcquireSeconds}} {
+	}{{"pmx_shard_database_seconds_total", &c.DatabaseSeconds}, {"pmx_shard_acquire_seconds_total", &c.AcquireSeconds},
+		{"pmx_shard_acquire_aside_seconds_total", &c.AsideSeconds}} {
 		if n, ok := total(x.name); ok {
 			*x.into = max(*x.into, 0) + n
 		}
@@ -138,7 +145,8 @@ func (c ShardCounters) sub(base ShardCounters) ShardCounters {
 	return ShardCounters{Batches: rise(c.Batches, base.Batches), Commands: rise(c.Commands, base.Commands),
 		Pipelined: rise(c.Pipelined, base.Pipelined), Held: rise(c.Held, base.Held), Read: rise(c.Read, base.Read),
 		Rerun: rise(c.Rerun, base.Rerun), Failures: rise(c.Failures, base.Failures), Acquires: rise(c.Acquires, base.Acquires),
-		AcquireSeconds: rise(c.AcquireSeconds, base.AcquireSeconds), DatabaseSeconds: rise(c.DatabaseSeconds, base.DatabaseSeconds),
+		AcquireSeconds: rise(c.AcquireSeconds, base.AcquireSeconds), Aside: rise(c.Aside, base.Aside),
+		AsideSeconds: rise(c.AsideSeconds, base.AsideSeconds), DatabaseSeconds: rise(c.DatabaseSeconds, base.DatabaseSeconds),
 		Shards: c.Shards}
 }
 

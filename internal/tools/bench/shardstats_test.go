@@ -47,6 +47,12 @@ pmx_shard_acquires_total{shard="1"} 1
 # TYPE pmx_shard_acquire_seconds_total counter
 pmx_shard_acquire_seconds_total{shard="0"} 0.004
 pmx_shard_acquire_seconds_total{shard="1"} 0.002
+# TYPE pmx_shard_acquires_aside_total counter
+pmx_shard_acquires_aside_total{shard="0"} 5
+pmx_shard_acquires_aside_total{shard="1"} 3
+# TYPE pmx_shard_acquire_aside_seconds_total counter
+pmx_shard_acquire_aside_seconds_total{shard="0"} 0.01
+pmx_shard_acquire_aside_seconds_total{shard="1"} 0.006
 `
 	}
 	return s
@@ -74,14 +80,14 @@ func TestScrapeShards(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := ShardCounters{Batches: 150, Commands: 1200, Pipelined: 1000, Held: 12, Read: 10, Rerun: 3, Acquires: 3, AcquireSeconds: 0.006,
-		Failures: 3, DatabaseSeconds: 9.75, Shards: 2}
+		Aside: 8, AsideSeconds: 0.016, Failures: 3, DatabaseSeconds: 9.75, Shards: 2}
 	if got != want {
 		t.Errorf("scrapeShards = %+v, want %+v", got, want)
 	}
 	d := got.sub(ShardCounters{Batches: 50, Commands: 200, Pipelined: 100, Held: 2, Read: 1, Rerun: 1, Acquires: 1, AcquireSeconds: 0.002,
-		Failures: 1, DatabaseSeconds: 1.75, Shards: 2})
+		Aside: 2, AsideSeconds: 0.004, Failures: 1, DatabaseSeconds: 1.75, Shards: 2})
 	if want := (ShardCounters{Batches: 100, Commands: 1000, Pipelined: 900, Held: 10, Read: 9, Rerun: 2, Acquires: 2, AcquireSeconds: 0.004,
-		Failures: 2, DatabaseSeconds: 8, Shards: 2}); d != want {
+		Aside: 6, AsideSeconds: 0.012, Failures: 2, DatabaseSeconds: 8, Shards: 2}); d != want {
 		t.Errorf("sub = %+v, want %+v", d, want)
 	}
 	if busy := d.DatabaseBusy(); busy != -1 {
@@ -96,7 +102,8 @@ func TestScrapeShards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if old.Held != -1 || old.Read != -1 || old.Acquires != -1 || old.AcquireSeconds != -1 || old.DatabaseSeconds != -1 || old.Batches != 150 {
+	if old.Held != -1 || old.Read != -1 || old.Acquires != -1 || old.AcquireSeconds != -1 || old.Aside != -1 || old.AsideSeconds != -1 ||
+		old.DatabaseSeconds != -1 || old.Batches != 150 {
 		t.Errorf("a build without held, read and the database's seconds: %+v, want them -1 and the rest read", old)
 	}
 	if d := old.sub(old); d.Held != -1 || d.Read != -1 || d.DatabaseSeconds != -1 || d.Batches != 0 {
