@@ -49,7 +49,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		acquireSeconds: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_acquire_seconds_total",
 			Help: "Seconds the acquires of pmx_shard_acquires_total took, each a round trip to Postgres in a transaction of its own: what the batches that needed them waited before they could decide. Divided by pmx_shard_acquires_total, what one costs."}),
 		aside: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_acquires_aside_total",
-			Help: "Acquires the shard made aside, on a connection of the pool, for accounts its views did not know yet, while a batch of its own committed, so that their commands could join the batch built meanwhile: each shard meets each account so once (again after returning its idle cash, or after a failed batch). Not in pmx_shard_acquires_total. The shard's loop waits for each: most come in a shard's first seconds."}),
+			Help: "Acquires the shard made aside, on a connection of the pool, for accounts its views did not know yet, while a batch of its own committed, so that their commands could join the batch built meanwhile: once for each account a shard meets (again after it returned the account's idle cash, or after a failed batch). Not in pmx_shard_acquires_total. The shard's loop waits for each: most come in a shard's first seconds."}),
 		asideSeconds: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_acquire_aside_seconds_total",
 			Help: "Seconds the acquires of pmx_shard_acquires_aside_total took, failed ones too, which the shard's loop waited: it built no batch and answered none meanwhile."}),
 		groupsRead: prometheus.NewCounter(prometheus.CounterOpts{Name: "pmx_shard_order_groups_read_total",
