@@ -135,8 +135,23 @@ func (s *Shard) pipeline(fl *flight) *flight {
 			ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 			s.prepareAll(ctx, cmds)
 			cancel()
+			var learning <-chan learned
 			if writes(cmds) {
-				s.learnAccounts(cmds) // views.go
+				learning = s.learnAccounts(cmds) // views.go
+			}
+			if learning != nil {
+				select {
+				case l := <-learning:
+					s.viewLearned(l)
+				case <-fl.done:
+					// fl came back before the acquire: it is answered, and the batch built on it
+					// sent, now; cmds then run after that batch, as held commands do, on what
+					// the acquire read.
+					nf := s.after(fl, next, nextErr, nil)
+					s.viewLearned(<-learning)
+					s.metrics.held.Add(float64(len(cmds)))
+					return s.startAfter(nf, cmds)
+				}
 			}
 			switch {
 			case next == nil && writes(cmds) && s.unlockable(cmds):

@@ -134,6 +134,9 @@ type Shard struct {
 	// allocated are the accounts whose allocation row of this shard's a batch of it has committed
 	// (allocations.go): a batch whose accounts are all here writes them by an update alone.
 	allocated map[int64]struct{}
+	// forgets counts the times the views were cleared (forget): an acquire aside begun before
+	// one is not taken into them (views.go, learnAccounts).
+	forgets uint64
 
 	// groups are the order groups with orders resting here, as the last batch that met each left
 	// them (groups.go).

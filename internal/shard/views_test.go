@@ -441,3 +441,77 @@ func TestUnknownAccountJoinsPipelinedBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAnsweredWhileAccountsAreAcquired holds the acquire aside of an account the shard meets while
+// a batch commits (bob's wallet row locked, so acquire_cash waits for it), and checks that the
+// batch in flight is answered meanwhile: alice's placement comes back while bob's acquire still
+// waits. Bob's placement then runs after it, as a held command, on what the acquire read. When
+// the loop waited for the acquire, alice's answer waited for it too.
+func TestAnsweredWhileAccountsAreAcquired(t *testing.T) {
+	timeout := accountReadTimeout
+	accountReadTimeout = time.Minute // far past the test's own waits, on any machine
+	t.Cleanup(func() { accountReadTimeout = timeout })
+	f := newFixture(t)
+	ctx := context.Background()
+	s := f.shard(t, "")
+	if _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 40, 10)); err != nil { // the shard learns alice's cash
+		t.Fatal(err)
+	}
+	wallet, err := f.st.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = wallet.Rollback(context.Background()) })
+	if _, err := wallet.Exec(ctx, `select 1 from accounts where id = $1 for update`, f.bob); err != nil {
+		t.Fatal(err)
+	}
+	orders := lockTable(t, f.st, "orders")
+	alice, bob := make(chan error, 1), make(chan error, 1)
+	go func() { _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 41, 1)); alice <- err }()
+	waitBlocked(t, f.st) // alice's commit waits for the orders' lock
+	go func() { _, err := s.Place(ctx, f.buy(f.bob, engine.No, 30, 2)); bob <- err }()
+	err = poll.Until(t.Context(), 30*time.Second, func(ctx context.Context) (bool, error) {
+		var n int
+		err := f.st.Pool.QueryRow(ctx, `select count(*) from pg_stat_activity
+			where wait_event_type = 'Lock' and pid <> pg_backend_pid() and datname = current_database()`).Scan(&n)
+		return n >= 2, err // and bob's acquire for his wallet
+	})
+	if err != nil {
+		t.Fatalf("bob's acquire aside does not wait for his wallet: %v", err)
+	}
+	if err := orders.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-alice:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("alice's placement was not answered while bob's account was being acquired")
+	}
+	if aside := counter(t, s.metrics.aside); aside != 0 {
+		t.Fatalf("bob's acquire had come back (%v counted) before alice was answered, want alice answered while it waited", aside)
+	}
+	select {
+	case err := <-bob:
+		t.Fatalf("bob's placement was answered (%v) while his account's acquire waited", err)
+	default:
+	}
+	if err := wallet.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-bob; err != nil {
+		t.Fatal(err)
+	}
+	if aside, held := counter(t, s.metrics.aside), counter(t, s.metrics.held); aside != 1 || held != 1 {
+		t.Errorf("%v acquires aside and %v commands held, want bob's one of each", aside, held)
+	}
+	f.checkLocked(t, f.alice, f.bob)
+	if available, locked := f.cash(t, f.bob); available != 100_000-60 || locked != 60 {
+		t.Errorf("bob has %d available and %d locked, want %d and 60", available, locked, 100_000-60)
+	}
+	if err := s.CheckBooks(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
