@@ -236,13 +236,13 @@ func (s *Shard) viewed(cmds []*command) store.Locked {
 // leaves the views as they were, and the commands wait as before; so does one that takes longer
 // than accountReadTimeout (a busy pool).
 //
-// The acquire runs on a goroutine of its own, and learnAccounts returns what it read (nil when
-// the views know every account the commands need, or the acquire failed). Meanwhile the loop
-// waits for it or for fl, the batch in flight: when fl's commit comes back first, it is answered
-// and the batch built on it sent while the acquire goes on (pipeline), rather than after. A
-// shard meeting many accounts at once (a fresh one, or one taking markets over) otherwise held
-// every answer behind its acquires: on 2 cores, its first batch committed 15 ms after it opened and
-// was answered 45 ms after, behind four of them.
+// The acquire runs on a goroutine of its own, which delivers what it read (or its error) on the
+// channel learnAccounts returns; nil when the views know every account the commands need.
+// Meanwhile the loop waits for it or for fl, the batch in flight, and takes no other command:
+// when fl's commit comes back first, it is answered and the batch built on it sent while the
+// acquire goes on (pipeline), rather than after. A shard meeting many accounts at once (a fresh
+// one, or one taking markets over) otherwise held every answer behind its acquires: on 2 cores,
+// its first batch committed 15 ms after it opened and was answered 45 ms after, behind four.
 func (s *Shard) learnAccounts(cmds []*command) <-chan learned {
 	needCash, _ := s.needs(cmds)
 	var missing []store.Need
