@@ -264,8 +264,12 @@ func (w *world) account(name string) (key string, id int64) {
 		APIKey string `json:"apiKey"`
 	}
 	w.call(w.admin, "POST", "/admin/v1/accounts", `{"name":"`+name+`"}`, http.StatusCreated, &out)
-	k, _ := w.st.KeyByPrefix(context.Background(), out.APIKey[:20])
-	return out.APIKey, k.AccountID
+	prefix := out.APIKey[:20]
+	keys, err := w.st.KeysByPrefix(context.Background(), []string{prefix})
+	if err != nil || keys[prefix].AccountID == 0 {
+		w.t.Fatalf("the key of account %s: %v, %v", name, keys, err)
+	}
+	return out.APIKey, keys[prefix].AccountID
 }
 
 func (w *world) cash(id int64) int64 {

@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pmx-dev/pmx/internal/kit/auth"
-	"github.com/pmx-dev/pmx/internal/store/db"
 )
 
 // KeyRecord is what authentication needs to know of an API key.
@@ -25,19 +24,6 @@ type KeyRecord struct {
 	ExpiresAt *time.Time        // nil: never
 	Allowlist []netip.Prefix    // nil: any address
 	PublicKey ed25519.PublicKey // nil: the key's requests need no signature
-}
-
-// KeyByPrefix returns the API key with this public prefix.
-func (s *Accounts) KeyByPrefix(ctx context.Context, prefix string) (KeyRecord, error) {
-	keys, err := s.KeysByPrefix(ctx, []string{prefix})
-	if err != nil {
-		return KeyRecord{}, err
-	}
-	k, ok := keys[prefix]
-	if !ok {
-		return k, db.ErrNotFound
-	}
-	return k, nil
 }
 
 // KeysByPrefix returns the API keys with these public prefixes, by prefix, in one statement; a

@@ -139,7 +139,7 @@ func (r *Result) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "shards, run %d: %s batches of %s commands; %s of the commands pipelined, %s held; %s batches read what they reserve from, %s ran again, %s failed; %s acquires of cash (%s of the batches%s)%s; %s\n",
 				i+1, formatCount(float64(c.Batches)), strconv.FormatFloat(float64(c.Commands)/float64(c.Batches), 'f', 1, 64),
 				share(c.Pipelined, c.Commands), share(c.Held, c.Commands), countOrDash(c.Read), countOrDash(c.Rerun), countOrDash(c.Failures),
-				countOrDash(c.Acquires), share(c.Acquires, c.Batches), acquireCost(c), asideAcquires(c), databaseBusy(c))
+				countOrDash(c.Acquires), share(c.Acquires, c.Batches), eachCost(c.AcquireSeconds, c.Acquires), asideAcquires(c), databaseBusy(c))
 		}
 	}
 	for i := range r.Runs {
@@ -288,13 +288,13 @@ func databaseBusy(c *ShardCounters) string {
 		formatUs(int64(math.Round(c.DatabaseSeconds/float64(c.Batches)*1e6))))
 }
 
-// acquireCost is what one acquire took on average (", 1.20ms each"), or "" where that is unknown
-// (a pmx build that does not count it) or there was none.
-func acquireCost(c *ShardCounters) string {
-	if c.AcquireSeconds < 0 || c.Acquires <= 0 {
+// eachCost is what one of n acquires taking seconds in all took on average (", 1.20ms each"),
+// or "" where that is unknown (a pmx build that does not count it: -1) or there was none.
+func eachCost(seconds float64, n int64) string {
+	if seconds < 0 || n <= 0 {
 		return ""
 	}
-	return ", " + formatUs(int64(math.Round(c.AcquireSeconds/float64(c.Acquires)*1e6))) + " each"
+	return ", " + formatUs(int64(math.Round(seconds/float64(n)*1e6))) + " each"
 }
 
 // asideAcquires gives the acquires made aside for accounts met while a batch committed, with what
@@ -304,11 +304,7 @@ func asideAcquires(c *ShardCounters) string {
 	if c.Aside < 0 {
 		return ""
 	}
-	each := ""
-	if c.Aside > 0 && c.AsideSeconds >= 0 {
-		each = ", " + formatUs(int64(math.Round(c.AsideSeconds/float64(c.Aside)*1e6))) + " each"
-	}
-	return fmt.Sprintf(", %s aside for accounts met while a batch committed%s", formatCount(float64(c.Aside)), each)
+	return fmt.Sprintf(", %s aside for accounts met while a batch committed%s", formatCount(float64(c.Aside)), eachCost(c.AsideSeconds, c.Aside))
 }
 
 // countOrDash is a count, or "-" where it is unknown (-1).
