@@ -192,6 +192,12 @@ func queueTxStart(q *pgx.Batch, claim int64, checkClaim bool) {
 	// JIT compilation goes with them: a plan that must scan a table anyway carries the disabled
 	// scan's cost (10^10), far above jit_above_cost, and was compiled again for every execution,
 	// 10 ms for a statement that needs microseconds (a one-row table's lookup, measured).
+	// Materializing goes too: the plans are made in a shard's first batches, when the tables are
+	// small, and a plan that read all of the holder's allocations once (by the primary key's
+	// second column) and kept them to match each account against cost every later batch as much
+	// as the holder had accounts; without a Materialize the inner side of a nested loop is read
+	// again for each row, and the lookup by the key is the only plan that is cheap
+	// (TestBatchReadsOnlyItsAccountsAllocations).
 	switch {
 	case claim != 0 && checkClaim:
 		q.Queue(txStartStandaloneSQL, claim)
@@ -206,7 +212,7 @@ func queueTxStart(q *pgx.Batch, claim int64, checkClaim bool) {
 // shared (haltsCheck); txStartStandaloneSQL also takes the standalone batches' shared mark and
 // checks the claim's token, its one parameter (standalone_batch, migration 021); txStartMarkedSQL
 // takes that mark only, under which the batch's commit checks the token (claimCheck).
-var txStartSQL = "select set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true), set_config('enable_seqscan', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true)" +
+var txStartSQL = "select set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true), set_config('enable_seqscan', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true), set_config('enable_material', 'off', true)" +
 	fmt.Sprintf(", pg_advisory_xact_lock_shared(%d, %d)", haltsSpace, haltsKey)
 
 var (
@@ -532,9 +538,15 @@ const (
 	// upsert, whose proposed row — negative for a spend — Postgres checks before it finds the
 	// conflict; a new row only ever receives: spending needs cash the row would already hold). A
 	// new row takes the account's version of its limits. It numbers the events the batch adds to
-	// the account's stream from this holder.
-	cashPart = `cash_deltas as (
-		select * from unnest({2}::bigint[], {3}::bigint[], {4}::bigint[], {5}::bigint[], {6}::bigint[], {7}::bytea[], {8}::bigint[])
+	// the account's stream from this holder. The holder comes as a column of each delta, from a
+	// CTE the planner cannot look into, not as the parameter itself: with al.holder = {1} Postgres
+	// may read all of the holder's rows by the key's second column (the whole index) and match
+	// the deltas against them, a plan it made while the table was small and then kept, whose cost
+	// grew with the accounts the holder holds; with the holder a column of the delta the only
+	// cheap plan looks each row up by its whole key (TestBatchReadsOnlyItsAccountsAllocations).
+	cashPart = `cash_deltas as materialized (
+		select *, {1}::text as holder
+		from unnest({2}::bigint[], {3}::bigint[], {4}::bigint[], {5}::bigint[], {6}::bigint[], {7}::bytea[], {8}::bigint[])
 		  as d(id, available, room, room_version, n, events, risk)),
 	cash_updated as (
 		update allocations al set available = al.available + d.available,
@@ -542,7 +554,7 @@ const (
 		       event_seq = al.event_seq + d.n,
 		       risk_checked = case when d.risk < 0 then al.risk_version else d.risk end
 		from cash_deltas d
-		where al.account_id = d.id and al.holder = {1}
+		where al.account_id = d.id and al.holder = d.holder
 		returning al.account_id, al.event_seq),
 	cash_inserted as (
 		insert into allocations (account_id, holder, available, room, event_seq, risk_version, risk_checked)
@@ -555,15 +567,18 @@ const (
 		select d.id, c.event_seq, d.n, d.events
 		from (select * from cash_updated union all select * from cash_inserted) c join cash_deltas d on d.id = c.account_id)`
 	// cashUpdatePart is cashPart for a batch whose rows all exist (Batch.Allocated): the update
-	// alone, each row's delta straight from the parameters.
+	// alone, each row's delta straight from the parameters (in a subquery that offset 0 keeps the
+	// planner from merging into the update, for the holder's column: see cashPart).
 	cashUpdatePart = `cash as (
 		update allocations al set available = al.available + d.available,
 		       room = al.room + case when d.room < 0 or d.room_version = al.risk_version then d.room else 0 end,
 		       event_seq = al.event_seq + d.n,
 		       risk_checked = case when d.risk < 0 then al.risk_version else d.risk end
-		from unnest({2}::bigint[], {3}::bigint[], {4}::bigint[], {5}::bigint[], {6}::bigint[], {7}::bytea[], {8}::bigint[])
-		  as d(id, available, room, room_version, n, events, risk)
-		where al.account_id = d.id and al.holder = {1}
+		from (select *, {1}::text as holder
+		      from unnest({2}::bigint[], {3}::bigint[], {4}::bigint[], {5}::bigint[], {6}::bigint[], {7}::bytea[], {8}::bigint[])
+		        as d(id, available, room, room_version, n, events, risk)
+		      offset 0) d
+		where al.account_id = d.id and al.holder = d.holder
 		returning al.account_id as id, al.event_seq, d.n, d.events)`
 	// accountEventsPart writes the accounts' events the cash part numbered, in the holder's
 	// streams ({1}); it takes no parameters of its own.

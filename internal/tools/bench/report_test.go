@@ -304,6 +304,7 @@ func TestStatementKind(t *testing.T) {
 		{"with cash as (\n\t\tupdate accounts a set x = 1 returning a.id),\n\tnew_account_events as (\n\t\tinsert into account_events select * from cash)\nselect 1",
 			"cash+new_account_events"},
 		{"WITH a AS (select 1), b As  (select 2) select * from a, b", "a+b"},
+		{"with d as materialized (select 1), e as not materialized (select 2) select * from d, e", "d+e"},
 		// unnest(...) as d(id) is an alias, not a part
 		{"with new_orders as (insert into orders select * from unnest($1::uuid[]) as d(id)) select $1", "new_orders"},
 		{"select  id,\n available from accounts where id = any($1)", "select id, available from accounts where id = any($1)"},

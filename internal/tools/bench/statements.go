@@ -117,7 +117,7 @@ func (p *pgStats) statements(ctx context.Context, orders int64) (*Statements, er
 	return out, nil
 }
 
-var ctePart = regexp.MustCompile(`(?i)\b(\w+)\s+as\s+\(`)
+var ctePart = regexp.MustCompile(`(?i)\b(\w+)\s+as\s+(?:(?:not\s+)?materialized\s+)?\(`)
 
 // statementKind names a statement for the report: a batch's write statement (one that starts with
 // WITH) by the names of its parts, joined by "+"; any other by its first 60 characters, its
