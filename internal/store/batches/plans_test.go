@@ -61,8 +61,9 @@ func TestBatchReadsOnlyItsAccountsAllocations(t *testing.T) {
 		if _, err := BeginBatch(ctx, conn, Begin{Accounts: []int64{alice.ID}, Markets: []uuid.UUID{m.ID}}); err != nil {
 			t.Fatal(err)
 		}
-		unlocked := order()
+		unlocked := order() // with events for the account's feed: the variant that numbers and writes them
 		unlocked.Unlocked = true
+		unlocked.Cash[0].EventCount, unlocked.Cash[0].Events = 1, []byte(`[{"type":"accepted"}]`)
 		if _, err := CommitBatch(ctx, conn, &unlocked); err != nil {
 			t.Fatal(err)
 		}
