@@ -125,7 +125,8 @@ func (s *Shard) sweepReturns(ctx context.Context) {
 
 // returnIdle gives back the cash and room of the accounts no committed batch has moved for
 // idleReturn, and forgets their views: the next command for one acquires again. It runs between
-// batches, on the shard's connection.
+// batches, on the shard's connection, so it waits for no wallet another transaction holds: those
+// accounts keep their views and go back at a later sweep.
 func (s *Shard) returnIdle(ctx context.Context) {
 	cutoff := s.cfg.Now().Add(-idleReturn)
 	var idle []int64
@@ -143,12 +144,16 @@ func (s *Shard) returnIdle(ctx context.Context) {
 		s.log.Debug("could not return idle cash", "err", err)
 		return
 	}
-	if _, err := conn.Return(ctx, s.holder(), idle); err != nil {
+	busy, err := conn.ReturnIdle(ctx, s.holder(), idle)
+	if err != nil {
 		s.log.Debug("could not return idle cash", "err", err)
 		s.releaseConn()
 		return
 	}
 	for _, a := range idle {
+		if slices.Contains(busy, a) {
+			continue // its wallet was held (another shard's acquire): kept, and returned by a later sweep
+		}
 		delete(s.used, a)
 		delete(s.cash, a)
 		delete(s.risk, a)

@@ -126,3 +126,71 @@ func TestRoomTakenAfterCashExhausted(t *testing.T) {
 		t.Fatalf("an order of 500 cents from an account of 300, far under its maxLockedCash of %d: %v, want insufficient funds", limit, err)
 	}
 }
+
+// TestIdleReturnSkipsHeldWallets checks that the return sweep, which runs on the shard's own
+// connection between its batches, waits for no wallet another transaction holds (another shard's
+// acquire, a change of the limits): it leaves that account, keeps its view, and gives it back at
+// the next sweep once the wallet is free. It once waited for the wallet, and the shard's batches
+// with it.
+func TestIdleReturnSkipsHeldWallets(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	s := New(Config{Store: f.st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Now: func() time.Time { return time.Unix(0, clock.Load()) }})
+	t.Cleanup(s.Stop)
+	wallet := func(account int64) int64 {
+		t.Helper()
+		var w int64
+		if err := f.st.Pool.QueryRow(ctx, `select available from accounts where id = $1`, account).Scan(&w); err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	for _, a := range []int64{f.alice, f.bob} {
+		if _, err := s.Place(ctx, f.buy(a, engine.Yes, 40, 10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w := wallet(f.alice) + wallet(f.bob); w != 0 {
+		t.Fatalf("the wallets hold %d after each account's first order, want 0 (acquired whole)", w)
+	}
+
+	// Alice's wallet is held by another transaction, as an acquire of another shard holds it.
+	other, err := f.st.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Rollback(context.Background()) })
+	if _, err := other.Exec(ctx, `select 1 from accounts where id = $1 for update`, f.alice); err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(int64(idleReturn + time.Second))
+	sweep, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := s.do(sweep, &command{kind: cmdReturn}); err != nil {
+		t.Fatalf("the return sweep with alice's wallet held: %v (it waited for the wallet)", err)
+	}
+	if w := wallet(f.bob); w != 100_000-400 {
+		t.Errorf("bob's wallet holds %d after the sweep, want %d: his cash was not returned", w, 100_000-400)
+	}
+	if _, err := other.Exec(ctx, `rollback`); err != nil {
+		t.Fatal(err)
+	}
+	if w := wallet(f.alice); w != 0 {
+		t.Fatalf("alice's wallet holds %d after a sweep that could not take it, want 0", w)
+	}
+
+	// The next sweep gives alice's cash back: the shard kept her as idle.
+	if err := s.do(ctx, &command{kind: cmdReturn}); err != nil {
+		t.Fatal(err)
+	}
+	if w := wallet(f.alice); w != 100_000-400 {
+		t.Errorf("alice's wallet holds %d after the next sweep, want %d", w, 100_000-400)
+	}
+	if _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 41, 10)); err != nil {
+		t.Fatalf("an order after the return: %v", err)
+	}
+	f.checkLocked(t, f.alice, f.bob)
+}

@@ -527,6 +527,12 @@ func (c memoryConn) Acquire(_ context.Context, holder string, need []store.Need,
 	return cash, risk, nil
 }
 
+// ReturnIdle is Return: in memory no other transaction holds a wallet.
+func (c memoryConn) ReturnIdle(ctx context.Context, holder string, accounts []int64) ([]int64, error) {
+	_, err := c.Return(ctx, holder, accounts)
+	return nil, err
+}
+
 // Return gives back to the wallets what holder holds of accounts (every account when nil).
 func (c memoryConn) Return(_ context.Context, holder string, accounts []int64) (int64, error) {
 	m := c.m

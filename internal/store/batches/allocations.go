@@ -75,3 +75,20 @@ func Return(ctx context.Context, conn *pgx.Conn, holder string, accounts []int64
 	}
 	return total, nil
 }
+
+// ReturnIdle gives back to the wallets what holder holds of accounts, as Return does, but only
+// for the accounts whose wallets no other transaction holds now (an acquire of another holder, a
+// change of the limits), without waiting for them; it reports the others that hold something,
+// which it left. It is the return sweep's (internal/shard/allocations.go): on the shard's own
+// connection, where a wait would hold the shard's batches too (return_idle, migration 044).
+func ReturnIdle(ctx context.Context, conn *pgx.Conn, holder string, accounts []int64) (busy []int64, err error) {
+	rows, err := conn.Query(ctx, `select * from return_idle($1, $2)`, holder, accounts)
+	if err != nil {
+		return nil, fmt.Errorf("while returning the idle cash %s holds: %w", holder, err)
+	}
+	busy, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("while returning the idle cash %s holds: %w", holder, err)
+	}
+	return busy, nil
+}

@@ -24,6 +24,10 @@ type BatchConn interface {
 	// Return gives back to the wallets what holder holds of accounts (every account when nil),
 	// in a transaction of its own, and reports how much cash it gave.
 	Return(ctx context.Context, holder string, accounts []int64) (int64, error)
+	// ReturnIdle is Return for accounts the holder no longer trades, without waiting for a wallet
+	// another transaction holds: it leaves those accounts and reports the ones it left that hold
+	// something.
+	ReturnIdle(ctx context.Context, holder string, accounts []int64) (busy []int64, err error)
 	// Release gives the connection back; a broken one is replaced.
 	Release()
 }
@@ -57,4 +61,8 @@ func (c pooledBatchConn) Acquire(ctx context.Context, holder string, need []Need
 
 func (c pooledBatchConn) Return(ctx context.Context, holder string, accounts []int64) (int64, error) {
 	return Return(ctx, c.conn.Conn(), holder, accounts)
+}
+
+func (c pooledBatchConn) ReturnIdle(ctx context.Context, holder string, accounts []int64) ([]int64, error) {
+	return ReturnIdle(ctx, c.conn.Conn(), holder, accounts)
 }
