@@ -15,6 +15,15 @@ import (
 	"github.com/pmx-dev/pmx/internal/storetest"
 )
 
+// clockedShard starts a shard (named "", the standalone one) whose clock the test moves: the
+// returned nanoseconds since the epoch, starting now. The caller stops it.
+func (f *fixture) clockedShard() (*Shard, *atomic.Int64) {
+	clock := new(atomic.Int64)
+	clock.Store(time.Now().UnixNano())
+	return New(Config{Store: f.st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Now: func() time.Time { return time.Unix(0, clock.Load()) }}), clock
+}
+
 // TestIdleCashReturns checks the life of a shard's allocation of an account: its first order
 // acquires the account's cash (all of it, alone), the order's lock stays in the order, the rest
 // goes back to the wallet once the account has been idle for idleReturn, the next order acquires
@@ -22,10 +31,7 @@ import (
 func TestIdleCashReturns(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	var clock atomic.Int64
-	clock.Store(time.Now().UnixNano())
-	s := New(Config{Store: f.st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Now: func() time.Time { return time.Unix(0, clock.Load()) }})
+	s, clock := f.clockedShard()
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {
@@ -135,10 +141,7 @@ func TestRoomTakenAfterCashExhausted(t *testing.T) {
 func TestIdleReturnSkipsHeldWallets(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	var clock atomic.Int64
-	clock.Store(time.Now().UnixNano())
-	s := New(Config{Store: f.st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Now: func() time.Time { return time.Unix(0, clock.Load()) }})
+	s, clock := f.clockedShard()
 	t.Cleanup(s.Stop)
 	wallet := func(account int64) int64 {
 		t.Helper()
