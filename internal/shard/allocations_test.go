@@ -161,14 +161,7 @@ func TestIdleReturnSkipsHeldWallets(t *testing.T) {
 	}
 
 	// Alice's wallet is held by another transaction, as an acquire of another shard holds it.
-	other, err := f.st.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = other.Rollback(context.Background()) })
-	if _, err := other.Exec(ctx, `select 1 from accounts where id = $1 for update`, f.alice); err != nil {
-		t.Fatal(err)
-	}
+	other := lockWallet(t, f.st, f.alice)
 	clock.Add(int64(idleReturn + time.Second))
 	sweep, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -178,7 +171,7 @@ func TestIdleReturnSkipsHeldWallets(t *testing.T) {
 	if w := wallet(f.bob); w != 100_000-400 {
 		t.Errorf("bob's wallet holds %d after the sweep, want %d: his cash was not returned", w, 100_000-400)
 	}
-	if _, err := other.Exec(ctx, `rollback`); err != nil {
+	if err := other.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if w := wallet(f.alice); w != 0 {

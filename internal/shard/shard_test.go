@@ -316,6 +316,22 @@ func lockTable(t *testing.T, st *store.Store, table string) pgx.Tx {
 	return tx
 }
 
+// lockWallet holds account's wallet row (its accounts row) locked in a transaction of its own until
+// the test rolls it back or ends, as another shard's acquire or a change of the limits holds it.
+func lockWallet(t *testing.T, st *store.Store, account int64) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := st.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	if _, err := tx.Exec(ctx, `select 1 from accounts where id = $1 for update`, account); err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
 // waitBlocked waits until a session of st's database other than the caller's waits for a lock
 // (the test binary's other databases share the cluster, and pg_stat_activity shows them all).
 func waitBlocked(t *testing.T, st *store.Store) {

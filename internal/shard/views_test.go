@@ -457,20 +457,13 @@ func TestAnsweredWhileAccountsAreAcquired(t *testing.T) {
 	if _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 40, 10)); err != nil { // the shard learns alice's cash
 		t.Fatal(err)
 	}
-	wallet, err := f.st.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = wallet.Rollback(context.Background()) })
-	if _, err := wallet.Exec(ctx, `select 1 from accounts where id = $1 for update`, f.bob); err != nil {
-		t.Fatal(err)
-	}
+	wallet := lockWallet(t, f.st, f.bob)
 	orders := lockTable(t, f.st, "orders")
 	alice, bob := make(chan error, 1), make(chan error, 1)
 	go func() { _, err := s.Place(ctx, f.buy(f.alice, engine.Yes, 41, 1)); alice <- err }()
 	waitBlocked(t, f.st) // alice's commit waits for the orders' lock
 	go func() { _, err := s.Place(ctx, f.buy(f.bob, engine.No, 30, 2)); bob <- err }()
-	err = poll.Until(t.Context(), 30*time.Second, func(ctx context.Context) (bool, error) {
+	err := poll.Until(t.Context(), 30*time.Second, func(ctx context.Context) (bool, error) {
 		var n int
 		err := f.st.Pool.QueryRow(ctx, `select count(*) from pg_stat_activity
 			where wait_event_type = 'Lock' and pid <> pg_backend_pid() and datname = current_database()`).Scan(&n)

@@ -35,14 +35,7 @@ func TestReturnIdle(t *testing.T) {
 		return w
 	}
 
-	other, err := st.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = other.Rollback(ctx) }()
-	if _, err := other.Exec(ctx, `select 1 from accounts where id = $1 for update`, alice); err != nil {
-		t.Fatal(err)
-	}
+	other := lockWallet(t, st, alice)
 	busy, err := ReturnIdle(ctx, conn, "shard-a", []int64{alice, bob, carol})
 	if err != nil {
 		t.Fatalf("with alice's wallet held: %v", err)

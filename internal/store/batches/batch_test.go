@@ -37,6 +37,22 @@ func testConn(t *testing.T, st *Writer) *pgx.Conn {
 	return pc.Conn()
 }
 
+// lockWallet holds account's wallet row (its accounts row) locked in a transaction of its own until
+// the test rolls it back or ends, as another holder's acquire holds it.
+func lockWallet(t *testing.T, st *Writer, account int64) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := st.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	if _, err := tx.Exec(ctx, `select 1 from accounts where id = $1 for update`, account); err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
 // newTestTrader opens the batch writer on a migrated database holding one account, alice, and
 // one open market.
 func newTestTrader(t *testing.T) (*Writer, records.Account, records.Market) {
@@ -182,14 +198,7 @@ func TestCommitBatch(t *testing.T) {
 	idle("after a failed batch")
 
 	// Another transaction holds bob's account: a locked read waits for it, a plain one does not.
-	other, err := st.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = other.Rollback(ctx) }()
-	if _, err := other.Exec(ctx, `select 1 from accounts where id = $1 for update`, bob.ID); err != nil {
-		t.Fatal(err)
-	}
+	other := lockWallet(t, st, bob.ID)
 	if _, err := BeginBatch(ctx, conn, Begin{Accounts: []int64{bob.ID}, LockAccounts: true}); err == nil {
 		t.Error("a locked read of an account another transaction holds did not wait")
 	}
